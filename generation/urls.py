@@ -1,0 +1,8 @@
+from django.urls import path
+
+from stereoscope.views import section_placeholder
+
+urlpatterns = [
+    path("toolkits/", section_placeholder("Toolkits", "Prompt toolkits: dimensions, items, slots."), name="toolkits"),
+    path("runs/", section_placeholder("Runs", "Generation runs over toolkits and model endpoints."), name="runs"),
+]

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class PsychometricsConfig(AppConfig):
+    name = "psychometrics"
+    verbose_name = "Psychometrics"

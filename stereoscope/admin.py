@@ -1,0 +1,39 @@
+from django.contrib import admin
+
+from .models import ActivityEvent, BuiltinRecord, Membership, Study, WorkerHeartbeat
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Study)
+class StudyAdmin(admin.ModelAdmin):
+    list_display = ["name", "is_library", "created_by", "created_at"]
+    search_fields = ["name"]
+    inlines = [MembershipInline]
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["study", "user", "role", "added_at"]
+    list_filter = ["role", "study"]
+    autocomplete_fields = ["user", "study"]
+
+
+@admin.register(ActivityEvent)
+class ActivityEventAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "study", "actor", "verb", "target"]
+    list_filter = ["study"]
+
+
+@admin.register(WorkerHeartbeat)
+class WorkerHeartbeatAdmin(admin.ModelAdmin):
+    list_display = ["hostname", "pid", "broker", "started_at", "last_seen"]
+
+
+@admin.register(BuiltinRecord)
+class BuiltinRecordAdmin(admin.ModelAdmin):
+    list_display = ["kind", "key", "version", "object_id", "loaded_at"]

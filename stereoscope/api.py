@@ -1,0 +1,105 @@
+"""REST API for studies and memberships. Other apps add their routers in stereoscope/urls.py."""
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import api_view, permission_classes
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+
+from . import services
+from .health import health_report
+from .models import Membership, Role, Study
+from .permissions import VIEWER, StudyRolePermission, role_for, studies_for
+
+
+class StudySerializer(serializers.ModelSerializer):
+    my_role = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Study
+        fields = ["id", "name", "description", "is_library", "created_at", "my_role"]
+        read_only_fields = ["is_library", "created_at"]
+
+    def get_my_role(self, study) -> str | None:
+        return role_for(self.context["request"].user, study)
+
+
+class MembershipSerializer(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["id", "username", "role", "added_at"]
+        read_only_fields = ["added_at"]
+
+
+class StudyScopedMixin:
+    """For viewsets under /api/studies/{study_pk}/...: loads the study and applies the role layer."""
+
+    permission_classes = [StudyRolePermission]
+    read_role = VIEWER
+    write_role = Role.RESEARCHER
+
+    study_field = "study"  # the lookup from the viewset's model to its Study
+
+    def get_study(self):
+        if not hasattr(self, "_study"):
+            self._study = get_object_or_404(Study, pk=self.kwargs["study_pk"])
+        return self._study
+
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        if getattr(self, "swagger_fake_view", False):  # schema generation has no study
+            return queryset.none()
+        return queryset.filter(**{self.study_field: self.get_study()})
+
+
+class StudyViewSet(viewsets.ModelViewSet):
+    serializer_class = StudySerializer
+    permission_classes = [StudyRolePermission]
+    action_roles = {"update": Role.ADMIN, "partial_update": Role.ADMIN, "destroy": Role.ADMIN}
+
+    def get_queryset(self):
+        return studies_for(self.request.user)
+
+    def get_study(self):
+        if "pk" not in self.kwargs:
+            return None  # list and create: any signed-in user
+        return get_object_or_404(Study, pk=self.kwargs["pk"])
+
+    def perform_create(self, serializer):
+        study = services.create_study(created_by=self.request.user, **serializer.validated_data)
+        serializer.instance = study
+
+
+class MembershipViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.CreateModelMixin, mixins.UpdateModelMixin,
+                        mixins.DestroyModelMixin, viewsets.GenericViewSet):
+    serializer_class = MembershipSerializer
+    queryset = Membership.objects.select_related("user")
+    read_role = Role.ADMIN
+    write_role = Role.ADMIN
+
+    def create(self, request, *args, **kwargs):
+        username = request.data.get("username", "")
+        role = request.data.get("role", Role.CODER)
+        try:
+            membership = services.add_member(study=self.get_study(), username=username, role=role, actor=request.user)
+        except services.MembershipError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+    def perform_update(self, serializer):
+        role = serializer.validated_data.get("role", serializer.instance.role)
+        services.add_member(study=self.get_study(), username=serializer.instance.user.username, role=role, actor=self.request.user)
+        serializer.instance.refresh_from_db()
+
+    def perform_destroy(self, instance):
+        services.remove_member(membership=instance, actor=self.request.user)
+
+
+@extend_schema(responses={200: dict, 503: dict})
+@api_view(["GET"])
+@permission_classes([AllowAny])
+def health(request):
+    report = health_report()
+    return Response(report, status=200 if report["ok"] else 503)

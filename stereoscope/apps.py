@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class StereoscopeConfig(AppConfig):
+    name = "stereoscope"
+    verbose_name = "Stereoscope"

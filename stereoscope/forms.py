@@ -1,0 +1,15 @@
+from django import forms
+
+from .models import Role, Study
+
+
+class StudyForm(forms.ModelForm):
+    class Meta:
+        model = Study
+        fields = ["name", "description"]
+        widgets = {"description": forms.Textarea(attrs={"rows": 3})}
+
+
+class MemberForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.CODER)

@@ -1,0 +1,52 @@
+"""Writes for studies and memberships. Views, the API and commands call these."""
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from .models import ActivityEvent, Membership, Role, Study
+
+
+def record_activity(study, actor, verb, target=""):
+    ActivityEvent.objects.create(
+        study=study, actor=actor if getattr(actor, "is_authenticated", False) else None, verb=verb, target=str(target)[:300]
+    )
+
+
+@transaction.atomic
+def create_study(*, name, description="", created_by):
+    study = Study.objects.create(name=name, description=description, created_by=created_by)
+    Membership.objects.create(study=study, user=created_by, role=Role.ADMIN)
+    record_activity(study, created_by, "created the study", study.name)
+    return study
+
+
+class MembershipError(ValueError):
+    pass
+
+
+@transaction.atomic
+def add_member(*, study, username, role, actor):
+    if role not in Role.values:
+        raise MembershipError(f"Unknown role {role!r}; choose one of {', '.join(Role.values)}.")
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise MembershipError(f"No user named {username!r}.")
+    membership, created = Membership.objects.update_or_create(study=study, user=user, defaults={"role": role})
+    record_activity(study, actor, "added member" if created else "changed role of", f"{user.username} ({role})")
+    return membership
+
+
+@transaction.atomic
+def remove_member(*, membership, actor):
+    study = membership.study
+    if membership.role == Role.ADMIN and study.memberships.filter(role=Role.ADMIN).count() == 1:
+        raise MembershipError("A study keeps at least one admin.")
+    record_activity(study, actor, "removed member", membership.user.username)
+    membership.delete()
+
+
+def library_study():
+    study, _ = Study.objects.get_or_create(
+        is_library=True,
+        defaults={"name": "Built-in library", "description": "Toolkits, codebooks and instruments shipped with Stereoscope."},
+    )
+    return study

@@ -1,0 +1,51 @@
+"""URLs. Every app contributes study-scoped pages (`<app>/urls.py`, mounted under /studies/<id>/) and
+study-scoped API routes (`api_routes` in `<app>/api.py`, mounted under /api/studies/<study_pk>/)."""
+import importlib
+
+from django.conf import settings
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.routers import DefaultRouter, SimpleRouter
+
+from . import api, views
+
+PLATFORM_APPS = ["generation", "annotation", "judging", "psychometrics", "measures"]
+installed = [app for app in PLATFORM_APPS if app in settings.INSTALLED_APPS]
+
+router = DefaultRouter()
+router.register("studies", api.StudyViewSet, basename="api-study")
+
+study_router = SimpleRouter()
+study_router.register("members", api.MembershipViewSet, basename="api-study-member")
+extra_api_urls = []
+for app in installed:
+    module = importlib.import_module(f"{app}.api")
+    for prefix, viewset, basename in getattr(module, "api_routes", []):
+        study_router.register(prefix, viewset, basename=basename)
+    extra_api_urls += getattr(module, "api_urls", [])
+
+study_pages = [path("", include(f"{app}.urls")) for app in installed]
+
+urlpatterns = [
+    path("", views.study_list, name="home"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("healthz", views.healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("studies/", views.study_list, name="study-list"),
+    path("studies/<int:study_id>/", views.study_dashboard, name="study-dashboard"),
+    path("studies/<int:study_id>/members/", views.study_members, name="study-members"),
+    path("studies/<int:study_id>/members/<int:membership_id>/remove/", views.study_member_remove, name="study-member-remove"),
+    path("studies/<int:study_id>/exports/", views.section_placeholder("Exports", "Coded datasets, toolkit weights, REFI-QDA."), name="exports"),
+    path("studies/<int:study_id>/", include(study_pages)),
+    path("api/", include(router.urls)),
+    path("api/studies/<int:study_pk>/", include(study_router.urls)),
+    path("api/", include(extra_api_urls)),
+    path("api/health/", api.health, name="api-health"),
+    path("api/token/", obtain_auth_token, name="api-token"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+]

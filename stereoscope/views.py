@@ -1,0 +1,84 @@
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from . import services
+from .dashboard import study_counts
+from .forms import MemberForm, StudyForm
+from .health import health_report
+from .models import Membership, Role
+from .permissions import VIEWER, has_role, studies_for, study_role_required
+
+
+@login_required
+def study_list(request):
+    studies = studies_for(request.user).prefetch_related("memberships")
+    form = StudyForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        study = services.create_study(created_by=request.user, **form.cleaned_data)
+        messages.success(request, f"Study “{study.name}” created. You are its admin.")
+        return redirect("study-dashboard", study.pk)
+    return render(request, "stereoscope/study_list.html", {"studies": studies, "form": form})
+
+
+@study_role_required(VIEWER)
+def study_dashboard(request, study_id):
+    study = request.study
+    return render(
+        request,
+        "stereoscope/dashboard.html",
+        {
+            "study": study,
+            "counts": study_counts(study),
+            "activity": study.activity.select_related("actor")[:20],
+            "can_manage": has_role(request.user, study, Role.ADMIN),
+        },
+    )
+
+
+@study_role_required(Role.ADMIN)
+def study_members(request, study_id):
+    study = request.study
+    form = MemberForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.add_member(study=study, actor=request.user, **form.cleaned_data)
+            messages.success(request, f"{form.cleaned_data['username']} is now {form.cleaned_data['role']}.")
+            return redirect("study-members", study.pk)
+        except services.MembershipError as exc:
+            form.add_error(None, str(exc))
+    members = study.memberships.select_related("user")
+    return render(request, "stereoscope/members.html", {"study": study, "members": members, "form": form})
+
+
+@study_role_required(Role.ADMIN)
+@require_POST
+def study_member_remove(request, study_id, membership_id):
+    membership = get_object_or_404(Membership, pk=membership_id, study=request.study)
+    try:
+        services.remove_member(membership=membership, actor=request.user)
+        messages.success(request, f"Removed {membership.user.username}.")
+    except services.MembershipError as exc:
+        messages.error(request, str(exc))
+    return redirect("study-members", request.study.pk)
+
+
+def healthz(request):
+    report = health_report()
+    status = 200 if report["ok"] else 503
+    wants_json = request.GET.get("format") == "json" or "application/json" in request.headers.get("Accept", "")
+    if wants_json:
+        return JsonResponse(report, status=status)
+    return render(request, "stereoscope/healthz.html", {"report": report}, status=status)
+
+
+def section_placeholder(title, description):
+    """A study section whose app has not landed its pages yet."""
+
+    @study_role_required(VIEWER)
+    def view(request, study_id):
+        return render(request, "stereoscope/section.html", {"study": request.study, "title": title, "description": description})
+
+    return view
