@@ -22,6 +22,7 @@ NAV_SECTIONS = [
     ("Coding", "coding", "coding"),
     ("Judging", "judging", "judging"),
     ("Questionnaires", "questionnaires", "questionnaires"),
+    ("Measures", "measures", "measures"),
     ("Exports", "exports", "exports"),
     ("Members", "study-members", "members"),
 ]

@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "annotation",
     "judging",
     "psychometrics",
+    "measures",
 ]
 
 MIDDLEWARE = [

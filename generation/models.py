@@ -1,0 +1,225 @@
+"""Toolkits, prompt items, model endpoints, generation runs, outputs, and the provenance of every LLM call."""
+import os
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from stereoscope.models import Study
+
+
+class Toolkit(models.Model):
+    """A versioned set of prompt items grouped into dimensions. Read-only once a run uses it."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="toolkits")
+    name = models.CharField(max_length=200)
+    version = models.PositiveIntegerField(default=1)
+    description = models.TextField(blank=True)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="newer_versions")
+    locked = models.BooleanField(default=False, help_text="Set once a run uses this version; edits create a new version.")
+    builtin_key = models.CharField(max_length=100, blank=True)
+    language = models.CharField(max_length=10, default="en")
+    # Slots shared by all items, e.g. {"name": ["Kelly", "Joseph"], "age": ["20", "40", "60"]}.
+    slots = models.JSONField(default=dict, blank=True)
+    # Optional explicit combinations instead of the Cartesian product: [{"name": "Kelly", "gender": "woman"}, ...]
+    combinations = models.JSONField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "name", "version"], name="unique_toolkit_version")]
+        ordering = ["study", "name", "-version"]
+
+    def __str__(self):
+        return f"{self.name} v{self.version}"
+
+
+class Dimension(models.Model):
+    toolkit = models.ForeignKey(Toolkit, on_delete=models.CASCADE, related_name="dimensions")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    order = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["toolkit", "name"], name="unique_dimension_name")]
+        ordering = ["toolkit", "order", "name"]
+
+    def __str__(self):
+        return self.name
+
+
+class PromptItem(models.Model):
+    toolkit = models.ForeignKey(Toolkit, on_delete=models.CASCADE, related_name="items")
+    number = models.PositiveIntegerField()
+    text = models.TextField(help_text="May contain {slot} placeholders.")
+    dimension = models.ForeignKey(Dimension, null=True, blank=True, on_delete=models.SET_NULL, related_name="items")
+    target_stereotype = models.TextField(blank=True, help_text="What judges look for, e.g. 'protected / sheltered'.")
+    gender_mapping = models.CharField(max_length=300, blank=True, help_text="e.g. F = protected/sheltered, M = challenged/tested")
+    reversed_order = models.BooleanField(default=False, help_text="Counterbalanced / reversed-order item.")
+    source_reference = models.CharField(max_length=300, blank=True)
+    notes = models.TextField(blank=True)
+    slots = models.JSONField(default=dict, blank=True, help_text="Item-level slot values; override the toolkit's.")
+    combinations = models.JSONField(null=True, blank=True)
+    counterfactual_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="counterfactuals")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["toolkit", "number"], name="unique_item_number")]
+        ordering = ["toolkit", "number"]
+
+    def __str__(self):
+        return f"{self.number}. {self.text[:60]}"
+
+
+class Provider(models.TextChoices):
+    OPENAI = "openai", "OpenAI"
+    OPENAI_COMPATIBLE = "openai_compatible", "OpenAI-compatible server (vLLM, Ollama, llama.cpp, LM Studio)"
+    ANTHROPIC = "anthropic", "Anthropic"
+    TRANSFORMERS = "transformers", "Local Hugging Face transformers"
+    MANUAL = "manual", "Manual (pasted from a chat interface)"
+
+
+class ModelEndpoint(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="endpoints")
+    name = models.CharField(max_length=200)
+    provider = models.CharField(max_length=30, choices=Provider.choices)
+    model_id = models.CharField(max_length=300, help_text="Provider model id, a local path, or the declared model for manual entry.")
+    model_family = models.CharField(max_length=100, blank=True, help_text="Provider family, e.g. openai, anthropic, google.")
+    base_url = models.URLField(blank=True)
+    api_key_env = models.CharField(max_length=100, blank=True, help_text="The NAME of the environment variable holding the key.")
+    default_params = models.JSONField(default=dict, blank=True, help_text="temperature, top_p, max_tokens, seed, stop, ...")
+    max_concurrency = models.PositiveIntegerField(default=8)
+    requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
+    tokens_per_minute = models.PositiveIntegerField(null=True, blank=True)
+    timeout_seconds = models.FloatField(default=120)
+    max_attempts = models.PositiveIntegerField(default=5)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "name"], name="unique_endpoint_name")]
+        ordering = ["study", "name"]
+
+    def __str__(self):
+        return f"{self.name} ({self.model_id})"
+
+    @property
+    def model_identity(self):
+        """Who wrote an output, for the no-self-judging rule: the model, not the endpoint."""
+        return self.model_id.strip().lower()
+
+    @property
+    def key_is_set(self):
+        return bool(self.api_key_env and os.environ.get(self.api_key_env))
+
+
+class RunStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    CANCELLED = "cancelled", "Cancelled"
+    FAILED = "failed", "Failed"
+
+
+class GenerationRun(models.Model):
+    """A toolkit version × endpoints × trials. Each unit (item, slot values, endpoint, trial) yields one Output."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="generation_runs")
+    name = models.CharField(max_length=200)
+    toolkit = models.ForeignKey(Toolkit, null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
+    endpoints = models.ManyToManyField(ModelEndpoint, related_name="runs")
+    trials = models.PositiveIntegerField(default=1)
+    param_overrides = models.JSONField(default=dict, blank=True)
+    system_prompt = models.TextField(blank=True)
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.DRAFT)
+    is_import = models.BooleanField(default=False, help_text="Holds outputs imported from elsewhere.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return self.name
+
+
+class OutputStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    IN_FLIGHT = "in_flight", "In flight"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class Output(models.Model):
+    """One story or answer: the result of one unit of a run, or an imported text."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="outputs")
+    run = models.ForeignKey(GenerationRun, on_delete=models.CASCADE, related_name="outputs")
+    item = models.ForeignKey(PromptItem, null=True, blank=True, on_delete=models.PROTECT, related_name="outputs")
+    endpoint = models.ForeignKey(ModelEndpoint, null=True, blank=True, on_delete=models.PROTECT, related_name="outputs")
+    model_name = models.CharField(max_length=300, help_text="The model that wrote it (declared for manual/imported text).")
+    trial = models.PositiveIntegerField(default=1)
+    variant_key = models.CharField(max_length=500, default="", blank=True, help_text="Canonical slot values; '' without slots.")
+    slot_values = models.JSONField(default=dict, blank=True)
+    prompt_text = models.TextField(blank=True, help_text="The rendered prompt.")
+    text = models.TextField(blank=True, help_text="Plain text; line endings normalised to \\n. Offsets count code points.")
+    external_id = models.CharField(max_length=200, blank=True, help_text="Id in the source it was imported from.")
+    status = models.CharField(max_length=20, choices=OutputStatus.choices, default=OutputStatus.PENDING, db_index=True)
+    error = models.TextField(blank=True)
+    finish_reason = models.CharField(max_length=50, blank=True)
+    input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "item", "variant_key", "endpoint", "trial"], name="unique_output_unit"),
+        ]
+        indexes = [models.Index(fields=["run", "status"]), models.Index(fields=["study", "item"])]
+        ordering = ["run", "item__number", "endpoint", "variant_key", "trial"]
+
+    def __str__(self):
+        return f"{self.model_name} · item {self.item.number if self.item_id else '-'} · trial {self.trial}"
+
+    @property
+    def model_identity(self):
+        return self.model_name.strip().lower()
+
+
+class ProviderCall(models.Model):
+    """One attempt of one LLM call, from any step (generation, judging, psychometrics, code discovery)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="provider_calls")
+    endpoint = models.ForeignKey(ModelEndpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="calls")
+    purpose = models.CharField(max_length=30, db_index=True)  # generation, judging, psychometrics, discovery
+    unit_ref = models.CharField(max_length=200, blank=True, help_text="e.g. output:123, verdict-batch:45")
+    output = models.ForeignKey(Output, null=True, blank=True, on_delete=models.CASCADE, related_name="calls")
+    provider = models.CharField(max_length=30)
+    model = models.CharField(max_length=300)
+    messages = models.JSONField(default=list)
+    params = models.JSONField(default=dict)
+    attempt = models.PositiveIntegerField(default=1)
+    ok = models.BooleanField(default=False)
+    response_text = models.TextField(blank=True)
+    raw_response = models.JSONField(null=True, blank=True)
+    finish_reason = models.CharField(max_length=50, blank=True)
+    input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    http_status = models.PositiveIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    retry_after_s = models.FloatField(null=True, blank=True)
+    backoff_s = models.FloatField(null=True, blank=True, help_text="Wait before the next attempt.")
+    started_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-started_at"]
+        indexes = [models.Index(fields=["study", "purpose"])]
+
+    def __str__(self):
+        return f"{self.purpose} {self.model} attempt {self.attempt}"
