@@ -1,8 +1,7 @@
-from django.urls import path
+from django.urls import include, path
 
-from stereoscope.views import section_placeholder
-
+# Toolkits (items, slots, versions, import/export) and runs (endpoints, runs, outputs) are built side by side.
 urlpatterns = [
-    path("toolkits/", section_placeholder("Toolkits", "Prompt toolkits: dimensions, items, slots."), name="toolkits"),
-    path("runs/", section_placeholder("Runs", "Generation runs over toolkits and model endpoints."), name="runs"),
+    path("", include("generation.urls_toolkits")),
+    path("", include("generation.urls_runs")),
 ]
