@@ -9,6 +9,16 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 
+def die_with_parent():
+    """Linux: the child gets SIGTERM when `serve` exits, however it exits."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 class Command(BaseCommand):
     help = "Serve Stereoscope with gunicorn and start one Celery worker beside it."
 
@@ -24,10 +34,10 @@ class Command(BaseCommand):
         if not no_worker:
             worker_cmd = [os.path.join(bin_dir, "celery"), "-A", "stereoscope", "worker", "--loglevel", "INFO",
                           "--pool", "threads", "--concurrency", str(worker_concurrency), "--hostname", "embedded@%h"]
-            procs.append(subprocess.Popen(worker_cmd, cwd=settings.BASE_DIR))
+            procs.append(subprocess.Popen(worker_cmd, cwd=settings.BASE_DIR, preexec_fn=die_with_parent))
         web_cmd = [os.path.join(bin_dir, "gunicorn"), "stereoscope.wsgi", "--bind", bind, "--workers", str(web_workers),
                    "--threads", "4", "--access-logfile", "-", "--timeout", "120"]
-        procs.append(subprocess.Popen(web_cmd, cwd=settings.BASE_DIR))
+        procs.append(subprocess.Popen(web_cmd, cwd=settings.BASE_DIR, preexec_fn=die_with_parent))
         self.stdout.write(self.style.SUCCESS(f"Stereoscope is running on http://{bind}/  (broker: {settings.CELERY_BROKER_URL.split(':')[0]})"))
 
         def stop(*_):
