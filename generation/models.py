@@ -92,6 +92,12 @@ class ModelEndpoint(models.Model):
     tokens_per_minute = models.PositiveIntegerField(null=True, blank=True)
     timeout_seconds = models.FloatField(default=120)
     max_attempts = models.PositiveIntegerField(default=5)
+    backoff_base_s = models.FloatField(default=1.0, help_text="First retry waits about this long; each retry doubles it.")
+    backoff_max_s = models.FloatField(default=60.0, help_text="Longest wait between attempts (Retry-After may ask for more).")
+    input_price_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True,
+                                               help_text="USD per million input tokens, for cost estimates.")
+    output_price_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True,
+                                                help_text="USD per million output tokens.")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -136,6 +142,13 @@ class GenerationRun(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    # Live figures written by the executing worker: in_flight, rate, eta_s, heartbeat.
+    progress = models.JSONField(default=dict, blank=True)
+    # Only one executor per run: a worker holds the lease while it runs and renews it with each progress tick.
+    lease_token = models.CharField(max_length=64, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    message = models.TextField(blank=True, help_text="The last status message (e.g. why a run stopped).")
 
     class Meta:
         ordering = ["-created_at"]
@@ -172,6 +185,7 @@ class Output(models.Model):
     output_tokens = models.PositiveIntegerField(null=True, blank=True)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    provenance = models.JSONField(default=dict, blank=True, help_text="Where the text came from: source, file, who entered it.")
     created_at = models.DateTimeField(default=timezone.now)
     completed_at = models.DateTimeField(null=True, blank=True)
 

@@ -115,3 +115,21 @@ def subprocess_database_url():
     password = f":{s['PASSWORD']}" if s.get("PASSWORD") else ""
     auth = f"{user}{password}@" if user else ""
     return f"postgres://{auth}{s.get('HOST') or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
+
+
+@pytest.fixture(scope="session")
+def _fake_provider_server():
+    from .fake_provider import FakeProvider
+
+    server = FakeProvider().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake_provider(_fake_provider_server):
+    """The fake OpenAI/Anthropic server on 127.0.0.1 (see tests/fake_provider.py), reset for each test."""
+    _fake_provider_server.reset()
+    _fake_provider_server.default_delay = 0.0
+    yield _fake_provider_server
+    _fake_provider_server.reset()

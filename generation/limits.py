@@ -1,0 +1,248 @@
+"""Per-endpoint limits: concurrent requests, requests/minute and tokens/minute.
+
+With Redis (settings.REDIS_URL, set when CELERY_BROKER_URL is redis) the counters live in Redis, so they hold
+across every worker on every machine; otherwise they live in this process. Concurrency uses leases that the
+holder renews; a crashed worker's leases expire after LEASE_TTL seconds. Rates use token buckets (capacity =
+the per-minute limit, refilled continuously), so a burst never exceeds one minute's budget.
+"""
+import asyncio
+import threading
+import time
+import uuid
+
+from django.conf import settings
+
+LEASE_TTL = 20.0
+RENEW_EVERY = 5.0
+POLL_SECONDS = 0.02
+
+
+def endpoint_key(endpoint):
+    stamp = int(endpoint.created_at.timestamp() * 1_000_000) if endpoint.created_at else 0
+    return f"stereoscope:limits:{endpoint.pk}:{stamp}"
+
+
+class LocalStore:
+    """In-process counters shared by every runner in this process."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.slots = {}    # key -> {lease_id: expires}
+        self.buckets = {}  # key -> [tokens, ts]
+        self.paused = {}   # key -> until
+
+    async def try_slot(self, key, limit, lease_id):
+        now = time.monotonic()
+        with self.lock:
+            leases = self.slots.setdefault(key, {})
+            for lid in [lid for lid, exp in leases.items() if exp < now]:
+                del leases[lid]
+            if len(leases) < limit:
+                leases[lease_id] = now + LEASE_TTL
+                return True
+            return False
+
+    async def renew(self, key, lease_ids):
+        now = time.monotonic()
+        with self.lock:
+            leases = self.slots.setdefault(key, {})
+            for lid in lease_ids:
+                if lid in leases:
+                    leases[lid] = now + LEASE_TTL
+
+    async def release(self, key, lease_id):
+        with self.lock:
+            self.slots.get(key, {}).pop(lease_id, None)
+
+    async def take(self, key, capacity, amount):
+        """Take `amount` from a per-minute bucket. Returns 0 when taken, else the seconds to wait."""
+        now = time.monotonic()
+        rate = capacity / 60.0
+        with self.lock:
+            tokens, ts = self.buckets.get(key, (float(capacity), now))
+            tokens = min(float(capacity), tokens + (now - ts) * rate)
+            amount = min(amount, capacity)
+            if amount > 0 and tokens < amount:
+                self.buckets[key] = (tokens, now)
+                return (amount - tokens) / rate
+            self.buckets[key] = (tokens - amount, now)
+            return 0.0
+
+    async def adjust(self, key, capacity, delta):
+        """Debit (delta > 0) or credit (delta < 0) a bucket once the real token count is known."""
+        now = time.monotonic()
+        rate = capacity / 60.0
+        with self.lock:
+            tokens, ts = self.buckets.get(key, (float(capacity), now))
+            tokens = min(float(capacity), tokens + (now - ts) * rate)
+            self.buckets[key] = (min(float(capacity), tokens - delta), now)
+
+    async def pause(self, key, seconds):
+        with self.lock:
+            self.paused[key] = max(self.paused.get(key, 0), time.monotonic() + seconds)
+
+    async def paused_for(self, key):
+        with self.lock:
+            return max(0.0, self.paused.get(key, 0) - time.monotonic())
+
+    async def close(self):
+        pass
+
+
+SLOT_LUA = """
+local t = redis.call('TIME'); local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
+  redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[3])) + 60)
+  return 1
+end
+return 0
+"""
+RENEW_LUA = """
+local t = redis.call('TIME'); local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[i]) end
+redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[1])) + 60)
+return 1
+"""
+BUCKET_LUA = """
+local t = redis.call('TIME'); local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+local cap = tonumber(ARGV[1]); local amount = tonumber(ARGV[2]); local mode = ARGV[3]
+local rate = cap / 60.0
+local v = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens = tonumber(v[1]) or cap; local ts = tonumber(v[2]) or now
+tokens = math.min(cap, tokens + (now - ts) * rate)
+local wait = 0
+if mode == 'take' then
+  if amount > cap then amount = cap end
+  if amount > 0 and tokens < amount then wait = (amount - tokens) / rate else tokens = tokens - amount end
+else
+  tokens = math.min(cap, tokens - amount)
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now))
+redis.call('EXPIRE', KEYS[1], 180)
+return tostring(wait)
+"""
+PAUSE_LUA = """
+local t = redis.call('TIME'); local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+local untl = now + tonumber(ARGV[1]); local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+if untl > cur then redis.call('SET', KEYS[1], tostring(untl), 'EX', math.ceil(tonumber(ARGV[1])) + 5) end
+return 1
+"""
+PAUSED_LUA = """
+local t = redis.call('TIME'); local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+if cur > now then return tostring(cur - now) end
+return '0'
+"""
+
+
+class RedisStore:
+    """The same counters in Redis; one store per event loop (redis.asyncio clients are loop-bound)."""
+
+    def __init__(self, url):
+        import redis.asyncio as aioredis
+
+        self.redis = aioredis.from_url(url)
+        self.slot = self.redis.register_script(SLOT_LUA)
+        self.renew_script = self.redis.register_script(RENEW_LUA)
+        self.bucket = self.redis.register_script(BUCKET_LUA)
+        self.pause_script = self.redis.register_script(PAUSE_LUA)
+        self.paused_script = self.redis.register_script(PAUSED_LUA)
+
+    async def try_slot(self, key, limit, lease_id):
+        return bool(await self.slot(keys=[key + ":conc"], args=[limit, lease_id, LEASE_TTL]))
+
+    async def renew(self, key, lease_ids):
+        if lease_ids:
+            await self.renew_script(keys=[key + ":conc"], args=[LEASE_TTL, *lease_ids])
+
+    async def release(self, key, lease_id):
+        await self.redis.zrem(key + ":conc", lease_id)
+
+    async def take(self, key, capacity, amount):
+        return float(await self.bucket(keys=[key], args=[capacity, amount, "take"]))
+
+    async def adjust(self, key, capacity, delta):
+        await self.bucket(keys=[key], args=[capacity, delta, "adjust"])
+
+    async def pause(self, key, seconds):
+        await self.pause_script(keys=[key + ":pause"], args=[seconds])
+
+    async def paused_for(self, key):
+        return float(await self.paused_script(keys=[key + ":pause"]))
+
+    async def close(self):
+        await self.redis.aclose()
+
+
+_local_store = LocalStore()
+
+
+def make_store():
+    """Redis when configured (holds across workers), else this process's counters."""
+    url = getattr(settings, "REDIS_URL", "")
+    return RedisStore(url) if url else _local_store
+
+
+def estimate_tokens(text):
+    """A rough token count (about four characters per token) for planning and rate budgets."""
+    return max(1, len(text or "") // 4)
+
+
+class EndpointLimiter:
+    """Admits calls to one endpoint within its limits. Create one per endpoint per event loop."""
+
+    def __init__(self, endpoint, store):
+        self.key = endpoint_key(endpoint)
+        self.max_concurrency = max(1, endpoint.max_concurrency or 1)
+        self.rpm = endpoint.requests_per_minute
+        self.tpm = endpoint.tokens_per_minute
+        self.store = store
+        self.local = asyncio.Semaphore(self.max_concurrency)
+        self.held = set()
+
+    async def acquire(self, est_tokens, stop=None):
+        """Wait for a slot and the rate budget. Returns a lease id, or None if `stop` was set meanwhile."""
+        await self.local.acquire()
+        try:
+            lease = uuid.uuid4().hex
+            while True:
+                if stop is not None and stop.is_set():
+                    self.local.release()
+                    return None
+                wait = await self.store.paused_for(self.key)
+                if wait <= 0 and await self.store.try_slot(self.key, self.max_concurrency, lease):
+                    break
+                await asyncio.sleep(min(max(wait, POLL_SECONDS), 1.0))
+            self.held.add(lease)
+            for capacity, amount, suffix in ((self.rpm, 1, ":rpm"), (self.tpm, est_tokens, ":tpm")):
+                while capacity:
+                    if stop is not None and stop.is_set():
+                        await self.release(lease)
+                        return None
+                    wait = await self.store.take(self.key + suffix, capacity, amount)
+                    if wait <= 0:
+                        break
+                    await asyncio.sleep(min(wait, 1.0))
+            return lease
+        except BaseException:
+            self.local.release()
+            raise
+
+    async def release(self, lease, est_tokens=0, actual_tokens=None):
+        try:
+            self.held.discard(lease)
+            await self.store.release(self.key, lease)
+            if self.tpm and actual_tokens is not None and actual_tokens != est_tokens:
+                await self.store.adjust(self.key + ":tpm", self.tpm, actual_tokens - est_tokens)
+        finally:
+            self.local.release()
+
+    async def renew(self):
+        if self.held:
+            await self.store.renew(self.key, list(self.held))
+
+    async def pause(self, seconds):
+        """Hold every caller of this endpoint (in every worker) back, e.g. after a 429 with Retry-After."""
+        await self.store.pause(self.key, seconds)

@@ -1,0 +1,139 @@
+"""The provider interface. Adapters turn (messages, params) into a ChatResult or raise ProviderError."""
+import asyncio
+import os
+import time
+from dataclasses import dataclass, field
+
+# Parameters an adapter may pass on; anything else in an endpoint's defaults is rejected with a clear message.
+KNOWN_PARAMS = {"temperature", "top_p", "max_tokens", "seed", "stop", "presence_penalty", "frequency_penalty", "top_k"}
+
+
+@dataclass
+class ChatResult:
+    text: str
+    finish_reason: str
+    input_tokens: int | None
+    output_tokens: int | None
+    raw: dict | None
+    latency_ms: int
+    http_status: int | None = 200
+    cost_usd: float | None = field(default=None)
+
+
+class ProviderError(Exception):
+    """A failed call. `retryable` says whether another attempt may succeed (429, 5xx, timeouts, bad bodies)."""
+
+    def __init__(self, message, *, retryable=False, retry_after=None, http_status=None, raw=None):
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.http_status = http_status
+        self.raw = raw
+
+
+class ChatProvider:
+    """Base adapter. Subclasses implement `acomplete` (async) and may override `complete` (sync)."""
+
+    name = "base"
+
+    def __init__(self, endpoint):
+        self.endpoint = endpoint
+
+    def api_key(self, required=True):
+        """The key from the environment variable the endpoint names; never stored anywhere else."""
+        var = (self.endpoint.api_key_env or "").strip()
+        if not var:
+            if required:
+                raise ProviderError(f"Endpoint “{self.endpoint.name}” names no API key variable.", retryable=False)
+            return None
+        value = os.environ.get(var)
+        if not value:
+            if required:
+                raise ProviderError(f"The environment variable {var} (API key of “{self.endpoint.name}”) is not set.",
+                                    retryable=False)
+            return None
+        return value
+
+    def complete(self, messages, params):
+        """Synchronous call. Runs the async twin on a private loop in a thread, so it works under any event loop."""
+        box = {}
+
+        def target():
+            try:
+                box["result"] = asyncio.run(self._complete_once(messages, params))
+            except BaseException as exc:  # re-raised in the caller's thread
+                box["error"] = exc
+
+        import threading
+
+        thread = threading.Thread(target=target, daemon=True)
+        thread.start()
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        return box["result"]
+
+    async def _complete_once(self, messages, params):
+        try:
+            return await self.acomplete(messages, params)
+        finally:
+            await self.aclose()
+
+    async def acomplete(self, messages, params):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    async def aclose(self):
+        """Release clients (connection pools) held by the adapter."""
+
+
+def merged_params(endpoint, overrides=None):
+    """The endpoint's default parameters updated by per-run or per-call overrides (None values drop a key)."""
+    params = dict(endpoint.default_params or {})
+    for key, value in (overrides or {}).items():
+        if value is None or value == "":
+            params.pop(key, None)
+        else:
+            params[key] = value
+    return params
+
+
+def validate_params(params):
+    """Raise ProviderError for unknown or ill-typed parameters before any call is spent."""
+    unknown = sorted(set(params) - KNOWN_PARAMS)
+    if unknown:
+        raise ProviderError(f"Unknown parameter(s): {', '.join(unknown)}. Known: {', '.join(sorted(KNOWN_PARAMS))}.")
+    for key in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
+        if key in params and not isinstance(params[key], (int, float)):
+            raise ProviderError(f"Parameter {key} must be a number, got {params[key]!r}.")
+    for key in ("max_tokens", "seed", "top_k"):
+        if key in params and (not isinstance(params[key], int) or isinstance(params[key], bool)):
+            raise ProviderError(f"Parameter {key} must be an integer, got {params[key]!r}.")
+    if "stop" in params and not isinstance(params["stop"], (str, list)):
+        raise ProviderError("Parameter stop must be a string or a list of strings.")
+    return params
+
+
+def elapsed_ms(started):
+    return int((time.perf_counter() - started) * 1000)
+
+
+def get_provider(endpoint):
+    """The adapter for an endpoint's provider."""
+    provider = endpoint.provider
+    if provider in ("openai", "openai_compatible"):
+        from .openai_provider import OpenAIProvider
+
+        return OpenAIProvider(endpoint)
+    if provider == "anthropic":
+        from .anthropic_provider import AnthropicProvider
+
+        return AnthropicProvider(endpoint)
+    if provider == "transformers":
+        from .transformers_provider import TransformersProvider
+
+        return TransformersProvider(endpoint)
+    if provider == "manual":
+        from .manual import ManualProvider
+
+        return ManualProvider(endpoint)
+    raise ProviderError(f"Unknown provider {provider!r}.")

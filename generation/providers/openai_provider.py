@@ -1,0 +1,132 @@
+"""OpenAI and any OpenAI-compatible server (vLLM, Ollama, llama.cpp, LM Studio) through the openai SDK."""
+import json
+import time
+
+import httpx
+import openai
+
+from .base import ChatProvider, ChatResult, ProviderError, elapsed_ms, validate_params
+
+
+def retry_after_seconds(headers):
+    """Seconds from a Retry-After (or retry-after-ms) header, or None."""
+    if headers is None:
+        return None
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return float(value) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
+
+
+def sdk_error(exc, sdk):
+    """Map an SDK exception (openai or anthropic share the shapes) to a ProviderError with a clear message."""
+    if isinstance(exc, ProviderError):
+        return exc
+    if isinstance(exc, sdk.APITimeoutError):
+        return ProviderError("Timed out waiting for the provider.", retryable=True)
+    if isinstance(exc, sdk.APIConnectionError):
+        return ProviderError(f"Could not reach the provider: {exc.__cause__ or exc}", retryable=True)
+    if isinstance(exc, sdk.APIStatusError):
+        status = exc.status_code
+        detail = str(getattr(exc, "message", "") or exc)[:500]
+        retryable = status in (408, 409, 425, 429) or status >= 500
+        return ProviderError(f"HTTP {status} from the provider: {detail}", retryable=retryable,
+                             retry_after=retry_after_seconds(exc.response.headers), http_status=status)
+    if isinstance(exc, (sdk.APIResponseValidationError, json.JSONDecodeError, ValueError)):
+        return ProviderError(f"The provider sent a body that is not a valid response ({type(exc).__name__}: {str(exc)[:200]}).",
+                             retryable=True, http_status=getattr(exc, "status_code", None))
+    if isinstance(exc, httpx.HTTPError):
+        return ProviderError(f"HTTP transport error: {exc}", retryable=True)
+    return ProviderError(f"{type(exc).__name__}: {exc}", retryable=False)
+
+
+def check_text(text, finish_reason):
+    if text is None or not str(text).strip():
+        raise ProviderError(f"The provider returned an empty completion (finish reason: {finish_reason or 'none'}).",
+                            retryable=True, http_status=200)
+    return text
+
+
+class OpenAIProvider(ChatProvider):
+    name = "openai"
+
+    def __init__(self, endpoint):
+        super().__init__(endpoint)
+        self._client = None
+
+    def client_kwargs(self):
+        ep = self.endpoint
+        compatible = ep.provider == "openai_compatible"
+        if compatible and not ep.base_url:
+            raise ProviderError(f"Endpoint “{ep.name}” is OpenAI-compatible but has no base URL.")
+        key = self.api_key(required=not compatible) or "not-needed"
+        kwargs = {"api_key": key, "max_retries": 0, "timeout": ep.timeout_seconds}
+        if ep.base_url:
+            kwargs["base_url"] = ep.base_url
+        return kwargs
+
+    def request(self, messages, params):
+        params = validate_params(dict(params))
+        body = {"model": self.endpoint.model_id, "messages": messages}
+        extra = {}
+        for key, value in params.items():
+            if key == "top_k":
+                extra["top_k"] = value  # vLLM and llama.cpp accept it; OpenAI ignores extra_body it does not know
+            else:
+                body[key] = value
+        if extra:
+            body["extra_body"] = extra
+        return body
+
+    def parse(self, completion, started):
+        try:
+            choice = completion.choices[0]
+            text = choice.message.content
+            finish = choice.finish_reason or ""
+        except (IndexError, AttributeError, TypeError) as exc:
+            raise ProviderError(f"The provider sent a response without a choice ({exc}).", retryable=True, http_status=200)
+        check_text(text, finish)
+        usage = getattr(completion, "usage", None)
+        return ChatResult(
+            text=text, finish_reason=finish,
+            input_tokens=getattr(usage, "prompt_tokens", None), output_tokens=getattr(usage, "completion_tokens", None),
+            raw=completion.model_dump(mode="json"), latency_ms=elapsed_ms(started), http_status=200,
+        )
+
+    async def acomplete(self, messages, params):
+        started = time.perf_counter()
+        try:
+            if self._client is None:
+                self._client = openai.AsyncOpenAI(**self.client_kwargs())
+            completion = await self._client.chat.completions.create(**self.request(messages, params))
+            return self.parse(completion, started)
+        except Exception as exc:
+            raise sdk_error(exc, openai) from exc
+
+    def complete(self, messages, params):
+        started = time.perf_counter()
+        try:
+            with openai.OpenAI(**self.client_kwargs()) as client:
+                completion = client.chat.completions.create(**self.request(messages, params))
+            return self.parse(completion, started)
+        except Exception as exc:
+            raise sdk_error(exc, openai) from exc
+
+    async def aclose(self):
+        if self._client is not None:
+            await self._client.close()
+            self._client = None

@@ -1,0 +1,110 @@
+"""Adapters through the real openai and anthropic SDKs against the fake server on 127.0.0.1."""
+import asyncio
+import threading
+
+import pytest
+
+from generation.providers import ProviderError, get_provider
+
+pytestmark = pytest.mark.django_db
+MESSAGES = [{"role": "system", "content": "You write short stories."}, {"role": "user", "content": "Write about a nurse."}]
+
+
+@pytest.mark.parametrize("provider", ["openai", "openai_compatible", "anthropic"])
+def test_completion_text_usage_and_key_header(study, make_endpoint, fake_provider, provider):
+    endpoint = make_endpoint(study, provider, default_params={"temperature": 0.7})
+    fake_provider.script([{"text": "Once upon a time.", "usage": {"input": 11, "output": 5}}])
+    result = get_provider(endpoint).complete(MESSAGES, {"temperature": 0.3, "max_tokens": 50, "seed": 7})
+    assert result.text == "Once upon a time."
+    assert (result.input_tokens, result.output_tokens, result.finish_reason) == (11, 5, "stop")
+    assert result.http_status == 200 and result.raw and result.latency_ms >= 0
+    request = fake_provider.requests[-1]
+    assert "sk-fake-secret-123" in request["auth"]  # the key travels only in the header
+    body = request["body"]
+    assert body["model"] == endpoint.model_id and body["temperature"] == 0.3 and body["max_tokens"] == 50
+    if provider == "anthropic":
+        assert body["system"] == "You write short stories." and [m["role"] for m in body["messages"]] == ["user"]
+        assert "seed" not in body
+    else:
+        assert body["seed"] == 7 and body["messages"][0]["role"] == "system"
+
+
+@pytest.mark.parametrize("provider", ["openai_compatible", "anthropic"])
+def test_async_twin_runs_inside_an_event_loop_thread(study, make_endpoint, fake_provider, provider):
+    endpoint = make_endpoint(study, provider)
+    box = {}
+
+    def run():
+        async def go():
+            p = get_provider(endpoint)
+            try:
+                return await asyncio.gather(*[p.acomplete([{"role": "user", "content": f"story {i}"}], {}) for i in range(5)])
+            finally:
+                await p.aclose()
+
+        box["results"] = asyncio.run(go())
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(60)
+    assert sorted(r.text.split("Answer to: ")[1] for r in box["results"]) == [f"story {i}" for i in range(5)]
+
+
+@pytest.mark.parametrize("provider", ["openai_compatible", "anthropic"])
+@pytest.mark.parametrize("spec,retryable,status,text", [
+    ({"status": 429, "retry_after": 2}, True, 429, "HTTP 429"),
+    ({"status": 500}, True, 500, "HTTP 500"),
+    ({"status": 503}, True, 503, "HTTP 503"),
+    ({"status": 400, "message": "bad request shape"}, False, 400, "bad request shape"),
+    ({"malformed": True}, True, None, "not a valid response"),
+    ({"empty": True}, True, 200, "empty completion"),
+])
+def test_errors_are_classified_with_clear_messages(study, make_endpoint, fake_provider, provider, spec, retryable, status, text):
+    endpoint = make_endpoint(study, provider)
+    fake_provider.script([spec])
+    with pytest.raises(ProviderError) as info:
+        get_provider(endpoint).complete(MESSAGES, {})
+    err = info.value
+    assert err.retryable is retryable and text in str(err)
+    if status:
+        assert err.http_status == status
+    if "retry_after" in spec:
+        assert err.retry_after == 2.0
+
+
+def test_timeout_is_retryable(study, make_endpoint, fake_provider):
+    endpoint = make_endpoint(study, timeout_seconds=0.3)
+    fake_provider.script([{"hang": 2}])
+    with pytest.raises(ProviderError) as info:
+        get_provider(endpoint).complete(MESSAGES, {})
+    assert info.value.retryable and "Timed out" in str(info.value)
+
+
+def test_missing_key_variable_is_named_and_nothing_is_sent(study, make_endpoint, fake_provider, monkeypatch):
+    endpoint = make_endpoint(study, "openai", api_key_env="NOT_SET_ANYWHERE_KEY")
+    monkeypatch.delenv("NOT_SET_ANYWHERE_KEY", raising=False)
+    with pytest.raises(ProviderError, match="NOT_SET_ANYWHERE_KEY .* is not set"):
+        get_provider(endpoint).complete(MESSAGES, {})
+    assert fake_provider.requests == []
+
+
+def test_bad_parameters_are_rejected_before_a_call(study, make_endpoint, fake_provider):
+    endpoint = make_endpoint(study)
+    with pytest.raises(ProviderError, match="Unknown parameter"):
+        get_provider(endpoint).complete(MESSAGES, {"temprature": 1})
+    with pytest.raises(ProviderError, match="max_tokens must be an integer"):
+        get_provider(endpoint).complete(MESSAGES, {"max_tokens": "lots"})
+    assert fake_provider.requests == []
+
+
+def test_truncated_completion_keeps_finish_reason(study, make_endpoint, fake_provider):
+    for provider in ("openai_compatible", "anthropic"):
+        fake_provider.script([{"text": "Once upon", "finish_reason": "length"}])
+        result = get_provider(make_endpoint(study, provider)).complete(MESSAGES, {"max_tokens": 2})
+        assert result.finish_reason == "length"
+
+
+def test_manual_endpoint_is_never_called(study, make_endpoint):
+    endpoint = make_endpoint(study, "manual")
+    with pytest.raises(ProviderError, match="manual endpoint"):
+        get_provider(endpoint).complete(MESSAGES, {})

@@ -1,0 +1,165 @@
+"""The shared runner: every unit completes or fails with its reason, attempts obey backoff and Retry-After,
+limits hold (asserted from the server's own in-flight counters), cancellation stops new work."""
+import threading
+
+import pytest
+
+from generation.limits import LocalStore, make_store
+from generation.models import ProviderCall
+from generation.runner import CallbackSink, CallUnit, backoff_seconds, execute_units
+
+pytestmark = pytest.mark.django_db
+
+
+def units_for(endpoint, prompts, purpose="test", params=None):
+    return [CallUnit(unit_ref=f"u:{p}", endpoint=endpoint, messages=[{"role": "user", "content": p}],
+                     params=dict(params or {}), purpose=purpose) for p in prompts]
+
+
+class Collect:
+    def __init__(self):
+        self.ok, self.failed = {}, {}
+
+    def on_success(self, unit, result):
+        assert unit.unit_ref not in self.ok
+        self.ok[unit.unit_ref] = result
+
+    def on_failure(self, unit, error):
+        assert unit.unit_ref not in self.failed
+        self.failed[unit.unit_ref] = error
+
+
+def test_all_units_complete_within_concurrency(study, make_endpoint, fake_provider):
+    endpoint = make_endpoint(study, max_concurrency=4)
+    fake_provider.default_delay = 0.05
+    sink = Collect()
+    stats = execute_units(study, units_for(endpoint, [f"prompt-{i}" for i in range(30)]), sink)
+    assert stats.succeeded == 30 and stats.failed == 0 and stats.attempts == 30
+    assert sorted(sink.ok) == sorted(f"u:prompt-{i}" for i in range(30))
+    assert sink.ok["u:prompt-7"].text.endswith("prompt-7")
+    assert fake_provider.max_in_flight_by_model[endpoint.model_id] == 4  # reached, never exceeded
+    assert ProviderCall.objects.filter(study=study, ok=True).count() == 30
+    call = ProviderCall.objects.get(unit_ref="u:prompt-3")
+    assert call.messages == [{"role": "user", "content": "prompt-3"}] and call.model == endpoint.model_id
+    assert call.input_tokens and call.output_tokens and call.response_text.endswith("prompt-3")
+
+
+def test_retries_honour_retry_after_and_back_off(study, make_endpoint, fake_provider):
+    endpoint = make_endpoint(study, backoff_base_s=0.2, backoff_max_s=5, max_attempts=5)
+    fake_provider.script([{"status": 429, "retry_after": 1}, {"status": 500}, {"status": 503}, {"text": "finally"}], match="flaky")
+    sink = Collect()
+    stats = execute_units(study, units_for(endpoint, ["flaky one", "steady one"]), sink)
+    assert stats.succeeded == 2 and sink.ok["u:flaky one"].text == "finally"
+    calls = list(ProviderCall.objects.filter(unit_ref="u:flaky one").order_by("attempt"))
+    assert [c.attempt for c in calls] == [1, 2, 3, 4]
+    assert [c.http_status for c in calls] == [429, 500, 503, 200] and [c.ok for c in calls] == [False, False, False, True]
+    assert calls[0].retry_after_s == 1.0 and calls[0].backoff_s >= 1.0
+    # exponential with jitter: attempt n waits base·2^(n−1)·[0.5, 1]
+    assert 0.2 <= calls[1].backoff_s <= 0.4 and 0.4 <= calls[2].backoff_s <= 0.8
+    seen = [r["t"] for r in fake_provider.requests_for("flaky")]
+    gaps = [b - a for a, b in zip(seen, seen[1:])]
+    assert gaps[0] >= 1.0  # never earlier than Retry-After (server-side arrival times)
+    assert gaps[1] >= calls[1].backoff_s and gaps[2] >= calls[2].backoff_s
+
+
+def test_permanent_failures_are_recorded_and_do_not_stop_the_rest(study, make_endpoint, fake_provider):
+    endpoint = make_endpoint(study, max_attempts=3)
+    fake_provider.script([{"status": 400, "message": "prompt rejected"}], match="bad")
+    fake_provider.script([{"status": 500}] * 3, match="down")
+    fake_provider.script([{"malformed": True}, {"text": "recovered"}], match="garbled")
+    fake_provider.script([{"empty": True}] * 3, match="silent")
+    sink = Collect()
+    stats = execute_units(study, units_for(endpoint, ["bad", "down", "garbled", "silent", "fine"]), sink)
+    assert (stats.succeeded, stats.failed) == (2, 3)
+    assert "prompt rejected" in sink.failed["u:bad"] and ProviderCall.objects.filter(unit_ref="u:bad").count() == 1
+    assert sink.failed["u:down"].startswith("Gave up after 3 attempts") and ProviderCall.objects.filter(unit_ref="u:down").count() == 3
+    assert "empty completion" in sink.failed["u:silent"]
+    assert sink.ok["u:garbled"].text == "recovered"
+    assert "not a valid response" in ProviderCall.objects.get(unit_ref="u:garbled", attempt=1).error
+
+
+def test_timeouts_are_retried_then_recorded(study, make_endpoint, fake_provider):
+    endpoint = make_endpoint(study, timeout_seconds=0.3, max_attempts=2)
+    fake_provider.script([{"hang": 2}, {"hang": 2}], match="slow")
+    sink = Collect()
+    execute_units(study, units_for(endpoint, ["slow"]), sink)
+    assert "Timed out" in sink.failed["u:slow"]
+    assert ProviderCall.objects.filter(unit_ref="u:slow").count() == 2
+
+
+def test_cancel_stops_new_units(study, make_endpoint, fake_provider):
+    endpoint = make_endpoint(study, max_concurrency=2)
+    fake_provider.default_delay = 0.1
+    sink = Collect()
+    stats = execute_units(study, units_for(endpoint, [f"p{i}" for i in range(200)]), sink,
+                          cancel_check=lambda: len(sink.ok) >= 4, cancel_every=0.05)
+    assert stats.cancelled and 4 <= stats.succeeded < 200 and stats.not_started == 200 - stats.succeeded - stats.failed
+    assert len(sink.ok) == stats.succeeded and not sink.failed
+
+
+def test_sink_error_becomes_a_recorded_failure(study, make_endpoint, fake_provider):
+    endpoint = make_endpoint(study)
+    failures = {}
+
+    def explode(unit, result):
+        raise RuntimeError("disk full")
+
+    sink = CallbackSink(on_success=explode, on_failure=lambda unit, error: failures.setdefault(unit.unit_ref, error))
+    stats = execute_units(study, units_for(endpoint, ["a"]), sink)
+    assert stats.failed == 1 and "disk full" in failures["u:a"]
+
+
+def test_backoff_formula():
+    class E:
+        backoff_base_s, backoff_max_s = 1.0, 8.0
+
+    class Fixed:
+        @staticmethod
+        def uniform(a, b):
+            return b
+
+    assert [backoff_seconds(n, E, rng=Fixed) for n in (1, 2, 3, 4, 5)] == [1, 2, 4, 8, 8]
+    assert backoff_seconds(1, E, retry_after=30, rng=Fixed) == pytest.approx(33.0)
+
+
+def test_rate_buckets_allow_one_minute_budget_then_wait():
+    import asyncio
+
+    async def go(store):
+        waits = [await store.take("t:rpm", 60, 1) for _ in range(61)]
+        big = await store.take("t:tpm", 1000, 900)
+        after = await store.take("t:tpm", 1000, 900)
+        return waits, big, after
+
+    waits, big, after = asyncio.run(go(LocalStore()))
+    assert waits[:60] == [0.0] * 60 and 0.5 < waits[60] <= 1.0  # 61st request waits ~1 s (60/min)
+    assert big == 0.0 and 40 < after <= 48  # 800 tokens short at 1000/min ≈ 48 s
+
+
+@pytest.mark.django_db(transaction=True)
+def test_limits_hold_across_two_runners_sharing_the_store(make_endpoint, fake_provider):
+    """Two runners at once (as two workers would) never exceed the endpoint's limit together; with Redis
+    configured the counters live in Redis."""
+    from stereoscope.models import Study
+
+    study = Study.objects.create(name="shared limits")
+    endpoint = make_endpoint(study, max_concurrency=3)
+    fake_provider.default_delay = 0.05
+    results = []
+
+    def run(tag):
+        from django.db import connection
+
+        try:
+            results.append(execute_units(study, units_for(endpoint, [f"{tag}-{i}" for i in range(15)]), Collect()))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert sum(r.succeeded for r in results) == 30
+    assert fake_provider.max_in_flight_by_model[endpoint.model_id] == 3
+    assert type(make_store()).__name__ == ("RedisStore" if __import__("django.conf").conf.settings.REDIS_URL else "LocalStore")
