@@ -1,0 +1,219 @@
+"""Toolkit expansion (items × slot values → rendered prompts), locking and versioning.
+
+Expansion rules, per item:
+- The slot values are the toolkit's slots with the item's own slots overriding them name by name.
+- Listed combinations (item-level, else toolkit-level) fix the slots they name; any other slot the
+  item uses is crossed over its value list (Cartesian product). Without combinations it is a pure
+  Cartesian product. Only the slots an item's text actually uses vary it, so an item without slots
+  gives exactly one unit.
+- Each unit remembers its slot values and a canonical `variant_key` ("" without slots).
+"""
+import hashlib
+import itertools
+import json
+import math
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import Max
+
+from .slots import SlotError, normalize_combinations, normalize_slot_values, parse_slots, render
+
+VARIANT_KEY_MAX = 500
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One rendered prompt of a toolkit: an item with one set of slot values."""
+
+    item: object
+    slot_values: dict = field(hash=False)
+    prompt: str
+    variant_key: str
+
+    @property
+    def item_number(self):
+        return getattr(self.item, "number", None)
+
+
+def variant_key(values):
+    """Canonical, order-independent key for a set of slot values; "" when there are none."""
+    if not values:
+        return ""
+    key = json.dumps({k: str(v) for k, v in sorted(values.items())}, ensure_ascii=False, separators=(",", ":"))
+    if len(key) > VARIANT_KEY_MAX:
+        key = "sha256:" + hashlib.sha256(key.encode()).hexdigest()
+    return key
+
+
+def _plan(text, slots, combinations, where):
+    """(fixed combinations restricted to used slots, [(slot, values)] to cross) for one item text."""
+    try:
+        used = parse_slots(text)
+    except SlotError as exc:
+        raise SlotError(f"{where}: {exc}") from None
+    if not used:
+        return [{}], []
+    fixed = [{}]
+    if combinations:
+        fixed = []
+        for combo in combinations:
+            part = {name: combo[name] for name in used if name in combo}
+            if part not in fixed:
+                fixed.append(part)
+    covered = set(fixed[0])
+    crossed = []
+    for name in used:
+        if name in covered:
+            continue
+        if name not in slots:
+            known = ", ".join(sorted(set(slots) | covered)) or "none"
+            raise SlotError(f"{where} uses the slot {{{name}}}, which has no values (defined slots: {known}).")
+        crossed.append((name, slots[name]))
+    return fixed, crossed
+
+
+def effective_slots(toolkit_slots, toolkit_combinations, item_slots, item_combinations, where="item"):
+    """Merge toolkit- and item-level definitions (item wins) after validating both."""
+    slots = dict(normalize_slot_values(toolkit_slots, "toolkit slots"))
+    slots.update(normalize_slot_values(item_slots, f"{where} slots"))
+    item_combos = normalize_combinations(item_combinations, f"{where} combinations")
+    combos = item_combos if item_combos is not None else normalize_combinations(toolkit_combinations, "toolkit combinations")
+    return slots, combos
+
+
+def expand_text(text, slots=None, combinations=None, where="item"):
+    """[(slot values, rendered prompt)] for one template text."""
+    fixed, crossed = _plan(text, slots or {}, combinations, where)
+    names = [name for name, _ in crossed]
+    result = []
+    for combo in fixed:
+        for values in itertools.product(*[vals for _, vals in crossed]):
+            slot_values = {**combo, **dict(zip(names, values))}
+            result.append((slot_values, render(text, slot_values)))
+    return result
+
+
+def count_text(text, slots=None, combinations=None, where="item"):
+    fixed, crossed = _plan(text, slots or {}, combinations, where)
+    return len(fixed) * math.prod(len(vals) for _, vals in crossed)
+
+
+def _item_definition(toolkit, item):
+    where = f"Item {item.number}"
+    slots, combos = effective_slots(toolkit.slots, toolkit.combinations, item.slots, item.combinations, where)
+    return item.text, slots, combos, where
+
+
+def _items(toolkit, items):
+    if items is not None:
+        return items
+    return toolkit.items.select_related("dimension").order_by("number")
+
+
+def expand_item(toolkit, item):
+    text, slots, combos, where = _item_definition(toolkit, item)
+    return [Unit(item=item, slot_values=values, prompt=prompt, variant_key=variant_key(values))
+            for values, prompt in expand_text(text, slots, combos, where)]
+
+
+def expand_units(toolkit, items=None):
+    """Every unit of a toolkit, item by item in number order. Raises SlotError with the item number."""
+    for item in _items(toolkit, items):
+        yield from expand_item(toolkit, item)
+
+
+def count_units(toolkit, items=None):
+    """How many units `expand_units` yields, without rendering them."""
+    return sum(count_text(*_item_definition(toolkit, item)) for item in _items(toolkit, items))
+
+
+def validate_toolkit(toolkit):
+    """All problems that would stop an expansion, as a list of messages (empty when fine)."""
+    problems = []
+    try:
+        normalize_slot_values(toolkit.slots, "toolkit slots")
+        normalize_combinations(toolkit.combinations, "toolkit combinations")
+    except SlotError as exc:
+        return [str(exc)]
+    for item in _items(toolkit, None):
+        try:
+            count_text(*_item_definition(toolkit, item))
+        except SlotError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+# --- locking and versions -------------------------------------------------------------------------
+
+
+class ToolkitLocked(ValueError):
+    pass
+
+
+def is_locked(toolkit):
+    """Locked once a run uses it (or it was locked by hand, or it is in the read-only library)."""
+    return toolkit.locked or toolkit.runs.exists()
+
+
+def lock_toolkit(toolkit):
+    """Freeze a toolkit version; runs call this when they are created or started."""
+    if not toolkit.locked:
+        type(toolkit).objects.filter(pk=toolkit.pk).update(locked=True)
+        toolkit.locked = True
+    return toolkit
+
+
+@transaction.atomic
+def clone_toolkit(toolkit, *, study, name, version, parent=None, created_by=None):
+    """Copy a toolkit with its dimensions, items and counterfactual links (unlocked)."""
+    from .models import Toolkit
+
+    copy = Toolkit.objects.create(
+        study=study, name=name, version=version, description=toolkit.description, parent=parent, locked=False,
+        builtin_key=toolkit.builtin_key, language=toolkit.language, slots=toolkit.slots,
+        combinations=toolkit.combinations, created_by=created_by,
+    )
+    dimension_map = {}
+    for dim in toolkit.dimensions.all():
+        dimension_map[dim.pk] = copy.dimensions.create(name=dim.name, description=dim.description, order=dim.order)
+    item_map, links = {}, []
+    for item in toolkit.items.order_by("number"):
+        old_pk, counterfactual_of = item.pk, item.counterfactual_of_id
+        item.pk = item.id = None
+        item.toolkit = copy
+        item.dimension = dimension_map.get(item.dimension_id)
+        item.counterfactual_of = None
+        item.save()
+        item_map[old_pk] = item
+        if counterfactual_of:
+            links.append((item, counterfactual_of))
+    for item, original_pk in links:
+        if original_pk in item_map:
+            item.counterfactual_of = item_map[original_pk]
+            item.save(update_fields=["counterfactual_of"])
+    return copy
+
+
+def next_version(study, name):
+    from .models import Toolkit
+
+    return (Toolkit.objects.filter(study=study, name=name).aggregate(v=Max("version"))["v"] or 0) + 1
+
+
+def new_version(toolkit, created_by=None):
+    """A new, editable version of `toolkit` (same study and name, next version number)."""
+    with transaction.atomic():
+        return clone_toolkit(toolkit, study=toolkit.study, name=toolkit.name,
+                             version=next_version(toolkit.study, toolkit.name), parent=toolkit, created_by=created_by)
+
+
+def writable_version(toolkit, created_by=None):
+    """(toolkit to write to, created): the toolkit itself, or a new version when it is locked."""
+    if toolkit.study.is_library:
+        raise ToolkitLocked("Built-in library toolkits are read-only; copy one into your study to change it.")
+    if not is_locked(toolkit):
+        return toolkit, False
+    if not toolkit.locked:
+        lock_toolkit(toolkit)
+    return new_version(toolkit, created_by), True
