@@ -31,3 +31,18 @@ def make_endpoint(fake_provider, monkeypatch):
         return ModelEndpoint.objects.create(study=study, name=fields.pop("name", f"endpoint {n}"), provider=provider, **fields)
 
     return make
+
+
+@pytest.fixture
+def make_toolkit():
+    def make(study, n_items=3, slots=None, texts=None):
+        from generation.models import Dimension, PromptItem, Toolkit
+
+        toolkit = Toolkit.objects.create(study=study, name=f"Toolkit {Toolkit.objects.count() + 1}", slots=slots or {})
+        dim = Dimension.objects.create(toolkit=toolkit, name="Care")
+        for i in range(1, n_items + 1):
+            text = texts[i - 1] if texts else f"Write a short story about item {i}."
+            PromptItem.objects.create(toolkit=toolkit, number=i, text=text, dimension=dim)
+        return toolkit
+
+    return make

@@ -1,0 +1,330 @@
+"""Generation runs: create, plan (dry run), start, execute, cancel, resume, retry, and progress figures.
+
+A run is a toolkit version × endpoints × trials. Each unit (item, slot values, endpoint, trial) is one fresh
+single-turn conversation and owns exactly one Output row: the rows are created up front (the unique constraint
+makes duplicates impossible) and executing a run only fills rows still pending, so resuming never repeats work.
+"""
+import logging
+import uuid
+from datetime import timedelta
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+
+from stereoscope.services import record_activity
+
+from .limits import estimate_tokens
+from .models import GenerationRun, ModelEndpoint, Output, OutputStatus, Provider, RunStatus, Toolkit
+from .providers.base import ProviderError, merged_params, validate_params
+from .runner import CallUnit, cost_of, execute_units
+from .toolkits import SlotError, count_units, expand_units, lock_toolkit
+
+log = logging.getLogger(__name__)
+LEASE_SECONDS = 60
+MAX_TRIALS = 1000
+MAX_UNITS = 500_000
+DEFAULT_OUTPUT_TOKENS = 400
+
+
+class RunError(ValueError):
+    """Bad input for a run; the message says what to fix."""
+
+
+def normalize_text(text):
+    return (text or "").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def toolkits_for(study):
+    """Toolkits a run in `study` may use: its own and the built-in library's."""
+    return Toolkit.objects.filter(Q(study=study) | Q(study__is_library=True)).select_related("study")
+
+
+def parse_overrides(value):
+    if value in (None, ""):
+        return {}
+    if isinstance(value, str):
+        import json
+
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise RunError(f"Parameter overrides must be a JSON object: {exc}.")
+    if not isinstance(value, dict):
+        raise RunError("Parameter overrides must be a JSON object, e.g. {\"temperature\": 0.7}.")
+    try:
+        validate_params({k: v for k, v in value.items() if v not in (None, "")})
+    except ProviderError as exc:
+        raise RunError(str(exc))
+    return value
+
+
+@transaction.atomic
+def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=None, system_prompt="", actor=None):
+    """A draft run. Validates everything a launch would need, so a bad run is never saved."""
+    name = (name or "").strip()
+    if not name:
+        raise RunError("Give the run a name.")
+    if toolkit is None or not toolkits_for(study).filter(pk=toolkit.pk).exists():
+        raise RunError("Choose a toolkit of this study or of the built-in library.")
+    endpoints = list(endpoints or [])
+    if not endpoints:
+        raise RunError("Choose at least one model endpoint.")
+    foreign = [e.name for e in endpoints if e.study_id != study.pk]
+    if foreign:
+        raise RunError(f"Endpoints of another study: {', '.join(foreign)}.")
+    try:
+        trials = int(trials)
+    except (TypeError, ValueError):
+        raise RunError("Trials must be a whole number.")
+    if not 1 <= trials <= MAX_TRIALS:
+        raise RunError(f"Trials must be between 1 and {MAX_TRIALS}.")
+    overrides = parse_overrides(param_overrides)
+    try:
+        n = count_units(toolkit)
+    except SlotError as exc:
+        raise RunError(f"The toolkit cannot be expanded: {exc}")
+    if n == 0:
+        raise RunError("The toolkit has no items.")
+    if n * len(endpoints) * trials > MAX_UNITS:
+        raise RunError(f"{n * len(endpoints) * trials} units is more than the limit of {MAX_UNITS}.")
+    run = GenerationRun.objects.create(study=study, name=name, toolkit=toolkit, trials=trials, param_overrides=overrides,
+                                       system_prompt=system_prompt or "", created_by=actor)
+    run.endpoints.set(endpoints)
+    lock_toolkit(toolkit)
+    record_activity(study, actor, "created generation run", run.name)
+    return run
+
+
+def messages_for(run, prompt):
+    """One fresh single-turn conversation: an optional system prompt and the rendered prompt."""
+    messages = [{"role": "system", "content": run.system_prompt}] if run.system_prompt else []
+    return messages + [{"role": "user", "content": prompt}]
+
+
+def plan(run, sample=50):
+    """The dry run: calls, rendered prompts and estimated tokens and cost, before anything is spent."""
+    units = list(expand_units(run.toolkit))
+    endpoints = list(run.endpoints.order_by("name"))
+    rows, totals = [], {"calls": 0, "manual": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": Decimal("0"), "priced": True}
+    prompt_tokens = sum(estimate_tokens(run.system_prompt) + estimate_tokens(u.prompt) for u in units)
+    problems = []
+    for endpoint in endpoints:
+        params = merged_params(endpoint, run.param_overrides)
+        try:
+            validate_params(params)
+        except ProviderError as exc:
+            problems.append(f"{endpoint.name}: {exc}")
+        calls = len(units) * run.trials
+        out_tokens = calls * int(params.get("max_tokens") or DEFAULT_OUTPUT_TOKENS)
+        in_tokens = prompt_tokens * run.trials
+        cost = cost_of(endpoint, in_tokens, out_tokens)
+        manual = endpoint.provider == Provider.MANUAL
+        if not manual and endpoint.provider != Provider.TRANSFORMERS and endpoint.provider != Provider.OPENAI_COMPATIBLE \
+                and not endpoint.key_is_set:
+            problems.append(f"{endpoint.name}: the key variable {endpoint.api_key_env or '(none named)'} is not set.")
+        rows.append({"endpoint": endpoint, "calls": calls, "manual": manual, "params": params,
+                     "input_tokens": in_tokens, "output_tokens": out_tokens, "cost_usd": cost})
+        totals["manual" if manual else "calls"] += calls
+        totals["input_tokens"] += in_tokens
+        totals["output_tokens"] += out_tokens
+        if cost is None:
+            totals["priced"] = False
+        else:
+            totals["cost_usd"] += cost
+    return {"units_per_endpoint": len(units) * run.trials, "prompts": len(units), "endpoints": rows, "totals": totals,
+            "problems": problems, "sample": [{"item": u.item.number, "slot_values": u.slot_values, "prompt": u.prompt,
+                                              "messages": messages_for(run, u.prompt)} for u in units[:sample]]}
+
+
+def materialize(run):
+    """Create the pending Output row of every unit (idempotent: existing units are left alone)."""
+    units = list(expand_units(run.toolkit))
+    endpoints = list(run.endpoints.all())
+    rows = [Output(study_id=run.study_id, run=run, item=u.item, endpoint=e, model_name=e.model_id, trial=t,
+                   variant_key=u.variant_key, slot_values=u.slot_values, prompt_text=u.prompt)
+            for e in endpoints for u in units for t in range(1, run.trials + 1)]
+    Output.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
+    return len(rows)
+
+
+def _enqueue(run):
+    from .tasks import execute_run
+
+    execute_run.delay(run.pk)
+
+
+def start(run, actor=None):
+    if run.is_import:
+        raise RunError("An import run holds imported outputs; it has nothing to start.")
+    if run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and run.lease_token:
+        raise RunError("The run is already running.")
+    with transaction.atomic():
+        materialize(run)
+        GenerationRun.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, cancel_requested=False, message="",
+                                                       lease_token="", lease_expires_at=None)
+        record_activity(run.study, actor, "started generation run", run.name)
+    _enqueue(run)
+    run.refresh_from_db()
+    return run
+
+
+def resume(run, actor=None):
+    """Re-enqueue the run; only units without an output (pending) are executed."""
+    if run.is_import:
+        raise RunError("An import run has nothing to resume.")
+    with transaction.atomic():
+        materialize(run)
+        GenerationRun.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, cancel_requested=False, finished_at=None,
+                                                       lease_token="", lease_expires_at=None, message="Resumed.")
+        record_activity(run.study, actor, "resumed generation run", run.name)
+    _enqueue(run)
+    run.refresh_from_db()
+    return run
+
+
+def retry_failed(run, actor=None):
+    """Failed units go back to pending (their attempts stay on record) and the run resumes."""
+    n = run.outputs.filter(status=OutputStatus.FAILED).update(status=OutputStatus.PENDING, error="")
+    if n == 0:
+        raise RunError("No failed units to retry.")
+    record_activity(run.study, actor, f"retried {n} failed units of", run.name)
+    return resume(run, actor)
+
+
+def cancel(run, actor=None):
+    if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
+        raise RunError(f"The run is already {run.status}.")
+    updates = {"cancel_requested": True}
+    if run.status in (RunStatus.DRAFT, RunStatus.QUEUED) or not run.lease_token:
+        updates.update(status=RunStatus.CANCELLED, finished_at=timezone.now(), message="Cancelled.")
+    GenerationRun.objects.filter(pk=run.pk).update(**updates)
+    record_activity(run.study, actor, "cancelled generation run", run.name)
+    run.refresh_from_db()
+    return run
+
+
+def _acquire_lease(run_id):
+    token = uuid.uuid4().hex
+    now = timezone.now()
+    got = GenerationRun.objects.filter(Q(lease_token="") | Q(lease_expires_at__lt=now), pk=run_id).update(
+        lease_token=token, lease_expires_at=now + timedelta(seconds=LEASE_SECONDS))
+    return token if got else None
+
+
+class OutputSink:
+    """Writes each unit's result into its Output row (only while it is still pending)."""
+
+    def on_success(self, unit, result):
+        truncated = result.finish_reason == "length"
+        Output.objects.filter(pk=unit.payload, status=OutputStatus.PENDING).update(
+            text=normalize_text(result.text), status=OutputStatus.DONE, finish_reason=(result.finish_reason or "")[:50],
+            input_tokens=result.input_tokens, output_tokens=result.output_tokens, cost_usd=result.cost_usd,
+            latency_ms=result.latency_ms, completed_at=timezone.now(),
+            error="Truncated: the model stopped at max_tokens." if truncated else "",
+            provenance={"source": "generated", "provider": unit.endpoint.provider, "model": unit.endpoint.model_id,
+                        "params": unit.params, "messages": unit.messages})
+
+    def on_failure(self, unit, error):
+        Output.objects.filter(pk=unit.payload, status=OutputStatus.PENDING).update(
+            status=OutputStatus.FAILED, error=error, completed_at=timezone.now())
+
+
+def pending_units(run):
+    endpoints = {e.pk: e for e in run.endpoints.exclude(provider=Provider.MANUAL)}
+    params = {pk: merged_params(e, run.param_overrides) for pk, e in endpoints.items()}
+    rows = run.outputs.filter(status__in=[OutputStatus.PENDING, OutputStatus.IN_FLIGHT], endpoint_id__in=list(endpoints))
+    return [CallUnit(unit_ref=f"output:{pk}", endpoint=endpoints[ep], messages=messages_for(run, prompt),
+                     params=dict(params[ep]), purpose="generation", payload=pk)
+            for pk, ep, prompt in rows.order_by("pk").values_list("pk", "endpoint_id", "prompt_text")]
+
+
+def execute(run_id, progress_callback=None):
+    """Run every pending unit of a run in this process. Returns RunStats, or None if another worker holds it."""
+    token = _acquire_lease(run_id)
+    if token is None:
+        log.info("run %s is held by another worker", run_id)
+        return None
+    run = GenerationRun.objects.select_related("study").get(pk=run_id)
+    if run.cancel_requested or run.status == RunStatus.CANCELLED:
+        GenerationRun.objects.filter(pk=run_id, lease_token=token).update(lease_token="", lease_expires_at=None)
+        return None
+    GenerationRun.objects.filter(pk=run_id).update(status=RunStatus.RUNNING, started_at=run.started_at or timezone.now(),
+                                                   finished_at=None)
+    units = pending_units(run)
+    total_left = len(units)
+
+    def progress(stats, in_flight):
+        done = stats.succeeded + stats.failed
+        rate = stats.succeeded / stats.elapsed_s if stats.elapsed_s else 0
+        eta = (total_left - done) / rate if rate else None
+        GenerationRun.objects.filter(pk=run_id, lease_token=token).update(
+            lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS),
+            progress={"in_flight": in_flight, "rate": round(rate, 2), "eta_s": round(eta) if eta is not None else None,
+                      "this_session_done": done, "this_session_total": total_left, "attempts": stats.attempts,
+                      "heartbeat": timezone.now().isoformat()})
+        if progress_callback:
+            progress_callback(stats, in_flight, total_left)
+
+    def cancel_check():
+        return GenerationRun.objects.filter(pk=run_id, cancel_requested=True).exists()
+
+    try:
+        stats = execute_units(run.study, units, OutputSink(), cancel_check=cancel_check, progress=progress)
+    except Exception as exc:
+        log.exception("generation run %s stopped", run_id)
+        GenerationRun.objects.filter(pk=run_id).update(status=RunStatus.FAILED, message=f"Stopped: {exc}",
+                                                       lease_token="", lease_expires_at=None)
+        raise
+    finish(run_id, cancelled=stats.cancelled)
+    return stats
+
+
+def finish(run_id, cancelled=False):
+    """Set the run's final status from its units."""
+    run = GenerationRun.objects.get(pk=run_id)
+    pending = run.outputs.filter(status__in=[OutputStatus.PENDING, OutputStatus.IN_FLIGHT])
+    manual_pending = pending.filter(endpoint__provider=Provider.MANUAL).count()
+    now = timezone.now()
+    updates = {"lease_token": "", "lease_expires_at": None}
+    if cancelled or run.cancel_requested:
+        updates.update(status=RunStatus.CANCELLED, finished_at=now, message="Cancelled; resume runs the missing units.")
+    elif pending.count() == 0:
+        failed = run.outputs.filter(status=OutputStatus.FAILED).count()
+        updates.update(status=RunStatus.COMPLETED, finished_at=now,
+                       message=f"{failed} units failed; see their reasons and retry them." if failed else "")
+    elif manual_pending == pending.count():
+        updates.update(status=RunStatus.RUNNING, message=f"Waiting for {manual_pending} manual answers.")
+    else:
+        updates.update(message="Stopped with units left; resume to run them.")
+    GenerationRun.objects.filter(pk=run_id).update(**updates)
+
+
+def counts(run):
+    """done / failed / pending counts, overall and per endpoint, with token and cost totals."""
+    rows = (run.outputs.values("endpoint_id", "endpoint__name", "model_name")
+            .annotate(total=Count("id"), done=Count("id", filter=Q(status=OutputStatus.DONE)),
+                      failed=Count("id", filter=Q(status=OutputStatus.FAILED)),
+                      truncated=Count("id", filter=Q(finish_reason="length")),
+                      input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"), cost_usd=Sum("cost_usd"))
+            .order_by("endpoint__name", "model_name"))
+    per_endpoint = []
+    overall = {"total": 0, "done": 0, "failed": 0, "truncated": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": Decimal("0")}
+    for row in rows:
+        row["pending"] = row["total"] - row["done"] - row["failed"]
+        per_endpoint.append(row)
+        for key in overall:
+            overall[key] += row[key] or 0
+    overall["pending"] = overall["total"] - overall["done"] - overall["failed"]
+    progress = run.progress or {}
+    live = run.status == RunStatus.RUNNING and bool(run.lease_token)
+    overall["in_flight"] = progress.get("in_flight", 0) if live else 0
+    overall["rate"] = progress.get("rate") if live else None
+    overall["eta_s"] = progress.get("eta_s") if live else None
+    overall["percent"] = round(100 * (overall["done"] + overall["failed"]) / overall["total"]) if overall["total"] else 0
+    return {"overall": overall, "per_endpoint": per_endpoint}
+
+
+def endpoint_choices(study):
+    return ModelEndpoint.objects.filter(study=study).order_by("name")
