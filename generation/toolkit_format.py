@@ -1,0 +1,364 @@
+"""Toolkit import and export as JSON and CSV. Validated in full before anything is saved; round trips exactly.
+
+JSON: {"format": "stereoscope-toolkit", "format_version": 1, "name", "description", "language", "slots",
+"combinations", "dimensions": [{"name", "description", "order"}], "items": [{"number", "text", "dimension",
+"target_stereotype", "gender_mapping", "reversed_order", "source_reference", "notes", "slots", "combinations",
+"counterfactual_of" (an item number)}]}.
+
+CSV: one row per record with a `kind` column (toolkit, dimension, item) and the same fields, slots and
+combinations as JSON text. A CSV without a `kind` column is read as a plain item list (a `text` column is
+required; `number` defaults to the row order), which is how a spreadsheet of prompts comes in.
+"""
+import csv
+import io
+import json
+
+from django.db import transaction
+
+from .slots import SlotError, normalize_combinations, normalize_slot_values
+from .toolkits import count_text, next_version
+
+FORMAT = "stereoscope-toolkit"
+FORMAT_VERSION = 1
+ITEM_FIELDS = ["number", "text", "dimension", "target_stereotype", "gender_mapping", "reversed_order",
+               "source_reference", "notes", "slots", "combinations", "counterfactual_of"]
+DIMENSION_FIELDS = ["name", "description", "order"]
+TOOLKIT_FIELDS = ["name", "description", "language", "slots", "combinations"]
+CSV_COLUMNS = ["kind", "number", "name", "text", "description", "language", "dimension", "order", "target_stereotype",
+               "gender_mapping", "reversed_order", "source_reference", "notes", "slots", "combinations", "counterfactual_of"]
+IGNORED_KEYS = {"format", "format_version", "version", "id", "builtin_key", "locked", "parent"}
+MAX_LENGTHS = {"name": 200, "gender_mapping": 300, "source_reference": 300, "language": 10}
+MAX_ERRORS = 50
+
+
+class ToolkitFormatError(ValueError):
+    """Every problem found in an import, one message per problem."""
+
+    def __init__(self, errors):
+        self.errors = list(errors)[:MAX_ERRORS]
+        super().__init__("; ".join(self.errors))
+
+
+# --- export ------------------------------------------------------------------------------------------
+
+
+def toolkit_to_dict(toolkit):
+    numbers = {item.pk: item.number for item in toolkit.items.all()}
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "name": toolkit.name,
+        "version": toolkit.version,
+        "description": toolkit.description,
+        "language": toolkit.language,
+        "slots": toolkit.slots or {},
+        "combinations": toolkit.combinations,
+        "dimensions": [{"name": d.name, "description": d.description, "order": d.order}
+                       for d in toolkit.dimensions.order_by("order", "name")],
+        "items": [
+            {
+                "number": item.number, "text": item.text, "dimension": item.dimension.name if item.dimension_id else "",
+                "target_stereotype": item.target_stereotype, "gender_mapping": item.gender_mapping,
+                "reversed_order": item.reversed_order, "source_reference": item.source_reference, "notes": item.notes,
+                "slots": item.slots or {}, "combinations": item.combinations,
+                "counterfactual_of": numbers.get(item.counterfactual_of_id),
+            }
+            for item in toolkit.items.select_related("dimension").order_by("number")
+        ],
+    }
+
+
+def export_json(toolkit):
+    return json.dumps(toolkit_to_dict(toolkit), ensure_ascii=False, indent=2) + "\n"
+
+
+def _json_cell(value, empty):
+    return "" if value == empty or value is None else json.dumps(value, ensure_ascii=False, sort_keys=False)
+
+
+def export_csv(toolkit):
+    data = toolkit_to_dict(toolkit)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerow({"kind": "toolkit", "name": data["name"], "description": data["description"], "language": data["language"],
+                     "slots": _json_cell(data["slots"], {}), "combinations": _json_cell(data["combinations"], None)})
+    for dim in data["dimensions"]:
+        writer.writerow({"kind": "dimension", **dim})
+    for item in data["items"]:
+        row = {"kind": "item", **item}
+        row["reversed_order"] = "true" if item["reversed_order"] else "false"
+        row["slots"] = _json_cell(item["slots"], {})
+        row["combinations"] = _json_cell(item["combinations"], None)
+        row["counterfactual_of"] = "" if item["counterfactual_of"] is None else item["counterfactual_of"]
+        writer.writerow(row)
+    return buffer.getvalue()
+
+
+# --- parsing -----------------------------------------------------------------------------------------
+
+
+def _decode(content):
+    if isinstance(content, bytes):
+        try:
+            return content.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ToolkitFormatError([f"The file is not UTF-8 text (byte {exc.start + 1}); save it as UTF-8."]) from None
+    return content.lstrip("\ufeff")
+
+
+def parse_json(content):
+    text = _decode(content)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ToolkitFormatError([f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."]) from None
+    if not isinstance(data, dict):
+        raise ToolkitFormatError(["The JSON must be an object with name, dimensions and items."])
+    if "format" in data and data["format"] != FORMAT:
+        raise ToolkitFormatError([f"Unknown format {data['format']!r}; expected {FORMAT!r}."])
+    if data.get("format_version", FORMAT_VERSION) != FORMAT_VERSION:
+        raise ToolkitFormatError([f"Unsupported format_version {data.get('format_version')!r}; this version reads {FORMAT_VERSION}."])
+    return data
+
+
+def _json_field(raw, label, errors):
+    if raw is None or str(raw).strip() == "":
+        return None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        errors.append(f"{label}: not valid JSON ({exc.msg}).")
+        return None
+
+
+def parse_csv(content):
+    text = _decode(content)
+    try:
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        raise ToolkitFormatError([f"Not a readable CSV file: {exc}."]) from None
+    if not rows:
+        raise ToolkitFormatError(["The CSV has no rows below its header."])
+    header = [h for h in rows[0].keys() if h is not None]
+    unknown = [h for h in header if h not in CSV_COLUMNS]
+    if unknown:
+        raise ToolkitFormatError([f"Unknown CSV column(s): {', '.join(unknown)}. Allowed: {', '.join(CSV_COLUMNS)}."])
+    if "text" not in header:
+        raise ToolkitFormatError(["The CSV needs a 'text' column with the prompt of each item."])
+    errors, data = [], {"dimensions": [], "items": []}
+    has_kind = "kind" in header
+    for line, row in enumerate(rows, start=2):
+        if None in row:
+            errors.append(f"Row {line}: more cells than columns.")
+            continue
+        row = {k: (v if v is not None else "") for k, v in row.items()}
+        kind = row.get("kind", "").strip() if has_kind else "item"
+        label = f"Row {line}"
+        if kind == "toolkit":
+            data.update({k: row.get(k, "") for k in ("name", "description", "language") if k in row})
+            data["slots"] = _json_field(row.get("slots"), f"{label} slots", errors) or {}
+            data["combinations"] = _json_field(row.get("combinations"), f"{label} combinations", errors)
+        elif kind == "dimension":
+            data["dimensions"].append({"name": row.get("name", ""), "description": row.get("description", ""),
+                                       "order": row.get("order", "") or 0})
+        elif kind == "item":
+            item = {k: row[k] for k in ITEM_FIELDS if k in row}
+            item["slots"] = _json_field(row.get("slots"), f"{label} slots", errors) or {}
+            item["combinations"] = _json_field(row.get("combinations"), f"{label} combinations", errors)
+            item["counterfactual_of"] = row.get("counterfactual_of", "").strip() or None
+            if not str(item.get("number", "")).strip():
+                item["number"] = len(data["items"]) + 1
+            item["_row"] = line
+            data["items"].append(item)
+        else:
+            errors.append(f"{label}: kind must be toolkit, dimension or item, not {kind!r}.")
+    if errors:
+        raise ToolkitFormatError(errors)
+    return data
+
+
+# --- validation --------------------------------------------------------------------------------------
+
+
+def _int(value, label, errors, minimum=0):
+    try:
+        number = int(str(value).strip())
+        if str(value).strip() != str(number) and not isinstance(value, int):
+            raise ValueError
+    except (TypeError, ValueError):
+        errors.append(f"{label} must be a whole number, not {value!r}.")
+        return None
+    if number < minimum:
+        errors.append(f"{label} must be at least {minimum}.")
+        return None
+    return number
+
+
+def _bool(value, label, errors):
+    if isinstance(value, bool):
+        return value
+    text = str(value or "").strip().lower()
+    if text in ("", "false", "0", "no", "n"):
+        return False
+    if text in ("true", "1", "yes", "y", "*"):
+        return True
+    errors.append(f"{label} must be true or false, not {value!r}.")
+    return False
+
+
+def _text(value, label, errors, key=None):
+    if value is None:
+        return ""
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        errors.append(f"{label} must be text.")
+        return ""
+    value = str(value).replace("\r\n", "\n").replace("\r", "\n")
+    limit = MAX_LENGTHS.get(key)
+    if limit and len(value) > limit:
+        errors.append(f"{label} is longer than {limit} characters.")
+    return value
+
+
+def _check_keys(obj, allowed, label, errors):
+    unknown = sorted(set(obj) - set(allowed) - IGNORED_KEYS - {"_row"})
+    if unknown:
+        errors.append(f"{label}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}.")
+
+
+def validate_data(data, name=None):
+    """Check a parsed toolkit; return a clean dict or raise ToolkitFormatError listing every problem."""
+    errors = []
+    allowed_top = TOOLKIT_FIELDS + ["dimensions", "items"]
+    _check_keys(data, allowed_top, "Toolkit", errors)
+    clean = {
+        "name": _text(name if name else data.get("name"), "Toolkit name", errors, "name").strip(),
+        "description": _text(data.get("description"), "Toolkit description", errors),
+        "language": _text(data.get("language") or "en", "Toolkit language", errors, "language").strip() or "en",
+        "dimensions": [], "items": [],
+    }
+    if not clean["name"]:
+        errors.append("The toolkit needs a name.")
+    try:
+        clean["slots"] = normalize_slot_values(data.get("slots") or {}, "toolkit slots")
+        clean["combinations"] = normalize_combinations(data.get("combinations"), "toolkit combinations")
+    except SlotError as exc:
+        errors.append(str(exc))
+        clean["slots"], clean["combinations"] = {}, None
+    dimensions = data.get("dimensions") or []
+    items = data.get("items")
+    if not isinstance(dimensions, list):
+        errors.append("dimensions must be a list.")
+        dimensions = []
+    if not isinstance(items, list) or not items:
+        errors.append("The toolkit needs a non-empty list of items.")
+        items = []
+    names = set()
+    for index, dim in enumerate(dimensions, start=1):
+        label = f"Dimension {index}"
+        if not isinstance(dim, dict):
+            errors.append(f"{label} must be an object with a name.")
+            continue
+        _check_keys(dim, DIMENSION_FIELDS, label, errors)
+        dim_name = _text(dim.get("name"), f"{label} name", errors, "name").strip()
+        if not dim_name:
+            errors.append(f"{label} needs a name.")
+        elif dim_name in names:
+            errors.append(f"{label}: the name {dim_name!r} is used twice.")
+        names.add(dim_name)
+        clean["dimensions"].append({"name": dim_name, "description": _text(dim.get("description"), f"{label} description", errors),
+                                    "order": _int(dim.get("order", index - 1), f"{label} order", errors) or 0})
+    numbers = []
+    for index, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            errors.append(f"Item {index} must be an object with a number and a text.")
+            continue
+        label = f"Row {item['_row']}" if "_row" in item else f"Item {index}"
+        _check_keys(item, ITEM_FIELDS, label, errors)
+        number = _int(item.get("number", index), f"{label} number", errors, minimum=1)
+        if number is not None:
+            label = f"Item {number}" if "_row" not in item else f"{label} (item {number})"
+            if number in numbers:
+                errors.append(f"{label}: the number {number} is used twice.")
+            numbers.append(number)
+        text = _text(item.get("text"), f"{label} text", errors)
+        if not text.strip():
+            errors.append(f"{label} needs a text.")
+        dimension = _text(item.get("dimension"), f"{label} dimension", errors).strip()
+        if dimension and dimension not in names:  # undeclared dimensions are created in item order
+            names.add(dimension)
+            clean["dimensions"].append({"name": dimension, "description": "", "order": len(clean["dimensions"])})
+        entry = {
+            "number": number, "text": text, "dimension": dimension,
+            "target_stereotype": _text(item.get("target_stereotype"), f"{label} target_stereotype", errors),
+            "gender_mapping": _text(item.get("gender_mapping"), f"{label} gender_mapping", errors, "gender_mapping"),
+            "reversed_order": _bool(item.get("reversed_order"), f"{label} reversed_order", errors),
+            "source_reference": _text(item.get("source_reference"), f"{label} source_reference", errors, "source_reference"),
+            "notes": _text(item.get("notes"), f"{label} notes", errors),
+            "counterfactual_of": None,
+        }
+        try:
+            entry["slots"] = normalize_slot_values(item.get("slots") or {}, f"{label} slots")
+            entry["combinations"] = normalize_combinations(item.get("combinations"), f"{label} combinations")
+            if text.strip():
+                combos = entry["combinations"] if entry["combinations"] is not None else clean["combinations"]
+                count_text(text, {**clean["slots"], **entry["slots"]}, combos, label)
+        except SlotError as exc:
+            errors.append(str(exc))
+            entry["slots"], entry["combinations"] = {}, None
+        if item.get("counterfactual_of") not in (None, ""):
+            entry["counterfactual_of"] = _int(item["counterfactual_of"], f"{label} counterfactual_of", errors, minimum=1)
+        clean["items"].append(entry)
+    for entry in clean["items"]:
+        original = entry["counterfactual_of"]
+        if original is not None and (original not in numbers or original == entry["number"]):
+            errors.append(f"Item {entry['number']}: counterfactual_of must name another item's number, not {original}.")
+    if errors:
+        raise ToolkitFormatError(errors)
+    return clean
+
+
+# --- saving ------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def create_toolkit(study, clean, *, created_by=None, builtin_key="", locked=False):
+    """Save validated data as a new toolkit (next version when the name exists in the study)."""
+    from .models import Toolkit
+
+    version = next_version(study, clean["name"])
+    parent = Toolkit.objects.filter(study=study, name=clean["name"], version=version - 1).first()
+    toolkit = Toolkit.objects.create(
+        study=study, name=clean["name"], version=version, parent=parent, description=clean["description"],
+        language=clean["language"], slots=clean["slots"], combinations=clean["combinations"],
+        created_by=created_by, builtin_key=builtin_key, locked=locked,
+    )
+    dims = {d["name"]: toolkit.dimensions.create(**d) for d in clean["dimensions"]}
+    items = {}
+    for entry in clean["items"]:
+        fields = {k: v for k, v in entry.items() if k not in ("dimension", "counterfactual_of")}
+        items[entry["number"]] = toolkit.items.create(dimension=dims.get(entry["dimension"]), **fields)
+    for entry in clean["items"]:
+        if entry["counterfactual_of"] is not None:
+            item = items[entry["number"]]
+            item.counterfactual_of = items[entry["counterfactual_of"]]
+            item.save(update_fields=["counterfactual_of"])
+    return toolkit
+
+
+def import_toolkit(study, content, *, fmt, created_by=None, name=None):
+    """Parse, validate and save a JSON or CSV toolkit file. Raises ToolkitFormatError; saves nothing then."""
+    if fmt not in ("json", "csv"):
+        raise ToolkitFormatError([f"Unknown format {fmt!r}; use json or csv."])
+    data = parse_json(content) if fmt == "json" else parse_csv(content)
+    clean = validate_data(data, name=name)
+    return create_toolkit(study, clean, created_by=created_by)
+
+
+def guess_format(filename):
+    lower = (filename or "").lower()
+    if lower.endswith(".json"):
+        return "json"
+    if lower.endswith(".csv"):
+        return "csv"
+    raise ToolkitFormatError([f"Cannot tell the format of {filename!r}; upload a .json or .csv file."])
