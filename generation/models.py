@@ -193,7 +193,9 @@ class Output(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "item", "variant_key", "endpoint", "trial"], name="unique_output_unit"),
         ]
-        indexes = [models.Index(fields=["run", "status"]), models.Index(fields=["study", "item"])]
+        indexes = [models.Index(fields=["run", "status"]), models.Index(fields=["study", "item"]),
+                   models.Index(fields=["study", "model_name"], name="output_study_model"),
+                   models.Index(fields=["study", "-run", "id"], name="output_viewer_order")]
         ordering = ["run", "item__number", "endpoint", "variant_key", "trial"]
 
     def __str__(self):
