@@ -62,6 +62,8 @@ class JudgeRound(models.Model):
     temperature = models.FloatField(null=True, blank=True)
     seed = models.IntegerField(default=0, help_text="Seeds the assignment and the story order in each batch.")
     reask_missing = models.BooleanField(default=True, help_text="Ask once more, one story alone, when a verdict is missing.")
+    # Optional narrowing of the source outputs: {"output_ids": [...], "item_numbers": [...], "models": [...]}.
+    output_filter = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.DRAFT)
     plan = models.JSONField(default=dict, blank=True)
     progress = models.JSONField(default=dict, blank=True)
@@ -102,6 +104,7 @@ class Verdict(models.Model):
     position = models.PositiveIntegerField(null=True, blank=True, help_text="1-based position of the story in its batch.")
     question = models.TextField(blank=True, help_text="The target stereotype the judge was asked about.")
     reasked = models.BooleanField(default=False, help_text="Asked again alone after a missing/unparseable answer.")
+    error = models.TextField(blank=True, help_text="Why the call or the parse failed.")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -126,3 +129,37 @@ class HumanCheck(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["verdict", "user"], name="unique_human_check")]
         ordering = ["verdict", "user"]
+
+
+class VerificationRequest(models.Model):
+    """A judged output sent to a coder as a yes/no question: is the target stereotype present?"""
+
+    verdict = models.ForeignKey(Verdict, on_delete=models.CASCADE, related_name="verification_requests")
+    coder = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="judge_verification_requests")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["verdict", "coder"], name="unique_verification_request")]
+        ordering = ["created_at", "pk"]
+
+
+class ItemWeight(models.Model):
+    """A prompt detection weight attached to an item of a toolkit version (computed here or imported from a file)."""
+
+    toolkit = models.ForeignKey("generation.Toolkit", on_delete=models.CASCADE, related_name="item_weights")
+    item = models.ForeignKey("generation.PromptItem", on_delete=models.CASCADE, related_name="weights")
+    weight = models.FloatField()
+    rate = models.FloatField(null=True, blank=True)
+    ci_low = models.FloatField(null=True, blank=True)
+    ci_high = models.FloatField(null=True, blank=True)
+    n = models.PositiveIntegerField(null=True, blank=True)
+    method = models.CharField(max_length=30, blank=True)
+    flags = models.JSONField(default=list, blank=True)
+    source = models.JSONField(default=dict, blank=True, help_text="Where the weight came from: rounds, panel, template, date.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["toolkit", "item"], name="unique_item_weight")]
+        ordering = ["toolkit", "item__number"]
