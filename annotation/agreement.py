@@ -98,7 +98,7 @@ def _as_number(value):
     return int(number) if number.is_integer() else number
 
 
-def from_long(rows, level="nominal", *, units=None, raters=None) -> RatingMatrix:
+def from_long(rows, level="nominal", *, units=None, raters=None, first_row=1, row_label="Row") -> RatingMatrix:
     """Build a RatingMatrix from (unit, rater, value) triples. Empty value = missing.
 
     Values must be numbers except at the nominal level, where strings (code names) are allowed. A rater who rates
@@ -112,26 +112,26 @@ def from_long(rows, level="nominal", *, units=None, raters=None) -> RatingMatrix
     rater_list = list(raters) if raters is not None else []
     cells: dict[tuple[int, int], object] = {}
     raw_values = []
-    for line, row in enumerate(rows, start=1):
+    for line, row in enumerate(rows, start=first_row):
         try:
             unit, rater, value = row
         except (TypeError, ValueError):
-            raise AgreementInputError(f"Row {line}: expected (unit, rater, value), got {row!r}.") from None
+            raise AgreementInputError(f"{row_label} {line}: expected (unit, rater, value), got {row!r}.") from None
         if _is_missing(unit) or _is_missing(rater):
-            raise AgreementInputError(f"Row {line}: unit and rater must not be empty.")
+            raise AgreementInputError(f"{row_label} {line}: unit and rater must not be empty.")
         if unit not in unit_index:
             if units is not None:
-                raise AgreementInputError(f"Row {line}: unknown unit {unit!r}.")
+                raise AgreementInputError(f"{row_label} {line}: unknown unit {unit!r}.")
             unit_index[unit] = len(unit_list)
             unit_list.append(unit)
         if rater not in rater_index:
             if raters is not None:
-                raise AgreementInputError(f"Row {line}: unknown rater {rater!r}.")
+                raise AgreementInputError(f"{row_label} {line}: unknown rater {rater!r}.")
             rater_index[rater] = len(rater_list)
             rater_list.append(rater)
         key = (rater_index[rater], unit_index[unit])
         if key in cells:
-            raise AgreementInputError(f"Row {line}: rater {rater!r} rated unit {unit!r} more than once.")
+            raise AgreementInputError(f"{row_label} {line}: rater {rater!r} rated unit {unit!r} more than once.")
         if _is_missing(value):
             cells[key] = None
             continue
@@ -139,7 +139,7 @@ def from_long(rows, level="nominal", *, units=None, raters=None) -> RatingMatrix
         if number is None:
             if level != "nominal":
                 raise AgreementInputError(
-                    f"Row {line}: value {value!r} is not a number; the {level} level needs numbers "
+                    f"{row_label} {line}: value {value!r} is not a number; the {level} level needs numbers "
                     "(strings are allowed at the nominal level only)."
                 )
             number = str(value).strip()
@@ -155,6 +155,27 @@ def from_long(rows, level="nominal", *, units=None, raters=None) -> RatingMatrix
         if v is not None:
             codes[r, u] = cat_index[v]
     return RatingMatrix(units=unit_list, raters=rater_list, codes=codes, categories=categories, level=level)
+
+
+def read_long_csv(text: str, level="nominal") -> RatingMatrix:
+    """Parse CSV text with the columns unit,rater,value (any order, extra columns ignored)."""
+    import csv
+    import io
+
+    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+    header = [h.strip().lower() for h in (reader.fieldnames or [])]
+    missing = [c for c in ("unit", "rater", "value") if c not in header]
+    if missing:
+        raise AgreementInputError(
+            f"The CSV needs the columns unit,rater,value; missing: {', '.join(missing)} (found: {', '.join(header) or 'no header'})."
+        )
+    reader.fieldnames = header
+    rows = []
+    for line, record in enumerate(reader, start=2):
+        if None in record or any(record.get(c) is None for c in ("unit", "rater", "value")):
+            raise AgreementInputError(f"Line {line}: expected {len(header)} fields.")
+        rows.append((record["unit"].strip(), record["rater"].strip(), record["value"]))
+    return from_long(rows, level=level, first_row=2, row_label="Line")
 
 
 def from_matrix(values, level="nominal", *, raters=None, units=None) -> RatingMatrix:
