@@ -228,15 +228,63 @@ def _distance_matrix(categories, level, n_v):
     return (between - (n_v[lo] + n_v[hi]) / 2.0) ** 2
 
 
+def _weight_matrix(categories, weights, k):
+    """Disagreement weights: None → nominal 0/1; "linear" |i-j| or "quadratic" (i-j)² on the values, scaled."""
+    if weights is None:
+        return 1.0 - np.eye(k)
+    values = np.asarray(categories if categories is not None else range(k), dtype=float)
+    span = values.max() - values.min() if k > 1 else 0.0
+    diff = np.abs(values[:, None] - values[None, :]) / (span if span else 1.0)
+    return diff if weights == "linear" else diff ** 2
+
+
+class _Vec:
+    """A coefficient over B rows of totals: values (NaN = undefined) and the reasons, first one wins."""
+
+    def __init__(self, values, reasons):
+        self.values = np.asarray(values, dtype=float).copy()
+        self.reasons = [(np.broadcast_to(np.asarray(mask, dtype=bool), self.values.shape), note) for mask, note in reasons]
+        for mask, _note in self.reasons:
+            self.values[mask] = np.nan
+        self.values[~np.isfinite(self.values)] = np.nan
+
+    def outcome(self, row=0) -> Outcome:
+        value = self.values[row]
+        if np.isfinite(value):
+            return Outcome(float(value))
+        for mask, note in self.reasons:
+            if mask[row]:
+                return Outcome(None, note)
+        return Outcome(None, "the coefficient is not a finite number for these data")
+
+
 class _Features:
-    """Per-unit additive features for every coefficient of one RatingMatrix (sparse, units × features)."""
+    """Additive features of every coefficient, per distinct rating pattern (a column of the raters × units matrix).
+
+    Units with the same pattern contribute the same features, so totals are `pattern counts @ features`, and a
+    bootstrap replicate (units drawn with replacement) is a multinomial draw of pattern counts.
+    """
 
     def __init__(self, rm: RatingMatrix, weights="linear"):
         self.rm = rm
-        self.k = len(rm.categories)
-        self.counts = rm.value_counts().astype(float)
-        self.m = self.counts.sum(axis=1)
+        self.k = k = len(rm.categories)
         self.weights = weights
+        n_raters, n_units = rm.codes.shape
+        if n_units:
+            patterns, self.inverse, self.freq = np.unique(rm.codes.T, axis=0, return_inverse=True, return_counts=True)
+            self.inverse = self.inverse.ravel()
+        else:
+            patterns, self.freq = np.zeros((0, n_raters), dtype=np.int64), np.zeros(0, dtype=np.int64)
+            self.inverse = np.zeros(0, dtype=np.int64)
+        self.freq = self.freq.astype(float)
+        codes = patterns.T  # raters × patterns
+        n = codes.shape[1]
+        counts = np.zeros((n, k))
+        if k:
+            mask = codes >= 0
+            pat_idx = np.broadcast_to(np.arange(n), codes.shape)[mask]
+            counts = np.bincount(pat_idx * k + codes[mask], minlength=n * k).reshape(n, k).astype(float)
+        self.m = m = counts.sum(axis=1)
         blocks, self.slices = [], {}
         start = 0
 
@@ -247,109 +295,132 @@ class _Features:
             start += block.shape[1]
             blocks.append(block)
 
-        n, k, m, counts = self.counts.shape[0], self.k, self.m, self.counts
         pairable = m >= 2
         denom = np.where(pairable, m * (m - 1), 1.0)
         same_pairs = (counts * (counts - 1)).sum(axis=1)
-        # percent agreement and AC1: share of agreeing ordered pairs in units with ≥ 2 ratings
-        add("pa", np.column_stack([np.where(pairable, same_pairs / denom, 0.0), pairable.astype(float)]))
-        # AC1 category prevalence over units with ≥ 1 rating
         rated = m >= 1
+        add("pa", np.column_stack([np.where(pairable, same_pairs / denom, 0.0), pairable.astype(float)]))
         add("pi", np.column_stack([counts / np.where(rated, m, 1.0)[:, None], rated.astype(float)]))
-        # Fleiss: Σ n_uk(n_uk-1), counts, ratings per unit, units
         add("fleiss", np.column_stack([same_pairs, counts, m, rated.astype(float), m * m]))
-        # Krippendorff coincidences: (n_uc n_uk - δ_ck n_uc) / (m_u - 1) for units with ≥ 2 ratings
-        if 0 < k <= 60:
+        self.has_coinc = 0 < k <= 60
+        if self.has_coinc:  # Krippendorff coincidences (n_uc n_uk - δ_ck n_uc) / (m_u - 1), block c = row c of o
             scale = np.where(pairable, 1.0 / np.where(pairable, m - 1, 1.0), 0.0)
             sp = sparse.csr_matrix(counts)
             rows = []
-            for c in range(k):  # column block c holds o[c, :] contributions
+            for c in range(k):
                 col = counts[:, c] * scale
-                block = sparse.diags(col) @ sp
-                block = block - sparse.csr_matrix((col, (np.arange(n), np.full(n, c))), shape=(n, k))
+                block = sparse.diags(col) @ sp - sparse.csr_matrix((col, (np.arange(n), np.full(n, c))), shape=(n, k))
                 rows.append(block.tocsr())
             add("coinc", sparse.hstack(rows))
-        # Cohen: one contingency table per rater pair (units rated by both)
-        self.pairs = list(combinations(range(len(rm.raters)), 2))
-        for a, b in self.pairs:
-            ca, cb = rm.codes[a], rm.codes[b]
+        self.pairs = list(combinations(range(n_raters), 2))
+        for a, b in self.pairs:  # Cohen: one contingency table per rater pair
+            ca, cb = codes[a], codes[b]
             both = np.nonzero((ca >= 0) & (cb >= 0))[0]
-            cell = ca[both] * k + cb[both]
-            add(("pair", a, b), sparse.csr_matrix((np.ones(len(both)), (both, cell)), shape=(n, k * k)))
+            add(("pair", a, b), sparse.csr_matrix((np.ones(len(both)), (both, ca[both] * k + cb[both])), shape=(n, k * k)))
         self.matrix = sparse.hstack(blocks).tocsr() if blocks else sparse.csr_matrix((n, 0))
+        self.w_unweighted = _weight_matrix(None, None, k)
+        self.w_weighted = _weight_matrix(rm.categories, weights, k) if (k and rm.numeric) else None
 
-    # ----- finalizers: totals (1-D) → Outcome
-    def percent_agreement(self, t) -> Outcome:
-        total, units = t[self.slices["pa"]]
-        if units < 1:
-            return Outcome(None, "no unit has ratings from two or more raters")
-        return _ok(total / units)
+    def totals(self) -> np.ndarray:
+        """1 × features: the point-estimate totals."""
+        return np.asarray(self.matrix.T @ self.freq).reshape(1, -1)
 
-    def gwet_ac1(self, t) -> Outcome:
-        total, units = t[self.slices["pa"]]
-        if units < 1:
-            return Outcome(None, "AC1: no unit has ratings from two or more raters")
-        if units < 2:
-            return Outcome(None, "AC1: only one unit has two or more ratings")
-        if self.k < 2:
-            return Outcome(None, "AC1: every rating has the same value, so chance agreement is undefined (q = 1)")
-        pi_block = t[self.slices["pi"]]
-        pi = pi_block[:-1] / pi_block[-1]
-        pa = total / units
-        pe = float((pi * (1 - pi)).sum() / (self.k - 1))
-        if pe >= 1:
-            return Outcome(None, "AC1: chance agreement is 1")
-        return _ok((pa - pe) / (1 - pe))
+    def resampled_totals(self, n_boot, rng) -> np.ndarray:
+        """n_boot × features: totals for units drawn with replacement (multinomial over patterns)."""
+        n = int(self.freq.sum())
+        draws = rng.multinomial(n, self.freq / self.freq.sum(), size=n_boot).astype(float)
+        return np.asarray((self.matrix.T @ draws.T).T)
 
-    def fleiss_kappa(self, t, check_equal=True) -> Outcome:
-        block = t[self.slices["fleiss"]]
-        same, counts, m_sum, units, m_sq = block[0], block[1:1 + self.k], block[1 + self.k], block[2 + self.k], block[3 + self.k]
-        if units < 2:
-            return Outcome(None, "Fleiss: needs at least two rated units")
-        m = m_sum / units
-        if check_equal and abs(m_sq / units - m * m) > 1e-9 * max(1.0, m * m):
-            return Outcome(None, "Fleiss' kappa does not apply: units have different numbers of ratings (use alpha or AC1)")
-        if m < 2:
-            return Outcome(None, "Fleiss: needs at least two ratings per unit")
-        p_bar = same / (units * m * (m - 1))
-        p = counts / (units * m)
-        pe = float((p * p).sum())
-        if pe >= 1 - 1e-12:
-            return Outcome(None, "Fleiss' kappa is undefined: every rating has the same value")
-        return _ok((p_bar - pe) / (1 - pe))
+    # ----- coefficients over rows of totals
+    def percent_agreement(self, T) -> _Vec:
+        tot, units = T[:, self.slices["pa"]].T
+        with np.errstate(all="ignore"):
+            return _Vec(tot / units, [(units < 1, "no unit has ratings from two or more raters")])
 
-    def alpha_from_totals(self, t, level) -> Outcome:
-        if "coinc" not in self.slices:
-            return Outcome(None, "alpha bootstrap skipped: too many distinct values")
-        o = t[self.slices["coinc"]].reshape(self.k, self.k)
-        n_v = o.sum(axis=1)
-        n = n_v.sum()
-        if n < 2 or (n_v > 0).sum() < 2:
-            return Outcome(None, "alpha is undefined: fewer than two distinct pairable values")
-        d = _distance_matrix(self.rm.categories, level, n_v)
-        expected = (np.outer(n_v, n_v) - np.diag(n_v)) / (n - 1)
-        de = float((expected * d).sum())
-        if de <= 0:
-            return Outcome(None, "alpha is undefined: no expected disagreement")
-        return _ok(1 - float((o * d).sum()) / de)
+    def gwet_ac1(self, T) -> _Vec:
+        tot, units = T[:, self.slices["pa"]].T
+        pi_block = T[:, self.slices["pi"]]
+        with np.errstate(all="ignore"):
+            pa = tot / units
+            pi = pi_block[:, :-1] / pi_block[:, -1:]
+            pe = (pi * (1 - pi)).sum(axis=1) / (self.k - 1) if self.k >= 2 else np.ones(len(T))
+            values = (pa - pe) / (1 - pe)
+        return _Vec(values, [
+            (units < 1, "no unit has ratings from two or more raters"),
+            (units < 2, "only one unit has two or more ratings"),
+            (np.full(len(T), self.k < 2), "every rating has the same value, so chance agreement is undefined (q = 1)"),
+            (pe >= 1, "chance agreement is 1"),
+        ])
 
-    def pair_tables(self, t):
-        for a, b in self.pairs:
-            yield a, b, t[self.slices[("pair", a, b)]].reshape(self.k, self.k)
+    def fleiss_kappa(self, T) -> _Vec:
+        block = T[:, self.slices["fleiss"]]
+        k = self.k
+        same, counts, m_sum, units, m_sq = block[:, 0], block[:, 1:1 + k], block[:, 1 + k], block[:, 2 + k], block[:, 3 + k]
+        with np.errstate(all="ignore"):
+            m = m_sum / units
+            unequal = np.abs(m_sq / units - m * m) > 1e-9 * np.maximum(1.0, m * m)
+            p_bar = same / (units * m * (m - 1))
+            p = counts / (units * m)[:, None]
+            pe = (p * p).sum(axis=1)
+            values = (p_bar - pe) / (1 - pe)
+        return _Vec(values, [
+            (units < 2, "needs at least two rated units"),
+            (unequal, "does not apply: units have different numbers of ratings (use alpha or AC1)"),
+            (m < 2, "needs at least two ratings per unit"),
+            (pe >= 1 - 1e-12, "undefined: every rating has the same value"),
+        ])
 
-    def cohen_means(self, t):
-        unweighted, weighted = [], []
-        for _a, _b, table in self.pair_tables(t):
-            u = cohen_kappa_table(table)
-            if u.value is not None:
-                unweighted.append(u.value)
-            if self.rm.numeric:
-                w = cohen_kappa_table(table, categories=self.rm.categories, weights=self.weights)
-                if w.value is not None:
-                    weighted.append(w.value)
-        mean_u = Outcome(float(np.mean(unweighted))) if unweighted else Outcome(None, "Cohen: no rater pair has a defined kappa")
-        mean_w = Outcome(float(np.mean(weighted))) if weighted else Outcome(None, "weighted Cohen: no rater pair has a defined kappa")
-        return mean_u, mean_w
+    def krippendorff_alpha(self, T, level) -> _Vec:
+        if not self.has_coinc:
+            return _Vec(np.full(len(T), np.nan), [(True, "not bootstrapped for more than 60 distinct values")])
+        k = self.k
+        o = T[:, self.slices["coinc"]].reshape(-1, k, k)
+        n_v = o.sum(axis=2)
+        n = n_v.sum(axis=1)
+        if level == "ordinal":
+            cum = np.concatenate([np.zeros((len(T), 1)), np.cumsum(n_v, axis=1)], axis=1)
+            i = np.arange(k)
+            lo, hi = np.minimum.outer(i, i), np.maximum.outer(i, i)
+            d = (cum[:, hi + 1] - cum[:, lo] - (n_v[:, lo] + n_v[:, hi]) / 2.0) ** 2
+        else:
+            d = _distance_matrix(self.rm.categories, level, None)[None, :, :]
+        eye = np.eye(k)[None, :, :]
+        with np.errstate(all="ignore"):
+            expected = (n_v[:, :, None] * n_v[:, None, :] - eye * n_v[:, :, None]) / (n - 1)[:, None, None]
+            de = (expected * d).sum(axis=(1, 2))
+            values = 1 - (o * d).sum(axis=(1, 2)) / de
+        return _Vec(values, [
+            (((n_v > 0).sum(axis=1) < 2) | (n < 2), "fewer than two distinct pairable values"),
+            (de <= 0, "no expected disagreement"),
+        ])
+
+    def pair_table(self, T, a, b):
+        return T[:, self.slices[("pair", a, b)]].reshape(-1, self.k, self.k)
+
+    def cohen(self, T, a, b, weighted=False) -> _Vec:
+        table = self.pair_table(T, a, b)
+        w = self.w_weighted if weighted else self.w_unweighted
+        if w is None:
+            return _Vec(np.full(len(T), np.nan), [(True, "weighted kappa needs numeric values")])
+        n = table.sum(axis=(1, 2))
+        with np.errstate(all="ignore"):
+            p = table / n[:, None, None]
+            expected = p.sum(axis=2)[:, :, None] * p.sum(axis=1)[:, None, :]
+            de = (w * expected).sum(axis=(1, 2))
+            values = 1 - (w * p).sum(axis=(1, 2)) / de
+        return _Vec(values, [
+            (n < 2, "fewer than two units rated by both"),
+            (de <= 1e-12, "chance agreement is 1 (both raters used a single, identical value)"),
+        ])
+
+    def cohen_mean(self, T, weighted=False) -> _Vec:
+        if not self.pairs:
+            return _Vec(np.full(len(T), np.nan), [(True, "needs two raters")])
+        stacked = np.vstack([self.cohen(T, a, b, weighted).values for a, b in self.pairs])
+        defined = np.isfinite(stacked).sum(axis=0)
+        with np.errstate(all="ignore"):
+            values = np.nansum(stacked, axis=0) / defined
+        return _Vec(values, [(defined == 0, "no rater pair has a defined kappa")])
 
 
 def cohen_kappa_table(table, categories=None, weights=None) -> Outcome:
@@ -362,14 +433,7 @@ def cohen_kappa_table(table, categories=None, weights=None) -> Outcome:
     n = table.sum()
     if n < 2:
         return Outcome(None, "Cohen: fewer than two units rated by both")
-    k = table.shape[0]
-    if weights is None:
-        w = 1.0 - np.eye(k)
-    else:
-        values = np.asarray(categories if categories is not None else range(k), dtype=float)
-        span = values.max() - values.min() if k > 1 else 0.0
-        diff = np.abs(values[:, None] - values[None, :]) / (span if span else 1.0)
-        w = diff if weights == "linear" else diff ** 2
+    w = _weight_matrix(categories, weights, table.shape[0])
     p = table / n
     expected = np.outer(p.sum(axis=1), p.sum(axis=0))
     de = float((w * expected).sum())
@@ -446,6 +510,7 @@ def agreement(rm: RatingMatrix, *, level=None, bootstrap=1000, seed=0, weights="
     level = level or rm.level
     rm = RatingMatrix(rm.units, rm.raters, rm.codes, rm.categories, level)
     result = AgreementResult(level=level, n_units=len(rm.units), n_raters=len(rm.raters), n_ratings=rm.n_ratings)
+    result.ci95 = {name: None for name in COEFFICIENTS}
     notes = result.notes
 
     def record(name, outcome):
@@ -454,92 +519,75 @@ def agreement(rm: RatingMatrix, *, level=None, bootstrap=1000, seed=0, weights="
             notes.append(f"{name}: {outcome.note}")
 
     if len(rm.raters) < 2:
-        for name in COEFFICIENTS + ("cohen_kappa_weighted_mean",):
-            setattr(result, name, None)
         notes.append("only one rater: agreement needs at least two raters")
-        result.ci95 = {name: None for name in COEFFICIENTS}
+        return result
+    if not rm.categories:
+        notes.append("no ratings: every value is missing")
         return result
 
     feats = _Features(rm, weights=weights)
-    totals = np.asarray(feats.matrix.sum(axis=0)).ravel()
-    pairable_units = int((feats.m >= 2).sum())
+    T = feats.totals()
+    pairable_units = int(feats.freq[feats.m >= 2].sum())
+    one_unit = Outcome(None, "only one unit has two or more ratings")
     record("krippendorff_alpha", krippendorff_alpha(rm, level))
-    record("percent_agreement", feats.percent_agreement(totals))
-    if pairable_units < 2 and result.percent_agreement is not None:
+    record("percent_agreement", feats.percent_agreement(T).outcome())
+    if pairable_units == 1:
         notes.append("only one unit has two or more ratings: chance-corrected coefficients are undefined")
-    fleiss = feats.fleiss_kappa(totals) if pairable_units >= 2 else Outcome(None, "needs at least two units with two or more ratings")
-    record("fleiss_kappa", fleiss)
-    ac1 = feats.gwet_ac1(totals)
-    record("gwet_ac1", ac1)
-    mean_u, mean_w = feats.cohen_means(totals)
-    if pairable_units < 2:
-        mean_u = mean_w = Outcome(None, "needs at least two units rated by a pair")
-    record("cohen_kappa_mean", mean_u)
+    record("fleiss_kappa", feats.fleiss_kappa(T).outcome() if pairable_units >= 2 else one_unit)
+    record("gwet_ac1", feats.gwet_ac1(T).outcome() if pairable_units >= 2 else one_unit)
+    record("cohen_kappa_mean", feats.cohen_mean(T).outcome() if pairable_units >= 2 else one_unit)
     if rm.numeric:
-        record("cohen_kappa_weighted_mean", mean_w)
-    else:
-        result.cohen_kappa_weighted_mean = None
+        record("cohen_kappa_weighted_mean", feats.cohen_mean(T, weighted=True).outcome() if pairable_units >= 2 else one_unit)
     if include_pairs:
-        for a, b, table in feats.pair_tables(totals):
+        for a, b in feats.pairs:
+            table = feats.pair_table(T, a, b)[0]
             n_both = int(table.sum())
-            u = cohen_kappa_table(table)
-            w = cohen_kappa_table(table, categories=rm.categories, weights=weights) if rm.numeric else Outcome(None)
+            u = feats.cohen(T, a, b).outcome()
+            w = feats.cohen(T, a, b, weighted=True).outcome() if rm.numeric else Outcome(None)
             result.pairs.append({
                 "rater_a": rm.raters[a], "rater_b": rm.raters[b], "n_units": n_both,
                 "percent_agreement": (float(np.trace(table)) / n_both) if n_both else None,
                 "kappa": u.value, "weighted_kappa": w.value, "note": u.note,
             })
-    result.ci95 = bootstrap_ci(feats, level, result, n_boot=bootstrap, seed=seed) if bootstrap else {n: None for n in COEFFICIENTS}
-    if bootstrap and pairable_units < 2:
-        result.ci95 = {n: None for n in COEFFICIENTS}
+    if bootstrap and pairable_units >= 2:
+        result.ci95 = bootstrap_ci(feats, level, result, n_boot=bootstrap, seed=seed)
     return result
 
 
-def bootstrap_ci(feats: _Features, level, point: AgreementResult, *, n_boot=1000, seed=0, chunk=250) -> dict:
-    """Percentile 95% intervals from resampling units with replacement (same seed → same interval)."""
+def bootstrap_ci(feats: _Features, level, point: AgreementResult, *, n_boot=1000, seed=0) -> dict:
+    """Percentile 95% intervals from resampling units with replacement (same seed → same interval).
+
+    Replicates in which a coefficient is undefined are dropped and counted in a note; with fewer than half left the
+    interval is null.
+    """
     rng = np.random.default_rng(seed)
-    n = feats.matrix.shape[0]
-    draws = {name: [] for name in COEFFICIENTS}
-    undefined = {name: 0 for name in COEFFICIENTS}
-    if n < 2:
-        return {name: None for name in COEFFICIENTS}
-    ft = feats.matrix.T.tocsr()
-    done = 0
-    while done < n_boot:
-        b = min(chunk, n_boot - done)
-        idx = rng.integers(0, n, size=(b, n))
-        weights = np.zeros((b, n))
-        for row in range(b):
-            weights[row] = np.bincount(idx[row], minlength=n)
-        totals = np.asarray((ft @ weights.T).T)
-        for t in totals:
-            outcomes = {
-                "percent_agreement": feats.percent_agreement(t),
-                "gwet_ac1": feats.gwet_ac1(t),
-                "fleiss_kappa": feats.fleiss_kappa(t) if point.fleiss_kappa is not None else Outcome(None),
-                "krippendorff_alpha": feats.alpha_from_totals(t, level) if point.krippendorff_alpha is not None else Outcome(None),
-                "cohen_kappa_mean": feats.cohen_means(t)[0] if point.cohen_kappa_mean is not None else Outcome(None),
-            }
-            for name, outcome in outcomes.items():
-                if outcome.value is None:
-                    undefined[name] += 1
-                else:
-                    draws[name].append(outcome.value)
-        done += b
-    out = {}
+    T = feats.resampled_totals(n_boot, rng)
+    vectors = {
+        "krippendorff_alpha": lambda: feats.krippendorff_alpha(T, level),
+        "percent_agreement": lambda: feats.percent_agreement(T),
+        "fleiss_kappa": lambda: feats.fleiss_kappa(T),
+        "cohen_kappa_mean": lambda: feats.cohen_mean(T),
+        "gwet_ac1": lambda: feats.gwet_ac1(T),
+    }
+    out, dropped = {}, []
     for name in COEFFICIENTS:
-        if getattr(point, name) is None or len(draws[name]) < 0.5 * n_boot:
+        if getattr(point, name) is None:
             out[name] = None
             continue
-        low, high = np.percentile(draws[name], [2.5, 97.5])
+        values = vectors[name]().values
+        ok = values[np.isfinite(values)]
+        if len(ok) < 0.5 * n_boot:
+            out[name] = None
+            point.notes.append(f"ci95 {name}: undefined in more than half of the {n_boot} resamples")
+            continue
+        if len(ok) < n_boot:
+            dropped.append(f"{name} {n_boot - len(ok)}")
+        low, high = np.percentile(ok, [2.5, 97.5])
         out[name] = [float(low), float(high)]
-    if point.krippendorff_alpha is not None and "coinc" not in feats.slices:
+    if point.krippendorff_alpha is not None and not feats.has_coinc:
         point.notes.append("ci95 krippendorff_alpha: not bootstrapped for more than 60 distinct values")
-    if any(0 < undefined[n] and out[n] is not None for n in COEFFICIENTS):
-        point.notes.append(
-            "bootstrap: some resamples left a coefficient undefined and were dropped ("
-            + ", ".join(f"{n} {undefined[n]}" for n in COEFFICIENTS if undefined[n] and out[n] is not None) + ")"
-        )
+    if dropped:
+        point.notes.append("bootstrap: resamples where a coefficient was undefined were dropped (" + ", ".join(dropped) + ")")
     return out
 
 

@@ -54,8 +54,8 @@ def test_krippendorff_2011_reliability_data(level, published):
     assert result.n_ratings == 41
     # the bootstrap path computes alpha from its own coincidence features: it must agree with the package
     feats = ag._Features(rm)
-    totals = np.asarray(feats.matrix.sum(axis=0)).ravel()
-    assert feats.alpha_from_totals(totals, level).value == pytest.approx(result.krippendorff_alpha, abs=1e-12)
+    own = feats.krippendorff_alpha(feats.totals(), level).outcome().value
+    assert own == pytest.approx(result.krippendorff_alpha, abs=1e-12)
 
 
 def test_gwet_ac1_and_percent_agreement_on_gwet_example():
@@ -124,18 +124,21 @@ def test_bootstrap_interval_contains_estimate_and_is_reproducible():
 
 
 def test_bootstrap_matches_naive_resampling():
-    """The sparse-weighted replicate equals recomputing alpha on an explicitly resampled matrix."""
+    """A replicate's pattern-count totals equal the coefficients recomputed on an explicitly resampled matrix."""
     rng = np.random.default_rng(2)
     data = rng.integers(0, 3, (3, 50)).astype(float)
-    rm = ag.from_matrix(data)
-    feats = ag._Features(rm)
+    data[rng.random(data.shape) < 0.1] = nan
+    feats = ag._Features(ag.from_matrix(data))
     idx = rng.integers(0, 50, 50)
-    weights = np.bincount(idx, minlength=50)
-    totals = feats.matrix.T @ weights
-    resampled = krippendorff.alpha(reliability_data=data[:, idx], level_of_measurement="nominal")
-    assert feats.alpha_from_totals(np.asarray(totals).ravel(), "nominal").value == pytest.approx(resampled, abs=1e-12)
-    assert feats.gwet_ac1(np.asarray(totals).ravel()).value == pytest.approx(
-        ag.agreement(ag.from_matrix(data[:, idx]), bootstrap=0).gwet_ac1, abs=1e-12)
+    pattern_counts = np.bincount(feats.inverse[idx], minlength=len(feats.freq)).astype(float)
+    T = np.asarray(feats.matrix.T @ pattern_counts).reshape(1, -1)
+    resampled = ag.agreement(ag.from_matrix(data[:, idx]), bootstrap=0)
+    for level in ag.LEVELS:
+        expected = krippendorff.alpha(reliability_data=data[:, idx], level_of_measurement=level)
+        assert feats.krippendorff_alpha(T, level).outcome().value == pytest.approx(expected, abs=1e-12)
+    assert feats.gwet_ac1(T).outcome().value == pytest.approx(resampled.gwet_ac1, abs=1e-12)
+    assert feats.percent_agreement(T).outcome().value == pytest.approx(resampled.percent_agreement, abs=1e-12)
+    assert feats.cohen_mean(T).outcome().value == pytest.approx(resampled.cohen_kappa_mean, abs=1e-12)
 
 
 def _no_nan(obj):
