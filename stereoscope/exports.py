@@ -31,6 +31,14 @@ class Dataset:
     columns: tuple[Column, ...]
     rows: Callable[..., Iterator[dict]]
     min_role: str = Role.RESEARCHER
+    # Optional additions: columns that depend on the study (e.g. one per code), and a cheap row count for progress.
+    extra_columns: Callable[..., list] | None = None
+    count: Callable[..., int] | None = None
+
+    def columns_for(self, study, options) -> tuple[Column, ...]:
+        if self.extra_columns is None:
+            return self.columns
+        return self.columns + _as_columns(self.extra_columns(study, options))
 
     @property
     def column_names(self) -> list[str]:
@@ -64,9 +72,12 @@ def _as_columns(columns) -> tuple[Column, ...]:
     return tuple(result)
 
 
-def register_dataset(key, *, title, app, columns, min_role=Role.RESEARCHER):
+def register_dataset(key, *, title, app, columns, min_role=Role.RESEARCHER, extra_columns=None, count=None):
     """Decorator: `@register_dataset("codings", title=..., app="annotation", columns=[Column(...), ...])`
-    on a function `rows(study, options) -> Iterator[dict]`."""
+    on a function `rows(study, options) -> Iterator[dict]`.
+
+    extra_columns(study, options) -> [Column] adds study-specific columns after the fixed ones;
+    count(study, options) -> int gives the expected row count (for progress)."""
     if not key or not str(key).replace("_", "").replace("-", "").isalnum():
         raise RegistryError(f"dataset key {key!r} must be letters, digits, '-' or '_'")
     if str(min_role) not in LEVELS:
@@ -77,7 +88,8 @@ def register_dataset(key, *, title, app, columns, min_role=Role.RESEARCHER):
         existing = _registry.get(key)
         if existing is not None and (existing.app != app or existing.rows.__qualname__ != rows.__qualname__):
             raise RegistryError(f"dataset {key!r} is already registered by app {existing.app!r}")
-        _registry[key] = Dataset(key=key, title=title, app=app, columns=cols, rows=rows, min_role=str(min_role))
+        _registry[key] = Dataset(key=key, title=title, app=app, columns=cols, rows=rows, min_role=str(min_role),
+                                 extra_columns=extra_columns, count=count)
         return rows
 
     return decorator
@@ -115,10 +127,22 @@ def get_dataset(key) -> Dataset:
     return found
 
 
-def data_dictionary(selected) -> list[dict]:
-    """Rows (dataset, column, description) for the given datasets."""
+def data_dictionary(selected, study=None, options=None) -> list[dict]:
+    """Rows (dataset, column, description) for the given datasets (with study-specific columns when a study
+    is given)."""
     return [
         {"dataset": dataset.key, "column": column.name, "description": column.description}
         for dataset in selected
-        for column in dataset.columns
+        for column in (dataset.columns if study is None else dataset.columns_for(study, options or {}))
     ]
+
+
+def person(options, user) -> str:
+    """How a dataset names a person: the pseudonym when the export pseudonymises, else the username.
+    `user` is a User or a (pk, username) pair."""
+    if user is None:
+        return ""
+    pk, username = (user.pk, user.username) if hasattr(user, "pk") else user
+    if options.get("pseudonymise"):
+        return options["pseudonym"](pk)
+    return username
