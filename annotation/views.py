@@ -447,3 +447,53 @@ def workspace_edit(request, study_id, codebook_id, output_id):
     except services.AnnotationError as exc:
         error = str(exc)
     return render(request, "annotation/_workspace.html", _workspace_context(request, codebook, output, error, notice))
+
+
+# --- AI-assisted code discovery -------------------------------------------------------------------------
+
+
+@study_role_required(Role.RESEARCHER)
+def discover(request, study_id, codebook_id):
+    from generation.models import ModelEndpoint
+
+    from .models import CodeDiscovery, CodeSuggestion
+
+    study = request.study
+    codebook = _codebook(request, codebook_id)
+    if request.method == "GET" and request.GET.get("discovery"):
+        discovery = get_object_or_404(CodeDiscovery, pk=request.GET["discovery"], codebook=codebook)
+        return render(request, "annotation/_discovery.html", {"study": study, "codebook": codebook, "d": discovery,
+                                                               "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable],
+                                                               "gender_tags": GenderTag.choices})
+    if request.method == "POST":
+        op = request.POST.get("op")
+        try:
+            if op == "start":
+                endpoint = ModelEndpoint.objects.filter(pk=request.POST.get("endpoint") or 0, study=study).first()
+                item = PromptItem.objects.filter(pk=request.POST.get("item") or 0, toolkit__study=study).select_related("toolkit").first()
+                services.start_discovery(study, codebook, endpoint=endpoint, item=item, sample_size=request.POST.get("sample_size") or 5,
+                                         seed=request.POST.get("seed") or 0, actor=request.user)
+                messages.success(request, "Asked the model for code suggestions.")
+            elif op in ("accept", "reject"):
+                suggestion = get_object_or_404(CodeSuggestion, pk=request.POST.get("suggestion") or 0, discovery__codebook=codebook)
+                services.decide_suggestion(
+                    suggestion, accept=op == "accept", actor=request.user, name=request.POST.get("name"),
+                    description=request.POST.get("description"), gender_tag=request.POST.get("gender_tag"),
+                    parent=_code_or_none(codebook, request.POST.get("parent")))
+                if request.htmx:
+                    return render(request, "annotation/_discovery.html", {
+                        "study": study, "codebook": codebook, "d": suggestion.discovery,
+                        "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable], "gender_tags": GenderTag.choices})
+        except services.AnnotationError as exc:
+            if request.htmx:
+                return HttpResponse(format_html('<p class="error" role="alert">{}</p>', str(exc)))
+            messages.error(request, str(exc))
+        return redirect("annotation-discover", study.pk, codebook.pk)
+    return render(request, "annotation/discover.html", {
+        "study": study, "codebook": codebook,
+        "endpoints": ModelEndpoint.objects.filter(study=study).exclude(provider="manual"),
+        "items": PromptItem.objects.filter(toolkit__study=study).select_related("toolkit").order_by("toolkit__name", "number"),
+        "discoveries": CodeDiscovery.objects.filter(codebook=codebook).select_related("endpoint", "item", "provider_call")
+        .prefetch_related("suggestions__code")[:20],
+        "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable], "gender_tags": GenderTag.choices,
+    })
