@@ -150,6 +150,8 @@ def toolkit_preview(request, study_id, toolkit_id):
 @study_role_required(VIEWER)
 @require_GET
 def toolkit_export(request, study_id, toolkit_id, fmt):
+    if fmt not in ("json", "csv"):
+        raise Http404("Export as .json or .csv.")
     toolkit = _toolkit(request, toolkit_id, library_ok=True)
     if fmt == "json":
         body, content_type = toolkit_format.export_json(toolkit), "application/json; charset=utf-8"
@@ -310,6 +312,8 @@ def dimension_delete(request, toolkit, dimension_id):
 @_edit
 @require_POST
 def dimension_move(request, toolkit, dimension_id, direction):
+    if direction not in ("up", "down"):
+        raise Http404("Move up or down.")
     dimension = get_object_or_404(toolkit.dimensions, pk=dimension_id)
     services.move_dimension(dimension, -1 if direction == "up" else 1, actor=request.user)
     return redirect(_detail_url(request, toolkit) + "#dimensions")
@@ -365,6 +369,8 @@ def item_delete(request, toolkit, item_id):
 @_edit
 @require_POST
 def item_move(request, toolkit, item_id, direction):
+    if direction not in ("up", "down"):
+        raise Http404("Move up or down.")
     item = get_object_or_404(toolkit.items, pk=item_id)
     services.move_item(item, -1 if direction == "up" else 1, actor=request.user)
     if request.htmx:
