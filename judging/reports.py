@@ -154,3 +154,46 @@ def item_breakdown(rows_by):
     for (item, model), cell in rows_by.items():
         out[item][model] = cell
     return out
+
+
+VERDICT_COLUMNS = [
+    ("round_id", "Judge round id"), ("round", "Judge round name"), ("verdict_id", "Verdict id"),
+    ("output_id", "Judged output id"), ("run", "Generation run of the output"), ("toolkit", "Toolkit name"),
+    ("toolkit_version", "Toolkit version"), ("item_number", "Prompt item number"), ("dimension", "Dimension of the item"),
+    ("target_stereotype", "The stereotype the judge was asked about"), ("generator_model", "Model that wrote the output"),
+    ("trial", "Trial of the output"), ("judge_model", "Judge model (identity)"), ("judge_endpoint", "Judge endpoint name"),
+    ("template", "Judge template name and version"), ("value", "Verdict: 0/1, or the Likert score"),
+    ("detected", "0/1 detection (Likert: value at or above the template's threshold)"),
+    ("status", "ok, missing, unparseable, failed or pending"), ("rationale", "The judge's rationale"),
+    ("batch_ref", "Batch (one call) the verdict came from"), ("position", "Position of the story in its shuffled batch"),
+    ("reasked", "Asked again alone after a missing/unparseable answer"), ("raw_text", "The judge's raw answer"),
+]
+
+
+def verdict_export_rows(study, round_ids=None, models=None, item_numbers=None, pseudonym=None):
+    """One dict per verdict of the study's rounds (filters optional), in VERDICT_COLUMNS order."""
+    from .models import Verdict
+
+    qs = (Verdict.objects.filter(round__study=study)
+          .select_related("round", "round__template", "output", "output__run", "output__item", "output__item__dimension",
+                          "output__item__toolkit", "judge_endpoint").order_by("round_id", "pk"))
+    if round_ids:
+        qs = qs.filter(round_id__in=list(round_ids))
+    if item_numbers:
+        qs = qs.filter(output__item__number__in=list(item_numbers))
+    if models:
+        wanted = {m.strip().lower() for m in models}
+        qs = [v for v in qs if v.output.model_identity in wanted or v.judge_model in wanted]
+    for v in qs.iterator() if hasattr(qs, "iterator") else qs:
+        item, template = v.output.item, v.round.template
+        yield {
+            "round_id": v.round_id, "round": v.round.name, "verdict_id": v.pk, "output_id": v.output_id,
+            "run": v.output.run.name, "toolkit": item.toolkit.name if item else "", "toolkit_version": item.toolkit.version if item else "",
+            "item_number": item.number if item else "", "dimension": item.dimension.name if item and item.dimension_id else "",
+            "target_stereotype": v.question, "generator_model": v.output.model_identity, "trial": v.output.trial,
+            "judge_model": v.judge_model, "judge_endpoint": v.judge_endpoint.name if v.judge_endpoint_id else "",
+            "template": f"{template.name} v{template.version}", "value": v.value,
+            "detected": detected(v.value, template) if v.value is not None else None, "status": v.status,
+            "rationale": v.rationale, "batch_ref": v.batch_ref, "position": v.position, "reasked": v.reasked,
+            "raw_text": v.raw_text,
+        }
