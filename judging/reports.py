@@ -26,7 +26,7 @@ def verdict_rows(rounds):
             if item is None:
                 continue
             items[item.pk] = item
-            rows.append({"output": v.output_id, "item": item.pk,
+            rows.append({"output": v.output_id, "item": item.pk, "position": v.position,
                          "dimension": item.dimension.name if item.dimension_id else "(no dimension)",
                          "generator": v.output.model_identity, "judge": v.judge_model,
                          "value": detected(v.value, rnd.template), "raw_value": v.value})
@@ -43,11 +43,30 @@ def dimension_order(items):
     return sorted(dims, key=lambda d: dims[d])
 
 
+def by_position(rows):
+    """Detection rate by position in the shuffled batch: a check for position effects."""
+    cells = defaultdict(list)
+    for r in rows:
+        if r.get("position"):
+            cells[r["position"]].append(r["value"])
+    return [{"position": p, "n": len(v), "rate": sum(v) / len(v), "ci": W.wilson(sum(v), len(v))}
+            for p, v in sorted(cells.items())]
+
+
+def mean_scores(rows):
+    """Mean raw judge value per item (the Likert presence score for Likert templates)."""
+    cells = defaultdict(list)
+    for r in rows:
+        cells[r["item"]].append(r["raw_value"])
+    return {item: sum(v) / len(v) for item, v in cells.items()}
+
+
 def report(rounds, *, method="shrunk", weak_below=0.3):
     """Everything the report page and the exports show, for one or more rounds."""
     rounds = list(rounds)
     rows, items = verdict_rows(rounds)
     item_stats = W.detection_by_item(rows)
+    scores = mean_scores(rows)
     by_generator = W.detection_by(rows, "generator")
     by_judge = W.detection_by(rows, "judge")
     weighted = W.weights(item_stats, method=method) if item_stats else {}
@@ -63,11 +82,13 @@ def report(rounds, *, method="shrunk", weak_below=0.3):
             s, item_pk=pk, item_number=item.number, toolkit=str(item.toolkit), toolkit_id=item.toolkit_id,
             toolkit_name=item.toolkit.name, toolkit_version=item.toolkit.version, text=item.text,
             target_stereotype=item.target_stereotype or item.gender_mapping, flags=flagged.get(pk, []),
+            mean_score=scores.get(pk),
             by_generator={g: by_generator.get((pk, g)) for g in generators},
             by_judge={j: by_judge.get((pk, j)) for j in judges}))
     return {"rounds": rounds, "rows": rows, "items": item_rows, "generators": generators, "judges": judges,
             "dimensions": dims, "table3": table, "matrix": W.judge_generator_matrix(rows), "method": method,
-            "method_text": W.METHODS[method]}
+            "method_text": W.METHODS[method], "positions": by_position(rows), "weak_below": weak_below,
+            "scale_max": max((r.template.scale_max for r in rounds), default=1)}
 
 
 def provenance(rounds):

@@ -147,8 +147,16 @@ def verdict_detail(request, study_id, round_id, verdict_id):
 
 
 # -- reports and exports --------------------------------------------------------------------------------------------
-def _report_context(rnd_list, method):
-    data = reports.report(rnd_list, method=method)
+def _weak_below(request):
+    try:
+        value = float(request.GET.get("weak_below", 0.3))
+    except ValueError:
+        return 0.3
+    return value if 0 <= value <= 1 else 0.3
+
+
+def _report_context(rnd_list, method, weak_below=0.3):
+    data = reports.report(rnd_list, method=method, weak_below=weak_below)
     return {"report": data, "heatmap": reports.heatmap(data["table3"]), "bars": reports.bars(data["items"]),
             "matrix": reports.matrix_cells(data), "method": method}
 
@@ -159,7 +167,7 @@ def round_report(request, study_id, round_id):
     method = request.GET.get("method", "shrunk")
     if method not in reports.W.METHODS:
         method = "shrunk"
-    ctx = _report_context([rnd], method)
+    ctx = _report_context([rnd], method, _weak_below(request))
     ctx.update(round=rnd, template=rnd.template)
     return render(request, "judging/report.html", ctx)
 
@@ -222,7 +230,7 @@ def weights(request, study_id):
         except services.JudgingError as exc:
             form.add_error(None, str(exc))
     round_list = reports.rounds_of(study, ids)
-    ctx = _report_context(round_list, method)
+    ctx = _report_context(round_list, method, _weak_below(request))
     ctx.update(form=form, all_rounds=JudgeRound.objects.filter(study=study).order_by("-created_at"), selected=ids or [],
                imported=ItemWeight.objects.filter(toolkit__study=study).select_related("toolkit", "item")
                .order_by("toolkit__name", "-toolkit__version", "item__number")[:300])

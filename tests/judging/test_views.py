@@ -109,6 +109,7 @@ def test_report_and_exports(judged, client_for):
     c = client_for(judged["users"]["researcher"])
     html = c.get(f"/studies/{study.pk}/judging/rounds/{rnd.pk}/report/").content.decode()
     assert 'id="table3"' in html and "<svg" in html and 'id="judge-matrix"' in html and "Overall" in html
+    assert 'id="by-position"' in html and 'id="by-judge"' in html
     csv_text = c.get(f"/studies/{study.pk}/judging/rounds/{rnd.pk}/verdicts.csv").content.decode()
     assert csv_text.splitlines()[0].startswith("round_id,round,verdict_id") and len(csv_text.splitlines()) >= 31
     data = json.loads(c.get(f"/studies/{study.pk}/judging/rounds/{rnd.pk}/verdicts.json").content)
@@ -171,6 +172,18 @@ def test_human_verification_flow(judged, client_for):
     html = r.get(url).content.decode()
     assert 'id="agreement">0.75<' in html and "Disagreements" in html
     assert html.count("side-by-side") == 1
+    from sklearn.metrics import cohen_kappa_score
+
+    from judging.services import verification_summary
+
+    checks = HumanCheck.objects.select_related("verdict").order_by("pk")
+    expected = cohen_kappa_score([c.verdict.value for c in checks], [c.value for c in checks])
+    summary = verification_summary(rnd)
+    if summary["kappa"] is None:
+        assert "chance agreement is 1" in summary["kappa_note"]
+    else:
+        assert summary["kappa"] == pytest.approx(expected)
+    assert summary["n"] == 4 and summary["table"][0][0] + summary["table"][1][1] == 3
 
 
 def test_custom_template_from_the_page(roles, client_for):
