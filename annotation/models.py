@@ -226,3 +226,6 @@ class GenderAttribution(models.Model):
 
     def __str__(self):
         return f"{self.output_id} · {self.coder} · {self.gender}"
+
+
+from .models_agreement import GoldLabel  # noqa: E402,F401  (agreement: adjudicated gold labels)
