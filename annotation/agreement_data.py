@@ -138,35 +138,56 @@ class CodingData:
 
         self.study, self.codebook = study, codebook
         self.index = CodebookIndex(codebook)
-        codings = Coding.objects.filter(codebook=codebook, output__study=study)
-        done = Assignment.objects.filter(codebook=codebook, study=study, status="done")
+        codings = Coding.objects.filter(codebook=codebook)
+        done = Assignment.objects.filter(codebook=codebook, status="done")
         if coder_ids is not None:
             codings = codings.filter(coder_id__in=coder_ids)
             done = done.filter(coder_id__in=coder_ids)
-        rows = list(codings.values_list("output_id", "code_id", "coder_id", "start", "end"))
-        done_rows = list(done.values_list("output_id", "coder_id"))
-        coder_set = {r[2] for r in rows} | {r[1] for r in done_rows}
+        rows = list(codings.order_by().values_list("output_id", "code_id", "coder_id", "start", "end"))
+        done_rows = list(done.order_by().values_list("output_id", "coder_id"))
+        n = len(rows)
+        r_out = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
+        r_code = np.fromiter((r[1] for r in rows), dtype=np.int64, count=n)
+        r_coder = np.fromiter((r[2] for r in rows), dtype=np.int64, count=n)
+        d_out = np.fromiter((r[0] for r in done_rows), dtype=np.int64, count=len(done_rows))
+        d_coder = np.fromiter((r[1] for r in done_rows), dtype=np.int64, count=len(done_rows))
+        coder_set = set(np.unique(np.concatenate([r_coder, d_coder])).tolist())
         if coder_ids is not None:
             coder_set |= set(coder_ids)
-        users = get_user_model().objects.filter(pk__in=coder_set).values_list("pk", "username")
-        self.usernames = dict(users)
+        self.usernames = dict(get_user_model().objects.filter(pk__in=coder_set).values_list("pk", "username"))
         self.coders = sorted(coder_set, key=lambda pk: (self.usernames.get(pk, ""), pk))
-        coder_pos = {pk: i for i, pk in enumerate(self.coders)}
-        outputs = sorted({r[0] for r in rows} | {r[0] for r in done_rows})
-        self.outputs = outputs
-        out_pos = {pk: i for i, pk in enumerate(outputs)}
+        coder_arr = np.array(self.coders, dtype=np.int64)
+        coder_order = np.argsort(coder_arr)
+        outputs = np.unique(np.concatenate([r_out, d_out]))
+        self.outputs = outputs.tolist()
+
+        def coder_index(ids):
+            return coder_order[np.searchsorted(coder_arr[coder_order], ids)] if len(ids) else ids
+
+        self.c_out = np.searchsorted(outputs, r_out)
+        self.c_coder = coder_index(r_coder)
         self.coded = np.zeros((len(self.coders), len(outputs)), dtype=bool)
-        for out, _code, coder, *_ in rows:
-            self.coded[coder_pos[coder], out_pos[out]] = True
-        for out, coder in done_rows:
-            self.coded[coder_pos[coder], out_pos[out]] = True
-        resolved = self.index.resolved
-        self.c_out = np.array([out_pos[r[0]] for r in rows], dtype=np.int64)
-        self.c_coder = np.array([coder_pos[r[2]] for r in rows], dtype=np.int64)
-        self.c_code = np.array([resolved.get(r[1], r[1]) for r in rows], dtype=np.int64)
-        dim = self.index.dimension_of
-        self.c_dim = np.array([dim.get(resolved.get(r[1], r[1])) or 0 for r in rows], dtype=np.int64)
+        self.coded[self.c_coder, self.c_out] = True
+        self.coded[coder_index(d_coder), np.searchsorted(outputs, d_out)] = True
+        resolved, dim = self.index.resolved, self.index.dimension_of
+        ids = np.array(sorted(self.index.codes), dtype=np.int64)
+        surviving = np.array([resolved[c] for c in ids.tolist()], dtype=np.int64)
+        dims = np.array([dim.get(c) or 0 for c in surviving.tolist()], dtype=np.int64)
+        pos = np.searchsorted(ids, r_code) if len(ids) else np.zeros(n, dtype=np.int64)
+        self.c_code = surviving[pos] if len(ids) else r_code
+        self.c_dim = dims[pos] if len(ids) else np.zeros(n, dtype=np.int64)
         self.spans = rows
+
+    def spans_by_code(self):
+        """{code: {coder: [(output, start, end)]}} for span codings, merges resolved (built once)."""
+        if not hasattr(self, "_spans_by_code"):
+            grouped = defaultdict(lambda: defaultdict(list))
+            resolved = self.index.resolved
+            for out, code, coder, start, end in self.spans:
+                if start is not None and end is not None:
+                    grouped[resolved.get(code, code)][coder].append((out, start, end))
+            self._spans_by_code = grouped
+        return self._spans_by_code
 
     def rater_key(self, coder_pk):
         return f"coder:{coder_pk}"
@@ -230,7 +251,7 @@ def add_rater(rm: ag.RatingMatrix, key, values: dict) -> ag.RatingMatrix:
     return ag.RatingMatrix(units=units, raters=list(rm.raters) + [key], codes=codes, categories=categories, level=rm.level)
 
 
-def stereotype_table(study, *, codebook=None, round_ids=None, include_coders=True, include_gold=True) -> Table:
+def stereotype_table(study, *, codebook=None, round_ids=None, include_coders=True, include_gold=True, data=None) -> Table:
     """Per story and target stereotype: judges, human checks, coders (item-linked codes) and gold as raters."""
     from judging.models import HumanCheck, Verdict
 
@@ -259,7 +280,7 @@ def stereotype_table(study, *, codebook=None, round_ids=None, include_coders=Tru
         scale.add(value)
     notes = []
     if include_coders and codebook is not None:
-        data = CodingData(study, codebook)
+        data = data if data is not None and data.codebook == codebook else CodingData(study, codebook)
         linked = {cid for cid, row in data.index.codes.items() if row["item_id"]}
         if linked:
             from generation.models import Output
@@ -350,11 +371,7 @@ def build_table(study, target, *, codebook=None, raters=None, round_ids=None, in
 
 def segment_report(data: CodingData, code_id, min_overlap=0.9) -> dict:
     """Span codings of one code: pairwise MAXQDA-style matching between coders; the share of matched segments."""
-    spans_by_coder = defaultdict(list)
-    resolved = data.index.resolved
-    for out, code, coder, start, end in data.spans:
-        if start is not None and end is not None and resolved.get(code, code) == code_id:
-            spans_by_coder[coder].append((out, start, end))
+    spans_by_coder = data.spans_by_code().get(code_id, {})
     pairs, matched, total = [], 0, 0
     coders = [c for c in data.coders if c in spans_by_coder]
     for i, a in enumerate(coders):

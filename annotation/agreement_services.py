@@ -43,6 +43,7 @@ def study_report(study, codebook=None, *, bootstrap=1000, seed=0, low=LOW_ALPHA,
     codebook = codebook or default_codebook(study)
     report = {"codebook": codebook, "low_threshold": low, "bootstrap": bootstrap, "min_overlap": min_overlap,
               "dimensions": [], "codes": [], "coders": [], "coder_matrix": [], "judge_human": None}
+    data = None
     if codebook is not None:
         data = CodingData(study, codebook)
         index = data.index
@@ -63,8 +64,47 @@ def study_report(study, codebook=None, *, bootstrap=1000, seed=0, low=LOW_ALPHA,
             report["codes"].append(row)
             pooled.append(rm.codes)
         report["coder_matrix"] = coder_matrix(data, pooled)
-    report["judge_human"] = judge_human_matrix(study, codebook)
+    report["judge_human"] = judge_human_matrix(study, codebook, data=data)
     report["n_low"] = sum(1 for row in report["codes"] + report["dimensions"] if row["low"])
+    return report
+
+
+def report_fingerprint(study, codebook) -> str:
+    """Changes whenever anything the report reads changes (codings, assignments, codes, verdicts, checks, gold)."""
+    import hashlib
+
+    from django.db.models import Count, Max
+
+    from judging.models import HumanCheck, Verdict
+
+    from .models import Assignment, Code, Coding, GoldLabel
+
+    parts = [study.pk, codebook.pk if codebook else None]
+    if codebook is not None:
+        parts.append(Coding.objects.filter(codebook=codebook).order_by().aggregate(n=Count("id"), m=Max("id"), u=Max("updated_at")))
+        parts.append(Assignment.objects.filter(codebook=codebook).order_by().values_list("status").annotate(
+            n=Count("id"), m=Max("id"), c=Max("completed_at")).order_by("status"))
+        parts.append(list(Code.objects.filter(codebook=codebook).order_by("id").values_list(
+            "id", "name", "parent_id", "active", "merged_into_id", "codable", "item_id", "gender_tag", "order")))
+    parts.append(Verdict.objects.filter(round__study=study).order_by().aggregate(n=Count("id"), u=Max("updated_at")))
+    parts.append(HumanCheck.objects.filter(verdict__round__study=study).order_by().aggregate(n=Count("id"), m=Max("id")))
+    parts.append(GoldLabel.objects.filter(study=study).order_by().aggregate(n=Count("id"), u=Max("updated_at")))
+    return hashlib.sha1(repr([list(p) if not isinstance(p, (dict, int, type(None))) else p for p in parts]).encode()).hexdigest()
+
+
+def cached_study_report(study, codebook=None, **params) -> dict:
+    """study_report, kept in the cache until any of its inputs changes (see report_fingerprint)."""
+    from django.core.cache import cache
+
+    codebook = codebook or default_codebook(study)
+    import hashlib
+
+    params_hash = hashlib.sha1(repr(sorted(params.items())).encode()).hexdigest()
+    key = f"agreement-report:{report_fingerprint(study, codebook)}:{params_hash}"
+    report = cache.get(key)
+    if report is None:
+        report = study_report(study, codebook, **params)
+        cache.set(key, report, 600)
     return report
 
 
@@ -81,12 +121,13 @@ def coder_matrix(data: CodingData, pooled_codes) -> list[list]:
     return [[a, [None if a == b else by_pair.get((a, b)) for b in names]] for a in names]
 
 
-def judge_human_matrix(study, codebook=None, round_ids=None):
+def judge_human_matrix(study, codebook=None, round_ids=None, data=None):
     """Kappa for every judge × human (checker, coder, gold) pair on the stereotype table."""
-    try:
-        table = stereotype_table(study, codebook=codebook, round_ids=round_ids)
-    except ImportError:
-        return None
+    from judging.models import Verdict
+
+    if not Verdict.objects.filter(round__study=study, status="ok").exists():
+        return {"judges": [], "humans": [], "rows": [], "notes": ["no judge verdicts yet"]}
+    table = stereotype_table(study, codebook=codebook, round_ids=round_ids, data=data)
     rm = table.matrix
     judges = [k for k in rm.raters if k.startswith("judge:")]
     humans = [k for k in rm.raters if not k.startswith("judge:")]

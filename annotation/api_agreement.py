@@ -110,7 +110,7 @@ class AgreementViewSet(viewsets.ViewSet):
                 low = float(threshold_raw) if threshold_raw else services.LOW_ALPHA
             except ValueError:
                 raise AgreementRequestError("threshold must be a number.") from None
-            report = services.study_report(self.get_study(), codebook, bootstrap=_int_param(request, "bootstrap", 1000, 0, 5000), low=low)
+            report = services.cached_study_report(self.get_study(), codebook, bootstrap=_int_param(request, "bootstrap", 1000, 0, 5000), low=low)
         except AgreementRequestError as exc:
             return self._bad(exc)
         jh = report["judge_human"]

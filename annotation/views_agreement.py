@@ -61,7 +61,7 @@ def _report_params(request):
 def agreement_report(request, study_id):
     try:
         params = _report_params(request)
-        report = services.study_report(request.study, **params)
+        report = services.cached_study_report(request.study, **params)
         error = None
     except AgreementRequestError as exc:
         report, error = None, str(exc)

@@ -9,6 +9,15 @@ def fast_password_hasher(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def clear_report_cache():
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 @pytest.fixture
 def coded_study(roles, make_user, make_toolkit):  # noqa: F811
     """Study A with 20 stories from one prompt item, two coders (ann, bob) and two judges (model-x, model-y).

@@ -219,3 +219,23 @@ def test_command_from_study(coded_study):
 
     with pytest.raises(CommandError, match="No study"):
         call_command("agreement", "--study", "999999")
+
+
+def test_cached_report_follows_every_change(coded_study, client_for):
+    from annotation.models import Coding
+    from annotation import agreement_services as services
+
+    ns = coded_study
+    first = services.cached_study_report(ns.study, bootstrap=0)
+    assert services.cached_study_report(ns.study, bootstrap=0) is not None
+    alpha = {r["id"]: r["krippendorff_alpha"] for r in first["codes"]}[ns.charisma.pk]
+    Coding.objects.create(output=ns.outputs[19], code=ns.charisma, coder=ns.coders["bob"], codebook=ns.codebook)
+    second = services.cached_study_report(ns.study, bootstrap=0)
+    assert {r["id"]: r["krippendorff_alpha"] for r in second["codes"]}[ns.charisma.pk] != alpha
+    ns.protected.name = "F sheltered"
+    ns.protected.save()
+    third = services.cached_study_report(ns.study, bootstrap=0)
+    assert "F sheltered" in {r["name"] for r in third["codes"]}
+    services.set_gold(ns.study, target="stereotype", output_id=ns.outputs[0].pk, value=1, user=ns.users["researcher"])
+    fourth = services.cached_study_report(ns.study, bootstrap=0)
+    assert "gold" in fourth["judge_human"]["humans"]
