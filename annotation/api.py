@@ -606,6 +606,8 @@ class GenderAttributionViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.C
         return Response(GenderAttributionSerializer(attribution).data, status=status.HTTP_201_CREATED)
 
 
+from .api_agreement import api_routes as agreement_routes  # noqa: E402
+
 api_routes = [
     ("codebooks", CodebookViewSet, "api-codebook"),
     ("codes", AnnotationCodeViewSet, "api-code"),
@@ -615,3 +617,4 @@ api_routes = [
     ("assignments", AssignmentViewSet, "api-assignment"),
     ("gender-attributions", GenderAttributionViewSet, "api-gender-attribution"),
 ]
+api_routes += agreement_routes
