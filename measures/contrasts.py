@@ -1,0 +1,329 @@
+"""Female vs male contrasts of a measure run: category odds ratios and context scores, per-output tests,
+label distributions, per-word odds ratios, counterfactual twins, and the classifier fairness check.
+
+Outputs whose subject gender is unknown are left out of every contrast (their number is reported).
+Measures compared per output: "rate:<category id>" = category matches per 100 words, "share:<label>" = share of
+sentences with that label, "score" = mean classifier score (per sentence or the document's).
+"""
+import math
+from collections import Counter, defaultdict
+
+from django.db import transaction
+
+from generation.counterfactual import swap_gender, swap_values
+from generation.toolkits import variant_key
+
+from . import lexical, stats
+from .models import ClassifierUnit, ContrastResult, LexiconCategory, OutputMeasure, SentenceMeasure
+
+DEFAULT_GROUPINGS = ("overall", "model", "item", "dimension")
+TOP_K = 15
+
+
+def rows_for(run):
+    """One dict per scored output with what the contrasts need."""
+    values = OutputMeasure.objects.filter(run=run).values(
+        "pk", "output_id", "gender", "gender_source", "word_count", "sentence_count", "category_counts", "label_shares",
+        "mean_score", "doc_label", "language", "output__model_name", "output__item__number", "output__item_id",
+        "output__item__counterfactual_of_id", "output__item__dimension__name", "output__run_id", "output__run__name",
+        "output__endpoint_id", "output__trial", "output__slot_values", "output__variant_key")
+    rows = []
+    for v in values:
+        rows.append({
+            "pk": v["pk"], "output_id": v["output_id"], "gender": v["gender"], "gender_source": v["gender_source"],
+            "words": v["word_count"], "sentences": v["sentence_count"], "counts": v["category_counts"] or {},
+            "shares": v["label_shares"] or {}, "score": v["mean_score"], "doc_label": v["doc_label"], "language": v["language"],
+            "model": v["output__model_name"], "item": v["output__item__number"], "item_id": v["output__item_id"],
+            "twin_of": v["output__item__counterfactual_of_id"], "dimension": v["output__item__dimension__name"] or "",
+            "run": v["output__run__name"], "run_id": v["output__run_id"], "endpoint_id": v["output__endpoint_id"],
+            "trial": v["output__trial"], "slots": v["output__slot_values"] or {}, "variant_key": v["output__variant_key"]})
+    return rows
+
+
+def categories_for(run):
+    return list(LexiconCategory.objects.filter(lexicon__in=run.lexicons.all()).select_related("lexicon")
+                .order_by("lexicon__name", "lexicon_id", "order", "key"))
+
+
+def group_key(row, grouping):
+    if grouping == "overall":
+        return "all"
+    if grouping == "model":
+        return row["model"]
+    if grouping == "item":
+        return "" if row["item"] is None else str(row["item"])
+    if grouping == "dimension":
+        return row["dimension"]
+    if grouping == "run":
+        return row["run"]
+    if grouping.startswith("slot:"):
+        return str(row["slots"].get(grouping[5:], ""))
+    raise ValueError(f"Unknown grouping {grouping!r}; use overall, model, item, dimension, run or slot:<name>.")
+
+
+def groups(rows, grouping):
+    out = defaultdict(list)
+    for row in rows:
+        out[group_key(row, grouping)].append(row)
+    return dict(sorted(out.items(), key=lambda kv: (kv[0] is None, _sort_key(kv[0]))))
+
+
+def _sort_key(value):
+    try:
+        return (0, float(value), "")
+    except (TypeError, ValueError):
+        return (1, 0, str(value))
+
+
+def _rate(row, cat_key):
+    return 100 * row["counts"].get(cat_key, 0) / row["words"] if row["words"] else None
+
+
+def _tests(female, male):
+    out = {}
+    for name, fn in (("welch", stats.welch_t), ("mann_whitney", stats.mann_whitney)):
+        try:
+            out[name] = fn(female, male)
+        except stats.StatsError as exc:
+            out[name] = {"error": str(exc)}
+        except ValueError as exc:  # e.g. identical values in Mann-Whitney
+            out[name] = {"error": str(exc)}
+    return out
+
+
+def category_results(rows, categories, zero_policy):
+    """Per category: pooled odds ratio (Jung) and Welch / Mann–Whitney on per-output rates per 100 words."""
+    female = [r for r in rows if r["gender"] == "F"]
+    male = [r for r in rows if r["gender"] == "M"]
+    total_f, total_m = sum(r["words"] for r in female), sum(r["words"] for r in male)
+    results = []
+    for cat in categories:
+        key = str(cat.pk)
+        applicable_f = [r for r in female if key in r["counts"]]
+        applicable_m = [r for r in male if key in r["counts"]]
+        words_f = sum(r["counts"][key] for r in applicable_f)
+        words_m = sum(r["counts"][key] for r in applicable_m)
+        tf, tm = sum(r["words"] for r in applicable_f), sum(r["words"] for r in applicable_m)
+        if tf and tm and words_f <= tf and words_m <= tm:
+            odds_ratio = lexical.category_odds_ratio(words_m, tm, words_f, tf, cat.direction, zero_policy)
+        else:
+            odds_ratio = {"or": None, "note": "No female or no male texts in this category's language.",
+                          "zero_policy": zero_policy, "words_m": words_m, "words_f": words_f, "total_m": tm, "total_f": tf,
+                          "orientation": "female" if cat.direction == "female" else "male"}
+        tests = _tests([_rate(r, key) for r in applicable_f], [_rate(r, key) for r in applicable_m])
+        results.append({"category_id": cat.pk, "category": cat.name, "key": cat.key, "lexicon": str(cat.lexicon),
+                        "lexicon_id": cat.lexicon_id, "direction": cat.direction, "color": cat.color,
+                        "odds_ratio": odds_ratio, "rate_tests": tests, "n_f": len(applicable_f), "n_m": len(applicable_m)})
+    return results, {"n_f": len(female), "n_m": len(male), "total_f": total_f, "total_m": total_m,
+                     "n_unknown": sum(1 for r in rows if r["gender"] not in ("F", "M"))}
+
+
+def context_scores(cat_results):
+    """Jung's context score per lexicon: the mean of the ORs of its male- and female-typed categories."""
+    by_lexicon = defaultdict(list)
+    for res in cat_results:
+        if res["direction"] in ("male", "female"):
+            by_lexicon[(res["lexicon_id"], res["lexicon"])].append(res)
+    out = []
+    for (lexicon_id, name), results in by_lexicon.items():
+        ors = [r["odds_ratio"]["or"] for r in results]
+        out.append({"lexicon_id": lexicon_id, "lexicon": name, "score": lexical.context_score(ors),
+                    "n_categories": sum(1 for v in ors if v is not None), "of": len(ors),
+                    "ors": {r["category"]: r["odds_ratio"]["or"] for r in results}})
+    return out
+
+
+def label_counts(rows, unit):
+    """{gender: Counter(label)} counting sentences (sentence unit) or documents."""
+    counts = {"F": Counter(), "M": Counter()}
+    for r in rows:
+        if r["gender"] not in counts:
+            continue
+        if unit == ClassifierUnit.DOCUMENT:
+            if r["doc_label"]:
+                counts[r["gender"]][r["doc_label"]] += 1
+        else:
+            for label, share in r["shares"].items():
+                counts[r["gender"]][label] += round(share * r["sentences"])
+    return counts
+
+
+def classifier_results(rows, labels, unit):
+    female = [r for r in rows if r["gender"] == "F"]
+    male = [r for r in rows if r["gender"] == "M"]
+    out = []
+    if unit == ClassifierUnit.SENTENCE:
+        for label in labels:
+            out.append({"measure": f"share:{label}", "label": label,
+                        "tests": _tests([r["shares"].get(label) for r in female], [r["shares"].get(label) for r in male])})
+    out.append({"measure": "score", "label": "score", "tests": _tests([r["score"] for r in female], [r["score"] for r in male])})
+    counts = label_counts(rows, unit)
+    try:
+        chi2 = stats.chi2_labels({g: dict(c) for g, c in counts.items()})
+    except stats.StatsError as exc:
+        chi2 = {"error": str(exc), "counts": {g: dict(c) for g, c in counts.items()}}
+    return out, chi2
+
+
+def twin_pairs(rows):
+    """(female row, male row) pairs of counterfactual twins: same generation run, endpoint and trial; either the
+    same item or an item and its gender-swapped twin; slot values that are each other's swap (or none)."""
+    index = {}
+    for r in rows:
+        family = r["twin_of"] or r["item_id"]
+        index.setdefault((r["run_id"], r["endpoint_id"], r["trial"], family), []).append(r)
+    pairs, seen = [], set()
+    for members in index.values():
+        by_variant = defaultdict(list)
+        for r in members:
+            by_variant[(r["item_id"], r["variant_key"])].append(r)
+        for r in members:
+            if r["pk"] in seen or r["gender"] != "F":
+                continue
+            swapped = variant_key(swap_values(r["slots"])) if r["slots"] else ""
+            for other in members:
+                if other["pk"] in seen or other["pk"] == r["pk"] or other["gender"] != "M":
+                    continue
+                same_item = other["item_id"] == r["item_id"]
+                if (other["variant_key"] == swapped and (not same_item or r["slots"])) or \
+                        (not r["slots"] and not other["slots"] and not same_item):
+                    pairs.append((r, other))
+                    seen.update((r["pk"], other["pk"]))
+                    break
+    return pairs
+
+
+def paired_results(pairs, categories, labels, unit):
+    out = []
+    measures = [(f"rate:{c.pk}", c.name, lambda r, k=str(c.pk): _rate(r, k)) for c in categories]
+    if unit == ClassifierUnit.SENTENCE:
+        measures += [(f"share:{label}", f"share {label}", lambda r, lb=label: r["shares"].get(lb)) for label in labels]
+    if labels:
+        measures.append(("score", "classifier score", lambda r: r["score"]))
+    for key, name, get in measures:
+        f_vals = [get(f) for f, _ in pairs]
+        m_vals = [get(m) for _, m in pairs]
+        try:
+            res = stats.paired_t(f_vals, m_vals)
+        except stats.StatsError as exc:
+            res = {"error": str(exc)}
+        out.append({"measure": key, "name": name, "result": res})
+    return out
+
+
+def word_results(run, rows, k=TOP_K, zero_policy=None, min_count=5):
+    """Wan's per-word ORs over female vs male texts (English stop words left out); top-k each way."""
+    from generation.models import Output
+
+    zero_policy = zero_policy or run.zero_policy
+    ids = {r["output_id"]: r["gender"] for r in rows if r["gender"] in ("F", "M")}
+    counters = {"F": Counter(), "M": Counter()}
+    english = all((r["language"] or "en").startswith("en") for r in rows)
+    stop = lexical.STOPWORDS_EN if english else frozenset()
+    for pk, text in Output.objects.filter(pk__in=list(ids)).values_list("pk", "text").iterator(chunk_size=2000):
+        counters[ids[pk]].update(lexical.word_counter(text, stop))
+    word_rows = lexical.word_odds_ratios(counters["M"], counters["F"], zero_policy, min_count=min_count)
+    male, female = lexical.top_salient(word_rows, k)
+    return {"zero_policy": zero_policy, "min_count": min_count, "stopwords": "english" if stop else "none",
+            "k": k, "male_salient": male, "female_salient": female, "n_words": len(word_rows)}
+
+
+def compute(run, grouping="overall", rows=None, categories=None):
+    """Contrast records (dicts with kind, measure, grouping, group, result) for one grouping, not stored."""
+    rows = rows_for(run) if rows is None else rows
+    categories = categories_for(run) if categories is None else categories
+    labels = (run.classifier_info or {}).get("labels", [])
+    records = []
+    for group, members in groups(rows, grouping).items():
+        cat_res, totals = category_results(members, categories, run.zero_policy)
+        for res in cat_res:
+            records.append({"kind": "category", "measure": f"cat:{res['category_id']}", "grouping": grouping, "group": group,
+                            "result": {**res, **totals}})
+        for score in context_scores(cat_res):
+            records.append({"kind": "context_score", "measure": f"lexicon:{score['lexicon_id']}", "grouping": grouping,
+                            "group": group, "result": {**score, **totals}})
+        if run.classifier:
+            tests, chi2 = classifier_results(members, labels, run.classifier_unit)
+            for t in tests:
+                records.append({"kind": "classifier", "measure": t["measure"], "grouping": grouping, "group": group,
+                                "result": {**t, **totals}})
+            records.append({"kind": "chi2", "measure": "labels", "grouping": grouping, "group": group,
+                            "result": {**chi2, **totals}})
+    return records
+
+
+def store_contrasts(run, groupings=DEFAULT_GROUPINGS):
+    """Compute and store the run's contrasts (replacing earlier ones): every grouping, the twins, the word ORs."""
+    rows = rows_for(run)
+    categories = categories_for(run)
+    labels = (run.classifier_info or {}).get("labels", [])
+    records = []
+    for grouping in groupings:
+        records.extend(compute(run, grouping, rows, categories))
+    pairs = twin_pairs(rows)
+    for res in paired_results(pairs, categories, labels if run.classifier else [], run.classifier_unit):
+        records.append({"kind": "paired", "measure": res["measure"], "grouping": "overall", "group": "all",
+                        "result": {**res, "n_pairs": len(pairs)}})
+    records.append({"kind": "word_or", "measure": "words", "grouping": "overall", "group": "all",
+                    "result": word_results(run, rows)})
+    with transaction.atomic():
+        run.contrasts.exclude(kind="fairness").delete()
+        ContrastResult.objects.bulk_create([ContrastResult(run=run, **_json_safe(r)) for r in records], batch_size=500)
+    return records
+
+
+def json_clean(value):
+    """NaN and infinity become None (JSON has neither); tuples become lists; keys become strings."""
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if isinstance(value, dict):
+        return {str(k): json_clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_clean(v) for v in value]
+    return value
+
+
+def _json_safe(record):
+    return {**record, "group": str(record["group"])[:300], "result": json_clean(record["result"])}
+
+
+def fairness_check(run, limit=2000):
+    """The regard study's counterfactual check: score gender-swapped copies of the run's texts (sentences or
+    documents) with the same classifier; the label distribution should not change. Stores and returns the result."""
+    from .classifiers import make_classifier
+
+    if not run.classifier:
+        raise ValueError("This measure run has no classifier to check.")
+    clf = make_classifier(run.classifier, path=run.classifier_path, model_id=run.classifier_model_id)
+    if run.classifier_unit == ClassifierUnit.SENTENCE:
+        items = SentenceMeasure.objects.filter(output_measure__run=run).select_related("output_measure__output") \
+            .order_by("output_measure_id", "index")[:limit]
+        originals = [(s.output_measure.output.text[s.start:s.end], s.label, s.score) for s in items]
+    else:
+        items = OutputMeasure.objects.filter(run=run).select_related("output").order_by("pk")[:limit]
+        originals = [(m.output.text, m.doc_label, m.doc_score) for m in items]
+    changed = [(text, swap_gender(text), label, score) for text, label, score in originals]
+    changed = [row for row in changed if row[1] != row[0]]
+    if len(changed) < 2:
+        raise ValueError("Fewer than two texts change when their gender is swapped; nothing to compare.")
+    preds = clf.predict([row[1] for row in changed])
+    before = Counter(row[2] for row in changed)
+    after = Counter(p.label for p in preds)
+    try:
+        chi2 = stats.chi2_labels({"original": dict(before), "swapped": dict(after)})
+    except stats.StatsError as exc:
+        chi2 = {"error": str(exc), "original": dict(before), "swapped": dict(after)}
+    try:
+        paired = stats.paired_t([row[3] for row in changed], [p.score for p in preds], labels=("original", "swapped"))
+    except stats.StatsError as exc:
+        paired = {"error": str(exc)}
+    flips = sum(1 for row, p in zip(changed, preds) if row[2] != p.label)
+    result = {"n": len(changed), "unit": run.classifier_unit, "flipped": flips, "flip_rate": flips / len(changed),
+              "chi2": chi2, "paired_scores": paired, "classifier": clf.info,
+              "examples": [{"original": row[0][:300], "swapped": row[1][:300], "label_before": row[2], "label_after": p.label}
+                           for row, p in list(zip(changed, preds))[:10]]}
+    with transaction.atomic():
+        run.contrasts.filter(kind="fairness").delete()
+        ContrastResult.objects.create(run=run, kind="fairness", measure="labels", grouping="overall", group="all",
+                                      result=json_clean(result))
+    return result

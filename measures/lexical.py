@@ -1,0 +1,334 @@
+"""Lexicon matching and odds ratios. No Django imports.
+
+Match modes (case-insensitive; a "word start" is where a word character follows a non-word character, i.e.
+regex `\\b` before a word character):
+- prefix:     the entry at a word start, anything may follow (Jung 2025: `\\bconfiden` matches "confident",
+              "confidence"; `\\best` also matches "establish" and "estimate" — over-matching kept as published).
+- whole_word: the entry at a word start and followed by a non-word character (`\\bkind\\b`).
+- substring:  anywhere, as the regard study's keyword matching did ("Baby" in "Babylon").
+- regex:      each entry is a Python regular expression (case-insensitive).
+Entries may contain spaces ("sex worker"); any run of whitespace in the text matches them.
+
+Count policy:
+- per_entry (Jung): every list entry counts its own matches, so a word matched by two entries of one category
+  ("excellent" by 'excellen' and 'excel'; 'superb' listed twice) counts twice. This reproduces a per-word regex
+  count over a list with duplicates.
+- per_token: a word counts at most once per category.
+
+Exclusions (the manual review list): a phrase matched at a word start (case-insensitive), or a regex. A lexicon
+match that starts inside an occurrence of an exclusion is dropped ("Babylon" drops "Baby"; "not aggressive"
+drops "aggressive"). An exclusion may be limited to one category.
+
+Odds (Jung 2025, eq. 4.3–4.6): odds_g = words_g / (total_g − words_g); OR_male = odds_m / odds_f for male-typed
+categories, OR_female = odds_f / odds_m for female-typed ones; the context score is the mean of the category ORs.
+Per-word OR (Wan et al. 2023): E_m(w) / Σ_{v≠w} E_m(v) divided by E_f(w) / Σ_{v≠w} E_f(v).
+Zero counts make an odds ratio 0 or undefined; the policy is explicit and recorded with every result:
+"exclude" (no OR; the reason is given) or "smooth" (add 0.5 to each of the four cells, Haldane–Anscombe).
+"""
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .textproc import WORD_RE, lower_same_length
+
+MODES = ("prefix", "whole_word", "substring", "regex")
+DIRECTIONS = ("male", "female", "none")
+COUNT_POLICIES = ("per_entry", "per_token")
+ZERO_POLICIES = ("exclude", "smooth")
+SMOOTHING = 0.5
+SHORT_PREFIX = 3  # prefixes this short or shorter over-match; the UI warns
+_SIMPLE_ENTRY = re.compile(r"^\w+(?:[-'’]\w+)*$")
+_RUN_START = re.compile(r"(?<![\w])\w")
+
+
+@dataclass(frozen=True)
+class CategorySpec:
+    key: str
+    words: tuple
+    mode: str = "prefix"
+    direction: str = "none"
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class ExclusionSpec:
+    phrase: str
+    is_regex: bool = False
+    category: str | None = None
+
+
+@dataclass(frozen=True)
+class Match:
+    category: str
+    entry: str
+    start: int
+    end: int
+
+
+class LexiconError(ValueError):
+    """A word list or exclusion that cannot be used; the message says which entry and why."""
+
+
+def normalize_words(raw):
+    """Entries from a textarea (one per line or comma-separated) or a list, quotes stripped; order and duplicates kept."""
+    if isinstance(raw, str):
+        parts = re.split(r"[\n,;]+", raw)
+    else:
+        parts = list(raw or [])
+    words = []
+    for part in parts:
+        if not isinstance(part, str):
+            raise LexiconError(f"Word list entries must be text, not {part!r}.")
+        entry = part.strip().strip("'\"‘’“”").strip()
+        if entry:
+            words.append(entry)
+    return words
+
+
+def validate_category(words, mode):
+    """Errors (list of strings) for a word list in a match mode."""
+    errors = []
+    if mode not in MODES:
+        return [f"Unknown match mode {mode!r}; choose one of {', '.join(MODES)}."]
+    for word in words:
+        if mode == "regex":
+            try:
+                pattern = re.compile(word, re.IGNORECASE)
+            except re.error as exc:
+                errors.append(f"{word!r} is not a valid regular expression: {exc}.")
+                continue
+            if pattern.match(""):
+                errors.append(f"{word!r} matches the empty string.")
+        elif not any(c.isalnum() for c in word):
+            errors.append(f"{word!r} has no letters or digits.")
+    return errors
+
+
+def warnings_for(words, mode):
+    """Review warnings: duplicate entries, very short prefixes, entries covered by a shorter prefix."""
+    out = []
+    lowered = [w.lower() for w in words]
+    counts = Counter(lowered)
+    for word, n in counts.items():
+        if n > 1:
+            out.append(f"“{word}” is listed {n} times; each listing counts its matches.")
+    if mode in ("prefix", "substring"):
+        for word in dict.fromkeys(lowered):
+            if len(word) <= SHORT_PREFIX:
+                out.append(f"“{word}” is a very short {mode}; it also matches longer unrelated words.")
+        unique = list(dict.fromkeys(lowered))
+        for word in unique:
+            for other in unique:
+                if other != word and word.startswith(other):
+                    out.append(f"“{word}” is also matched by “{other}”, so it counts twice.")
+    return out
+
+
+def _phrase_pattern(entry, mode):
+    body = r"\s+".join(re.escape(part) for part in entry.split())
+    if mode == "substring":
+        return body
+    tail = r"(?!\w)" if mode == "whole_word" else ""
+    return r"(?<!\w)" + body + tail
+
+
+class Matcher:
+    """Finds the matches of a lexicon's categories in texts (build once, use for many texts)."""
+
+    def __init__(self, categories, exclusions=(), count_policy="per_entry"):
+        if count_policy not in COUNT_POLICIES:
+            raise LexiconError(f"Unknown count policy {count_policy!r}.")
+        self.categories = list(categories)
+        self.count_policy = count_policy
+        self._token_entries = {}  # first char -> [(category, entry_lower, entry, whole_word)]
+        self._regexes = []  # (category, entry, compiled, on_lowered)
+        self._substrings = []  # (category, entry_lower, entry)
+        for cat in self.categories:
+            errors = validate_category(cat.words, cat.mode)
+            if errors:
+                raise LexiconError(f"Category {cat.key}: {errors[0]}")
+            for entry in cat.words:
+                low = lower_same_length(entry)
+                if cat.mode == "regex":
+                    self._regexes.append((cat.key, entry, re.compile(entry, re.IGNORECASE), False))
+                elif cat.mode == "substring" and _SIMPLE_ENTRY.match(low):
+                    self._substrings.append((cat.key, low, entry))
+                elif _SIMPLE_ENTRY.match(low):
+                    self._token_entries.setdefault(low[0], []).append((cat.key, low, entry, cat.mode == "whole_word"))
+                else:
+                    self._regexes.append((cat.key, entry, re.compile(_phrase_pattern(low, cat.mode)), True))
+        self._chunk_cache = {}
+        literal, regex = [], []
+        for ex in exclusions:
+            if ex.is_regex:
+                try:
+                    regex.append((ex.category, re.compile(ex.phrase, re.IGNORECASE)))
+                except re.error as exc:
+                    raise LexiconError(f"Exclusion {ex.phrase!r} is not a valid regular expression: {exc}.")
+            elif ex.phrase.strip():
+                literal.append((ex.category, re.compile(_phrase_pattern(lower_same_length(ex.phrase.strip()), "prefix"))))
+        self._exclusions = literal + regex
+        self._exclusions_on_lowered = len(literal)
+
+    def _chunk_matches(self, chunk):
+        """Matches inside one lower-cased word (relative offsets), cached: words repeat a lot."""
+        found = self._chunk_cache.get(chunk)
+        if found is not None:
+            return found
+        found = []
+        starts = [0] + [m.start() for m in _RUN_START.finditer(chunk) if m.start() > 0]
+        for s in starts:
+            for category, low, entry, whole in self._token_entries.get(chunk[s], ()):
+                if not chunk.startswith(low, s):
+                    continue
+                end = s + len(low)
+                if end < len(chunk) and (chunk[end].isalnum() or chunk[end] == "_"):
+                    if whole:
+                        continue
+                    while end < len(chunk) and (chunk[end].isalnum() or chunk[end] == "_"):
+                        end += 1
+                found.append((category, entry, s, end))
+        found = tuple(found)
+        if len(self._chunk_cache) < 500_000:
+            self._chunk_cache[chunk] = found
+        return found
+
+    def find(self, text):
+        """All matches in `text`, sorted by position, exclusions applied, counted per the count policy."""
+        text = text or ""
+        lowered = lower_same_length(text)
+        matches = []
+        if self._token_entries:
+            for m in WORD_RE.finditer(lowered):
+                base = m.start()
+                for category, entry, s, e in self._chunk_matches(m.group(0)):
+                    matches.append(Match(category, entry, base + s, base + e))
+        for category, low, entry in self._substrings:
+            i = lowered.find(low)
+            while i != -1:
+                matches.append(Match(category, entry, i, i + len(low)))
+                i = lowered.find(low, i + len(low))
+        for category, entry, pattern, on_lowered in self._regexes:
+            for m in pattern.finditer(lowered if on_lowered else text):
+                if m.end() > m.start():
+                    matches.append(Match(category, entry, m.start(), m.end()))
+        if self._exclusions and matches:
+            matches = self._apply_exclusions(text, lowered, matches)
+        if self.count_policy == "per_token":
+            seen, unique = set(), []
+            for match in matches:
+                if (match.category, match.start) not in seen:
+                    seen.add((match.category, match.start))
+                    unique.append(match)
+            matches = unique
+        matches.sort(key=lambda m: (m.start, m.end, m.category))
+        return matches
+
+    def _apply_exclusions(self, text, lowered, matches):
+        spans = []
+        for i, (category, pattern) in enumerate(self._exclusions):
+            source = lowered if i < self._exclusions_on_lowered else text
+            spans.extend((category, m.start(), m.end()) for m in pattern.finditer(source))
+        if not spans:
+            return matches
+        return [m for m in matches
+                if not any((cat is None or cat == m.category) and s <= m.start < e for cat, s, e in spans)]
+
+    def count(self, text):
+        """{category key: number of matches} for every category (zeros included)."""
+        counts = dict.fromkeys((c.key for c in self.categories), 0)
+        for match in self.find(text):
+            counts[match.category] += 1
+        return counts
+
+
+def odds(words, total):
+    """Jung eq. 4.3/4.4: words / (total − words); None when undefined (no non-category words)."""
+    rest = total - words
+    return None if rest <= 0 else words / rest
+
+
+def category_odds_ratio(words_m, total_m, words_f, total_f, direction="male", zero_policy="exclude"):
+    """The OR of one category between male- and female-subject texts, oriented by the stereotyped direction.
+
+    Returns a dict: or (None if undefined under the policy), odds_m, odds_f, orientation, zero_policy, note.
+    direction "male" (and "none") gives OR_male = odds_m / odds_f; "female" gives OR_female = odds_f / odds_m.
+    """
+    if zero_policy not in ZERO_POLICIES:
+        raise LexiconError(f"Unknown zero-count policy {zero_policy!r}; choose exclude or smooth.")
+    for name, value in (("words_m", words_m), ("total_m", total_m), ("words_f", words_f), ("total_f", total_f)):
+        if value < 0:
+            raise LexiconError(f"{name} must not be negative.")
+    if words_m > total_m or words_f > total_f:
+        raise LexiconError("A category cannot have more words than the texts have in total.")
+    orientation = "female" if direction == "female" else "male"
+    result = {"words_m": words_m, "total_m": total_m, "words_f": words_f, "total_f": total_f,
+              "orientation": orientation, "zero_policy": zero_policy, "note": ""}
+    cells = (words_m, total_m - words_m, words_f, total_f - words_f)
+    if min(cells) == 0:
+        if zero_policy == "exclude":
+            result.update({"or": None, "odds_m": odds(words_m, total_m), "odds_f": odds(words_f, total_f),
+                           "note": "A zero count makes the odds ratio 0 or undefined; excluded by the policy."})
+            return result
+        a, b, c, d = (x + SMOOTHING for x in cells)
+        result["note"] = f"Zero count: {SMOOTHING} added to each cell (Haldane–Anscombe)."
+    else:
+        a, b, c, d = cells
+    odds_m, odds_f = a / b, c / d
+    ratio = odds_m / odds_f if orientation == "male" else odds_f / odds_m
+    result.update({"or": ratio, "odds_m": odds_m, "odds_f": odds_f})
+    return result
+
+
+def context_score(ors):
+    """Jung's context sexism score: the mean of the category ORs (None entries skipped; None if none left)."""
+    values = [v for v in ors if v is not None and not math.isnan(v)]
+    return sum(values) / len(values) if values else None
+
+
+def word_odds_ratios(counts_m, counts_f, zero_policy="exclude", min_count=1, vocabulary=None):
+    """Wan et al.'s per-word odds ratio (OR > 1: male-salient) for every word seen in either group.
+
+    counts_m / counts_f: Counter of lower-cased words. `vocabulary` limits the words scored (the totals still
+    use every word). Returns a list of dicts sorted by OR descending (undefined ORs last), each with the policy.
+    """
+    if zero_policy not in ZERO_POLICIES:
+        raise LexiconError(f"Unknown zero-count policy {zero_policy!r}; choose exclude or smooth.")
+    total_m, total_f = sum(counts_m.values()), sum(counts_f.values())
+    words = set(counts_m) | set(counts_f)
+    if vocabulary is not None:
+        words &= set(vocabulary)
+    rows = []
+    for word in words:
+        e_m, e_f = counts_m.get(word, 0), counts_f.get(word, 0)
+        if e_m + e_f < min_count:
+            continue
+        r = category_odds_ratio(e_m, total_m, e_f, total_f, "male", zero_policy)
+        rows.append({"word": word, "count_m": e_m, "count_f": e_f, "or": r["or"], "zero_policy": zero_policy,
+                     "smoothed": bool(r["note"]) and r["or"] is not None})
+    rows.sort(key=lambda r: (r["or"] is None, -(r["or"] or 0), r["word"]))
+    return rows
+
+
+def top_salient(rows, k=10):
+    """(male-salient, female-salient): the k words with the highest and the lowest defined ORs."""
+    defined = [r for r in rows if r["or"] is not None]
+    male = [r for r in defined if r["or"] > 1][:k]
+    female = sorted((r for r in defined if r["or"] < 1), key=lambda r: (r["or"], r["word"]))[:k]
+    return male, female
+
+
+def word_counter(text, stopwords=frozenset()):
+    """Counter of lower-cased words of a text, minus stop words."""
+    return Counter(w for w in WORD_RE.findall(lower_same_length(text or "")) if w not in stopwords)
+
+
+STOPWORDS_EN = frozenset("""
+a about above after again against all am an and any are as at be because been before being below between both but
+by can could did do does doing down during each few for from further had has have having he her here hers herself
+him himself his how i if in into is it its itself just me more most my myself no nor not now of off on once only or
+other our ours ourselves out over own same she should so some such than that the their theirs them themselves then
+there these they this those through to too under until up very was we were what when where which while who whom why
+will with would you your yours yourself yourselves
+""".split())

@@ -1,0 +1,195 @@
+"""Lexicons (versioned per study), measure runs, per-output and per-sentence measures, and stored contrasts.
+
+Measures only read other apps' tables (outputs, slot values, gender attributions); everything it writes is here.
+"""
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from generation.models import GenerationRun, Output, RunStatus
+from stereoscope.models import Study
+
+from .lexical import COUNT_POLICIES, DIRECTIONS, MODES, ZERO_POLICIES
+
+
+class Lexicon(models.Model):
+    """A versioned set of word-list categories. Read-only once a measure run uses it; edits make a new version."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="lexicons")
+    name = models.CharField(max_length=200)
+    version = models.PositiveIntegerField(default=1)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="newer_versions")
+    locked = models.BooleanField(default=False, help_text="Set once a measure run uses this version.")
+    builtin_key = models.CharField(max_length=100, blank=True)
+    description = models.TextField(blank=True)
+    source = models.CharField(max_length=300, blank=True)
+    count_policy = models.CharField(max_length=20, choices=[(p, p) for p in COUNT_POLICIES], default="per_token",
+                                    help_text="per_entry: each list entry counts its matches (Jung); per_token: a word counts once per category.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "name", "version"], name="unique_lexicon_version")]
+        ordering = ["study", "name", "-version"]
+
+    def __str__(self):
+        return f"{self.name} v{self.version}"
+
+
+class Direction(models.TextChoices):
+    MALE = "male", "Male-typed"
+    FEMALE = "female", "Female-typed"
+    NONE = "none", "None"
+
+
+class MatchMode(models.TextChoices):
+    PREFIX = "prefix", "Prefix with a leading word boundary (Jung)"
+    WHOLE_WORD = "whole_word", "Whole word"
+    SUBSTRING = "substring", "Substring (anywhere)"
+    REGEX = "regex", "Regular expression"
+
+
+assert set(Direction.values) == set(DIRECTIONS) and set(MatchMode.values) == set(MODES)
+
+
+class LexiconCategory(models.Model):
+    lexicon = models.ForeignKey(Lexicon, on_delete=models.CASCADE, related_name="categories")
+    key = models.SlugField(max_length=60)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    direction = models.CharField(max_length=10, choices=Direction.choices, default=Direction.NONE)
+    language = models.CharField(max_length=10, blank=True, default="en", help_text="Applied to outputs in this language; blank = any.")
+    match_mode = models.CharField(max_length=20, choices=MatchMode.choices, default=MatchMode.PREFIX)
+    words = models.JSONField(default=list, blank=True, help_text="Entries in order; duplicates are kept.")
+    color = models.CharField(max_length=7, default="#4c6ef5")
+    order = models.PositiveIntegerField(default=0)
+    source = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["lexicon", "key"], name="unique_lexicon_category_key")]
+        ordering = ["lexicon", "order", "key"]
+        verbose_name_plural = "lexicon categories"
+
+    def __str__(self):
+        return f"{self.lexicon.name}: {self.name}"
+
+
+class LexiconExclusion(models.Model):
+    """The manual review list: false matches to drop (a phrase at a word start, or a regex)."""
+
+    lexicon = models.ForeignKey(Lexicon, on_delete=models.CASCADE, related_name="exclusions")
+    category = models.ForeignKey(LexiconCategory, null=True, blank=True, on_delete=models.CASCADE, related_name="exclusions",
+                                 help_text="Blank: applies to every category.")
+    phrase = models.CharField(max_length=300)
+    is_regex = models.BooleanField(default=False)
+    note = models.CharField(max_length=300, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["lexicon", "phrase"]
+
+    def __str__(self):
+        return self.phrase
+
+
+class ClassifierKind(models.TextChoices):
+    NONE = "", "No classifier"
+    VADER = "vader", "VADER sentiment"
+    TRANSFORMERS = "transformers", "transformers text classification (model on disk)"
+
+
+class ClassifierUnit(models.TextChoices):
+    SENTENCE = "sentence", "Each sentence"
+    DOCUMENT = "document", "Whole document"
+
+
+class MeasureRun(models.Model):
+    """Lexicons and an optional classifier applied to a study's outputs (all, or those of chosen generation runs)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="measure_runs")
+    name = models.CharField(max_length=200)
+    lexicons = models.ManyToManyField(Lexicon, blank=True, related_name="measure_runs")
+    source_runs = models.ManyToManyField(GenerationRun, blank=True, related_name="measure_runs",
+                                         help_text="Empty: every finished output of the study.")
+    classifier = models.CharField(max_length=20, choices=ClassifierKind.choices, blank=True, default="")
+    classifier_path = models.CharField(max_length=500, blank=True, help_text="Folder of a transformers model on disk.")
+    classifier_model_id = models.CharField(max_length=300, blank=True, help_text="Its name, e.g. sasha/regardv3.")
+    classifier_unit = models.CharField(max_length=10, choices=ClassifierUnit.choices, default=ClassifierUnit.SENTENCE)
+    classifier_info = models.JSONField(default=dict, blank=True, help_text="Model id, revision and label map, as run.")
+    gender_sources = models.JSONField(default=list, blank=True, help_text='Order of sources, e.g. ["slots", "coders", "pronouns"].')
+    name_genders = models.JSONField(default=dict, blank=True, help_text='Extra given names, e.g. {"Anna": "F"}.')
+    zero_policy = models.CharField(max_length=10, choices=[(p, p) for p in ZERO_POLICIES], default="exclude")
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.DRAFT)
+    cancel_requested = models.BooleanField(default=False)
+    progress = models.JSONField(default=dict, blank=True)
+    lease_token = models.CharField(max_length=64, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    message = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return self.name
+
+
+class OutputMeasure(models.Model):
+    run = models.ForeignKey(MeasureRun, on_delete=models.CASCADE, related_name="output_measures")
+    output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="measures")
+    language = models.CharField(max_length=10, blank=True)
+    word_count = models.PositiveIntegerField(default=0)
+    sentence_count = models.PositiveIntegerField(default=0)
+    gender = models.CharField(max_length=1, blank=True, help_text="Subject gender: F, M or blank (unknown).")
+    gender_source = models.CharField(max_length=10, default="none")
+    gender_detail = models.JSONField(default=dict, blank=True)
+    category_counts = models.JSONField(default=dict, blank=True, help_text="{category id: matches}")
+    label_shares = models.JSONField(default=dict, blank=True, help_text="{label: share of sentences}")
+    doc_label = models.CharField(max_length=100, blank=True)
+    doc_score = models.FloatField(null=True, blank=True)
+    mean_score = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "output"], name="unique_output_measure")]
+        ordering = ["run", "output_id"]
+
+    def __str__(self):
+        return f"{self.run} · output {self.output_id}"
+
+
+class SentenceMeasure(models.Model):
+    output_measure = models.ForeignKey(OutputMeasure, on_delete=models.CASCADE, related_name="sentences")
+    index = models.PositiveIntegerField()
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    label = models.CharField(max_length=100, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    scores = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["output_measure", "index"], name="unique_sentence_measure")]
+        ordering = ["output_measure", "index"]
+
+
+class ContrastResult(models.Model):
+    """One stored comparison (female vs male, twins, or a fairness check) of a measure run."""
+
+    run = models.ForeignKey(MeasureRun, on_delete=models.CASCADE, related_name="contrasts")
+    kind = models.CharField(max_length=30)  # category_or, context_score, word_or, welch, chi2, paired, fairness
+    measure = models.CharField(max_length=200)
+    grouping = models.CharField(max_length=100, default="overall")
+    group = models.CharField(max_length=300, blank=True)
+    result = models.JSONField(default=dict)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "kind", "grouping", "group", "measure"]
+        indexes = [models.Index(fields=["run", "kind"])]
+
+    def __str__(self):
+        return f"{self.kind} {self.measure} ({self.grouping}={self.group})"

@@ -1,0 +1,64 @@
+"""Tests and effect sizes against scipy run directly and pingouin."""
+import numpy as np
+import pingouin as pg
+import pytest
+from scipy import stats as sps
+
+from measures import stats
+
+F = [0.61, 0.72, 0.55, 0.68, 0.80, 0.47, 0.66, 0.59, 0.73, 0.62]
+M = [0.70, 0.81, 0.77, 0.66, 0.90, 0.74, 0.85, 0.79, 0.72, 0.88, 0.69]
+
+
+def test_welch_and_student_against_scipy_and_pingouin():
+    r = stats.welch_t(F, M)
+    ref = sps.ttest_ind(F, M, equal_var=False)
+    pg_ref = pg.ttest(F, M, correction=True)
+    assert r["t"] == pytest.approx(ref.statistic) and r["p"] == pytest.approx(ref.pvalue)
+    assert r["df"] == pytest.approx(float(pg_ref["dof"].iloc[0]))
+    assert r["cohens_d"] == pytest.approx(float(pg_ref["cohen_d"].iloc[0]) * np.sign(r["t"]))
+    assert r["F"]["n"] == 10 and r["M"]["mean"] == pytest.approx(np.mean(M))
+    s = stats.student_t(F, M)
+    assert s["t"] == pytest.approx(sps.ttest_ind(F, M).statistic) and s["df"] == 19
+
+
+def test_mann_whitney_against_pingouin():
+    r = stats.mann_whitney(F, M)
+    ref = pg.mwu(F, M, alternative="two-sided")
+    assert r["u"] == pytest.approx(float(ref["U_val"].iloc[0])) and r["p"] == pytest.approx(float(ref["p_val"].iloc[0]))
+    assert r["rank_biserial"] == pytest.approx(float(ref["RBC"].iloc[0]))
+
+
+def test_paired_against_scipy_and_pingouin():
+    x, y = F, M[:10]
+    r = stats.paired_t(x, y)
+    ref = sps.ttest_rel(x, y)
+    assert r["t"] == pytest.approx(ref.statistic) and r["p"] == pytest.approx(ref.pvalue) and r["df"] == 9
+    d = np.subtract(x, y)
+    assert r["cohens_dz"] == pytest.approx(d.mean() / d.std(ddof=1))
+    assert r["wilcoxon_p"] == pytest.approx(sps.wilcoxon(x, y).pvalue)
+    with pytest.raises(stats.StatsError, match="equal lengths"):
+        stats.paired_t([1, 2], [1])
+
+
+def test_chi2_and_cramers_v_against_pingouin():
+    counts = {"F": {"positive": 40, "neutral": 35, "negative": 25}, "M": {"positive": 30, "neutral": 30, "negative": 45}}
+    r = stats.chi2_labels(counts)
+    table = np.array([[25, 35, 40], [45, 30, 30]])
+    chi2, p, dof, _ = sps.chi2_contingency(table, correction=False)
+    assert r["chi2"] == pytest.approx(chi2) and r["p"] == pytest.approx(p) and r["df"] == dof == 2
+    import pandas as pd
+
+    rows = [(g, label) for g, c in counts.items() for label, n in c.items() for _ in range(n)]
+    df = pd.DataFrame(rows, columns=["gender", "label"])
+    _, _, st = pg.chi2_independence(df, x="gender", y="label", correction=False)
+    assert r["cramers_v"] == pytest.approx(float(st.loc[st["test"] == "pearson", "cramer"].iloc[0]))
+    assert r["labels"] == ["negative", "neutral", "positive"] and r["table"][0] == [25, 35, 40]
+    with pytest.raises(stats.StatsError, match="two different labels"):
+        stats.chi2_labels({"F": {"a": 3}, "M": {"a": 2}})
+
+
+def test_stars_and_small_samples():
+    assert [stats.stars(p) for p in (0.2, 0.09, 0.04, 0.009, None)] == ["", "*", "**", "***", ""]
+    with pytest.raises(stats.StatsError, match="at least two values"):
+        stats.welch_t([1.0], [1.0, 2.0])
