@@ -3,6 +3,8 @@ context. Also CSV/XLSX writers used by the run pages."""
 import csv
 import io
 
+from stereoscope.exports import Column, register_dataset
+
 from .models import QuestionnaireRun, Response
 from .reports import scores_table
 
@@ -32,6 +34,13 @@ def _runs(study, options):
     return runs.order_by("pk")
 
 
+def _count_responses(study, options):
+    qs = Response.objects.filter(run__in=_runs(study, options))
+    return qs.filter(model_name__in=options["models"]).count() if options.get("models") else qs.count()
+
+
+@register_dataset("questionnaire_responses", title="Questionnaire responses (long: raw text, extraction, permutation)",
+                  app="psychometrics", columns=tuple(Column(n, d) for n, d in RESPONSE_COLUMNS), count=_count_responses)
 def response_rows(study, options=None):
     options = options or {}
     for run in _runs(study, options):
@@ -52,6 +61,8 @@ def response_rows(study, options=None):
                    "completed_at": r.completed_at.isoformat() if r.completed_at else ""}
 
 
+@register_dataset("questionnaire_scores", title="Questionnaire scores per context (after recoding)",
+                  app="psychometrics", columns=tuple(Column(n, d) for n, d in SCORE_COLUMNS))
 def score_rows(study, options=None):
     options = options or {}
     for run in _runs(study, options):
@@ -64,18 +75,6 @@ def score_rows(study, options=None):
                        "answered": row[f"{name}_answered"]}
 
 
-def _register():
-    try:
-        from stereoscope.exports import Column, register_dataset
-    except ImportError:  # the registry lands with the exports app
-        return
-    register_dataset("questionnaire_responses", title="Questionnaire responses (long)", app="psychometrics",
-                     columns=tuple(Column(n, d) for n, d in RESPONSE_COLUMNS))(response_rows)
-    register_dataset("questionnaire_scores", title="Questionnaire scores per context", app="psychometrics",
-                     columns=tuple(Column(n, d) for n, d in SCORE_COLUMNS))(score_rows)
-
-
-_register()
 
 
 def _safe_cell(value):

@@ -185,3 +185,18 @@ def test_api_end_to_end(roles, api_for, make_endpoint, fake_provider):
     cmp = api.get(base + f"questionnaire-runs/{run_id}/compare/?other={run_id}&kind=option_order").json()
     assert cmp["rows"][0]["n"] == 3
     assert api.get(base + f"questionnaire-runs/{run_id}/compare/?other=x").status_code == 400
+
+
+def test_registered_datasets(done_run, roles):
+    from stereoscope.exports import datasets
+
+    found = datasets()
+    responses, scores = found["questionnaire_responses"], found["questionnaire_scores"]
+    assert responses.app == "psychometrics" and scores.min_role == "researcher"
+    rows = list(responses.rows(roles["a"], {"run_ids": [done_run.pk]}))
+    assert len(rows) == 110 == responses.count(roles["a"], {"run_ids": [done_run.pk]})
+    assert set(rows[0]) == set(responses.column_names)
+    assert list(responses.rows(roles["a"], {"models": ["nobody"]})) == []
+    assert list(responses.rows(roles["b"], {})) == []  # another study's runs never leak
+    srows = list(scores.rows(roles["a"], {}))
+    assert len(srows) == 15 and set(srows[0]) == set(scores.column_names)
