@@ -1,36 +1,153 @@
-from django.contrib import admin
+from django import forms
+from django.core.exceptions import ObjectDoesNotExist
+from django.contrib import admin, messages
 
 from .models import Dimension, GenerationRun, ModelEndpoint, Output, PromptItem, ProviderCall, Toolkit
+from .slots import SlotError, normalize_combinations, normalize_slot_values
+from .toolkit_services import make_new_version
+from .toolkits import ToolkitLocked, count_text, effective_slots, is_locked
 
 
-class DimensionInline(admin.TabularInline):
+def _frozen(toolkit):
+    """Locked (used by a run) or in the built-in library: the admin shows it read-only."""
+    return toolkit is not None and toolkit.pk is not None and (toolkit.study.is_library or is_locked(toolkit))
+
+
+class ToolkitAdminForm(forms.ModelForm):
+    class Meta:
+        model = Toolkit
+        fields = "__all__"
+
+    def clean_slots(self):
+        try:
+            return normalize_slot_values(self.cleaned_data.get("slots") or {}, "Slots")
+        except SlotError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean_combinations(self):
+        try:
+            return normalize_combinations(self.cleaned_data.get("combinations"), "Combinations")
+        except SlotError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
+class PromptItemAdminForm(forms.ModelForm):
+    """Checks the item's slots against its toolkit (an unknown {slot} is an error naming the item)."""
+
+    class Meta:
+        model = PromptItem
+        fields = "__all__"
+
+    def clean(self):
+        data = super().clean()
+        try:
+            toolkit = data.get("toolkit") or self.instance.toolkit
+        except ObjectDoesNotExist:
+            return data
+        if toolkit is None or not data.get("text"):
+            return data
+        where = f"Item {data.get('number') or '?'}"
+        try:
+            slots, combos = effective_slots(toolkit.slots, toolkit.combinations, data.get("slots") or {}, data.get("combinations"), where)
+            count_text(data["text"], slots, combos, where)
+        except SlotError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return data
+
+
+class FrozenInlineMixin:
+    def has_add_permission(self, request, obj=None):
+        return not _frozen(obj) and super().has_add_permission(request, obj)
+
+    def has_change_permission(self, request, obj=None):
+        return not _frozen(obj) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return not _frozen(obj) and super().has_delete_permission(request, obj)
+
+
+class DimensionInline(FrozenInlineMixin, admin.TabularInline):
     model = Dimension
     extra = 0
 
 
-class PromptItemInline(admin.StackedInline):
+class PromptItemInline(FrozenInlineMixin, admin.StackedInline):
     model = PromptItem
+    form = PromptItemAdminForm
     extra = 0
-    fields = ["number", "text", "dimension", "target_stereotype", "gender_mapping", "reversed_order", "source_reference", "notes", "slots"]
+    fk_name = "toolkit"
+    fields = ["number", "text", "dimension", "target_stereotype", "gender_mapping", "reversed_order", "source_reference",
+              "notes", "slots", "combinations", "counterfactual_of"]
+    raw_id_fields = ["counterfactual_of"]
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "dimension":
+            toolkit_id = request.resolver_match.kwargs.get("object_id") if request.resolver_match else None
+            kwargs["queryset"] = Dimension.objects.filter(toolkit_id=toolkit_id) if toolkit_id else Dimension.objects.none()
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
 @admin.register(Toolkit)
 class ToolkitAdmin(admin.ModelAdmin):
-    list_display = ["name", "version", "study", "locked", "created_at"]
+    """Locked toolkits (used by a run) and library built-ins open read-only; the action makes an editable version."""
+
+    form = ToolkitAdminForm
+    list_display = ["name", "version", "study", "is_locked", "item_count", "created_at"]
     list_filter = ["study", "locked"]
+    search_fields = ["name", "description"]
+    readonly_fields = ["locked", "parent", "builtin_key", "created_by", "created_at"]
     inlines = [DimensionInline, PromptItemInline]
+    actions = ["make_new_version"]
+
+    @admin.display(boolean=True, description="locked")
+    def is_locked(self, obj):
+        return _frozen(obj)
+
+    @admin.display(description="items")
+    def item_count(self, obj):
+        return obj.items.count()
+
+    def has_change_permission(self, request, obj=None):
+        return not _frozen(obj) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return not _frozen(obj) and super().has_delete_permission(request, obj)
+
+    @admin.action(description="Create a new editable version")
+    def make_new_version(self, request, queryset):
+        for toolkit in queryset:
+            try:
+                copy = make_new_version(toolkit, actor=request.user)
+                self.message_user(request, f"Created {copy} (study {copy.study}).", messages.SUCCESS)
+            except ToolkitLocked as exc:
+                self.message_user(request, f"{toolkit}: {exc}", messages.ERROR)
 
 
 @admin.register(Dimension)
 class DimensionAdmin(admin.ModelAdmin):
     list_display = ["name", "toolkit", "order"]
+    list_filter = ["toolkit__study"]
+
+    def has_change_permission(self, request, obj=None):
+        return not (obj and _frozen(obj.toolkit)) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return not (obj and _frozen(obj.toolkit)) and super().has_delete_permission(request, obj)
 
 
 @admin.register(PromptItem)
 class PromptItemAdmin(admin.ModelAdmin):
+    form = PromptItemAdminForm
     list_display = ["number", "toolkit", "dimension", "target_stereotype", "reversed_order"]
-    list_filter = ["toolkit"]
+    list_filter = ["toolkit__study", "toolkit"]
     search_fields = ["text", "target_stereotype"]
+    raw_id_fields = ["toolkit", "dimension", "counterfactual_of"]
+
+    def has_change_permission(self, request, obj=None):
+        return not (obj and _frozen(obj.toolkit)) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return not (obj and _frozen(obj.toolkit)) and super().has_delete_permission(request, obj)
 
 
 @admin.register(ModelEndpoint)

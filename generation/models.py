@@ -131,7 +131,7 @@ class GenerationRun(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="generation_runs")
     name = models.CharField(max_length=200)
-    toolkit = models.ForeignKey(Toolkit, null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
+    toolkit = models.ForeignKey(Toolkit, null=True, blank=True, on_delete=models.RESTRICT, related_name="runs")
     endpoints = models.ManyToManyField(ModelEndpoint, related_name="runs")
     trials = models.PositiveIntegerField(default=1)
     param_overrides = models.JSONField(default=dict, blank=True)
@@ -169,8 +169,8 @@ class Output(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="outputs")
     run = models.ForeignKey(GenerationRun, on_delete=models.CASCADE, related_name="outputs")
-    item = models.ForeignKey(PromptItem, null=True, blank=True, on_delete=models.PROTECT, related_name="outputs")
-    endpoint = models.ForeignKey(ModelEndpoint, null=True, blank=True, on_delete=models.PROTECT, related_name="outputs")
+    item = models.ForeignKey(PromptItem, null=True, blank=True, on_delete=models.RESTRICT, related_name="outputs")
+    endpoint = models.ForeignKey(ModelEndpoint, null=True, blank=True, on_delete=models.RESTRICT, related_name="outputs")
     model_name = models.CharField(max_length=300, help_text="The model that wrote it (declared for manual/imported text).")
     trial = models.PositiveIntegerField(default=1)
     variant_key = models.CharField(max_length=500, default="", blank=True, help_text="Canonical slot values; '' without slots.")
@@ -193,7 +193,9 @@ class Output(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "item", "variant_key", "endpoint", "trial"], name="unique_output_unit"),
         ]
-        indexes = [models.Index(fields=["run", "status"]), models.Index(fields=["study", "item"])]
+        indexes = [models.Index(fields=["run", "status"]), models.Index(fields=["study", "item"]),
+                   models.Index(fields=["study", "model_name"], name="output_study_model"),
+                   models.Index(fields=["study", "-run", "id"], name="output_viewer_order")]
         ordering = ["run", "item__number", "endpoint", "variant_key", "trial"]
 
     def __str__(self):

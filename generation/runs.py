@@ -155,11 +155,53 @@ def _enqueue(run):
     execute_run.delay(run.pk)
 
 
+KEYED_PROVIDERS = (Provider.OPENAI, Provider.ANTHROPIC)
+
+
+def check_ready(run):
+    """Raise RunError when a run cannot be launched: missing key variables, bad parameters, no endpoints."""
+    endpoints = list(run.endpoints.all())
+    if not endpoints:
+        raise RunError("The run has no endpoints.")
+    problems = []
+    for endpoint in endpoints:
+        if endpoint.provider == Provider.MANUAL:
+            continue
+        needs_key = endpoint.provider in KEYED_PROVIDERS or bool(endpoint.api_key_env)
+        if needs_key and not endpoint.key_is_set:
+            problems.append(f"the key variable {endpoint.api_key_env or '(none named)'} of “{endpoint.name}” is not set "
+                            "in the server's environment")
+        try:
+            validate_params(merged_params(endpoint, run.param_overrides))
+        except ProviderError as exc:
+            problems.append(f"“{endpoint.name}”: {exc}")
+    if problems:
+        raise RunError("Cannot start: " + "; ".join(problems) + ".")
+
+
+def _queue(run, actor, verb, message=""):
+    with transaction.atomic():
+        materialize(run)
+        GenerationRun.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, cancel_requested=False, finished_at=None,
+                                                       message=message, lease_token="", lease_expires_at=None)
+        record_activity(run.study, actor, verb, run.name)
+
+
+def run_foreground(run, actor=None, progress_callback=None):
+    """Start or resume a run in this process (the CLI). Returns RunStats, or None if a worker holds the run."""
+    if run.is_import:
+        raise RunError("An import run holds imported outputs; it has nothing to run.")
+    check_ready(run)
+    _queue(run, actor, "ran generation run in the foreground")
+    return execute(run.pk, progress_callback)
+
+
 def start(run, actor=None):
     if run.is_import:
         raise RunError("An import run holds imported outputs; it has nothing to start.")
     if run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and run.lease_token:
         raise RunError("The run is already running.")
+    check_ready(run)
     with transaction.atomic():
         materialize(run)
         GenerationRun.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, cancel_requested=False, message="",
@@ -174,6 +216,7 @@ def resume(run, actor=None):
     """Re-enqueue the run; only units without an output (pending) are executed."""
     if run.is_import:
         raise RunError("An import run has nothing to resume.")
+    check_ready(run)
     with transaction.atomic():
         materialize(run)
         GenerationRun.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, cancel_requested=False, finished_at=None,
@@ -186,6 +229,9 @@ def resume(run, actor=None):
 
 def retry_failed(run, actor=None):
     """Failed units go back to pending (their attempts stay on record) and the run resumes."""
+    if run.is_import:
+        raise RunError("An import run has nothing to retry.")
+    check_ready(run)
     n = run.outputs.filter(status=OutputStatus.FAILED).update(status=OutputStatus.PENDING, error="")
     if n == 0:
         raise RunError("No failed units to retry.")

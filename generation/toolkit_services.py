@@ -1,12 +1,17 @@
 """Writes for toolkits: edits that respect locking, counterfactual twins, copies. Views, API and commands call these."""
+import itertools
+
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Max
 
 from stereoscope.services import record_activity
 
 from .counterfactual import swap_template, swap_values
-from .slots import parse_slots
-from .toolkits import clone_toolkit, effective_slots, next_version, writable_version
+from .models import Dimension, PromptItem, Toolkit
+from .slots import SLOT_NAME, SlotError, normalize_combinations, normalize_slot_values, parse_slots
+from .toolkits import (ToolkitLocked, clone_toolkit, count_text, count_units, effective_slots, expand_units, is_locked,
+                       new_version, next_version, validate_toolkit, writable_version)
 
 
 def target_for_edit(toolkit, actor):
@@ -57,3 +62,251 @@ def copy_toolkit(toolkit, *, study, actor=None):
                          parent=toolkit if toolkit.study_id == study.pk else None, created_by=actor)
     record_activity(study, actor, "copied a toolkit", f"{copy} from {toolkit.study.name}")
     return copy
+
+
+# --- editing (UI, API, admin) ------------------------------------------------------------------------
+# Edits go only to editable toolkits: a locked one (used by a run, or a library built-in) raises
+# ToolkitLocked and the caller offers "new version" instead. Every edit validates before it saves.
+
+ITEM_EDIT_FIELDS = ["number", "text", "dimension", "target_stereotype", "gender_mapping", "reversed_order",
+                    "source_reference", "notes", "slots", "combinations"]
+
+
+def ensure_editable(toolkit):
+    if toolkit.study.is_library:
+        raise ToolkitLocked("Built-in library toolkits are read-only; copy one into your study to change it.")
+    if is_locked(toolkit):
+        raise ToolkitLocked(f"{toolkit} is locked because a run uses it; create a new version to change it.")
+
+
+def _clean_name(name, label="name", limit=200):
+    name = (name or "").strip()
+    if not name:
+        raise ValidationError(f"The {label} must not be empty.")
+    if len(name) > limit:
+        raise ValidationError(f"The {label} is longer than {limit} characters.")
+    return name
+
+
+@transaction.atomic
+def create_blank_toolkit(study, *, name, description="", language="en", actor=None):
+    """A new, empty toolkit (version 1). A name that exists in the study is refused: make a new version of it."""
+    if study.is_library:
+        raise ToolkitLocked("The built-in library is read-only.")
+    name = _clean_name(name)
+    if Toolkit.objects.filter(study=study, name=name).exists():
+        raise ValidationError(f"A toolkit named {name!r} already exists in this study; open it and create a new version.")
+    toolkit = Toolkit.objects.create(study=study, name=name, description=description or "",
+                                     language=(language or "en").strip()[:10] or "en", created_by=actor)
+    record_activity(study, actor, "created a toolkit", str(toolkit))
+    return toolkit
+
+
+@transaction.atomic
+def update_toolkit(toolkit, *, actor=None, **fields):
+    """Change name, description, language, slots and/or combinations; slot changes are checked against every item."""
+    ensure_editable(toolkit)
+    if "name" in fields:
+        name = _clean_name(fields["name"])
+        if Toolkit.objects.filter(study=toolkit.study, name=name, version=toolkit.version).exclude(pk=toolkit.pk).exists():
+            raise ValidationError(f"{name} v{toolkit.version} already exists in this study.")
+        toolkit.name = name
+    if "description" in fields:
+        toolkit.description = fields["description"] or ""
+    if "language" in fields:
+        toolkit.language = (fields["language"] or "en").strip()[:10] or "en"
+    if "slots" in fields or "combinations" in fields:
+        slots = normalize_slot_values(fields.get("slots", toolkit.slots), "toolkit slots")
+        combos = normalize_combinations(fields.get("combinations", toolkit.combinations), "toolkit combinations")
+        problems = []
+        for item in toolkit.items.order_by("number"):
+            try:
+                item_slots, item_combos = effective_slots(slots, combos, item.slots, item.combinations, f"Item {item.number}")
+                count_text(item.text, item_slots, item_combos, f"Item {item.number}")
+            except SlotError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise SlotError(" ".join(problems))
+        toolkit.slots, toolkit.combinations = slots, combos
+    toolkit.save()
+    record_activity(toolkit.study, actor, "edited a toolkit", str(toolkit))
+    return toolkit
+
+
+def add_slot(toolkit, *, name, values, actor=None):
+    """Add or replace one toolkit-level slot; `values` is a list or text with one value per line."""
+    if isinstance(values, str):
+        values = [v.strip() for v in values.splitlines() if v.strip()]
+    name = (name or "").strip()
+    if not SLOT_NAME.fullmatch(name):
+        raise SlotError(f"{name!r} is not a valid slot name: use letters, digits and underscores, not starting with a digit.")
+    slots = dict(toolkit.slots or {})
+    slots[name] = values
+    return update_toolkit(toolkit, slots=slots, actor=actor)
+
+
+def remove_slot(toolkit, *, name, actor=None):
+    slots = dict(toolkit.slots or {})
+    if name not in slots:
+        raise SlotError(f"The toolkit has no slot {{{name}}}.")
+    del slots[name]
+    return update_toolkit(toolkit, slots=slots, actor=actor)
+
+
+def _item_values(toolkit, data, item=None):
+    """Validated field values for an item from `data` (missing keys keep the item's values)."""
+    values = {f: getattr(item, f) for f in ITEM_EDIT_FIELDS} if item else {
+        "number": None, "text": "", "dimension": None, "target_stereotype": "", "gender_mapping": "",
+        "reversed_order": False, "source_reference": "", "notes": "", "slots": {}, "combinations": None}
+    values.update({k: v for k, v in data.items() if k in ITEM_EDIT_FIELDS})
+    if values["number"] in (None, ""):
+        values["number"] = (toolkit.items.aggregate(n=Max("number"))["n"] or 0) + 1
+    try:
+        values["number"] = int(values["number"])
+    except (TypeError, ValueError):
+        raise ValidationError(f"The item number must be a whole number, not {values['number']!r}.") from None
+    if values["number"] < 1:
+        raise ValidationError("The item number must be at least 1.")
+    clash = toolkit.items.filter(number=values["number"])
+    if item is not None:
+        clash = clash.exclude(pk=item.pk)
+    if clash.exists():
+        raise ValidationError(f"Item number {values['number']} is already used in this toolkit.")
+    values["text"] = (values["text"] or "").replace("\r\n", "\n").replace("\r", "\n")
+    if not values["text"].strip():
+        raise ValidationError("The item needs a text.")
+    dimension = values["dimension"]
+    if dimension is not None and dimension.toolkit_id != toolkit.pk:
+        raise ValidationError("The dimension belongs to another toolkit.")
+    for field, limit in (("gender_mapping", 300), ("source_reference", 300)):
+        values[field] = values[field] or ""
+        if len(values[field]) > limit:
+            raise ValidationError(f"The {field.replace('_', ' ')} is longer than {limit} characters.")
+    where = f"Item {values['number']}"
+    values["slots"] = normalize_slot_values(values["slots"] or {}, f"{where} slots")
+    values["combinations"] = normalize_combinations(values["combinations"], f"{where} combinations")
+    slots, combos = effective_slots(toolkit.slots, toolkit.combinations, values["slots"], values["combinations"], where)
+    count_text(values["text"], slots, combos, where)  # unknown slot or stray brace → SlotError naming the item
+    return values
+
+
+@transaction.atomic
+def save_item(toolkit, data, *, item=None, actor=None):
+    """Create (item=None) or update an item from a dict of fields; raises ValidationError/SlotError, saves nothing then."""
+    ensure_editable(toolkit)
+    if item is not None and item.toolkit_id != toolkit.pk:
+        raise ValidationError("The item belongs to another toolkit.")
+    values = _item_values(toolkit, data, item)
+    if item is None:
+        item = toolkit.items.create(**values)
+        record_activity(toolkit.study, actor, "added an item", f"{toolkit} item {item.number}")
+    else:
+        for field, value in values.items():
+            setattr(item, field, value)
+        item.save()
+        record_activity(toolkit.study, actor, "edited an item", f"{toolkit} item {item.number}")
+    return item
+
+
+@transaction.atomic
+def delete_item(item, *, actor=None):
+    ensure_editable(item.toolkit)
+    record_activity(item.toolkit.study, actor, "deleted an item", f"{item.toolkit} item {item.number}")
+    item.delete()
+
+
+@transaction.atomic
+def move_item(item, direction, *, actor=None):
+    """Swap an item's number with its neighbour above (-1) or below (+1); returns False at either end."""
+    toolkit = item.toolkit
+    ensure_editable(toolkit)
+    siblings = toolkit.items.filter(number__lt=item.number).order_by("-number") if direction < 0 else \
+        toolkit.items.filter(number__gt=item.number).order_by("number")
+    other = siblings.first()
+    if other is None:
+        return False
+    mine, theirs = item.number, other.number
+    temp = (toolkit.items.aggregate(n=Max("number"))["n"] or 0) + 1
+    PromptItem.objects.filter(pk=item.pk).update(number=temp)
+    PromptItem.objects.filter(pk=other.pk).update(number=mine)
+    PromptItem.objects.filter(pk=item.pk).update(number=theirs)
+    item.number = theirs
+    record_activity(toolkit.study, actor, "reordered items", f"{toolkit} items {mine} ↔ {theirs}")
+    return True
+
+
+@transaction.atomic
+def save_dimension(toolkit, *, name, description="", dimension=None, actor=None):
+    ensure_editable(toolkit)
+    name = _clean_name(name, "dimension name")
+    clash = toolkit.dimensions.filter(name=name)
+    if dimension is not None:
+        clash = clash.exclude(pk=dimension.pk)
+    if clash.exists():
+        raise ValidationError(f"The dimension {name!r} already exists in this toolkit.")
+    if dimension is None:
+        order = (toolkit.dimensions.aggregate(o=Max("order"))["o"] or -1) + 1 if toolkit.dimensions.exists() else 0
+        dimension = toolkit.dimensions.create(name=name, description=description or "", order=order)
+        record_activity(toolkit.study, actor, "added a dimension", f"{toolkit}: {name}")
+    else:
+        if dimension.toolkit_id != toolkit.pk:
+            raise ValidationError("The dimension belongs to another toolkit.")
+        dimension.name, dimension.description = name, description or ""
+        dimension.save()
+        record_activity(toolkit.study, actor, "edited a dimension", f"{toolkit}: {name}")
+    return dimension
+
+
+@transaction.atomic
+def delete_dimension(dimension, *, actor=None):
+    """Delete a dimension; its items stay, without a dimension."""
+    ensure_editable(dimension.toolkit)
+    record_activity(dimension.toolkit.study, actor, "deleted a dimension", f"{dimension.toolkit}: {dimension.name}")
+    dimension.delete()
+
+
+@transaction.atomic
+def move_dimension(dimension, direction, *, actor=None):
+    toolkit = dimension.toolkit
+    ensure_editable(toolkit)
+    ordered = list(toolkit.dimensions.order_by("order", "name"))
+    index = next(i for i, d in enumerate(ordered) if d.pk == dimension.pk)
+    target = index + (1 if direction > 0 else -1)
+    if not 0 <= target < len(ordered):
+        return False
+    ordered[index], ordered[target] = ordered[target], ordered[index]
+    for position, dim in enumerate(ordered):
+        if dim.order != position:
+            Dimension.objects.filter(pk=dim.pk).update(order=position)
+    return True
+
+
+def derive_twin(item, *, actor=None, name_pairs=None):
+    """The counterfactual twin of an item in an editable toolkit (a locked one is refused, not silently versioned)."""
+    ensure_editable(item.toolkit)
+    twin, _ = derive_counterfactual(item, actor=actor, name_pairs=name_pairs)
+    return twin
+
+
+def make_new_version(toolkit, *, actor=None):
+    """A new editable version of a toolkit in its own study (library toolkits are copied instead)."""
+    if toolkit.study.is_library:
+        raise ToolkitLocked("Built-in library toolkits are copied into a study, not versioned; use 'copy into this study'.")
+    copy = new_version(toolkit, created_by=actor)
+    record_activity(toolkit.study, actor, "created a new toolkit version", f"{copy} from v{toolkit.version}")
+    return copy
+
+
+@transaction.atomic
+def delete_toolkit(toolkit, *, actor=None):
+    ensure_editable(toolkit)
+    record_activity(toolkit.study, actor, "deleted a toolkit", str(toolkit))
+    toolkit.delete()
+
+
+def preview(toolkit, limit=20):
+    """(unit count, first `limit` units, problems) for the expansion preview; problems list what stops expansion."""
+    problems = validate_toolkit(toolkit)
+    if problems:
+        return 0, [], problems
+    return count_units(toolkit), list(itertools.islice(expand_units(toolkit), limit)), []

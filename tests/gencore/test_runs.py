@@ -33,9 +33,18 @@ def test_plan_then_run_fills_every_unit_once(study, make_endpoint, make_toolkit,
     kelly = outputs.get(endpoint=a, variant_key__contains="Kelly", variant_key__endswith="", slot_values__age="40", trial=2)
     assert kelly.prompt_text == "Write a letter for Kelly, aged 40." and kelly.text.endswith(kelly.prompt_text)
     assert kelly.cost_usd is not None and kelly.provenance["params"]["temperature"] == 0.9
-    body = fake_provider.requests_for("Kelly, aged 40")[0]["body"]
-    assert body["temperature"] == 0.9 and body["messages"] == [{"role": "system", "content": "Be brief."},
-                                                               {"role": "user", "content": "Write a letter for Kelly, aged 40."}]
+    # Both endpoints send this prompt, in no fixed order; the Anthropic adapter moves the system prompt to `system`.
+    sent = fake_provider.requests_for("Kelly, aged 40")
+    by_model = {}
+    for request in sent:
+        by_model.setdefault(request["model"], []).append(request["body"])
+    assert set(by_model) == {a.model_id, b.model_id} and all(len(v) == 3 for v in by_model.values())
+    for body in by_model[a.model_id]:
+        assert body["temperature"] == 0.9 and body["messages"] == [
+            {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Write a letter for Kelly, aged 40."}]
+    for body in by_model[b.model_id]:
+        assert body["temperature"] == 0.9 and body["system"] == "Be brief." and body["messages"] == [
+            {"role": "user", "content": "Write a letter for Kelly, aged 40."}]
     assert ProviderCall.objects.filter(output__run=run, purpose="generation").count() == 30
     totals = runs.counts(run)
     assert totals["overall"]["done"] == 30 and totals["overall"]["input_tokens"] > 0

@@ -17,3 +17,27 @@ def make_toolkit(roles):
         return toolkit
 
     return make
+
+
+@pytest.fixture
+def phase3(db):
+    """The built-in toolkits of generation, loaded into the library study; returns the Phase 3 toolkit."""
+    from generation.builtin import builtin_specs
+    from generation.models import Toolkit
+    from stereoscope.builtin import load_builtins
+
+    load_builtins(builtin_specs(), log=lambda line: None)
+    return Toolkit.objects.get(study__is_library=True, builtin_key="fang2025-phase3")
+
+
+@pytest.fixture
+def lock_with_run():
+    """Lock a toolkit the way the platform does: a generation run uses it."""
+    def lock(toolkit):
+        from generation.models import GenerationRun
+        from generation.toolkits import lock_toolkit
+
+        GenerationRun.objects.create(study=toolkit.study, name=f"run of {toolkit}", toolkit=toolkit)
+        return lock_toolkit(toolkit)
+
+    return lock

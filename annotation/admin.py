@@ -1,0 +1,58 @@
+from django.contrib import admin
+
+from .models import Assignment, Code, Codebook, CodeOperation, Coding, GenderAttribution, Memo
+
+
+class CodeInline(admin.TabularInline):
+    model = Code
+    extra = 0
+    fk_name = "codebook"
+    fields = ["name", "parent", "codable", "gender_tag", "kind", "color", "shortcut", "order", "active"]
+    raw_id_fields = ["parent"]
+
+
+@admin.register(Codebook)
+class CodebookAdmin(admin.ModelAdmin):
+    list_display = ["name", "version", "study", "locked", "builtin_key", "created_at"]
+    list_filter = ["study", "locked"]
+    inlines = [CodeInline]
+
+
+@admin.register(Code)
+class CodeAdmin(admin.ModelAdmin):
+    list_display = ["name", "codebook", "parent", "codable", "gender_tag", "kind", "active"]
+    list_filter = ["codebook", "kind", "gender_tag", "active"]
+    search_fields = ["name", "description"]
+    raw_id_fields = ["parent", "merged_into", "item"]
+
+
+@admin.register(Coding)
+class CodingAdmin(admin.ModelAdmin):
+    list_display = ["code", "output", "coder", "start", "end", "created_at"]
+    list_filter = ["codebook"]
+    raw_id_fields = ["output", "code"]
+
+
+@admin.register(Memo)
+class MemoAdmin(admin.ModelAdmin):
+    list_display = ["author", "study", "coding", "code", "output", "created_at"]
+    raw_id_fields = ["coding", "code", "output"]
+
+
+@admin.register(CodeOperation)
+class CodeOperationAdmin(admin.ModelAdmin):
+    list_display = ["kind", "codebook", "actor", "created_at", "undone_at"]
+    list_filter = ["kind"]
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = ["coder", "output", "codebook", "status", "mode", "created_at"]
+    list_filter = ["status", "mode", "codebook"]
+    raw_id_fields = ["output"]
+
+
+@admin.register(GenderAttribution)
+class GenderAttributionAdmin(admin.ModelAdmin):
+    list_display = ["output", "coder", "gender", "created_at"]
+    raw_id_fields = ["output"]

@@ -1,0 +1,375 @@
+"""Codebook import and export: JSON (our own), REFI-QDA .qdc (Codebook.xsd) and CSV. No Django imports.
+
+Everything is parsed into one normalised tree, validated in full, and only then handed to the service that
+creates the codebook, so a bad file changes nothing.
+
+Normalised tree: {"name", "description", "codes": [node]}; node = {"name", "description", "color", "gender_tag",
+"kind", "codable", "shortcut", "stereotype", "guid", "item_number", "frequency_reference", "children": [node]}.
+
+.qdc carries what REFI-QDA knows (guid, name, isCodable, color, Description, nesting). Gender tags and the
+inductive flag travel as REFI-QDA Sets ("Gender F", "Gender M", "Inductive"); the shortcut, stereotype and item
+link ride in a last description line "[stereoscope] key=value; ..." that other tools show as text.
+CSV: one row per code: guid, parent (a parent's guid, or its name when unique), name, path (ignored on import),
+description, color, gender_tag, kind, codable, shortcut, stereotype, item_number, frequency_reference.
+"""
+import csv
+import io
+import re
+import uuid
+from pathlib import Path
+
+from lxml import etree
+
+QDC_NS = "urn:QDA-XML:codebook:1.0"
+XSD_PATH = Path(__file__).resolve().parent / "refi_qda" / "Codebook.xsd"
+COLOR_RE = re.compile(r"^#(?:[0-9a-fA-F]{6}|[0-9a-fA-F]{3})$")
+META_PREFIX = "[stereoscope] "
+GENDER_SETS = {"F": "Gender F", "M": "Gender M"}
+INDUCTIVE_SET = "Inductive"
+CSV_COLUMNS = ["guid", "parent", "name", "path", "description", "color", "gender_tag", "kind", "codable", "shortcut",
+               "stereotype", "item_number", "frequency_reference"]
+DEFAULT_COLOR = "#4c6ef5"
+MAX_ERRORS = 50
+MAX_DEPTH = 20
+MAX_BYTES = 20 * 1024 * 1024
+
+
+class CodebookFormatError(ValueError):
+    def __init__(self, errors):
+        self.errors = list(errors)[:MAX_ERRORS]
+        super().__init__("; ".join(self.errors))
+
+
+# --- validation of the normalised tree -------------------------------------------------------------
+
+
+def _bool(value, where, errors):
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "y"):
+        return True
+    if text in ("0", "false", "no", "n"):
+        return False
+    errors.append(f"{where}: '{value}' is not true/false.")
+    return True
+
+
+def normalize_color(value, where, errors):
+    value = (value or "").strip()
+    if not value:
+        return DEFAULT_COLOR
+    if not COLOR_RE.match(value):
+        errors.append(f"{where}: colour '{value}' is not #rrggbb.")
+        return DEFAULT_COLOR
+    if len(value) == 4:
+        value = "#" + "".join(c * 2 for c in value[1:])
+    return value.lower()
+
+
+def _gender(value, where, errors):
+    value = (value or "").strip()
+    if value in ("", "-", "—", "none"):
+        return ""
+    if value.upper() in ("F", "M"):
+        return value.upper()
+    errors.append(f"{where}: gender tag '{value}' must be F, M or empty.")
+    return ""
+
+
+def _optional_int(value, where, label, errors):
+    if value in (None, ""):
+        return None
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        errors.append(f"{where}: {label} '{value}' is not a whole number.")
+        return None
+    if number < 0:
+        errors.append(f"{where}: {label} must not be negative.")
+        return None
+    return number
+
+
+def validate_tree(data):
+    """Check and normalise a tree (as produced by the parsers or given as JSON). Raises CodebookFormatError."""
+    errors = []
+    if not isinstance(data, dict):
+        raise CodebookFormatError(["The codebook must be an object with 'name' and 'codes'."])
+    name = str(data.get("name") or "").strip()
+    if not name:
+        errors.append("The codebook has no name.")
+    elif len(name) > 200:
+        errors.append("The codebook name is longer than 200 characters.")
+    guids, shortcuts = set(), {}
+
+    def node(raw, where, depth):
+        if depth > MAX_DEPTH:
+            errors.append(f"{where}: the tree is deeper than {MAX_DEPTH} levels.")
+            return None
+        if not isinstance(raw, dict):
+            errors.append(f"{where}: a code must be an object.")
+            return None
+        code_name = str(raw.get("name") or "").strip()
+        label = f"{where} ('{code_name}')" if code_name else where
+        if not code_name:
+            errors.append(f"{where}: a code has no name.")
+        elif len(code_name) > 300:
+            errors.append(f"{label}: the name is longer than 300 characters.")
+        guid = str(raw.get("guid") or "").strip().strip("{}")
+        if guid:
+            try:
+                guid = str(uuid.UUID(guid))
+            except ValueError:
+                errors.append(f"{label}: guid '{raw.get('guid')}' is not a GUID.")
+                guid = ""
+            if guid and guid in guids:
+                errors.append(f"{label}: guid {guid} appears twice.")
+            guids.add(guid)
+        kind = str(raw.get("kind") or "a_priori").strip().lower().replace("-", "_").replace(" ", "_")
+        if kind not in ("a_priori", "inductive"):
+            errors.append(f"{label}: kind '{raw.get('kind')}' must be a_priori or inductive.")
+            kind = "a_priori"
+        shortcut = str(raw.get("shortcut") or "")
+        if len(shortcut) > 1 or shortcut.isspace():
+            errors.append(f"{label}: the shortcut '{shortcut}' must be a single visible character.")
+            shortcut = ""
+        if shortcut:
+            if shortcut.lower() in shortcuts:
+                errors.append(f"{label}: the shortcut '{shortcut}' is also used by '{shortcuts[shortcut.lower()]}'.")
+            shortcuts[shortcut.lower()] = code_name
+        children_raw = raw.get("children") or []
+        if not isinstance(children_raw, list):
+            errors.append(f"{label}: children must be a list.")
+            children_raw = []
+        result = {
+            "name": code_name,
+            "description": str(raw.get("description") or ""),
+            "color": normalize_color(raw.get("color"), label, errors),
+            "gender_tag": _gender(raw.get("gender_tag"), label, errors),
+            "kind": kind,
+            "codable": _bool(raw.get("codable", True), label, errors),
+            "shortcut": shortcut,
+            "stereotype": str(raw.get("stereotype") or ""),
+            "guid": guid,
+            "item_number": _optional_int(raw.get("item_number"), label, "item number", errors),
+            "frequency_reference": _optional_int(raw.get("frequency_reference"), label, "frequency", errors),
+        }
+        result["children"] = [c for c in (node(child, f"{label} › code {i + 1}", depth + 1)
+                                          for i, child in enumerate(children_raw)) if c is not None]
+        return result
+
+    codes_raw = data.get("codes")
+    if not isinstance(codes_raw, list) or not codes_raw:
+        errors.append("The codebook has no codes.")
+        codes_raw = []
+    codes = [c for c in (node(raw, f"Code {i + 1}", 1) for i, raw in enumerate(codes_raw)) if c is not None]
+    if errors:
+        raise CodebookFormatError(errors)
+    return {"name": name, "description": str(data.get("description") or ""), "codes": codes}
+
+
+def walk(codes, parent=None, depth=0):
+    """(node, parent node, depth) in document order."""
+    for node in codes:
+        yield node, parent, depth
+        yield from walk(node["children"], node, depth + 1)
+
+
+def count_codes(tree):
+    return sum(1 for _ in walk(tree["codes"]))
+
+
+# --- REFI-QDA .qdc ---------------------------------------------------------------------------------
+
+
+def _schema():
+    return etree.XMLSchema(etree.parse(str(XSD_PATH), _safe_parser()))
+
+
+def _safe_parser():
+    # No entity expansion, no DTD or network fetches: XXE and billion-laughs inputs fail instead of resolving.
+    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, dtd_validation=False,
+                           huge_tree=False, remove_comments=True)
+
+
+def _meta_line(node):
+    parts = []
+    for key in ("shortcut", "stereotype", "item_number", "frequency_reference"):
+        value = node.get(key)
+        if value not in (None, ""):
+            parts.append(f"{key}={str(value).replace(';', ',').replace(chr(10), ' ')}")
+    return META_PREFIX + "; ".join(parts) if parts else ""
+
+
+def _split_meta(description):
+    lines = description.rstrip("\n").split("\n")
+    meta = {}
+    if lines and lines[-1].startswith(META_PREFIX):
+        for part in lines.pop()[len(META_PREFIX):].split("; "):
+            key, _, value = part.partition("=")
+            if key in ("shortcut", "stereotype", "item_number", "frequency_reference"):
+                meta[key] = value
+    return "\n".join(lines), meta
+
+
+def tree_to_qdc(tree, origin="Stereoscope"):
+    """bytes of a .qdc document valid against Codebook.xsd. Every node needs a guid."""
+    q = f"{{{QDC_NS}}}"
+    root = etree.Element(q + "CodeBook", nsmap={None: QDC_NS}, origin=origin)
+    codes_el = etree.SubElement(root, q + "Codes")
+    sets = {label: [] for label in list(GENDER_SETS.values()) + [INDUCTIVE_SET]}
+
+    def add(parent_el, node):
+        el = etree.SubElement(parent_el, q + "Code", guid=node["guid"], name=node["name"],
+                              isCodable="true" if node["codable"] else "false", color=node["color"])
+        description = node.get("description") or ""
+        meta = _meta_line(node)
+        if meta:
+            description = f"{description}\n{meta}" if description else meta
+        if description:
+            etree.SubElement(el, q + "Description").text = _xml_text(description)
+        if node.get("gender_tag") in GENDER_SETS:
+            sets[GENDER_SETS[node["gender_tag"]]].append(node["guid"])
+        if node.get("kind") == "inductive":
+            sets[INDUCTIVE_SET].append(node["guid"])
+        for child in node["children"]:
+            add(el, child)
+
+    for node in tree["codes"]:
+        add(codes_el, node)
+    if any(sets.values()):
+        sets_el = etree.SubElement(root, q + "Sets")
+        for label, members in sets.items():
+            if members:
+                set_el = etree.SubElement(sets_el, q + "Set", guid=str(uuid.uuid5(uuid.NAMESPACE_URL, f"stereoscope:{label}:{members[0]}")),
+                                          name=label)
+                for guid in members:
+                    etree.SubElement(set_el, q + "MemberCode", guid=guid)
+    return etree.tostring(root, xml_declaration=True, encoding="utf-8", pretty_print=True)
+
+
+def _xml_text(text):
+    # XML 1.0 cannot carry most control characters; drop them rather than write an invalid file.
+    return "".join(c for c in text if c in "\t\n\r" or ord(c) >= 0x20)
+
+
+def validate_qdc(content):
+    """[] when `content` is a schema-valid .qdc, else the schema's messages."""
+    try:
+        doc = etree.fromstring(content, _safe_parser())
+    except etree.XMLSyntaxError as exc:
+        return [f"Not well-formed XML: {exc}"]
+    schema = _schema()
+    if schema.validate(doc):
+        return []
+    return [f"line {e.line}: {e.message}" for e in schema.error_log][:MAX_ERRORS]
+
+
+def parse_qdc(content, name=None):
+    """A .qdc document (bytes or str) → validated tree. Raises CodebookFormatError with every problem."""
+    if isinstance(content, str):
+        content = content.encode("utf-8")
+    if len(content) > MAX_BYTES:
+        raise CodebookFormatError([f"The file is larger than {MAX_BYTES // (1024 * 1024)} MB."])
+    if b"<!DOCTYPE" in content or b"<!ENTITY" in content:
+        raise CodebookFormatError(["The file contains a DOCTYPE or ENTITY declaration; .qdc files must not."])
+    try:
+        doc = etree.fromstring(content, _safe_parser())
+    except etree.XMLSyntaxError as exc:
+        raise CodebookFormatError([f"Not well-formed XML: {exc}"]) from None
+    schema = _schema()
+    if not schema.validate(doc):
+        raise CodebookFormatError(["Not a valid REFI-QDA codebook: " + f"line {e.line}: {e.message}"
+                                   for e in schema.error_log])
+    q = f"{{{QDC_NS}}}"
+    set_members = {}
+    for set_el in doc.iter(q + "Set"):
+        for member in set_el.iter(q + "MemberCode"):
+            set_members.setdefault(str(uuid.UUID(member.get("guid").strip("{}"))), set()).add(set_el.get("name"))
+
+    def node(el):
+        guid = str(uuid.UUID(el.get("guid").strip("{}")))
+        desc_el = el.find(q + "Description")
+        description, meta = _split_meta(desc_el.text or "" if desc_el is not None else "")
+        labels = set_members.get(guid, set())
+        gender = next((g for g, label in GENDER_SETS.items() if label in labels), "")
+        return {
+            "guid": guid, "name": el.get("name"), "codable": el.get("isCodable") in ("true", "1"),
+            "color": el.get("color") or "", "description": description, "gender_tag": gender,
+            "kind": "inductive" if INDUCTIVE_SET in labels else "a_priori", **meta,
+            "children": [node(child) for child in el.findall(q + "Code")],
+        }
+
+    codes = [node(el) for el in doc.find(q + "Codes").findall(q + "Code")]
+    return validate_tree({"name": name or doc.get("origin") or "Imported codebook", "codes": codes})
+
+
+# --- CSV ----------------------------------------------------------------------------------------------
+
+
+def tree_to_csv(tree):
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for node, parent, _ in walk(tree["codes"]):
+        path = node.get("path") or node["name"]
+        writer.writerow({
+            "guid": node["guid"], "parent": parent["guid"] if parent else "", "name": node["name"], "path": path,
+            "description": node["description"], "color": node["color"], "gender_tag": node["gender_tag"],
+            "kind": node["kind"], "codable": "true" if node["codable"] else "false", "shortcut": node["shortcut"],
+            "stereotype": node["stereotype"],
+            "item_number": "" if node.get("item_number") is None else node["item_number"],
+            "frequency_reference": "" if node.get("frequency_reference") is None else node["frequency_reference"],
+        })
+    return buffer.getvalue()
+
+
+def parse_csv(content, name):
+    """CSV text → validated tree. Parents must come before their children."""
+    if isinstance(content, bytes):
+        try:
+            content = content.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise CodebookFormatError(["The CSV file is not UTF-8 text."]) from None
+    content = content.lstrip("\ufeff")
+    reader = csv.DictReader(io.StringIO(content))
+    if not reader.fieldnames or "name" not in [f.strip() for f in reader.fieldnames]:
+        raise CodebookFormatError(["The CSV needs a header row with at least a 'name' column."])
+    errors, roots, by_guid, by_name = [], [], {}, {}
+    try:
+        rows = list(reader)
+    except csv.Error as exc:
+        raise CodebookFormatError([f"The CSV could not be read: {exc}"]) from None
+    for line, row in enumerate(rows, start=2):
+        row = {(k or "").strip(): (v if isinstance(v, str) else "") for k, v in row.items()}
+        node = {key: row.get(key, "") for key in CSV_COLUMNS if key not in ("parent", "path")}
+        node["codable"] = row.get("codable") or "true"
+        node["children"] = []
+        node["_line"] = line
+        parent_ref = (row.get("parent") or "").strip()
+        if parent_ref:
+            parent = by_guid.get(parent_ref.strip("{}").lower())
+            if parent is None:
+                named = by_name.get(parent_ref, [])
+                if len(named) > 1:
+                    errors.append(f"Row {line}: the parent name '{parent_ref}' is not unique; use its guid.")
+                    continue
+                parent = named[0] if named else None
+            if parent is None:
+                errors.append(f"Row {line}: the parent '{parent_ref}' is not defined in an earlier row.")
+                continue
+            parent["children"].append(node)
+        else:
+            roots.append(node)
+        guid = (row.get("guid") or "").strip().strip("{}").lower()
+        if guid:
+            by_guid[guid] = node
+        by_name.setdefault((row.get("name") or "").strip(), []).append(node)
+    if not rows:
+        errors.append("The CSV has no rows.")
+    if errors:
+        raise CodebookFormatError(errors)
+    for node, _, _ in walk(roots):
+        node.pop("_line", None)
+    return validate_tree({"name": name, "codes": roots})

@@ -1,0 +1,228 @@
+"""Codebooks (code trees, merge history), codings, memos, assignments and gender attributions."""
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from generation.models import Output, PromptItem
+from stereoscope.models import Study
+
+
+class Codebook(models.Model):
+    """A versioned code system. Locked versions are read-only; edits then go to a new version."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="codebooks")
+    name = models.CharField(max_length=200)
+    version = models.PositiveIntegerField(default=1)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="newer_versions")
+    locked = models.BooleanField(default=False)
+    builtin_key = models.CharField(max_length=100, blank=True)
+    description = models.TextField(blank=True)
+    guid = models.UUIDField(default=uuid.uuid4, editable=False, help_text="REFI-QDA project-level identity.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "name", "version"], name="unique_codebook_version")]
+        ordering = ["study", "name", "-version"]
+
+    def __str__(self):
+        return f"{self.name} v{self.version}"
+
+
+class GenderTag(models.TextChoices):
+    NONE = "", "—"
+    FEMALE = "F", "F"
+    MALE = "M", "M"
+
+
+class CodeKind(models.TextChoices):
+    A_PRIORI = "a_priori", "A priori"
+    INDUCTIVE = "inductive", "Inductive"
+
+
+class Code(models.Model):
+    codebook = models.ForeignKey(Codebook, on_delete=models.CASCADE, related_name="codes")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
+    name = models.CharField(max_length=300)
+    description = models.TextField(blank=True)
+    color = models.CharField(max_length=7, default="#4c6ef5")
+    gender_tag = models.CharField(max_length=1, choices=GenderTag.choices, default="", blank=True)
+    kind = models.CharField(max_length=20, choices=CodeKind.choices, default=CodeKind.A_PRIORI)
+    codable = models.BooleanField(default=True, help_text="False for dimensions and groups.")
+    item = models.ForeignKey(PromptItem, null=True, blank=True, on_delete=models.SET_NULL, related_name="codes")
+    stereotype = models.TextField(blank=True)
+    shortcut = models.CharField(max_length=1, blank=True)
+    order = models.PositiveIntegerField(default=0)
+    merged_into = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="merged_from")
+    active = models.BooleanField(default=True, help_text="False after being merged away; undo re-activates.")
+    guid = models.UUIDField(default=uuid.uuid4, unique=True, help_text="Stable REFI-QDA GUID.")
+    frequency_reference = models.PositiveIntegerField(null=True, blank=True, help_text="Published frequency (built-ins).")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["codebook", "order", "id"]
+        indexes = [models.Index(fields=["codebook", "parent"])]
+
+    def __str__(self):
+        return self.name
+
+    def ancestors(self):
+        """Parents from the root down, excluding self (uses the loaded parent chain)."""
+        chain, node, seen = [], self.parent, set()
+        while node is not None and node.pk not in seen:
+            seen.add(node.pk)
+            chain.append(node)
+            node = node.parent
+        return list(reversed(chain))
+
+    def dimension(self):
+        """The top-level ancestor when it is a non-codable root, else None."""
+        chain = self.ancestors() + [self]
+        root = chain[0]
+        if root.parent_id is None and not root.codable:
+            return root
+        return None
+
+    def path(self):
+        return "/".join(c.name for c in self.ancestors() + [self])
+
+
+class Coding(models.Model):
+    """A code applied to a span of an output (code-point offsets into Output.text) or to the whole output."""
+
+    output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="codings")
+    code = models.ForeignKey(Code, on_delete=models.CASCADE, related_name="codings")
+    coder = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="codings")
+    codebook = models.ForeignKey(Codebook, on_delete=models.CASCADE, related_name="codings")
+    start = models.PositiveIntegerField(null=True, blank=True)
+    end = models.PositiveIntegerField(null=True, blank=True)
+    quote = models.TextField(blank=True)
+    guid = models.UUIDField(default=uuid.uuid4, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["output", "start", "id"]
+        indexes = [
+            models.Index(fields=["output", "coder"]),
+            models.Index(fields=["code"]),
+            models.Index(fields=["codebook", "coder"]),
+        ]
+
+    def __str__(self):
+        where = "document" if self.start is None else f"{self.start}-{self.end}"
+        return f"{self.code} @ {where}"
+
+    @property
+    def is_document_level(self):
+        return self.start is None and self.end is None
+
+
+class Memo(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memos")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memos")
+    coding = models.ForeignKey(Coding, null=True, blank=True, on_delete=models.CASCADE, related_name="memos")
+    code = models.ForeignKey(Code, null=True, blank=True, on_delete=models.CASCADE, related_name="memos")
+    output = models.ForeignKey(Output, null=True, blank=True, on_delete=models.CASCADE, related_name="memos")
+    text = models.TextField()
+    guid = models.UUIDField(default=uuid.uuid4, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(coding__isnull=False, code__isnull=True, output__isnull=True)
+                    | models.Q(coding__isnull=True, code__isnull=False, output__isnull=True)
+                    | models.Q(coding__isnull=True, code__isnull=True, output__isnull=False)
+                ),
+                name="memo_exactly_one_target",
+            )
+        ]
+
+    def __str__(self):
+        return self.text[:60]
+
+
+class OperationKind(models.TextChoices):
+    MERGE = "merge", "Merge"
+    MOVE = "move", "Move"
+    SPLIT = "split", "Split"
+    RENAME = "rename", "Rename"
+    CREATE = "create", "Create"
+
+
+class CodeOperation(models.Model):
+    """One merge / move / split / rename / create, with enough in `payload` to undo it exactly."""
+
+    codebook = models.ForeignKey(Codebook, on_delete=models.CASCADE, related_name="operations")
+    kind = models.CharField(max_length=20, choices=OperationKind.choices)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField(default=timezone.now)
+    undone_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"{self.kind} #{self.pk}"
+
+
+class AssignmentStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    DONE = "done", "Done"
+
+
+class CodingMode(models.TextChoices):
+    BLIND = "blind", "Blind (own codings only)"
+    CONSENSUS = "consensus", "Consensus (everyone's codings)"
+
+
+class Assignment(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
+    codebook = models.ForeignKey(Codebook, on_delete=models.CASCADE, related_name="assignments")
+    output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="assignments")
+    coder = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    status = models.CharField(max_length=10, choices=AssignmentStatus.choices, default=AssignmentStatus.PENDING)
+    mode = models.CharField(max_length=10, choices=CodingMode.choices, default=CodingMode.BLIND)
+    position = models.PositiveIntegerField(default=0, help_text="Order in the coder's queue.")
+    created_at = models.DateTimeField(default=timezone.now)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["codebook", "output", "coder"], name="unique_assignment")]
+        ordering = ["codebook", "coder", "position", "id"]
+        indexes = [models.Index(fields=["study", "coder", "status"])]
+
+    def __str__(self):
+        return f"{self.coder} · {self.output_id} · {self.status}"
+
+
+class AttributedGender(models.TextChoices):
+    FEMALE = "F", "Female"
+    MALE = "M", "Male"
+    NON_BINARY = "nonbinary", "Non-binary"
+    MIXED = "mixed", "Mixed"
+    UNCLEAR = "unclear", "Unclear"
+
+
+class GenderAttribution(models.Model):
+    """A coder's judgement of the gender of the story's subject."""
+
+    output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="gender_attributions")
+    coder = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="gender_attributions")
+    gender = models.CharField(max_length=10, choices=AttributedGender.choices)
+    character = models.CharField(max_length=200, blank=True, help_text="Which character, e.g. the name in the story.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["output", "coder"], name="unique_gender_attribution")]
+
+    def __str__(self):
+        return f"{self.output_id} · {self.coder} · {self.gender}"

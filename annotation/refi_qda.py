@@ -1,0 +1,594 @@
+"""REFI-QDA (QDA-XML 1.0) build and parse: `.qdpx` projects and `.qdc` codebooks. No Django.
+
+Export streams: sources are written to `Sources/<guid>.txt` as they come and `project.qde` is written
+incrementally (lxml.etree.xmlfile) to a temporary file, then added to the ZIP. Import parses with a hardened
+parser (no entities, no DTD, no network), validates against the XSD, then checks references and offsets; any
+problem raises RefiError naming the element and its line, before anything is written anywhere.
+
+Offsets are code-point indices into the plain text with line endings normalised to \\n. A source whose file uses
+\\r\\n is normalised and its selection offsets are mapped onto the normalised text.
+"""
+import bisect
+import datetime
+import io
+import re
+import tempfile
+import uuid
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lxml import etree
+
+NS = "urn:QDA-XML:project:1.0"
+CODEBOOK_NS = "urn:QDA-XML:codebook:1.0"
+SCHEMA_DIR = Path(__file__).with_name("refi_schemas")
+STEREOSCOPE_NS = uuid.UUID("6f1c2a52-8f61-4c5e-9d0e-5c0f3e2b7a11")
+MAX_PROJECT_BYTES = 512 * 1024 * 1024
+MAX_SOURCE_BYTES = 64 * 1024 * 1024
+MAX_TOTAL_BYTES = 2 * 1024 * 1024 * 1024
+GUID_RE = re.compile(r"^\{?([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\}?$")
+
+
+class RefiError(ValueError):
+    """A malformed or inconsistent REFI-QDA file. `problems` lists every issue found (the message shows the first)."""
+
+    def __init__(self, problems):
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        shown = self.problems[:5]
+        more = f" (and {len(self.problems) - 5} more problems)" if len(self.problems) > 5 else ""
+        super().__init__("; ".join(shown) + more)
+
+
+def stable_guid(*parts) -> str:
+    """A GUID derived from stable parts (uuid5), for things that have no guid field."""
+    return str(uuid.uuid5(STEREOSCOPE_NS, ":".join(str(p) for p in parts)))
+
+
+def normalise_guid(value) -> str | None:
+    match = GUID_RE.match((value or "").strip())
+    return match.group(1).lower() if match else None
+
+
+# --- the in-memory model ------------------------------------------------------------------------------------
+
+@dataclass
+class QUser:
+    guid: str
+    name: str
+
+
+@dataclass
+class QCode:
+    guid: str
+    name: str
+    codable: bool = True
+    color: str | None = None
+    description: str = ""
+    children: list = field(default_factory=list)
+    note_guids: list = field(default_factory=list)
+    line: int | None = None
+
+    def walk(self, parents=()):
+        yield self, parents
+        for child in self.children:
+            yield from child.walk(parents + (self,))
+
+
+@dataclass
+class QVariable:
+    guid: str
+    name: str
+    type: str = "Text"  # Text, Integer, Float, Boolean, Date, DateTime
+    description: str = ""
+
+
+@dataclass
+class QCoding:
+    guid: str
+    code_guid: str
+    user_guid: str | None = None
+    created: datetime.datetime | None = None
+    note_guids: list = field(default_factory=list)
+    line: int | None = None
+
+
+@dataclass
+class QSelection:
+    guid: str
+    start: int
+    end: int
+    codings: list = field(default_factory=list)
+    user_guid: str | None = None
+    created: datetime.datetime | None = None
+    name: str = ""
+    note_guids: list = field(default_factory=list)
+    line: int | None = None
+
+
+@dataclass
+class QSource:
+    guid: str
+    name: str
+    text: str
+    selections: list = field(default_factory=list)
+    codings: list = field(default_factory=list)  # document-level
+    variables: list = field(default_factory=list)  # (variable guid, value)
+    note_guids: list = field(default_factory=list)
+    user_guid: str | None = None
+    created: datetime.datetime | None = None
+    line: int | None = None
+
+
+@dataclass
+class QNote:
+    guid: str
+    name: str
+    text: str
+    user_guid: str | None = None
+    created: datetime.datetime | None = None
+    line: int | None = None
+
+
+@dataclass
+class QProject:
+    name: str
+    origin: str = ""
+    users: list = field(default_factory=list)
+    codes: list = field(default_factory=list)
+    variables: list = field(default_factory=list)
+    sources: object = field(default_factory=list)  # any iterable of QSource (streamed on export)
+    notes: list = field(default_factory=list)
+    created: datetime.datetime | None = None
+    description: str = ""
+
+    def all_codes(self):
+        for code in self.codes:
+            yield from code.walk()
+
+
+# --- writing ------------------------------------------------------------------------------------------------
+
+def _dt(value):
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.timezone.utc)
+    return value.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _attrs(**values):
+    return {k: str(v) for k, v in values.items() if v not in (None, "")}
+
+
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def xml_text(value):
+    """XML 1.0 cannot carry most control characters; drop them."""
+    return _XML_ILLEGAL.sub("", value or "")
+
+
+def _write_code(xf, code):
+    with xf.element(f"{{{NS}}}Code", _attrs(guid=code.guid, name=xml_text(code.name),
+                                            isCodable="true" if code.codable else "false", color=code.color)):
+        if code.description:
+            _leaf(xf, "Description", code.description)
+        for note in code.note_guids:
+            xf.write(etree.Element(f"{{{NS}}}NoteRef", targetGUID=note))
+        for child in code.children:
+            _write_code(xf, child)
+
+
+def _leaf(xf, tag, text, attrs=None):
+    element = etree.Element(f"{{{NS}}}{tag}", attrs or {})
+    element.text = xml_text(str(text))
+    xf.write(element)
+
+
+def _coding_element(coding):
+    element = etree.Element(f"{{{NS}}}Coding", _attrs(guid=coding.guid, creatingUser=coding.user_guid,
+                                                        creationDateTime=_dt(coding.created)))
+    etree.SubElement(element, f"{{{NS}}}CodeRef", targetGUID=coding.code_guid)
+    for note in coding.note_guids:
+        etree.SubElement(element, f"{{{NS}}}NoteRef", targetGUID=note)
+    return element
+
+
+VALUE_TAGS = {"Text": "TextValue", "Integer": "IntegerValue", "Float": "FloatValue", "Boolean": "BooleanValue",
+              "Date": "DateValue", "DateTime": "DateTimeValue"}
+
+
+def _source_element(source, variable_types):
+    element = etree.Element(f"{{{NS}}}TextSource", _attrs(
+        guid=source.guid, name=xml_text(source.name), plainTextPath=f"internal://{source.guid}.txt",
+        creatingUser=source.user_guid, creationDateTime=_dt(source.created)))
+    for sel in source.selections:
+        sel_el = etree.SubElement(element, f"{{{NS}}}PlainTextSelection", _attrs(
+            guid=sel.guid, name=xml_text(sel.name), startPosition=sel.start, endPosition=sel.end,
+            creatingUser=sel.user_guid, creationDateTime=_dt(sel.created)))
+        for coding in sel.codings:
+            sel_el.append(_coding_element(coding))
+        for note in sel.note_guids:
+            etree.SubElement(sel_el, f"{{{NS}}}NoteRef", targetGUID=note)
+    for coding in source.codings:
+        element.append(_coding_element(coding))
+    for note in source.note_guids:
+        etree.SubElement(element, f"{{{NS}}}NoteRef", targetGUID=note)
+    for var_guid, value in source.variables:
+        if value is None or value == "":
+            continue
+        vv = etree.SubElement(element, f"{{{NS}}}VariableValue")
+        etree.SubElement(vv, f"{{{NS}}}VariableRef", targetGUID=var_guid)
+        kind = variable_types.get(var_guid, "Text")
+        tag = etree.SubElement(vv, f"{{{NS}}}{VALUE_TAGS[kind]}")
+        tag.text = ("true" if value else "false") if kind == "Boolean" else xml_text(str(value))
+    return element
+
+
+def write_qdpx(target, project: QProject, progress=None):
+    """Write a .qdpx ZIP to `target` (path or binary file object). `project.sources` may be a generator: each
+    source's text goes to Sources/<guid>.txt at once, so memory stays flat. Returns counts."""
+    counts = {"sources": 0, "selections": 0, "codings": 0, "notes": len(project.notes), "codes": 0, "users": len(project.users)}
+    variable_types = {v.guid: v.type for v in project.variables}
+    with tempfile.TemporaryFile() as qde, zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED,
+                                                          compresslevel=1, allowZip64=True) as zf:
+        with etree.xmlfile(qde, encoding="utf-8") as xf:
+            xf.write_declaration()
+            with xf.element(f"{{{NS}}}Project", _attrs(name=xml_text(project.name), origin=project.origin,
+                                                       creationDateTime=_dt(project.created)), nsmap={None: NS}):
+                if project.users:
+                    with xf.element(f"{{{NS}}}Users"):
+                        for user in project.users:
+                            xf.write(etree.Element(f"{{{NS}}}User", _attrs(guid=user.guid, name=xml_text(user.name))))
+                if project.codes:
+                    with xf.element(f"{{{NS}}}CodeBook"), xf.element(f"{{{NS}}}Codes"):
+                        for code in project.codes:
+                            _write_code(xf, code)
+                    counts["codes"] = sum(1 for _ in project.all_codes())
+                if project.variables:
+                    with xf.element(f"{{{NS}}}Variables"):
+                        for var in project.variables:
+                            with xf.element(f"{{{NS}}}Variable", _attrs(guid=var.guid, name=var.name, typeOfVariable=var.type)):
+                                if var.description:
+                                    _leaf(xf, "Description", var.description)
+                sources_open = None
+                for source in project.sources:
+                    if sources_open is None:
+                        sources_open = xf.element(f"{{{NS}}}Sources")
+                        sources_open.__enter__()
+                    zf.writestr(f"Sources/{source.guid}.txt", source.text.encode("utf-8"))
+                    xf.write(_source_element(source, variable_types))
+                    counts["sources"] += 1
+                    counts["selections"] += len(source.selections)
+                    counts["codings"] += len(source.codings) + sum(len(s.codings) for s in source.selections)
+                    if progress and counts["sources"] % 500 == 0:
+                        progress(counts)
+                if sources_open is not None:
+                    sources_open.__exit__(None, None, None)
+                if project.notes:
+                    with xf.element(f"{{{NS}}}Notes"):
+                        for note in project.notes:
+                            element = etree.Element(f"{{{NS}}}Note", _attrs(
+                                guid=note.guid, name=xml_text(note.name), creatingUser=note.user_guid,
+                                creationDateTime=_dt(note.created)))
+                            content = etree.SubElement(element, f"{{{NS}}}PlainTextContent")
+                            content.text = xml_text(note.text)
+                            xf.write(element)
+                if project.description:
+                    _leaf(xf, "Description", project.description)
+        qde.seek(0)
+        with zf.open("project.qde", "w", force_zip64=True) as member:
+            for chunk in iter(lambda: qde.read(1 << 20), b""):
+                member.write(chunk)
+    return counts
+
+
+def codebook_xml(codes, origin="Stereoscope") -> bytes:
+    """A .qdc codebook document."""
+    def build(code):
+        element = etree.Element(f"{{{CODEBOOK_NS}}}Code", _attrs(guid=code.guid, name=xml_text(code.name),
+                                                                 isCodable="true" if code.codable else "false",
+                                                                 color=code.color))
+        if code.description:
+            etree.SubElement(element, f"{{{CODEBOOK_NS}}}Description").text = xml_text(code.description)
+        for child in code.children:
+            element.append(build(child))
+        return element
+
+    root = etree.Element(f"{{{CODEBOOK_NS}}}CodeBook", origin=origin, nsmap={None: CODEBOOK_NS})
+    codes_el = etree.SubElement(root, f"{{{CODEBOOK_NS}}}Codes")
+    for code in codes:
+        codes_el.append(build(code))
+    return etree.tostring(root, xml_declaration=True, encoding="utf-8", pretty_print=True)
+
+
+# --- reading ------------------------------------------------------------------------------------------------
+
+_schemas = {}
+
+
+def schema(name="Project.xsd"):
+    if name not in _schemas:
+        _schemas[name] = etree.XMLSchema(etree.parse(str(SCHEMA_DIR / name), parser=safe_parser()))
+    return _schemas[name]
+
+
+def safe_parser():
+    """No entity expansion (XXE, billion laughs), no DTD loading, no network."""
+    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, dtd_validation=False,
+                           huge_tree=True, remove_comments=True)
+
+
+def parse_xml(data: bytes, what="project.qde"):
+    if b"<!DOCTYPE" in data[:4096] or b"<!ENTITY" in data[:65536]:
+        raise RefiError(f"{what}: a DOCTYPE or ENTITY declaration is not allowed in REFI-QDA files.")
+    try:
+        return etree.fromstring(data, parser=safe_parser())
+    except etree.XMLSyntaxError as exc:
+        raise RefiError(f"{what} is not well-formed XML: {exc}")
+
+
+def validate(root, schema_name, what):
+    xsd = schema(schema_name)
+    if not xsd.validate(root):
+        problems = []
+        for error in list(xsd.error_log)[:10]:
+            message = error.message.replace(f"{{{NS}}}", "").replace(f"{{{CODEBOOK_NS}}}", "")
+            problems.append(f"{what} line {error.line}: {message}")
+        raise RefiError(problems)
+
+
+def _q(tag, ns=NS):
+    return f"{{{ns}}}{tag}"
+
+
+def _parse_dt(value):
+    if not value:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _parse_code(element, ns, notes=True):
+    code = QCode(guid=normalise_guid(element.get("guid")), name=element.get("name", ""),
+                 codable=element.get("isCodable", "true").strip() in ("true", "1"), color=element.get("color"),
+                 line=element.sourceline)
+    description = element.find(_q("Description", ns))
+    code.description = (description.text or "") if description is not None else ""
+    if notes:
+        code.note_guids = [normalise_guid(n.get("targetGUID")) for n in element.findall(_q("NoteRef", ns))]
+    code.children = [_parse_code(child, ns, notes) for child in element.findall(_q("Code", ns))]
+    return code
+
+
+def _parse_coding(element):
+    ref = element.find(_q("CodeRef"))
+    return QCoding(guid=normalise_guid(element.get("guid")), code_guid=normalise_guid(ref.get("targetGUID")),
+                   user_guid=normalise_guid(element.get("creatingUser")), created=_parse_dt(element.get("creationDateTime")),
+                   note_guids=[normalise_guid(n.get("targetGUID")) for n in element.findall(_q("NoteRef"))],
+                   line=element.sourceline)
+
+
+def normalise_newlines(raw: str):
+    """(normalised text, function mapping an offset in the raw text to the normalised one)."""
+    removed = [m.start() for m in re.finditer("\r\n", raw)]  # each \r of a \r\n pair disappears
+    text = raw.replace("\r\n", "\n").replace("\r", "\n")
+    if not removed:
+        return text, lambda pos: pos
+    return text, lambda pos: pos - bisect.bisect_left(removed, pos)
+
+
+def _source_text(element, zf, names, base_path, problems):
+    """The plain text of a TextSource: inline PlainTextContent, or the file its plainTextPath names."""
+    label = f"TextSource '{element.get('name', '')}' (line {element.sourceline})"
+    content = element.find(_q("PlainTextContent"))
+    if content is not None:
+        return content.text or ""
+    path = (element.get("plainTextPath") or "").strip()
+    if not path:
+        problems.append(f"{label} has neither PlainTextContent nor a plainTextPath.")
+        return None
+    if path.startswith("internal://"):
+        candidates = [f"Sources/{path[len('internal://'):]}"]
+    elif path.startswith("relative://"):
+        rel = path[len("relative://"):].lstrip("/").replace("\\", "/")
+        candidates = [f"Sources/{rel}", rel, f"Sources/{rel.rsplit('/', 1)[-1]}"]
+        if base_path:
+            candidates.append(f"{base_path.rstrip('/')}/{rel}")
+    elif path.startswith("absolute://"):
+        problems.append(f"{label}: plainTextPath {path} points outside the project file; include the source "
+                        f"in the .qdpx (internal://) instead.")
+        return None
+    else:
+        candidates = [f"Sources/{path}", path]
+    member = next((c for c in candidates if c in names and ".." not in c.split("/")), None)
+    if member is None:
+        problems.append(f"{label}: the source file {path} is missing from the .qdpx.")
+        return None
+    info = zf.getinfo(member)
+    if info.file_size > MAX_SOURCE_BYTES:
+        problems.append(f"{label}: the source file {member} is larger than {MAX_SOURCE_BYTES // 2**20} MB.")
+        return None
+    data = zf.read(member)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        problems.append(f"{label}: the source file {member} is not UTF-8 text ({exc.reason} at byte {exc.start}).")
+        return None
+
+
+def read_qdpx(data) -> QProject:
+    """Parse and check a .qdpx (bytes or file object). Raises RefiError listing what is wrong."""
+    stream = io.BytesIO(data) if isinstance(data, (bytes, bytearray)) else data
+    try:
+        zf = zipfile.ZipFile(stream)
+    except zipfile.BadZipFile:
+        raise RefiError("The file is not a .qdpx: it is not a ZIP archive.")
+    with zf:
+        infos = zf.infolist()
+        if sum(i.file_size for i in infos) > MAX_TOTAL_BYTES:
+            raise RefiError("The .qdpx unpacks to more than 2 GB; refusing to read it.")
+        names = {i.filename for i in infos}
+        qde_name = "project.qde" if "project.qde" in names else next(
+            (n for n in names if n.lower().endswith(".qde") and "/" not in n), None)
+        if qde_name is None:
+            raise RefiError("The .qdpx has no project.qde at its top level.")
+        if zf.getinfo(qde_name).file_size > MAX_PROJECT_BYTES:
+            raise RefiError("project.qde is larger than 512 MB.")
+        try:
+            raw = zf.read(qde_name)
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise RefiError(f"project.qde cannot be read from the ZIP: {exc}")
+        root = parse_xml(raw)
+        if root.tag != _q("Project"):
+            raise RefiError(f"project.qde: the root element is {etree.QName(root).localname!r} in namespace "
+                            f"{etree.QName(root).namespace!r}; expected Project in {NS}.")
+        validate(root, "Project.xsd", "project.qde")
+        return _project_from_tree(root, zf, names)
+
+
+def _project_from_tree(root, zf, names):
+    problems = []
+    project = QProject(name=root.get("name", ""), origin=root.get("origin", ""), created=_parse_dt(root.get("creationDateTime")))
+    users = root.find(_q("Users"))
+    project.users = [QUser(guid=normalise_guid(u.get("guid")), name=u.get("name") or u.get("id") or "")
+                     for u in (users if users is not None else [])]
+    codebook = root.find(_q("CodeBook"))
+    if codebook is not None:
+        project.codes = [_parse_code(c, NS) for c in codebook.find(_q("Codes")).findall(_q("Code"))]
+    variables = root.find(_q("Variables"))
+    project.variables = [QVariable(guid=normalise_guid(v.get("guid")), name=v.get("name"), type=v.get("typeOfVariable"))
+                         for v in (variables if variables is not None else [])]
+    var_names = {v.guid: v for v in project.variables}
+    sources = []
+    sources_el = root.find(_q("Sources"))
+    base_path = root.get("basePath") or ""
+    for element in (sources_el if sources_el is not None else []):
+        tag = etree.QName(element).localname
+        if tag != "TextSource":
+            problems.append(f"{tag} '{element.get('name', '')}' (line {element.sourceline}): only text sources can "
+                            f"be imported.")
+            continue
+        raw = _source_text(element, zf, names, base_path, problems)
+        if raw is None:
+            continue
+        text, remap = normalise_newlines(raw)
+        source = QSource(guid=normalise_guid(element.get("guid")), name=element.get("name") or "", text=text,
+                         user_guid=normalise_guid(element.get("creatingUser")),
+                         created=_parse_dt(element.get("creationDateTime")), line=element.sourceline)
+        for sel in element.findall(_q("PlainTextSelection")):
+            start, end = int(sel.get("startPosition")), int(sel.get("endPosition"))
+            label = f"PlainTextSelection {sel.get('guid')} (line {sel.sourceline}) in source '{source.name}'"
+            if start < 0 or end < start:
+                problems.append(f"{label}: startPosition {start} and endPosition {end} do not make a span.")
+                continue
+            if end > len(raw):
+                problems.append(f"{label}: endPosition {end} is past the end of the text ({len(raw)} characters).")
+                continue
+            source.selections.append(QSelection(
+                guid=normalise_guid(sel.get("guid")), start=remap(start), end=remap(end), name=sel.get("name") or "",
+                user_guid=normalise_guid(sel.get("creatingUser")), created=_parse_dt(sel.get("creationDateTime")),
+                codings=[_parse_coding(c) for c in sel.findall(_q("Coding"))],
+                note_guids=[normalise_guid(n.get("targetGUID")) for n in sel.findall(_q("NoteRef"))], line=sel.sourceline))
+        source.codings = [_parse_coding(c) for c in element.findall(_q("Coding"))]
+        source.note_guids = [normalise_guid(n.get("targetGUID")) for n in element.findall(_q("NoteRef"))]
+        for vv in element.findall(_q("VariableValue")):
+            ref = normalise_guid(vv.find(_q("VariableRef")).get("targetGUID"))
+            if ref not in var_names:
+                problems.append(f"VariableValue (line {vv.sourceline}) in source '{source.name}': VariableRef {ref} "
+                                f"names no Variable.")
+                continue
+            value_el = next((c for c in vv if etree.QName(c).localname != "VariableRef"), None)
+            source.variables.append((ref, value_el.text if value_el is not None else None))
+        sources.append(source)
+    project.sources = sources
+    notes = root.find(_q("Notes"))
+    for element in (notes if notes is not None else []):
+        content = element.find(_q("PlainTextContent"))
+        text = content.text if content is not None else _source_text(element, zf, names, base_path, problems)
+        project.notes.append(QNote(guid=normalise_guid(element.get("guid")), name=element.get("name") or "",
+                                   text=(text or "").replace("\r\n", "\n"), user_guid=normalise_guid(element.get("creatingUser")),
+                                   created=_parse_dt(element.get("creationDateTime")), line=element.sourceline))
+    problems.extend(check_references(project))
+    if problems:
+        raise RefiError(problems)
+    return project
+
+
+def check_references(project):
+    """Every CodeRef, creatingUser and NoteRef names something in the file; GUIDs are unique; codings point at
+    codable codes."""
+    problems = []
+    codes = {}
+    seen = {}
+
+    def claim(guid, label):
+        if guid in seen:
+            problems.append(f"{label}: GUID {guid} is used twice (also by {seen[guid]}).")
+        seen[guid] = label
+
+    for code, _ in project.all_codes():
+        claim(code.guid, f"Code '{code.name}' (line {code.line})")
+        codes[code.guid] = code
+    users = {u.guid for u in project.users}
+    for user in project.users:
+        claim(user.guid, f"User '{user.name}'")
+    notes = {n.guid for n in project.notes}
+    for note in project.notes:
+        claim(note.guid, f"Note '{note.name}' (line {note.line})")
+
+    def check_coding(coding, where):
+        label = f"Coding {coding.guid} (line {coding.line}) {where}"
+        claim(coding.guid, label)
+        code = codes.get(coding.code_guid)
+        if code is None:
+            problems.append(f"{label}: CodeRef {coding.code_guid} names no Code in the codebook.")
+        elif not code.codable:
+            problems.append(f"{label}: CodeRef points at '{code.name}', which is not codable (isCodable=false).")
+        if coding.user_guid and coding.user_guid not in users:
+            problems.append(f"{label}: creatingUser {coding.user_guid} is not in Users.")
+        for note in coding.note_guids:
+            if note not in notes:
+                problems.append(f"{label}: NoteRef {note} names no Note.")
+
+    for code, _ in project.all_codes():
+        for note in code.note_guids:
+            if note not in notes:
+                problems.append(f"Code '{code.name}' (line {code.line}): NoteRef {note} names no Note.")
+    for source in project.sources:
+        claim(source.guid, f"TextSource '{source.name}' (line {source.line})")
+        for note in source.note_guids:
+            if note not in notes:
+                problems.append(f"TextSource '{source.name}' (line {source.line}): NoteRef {note} names no Note.")
+        for sel in source.selections:
+            claim(sel.guid, f"PlainTextSelection (line {sel.line})")
+            if sel.user_guid and sel.user_guid not in users:
+                problems.append(f"PlainTextSelection {sel.guid} (line {sel.line}): creatingUser {sel.user_guid} is not in Users.")
+            for coding in sel.codings:
+                check_coding(coding, f"in a selection of source '{source.name}'")
+        for coding in source.codings:
+            check_coding(coding, f"on source '{source.name}'")
+    return problems
+
+
+def read_qdc(data: bytes) -> list[QCode]:
+    """Parse and check a .qdc codebook; returns its top-level codes."""
+    root = parse_xml(data, "the .qdc codebook")
+    if root.tag != _q("CodeBook", CODEBOOK_NS):
+        raise RefiError(f"the .qdc codebook: the root element is {etree.QName(root).localname!r} in namespace "
+                        f"{etree.QName(root).namespace!r}; expected CodeBook in {CODEBOOK_NS}.")
+    validate(root, "Codebook.xsd", "the .qdc codebook")
+    codes = [_parse_code(c, CODEBOOK_NS, notes=False) for c in root.find(_q("Codes", CODEBOOK_NS)).findall(_q("Code", CODEBOOK_NS))]
+    seen, problems = {}, []
+    for top in codes:
+        for code, _ in top.walk():
+            if code.guid in seen:
+                problems.append(f"Code '{code.name}' (line {code.line}): GUID {code.guid} is used twice (also by "
+                                f"'{seen[code.guid]}').")
+            seen[code.guid] = code.name
+    if problems:
+        raise RefiError(problems)
+    return codes

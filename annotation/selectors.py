@@ -1,0 +1,214 @@
+"""Reads for analyses and pages: analysis units (code or dimension level), frequency tables, coding rows."""
+import csv
+import io
+
+from django.db.models import Count
+
+from .models import Assignment, AssignmentStatus, Code, Coding
+
+LEVELS = ("code", "dimension")
+BREAKDOWNS = {
+    "": None,
+    "model": "output__model_name",
+    "item": "output__item__number",
+    "coder": "coder__username",
+    "gender_tag": None,
+    "dimension": None,
+}
+
+
+class CodeIndex:
+    """Every code of a codebook in memory (one query): paths, dimensions, merge targets."""
+
+    def __init__(self, codebook):
+        self.codes = {c.pk: c for c in Code.objects.filter(codebook=codebook).order_by("order", "id")}
+        for code in self.codes.values():
+            code.parent = self.codes.get(code.parent_id)
+
+    def dimension(self, code_id):
+        code = self.codes.get(code_id)
+        return code.dimension() if code else None
+
+    def path(self, code_id):
+        return self.codes[code_id].path()
+
+    def resolve(self, code_id):
+        """Follow merges to the active code that now stands for `code_id`."""
+        seen = set()
+        code = self.codes.get(code_id)
+        while code is not None and not code.active and code.merged_into_id and code.pk not in seen:
+            seen.add(code.pk)
+            code = self.codes.get(code.merged_into_id)
+        return code
+
+    def unit(self, code_id, level):
+        """The analysis unit of a code: the code itself, or its dimension (None when it has no dimension)."""
+        if level == "dimension":
+            return self.dimension(code_id)
+        return self.codes.get(code_id)
+
+
+def analysis_units(codebook, level="code"):
+    """{code_id: (unit key, unit label)} for agreement or frequencies at code or dimension level."""
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {LEVELS}")
+    index = CodeIndex(codebook)
+    result = {}
+    for code_id in index.codes:
+        unit = index.unit(code_id, level)
+        result[code_id] = (unit.pk, unit.path()) if unit else (None, "(no dimension)")
+    return result
+
+
+def frequency_table(codebook, *, level="code", by="", coder_ids=None):
+    """Counts of codings per code (or dimension), optionally broken down by model, item, coder, gender tag or dimension.
+
+    Returns {"columns": [breakdown values], "rows": [{"key", "label", "dimension", "gender_tag", "color", "total",
+    "stories", "cells": {column: n}, "reference"}], "total": n}.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {', '.join(LEVELS)}")
+    if by not in BREAKDOWNS:
+        raise ValueError(f"breakdown must be one of {', '.join(k for k in BREAKDOWNS if k)}")
+    index = CodeIndex(codebook)
+    qs = Coding.objects.filter(codebook=codebook)
+    if coder_ids:
+        qs = qs.filter(coder_id__in=coder_ids)
+    field = BREAKDOWNS[by]
+    group = ["code_id"] + ([field] if field else [])
+    counts = qs.values(*group).annotate(n=Count("id")).order_by()
+    stories = dict(qs.values("code_id").annotate(n=Count("output_id", distinct=True)).order_by().values_list("code_id", "n"))
+    rows, columns = {}, set()
+
+    def row_for(code_id):
+        unit = index.unit(code_id, level)
+        key = unit.pk if unit else None
+        if key not in rows:
+            dim = index.dimension(code_id)
+            rows[key] = {
+                "key": key, "label": unit.path() if unit else "(no dimension)",
+                "name": unit.name if unit else "(no dimension)",
+                "dimension": dim.name if dim else "", "gender_tag": unit.gender_tag if unit and level == "code" else "",
+                "color": unit.color if unit else "#868e96", "total": 0, "stories": 0, "cells": {},
+                "reference": unit.frequency_reference if unit and level == "code" else None,
+                "order": (dim.order if dim else 10**9, unit.order if unit else 0, key or 0),
+            }
+        return rows[key]
+
+    for entry in counts:
+        row = row_for(entry["code_id"])
+        row["total"] += entry["n"]
+        if by:
+            if by == "gender_tag":
+                column = index.codes[entry["code_id"]].gender_tag or "—"
+            elif by == "dimension":
+                dim = index.dimension(entry["code_id"])
+                column = dim.name if dim else "(none)"
+            else:
+                column = entry[field]
+                column = "—" if column in (None, "") else str(column)
+            columns.add(column)
+            row["cells"][column] = row["cells"].get(column, 0) + entry["n"]
+    for code_id, n in stories.items():
+        row_for(code_id)["stories"] += n  # at dimension level: story-code pairs, not distinct stories
+    if level == "code":
+        for code in index.codes.values():
+            if code.codable and code.active:
+                row_for(code.pk)
+    ordered = sorted(rows.values(), key=lambda r: r["order"])
+    for row in ordered:
+        row.pop("order")
+    def sort_key(value):
+        return (0, int(value)) if value.isdigit() else (1, value)
+    return {"columns": sorted(columns, key=sort_key), "rows": ordered, "total": sum(r["total"] for r in ordered),
+            "level": level, "by": by}
+
+
+def frequency_csv(table):
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["code" if table["level"] == "code" else "dimension", "dimension", "gender_tag", "codings", "stories",
+                     *table["columns"]])
+    for row in table["rows"]:
+        writer.writerow([row["label"], row["dimension"], row["gender_tag"], row["total"], row["stories"],
+                         *[row["cells"].get(c, 0) for c in table["columns"]]])
+    return buffer.getvalue()
+
+
+CODING_COLUMNS = ["coding_guid", "output_id", "external_id", "run", "model", "item_number", "trial", "coder", "code_id",
+                  "code", "code_path", "dimension", "gender_tag", "document_level", "start", "end", "quote", "memo",
+                  "created_at"]
+
+
+def coding_rows(study, *, codebook=None, pseudonym=None, include_text=False, code_ids=None, run_ids=None, models=None,
+                item_numbers=None):
+    """One dict per coding (streamed in chunks), with story, coder, code path, offsets and the quoted text."""
+    from .models import Codebook, Memo
+
+    codebooks = [codebook] if codebook is not None else list(Codebook.objects.filter(study=study))
+    for cb in codebooks:
+        index = CodeIndex(cb)
+        qs = (Coding.objects.filter(codebook=cb)
+              .select_related("output__run", "output__item", "coder")
+              .order_by("output_id", "start", "id"))
+        if code_ids:
+            qs = qs.filter(code_id__in=code_ids)
+        if run_ids:
+            qs = qs.filter(output__run_id__in=run_ids)
+        if models:
+            qs = qs.filter(output__model_name__in=models)
+        if item_numbers:
+            qs = qs.filter(output__item__number__in=item_numbers)
+        memo_text = {}
+        for coding_id, text in Memo.objects.filter(coding__codebook=cb).values_list("coding_id", "text"):
+            memo_text.setdefault(coding_id, []).append(text)
+        for coding in qs.iterator(chunk_size=5000):
+            output = coding.output
+            dim = index.dimension(coding.code_id)
+            code = index.codes[coding.code_id]
+            row = {
+                "codebook": str(cb), "coding_guid": str(coding.guid), "output_id": output.pk, "external_id": output.external_id,
+                "run": output.run.name, "model": output.model_name,
+                "item_number": output.item.number if output.item_id else None, "trial": output.trial,
+                "coder": pseudonym(coding.coder) if pseudonym else coding.coder.username,
+                "code_id": code.pk, "code": code.name, "code_path": code.path(), "dimension": dim.name if dim else "",
+                "gender_tag": code.gender_tag, "document_level": coding.start is None,
+                "start": coding.start, "end": coding.end, "quote": coding.quote,
+                "memo": "\n".join(memo_text.get(coding.pk, [])), "created_at": coding.created_at.isoformat(),
+            }
+            if include_text:
+                row["story_text"] = output.text
+            yield row
+
+
+def progress_by_coder(codebook):
+    """[{coder, assigned, done, codings}] for one codebook."""
+    rows = {}
+    for entry in Assignment.objects.filter(codebook=codebook).values("coder_id", "coder__username", "status").annotate(n=Count("id")):
+        row = rows.setdefault(entry["coder_id"], {"coder_id": entry["coder_id"], "coder": entry["coder__username"],
+                                                  "assigned": 0, "done": 0, "codings": 0})
+        row["assigned"] += entry["n"]
+        if entry["status"] == AssignmentStatus.DONE:
+            row["done"] += entry["n"]
+    for entry in Coding.objects.filter(codebook=codebook).values("coder_id", "coder__username").annotate(n=Count("id")):
+        row = rows.setdefault(entry["coder_id"], {"coder_id": entry["coder_id"], "coder": entry["coder__username"],
+                                                  "assigned": 0, "done": 0, "codings": 0})
+        row["codings"] = entry["n"]
+    result = sorted(rows.values(), key=lambda r: r["coder"])
+    for row in result:
+        row["percent"] = round(100 * row["done"] / row["assigned"]) if row["assigned"] else 0
+    return result
+
+
+def progress_by_output(codebook, limit=None):
+    """[{output_id, model, item, assigned, done, coders}] for one codebook."""
+    rows = {}
+    qs = Assignment.objects.filter(codebook=codebook).values_list(
+        "output_id", "output__model_name", "output__item__number", "coder__username", "status").order_by("output_id")
+    for output_id, model, item, coder, status in qs:
+        row = rows.setdefault(output_id, {"output_id": output_id, "model": model, "item": item, "assigned": 0, "done": 0, "coders": []})
+        row["assigned"] += 1
+        row["done"] += status == AssignmentStatus.DONE
+        row["coders"].append((coder, status))
+    result = list(rows.values())
+    return result[:limit] if limit else result

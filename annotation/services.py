@@ -1,0 +1,721 @@
+"""Writes for codebooks, codes, codings, memos, assignments and gender attributions.
+
+Views, the API, commands and tasks call these. Each validates everything first and applies in one transaction.
+Merge, move, split, rename and create are recorded as CodeOperations with what is needed to undo them exactly;
+undo goes backwards (the latest operation of a codebook first).
+"""
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from generation.models import Output, PromptItem
+from stereoscope.models import Role
+from stereoscope.permissions import has_role
+from stereoscope.services import record_activity
+
+from . import codebook_format as fmt
+from .assigning import plan_assignments
+from .models import (Assignment, AssignmentStatus, AttributedGender, Code, Codebook, CodeKind, CodeOperation, Coding,
+                     CodingMode, GenderAttribution, GenderTag, Memo, OperationKind)
+from .offsets import OffsetError, utf16_to_codepoint, validate_span
+
+CODE_FIELDS = ["name", "description", "color", "gender_tag", "kind", "codable", "stereotype", "shortcut", "order",
+               "item", "parent"]
+
+
+class AnnotationError(ValueError):
+    """A clear message for the user; nothing was changed."""
+
+
+# --- codebooks ---------------------------------------------------------------------------------------
+
+
+def next_codebook_version(study, name):
+    latest = Codebook.objects.filter(study=study, name=name).aggregate(v=Max("version"))["v"]
+    return (latest or 0) + 1
+
+
+def ensure_editable(codebook):
+    if codebook.locked:
+        raise AnnotationError(f"The codebook “{codebook}” is locked; create a new version to change its codes.")
+    if codebook.study.is_library:
+        raise AnnotationError("Built-in library codebooks are read-only; copy one into your study first.")
+
+
+@transaction.atomic
+def create_codebook(study, *, name, description="", created_by=None):
+    name = (name or "").strip()
+    if not name:
+        raise AnnotationError("Give the codebook a name.")
+    if len(name) > 200:
+        raise AnnotationError("The codebook name is longer than 200 characters.")
+    codebook = Codebook.objects.create(study=study, name=name, description=description,
+                                       version=next_codebook_version(study, name), created_by=created_by)
+    record_activity(study, created_by, "created codebook", str(codebook))
+    return codebook
+
+
+def _resolve_items(study, tree, toolkit):
+    numbers = {n["item_number"] for n, _, _ in fmt.walk(tree["codes"]) if n.get("item_number") is not None}
+    if not numbers:
+        return {}
+    if toolkit is None:
+        raise AnnotationError("The codebook links codes to toolkit item numbers; choose the toolkit they refer to.")
+    if toolkit.study_id != study.pk and not toolkit.study.is_library:
+        raise AnnotationError("That toolkit belongs to another study.")
+    items = {i.number: i for i in PromptItem.objects.filter(toolkit=toolkit, number__in=numbers)}
+    missing = sorted(numbers - set(items))
+    if missing:
+        raise AnnotationError(f"The toolkit “{toolkit}” has no item {', '.join(map(str, missing))}.")
+    return items
+
+
+@transaction.atomic
+def import_codebook(study, tree, *, name=None, created_by=None, builtin_key="", locked=False, toolkit=None,
+                    description=None):
+    """Create a new codebook (a new version when the name exists) from a validated tree."""
+    tree = fmt.validate_tree({**tree, "name": name or tree.get("name")})
+    items = _resolve_items(study, tree, toolkit)
+    wanted = [n["guid"] for n, _, _ in fmt.walk(tree["codes"]) if n["guid"]]
+    taken = set(str(g) for g in Code.objects.filter(guid__in=wanted).values_list("guid", flat=True))
+    codebook = Codebook.objects.create(
+        study=study, name=tree["name"], version=next_codebook_version(study, tree["name"]),
+        description=tree["description"] if description is None else description, builtin_key=builtin_key,
+        created_by=created_by,
+    )
+    order = 0
+
+    def create(node, parent):
+        nonlocal order
+        order += 1
+        fields = {key: node[key] for key in ("name", "description", "color", "gender_tag", "kind", "codable",
+                                             "shortcut", "stereotype", "frequency_reference")}
+        if node["guid"] and node["guid"] not in taken:
+            fields["guid"] = node["guid"]
+        code = Code.objects.create(codebook=codebook, parent=parent, order=order, created_by=created_by,
+                                   item=items.get(node.get("item_number")), **fields)
+        for child in node["children"]:
+            create(child, code)
+
+    for node in tree["codes"]:
+        create(node, None)
+    if locked:
+        codebook.locked = True
+        codebook.save(update_fields=["locked"])
+    record_activity(study, created_by, "imported codebook", str(codebook))
+    return codebook
+
+
+def codebook_tree(codebook, include_inactive=False):
+    """The codebook as a normalised tree (the export format), children in order."""
+    codes = list(codebook.codes.select_related("item").order_by("order", "id"))
+    if not include_inactive:
+        codes = [c for c in codes if c.active]
+    children = {}
+    for code in codes:
+        children.setdefault(code.parent_id, []).append(code)
+
+    def node(code, path):
+        here = f"{path}/{code.name}" if path else code.name
+        return {
+            "guid": str(code.guid), "name": code.name, "description": code.description, "color": code.color,
+            "gender_tag": code.gender_tag, "kind": code.kind, "codable": code.codable, "shortcut": code.shortcut,
+            "stereotype": code.stereotype, "item_number": code.item.number if code.item_id else None,
+            "frequency_reference": code.frequency_reference, "path": here,
+            "children": [node(child, here) for child in children.get(code.pk, [])],
+        }
+
+    return {"name": codebook.name, "description": codebook.description,
+            "codes": [node(code, "") for code in children.get(None, [])]}
+
+
+@transaction.atomic
+def copy_codebook(codebook, *, study, created_by=None, name=None):
+    """A new, unlocked codebook in `study` with the same code tree (new GUIDs; item links kept within a study)."""
+    tree = codebook_tree(codebook)
+    for node, _, _ in fmt.walk(tree["codes"]):
+        node["guid"] = ""
+        if codebook.study_id != study.pk:
+            node["item_number"] = None
+    toolkit = None
+    if codebook.study_id == study.pk:
+        first = codebook.codes.filter(item__isnull=False).select_related("item__toolkit").first()
+        toolkit = first.item.toolkit if first else None
+    copy = import_codebook(study, tree, name=name or codebook.name, created_by=created_by, toolkit=toolkit,
+                           description=codebook.description)
+    if codebook.study_id == study.pk:
+        copy.parent = codebook
+        copy.save(update_fields=["parent"])
+    return copy
+
+
+def new_codebook_version(codebook, *, created_by=None):
+    return copy_codebook(codebook, study=codebook.study, created_by=created_by)
+
+
+def lock_codebook(codebook, actor=None):
+    Codebook.objects.filter(pk=codebook.pk).update(locked=True)
+    codebook.locked = True
+    record_activity(codebook.study, actor, "locked codebook", str(codebook))
+    return codebook
+
+
+# --- codes -------------------------------------------------------------------------------------------
+
+
+def _clean_code_fields(codebook, fields, code=None):
+    """Validate code fields; returns the cleaned dict or raises AnnotationError."""
+    cleaned = {}
+    errors = []
+    if "name" in fields:
+        name = (fields["name"] or "").strip()
+        if not name:
+            errors.append("A code needs a name.")
+        elif len(name) > 300:
+            errors.append("The code name is longer than 300 characters.")
+        cleaned["name"] = name
+    if "color" in fields:
+        color = fmt.normalize_color(fields["color"], "Colour", errors)
+        cleaned["color"] = color
+    if "gender_tag" in fields:
+        tag = (fields["gender_tag"] or "").strip().upper()
+        if tag not in GenderTag.values:
+            errors.append("The gender tag must be F, M or empty.")
+        cleaned["gender_tag"] = tag
+    if "kind" in fields:
+        if fields["kind"] not in CodeKind.values:
+            errors.append("The kind must be a_priori or inductive.")
+        cleaned["kind"] = fields["kind"]
+    if "shortcut" in fields:
+        shortcut = fields["shortcut"] or ""
+        if len(shortcut) > 1 or shortcut.isspace():
+            errors.append("A shortcut is a single visible character.")
+        elif shortcut:
+            clash = codebook.codes.filter(active=True, shortcut__iexact=shortcut)
+            if code is not None:
+                clash = clash.exclude(pk=code.pk)
+            other = clash.first()
+            if other:
+                errors.append(f"The shortcut '{shortcut}' is already used by “{other.name}”.")
+        cleaned["shortcut"] = shortcut
+    for key in ("description", "stereotype"):
+        if key in fields:
+            cleaned[key] = fields[key] or ""
+    if "codable" in fields:
+        cleaned["codable"] = bool(fields["codable"])
+    if "order" in fields:
+        try:
+            cleaned["order"] = max(0, int(fields["order"]))
+        except (TypeError, ValueError):
+            errors.append("The order must be a whole number.")
+    if "parent" in fields:
+        parent = fields["parent"]
+        if parent is not None:
+            if parent.codebook_id != codebook.pk:
+                errors.append("The parent code belongs to another codebook.")
+            elif not parent.active:
+                errors.append(f"The parent “{parent.name}” was merged away.")
+            elif code is not None and (parent.pk == code.pk or code.pk in [a.pk for a in parent.ancestors()]):
+                errors.append("A code cannot be placed inside itself.")
+        cleaned["parent"] = parent
+    if "item" in fields:
+        item = fields["item"]
+        if item is not None and item.toolkit.study_id != codebook.study_id and not item.toolkit.study.is_library:
+            errors.append("The linked prompt item belongs to another study.")
+        cleaned["item"] = item
+    if errors:
+        raise AnnotationError(" ".join(errors))
+    return cleaned
+
+
+def _record(codebook, kind, actor, payload):
+    return CodeOperation.objects.create(codebook=codebook, kind=kind, actor=actor if getattr(actor, "pk", None) else None,
+                                        payload=payload)
+
+
+@transaction.atomic
+def create_code(codebook, *, actor=None, **fields):
+    ensure_editable(codebook)
+    fields.setdefault("kind", CodeKind.A_PRIORI)
+    cleaned = _clean_code_fields(codebook, fields)
+    if "name" not in cleaned:
+        raise AnnotationError("A code needs a name.")
+    if "order" not in cleaned:
+        cleaned["order"] = (codebook.codes.aggregate(m=Max("order"))["m"] or 0) + 1
+    code = Code.objects.create(codebook=codebook, created_by=actor if getattr(actor, "pk", None) else None, **cleaned)
+    _record(codebook, OperationKind.CREATE, actor, {"code": code.pk, "name": code.name})
+    return code
+
+
+@transaction.atomic
+def create_code_from_selection(*, study, codebook, output, coder, start, end, name, parent=None, offset_unit="codepoint",
+                               **fields):
+    """A new inductive code made from a selected span, and the coding of that span with it."""
+    fields = {"gender_tag": fields.get("gender_tag", ""), "color": fields.get("color") or "#f08c00",
+              "description": fields.get("description", ""), "shortcut": fields.get("shortcut", "")}
+    code = create_code(codebook, actor=coder, name=name, parent=parent, kind=CodeKind.INDUCTIVE, **fields)
+    coding = create_coding(study=study, codebook=codebook, output=output, code=code, coder=coder, start=start, end=end,
+                           offset_unit=offset_unit)
+    return code, coding
+
+
+@transaction.atomic
+def update_code(code, *, actor=None, **fields):
+    codebook = code.codebook
+    ensure_editable(codebook)
+    code = Code.objects.select_for_update().get(pk=code.pk)
+    cleaned = _clean_code_fields(codebook, fields, code=code)
+    before = {}
+    for key, value in cleaned.items():
+        old = getattr(code, key + "_id") if key in ("parent", "item") else getattr(code, key)
+        new = value.pk if key in ("parent", "item") and value is not None else value
+        if old != new:
+            before[key] = old
+    if not before:
+        return code
+    for key, value in cleaned.items():
+        setattr(code, key, value)
+    code.save()
+    after = {key: (getattr(code, key + "_id") if key in ("parent", "item") else getattr(code, key)) for key in before}
+    kind = OperationKind.MOVE if set(before) == {"parent"} else OperationKind.RENAME
+    if kind == OperationKind.MOVE:
+        _record(codebook, kind, actor, {"codes": [{"code": code.pk, "parent": before["parent"], "order": code.order}],
+                                        "new_parent": after["parent"]})
+    else:
+        _record(codebook, kind, actor, {"code": code.pk, "before": before, "after": after})
+    return code
+
+
+def _codes_in(codebook, codes, label):
+    result = []
+    for code in codes:
+        if code.codebook_id != codebook.pk:
+            raise AnnotationError(f"The {label} “{code.name}” belongs to another codebook.")
+        if not code.active:
+            raise AnnotationError(f"The {label} “{code.name}” was already merged away.")
+        result.append(code)
+    return result
+
+
+@transaction.atomic
+def merge_codes(codebook, sources, *, target=None, new_name=None, new_parent=None, actor=None, **new_fields):
+    """Merge `sources` into `target` (or into a new code `new_name` under `new_parent`). Every coding moves."""
+    ensure_editable(codebook)
+    sources = _codes_in(codebook, list(dict.fromkeys(sources)), "code")
+    if not sources:
+        raise AnnotationError("Choose at least one code to merge.")
+    created = False
+    if target is None:
+        if not (new_name or "").strip():
+            raise AnnotationError("Choose the code to merge into, or name a new one.")
+        if new_parent is not None:
+            _codes_in(codebook, [new_parent], "parent")
+            if new_parent in sources:
+                raise AnnotationError("A merged code cannot be the parent of the result.")
+        first = sources[0]
+        cleaned = _clean_code_fields(codebook, {"name": new_name, "parent": new_parent, "color": new_fields.get("color") or first.color,
+                                                "gender_tag": new_fields.get("gender_tag", first.gender_tag),
+                                                "kind": new_fields.get("kind", first.kind),
+                                                "description": new_fields.get("description", "")})
+        target = Code.objects.create(codebook=codebook, order=first.order, created_by=actor if getattr(actor, "pk", None) else None,
+                                     **cleaned)
+        created = True
+    else:
+        _codes_in(codebook, [target], "target code")
+        if target in sources:
+            raise AnnotationError(f"“{target.name}” cannot be merged into itself.")
+        if not target.codable:
+            raise AnnotationError(f"“{target.name}” is a dimension or group; merge into a codable code, or name a new code.")
+        target_ancestors = {a.pk for a in target.ancestors()}
+        for source in sources:
+            if source.pk in target_ancestors:
+                raise AnnotationError(f"“{source.name}” contains “{target.name}”; it cannot be merged into it.")
+    entries = []
+    for source in Code.objects.select_for_update().filter(pk__in=[s.pk for s in sources]).order_by("pk"):
+        coding_ids = list(Coding.objects.filter(code=source).values_list("pk", flat=True))
+        Coding.objects.filter(pk__in=coding_ids).update(code=target, updated_at=timezone.now())
+        children = list(source.children.filter(active=True).values_list("pk", flat=True))
+        Code.objects.filter(pk__in=children).update(parent=target)
+        entries.append({"code": source.pk, "codings": coding_ids, "children": children, "shortcut": source.shortcut,
+                        "merged_into": source.merged_into_id})
+        source.active = False
+        source.merged_into = target
+        source.shortcut = ""
+        source.save(update_fields=["active", "merged_into", "shortcut"])
+    op = _record(codebook, OperationKind.MERGE, actor, {"target": target.pk, "created_target": created, "sources": entries})
+    record_activity(codebook.study, actor, "merged codes",
+                    f"{', '.join(s.name for s in sources)} → {target.name}")
+    return target, op
+
+
+@transaction.atomic
+def move_codes(codebook, codes, *, new_parent=None, actor=None):
+    """Re-parent codes (None = top level), e.g. to regroup codes into another dimension."""
+    ensure_editable(codebook)
+    codes = _codes_in(codebook, list(dict.fromkeys(codes)), "code")
+    if not codes:
+        raise AnnotationError("Choose at least one code to move.")
+    if new_parent is not None:
+        _codes_in(codebook, [new_parent], "new parent")
+        blocked = {new_parent.pk} | {a.pk for a in new_parent.ancestors()}
+        for code in codes:
+            if code.pk in blocked:
+                raise AnnotationError(f"“{code.name}” cannot be moved inside itself.")
+    entries = [{"code": c.pk, "parent": c.parent_id, "order": c.order} for c in codes]
+    Code.objects.filter(pk__in=[c.pk for c in codes]).update(parent=new_parent)
+    op = _record(codebook, OperationKind.MOVE, actor, {"codes": entries, "new_parent": new_parent.pk if new_parent else None})
+    record_activity(codebook.study, actor, "moved codes", f"{', '.join(c.name for c in codes)} → {new_parent.name if new_parent else 'top level'}")
+    return op
+
+
+@transaction.atomic
+def split_code(code, codings, *, target=None, new_name=None, actor=None, **new_fields):
+    """Move the chosen codings of `code` to `target` or to a new sibling code `new_name`."""
+    codebook = code.codebook
+    ensure_editable(codebook)
+    _codes_in(codebook, [code], "code")
+    ids = sorted({c.pk if hasattr(c, "pk") else int(c) for c in codings})
+    if not ids:
+        raise AnnotationError("Choose the codings that go to the new code.")
+    found = set(Coding.objects.filter(pk__in=ids, code=code).values_list("pk", flat=True))
+    if found != set(ids):
+        raise AnnotationError(f"{len(set(ids) - found)} of the chosen codings do not carry “{code.name}”.")
+    created = False
+    if target is None:
+        cleaned = _clean_code_fields(codebook, {"name": new_name or "", "parent": code.parent, "color": new_fields.get("color") or code.color,
+                                                "gender_tag": new_fields.get("gender_tag", code.gender_tag),
+                                                "kind": new_fields.get("kind", code.kind),
+                                                "description": new_fields.get("description", "")})
+        target = Code.objects.create(codebook=codebook, order=code.order, created_by=actor if getattr(actor, "pk", None) else None, **cleaned)
+        created = True
+    else:
+        _codes_in(codebook, [target], "target code")
+        if target.pk == code.pk:
+            raise AnnotationError("Split into a different code.")
+        if not target.codable:
+            raise AnnotationError(f"“{target.name}” is a dimension or group, not a codable code.")
+    Coding.objects.filter(pk__in=ids).update(code=target, updated_at=timezone.now())
+    op = _record(codebook, OperationKind.SPLIT, actor, {"code": code.pk, "target": target.pk, "created_target": created,
+                                                        "codings": ids})
+    record_activity(codebook.study, actor, "split code", f"{code.name} → {target.name} ({len(ids)} codings)")
+    return target, op
+
+
+def latest_operation(codebook):
+    return codebook.operations.filter(undone_at__isnull=True).order_by("-created_at", "-id").first()
+
+
+@transaction.atomic
+def undo_operation(op, *, actor=None):
+    """Reverse one operation exactly. Only the latest not-undone operation of a codebook can be undone."""
+    op = CodeOperation.objects.select_for_update().get(pk=op.pk)
+    codebook = op.codebook
+    ensure_editable(codebook)
+    if op.undone_at:
+        raise AnnotationError("This operation was already undone.")
+    latest = latest_operation(codebook)
+    if latest.pk != op.pk:
+        raise AnnotationError(f"Undo the later {latest.get_kind_display().lower()} (#{latest.pk}) first; history is undone newest first.")
+    p = op.payload
+    note = ""
+    if op.kind == OperationKind.MERGE:
+        target = Code.objects.get(pk=p["target"])
+        for entry in p["sources"]:
+            Coding.objects.filter(pk__in=entry["codings"], code=target).update(code_id=entry["code"], updated_at=timezone.now())
+            Code.objects.filter(pk__in=entry["children"], parent=target).update(parent_id=entry["code"])
+            source = Code.objects.get(pk=entry["code"])
+            source.active = True
+            source.merged_into_id = entry["merged_into"]
+            clash = entry["shortcut"] and codebook.codes.filter(active=True, shortcut__iexact=entry["shortcut"]).exclude(pk=source.pk).exists()
+            source.shortcut = "" if clash else entry["shortcut"]
+            source.save(update_fields=["active", "merged_into", "shortcut"])
+        if p["created_target"]:
+            note = _drop_created(target)
+    elif op.kind == OperationKind.SPLIT:
+        target = Code.objects.get(pk=p["target"])
+        Coding.objects.filter(pk__in=p["codings"], code=target).update(code_id=p["code"], updated_at=timezone.now())
+        if p["created_target"]:
+            note = _drop_created(target)
+    elif op.kind == OperationKind.MOVE:
+        for entry in p["codes"]:
+            Code.objects.filter(pk=entry["code"]).update(parent_id=entry["parent"], order=entry["order"])
+    elif op.kind == OperationKind.RENAME:
+        code = Code.objects.get(pk=p["code"])
+        for key, value in p["before"].items():
+            setattr(code, key + "_id" if key in ("parent", "item") else key, value)
+        code.save()
+    elif op.kind == OperationKind.CREATE:
+        code = Code.objects.filter(pk=p["code"]).first()
+        if code is not None:
+            if code.codings.exists() or code.children.exists():
+                raise AnnotationError(f"“{code.name}” has codings or child codes now; remove them before undoing its creation.")
+            code.delete()
+    op.undone_at = timezone.now()
+    op.save(update_fields=["undone_at"])
+    record_activity(codebook.study, actor, f"undid {op.kind}", f"#{op.pk}")
+    return note
+
+
+def _drop_created(target):
+    """Remove a code a merge/split created, unless codings were added to it since; then keep it and say so."""
+    left = target.codings.count()
+    if left or target.children.exists():
+        return f"“{target.name}” kept: {left} codings were added to it after the operation."
+    target.delete()
+    return ""
+
+
+# --- codings -----------------------------------------------------------------------------------------
+
+
+def study_role(user, study):
+    from stereoscope.permissions import role_for
+
+    return role_for(user, study)
+
+
+def assignment_for(codebook, output, coder):
+    return Assignment.objects.filter(codebook=codebook, output=output, coder=coder).first()
+
+
+def check_can_code(study, codebook, output, coder):
+    """Raise AnnotationError unless `coder` may write codings on `output` with `codebook`."""
+    if codebook.study_id != study.pk:
+        raise AnnotationError("That codebook belongs to another study.")
+    if output.study_id != study.pk:
+        raise AnnotationError("That story belongs to another study.")
+    if not has_role(coder, study, Role.CODER):
+        raise AnnotationError("Only coders of this study can code.")
+    if has_role(coder, study, Role.RESEARCHER):
+        return assignment_for(codebook, output, coder)
+    assignment = assignment_for(codebook, output, coder)
+    if assignment is None:
+        raise AnnotationError("This story is not in your queue for this codebook.")
+    return assignment
+
+
+def _to_int(value, label):
+    if value in (None, ""):
+        return None
+    if isinstance(value, bool):
+        raise AnnotationError(f"{label} must be a whole number.")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise AnnotationError(f"{label} must be a whole number.") from None
+
+
+@transaction.atomic
+def create_coding(*, study, codebook, output, code, coder, start=None, end=None, offset_unit="codepoint"):
+    """A span coding (code-point offsets, or UTF-16 with offset_unit='utf16') or, without offsets, a document code."""
+    check_can_code(study, codebook, output, coder)
+    if code.codebook_id != codebook.pk:
+        raise AnnotationError(f"The code “{code.name}” is not in the codebook “{codebook}”.")
+    if not code.active:
+        raise AnnotationError(f"The code “{code.name}” was merged into another code.")
+    if not code.codable:
+        raise AnnotationError(f"“{code.name}” is a dimension or group; choose a code inside it.")
+    start, end = _to_int(start, "Start"), _to_int(end, "End")
+    text = output.text
+    try:
+        if offset_unit == "utf16":
+            start = None if start is None else utf16_to_codepoint(text, start)
+            end = None if end is None else utf16_to_codepoint(text, end)
+        elif offset_unit != "codepoint":
+            raise AnnotationError("offset_unit must be 'codepoint' or 'utf16'.")
+        start, end, quote = validate_span(text, start, end)
+    except OffsetError as exc:
+        raise AnnotationError(str(exc)) from None
+    if start is None:
+        existing = Coding.objects.filter(output=output, code=code, coder=coder, start__isnull=True).first()
+        if existing:
+            return existing
+    return Coding.objects.create(output=output, code=code, coder=coder, codebook=codebook, start=start, end=end, quote=quote)
+
+
+def check_can_edit_coding(coding, user):
+    study = coding.codebook.study
+    if coding.coder_id == user.pk and has_role(user, study, Role.CODER):
+        return
+    if has_role(user, study, Role.RESEARCHER):
+        return
+    raise AnnotationError("You can only change your own codings.")
+
+
+@transaction.atomic
+def delete_coding(coding, *, user):
+    check_can_edit_coding(coding, user)
+    coding.delete()
+
+
+@transaction.atomic
+def reassign_coding(coding, code, *, user):
+    check_can_edit_coding(coding, user)
+    if code.codebook_id != coding.codebook_id:
+        raise AnnotationError("Choose a code from the same codebook.")
+    if not code.active or not code.codable:
+        raise AnnotationError(f"“{code.name}” cannot take codings (merged away, or a dimension/group).")
+    coding.code = code
+    coding.save(update_fields=["code", "updated_at"])
+    return coding
+
+
+def visible_codings(codebook, output, user, *, show_all=False):
+    """Codings shown in the workspace: blind → only the user's own; consensus (or show_all) → everyone's."""
+    qs = Coding.objects.filter(codebook=codebook, output=output).select_related("code", "coder").order_by("start", "id")
+    assignment = assignment_for(codebook, output, user)
+    consensus = assignment is not None and assignment.mode == CodingMode.CONSENSUS
+    if not (consensus or show_all):
+        qs = qs.filter(coder=user)
+    return qs
+
+
+# --- memos -------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def add_memo(study, *, author, text, coding=None, code=None, output=None):
+    text = (text or "").strip()
+    if not text:
+        raise AnnotationError("A memo needs some text.")
+    targets = [t for t in (coding, code, output) if t is not None]
+    if len(targets) != 1:
+        raise AnnotationError("A memo belongs to exactly one coding, code or story.")
+    if not has_role(author, study, Role.CODER):
+        raise AnnotationError("Only members who code can write memos.")
+    if coding is not None:
+        if coding.codebook.study_id != study.pk:
+            raise AnnotationError("That coding belongs to another study.")
+        if coding.coder_id != author.pk and not has_role(author, study, Role.RESEARCHER):
+            raise AnnotationError("You can only write memos on your own codings.")
+    if code is not None and code.codebook.study_id != study.pk:
+        raise AnnotationError("That code belongs to another study.")
+    if output is not None and output.study_id != study.pk:
+        raise AnnotationError("That story belongs to another study.")
+    return Memo.objects.create(study=study, author=author, text=text, coding=coding, code=code, output=output)
+
+
+@transaction.atomic
+def update_memo(memo, *, user, text):
+    if memo.author_id != user.pk:
+        raise AnnotationError("You can only edit your own memos.")
+    text = (text or "").strip()
+    if not text:
+        raise AnnotationError("A memo needs some text.")
+    memo.text = text
+    memo.save(update_fields=["text", "updated_at"])
+    return memo
+
+
+def delete_memo(memo, *, user):
+    if memo.author_id != user.pk and not has_role(user, memo.study, Role.ADMIN):
+        raise AnnotationError("You can only delete your own memos.")
+    memo.delete()
+
+
+# --- gender attribution -------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def set_gender_attribution(output, *, coder, gender, character=""):
+    if gender not in AttributedGender.values:
+        raise AnnotationError(f"Gender must be one of {', '.join(AttributedGender.values)}.")
+    if not has_role(coder, output.study, Role.CODER):
+        raise AnnotationError("Only coders of this study can attribute gender.")
+    if len(character or "") > 200:
+        raise AnnotationError("The character name is longer than 200 characters.")
+    attribution, _ = GenderAttribution.objects.update_or_create(
+        output=output, coder=coder, defaults={"gender": gender, "character": (character or "").strip()})
+    return attribution
+
+
+# --- assignments --------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def create_assignments(study, codebook, *, outputs, coders, k=1, strategy="random_balanced", seed=0,
+                       mode=CodingMode.BLIND, actor=None):
+    """Assign outputs to coders; returns the new Assignments. Existing ones count toward k and stay."""
+    from .assigning import AssignmentPlanError
+
+    if codebook.study_id != study.pk:
+        raise AnnotationError("That codebook belongs to another study.")
+    if mode not in CodingMode.values:
+        raise AnnotationError("Mode must be blind or consensus.")
+    coders = list(coders)
+    for coder in coders:
+        if not has_role(coder, study, Role.CODER):
+            raise AnnotationError(f"{coder.username} is not a coder in this study.")
+    rows = list(outputs.filter(study=study).values_list("pk", "model_name", "item__number"))
+    if not rows:
+        raise AnnotationError("No stories to assign.")
+    existing = {}
+    for output_id, coder_id in Assignment.objects.filter(codebook=codebook, output_id__in=[r[0] for r in rows]).values_list("output_id", "coder_id"):
+        existing.setdefault(output_id, set()).add(coder_id)
+    try:
+        plan = plan_assignments(rows, [c.pk for c in coders], k=_to_int(k, "k") or 0, strategy=strategy, seed=_to_int(seed, "Seed") or 0,
+                                existing=existing)
+    except AssignmentPlanError as exc:
+        raise AnnotationError(str(exc)) from None
+    positions = dict(Assignment.objects.filter(codebook=codebook).values("coder_id").annotate(m=Max("position")).values_list("coder_id", "m"))
+    new = []
+    for output_id, coder_id in plan:
+        positions[coder_id] = (positions.get(coder_id) or 0) + 1
+        new.append(Assignment(study=study, codebook=codebook, output_id=output_id, coder_id=coder_id, mode=mode,
+                              position=positions[coder_id]))
+    Assignment.objects.bulk_create(new, batch_size=2000)
+    record_activity(study, actor, "assigned stories", f"{len(new)} assignments ({strategy}, k={k}) in {codebook}")
+    return new
+
+
+@transaction.atomic
+def set_assignment_status(assignment, *, user, done):
+    if assignment.coder_id != user.pk and not has_role(user, assignment.study, Role.RESEARCHER):
+        raise AnnotationError("That assignment belongs to another coder.")
+    assignment.status = AssignmentStatus.DONE if done else AssignmentStatus.PENDING
+    assignment.completed_at = timezone.now() if done else None
+    assignment.save(update_fields=["status", "completed_at"])
+    return assignment
+
+
+@transaction.atomic
+def reassign_assignment(assignment, *, coder, actor=None):
+    """Hand an assignment to another coder (their codings so far stay theirs)."""
+    study = assignment.study
+    if not has_role(coder, study, Role.CODER):
+        raise AnnotationError(f"{coder.username} is not a coder in this study.")
+    if coder.pk == assignment.coder_id:
+        return assignment
+    if Assignment.objects.filter(codebook=assignment.codebook, output=assignment.output, coder=coder).exists():
+        raise AnnotationError(f"{coder.username} already has this story.")
+    old = assignment.coder.username
+    position = (Assignment.objects.filter(codebook=assignment.codebook, coder=coder).aggregate(m=Max("position"))["m"] or 0) + 1
+    assignment.coder = coder
+    assignment.position = position
+    assignment.status = AssignmentStatus.PENDING
+    assignment.completed_at = None
+    try:
+        with transaction.atomic():
+            assignment.save()
+    except IntegrityError:
+        raise AnnotationError(f"{coder.username} already has this story.") from None
+    record_activity(study, actor, "reassigned story", f"{assignment.output_id}: {old} → {coder.username}")
+    return assignment
+
+
+def delete_assignment(assignment, *, actor=None):
+    record_activity(assignment.study, actor, "removed assignment", f"{assignment.output_id} from {assignment.coder.username}")
+    assignment.delete()
+
+
+def next_assignment(codebook, coder, after=None):
+    """The coder's next pending assignment (after `after` in queue order, wrapping around)."""
+    pending = Assignment.objects.filter(codebook=codebook, coder=coder, status=AssignmentStatus.PENDING).order_by("position", "id")
+    if after is not None:
+        later = pending.filter(position__gt=after.position).first() or pending.exclude(pk=after.pk).first()
+        return later
+    return pending.first()
+
+
+def outputs_of(study):
+    return Output.objects.filter(study=study)

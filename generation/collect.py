@@ -1,0 +1,556 @@
+"""Manual collection and output import.
+
+Manual endpoints: a run's collection sheet (CSV/XLSX, one row per unit, keyed by `unit`) is filled in by hand from
+a chat interface and imported (CSV/XLSX/JSONL/JSON), or the answers are pasted in the browser form. Outputs made
+elsewhere are imported into an import run. Every file is read and validated completely first; nothing is saved
+unless every row is valid, and then everything is saved in one transaction.
+"""
+import csv
+import io
+import json
+import os
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from stereoscope.services import record_activity
+
+from .models import GenerationRun, Output, OutputStatus, Provider, ProviderCall, RunStatus
+from .runs import finish, messages_for, normalize_text
+from .toolkits import SlotError, expand_units, lock_toolkit, variant_key
+
+SHEET_COLUMNS = ["unit", "endpoint", "model", "item", "dimension", "trial", "slot_values", "prompt", "answer"]
+MAX_ROWS = 200_000
+MAX_TEXT = 1_000_000
+FORMATS = ("csv", "xlsx", "jsonl", "json")
+
+
+class ImportProblems(ValueError):
+    """Everything wrong with a file, one message per problem (row numbers count the header as row 1)."""
+
+    def __init__(self, problems):
+        self.problems = list(problems)
+        shown = self.problems[:20]
+        more = f" … and {len(self.problems) - 20} more." if len(self.problems) > 20 else ""
+        super().__init__(" ".join(shown) + more)
+
+
+# --- reading files ---------------------------------------------------------------------------------------------
+
+
+def detect_format(filename, fmt=None):
+    fmt = (fmt or "").lower().strip().lstrip(".")
+    if not fmt:
+        fmt = os.path.splitext(filename or "")[1].lower().lstrip(".")
+    if fmt == "ndjson":
+        fmt = "jsonl"
+    if fmt not in FORMATS:
+        raise ImportProblems([f"Unknown file format {fmt or '(none)'!r}: use CSV, XLSX, JSONL or JSON "
+                              "(or name the format)."])
+    return fmt
+
+
+def _clean_key(key):
+    return str(key if key is not None else "").strip().lower().lstrip("\ufeff")
+
+
+def read_records(filename, content, fmt=None):
+    """[(row number, {column: value})] from CSV, XLSX, JSONL or JSON bytes. Raises ImportProblems."""
+    fmt = detect_format(filename, fmt)
+    if not content:
+        raise ImportProblems(["The file is empty."])
+    if fmt == "xlsx":
+        return _read_xlsx(content)
+    try:
+        text = content.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ImportProblems([f"The file is not UTF-8 text ({exc.reason} at byte {exc.start})."])
+    if fmt == "csv":
+        return _read_csv(text)
+    if fmt == "jsonl":
+        return _read_jsonl(text)
+    return _read_json(text)
+
+
+def _read_csv(text):
+    try:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        rows = list(reader)
+    except csv.Error as exc:
+        raise ImportProblems([f"The CSV file cannot be parsed: {exc}."])
+    rows = [r for r in rows if any(cell.strip() for cell in r)] if rows else []
+    if not rows:
+        raise ImportProblems(["The CSV file has no header row."])
+    header = [_clean_key(h) for h in rows[0]]
+    _check_header(header)
+    records = []
+    for number, row in enumerate(rows[1:], start=2):
+        if len(row) > len(header):
+            raise ImportProblems([f"Row {number} has {len(row)} cells but the header has {len(header)} columns "
+                                  "(an unquoted comma or line break?)."])
+        records.append((number, {h: v for h, v in zip(header, row) if h}))
+    return _limit(records)
+
+
+def _read_xlsx(content):
+    from openpyxl import load_workbook
+
+    try:
+        workbook = load_workbook(io.BytesIO(content), read_only=True, data_only=True)
+    except Exception as exc:  # zipfile.BadZipFile, KeyError, InvalidFileException...
+        raise ImportProblems([f"The file is not a valid XLSX workbook ({type(exc).__name__})."])
+    try:
+        sheet = workbook.worksheets[0]
+        rows = iter(sheet.iter_rows(values_only=True))
+        header = None
+        for header in rows:
+            if header and any(c not in (None, "") for c in header):
+                break
+        if not header or all(c in (None, "") for c in header):
+            raise ImportProblems(["The XLSX sheet has no header row."])
+        header = [_clean_key(h) for h in header]
+        _check_header(header)
+        records = []
+        for number, row in enumerate(rows, start=2):
+            if not row or all(c in (None, "") for c in row):
+                continue
+            values = {}
+            for h, v in zip(header, row):
+                if not h:
+                    continue
+                if isinstance(v, float) and v.is_integer():
+                    v = int(v)
+                values[h] = "" if v is None else (v if isinstance(v, int) and not isinstance(v, bool) else str(v))
+            records.append((number, values))
+            if len(records) > MAX_ROWS:
+                break
+    finally:
+        workbook.close()
+    return _limit(records)
+
+
+def _read_jsonl(text):
+    records, problems = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError as exc:
+            problems.append(f"Line {number} is not valid JSON ({exc.msg} at column {exc.colno}).")
+            continue
+        if not isinstance(value, dict):
+            problems.append(f"Line {number} must be a JSON object, got {type(value).__name__}.")
+            continue
+        records.append((number, {_clean_key(k): v for k, v in value.items()}))
+    if problems:
+        raise ImportProblems(problems)
+    if not records:
+        raise ImportProblems(["The file has no records."])
+    return _limit(records)
+
+
+def _read_json(text):
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ImportProblems([f"The file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})."])
+    if isinstance(value, dict):
+        for key in ("outputs", "answers", "records", "rows"):
+            if isinstance(value.get(key), list):
+                value = value[key]
+                break
+    if not isinstance(value, list):
+        raise ImportProblems(["The JSON file must hold a list of objects (or {\"outputs\": [...]})."])
+    records, problems = [], []
+    for number, item in enumerate(value, start=1):
+        if not isinstance(item, dict):
+            problems.append(f"Record {number} must be a JSON object, got {type(item).__name__}.")
+        else:
+            records.append((number, {_clean_key(k): v for k, v in item.items()}))
+    if problems:
+        raise ImportProblems(problems)
+    if not records:
+        raise ImportProblems(["The file has no records."])
+    return _limit(records)
+
+
+def _check_header(header):
+    seen = set()
+    for h in header:
+        if h and h in seen:
+            raise ImportProblems([f"The column {h!r} appears twice in the header."])
+        seen.add(h)
+
+
+def _limit(records):
+    if len(records) > MAX_ROWS:
+        raise ImportProblems([f"The file has more than {MAX_ROWS} rows; split it."])
+    if not records:
+        raise ImportProblems(["The file has a header but no rows."])
+    return records
+
+
+def _pick(values, *names):
+    for name in names:
+        if name in values:
+            return name, values[name]
+    return None, None
+
+
+def _blank(value):
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _as_int(value):
+    """An integer from an int, an integral float or a digit string; else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return None
+
+
+def _as_text(value, where, name, problems):
+    """Normalised text, or None after adding a problem (missing, not text, empty, too long)."""
+    if value is None:
+        problems.append(f"{where}: {name} is missing.")
+        return None
+    if not isinstance(value, str):
+        kind = f"the number {value!r}" if isinstance(value, (int, float)) and not isinstance(value, bool) else type(value).__name__
+        problems.append(f"{where}: {name} must be text, got {kind}.")
+        return None
+    text = normalize_text(value)
+    if not text.strip():
+        problems.append(f"{where}: {name} is empty.")
+        return None
+    if len(text) > MAX_TEXT:
+        problems.append(f"{where}: {name} is longer than {MAX_TEXT} characters.")
+        return None
+    return text
+
+
+# --- manual collection -----------------------------------------------------------------------------------------
+
+
+def manual_outputs(run):
+    return (run.outputs.filter(endpoint__provider=Provider.MANUAL)
+            .select_related("item__dimension", "endpoint").order_by("endpoint__name", "item__number", "variant_key", "trial"))
+
+
+def has_manual(run):
+    return run.endpoints.filter(provider=Provider.MANUAL).exists()
+
+
+def sheet_rows(run, pending_only=True):
+    rows = []
+    qs = manual_outputs(run)
+    if pending_only:
+        qs = qs.filter(status__in=[OutputStatus.PENDING, OutputStatus.FAILED])
+    for out in qs:
+        rows.append({"unit": out.pk, "endpoint": out.endpoint.name, "model": out.model_name,
+                     "item": out.item.number if out.item_id else "",
+                     "dimension": out.item.dimension.name if out.item_id and out.item.dimension_id else "",
+                     "trial": out.trial, "slot_values": json.dumps(out.slot_values, ensure_ascii=False) if out.slot_values else "",
+                     "prompt": out.prompt_text, "answer": "" if out.status != OutputStatus.DONE else out.text})
+    return rows
+
+
+def sheet_csv(run):
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=SHEET_COLUMNS, lineterminator="\r\n")
+    writer.writeheader()
+    writer.writerows(sheet_rows(run))
+    return buffer.getvalue().encode("utf-8-sig")  # the BOM makes spreadsheet programs read UTF-8
+
+
+def sheet_xlsx(run):
+    from openpyxl import Workbook
+    from openpyxl.styles import Alignment, Font
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = "answers"
+    sheet.append(SHEET_COLUMNS)
+    for cell in sheet[1]:
+        cell.font = Font(bold=True)
+    for row in sheet_rows(run):
+        sheet.append([_xlsx_safe(row[c]) for c in SHEET_COLUMNS])
+    for column, width in zip("ABCDEFGHI", (8, 18, 18, 6, 18, 6, 24, 60, 80)):
+        sheet.column_dimensions[column].width = width
+    for row in sheet.iter_rows(min_row=2):
+        row[7].alignment = row[8].alignment = Alignment(wrap_text=True, vertical="top")
+    sheet.freeze_panes = "A2"
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    return buffer.getvalue()
+
+
+def _xlsx_safe(value):
+    """Text starting with = is stored as text, not a formula."""
+    if isinstance(value, str) and value.startswith(("=", "+", "-", "@")):
+        return "'" + value
+    return value
+
+
+@dataclass
+class Answer:
+    row: int
+    output: Output
+    text: str
+
+
+def validate_answers(run, records, *, skip_empty=False):
+    """[Answer] for (row, {unit, answer}) records, or ImportProblems listing every bad row."""
+    units = {o.pk: o for o in manual_outputs(run)}
+    problems, answers, seen = [], [], {}
+    if records:
+        columns = set().union(*(values.keys() for _, values in records))
+        if "unit" not in columns:
+            raise ImportProblems(["The file has no 'unit' column: use the run's collection sheet."])
+        if not columns & {"answer", "text"}:
+            raise ImportProblems(["The file has no 'answer' column."])
+    for row, values in records:
+        where = f"Row {row}" if isinstance(row, int) else str(row)
+        raw_unit = values.get("unit")
+        unit = _as_int(raw_unit)
+        if _blank(raw_unit):
+            problems.append(f"{where}: the unit is empty.")
+            continue
+        if unit is None:
+            problems.append(f"{where}: the unit must be a whole number, got {raw_unit!r}.")
+            continue
+        output = units.get(unit)
+        if output is None:
+            problems.append(f"{where}: unknown unit {unit} (not a manual unit of run “{run.name}”).")
+            continue
+        if unit in seen:
+            problems.append(f"{where}: unit {unit} appears twice (also in row {seen[unit]}).")
+            continue
+        seen[unit] = row
+        _, answer = _pick(values, "answer", "text")
+        if _blank(answer) and skip_empty:
+            continue
+        if output.status == OutputStatus.DONE:
+            if isinstance(answer, str) and normalize_text(answer) == output.text:
+                continue  # the sheet repeats an answer already stored
+            problems.append(f"{where}: unit {unit} already has an answer.")
+            continue
+        text = _as_text(answer, where, "the answer", problems)
+        if text is not None:
+            answers.append(Answer(row, output, text))
+    if problems:
+        raise ImportProblems(problems)
+    if not answers:
+        raise ImportProblems(["No answers to save: every answer is empty or already stored."])
+    return answers
+
+
+@transaction.atomic
+def save_answers(run, answers, *, actor=None, source="form"):
+    """Store validated answers (one transaction) and a provenance record per answer; finish the run when complete."""
+    now = timezone.now()
+    who = getattr(actor, "username", "") or ""
+    calls = []
+    for answer in answers:
+        out = answer.output
+        updated = Output.objects.filter(pk=out.pk, status__in=[OutputStatus.PENDING, OutputStatus.FAILED]).update(
+            text=answer.text, status=OutputStatus.DONE, error="", finish_reason="manual", completed_at=now,
+            provenance={"source": "manual", "entered_by": who, "via": source, "row": answer.row,
+                        "messages": messages_for(run, out.prompt_text), "model": out.model_name})
+        if not updated:
+            raise ImportProblems([f"Row {answer.row}: unit {out.pk} was answered meanwhile; nothing was saved."])
+        calls.append(ProviderCall(study_id=run.study_id, endpoint=out.endpoint, purpose="generation",
+                                  unit_ref=f"output:{out.pk}", output_id=out.pk, provider=Provider.MANUAL,
+                                  model=out.model_name, messages=messages_for(run, out.prompt_text), params={},
+                                  attempt=1, ok=True, response_text=answer.text, finish_reason="manual",
+                                  raw_response={"entered_by": who, "via": source}, started_at=now))
+    ProviderCall.objects.bulk_create(calls)
+    record_activity(run.study, actor, f"entered {len(answers)} manual answers for", run.name)
+    if run.status != RunStatus.DRAFT and not run.lease_token:
+        finish(run.pk)
+    return len(answers)
+
+
+def import_answers(run, filename, content, *, fmt=None, actor=None, skip_empty=False):
+    records = read_records(filename, content, fmt)
+    answers = validate_answers(run, records, skip_empty=skip_empty)
+    return save_answers(run, answers, actor=actor, source=f"file {os.path.basename(filename or '')}".strip())
+
+
+def form_answers(run, data, *, actor=None):
+    """Answers pasted in the browser form: fields named answer-<unit>; blank fields leave the unit pending."""
+    records = [(f"Unit {key.removeprefix('answer-')}", {"unit": key.removeprefix("answer-"), "answer": value})
+               for key, value in data.items() if key.startswith("answer-")]
+    if not records:
+        raise ImportProblems(["No answers were sent."])
+    answers = validate_answers(run, records, skip_empty=True)
+    return save_answers(run, answers, actor=actor, source="form")
+
+
+# --- import of outputs made elsewhere --------------------------------------------------------------------------
+
+IMPORT_ALIASES = {
+    "model": ("model", "model_name", "model_id"),
+    "item": ("item", "item_number", "item_no", "prompt_number"),
+    "prompt": ("prompt", "prompt_text"),
+    "trial": ("trial", "repetition", "rep"),
+    "text": ("text", "output", "story", "response", "answer", "completion"),
+    "external_id": ("external_id", "id", "output_id"),
+    "slot_values": ("slot_values", "slots"),
+}
+KNOWN_IMPORT_COLUMNS = {alias for aliases in IMPORT_ALIASES.values() for alias in aliases}
+
+
+@dataclass
+class ImportedRow:
+    row: int
+    model: str
+    item: object
+    prompt: str
+    slot_values: dict
+    variant_key: str
+    trial: int
+    text: str
+    external_id: str
+    extra: dict
+
+
+def _slot_values(values, where, problems):
+    slot_values = {}
+    _, raw = _pick(values, *IMPORT_ALIASES["slot_values"])
+    if not _blank(raw):
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except ValueError:
+                problems.append(f"{where}: slot_values must be a JSON object, e.g. {{\"name\": \"Kelly\"}}.")
+                return None
+        if not isinstance(raw, dict):
+            problems.append(f"{where}: slot_values must be a JSON object, got {type(raw).__name__}.")
+            return None
+        slot_values.update({str(k): str(v) for k, v in raw.items()})
+    for key, value in values.items():
+        if key.startswith("slot:") and not _blank(value):
+            slot_values[key.removeprefix("slot:").strip()] = str(value).strip()
+    return slot_values
+
+
+def validate_import(records, toolkit=None):
+    """[ImportedRow] or ImportProblems. Items are matched by number (or by their rendered prompt) in `toolkit`."""
+    units_by_item, units_by_prompt, items = {}, {}, {}
+    if toolkit is not None:
+        try:
+            for unit in expand_units(toolkit):
+                items[unit.item.number] = unit.item
+                units_by_item.setdefault(unit.item.number, {})[unit.variant_key] = unit
+                units_by_prompt.setdefault(unit.prompt.strip(), unit)
+        except SlotError as exc:
+            raise ImportProblems([f"The toolkit cannot be expanded: {exc}"])
+    columns = set().union(*(values.keys() for _, values in records)) if records else set()
+    if not columns & set(IMPORT_ALIASES["model"]):
+        raise ImportProblems(["The file has no 'model' column."])
+    if not columns & set(IMPORT_ALIASES["text"]):
+        raise ImportProblems(["The file has no 'text' column."])
+    problems, rows, keys, external = [], [], {}, {}
+    for row, values in records:
+        where = f"Row {row}"
+        before = len(problems)
+        _, model = _pick(values, *IMPORT_ALIASES["model"])
+        model = str(model).strip() if not _blank(model) and not isinstance(model, (dict, list)) else ""
+        if not model:
+            problems.append(f"{where}: the model is missing.")
+        _, text = _pick(values, *IMPORT_ALIASES["text"])
+        text = _as_text(text, where, "the text", problems)
+        _, raw_trial = _pick(values, *IMPORT_ALIASES["trial"])
+        trial = 1 if _blank(raw_trial) else _as_int(raw_trial)
+        if trial is None or trial < 1:
+            problems.append(f"{where}: the trial must be a whole number of at least 1, got {raw_trial!r}.")
+        slot_values = _slot_values(values, where, problems)
+        _, raw_item = _pick(values, *IMPORT_ALIASES["item"])
+        _, prompt = _pick(values, *IMPORT_ALIASES["prompt"])
+        prompt = "" if _blank(prompt) else normalize_text(str(prompt))
+        item, key = None, variant_key(slot_values or {})
+        if not _blank(raw_item):
+            number = _as_int(raw_item)
+            if number is None:
+                problems.append(f"{where}: the item must be an item number, got {raw_item!r}.")
+            elif toolkit is None:
+                problems.append(f"{where}: item numbers need a toolkit to match against; choose one (or give the prompt text).")
+            elif number not in items:
+                problems.append(f"{where}: toolkit “{toolkit}” has no item {number}.")
+            elif slot_values is not None:
+                unit = units_by_item[number].get(key)
+                if unit is None:
+                    if not slot_values and len(units_by_item[number]) > 1 and prompt.strip() in units_by_prompt:
+                        unit = units_by_prompt[prompt.strip()]
+                    else:
+                        problems.append(f"{where}: item {number} has no variant with slot values {slot_values or '{}'}.")
+                if unit is not None:
+                    item, key, slot_values, prompt = unit.item, unit.variant_key, unit.slot_values, prompt or unit.prompt
+        elif prompt:
+            if toolkit is not None:
+                unit = units_by_prompt.get(prompt.strip())
+                if unit is None:
+                    problems.append(f"{where}: the prompt matches no rendered prompt of toolkit “{toolkit}”.")
+                else:
+                    item, key, slot_values = unit.item, unit.variant_key, unit.slot_values
+        else:
+            problems.append(f"{where}: give an item number or the prompt text.")
+        _, ext = _pick(values, *IMPORT_ALIASES["external_id"])
+        ext = "" if _blank(ext) else str(ext).strip()[:200]
+        if len(problems) > before:
+            continue
+        identity = (model.lower(), item.pk if item else prompt.strip(), key, trial)
+        if identity in keys:
+            problems.append(f"{where} duplicates row {keys[identity]} (same model, prompt, slot values and trial).")
+            continue
+        keys[identity] = row
+        if ext:
+            if ext in external:
+                problems.append(f"{where}: external id {ext!r} appears twice (also in row {external[ext]}).")
+                continue
+            external[ext] = row
+        extra = {k: v for k, v in values.items() if k not in KNOWN_IMPORT_COLUMNS and not k.startswith("slot:")
+                 and not _blank(v)}
+        rows.append(ImportedRow(row, model[:300], item, prompt, slot_values or {}, key, trial, text, ext, extra))
+    if problems:
+        raise ImportProblems(problems)
+    return rows
+
+
+@transaction.atomic
+def save_import(study, rows, *, run_name, toolkit=None, actor=None, source=""):
+    now = timezone.now()
+    who = getattr(actor, "username", "") or ""
+    run = GenerationRun.objects.create(study=study, name=run_name[:200], toolkit=toolkit, is_import=True,
+                                       status=RunStatus.COMPLETED, created_by=actor if who else None, started_at=now,
+                                       finished_at=now, message=f"Imported {len(rows)} outputs from {source or 'a file'}.")
+    if toolkit is not None:
+        lock_toolkit(toolkit)
+    Output.objects.bulk_create([
+        Output(study=study, run=run, item=r.item, endpoint=None, model_name=r.model, trial=r.trial, variant_key=r.variant_key,
+               slot_values=r.slot_values, prompt_text=r.prompt, text=r.text, external_id=r.external_id,
+               status=OutputStatus.DONE, completed_at=now,
+               provenance={"source": "import", "file": source, "row": r.row, "imported_by": who, **({"extra": r.extra} if r.extra else {})})
+        for r in rows], batch_size=1000)
+    record_activity(study, actor, f"imported {len(rows)} outputs into", run.name)
+    return run
+
+
+def import_outputs(study, filename, content, *, fmt=None, run_name="", toolkit=None, actor=None):
+    """Read, validate and save outputs made elsewhere as a new import run. Raises ImportProblems; saves nothing then."""
+    from .runs import toolkits_for
+
+    if toolkit is not None and not toolkits_for(study).filter(pk=toolkit.pk).exists():
+        raise ImportProblems(["Choose a toolkit of this study or of the built-in library."])
+    records = read_records(filename, content, fmt)
+    rows = validate_import(records, toolkit)
+    source = os.path.basename(filename or "") or "upload"
+    name = (run_name or "").strip() or f"Import of {source} ({timezone.now():%Y-%m-%d %H:%M})"
+    return save_import(study, rows, run_name=name, toolkit=toolkit, actor=actor, source=source)

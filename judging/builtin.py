@@ -1,0 +1,23 @@
+"""Built-in judge templates (loaded by `manage.py load_builtin` into the read-only library study)."""
+from functools import partial
+from pathlib import Path
+
+from stereoscope.builtin import BuiltinSpec
+
+DATA = Path(__file__).resolve().parent / "builtin_data"
+KEYS = ["fang2025-seed-binary", "structured-json-binary", "likert-0-4"]
+VERSION = "1"
+
+
+def load_template(study, data, key):
+    from .services import create_template
+
+    spec = next(t for t in data["templates"] if t["key"] == key)
+    return create_template(study, name=spec["name"], kind=spec["kind"], text=spec["text"], scale_min=spec["scale_min"],
+                           scale_max=spec["scale_max"], detect_threshold=spec["detect_threshold"],
+                           description=spec["description"], builtin_key=key, locked=True)
+
+
+def builtin_specs():
+    return [BuiltinSpec(kind="judge_template", key=key, version=VERSION, path=DATA / "judge_templates.json",
+                        load=partial(load_template, key=key)) for key in KEYS]

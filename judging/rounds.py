@@ -1,0 +1,530 @@
+"""Judge rounds: create with a plan shown before launch, materialise verdict rows, execute, re-ask, resume.
+
+A round's assignment is fixed when it is launched: one Verdict row per (output, judge model), each with its batch
+(batch_ref) and its shuffled position inside the batch, all derived from the round's seed. Executing a round only
+calls batches that still have pending verdicts, so a re-run changes nothing and a crashed worker's round resumes
+without duplicates (the unique constraint on (round, output, judge_model) makes duplicates impossible anyway).
+"""
+import logging
+import uuid
+from collections import Counter, defaultdict
+from datetime import timedelta
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from generation.limits import estimate_tokens
+from generation.models import GenerationRun, ModelEndpoint, Output, OutputStatus, Provider, RunStatus
+from generation.providers.base import ProviderError, merged_params, validate_params
+from generation.runner import CallUnit, cost_of, execute_units
+from stereoscope.services import record_activity
+
+from . import parsing, planner, prompts
+from .models import JudgeRound, JudgeTemplate, Verdict, VerdictStatus
+
+log = logging.getLogger(__name__)
+LEASE_SECONDS = 60
+MAX_BATCH = 50
+TOKENS_PER_VERDICT = 60
+POLICY_CHOICES = ("rotation", "panel", "k_of_n")
+
+
+class RoundError(ValueError):
+    """Bad input for a round; the message says what to fix."""
+
+
+def templates_for(study):
+    return JudgeTemplate.objects.filter(Q(study=study) | Q(study__is_library=True)).select_related("study")
+
+
+def target_of(item):
+    if item is None:
+        return ""
+    return (item.target_stereotype or item.gender_mapping or "").strip()
+
+
+def source_outputs(rnd):
+    """The outputs a round judges, before exclusions: the source run's (narrowed by output_filter)."""
+    flt = rnd.output_filter or {}
+    qs = Output.objects.filter(study=rnd.study)
+    if rnd.source_run_id:
+        qs = qs.filter(run_id=rnd.source_run_id)
+    elif not flt.get("output_ids"):
+        return Output.objects.none()
+    if flt.get("output_ids"):
+        qs = qs.filter(pk__in=flt["output_ids"])
+    if flt.get("item_numbers"):
+        qs = qs.filter(item__number__in=flt["item_numbers"])
+    if flt.get("models"):
+        qs = qs.filter(model_name__in=flt["models"])
+    return qs.select_related("item", "item__dimension", "endpoint").order_by("pk")
+
+
+def eligible_outputs(rnd):
+    """(outputs to judge, {reason: count} of excluded ones)."""
+    keep, excluded = [], Counter()
+    for out in source_outputs(rnd):
+        if out.status != OutputStatus.DONE:
+            excluded[f"not done ({out.status})"] += 1
+        elif not out.text.strip():
+            excluded["empty text"] += 1
+        elif out.item_id is None:
+            excluded["no prompt item (no target stereotype)"] += 1
+        elif not target_of(out.item):
+            excluded[f"item {out.item.number} has no target stereotype"] += 1
+        else:
+            keep.append(out)
+    return keep, dict(excluded)
+
+
+def judge_list(judges):
+    return [planner.Judge(e.model_identity, (e.model_family or "").lower(), (e.pk,)) for e in judges]
+
+
+def families_of(outputs):
+    fams = {}
+    for out in outputs:
+        if out.endpoint_id and out.endpoint.model_family:
+            fams.setdefault(out.model_identity, out.endpoint.model_family.lower())
+    return fams
+
+
+def assignment(rnd, outputs=None, judges=None):
+    """The Plan for a round (raises RoundError with the planner's message when impossible)."""
+    if outputs is None:
+        outputs, _ = eligible_outputs(rnd)
+    judges = list(rnd.judges.order_by("pk")) if judges is None else judges
+    try:
+        return planner.build_plan({o.pk: o.model_identity for o in outputs}, judge_list(judges), policy=rnd.policy,
+                                  seed=rnd.seed, k=rnd.k, forbid_same_family=rnd.forbid_same_family,
+                                  families=families_of(outputs))
+    except planner.PlanError as exc:
+        raise RoundError(str(exc))
+
+
+def judge_endpoints(judges):
+    """{judge model: the endpoint that serves its calls} (lowest pk when several endpoints serve one model)."""
+    out = {}
+    for e in sorted(judges, key=lambda e: e.pk):
+        out.setdefault(e.model_identity, e)
+    return out
+
+
+def build_batches(rnd, outputs, plan):
+    """[(batch number, judge model, output list in shuffled order)]: one judge × generator model × item per batch."""
+    by_id = {o.pk: o for o in outputs}
+    groups = defaultdict(list)
+    for out_id, judge in plan.pairs():
+        out = by_id[out_id]
+        groups[(judge, out.model_identity, out.item_id, out.variant_key)].append(out)
+    result = []
+    for key in sorted(groups, key=lambda k: (k[0], k[1], k[2] or 0, k[3])):
+        group = sorted(groups[key], key=lambda o: (o.trial, o.pk))
+        for chunk in planner.batches(group, rnd.batch_size, rnd.seed, key="|".join(map(str, key))):
+            result.append((len(result) + 1, key[0], chunk))
+    return result
+
+
+def story_text(rnd, out):
+    return prompts.story_id(rnd.seed, rnd.pk, out.pk), out.text
+
+
+def render_batch(rnd, template, chunk):
+    stories = [story_text(rnd, o) for o in chunk]
+    return prompts.render(template.text, template.kind, target_of(chunk[0].item), stories,
+                          (template.scale_min, template.scale_max))
+
+
+def params_for(rnd, endpoint):
+    overrides = {} if rnd.temperature is None else {"temperature": rnd.temperature}
+    return merged_params(endpoint, overrides)
+
+
+def compute_plan(rnd):
+    """Everything to show before launch: assignment, batches, calls, tokens, cost, a sample prompt, problems."""
+    outputs, excluded = eligible_outputs(rnd)
+    judges = list(rnd.judges.order_by("pk"))
+    summary = {"policy": rnd.policy, "seed": rnd.seed, "batch_size": rnd.batch_size, "k": rnd.k,
+               "forbid_same_family": rnd.forbid_same_family, "excluded": excluded, "outputs": len(outputs),
+               "problems": [], "computed_at": timezone.now().isoformat()}
+    plan = assignment(rnd, outputs, judges)
+    endpoints = judge_endpoints(judges)
+    batches = build_batches(rnd, outputs, plan)
+    template = rnd.template
+    per_judge = defaultdict(lambda: {"calls": 0, "verdicts": 0, "input_tokens": 0, "output_tokens": 0})
+    for _n, judge, chunk in batches:
+        row = per_judge[judge]
+        row["calls"] += 1
+        row["verdicts"] += len(chunk)
+        row["input_tokens"] += estimate_tokens(render_batch(rnd, template, chunk))
+        row["output_tokens"] += TOKENS_PER_VERDICT * len(chunk)
+    total_cost, priced = Decimal("0"), True
+    judge_rows = []
+    for judge in sorted(endpoints):
+        endpoint = endpoints[judge]
+        row = per_judge.get(judge, {"calls": 0, "verdicts": 0, "input_tokens": 0, "output_tokens": 0})
+        cost = cost_of(endpoint, row["input_tokens"], row["output_tokens"])
+        if cost is None:
+            priced = False
+        else:
+            total_cost += cost
+        try:
+            validate_params(params_for(rnd, endpoint))
+        except ProviderError as exc:
+            summary["problems"].append(f"{endpoint.name}: {exc}")
+        if endpoint.provider == Provider.MANUAL:
+            summary["problems"].append(f"{endpoint.name} is a manual endpoint and cannot be called as a judge.")
+        elif endpoint.provider in (Provider.OPENAI, Provider.ANTHROPIC) and not endpoint.key_is_set:
+            summary["problems"].append(f"{endpoint.name}: the key variable {endpoint.api_key_env or '(none named)'} is not set.")
+        served = sorted(e.name for e in judges if e.model_identity == judge)
+        judge_rows.append(dict(row, judge=judge, endpoint=endpoint.name, endpoints=served,
+                               family=(endpoint.model_family or planner.guess_family(judge)),
+                               cost_usd=str(cost) if cost is not None else None))
+    generators = Counter(o.model_identity for o in outputs)
+    matrix = Counter()
+    by_id = {o.pk: o for o in outputs}
+    for out_id, judge in plan.pairs():
+        matrix[(judge, by_id[out_id].model_identity)] += 1
+    summary.update(
+        generators=[{"model": g, "outputs": n, "judges": plan.by_generator.get(g, [])} for g, n in sorted(generators.items())],
+        judges=judge_rows, batches=len(batches), verdicts=sum(len(c) for _, _, c in batches),
+        matrix=[{"judge": j, "generator": g, "verdicts": n} for (j, g), n in sorted(matrix.items())],
+        cost_usd=str(total_cost) if priced else None,
+        input_tokens=sum(r["input_tokens"] for r in judge_rows), output_tokens=sum(r["output_tokens"] for r in judge_rows),
+        sample_prompt=render_batch(rnd, template, batches[0][2]) if batches else "",
+    )
+    if not outputs:
+        summary["problems"].append("No outputs to judge: the source has no finished outputs with a target stereotype.")
+    return summary
+
+
+def _int(value, label, minimum=None, maximum=None, allow_none=False):
+    if value in (None, "") and allow_none:
+        return None
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        number = int(value)
+        if isinstance(value, float) and not value.is_integer():
+            raise ValueError
+    except (TypeError, ValueError):
+        raise RoundError(f"{label} must be a whole number.")
+    if minimum is not None and number < minimum or maximum is not None and number > maximum:
+        raise RoundError(f"{label} must be between {minimum} and {maximum}.")
+    return number
+
+
+def clean_filter(value):
+    if value in (None, "", {}):
+        return {}
+    if not isinstance(value, dict):
+        raise RoundError("The output filter must be an object with output_ids, item_numbers and/or models.")
+    unknown = set(value) - {"output_ids", "item_numbers", "models"}
+    if unknown:
+        raise RoundError(f"Unknown output filter key(s): {', '.join(sorted(unknown))}.")
+    clean = {}
+    for key in ("output_ids", "item_numbers"):
+        if value.get(key) not in (None, []):
+            if not isinstance(value[key], list):
+                raise RoundError(f"{key} must be a list of whole numbers.")
+            clean[key] = [_int(v, key, minimum=1) for v in value[key]]
+    if value.get("models") not in (None, []):
+        if not isinstance(value["models"], list) or not all(isinstance(m, str) for m in value["models"]):
+            raise RoundError("models must be a list of model names.")
+        clean["models"] = value["models"]
+    return clean
+
+
+@transaction.atomic
+def create_round(study, *, name, template, judges, source_run=None, policy="rotation", k=None, forbid_same_family=False,
+                 batch_size=5, temperature=None, seed=0, reask_missing=True, output_filter=None, actor=None):
+    """A draft round with its plan. Validates everything a launch needs, so a bad round is never saved."""
+    name = (name or "").strip()
+    if not name:
+        raise RoundError("Give the round a name.")
+    if template is None or not templates_for(study).filter(pk=template.pk).exists():
+        raise RoundError("Choose a judge template of this study or of the built-in library.")
+    if source_run is not None and source_run.study_id != study.pk:
+        raise RoundError("The source run belongs to another study.")
+    output_filter = clean_filter(output_filter)
+    if source_run is None and not output_filter.get("output_ids"):
+        raise RoundError("Choose a source run, or list the outputs to judge.")
+    judges = list(judges or [])
+    if not judges:
+        raise RoundError("Choose at least one judge endpoint.")
+    foreign = [e.name for e in judges if e.study_id != study.pk]
+    if foreign:
+        raise RoundError(f"Endpoints of another study: {', '.join(foreign)}.")
+    manual = [e.name for e in judges if e.provider == Provider.MANUAL]
+    if manual:
+        raise RoundError(f"Manual endpoints cannot judge (nothing to call): {', '.join(manual)}.")
+    if policy not in POLICY_CHOICES:
+        raise RoundError(f"Unknown policy {policy!r}; choose rotation, panel or k_of_n.")
+    k = _int(k, "k", minimum=1, maximum=100, allow_none=True)
+    if policy == "k_of_n" and k is None:
+        raise RoundError("k-of-n needs k, the number of judges per output.")
+    batch_size = _int(batch_size, "Batch size", minimum=1, maximum=MAX_BATCH)
+    seed = _int(seed, "Seed", minimum=-(2 ** 31), maximum=2 ** 31 - 1)
+    if temperature not in (None, ""):
+        try:
+            temperature = float(temperature)
+        except (TypeError, ValueError):
+            raise RoundError("Temperature must be a number.")
+        if not 0 <= temperature <= 2:
+            raise RoundError("Temperature must be between 0 and 2.")
+    else:
+        temperature = None
+    rnd = JudgeRound.objects.create(study=study, name=name, template=template, source_run=source_run, policy=policy, k=k,
+                                    forbid_same_family=bool(forbid_same_family), batch_size=batch_size,
+                                    temperature=temperature, seed=seed, reask_missing=bool(reask_missing),
+                                    output_filter=output_filter, created_by=actor)
+    rnd.judges.set(judges)
+    rnd.plan = compute_plan(rnd)  # raises RoundError (rolls back) when the policy cannot be satisfied
+    rnd.save(update_fields=["plan"])
+    record_activity(study, actor, "created judge round", rnd.name)
+    return rnd
+
+
+@transaction.atomic
+def materialize(rnd):
+    """Create the pending verdict rows of the plan (idempotent: existing rows are kept)."""
+    outputs, _ = eligible_outputs(rnd)
+    judges = list(rnd.judges.order_by("pk"))
+    plan = assignment(rnd, outputs, judges)
+    endpoints = judge_endpoints(judges)
+    rows = []
+    for number, judge, chunk in build_batches(rnd, outputs, plan):
+        for position, out in enumerate(chunk, 1):
+            rows.append(Verdict(round=rnd, output=out, judge_endpoint=endpoints[judge], judge_model=judge,
+                                status=VerdictStatus.PENDING, batch_ref=f"{rnd.pk}-{number:05d}", position=position,
+                                question=target_of(out.item)))
+    Verdict.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
+    return len(rows)
+
+
+def _enqueue(rnd):
+    from .tasks import execute_round
+
+    execute_round.delay(rnd.pk)
+
+
+def lock_template(template):
+    if not template.locked:
+        JudgeTemplate.objects.filter(pk=template.pk).update(locked=True)
+        template.locked = True
+
+
+def start(rnd, actor=None):
+    if rnd.status in (RunStatus.QUEUED, RunStatus.RUNNING) and rnd.lease_token:
+        raise RoundError("The round is already running.")
+    if rnd.status == RunStatus.COMPLETED:
+        raise RoundError("The round is finished; re-ask or retry single verdicts, or create a new round.")
+    plan = compute_plan(rnd)
+    if plan["problems"]:
+        raise RoundError("Fix these first: " + " ".join(plan["problems"]))
+    with transaction.atomic():
+        materialize(rnd)
+        lock_template(rnd.template)
+        JudgeRound.objects.filter(pk=rnd.pk).update(status=RunStatus.QUEUED, cancel_requested=False, message="",
+                                                    lease_token="", lease_expires_at=None, plan=plan, finished_at=None)
+        record_activity(rnd.study, actor, "launched judge round", rnd.name)
+    _enqueue(rnd)
+    rnd.refresh_from_db()
+    return rnd
+
+
+def resume(rnd, actor=None):
+    """Re-enqueue the round; only pending verdicts are asked."""
+    if rnd.status == RunStatus.DRAFT:
+        raise RoundError("The round has not been launched yet.")
+    with transaction.atomic():
+        JudgeRound.objects.filter(pk=rnd.pk).update(status=RunStatus.QUEUED, cancel_requested=False, finished_at=None,
+                                                    lease_token="", lease_expires_at=None, message="Resumed.")
+        record_activity(rnd.study, actor, "resumed judge round", rnd.name)
+    _enqueue(rnd)
+    rnd.refresh_from_db()
+    return rnd
+
+
+def retry_failed(rnd, actor=None):
+    """Verdicts whose call failed go back to pending (their attempts stay on record) and the round resumes."""
+    n = rnd.verdicts.filter(status=VerdictStatus.FAILED).update(status=VerdictStatus.PENDING, error="")
+    if n == 0:
+        raise RoundError("No failed verdicts to retry.")
+    record_activity(rnd.study, actor, f"retried {n} failed verdicts of", rnd.name)
+    return resume(rnd, actor)
+
+
+def reask(rnd, verdict_ids=None, actor=None):
+    """Ask missing/unparseable (or the given) verdicts again, one story alone, then resume the round."""
+    qs = rnd.verdicts.filter(status__in=[VerdictStatus.MISSING, VerdictStatus.UNPARSEABLE, VerdictStatus.FAILED])
+    if verdict_ids is not None:
+        qs = rnd.verdicts.filter(pk__in=list(verdict_ids)).exclude(status=VerdictStatus.PENDING)
+    n = qs.update(status=VerdictStatus.PENDING, reasked=True, error="")
+    if n == 0:
+        raise RoundError("No verdicts to re-ask.")
+    record_activity(rnd.study, actor, f"re-asked {n} verdicts of", rnd.name)
+    return resume(rnd, actor)
+
+
+def cancel(rnd, actor=None):
+    if rnd.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
+        raise RoundError(f"The round is already {rnd.status}.")
+    updates = {"cancel_requested": True}
+    if rnd.status in (RunStatus.DRAFT, RunStatus.QUEUED) or not rnd.lease_token:
+        updates.update(status=RunStatus.CANCELLED, finished_at=timezone.now(), message="Cancelled.")
+    JudgeRound.objects.filter(pk=rnd.pk).update(**updates)
+    record_activity(rnd.study, actor, "cancelled judge round", rnd.name)
+    rnd.refresh_from_db()
+    return rnd
+
+
+def _acquire_lease(round_id):
+    token = uuid.uuid4().hex
+    now = timezone.now()
+    got = JudgeRound.objects.filter(Q(lease_token="") | Q(lease_expires_at__lt=now), pk=round_id).update(
+        lease_token=token, lease_expires_at=now + timedelta(seconds=LEASE_SECONDS))
+    return token if got else None
+
+
+class VerdictSink:
+    """Parses each answer into the verdicts of its batch (only those still pending)."""
+
+    def __init__(self, rnd):
+        self.round = rnd
+        self.template = rnd.template
+        self.style = prompts.answer_style(self.template.kind)
+        self.scale = (self.template.scale_min, self.template.scale_max)
+
+    def on_success(self, unit, result):
+        ids = unit.payload["verdict_ids"]
+        story_ids = unit.payload["story_ids"]
+        parsed = parsing.parse_answer(result.text, story_ids, self.style, self.scale)
+        verdicts = {v.pk: v for v in Verdict.objects.filter(pk__in=ids, status=VerdictStatus.PENDING)}
+        now = timezone.now()
+        for vid, sid in zip(ids, story_ids):
+            v = verdicts.get(vid)
+            if v is None:
+                continue
+            p = parsed[sid]
+            v.status, v.value, v.rationale, v.error = p.status, p.value, p.rationale, p.detail if p.status != "ok" else ""
+            v.raw_text = (f"{v.raw_text}\n\n--- asked again, alone ---\n{result.text}" if v.reasked and v.raw_text
+                          else result.text)
+            v.updated_at = now
+        Verdict.objects.bulk_update(list(verdicts.values()), ["status", "value", "rationale", "error", "raw_text", "updated_at"])
+
+    def on_failure(self, unit, error):
+        Verdict.objects.filter(pk__in=unit.payload["verdict_ids"], status=VerdictStatus.PENDING).update(
+            status=VerdictStatus.FAILED, error=error[:2000], updated_at=timezone.now())
+
+
+def pending_units(rnd):
+    """One CallUnit per batch with pending verdicts; one per re-asked verdict (a story alone)."""
+    template = rnd.template
+    pending = list(rnd.verdicts.filter(status=VerdictStatus.PENDING)
+                   .select_related("output", "output__item", "judge_endpoint").order_by("batch_ref", "position", "pk"))
+    groups = defaultdict(list)
+    for v in pending:
+        groups[("alone", v.pk) if v.reasked else ("batch", v.batch_ref)].append(v)
+    units = []
+    for (mode, ref), verdicts in groups.items():
+        endpoint = verdicts[0].judge_endpoint
+        if endpoint is None:
+            Verdict.objects.filter(pk__in=[v.pk for v in verdicts]).update(
+                status=VerdictStatus.FAILED, error="The judge endpoint was deleted.")
+            continue
+        chunk = [v.output for v in verdicts]
+        prompt = render_batch(rnd, template, chunk)
+        units.append(CallUnit(
+            unit_ref=f"verdict:{verdicts[0].pk}" if mode == "alone" else f"verdict-batch:{ref}",
+            endpoint=endpoint, messages=[{"role": "user", "content": prompt}], params=dict(params_for(rnd, endpoint)),
+            purpose="judging",
+            payload={"verdict_ids": [v.pk for v in verdicts], "story_ids": [story_text(rnd, o)[0] for o in chunk]}))
+    return units
+
+
+def execute(round_id, progress_callback=None):
+    """Ask every pending batch of a round in this process, then re-ask missing stories alone (when the round says
+    so). Returns RunStats of the last pass, or None if another worker holds the round."""
+    token = _acquire_lease(round_id)
+    if token is None:
+        log.info("judge round %s is held by another worker", round_id)
+        return None
+    rnd = JudgeRound.objects.select_related("study", "template").get(pk=round_id)
+    if rnd.cancel_requested or rnd.status == RunStatus.CANCELLED:
+        JudgeRound.objects.filter(pk=round_id, lease_token=token).update(lease_token="", lease_expires_at=None)
+        return None
+    JudgeRound.objects.filter(pk=round_id).update(status=RunStatus.RUNNING, started_at=rnd.started_at or timezone.now(),
+                                                  finished_at=None)
+
+    def cancel_check():
+        return JudgeRound.objects.filter(pk=round_id, cancel_requested=True).exists()
+
+    stats = None
+    try:
+        for phase in ("batches", "re-ask"):
+            if phase == "re-ask":
+                if not rnd.reask_missing or stats.cancelled:
+                    break
+                n = rnd.verdicts.filter(status__in=[VerdictStatus.MISSING, VerdictStatus.UNPARSEABLE], reasked=False).update(
+                    status=VerdictStatus.PENDING, reasked=True)
+                if not n:
+                    break
+            units = pending_units(rnd)
+            total_left = sum(len(u.payload["verdict_ids"]) for u in units)
+
+            def progress(run_stats, in_flight, phase=phase, total_left=total_left, calls=len(units)):
+                JudgeRound.objects.filter(pk=round_id, lease_token=token).update(
+                    lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS),
+                    progress={"phase": phase, "in_flight": in_flight, "calls_done": run_stats.succeeded + run_stats.failed,
+                              "calls_total": calls, "verdicts_total": total_left, "attempts": run_stats.attempts,
+                              "rate": round(run_stats.rate, 2), "heartbeat": timezone.now().isoformat()})
+                if progress_callback:
+                    progress_callback(run_stats, in_flight, calls)
+
+            stats = execute_units(rnd.study, units, VerdictSink(rnd), cancel_check=cancel_check, progress=progress)
+    except Exception as exc:
+        log.exception("judge round %s stopped", round_id)
+        JudgeRound.objects.filter(pk=round_id).update(status=RunStatus.FAILED, message=f"Stopped: {exc}",
+                                                      lease_token="", lease_expires_at=None)
+        raise
+    finish(round_id, cancelled=bool(stats and stats.cancelled))
+    return stats
+
+
+def finish(round_id, cancelled=False):
+    rnd = JudgeRound.objects.get(pk=round_id)
+    c = status_counts(rnd)
+    now = timezone.now()
+    updates = {"lease_token": "", "lease_expires_at": None}
+    if cancelled or rnd.cancel_requested:
+        updates.update(status=RunStatus.CANCELLED, finished_at=now, message="Cancelled; resume asks the missing verdicts.")
+    elif c["pending"] == 0:
+        notes = [f"{c[s]} {s}" for s in ("failed", "missing", "unparseable") if c[s]]
+        updates.update(status=RunStatus.COMPLETED, finished_at=now,
+                       message=("Finished with " + ", ".join(notes) + "; retry or re-ask them.") if notes else "")
+    else:
+        updates.update(message="Stopped with verdicts left; resume to ask them.")
+    JudgeRound.objects.filter(pk=round_id).update(**updates)
+
+
+def status_counts(rnd):
+    counts = dict(rnd.verdicts.values_list("status").annotate(n=Count("id")).order_by())
+    out = {s: counts.get(s, 0) for s in VerdictStatus.values}
+    out["total"] = sum(out.values())
+    out["done"] = out["total"] - out["pending"]
+    out["percent"] = round(100 * out["done"] / out["total"]) if out["total"] else 0
+    live = rnd.status == RunStatus.RUNNING and bool(rnd.lease_token)
+    out["in_flight"] = (rnd.progress or {}).get("in_flight", 0) if live else 0
+    out["phase"] = (rnd.progress or {}).get("phase") if live else None
+    return out
+
+
+def runs_for(study):
+    return GenerationRun.objects.filter(study=study).order_by("-created_at")
+
+
+def judge_choices(study):
+    return ModelEndpoint.objects.filter(study=study).exclude(provider=Provider.MANUAL).order_by("name")

@@ -1,0 +1,336 @@
+"""Writes for judging (templates, human verification, weights import) and toolkit_weights for exports.
+Rounds live in judging/rounds.py; reads for reports in judging/reports.py."""
+import csv
+import io
+import json
+import math
+import random
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from generation.models import PromptItem, Toolkit
+from stereoscope.models import Membership, Role
+from stereoscope.services import record_activity
+
+from . import prompts, reports
+from .models import HumanCheck, ItemWeight, JudgeTemplate, TemplateKind, Verdict, VerdictStatus, VerificationRequest
+from .rounds import RoundError
+
+WEIGHTS_FORMAT = "stereoscope-toolkit-weights"
+WEIGHT_COLUMNS = ["toolkit", "toolkit_version", "item_number", "dimension", "target_stereotype", "n", "detected", "rate",
+                  "ci_low", "ci_high", "shrunk_rate", "reliability", "weight", "method", "flags"]
+
+
+class JudgingError(ValueError):
+    """Bad input; the message says what to fix."""
+
+
+# -- templates ------------------------------------------------------------------------------------------------------
+def _clean_template(kind, text, scale_min, scale_max, detect_threshold):
+    if kind not in TemplateKind.values:
+        raise JudgingError(f"Unknown template kind {kind!r}; choose one of {', '.join(TemplateKind.values)}.")
+    try:
+        prompts.validate_template(text)
+    except prompts.TemplateError as exc:
+        raise JudgingError(str(exc))
+    try:
+        scale_min, scale_max, detect_threshold = int(scale_min), int(scale_max), int(detect_threshold)
+    except (TypeError, ValueError):
+        raise JudgingError("Scale bounds and the detection threshold must be whole numbers.")
+    if scale_min >= scale_max:
+        raise JudgingError("The scale minimum must be below its maximum.")
+    if not scale_min < detect_threshold <= scale_max:
+        raise JudgingError(f"The detection threshold must be above {scale_min} and at most {scale_max}.")
+    if kind in (TemplateKind.SEED_BINARY, TemplateKind.STRUCTURED_JSON) and (scale_min, scale_max) != (0, 1):
+        raise JudgingError("Binary templates use the scale 0–1.")
+    return scale_min, scale_max, detect_threshold
+
+
+def create_template(study, *, name, kind, text, scale_min=0, scale_max=1, detect_threshold=1, description="",
+                    builtin_key="", locked=False, actor=None, parent=None):
+    name = (name or "").strip()
+    if not name:
+        raise JudgingError("Give the template a name.")
+    if study.is_library and not builtin_key:
+        raise JudgingError("The built-in library is read-only.")
+    scale_min, scale_max, detect_threshold = _clean_template(kind, text, scale_min, scale_max, detect_threshold)
+    with transaction.atomic():
+        version = (JudgeTemplate.objects.filter(study=study, name=name).aggregate(v=Max("version"))["v"] or 0) + 1
+        template = JudgeTemplate.objects.create(
+            study=study, name=name, version=version, kind=kind, text=text, scale_min=scale_min, scale_max=scale_max,
+            detect_threshold=detect_threshold, description=description or "", builtin_key=builtin_key, locked=locked,
+            parent=parent, created_by=actor if getattr(actor, "is_authenticated", False) else None)
+        if not study.is_library:
+            record_activity(study, actor, "created judge template", f"{template}")
+    return template
+
+
+def update_template(template, *, study, actor=None, **fields):
+    """Edit a template; a locked one (used by a round, or built-in) gets a new version in `study` instead."""
+    values = {k: fields.get(k, getattr(template, k)) for k in ("name", "kind", "text", "scale_min", "scale_max",
+                                                               "detect_threshold", "description")}
+    if template.locked or template.rounds.exists() or template.study_id != study.pk:
+        parent = template if template.study_id == study.pk else None
+        return create_template(study, actor=actor, parent=parent, **values), True
+    if values["name"] != template.name and JudgeTemplate.objects.filter(study=study, name=values["name"].strip(),
+                                                                          version=template.version).exists():
+        raise JudgingError("Another template has this name and version.")
+    scale_min, scale_max, threshold = _clean_template(values["kind"], values["text"], values["scale_min"],
+                                                      values["scale_max"], values["detect_threshold"])
+    if not (values["name"] or "").strip():
+        raise JudgingError("Give the template a name.")
+    template.name, template.kind, template.text = values["name"].strip(), values["kind"], values["text"]
+    template.scale_min, template.scale_max, template.detect_threshold = scale_min, scale_max, threshold
+    template.description = values["description"] or ""
+    template.save()
+    record_activity(study, actor, "edited judge template", f"{template}")
+    return template, False
+
+
+# -- toolkit weights ------------------------------------------------------------------------------------------------
+def toolkit_weights(study, rounds=None, method="shrunk"):
+    """One row per prompt item: item number, dimension, target stereotype, n, detected, rate, ci_low, ci_high, weight,
+    method (plus toolkit, version, shrinkage figures and flags). rounds: JudgeRounds or ids; None = all rounds of the
+    study with verdicts."""
+    if rounds is None:
+        rounds = reports.rounds_of(study)
+    else:
+        ids = [getattr(r, "pk", r) for r in rounds]
+        rounds = reports.rounds_of(study, ids) if ids else []
+    data = reports.report(rounds, method=method)
+    out = []
+    for r in data["items"]:
+        out.append({"toolkit": r["toolkit_name"], "toolkit_version": r["toolkit_version"], "item_number": r["item_number"],
+                    "dimension": r["dimension"], "target_stereotype": r["target_stereotype"], "n": r["n"],
+                    "detected": r["detected"], "rate": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
+                    "shrunk_rate": r["shrunk_rate"], "reliability": r["reliability"], "weight": r["weight"],
+                    "method": method, "flags": "; ".join(r["flags"])})
+    return out
+
+
+def weights_document(study, rounds=None, method="shrunk"):
+    """The weights export: method and inputs (toolkit version, judge panel, template version, date) and the rows."""
+    round_list = reports.rounds_of(study, [getattr(r, "pk", r) for r in rounds] if rounds else None)
+    rows = toolkit_weights(study, round_list, method=method)
+    toolkits = sorted({(r["toolkit"], r["toolkit_version"]) for r in rows})
+    return {"format": WEIGHTS_FORMAT, "format_version": 1, "study": study.name, "method": method,
+            "method_description": reports.W.METHODS[method], "toolkits": [{"name": n, "version": v} for n, v in toolkits],
+            **reports.provenance(round_list), "items": rows}
+
+
+def weights_csv(study, rounds=None, method="shrunk"):
+    doc = weights_document(study, rounds, method)
+    buf = io.StringIO()
+    buf.write(f"# {WEIGHTS_FORMAT} v1; method: {doc['method']}; {doc['method_description']}\n")
+    buf.write("# rounds: " + "; ".join(
+        f"{r['name']} (template {r['template']['name']} v{r['template']['version']}, judges {', '.join(r['judge_panel'])}, "
+        f"policy {r['policy']}, seed {r['seed']})" for r in doc["rounds"]) + f"; generated {doc['generated_at']}\n")
+    writer = csv.DictWriter(buf, fieldnames=WEIGHT_COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    for row in doc["items"]:
+        writer.writerow(row)
+    return buf.getvalue()
+
+
+def _number(value, label, errors, lo=None, hi=None, allow_none=False):
+    if value in (None, "") and allow_none:
+        return None
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        number = float(value)
+        if not math.isfinite(number):
+            raise ValueError
+    except (TypeError, ValueError):
+        errors.append(f"{label}: {value!r} is not a number.")
+        return None
+    if (lo is not None and number < lo) or (hi is not None and number > hi):
+        errors.append(f"{label}: {number} is outside {lo}–{hi}.")
+        return None
+    return number
+
+
+def parse_weights(content, filename=""):
+    """A weights file (our JSON or CSV export) -> (meta, [{"item_number", "weight", ...}]). Raises JudgingError
+    listing every problem."""
+    if isinstance(content, bytes):
+        try:
+            content = content.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise JudgingError("The file is not UTF-8 text.")
+    text = content.strip()
+    if not text:
+        raise JudgingError("The file is empty.")
+    errors, meta = [], {}
+    if text[0] in "{[" or filename.lower().endswith(".json"):
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise JudgingError(f"Not valid JSON: {exc}.")
+        if not isinstance(data, dict) or data.get("format") != WEIGHTS_FORMAT:
+            raise JudgingError(f"Not a weights file: expected an object with \"format\": \"{WEIGHTS_FORMAT}\".")
+        if not isinstance(data.get("items"), list) or not data["items"]:
+            raise JudgingError("The weights file has no items.")
+        meta = {k: data.get(k) for k in ("method", "method_description", "toolkits", "rounds", "generated_at")}
+        raw_rows = data["items"]
+    else:
+        lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
+        reader = csv.DictReader(io.StringIO("\n".join(lines)))
+        if not reader.fieldnames or "item_number" not in reader.fieldnames or "weight" not in reader.fieldnames:
+            raise JudgingError("The CSV needs the columns item_number and weight (as in the weights export).")
+        raw_rows = list(reader)
+        meta = {"method": raw_rows[0].get("method") if raw_rows else ""}
+    rows, seen = [], set()
+    for i, raw in enumerate(raw_rows, 1):
+        if not isinstance(raw, dict):
+            errors.append(f"Row {i}: not an object.")
+            continue
+        try:
+            number = int(str(raw.get("item_number", "")).strip())
+            if number < 1:
+                raise ValueError
+        except ValueError:
+            errors.append(f"Row {i}: item_number {raw.get('item_number')!r} is not a positive whole number.")
+            continue
+        if number in seen:
+            errors.append(f"Row {i}: item {number} appears twice.")
+            continue
+        seen.add(number)
+        label = f"Item {number}"
+        weight = _number(raw.get("weight"), f"{label} weight", errors, 0, 1)
+        row = {"item_number": number, "weight": weight, "method": str(raw.get("method") or meta.get("method") or ""),
+               "rate": _number(raw.get("rate"), f"{label} rate", errors, 0, 1, allow_none=True),
+               "ci_low": _number(raw.get("ci_low"), f"{label} ci_low", errors, 0, 1, allow_none=True),
+               "ci_high": _number(raw.get("ci_high"), f"{label} ci_high", errors, 0, 1, allow_none=True),
+               "n": _number(raw.get("n"), f"{label} n", errors, 0, None, allow_none=True),
+               "flags": [f for f in str(raw.get("flags") or "").split("; ") if f]}
+        rows.append(row)
+    if errors:
+        raise JudgingError("The weights file has problems: " + " ".join(errors[:20]) +
+                           (f" (and {len(errors) - 20} more)" if len(errors) > 20 else ""))
+    return meta, rows
+
+
+def import_weights(study, toolkit, content, *, filename="", new_version=True, drop_flagged=False, actor=None):
+    """Attach imported weights to `toolkit` — by default to a new version of it (a copy for library toolkits),
+    optionally without the prompts the file flags. All or nothing. Returns (toolkit version, ItemWeight count)."""
+    from generation.toolkit_services import copy_toolkit
+    from generation.toolkits import new_version as make_version
+
+    if toolkit.study_id != study.pk and not toolkit.study.is_library:
+        raise JudgingError("Choose a toolkit of this study or of the built-in library.")
+    meta, rows = parse_weights(content, filename)
+    numbers = set(toolkit.items.values_list("number", flat=True))
+    unknown = sorted(r["item_number"] for r in rows if r["item_number"] not in numbers)
+    if unknown:
+        raise JudgingError(f"The toolkit {toolkit} has no item(s) {', '.join(map(str, unknown))}; "
+                           "weights belong to a version with the same item numbers.")
+    with transaction.atomic():
+        if toolkit.study.is_library:
+            target = copy_toolkit(toolkit, study=study, actor=actor)
+        elif new_version:
+            target = make_version(toolkit, created_by=actor)
+        else:
+            target = toolkit
+        dropped = []
+        if drop_flagged:
+            dropped = sorted(r["item_number"] for r in rows if r["flags"])
+            if target is toolkit and dropped:
+                raise JudgingError("Dropping flagged prompts needs a new toolkit version.")
+            target.items.filter(number__in=dropped).delete()
+        items = {i.number: i for i in target.items.all()}
+        source = {"file": filename, "method": meta.get("method"), "rounds": meta.get("rounds"),
+                  "toolkits": meta.get("toolkits"), "generated_at": meta.get("generated_at"),
+                  "imported_at": timezone.now().isoformat(), "from_toolkit": f"{toolkit.name} v{toolkit.version}"}
+        ItemWeight.objects.filter(toolkit=target).delete()
+        objs = [ItemWeight(toolkit=target, item=items[r["item_number"]], weight=r["weight"], rate=r["rate"],
+                           ci_low=r["ci_low"], ci_high=r["ci_high"], n=int(r["n"]) if r["n"] is not None else None,
+                           method=r["method"][:30], flags=r["flags"], source=source,
+                           created_by=actor if getattr(actor, "is_authenticated", False) else None)
+                for r in rows if r["item_number"] in items]
+        ItemWeight.objects.bulk_create(objs)
+        record_activity(study, actor, "imported prompt weights into", f"{target}" + (f" (dropped {len(dropped)} flagged)" if dropped else ""))
+    return target, len(objs)
+
+
+# -- human verification ---------------------------------------------------------------------------------------------
+def request_verification(rnd, *, coders, sample_size, seed=0, actor=None):
+    """Send a seeded random sample of the round's judged outputs to coders as yes/no questions."""
+    coders = list(coders)
+    if not coders:
+        raise JudgingError("Choose at least one coder.")
+    members = set(Membership.objects.filter(study=rnd.study, user__in=coders).values_list("user_id", flat=True))
+    outsiders = [c.username for c in coders if c.pk not in members and not c.is_staff]
+    if outsiders:
+        raise JudgingError(f"Not members of this study: {', '.join(outsiders)}.")
+    try:
+        sample_size = int(sample_size)
+    except (TypeError, ValueError):
+        raise JudgingError("The sample size must be a whole number.")
+    if sample_size < 1:
+        raise JudgingError("The sample size must be at least 1.")
+    verdicts = list(rnd.verdicts.filter(status=VerdictStatus.OK).order_by("pk").values_list("pk", flat=True))
+    if not verdicts:
+        raise JudgingError("The round has no judged outputs yet.")
+    rng = random.Random(f"verify:{rnd.pk}:{seed}")
+    chosen = rng.sample(verdicts, min(sample_size, len(verdicts)))
+    with transaction.atomic():
+        objs = [VerificationRequest(verdict_id=v, coder=c, requested_by=actor) for v in chosen for c in coders]
+        VerificationRequest.objects.bulk_create(objs, ignore_conflicts=True)
+        record_activity(rnd.study, actor, f"sent {len(chosen)} judged outputs for human verification from", rnd.name)
+    return len(chosen)
+
+
+def answer_check(request_obj, *, user, value, note=""):
+    if request_obj.coder_id != user.pk:
+        raise JudgingError("This question was sent to someone else.")
+    if str(value) not in ("0", "1"):
+        raise JudgingError("Answer yes (1) or no (0).")
+    check, _ = HumanCheck.objects.update_or_create(verdict=request_obj.verdict, user=user,
+                                                   defaults={"value": int(value), "note": (note or "")[:2000]})
+    return check
+
+
+def verification_pairs(rnd):
+    """[(verdict, human check)] for every human answer on the round's verdicts (judge value binarised)."""
+    checks = (HumanCheck.objects.filter(verdict__round=rnd).select_related("verdict", "verdict__output", "user")
+              .order_by("verdict_id", "user_id"))
+    return [(c.verdict, c) for c in checks]
+
+
+def verification_summary(rnd):
+    """Judge–human agreement on the sample: n, observed agreement, Cohen's kappa (statsmodels), confusion table."""
+    pairs = verification_pairs(rnd)
+    judge = [reports.detected(v.value, rnd.template) for v, _ in pairs]
+    human = [c.value for _, c in pairs]
+    table = [[0, 0], [0, 0]]
+    for j, h in zip(judge, human):
+        table[j][h] += 1
+    n = len(pairs)
+    summary = {"n": n, "table": table, "agreement": None, "kappa": None,
+               "requested": VerificationRequest.objects.filter(verdict__round=rnd).count()}
+    if n:
+        summary["agreement"] = (table[0][0] + table[1][1]) / n
+        if (table[0][0] + table[0][1]) and (table[1][0] + table[1][1]) or (table[0][0] + table[1][0]) and (table[0][1] + table[1][1]):
+            from statsmodels.stats.inter_rater import cohens_kappa
+
+            try:
+                k = cohens_kappa(table, return_results=False)
+                summary["kappa"] = None if math.isnan(k) else float(k)
+            except (ZeroDivisionError, ValueError):
+                summary["kappa"] = None
+    return summary
+
+
+def pending_checks(study, user):
+    return (VerificationRequest.objects.filter(verdict__round__study=study, coder=user)
+            .exclude(verdict__human_checks__user=user)
+            .select_related("verdict", "verdict__output", "verdict__round").order_by("created_at", "pk"))
+
+
+def coders_of(study):
+    return get_user_model().objects.filter(memberships__study=study,
+                                           memberships__role__in=[Role.CODER, Role.RESEARCHER, Role.ADMIN]).order_by("username")

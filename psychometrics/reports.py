@@ -1,0 +1,176 @@
+"""Reads: the analysis report of a run (per model), cross-run comparisons, the missing-value table and the
+extraction audit. Pure statistics come from analysis / reliability / validity / group_tests."""
+import pandas as pd
+from django.db.models import Count, Q
+
+from . import reliability
+from .analysis import analyze, sanitize
+from .group_tests import anova_models, model_by_dimension, one_sample_t, rm_anova_dimensions
+from .models import ExtractionAudit, Response, ResponseStatus
+from .scoring import score, score_names
+from .validity import correlation
+
+STATUSES = ["ok", "refused", "inconclusive", "not_present"]
+
+
+def response_frame(run):
+    """Long DataFrame of a run's responses: endpoint_id, endpoint, context_key, repetition, item, value, extraction."""
+    rows = run.responses.values_list("endpoint_id", "endpoint__name", "context__key", "repetition", "item__item_id",
+                                     "value", "extraction", "status")
+    return pd.DataFrame.from_records(list(rows), columns=["endpoint_id", "endpoint", "context", "repetition", "item", "value",
+                                                           "extraction", "status"])
+
+
+def wide_by_endpoint(run, spec, frame=None):
+    """{endpoint name: wide DataFrame (index = (context, repetition), columns = item ids)} of extracted values."""
+    frame = response_frame(run) if frame is None else frame
+    out = {}
+    for name, group in frame.groupby("endpoint", sort=True):
+        wide = group.pivot_table(index=["context", "repetition"], columns="item", values="value", aggfunc="first", dropna=False)
+        wide = wide.reindex(columns=spec.item_ids())
+        # respondents whose every unit is still pending are not respondents yet
+        answered = group[group["status"] != ResponseStatus.PENDING].groupby(["context", "repetition"]).size()
+        out[name] = wide.loc[wide.index.isin(answered.index)].astype(float)
+    return out
+
+
+def audit_summary(run):
+    """Per endpoint: audited responses, how many extractions were right, accuracy (Jung: 100 per model)."""
+    rows = (ExtractionAudit.objects.filter(response__run=run)
+            .values("response__endpoint__name").annotate(n=Count("id"), correct=Count("id", filter=Q(correct=True))))
+    sampled = dict(run.responses.filter(audit_sampled=True).values_list("endpoint__name").annotate(n=Count("id")))
+    out = {}
+    for r in rows:
+        name = r["response__endpoint__name"]
+        out[name] = {"sampled": sampled.get(name, 0), "audited": r["n"], "correct": r["correct"],
+                     "accuracy": r["correct"] / r["n"] if r["n"] else None}
+    for name, n in sampled.items():
+        out.setdefault(name, {"sampled": n, "audited": 0, "correct": 0, "accuracy": None})
+    return out
+
+
+def extraction_counts(frame):
+    """{endpoint: {ok, refused, inconclusive, not_present, failed, pending, total}}"""
+    out = {}
+    for name, group in frame.groupby("endpoint", sort=True):
+        counts = group["extraction"].value_counts().to_dict()
+        row = {s: int(counts.get(s, 0)) for s in STATUSES}
+        row["failed"] = int((group["status"] == ResponseStatus.FAILED).sum())
+        row["pending"] = int((group["status"] == ResponseStatus.PENDING).sum())
+        row["total"] = int(len(group))
+        row["missing"] = row["total"] - row["ok"]
+        out[name] = row
+    return out
+
+
+def svg_bars(hist, width=320, height=120):
+    """Coordinates for an inline SVG histogram (rendered by the template, autoescaped)."""
+    if not hist:
+        return None
+    top = max(b["count"] for b in hist) or 1
+    w = width / len(hist)
+    bars = [{"x": round(i * w, 2), "w": round(w - 2, 2), "h": round(b["count"] / top * (height - 20), 2),
+             "y": round(height - 20 - b["count"] / top * (height - 20), 2), "count": b["count"],
+             "label": f"{b['lo']:.2f}–{b['hi']:.2f}"} for i, b in enumerate(hist)]
+    return {"width": width, "height": height, "bars": bars, "lo": hist[0]["lo"], "hi": hist[-1]["hi"], "max": top}
+
+
+def run_report(run, cfa=True):
+    spec = run.instrument.to_spec()
+    frame = response_frame(run)
+    wides = wide_by_endpoint(run, spec, frame)
+    counts = extraction_counts(frame) if len(frame) else {}
+    audits = audit_summary(run)
+    models = []
+    long_rows = []
+    names = score_names(spec)
+    for name, wide in wides.items():
+        result = analyze(wide.reset_index(drop=True), spec, cfa=cfa)
+        result["svg"] = {n: svg_bars(h) for n, h in result.get("histograms", {}).items()}
+        models.append({"endpoint": name, "analysis": result, "extraction": counts.get(name, {}),
+                       "audit": audits.get(name)})
+        scores = score(wide, spec)
+        for (context, rep), row in scores.iterrows():
+            for n in names:
+                long_rows.append({"model": name, "subject": f"{name}|{context}|{rep}", "dimension": n, "score": row[n]})
+    report = {"run": run, "instrument": run.instrument, "spec": spec, "models": models,
+              "missing_policy": spec.missing_policy_text(), "score_names": names,
+              "missing_table": [{"model": m["endpoint"], "form": str(run.instrument), **m["extraction"]} for m in models]}
+    report["group_tests"] = group_tests(pd.DataFrame(long_rows), spec) if long_rows else None
+    return report
+
+
+def group_tests(long, spec):
+    """Fang 2025 Phase 1: t against the midpoint per model × score, ANOVA across models, RM ANOVA across
+    dimensions (subscales), model × dimension interaction."""
+    mid = spec.scale.midpoint if spec.scoring == "mean" else None
+    out = {"midpoint": mid, "one_sample": [], "anova": {}, "rm_anova": None, "interaction": None}
+    if mid is not None:
+        for (model, dim), group in long.groupby(["model", "dimension"], sort=True):
+            out["one_sample"].append({"model": model, "score": dim, **one_sample_t(group["score"], mid)})
+    for dim, group in long.groupby("dimension", sort=False):
+        if group["model"].nunique() > 1:
+            out["anova"][dim] = anova_models(group)
+    subs = long[long["dimension"] != "total"]
+    if subs["dimension"].nunique() > 1:
+        out["rm_anova"] = rm_anova_dimensions(subs)
+        if subs["model"].nunique() > 1:
+            out["interaction"] = model_by_dimension(subs)
+    return sanitize(out)
+
+
+COMPARISONS = {
+    "alternate_form": ("Alternate-form reliability", reliability.rate_internal_consistency),
+    "option_order": ("Option-order symmetry", reliability.rate_option_order),
+    "convergent": ("Convergent validity", reliability.rate_convergent),
+    "concurrent": ("Concurrent validity", reliability.rate_concurrent),
+    "repeat": ("Test–retest", reliability.rate_internal_consistency),
+}
+
+
+def compare_runs(run_a, run_b, kind="alternate_form"):
+    """Pearson r between the scores of two runs over the same contexts, per model (matched by endpoint) and per
+    score shared by both instruments (total always), with df, p and Jung's rating."""
+    if kind not in COMPARISONS:
+        raise ValueError(f"Unknown comparison {kind!r}; choose one of {', '.join(COMPARISONS)}.")
+    title, rate = COMPARISONS[kind]
+    spec_a, spec_b = run_a.instrument.to_spec(), run_b.instrument.to_spec()
+    wa, wb = wide_by_endpoint(run_a, spec_a), wide_by_endpoint(run_b, spec_b)
+    shared = [n for n in score_names(spec_a) if n in score_names(spec_b)] if kind in ("alternate_form", "option_order", "repeat") else ["total"]
+    notes = []
+    if run_a.context_set_id != run_b.context_set_id:
+        notes.append("The runs use different context sets; contexts are matched by key.")
+    rows = []
+    for name in sorted(set(wa) & set(wb)):
+        sa, sb = score(wa[name], spec_a), score(wb[name], spec_b)
+        joined = sa.add_suffix("_a").join(sb.add_suffix("_b"), how="inner")
+        for n in shared:
+            c = correlation(joined[f"{n}_a"], joined[f"{n}_b"])
+            rows.append({"model": name, "score": n, **c, "rating": rate(c["r"])})
+    if not rows:
+        notes.append("The runs share no endpoint with answers.")
+    return sanitize({"kind": kind, "title": title, "rows": rows, "notes": notes})
+
+
+def scores_table(run):
+    """Scores per context × repetition × model (for exports)."""
+    spec = run.instrument.to_spec()
+    rows = []
+    for name, wide in wide_by_endpoint(run, spec).items():
+        s = score(wide, spec)
+        for (context, rep), row in s.iterrows():
+            rec = {"model": name, "context": context, "repetition": int(rep)}
+            for n in score_names(spec):
+                rec[n] = None if pd.isna(row[n]) else float(row[n])
+                rec[f"{n}_answered"] = int(row[f"{n}__answered"])
+            rows.append(rec)
+    return rows
+
+
+def missing_counts_by_form(study):
+    """Jung Table B.2: missing values per model × form over all runs of a study."""
+    rows = (Response.objects.filter(run__study=study).exclude(status=ResponseStatus.PENDING)
+            .values("model_name", "run__instrument__name", "run__option_order")
+            .annotate(total=Count("id"), missing=Count("id", filter=~Q(extraction="ok")))
+            .order_by("model_name", "run__instrument__name"))
+    return list(rows)

@@ -1,0 +1,449 @@
+"""Questionnaire runs: create (validated), plan, start, execute, cancel, resume, retry, audit sample, run files.
+
+A run is an instrument form × a context set × endpoints × repetitions. Every unit (item, context, endpoint,
+repetition) is one fresh conversation: [system persona] + prior turns + the item, and owns exactly one Response
+row, created up front; executing only fills pending rows, so resuming never repeats work. Calls go through
+generation.runner.execute_units (limits, retries, Retry-After, one ProviderCall per attempt).
+"""
+import logging
+import random
+import uuid
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from generation.models import ModelEndpoint, Provider, RunStatus
+from generation.providers.base import ProviderError, merged_params, validate_params
+from generation.runner import CallUnit, execute_units
+from stereoscope.services import record_activity
+
+from . import extraction, prompts
+from .models import Context, ContextSet, Extracted, Instrument, QuestionnaireRun, Response, ResponseStatus
+from .services import PsychError, instruments_for, lock_instrument
+
+log = logging.getLogger(__name__)
+LEASE_SECONDS = 60
+MAX_REPETITIONS = 100
+MAX_UNITS = 500_000
+RUN_FILE_VERSION = 1
+
+
+def template_for(run):
+    if run.template_key == "custom":
+        return prompts.custom_template(run.custom_user, run.custom_system, run.option_format)
+    return prompts.TEMPLATES[run.template_key]
+
+
+def validate_config(*, instrument, context_set, endpoints, repetitions, template_key, custom_user="", custom_system="",
+                    option_format="lines", option_order="fixed", option_numbering="position", extractors=None,
+                    refusal_policy="fallback", param_overrides=None, study=None):
+    """Check a run's configuration; raise PsychError naming every problem. Returns cleaned values."""
+    problems = []
+    if instrument is None:
+        problems.append("Choose an instrument.")
+    elif instrument.continuous:
+        problems.append("A continuous instrument holds imported human data; it cannot be asked as options.")
+    if context_set is None:
+        problems.append("Choose a context set.")
+    elif study is not None and context_set.study_id != study.pk:
+        problems.append("The context set belongs to another study.")
+    endpoints = list(endpoints or [])
+    if not endpoints:
+        problems.append("Choose at least one model endpoint.")
+    if study is not None and any(e.study_id != study.pk for e in endpoints):
+        problems.append("An endpoint belongs to another study.")
+    try:
+        repetitions = int(repetitions)
+        if not 1 <= repetitions <= MAX_REPETITIONS:
+            problems.append(f"Repetitions must be between 1 and {MAX_REPETITIONS}.")
+    except (TypeError, ValueError):
+        problems.append("Repetitions must be a whole number.")
+        repetitions = 1
+    template = None
+    if template_key == "custom":
+        try:
+            template = prompts.custom_template(custom_user, custom_system, option_format)
+        except prompts.PromptError as exc:
+            problems.append(str(exc))
+    elif template_key in prompts.TEMPLATES:
+        template = prompts.TEMPLATES[template_key]
+    else:
+        problems.append(f"Unknown template {template_key!r}; choose one of {', '.join(list(prompts.TEMPLATES) + ['custom'])}.")
+    if option_order not in prompts.ORDER_MODES:
+        problems.append(f"Option order must be one of {', '.join(prompts.ORDER_MODES)}.")
+    elif template is not None and option_order != "fixed" and not prompts.lists_options(template):
+        problems.append("This template does not list the answer options ({options}), so their order cannot change.")
+    if option_numbering not in prompts.NUMBERING:
+        problems.append(f"Option numbering must be one of {', '.join(prompts.NUMBERING)}.")
+    try:
+        extractors = extraction.validate_chain(extractors or (list(template.suggested_extractors) if template else ["number"]))
+    except ValueError as exc:
+        problems.append(str(exc))
+    if refusal_policy not in extraction.REFUSAL_POLICIES:
+        problems.append(f"Refusal policy must be one of {', '.join(extraction.REFUSAL_POLICIES)}.")
+    overrides = param_overrides or {}
+    if not isinstance(overrides, dict):
+        problems.append("Parameter overrides must be a JSON object, e.g. {\"temperature\": 0}.")
+        overrides = {}
+    else:
+        try:
+            validate_params({k: v for k, v in overrides.items() if v not in (None, "")})
+        except ProviderError as exc:
+            problems.append(str(exc))
+    if template is not None and template.persona_required and context_set is not None:
+        if context_set.contexts.filter(included=True, persona="").exists():
+            problems.append(f"The template “{template.name}” needs a persona in every context.")
+    if context_set is not None and not context_set.contexts.filter(included=True).exists():
+        problems.append("The context set has no included contexts.")
+    if not problems and instrument is not None and context_set is not None:
+        n = instrument.items.count() * context_set.contexts.filter(included=True).count() * len(endpoints) * repetitions
+        if n > MAX_UNITS:
+            problems.append(f"{n} units is more than the limit of {MAX_UNITS}.")
+    if problems:
+        raise PsychError(" ".join(problems))
+    return {"endpoints": endpoints, "repetitions": repetitions, "extractors": extractors, "param_overrides": overrides}
+
+
+@transaction.atomic
+def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1, template_key="jung2025",
+               custom_user="", custom_system="", option_format="lines", option_order="fixed", option_numbering="position",
+               order_seed=0, extractors=None, refusal_policy="fallback", json_field="answer", param_overrides=None,
+               audit_per_model=100, actor=None):
+    name = (name or "").strip()
+    if not name:
+        raise PsychError("Give the run a name.")
+    if instrument is not None and not instruments_for(study).filter(pk=instrument.pk).exists():
+        raise PsychError("The instrument belongs to another study.")
+    try:
+        order_seed = int(order_seed)
+        audit_per_model = int(audit_per_model)
+    except (TypeError, ValueError):
+        raise PsychError("The order seed and the audit sample size must be whole numbers.")
+    if audit_per_model < 0:
+        raise PsychError("The audit sample size cannot be negative.")
+    clean = validate_config(instrument=instrument, context_set=context_set, endpoints=endpoints, repetitions=repetitions,
+                            template_key=template_key, custom_user=custom_user, custom_system=custom_system,
+                            option_format=option_format, option_order=option_order, option_numbering=option_numbering,
+                            extractors=extractors, refusal_policy=refusal_policy, param_overrides=param_overrides, study=study)
+    run = QuestionnaireRun.objects.create(
+        study=study, name=name, instrument=instrument, context_set=context_set, repetitions=clean["repetitions"],
+        template_key=template_key, custom_user=custom_user or "", custom_system=custom_system or "",
+        option_format=option_format, option_order=option_order, option_numbering=option_numbering, order_seed=order_seed,
+        extractors=clean["extractors"], refusal_policy=refusal_policy, json_field=json_field or "answer",
+        param_overrides=clean["param_overrides"], audit_per_model=audit_per_model, created_by=actor)
+    run.endpoints.set(clean["endpoints"])
+    lock_instrument(instrument)
+    record_activity(study, actor, "created questionnaire run", run.name)
+    return run
+
+
+def unit_rng(run, context_key, item_id, endpoint_id, repetition):
+    """The per-prompt random generator of option permutations: a string seed, stable across processes."""
+    return random.Random(f"{run.order_seed}|{context_key}|{item_id}|{endpoint_id}|{repetition}")
+
+
+def build_unit(run, template, item, context, endpoint_id, repetition, points, labels):
+    order = prompts.option_order(points, run.option_order, unit_rng(run, context.key, item.item_id, endpoint_id, repetition))
+    options = prompts.presented_options(order, labels, points, run.option_numbering)
+    messages = prompts.render_messages(template, item.text, options, persona=context.persona, turns=context.turns,
+                                       instruction=run.instrument.instruction)
+    return order, options, messages
+
+
+def materialize(run):
+    """Create every pending Response row (idempotent)."""
+    template = template_for(run)
+    instrument = run.instrument
+    points = list(range(int(instrument.scale_min), int(instrument.scale_max) + 1))
+    labels = {int(k): v for k, v in (instrument.scale_labels or {}).items()}
+    items = list(instrument.items.order_by("position"))
+    contexts = list(run.context_set.contexts.filter(included=True).order_by("order", "key"))
+    existing = set(run.responses.values_list("item_id", "context_id", "endpoint_id", "repetition"))
+    rows = []
+    for endpoint in run.endpoints.all():
+        for context in contexts:
+            for rep in range(1, run.repetitions + 1):
+                for item in items:
+                    if (item.pk, context.pk, endpoint.pk, rep) in existing:
+                        continue
+                    order, options, messages = build_unit(run, template, item, context, endpoint.pk, rep, points, labels)
+                    rows.append(Response(run=run, item=item, context=context, endpoint=endpoint, model_name=endpoint.model_id,
+                                         repetition=rep, options=options, permutation=order, messages=messages))
+    Response.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
+    return len(rows)
+
+
+def plan(run, sample=5):
+    """The dry run: number of calls per endpoint and a few rendered conversations."""
+    template = template_for(run)
+    instrument = run.instrument
+    points = list(range(int(instrument.scale_min), int(instrument.scale_max) + 1))
+    labels = {int(k): v for k, v in (instrument.scale_labels or {}).items()}
+    items = list(instrument.items.order_by("position"))
+    contexts = list(run.context_set.contexts.filter(included=True).order_by("order", "key")[:2])
+    n_contexts = run.context_set.contexts.filter(included=True).count()
+    endpoints = list(run.endpoints.order_by("name"))
+    per_endpoint = len(items) * n_contexts * run.repetitions
+    examples = []
+    for context in contexts:
+        for item in items[:sample]:
+            order, options, messages = build_unit(run, template, item, context, endpoints[0].pk if endpoints else 0, 1, points, labels)
+            examples.append({"context": context.key, "item": item.item_id, "permutation": order, "messages": messages})
+    return {"calls_per_endpoint": per_endpoint, "calls": per_endpoint * len(endpoints), "endpoints": endpoints,
+            "examples": examples[:sample]}
+
+
+def _enqueue(run):
+    from .tasks import execute_questionnaire_run
+
+    execute_questionnaire_run.delay(run.pk)
+
+
+def start(run, actor=None):
+    if run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and run.lease_token:
+        raise PsychError("The run is already running.")
+    with transaction.atomic():
+        materialize(run)
+        QuestionnaireRun.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, cancel_requested=False, message="",
+                                                          finished_at=None, lease_token="", lease_expires_at=None)
+        record_activity(run.study, actor, "started questionnaire run", run.name)
+    _enqueue(run)
+    run.refresh_from_db()
+    return run
+
+
+resume = start
+
+
+def retry_failed(run, actor=None):
+    n = run.responses.filter(status=ResponseStatus.FAILED).update(status=ResponseStatus.PENDING, error="")
+    if n == 0:
+        raise PsychError("No failed units to retry.")
+    record_activity(run.study, actor, f"retried {n} failed units of", run.name)
+    return start(run, actor)
+
+
+def cancel(run, actor=None):
+    if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
+        raise PsychError(f"The run is already {run.status}.")
+    updates = {"cancel_requested": True}
+    if run.status in (RunStatus.DRAFT, RunStatus.QUEUED) or not run.lease_token:
+        updates.update(status=RunStatus.CANCELLED, finished_at=timezone.now(), message="Cancelled.")
+    QuestionnaireRun.objects.filter(pk=run.pk).update(**updates)
+    record_activity(run.study, actor, "cancelled questionnaire run", run.name)
+    run.refresh_from_db()
+    return run
+
+
+def _acquire_lease(run_id):
+    token = uuid.uuid4().hex
+    now = timezone.now()
+    got = QuestionnaireRun.objects.filter(Q(lease_token="") | Q(lease_expires_at__lt=now), pk=run_id).update(
+        lease_token=token, lease_expires_at=now + timedelta(seconds=LEASE_SECONDS))
+    return token if got else None
+
+
+class ResponseSink:
+    """Extracts the answer of each finished unit and stores it with the raw text (pending rows only)."""
+
+    def __init__(self, run):
+        self.chain = run.extractors or ["number"]
+        self.policy = run.refusal_policy
+        self.field = run.json_field or "answer"
+
+    def on_success(self, unit, result):
+        options = unit.payload["options"]
+        got = extraction.extract(result.text, options, self.chain, self.policy, self.field)
+        Response.objects.filter(pk=unit.payload["pk"], status=ResponseStatus.PENDING).update(
+            status=ResponseStatus.DONE, raw_text=result.text or "", extraction=got.status, extracted_code=got.code or "",
+            value=got.value if got.status == "ok" else None, extraction_method=got.method[:30],
+            extraction_detail=got.detail[:300], error="", completed_at=timezone.now())
+
+    def on_failure(self, unit, error):
+        Response.objects.filter(pk=unit.payload["pk"], status=ResponseStatus.PENDING).update(
+            status=ResponseStatus.FAILED, error=error, completed_at=timezone.now())
+
+
+def pending_units(run):
+    endpoints = {e.pk: e for e in run.endpoints.exclude(provider=Provider.MANUAL)}
+    params = {pk: merged_params(e, run.param_overrides) for pk, e in endpoints.items()}
+    rows = run.responses.filter(status=ResponseStatus.PENDING, endpoint_id__in=list(endpoints)).order_by("pk")
+    return [CallUnit(unit_ref=f"response:{pk}", endpoint=endpoints[ep], messages=messages, params=dict(params[ep]),
+                     purpose="psychometrics", payload={"pk": pk, "options": options})
+            for pk, ep, messages, options in rows.values_list("pk", "endpoint_id", "messages", "options")]
+
+
+def execute(run_id, progress_callback=None):
+    """Run every pending unit in this process. Returns RunStats, or None if another worker holds the run."""
+    token = _acquire_lease(run_id)
+    if token is None:
+        return None
+    run = QuestionnaireRun.objects.select_related("study").get(pk=run_id)
+    if run.cancel_requested or run.status == RunStatus.CANCELLED:
+        QuestionnaireRun.objects.filter(pk=run_id, lease_token=token).update(lease_token="", lease_expires_at=None)
+        return None
+    QuestionnaireRun.objects.filter(pk=run_id).update(status=RunStatus.RUNNING, started_at=run.started_at or timezone.now(),
+                                                      finished_at=None)
+    units = pending_units(run)
+    total_left = len(units)
+
+    def progress(stats, in_flight):
+        done = stats.succeeded + stats.failed
+        rate = stats.succeeded / stats.elapsed_s if stats.elapsed_s else 0
+        eta = (total_left - done) / rate if rate else None
+        QuestionnaireRun.objects.filter(pk=run_id, lease_token=token).update(
+            lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS),
+            progress={"in_flight": in_flight, "rate": round(rate, 2), "eta_s": round(eta) if eta is not None else None,
+                      "this_session_done": done, "this_session_total": total_left, "attempts": stats.attempts,
+                      "heartbeat": timezone.now().isoformat()})
+        if progress_callback:
+            progress_callback(stats, in_flight, total_left)
+
+    def cancel_check():
+        return QuestionnaireRun.objects.filter(pk=run_id, cancel_requested=True).exists()
+
+    try:
+        stats = execute_units(run.study, units, ResponseSink(run), cancel_check=cancel_check, progress=progress)
+    except Exception as exc:
+        log.exception("questionnaire run %s stopped", run_id)
+        QuestionnaireRun.objects.filter(pk=run_id).update(status=RunStatus.FAILED, message=f"Stopped: {exc}",
+                                                          lease_token="", lease_expires_at=None)
+        raise
+    finish(run_id, cancelled=stats.cancelled)
+    return stats
+
+
+def finish(run_id, cancelled=False):
+    run = QuestionnaireRun.objects.get(pk=run_id)
+    pending = run.responses.filter(status=ResponseStatus.PENDING)
+    manual_pending = pending.filter(endpoint__provider=Provider.MANUAL).count()
+    n_pending = pending.count()
+    now = timezone.now()
+    updates = {"lease_token": "", "lease_expires_at": None}
+    if cancelled or run.cancel_requested:
+        updates.update(status=RunStatus.CANCELLED, finished_at=now, message="Cancelled; resume runs the missing units.")
+    elif n_pending == 0:
+        failed = run.responses.filter(status=ResponseStatus.FAILED).count()
+        updates.update(status=RunStatus.COMPLETED, finished_at=now,
+                       message=f"{failed} units failed; see their reasons and retry them." if failed else "")
+    elif manual_pending == n_pending:
+        updates.update(status=RunStatus.RUNNING, message=f"Waiting for {manual_pending} manual answers.")
+    else:
+        updates.update(message="Stopped with units left; resume to run them.")
+    QuestionnaireRun.objects.filter(pk=run_id).update(**updates)
+    if updates.get("status") == RunStatus.COMPLETED:
+        draw_audit_sample(run)
+
+
+def draw_audit_sample(run, per_model=None, seed=None):
+    """Mark a seeded random sample of N finished responses per endpoint for the extraction audit (idempotent:
+    responses already sampled stay; the sample is topped up to N)."""
+    per_model = run.audit_per_model if per_model is None else per_model
+    seed = run.order_seed if seed is None else seed
+    added = 0
+    for endpoint_id in run.responses.values_list("endpoint_id", flat=True).distinct():
+        done = run.responses.filter(endpoint_id=endpoint_id, status=ResponseStatus.DONE)
+        have = done.filter(audit_sampled=True).count()
+        if have >= per_model:
+            continue
+        candidates = list(done.filter(audit_sampled=False).order_by("pk").values_list("pk", flat=True))
+        rng = random.Random(f"audit|{seed}|{endpoint_id}")
+        picked = rng.sample(candidates, min(per_model - have, len(candidates)))
+        added += Response.objects.filter(pk__in=picked).update(audit_sampled=True)
+    return added
+
+
+def record_audit(response, user, correct, corrected_value=None, note=""):
+    from .models import ExtractionAudit
+
+    if corrected_value not in (None, ""):
+        try:
+            corrected_value = float(corrected_value)
+        except (TypeError, ValueError):
+            raise PsychError("The corrected value must be a number.")
+        instrument = response.run.instrument
+        if not instrument.scale_min <= corrected_value <= instrument.scale_max:
+            raise PsychError(f"The corrected value must lie on the {instrument.scale_min:g}–{instrument.scale_max:g} scale.")
+    else:
+        corrected_value = None
+    audit, _ = ExtractionAudit.objects.update_or_create(
+        response=response, user=user, defaults={"correct": bool(correct), "corrected_value": corrected_value, "note": (note or "")[:300]})
+    return audit
+
+
+def counts(run):
+    rows = (run.responses.values("endpoint_id", "endpoint__name", "model_name")
+            .annotate(total=Count("id"), done=Count("id", filter=Q(status=ResponseStatus.DONE)),
+                      failed=Count("id", filter=Q(status=ResponseStatus.FAILED)),
+                      ok=Count("id", filter=Q(extraction=Extracted.OK)),
+                      refused=Count("id", filter=Q(extraction=Extracted.REFUSED)),
+                      inconclusive=Count("id", filter=Q(extraction=Extracted.INCONCLUSIVE)),
+                      not_present=Count("id", filter=Q(extraction=Extracted.NOT_PRESENT)))
+            .order_by("endpoint__name"))
+    overall = {k: 0 for k in ("total", "done", "failed", "ok", "refused", "inconclusive", "not_present")}
+    per_endpoint = []
+    for row in rows:
+        row["pending"] = row["total"] - row["done"] - row["failed"]
+        per_endpoint.append(row)
+        for k in overall:
+            overall[k] += row[k]
+    overall["pending"] = overall["total"] - overall["done"] - overall["failed"]
+    overall["percent"] = round(100 * (overall["done"] + overall["failed"]) / overall["total"]) if overall["total"] else 0
+    live = run.status == RunStatus.RUNNING and bool(run.lease_token)
+    progress = run.progress or {}
+    overall["in_flight"] = progress.get("in_flight", 0) if live else 0
+    overall["rate"] = progress.get("rate") if live else None
+    overall["eta_s"] = progress.get("eta_s") if live else None
+    return {"overall": overall, "per_endpoint": per_endpoint}
+
+
+# -- run files ---------------------------------------------------------------------------------------------------
+def export_run_file(run):
+    """A declarative, re-runnable description of the run (R.U.Psycho style)."""
+    return {
+        "stereoscope_questionnaire_run": RUN_FILE_VERSION, "name": run.name,
+        "instrument": {"name": run.instrument.name, "version": run.instrument.version},
+        "context_set": run.context_set.name,
+        "endpoints": [e.name for e in run.endpoints.order_by("name")],
+        "repetitions": run.repetitions,
+        "template": {"key": run.template_key, "user": run.custom_user, "system": run.custom_system,
+                     "option_format": run.option_format} if run.template_key == "custom" else {"key": run.template_key},
+        "options": {"order": run.option_order, "numbering": run.option_numbering, "seed": run.order_seed},
+        "extraction": {"chain": run.extractors, "refusal_policy": run.refusal_policy, "json_field": run.json_field},
+        "params": run.param_overrides, "audit_per_model": run.audit_per_model,
+    }
+
+
+def create_run_from_file(study, data, actor=None, name=None):
+    """Create a run from a run file; names are resolved in the study (instruments also in the library)."""
+    if not isinstance(data, dict) or data.get("stereoscope_questionnaire_run") != RUN_FILE_VERSION:
+        raise PsychError(f"Not a questionnaire run file (expected \"stereoscope_questionnaire_run\": {RUN_FILE_VERSION}).")
+    problems = []
+    inst = data.get("instrument") or {}
+    instrument = instruments_for(study).filter(name=inst.get("name"), version=inst.get("version")).order_by("-study__is_library").first() \
+        if isinstance(inst, dict) else None
+    if instrument is None:
+        problems.append(f"No instrument {inst.get('name') if isinstance(inst, dict) else inst!r} v{inst.get('version') if isinstance(inst, dict) else ''}.")
+    context_set = ContextSet.objects.filter(study=study, name=data.get("context_set")).first()
+    if context_set is None:
+        problems.append(f"No context set named {data.get('context_set')!r} in this study.")
+    names = data.get("endpoints") or []
+    endpoints = list(ModelEndpoint.objects.filter(study=study, name__in=names)) if isinstance(names, list) else []
+    missing = sorted(set(names if isinstance(names, list) else []) - {e.name for e in endpoints})
+    if missing or not isinstance(names, list):
+        problems.append(f"No endpoint(s) named {', '.join(map(str, missing)) or names!r} in this study.")
+    if problems:
+        raise PsychError(" ".join(problems))
+    template = data.get("template") or {}
+    options = data.get("options") or {}
+    ext = data.get("extraction") or {}
+    return create_run(study, name=name or data.get("name") or "Run from file", instrument=instrument, context_set=context_set,
+                      endpoints=endpoints, repetitions=data.get("repetitions", 1), template_key=template.get("key", "jung2025"),
+                      custom_user=template.get("user", ""), custom_system=template.get("system", ""),
+                      option_format=template.get("option_format", "lines"), option_order=options.get("order", "fixed"),
+                      option_numbering=options.get("numbering", "position"), order_seed=options.get("seed", 0),
+                      extractors=ext.get("chain"), refusal_policy=ext.get("refusal_policy", "fallback"),
+                      json_field=ext.get("json_field", "answer"), param_overrides=data.get("params") or {},
+                      audit_per_model=data.get("audit_per_model", 100), actor=actor)

@@ -1,0 +1,333 @@
+"""Writes for instruments, persona sets and context sets. Every import validates first and applies in one
+transaction; problems raise PsychError with a message that says what to fix."""
+import csv
+import io
+import itertools
+import json
+import random
+
+from django.db import transaction
+from django.db.models import Max, Q
+
+from generation.counterfactual import swap_gender
+from stereoscope.services import record_activity
+
+from .models import Context, ContextSet, Instrument, InstrumentItem, Persona, PersonaSet
+from .spec import SpecError, parse_instrument, to_dict
+
+MAX_IMPORT_ROWS = 100_000
+
+
+class PsychError(ValueError):
+    """Bad input; nothing was saved."""
+
+
+def instruments_for(study):
+    return Instrument.objects.filter(Q(study=study) | Q(study__is_library=True)).select_related("study")
+
+
+def persona_sets_for(study):
+    return PersonaSet.objects.filter(Q(study=study) | Q(study__is_library=True)).select_related("study")
+
+
+def load_json(text):
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise PsychError(f"The file is not valid JSON: {exc}.")
+
+
+# -- instruments -----------------------------------------------------------------------------------------------
+@transaction.atomic
+def create_instrument(study, data, *, actor=None, builtin_key="", locked=False, parallel_of=None):
+    """Create an instrument from its JSON (dict or text). A name already in the study gets the next version."""
+    if isinstance(data, (str, bytes)):
+        data = load_json(data)
+    try:
+        spec = parse_instrument(data)
+    except SpecError as exc:
+        raise PsychError(str(exc))
+    if parallel_of is None and spec.parallel_form:
+        pf = spec.parallel_form
+        candidates = instruments_for(study).filter(name=pf["name"])
+        parallel_of = candidates.filter(label=str(pf.get("version", ""))).first() or candidates.order_by("-version").first()
+    latest = Instrument.objects.filter(study=study, name=spec.name).aggregate(v=Max("version"))["v"]
+    parent = Instrument.objects.filter(study=study, name=spec.name, version=latest).first() if latest else None
+    instrument = Instrument.objects.create(
+        study=study, name=spec.name, version=(latest or 0) + 1, label=spec.version, description=spec.description,
+        source=spec.source, instruction=spec.instruction, scale_min=spec.scale.min, scale_max=spec.scale.max,
+        scale_labels={str(k): v for k, v in spec.scale.labels.items()}, continuous=spec.scale.continuous,
+        subscales=spec.subscales, scoring=spec.scoring, missing_policy=spec.missing, parallel_of=parallel_of,
+        parent=parent, builtin_key=builtin_key, locked=locked, created_by=actor)
+    items = InstrumentItem.objects.bulk_create([
+        InstrumentItem(instrument=instrument, item_id=i.id, position=n, text=i.text, subscale=i.subscale, reverse=i.reverse)
+        for n, i in enumerate(spec.items)])
+    if parallel_of is not None:
+        others = {i.item_id: i for i in parallel_of.items.all()}
+        missing = [i.parallel for i in spec.items if i.parallel and i.parallel not in others]
+        if missing:
+            raise PsychError(f"Parallel item ids not in “{parallel_of}”: {', '.join(missing)}.")
+        by_id = {i.item_id: i for i in items}
+        for item_spec in spec.items:
+            if item_spec.parallel:
+                InstrumentItem.objects.filter(pk=by_id[item_spec.id].pk).update(parallel=others[item_spec.parallel])
+                InstrumentItem.objects.filter(pk=others[item_spec.parallel].pk).update(parallel=by_id[item_spec.id])
+    record_activity(study, actor, "imported instrument", str(instrument))
+    return instrument
+
+
+def export_instrument(instrument):
+    return to_dict(instrument.to_spec())
+
+
+def lock_instrument(instrument):
+    if not instrument.locked:
+        Instrument.objects.filter(pk=instrument.pk).update(locked=True)
+        instrument.locked = True
+
+
+# -- persona sets ----------------------------------------------------------------------------------------------
+def _rows_from_file(text, filename):
+    """JSONL or CSV rows as dicts."""
+    text = text.decode("utf-8-sig") if isinstance(text, bytes) else text.lstrip("\ufeff")
+    rows = []
+    if filename.lower().endswith(".csv"):
+        reader = csv.DictReader(io.StringIO(text))
+        if not reader.fieldnames:
+            raise PsychError("The CSV has no header row.")
+        rows = [dict(r) for r in reader]
+    else:
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                raise PsychError(f"Line {n} is not valid JSON: {exc}.")
+            if not isinstance(row, dict):
+                raise PsychError(f"Line {n} must be a JSON object.")
+            rows.append(row)
+    if not rows:
+        raise PsychError("The file has no rows.")
+    if len(rows) > MAX_IMPORT_ROWS:
+        raise PsychError(f"{len(rows)} rows is more than the limit of {MAX_IMPORT_ROWS}.")
+    return rows
+
+
+@transaction.atomic
+def import_personas(study, name, text, filename="personas.jsonl", description=""):
+    """Personas from JSONL ({"text" or "persona", "key"?, other keys = attributes}) or CSV (same columns)."""
+    rows = _rows_from_file(text, filename)
+    personas, seen, problems = [], set(), []
+    for n, row in enumerate(rows, 1):
+        body = row.get("text", row.get("persona"))
+        if not isinstance(body, str) or not body.strip():
+            problems.append(f"row {n}: needs a non-empty “text” (or “persona”)")
+            continue
+        key = str(row.get("key") or row.get("id") or n).strip()
+        if key in seen:
+            problems.append(f"row {n}: duplicate key {key!r}")
+        seen.add(key)
+        attrs = {k: v for k, v in row.items() if k not in ("text", "persona", "key", "id")}
+        personas.append((key, body.strip(), attrs))
+    if problems:
+        raise PsychError("; ".join(problems[:10]) + (f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""))
+    persona_set = _new_persona_set(study, name, description=description)
+    Persona.objects.bulk_create([Persona(persona_set=persona_set, key=k, text=t, attributes=a, order=i)
+                                 for i, (k, t, a) in enumerate(personas)])
+    return persona_set
+
+
+def _new_persona_set(study, name, **fields):
+    name = (name or "").strip()
+    if not name:
+        raise PsychError("Give the persona set a name.")
+    if PersonaSet.objects.filter(study=study, name=name).exists():
+        raise PsychError(f"A persona set named “{name}” exists already.")
+    return PersonaSet.objects.create(study=study, name=name, **fields)
+
+
+def expand_attributes(template, attributes):
+    """Cartesian product of attribute lists. A list value is one attribute; a dict value {group: [values]} is one
+    attribute whose group is kept as "<name>_group". Returns [(text, attrs)]."""
+    axes = []
+    for name, values in attributes.items():
+        if isinstance(values, dict):
+            axes.append([(name, v, g) for g, vs in values.items() for v in vs])
+        elif isinstance(values, list) and values:
+            axes.append([(name, v, None) for v in values])
+        else:
+            raise PsychError(f"Attribute {name!r} needs a non-empty list (or groups of lists).")
+    placeholders = set(__import__("re").findall(r"\{(\w+)\}", template))
+    unknown = placeholders - set(attributes)
+    if unknown:
+        raise PsychError(f"The template uses {', '.join(sorted(unknown))}, which no attribute list defines.")
+    out = []
+    for combo in itertools.product(*axes):
+        attrs = {}
+        for name, value, group in combo:
+            attrs[name] = value
+            if group is not None:
+                attrs[f"{name}_group"] = group
+        text = template
+        for name, value, _ in combo:
+            text = text.replace("{" + name + "}", str(value))
+        out.append((text, attrs))
+    return out
+
+
+@transaction.atomic
+def generate_personas(study, name, template, attributes, description="", builtin_key=""):
+    if not isinstance(attributes, dict) or not attributes:
+        raise PsychError("Attributes must be an object of lists, e.g. {\"title\": [\"Mr.\", \"Ms.\"], \"surname\": [\"Kim\"]}.")
+    if not template or "{" not in template:
+        raise PsychError("The template needs at least one {attribute} placeholder, e.g. “{title} {surname}”.")
+    rows = expand_attributes(template, attributes)
+    if len(rows) > MAX_IMPORT_ROWS:
+        raise PsychError(f"{len(rows)} personas is more than the limit of {MAX_IMPORT_ROWS}.")
+    persona_set = _new_persona_set(study, name, description=description, template=template, attributes=attributes,
+                                   builtin_key=builtin_key)
+    Persona.objects.bulk_create([Persona(persona_set=persona_set, key=f"{i + 1}", text=t, attributes=a, order=i)
+                                 for i, (t, a) in enumerate(rows)])
+    return persona_set
+
+
+@transaction.atomic
+def add_persona_twins(persona_set):
+    """A gender-swapped twin (generation.counterfactual.swap_gender) of every persona that has none."""
+    created = 0
+    start = persona_set.personas.count()
+    existing = set(persona_set.personas.values_list("key", flat=True))
+    for persona in list(persona_set.personas.filter(twin__isnull=True)):
+        swapped = swap_gender(persona.text)
+        if swapped == persona.text or persona.key.endswith("~twin"):
+            continue
+        key = f"{persona.key}~twin"
+        if key in existing:
+            continue
+        twin = Persona.objects.create(persona_set=persona_set, key=key, text=swapped, twin=persona,
+                                      attributes={**persona.attributes, "counterfactual_of": persona.key},
+                                      order=start + created)
+        Persona.objects.filter(pk=persona.pk).update(twin=twin)
+        created += 1
+    return created
+
+
+def set_included(obj, included, reason=""):
+    """Include or exclude a persona or context; excluding needs a reason."""
+    reason = (reason or "").strip()
+    if not included and not reason:
+        raise PsychError("Say why it is excluded (a reason is required).")
+    type(obj).objects.filter(pk=obj.pk).update(included=included, exclude_reason="" if included else reason[:300])
+    obj.included, obj.exclude_reason = included, ("" if included else reason[:300])
+    return obj
+
+
+# -- context sets ----------------------------------------------------------------------------------------------
+def _new_context_set(study, name, **fields):
+    name = (name or "").strip()
+    if not name:
+        raise PsychError("Give the context set a name.")
+    if ContextSet.objects.filter(study=study, name=name).exists():
+        raise PsychError(f"A context set named “{name}” exists already.")
+    return ContextSet.objects.create(study=study, name=name, **fields)
+
+
+def sample(rows, n, seed):
+    """A seeded random sample of n rows (all rows, in order, when n is None or ≥ len)."""
+    if n is None or n >= len(rows):
+        return list(rows)
+    if n < 1:
+        raise PsychError("The sample size must be at least 1.")
+    picked = random.Random(seed).sample(range(len(rows)), n)
+    return [rows[i] for i in sorted(picked)]
+
+
+@transaction.atomic
+def contexts_from_personas(study, name, persona_set, n=None, seed=0, description=""):
+    """Each included persona (or a seeded sample of n) becomes a context whose system message is the persona."""
+    if persona_set.study_id != study.pk and not persona_set.study.is_library:
+        raise PsychError("That persona set belongs to another study.")
+    personas = list(persona_set.personas.filter(included=True).order_by("order", "key"))
+    if not personas:
+        raise PsychError("The persona set has no included personas.")
+    chosen = sample(personas, n, seed)
+    context_set = _new_context_set(study, name, description=description, seed=seed if n else None,
+                                   source=f"persona set “{persona_set.name}”" + (f", sample of {n} (seed {seed})" if n else ""))
+    contexts = Context.objects.bulk_create([
+        Context(context_set=context_set, key=p.key, persona=p.text, source_persona=p, attributes=p.attributes, order=i)
+        for i, p in enumerate(chosen)])
+    by_persona = {c.source_persona_id: c for c in contexts}
+    for c in contexts:
+        twin_persona = next((p.twin_id for p in chosen if p.pk == c.source_persona_id), None)
+        if twin_persona in by_persona:
+            Context.objects.filter(pk=c.pk).update(twin=by_persona[twin_persona])
+    return context_set
+
+
+def _turns(value, where):
+    if not isinstance(value, list):
+        raise PsychError(f"{where}: “turns” must be a list of {{role, content}} objects.")
+    turns = []
+    for t in value:
+        if not isinstance(t, dict) or t.get("role") not in ("user", "assistant") or not isinstance(t.get("content"), str):
+            raise PsychError(f"{where}: each turn needs role “user” or “assistant” and a text content.")
+        turns.append({"role": t["role"], "content": t["content"]})
+    return turns
+
+
+@transaction.atomic
+def import_contexts(study, name, text, filename="contexts.jsonl", n=None, seed=0, description=""):
+    """Contexts from JSONL: {"key"?, "persona"?, "turns" (or "conversation"): [{role, content}], other keys =
+    attributes}. Optional seeded sample of n."""
+    rows = _rows_from_file(text, filename)
+    parsed, seen = [], set()
+    for i, row in enumerate(rows, 1):
+        where = f"row {i}"
+        turns = _turns(row.get("turns", row.get("conversation", [])), where)
+        persona = row.get("persona", "")
+        if not isinstance(persona, str):
+            raise PsychError(f"{where}: “persona” must be text.")
+        if not turns and not persona.strip():
+            raise PsychError(f"{where}: a context needs a persona or at least one prior turn.")
+        key = str(row.get("key") or row.get("id") or i)
+        if key in seen:
+            raise PsychError(f"{where}: duplicate key {key!r}.")
+        seen.add(key)
+        attrs = {k: v for k, v in row.items() if k not in ("key", "id", "persona", "turns", "conversation")}
+        parsed.append((key, persona.strip(), turns, attrs))
+    chosen = sample(parsed, n, seed)
+    context_set = _new_context_set(study, name, description=description, seed=seed if n else None,
+                                   source=f"import {filename}" + (f", sample of {n} (seed {seed})" if n else ""))
+    Context.objects.bulk_create([Context(context_set=context_set, key=k, persona=p, turns=t, attributes=a, order=i)
+                                 for i, (k, p, t, a) in enumerate(chosen)])
+    return context_set
+
+
+@transaction.atomic
+def empty_context_set(study, name="No context"):
+    """One context with no persona and no turns: the bare questionnaire (Fang's fresh single-turn chats)."""
+    existing = ContextSet.objects.filter(study=study, name=name).first()
+    if existing:
+        return existing
+    context_set = ContextSet.objects.create(study=study, name=name, source="one empty context")
+    Context.objects.create(context_set=context_set, key="none")
+    return context_set
+
+
+@transaction.atomic
+def add_context_twins(context_set):
+    """A gender-swapped twin of every context (persona and turns swapped)."""
+    created = 0
+    start = context_set.contexts.count()
+    keys = set(context_set.contexts.values_list("key", flat=True))
+    for c in list(context_set.contexts.filter(twin__isnull=True)):
+        persona = swap_gender(c.persona)
+        turns = [{"role": t["role"], "content": swap_gender(t["content"])} for t in c.turns]
+        if (persona, turns) == (c.persona, c.turns) or c.key.endswith("~twin") or f"{c.key}~twin" in keys:
+            continue
+        twin = Context.objects.create(context_set=context_set, key=f"{c.key}~twin", persona=persona, turns=turns, twin=c,
+                                      attributes={**c.attributes, "counterfactual_of": c.key}, order=start + created)
+        Context.objects.filter(pk=c.pk).update(twin=twin)
+        created += 1
+    return created

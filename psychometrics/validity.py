@@ -1,0 +1,170 @@
+"""Validity: confirmatory factor analysis (semopy), McDonald's omega, correlations between scores (no Django).
+
+CFA: one factor per subscale, factors correlated, the first loading of each factor fixed to 1 (marker), estimator
+ML (semopy's Wishart maximum likelihood, "MLW"; normal theory, no robust correction). Fit indices: χ², df, p, CFI,
+TLI and RMSEA from semopy; the RMSEA 90% CI (non-central χ²) and SRMR (Bentler) computed here, all with N in the
+denominator, as lavaan reports them.
+"""
+import re
+import warnings
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats
+
+from .reliability import clean
+
+ESTIMATOR = "ML (maximum likelihood, semopy MLW; normal theory, no robust scaling)"
+
+
+def _safe(name):
+    return "f_" + re.sub(r"\W", "_", str(name))
+
+
+def _var(name):
+    return "i_" + re.sub(r"\W", "_", str(name))
+
+
+def rmsea_ci(chi2, df, n, level=0.90):
+    """The (lower, upper) RMSEA confidence limits from the non-central χ² distribution."""
+    if df <= 0 or n <= 0:
+        return None, None
+    lo_p, hi_p = (1 + level) / 2, (1 - level) / 2
+
+    def solve(p):
+        f = lambda lam: stats.ncx2.cdf(chi2, df, lam) - p if lam > 0 else stats.chi2.cdf(chi2, df) - p
+        if f(1e-9) < 0:
+            return 0.0
+        hi = max(10.0, chi2 * 2)
+        while f(hi) > 0:
+            hi *= 2
+        return optimize.brentq(f, 1e-9, hi, xtol=1e-10)
+
+    return tuple(clean(np.sqrt(solve(p) / (df * n))) for p in (lo_p, hi_p))
+
+
+def srmr(sample_cov, implied_cov):
+    """Standardised root mean square residual over the lower triangle including the diagonal."""
+    s, sigma = np.asarray(sample_cov), np.asarray(implied_cov)
+    d = np.sqrt(np.diag(s))
+    resid = (s - sigma) / np.outer(d, d)
+    idx = np.tril_indices_from(resid)
+    return float(np.sqrt(np.mean(resid[idx] ** 2)))
+
+
+def cfa(data, factors, drop_zero_variance=True):
+    """Fit a correlated-factors CFA. `data` rows = respondents, columns = items; `factors` = {factor: [items]}.
+
+    Returns a dict with n, estimator, chi2, df, p, cfi, tli, rmsea, rmsea_ci_low/high, srmr, loadings
+    [{factor, item, estimate, std, p}], factor_correlations, omega (per factor and total), dropped, notes.
+    Values that cannot be computed are None and a note says why.
+    """
+    import semopy
+
+    notes, dropped = [], []
+    result = {"n": 0, "estimator": ESTIMATOR, "chi2": None, "df": None, "p": None, "cfi": None, "tli": None,
+              "rmsea": None, "rmsea_ci_low": None, "rmsea_ci_high": None, "srmr": None, "loadings": [],
+              "factor_correlations": [], "omega": {}, "dropped": dropped, "notes": notes}
+    used = {}
+    cols = [c for ids in factors.values() for c in ids]
+    frame = data[cols].astype(float).dropna(axis=0, how="any")
+    if len(frame) < len(data):
+        notes.append(f"{len(data) - len(frame)} respondents with missing items left out (listwise deletion).")
+    for factor, ids in factors.items():
+        keep = []
+        for item in ids:
+            if drop_zero_variance and not frame[item].var(ddof=1) > 0:
+                dropped.append(item)
+                continue
+            keep.append(item)
+        if len(keep) < 2:
+            notes.append(f"Factor {factor} left out: fewer than 2 items with variance.")
+            dropped.extend(keep)
+            continue
+        used[factor] = keep
+    if dropped:
+        notes.append(f"Dropped items (zero variance or no factor): {', '.join(map(str, dropped))}.")
+    items = [c for ids in used.values() for c in ids]
+    result["n"] = int(len(frame))
+    if not used:
+        notes.append("No factor has 2 or more items with variance; no CFA.")
+        return result
+    if len(frame) <= len(items):
+        notes.append(f"Too few complete respondents ({len(frame)}) for {len(items)} items; no CFA.")
+        return result
+    names = {item: _var(item) for item in items}
+    df_data = frame[items].rename(columns=names)
+    desc = "\n".join(f"{_safe(f)} =~ " + " + ".join(names[i] for i in ids) for f, ids in used.items())
+    model = semopy.Model(desc)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(df_data, obj="MLW")
+            fit = semopy.calc_stats(model).T["Value"]
+            est = model.inspect(std_est=True)
+            sigma = model.calc_sigma()[0]
+    except Exception as exc:  # singular matrices and the like: report, do not crash
+        notes.append(f"The CFA could not be estimated: {type(exc).__name__}: {exc}")
+        return result
+    n = len(df_data)
+    chi2, dof = clean(fit["chi2"]), clean(fit["DoF"])
+    result.update(chi2=chi2, df=dof, p=clean(fit["chi2 p-value"]), cfi=clean(fit["CFI"]), tli=clean(fit["TLI"]),
+                  rmsea=clean(fit["RMSEA"]))
+    if chi2 is not None and dof:
+        result["rmsea_ci_low"], result["rmsea_ci_high"] = rmsea_ci(chi2, dof, n)
+    order = model.vars["observed"]
+    sample = np.cov(df_data[order].to_numpy(), rowvar=False, ddof=0)
+    result["srmr"] = clean(srmr(sample, sigma))
+    reverse_names = {v: k for k, v in names.items()}
+    reverse_factors = {_safe(f): f for f in used}
+    lam, theta, phi = {}, {}, {}
+    for row in est.itertuples(index=False):
+        lval, op, rval = row[0], row[1], row[2]
+        estimate, std, p = row[3], row[4], row[7]
+        if op == "~" and rval in reverse_factors:
+            factor, item = reverse_factors[rval], reverse_names.get(lval, lval)
+            lam[(factor, item)] = float(estimate)
+            result["loadings"].append({"factor": factor, "item": item, "estimate": clean(estimate),
+                                       "std": clean(std), "p": clean(p) if not isinstance(p, str) else None})
+        elif op == "~~" and lval in reverse_names and lval == rval:
+            theta[reverse_names[lval]] = float(estimate)
+        elif op == "~~" and lval in reverse_factors and rval in reverse_factors:
+            phi[(reverse_factors[lval], reverse_factors[rval])] = float(estimate)
+            phi[(reverse_factors[rval], reverse_factors[lval])] = float(estimate)
+            if lval != rval:
+                result["factor_correlations"].append({"a": reverse_factors[lval], "b": reverse_factors[rval],
+                                                      "r": clean(std), "p": clean(p) if not isinstance(p, str) else None})
+    if any(r["p"] is None for r in result["loadings"]):
+        notes.append("The first loading of each factor is fixed to 1 (marker), so it has no p-value.")
+    # McDonald's omega from the fitted model: (Σλ)²φ / ((Σλ)²φ + Σθ) per factor; for the total,
+    # 1'ΛΦΛ'1 / (1'ΛΦΛ'1 + 1'Θ1) over all factors.
+    factor_list = list(used)
+    sums = {f: sum(lam.get((f, i), 0.0) for i in used[f]) for f in factor_list}
+    for f in factor_list:
+        common = sums[f] ** 2 * phi.get((f, f), 0.0)
+        unique = sum(theta.get(i, 0.0) for i in used[f])
+        result["omega"][f] = clean(common / (common + unique)) if common + unique > 0 else None
+    common = sum(sums[a] * sums[b] * phi.get((a, b), 0.0) for a in factor_list for b in factor_list)
+    unique = sum(theta.get(i, 0.0) for i in items)
+    result["omega"]["total"] = clean(common / (common + unique)) if common + unique > 0 else None
+    if any(v < 0 for v in theta.values()):
+        notes.append("A residual variance is negative (Heywood case); read the solution with care.")
+    return result
+
+
+def omega_total(data, items):
+    """McDonald's omega total of one set of items from a one-factor ML model."""
+    fit = cfa(data, {"g": list(items)})
+    return fit["omega"].get("g"), fit["notes"]
+
+
+def correlation(x, y):
+    """Pearson r between two aligned Series (pairwise complete): {"r", "df", "p", "n"}; r None when undefined."""
+    pair = pd.concat([pd.Series(x, dtype=float), pd.Series(y, dtype=float)], axis=1).dropna()
+    n = len(pair)
+    out = {"r": None, "df": n - 2 if n >= 2 else None, "p": None, "n": int(n)}
+    if n < 3 or pair.iloc[:, 0].std() == 0 or pair.iloc[:, 1].std() == 0:
+        return out
+    r, p = stats.pearsonr(pair.iloc[:, 0], pair.iloc[:, 1])
+    out.update(r=clean(r), p=clean(p))
+    return out

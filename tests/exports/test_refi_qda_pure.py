@@ -1,0 +1,75 @@
+"""The REFI-QDA XML layer on its own (no database)."""
+import io
+import zipfile
+
+import pytest
+from lxml import etree
+
+from annotation import refi_qda as rq
+
+XSD = "/work/shared/refi-qda/Project.xsd"
+
+
+def sample_project():
+    dim = rq.QCode(guid=rq.stable_guid("dim"), name="Leadership", codable=False, children=[
+        rq.QCode(guid=rq.stable_guid("c1"), name="M charisma", color="#ff0000", description="charisma <b>"),
+        rq.QCode(guid=rq.stable_guid("c2"), name="F caring"),
+    ])
+    user = rq.QUser(guid=rq.stable_guid("u"), name="alice")
+    var = rq.QVariable(guid=rq.stable_guid("v"), name="model")
+    note = rq.QNote(guid=rq.stable_guid("n"), name="memo", text="why & how", user_guid=user.guid)
+    text = "She led. \u00e9t\u00e9 \U0001F600 He cared."
+    sel = rq.QSelection(guid=rq.stable_guid("s"), start=0, end=8, user_guid=user.guid, codings=[
+        rq.QCoding(guid=rq.stable_guid("k1"), code_guid=dim.children[0].guid, user_guid=user.guid, note_guids=[note.guid])])
+    source = rq.QSource(guid=rq.stable_guid("src"), name="Story 1", text=text, selections=[sel],
+                        codings=[rq.QCoding(guid=rq.stable_guid("k2"), code_guid=dim.children[1].guid, user_guid=user.guid)],
+                        variables=[(var.guid, "gpt-4o")])
+    return rq.QProject(name="P", origin="test", users=[user], codes=[dim], variables=[var], sources=iter([source]),
+                       notes=[note])
+
+
+def test_write_validates_against_the_published_xsd_and_reads_back():
+    buffer = io.BytesIO()
+    counts = rq.write_qdpx(buffer, sample_project())
+    assert counts["sources"] == 1 and counts["codings"] == 2 and counts["codes"] == 3
+    with zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as zf:
+        names = set(zf.namelist())
+        qde = zf.read("project.qde")
+    assert names == {"project.qde", f"Sources/{rq.stable_guid('src')}.txt"}
+    schema = etree.XMLSchema(etree.parse(XSD))
+    assert schema.validate(etree.fromstring(qde)), schema.error_log
+    project = rq.read_qdpx(buffer.getvalue())
+    source = project.sources[0]
+    assert source.text.endswith("He cared.") and "\U0001F600" in source.text
+    assert (source.selections[0].start, source.selections[0].end) == (0, 8)
+    assert source.text[0:8] == "She led."
+    assert source.variables == [(rq.stable_guid("v"), "gpt-4o")]
+    assert project.codes[0].codable is False and project.codes[0].children[0].description == "charisma <b>"
+    assert project.notes[0].text == "why & how"
+
+
+def test_crlf_offsets_are_mapped_onto_normalised_text():
+    raw = "ab\r\ncd\r\nef"
+    text, remap = rq.normalise_newlines(raw)
+    assert text == "ab\ncd\nef"
+    for start, end in [(0, 2), (4, 6), (8, 10), (2, 6)]:
+        assert text[remap(start):remap(end)] == raw[start:end].replace("\r\n", "\n")
+
+
+def test_guids_in_braces_and_upper_case_are_normalised():
+    assert rq.normalise_guid("{ABCDEF01-2345-6789-ABCD-EF0123456789}") == "abcdef01-2345-6789-abcd-ef0123456789"
+    assert rq.normalise_guid("nope") is None
+
+
+def test_entities_are_refused():
+    bomb = b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa">]><Project xmlns="urn:QDA-XML:project:1.0" name="&a;"/>'
+    with pytest.raises(rq.RefiError, match="DOCTYPE"):
+        rq.parse_xml(bomb)
+
+
+def test_codebook_round_trip():
+    codes = sample_project().codes
+    data = rq.codebook_xml(codes)
+    assert etree.XMLSchema(etree.parse("/work/shared/refi-qda/Codebook.xsd")).validate(etree.fromstring(data))
+    back = rq.read_qdc(data)
+    assert [c.name for c in back[0].children] == ["M charisma", "F caring"] and back[0].codable is False

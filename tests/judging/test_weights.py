@@ -1,0 +1,134 @@
+"""Detection statistics against published values (Fang 2025, Table 3) and reference libraries."""
+import math
+
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+from judging.weights import (detection_by, detection_by_item, flags, judge_generator_matrix, mean_sd, overall_row,
+                             pairwise_agreement, table3, weights, wilson)
+
+DIMENSIONS = ["Relationship", "Leadership", "Morality", "Family", "Sheltered & challenged", "Personality"]
+# Fang 2025, Table 3 (seed 001, line 344): per model, the mean detection rate of each dimension...
+TABLE3 = {
+    "Gemini 2.5 Pro": [.44, .55, .72, .66, .65, .71],
+    "GPT 4o": [.72, .75, .76, .47, .60, .80],
+    "OpenAI o3": [.48, .70, .76, .40, .60, .89],
+    "Deepseek R1": [.40, .85, .88, .67, .85, .73],
+    "Grok 3": [.68, .85, 1.00, .53, .65, .80],
+}
+# ... and its published Overall row (mean, SD).
+OVERALL = {"Gemini 2.5 Pro": (.62, .11), "GPT 4o": (.68, .12), "OpenAI o3": (.64, .18), "Deepseek R1": (.73, .18),
+           "Grok 3": (.75, .17)}
+
+
+def test_overall_row_of_table3_reproduced_for_all_five_models():
+    row = overall_row({m: dict(zip(DIMENSIONS, v)) for m, v in TABLE3.items()})
+    for model, (m, sd) in OVERALL.items():
+        assert round(row[model][0], 2) == m, model
+        assert round(row[model][1], 2) == sd, model
+
+
+@pytest.mark.parametrize("k,n", [(0, 5), (1, 5), (3, 5), (5, 5), (14, 25), (0, 1), (37, 150)])
+def test_wilson_matches_statsmodels(k, n):
+    low, high = proportion_confint(k, n, alpha=0.05, method="wilson")
+    ours = wilson(k, n)
+    assert ours[0] == pytest.approx(low, abs=1e-9) and ours[1] == pytest.approx(high, abs=1e-9)
+
+
+def test_wilson_empty():
+    assert wilson(0, 0) == (None, None)
+
+
+def rows_from(rates, dimension_of, trials=5, judge_for=None):
+    """Rows for outputs whose verdicts give exactly `rates[(model, item)]` (multiples of 1/trials)."""
+    rows, oid = [], 0
+    for (model, item), rate in rates.items():
+        ones = round(rate * trials)
+        for t in range(trials):
+            oid += 1
+            rows.append({"output": oid, "item": item, "dimension": dimension_of[item], "generator": model,
+                         "judge": (judge_for or {}).get(model, "judge-x"), "value": 1 if t < ones else 0})
+    return rows
+
+
+def test_table3_layout_computed_by_hand():
+    dimension_of = {1: "A", 2: "A", 3: "B"}
+    rates = {("m1", 1): .2, ("m1", 2): .6, ("m1", 3): 1.0, ("m2", 1): .4, ("m2", 2): .4, ("m2", 3): 0.0}
+    t = table3(rows_from(rates, dimension_of), dimensions=["A", "B"], models=["m1", "m2"])
+    assert t["cells"][("A", "m1")][0] == pytest.approx(.4) and t["cells"][("A", "m1")][1] == pytest.approx(math.sqrt(.08))
+    assert t["cells"][("A", "m2")] == (pytest.approx(.4), pytest.approx(0.0))
+    assert t["cells"][("B", "m1")] == (pytest.approx(1.0), None)
+    # all models: item rates over both models' outputs: item1 .3, item2 .5 -> mean .4, sd sqrt(.02); item3 .5
+    assert t["all"]["A"] == (pytest.approx(.4), pytest.approx(math.sqrt(.02)))
+    assert t["all"]["B"] == (pytest.approx(.5), None)
+    # overall: mean and SD of each model's dimension means
+    assert t["overall"]["m1"] == (pytest.approx(.7), pytest.approx(math.sqrt(.18)))
+    assert t["overall"]["m2"] == (pytest.approx(.2), pytest.approx(math.sqrt(.08)))
+    assert t["overall_all"] == (pytest.approx(.45), pytest.approx(math.sqrt(.005)))
+
+
+def test_detection_by_item_panel_means_and_agreement():
+    rows = [
+        {"output": 1, "item": 1, "dimension": "A", "generator": "g", "judge": "j1", "value": 1},
+        {"output": 1, "item": 1, "dimension": "A", "generator": "g", "judge": "j2", "value": 1},
+        {"output": 2, "item": 1, "dimension": "A", "generator": "g", "judge": "j1", "value": 1},
+        {"output": 2, "item": 1, "dimension": "A", "generator": "g", "judge": "j2", "value": 0},
+    ]
+    s = detection_by_item(rows)[1]
+    assert s["n"] == 2 and s["detected"] == 1.5 and s["rate"] == .75 and s["judges_per_output"] == 2
+    observed, corrected, pairs = pairwise_agreement([{"judges": {"a": 1, "b": 1}}, {"judges": {"a": 1, "b": 0}}])
+    assert (observed, pairs) == (.5, 2)
+    # p = 3/4 ones -> chance agreement .625; (.5 - .625) / .375 < 0 -> clipped at 0
+    assert corrected == 0.0
+    by_judge = detection_by(rows, "judge")
+    assert by_judge[(1, "j1")]["rate"] == 1.0 and by_judge[(1, "j2")]["rate"] == .5
+    assert judge_generator_matrix(rows)[("j2", "g")] == {"n": 2, "rate": .5}
+
+
+def test_shrinkage_weights_by_hand():
+    stats = {
+        1: {"item": 1, "dimension": "A", "n": 25, "rate": .8, "judges_per_output": 1, "agreement_corrected": None},
+        2: {"item": 2, "dimension": "A", "n": 25, "rate": .2, "judges_per_output": 1, "agreement_corrected": None},
+        3: {"item": 3, "dimension": "A", "n": 5, "rate": .6, "judges_per_output": 1, "agreement_corrected": None},
+        4: {"item": 4, "dimension": "B", "n": 25, "rate": .5, "judges_per_output": 1, "agreement_corrected": None},
+    }
+    w = weights(stats)
+    m = (.8 + .2 + .6) / 3
+    var = ((.8 - m) ** 2 + (.2 - m) ** 2 + (.6 - m) ** 2) / 2
+    sampling = (.8 * .2 / 25 + .2 * .8 / 25 + .6 * .4 / 5) / 3
+    kappa = m * (1 - m) / (var - sampling) - 1
+    assert w[1]["kappa"] == pytest.approx(kappa)
+    lam1, lam3 = 25 / (25 + kappa), 5 / (5 + kappa)
+    assert w[1]["shrunk_rate"] == pytest.approx(lam1 * .8 + (1 - lam1) * m)
+    assert w[3]["shrunk_rate"] == pytest.approx(lam3 * .6 + (1 - lam3) * m)
+    assert w[3]["reliability"] < w[1]["reliability"], "fewer trials earn less reliability"
+    assert sum(w[i]["weight"] for i in (1, 2, 3)) == pytest.approx(1.0)
+    assert w[4]["weight"] == 1.0 and w[4]["kappa"] is None  # a one-prompt dimension is not shrunk
+    raw = weights(stats, method="raw")
+    assert raw[1]["weight"] == pytest.approx(.8 / 1.6)
+    with pytest.raises(ValueError):
+        weights(stats, method="bogus")
+
+
+def test_agreeing_judges_earn_more_reliability():
+    base = {"item": 1, "dimension": "A", "n": 10, "rate": .8, "judges_per_output": 3}
+    other = {"item": 2, "dimension": "A", "n": 10, "rate": .3, "judges_per_output": 3, "agreement_corrected": .5}
+    agree = weights({1: dict(base, agreement_corrected=1.0), 2: other})[1]
+    chance = weights({1: dict(base, agreement_corrected=0.0), 2: other})[1]
+    assert agree["n_eff"] == 30 and chance["n_eff"] == 10
+    assert agree["reliability"] > chance["reliability"]
+
+
+def test_flags():
+    stats = {1: {"rate": .1, "n": 25, "agreement_corrected": None}, 2: {"rate": .9, "n": 3, "agreement_corrected": .1},
+             3: {"rate": .6, "n": 25, "agreement_corrected": None}}
+    judge_rates = {(3, "a"): {"n": 5, "rate": 1.0}, (3, "b"): {"n": 5, "rate": .2}}
+    f = flags(stats, judge_rates)
+    assert f[1] == ["weak: detection 0.10 below 0.30"]
+    assert any("agreement" in r for r in f[2]) and any("few outputs" in r for r in f[2])
+    assert f[3] == ["unstable judges: their rates range 0.20–1.00"]
+
+
+def test_mean_sd():
+    assert mean_sd([]) == (None, None) and mean_sd([1]) == (1, None)
+    assert mean_sd([0, 1]) == (.5, pytest.approx(math.sqrt(.5)))

@@ -1,0 +1,154 @@
+"""Questionnaire runs end to end against the fake provider server."""
+import pytest
+
+from generation.models import ProviderCall
+from psychometrics import reports, runs, services
+from psychometrics.models import QuestionnaireRun, Response
+from psychometrics.services import PsychError
+
+from .helpers import ASI_LABELS, expected_value, load_library, script_asi
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def setup(study, make_endpoint, fake_provider):
+    asi, personas = load_library()
+    ctx = services.contexts_from_personas(study, "20 personas", personas, n=20, seed=42)
+    endpoint = make_endpoint(study, name="fake-gpt", model_id="fake-gpt", default_params={"temperature": 0})
+    return {"asi": asi, "ctx": ctx, "endpoint": endpoint, "study": study, "fake": fake_provider}
+
+
+def test_asi_end_to_end_20_personas_permuted_with_refusals(setup):
+    asi, ctx, endpoint, study, fake = setup["asi"], setup["ctx"], setup["endpoint"], setup["study"], setup["fake"]
+    assert ctx.contexts.count() == 20
+    script_asi(fake, asi)
+    run = runs.create_run(study, name="ASI permuted", instrument=asi, context_set=ctx, endpoints=[endpoint],
+                          template_key="jung2025", option_order="permuted", order_seed=5, extractors=["number"], audit_per_model=30)
+    runs.start(run)
+    run.refresh_from_db()
+    assert run.status == "completed", run.message
+    responses = list(run.responses.select_related("item", "context"))
+    assert len(responses) == 22 * 20 and ProviderCall.objects.filter(purpose="psychometrics").count() == 440
+    # every prompt is a fresh conversation: system persona, then the item
+    r0 = responses[0]
+    assert r0.messages[0] == {"role": "system", "content": f"You are {r0.context.persona}. Answer and behave accordingly."}
+    assert len(r0.messages) == 2
+    # the permutation is stored, differs between prompts, and the answer maps back to the original option
+    assert len({tuple(r.permutation) for r in responses}) > 50
+    refused = 0
+    for r in responses:
+        expected = expected_value(r.messages, r.raw_text)
+        if expected is None:
+            refused += 1
+            assert r.extraction == "refused" and r.value is None and r.raw_text
+        else:
+            assert r.extraction == "ok" and r.value == expected, (r.raw_text, r.options)
+    assert refused == 440 // 9
+    # report: recoded scores, missing counts and extraction results, computed here independently
+    report = reports.run_report(run)
+    model = report["models"][0]
+    assert model["extraction"]["refused"] == refused and model["extraction"]["ok"] == 440 - refused
+    assert model["extraction"]["missing"] == refused
+    reverse = {"3", "6", "7", "13", "18", "21"}
+    by_context = {}
+    for r in responses:
+        if r.value is not None:
+            by_context.setdefault(r.context.key, []).append(5 - r.value if r.item.item_id in reverse else r.value)
+    totals = {k: sum(v) / len(v) for k, v in by_context.items() if len(v) >= 11}
+    import statistics
+    assert model["analysis"]["descriptives"]["total"]["mean"] == pytest.approx(statistics.mean(totals.values()))
+    assert model["analysis"]["descriptives"]["total"]["n"] == len(totals)
+    assert model["analysis"]["missing"]["cells"] == refused
+    assert run.responses.filter(audit_sampled=True).count() == 30
+    scores = reports.scores_table(run)
+    assert len(scores) == 20 and all(s["model"] == "fake-gpt" for s in scores)
+
+
+def test_resume_only_runs_missing_units(setup):
+    asi, ctx, endpoint, study, fake = setup["asi"], setup["ctx"], setup["endpoint"], setup["study"], setup["fake"]
+    fake.default = {"text": "2"}
+    run = runs.create_run(study, name="R", instrument=asi, context_set=ctx, endpoints=[endpoint])
+    runs.materialize(run)
+    Response.objects.filter(run=run).exclude(pk__in=list(run.responses.values_list("pk", flat=True)[:100])).update(status="done", value=2, extraction="ok")
+    calls = len(fake.requests)
+    runs.start(run)
+    assert len(fake.requests) - calls == 100
+    runs.start(run)  # nothing pending: no calls
+    assert len(fake.requests) - calls == 100
+    assert runs.materialize(run) == 0
+
+
+def test_failed_units_recorded_and_retried(setup):
+    asi, ctx, endpoint, study, fake = setup["asi"], setup["ctx"], setup["endpoint"], setup["study"], setup["fake"]
+    item = asi.items.get(item_id="5")
+    fake.default = {"text": "1"}
+    fake.script([{"status": 400, "message": "bad"}] * 3, match=item.text)
+    one = services.import_contexts(study, "three", '{"persona": "a nurse"}\n{"persona": "a pilot"}\n{"persona": "a cook"}\n')
+    run = runs.create_run(study, name="F", instrument=asi, context_set=one, endpoints=[endpoint])
+    runs.start(run)
+    assert run.responses.filter(status="failed").count() == 3
+    runs.retry_failed(run)
+    assert run.responses.filter(status="failed").count() == 0 and run.responses.filter(value=1).count() == 66
+
+
+def test_run_validation_messages(setup, roles):
+    asi, ctx, endpoint, study = setup["asi"], setup["ctx"], setup["endpoint"], setup["study"]
+    with pytest.raises(PsychError, match="Choose at least one model endpoint"):
+        runs.create_run(study, name="x", instrument=asi, context_set=ctx, endpoints=[])
+    with pytest.raises(PsychError, match="cannot change"):
+        runs.create_run(study, name="x", instrument=asi, context_set=ctx, endpoints=[endpoint], template_key="fang2025",
+                        option_order="permuted")
+    with pytest.raises(PsychError, match="Unknown extractor"):
+        runs.create_run(study, name="x", instrument=asi, context_set=ctx, endpoints=[endpoint], extractors=["magic"])
+    with pytest.raises(PsychError, match="Repetitions"):
+        runs.create_run(study, name="x", instrument=asi, context_set=ctx, endpoints=[endpoint], repetitions=0)
+    bare = services.import_contexts(study, "turns", '{"turns": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hey"}]}\n')
+    with pytest.raises(PsychError, match="needs a persona"):
+        runs.create_run(study, name="x", instrument=asi, context_set=bare, endpoints=[endpoint], template_key="rupsycho_json")
+    other = services.empty_context_set(roles["b"])
+    with pytest.raises(PsychError, match="another study"):
+        runs.create_run(study, name="x", instrument=asi, context_set=other, endpoints=[endpoint])
+    assert QuestionnaireRun.objects.count() == 0
+
+
+def test_run_file_round_trip_and_prior_turns(setup):
+    asi, endpoint, study, fake = setup["asi"], setup["endpoint"], setup["study"], setup["fake"]
+    fake.default = {"text": '{"answer": "agree somewhat"}'}
+    ctx = services.import_contexts(study, "arena", '{"key": "c1", "conversation": [{"role": "user", "content": "Write a sonnet about cats."}, '
+                                                   '{"role": "assistant", "content": "You are my love"}]}\n')
+    run = runs.create_run(study, name="Arena", instrument=asi, context_set=ctx, endpoints=[endpoint], template_key="custom",
+                          custom_user="{statement}\n{options}", option_order="reversed", extractors=["json", "number"])
+    data = runs.export_run_file(run)
+    again = runs.create_run_from_file(study, data, name="Arena again")
+    assert runs.export_run_file(again) == {**data, "name": "Arena again"}
+    runs.start(again)
+    r = again.responses.first()
+    assert [m["role"] for m in r.messages] == ["user", "assistant", "user"]
+    assert r.messages[-1]["content"].endswith("0 agree strongly\n1 agree somewhat\n2 agree slightly\n3 disagree slightly\n"
+                                              "4 disagree somewhat\n5 disagree strongly")
+    assert set(again.responses.values_list("value", flat=True)) == {float(ASI_LABELS.index("agree somewhat"))}
+    with pytest.raises(PsychError, match="No context set"):
+        runs.create_run_from_file(study, {**data, "context_set": "nope"})
+    with pytest.raises(PsychError, match="Not a questionnaire run file"):
+        runs.create_run_from_file(study, {"name": "x"})
+
+
+def test_compare_runs_alternate_form(setup):
+    asi, ctx, endpoint, study, fake = setup["asi"], setup["ctx"], setup["endpoint"], setup["study"], setup["fake"]
+    from psychometrics.models import Instrument
+
+    alt = Instrument.objects.get(builtin_key="asi-alternate-jung2025")
+    script_asi(fake, asi, seed=1)
+    a = runs.create_run(study, name="A", instrument=asi, context_set=ctx, endpoints=[endpoint], extractors=["number"])
+    runs.start(a)
+    fake.reset()
+    fake.default = {"text": "3"}
+    b = runs.create_run(study, name="B", instrument=alt, context_set=ctx, endpoints=[endpoint])
+    runs.start(b)
+    out = reports.compare_runs(a, b, "alternate_form")
+    total = [r for r in out["rows"] if r["score"] == "total"][0]
+    assert total["n"] == 20 and total["r"] is None  # form B is constant: r undefined, reported as null
+    out = reports.compare_runs(a, a, "option_order")
+    total = [r for r in out["rows"] if r["score"] == "total"][0]
+    assert total["r"] == pytest.approx(1.0) and total["df"] == total["n"] - 2 and total["rating"] == "++"
