@@ -142,3 +142,22 @@ def test_run_form_report_pairs_and_csv(setup, roles, client_for, library_lexicon
     sent = b"".join(c.get(reverse("measures-csv", args=[s, run.pk, "sentences"])).streaming_content).decode()
     assert "'<script>" not in sent and "vaderSentiment" in sent
     assert c.get(reverse("measures-pairs", args=[s, run.pk])).status_code == 200
+
+
+def test_export_datasets_registered_and_rows(setup):
+    from stereoscope.exports import datasets
+
+    found = datasets()
+    assert {"text_measures", "text_sentences", "text_contrasts"} <= set(found)
+    rows = list(found["text_measures"].rows(setup["study"], {}))
+    names = {c.name for c in found["text_measures"].columns}
+    assert all(set(r) == names for r in rows)
+    care = [r for r in rows if r["measure"] == "lexicon:Care words v1:care"]
+    assert len(care) == 4 and sorted(r["value"] for r in care) == [0, 1, 2, 3]
+    assert any(r["measure"] == "share:positive" and r["classifier"].startswith("vaderSentiment@") for r in rows)
+    assert list(found["text_measures"].rows(setup["study"], {"models": ["nobody"]})) == []
+    sentences = list(found["text_sentences"].rows(setup["study"], {}))
+    assert sentences and all(set(r) == {c.name for c in found["text_sentences"].columns} for r in sentences)
+    contrasts = list(found["text_contrasts"].rows(setup["study"], {}))
+    care_or = next(r for r in contrasts if r["kind"] == "category" and r["grouping"] == "overall" and r["name"] == "Care")
+    assert care_or["odds_ratio"] is not None and care_or["zero_policy"] == "exclude"
