@@ -111,8 +111,19 @@ def agreement_table(request, study_id):
         "pairs": [dict(p, label_a=table.label(p["rater_a"]), label_b=table.label(p["rater_b"])) for p in result.pairs],
         "versus": services.rater_comparisons(table, level=level), "disagreements": rows, "n_disagree": n_disagree,
         "raters": raters, "confusion": _confusion_context(table, confusion), "gold_values": services.allowed_gold_values(table.target),
+        "all_raters": _all_raters(request, table), "selected_raters": request.GET.getlist("raters"),
         "can_adjudicate": True, "codebook": codebook, "query": request.GET.urlencode(), "gold_key": GOLD,
     })
+
+
+def _all_raters(request, table):
+    """Every rater the table could have (for the rater-set checkboxes), not only the chosen ones."""
+    if not request.GET.getlist("raters"):
+        return [(key, table.label(key)) for key in table.matrix.raters]
+    from .agreement_data import build_table
+
+    full = build_table(request.study, table.target, codebook=_codebook(request))
+    return [(key, full.label(key)) for key in full.matrix.raters]
 
 
 def _confusion_context(table, confusion):

@@ -96,10 +96,12 @@ def test_xss_in_model_and_code_names_is_escaped(coded_study, client_for):
     Verdict.objects.filter(judge_model="model-y").update(judge_model=payload)
     for out in ns.outputs:
         out.model_name = payload
+        out.text = f"Story {payload} text"
         out.save()
     c = client_for(ns.users["researcher"])
     for url in [reverse("agreement", args=[ns.study.pk]) + "?bootstrap=0",
                 reverse("agreement-table", args=[ns.study.pk]) + f"?target=code:{ns.charisma.pk}&bootstrap=0",
+                reverse("agreement-table", args=[ns.study.pk]) + f"?target=code:{ns.charisma.pk}&bootstrap=0&raters=coder:{ns.coders['ann'].pk}&raters=coder:{ns.coders['bob'].pk}",
                 reverse("agreement-table", args=[ns.study.pk]) + "?target=stereotype&bootstrap=0"]:
         html = c.get(url).content.decode()
         assert payload not in html
