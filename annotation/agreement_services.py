@@ -233,7 +233,9 @@ def clear_gold(study, *, target, output_id, user):
     from .models import GoldLabel
 
     parse_target(target)
-    deleted, _ = GoldLabel.objects.filter(study=study, target=target, output_id=output_id).delete()
+    if not str(output_id).isdigit():
+        raise AgreementRequestError(f"No story {output_id!r} in this study.")
+    deleted, _ = GoldLabel.objects.filter(study=study, target=target, output_id=int(output_id)).delete()
     if not deleted:
         raise AgreementRequestError(f"No gold label for story {output_id} on {target}.")
     record_activity(study, user, "cleared gold label", f"{target} story {output_id}")

@@ -112,8 +112,16 @@ def agreement_table(request, study_id):
         "versus": services.rater_comparisons(table, level=level), "disagreements": rows, "n_disagree": n_disagree,
         "raters": raters, "confusion": _confusion_context(table, confusion), "gold_values": services.allowed_gold_values(table.target),
         "all_raters": _all_raters(request, table), "selected_raters": request.GET.getlist("raters"),
+        "judge_rounds": _judge_rounds(request.study) if table.target == "stereotype" else [],
+        "selected_rounds": [int(r) for r in request.GET.getlist("rounds")],
         "can_adjudicate": True, "codebook": codebook, "query": request.GET.urlencode(), "gold_key": GOLD,
     })
+
+
+def _judge_rounds(study):
+    from judging.models import JudgeRound
+
+    return list(JudgeRound.objects.filter(study=study).select_related("template").order_by("-created_at", "-id"))
 
 
 def _all_raters(request, table):
@@ -122,7 +130,8 @@ def _all_raters(request, table):
         return [(key, table.label(key)) for key in table.matrix.raters]
     from .agreement_data import build_table
 
-    full = build_table(request.study, table.target, codebook=_codebook(request))
+    rounds = [int(r) for r in request.GET.getlist("rounds")] or None
+    full = build_table(request.study, table.target, codebook=_codebook(request), round_ids=rounds)
     return [(key, full.label(key)) for key in full.matrix.raters]
 
 

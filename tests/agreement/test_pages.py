@@ -126,6 +126,9 @@ def test_adjudication_page_flow_and_gold_as_rater(coded_study, client_for):
     assert response.status_code == 302 and response["Location"] == table_url
     bad = c.post(gold_url, {"target": target, "output": ns.outputs[12].pk, "value": "7"}, HTTP_HX_REQUEST="true")
     assert bad.status_code == 400 and "must be one of 0, 1" in bad.content.decode()
+    for post in [{"target": target, "output": "abc", "value": "clear"}, {"target": target, "output": "abc", "value": "1"},
+                 {"target": "code:", "output": ns.outputs[12].pk, "value": "1"}, {"target": target, "output": ns.outputs[12].pk}]:
+        assert c.post(gold_url, post, HTTP_HX_REQUEST="true").status_code == 400, post
     assert dict(GoldLabel.objects.values_list("output_id", "value")) == {ns.outputs[10].pk: 1, ns.outputs[11].pk: 0}
     ratings = c.get(reverse("agreement-export", args=[ns.study.pk]) + f"?table=ratings&target={target}").content.decode()
     gold_rows = [r for r in csv.DictReader(io.StringIO(ratings)) if r["rater"] == "gold"]
