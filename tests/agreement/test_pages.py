@@ -117,6 +117,11 @@ def test_adjudication_page_flow_and_gold_as_rater(coded_study, client_for):
     table_url = reverse("agreement-table", args=[ns.study.pk]) + f"?target={target}&bootstrap=0"
     html = c.get(table_url).content.decode()
     assert "Disagreements (4)" in html
+    # span codings: ann [0,30) vs bob [0,32) overlap 30/32, matched at 0.9, not at 0.95
+    assert re.search(r'id="segment-pairs".*?<td class="num">0\.833</td>', html, re.S)
+    strict = c.get(table_url + "&overlap=0.95").content.decode()
+    assert re.search(r'id="segment-pairs".*?<td class="num">0\.000</td>', strict, re.S)
+    assert c.get(table_url + "&overlap=0").status_code == 400
     gold_url = reverse("agreement-gold", args=[ns.study.pk])
     # htmx: the cell comes back with the chosen value marked
     response = c.post(gold_url, {"target": target, "output": ns.outputs[10].pk, "value": "1"}, HTTP_HX_REQUEST="true")
