@@ -311,6 +311,22 @@ def run_compare(request, study_id):
                                                               kinds=reports.COMPARISONS, a=a, b=b, kind=kind))
 
 
+@study_role_required(VIEWER)
+def validation(request, study_id):
+    """Jung's validation table: one run plus its alternate-form, option-order and convergent runs."""
+    all_runs = QuestionnaireRun.objects.filter(study=request.study).select_related("instrument")
+    picked = {}
+    for key in ("run", "alternate", "option_order", "convergent"):
+        value = request.GET.get(key, "")
+        picked[key] = all_runs.filter(pk=int(value)).first() if value.isdigit() else None
+    result = None
+    if picked["run"] is not None:
+        result = reports.validation_summary(picked["run"], picked["alternate"], picked["option_order"], picked["convergent"])
+    missing = reports.missing_counts_by_form(request.study)
+    return render(request, "psychometrics/validation.html", _ctx(request, runs_list=all_runs, picked=picked, result=result,
+                                                                 missing=missing))
+
+
 @study_role_required(Role.RESEARCHER)
 def run_export(request, study_id, run_id, fmt):
     run = _run(request, run_id)
