@@ -23,7 +23,7 @@ def response_frame(run):
     frame = pd.DataFrame.from_records(rows, columns=["endpoint_id", "context_id", "repetition", "item_id", "value",
                                                      "extraction", "status"])
     endpoints = dict(run.endpoints.values_list("pk", "name"))
-    endpoints.update(dict(run.responses.exclude(endpoint_id__in=list(endpoints)).values_list("endpoint_id", "endpoint__name").distinct()))
+    endpoints.update(dict(run.responses.exclude(endpoint_id__in=list(endpoints)).order_by().values_list("endpoint_id", "endpoint__name").distinct()))
     contexts = dict(Context.objects.filter(context_set_id=run.context_set_id).values_list("pk", "key"))
     items = dict(InstrumentItem.objects.filter(instrument_id=run.instrument_id).values_list("pk", "item_id"))
     frame["endpoint"] = frame["endpoint_id"].map(endpoints)

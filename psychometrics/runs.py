@@ -343,7 +343,7 @@ def draw_audit_sample(run, per_model=None, seed=None):
     per_model = run.audit_per_model if per_model is None else per_model
     seed = run.order_seed if seed is None else seed
     added = 0
-    for endpoint_id in run.responses.values_list("endpoint_id", flat=True).distinct():
+    for endpoint_id in run.responses.order_by().values_list("endpoint_id", flat=True).distinct():
         done = run.responses.filter(endpoint_id=endpoint_id, status=ResponseStatus.DONE)
         have = done.filter(audit_sampled=True).count()
         if have >= per_model:
