@@ -26,6 +26,7 @@ urlpatterns = [
     path("questionnaires/runs/<int:run_id>/report/", views.run_report, name="psych-run-report"),
     path("questionnaires/runs/<int:run_id>/responses/", views.run_responses, name="psych-run-responses"),
     path("questionnaires/runs/<int:run_id>/audit/", views.run_audit, name="psych-run-audit"),
+    path("questionnaires/runs/<int:run_id>/collect/", views.run_collect, name="psych-run-collect"),
     path("questionnaires/runs/<int:run_id>/export/<str:fmt>", views.run_export, name="psych-run-export"),
     path("questionnaires/runs/<int:run_id>/<str:action>/", views.run_action, name="psych-run-action"),
 ]

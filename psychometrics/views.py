@@ -231,7 +231,8 @@ def _run(request, run_id):
 def run_detail(request, study_id, run_id):
     run = _run(request, run_id)
     plan = runs.plan(run) if run.status == RunStatus.DRAFT else None
-    return render(request, "psychometrics/run.html", _ctx(request, run=run, counts=runs.counts(run), plan=plan,
+    has_manual = run.endpoints.filter(provider="manual").exists()
+    return render(request, "psychometrics/run.html", _ctx(request, run=run, counts=runs.counts(run), plan=plan, has_manual=has_manual,
                                                           runfile=json.dumps(runs.export_run_file(run), indent=1)))
 
 
@@ -293,6 +294,24 @@ def run_audit(request, study_id, run_id):
     rows = [(r, mine.get(r.pk)) for r in page]
     return render(request, "psychometrics/audit.html", _ctx(request, run=run, page=page, rows=rows,
                                                             summary=reports.audit_summary(run)))
+
+
+@study_role_required(Role.RESEARCHER)
+def run_collect(request, study_id, run_id):
+    """Manual endpoints: paste each answer from a chat interface (one fresh chat per prompt)."""
+    run = _run(request, run_id)
+    if request.method == "POST":
+        response = get_object_or_404(Response, pk=request.POST.get("response"), run=run, endpoint__provider="manual")
+        try:
+            runs.record_manual_answer(response, request.POST.get("answer", ""), request.user)
+        except PsychError as exc:
+            messages.error(request, str(exc))
+        return redirect(request.get_full_path())
+    if run.status == RunStatus.DRAFT:
+        runs.materialize(run)
+    pending = run.responses.filter(endpoint__provider="manual", status="pending").select_related("item", "context", "endpoint")
+    page = Paginator(pending.order_by("pk"), 10).get_page(request.GET.get("page"))
+    return render(request, "psychometrics/collect.html", _ctx(request, run=run, page=page, left=pending.count()))
 
 
 @study_role_required(VIEWER)
