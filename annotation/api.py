@@ -1,1 +1,620 @@
-api_routes = []
+"""REST API for codebooks, codes, code operations, codings, memos, assignments and gender attributions.
+
+Coders write only their own codings, memos and attributions, and only on stories in their queue; blind mode holds
+here too: a coder lists only their own codings unless their assignment for that story is in consensus mode.
+"""
+import json
+
+from django.db.models import Q
+from django.http import HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.response import Response
+
+from generation.models import Output, Toolkit
+from stereoscope.api import StudyScopedMixin
+from stereoscope.models import Role, Study
+from stereoscope.permissions import VIEWER, check_role, has_role
+
+from . import codebook_format as fmt
+from . import selectors, services
+from .assigning import STRATEGIES
+from .models import (Assignment, AttributedGender, Code, Codebook, CodeOperation, Coding, CodingMode, GenderAttribution,
+                     Memo)
+
+
+def _int_list(value, label):
+    if value in (None, ""):
+        return []
+    items = value if isinstance(value, list) else str(value).split(",")
+    try:
+        return [int(v) for v in items]
+    except (TypeError, ValueError):
+        raise ValidationError({"detail": f"{label} must be a list of ids."}) from None
+
+
+# --- serializers -------------------------------------------------------------------------------------
+
+
+class CodebookSerializer(serializers.ModelSerializer):
+    code_count = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Codebook
+        fields = ["id", "name", "version", "description", "locked", "builtin_key", "parent", "guid", "created_at",
+                  "code_count"]
+        read_only_fields = ["version", "locked", "builtin_key", "parent", "guid", "created_at"]
+
+    def get_code_count(self, codebook) -> int:
+        return codebook.codes.filter(active=True, codable=True).count()
+
+
+class AnnotationCodeSerializer(serializers.ModelSerializer):
+    path = serializers.SerializerMethodField()
+    dimension = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Code
+        fields = ["id", "codebook", "parent", "name", "description", "color", "gender_tag", "kind", "codable", "item",
+                  "stereotype", "shortcut", "order", "merged_into", "active", "guid", "frequency_reference", "path",
+                  "dimension"]
+        read_only_fields = ["merged_into", "active", "guid", "frequency_reference"]
+
+    def get_path(self, code) -> str:
+        return code.path()
+
+    def get_dimension(self, code) -> int | None:
+        dim = code.dimension()
+        return dim.pk if dim else None
+
+
+class CodeOperationSerializer(serializers.ModelSerializer):
+    actor = serializers.CharField(source="actor.username", default=None, read_only=True)
+
+    class Meta:
+        model = CodeOperation
+        fields = ["id", "codebook", "kind", "actor", "payload", "created_at", "undone_at"]
+
+
+class CodingSerializer(serializers.ModelSerializer):
+    coder = serializers.CharField(source="coder.username", read_only=True)
+    code_name = serializers.CharField(source="code.name", read_only=True)
+    offset_unit = serializers.ChoiceField(choices=["codepoint", "utf16"], write_only=True, required=False,
+                                          help_text="Units of start/end on input; stored offsets are always code points.")
+
+    class Meta:
+        model = Coding
+        fields = ["id", "output", "code", "code_name", "codebook", "coder", "start", "end", "quote", "guid",
+                  "created_at", "updated_at", "offset_unit"]
+        read_only_fields = ["codebook", "quote", "guid", "created_at", "updated_at"]
+        extra_kwargs = {"output": {"queryset": Output.objects.all()}, "code": {"queryset": Code.objects.all()}}
+
+
+class MemoSerializer(serializers.ModelSerializer):
+    author = serializers.CharField(source="author.username", read_only=True)
+
+    class Meta:
+        model = Memo
+        fields = ["id", "author", "coding", "code", "output", "text", "guid", "created_at", "updated_at"]
+        read_only_fields = ["guid", "created_at", "updated_at"]
+
+
+class AssignmentSerializer(serializers.ModelSerializer):
+    coder = serializers.CharField(source="coder.username", read_only=True)
+
+    class Meta:
+        model = Assignment
+        fields = ["id", "codebook", "output", "coder", "status", "mode", "position", "created_at", "completed_at"]
+        read_only_fields = ["codebook", "output", "coder", "mode", "position", "created_at", "completed_at"]
+
+
+class AssignmentPlanSerializer(serializers.Serializer):
+    codebook = serializers.IntegerField()
+    coders = serializers.ListField(child=serializers.CharField(), help_text="Usernames.")
+    k = serializers.IntegerField(min_value=1, default=1)
+    strategy = serializers.ChoiceField(choices=list(STRATEGIES), default="random_balanced")
+    seed = serializers.IntegerField(default=0)
+    mode = serializers.ChoiceField(choices=CodingMode.values, default=CodingMode.BLIND)
+    run_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
+    output_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
+
+
+class GenderAttributionSerializer(serializers.ModelSerializer):
+    coder = serializers.CharField(source="coder.username", read_only=True)
+
+    class Meta:
+        model = GenderAttribution
+        fields = ["id", "output", "coder", "gender", "character", "created_at"]
+        read_only_fields = ["created_at"]
+        extra_kwargs = {"output": {"queryset": Output.objects.all()}}
+
+
+# --- helpers -----------------------------------------------------------------------------------------
+
+
+def _get_in_study(model, pk, study, field="study", label="object"):
+    if pk in (None, ""):
+        raise ValidationError({"detail": f"Give the {label}."})
+    try:
+        pk = int(pk)
+    except (TypeError, ValueError):
+        raise ValidationError({"detail": f"The {label} id must be a number."}) from None
+    obj = model.objects.filter(pk=pk, **{field: study}).first()
+    if obj is None:
+        raise ValidationError({"detail": f"No {label} {pk} in this study."})
+    return obj
+
+
+# --- viewsets ----------------------------------------------------------------------------------------
+
+
+class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
+    serializer_class = CodebookSerializer
+    queryset = Codebook.objects.order_by("name", "-version")
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    action_roles = {"frequencies": VIEWER, "export": VIEWER, "codings_export": Role.RESEARCHER}
+
+    def perform_create(self, serializer):
+        d = serializer.validated_data
+        serializer.instance = services.create_codebook(self.get_study(), name=d["name"], description=d.get("description", ""),
+                                                       created_by=self.request.user)
+
+    def perform_update(self, serializer):
+        services.ensure_editable(serializer.instance)
+        serializer.save()
+
+    @extend_schema(parameters=[OpenApiParameter("file_format", str, enum=["qdc", "csv", "json"])],
+                   responses={200: OpenApiTypes.BINARY})
+    @action(detail=True, methods=["get"])
+    def export(self, request, study_pk=None, pk=None):
+        codebook = self.get_object()
+        kind = request.query_params.get("file_format", "qdc")
+        return codebook_download(codebook, kind)
+
+    @extend_schema(request=inline_serializer("CodebookImportRequest", {
+        "file": serializers.FileField(), "file_format": serializers.ChoiceField(choices=["qdc", "csv", "json"], required=False),
+        "name": serializers.CharField(required=False), "toolkit": serializers.IntegerField(required=False)}),
+        responses={201: CodebookSerializer})
+    @action(detail=False, methods=["post"], url_path="import")
+    def import_(self, request, study_pk=None):
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise ValidationError({"detail": "Attach the codebook file as 'file'."})
+        toolkit = None
+        if request.data.get("toolkit"):
+            toolkit = _get_in_study(Toolkit, request.data["toolkit"], self.get_study(), label="toolkit")
+        codebook = import_upload(self.get_study(), upload, request.data.get("file_format"), request.data.get("name"),
+                                 request.user, toolkit)
+        return Response(CodebookSerializer(codebook).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: CodebookSerializer})
+    @action(detail=True, methods=["post"])
+    def lock(self, request, study_pk=None, pk=None):
+        return Response(CodebookSerializer(services.lock_codebook(self.get_object(), request.user)).data)
+
+    @extend_schema(request=None, responses={201: CodebookSerializer})
+    @action(detail=True, methods=["post"], url_path="new-version")
+    def new_version(self, request, study_pk=None, pk=None):
+        copy = services.new_codebook_version(self.get_object(), created_by=request.user)
+        return Response(CodebookSerializer(copy).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=inline_serializer("CodebookCopyRequest", {"source": serializers.IntegerField(),
+                                                                     "name": serializers.CharField(required=False)}),
+                   responses={201: CodebookSerializer})
+    @action(detail=False, methods=["post"], url_path="copy")
+    def copy(self, request, study_pk=None):
+        source = Codebook.objects.filter(pk=request.data.get("source")).select_related("study").first()
+        if source is None or not (source.study_id == self.get_study().pk or source.study.is_library):
+            raise ValidationError({"detail": "No such codebook in this study or the built-in library."})
+        copy = services.copy_codebook(source, study=self.get_study(), created_by=request.user, name=request.data.get("name"))
+        return Response(CodebookSerializer(copy).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(parameters=[OpenApiParameter("level", str, enum=list(selectors.LEVELS)),
+                               OpenApiParameter("by", str, enum=[k for k in selectors.BREAKDOWNS if k]),
+                               OpenApiParameter("file_format", str, enum=["json", "csv"])],
+                   responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def frequencies(self, request, study_pk=None, pk=None):
+        codebook = self.get_object()
+        try:
+            table = selectors.frequency_table(codebook, level=request.query_params.get("level", "code"),
+                                              by=request.query_params.get("by", ""))
+        except ValueError as exc:
+            raise ValidationError({"detail": str(exc)}) from None
+        if request.query_params.get("file_format") == "csv":
+            response = HttpResponse(selectors.frequency_csv(table), content_type="text/csv; charset=utf-8")
+            response["Content-Disposition"] = f'attachment; filename="code-frequencies-{codebook.pk}.csv"'
+            return response
+        return Response(table)
+
+    @extend_schema(parameters=[OpenApiParameter("file_format", str, enum=["csv", "jsonl"]),
+                               OpenApiParameter("include_text", bool)],
+                   responses={200: OpenApiTypes.BINARY})
+    @action(detail=True, methods=["get"], url_path="codings-export")
+    def codings_export(self, request, study_pk=None, pk=None):
+        codebook = self.get_object()
+        return codings_download(self.get_study(), codebook, request.query_params.get("file_format", "csv"),
+                                request.query_params.get("include_text") in ("1", "true"))
+
+
+def codebook_download(codebook, kind):
+    tree = services.codebook_tree(codebook)
+    slug = f"codebook-{codebook.pk}-v{codebook.version}"
+    if kind == "qdc":
+        response = HttpResponse(fmt.tree_to_qdc(tree), content_type="application/xml")
+        response["Content-Disposition"] = f'attachment; filename="{slug}.qdc"'
+    elif kind == "csv":
+        response = HttpResponse(fmt.tree_to_csv(tree), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{slug}.csv"'
+    elif kind == "json":
+        data = {"format": "stereoscope-codebook", **tree}
+        response = HttpResponse(json.dumps(data, ensure_ascii=False, indent=1), content_type="application/json")
+        response["Content-Disposition"] = f'attachment; filename="{slug}.json"'
+    else:
+        raise ValidationError({"detail": "file_format must be qdc, csv or json."})
+    return response
+
+
+def codings_download(study, codebook, kind, include_text=False):
+    import csv
+    import io
+
+    rows = selectors.coding_rows(study, codebook=codebook, include_text=include_text)
+    if kind == "jsonl":
+        stream = (json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+        response = StreamingHttpResponse(stream, content_type="application/x-ndjson")
+        response["Content-Disposition"] = f'attachment; filename="codings-{codebook.pk}.jsonl"'
+        return response
+    if kind != "csv":
+        raise ValidationError({"detail": "file_format must be csv or jsonl."})
+    columns = ["codebook"] + selectors.CODING_COLUMNS + (["story_text"] if include_text else [])
+
+    def stream():
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow(row)
+            if buffer.tell() > 65536:
+                yield buffer.getvalue()
+                buffer.seek(0)
+                buffer.truncate()
+        yield buffer.getvalue()
+
+    response = StreamingHttpResponse(stream(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="codings-{codebook.pk}.csv"'
+    return response
+
+
+def import_upload(study, upload, kind, name, user, toolkit=None):
+    """Parse an uploaded codebook file (format from `kind` or the file name) and create the codebook."""
+    filename = getattr(upload, "name", "") or ""
+    kind = (kind or filename.rsplit(".", 1)[-1]).lower()
+    if getattr(upload, "size", 0) and upload.size > fmt.MAX_BYTES:
+        raise services.AnnotationError("The file is larger than 20 MB.")
+    content = upload.read()
+    default_name = name or filename.rsplit(".", 1)[0] or "Imported codebook"
+    if kind == "qdc":
+        tree = fmt.parse_qdc(content, name=default_name)
+    elif kind == "csv":
+        tree = fmt.parse_csv(content, default_name)
+    elif kind == "json":
+        try:
+            data = json.loads(content.decode("utf-8-sig"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise fmt.CodebookFormatError([f"Not valid JSON: {exc}"]) from None
+        if isinstance(data, dict) and name:
+            data["name"] = name
+        tree = fmt.validate_tree(data)
+    else:
+        raise services.AnnotationError("Upload a .qdc, .csv or .json codebook (or give file_format=qdc|csv|json).")
+    return services.import_codebook(study, tree, created_by=user, toolkit=toolkit)
+
+
+class AnnotationCodeViewSet(StudyScopedMixin, viewsets.ModelViewSet):
+    serializer_class = AnnotationCodeSerializer
+    queryset = Code.objects.select_related("parent__parent__parent", "codebook").order_by("codebook", "order", "id")
+    study_field = "codebook__study"
+
+    def get_queryset(self):
+        qs = super().get_queryset()
+        codebook = self.request.query_params.get("codebook")
+        if codebook:
+            qs = qs.filter(codebook_id=_int_list(codebook, "codebook")[0])
+        if self.request.query_params.get("active") in ("1", "true"):
+            qs = qs.filter(active=True)
+        return qs
+
+    def _fields(self, data):
+        fields = dict(data)
+        fields.pop("codebook", None)
+        return fields
+
+    def perform_create(self, serializer):
+        d = serializer.validated_data
+        codebook = d["codebook"]
+        if codebook.study_id != self.get_study().pk:
+            raise ValidationError({"detail": "That codebook belongs to another study."})
+        serializer.instance = services.create_code(codebook, actor=self.request.user, **self._fields(d))
+
+    def perform_update(self, serializer):
+        d = self._fields(serializer.validated_data)
+        if "codebook" in serializer.validated_data and serializer.validated_data["codebook"] != serializer.instance.codebook:
+            raise ValidationError({"detail": "A code cannot move to another codebook."})
+        serializer.instance = services.update_code(serializer.instance, actor=self.request.user, **d)
+
+    def perform_destroy(self, instance):
+        services.ensure_editable(instance.codebook)
+        if instance.codings.exists() or instance.children.exists():
+            raise ValidationError({"detail": f"“{instance.name}” has codings or child codes; merge it instead."})
+        instance.delete()
+
+    def _codes(self, ids, label):
+        ids = _int_list(ids, label)
+        codes = list(Code.objects.filter(pk__in=ids, codebook__study=self.get_study()))
+        if len(codes) != len(set(ids)):
+            raise ValidationError({"detail": f"Some {label} are not codes of this study."})
+        return codes
+
+    def _code(self, pk, label):
+        if pk in (None, ""):
+            return None
+        return _get_in_study(Code, pk, self.get_study(), field="codebook__study", label=label)
+
+    @extend_schema(request=inline_serializer("CodeMergeRequest", {
+        "sources": serializers.ListField(child=serializers.IntegerField()), "target": serializers.IntegerField(required=False),
+        "new_name": serializers.CharField(required=False), "new_parent": serializers.IntegerField(required=False)}),
+        responses={200: CodeOperationSerializer})
+    @action(detail=False, methods=["post"])
+    def merge(self, request, study_pk=None):
+        sources = self._codes(request.data.get("sources"), "sources")
+        if not sources:
+            raise ValidationError({"detail": "Choose the codes to merge."})
+        target = self._code(request.data.get("target"), "target")
+        _, op = services.merge_codes(sources[0].codebook, sources, target=target, new_name=request.data.get("new_name"),
+                                     new_parent=self._code(request.data.get("new_parent"), "new parent"), actor=request.user)
+        return Response(CodeOperationSerializer(op).data)
+
+    @extend_schema(request=inline_serializer("CodeMoveRequest", {
+        "codes": serializers.ListField(child=serializers.IntegerField()), "new_parent": serializers.IntegerField(allow_null=True)}),
+        responses={200: CodeOperationSerializer})
+    @action(detail=False, methods=["post"])
+    def move(self, request, study_pk=None):
+        codes = self._codes(request.data.get("codes"), "codes")
+        if not codes:
+            raise ValidationError({"detail": "Choose the codes to move."})
+        op = services.move_codes(codes[0].codebook, codes, new_parent=self._code(request.data.get("new_parent"), "new parent"),
+                                 actor=request.user)
+        return Response(CodeOperationSerializer(op).data)
+
+    @extend_schema(request=inline_serializer("CodeSplitRequest", {
+        "codings": serializers.ListField(child=serializers.IntegerField()), "target": serializers.IntegerField(required=False),
+        "new_name": serializers.CharField(required=False)}), responses={200: CodeOperationSerializer})
+    @action(detail=True, methods=["post"])
+    def split(self, request, study_pk=None, pk=None):
+        code = self.get_object()
+        _, op = services.split_code(code, _int_list(request.data.get("codings"), "codings"),
+                                    target=self._code(request.data.get("target"), "target"),
+                                    new_name=request.data.get("new_name"), actor=request.user)
+        return Response(CodeOperationSerializer(op).data)
+
+
+class CodeOperationViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = CodeOperationSerializer
+    queryset = CodeOperation.objects.select_related("actor").order_by("-created_at", "-id")
+    study_field = "codebook__study"
+
+    def get_queryset(self):
+        qs = super().get_queryset()
+        if self.request.query_params.get("codebook"):
+            qs = qs.filter(codebook_id=_int_list(self.request.query_params["codebook"], "codebook")[0])
+        return qs
+
+    @extend_schema(request=None, responses={200: CodeOperationSerializer})
+    @action(detail=True, methods=["post"])
+    def undo(self, request, study_pk=None, pk=None):
+        op = self.get_object()
+        note = services.undo_operation(op, actor=request.user)
+        op.refresh_from_db()
+        data = CodeOperationSerializer(op).data
+        data["note"] = note
+        return Response(data)
+
+
+class CodingViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
+                    mixins.UpdateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
+    """Codings. Coders list their own (plus everyone's on stories they code in consensus mode)."""
+
+    serializer_class = CodingSerializer
+    queryset = Coding.objects.select_related("coder", "code").order_by("output_id", "start", "id")
+    study_field = "codebook__study"
+    read_role = Role.CODER
+    write_role = Role.CODER
+
+    def get_queryset(self):
+        qs = super().get_queryset()
+        params = self.request.query_params
+        for key in ("codebook", "output", "code"):
+            if params.get(key):
+                qs = qs.filter(**{f"{key}_id": _int_list(params[key], key)[0]})
+        user = self.request.user
+        if not has_role(user, self.get_study(), Role.RESEARCHER):
+            consensus = Assignment.objects.filter(coder=user, mode=CodingMode.CONSENSUS).values("output_id", "codebook_id")
+            shared = Q()
+            for entry in consensus:
+                shared |= Q(output_id=entry["output_id"], codebook_id=entry["codebook_id"])
+            qs = qs.filter(Q(coder=user) | shared) if consensus else qs.filter(coder=user)
+        return qs
+
+    def create(self, request, *args, **kwargs):
+        study = self.get_study()
+        data = request.data
+        codebook = _get_in_study(Codebook, data.get("codebook"), study, label="codebook")
+        output = _get_in_study(Output, data.get("output"), study, label="story")
+        code = _get_in_study(Code, data.get("code"), study, field="codebook__study", label="code")
+        coding = services.create_coding(study=study, codebook=codebook, output=output, code=code, coder=request.user,
+                                        start=data.get("start"), end=data.get("end"),
+                                        offset_unit=data.get("offset_unit") or "codepoint")
+        return Response(CodingSerializer(coding).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=inline_serializer("CodingReassignRequest", {"code": serializers.IntegerField()}))
+    def update(self, request, *args, **kwargs):
+        coding = self.get_object()
+        if set(request.data) - {"code", "id"}:
+            raise ValidationError({"detail": "Only the code of a coding can change; delete it and code the new span instead."})
+        code = _get_in_study(Code, request.data.get("code"), self.get_study(), field="codebook__study", label="code")
+        services.reassign_coding(coding, code, user=request.user)
+        return Response(CodingSerializer(coding).data)
+
+    def perform_destroy(self, instance):
+        services.delete_coding(instance, user=self.request.user)
+
+
+class MemoViewSet(StudyScopedMixin, viewsets.ModelViewSet):
+    serializer_class = MemoSerializer
+    queryset = Memo.objects.select_related("author").order_by("created_at", "id")
+    read_role = Role.CODER
+    write_role = Role.CODER
+
+    def get_queryset(self):
+        qs = super().get_queryset()
+        for key in ("coding", "code", "output"):
+            if self.request.query_params.get(key):
+                qs = qs.filter(**{f"{key}_id": _int_list(self.request.query_params[key], key)[0]})
+        if not has_role(self.request.user, self.get_study(), Role.RESEARCHER):
+            # blind: memos on other coders' codings stay hidden
+            qs = qs.filter(Q(coding__isnull=True) | Q(coding__coder=self.request.user) | Q(author=self.request.user))
+        return qs
+
+    def perform_create(self, serializer):
+        d = serializer.validated_data
+        study = self.get_study()
+        serializer.instance = services.add_memo(study, author=self.request.user, text=d.get("text"), coding=d.get("coding"),
+                                                code=d.get("code"), output=d.get("output"))
+
+    def perform_update(self, serializer):
+        serializer.instance = services.update_memo(serializer.instance, user=self.request.user,
+                                                   text=serializer.validated_data.get("text", serializer.instance.text))
+
+    def perform_destroy(self, instance):
+        services.delete_memo(instance, user=self.request.user)
+
+
+class AssignmentViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.UpdateModelMixin,
+                        mixins.DestroyModelMixin, viewsets.GenericViewSet):
+    serializer_class = AssignmentSerializer
+    queryset = Assignment.objects.select_related("coder").order_by("codebook", "coder", "position", "id")
+    read_role = Role.CODER
+    action_roles = {"update": Role.CODER, "partial_update": Role.CODER, "plan": Role.RESEARCHER,
+                    "reassign": Role.RESEARCHER, "destroy": Role.RESEARCHER, "progress": Role.RESEARCHER}
+
+    def get_queryset(self):
+        qs = super().get_queryset()
+        if self.request.query_params.get("codebook"):
+            qs = qs.filter(codebook_id=_int_list(self.request.query_params["codebook"], "codebook")[0])
+        if self.request.query_params.get("status"):
+            qs = qs.filter(status=self.request.query_params["status"])
+        if not has_role(self.request.user, self.get_study(), Role.RESEARCHER):
+            qs = qs.filter(coder=self.request.user)
+        return qs
+
+    @extend_schema(request=inline_serializer("AssignmentStatusRequest", {"status": serializers.ChoiceField(choices=["pending", "done"])}))
+    def update(self, request, *args, **kwargs):
+        assignment = self.get_object()
+        value = request.data.get("status")
+        if value not in ("pending", "done"):
+            raise ValidationError({"detail": "status must be pending or done."})
+        services.set_assignment_status(assignment, user=request.user, done=value == "done")
+        return Response(AssignmentSerializer(assignment).data)
+
+    def perform_destroy(self, instance):
+        services.delete_assignment(instance, actor=self.request.user)
+
+    @extend_schema(request=AssignmentPlanSerializer, responses={201: AssignmentSerializer(many=True)})
+    @action(detail=False, methods=["post"])
+    def plan(self, request, study_pk=None):
+        from django.contrib.auth import get_user_model
+
+        s = AssignmentPlanSerializer(data=request.data)
+        s.is_valid(raise_exception=True)
+        d = s.validated_data
+        study = self.get_study()
+        codebook = _get_in_study(Codebook, d["codebook"], study, label="codebook")
+        users = {u.username: u for u in get_user_model().objects.filter(username__in=d["coders"])}
+        missing = [name for name in d["coders"] if name not in users]
+        if missing:
+            raise ValidationError({"detail": f"No user named {', '.join(missing)}."})
+        outputs = services.outputs_of(study).filter(status="done")
+        if d.get("run_ids"):
+            outputs = outputs.filter(run_id__in=d["run_ids"])
+        if d.get("output_ids"):
+            outputs = outputs.filter(pk__in=d["output_ids"])
+        created = services.create_assignments(study, codebook, outputs=outputs, coders=[users[n] for n in d["coders"]],
+                                              k=d["k"], strategy=d["strategy"], seed=d["seed"], mode=d["mode"],
+                                              actor=request.user)
+        return Response(AssignmentSerializer(created, many=True).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=inline_serializer("AssignmentReassignRequest", {"coder": serializers.CharField()}),
+                   responses={200: AssignmentSerializer})
+    @action(detail=True, methods=["post"])
+    def reassign(self, request, study_pk=None, pk=None):
+        from django.contrib.auth import get_user_model
+
+        assignment = self.get_object()
+        coder = get_user_model().objects.filter(username=request.data.get("coder", "")).first()
+        if coder is None:
+            raise ValidationError({"detail": "No such user."})
+        services.reassign_assignment(assignment, coder=coder, actor=request.user)
+        return Response(AssignmentSerializer(assignment).data)
+
+    @extend_schema(parameters=[OpenApiParameter("codebook", int, required=True)], responses={200: OpenApiTypes.OBJECT})
+    @action(detail=False, methods=["get"])
+    def progress(self, request, study_pk=None):
+        codebook = _get_in_study(Codebook, request.query_params.get("codebook"), self.get_study(), label="codebook")
+        return Response({"coders": selectors.progress_by_coder(codebook)})
+
+
+class GenderAttributionViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet):
+    """A coder's judgement of the gender of each story's subject; posting again replaces it."""
+
+    serializer_class = GenderAttributionSerializer
+    queryset = GenderAttribution.objects.select_related("coder").order_by("output_id", "coder_id")
+    study_field = "output__study"
+    read_role = Role.CODER
+    write_role = Role.CODER
+
+    def get_queryset(self):
+        qs = super().get_queryset()
+        if self.request.query_params.get("output"):
+            qs = qs.filter(output_id=_int_list(self.request.query_params["output"], "output")[0])
+        if not has_role(self.request.user, self.get_study(), Role.RESEARCHER):
+            qs = qs.filter(coder=self.request.user)
+        return qs
+
+    def create(self, request, *args, **kwargs):
+        output = _get_in_study(Output, request.data.get("output"), self.get_study(), label="story")
+        gender = request.data.get("gender")
+        if gender not in AttributedGender.values:
+            raise ValidationError({"detail": f"gender must be one of {', '.join(AttributedGender.values)}."})
+        attribution = services.set_gender_attribution(output, coder=request.user, gender=gender,
+                                                      character=request.data.get("character", ""))
+        return Response(GenderAttributionSerializer(attribution).data, status=status.HTTP_201_CREATED)
+
+
+from .api_agreement import api_routes as agreement_routes  # noqa: E402
+
+api_routes = [
+    ("codebooks", CodebookViewSet, "api-codebook"),
+    ("codes", AnnotationCodeViewSet, "api-code"),
+    ("code-operations", CodeOperationViewSet, "api-code-operation"),
+    ("codings", CodingViewSet, "api-coding"),
+    ("memos", MemoViewSet, "api-memo"),
+    ("assignments", AssignmentViewSet, "api-assignment"),
+    ("gender-attributions", GenderAttributionViewSet, "api-gender-attribution"),
+]
+api_routes += agreement_routes

@@ -21,7 +21,7 @@ from pathlib import Path
 from lxml import etree
 
 QDC_NS = "urn:QDA-XML:codebook:1.0"
-XSD_PATH = Path(__file__).resolve().parent / "refi_qda" / "Codebook.xsd"
+XSD_PATH = Path(__file__).resolve().parent / "refi_schemas" / "Codebook.xsd"
 COLOR_RE = re.compile(r"^#(?:[0-9a-fA-F]{6}|[0-9a-fA-F]{3})$")
 META_PREFIX = "[stereoscope] "
 GENDER_SETS = {"F": "Gender F", "M": "Gender M"}

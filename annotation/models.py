@@ -226,3 +226,64 @@ class GenderAttribution(models.Model):
 
     def __str__(self):
         return f"{self.output_id} · {self.coder} · {self.gender}"
+
+
+class DiscoveryStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class CodeDiscovery(models.Model):
+    """One LLM-assisted code discovery: a model reads a prompt, its target stereotype and N sampled stories."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="code_discoveries")
+    codebook = models.ForeignKey(Codebook, on_delete=models.CASCADE, related_name="discoveries")
+    endpoint = models.ForeignKey("generation.ModelEndpoint", null=True, on_delete=models.SET_NULL, related_name="code_discoveries")
+    item = models.ForeignKey(PromptItem, null=True, blank=True, on_delete=models.SET_NULL, related_name="code_discoveries")
+    sample_size = models.PositiveIntegerField(default=5)
+    seed = models.IntegerField(default=0)
+    output_ids = models.JSONField(default=list, blank=True, help_text="The sampled stories, in prompt order.")
+    messages = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=10, choices=DiscoveryStatus.choices, default=DiscoveryStatus.PENDING)
+    error = models.TextField(blank=True)
+    response_text = models.TextField(blank=True)
+    provider_call = models.ForeignKey("generation.ProviderCall", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"discovery #{self.pk}"
+
+
+class SuggestionStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    ACCEPTED = "accepted", "Accepted"
+    REJECTED = "rejected", "Rejected"
+
+
+class CodeSuggestion(models.Model):
+    discovery = models.ForeignKey(CodeDiscovery, on_delete=models.CASCADE, related_name="suggestions")
+    order = models.PositiveIntegerField(default=0)
+    name = models.CharField(max_length=300)
+    description = models.TextField(blank=True)
+    gender_tag = models.CharField(max_length=1, choices=GenderTag.choices, default="", blank=True)
+    example = models.TextField(blank=True, help_text="A quote the model gave as an example.")
+    status = models.CharField(max_length=10, choices=SuggestionStatus.choices, default=SuggestionStatus.PENDING)
+    code = models.ForeignKey(Code, null=True, blank=True, on_delete=models.SET_NULL, related_name="suggestions")
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["discovery", "order", "id"]
+
+    def __str__(self):
+        return self.name
+
+
+from .models_agreement import GoldLabel  # noqa: E402,F401  (agreement: adjudicated gold labels)

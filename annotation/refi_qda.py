@@ -1,4 +1,4 @@
-"""REFI-QDA (QDA-XML 1.0) build and parse: `.qdpx` projects and `.qdc` codebooks. No Django.
+"""REFI-QDA (QDA-XML 1.0) build and parse of `.qdpx` projects. No Django. (`.qdc` codebooks: codebook_format.)
 
 Export streams: sources are written to `Sources/<guid>.txt` as they come and `project.qde` is written
 incrementally (lxml.etree.xmlfile) to a temporary file, then added to the ZIP. Import parses with a hardened
@@ -21,7 +21,6 @@ from pathlib import Path
 from lxml import etree
 
 NS = "urn:QDA-XML:project:1.0"
-CODEBOOK_NS = "urn:QDA-XML:codebook:1.0"
 SCHEMA_DIR = Path(__file__).with_name("refi_schemas")
 STEREOSCOPE_NS = uuid.UUID("6f1c2a52-8f61-4c5e-9d0e-5c0f3e2b7a11")
 MAX_PROJECT_BYTES = 512 * 1024 * 1024
@@ -131,6 +130,14 @@ class QNote:
 
 
 @dataclass
+class QSet:
+    guid: str
+    name: str
+    code_guids: list = field(default_factory=list)
+    description: str = ""
+
+
+@dataclass
 class QProject:
     name: str
     origin: str = ""
@@ -141,6 +148,7 @@ class QProject:
     notes: list = field(default_factory=list)
     created: datetime.datetime | None = None
     description: str = ""
+    sets: list = field(default_factory=list)  # QSet: named groups of codes (gender tags, inductive codes)
 
     def all_codes(self):
         for code in self.codes:
@@ -275,6 +283,15 @@ def write_qdpx(target, project: QProject, progress=None):
                             content = etree.SubElement(element, f"{{{NS}}}PlainTextContent")
                             content.text = xml_text(note.text)
                             xf.write(element)
+                if project.sets:
+                    with xf.element(f"{{{NS}}}Sets"):
+                        for q_set in project.sets:
+                            element = etree.Element(f"{{{NS}}}Set", _attrs(guid=q_set.guid, name=xml_text(q_set.name)))
+                            if q_set.description:
+                                etree.SubElement(element, f"{{{NS}}}Description").text = xml_text(q_set.description)
+                            for guid in q_set.code_guids:
+                                etree.SubElement(element, f"{{{NS}}}MemberCode", targetGUID=guid)
+                            xf.write(element)
                 if project.description:
                     _leaf(xf, "Description", project.description)
         qde.seek(0)
@@ -282,25 +299,6 @@ def write_qdpx(target, project: QProject, progress=None):
             for chunk in iter(lambda: qde.read(1 << 20), b""):
                 member.write(chunk)
     return counts
-
-
-def codebook_xml(codes, origin="Stereoscope") -> bytes:
-    """A .qdc codebook document."""
-    def build(code):
-        element = etree.Element(f"{{{CODEBOOK_NS}}}Code", _attrs(guid=code.guid, name=xml_text(code.name),
-                                                                 isCodable="true" if code.codable else "false",
-                                                                 color=code.color))
-        if code.description:
-            etree.SubElement(element, f"{{{CODEBOOK_NS}}}Description").text = xml_text(code.description)
-        for child in code.children:
-            element.append(build(child))
-        return element
-
-    root = etree.Element(f"{{{CODEBOOK_NS}}}CodeBook", origin=origin, nsmap={None: CODEBOOK_NS})
-    codes_el = etree.SubElement(root, f"{{{CODEBOOK_NS}}}Codes")
-    for code in codes:
-        codes_el.append(build(code))
-    return etree.tostring(root, xml_declaration=True, encoding="utf-8", pretty_print=True)
 
 
 # --- reading ------------------------------------------------------------------------------------------------
@@ -334,12 +332,12 @@ def validate(root, schema_name, what):
     if not xsd.validate(root):
         problems = []
         for error in list(xsd.error_log)[:10]:
-            message = error.message.replace(f"{{{NS}}}", "").replace(f"{{{CODEBOOK_NS}}}", "")
+            message = error.message.replace(f"{{{NS}}}", "")
             problems.append(f"{what} line {error.line}: {message}")
         raise RefiError(problems)
 
 
-def _q(tag, ns=NS):
+def _q(tag, ns=NS):  # noqa: E302
     return f"{{{ns}}}{tag}"
 
 
@@ -512,6 +510,10 @@ def _project_from_tree(root, zf, names):
         project.notes.append(QNote(guid=normalise_guid(element.get("guid")), name=element.get("name") or "",
                                    text=(text or "").replace("\r\n", "\n"), user_guid=normalise_guid(element.get("creatingUser")),
                                    created=_parse_dt(element.get("creationDateTime")), line=element.sourceline))
+    sets = root.find(_q("Sets"))
+    for element in (sets if sets is not None else []):
+        project.sets.append(QSet(guid=normalise_guid(element.get("guid")), name=element.get("name") or "",
+                                 code_guids=[normalise_guid(m.get("targetGUID")) for m in element.findall(_q("MemberCode"))]))
     problems.extend(check_references(project))
     if problems:
         raise RefiError(problems)
@@ -554,6 +556,10 @@ def check_references(project):
             if note not in notes:
                 problems.append(f"{label}: NoteRef {note} names no Note.")
 
+    for q_set in project.sets:
+        for guid in q_set.code_guids:
+            if guid not in codes:
+                problems.append(f"Set '{q_set.name}': MemberCode {guid} names no Code in the codebook.")
     for code, _ in project.all_codes():
         for note in code.note_guids:
             if note not in notes:
@@ -572,23 +578,3 @@ def check_references(project):
         for coding in source.codings:
             check_coding(coding, f"on source '{source.name}'")
     return problems
-
-
-def read_qdc(data: bytes) -> list[QCode]:
-    """Parse and check a .qdc codebook; returns its top-level codes."""
-    root = parse_xml(data, "the .qdc codebook")
-    if root.tag != _q("CodeBook", CODEBOOK_NS):
-        raise RefiError(f"the .qdc codebook: the root element is {etree.QName(root).localname!r} in namespace "
-                        f"{etree.QName(root).namespace!r}; expected CodeBook in {CODEBOOK_NS}.")
-    validate(root, "Codebook.xsd", "the .qdc codebook")
-    codes = [_parse_code(c, CODEBOOK_NS, notes=False) for c in root.find(_q("Codes", CODEBOOK_NS)).findall(_q("Code", CODEBOOK_NS))]
-    seen, problems = {}, []
-    for top in codes:
-        for code, _ in top.walk():
-            if code.guid in seen:
-                problems.append(f"Code '{code.name}' (line {code.line}): GUID {code.guid} is used twice (also by "
-                                f"'{seen[code.guid]}').")
-            seen[code.guid] = code.name
-    if problems:
-        raise RefiError(problems)
-    return codes

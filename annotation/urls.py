@@ -1,7 +1,20 @@
-from django.urls import path
+from django.urls import include, path
 
-from stereoscope.views import section_placeholder
+from . import views
 
 urlpatterns = [
-    path("coding/", section_placeholder("Coding", "Codebooks, assignments and the coding workspace."), name="coding"),
+    path("coding/", views.coding_home, name="coding"),
+    path("coding/codebooks/new/", views.codebook_create, name="annotation-codebook-create"),
+    path("coding/codebooks/<int:codebook_id>/", views.codebook_detail, name="annotation-codebook"),
+    path("coding/codebooks/<int:codebook_id>/edit/", views.codebook_edit, name="annotation-codebook-edit"),
+    path("coding/codebooks/<int:codebook_id>/export/", views.codebook_export, name="annotation-codebook-export"),
+    path("coding/codebooks/<int:codebook_id>/codings.export/", views.codings_export, name="annotation-codings-export"),
+    path("coding/codebooks/<int:codebook_id>/frequencies/", views.frequencies, name="annotation-frequencies"),
+    path("coding/codebooks/<int:codebook_id>/assignments/", views.assignments, name="annotation-assignments"),
+    path("coding/codebooks/<int:codebook_id>/next/", views.queue_next, name="annotation-next"),
+    path("coding/codebooks/<int:codebook_id>/discover/", views.discover, name="annotation-discover"),
+    path("coding/codebooks/<int:codebook_id>/stories/<int:output_id>/", views.workspace, name="annotation-workspace"),
+    path("coding/codebooks/<int:codebook_id>/stories/<int:output_id>/edit/", views.workspace_edit,
+         name="annotation-workspace-edit"),
+    path("", include("annotation.urls_agreement")),
 ]

@@ -316,8 +316,13 @@ def lock_template(template):
         template.locked = True
 
 
+def is_live(rnd):
+    """A worker holds the round right now (its lease has not expired)."""
+    return bool(rnd.lease_token) and rnd.lease_expires_at is not None and rnd.lease_expires_at > timezone.now()
+
+
 def start(rnd, actor=None):
-    if rnd.status in (RunStatus.QUEUED, RunStatus.RUNNING) and rnd.lease_token:
+    if rnd.status in (RunStatus.QUEUED, RunStatus.RUNNING) and is_live(rnd):
         raise RoundError("The round is already running.")
     if rnd.status == RunStatus.COMPLETED:
         raise RoundError("The round is finished; re-ask or retry single verdicts, or create a new round.")
@@ -516,7 +521,8 @@ def status_counts(rnd):
     out["total"] = sum(out.values())
     out["done"] = out["total"] - out["pending"]
     out["percent"] = round(100 * out["done"] / out["total"]) if out["total"] else 0
-    live = rnd.status == RunStatus.RUNNING and bool(rnd.lease_token)
+    live = rnd.status == RunStatus.RUNNING and is_live(rnd)
+    out["stalled"] = rnd.status in (RunStatus.RUNNING, RunStatus.QUEUED) and not live and out["pending"] > 0
     out["in_flight"] = (rnd.progress or {}).get("in_flight", 0) if live else 0
     out["phase"] = (rnd.progress or {}).get("phase") if live else None
     return out

@@ -14,11 +14,22 @@ STATUSES = ["ok", "refused", "inconclusive", "not_present"]
 
 
 def response_frame(run):
-    """Long DataFrame of a run's responses: endpoint_id, endpoint, context_key, repetition, item, value, extraction."""
-    rows = run.responses.values_list("endpoint_id", "endpoint__name", "context__key", "repetition", "item__item_id",
-                                     "value", "extraction", "status")
-    return pd.DataFrame.from_records(list(rows), columns=["endpoint_id", "endpoint", "context", "repetition", "item", "value",
-                                                           "extraction", "status"])
+    """Long DataFrame of a run's responses: endpoint_id, endpoint, context, repetition, item, value, extraction,
+    status. Fetches ids only and maps names in Python (fast for large runs)."""
+    from .models import Context, InstrumentItem
+
+    rows = list(run.responses.values_list("endpoint_id", "context_id", "repetition", "item_id", "value", "extraction",
+                                          "status"))
+    frame = pd.DataFrame.from_records(rows, columns=["endpoint_id", "context_id", "repetition", "item_id", "value",
+                                                     "extraction", "status"])
+    endpoints = dict(run.endpoints.values_list("pk", "name"))
+    endpoints.update(dict(run.responses.exclude(endpoint_id__in=list(endpoints)).values_list("endpoint_id", "endpoint__name").distinct()))
+    contexts = dict(Context.objects.filter(context_set_id=run.context_set_id).values_list("pk", "key"))
+    items = dict(InstrumentItem.objects.filter(instrument_id=run.instrument_id).values_list("pk", "item_id"))
+    frame["endpoint"] = frame["endpoint_id"].map(endpoints)
+    frame["context"] = frame["context_id"].map(contexts)
+    frame["item"] = frame["item_id"].map(items)
+    return frame
 
 
 def wide_by_endpoint(run, spec, frame=None):

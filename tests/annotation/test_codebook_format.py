@@ -10,7 +10,7 @@ from annotation.builtin import builtin_specs
 from annotation.models import Code, Codebook
 
 SEED = Path("/work/shared/seeds/001_8d8d91821ae2a91b.txt")
-XSD = Path(__file__).resolve().parents[2] / "annotation" / "refi_qda" / "Codebook.xsd"
+XSD = Path(__file__).resolve().parents[2] / "annotation" / "refi_schemas" / "Codebook.xsd"
 
 
 def seed_appendix_g():

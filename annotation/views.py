@@ -1,0 +1,499 @@
+"""Coding pages: codebooks, the coding workspace (htmx), assignments, frequencies. Writes go through services."""
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.core.paginator import Paginator
+from django.db.models import Count, Q
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.views.decorators.http import require_POST
+
+from generation.models import GenerationRun, Output, PromptItem, Toolkit
+from stereoscope.models import Membership, Role
+from stereoscope.permissions import VIEWER, has_role, study_role_required
+
+from . import codebook_format as fmt
+from . import selectors, services
+from .api import codebook_download, codings_download, import_upload
+from .assigning import STRATEGIES
+from .models import (Assignment, AssignmentStatus, AttributedGender, Code, Codebook, CodeOperation, Coding, CodingMode,
+                     GenderAttribution, GenderTag, Memo)
+from .offsets import segments
+
+
+def _codebook(request, codebook_id):
+    return get_object_or_404(Codebook, pk=codebook_id, study=request.study)
+
+
+def _code_tree(codebook, active_only=True):
+    codes = list(codebook.codes.order_by("order", "id"))
+    if active_only:
+        codes = [c for c in codes if c.active]
+    children = {}
+    for code in codes:
+        children.setdefault(code.parent_id, []).append(code)
+
+    def nodes(parent_id, depth):
+        for code in children.get(parent_id, []):
+            code.depth = depth
+            code.child_nodes = list(nodes(code.pk, depth + 1))
+            yield code
+
+    return list(nodes(None, 0))
+
+
+def _flat(tree):
+    for node in tree:
+        yield node
+        yield from _flat(node.child_nodes)
+
+
+# --- index ---------------------------------------------------------------------------------------------
+
+
+@study_role_required(VIEWER)
+def coding_home(request, study_id):
+    study = request.study
+    is_researcher = has_role(request.user, study, Role.RESEARCHER)
+    codebooks = study.codebooks.annotate(n_codes=Count("codes", filter=Q(codes__active=True, codes__codable=True)),
+                                         n_codings=Count("codings", distinct=True))
+    queues = []
+    for row in (Assignment.objects.filter(study=study, coder=request.user).values("codebook_id", "codebook__name",
+                                                                                   "codebook__version")
+                .annotate(total=Count("id"), done=Count("id", filter=Q(status=AssignmentStatus.DONE)))):
+        nxt = services.next_assignment(Codebook(pk=row["codebook_id"]), request.user)
+        row["next"] = nxt
+        row["percent"] = round(100 * row["done"] / row["total"]) if row["total"] else 0
+        queues.append(row)
+    library = Codebook.objects.filter(study__is_library=True).order_by("name", "-version") if is_researcher else []
+    return render(request, "annotation/home.html", {
+        "study": study, "codebooks": codebooks, "queues": queues, "is_researcher": is_researcher, "library": library,
+        "toolkits": Toolkit.objects.filter(study=study),
+    })
+
+
+@study_role_required(Role.RESEARCHER)
+@require_POST
+def codebook_create(request, study_id):
+    study = request.study
+    action = request.POST.get("action", "create")
+    try:
+        if action == "copy":
+            source = Codebook.objects.filter(pk=request.POST.get("source") or 0).select_related("study").first()
+            if source is None or not (source.study_id == study.pk or source.study.is_library):
+                raise services.AnnotationError("Choose a codebook from this study or the built-in library.")
+            codebook = services.copy_codebook(source, study=study, created_by=request.user)
+        elif action == "import":
+            upload = request.FILES.get("file")
+            if upload is None:
+                raise services.AnnotationError("Choose a .qdc, .csv or .json file to import.")
+            toolkit = None
+            if request.POST.get("toolkit"):
+                toolkit = get_object_or_404(Toolkit, pk=request.POST["toolkit"], study=study)
+            codebook = import_upload(study, upload, request.POST.get("file_format"), request.POST.get("name"), request.user,
+                                     toolkit)
+        else:
+            codebook = services.create_codebook(study, name=request.POST.get("name"), description=request.POST.get("description", ""),
+                                                created_by=request.user)
+    except (services.AnnotationError, fmt.CodebookFormatError) as exc:
+        messages.error(request, str(exc))
+        return redirect("coding", study.pk)
+    messages.success(request, f"Codebook “{codebook}” is ready.")
+    return redirect("annotation-codebook", study.pk, codebook.pk)
+
+
+# --- codebook ------------------------------------------------------------------------------------------
+
+
+def _codebook_context(request, codebook, error=""):
+    tree = _code_tree(codebook)
+    counts = dict(Coding.objects.filter(codebook=codebook).values("code_id").annotate(n=Count("id")).values_list("code_id", "n"))
+    for code in _flat(tree):
+        code.n_codings = counts.get(code.pk, 0)
+    return {
+        "study": request.study, "codebook": codebook, "tree": tree, "flat": list(_flat(tree)),
+        "operations": codebook.operations.select_related("actor")[:30], "latest_op": services.latest_operation(codebook),
+        "can_edit": has_role(request.user, request.study, Role.RESEARCHER) and not codebook.locked,
+        "is_researcher": has_role(request.user, request.study, Role.RESEARCHER), "error": error,
+        "gender_tags": GenderTag.choices, "merged": codebook.codes.filter(active=False).select_related("merged_into"),
+        "items": PromptItem.objects.filter(toolkit__study=request.study).select_related("toolkit")
+        .order_by("toolkit__name", "number")[:500],
+    }
+
+
+@study_role_required(VIEWER)
+def codebook_detail(request, study_id, codebook_id):
+    codebook = _codebook(request, codebook_id)
+    return render(request, "annotation/codebook.html", _codebook_context(request, codebook))
+
+
+def _code_or_none(codebook, pk):
+    if not pk:
+        return None
+    return Code.objects.filter(pk=pk, codebook=codebook).first() or _raise("That code is not in this codebook.")
+
+
+def _raise(message):
+    raise services.AnnotationError(message)
+
+
+@study_role_required(Role.RESEARCHER)
+@require_POST
+def codebook_edit(request, study_id, codebook_id):
+    """One endpoint for the codebook page's forms (htmx): returns the re-rendered tree panel."""
+    codebook = _codebook(request, codebook_id)
+    op = request.POST.get("op")
+    error = ""
+    try:
+        if op == "create":
+            item = None
+            if request.POST.get("item"):
+                item = PromptItem.objects.filter(pk=request.POST["item"], toolkit__study=request.study).first() or _raise(
+                    "That prompt item is not in this study.")
+            services.create_code(codebook, actor=request.user, name=request.POST.get("name"),
+                                 parent=_code_or_none(codebook, request.POST.get("parent")),
+                                 codable="on" in request.POST.getlist("codable"), color=request.POST.get("color") or "#4c6ef5",
+                                 gender_tag=request.POST.get("gender_tag", ""), kind=request.POST.get("kind") or "a_priori",
+                                 shortcut=request.POST.get("shortcut", ""), description=request.POST.get("description", ""),
+                                 stereotype=request.POST.get("stereotype", ""), item=item)
+        elif op == "update":
+            code = _code_or_none(codebook, request.POST.get("code")) or _raise("Choose a code.")
+            fields = {k: request.POST.get(k, "") for k in ("name", "color", "gender_tag", "shortcut", "description", "stereotype")
+                      if k in request.POST}
+            services.update_code(code, actor=request.user, **fields)
+        elif op == "merge":
+            sources = [_code_or_none(codebook, pk) for pk in request.POST.getlist("sources") if pk]
+            target = _code_or_none(codebook, request.POST.get("target"))
+            services.merge_codes(codebook, sources, target=target, new_name=request.POST.get("new_name"),
+                                 new_parent=_code_or_none(codebook, request.POST.get("new_parent")), actor=request.user)
+        elif op == "move":
+            codes = [_code_or_none(codebook, pk) for pk in request.POST.getlist("sources") if pk]
+            services.move_codes(codebook, codes, new_parent=_code_or_none(codebook, request.POST.get("new_parent")), actor=request.user)
+        elif op == "undo":
+            operation = get_object_or_404(CodeOperation, pk=request.POST.get("operation") or 0, codebook=codebook)
+            note = services.undo_operation(operation, actor=request.user)
+            error = note
+        elif op == "lock":
+            services.lock_codebook(codebook, request.user)
+        elif op == "new_version":
+            copy = services.new_codebook_version(codebook, created_by=request.user)
+            response = HttpResponse(status=204)
+            response["HX-Redirect"] = reverse("annotation-codebook", args=[request.study.pk, copy.pk])
+            return response
+        else:
+            error = "Unknown action."
+    except services.AnnotationError as exc:
+        error = str(exc)
+    codebook.refresh_from_db()
+    context = _codebook_context(request, codebook, error)
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        return redirect("annotation-codebook", request.study.pk, codebook.pk)
+    return render(request, "annotation/_codebook_panel.html", context)
+
+
+@study_role_required(VIEWER)
+def codebook_export(request, study_id, codebook_id):
+    codebook = _codebook(request, codebook_id)
+    kind = request.GET.get("file_format", "qdc")
+    if kind not in ("qdc", "csv", "json"):
+        raise Http404("Unknown format.")
+    return codebook_download(codebook, kind)
+
+
+@study_role_required(Role.RESEARCHER)
+def codings_export(request, study_id, codebook_id):
+    codebook = _codebook(request, codebook_id)
+    kind = request.GET.get("file_format", "csv")
+    if kind not in ("csv", "jsonl"):
+        raise Http404("Unknown format.")
+    return codings_download(request.study, codebook, kind, request.GET.get("include_text") == "1")
+
+
+# --- frequencies ---------------------------------------------------------------------------------------
+
+
+@study_role_required(VIEWER)
+def frequencies(request, study_id, codebook_id):
+    codebook = _codebook(request, codebook_id)
+    level = request.GET.get("level", "code")
+    by = request.GET.get("by", "")
+    if level not in selectors.LEVELS or by not in selectors.BREAKDOWNS:
+        level, by = "code", ""
+    table = selectors.frequency_table(codebook, level=level, by=by)
+    if request.GET.get("file_format") == "csv":
+        response = HttpResponse(selectors.frequency_csv(table), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="code-frequencies-{codebook.pk}-{level}{"-" + by if by else ""}.csv"'
+        return response
+    peak = max([r["total"] for r in table["rows"]] + [1])
+    for row in table["rows"]:
+        row["bar"] = round(100 * row["total"] / peak, 1)
+        row["cell_list"] = [row["cells"].get(c, 0) for c in table["columns"]]
+    context = {"study": request.study, "codebook": codebook, "table": table, "level": level, "by": by,
+               "breakdowns": [("", "none"), ("model", "model"), ("item", "item"), ("dimension", "dimension"),
+                              ("gender_tag", "gender tag"), ("coder", "coder")]}
+    template = "annotation/_frequency_table.html" if request.htmx else "annotation/frequencies.html"
+    return render(request, template, context)
+
+
+# --- assignments ---------------------------------------------------------------------------------------
+
+
+@study_role_required(Role.RESEARCHER)
+def assignments(request, study_id, codebook_id):
+    study = request.study
+    codebook = _codebook(request, codebook_id)
+    User = get_user_model()
+    if request.method == "POST":
+        try:
+            if request.POST.get("op") == "reassign":
+                assignment = get_object_or_404(Assignment, pk=request.POST.get("assignment") or 0, codebook=codebook)
+                coder = User.objects.filter(pk=request.POST.get("coder") or 0).first() or _raise("Choose a coder.")
+                services.reassign_assignment(assignment, coder=coder, actor=request.user)
+                messages.success(request, f"Story {assignment.output_id} now goes to {coder.username}.")
+            elif request.POST.get("op") == "remove":
+                assignment = get_object_or_404(Assignment, pk=request.POST.get("assignment") or 0, codebook=codebook)
+                services.delete_assignment(assignment, actor=request.user)
+                messages.success(request, "Assignment removed.")
+            else:
+                coders = list(User.objects.filter(pk__in=[int(x) for x in request.POST.getlist("coders") if x.isdigit()]))
+                outputs = services.outputs_of(study).filter(status="done")
+                run_ids = [int(x) for x in request.POST.getlist("runs") if x.isdigit()]
+                if run_ids:
+                    outputs = outputs.filter(run_id__in=run_ids)
+                created = services.create_assignments(
+                    study, codebook, outputs=outputs, coders=coders, k=request.POST.get("k") or 1,
+                    strategy=request.POST.get("strategy", "random_balanced"), seed=request.POST.get("seed") or 0,
+                    mode=request.POST.get("mode", CodingMode.BLIND), actor=request.user)
+                messages.success(request, f"{len(created)} assignments created.")
+        except services.AnnotationError as exc:
+            messages.error(request, str(exc))
+        return redirect("annotation-assignments", study.pk, codebook.pk)
+    coders = [m.user for m in Membership.objects.filter(study=study).select_related("user").order_by("user__username")]
+    rows = selectors.progress_by_output(codebook)
+    page = Paginator(rows, 100).get_page(request.GET.get("page"))
+    assignment_ids = {}
+    for a in Assignment.objects.filter(codebook=codebook, output_id__in=[r["output_id"] for r in page]).select_related("coder"):
+        assignment_ids.setdefault(a.output_id, []).append(a)
+    for row in page:
+        row["assignments"] = assignment_ids.get(row["output_id"], [])
+    return render(request, "annotation/assignments.html", {
+        "study": study, "codebook": codebook, "coders": coders, "by_coder": selectors.progress_by_coder(codebook),
+        "page": page, "strategies": STRATEGIES.items(), "modes": CodingMode.choices,
+        "runs": GenerationRun.objects.filter(study=study),
+    })
+
+
+# --- workspace ----------------------------------------------------------------------------------------
+
+
+def story_html(text, codings):
+    """The story as spans, one per stretch between coding boundaries; every character escaped."""
+    by_id = {c.pk: c for c in codings}
+    pieces = []
+    for start, end, keys in segments(text, [(c.pk, c.start, c.end) for c in codings if c.start is not None]):
+        chunk = text[start:end]
+        if not keys:
+            pieces.append(format_html('<span class="seg" data-s="{}" data-e="{}">{}</span>', start, end, chunk))
+            continue
+        colors = [by_id[k].code.color for k in keys]
+        if len(colors) == 1:
+            style = f"background:{colors[0]}40"
+        else:
+            step = 100 / len(colors)
+            bands = ", ".join(f"{c}55 {i * step:.1f}% {(i + 1) * step:.1f}%" for i, c in enumerate(colors))
+            style = f"background:linear-gradient(to bottom, {bands})"
+        title = "; ".join(by_id[k].code.name for k in keys)
+        pieces.append(format_html(
+            '<span class="seg hl{}" data-s="{}" data-e="{}" data-c="{}" style="{}" title="{}">{}</span>',
+            " overlap" if len(keys) > 1 else "", start, end, " ".join(str(k) for k in keys), style, title, chunk))
+    return format_html_join("", "{}", ((p,) for p in pieces))
+
+
+def _workspace_context(request, codebook, output, error="", notice=""):
+    user = request.user
+    study = request.study
+    is_researcher = has_role(user, study, Role.RESEARCHER)
+    assignment = services.assignment_for(codebook, output, user)
+    show_all = is_researcher and request.GET.get("all", request.POST.get("all")) == "1"
+    consensus = assignment is not None and assignment.mode == CodingMode.CONSENSUS
+    codings = list(services.visible_codings(codebook, output, user, show_all=show_all))
+    memo_qs = Memo.objects.filter(study=study).select_related("author")
+    if not (consensus or show_all):
+        memo_qs = memo_qs.filter(author=user)
+    coding_memos = {}
+    for memo in memo_qs.filter(coding__in=[c.pk for c in codings]):
+        coding_memos.setdefault(memo.coding_id, []).append(memo)
+    for coding in codings:
+        coding.memo_list = coding_memos.get(coding.pk, [])
+    tree = _code_tree(codebook)
+    code_memos = {}
+    for memo in memo_qs.filter(code__codebook=codebook):
+        code_memos.setdefault(memo.code_id, []).append(memo)
+    for code in _flat(tree):
+        code.memo_list = code_memos.get(code.pk, [])
+    queue = Assignment.objects.filter(codebook=codebook, coder=user).order_by("position", "id")
+    total = queue.count()
+    done = queue.filter(status=AssignmentStatus.DONE).count()
+    nxt = services.next_assignment(codebook, user, after=assignment) if assignment else services.next_assignment(codebook, user)
+    if nxt and nxt.output_id == output.pk:
+        nxt = None
+    prev = queue.filter(position__lt=assignment.position).last() if assignment else None
+    attribution = GenderAttribution.objects.filter(output=output, coder=user).first()
+    return {
+        "study": study, "codebook": codebook, "output": output, "assignment": assignment, "codings": codings,
+        "span_codings": [c for c in codings if c.start is not None],
+        "doc_codings": [c for c in codings if c.start is None], "story": story_html(output.text, codings),
+        "tree": tree, "codable": [c for c in _flat(tree) if c.codable], "story_memos": memo_qs.filter(output=output),
+        "mode": "consensus" if consensus else ("all" if show_all else "blind"), "show_all": show_all,
+        "is_researcher": is_researcher, "error": error, "notice": notice, "queue_total": total, "queue_done": done,
+        "queue_percent": round(100 * done / total) if total else 0, "next_assignment": nxt, "prev_assignment": prev,
+        "attribution": attribution, "genders": AttributedGender.choices, "gender_tags": GenderTag.choices,
+        "groups": [c for c in _flat(tree) if not c.codable], "can_add_codes": not codebook.locked,
+        "self_url": reverse("annotation-workspace", args=[study.pk, codebook.pk, output.pk]),
+        "post_url": reverse("annotation-workspace-edit", args=[study.pk, codebook.pk, output.pk]),
+    }
+
+
+def _workspace_objects(request, codebook_id, output_id):
+    codebook = _codebook(request, codebook_id)
+    output = get_object_or_404(Output, pk=output_id, study=request.study)
+    if not has_role(request.user, request.study, Role.RESEARCHER) and services.assignment_for(codebook, output, request.user) is None:
+        raise Http404("This story is not in your queue.")
+    return codebook, output
+
+
+@study_role_required(Role.CODER)
+def workspace(request, study_id, codebook_id, output_id):
+    codebook, output = _workspace_objects(request, codebook_id, output_id)
+    context = _workspace_context(request, codebook, output)
+    if request.htmx and request.htmx.target == "ws":
+        return render(request, "annotation/_workspace.html", context)
+    return render(request, "annotation/workspace.html", context)
+
+
+@study_role_required(Role.CODER)
+def queue_next(request, study_id, codebook_id):
+    codebook = _codebook(request, codebook_id)
+    nxt = services.next_assignment(codebook, request.user)
+    if nxt is None:
+        messages.info(request, "Your queue for this codebook is done.")
+        return redirect("coding", request.study.pk)
+    return redirect("annotation-workspace", request.study.pk, codebook.pk, nxt.output_id)
+
+
+def _coding_of(request, codebook, pk):
+    coding = Coding.objects.filter(pk=pk or 0, codebook=codebook).select_related("codebook__study").first()
+    if coding is None:
+        raise services.AnnotationError("That coding no longer exists.")
+    return coding
+
+
+@study_role_required(Role.CODER)
+@require_POST
+def workspace_edit(request, study_id, codebook_id, output_id):
+    """Every workspace edit (htmx POST); answers with the re-rendered workspace, saved at once."""
+    codebook, output = _workspace_objects(request, codebook_id, output_id)
+    study, user, post = request.study, request.user, request.POST
+    op = post.get("op")
+    error = notice = ""
+    try:
+        if op == "code":
+            code = _code_or_none(codebook, post.get("code")) or _raise("Choose a code.")
+            if post.get("start", "") == "" and post.get("whole") != "1":
+                raise services.AnnotationError("Select some text first (or use “Whole story” for a document-level code).")
+            start, end = (None, None) if post.get("whole") == "1" else (post.get("start"), post.get("end"))
+            services.create_coding(study=study, codebook=codebook, output=output, code=code, coder=user, start=start, end=end)
+        elif op == "new_code":
+            if post.get("start", "") == "":
+                raise services.AnnotationError("Select the text the new code stands for first.")
+            services.create_code_from_selection(
+                study=study, codebook=codebook, output=output, coder=user, start=post.get("start"), end=post.get("end"),
+                name=post.get("name"), parent=_code_or_none(codebook, post.get("parent")),
+                gender_tag=post.get("gender_tag", ""), color=post.get("color") or "#f08c00")
+        elif op == "delete":
+            services.delete_coding(_coding_of(request, codebook, post.get("coding")), user=user)
+        elif op == "reassign":
+            coding = _coding_of(request, codebook, post.get("coding"))
+            services.reassign_coding(coding, _code_or_none(codebook, post.get("code")) or _raise("Choose a code."), user=user)
+        elif op == "memo":
+            target = post.get("target")
+            kwargs = {}
+            if target == "coding":
+                kwargs["coding"] = _coding_of(request, codebook, post.get("target_id"))
+            elif target == "code":
+                kwargs["code"] = _code_or_none(codebook, post.get("target_id")) or _raise("Choose a code.")
+            else:
+                kwargs["output"] = output
+            services.add_memo(study, author=user, text=post.get("text"), **kwargs)
+        elif op == "delete_memo":
+            memo = Memo.objects.filter(pk=post.get("memo") or 0, study=study).first() or _raise("That memo no longer exists.")
+            services.delete_memo(memo, user=user)
+        elif op == "gender":
+            services.set_gender_attribution(output, coder=user, gender=post.get("gender", ""), character=post.get("character", ""))
+        elif op in ("done", "undone"):
+            assignment = services.assignment_for(codebook, output, user) or _raise("This story is not in your queue.")
+            services.set_assignment_status(assignment, user=user, done=op == "done")
+            if op == "done" and post.get("next") == "1":
+                nxt = services.next_assignment(codebook, user, after=assignment)
+                response = HttpResponse(status=204)
+                response["HX-Redirect"] = (reverse("annotation-workspace", args=[study.pk, codebook.pk, nxt.output_id])
+                                           if nxt else reverse("coding", args=[study.pk]))
+                return response
+        else:
+            error = "Unknown action."
+    except services.AnnotationError as exc:
+        error = str(exc)
+    return render(request, "annotation/_workspace.html", _workspace_context(request, codebook, output, error, notice))
+
+
+# --- AI-assisted code discovery -------------------------------------------------------------------------
+
+
+@study_role_required(Role.RESEARCHER)
+def discover(request, study_id, codebook_id):
+    from generation.models import ModelEndpoint
+
+    from .models import CodeDiscovery, CodeSuggestion
+
+    study = request.study
+    codebook = _codebook(request, codebook_id)
+    if request.method == "GET" and request.GET.get("discovery"):
+        discovery = get_object_or_404(CodeDiscovery, pk=request.GET["discovery"], codebook=codebook)
+        return render(request, "annotation/_discovery.html", {"study": study, "codebook": codebook, "d": discovery,
+                                                               "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable],
+                                                               "gender_tags": GenderTag.choices})
+    if request.method == "POST":
+        op = request.POST.get("op")
+        try:
+            if op == "start":
+                endpoint = ModelEndpoint.objects.filter(pk=request.POST.get("endpoint") or 0, study=study).first()
+                item = PromptItem.objects.filter(pk=request.POST.get("item") or 0, toolkit__study=study).select_related("toolkit").first()
+                services.start_discovery(study, codebook, endpoint=endpoint, item=item, sample_size=request.POST.get("sample_size") or 5,
+                                         seed=request.POST.get("seed") or 0, actor=request.user)
+                messages.success(request, "Asked the model for code suggestions.")
+            elif op in ("accept", "reject"):
+                suggestion = get_object_or_404(CodeSuggestion, pk=request.POST.get("suggestion") or 0, discovery__codebook=codebook)
+                services.decide_suggestion(
+                    suggestion, accept=op == "accept", actor=request.user, name=request.POST.get("name"),
+                    description=request.POST.get("description"), gender_tag=request.POST.get("gender_tag"),
+                    parent=_code_or_none(codebook, request.POST.get("parent")))
+                if request.htmx:
+                    return render(request, "annotation/_discovery.html", {
+                        "study": study, "codebook": codebook, "d": suggestion.discovery,
+                        "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable], "gender_tags": GenderTag.choices})
+        except services.AnnotationError as exc:
+            if request.htmx:
+                return HttpResponse(format_html('<p class="error" role="alert">{}</p>', str(exc)))
+            messages.error(request, str(exc))
+        return redirect("annotation-discover", study.pk, codebook.pk)
+    return render(request, "annotation/discover.html", {
+        "study": study, "codebook": codebook,
+        "endpoints": ModelEndpoint.objects.filter(study=study).exclude(provider="manual"),
+        "items": PromptItem.objects.filter(toolkit__study=study).select_related("toolkit").order_by("toolkit__name", "number"),
+        "discoveries": CodeDiscovery.objects.filter(codebook=codebook).select_related("endpoint", "item", "provider_call")
+        .prefetch_related("suggestions__code")[:20],
+        "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable], "gender_tags": GenderTag.choices,
+    })
