@@ -56,3 +56,13 @@ class AssignmentAdmin(admin.ModelAdmin):
 class GenderAttributionAdmin(admin.ModelAdmin):
     list_display = ["output", "coder", "gender", "created_at"]
     raw_id_fields = ["output"]
+
+
+from .models_agreement import GoldLabel  # noqa: E402  (agreement)
+
+
+@admin.register(GoldLabel)
+class GoldLabelAdmin(admin.ModelAdmin):
+    list_display = ["target", "output", "value", "decided_by", "updated_at"]
+    list_filter = ["target"]
+    raw_id_fields = ["output", "code"]

@@ -258,6 +258,23 @@ class _Vec:
         return Outcome(None, "the coefficient is not a finite number for these data")
 
 
+def _unique_columns(codes, k):
+    """Distinct columns of a raters × units code matrix: (patterns × raters, unit → pattern, counts).
+
+    Columns are packed into one integer in base k+1 when that fits in 62 bits (a 1-D unique is far faster than
+    np.unique(axis=0)); otherwise the row-wise unique is used.
+    """
+    n_raters = codes.shape[0]
+    base = k + 1
+    if n_raters * math.log2(base) < 62:
+        weights = base ** np.arange(n_raters, dtype=np.int64)
+        keys = (codes + 1).T.astype(np.int64) @ weights
+        uniq, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
+        return codes[:, first].T, inverse.ravel(), counts
+    patterns, inverse, counts = np.unique(codes.T, axis=0, return_inverse=True, return_counts=True)
+    return patterns, inverse.ravel(), counts
+
+
 class _Features:
     """Additive features of every coefficient, per distinct rating pattern (a column of the raters × units matrix).
 
@@ -271,8 +288,7 @@ class _Features:
         self.weights = weights
         n_raters, n_units = rm.codes.shape
         if n_units:
-            patterns, self.inverse, self.freq = np.unique(rm.codes.T, axis=0, return_inverse=True, return_counts=True)
-            self.inverse = self.inverse.ravel()
+            patterns, self.inverse, self.freq = _unique_columns(rm.codes, k)
         else:
             patterns, self.freq = np.zeros((0, n_raters), dtype=np.int64), np.zeros(0, dtype=np.int64)
             self.inverse = np.zeros(0, dtype=np.int64)
@@ -645,27 +661,32 @@ def segment_agreement(spans_a, spans_b, min_overlap=0.9) -> dict:
     """MAXQDA-style segment agreement of two raters for one code in one document set.
 
     spans_x: list of (document, start, end). A segment of one rater counts as matched when the other rater has a
-    segment of the same code in the same document overlapping by at least `min_overlap`. Returns the counts and the
-    share of matched segments ((matched_a + matched_b) / (n_a + n_b)).
+    segment of the same code in the same document overlapping by at least `min_overlap` (intersection / union).
+    Returns the counts and the share of matched segments ((matched_a + matched_b) / (n_a + n_b)).
     """
     if not 0 < min_overlap <= 1:
         raise AgreementInputError("The overlap share must be in (0, 1].")
-    by_doc_b: dict = {}
-    for doc, s, e in spans_b:
-        by_doc_b.setdefault(doc, []).append((s, e))
-    by_doc_a: dict = {}
-    for doc, s, e in spans_a:
-        by_doc_a.setdefault(doc, []).append((s, e))
-
-    def matched(spans, other):
-        count = 0
-        for doc, s, e in spans:
-            if any(span_overlap((s, e), o) >= min_overlap - 1e-12 for o in other.get(doc, ())):
-                count += 1
-        return count
-
     n_a, n_b = len(spans_a), len(spans_b)
-    m_a, m_b = matched(spans_a, by_doc_b), matched(spans_b, by_doc_a)
+    m_a = m_b = 0
+    if n_a and n_b:
+        a = np.asarray([(hash(d), s, e) for d, s, e in spans_a], dtype=np.int64).reshape(-1, 3)
+        b = np.asarray([(hash(d), s, e) for d, s, e in spans_b], dtype=np.int64).reshape(-1, 3)
+        order_b = np.argsort(b[:, 0], kind="stable")
+        b_sorted = b[order_b]
+        lo = np.searchsorted(b_sorted[:, 0], a[:, 0], side="left")
+        hi = np.searchsorted(b_sorted[:, 0], a[:, 0], side="right")
+        counts = hi - lo
+        ia = np.repeat(np.arange(n_a), counts)  # every (a, b) pair in the same document
+        ib = order_b[np.concatenate([np.arange(x, y) for x, y in zip(lo, hi)])] if counts.sum() else np.zeros(0, dtype=np.int64)
+        if len(ia):
+            sa, ea, sb, eb = a[ia, 1], a[ia, 2], b[ib, 1], b[ib, 2]
+            inter = np.minimum(ea, eb) - np.maximum(sa, sb)
+            union = np.maximum(ea, eb) - np.minimum(sa, sb)
+            with np.errstate(all="ignore"):
+                share = np.where((inter > 0) & (union > 0), inter / np.where(union > 0, union, 1), 0.0)
+            ok = share >= min_overlap - 1e-12
+            m_a = int(np.unique(ia[ok]).size)
+            m_b = int(np.unique(ib[ok]).size)
     total = n_a + n_b
     return {"n_a": n_a, "n_b": n_b, "matched_a": m_a, "matched_b": m_b,
             "share_matched": (m_a + m_b) / total if total else None}

@@ -290,3 +290,6 @@ class CodeSuggestion(models.Model):
 
     def __str__(self):
         return self.name
+
+
+from .models_agreement import GoldLabel  # noqa: E402,F401  (agreement: adjudicated gold labels)

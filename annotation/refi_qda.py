@@ -1,4 +1,4 @@
-"""REFI-QDA (QDA-XML 1.0) build and parse: `.qdpx` projects and `.qdc` codebooks. No Django.
+"""REFI-QDA (QDA-XML 1.0) build and parse of `.qdpx` projects. No Django. (`.qdc` codebooks: codebook_format.)
 
 Export streams: sources are written to `Sources/<guid>.txt` as they come and `project.qde` is written
 incrementally (lxml.etree.xmlfile) to a temporary file, then added to the ZIP. Import parses with a hardened
@@ -21,7 +21,6 @@ from pathlib import Path
 from lxml import etree
 
 NS = "urn:QDA-XML:project:1.0"
-CODEBOOK_NS = "urn:QDA-XML:codebook:1.0"
 SCHEMA_DIR = Path(__file__).with_name("refi_schemas")
 STEREOSCOPE_NS = uuid.UUID("6f1c2a52-8f61-4c5e-9d0e-5c0f3e2b7a11")
 MAX_PROJECT_BYTES = 512 * 1024 * 1024
@@ -43,6 +42,11 @@ class RefiError(ValueError):
 def stable_guid(*parts) -> str:
     """A GUID derived from stable parts (uuid5), for things that have no guid field."""
     return str(uuid.uuid5(STEREOSCOPE_NS, ":".join(str(p) for p in parts)))
+
+
+def derived_guid(guid: str, salt: int) -> str:
+    """A second stable GUID from a GUID (XOR with a salt): cheap, and distinct per salt."""
+    return str(uuid.UUID(int=uuid.UUID(guid).int ^ salt))
 
 
 def normalise_guid(value) -> str | None:
@@ -131,6 +135,14 @@ class QNote:
 
 
 @dataclass
+class QSet:
+    guid: str
+    name: str
+    code_guids: list = field(default_factory=list)
+    description: str = ""
+
+
+@dataclass
 class QProject:
     name: str
     origin: str = ""
@@ -141,6 +153,7 @@ class QProject:
     notes: list = field(default_factory=list)
     created: datetime.datetime | None = None
     description: str = ""
+    sets: list = field(default_factory=list)  # QSet: named groups of codes (gender tags, inductive codes)
 
     def all_codes(self):
         for code in self.codes:
@@ -150,8 +163,8 @@ class QProject:
 # --- writing ------------------------------------------------------------------------------------------------
 
 def _dt(value):
-    if value is None:
-        return None
+    if value is None or isinstance(value, str):  # strings come pre-formatted (UTC, xsd:dateTime) from the query
+        return value
     if value.tzinfo is None:
         value = value.replace(tzinfo=datetime.timezone.utc)
     return value.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -162,6 +175,9 @@ def _attrs(**values):
 
 
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_ATTR_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\n": "&#10;", "\r": "&#13;",
+                               "\t": "&#9;"})
+_TEXT_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"})
 
 
 def xml_text(value):
@@ -169,29 +185,37 @@ def xml_text(value):
     return _XML_ILLEGAL.sub("", value or "")
 
 
-def _write_code(xf, code):
-    with xf.element(f"{{{NS}}}Code", _attrs(guid=code.guid, name=xml_text(code.name),
-                                            isCodable="true" if code.codable else "false", color=code.color)):
-        if code.description:
-            _leaf(xf, "Description", code.description)
-        for note in code.note_guids:
-            xf.write(etree.Element(f"{{{NS}}}NoteRef", targetGUID=note))
-        for child in code.children:
-            _write_code(xf, child)
+def _qa(value):
+    return '"' + xml_text(str(value)).translate(_ATTR_ESCAPES) + '"'
 
 
-def _leaf(xf, tag, text, attrs=None):
-    element = etree.Element(f"{{{NS}}}{tag}", attrs or {})
-    element.text = xml_text(str(text))
-    xf.write(element)
+def _opt(name, value):
+    return "" if value in (None, "") else f" {name}={_qa(value)}"
 
 
-def _coding_element(coding):
-    element = etree.Element(f"{{{NS}}}Coding", _attrs(guid=coding.guid, creatingUser=coding.user_guid,
-                                                        creationDateTime=_dt(coding.created)))
-    etree.SubElement(element, f"{{{NS}}}CodeRef", targetGUID=coding.code_guid)
-    for note in coding.note_guids:
-        etree.SubElement(element, f"{{{NS}}}NoteRef", targetGUID=note)
+def _safe(name, value):
+    """An optional attribute whose value needs no escaping (GUIDs, xsd:dateTime stamps)."""
+    return f' {name}="{value}"' if value else ""
+
+
+def _el(tag, attrs=None, text=None, children=()):
+    element = etree.Element(f"{{{NS}}}{tag}", attrs or {}, nsmap={None: NS})
+    if text is not None:
+        element.text = xml_text(str(text))
+    for child in children:
+        element.append(child)
+    return element
+
+
+def _code_element(code):
+    element = _el("Code", _attrs(guid=code.guid, name=xml_text(code.name), isCodable="true" if code.codable else "false",
+                                 color=code.color))
+    if code.description:
+        element.append(_el("Description", text=code.description))
+    for note in code.note_guids:
+        element.append(_el("NoteRef", {"targetGUID": note}))
+    for child in code.children:
+        element.append(_code_element(child))
     return element
 
 
@@ -199,108 +223,102 @@ VALUE_TAGS = {"Text": "TextValue", "Integer": "IntegerValue", "Float": "FloatVal
               "Date": "DateValue", "DateTime": "DateTimeValue"}
 
 
-def _source_element(source, variable_types):
-    element = etree.Element(f"{{{NS}}}TextSource", _attrs(
-        guid=source.guid, name=xml_text(source.name), plainTextPath=f"internal://{source.guid}.txt",
-        creatingUser=source.user_guid, creationDateTime=_dt(source.created)))
+def _coding_xml(coding, parts):
+    parts.append(f'<Coding guid="{coding.guid}"{_safe("creatingUser", coding.user_guid)}'
+                 f'{_safe("creationDateTime", _dt(coding.created))}><CodeRef targetGUID="{coding.code_guid}"/>')
+    for note in coding.note_guids:
+        parts.append(f'<NoteRef targetGUID="{note}"/>')
+    parts.append("</Coding>")
+
+
+def source_xml(source, variable_types):
+    """One TextSource as XML text. Hand-built: this is the hot path of large exports (GUIDs and integers need no
+    escaping; names and values are escaped)."""
+    parts = [f'<TextSource guid="{source.guid}" name={_qa(source.name)} plainTextPath="internal://{source.guid}.txt"'
+             f'{_safe("creatingUser", source.user_guid)}{_safe("creationDateTime", _dt(source.created))}>']
     for sel in source.selections:
-        sel_el = etree.SubElement(element, f"{{{NS}}}PlainTextSelection", _attrs(
-            guid=sel.guid, name=xml_text(sel.name), startPosition=sel.start, endPosition=sel.end,
-            creatingUser=sel.user_guid, creationDateTime=_dt(sel.created)))
+        parts.append(f'<PlainTextSelection guid="{sel.guid}"{_opt("name", sel.name)} startPosition="{int(sel.start)}" '
+                     f'endPosition="{int(sel.end)}"{_safe("creatingUser", sel.user_guid)}'
+                     f'{_safe("creationDateTime", _dt(sel.created))}>')
         for coding in sel.codings:
-            sel_el.append(_coding_element(coding))
+            _coding_xml(coding, parts)
         for note in sel.note_guids:
-            etree.SubElement(sel_el, f"{{{NS}}}NoteRef", targetGUID=note)
+            parts.append(f'<NoteRef targetGUID="{note}"/>')
+        parts.append("</PlainTextSelection>")
     for coding in source.codings:
-        element.append(_coding_element(coding))
+        _coding_xml(coding, parts)
     for note in source.note_guids:
-        etree.SubElement(element, f"{{{NS}}}NoteRef", targetGUID=note)
+        parts.append(f'<NoteRef targetGUID="{note}"/>')
     for var_guid, value in source.variables:
         if value is None or value == "":
             continue
-        vv = etree.SubElement(element, f"{{{NS}}}VariableValue")
-        etree.SubElement(vv, f"{{{NS}}}VariableRef", targetGUID=var_guid)
         kind = variable_types.get(var_guid, "Text")
-        tag = etree.SubElement(vv, f"{{{NS}}}{VALUE_TAGS[kind]}")
-        tag.text = ("true" if value else "false") if kind == "Boolean" else xml_text(str(value))
-    return element
+        tag = VALUE_TAGS[kind]
+        text = ("true" if value else "false") if kind == "Boolean" else xml_text(str(value)).translate(_TEXT_ESCAPES)
+        parts.append(f'<VariableValue><VariableRef targetGUID="{var_guid}"/><{tag}>{text}</{tag}></VariableValue>')
+    parts.append("</TextSource>\n")
+    return "".join(parts)
 
 
 def write_qdpx(target, project: QProject, progress=None):
     """Write a .qdpx ZIP to `target` (path or binary file object). `project.sources` may be a generator: each
-    source's text goes to Sources/<guid>.txt at once, so memory stays flat. Returns counts."""
-    counts = {"sources": 0, "selections": 0, "codings": 0, "notes": len(project.notes), "codes": 0, "users": len(project.users)}
+    source's text goes to Sources/<guid>.txt at once and its XML to a temporary project.qde, so memory stays
+    flat. Returns counts."""
+    counts = {"sources": 0, "selections": 0, "codings": 0, "notes": len(project.notes),
+              "codes": sum(1 for _ in project.all_codes()), "users": len(project.users)}
     variable_types = {v.guid: v.type for v in project.variables}
+
+    def put(element):
+        qde.write(etree.tostring(element, encoding="utf-8"))
+        qde.write(b"\n")
+
     with tempfile.TemporaryFile() as qde, zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED,
                                                           compresslevel=1, allowZip64=True) as zf:
-        with etree.xmlfile(qde, encoding="utf-8") as xf:
-            xf.write_declaration()
-            with xf.element(f"{{{NS}}}Project", _attrs(name=xml_text(project.name), origin=project.origin,
-                                                       creationDateTime=_dt(project.created)), nsmap={None: NS}):
-                if project.users:
-                    with xf.element(f"{{{NS}}}Users"):
-                        for user in project.users:
-                            xf.write(etree.Element(f"{{{NS}}}User", _attrs(guid=user.guid, name=xml_text(user.name))))
-                if project.codes:
-                    with xf.element(f"{{{NS}}}CodeBook"), xf.element(f"{{{NS}}}Codes"):
-                        for code in project.codes:
-                            _write_code(xf, code)
-                    counts["codes"] = sum(1 for _ in project.all_codes())
-                if project.variables:
-                    with xf.element(f"{{{NS}}}Variables"):
-                        for var in project.variables:
-                            with xf.element(f"{{{NS}}}Variable", _attrs(guid=var.guid, name=var.name, typeOfVariable=var.type)):
-                                if var.description:
-                                    _leaf(xf, "Description", var.description)
-                sources_open = None
-                for source in project.sources:
-                    if sources_open is None:
-                        sources_open = xf.element(f"{{{NS}}}Sources")
-                        sources_open.__enter__()
-                    zf.writestr(f"Sources/{source.guid}.txt", source.text.encode("utf-8"))
-                    xf.write(_source_element(source, variable_types))
-                    counts["sources"] += 1
-                    counts["selections"] += len(source.selections)
-                    counts["codings"] += len(source.codings) + sum(len(s.codings) for s in source.selections)
-                    if progress and counts["sources"] % 500 == 0:
-                        progress(counts)
-                if sources_open is not None:
-                    sources_open.__exit__(None, None, None)
-                if project.notes:
-                    with xf.element(f"{{{NS}}}Notes"):
-                        for note in project.notes:
-                            element = etree.Element(f"{{{NS}}}Note", _attrs(
-                                guid=note.guid, name=xml_text(note.name), creatingUser=note.user_guid,
-                                creationDateTime=_dt(note.created)))
-                            content = etree.SubElement(element, f"{{{NS}}}PlainTextContent")
-                            content.text = xml_text(note.text)
-                            xf.write(element)
-                if project.description:
-                    _leaf(xf, "Description", project.description)
+        qde.write(b'<?xml version="1.0" encoding="utf-8"?>\n')
+        qde.write(f'<Project xmlns="{NS}" name={_qa(project.name)}{_opt("origin", project.origin)}'
+                  f'{_opt("creationDateTime", _dt(project.created))}>\n'.encode("utf-8"))
+        if project.users:
+            put(_el("Users", children=[_el("User", _attrs(guid=u.guid, name=xml_text(u.name))) for u in project.users]))
+        if project.codes:
+            put(_el("CodeBook", children=[_el("Codes", children=[_code_element(c) for c in project.codes])]))
+        if project.variables:
+            put(_el("Variables", children=[
+                _el("Variable", _attrs(guid=v.guid, name=v.name, typeOfVariable=v.type),
+                    children=[_el("Description", text=v.description)] if v.description else [])
+                for v in project.variables]))
+        opened = False
+        for source in project.sources:
+            if not opened:
+                qde.write(b"<Sources>\n")
+                opened = True
+            zf.writestr(f"Sources/{source.guid}.txt", source.text.encode("utf-8"))
+            qde.write(source_xml(source, variable_types).encode("utf-8"))
+            counts["sources"] += 1
+            counts["selections"] += len(source.selections)
+            counts["codings"] += len(source.codings) + sum(len(s.codings) for s in source.selections)
+            if progress and counts["sources"] % 500 == 0:
+                progress(counts)
+        if opened:
+            qde.write(b"</Sources>\n")
+        if project.notes:
+            put(_el("Notes", children=[
+                _el("Note", _attrs(guid=n.guid, name=xml_text(n.name), creatingUser=n.user_guid,
+                                   creationDateTime=_dt(n.created)), children=[_el("PlainTextContent", text=n.text)])
+                for n in project.notes]))
+        if project.sets:
+            put(_el("Sets", children=[
+                _el("Set", _attrs(guid=q.guid, name=xml_text(q.name)),
+                    children=([_el("Description", text=q.description)] if q.description else [])
+                    + [_el("MemberCode", {"targetGUID": g}) for g in q.code_guids])
+                for q in project.sets]))
+        if project.description:
+            put(_el("Description", text=project.description))
+        qde.write(b"</Project>\n")
         qde.seek(0)
         with zf.open("project.qde", "w", force_zip64=True) as member:
             for chunk in iter(lambda: qde.read(1 << 20), b""):
                 member.write(chunk)
     return counts
-
-
-def codebook_xml(codes, origin="Stereoscope") -> bytes:
-    """A .qdc codebook document."""
-    def build(code):
-        element = etree.Element(f"{{{CODEBOOK_NS}}}Code", _attrs(guid=code.guid, name=xml_text(code.name),
-                                                                 isCodable="true" if code.codable else "false",
-                                                                 color=code.color))
-        if code.description:
-            etree.SubElement(element, f"{{{CODEBOOK_NS}}}Description").text = xml_text(code.description)
-        for child in code.children:
-            element.append(build(child))
-        return element
-
-    root = etree.Element(f"{{{CODEBOOK_NS}}}CodeBook", origin=origin, nsmap={None: CODEBOOK_NS})
-    codes_el = etree.SubElement(root, f"{{{CODEBOOK_NS}}}Codes")
-    for code in codes:
-        codes_el.append(build(code))
-    return etree.tostring(root, xml_declaration=True, encoding="utf-8", pretty_print=True)
 
 
 # --- reading ------------------------------------------------------------------------------------------------
@@ -334,12 +352,12 @@ def validate(root, schema_name, what):
     if not xsd.validate(root):
         problems = []
         for error in list(xsd.error_log)[:10]:
-            message = error.message.replace(f"{{{NS}}}", "").replace(f"{{{CODEBOOK_NS}}}", "")
+            message = error.message.replace(f"{{{NS}}}", "")
             problems.append(f"{what} line {error.line}: {message}")
         raise RefiError(problems)
 
 
-def _q(tag, ns=NS):
+def _q(tag, ns=NS):  # noqa: E302
     return f"{{{ns}}}{tag}"
 
 
@@ -512,6 +530,10 @@ def _project_from_tree(root, zf, names):
         project.notes.append(QNote(guid=normalise_guid(element.get("guid")), name=element.get("name") or "",
                                    text=(text or "").replace("\r\n", "\n"), user_guid=normalise_guid(element.get("creatingUser")),
                                    created=_parse_dt(element.get("creationDateTime")), line=element.sourceline))
+    sets = root.find(_q("Sets"))
+    for element in (sets if sets is not None else []):
+        project.sets.append(QSet(guid=normalise_guid(element.get("guid")), name=element.get("name") or "",
+                                 code_guids=[normalise_guid(m.get("targetGUID")) for m in element.findall(_q("MemberCode"))]))
     problems.extend(check_references(project))
     if problems:
         raise RefiError(problems)
@@ -554,6 +576,10 @@ def check_references(project):
             if note not in notes:
                 problems.append(f"{label}: NoteRef {note} names no Note.")
 
+    for q_set in project.sets:
+        for guid in q_set.code_guids:
+            if guid not in codes:
+                problems.append(f"Set '{q_set.name}': MemberCode {guid} names no Code in the codebook.")
     for code, _ in project.all_codes():
         for note in code.note_guids:
             if note not in notes:
@@ -572,23 +598,3 @@ def check_references(project):
         for coding in source.codings:
             check_coding(coding, f"on source '{source.name}'")
     return problems
-
-
-def read_qdc(data: bytes) -> list[QCode]:
-    """Parse and check a .qdc codebook; returns its top-level codes."""
-    root = parse_xml(data, "the .qdc codebook")
-    if root.tag != _q("CodeBook", CODEBOOK_NS):
-        raise RefiError(f"the .qdc codebook: the root element is {etree.QName(root).localname!r} in namespace "
-                        f"{etree.QName(root).namespace!r}; expected CodeBook in {CODEBOOK_NS}.")
-    validate(root, "Codebook.xsd", "the .qdc codebook")
-    codes = [_parse_code(c, CODEBOOK_NS, notes=False) for c in root.find(_q("Codes", CODEBOOK_NS)).findall(_q("Code", CODEBOOK_NS))]
-    seen, problems = {}, []
-    for top in codes:
-        for code, _ in top.walk():
-            if code.guid in seen:
-                problems.append(f"Code '{code.name}' (line {code.line}): GUID {code.guid} is used twice (also by "
-                                f"'{seen[code.guid]}').")
-            seen[code.guid] = code.name
-    if problems:
-        raise RefiError(problems)
-    return codes

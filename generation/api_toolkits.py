@@ -7,7 +7,7 @@ from django.db.models import Count
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import parsers, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
@@ -23,6 +23,7 @@ from .slots import SlotError
 from .toolkits import ToolkitLocked, count_units, expand_units, is_locked, validate_toolkit
 
 
+@extend_schema_serializer(component_name="ToolkitDimension")  # "Dimension" alone would clash with codebook dimensions
 class DimensionSerializer(serializers.ModelSerializer):
     toolkit = serializers.PrimaryKeyRelatedField(queryset=Toolkit.objects.none())
 
@@ -95,7 +96,12 @@ class ToolkitExpansionSerializer(serializers.Serializer):
 class ToolkitImportSerializer(serializers.Serializer):
     file = serializers.FileField(required=False, help_text="A .json or .csv toolkit file (multipart).")
     content = serializers.CharField(required=False, help_text="The file content as text (instead of file).")
-    format = serializers.ChoiceField(choices=["json", "csv"], required=False, help_text="Default: from the file name.")
+    format = serializers.CharField(required=False, help_text="json or csv; default: from the file name (json for content).")
+
+    def validate_format(self, value):
+        if value not in ("json", "csv"):
+            raise serializers.ValidationError("format must be json or csv.")
+        return value
     name = serializers.CharField(required=False, help_text="Overrides the name in the file.")
 
 
@@ -241,7 +247,7 @@ class ToolkitViewSet(ToolkitScopedMixin, viewsets.ModelViewSet):
         services.record_activity(self.get_study(), request.user, "imported a toolkit", str(toolkit))
         return Response(ToolkitDetailSerializer(toolkit, context=self.get_serializer_context()).data, status=201)
 
-    @extend_schema(request=inline_serializer("ToolkitCopyRequest", {"toolkit": serializers.IntegerField()}),
+    @extend_schema(request=inline_serializer("ToolkitCopy", {"toolkit": serializers.IntegerField()}),
                    responses={201: ToolkitDetailSerializer})
     @action(detail=False, methods=["post"])
     def copy(self, request, *args, **kwargs):
@@ -318,7 +324,7 @@ class PromptItemViewSet(ToolkitChildMixin, viewsets.ModelViewSet):
     def delete_object(self, item):
         services.delete_item(item, actor=self.request.user)
 
-    @extend_schema(request=inline_serializer("CounterfactualRequest", {
+    @extend_schema(request=inline_serializer("ToolkitItemCounterfactual", {
         "name_pairs": serializers.CharField(required=False, help_text="e.g. Kelly=Joseph, Anna=Paul")}),
         responses={201: PromptItemSerializer})
     @action(detail=True, methods=["post"])
@@ -332,7 +338,7 @@ class PromptItemViewSet(ToolkitChildMixin, viewsets.ModelViewSet):
             return _error(exc)
         return Response(PromptItemSerializer(twin, context=self.get_serializer_context()).data, status=201)
 
-    @extend_schema(request=inline_serializer("ItemMoveRequest", {"direction": serializers.ChoiceField(choices=["up", "down"])}),
+    @extend_schema(request=inline_serializer("ToolkitItemMove", {"direction": serializers.CharField(help_text="up or down")}),
                    responses={200: PromptItemSerializer})
     @action(detail=True, methods=["post"])
     def move(self, request, *args, **kwargs):

@@ -4,8 +4,16 @@ Swaps gendered words and given names both ways, keeps the case of each word (he 
 HE → SHE), and resolves the his/her ambiguity: "her" becomes "his" before a word it determines
 ("her desk" → "his desk") and "him" otherwise ("thanked her." → "thanked him."); "his" becomes "hers"
 when it stands alone ("the book is his" → "the book is hers").
+
+Public entry points (other apps call these; psychometrics uses them for persona/context twins):
+- `swap_gender(text, name_pairs=None)`: the twin of any plain text.
+- `swap_template(text, name_pairs=None)`: the twin of a prompt template; `{slot}` placeholders stay.
+- `swap_values(values, name_pairs=None)`: the twin of slot values (strings, lists, dicts).
+- `parse_name_pairs("Kelly=Joseph, Anna=Paul")`: user-entered name pairs → [("Kelly", "Joseph"), ...].
 """
 import re
+
+__all__ = ["swap_gender", "swap_template", "swap_values", "parse_name_pairs", "WORD_PAIRS", "DEFAULT_NAME_PAIRS"]
 
 # Pairs are swapped both ways. "her" is handled separately (his/him); so is "his" (her/hers).
 WORD_PAIRS = [

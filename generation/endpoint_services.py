@@ -49,7 +49,10 @@ def parse_params(value):
 def endpoint_problems(data, study=None, instance=None):
     """Cleaned values and a {field: message} dict of problems for endpoint fields (missing fields keep the
     instance's value)."""
-    current = {f: getattr(instance, f) for f in EDITABLE} if instance is not None else {}
+    if instance is not None:
+        current = {f: getattr(instance, f) for f in EDITABLE}
+    else:
+        current = {f: ModelEndpoint._meta.get_field(f).get_default() for f in EDITABLE}
     values = {**current, **{k: v for k, v in data.items() if k in EDITABLE}}
     problems, clean = {}, {}
     name = str(values.get("name") or "").strip()

@@ -1,4 +1,4 @@
-from django.urls import path, re_path
+from django.urls import path
 
 from . import views_toolkits as v
 
@@ -12,19 +12,17 @@ urlpatterns = [
     path(T + "delete/", v.toolkit_delete, name="toolkit-delete"),
     path(T + "new-version/", v.toolkit_new_version, name="toolkit-new-version"),
     path(T + "preview/", v.toolkit_preview, name="toolkit-preview"),
-    re_path(r"^toolkits/(?P<toolkit_id>\d+)/export\.(?P<fmt>json|csv)$", v.toolkit_export, name="toolkit-export"),
+    path(T + "export.<str:fmt>", v.toolkit_export, name="toolkit-export"),
     path(T + "slots/add/", v.slot_add, name="toolkit-slot-add"),
     path(T + "slots/json/", v.slots_json, name="toolkit-slots-json"),
     path(T + "slots/<str:name>/remove/", v.slot_remove, name="toolkit-slot-remove"),
     path(T + "dimensions/add/", v.dimension_add, name="toolkit-dimension-add"),
     path(T + "dimensions/<int:dimension_id>/edit/", v.dimension_edit, name="toolkit-dimension-edit"),
     path(T + "dimensions/<int:dimension_id>/delete/", v.dimension_delete, name="toolkit-dimension-delete"),
-    re_path(r"^toolkits/(?P<toolkit_id>\d+)/dimensions/(?P<dimension_id>\d+)/move/(?P<direction>up|down)/$",
-            v.dimension_move, name="toolkit-dimension-move"),
+    path(T + "dimensions/<int:dimension_id>/move/<str:direction>/", v.dimension_move, name="toolkit-dimension-move"),
     path(T + "items/add/", v.item_add, name="toolkit-item-add"),
     path(T + "items/<int:item_id>/edit/", v.item_edit, name="toolkit-item-edit"),
     path(T + "items/<int:item_id>/delete/", v.item_delete, name="toolkit-item-delete"),
     path(T + "items/<int:item_id>/twin/", v.item_twin, name="toolkit-item-twin"),
-    re_path(r"^toolkits/(?P<toolkit_id>\d+)/items/(?P<item_id>\d+)/move/(?P<direction>up|down)/$",
-            v.item_move, name="toolkit-item-move"),
+    path(T + "items/<int:item_id>/move/<str:direction>/", v.item_move, name="toolkit-item-move"),
 ]

@@ -15,7 +15,8 @@ from . import toolkit_format, toolkit_services as services
 from .counterfactual import parse_name_pairs
 from .forms_toolkits import DimensionForm, ImportForm, ItemForm, SlotForm, SlotsJsonForm, ToolkitForm, TwinForm, json_text
 from .models import Toolkit
-from .toolkits import is_locked
+from .slots import SlotError
+from .toolkits import count_units, is_locked
 
 PREVIEW_LIMITS = (10, 20, 50, 100)
 
@@ -43,8 +44,14 @@ def _detail_url(request, toolkit):
 
 
 def _annotated(queryset):
-    return queryset.annotate(n_items=Count("items", distinct=True), n_dimensions=Count("dimensions", distinct=True),
-                             n_runs=Count("runs", distinct=True)).order_by("name", "-version")
+    toolkits = list(queryset.annotate(n_items=Count("items", distinct=True), n_dimensions=Count("dimensions", distinct=True),
+                                      n_runs=Count("runs", distinct=True)).order_by("name", "-version"))
+    for toolkit in toolkits:
+        try:
+            toolkit.n_units = count_units(toolkit)
+        except SlotError:
+            toolkit.n_units = None
+    return toolkits
 
 
 @study_role_required(VIEWER)
@@ -115,7 +122,7 @@ def toolkit_detail(request, study_id, toolkit_id):
     locked = is_locked(toolkit)
     researcher = has_role(request.user, request.study, Role.RESEARCHER)
     editable = researcher and not locked and not in_library and not toolkit.study.is_library
-    items = toolkit.items.select_related("dimension", "counterfactual_of").order_by("number")
+    items = toolkit.items.select_related("dimension", "counterfactual_of").prefetch_related("counterfactuals").order_by("number")
     versions = Toolkit.objects.filter(study=toolkit.study, name=toolkit.name).order_by("version") if not in_library else []
     return render(request, "generation/toolkit_detail.html", {
         "study": request.study, "toolkit": toolkit, "items": items, "in_library": in_library, "locked": locked,
@@ -150,6 +157,8 @@ def toolkit_preview(request, study_id, toolkit_id):
 @study_role_required(VIEWER)
 @require_GET
 def toolkit_export(request, study_id, toolkit_id, fmt):
+    if fmt not in ("json", "csv"):
+        raise Http404("Export as .json or .csv.")
     toolkit = _toolkit(request, toolkit_id, library_ok=True)
     if fmt == "json":
         body, content_type = toolkit_format.export_json(toolkit), "application/json; charset=utf-8"
@@ -310,6 +319,8 @@ def dimension_delete(request, toolkit, dimension_id):
 @_edit
 @require_POST
 def dimension_move(request, toolkit, dimension_id, direction):
+    if direction not in ("up", "down"):
+        raise Http404("Move up or down.")
     dimension = get_object_or_404(toolkit.dimensions, pk=dimension_id)
     services.move_dimension(dimension, -1 if direction == "up" else 1, actor=request.user)
     return redirect(_detail_url(request, toolkit) + "#dimensions")
@@ -365,10 +376,12 @@ def item_delete(request, toolkit, item_id):
 @_edit
 @require_POST
 def item_move(request, toolkit, item_id, direction):
+    if direction not in ("up", "down"):
+        raise Http404("Move up or down.")
     item = get_object_or_404(toolkit.items, pk=item_id)
     services.move_item(item, -1 if direction == "up" else 1, actor=request.user)
     if request.htmx:
-        items = toolkit.items.select_related("dimension", "counterfactual_of").order_by("number")
+        items = toolkit.items.select_related("dimension", "counterfactual_of").prefetch_related("counterfactuals").order_by("number")
         response = render(request, "generation/_toolkit_items.html", {
             "study": request.study, "toolkit": toolkit, "items": items, "editable": True})
         response["HX-Trigger"] = "toolkit-changed"

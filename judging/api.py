@@ -1,1 +1,327 @@
-api_routes = []
+"""REST API for judging: templates, rounds (plan, launch, cancel, resume, retry, re-ask, report, weights,
+verification), verdicts (with human checks) and toolkit weights (export and import)."""
+from django.contrib.auth import get_user_model
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.response import Response
+
+from generation.models import GenerationRun, ModelEndpoint, Toolkit
+from stereoscope.api import StudyScopedMixin
+from stereoscope.models import Role
+from stereoscope.permissions import VIEWER
+
+from . import reports, rounds, services
+from .models import JudgeRound, JudgeTemplate, TemplateKind, Verdict, VerificationRequest
+
+
+class JudgeTemplateSerializer(serializers.ModelSerializer):
+    is_builtin = serializers.SerializerMethodField()
+
+    class Meta:
+        model = JudgeTemplate
+        fields = ["id", "name", "version", "kind", "text", "scale_min", "scale_max", "detect_threshold", "description",
+                  "builtin_key", "locked", "parent", "created_at", "is_builtin"]
+        read_only_fields = ["version", "builtin_key", "locked", "parent", "created_at"]
+
+    def get_is_builtin(self, obj) -> bool:
+        return obj.study.is_library
+
+
+class JudgeRoundSerializer(serializers.ModelSerializer):
+    judges = serializers.PrimaryKeyRelatedField(many=True, queryset=ModelEndpoint.objects.all())
+    counts = serializers.SerializerMethodField()
+
+    class Meta:
+        model = JudgeRound
+        fields = ["id", "name", "template", "source_run", "judges", "policy", "k", "forbid_same_family", "batch_size",
+                  "temperature", "seed", "reask_missing", "output_filter", "status", "plan", "progress", "message",
+                  "created_at", "started_at", "finished_at", "counts"]
+        read_only_fields = ["status", "plan", "progress", "message", "created_at", "started_at", "finished_at"]
+
+    def get_counts(self, obj) -> dict:
+        return rounds.status_counts(obj)
+
+
+class VerdictSerializer(serializers.ModelSerializer):
+    item_number = serializers.IntegerField(source="output.item.number", read_only=True, allow_null=True)
+    generator_model = serializers.CharField(source="output.model_identity", read_only=True)
+
+    class Meta:
+        model = Verdict
+        fields = ["id", "round", "output", "item_number", "generator_model", "judge_endpoint", "judge_model", "value",
+                  "status", "rationale", "raw_text", "error", "batch_ref", "position", "question", "reasked",
+                  "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+class HumanCheckAnswerSerializer(serializers.Serializer):
+    value = serializers.IntegerField(min_value=0, max_value=1)
+    note = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class JudgeReaskSerializer(serializers.Serializer):
+    verdict_ids = serializers.ListField(child=serializers.IntegerField(), required=False, allow_null=True)
+
+
+class VerificationRequestSerializer(serializers.Serializer):
+    coders = serializers.ListField(child=serializers.CharField(), help_text="Usernames of study members.")
+    sample_size = serializers.IntegerField(min_value=1)
+    seed = serializers.IntegerField(required=False, default=0)
+
+
+class ToolkitWeightRowSerializer(serializers.Serializer):
+    toolkit = serializers.CharField()
+    toolkit_version = serializers.IntegerField()
+    item_number = serializers.IntegerField()
+    dimension = serializers.CharField()
+    target_stereotype = serializers.CharField()
+    n = serializers.IntegerField()
+    detected = serializers.FloatField()
+    rate = serializers.FloatField()
+    ci_low = serializers.FloatField()
+    ci_high = serializers.FloatField()
+    shrunk_rate = serializers.FloatField()
+    reliability = serializers.FloatField()
+    weight = serializers.FloatField()
+    method = serializers.CharField()
+    flags = serializers.CharField()
+
+
+class WeightsImportSerializer(serializers.Serializer):
+    toolkit = serializers.IntegerField(help_text="The toolkit version the weights were computed on (or one with the same items).")
+    file = serializers.FileField(required=False)
+    content = serializers.CharField(required=False, help_text="The weights JSON or CSV as text (instead of a file).")
+    new_version = serializers.BooleanField(required=False, default=True)
+    drop_flagged = serializers.BooleanField(required=False, default=False)
+
+
+def _bad(message):
+    return Response({"detail": message}, status=status.HTTP_400_BAD_REQUEST)
+
+
+class JudgeTemplateViewSet(StudyScopedMixin, viewsets.ModelViewSet):
+    """Judge templates of the study plus the built-in library's (read-only). Editing a used or locked template
+    creates a new version."""
+
+    serializer_class = JudgeTemplateSerializer
+    queryset = JudgeTemplate.objects.select_related("study")
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return JudgeTemplate.objects.none()
+        return rounds.templates_for(self.get_study()).order_by("name", "-version")
+
+    def create(self, request, *args, **kwargs):
+        data = self.get_serializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        template = services.create_template(self.get_study(), actor=request.user, **data.validated_data)
+        return Response(self.get_serializer(template).data, status=status.HTTP_201_CREATED)
+
+    def update(self, request, *args, **kwargs):
+        template = self.get_object()
+        data = self.get_serializer(template, data=request.data, partial=kwargs.get("partial", False))
+        data.is_valid(raise_exception=True)
+        result, created = services.update_template(template, study=self.get_study(), actor=request.user, **data.validated_data)
+        return Response(self.get_serializer(result).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+    def destroy(self, request, *args, **kwargs):
+        template = self.get_object()
+        if template.study_id != self.get_study().pk or template.locked or template.rounds.exists():
+            return _bad("Only unused templates of this study can be deleted.")
+        template.delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class JudgeRoundViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
+                        viewsets.GenericViewSet):
+    serializer_class = JudgeRoundSerializer
+    queryset = JudgeRound.objects.select_related("template", "source_run").prefetch_related("judges")
+    # Coders verify judges blind: verdict-level data and reports need the researcher role.
+    action_roles = {"report": Role.RESEARCHER, "verification": Role.RESEARCHER, "plan": Role.RESEARCHER}
+
+    def create(self, request, *args, **kwargs):
+        data = self.get_serializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = dict(data.validated_data)
+        study = self.get_study()
+        rnd = rounds.create_round(study, actor=request.user, name=v.pop("name"), template=v.pop("template"),
+                                  judges=v.pop("judges"), source_run=v.pop("source_run", None), **v)
+        return Response(self.get_serializer(rnd).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def plan(self, request, study_pk=None, pk=None):
+        """The plan (assignment, batches, calls, tokens, cost, sample prompt, problems), computed now."""
+        return Response(rounds.compute_plan(self.get_object()))
+
+    def _act(self, fn, **kw):
+        rnd = fn(self.get_object(), actor=self.request.user, **kw)
+        return Response(self.get_serializer(rnd).data)
+
+    @extend_schema(request=None, responses={200: JudgeRoundSerializer})
+    @action(detail=True, methods=["post"])
+    def launch(self, request, study_pk=None, pk=None):
+        return self._act(rounds.start)
+
+    @extend_schema(request=None, responses={200: JudgeRoundSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, study_pk=None, pk=None):
+        return self._act(rounds.cancel)
+
+    @extend_schema(request=None, responses={200: JudgeRoundSerializer})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, study_pk=None, pk=None):
+        return self._act(rounds.resume)
+
+    @extend_schema(request=None, responses={200: JudgeRoundSerializer})
+    @action(detail=True, methods=["post"], url_path="retry-failed")
+    def retry_failed(self, request, study_pk=None, pk=None):
+        return self._act(rounds.retry_failed)
+
+    @extend_schema(request=JudgeReaskSerializer, responses={200: JudgeRoundSerializer})
+    @action(detail=True, methods=["post"])
+    def reask(self, request, study_pk=None, pk=None):
+        data = JudgeReaskSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return self._act(rounds.reask, verdict_ids=data.validated_data.get("verdict_ids"))
+
+    @extend_schema(parameters=[OpenApiParameter("method", str, enum=["shrunk", "raw"])], responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def report(self, request, study_pk=None, pk=None):
+        """Detection per prompt (with breakdowns by generator and judge), Table 3, judge × generator matrix."""
+        method = request.query_params.get("method", "shrunk")
+        if method not in reports.W.METHODS:
+            return _bad("method must be shrunk or raw.")
+        data = reports.report([self.get_object()], method=method)
+        table = data["table3"]
+        return Response({
+            "method": method, "method_description": data["method_text"], "items": data["items"],
+            "table3": None if table is None else {
+                "models": table["models"], "dimensions": table["dimensions"],
+                "cells": [{"dimension": d, "model": m, "mean": v[0], "sd": v[1]} for (d, m), v in table["cells"].items()],
+                "all_models": [{"dimension": d, "mean": v[0], "sd": v[1]} for d, v in table["all"].items()],
+                "overall": [{"model": m, "mean": v[0], "sd": v[1]} for m, v in table["overall"].items()],
+                "overall_all_models": {"mean": table["overall_all"][0], "sd": table["overall_all"][1]}},
+            "judge_generator": [{"judge": j, "generator": g, "n": c["n"], "rate": c["rate"]} for (j, g), c in data["matrix"].items()],
+        })
+
+    @extend_schema(request=VerificationRequestSerializer, responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get", "post"])
+    def verification(self, request, study_pk=None, pk=None):
+        """GET: judge–human agreement on the sample. POST: send a sample of judged outputs to coders."""
+        rnd = self.get_object()
+        if request.method == "POST":
+            data = VerificationRequestSerializer(data=request.data)
+            data.is_valid(raise_exception=True)
+            users = list(get_user_model().objects.filter(username__in=data.validated_data["coders"]))
+            missing = set(data.validated_data["coders"]) - {u.username for u in users}
+            if missing:
+                return _bad(f"No user(s) named {', '.join(sorted(missing))}.")
+            services.request_verification(rnd, coders=users, sample_size=data.validated_data["sample_size"],
+                                          seed=data.validated_data["seed"], actor=request.user)
+        return Response(services.verification_summary(rnd))
+
+
+class VerdictViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Verdicts of the study's rounds; filter with ?round=<id>&status=<status>. Coders answer verification
+    questions sent to them with POST .../check/."""
+
+    serializer_class = VerdictSerializer
+    queryset = Verdict.objects.select_related("output", "output__item")
+    study_field = "round__study"
+    read_role = Role.RESEARCHER  # coders verify blind
+    action_roles = {"check": Role.CODER}
+
+    def get_queryset(self):
+        qs = super().get_queryset()
+        params = self.request.query_params
+        if params.get("round"):
+            if not params["round"].isdigit():
+                return qs.none()
+            qs = qs.filter(round_id=int(params["round"]))
+        if params.get("status"):
+            qs = qs.filter(status=params["status"])
+        return qs.order_by("pk")
+
+    @extend_schema(parameters=[OpenApiParameter("round", int), OpenApiParameter("status", str)])
+    def list(self, request, *args, **kwargs):
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(request=HumanCheckAnswerSerializer, responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["post"])
+    def check(self, request, study_pk=None, pk=None):
+        verdict = self.get_object()
+        req = VerificationRequest.objects.filter(verdict=verdict, coder=request.user).first()
+        if req is None:
+            return Response({"detail": "This verdict was not sent to you for verification."}, status=status.HTTP_403_FORBIDDEN)
+        data = HumanCheckAnswerSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        check = services.answer_check(req, user=request.user, **data.validated_data)
+        return Response({"verdict": verdict.pk, "value": check.value, "note": check.note})
+
+
+class ToolkitWeightsViewSet(StudyScopedMixin, viewsets.GenericViewSet):
+    """Prompt detection weights: one row per prompt item (?rounds=1,2&method=shrunk|raw&as=json|csv), and import
+    of a weights file into a new toolkit version."""
+
+    serializer_class = ToolkitWeightRowSerializer
+    queryset = JudgeRound.objects.all()
+    read_role = Role.RESEARCHER
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+
+    def _round_ids(self):
+        raw = self.request.query_params.get("rounds", "")
+        ids = [p for p in raw.split(",") if p.strip()]
+        if not all(p.strip().isdigit() for p in ids):
+            raise services.JudgingError("rounds must be a comma-separated list of round ids.")
+        ids = [int(p) for p in ids]
+        known = set(JudgeRound.objects.filter(study=self.get_study(), pk__in=ids).values_list("pk", flat=True))
+        if set(ids) - known:
+            raise services.JudgingError(f"No round(s) {', '.join(map(str, sorted(set(ids) - known)))} in this study.")
+        return ids or None
+
+    @extend_schema(parameters=[OpenApiParameter("rounds", str), OpenApiParameter("method", str, enum=["shrunk", "raw"]),
+                               OpenApiParameter("as", str, enum=["json", "csv"])],
+                   responses={200: OpenApiTypes.OBJECT})
+    def list(self, request, study_pk=None):
+        method = request.query_params.get("method", "shrunk")
+        if method not in reports.W.METHODS:
+            return _bad("method must be shrunk or raw.")
+        ids = self._round_ids()
+        if request.query_params.get("as") == "csv":
+            response = HttpResponse(services.weights_csv(self.get_study(), ids, method), content_type="text/csv; charset=utf-8")
+            response["Content-Disposition"] = 'attachment; filename="toolkit-weights.csv"'
+            return response
+        return Response(services.weights_document(self.get_study(), ids, method))
+
+    @extend_schema(request=WeightsImportSerializer,
+                   responses={201: inline_serializer("JudgeWeightsImportResult", {"toolkit": serializers.IntegerField(),
+                                                                                   "version": serializers.IntegerField(),
+                                                                                   "weights": serializers.IntegerField()})})
+    @action(detail=False, methods=["post"], url_path="import")
+    def import_weights(self, request, study_pk=None):
+        data = WeightsImportSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        study = self.get_study()
+        toolkit = Toolkit.objects.filter(pk=v["toolkit"]).select_related("study").first()
+        if toolkit is None or (toolkit.study_id != study.pk and not toolkit.study.is_library):
+            return _bad("No such toolkit in this study or the built-in library.")
+        upload = v.get("file")
+        content = upload.read() if upload else v.get("content", "")
+        target, n = services.import_weights(study, toolkit, content, filename=getattr(upload, "name", ""),
+                                            new_version=v["new_version"], drop_flagged=v["drop_flagged"], actor=request.user)
+        return Response({"toolkit": target.pk, "version": target.version, "weights": n}, status=status.HTTP_201_CREATED)
+
+
+api_routes = [
+    ("judge-templates", JudgeTemplateViewSet, "api-judge-template"),
+    ("judge-rounds", JudgeRoundViewSet, "api-judge-round"),
+    ("verdicts", VerdictViewSet, "api-verdict"),
+    ("toolkit-weights", ToolkitWeightsViewSet, "api-toolkit-weights"),
+]

@@ -26,7 +26,7 @@ def verdict_rows(rounds):
             if item is None:
                 continue
             items[item.pk] = item
-            rows.append({"output": v.output_id, "item": item.pk,
+            rows.append({"output": v.output_id, "item": item.pk, "position": v.position,
                          "dimension": item.dimension.name if item.dimension_id else "(no dimension)",
                          "generator": v.output.model_identity, "judge": v.judge_model,
                          "value": detected(v.value, rnd.template), "raw_value": v.value})
@@ -43,11 +43,30 @@ def dimension_order(items):
     return sorted(dims, key=lambda d: dims[d])
 
 
+def by_position(rows):
+    """Detection rate by position in the shuffled batch: a check for position effects."""
+    cells = defaultdict(list)
+    for r in rows:
+        if r.get("position"):
+            cells[r["position"]].append(r["value"])
+    return [{"position": p, "n": len(v), "rate": sum(v) / len(v), "ci": W.wilson(sum(v), len(v))}
+            for p, v in sorted(cells.items())]
+
+
+def mean_scores(rows):
+    """Mean raw judge value per item (the Likert presence score for Likert templates)."""
+    cells = defaultdict(list)
+    for r in rows:
+        cells[r["item"]].append(r["raw_value"])
+    return {item: sum(v) / len(v) for item, v in cells.items()}
+
+
 def report(rounds, *, method="shrunk", weak_below=0.3):
     """Everything the report page and the exports show, for one or more rounds."""
     rounds = list(rounds)
     rows, items = verdict_rows(rounds)
     item_stats = W.detection_by_item(rows)
+    scores = mean_scores(rows)
     by_generator = W.detection_by(rows, "generator")
     by_judge = W.detection_by(rows, "judge")
     weighted = W.weights(item_stats, method=method) if item_stats else {}
@@ -63,11 +82,13 @@ def report(rounds, *, method="shrunk", weak_below=0.3):
             s, item_pk=pk, item_number=item.number, toolkit=str(item.toolkit), toolkit_id=item.toolkit_id,
             toolkit_name=item.toolkit.name, toolkit_version=item.toolkit.version, text=item.text,
             target_stereotype=item.target_stereotype or item.gender_mapping, flags=flagged.get(pk, []),
+            mean_score=scores.get(pk),
             by_generator={g: by_generator.get((pk, g)) for g in generators},
             by_judge={j: by_judge.get((pk, j)) for j in judges}))
     return {"rounds": rounds, "rows": rows, "items": item_rows, "generators": generators, "judges": judges,
             "dimensions": dims, "table3": table, "matrix": W.judge_generator_matrix(rows), "method": method,
-            "method_text": W.METHODS[method]}
+            "method_text": W.METHODS[method], "positions": by_position(rows), "weak_below": weak_below,
+            "scale_max": max((r.template.scale_max for r in rounds), default=1)}
 
 
 def provenance(rounds):
@@ -154,3 +175,46 @@ def item_breakdown(rows_by):
     for (item, model), cell in rows_by.items():
         out[item][model] = cell
     return out
+
+
+VERDICT_COLUMNS = [
+    ("round_id", "Judge round id"), ("round", "Judge round name"), ("verdict_id", "Verdict id"),
+    ("output_id", "Judged output id"), ("run", "Generation run of the output"), ("toolkit", "Toolkit name"),
+    ("toolkit_version", "Toolkit version"), ("item_number", "Prompt item number"), ("dimension", "Dimension of the item"),
+    ("target_stereotype", "The stereotype the judge was asked about"), ("generator_model", "Model that wrote the output"),
+    ("trial", "Trial of the output"), ("judge_model", "Judge model (identity)"), ("judge_endpoint", "Judge endpoint name"),
+    ("template", "Judge template name and version"), ("value", "Verdict: 0/1, or the Likert score"),
+    ("detected", "0/1 detection (Likert: value at or above the template's threshold)"),
+    ("status", "ok, missing, unparseable, failed or pending"), ("rationale", "The judge's rationale"),
+    ("batch_ref", "Batch (one call) the verdict came from"), ("position", "Position of the story in its shuffled batch"),
+    ("reasked", "Asked again alone after a missing/unparseable answer"), ("raw_text", "The judge's raw answer"),
+]
+
+
+def verdict_export_rows(study, round_ids=None, models=None, item_numbers=None, pseudonym=None):
+    """One dict per verdict of the study's rounds (filters optional), in VERDICT_COLUMNS order."""
+    from .models import Verdict
+
+    qs = (Verdict.objects.filter(round__study=study)
+          .select_related("round", "round__template", "output", "output__run", "output__item", "output__item__dimension",
+                          "output__item__toolkit", "judge_endpoint").order_by("round_id", "pk"))
+    if round_ids:
+        qs = qs.filter(round_id__in=list(round_ids))
+    if item_numbers:
+        qs = qs.filter(output__item__number__in=list(item_numbers))
+    if models:
+        wanted = {m.strip().lower() for m in models}
+        qs = [v for v in qs if v.output.model_identity in wanted or v.judge_model in wanted]
+    for v in qs.iterator() if hasattr(qs, "iterator") else qs:
+        item, template = v.output.item, v.round.template
+        yield {
+            "round_id": v.round_id, "round": v.round.name, "verdict_id": v.pk, "output_id": v.output_id,
+            "run": v.output.run.name, "toolkit": item.toolkit.name if item else "", "toolkit_version": item.toolkit.version if item else "",
+            "item_number": item.number if item else "", "dimension": item.dimension.name if item and item.dimension_id else "",
+            "target_stereotype": v.question, "generator_model": v.output.model_identity, "trial": v.output.trial,
+            "judge_model": v.judge_model, "judge_endpoint": v.judge_endpoint.name if v.judge_endpoint_id else "",
+            "template": f"{template.name} v{template.version}", "value": v.value,
+            "detected": detected(v.value, template) if v.value is not None else None, "status": v.status,
+            "rationale": v.rationale, "batch_ref": v.batch_ref, "position": v.position, "reasked": v.reasked,
+            "raw_text": v.raw_text,
+        }

@@ -18,7 +18,7 @@ from django.utils import timezone
 from generation.limits import estimate_tokens
 from generation.models import GenerationRun, ModelEndpoint, Output, OutputStatus, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params
-from generation.runner import CallUnit, cost_of, execute_units
+from generation.runner import CallUnit, RunStats, cost_of, execute_units
 from stereoscope.services import record_activity
 
 from . import parsing, planner, prompts
@@ -58,7 +58,10 @@ def source_outputs(rnd):
     if flt.get("item_numbers"):
         qs = qs.filter(item__number__in=flt["item_numbers"])
     if flt.get("models"):
-        qs = qs.filter(model_name__in=flt["models"])
+        wanted = Q()
+        for model in flt["models"]:
+            wanted |= Q(model_name__iexact=model.strip())
+        qs = qs.filter(wanted)
     return qs.select_related("item", "item__dimension", "endpoint").order_by("pk")
 
 
@@ -316,8 +319,13 @@ def lock_template(template):
         template.locked = True
 
 
+def is_live(rnd):
+    """A worker holds the round right now (its lease has not expired)."""
+    return bool(rnd.lease_token) and rnd.lease_expires_at is not None and rnd.lease_expires_at > timezone.now()
+
+
 def start(rnd, actor=None):
-    if rnd.status in (RunStatus.QUEUED, RunStatus.RUNNING) and rnd.lease_token:
+    if rnd.status in (RunStatus.QUEUED, RunStatus.RUNNING) and is_live(rnd):
         raise RoundError("The round is already running.")
     if rnd.status == RunStatus.COMPLETED:
         raise RoundError("The round is finished; re-ask or retry single verdicts, or create a new round.")
@@ -456,6 +464,10 @@ def execute(round_id, progress_callback=None):
     if rnd.cancel_requested or rnd.status == RunStatus.CANCELLED:
         JudgeRound.objects.filter(pk=round_id, lease_token=token).update(lease_token="", lease_expires_at=None)
         return None
+    if rnd.status == RunStatus.COMPLETED and not rnd.verdicts.filter(status=VerdictStatus.PENDING).exists():
+        # a duplicate delivery of a finished round: nothing to ask, nothing to change
+        JudgeRound.objects.filter(pk=round_id, lease_token=token).update(lease_token="", lease_expires_at=None)
+        return RunStats()
     JudgeRound.objects.filter(pk=round_id).update(status=RunStatus.RUNNING, started_at=rnd.started_at or timezone.now(),
                                                   finished_at=None)
 
@@ -516,7 +528,8 @@ def status_counts(rnd):
     out["total"] = sum(out.values())
     out["done"] = out["total"] - out["pending"]
     out["percent"] = round(100 * out["done"] / out["total"]) if out["total"] else 0
-    live = rnd.status == RunStatus.RUNNING and bool(rnd.lease_token)
+    live = rnd.status == RunStatus.RUNNING and is_live(rnd)
+    out["stalled"] = rnd.status in (RunStatus.RUNNING, RunStatus.QUEUED) and not live and out["pending"] > 0
     out["in_flight"] = (rnd.progress or {}).get("in_flight", 0) if live else 0
     out["phase"] = (rnd.progress or {}).get("phase") if live else None
     return out

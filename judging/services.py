@@ -11,13 +11,11 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from generation.models import PromptItem, Toolkit
 from stereoscope.models import Membership, Role
 from stereoscope.services import record_activity
 
 from . import prompts, reports
-from .models import HumanCheck, ItemWeight, JudgeTemplate, TemplateKind, Verdict, VerdictStatus, VerificationRequest
-from .rounds import RoundError
+from .models import HumanCheck, ItemWeight, JudgeTemplate, TemplateKind, VerdictStatus, VerificationRequest
 
 WEIGHTS_FORMAT = "stereoscope-toolkit-weights"
 WEIGHT_COLUMNS = ["toolkit", "toolkit_version", "item_number", "dimension", "target_stereotype", "n", "detected", "rate",
@@ -301,27 +299,31 @@ def verification_pairs(rnd):
     return [(c.verdict, c) for c in checks]
 
 
-def verification_summary(rnd):
-    """Judge–human agreement on the sample: n, observed agreement, Cohen's kappa (statsmodels), confusion table."""
+def verification_summary(rnd, bootstrap=500):
+    """Judge–human agreement on the sample, with the agreement module's statistics (annotation.agreement):
+    a pooled judge × human table with observed agreement and Cohen's kappa, plus Krippendorff's alpha, Gwet's AC1
+    and bootstrap intervals over verdicts with the judge as one rater and each coder as another."""
     pairs = verification_pairs(rnd)
-    judge = [reports.detected(v.value, rnd.template) for v, _ in pairs]
-    human = [c.value for _, c in pairs]
     table = [[0, 0], [0, 0]]
-    for j, h in zip(judge, human):
-        table[j][h] += 1
+    long_rows = {}
+    for v, c in pairs:
+        j = reports.detected(v.value, rnd.template)
+        table[j][c.value] += 1
+        long_rows[(v.pk, "judge")] = j
+        long_rows[(v.pk, c.user.username)] = c.value
     n = len(pairs)
-    summary = {"n": n, "table": table, "agreement": None, "kappa": None,
-               "requested": VerificationRequest.objects.filter(verdict__round=rnd).count()}
-    if n:
-        summary["agreement"] = (table[0][0] + table[1][1]) / n
-        if (table[0][0] + table[0][1]) and (table[1][0] + table[1][1]) or (table[0][0] + table[1][0]) and (table[0][1] + table[1][1]):
-            from statsmodels.stats.inter_rater import cohens_kappa
+    summary = {"n": n, "table": table, "agreement": None, "kappa": None, "kappa_note": "", "alpha": None, "gwet_ac1": None,
+               "ci95": {}, "requested": VerificationRequest.objects.filter(verdict__round=rnd).count()}
+    if not n:
+        return summary
+    from annotation import agreement as A
 
-            try:
-                k = cohens_kappa(table, return_results=False)
-                summary["kappa"] = None if math.isnan(k) else float(k)
-            except (ZeroDivisionError, ValueError):
-                summary["kappa"] = None
+    summary["agreement"] = (table[0][0] + table[1][1]) / n
+    kappa = A.cohen_kappa_table(table)
+    summary["kappa"], summary["kappa_note"] = kappa.value, kappa.note
+    rm = A.from_long([(unit, rater, value) for (unit, rater), value in long_rows.items()], level="nominal")
+    result = A.agreement(rm, bootstrap=bootstrap if n >= 2 else 0, seed=rnd.seed, include_pairs=False)
+    summary.update(alpha=result.krippendorff_alpha, gwet_ac1=result.gwet_ac1, ci95=result.ci95, notes=result.notes)
     return summary
 
 

@@ -1,1 +1,335 @@
-api_routes = []
+"""REST API for questionnaires under /api/studies/<study_pk>/."""
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response as ApiResponse
+
+from generation.models import ModelEndpoint
+from stereoscope.api import StudyScopedMixin
+from stereoscope.models import Role
+
+from . import extraction, prompts, reports, runs, services
+from .analysis import sanitize
+from .models import Context, ContextSet, Instrument, InstrumentItem, PersonaSet, QuestionnaireRun, Response
+from .services import PsychError
+
+
+def bad_request(exc):
+    return ApiResponse({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+
+
+class InstrumentItemSerializer(serializers.ModelSerializer):
+    parallel_item = serializers.CharField(source="parallel.item_id", read_only=True, default=None)
+
+    class Meta:
+        model = InstrumentItem
+        fields = ["item_id", "position", "text", "subscale", "reverse", "parallel_item"]
+
+
+class InstrumentSerializer(serializers.ModelSerializer):
+    items = InstrumentItemSerializer(many=True, read_only=True)
+    builtin = serializers.BooleanField(source="study.is_library", read_only=True)
+
+    class Meta:
+        model = Instrument
+        fields = ["id", "name", "version", "label", "description", "source", "instruction", "scale_min", "scale_max",
+                  "scale_labels", "continuous", "subscales", "scoring", "missing_policy", "parallel_of", "locked",
+                  "builtin", "created_at", "items"]
+
+
+class InstrumentImportSerializer(serializers.Serializer):
+    spec = serializers.JSONField(help_text="The instrument JSON (see the minimal file in the docs).")
+
+
+class InstrumentViewSet(StudyScopedMixin, viewsets.ReadOnlyModelViewSet):
+    serializer_class = InstrumentSerializer
+    queryset = Instrument.objects.prefetch_related("items__parallel").select_related("study")
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Instrument.objects.none()
+        return services.instruments_for(self.get_study()).prefetch_related("items__parallel")
+
+    @extend_schema(request=InstrumentImportSerializer, responses={201: InstrumentSerializer})
+    def create(self, request, *args, **kwargs):
+        ser = InstrumentImportSerializer(data=request.data)
+        ser.is_valid(raise_exception=True)
+        try:
+            instrument = services.create_instrument(self.get_study(), ser.validated_data["spec"], actor=request.user)
+        except PsychError as exc:
+            return bad_request(exc)
+        return ApiResponse(InstrumentSerializer(instrument).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: dict})
+    @action(detail=True, methods=["get"])
+    def export(self, request, *args, **kwargs):
+        return ApiResponse(services.export_instrument(self.get_object()))
+
+
+class PersonaSetSerializer(serializers.ModelSerializer):
+    personas = serializers.SerializerMethodField()
+
+    class Meta:
+        model = PersonaSet
+        fields = ["id", "name", "description", "template", "attributes", "created_at", "personas"]
+
+    def get_personas(self, obj) -> list[dict]:
+        return list(obj.personas.values("id", "key", "text", "attributes", "included", "exclude_reason", "twin_id"))
+
+
+class PersonaSetCreateSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    template = serializers.CharField(required=False, help_text="Generate: e.g. '{title} {surname}'.")
+    attributes = serializers.JSONField(required=False, help_text="Generate: attribute lists.")
+    personas = serializers.ListField(child=serializers.DictField(), required=False, help_text="Or: [{key?, text, ...}].")
+
+
+class PersonaSetViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    serializer_class = PersonaSetSerializer
+    queryset = PersonaSet.objects.all()
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return PersonaSet.objects.none()
+        return services.persona_sets_for(self.get_study())
+
+    @extend_schema(request=PersonaSetCreateSerializer, responses={201: PersonaSetSerializer})
+    def create(self, request, *args, **kwargs):
+        import json
+
+        ser = PersonaSetCreateSerializer(data=request.data)
+        ser.is_valid(raise_exception=True)
+        d = ser.validated_data
+        try:
+            if d.get("personas") is not None:
+                text = "\n".join(json.dumps(p) for p in d["personas"])
+                ps = services.import_personas(self.get_study(), d["name"], text, "api.jsonl")
+            else:
+                ps = services.generate_personas(self.get_study(), d["name"], d.get("template", ""), d.get("attributes"))
+        except PsychError as exc:
+            return bad_request(exc)
+        return ApiResponse(PersonaSetSerializer(ps).data, status=status.HTTP_201_CREATED)
+
+
+class QuestionnaireContextSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Context
+        fields = ["id", "key", "persona", "turns", "attributes", "included", "exclude_reason", "twin"]
+
+
+class ContextSetSerializer(serializers.ModelSerializer):
+    contexts = QuestionnaireContextSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = ContextSet
+        fields = ["id", "name", "description", "source", "seed", "created_at", "contexts"]
+
+
+class ContextSetCreateSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    persona_set = serializers.IntegerField(required=False, help_text="Build from this persona set…")
+    contexts = serializers.ListField(child=serializers.DictField(), required=False,
+                                     help_text="…or from [{key?, persona?, turns: [{role, content}]}].")
+    n = serializers.IntegerField(required=False, allow_null=True, min_value=1, help_text="Seeded random sample size.")
+    seed = serializers.IntegerField(required=False, default=0)
+
+
+class IncludeSerializer(serializers.Serializer):
+    context = serializers.IntegerField()
+    included = serializers.BooleanField()
+    reason = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class ContextSetViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    serializer_class = ContextSetSerializer
+    queryset = ContextSet.objects.prefetch_related("contexts")
+
+    @extend_schema(request=ContextSetCreateSerializer, responses={201: ContextSetSerializer})
+    def create(self, request, *args, **kwargs):
+        import json
+
+        ser = ContextSetCreateSerializer(data=request.data)
+        ser.is_valid(raise_exception=True)
+        d = ser.validated_data
+        study = self.get_study()
+        try:
+            if d.get("persona_set") is not None:
+                ps = services.persona_sets_for(study).filter(pk=d["persona_set"]).first()
+                if ps is None:
+                    raise PsychError("No such persona set in this study or the library.")
+                cs = services.contexts_from_personas(study, d["name"], ps, n=d.get("n"), seed=d["seed"])
+            elif d.get("contexts") is not None:
+                text = "\n".join(json.dumps(c) for c in d["contexts"])
+                cs = services.import_contexts(study, d["name"], text, "api.jsonl", n=d.get("n"), seed=d["seed"])
+            else:
+                raise PsychError("Give persona_set or contexts.")
+        except PsychError as exc:
+            return bad_request(exc)
+        return ApiResponse(ContextSetSerializer(cs).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=IncludeSerializer, responses={200: QuestionnaireContextSerializer})
+    @action(detail=True, methods=["post"])
+    def include(self, request, *args, **kwargs):
+        ser = IncludeSerializer(data=request.data)
+        ser.is_valid(raise_exception=True)
+        context = get_object_or_404(Context, pk=ser.validated_data["context"], context_set=self.get_object())
+        try:
+            services.set_included(context, ser.validated_data["included"], ser.validated_data["reason"])
+        except PsychError as exc:
+            return bad_request(exc)
+        return ApiResponse(QuestionnaireContextSerializer(context).data)
+
+
+class QuestionnaireRunSerializer(serializers.ModelSerializer):
+    endpoints = serializers.PrimaryKeyRelatedField(many=True, queryset=ModelEndpoint.objects.all())
+    instrument = serializers.PrimaryKeyRelatedField(queryset=Instrument.objects.all())
+    context_set = serializers.PrimaryKeyRelatedField(queryset=ContextSet.objects.all())
+    template_key = serializers.ChoiceField(choices=list(prompts.TEMPLATES) + ["custom"], default="jung2025")
+    extractors = serializers.ListField(child=serializers.ChoiceField(choices=extraction.EXTRACTORS), required=False)
+    counts = serializers.SerializerMethodField()
+
+    class Meta:
+        model = QuestionnaireRun
+        fields = ["id", "name", "instrument", "context_set", "endpoints", "repetitions", "template_key", "custom_user",
+                  "custom_system", "option_format", "option_order", "option_numbering", "order_seed", "extractors",
+                  "refusal_policy", "json_field", "param_overrides", "audit_per_model", "status", "message", "progress",
+                  "created_at", "started_at", "finished_at", "counts"]
+        read_only_fields = ["status", "message", "progress", "created_at", "started_at", "finished_at"]
+
+    def get_counts(self, run) -> dict:
+        return runs.counts(run)["overall"]
+
+
+class QuestionnaireRunViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    serializer_class = QuestionnaireRunSerializer
+    queryset = QuestionnaireRun.objects.select_related("instrument", "context_set").prefetch_related("endpoints")
+
+    def create(self, request, *args, **kwargs):
+        ser = QuestionnaireRunSerializer(data=request.data)
+        ser.is_valid(raise_exception=True)
+        d = dict(ser.validated_data)
+        try:
+            run = runs.create_run(self.get_study(), actor=request.user, **d)
+        except PsychError as exc:
+            return bad_request(exc)
+        return ApiResponse(QuestionnaireRunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    def _act(self, fn):
+        run = self.get_object()
+        try:
+            fn(run, self.request.user)
+        except PsychError as exc:
+            return bad_request(exc)
+        run.refresh_from_db()
+        return ApiResponse(QuestionnaireRunSerializer(run).data)
+
+    @extend_schema(request=None, responses={200: QuestionnaireRunSerializer})
+    @action(detail=True, methods=["post"])
+    def start(self, request, *args, **kwargs):
+        return self._act(runs.start)
+
+    @extend_schema(request=None, responses={200: QuestionnaireRunSerializer})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, *args, **kwargs):
+        return self._act(runs.resume)
+
+    @extend_schema(request=None, responses={200: QuestionnaireRunSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, *args, **kwargs):
+        return self._act(runs.cancel)
+
+    @extend_schema(request=None, responses={200: QuestionnaireRunSerializer})
+    @action(detail=True, methods=["post"])
+    def retry(self, request, *args, **kwargs):
+        return self._act(runs.retry_failed)
+
+    @extend_schema(responses={200: dict})
+    @action(detail=True, methods=["get"])
+    def report(self, request, *args, **kwargs):
+        report = reports.run_report(self.get_object())
+        body = {"missing_policy": report["missing_policy"], "missing_table": report["missing_table"],
+                "models": [{"endpoint": m["endpoint"], "extraction": m["extraction"], "audit": m["audit"],
+                            "analysis": {k: v for k, v in m["analysis"].items() if k != "svg"}} for m in report["models"]],
+                "group_tests": report["group_tests"]}
+        return ApiResponse(sanitize(body))
+
+    @extend_schema(responses={200: dict})
+    @action(detail=True, methods=["get"], url_path="run-file")
+    def run_file(self, request, *args, **kwargs):
+        return ApiResponse(runs.export_run_file(self.get_object()))
+
+    @extend_schema(parameters=[OpenApiParameter("other", int, required=True), OpenApiParameter("kind", str, enum=list(reports.COMPARISONS))],
+                   responses={200: dict})
+    @action(detail=True, methods=["get"])
+    def compare(self, request, *args, **kwargs):
+        run = self.get_object()
+        try:
+            other = self.get_queryset().get(pk=int(request.query_params.get("other", "")))
+            return ApiResponse(reports.compare_runs(run, other, request.query_params.get("kind", "alternate_form")))
+        except (ValueError, QuestionnaireRun.DoesNotExist) as exc:
+            return bad_request(exc if isinstance(exc, ValueError) and "comparison" in str(exc) else "Give ?other=<run id of this study>.")
+
+
+class QuestionnaireResponseSerializer(serializers.ModelSerializer):
+    item = serializers.CharField(source="item.item_id")
+    context = serializers.CharField(source="context.key")
+
+    class Meta:
+        model = Response
+        fields = ["id", "run", "item", "context", "endpoint", "model_name", "repetition", "options", "permutation",
+                  "status", "raw_text", "extraction", "extracted_code", "value", "extraction_method", "extraction_detail",
+                  "error", "audit_sampled", "completed_at"]
+
+
+class ExtractionAuditInputSerializer(serializers.Serializer):
+    correct = serializers.BooleanField()
+    corrected_value = serializers.FloatField(required=False, allow_null=True)
+    note = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class QuestionnaireResponseViewSet(StudyScopedMixin, viewsets.ReadOnlyModelViewSet):
+    serializer_class = QuestionnaireResponseSerializer
+    queryset = Response.objects.select_related("item", "context").order_by("pk")
+    study_field = "run__study"
+    action_roles = {"audit": Role.CODER}
+
+    def get_queryset(self):
+        qs = super().get_queryset()
+        params = self.request.query_params
+        if params.get("run"):
+            qs = qs.filter(run_id=params["run"]) if params["run"].isdigit() else qs.none()
+        if params.get("extraction"):
+            qs = qs.filter(extraction=params["extraction"])
+        if params.get("audit") == "1":
+            qs = qs.filter(audit_sampled=True)
+        return qs
+
+    @extend_schema(parameters=[OpenApiParameter("run", int), OpenApiParameter("extraction", str), OpenApiParameter("audit", str)])
+    def list(self, request, *args, **kwargs):
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(request=ExtractionAuditInputSerializer,
+                   responses={200: inline_serializer("ExtractionAuditResult", {"response": serializers.IntegerField(), "correct": serializers.BooleanField()})})
+    @action(detail=True, methods=["post"])
+    def audit(self, request, *args, **kwargs):
+        response = self.get_object()
+        ser = ExtractionAuditInputSerializer(data=request.data)
+        ser.is_valid(raise_exception=True)
+        if not response.audit_sampled:
+            return bad_request("This response is not in the audit sample.")
+        try:
+            a = runs.record_audit(response, request.user, ser.validated_data["correct"], ser.validated_data.get("corrected_value"),
+                                  ser.validated_data["note"])
+        except PsychError as exc:
+            return bad_request(exc)
+        return ApiResponse({"response": response.pk, "correct": a.correct})
+
+
+api_routes = [
+    ("instruments", InstrumentViewSet, "api-psych-instrument"),
+    ("persona-sets", PersonaSetViewSet, "api-psych-persona-set"),
+    ("context-sets", ContextSetViewSet, "api-psych-context-set"),
+    ("questionnaire-runs", QuestionnaireRunViewSet, "api-psych-run"),
+    ("questionnaire-responses", QuestionnaireResponseViewSet, "api-psych-response"),
+]

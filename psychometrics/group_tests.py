@@ -3,12 +3,29 @@ models with Bonferroni pairwise tests, repeated-measures ANOVA across dimensions
 (mixed ANOVA), all with η². Uses scipy and pingouin. Input: a long DataFrame with columns model, subject,
 dimension, score (one score per subject × dimension).
 """
+import functools
 import warnings
 
 import pandas as pd
 from scipy import stats
 
 from .reliability import clean
+
+
+def robust(empty):
+    """Degenerate data (constant scores, one subject) make pingouin drop columns or divide by zero: return the
+    empty result with a note instead of failing."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except (KeyError, ValueError, ZeroDivisionError, IndexError, AssertionError) as exc:
+                out = empty()
+                out["note"] = f"Not computable for these data ({type(exc).__name__})."
+                return out
+        return inner
+    return wrap
 
 
 def one_sample_t(values, mu):
@@ -26,6 +43,7 @@ def _rows(frame):
     return [{k: (clean(v) if isinstance(v, float) else v) for k, v in row.items()} for row in frame.to_dict("records")]
 
 
+@robust(lambda: {"F": None, "df1": None, "df2": None, "p": None, "eta2": None, "pairwise": [], "groups": None})
 def anova_models(long, dv="score", between="model"):
     """One-way ANOVA of a score across models (η² = SS_between / SS_total) and Bonferroni pairwise t-tests."""
     import pingouin as pg
@@ -47,6 +65,7 @@ def anova_models(long, dv="score", between="model"):
     return out
 
 
+@robust(lambda: {"F": None, "df1": None, "df2": None, "p": None, "eta2_partial": None, "n": None, "pairwise": []})
 def rm_anova_dimensions(long, dv="score", within="dimension", subject="subject"):
     """Repeated-measures ANOVA across dimensions (subjects with every dimension scored) with partial η² and
     Bonferroni pairwise tests."""
@@ -71,6 +90,7 @@ def rm_anova_dimensions(long, dv="score", within="dimension", subject="subject")
     return out
 
 
+@robust(lambda: {"rows": []})
 def model_by_dimension(long, dv="score", within="dimension", between="model", subject="subject"):
     """Mixed ANOVA: dimension (within) × model (between); the interaction row answers Fang's model × dimension."""
     import pingouin as pg

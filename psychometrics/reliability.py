@@ -23,21 +23,33 @@ def clean(value, digits=None):
     return round(value, digits) if digits is not None else value
 
 
+def _alpha(arr):
+    """Alpha of a complete (no NaN) n × k array, or None."""
+    n, k = arr.shape
+    if k < 2 or n < 2:
+        return None
+    total_var = arr.sum(axis=1).var(ddof=1)
+    if not total_var > 0:
+        return None
+    return k / (k - 1) * (1 - arr.var(axis=0, ddof=1).sum() / total_var)
+
+
+def _complete(arr):
+    return arr[~np.isnan(arr).any(axis=1)]
+
+
 def cronbach_alpha(items, ci=0.95):
     """Cronbach's alpha with its Feldt confidence interval (as pingouin computes them). Listwise deletion.
 
     Returns {"alpha", "ci_low", "ci_high", "n", "k"}; alpha is None with fewer than 2 items, 2 complete rows,
     or zero total variance.
     """
-    data = items.dropna(axis=0, how="any").astype(float)
+    data = _complete(np.asarray(items, dtype=float).reshape(len(items), -1))
     n, k = data.shape
     out = {"alpha": None, "ci_low": None, "ci_high": None, "n": int(n), "k": int(k)}
-    if k < 2 or n < 2:
+    alpha = _alpha(data)
+    if alpha is None:
         return out
-    total_var = data.sum(axis=1).var(ddof=1)
-    if not total_var > 0:
-        return out
-    alpha = k / (k - 1) * (1 - data.var(axis=0, ddof=1).sum() / total_var)
     out["alpha"] = clean(alpha)
     df1, df2 = n - 1, (n - 1) * (k - 1)
     out["ci_low"] = clean(1 - (1 - alpha) * stats.f.isf((1 - ci) / 2, df1, df2))
@@ -62,7 +74,7 @@ def stratified_alpha(items, groups):
         return None
     error = 0.0
     for ids in groups.values():
-        alpha = cronbach_alpha(data[ids])["alpha"]
+        alpha = _alpha(data[ids].to_numpy())
         if alpha is None:
             return None
         error += data[ids].sum(axis=1).var(ddof=1) * (1 - alpha)
@@ -74,22 +86,27 @@ def item_statistics(items, groups):
     its subscale, pairwise complete), alpha of the subscale without the item, and a zero-variance flag."""
     rows = []
     for subscale, ids in groups.items():
-        sub = items[ids].astype(float)
-        for item in ids:
-            col = sub[item]
-            var = col.var(ddof=1)
-            others = [i for i in ids if i != item]
+        arr = items[ids].to_numpy(dtype=float)
+        present = ~np.isnan(arr)
+        for j, item in enumerate(ids):
+            col = arr[:, j]
+            ok = present[:, j]
+            n = int(ok.sum())
+            values = col[ok]
+            var = values.var(ddof=1) if n > 1 else float("nan")
+            others = [i for i in range(len(ids)) if i != j]
             r = None
             if others:
-                rest = sub[others].sum(axis=1, min_count=len(others))
-                pair = pd.concat([col, rest], axis=1).dropna()
-                if len(pair) > 2 and pair.iloc[:, 0].std() > 0 and pair.iloc[:, 1].std() > 0:
-                    r = clean(np.corrcoef(pair.iloc[:, 0], pair.iloc[:, 1])[0, 1])
+                rest_ok = present[:, others].all(axis=1)
+                rest = np.where(rest_ok, np.nan_to_num(arr[:, others]).sum(axis=1), np.nan)
+                mask = ok & rest_ok
+                if mask.sum() > 2 and col[mask].std() > 0 and rest[mask].std() > 0:
+                    r = clean(np.corrcoef(col[mask], rest[mask])[0, 1])
+            without = _alpha(_complete(arr[:, others])) if len(others) >= 2 else None
             rows.append({
-                "item": item, "subscale": subscale, "n": int(col.notna().sum()), "mean": clean(col.mean()),
-                "variance": clean(var), "sd": clean(col.std(ddof=1)), "corrected_item_total_r": r,
-                "alpha_if_deleted": cronbach_alpha(sub[others])["alpha"] if len(others) >= 2 else None,
-                "zero_variance": bool(col.notna().sum() > 0 and (not var > 0)),
+                "item": item, "subscale": subscale, "n": n, "mean": clean(values.mean()) if n else None,
+                "variance": clean(var), "sd": clean(np.sqrt(var)) if n > 1 else None, "corrected_item_total_r": r,
+                "alpha_if_deleted": clean(without), "zero_variance": bool(n > 0 and not var > 0),
             })
     return rows
 

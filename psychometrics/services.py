@@ -194,22 +194,31 @@ def generate_personas(study, name, template, attributes, description="", builtin
 
 @transaction.atomic
 def add_persona_twins(persona_set):
-    """A gender-swapped twin (generation.counterfactual.swap_gender) of every persona that has none."""
+    """Link every persona to its gender-swapped twin (generation.counterfactual.swap_gender): an existing persona
+    with the swapped text (e.g. Mr. Kim ↔ Ms. Kim), otherwise a new one."""
     created = 0
     start = persona_set.personas.count()
-    existing = set(persona_set.personas.values_list("key", flat=True))
-    for persona in list(persona_set.personas.filter(twin__isnull=True)):
+    by_text = {p.text: p for p in persona_set.personas.all()}
+    keys = {p.key for p in by_text.values()}
+    for persona in list(persona_set.personas.filter(twin__isnull=True).order_by("order", "pk")):
+        persona.refresh_from_db(fields=["twin"])
+        if persona.twin_id:
+            continue
         swapped = swap_gender(persona.text)
-        if swapped == persona.text or persona.key.endswith("~twin"):
+        if swapped == persona.text:
             continue
-        key = f"{persona.key}~twin"
-        if key in existing:
-            continue
-        twin = Persona.objects.create(persona_set=persona_set, key=key, text=swapped, twin=persona,
-                                      attributes={**persona.attributes, "counterfactual_of": persona.key},
-                                      order=start + created)
+        twin = by_text.get(swapped)
+        if twin is None:
+            key = f"{persona.key}~twin"
+            if key in keys:
+                continue
+            twin = Persona.objects.create(persona_set=persona_set, key=key, text=swapped,
+                                          attributes={**persona.attributes, "counterfactual_of": persona.key},
+                                          order=start + created)
+            by_text[swapped] = twin
+            created += 1
+        Persona.objects.filter(pk=twin.pk).update(twin=persona)
         Persona.objects.filter(pk=persona.pk).update(twin=twin)
-        created += 1
     return created
 
 

@@ -52,6 +52,24 @@ def srmr(sample_cov, implied_cov):
     return float(np.sqrt(np.mean(resid[idx] ** 2)))
 
 
+def fit_indices(chi2, dof, sample_cov, n):
+    """CFI, TLI and RMSEA (N in the denominator, as lavaan) against the independence baseline, whose ML χ² has the
+    closed form N·(Σ log s_ii − log|S|) with df = p(p−1)/2."""
+    if chi2 is None or not dof:
+        return {"cfi": None, "tli": None, "rmsea": None}
+    p = sample_cov.shape[0]
+    sign, logdet = np.linalg.slogdet(sample_cov)
+    if sign <= 0:
+        return {"cfi": None, "tli": None, "rmsea": None}
+    chi2_b = n * (np.log(np.diag(sample_cov)).sum() - logdet)
+    df_b = p * (p - 1) / 2
+    d_model, d_base = max(chi2 - dof, 0.0), max(chi2_b - df_b, chi2 - dof, 0.0)
+    cfi = 1 - d_model / d_base if d_base > 0 else None
+    tli = ((chi2_b / df_b) - (chi2 / dof)) / ((chi2_b / df_b) - 1) if df_b and chi2_b / df_b != 1 else None
+    rmsea = float(np.sqrt(d_model / (dof * n)))
+    return {"cfi": clean(cfi), "tli": clean(tli), "rmsea": clean(rmsea)}
+
+
 def cfa(data, factors, drop_zero_variance=True):
     """Fit a correlated-factors CFA. `data` rows = respondents, columns = items; `factors` = {factor: [items]}.
 
@@ -100,20 +118,21 @@ def cfa(data, factors, drop_zero_variance=True):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model.fit(df_data, obj="MLW")
-            fit = semopy.calc_stats(model).T["Value"]
+            dof = semopy.stats.calc_dof(model)
+            chi2_value, p_value = semopy.stats.calc_chi2(model, dof)
             est = model.inspect(std_est=True)
             sigma = model.calc_sigma()[0]
     except Exception as exc:  # singular matrices and the like: report, do not crash
         notes.append(f"The CFA could not be estimated: {type(exc).__name__}: {exc}")
         return result
     n = len(df_data)
-    chi2, dof = clean(fit["chi2"]), clean(fit["DoF"])
-    result.update(chi2=chi2, df=dof, p=clean(fit["chi2 p-value"]), cfi=clean(fit["CFI"]), tli=clean(fit["TLI"]),
-                  rmsea=clean(fit["RMSEA"]))
-    if chi2 is not None and dof:
-        result["rmsea_ci_low"], result["rmsea_ci_high"] = rmsea_ci(chi2, dof, n)
     order = model.vars["observed"]
-    sample = np.cov(df_data[order].to_numpy(), rowvar=False, ddof=0)
+    matrix = df_data[order].to_numpy()
+    sample = np.cov(matrix, rowvar=False, ddof=0)
+    result.update(chi2=clean(chi2_value), df=clean(dof), p=clean(p_value))
+    result.update(fit_indices(clean(chi2_value), dof, sample, n))
+    if result["chi2"] is not None and dof:
+        result["rmsea_ci_low"], result["rmsea_ci_high"] = rmsea_ci(result["chi2"], dof, n)
     result["srmr"] = clean(srmr(sample, sigma))
     reverse_names = {v: k for k, v in names.items()}
     reverse_factors = {_safe(f): f for f in used}

@@ -21,6 +21,7 @@ NAV_SECTIONS = [
     ("Runs", "runs", "runs"),
     ("Coding", "coding", "coding"),
     ("Judging", "judging", "judging"),
+    ("Agreement", "agreement", "agreement"),
     ("Questionnaires", "questionnaires", "questionnaires"),
     ("Measures", "measures", "measures"),
     ("Exports", "exports", "exports"),

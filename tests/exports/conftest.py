@@ -41,3 +41,59 @@ def gen_study(roles):
                             "params": {"temperature": 0.5}}))
     return {"study": study, "toolkit": toolkit, "items": items, "endpoints": [gpt, claude], "run": run,
             "outputs": outputs, "roles": roles}
+
+
+@pytest.fixture
+def coded_study(gen_study, make_user):
+    """gen_study plus a codebook (dimension > group > codes), 2 coders with span and document codings, memos on a
+    coding, a code and a story, gender attributions, and a judge round with verdicts."""
+    from annotation.models import Assignment, Code, Codebook, Coding, GenderAttribution, Memo
+    from judging.models import JudgeRound, JudgeTemplate, Verdict
+    from stereoscope.models import Membership
+
+    study, outputs = gen_study["study"], gen_study["outputs"]
+    coder1 = gen_study["roles"]["users"]["coder"]
+    coder2 = make_user("second_coder")
+    Membership.objects.create(study=study, user=coder2, role="coder")
+    book = Codebook.objects.create(study=study, name="Fang codes", version=1)
+    leadership = Code.objects.create(codebook=book, name="Leadership", codable=False, order=1)
+    group = Code.objects.create(codebook=book, parent=leadership, name="Charisma", codable=False, order=1)
+    charisma = Code.objects.create(codebook=book, parent=group, name="M charisma in leadership", gender_tag="M",
+                                   order=1, color="#ff0000", stereotype="men lead by charisma")
+    caring = Code.objects.create(codebook=book, parent=leadership, name="F caring leader", gender_tag="F", order=2,
+                                 kind="inductive", description="She leads by caring.")
+    family = Code.objects.create(codebook=book, name="Family", codable=False, order=2)
+    carer = Code.objects.create(codebook=book, parent=family, name="F carer", gender_tag="F", order=1)
+    loose = Code.objects.create(codebook=book, name="Hero <b>bold</b>", order=3)
+    text = outputs[0].text  # "Story 1 by gpt-4o.\nShe led the team; he cared for the kids."
+    start = text.index("She led")
+    c1 = Coding.objects.create(output=outputs[0], code=charisma, coder=coder1, codebook=book, start=start,
+                               end=start + 16, quote=text[start:start + 16])
+    Coding.objects.create(output=outputs[0], code=carer, coder=coder1, codebook=book)  # document level
+    h = text.index("he cared")
+    Coding.objects.create(output=outputs[0], code=carer, coder=coder2, codebook=book, start=h, end=h + 8,
+                          quote=text[h:h + 8])
+    Coding.objects.create(output=outputs[1], code=caring, coder=coder2, codebook=book)
+    Coding.objects.create(output=outputs[3], code=loose, coder=coder1, codebook=book, start=0, end=5,
+                          quote=outputs[3].text[0:5])
+    Assignment.objects.create(study=study, codebook=book, output=outputs[2], coder=coder1, status="done")
+    Memo.objects.create(study=study, author=coder1, coding=c1, text="Charisma, clearly.\nSecond line & <tag>")
+    Memo.objects.create(study=study, author=coder2, code=caring, text="Watch for care framing.")
+    Memo.objects.create(study=study, author=gen_study["roles"]["users"]["researcher"], output=outputs[1],
+                        text="Odd ending.")
+    GenderAttribution.objects.create(output=outputs[0], coder=coder1, gender="F")
+    GenderAttribution.objects.create(output=outputs[0], coder=coder2, gender="F")
+    GenderAttribution.objects.create(output=outputs[1], coder=coder2, gender="M")
+    template = JudgeTemplate.objects.create(study=study, name="Seed judge", kind="seed_binary",
+                                            text="{target_stereotype} {stories}")
+    gpt, claude = gen_study["endpoints"]
+    rnd = JudgeRound.objects.create(study=study, name="Round 1", template=template, source_run=gen_study["run"],
+                                    policy="rotation", status="completed", plan={"pairs": [["gpt-4o", "claude-x"]]})
+    rnd.judges.set([gpt, claude])
+    for output in outputs:
+        judge = claude if output.endpoint_id == gpt.pk else gpt
+        Verdict.objects.create(round=rnd, output=output, judge_endpoint=judge, judge_model=judge.model_identity,
+                               value=1 if output.item.number != 3 else 0, status="ok")
+    return {**gen_study, "codebook": book, "codes": {"leadership": leadership, "group": group, "charisma": charisma,
+                                                     "caring": caring, "family": family, "carer": carer, "loose": loose},
+            "coders": [coder1, coder2], "round": rnd}

@@ -315,3 +315,12 @@ def test_fang_group_tests_against_scipy():
     assert rm["df1"] == 2 and rm["df2"] == 118 and rm["F"] > 0
     inter = model_by_dimension(long)
     assert {r["source"] for r in inter["rows"]} == {"model", "dimension", "Interaction"}
+
+
+def test_group_tests_on_constant_scores_give_nulls_not_errors():
+    long = pd.DataFrame([{"model": m, "subject": f"{m}{s}", "dimension": d, "score": 4.0}
+                         for m in ("a", "b") for s in range(3) for d in ("HS", "BS")])
+    rm = rm_anova_dimensions(long)
+    assert rm["F"] is None and rm["p"] is None
+    assert json.dumps(rm, allow_nan=False) and json.dumps(anova_models(long), allow_nan=False)
+    assert json.dumps(model_by_dimension(long), allow_nan=False)

@@ -165,6 +165,8 @@ def test_export_and_import_round_trip(roles, api_for, toolkit):
     response = api.post(f"{base(roles['a'])}/toolkits/import/", {"content": "{", "format": "json"}, format="json")
     assert response.status_code == 400 and "Not valid JSON" in response.json()["detail"]
     assert api.post(f"{base(roles['a'])}/toolkits/import/", {}, format="json").status_code == 400
+    response = api.post(f"{base(roles['a'])}/toolkits/import/", {"content": "{}", "format": "xml"}, format="json")
+    assert response.status_code == 400 and "json or csv" in json.dumps(response.json())
     assert Toolkit.objects.count() == before
 
 
@@ -190,6 +192,6 @@ def test_schema_lists_toolkit_endpoints(admin_client):
                  "/api/studies/{study_pk}/toolkits/{id}/new_version/", "/api/studies/{study_pk}/toolkits/{id}/export/",
                  "/api/studies/{study_pk}/toolkits/import/", "/api/studies/{study_pk}/toolkit-items/{id}/counterfactual/"]:
         assert path in paths, path
-    for name in ["Toolkit", "PromptItem", "Dimension", "ToolkitExpansion"]:
+    for name in ["Toolkit", "ToolkitDetail", "PromptItem", "ToolkitDimension", "ToolkitExpansion", "ToolkitImportRequest"]:
         assert name in schema["components"]["schemas"]
     json.dumps(schema)

@@ -30,6 +30,8 @@ def test_list_shows_study_toolkits_and_library(roles, client_for, toolkit, phase
     html = response.content.decode()
     assert "Toolkit" in html and "Fang" in html
     assert 'id="library-toolkits"' in html
+    assert '<td class="num">48</td>' in html  # the Jung grid expands to 48 prompts
+    assert '<td class="num">3</td>' in html  # item 1 × 2 names + item 2
     assert "Copy into this study" not in html  # coders cannot copy
     html = client_for(roles["users"]["researcher"]).get(url("toolkits", roles["a"])).content.decode()
     assert html.count("Copy into this study") == Toolkit.objects.filter(study__is_library=True).count()
@@ -207,7 +209,7 @@ def test_derive_twin_links_to_original(roles, client_for, toolkit):
     assert twin.counterfactual_of == item and twin.text == "Write a story about {name} and her brother."
     assert twin.slots == {"name": ["Joseph", "Kelly"]}
     html = c.get(url("toolkit-detail", roles["a"], toolkit.pk)).content.decode()
-    assert "gender-swapped twin of" in html
+    assert "gender-swapped twin of" in html and '<span class="tag twin">has twin</span> <a href="#item-3">item 3</a>' in html
     response = c.post(url("toolkit-item-twin", roles["a"], toolkit.pk, item.pk), {"name_pairs": "Kelly"}, follow=True)
     assert "not of the form Female=Male" in response.content.decode() and toolkit.items.count() == 3
 

@@ -1,0 +1,441 @@
+"""REFI-QDA for a study: export a .qdpx project, import .qdpx projects and .qdc codebooks.
+
+Export: coders (and memo authors) and LLM judges are Users; codebooks are nested Codes with dimensions
+non-codable; stories are TextSources with VariableValues (model, item, dimension, trial, ...); span codings are
+PlainTextSelection + Coding, document codings are Codings under the TextSource; memos are Notes. GUIDs come from
+the guid fields, or are uuid5-derived from stable ids, so they are the same in every export.
+
+Import: the whole file is parsed and checked first (annotation.refi_qda), then applied in one transaction.
+"""
+import json
+import re
+import uuid
+import zipfile
+from collections import defaultdict
+
+from django.apps import apps
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+
+from generation.exports import filtered_outputs
+from stereoscope.exports import iso_datetime, uuid_text
+from generation.models import GenerationRun, Output, OutputStatus, RunStatus
+import stereoscope
+from stereoscope.models import Membership, Role
+from stereoscope.services import record_activity
+
+from . import codebook_format as fmt
+from . import refi_qda as rq
+from . import services as annotation_services
+from .exports import CodeIndex
+from .models import Assignment, Codebook, Coding, GenderAttribution, Memo
+
+JUDGE_GROUP_GUID = rq.stable_guid("judge-verdicts")
+SELECTION_SALT = 0x5e1ec7  # selection GUID = coding GUID XOR this: stable and distinct
+XSD_DATETIME = 'YYYY-MM-DD"T"HH24:MI:SS"Z"'
+RGB_RE = re.compile(r"^#([0-9a-fA-F]{6}|[0-9a-fA-F]{3})$")
+VARIABLES = [("model", "Text"), ("endpoint", "Text"), ("run", "Text"), ("item", "Integer"), ("dimension", "Text"),
+             ("target_stereotype", "Text"), ("trial", "Integer"), ("variant", "Text"), ("gender_attribution", "Text")]
+
+
+def user_guid(pk):
+    return rq.stable_guid("user", pk)
+
+
+def output_guid(output_id, external_id=""):
+    return rq.normalise_guid(external_id) or rq.stable_guid("output", output_id)
+
+
+def _code_description(row):
+    """The description plus codebook_format's "[stereoscope] key=value" line (shortcut, stereotype, item link)."""
+    meta = fmt._meta_line({"shortcut": row[17], "stereotype": row[11], "item_number": row[12],
+                           "frequency_reference": row[18]})
+    text = row[15] or ""
+    return f"{text}\n{meta}" if meta and text else (meta or text)
+
+
+def _tag_sets(index, code_pks):
+    """Gender tags and the inductive flag as REFI-QDA Sets, named as in codebook_format's .qdc files."""
+    members = {label: [] for label in list(fmt.GENDER_SETS.values()) + [fmt.INDUCTIVE_SET]}
+    for pk in code_pks:
+        row = index.codes[pk]
+        if row[5] in fmt.GENDER_SETS:
+            members[fmt.GENDER_SETS[row[5]]].append(str(row[13]))
+        if row[6] == "inductive":
+            members[fmt.INDUCTIVE_SET].append(str(row[13]))
+    return [rq.QSet(guid=rq.stable_guid("set", label), name=label, code_guids=guids)
+            for label, guids in members.items() if guids]
+
+
+# --- export -------------------------------------------------------------------------------------------------
+
+def export_qdpx(study, target, *, options, actor=None, progress=None):
+    """Write the study's .qdpx to `target`. Returns a manifest (also stored in the archive as manifest.json)."""
+    from stereoscope.exporting.manifest import build_manifest
+
+    index = CodeIndex(study)
+    outputs = filtered_outputs(study, options)
+    codings = Coding.objects.filter(output__in=outputs)
+    if options.get("code_ids"):
+        codings = codings.filter(code_id__in=index.with_descendants(options["code_ids"]))
+    used_codes = set(codings.order_by().values_list("code_id", flat=True).distinct())
+    used_books = {index.codes[c][7] for c in used_codes}
+    books = sorted(used_books or {row[7] for row in index.codes.values()})
+
+    def person_of(pk, username):
+        if options.get("pseudonymise"):
+            name = options["pseudonym"](pk)
+            return rq.stable_guid("pseudonym", name), name
+        return user_guid(pk), username
+
+    users = {}
+    for pk, username in codings.order_by().values_list("coder_id", "coder__username").distinct():
+        users[pk] = person_of(pk, username)
+    memos = list(Memo.objects.filter(study=study).select_related("author").order_by("pk"))
+    for memo in memos:
+        users.setdefault(memo.author_id, person_of(memo.author_id, memo.author.username))
+    q_users = [rq.QUser(guid=g, name=n) for g, n in users.values()]
+
+    # memos: coding / code / output -> note guids
+    notes_by = {"coding": defaultdict(list), "code": defaultdict(list), "output": defaultdict(list)}
+    q_notes = []
+    for memo in memos:
+        target_kind, key = (("coding", memo.coding_id) if memo.coding_id else ("code", memo.code_id) if memo.code_id
+                            else ("output", memo.output_id))
+        notes_by[target_kind][key].append(str(memo.guid))
+        q_notes.append(rq.QNote(guid=str(memo.guid), name=memo.text[:60].replace("\n", " "), text=memo.text,
+                                user_guid=users[memo.author_id][0], created=memo.created_at))
+
+    # the codebook tree (inactive merged-away codes only when something still points at them)
+    def build(pk):
+        row = index.codes[pk]
+        children = [build(c) for c in sorted(index.children.get(pk, []), key=lambda c: (index.codes[c][10], c))
+                    if index.codes[c][4] or c in used_codes or index.children.get(c)]
+        return rq.QCode(guid=str(row[13]), name=row[2], codable=row[3], color=row[14] if RGB_RE.match(row[14] or "") else None,
+                        description=_code_description(row), children=children,
+                        note_guids=notes_by["code"].get(pk, []))
+
+    roots_by_book = defaultdict(list)
+    for pk, row in index.codes.items():
+        if row[1] is None and row[7] in books and (row[4] or pk in used_codes or index.children.get(pk)):
+            roots_by_book[row[7]].append(pk)
+    q_codes = []
+    for book in books:
+        roots = [build(pk) for pk in sorted(roots_by_book[book], key=lambda c: (index.codes[c][10], c))]
+        if len(books) == 1:
+            q_codes.extend(roots)
+        else:
+            codebook = Codebook.objects.get(pk=book)
+            q_codes.append(rq.QCode(guid=str(codebook.guid), name=f"{codebook.name} v{codebook.version}", codable=False,
+                                    description=codebook.description, children=roots))
+
+    # judges: users named after their model, codes under a non-codable group
+    judge_codes, judge_users, verdict_rows = {}, {}, None
+    if _judging_installed():
+        Verdict = apps.get_model("judging", "Verdict")
+        JudgeRound = apps.get_model("judging", "JudgeRound")
+        rounds = JudgeRound.objects.filter(study=study).select_related("template").order_by("pk")
+        if options.get("round_ids"):
+            rounds = rounds.filter(pk__in=options["round_ids"])
+        rounds = list(rounds)
+        verdicts = Verdict.objects.filter(round__in=rounds, output__in=outputs, status="ok", value__isnull=False)
+        if rounds and verdicts.exists():
+            group = rq.QCode(guid=JUDGE_GROUP_GUID, name="LLM judge verdicts", codable=False,
+                             description="Verdicts of LLM judges (one code per round and value); not a human code.")
+            for rnd in rounds:
+                template = rnd.template
+                threshold = getattr(template, "detect_threshold", 1)
+                values = sorted(set(verdicts.filter(round=rnd, value__gte=threshold).values_list("value", flat=True)))
+                if not values:
+                    continue
+                round_code = rq.QCode(guid=rq.stable_guid("judge-round", rnd.pk), name=rnd.name, codable=False,
+                                      description=f"Template {template.name} v{template.version} ({template.kind}).")
+                for value in values:
+                    label = "stereotype detected" if template.scale_max == 1 else f"score {value}"
+                    code = rq.QCode(guid=rq.stable_guid("judge-round", rnd.pk, value), name=label)
+                    round_code.children.append(code)
+                    judge_codes[(rnd.pk, value)] = code.guid
+                group.children.append(round_code)
+            if group.children:
+                q_codes.append(group)
+                for model in sorted(set(verdicts.values_list("judge_model", flat=True))):
+                    judge_users[model] = rq.stable_guid("judge", model)
+                    q_users.append(rq.QUser(guid=judge_users[model], name=model))
+                verdict_rows = (verdicts.filter(value__gte=0).order_by("output_id")
+                                .values_list("output_id", "round_id", "judge_model", "value", "pk", "updated_at"))
+
+    variables = [rq.QVariable(guid=rq.stable_guid("variable", name), name=name, type=kind) for name, kind in VARIABLES]
+    var_guid = {v.name: v.guid for v in variables}
+
+    def sources():
+        from .exports import _Cursor
+
+        coding_cursor = _Cursor(codings.order_by("output_id", "start", "pk").annotate(
+            guid_text=uuid_text("guid"), created_text=iso_datetime("created_at", XSD_DATETIME)).values_list(
+            "output_id", "pk", "guid_text", "code_id", "coder_id", "start", "end", "created_text").iterator(chunk_size=10000))
+        code_guids = {pk: str(row[13]) for pk, row in index.codes.items()}
+        verdict_cursor = _Cursor(verdict_rows.iterator(chunk_size=10000)) if verdict_rows is not None else None
+        gender_cursor = _Cursor(GenderAttribution.objects.filter(output__in=outputs).order_by("output_id")
+                                .values_list("output_id", "gender").iterator(chunk_size=10000))
+        for (pk, text, model, endpoint, run_name, number, dimension, target, trial, variant, external_id,
+             created) in outputs.order_by("pk").values_list(
+                "pk", "text", "model_name", "endpoint__name", "run__name", "item__number", "item__dimension__name",
+                "item__target_stereotype", "trial", "variant_key", "external_id", "created_at").iterator(chunk_size=2000):
+            source = rq.QSource(guid=output_guid(pk, external_id),
+                                name=f"{model} · item {number if number is not None else '-'} · trial {trial} · #{pk}",
+                                text=text or "", created=created, note_guids=notes_by["output"].get(pk, []))
+            for _, coding_pk, guid, code_id, coder_id, start, end, coded_at in coding_cursor.take(pk):
+                guid = str(guid)
+                coding = rq.QCoding(guid=guid, code_guid=code_guids[code_id], user_guid=users[coder_id][0],
+                                    created=coded_at, note_guids=notes_by["coding"].get(coding_pk, ()))
+                if start is None:
+                    source.codings.append(coding)
+                else:
+                    source.selections.append(rq.QSelection(guid=rq.derived_guid(guid, SELECTION_SALT), start=start, end=end,
+                                                           user_guid=coding.user_guid, created=coded_at, codings=[coding]))
+            if verdict_cursor is not None:
+                for _, round_id, judge_model, value, verdict_pk, updated in verdict_cursor.take(pk):
+                    code_guid = judge_codes.get((round_id, value))
+                    if code_guid:
+                        source.codings.append(rq.QCoding(guid=rq.stable_guid("verdict", verdict_pk), code_guid=code_guid,
+                                                         user_guid=judge_users[judge_model], created=updated))
+            genders = sorted({g[1] for g in gender_cursor.take(pk)})
+            values = {"model": model, "endpoint": endpoint, "run": run_name, "item": number, "dimension": dimension,
+                      "target_stereotype": target, "trial": trial, "variant": variant,
+                      "gender_attribution": genders[0] if len(genders) == 1 else ("disagree" if genders else None)}
+            source.variables = [(var_guid[name], values[name]) for name, _ in VARIABLES]
+            yield source
+
+    exported_codes = {pk for pk, row in index.codes.items() if row[7] in books}
+    project = rq.QProject(name=study.name, origin=f"Stereoscope {stereoscope.__version__}",
+                          users=q_users, codes=q_codes, variables=variables, sources=sources(), notes=q_notes,
+                          created=timezone.now(), description=study.description,
+                          sets=_tag_sets(index, exported_codes))
+
+    def report(counts):
+        if progress:
+            progress({"dataset": "qdpx", "rows": counts["sources"], "total": total,
+                      "percent": min(99, round(100 * counts["sources"] / total)) if total else None})
+
+    total = outputs.count()
+    counts = rq.write_qdpx(target, project, progress=report)
+    manifest = build_manifest(study, fmt="qdpx", datasets=[], options=options, files=[{"path": "project.qde"}],
+                              row_counts=counts, actor=actor,
+                              extra={"refi_qda": {"schema": "QDA-XML 1.0 (Project.xsd, 2019-03-18)",
+                                                  "offsets": "Unicode code points, line endings \\n",
+                                                  "judge_code_group": JUDGE_GROUP_GUID}})
+    with zipfile.ZipFile(target, "a") as zf:
+        zf.writestr("manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False))
+    return manifest
+
+
+def _judging_installed():
+    try:
+        apps.get_model("judging", "Verdict")
+        return True
+    except (LookupError, ValueError):
+        return False
+
+
+def export_qdc(study, codebook):
+    """The codebook as a .qdc (codebook_format, the annotation app's own writer)."""
+    return fmt.tree_to_qdc(annotation_services.codebook_tree(codebook),
+                           origin=f"Stereoscope: {codebook.name} v{codebook.version}")
+
+
+# --- import -------------------------------------------------------------------------------------------------
+
+def _code_tree(project, name, skip):
+    """The file's codes as codebook_format's normalised tree (gender and inductive flag from the Sets, the rest
+    from the "[stereoscope]" description line when a Stereoscope file carries one)."""
+    labels = defaultdict(set)
+    for q_set in project.sets:
+        for guid in q_set.code_guids:
+            labels[guid].add(q_set.name)
+
+    def node(q_code):
+        description, meta = fmt._split_meta(q_code.description or "")
+        tags = labels.get(q_code.guid, set())
+        return {"guid": q_code.guid, "name": q_code.name, "codable": q_code.codable, "color": q_code.color or "",
+                "description": description, "kind": "inductive" if fmt.INDUCTIVE_SET in tags else "a_priori",
+                "gender_tag": next((g for g, label in fmt.GENDER_SETS.items() if label in tags), ""),
+                "shortcut": meta.get("shortcut", ""), "stereotype": meta.get("stereotype", ""),
+                "frequency_reference": meta.get("frequency_reference") or None,
+                "children": [node(child) for child in q_code.children if child.guid not in skip]}
+
+    return {"name": name, "description": "", "codes": [node(c) for c in project.codes if c.guid not in skip]}
+
+
+def _create_codebook(study, project, *, name, actor, skip):
+    """Create the codebook through the annotation service; returns (codebook, {file guid: Code})."""
+    try:
+        tree = fmt.validate_tree(_code_tree(project, (name or "Imported codebook")[:200], skip))
+    except fmt.CodebookFormatError as exc:
+        raise rq.RefiError([f"CodeBook: {error}" for error in exc.errors])
+    try:
+        codebook = annotation_services.import_codebook(study, tree, created_by=actor)
+    except annotation_services.AnnotationError as exc:
+        raise rq.RefiError(f"CodeBook: {exc}")
+    created = list(codebook.codes.order_by("order", "pk"))  # the service creates codes in document order
+    file_guids = [n["guid"] for n, _, _ in fmt.walk(tree["codes"])]
+    return codebook, dict(zip(file_guids, created))
+
+
+def _free_guid(guid, model, taken):
+    """Keep another tool's GUID when it is free in this database, else mint a new one."""
+    if guid and guid not in taken and not model.objects.filter(guid=guid).exists():
+        taken.add(guid)
+        return guid
+    fresh = str(uuid.uuid4())
+    taken.add(fresh)
+    return fresh
+
+
+def _username_for(name, taken_names):
+    User = get_user_model()
+    base = re.sub(r"[^\w.@+-]+", "_", name or "").strip("_")[:120] or "coder"
+    candidate, n = base, 1
+    while candidate in taken_names or User.objects.filter(username=candidate).exists():
+        n += 1
+        candidate = f"{base}-{n}"
+    taken_names.add(candidate)
+    return candidate
+
+
+def _resolve_users(study, q_users, used_guids):
+    """File users -> accounts. A GUID that is our own export of an existing account maps back to it; anyone else
+    becomes a new account (no usable password) that is a coder in this study."""
+    User = get_user_model()
+    result, created, taken = {}, [], set()
+    for q_user in q_users:
+        if q_user.guid not in used_guids:
+            continue
+        match = User.objects.filter(username=q_user.name).first()
+        if match is not None and user_guid(match.pk) == q_user.guid:
+            result[q_user.guid] = match
+            continue
+        user = User(username=_username_for(q_user.name, taken), is_active=True)
+        user.set_unusable_password()
+        user.save()
+        Membership.objects.get_or_create(study=study, user=user, defaults={"role": Role.CODER})
+        result[q_user.guid] = user
+        created.append(user.username)
+    return result, created
+
+
+VARIABLE_FIELDS = {"model": "model_name", "trial": "trial"}
+
+
+@transaction.atomic
+def _apply_project(study, project, *, filename, actor):
+    judge_guids = set()
+    for code in project.codes:
+        if code.guid == JUDGE_GROUP_GUID:
+            judge_guids = {c.guid for c, _ in code.walk()}
+    codebook, codes = _create_codebook(study, project, name=project.name or filename, actor=actor, skip=judge_guids)
+    used_users = {c.user_guid for s in project.sources for c in s.codings + [x for sel in s.selections for x in sel.codings]
+                  if c.code_guid not in judge_guids} | {n.user_guid for n in project.notes}
+    users, created_users = _resolve_users(study, project.users, used_users)
+    fallback = []
+
+    def who(guid):
+        if guid in users:
+            return users[guid]
+        if actor is not None:
+            return actor
+        if not fallback:  # no creatingUser and nobody acting (command line): one placeholder account
+            placeholder, _ = _resolve_users(study, [rq.QUser(guid="anonymous", name="refi-import")], {"anonymous"})
+            fallback.append(placeholder["anonymous"])
+            created_users.append(fallback[0].username)
+        return fallback[0]
+
+    run = GenerationRun.objects.create(study=study, name=f"REFI-QDA import: {filename}"[:200], is_import=True,
+                                       status=RunStatus.COMPLETED, created_by=actor, finished_at=timezone.now())
+    var_names = {v.guid: v.name for v in project.variables}
+    coding_rows, note_targets, skipped_judge = [], defaultdict(list), 0
+    coder_outputs, taken_guids = set(), set()
+    now = timezone.now()
+    for source in project.sources:
+        values = {var_names[g]: v for g, v in source.variables}
+        trial = values.get("trial")
+        output = Output.objects.create(
+            study=study, run=run, model_name=(values.get("model") or "imported")[:300],
+            trial=int(trial) if str(trial or "").isdigit() else 1, text=source.text, status=OutputStatus.DONE,
+            external_id=source.guid, completed_at=now,
+            provenance={"source": "refi-qda", "file": filename, "name": source.name, "guid": source.guid,
+                        "variables": values})
+        for note in source.note_guids:
+            note_targets[note].append(("output", output))
+        spans = [(sel, c) for sel in source.selections for c in sel.codings] + [(None, c) for c in source.codings]
+        for sel, q_coding in spans:
+            if q_coding.code_guid in judge_guids:
+                skipped_judge += 1
+                continue
+            coder = who(q_coding.user_guid or (sel.user_guid if sel else None))
+            coding = Coding(output=output, code=codes[q_coding.code_guid], coder=coder, codebook=codebook,
+                            start=sel.start if sel else None, end=sel.end if sel else None,
+                            quote=source.text[sel.start:sel.end] if sel else "",
+                            guid=_free_guid(q_coding.guid, Coding, taken_guids),
+                            created_at=q_coding.created or now)
+            coding_rows.append(coding)
+            coder_outputs.add((coder.pk, output.pk))
+            for note in q_coding.note_guids + (sel.note_guids if sel else []):
+                note_targets[note].append(("coding", coding))
+    Coding.objects.bulk_create(coding_rows, batch_size=2000)
+    for q_code in project.all_codes():
+        code = codes.get(q_code[0].guid)
+        for note in q_code[0].note_guids:
+            if code is not None:
+                note_targets[note].append(("code", code))
+    memos, unattached, memo_guids = [], 0, set()
+    for note in project.notes:
+        targets = note_targets.get(note.guid)
+        if not targets:
+            unattached += 1
+            continue
+        for n, (kind, obj) in enumerate(targets):
+            guid = note.guid if n == 0 else None
+            memos.append(Memo(study=study, author=who(note.user_guid),
+                              text=note.text or note.name or "(empty note)", created_at=note.created or now,
+                              guid=_free_guid(guid, Memo, memo_guids), **{kind: obj}))
+    Memo.objects.bulk_create(memos, batch_size=2000)
+    Assignment.objects.bulk_create([Assignment(study=study, codebook=codebook, output_id=o, coder_id=c, status="done",
+                                               completed_at=now) for c, o in sorted(coder_outputs)],
+                                   batch_size=2000, ignore_conflicts=True)
+    report = {"codebook_id": codebook.pk, "codebook": f"{codebook.name} v{codebook.version}", "run_id": run.pk,
+              "codes": len(codes), "sources": len(project.sources), "codings": len(coding_rows), "memos": len(memos),
+              "users_created": created_users, "judge_codings_skipped": skipped_judge, "notes_unattached": unattached}
+    record_activity(study, actor, "imported a REFI-QDA project", f"{filename}: {len(coding_rows)} codings")
+    return report
+
+
+def import_qdpx(study, data, *, filename="project.qdpx", actor=None):
+    """Check the whole file, then import it in one transaction. Raises RefiError (nothing saved) on any problem."""
+    project = rq.read_qdpx(data)
+    if not project.sources and not project.codes:
+        raise rq.RefiError("The project has neither sources nor codes; nothing to import.")
+    return _apply_project(study, project, filename=filename, actor=actor)
+
+
+def import_qdc(study, data, *, filename="codebook.qdc", actor=None):
+    """A .qdc codebook through the annotation app's own parser and service."""
+    name = filename.rsplit("/", 1)[-1].removesuffix(".qdc") or "Imported codebook"
+    try:
+        tree = fmt.parse_qdc(data, name=name)
+        codebook = annotation_services.import_codebook(study, tree, created_by=actor)
+    except fmt.CodebookFormatError as exc:
+        raise rq.RefiError([f"the .qdc codebook: {error}" for error in exc.errors])
+    except annotation_services.AnnotationError as exc:
+        raise rq.RefiError(f"the .qdc codebook: {exc}")
+    return {"codebook_id": codebook.pk, "codebook": f"{codebook.name} v{codebook.version}",
+            "codes": codebook.codes.count()}
+
+
+def import_file(study, data, *, filename, actor=None):
+    """Dispatch on the file: a ZIP is a .qdpx, XML is a .qdc."""
+    if data[:2] == b"PK":
+        return import_qdpx(study, data, filename=filename, actor=actor)
+    if filename.lower().endswith(".qdpx"):
+        raise rq.RefiError("The file is not a .qdpx: it is not a ZIP archive.")
+    return import_qdc(study, data, filename=filename, actor=actor)

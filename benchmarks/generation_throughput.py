@@ -1,0 +1,162 @@
+"""Generation throughput against the fake provider (250 ms latency, concurrency 64, 2,000 units).
+
+1. baseline: a bare asyncio loop of the openai SDK at the same concurrency;
+2. full run: a generation run executed by a real Celery worker process, writing every output and attempt to the DB.
+
+Prints both rates, ratio_to_baseline and ratio_to_ideal (ideal = concurrency / latency).
+
+    .venv/bin/python benchmarks/generation_throughput.py [--units 2000] [--concurrency 64] [--latency 0.25]
+
+The database is a fresh SQLite file in a temporary directory unless DATABASE_URL is set (it must name an empty or
+disposable database: the script migrates it and adds one study). CELERY_BROKER_URL picks the broker (default: the
+embedded filesystem broker in the temporary directory).
+"""
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def start_fake_server(latency):
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_provider.py"), "--port", "0", "--delay", str(latency),
+                             "--no-record"], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    if not line.startswith("PORT "):
+        proc.kill()
+        raise SystemExit(f"the fake provider did not start: {line!r}")
+    return proc, int(line.split()[1])
+
+
+def baseline(port, units, concurrency):
+    import openai
+
+    async def main():
+        client = openai.AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="bench", max_retries=0, timeout=60)
+        semaphore = asyncio.Semaphore(concurrency)
+        ok = 0
+
+        async def one(i):
+            nonlocal ok
+            async with semaphore:
+                completion = await client.chat.completions.create(
+                    model="bench-model", messages=[{"role": "user", "content": f"Write a short story about item {i}."}])
+                if completion.choices[0].message.content:
+                    ok += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(units)))
+        elapsed = time.perf_counter() - started
+        await client.close()
+        return ok, elapsed
+
+    return asyncio.run(main())
+
+
+def full_run(port, units, concurrency, workdir):
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stereoscope.settings")
+    os.environ["STEREOSCOPE_DATA_DIR"] = str(workdir)
+    if not os.environ.get("DATABASE_URL"):
+        os.environ["DATABASE_URL"] = f"sqlite:///{workdir / 'bench.sqlite3'}"
+    os.environ.pop("CELERY_TASK_ALWAYS_EAGER", None)
+    os.environ["BENCH_KEY"] = "bench-key"
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from generation import runs
+    from generation.models import Dimension, GenerationRun, ModelEndpoint, Output, PromptItem, Toolkit
+    from stereoscope.celery import app
+    from stereoscope.models import Study, WorkerHeartbeat
+
+    trials = 5
+    n_items = units // trials
+    study = Study.objects.create(name=f"throughput {uuid.uuid4().hex[:6]}")
+    toolkit = Toolkit.objects.create(study=study, name="bench")
+    dim = Dimension.objects.create(toolkit=toolkit, name="bench")
+    PromptItem.objects.bulk_create([PromptItem(toolkit=toolkit, number=i, text=f"Write a short story about item {i}.",
+                                               dimension=dim) for i in range(1, n_items + 1)])
+    endpoint = ModelEndpoint.objects.create(study=study, name="fake", provider="openai_compatible", model_id="bench-model",
+                                            base_url=f"http://127.0.0.1:{port}/v1", api_key_env="BENCH_KEY",
+                                            max_concurrency=concurrency, timeout_seconds=60)
+    run = runs.create_run(study, name="throughput", toolkit=toolkit, endpoints=[endpoint], trials=trials)
+
+    queue = f"bench-{uuid.uuid4().hex[:8]}"
+    hostname = f"{queue}@bench"
+    env = dict(os.environ, WORKER_HEARTBEAT_SECONDS="0.5", CELERY_BROKER_URL=settings.CELERY_BROKER_URL)
+    worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "stereoscope", "worker", "--pool", "solo", "-Q", queue,
+                               "--hostname", hostname, "--loglevel", "WARNING", "--without-mingle", "--without-gossip"],
+                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not WorkerHeartbeat.objects.filter(hostname=hostname).exists():  # start-up is not part of the figure
+            if time.monotonic() > deadline or worker.poll() is not None:
+                raise SystemExit("the worker did not come up: " + (worker.stderr.read() if worker.poll() is not None else ""))
+            time.sleep(0.1)
+        runs._enqueue = lambda r: app.send_task("generation.execute_run", args=[r.pk], queue=queue)
+        t0 = time.perf_counter()
+        runs.start(run)
+        while True:
+            status = GenerationRun.objects.filter(pk=run.pk).values_list("status", flat=True).get()
+            if status in ("completed", "failed", "cancelled"):
+                break
+            time.sleep(0.05)
+        wall = time.perf_counter() - t0
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+    run.refresh_from_db()
+    done = Output.objects.filter(run=run, status="done").count()
+    executing = (run.finished_at - run.started_at).total_seconds()
+    return {"status": status, "done": done, "failed": Output.objects.filter(run=run, status="failed").count(),
+            "wall_s": wall, "executing_s": executing, "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
+            "broker": settings.CELERY_BROKER_URL.split(":")[0]}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--units", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--latency", type=float, default=0.25)
+    args = parser.parse_args()
+    ideal = args.concurrency / args.latency
+    server, port = start_fake_server(args.latency)
+    try:
+        ok, elapsed = baseline(port, args.units, args.concurrency)
+        base_rate = ok / elapsed
+        print(f"baseline (bare asyncio openai SDK): {ok} completions in {elapsed:.2f} s = {base_rate:.1f} /s "
+              f"({base_rate / ideal:.2f} of ideal {ideal:.0f} /s)", flush=True)
+        with tempfile.TemporaryDirectory(prefix="sc-bench-") as tmp:
+            result = full_run(port, args.units, args.concurrency, Path(tmp))
+    finally:
+        server.terminate()
+        server.wait(10)
+    rate = result["done"] / result["wall_s"]
+    exec_rate = result["done"] / result["executing_s"] if result["executing_s"] else 0
+    print(f"full run (Celery worker, {result['database']}, {result['broker']} broker): {result['done']} done, "
+          f"{result['failed']} failed, status {result['status']}")
+    print(f"  enqueue → completed: {result['wall_s']:.2f} s = {rate:.1f} /s;  worker execution window: "
+          f"{result['executing_s']:.2f} s = {exec_rate:.1f} /s")
+    print(f"baseline_rate={base_rate:.1f}/s run_rate={rate:.1f}/s ideal={ideal:.0f}/s")
+    print(f"ratio_to_baseline={rate / base_rate:.3f}")
+    print(f"ratio_to_ideal={rate / ideal:.3f}")
+    if result["done"] != args.units:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""Reads for pages, API and exports: report sections, per-output and per-sentence rows."""
+import math
+from collections import defaultdict
+
+from .contrasts import DEFAULT_GROUPINGS, compute, rows_for
+from .models import ContrastResult, LexiconCategory, OutputMeasure, SentenceMeasure
+
+LABEL_COLORS = {"positive": "#2f9e44", "neutral": "#adb5bd", "negative": "#e03131", "other": "#845ef7"}
+
+
+def grouping_choices(run):
+    choices = [("overall", "Overall"), ("model", "Model"), ("item", "Prompt item"), ("dimension", "Dimension / context type"),
+               ("run", "Generation run")]
+    slot_names = set()
+    for slots in OutputMeasure.objects.filter(run=run).values_list("output__slot_values", flat=True)[:2000]:
+        slot_names.update((slots or {}).keys())
+    choices += [(f"slot:{name}", f"Slot: {name}") for name in sorted(slot_names)]
+    return choices
+
+
+def contrast_records(run, grouping="overall"):
+    """Stored records for the default groupings; computed on the fly for any other grouping."""
+    if grouping in DEFAULT_GROUPINGS:
+        return [{"kind": c.kind, "measure": c.measure, "grouping": c.grouping, "group": c.group, "result": c.result}
+                for c in run.contrasts.filter(grouping=grouping).exclude(kind__in=["paired", "word_or", "fairness"])]
+    return compute(run, grouping)
+
+
+def _bar(odds_ratio):
+    """Left/width percentages for an OR bar on a log2 axis centred at OR = 1 (clamped at 1/8 and 8)."""
+    if not odds_ratio:
+        return None
+    x = max(-3.0, min(3.0, math.log2(odds_ratio)))
+    width = abs(x) / 3 * 50
+    return {"left": 50 if x >= 0 else 50 - width, "width": max(width, 0.5)}
+
+
+def report(run, grouping="overall"):
+    records = contrast_records(run, grouping)
+    groups = defaultdict(lambda: {"categories": [], "scores": [], "classifier": [], "chi2": None})
+    for r in records:
+        g = groups[r["group"]]
+        res = r["result"]
+        if r["kind"] == "category":
+            res = {**res, "bar": _bar(res["odds_ratio"].get("or"))}
+            g["categories"].append(res)
+        elif r["kind"] == "context_score":
+            g["scores"].append(res)
+        elif r["kind"] == "classifier":
+            g["classifier"].append(res)
+        elif r["kind"] == "chi2":
+            g["chi2"] = {**res, "distribution": label_distribution(res)}
+        g["totals"] = {k: res.get(k) for k in ("n_f", "n_m", "n_unknown", "total_f", "total_m")} if "n_unknown" in res else g.get("totals")
+    overall = {c.kind: c.result for c in run.contrasts.filter(kind__in=["word_or", "fairness"])}
+    paired = [c.result for c in run.contrasts.filter(kind="paired")]
+    names = {f"rate:{c.pk}": c.name for c in LexiconCategory.objects.filter(lexicon__in=run.lexicons.all())}
+    for p in paired:
+        p["label"] = names.get(p["measure"], p.get("name", p["measure"]))
+    return {"groups": dict(groups), "words": overall.get("word_or"), "fairness": overall.get("fairness"), "paired": paired}
+
+
+def label_distribution(chi2):
+    """[(group, [(label, share, colour)])] from a χ² result's table."""
+    if "table" not in chi2:
+        return []
+    out = []
+    for group, row in zip(chi2["groups"], chi2["table"]):
+        total = sum(row) or 1
+        out.append((group, [(label, n / total, n, LABEL_COLORS.get(label, LABEL_COLORS["other"]))
+                            for label, n in zip(chi2["labels"], row)]))
+    return out
+
+
+def output_rows(run):
+    """Per-output measures, one flat dict each (CSV, API, analysis-ready export)."""
+    categories = list(LexiconCategory.objects.filter(lexicon__in=run.lexicons.all()).select_related("lexicon")
+                      .order_by("lexicon__name", "order", "key"))
+    labels = (run.classifier_info or {}).get("labels", [])
+    qs = OutputMeasure.objects.filter(run=run).select_related("output__item__dimension").order_by("output_id")
+    for m in qs.iterator(chunk_size=1000):
+        out = m.output
+        row = {"measure_run": run.pk, "output_id": out.pk, "generation_run_id": out.run_id, "model": out.model_name,
+               "item_number": out.item.number if out.item_id else "", "dimension": out.item.dimension.name if out.item_id and out.item.dimension_id else "",
+               "trial": out.trial, "variant_key": out.variant_key, "language": m.language, "gender": m.gender,
+               "gender_source": m.gender_source, "words": m.word_count, "sentences": m.sentence_count}
+        for c in categories:
+            n = m.category_counts.get(str(c.pk))
+            row[f"{c.lexicon.name} v{c.lexicon.version}: {c.key}"] = "" if n is None else n
+        if run.classifier:
+            for label in labels:
+                row[f"share_{label}"] = m.label_shares.get(label, "")
+            row["doc_label"], row["doc_score"], row["mean_score"] = m.doc_label, m.doc_score, m.mean_score
+        yield row
+
+
+def sentence_rows(run):
+    info = run.classifier_info or {}
+    qs = SentenceMeasure.objects.filter(output_measure__run=run).select_related("output_measure__output") \
+        .order_by("output_measure__output_id", "index")
+    for s in qs.iterator(chunk_size=2000):
+        om = s.output_measure
+        yield {"measure_run": run.pk, "output_id": om.output_id, "gender": om.gender, "sentence": s.index, "start": s.start,
+               "end": s.end, "text": om.output.text[s.start:s.end], "label": s.label, "score": s.score,
+               "classifier": info.get("model_id", ""), "revision": info.get("revision", "")}
