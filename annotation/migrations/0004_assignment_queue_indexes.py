@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0002_code_discovery'),
+        ('annotation', '0003_merge_0002_code_discovery_0002_gold_labels'),
         ('generation', '0004_output_viewer_indexes'),
         ('stereoscope', '0002_export_job'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0003_assignment_queue_indexes'),
+        ('annotation', '0004_assignment_queue_indexes'),
         ('generation', '0004_output_viewer_indexes'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
