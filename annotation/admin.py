@@ -1,6 +1,7 @@
 from django.contrib import admin
 
-from .models import Assignment, Code, Codebook, CodeOperation, Coding, GenderAttribution, Memo
+from .models import (Assignment, Code, Codebook, CodeDiscovery, CodeOperation, CodeSuggestion, Coding, GenderAttribution,
+                     Memo)
 
 
 class CodeInline(admin.TabularInline):
@@ -66,3 +67,25 @@ class GoldLabelAdmin(admin.ModelAdmin):
     list_display = ["target", "output", "value", "decided_by", "updated_at"]
     list_filter = ["target"]
     raw_id_fields = ["output", "code"]
+
+
+class CodeSuggestionInline(admin.TabularInline):
+    model = CodeSuggestion
+    extra = 0
+    fields = ["order", "name", "gender_tag", "status", "code"]
+    raw_id_fields = ["code"]
+
+
+@admin.register(CodeDiscovery)
+class CodeDiscoveryAdmin(admin.ModelAdmin):
+    list_display = ["pk", "study", "codebook", "endpoint", "item", "sample_size", "status", "created_at"]
+    list_filter = ["status"]
+    raw_id_fields = ["provider_call", "item"]
+    inlines = [CodeSuggestionInline]
+
+
+@admin.register(CodeSuggestion)
+class CodeSuggestionAdmin(admin.ModelAdmin):
+    list_display = ["name", "discovery", "gender_tag", "status", "code"]
+    list_filter = ["status"]
+    raw_id_fields = ["code"]
