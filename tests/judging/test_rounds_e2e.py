@@ -44,6 +44,10 @@ def test_plan_is_shown_before_launch(study, make_endpoint, fake_provider):
     assert "Be careful not to mix the characters' genders up." in plan["sample_prompt"]
     assert "Story 5:" in plan["sample_prompt"] and "[insert" not in plan["sample_prompt"]
     assert not Verdict.objects.filter(round=rnd).exists() and not fake_provider.requests  # nothing spent
+    assert plan["notes"] == []
+    single = rounds.create_round(study, name="r1", template=template, source_run=data["run"],
+                                 judges=list(data["endpoints"].values()), batch_size=1, seed=11)
+    assert "five stories" in single.plan["notes"][0] and single.plan["batches"] == 75
 
 
 def test_seed_free_text_round_with_injection_and_reask(study, make_endpoint, fake_provider):
