@@ -120,6 +120,18 @@ def test_detection_and_table3_computed_by_hand(study, make_endpoint, fake_provid
     # weights sum to 1 per dimension; the stronger Leadership prompt weighs more
     assert by_item[1]["weight"] + by_item[2]["weight"] == pytest.approx(1.0) and by_item[3]["weight"] == 1.0
     assert by_item[2]["weight"] > by_item[1]["weight"]
+    # weighted score: gemini's Leadership rates 1.0 (item 1) and .6 (item 2) weighted by the prompt weights
+    lead = next(r for r in rep["weighted"] if r["dimension"] == "Leadership")
+    gemini = next(c for c in lead["cells"] if c["model"] == "gemini-2.5-pro")
+    assert gemini["score"] == pytest.approx(by_item[1]["weight"] * 1.0 + by_item[2]["weight"] * .6)
+    # weights imported into the toolkit version take precedence
+    from judging.models import ItemWeight
+
+    ItemWeight.objects.create(toolkit=data["toolkit"], item=data["items"][1], weight=1.0)
+    ItemWeight.objects.create(toolkit=data["toolkit"], item=data["items"][2], weight=0.0)
+    rep = reports.report([rnd])
+    lead = next(r for r in rep["weighted"] if r["dimension"] == "Leadership")
+    assert {c["model"]: c["score"] for c in lead["cells"]}["o3"] == pytest.approx(.4) and rep["uses_imported"]
 
 
 def test_rerunning_a_finished_round_changes_nothing(study, make_endpoint, fake_provider):
