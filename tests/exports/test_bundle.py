@@ -125,3 +125,20 @@ def test_job_failure_is_recorded(gen_study, export_root, monkeypatch):
     monkeypatch.setattr(services, "write_table_bundle", boom)
     job = services.create_job(gen_study["study"], fmt="csv", dataset_keys=["outputs"])
     assert job.status == "failed" and "disk full" in job.message
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "xlsx"])
+def test_every_registered_dataset_exports(coded_study, tmp_path, fmt):
+    """The default export (every dataset of every app) works on a coded, judged study."""
+    from stereoscope.exports import datasets
+
+    study = coded_study["study"]
+    manifest = write_export(study, fmt, tmp_path / "all.zip", options={"pseudonymise": True})
+    assert set(manifest["row_counts"]) == set(datasets())
+    assert manifest["row_counts"]["codings"] == 5 and manifest["row_counts"]["outputs"] == 6
+    assert manifest["row_counts"]["verdicts"] == 6
+    names = read_zip(tmp_path / "all.zip")
+    if fmt != "xlsx":
+        assert {f"{key}.{fmt}" for key in datasets()} <= set(names)
+        everything = b"".join(names.values())
+        assert b"second_coder" not in everything  # pseudonymised everywhere
