@@ -497,3 +497,24 @@ def discover(request, study_id, codebook_id):
         .prefetch_related("suggestions__code")[:20],
         "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable], "gender_tags": GenderTag.choices,
     })
+
+
+@study_role_required(Role.RESEARCHER)
+def split_code_page(request, study_id, codebook_id, code_id):
+    """List a code's codings; the ticked ones move to a new (or another) code."""
+    codebook = _codebook(request, codebook_id)
+    code = get_object_or_404(Code, pk=code_id, codebook=codebook, active=True)
+    if request.method == "POST":
+        try:
+            target = _code_or_none(codebook, request.POST.get("target"))
+            new_code, _ = services.split_code(code, [int(x) for x in request.POST.getlist("codings") if x.isdigit()],
+                                              target=target, new_name=request.POST.get("new_name"), actor=request.user)
+            messages.success(request, f"Moved the chosen codings to “{new_code.name}”. Undo it from the history.")
+            return redirect("annotation-codebook", request.study.pk, codebook.pk)
+        except services.AnnotationError as exc:
+            messages.error(request, str(exc))
+    codings = Paginator(code.codings.select_related("coder", "output").order_by("output_id", "start", "id"), 200)
+    page = codings.get_page(request.GET.get("page"))
+    others = [c for c in _flat(_code_tree(codebook)) if c.codable and c.pk != code.pk]
+    return render(request, "annotation/split.html", {"study": request.study, "codebook": codebook, "code": code,
+                                                     "page": page, "others": others})

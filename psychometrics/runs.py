@@ -343,7 +343,7 @@ def draw_audit_sample(run, per_model=None, seed=None):
     per_model = run.audit_per_model if per_model is None else per_model
     seed = run.order_seed if seed is None else seed
     added = 0
-    for endpoint_id in run.responses.values_list("endpoint_id", flat=True).distinct():
+    for endpoint_id in run.responses.order_by().values_list("endpoint_id", flat=True).distinct():
         done = run.responses.filter(endpoint_id=endpoint_id, status=ResponseStatus.DONE)
         have = done.filter(audit_sampled=True).count()
         if have >= per_model:
@@ -447,3 +447,22 @@ def create_run_from_file(study, data, actor=None, name=None):
                       extractors=ext.get("chain"), refusal_policy=ext.get("refusal_policy", "fallback"),
                       json_field=ext.get("json_field", "answer"), param_overrides=data.get("params") or {},
                       audit_per_model=data.get("audit_per_model", 100), actor=actor)
+
+
+def record_manual_answer(response, text, user=None):
+    """Store an answer pasted from a chat interface (manual endpoints) and extract it like an API answer."""
+    text = (text or "").replace("\r\n", "\n").strip()
+    if not text:
+        raise PsychError("Paste the model's answer (it is empty).")
+    if response.status != ResponseStatus.PENDING:
+        raise PsychError("This unit is answered already.")
+    run = response.run
+    got = extraction.extract(text, response.options, run.extractors or ["number"], run.refusal_policy, run.json_field or "answer")
+    Response.objects.filter(pk=response.pk, status=ResponseStatus.PENDING).update(
+        status=ResponseStatus.DONE, raw_text=text, extraction=got.status, extracted_code=got.code or "",
+        value=got.value if got.status == "ok" else None, extraction_method=got.method[:30], extraction_detail=got.detail[:300],
+        error="", completed_at=timezone.now())
+    if not run.responses.filter(status=ResponseStatus.PENDING).exists():
+        finish(run.pk)
+    response.refresh_from_db()
+    return response

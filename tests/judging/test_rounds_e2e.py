@@ -122,9 +122,12 @@ def test_rerunning_a_finished_round_changes_nothing(study, make_endpoint, fake_p
     data = build_study(study, make_endpoint, trials=2, injection=False)
     rnd = launch(study, data, seed_template(study), fake_provider, "free_text")
     before = list(Verdict.objects.filter(round=rnd).order_by("pk").values_list("pk", "value", "status", "updated_at"))
+    finished_at = rnd.finished_at
     requests = len(fake_provider.requests)
     calls = ProviderCall.objects.count()
     assert rounds.execute(rnd.pk).total == 0
+    rnd.refresh_from_db()
+    assert rnd.finished_at == finished_at and rnd.status == "completed" and not rnd.lease_token
     rounds.materialize(rnd)
     rounds.resume(rnd)
     after = list(Verdict.objects.filter(round=rnd).order_by("pk").values_list("pk", "value", "status", "updated_at"))
@@ -185,3 +188,39 @@ def test_manual_outputs_count_as_their_declared_model(study, make_endpoint, fake
     rounds.materialize(rnd)
     judges = set(Verdict.objects.filter(round=rnd, output=pasted).values_list("judge_model", flat=True))
     assert judges == set(MODELS) - {"gpt-4o"}
+
+
+def test_output_filter_and_bad_round_input(study, make_endpoint, fake_provider):
+    data = build_study(study, make_endpoint, trials=1, injection=False)
+    template = seed_template(study)
+    judges = list(data["endpoints"].values())
+    rnd = rounds.create_round(study, name="subset", template=template, source_run=data["run"], judges=judges,
+                              output_filter={"models": ["GPT-4o", "o3"], "item_numbers": [1, 2]})
+    assert rnd.plan["outputs"] == 4 and {g["model"] for g in rnd.plan["generators"]} == {"gpt-4o", "o3"}
+    cases = [
+        (dict(name=""), "name"),
+        (dict(output_filter={"colour": 1}), "Unknown output filter"),
+        (dict(output_filter={"item_numbers": "1"}), "list of whole numbers"),
+        (dict(batch_size=0), "Batch size"),
+        (dict(batch_size="five"), "Batch size must be a whole number"),
+        (dict(temperature="hot"), "Temperature must be a number"),
+        (dict(temperature=5), "between 0 and 2"),
+        (dict(policy="vote"), "Unknown policy"),
+        (dict(judges=[]), "at least one judge"),
+        (dict(source_run=None), "source run"),
+        (dict(output_filter={"item_numbers": [99]}), None),
+    ]
+    for overrides, message in cases:
+        kwargs = dict(name="bad", template=template, source_run=data["run"], judges=judges)
+        kwargs.update(overrides)
+        if message is None:
+            rnd_empty = rounds.create_round(study, **kwargs)
+            assert rnd_empty.plan["outputs"] == 0 and "No outputs to judge" in rnd_empty.plan["problems"][0]
+            with pytest.raises(rounds.RoundError, match="No outputs to judge"):
+                rounds.start(rnd_empty)
+            continue
+        with pytest.raises(rounds.RoundError, match=message):
+            rounds.create_round(study, **kwargs)
+    from judging.models import JudgeRound
+
+    assert set(JudgeRound.objects.values_list("name", flat=True)) == {"subset", "bad"}

@@ -37,6 +37,7 @@ def test_pages_render_for_viewer_roles_and_escape_model_text(done_run, roles, cl
     for url in ["", "personas/", f"runs/{done_run.pk}/", f"runs/{done_run.pk}/report/", f"runs/{done_run.pk}/responses/",
                 f"runs/{done_run.pk}/audit/", f"runs/compare/?a={done_run.pk}&b={done_run.pk}&kind=option_order",
                 f"instruments/{done_run.instrument_id}/", f"contexts/{done_run.context_set_id}/",
+                f"validation/?run={done_run.pk}&option_order={done_run.pk}", "validation/?run=abc",
                 f"personas/{PersonaSet.objects.get(builtin_key='rupsycho-personas').pk}/"]:
         r = web.get(base + url)
         assert r.status_code == 200, url
