@@ -137,6 +137,11 @@ def test_every_registered_dataset_exports(coded_study, tmp_path, fmt):
     assert set(manifest["row_counts"]) == set(datasets())
     assert manifest["row_counts"]["codings"] == 5 and manifest["row_counts"]["outputs"] == 6
     assert manifest["row_counts"]["verdicts"] == 6
+    judge_round = manifest["judge_rounds"][0]
+    assert judge_round["template_version"] == {"id": judge_round["template_id"], "name": "Seed judge", "version": 1,
+                                               "study_id": study.pk}
+    assert {j["model_id"] for j in judge_round["judges"]} == {"gpt-4o", "claude-x"}
+    assert manifest["versions"]["annotation.codebook"][0]["name"] == "Fang codes"
     names = read_zip(tmp_path / "all.zip")
     if fmt != "xlsx":
         assert {f"{key}.{fmt}" for key in datasets()} <= set(names)
