@@ -147,3 +147,19 @@ def test_every_registered_dataset_exports(coded_study, tmp_path, fmt):
         assert {f"{key}.{fmt}" for key in datasets()} <= set(names)
         everything = b"".join(names.values())
         assert b"second_coder" not in everything  # pseudonymised everywhere
+
+
+def test_a_held_job_is_not_run_twice(gen_study, export_root):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    job = ExportJob.objects.create(study=gen_study["study"], format="csv", datasets=["outputs"], status="running",
+                                   lease_token="other-worker", lease_expires_at=timezone.now() + timedelta(minutes=1))
+    assert services.execute_job(job.pk) is None
+    job.refresh_from_db()
+    assert job.status == "running" and job.lease_token == "other-worker" and not job.file_name
+    ExportJob.objects.filter(pk=job.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))  # worker died
+    assert services.execute_job(job.pk)
+    job.refresh_from_db()
+    assert job.status == "completed" and job.lease_token == "" and services.job_path(job).exists()
