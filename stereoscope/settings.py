@@ -211,6 +211,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Several apps have a `status` field; name the shared choice sets so their components do not collide.
+    "ENUM_NAME_OVERRIDES": {"RunStatusEnum": "generation.models.RunStatus",
+                            "OutputStatusEnum": "generation.models.OutputStatus"},
 }
 
 LOGGING = {
