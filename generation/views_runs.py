@@ -246,8 +246,8 @@ def filtered_outputs(study, params):
         raw = (params.get(key) or "").strip()
         if not raw:
             continue
-        if not raw.isdigit():
-            problems.append(f"Ignored the {key} filter: {raw!r} is not a number.")
+        if not raw.isdigit() or len(raw) > 12:
+            problems.append(f"Ignored the {key} filter: {raw[:20]!r} is not a number.")
             continue
         filters[key] = int(raw)
     if "run" in filters:
