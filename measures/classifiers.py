@@ -37,6 +37,7 @@ class VaderClassifier:
         from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
         self._analyzer = SentimentIntensityAnalyzer()
+        self._cache = {}
         try:
             from importlib.metadata import version
 
@@ -53,10 +54,18 @@ class VaderClassifier:
         return "positive" if compound >= self.POSITIVE else "negative" if compound <= self.NEGATIVE else "neutral"
 
     def predict(self, texts):
+        """VADER is deterministic, so repeated sentences (sign-offs, boilerplate) are scored once."""
         out = []
+        cache = self._cache
         for text in texts:
-            s = self._analyzer.polarity_scores(text or "")
-            out.append(Prediction(self.label_for(s["compound"]), s["compound"], dict(s)))
+            text = text or ""
+            found = cache.get(text)
+            if found is None:
+                s = self._analyzer.polarity_scores(text)
+                found = Prediction(self.label_for(s["compound"]), s["compound"], dict(s))
+                if len(cache) < 200_000:
+                    cache[text] = found
+            out.append(found)
         return out
 
 

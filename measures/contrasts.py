@@ -99,6 +99,13 @@ def category_results(rows, categories, zero_policy):
     results = []
     for cat in categories:
         key = str(cat.pk)
+        if not cat.words:
+            results.append({"category_id": cat.pk, "category": cat.name, "key": cat.key, "lexicon": str(cat.lexicon),
+                            "lexicon_id": cat.lexicon_id, "direction": cat.direction, "color": cat.color, "n_f": 0, "n_m": 0,
+                            "odds_ratio": {"or": None, "note": "The category has no entries.", "zero_policy": zero_policy},
+                            "rate_tests": {"welch": {"error": "The category has no entries."},
+                                           "mann_whitney": {"error": "The category has no entries."}}})
+            continue
         applicable_f = [r for r in female if key in r["counts"]]
         applicable_m = [r for r in male if key in r["counts"]]
         words_f = sum(r["counts"][key] for r in applicable_f)

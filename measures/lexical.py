@@ -142,7 +142,7 @@ class Matcher:
         self.categories = list(categories)
         self.count_policy = count_policy
         self._token_entries = {}  # first char -> [(category, entry_lower, entry, whole_word)]
-        self._regexes = []  # (category, entry, compiled, on_lowered)
+        self._regexes = []  # (category, entry, compiled, needle): phrases run on the lowered text; needle None = user regex
         self._substrings = []  # (category, entry_lower, entry)
         for cat in self.categories:
             errors = validate_category(cat.words, cat.mode)
@@ -151,15 +151,18 @@ class Matcher:
             for entry in cat.words:
                 low = lower_same_length(entry)
                 if cat.mode == "regex":
-                    self._regexes.append((cat.key, entry, re.compile(entry, re.IGNORECASE), False))
+                    self._regexes.append((cat.key, entry, re.compile(entry, re.IGNORECASE), None))
                 elif cat.mode == "substring" and _SIMPLE_ENTRY.match(low):
                     self._substrings.append((cat.key, low, entry))
                 elif _SIMPLE_ENTRY.match(low):
                     self._token_entries.setdefault(low[0], []).append((cat.key, low, entry, cat.mode == "whole_word"))
                 else:
-                    self._regexes.append((cat.key, entry, re.compile(_phrase_pattern(low, cat.mode)), True))
+                    self._regexes.append((cat.key, entry, re.compile(_phrase_pattern(low, cat.mode)), low.split()[0]))
         self._chunk_cache = {}
+        self._agg_cache = {}
+        self._keys = [c.key for c in self.categories]
         literal, regex = [], []
+        self._needles = []
         for ex in exclusions:
             if ex.is_regex:
                 try:
@@ -167,7 +170,9 @@ class Matcher:
                 except re.error as exc:
                     raise LexiconError(f"Exclusion {ex.phrase!r} is not a valid regular expression: {exc}.")
             elif ex.phrase.strip():
-                literal.append((ex.category, re.compile(_phrase_pattern(lower_same_length(ex.phrase.strip()), "prefix"))))
+                low = lower_same_length(ex.phrase.strip())
+                literal.append((ex.category, re.compile(_phrase_pattern(low, "prefix"))))
+                self._needles.append(low.split()[0])
         self._exclusions = literal + regex
         self._exclusions_on_lowered = len(literal)
 
@@ -204,15 +209,7 @@ class Matcher:
                 base = m.start()
                 for category, entry, s, e in self._chunk_matches(m.group(0)):
                     matches.append(Match(category, entry, base + s, base + e))
-        for category, low, entry in self._substrings:
-            i = lowered.find(low)
-            while i != -1:
-                matches.append(Match(category, entry, i, i + len(low)))
-                i = lowered.find(low, i + len(low))
-        for category, entry, pattern, on_lowered in self._regexes:
-            for m in pattern.finditer(lowered if on_lowered else text):
-                if m.end() > m.start():
-                    matches.append(Match(category, entry, m.start(), m.end()))
+        matches.extend(self._other_matches(text, lowered))
         if self._exclusions and matches:
             matches = self._apply_exclusions(text, lowered, matches)
         if self.count_policy == "per_token":
@@ -235,12 +232,83 @@ class Matcher:
         return [m for m in matches
                 if not any((cat is None or cat == m.category) and s <= m.start < e for cat, s, e in spans)]
 
-    def count(self, text):
-        """{category key: number of matches} for every category (zeros included)."""
-        counts = dict.fromkeys((c.key for c in self.categories), 0)
-        for match in self.find(text):
-            counts[match.category] += 1
+    def count(self, text, prepared=None):
+        """{category key: number of matches} for every category (zeros included); equals counting find(text).
+
+        Fast path: distinct words are looked up once per text (and once per process in a cache); exact positions
+        are only computed when an exclusion occurs in the text. `prepared` = prepare(text), shareable by matchers.
+        """
+        text = text or ""
+        lowered, chunk_counts = prepared if prepared is not None else prepare(text)
+        counts = dict.fromkeys(self._keys, 0)
+        if self._exclusions:
+            for i, (_, pattern) in enumerate(self._exclusions):
+                literal = i < self._exclusions_on_lowered
+                if literal and self._needles[i] not in lowered:
+                    continue
+                if pattern.search(lowered if literal else text):
+                    for match in self.find(text):
+                        counts[match.category] += 1
+                    return counts
+        if self._token_entries:
+            agg_get = self._agg_cache.get
+            for chunk, k in chunk_counts.items():
+                agg = agg_get(chunk)
+                if agg is None:
+                    agg = self._aggregate(chunk)
+                for category, n in agg:
+                    counts[category] += n * k
+        if self._substrings or self._regexes:
+            seen = set()
+            for match in self._other_matches(text, lowered):
+                if self.count_policy == "per_token":
+                    if (match.category, match.start) in seen or self._token_hit_at(lowered, match):
+                        continue
+                    seen.add((match.category, match.start))
+                counts[match.category] += 1
         return counts
+
+    def _aggregate(self, chunk):
+        found = self._chunk_matches(chunk)
+        if self.count_policy == "per_token":
+            found = {(category, s): category for category, _, s, _ in found}.values()
+        else:
+            found = [category for category, _, _, _ in found]
+        agg = tuple(Counter(found).items())
+        if len(self._agg_cache) < 500_000:
+            self._agg_cache[chunk] = agg
+        return agg
+
+    def _other_matches(self, text, lowered):
+        for category, low, entry in self._substrings:
+            i = lowered.find(low)
+            while i != -1:
+                yield Match(category, entry, i, i + len(low))
+                i = lowered.find(low, i + len(low))
+        for category, entry, pattern, needle in self._regexes:
+            if needle is not None and needle not in lowered:  # a phrase's first word must occur somewhere
+                continue
+            for m in pattern.finditer(text if needle is None else lowered):
+                if m.end() > m.start():
+                    yield Match(category, entry, m.start(), m.end())
+
+    def _token_hit_at(self, lowered, match):
+        """Whether a word-list entry of the same category also matches at this position (per_token dedupe)."""
+        p = match.start
+        if p >= len(lowered) or (p > 0 and (lowered[p - 1].isalnum() or lowered[p - 1] == "_")):
+            return False
+        for category, low, _, whole in self._token_entries.get(lowered[p], ()):
+            if category == match.category and lowered.startswith(low, p):
+                end = p + len(low)
+                if not whole or end >= len(lowered) or not (lowered[end].isalnum() or lowered[end] == "_"):
+                    return True
+        return False
+
+
+def prepare(text):
+    """(lower-cased text, Counter of its words) — shared by several matchers counting the same text."""
+    lowered = lower_same_length(text or "")
+    return lowered, Counter(WORD_RE.findall(lowered))
 
 
 def odds(words, total):
@@ -321,7 +389,10 @@ def top_salient(rows, k=10):
 
 def word_counter(text, stopwords=frozenset()):
     """Counter of lower-cased words of a text, minus stop words."""
-    return Counter(w for w in WORD_RE.findall(lower_same_length(text or "")) if w not in stopwords)
+    counts = Counter(WORD_RE.findall(lower_same_length(text or "")))
+    for word in stopwords & counts.keys():
+        del counts[word]
+    return counts
 
 
 STOPWORDS_EN = frozenset("""

@@ -6,13 +6,14 @@ or per document. Each output gets one OutputMeasure (unique per run and output),
 transaction each; executing again only scores outputs without one, so a crashed run resumes where it stopped.
 A lease keeps one executor per run. After the last batch the contrasts are computed and stored.
 """
+import json
 import logging
 import time
 import uuid
 from datetime import timedelta
 
 from django.apps import apps
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -23,7 +24,8 @@ from . import gender as gender_mod
 from .classifiers import ClassifierError, label_shares, make_classifier
 from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, SentenceMeasure
 from .services import lexicons_for, lock_lexicon, matcher_for
-from .textproc import split_sentences, word_count
+from .lexical import prepare
+from .textproc import split_sentences
 
 log = logging.getLogger(__name__)
 LEASE_SECONDS = 120
@@ -162,12 +164,13 @@ class Scorer:
             language = (out.item.toolkit.language if out.item_id else "") or "en"
             text = out.text
             counts = {}
+            prepared = prepare(text)
             for matcher in self.matchers(language):
-                counts.update(matcher.count(text))
+                counts.update(matcher.count(text, prepared))
             sentences = split_sentences(text)
             g, source, detail = gender_mod.resolve(out.slot_values, attributions.get(out.pk, ()), text,
                                                    self.run.name_genders, language, self.sources)
-            m = OutputMeasure(run=self.run, output=out, language=language, word_count=word_count(text),
+            m = OutputMeasure(run=self.run, output=out, language=language, word_count=sum(prepared[1].values()),
                               sentence_count=len(sentences), gender=g, gender_source=source, gender_detail=detail,
                               category_counts=counts)
             measures.append(m)
@@ -193,6 +196,23 @@ class Scorer:
                 sentence_rows[id(m)] = [{"index": s.index, "start": s.start, "end": s.end, "label": p.label,
                                           "score": p.score, "scores": p.scores} for s, p in rows]
         return measures, sentence_rows
+
+
+SENTENCE_COLUMNS = ("output_measure_id", "index", "start", "end", "label", "score", "scores")
+
+
+def insert_sentences(rows):
+    """Insert SentenceMeasure rows with one executemany (hundreds of thousands per run; the ORM's per-object
+    work would dominate). Existing (output measure, index) rows are left alone."""
+    if not rows:
+        return
+    qn = connection.ops.quote_name
+    sql = (f"INSERT INTO {qn(SentenceMeasure._meta.db_table)} ({', '.join(qn(c) for c in SENTENCE_COLUMNS)}) "
+           f"VALUES ({', '.join(['%s'] * len(SENTENCE_COLUMNS))}) ON CONFLICT DO NOTHING")
+    params = [(om_id, r["index"], r["start"], r["end"], r["label"][:100], r["score"], json.dumps(r["scores"]))
+              for om_id, r in rows]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
 
 
 def execute(run_id, progress_callback=None):
@@ -226,9 +246,8 @@ def execute(run_id, progress_callback=None):
             with transaction.atomic():
                 OutputMeasure.objects.bulk_create(measures, ignore_conflicts=True)
                 saved = {om.output_id: om.pk for om in OutputMeasure.objects.filter(run_id=run_id, output_id__in=ids)}
-                rows = [SentenceMeasure(output_measure_id=saved[m.output_id], **row)
-                        for m in measures for row in sentence_rows.get(id(m), ()) if m.output_id in saved]
-                SentenceMeasure.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
+                insert_sentences([(saved[m.output_id], row) for m in measures for row in sentence_rows.get(id(m), ())
+                                  if m.output_id in saved])
             scored += len(ids)
             elapsed = time.monotonic() - began
             rate = scored / elapsed if elapsed else 0

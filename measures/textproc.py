@@ -52,17 +52,23 @@ def word_count(text):
     return sum(1 for _ in WORD_RE.finditer(text or ""))
 
 
+_ABBREV_TAIL = re.compile(r"([\w.]{1,12})$")
+
+
 def _ends_sentence(line, match):
-    """Rule 2/3 for one candidate end inside a line."""
-    rest = line[match.end():].lstrip()
-    if rest and rest[0].islower():
+    """Rule 2/3 for one candidate end inside a line (looks at a few characters around it only)."""
+    end = match.end()
+    n = len(line)
+    while end < n and line[end].isspace():
+        end += 1
+    if end < n and line[end].islower():
         return False
     punct = match.group(0)
-    if punct.startswith(".") and len(punct.rstrip("\"'”’»)]")) == 1:
-        before = re.search(r"([\w.]+)$", line[:match.start()])
+    if punct[0] == "." and len(punct.rstrip("\"'”’»)]")) == 1:
+        before = _ABBREV_TAIL.search(line, max(0, match.start() - 12), match.start())
         if before:
-            token = before.group(1).lower()
-            if token in ABBREVIATIONS or (len(before.group(1)) == 1 and before.group(1).isupper()):
+            token = before.group(1)
+            if token.lower() in ABBREVIATIONS or (len(token) == 1 and token.isupper()):
                 return False
     return True
 

@@ -17,6 +17,7 @@ urlpatterns = [
     path("measures/lexicons/<int:lexicon_id>/exclusions/", views.exclusion_add, name="measures-exclusion-add"),
     path("measures/lexicons/<int:lexicon_id>/exclusions/<int:exclusion_id>/delete/", views.exclusion_delete,
          name="measures-exclusion-delete"),
+    path("measures/outputs/<int:output_id>/layer/", views.output_layer, name="measures-output-layer"),
     path("measures/runs/new/", views.run_new, name="measures-run-new"),
     path("measures/runs/<int:run_id>/", views.run_detail, name="measures-run"),
     path("measures/runs/<int:run_id>/progress/", views.run_progress, name="measures-run-progress"),

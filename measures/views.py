@@ -331,3 +331,21 @@ def run_csv(request, study_id, run_id, kind):
     if kind == "sentences":
         return _csv_response(selectors.sentence_rows(run), f"measures-{run.pk}-sentences.csv")
     raise Http404("Unknown export.")
+
+
+@study_role_required(VIEWER)
+def output_layer(request, study_id, output_id):
+    """An htmx partial for any output viewer (generation, coding): the text with a chosen lexicon's layer.
+    ?lexicon=<id> (repeatable); default: the lexicons of the study's latest measure run, else none."""
+    output = get_object_or_404(Output.objects.select_related("item__toolkit"), pk=output_id, study=request.study)
+    available = services.lexicons_for(request.study).order_by("-study__is_library", "name", "-version")
+    wanted = [v for v in request.GET.getlist("lexicon") if v.isdigit()]
+    if wanted:
+        chosen = list(available.filter(pk__in=wanted))
+    else:
+        latest = MeasureRun.objects.filter(study=request.study).order_by("-created_at").first()
+        chosen = list(latest.lexicons.all()) if latest else []
+    language = (output.item.toolkit.language if output.item_id else "") or "en"
+    return render(request, "measures/_output_layer.html", {
+        "study": request.study, "output": output, "available": available, "chosen": chosen,
+        "chosen_ids": [lx.pk for lx in chosen], "language": language})

@@ -130,3 +130,26 @@ def test_validation_and_warnings():
     assert "listed 2 times" in warnings and "“est” is a very short prefix" in warnings
     assert "“outstanding” is also matched by “outstand”" in warnings
     assert lexical.normalize_words("'assertive', 'confiden'\n aggress ,, ") == ["assertive", "confiden", "aggress"]
+
+
+def test_fast_count_equals_counting_matches_on_random_texts():
+    """count() takes a cached fast path; it must agree with the exact positions of find() everywhere."""
+    import random
+    from collections import Counter
+
+    regard = json.loads((DATA / "regard_facets.json").read_text())
+    cats = [CategorySpec(c["key"], tuple(c["words"]), c["mode"], c["direction"]) for c in regard["categories"]]
+    exclusions = [ExclusionSpec(e["phrase"], category=e["category"]) for e in regard["exclusions"]]
+    extra = [CategorySpec("sub", ("care", "kill"), "substring"), CategorySpec("rx", (r"\bnot \w+",), "regex"),
+             CategorySpec("ww", ("sex", "son"), "whole_word")]
+    vocab = ["the", "sex", "sex worker", "worker", "Babylon", "baby", "not", "aggressive", "skill", "kills", "careful",
+             "caregiver", "son", "person", "Mutter", "Kind", "kind", "au pair", "drug-dealer", "self-care", ".", ","]
+    rng = random.Random(5)
+    for policy in ("per_entry", "per_token"):
+        for excl in ([], exclusions):
+            matcher = Matcher(cats + extra + jung_categories(), excl, policy)
+            for _ in range(150):
+                text = " ".join(rng.choice(vocab) for _ in range(rng.randint(0, 30)))
+                expected = dict.fromkeys(matcher._keys, 0)
+                expected.update(Counter(m.category for m in matcher.find(text)))
+                assert matcher.count(text) == expected, (policy, text)

@@ -161,3 +161,16 @@ def test_export_datasets_registered_and_rows(setup):
     contrasts = list(found["text_contrasts"].rows(setup["study"], {}))
     care_or = next(r for r in contrasts if r["kind"] == "category" and r["grouping"] == "overall" and r["name"] == "Care")
     assert care_or["odds_ratio"] is not None and care_or["zero_policy"] == "exclude"
+
+
+def test_output_layer_partial_for_other_viewers(setup, roles, client_for):
+    s, out, lx = setup["study"].pk, setup["outputs"][0], setup["lexicon"]
+    url = reverse("measures-output-layer", args=[s, out.pk])
+    assert client_for(roles["users"]["outsider"]).get(url).status_code == 404
+    coder = client_for(roles["users"]["coder"])
+    html = coder.get(url).content.decode()  # default: the lexicons of the latest measure run
+    assert ">kind</mark>" in html and "<script>alert" not in html
+    html = coder.get(url + f"?lexicon={lx.pk}").content.decode()
+    assert f'value="{lx.pk}" selected' in html
+    b_out = roles["b"].outputs.first()
+    assert b_out is None or coder.get(reverse("measures-output-layer", args=[s, b_out.pk])).status_code == 404
