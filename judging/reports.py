@@ -86,7 +86,13 @@ def report(rounds, *, method="shrunk", weak_below=0.3):
     by_generator = W.detection_by(rows, "generator")
     by_judge = W.detection_by(rows, "judge")
     weighted = W.weights(item_stats, method=method) if item_stats else {}
-    flagged = W.flags(item_stats, by_judge, weak_below=weak_below)
+    # Judges can only be compared on outputs they both judged (panel, k-of-n); in a rotation each judge sees
+    # other writers, so a spread of judge rates says nothing about stability there.
+    judges_per_output = defaultdict(int)
+    for r in rows:
+        judges_per_output[r["output"]] += 1
+    shared = [r for r in rows if judges_per_output[r["output"]] > 1]
+    flagged = W.flags(item_stats, W.detection_by(shared, "judge") if shared else None, weak_below=weak_below)
     dims = dimension_order(items)
     generators = sorted({r["generator"] for r in rows})
     judges = sorted({r["judge"] for r in rows})
