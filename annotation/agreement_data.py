@@ -251,10 +251,37 @@ def add_rater(rm: ag.RatingMatrix, key, values: dict) -> ag.RatingMatrix:
     return ag.RatingMatrix(units=units, raters=list(rm.raters) + [key], codes=codes, categories=categories, level=rm.level)
 
 
+def default_rounds(study):
+    """Rounds that share the scale of the newest round with verdicts; binary and Likert verdicts do not mix."""
+    from judging.models import JudgeRound
+
+    rounds = list(JudgeRound.objects.filter(study=study, verdicts__status="ok").distinct().order_by("-created_at", "-id")
+                  .values_list("pk", "template__scale_min", "template__scale_max", "name"))
+    if not rounds:
+        return None, ""
+    scale = rounds[0][1:3]
+    chosen = [r for r in rounds if r[1:3] == scale]
+    if len(chosen) == len(rounds):
+        return None, ""
+    return [r[0] for r in chosen], (
+        f"Judge rounds on the {scale[0]}-{scale[1]} scale of the newest round ({', '.join(r[3] for r in chosen)}); "
+        "choose rounds to compare the others.")
+
+
 def stereotype_table(study, *, codebook=None, round_ids=None, include_coders=True, include_gold=True, data=None) -> Table:
     """Per story and target stereotype: judges, human checks, coders (item-linked codes) and gold as raters."""
-    from judging.models import HumanCheck, Verdict
+    from judging.models import HumanCheck, JudgeRound, Verdict
 
+    notes = []
+    if round_ids:
+        found = set(JudgeRound.objects.filter(study=study, pk__in=round_ids).values_list("pk", flat=True))
+        missing = sorted(set(round_ids) - found)
+        if missing:
+            raise AgreementRequestError(f"No judge round {', '.join(map(str, missing))} in this study.")
+    else:
+        round_ids, note = default_rounds(study)
+        if note:
+            notes.append(note)
     verdicts = Verdict.objects.filter(round__study=study, status="ok", value__isnull=False)
     if round_ids:
         verdicts = verdicts.filter(round_id__in=round_ids)
@@ -278,8 +305,9 @@ def stereotype_table(study, *, codebook=None, round_ids=None, include_coders=Tru
         cells[(key, out)] = value
         usernames[user] = username
         scale.add(value)
-    notes = []
-    if include_coders and codebook is not None:
+    if include_coders and codebook is not None and scale - set(BINARY):
+        notes.append("coders are not in this table: they code 0/1 while these judges rate on a wider scale")
+    elif include_coders and codebook is not None:
         data = data if data is not None and data.codebook == codebook else CodingData(study, codebook)
         linked = {cid for cid, row in data.index.codes.items() if row["item_id"]}
         if linked:

@@ -169,7 +169,13 @@ def disagreement_rows(table: Table, *, limit=None):
     """Stories where raters differ: each rater's value, and the gold value if set."""
     rm = table.matrix
     idx = ag.disagreements(rm.subset(rater_indices=[i for i, k in enumerate(rm.raters) if k != GOLD]) if GOLD in rm.raters else rm)
-    labels = output_labels([rm.units[i] for i in (idx[:limit] if limit else idx)])
+    shown = [rm.units[i] for i in (idx[:limit] if limit else idx)]
+    labels = output_labels(shown)
+    from django.db.models.functions import Substr
+
+    from generation.models import Output
+
+    excerpts = dict(Output.objects.filter(pk__in=shown).annotate(head=Substr("text", 1, 240)).values_list("pk", "head"))
     gold_pos = rm.raters.index(GOLD) if GOLD in rm.raters else None
     rows = []
     for i in (idx[:limit] if limit else idx):
@@ -180,7 +186,8 @@ def disagreement_rows(table: Table, *, limit=None):
             code = rm.codes[r, i]
             values.append({"rater": key, "label": table.label(key), "value": rm.categories[code] if code >= 0 else None})
         gold = rm.categories[rm.codes[gold_pos, i]] if gold_pos is not None and rm.codes[gold_pos, i] >= 0 else None
-        rows.append({"output_id": rm.units[i], "label": labels.get(rm.units[i], rm.units[i]), "values": values, "gold": gold})
+        rows.append({"output_id": rm.units[i], "label": labels.get(rm.units[i], rm.units[i]), "values": values, "gold": gold,
+                     "excerpt": excerpts.get(rm.units[i], "")})
     return rows, len(idx)
 
 
@@ -226,7 +233,9 @@ def clear_gold(study, *, target, output_id, user):
     from .models import GoldLabel
 
     parse_target(target)
-    deleted, _ = GoldLabel.objects.filter(study=study, target=target, output_id=output_id).delete()
+    if not str(output_id).isdigit():
+        raise AgreementRequestError(f"No story {output_id!r} in this study.")
+    deleted, _ = GoldLabel.objects.filter(study=study, target=target, output_id=int(output_id)).delete()
     if not deleted:
         raise AgreementRequestError(f"No gold label for story {output_id} on {target}.")
     record_activity(study, user, "cleared gold label", f"{target} story {output_id}")

@@ -24,8 +24,8 @@ from stereoscope.permissions import VIEWER, check_role, has_role
 from . import codebook_format as fmt
 from . import selectors, services
 from .assigning import STRATEGIES
-from .models import (Assignment, AttributedGender, Code, Codebook, CodeOperation, Coding, CodingMode, GenderAttribution,
-                     Memo)
+from .models import (Assignment, AttributedGender, Code, Codebook, CodeDiscovery, CodeOperation, CodeSuggestion, Coding,
+                     CodingMode, GenderAttribution, Memo)
 
 
 def _int_list(value, label):
@@ -606,6 +606,65 @@ class GenderAttributionViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.C
         return Response(GenderAttributionSerializer(attribution).data, status=status.HTTP_201_CREATED)
 
 
+class CodeSuggestionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = CodeSuggestion
+        fields = ["id", "order", "name", "description", "gender_tag", "example", "status", "code", "decided_at"]
+
+
+class CodeDiscoverySerializer(serializers.ModelSerializer):
+    suggestions = CodeSuggestionSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = CodeDiscovery
+        fields = ["id", "codebook", "endpoint", "item", "sample_size", "seed", "output_ids", "messages", "status", "error",
+                  "response_text", "provider_call", "created_at", "finished_at", "suggestions"]
+        read_only_fields = ["output_ids", "messages", "status", "error", "response_text", "provider_call", "created_at",
+                            "finished_at"]
+
+
+class CodeDiscoveryViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
+                           viewsets.GenericViewSet):
+    """AI-assisted code discovery: POST starts one (queued as a task); decide each suggestion with /decide/."""
+
+    serializer_class = CodeDiscoverySerializer
+    queryset = CodeDiscovery.objects.prefetch_related("suggestions").order_by("-created_at", "-id")
+    read_role = Role.RESEARCHER
+
+    def create(self, request, *args, **kwargs):
+        from generation.models import ModelEndpoint, PromptItem
+
+        study = self.get_study()
+        codebook = _get_in_study(Codebook, request.data.get("codebook"), study, label="codebook")
+        endpoint = _get_in_study(ModelEndpoint, request.data.get("endpoint"), study, label="endpoint")
+        item = _get_in_study(PromptItem, request.data.get("item"), study, field="toolkit__study", label="prompt item")
+        discovery = services.start_discovery(study, codebook, endpoint=endpoint, item=item,
+                                             sample_size=request.data.get("sample_size", 5), seed=request.data.get("seed", 0),
+                                             actor=request.user)
+        return Response(CodeDiscoverySerializer(discovery).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=inline_serializer("CodeSuggestionDecision", {
+        "suggestion": serializers.IntegerField(), "accept": serializers.BooleanField(),
+        "name": serializers.CharField(required=False), "description": serializers.CharField(required=False),
+        "gender_tag": serializers.CharField(required=False), "parent": serializers.IntegerField(required=False)}),
+        responses={200: CodeSuggestionSerializer})
+    @action(detail=True, methods=["post"])
+    def decide(self, request, study_pk=None, pk=None):
+        discovery = self.get_object()
+        suggestion = discovery.suggestions.filter(pk=request.data.get("suggestion") or 0).first()
+        if suggestion is None:
+            raise ValidationError({"detail": "No such suggestion in this discovery."})
+        parent = None
+        if request.data.get("parent"):
+            parent = _get_in_study(Code, request.data["parent"], self.get_study(), field="codebook__study", label="parent code")
+        accept = request.data.get("accept") in (True, "true", "1", 1)
+        decided = services.decide_suggestion(suggestion, accept=accept, actor=request.user, name=request.data.get("name"),
+                                             description=request.data.get("description"),
+                                             gender_tag=request.data.get("gender_tag"), parent=parent)
+        return Response(CodeSuggestionSerializer(decided).data)
+
+
+
 from .api_agreement import api_routes as agreement_routes  # noqa: E402
 
 api_routes = [
@@ -616,5 +675,6 @@ api_routes = [
     ("memos", MemoViewSet, "api-memo"),
     ("assignments", AssignmentViewSet, "api-assignment"),
     ("gender-attributions", GenderAttributionViewSet, "api-gender-attribution"),
+    ("code-discoveries", CodeDiscoveryViewSet, "api-code-discovery"),
 ]
 api_routes += agreement_routes

@@ -7,7 +7,7 @@ from django.apps import apps
 from django.utils.text import slugify
 
 from generation.exports import filtered_outputs
-from stereoscope.exports import Column, person, register_dataset
+from stereoscope.exports import Column, iso_datetime, person, register_dataset, uuid_text
 
 from .models import Assignment, Code, Coding, GenderAttribution, Memo
 
@@ -27,6 +27,7 @@ class CodeIndex:
         for pk, row in self.codes.items():
             self.children[row[1]].append(pk)
         self._paths = {}
+        self._dimensions = {}
 
     def chain(self, pk):
         chain, node, seen = [], pk, set()
@@ -43,8 +44,10 @@ class CodeIndex:
 
     def dimension(self, pk):
         """The top-level ancestor when it is a non-codable root, else None (as in Code.dimension())."""
-        root = self.chain(pk)[0]
-        return root if not self.codes[root][3] else None
+        if pk not in self._dimensions:
+            root = self.chain(pk)[0]
+            self._dimensions[pk] = root if not self.codes[root][3] else None
+        return self._dimensions[pk]
 
     def with_descendants(self, pks):
         result, stack = set(), list(pks)
@@ -113,19 +116,24 @@ def coding_rows(study, options):
     memos = defaultdict(list)
     for coding_id, text in Memo.objects.filter(study=study, coding__isnull=False).order_by("pk").values_list("coding_id", "text"):
         memos[coding_id].append(text)
-    qs = coding_queryset(study, options, index).order_by("output_id", "pk").values_list(
-        "pk", "guid", "output_id", "output__run_id", "output__model_name", "output__item__number",
+    qs = coding_queryset(study, options, index).order_by("output_id", "pk").annotate(
+        guid_text=uuid_text("guid"), created_text=iso_datetime("created_at"), updated_text=iso_datetime("updated_at"),
+    ).values_list(
+        "pk", "guid_text", "output_id", "output__run_id", "output__model_name", "output__item__number",
         "output__item__dimension__name", "output__trial", "coder_id", "coder__username", "code_id", "start", "end",
-        "quote", "created_at", "updated_at")
+        "quote", "created_text", "updated_text")
+    dimension_names = {}
     for (pk, guid, output_id, run_id, model, number, item_dim, trial, coder_id, username, code_id, start, end, quote,
          created, updated) in qs.iterator(chunk_size=5000):
         code = index.codes[code_id]
-        dimension = index.dimension(code_id)
+        if code_id not in dimension_names:
+            dimension = index.dimension(code_id)
+            dimension_names[code_id] = index.codes[dimension][2] if dimension else ""
         yield {
             "coding_id": pk, "coding_guid": str(guid), "output_id": output_id, "run_id": run_id, "model": model,
             "item_number": number, "item_dimension": item_dim, "trial": trial, "coder": name(coder_id, username),
             "codebook": code[8], "codebook_version": code[9], "code_id": code_id, "code": code[2],
-            "code_path": index.path(code_id), "dimension": index.codes[dimension][2] if dimension else "",
+            "code_path": index.path(code_id), "dimension": dimension_names[code_id],
             "gender_tag": code[5], "code_kind": code[6], "level": "document" if start is None else "span",
             "start": start, "end": end, "quote": quote, "memo": " | ".join(memos.get(pk, ())),
             "created_at": created, "updated_at": updated,

@@ -110,6 +110,8 @@ class Coding(models.Model):
             models.Index(fields=["output", "coder"]),
             models.Index(fields=["code"]),
             models.Index(fields=["codebook", "coder"]),
+            # frequency tables: counts and distinct stories per code from the index alone
+            models.Index(fields=["codebook", "code", "output"], name="coding_frequency_idx"),
         ]
 
     def __str__(self):
@@ -198,7 +200,11 @@ class Assignment(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["codebook", "output", "coder"], name="unique_assignment")]
         ordering = ["codebook", "coder", "position", "id"]
-        indexes = [models.Index(fields=["study", "coder", "status"])]
+        indexes = [
+            models.Index(fields=["study", "coder", "status"]),
+            models.Index(fields=["codebook", "coder", "status", "position"], name="assignment_queue_idx"),
+            models.Index(fields=["codebook", "coder", "position"], name="assignment_order_idx"),
+        ]
 
     def __str__(self):
         return f"{self.coder} · {self.output_id} · {self.status}"

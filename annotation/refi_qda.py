@@ -44,6 +44,11 @@ def stable_guid(*parts) -> str:
     return str(uuid.uuid5(STEREOSCOPE_NS, ":".join(str(p) for p in parts)))
 
 
+def derived_guid(guid: str, salt: int) -> str:
+    """A second stable GUID from a GUID (XOR with a salt): cheap, and distinct per salt."""
+    return str(uuid.UUID(int=uuid.UUID(guid).int ^ salt))
+
+
 def normalise_guid(value) -> str | None:
     match = GUID_RE.match((value or "").strip())
     return match.group(1).lower() if match else None
@@ -158,8 +163,8 @@ class QProject:
 # --- writing ------------------------------------------------------------------------------------------------
 
 def _dt(value):
-    if value is None:
-        return None
+    if value is None or isinstance(value, str):  # strings come pre-formatted (UTC, xsd:dateTime) from the query
+        return value
     if value.tzinfo is None:
         value = value.replace(tzinfo=datetime.timezone.utc)
     return value.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -170,6 +175,9 @@ def _attrs(**values):
 
 
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_ATTR_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\n": "&#10;", "\r": "&#13;",
+                               "\t": "&#9;"})
+_TEXT_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"})
 
 
 def xml_text(value):
@@ -177,29 +185,37 @@ def xml_text(value):
     return _XML_ILLEGAL.sub("", value or "")
 
 
-def _write_code(xf, code):
-    with xf.element(f"{{{NS}}}Code", _attrs(guid=code.guid, name=xml_text(code.name),
-                                            isCodable="true" if code.codable else "false", color=code.color)):
-        if code.description:
-            _leaf(xf, "Description", code.description)
-        for note in code.note_guids:
-            xf.write(etree.Element(f"{{{NS}}}NoteRef", targetGUID=note))
-        for child in code.children:
-            _write_code(xf, child)
+def _qa(value):
+    return '"' + xml_text(str(value)).translate(_ATTR_ESCAPES) + '"'
 
 
-def _leaf(xf, tag, text, attrs=None):
-    element = etree.Element(f"{{{NS}}}{tag}", attrs or {})
-    element.text = xml_text(str(text))
-    xf.write(element)
+def _opt(name, value):
+    return "" if value in (None, "") else f" {name}={_qa(value)}"
 
 
-def _coding_element(coding):
-    element = etree.Element(f"{{{NS}}}Coding", _attrs(guid=coding.guid, creatingUser=coding.user_guid,
-                                                        creationDateTime=_dt(coding.created)))
-    etree.SubElement(element, f"{{{NS}}}CodeRef", targetGUID=coding.code_guid)
-    for note in coding.note_guids:
-        etree.SubElement(element, f"{{{NS}}}NoteRef", targetGUID=note)
+def _safe(name, value):
+    """An optional attribute whose value needs no escaping (GUIDs, xsd:dateTime stamps)."""
+    return f' {name}="{value}"' if value else ""
+
+
+def _el(tag, attrs=None, text=None, children=()):
+    element = etree.Element(f"{{{NS}}}{tag}", attrs or {}, nsmap={None: NS})
+    if text is not None:
+        element.text = xml_text(str(text))
+    for child in children:
+        element.append(child)
+    return element
+
+
+def _code_element(code):
+    element = _el("Code", _attrs(guid=code.guid, name=xml_text(code.name), isCodable="true" if code.codable else "false",
+                                 color=code.color))
+    if code.description:
+        element.append(_el("Description", text=code.description))
+    for note in code.note_guids:
+        element.append(_el("NoteRef", {"targetGUID": note}))
+    for child in code.children:
+        element.append(_code_element(child))
     return element
 
 
@@ -207,93 +223,97 @@ VALUE_TAGS = {"Text": "TextValue", "Integer": "IntegerValue", "Float": "FloatVal
               "Date": "DateValue", "DateTime": "DateTimeValue"}
 
 
-def _source_element(source, variable_types):
-    element = etree.Element(f"{{{NS}}}TextSource", _attrs(
-        guid=source.guid, name=xml_text(source.name), plainTextPath=f"internal://{source.guid}.txt",
-        creatingUser=source.user_guid, creationDateTime=_dt(source.created)))
+def _coding_xml(coding, parts):
+    parts.append(f'<Coding guid="{coding.guid}"{_safe("creatingUser", coding.user_guid)}'
+                 f'{_safe("creationDateTime", _dt(coding.created))}><CodeRef targetGUID="{coding.code_guid}"/>')
+    for note in coding.note_guids:
+        parts.append(f'<NoteRef targetGUID="{note}"/>')
+    parts.append("</Coding>")
+
+
+def source_xml(source, variable_types):
+    """One TextSource as XML text. Hand-built: this is the hot path of large exports (GUIDs and integers need no
+    escaping; names and values are escaped)."""
+    parts = [f'<TextSource guid="{source.guid}" name={_qa(source.name)} plainTextPath="internal://{source.guid}.txt"'
+             f'{_safe("creatingUser", source.user_guid)}{_safe("creationDateTime", _dt(source.created))}>']
     for sel in source.selections:
-        sel_el = etree.SubElement(element, f"{{{NS}}}PlainTextSelection", _attrs(
-            guid=sel.guid, name=xml_text(sel.name), startPosition=sel.start, endPosition=sel.end,
-            creatingUser=sel.user_guid, creationDateTime=_dt(sel.created)))
+        parts.append(f'<PlainTextSelection guid="{sel.guid}"{_opt("name", sel.name)} startPosition="{int(sel.start)}" '
+                     f'endPosition="{int(sel.end)}"{_safe("creatingUser", sel.user_guid)}'
+                     f'{_safe("creationDateTime", _dt(sel.created))}>')
         for coding in sel.codings:
-            sel_el.append(_coding_element(coding))
+            _coding_xml(coding, parts)
         for note in sel.note_guids:
-            etree.SubElement(sel_el, f"{{{NS}}}NoteRef", targetGUID=note)
+            parts.append(f'<NoteRef targetGUID="{note}"/>')
+        parts.append("</PlainTextSelection>")
     for coding in source.codings:
-        element.append(_coding_element(coding))
+        _coding_xml(coding, parts)
     for note in source.note_guids:
-        etree.SubElement(element, f"{{{NS}}}NoteRef", targetGUID=note)
+        parts.append(f'<NoteRef targetGUID="{note}"/>')
     for var_guid, value in source.variables:
         if value is None or value == "":
             continue
-        vv = etree.SubElement(element, f"{{{NS}}}VariableValue")
-        etree.SubElement(vv, f"{{{NS}}}VariableRef", targetGUID=var_guid)
         kind = variable_types.get(var_guid, "Text")
-        tag = etree.SubElement(vv, f"{{{NS}}}{VALUE_TAGS[kind]}")
-        tag.text = ("true" if value else "false") if kind == "Boolean" else xml_text(str(value))
-    return element
+        tag = VALUE_TAGS[kind]
+        text = ("true" if value else "false") if kind == "Boolean" else xml_text(str(value)).translate(_TEXT_ESCAPES)
+        parts.append(f'<VariableValue><VariableRef targetGUID="{var_guid}"/><{tag}>{text}</{tag}></VariableValue>')
+    parts.append("</TextSource>\n")
+    return "".join(parts)
 
 
 def write_qdpx(target, project: QProject, progress=None):
     """Write a .qdpx ZIP to `target` (path or binary file object). `project.sources` may be a generator: each
-    source's text goes to Sources/<guid>.txt at once, so memory stays flat. Returns counts."""
-    counts = {"sources": 0, "selections": 0, "codings": 0, "notes": len(project.notes), "codes": 0, "users": len(project.users)}
+    source's text goes to Sources/<guid>.txt at once and its XML to a temporary project.qde, so memory stays
+    flat. Returns counts."""
+    counts = {"sources": 0, "selections": 0, "codings": 0, "notes": len(project.notes),
+              "codes": sum(1 for _ in project.all_codes()), "users": len(project.users)}
     variable_types = {v.guid: v.type for v in project.variables}
+
+    def put(element):
+        qde.write(etree.tostring(element, encoding="utf-8"))
+        qde.write(b"\n")
+
     with tempfile.TemporaryFile() as qde, zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED,
                                                           compresslevel=1, allowZip64=True) as zf:
-        with etree.xmlfile(qde, encoding="utf-8") as xf:
-            xf.write_declaration()
-            with xf.element(f"{{{NS}}}Project", _attrs(name=xml_text(project.name), origin=project.origin,
-                                                       creationDateTime=_dt(project.created)), nsmap={None: NS}):
-                if project.users:
-                    with xf.element(f"{{{NS}}}Users"):
-                        for user in project.users:
-                            xf.write(etree.Element(f"{{{NS}}}User", _attrs(guid=user.guid, name=xml_text(user.name))))
-                if project.codes:
-                    with xf.element(f"{{{NS}}}CodeBook"), xf.element(f"{{{NS}}}Codes"):
-                        for code in project.codes:
-                            _write_code(xf, code)
-                    counts["codes"] = sum(1 for _ in project.all_codes())
-                if project.variables:
-                    with xf.element(f"{{{NS}}}Variables"):
-                        for var in project.variables:
-                            with xf.element(f"{{{NS}}}Variable", _attrs(guid=var.guid, name=var.name, typeOfVariable=var.type)):
-                                if var.description:
-                                    _leaf(xf, "Description", var.description)
-                sources_open = None
-                for source in project.sources:
-                    if sources_open is None:
-                        sources_open = xf.element(f"{{{NS}}}Sources")
-                        sources_open.__enter__()
-                    zf.writestr(f"Sources/{source.guid}.txt", source.text.encode("utf-8"))
-                    xf.write(_source_element(source, variable_types))
-                    counts["sources"] += 1
-                    counts["selections"] += len(source.selections)
-                    counts["codings"] += len(source.codings) + sum(len(s.codings) for s in source.selections)
-                    if progress and counts["sources"] % 500 == 0:
-                        progress(counts)
-                if sources_open is not None:
-                    sources_open.__exit__(None, None, None)
-                if project.notes:
-                    with xf.element(f"{{{NS}}}Notes"):
-                        for note in project.notes:
-                            element = etree.Element(f"{{{NS}}}Note", _attrs(
-                                guid=note.guid, name=xml_text(note.name), creatingUser=note.user_guid,
-                                creationDateTime=_dt(note.created)))
-                            content = etree.SubElement(element, f"{{{NS}}}PlainTextContent")
-                            content.text = xml_text(note.text)
-                            xf.write(element)
-                if project.sets:
-                    with xf.element(f"{{{NS}}}Sets"):
-                        for q_set in project.sets:
-                            element = etree.Element(f"{{{NS}}}Set", _attrs(guid=q_set.guid, name=xml_text(q_set.name)))
-                            if q_set.description:
-                                etree.SubElement(element, f"{{{NS}}}Description").text = xml_text(q_set.description)
-                            for guid in q_set.code_guids:
-                                etree.SubElement(element, f"{{{NS}}}MemberCode", targetGUID=guid)
-                            xf.write(element)
-                if project.description:
-                    _leaf(xf, "Description", project.description)
+        qde.write(b'<?xml version="1.0" encoding="utf-8"?>\n')
+        qde.write(f'<Project xmlns="{NS}" name={_qa(project.name)}{_opt("origin", project.origin)}'
+                  f'{_opt("creationDateTime", _dt(project.created))}>\n'.encode("utf-8"))
+        if project.users:
+            put(_el("Users", children=[_el("User", _attrs(guid=u.guid, name=xml_text(u.name))) for u in project.users]))
+        if project.codes:
+            put(_el("CodeBook", children=[_el("Codes", children=[_code_element(c) for c in project.codes])]))
+        if project.variables:
+            put(_el("Variables", children=[
+                _el("Variable", _attrs(guid=v.guid, name=v.name, typeOfVariable=v.type),
+                    children=[_el("Description", text=v.description)] if v.description else [])
+                for v in project.variables]))
+        opened = False
+        for source in project.sources:
+            if not opened:
+                qde.write(b"<Sources>\n")
+                opened = True
+            zf.writestr(f"Sources/{source.guid}.txt", source.text.encode("utf-8"))
+            qde.write(source_xml(source, variable_types).encode("utf-8"))
+            counts["sources"] += 1
+            counts["selections"] += len(source.selections)
+            counts["codings"] += len(source.codings) + sum(len(s.codings) for s in source.selections)
+            if progress and counts["sources"] % 500 == 0:
+                progress(counts)
+        if opened:
+            qde.write(b"</Sources>\n")
+        if project.notes:
+            put(_el("Notes", children=[
+                _el("Note", _attrs(guid=n.guid, name=xml_text(n.name), creatingUser=n.user_guid,
+                                   creationDateTime=_dt(n.created)), children=[_el("PlainTextContent", text=n.text)])
+                for n in project.notes]))
+        if project.sets:
+            put(_el("Sets", children=[
+                _el("Set", _attrs(guid=q.guid, name=xml_text(q.name)),
+                    children=([_el("Description", text=q.description)] if q.description else [])
+                    + [_el("MemberCode", {"targetGUID": g}) for g in q.code_guids])
+                for q in project.sets]))
+        if project.description:
+            put(_el("Description", text=project.description))
+        qde.write(b"</Project>\n")
         qde.seek(0)
         with zf.open("project.qde", "w", force_zip64=True) as member:
             for chunk in iter(lambda: qde.read(1 << 20), b""):

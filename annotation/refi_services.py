@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from generation.exports import filtered_outputs
+from stereoscope.exports import iso_datetime, uuid_text
 from generation.models import GenerationRun, Output, OutputStatus, RunStatus
 import stereoscope
 from stereoscope.models import Membership, Role
@@ -31,6 +32,8 @@ from .exports import CodeIndex
 from .models import Assignment, Codebook, Coding, GenderAttribution, Memo
 
 JUDGE_GROUP_GUID = rq.stable_guid("judge-verdicts")
+SELECTION_SALT = 0x5e1ec7  # selection GUID = coding GUID XOR this: stable and distinct
+XSD_DATETIME = 'YYYY-MM-DD"T"HH24:MI:SS"Z"'
 RGB_RE = re.compile(r"^#([0-9a-fA-F]{6}|[0-9a-fA-F]{3})$")
 VARIABLES = [("model", "Text"), ("endpoint", "Text"), ("run", "Text"), ("item", "Integer"), ("dimension", "Text"),
              ("target_stereotype", "Text"), ("trial", "Integer"), ("variant", "Text"), ("gender_attribution", "Text")]
@@ -76,7 +79,7 @@ def export_qdpx(study, target, *, options, actor=None, progress=None):
     codings = Coding.objects.filter(output__in=outputs)
     if options.get("code_ids"):
         codings = codings.filter(code_id__in=index.with_descendants(options["code_ids"]))
-    used_codes = set(codings.values_list("code_id", flat=True).distinct())
+    used_codes = set(codings.order_by().values_list("code_id", flat=True).distinct())
     used_books = {index.codes[c][7] for c in used_codes}
     books = sorted(used_books or {row[7] for row in index.codes.values()})
 
@@ -87,7 +90,7 @@ def export_qdpx(study, target, *, options, actor=None, progress=None):
         return user_guid(pk), username
 
     users = {}
-    for pk, username in codings.values_list("coder_id", "coder__username").distinct():
+    for pk, username in codings.order_by().values_list("coder_id", "coder__username").distinct():
         users[pk] = person_of(pk, username)
     memos = list(Memo.objects.filter(study=study).select_related("author").order_by("pk"))
     for memo in memos:
@@ -168,8 +171,10 @@ def export_qdpx(study, target, *, options, actor=None, progress=None):
     def sources():
         from .exports import _Cursor
 
-        coding_cursor = _Cursor(codings.order_by("output_id", "start", "pk").values_list(
-            "output_id", "pk", "guid", "code_id", "coder_id", "start", "end", "created_at").iterator(chunk_size=10000))
+        coding_cursor = _Cursor(codings.order_by("output_id", "start", "pk").annotate(
+            guid_text=uuid_text("guid"), created_text=iso_datetime("created_at", XSD_DATETIME)).values_list(
+            "output_id", "pk", "guid_text", "code_id", "coder_id", "start", "end", "created_text").iterator(chunk_size=10000))
+        code_guids = {pk: str(row[13]) for pk, row in index.codes.items()}
         verdict_cursor = _Cursor(verdict_rows.iterator(chunk_size=10000)) if verdict_rows is not None else None
         gender_cursor = _Cursor(GenderAttribution.objects.filter(output__in=outputs).order_by("output_id")
                                 .values_list("output_id", "gender").iterator(chunk_size=10000))
@@ -181,12 +186,13 @@ def export_qdpx(study, target, *, options, actor=None, progress=None):
                                 name=f"{model} · item {number if number is not None else '-'} · trial {trial} · #{pk}",
                                 text=text or "", created=created, note_guids=notes_by["output"].get(pk, []))
             for _, coding_pk, guid, code_id, coder_id, start, end, coded_at in coding_cursor.take(pk):
-                coding = rq.QCoding(guid=str(guid), code_guid=str(index.codes[code_id][13]), user_guid=users[coder_id][0],
-                                    created=coded_at, note_guids=notes_by["coding"].get(coding_pk, []))
+                guid = str(guid)
+                coding = rq.QCoding(guid=guid, code_guid=code_guids[code_id], user_guid=users[coder_id][0],
+                                    created=coded_at, note_guids=notes_by["coding"].get(coding_pk, ()))
                 if start is None:
                     source.codings.append(coding)
                 else:
-                    source.selections.append(rq.QSelection(guid=rq.stable_guid("selection", guid), start=start, end=end,
+                    source.selections.append(rq.QSelection(guid=rq.derived_guid(guid, SELECTION_SALT), start=start, end=end,
                                                            user_guid=coding.user_guid, created=coded_at, codings=[coding]))
             if verdict_cursor is not None:
                 for _, round_id, judge_model, value, verdict_pk, updated in verdict_cursor.take(pk):

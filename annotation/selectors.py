@@ -75,9 +75,13 @@ def frequency_table(codebook, *, level="code", by="", coder_ids=None):
     if coder_ids:
         qs = qs.filter(coder_id__in=coder_ids)
     field = BREAKDOWNS[by]
-    group = ["code_id"] + ([field] if field else [])
-    counts = qs.values(*group).annotate(n=Count("id")).order_by()
-    stories = dict(qs.values("code_id").annotate(n=Count("output_id", distinct=True)).order_by().values_list("code_id", "n"))
+    # one pass over the (codebook, code, output) index: codings and distinct stories per code
+    per_code = list(qs.values("code_id").annotate(n=Count("output_id"), stories=Count("output_id", distinct=True)).order_by())
+    stories = {entry["code_id"]: entry["stories"] for entry in per_code}
+    if by in ("", "gender_tag", "dimension"):
+        counts = per_code  # these breakdowns come from the code itself
+    else:
+        counts = qs.values("code_id", field).annotate(n=Count("output_id")).order_by()
     rows, columns = {}, set()
 
     def row_for(code_id):

@@ -560,10 +560,14 @@ def reassign_coding(coding, code, *, user):
     return coding
 
 
-def visible_codings(codebook, output, user, *, show_all=False):
+_UNSET = object()
+
+
+def visible_codings(codebook, output, user, *, show_all=False, assignment=_UNSET):
     """Codings shown in the workspace: blind → only the user's own; consensus (or show_all) → everyone's."""
     qs = Coding.objects.filter(codebook=codebook, output=output).select_related("code", "coder").order_by("start", "id")
-    assignment = assignment_for(codebook, output, user)
+    if assignment is _UNSET:
+        assignment = assignment_for(codebook, output, user)
     consensus = assignment is not None and assignment.mode == CodingMode.CONSENSUS
     if not (consensus or show_all):
         qs = qs.filter(coder=user)

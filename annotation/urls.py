@@ -13,6 +13,7 @@ urlpatterns = [
     path("coding/codebooks/<int:codebook_id>/assignments/", views.assignments, name="annotation-assignments"),
     path("coding/codebooks/<int:codebook_id>/next/", views.queue_next, name="annotation-next"),
     path("coding/codebooks/<int:codebook_id>/discover/", views.discover, name="annotation-discover"),
+    path("coding/codebooks/<int:codebook_id>/codes/<int:code_id>/split/", views.split_code_page, name="annotation-split"),
     path("coding/codebooks/<int:codebook_id>/stories/<int:output_id>/", views.workspace, name="annotation-workspace"),
     path("coding/codebooks/<int:codebook_id>/stories/<int:output_id>/edit/", views.workspace_edit,
          name="annotation-workspace-edit"),

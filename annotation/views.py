@@ -28,6 +28,9 @@ def _codebook(request, codebook_id):
 
 def _code_tree(codebook, active_only=True):
     codes = list(codebook.codes.order_by("order", "id"))
+    by_id = {c.pk: c for c in codes}
+    for code in codes:
+        code.parent = by_id.get(code.parent_id)  # paths and dimensions without more queries
     if active_only:
         codes = [c for c in codes if c.active]
     children = {}
@@ -316,51 +319,64 @@ def _workspace_context(request, codebook, output, error="", notice=""):
     user = request.user
     study = request.study
     is_researcher = has_role(user, study, Role.RESEARCHER)
-    assignment = services.assignment_for(codebook, output, user)
+    if hasattr(request, "coding_assignment"):
+        assignment = request.coding_assignment
+    else:
+        assignment = services.assignment_for(codebook, output, user)
     show_all = is_researcher and request.GET.get("all", request.POST.get("all")) == "1"
     consensus = assignment is not None and assignment.mode == CodingMode.CONSENSUS
-    codings = list(services.visible_codings(codebook, output, user, show_all=show_all))
-    memo_qs = Memo.objects.filter(study=study).select_related("author")
+    codings = list(services.visible_codings(codebook, output, user, show_all=show_all, assignment=assignment))
+    memo_qs = Memo.objects.filter(study=study).select_related("author").filter(
+        Q(coding__in=[c.pk for c in codings]) | Q(code__codebook=codebook) | Q(output=output))
     if not (consensus or show_all):
         memo_qs = memo_qs.filter(author=user)
+    memos = list(memo_qs)
     coding_memos = {}
-    for memo in memo_qs.filter(coding__in=[c.pk for c in codings]):
-        coding_memos.setdefault(memo.coding_id, []).append(memo)
+    for memo in memos:
+        if memo.coding_id:
+            coding_memos.setdefault(memo.coding_id, []).append(memo)
     for coding in codings:
         coding.memo_list = coding_memos.get(coding.pk, [])
     tree = _code_tree(codebook)
+    flat = list(_flat(tree))
+    codable = [c for c in flat if c.codable]
     code_memos = {}
-    for memo in memo_qs.filter(code__codebook=codebook):
-        code_memos.setdefault(memo.code_id, []).append(memo)
-    for code in _flat(tree):
+    for memo in memos:
+        if memo.code_id:
+            code_memos.setdefault(memo.code_id, []).append(memo)
+    for code in flat:
         code.memo_list = code_memos.get(code.pk, [])
     queue = Assignment.objects.filter(codebook=codebook, coder=user).order_by("position", "id")
-    total = queue.count()
-    done = queue.filter(status=AssignmentStatus.DONE).count()
+    # grouped by status so PostgreSQL answers from the (codebook, coder, status, position) index alone
+    by_status = dict(queue.order_by().values_list("status").annotate(n=Count("status")))
+    total, done = sum(by_status.values()), by_status.get(AssignmentStatus.DONE, 0)
     nxt = services.next_assignment(codebook, user, after=assignment) if assignment else services.next_assignment(codebook, user)
     if nxt and nxt.output_id == output.pk:
         nxt = None
-    prev = queue.filter(position__lt=assignment.position).last() if assignment else None
+    prev = queue.filter(position__lt=assignment.position).order_by("-position", "-id").first() if assignment else None
     attribution = GenderAttribution.objects.filter(output=output, coder=user).first()
     return {
         "study": study, "codebook": codebook, "output": output, "assignment": assignment, "codings": codings,
         "span_codings": [c for c in codings if c.start is not None],
         "doc_codings": [c for c in codings if c.start is None], "story": story_html(output.text, codings),
-        "tree": tree, "codable": [c for c in _flat(tree) if c.codable], "story_memos": memo_qs.filter(output=output),
+        "tree": tree, "flat": flat, "codable": codable, "story_memos": [m for m in memos if m.output_id == output.pk],
+        "code_options": format_html_join("", '<option value="{}">{}</option>', ((c.pk, c.name) for c in codable)),
+        "code_path_options": format_html_join("", '<option value="{}">{}</option>', ((c.pk, c.path()) for c in codable)),
         "mode": "consensus" if consensus else ("all" if show_all else "blind"), "show_all": show_all,
         "is_researcher": is_researcher, "error": error, "notice": notice, "queue_total": total, "queue_done": done,
         "queue_percent": round(100 * done / total) if total else 0, "next_assignment": nxt, "prev_assignment": prev,
         "attribution": attribution, "genders": AttributedGender.choices, "gender_tags": GenderTag.choices,
-        "groups": [c for c in _flat(tree) if not c.codable], "can_add_codes": not codebook.locked,
+        "groups": [c for c in flat if not c.codable], "can_add_codes": not codebook.locked,
         "self_url": reverse("annotation-workspace", args=[study.pk, codebook.pk, output.pk]),
-        "post_url": reverse("annotation-workspace-edit", args=[study.pk, codebook.pk, output.pk]),
+        "post_url": reverse("annotation-workspace-edit", args=[study.pk, codebook.pk, output.pk]) + ("?all=1" if show_all else ""),
     }
 
 
 def _workspace_objects(request, codebook_id, output_id):
     codebook = _codebook(request, codebook_id)
     output = get_object_or_404(Output, pk=output_id, study=request.study)
-    if not has_role(request.user, request.study, Role.RESEARCHER) and services.assignment_for(codebook, output, request.user) is None:
+    request.coding_assignment = services.assignment_for(codebook, output, request.user)
+    if request.coding_assignment is None and not has_role(request.user, request.study, Role.RESEARCHER):
         raise Http404("This story is not in your queue.")
     return codebook, output
 
@@ -434,7 +450,7 @@ def workspace_edit(request, study_id, codebook_id, output_id):
         elif op == "gender":
             services.set_gender_attribution(output, coder=user, gender=post.get("gender", ""), character=post.get("character", ""))
         elif op in ("done", "undone"):
-            assignment = services.assignment_for(codebook, output, user) or _raise("This story is not in your queue.")
+            assignment = request.coding_assignment or _raise("This story is not in your queue.")
             services.set_assignment_status(assignment, user=user, done=op == "done")
             if op == "done" and post.get("next") == "1":
                 nxt = services.next_assignment(codebook, user, after=assignment)
@@ -497,3 +513,24 @@ def discover(request, study_id, codebook_id):
         .prefetch_related("suggestions__code")[:20],
         "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable], "gender_tags": GenderTag.choices,
     })
+
+
+@study_role_required(Role.RESEARCHER)
+def split_code_page(request, study_id, codebook_id, code_id):
+    """List a code's codings; the ticked ones move to a new (or another) code."""
+    codebook = _codebook(request, codebook_id)
+    code = get_object_or_404(Code, pk=code_id, codebook=codebook, active=True)
+    if request.method == "POST":
+        try:
+            target = _code_or_none(codebook, request.POST.get("target"))
+            new_code, _ = services.split_code(code, [int(x) for x in request.POST.getlist("codings") if x.isdigit()],
+                                              target=target, new_name=request.POST.get("new_name"), actor=request.user)
+            messages.success(request, f"Moved the chosen codings to “{new_code.name}”. Undo it from the history.")
+            return redirect("annotation-codebook", request.study.pk, codebook.pk)
+        except services.AnnotationError as exc:
+            messages.error(request, str(exc))
+    codings = Paginator(code.codings.select_related("coder", "output").order_by("output_id", "start", "id"), 200)
+    page = codings.get_page(request.GET.get("page"))
+    others = [c for c in _flat(_code_tree(codebook)) if c.codable and c.pk != code.pk]
+    return render(request, "annotation/split.html", {"study": request.study, "codebook": codebook, "code": code,
+                                                     "page": page, "others": others})

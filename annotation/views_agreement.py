@@ -97,6 +97,7 @@ def agreement_table(request, study_id):
     try:
         table, level, codebook = _table_request(request)
         bootstrap = _int(request, "bootstrap", 1000, 0, 5000)
+        overlap = _float(request, "overlap", 0.9, 0.01, 1)
     except AgreementRequestError as exc:
         return render(request, "annotation/agreement_table.html", {"study": request.study, "error": str(exc)}, status=400)
     result = services.table_result(table, level=level, bootstrap=bootstrap)
@@ -111,8 +112,38 @@ def agreement_table(request, study_id):
         "pairs": [dict(p, label_a=table.label(p["rater_a"]), label_b=table.label(p["rater_b"])) for p in result.pairs],
         "versus": services.rater_comparisons(table, level=level), "disagreements": rows, "n_disagree": n_disagree,
         "raters": raters, "confusion": _confusion_context(table, confusion), "gold_values": services.allowed_gold_values(table.target),
+        "all_raters": _all_raters(request, table), "selected_raters": request.GET.getlist("raters"),
+        "judge_rounds": _judge_rounds(request.study) if table.target == "stereotype" else [],
+        "segments": _segments(request.study, codebook, table.target, overlap), "overlap": overlap,
+        "selected_rounds": [int(r) for r in request.GET.getlist("rounds")],
         "can_adjudicate": True, "codebook": codebook, "query": request.GET.urlencode(), "gold_key": GOLD,
     })
+
+
+def _segments(study, codebook, target, overlap):
+    """Span-level matching between coders for a code table (MAXQDA-style overlap share)."""
+    if not target.startswith("code:") or codebook is None:
+        return None
+    from .agreement_data import CodingData, segment_report
+
+    return segment_report(CodingData(study, codebook), int(target.split(":")[1]), overlap)
+
+
+def _judge_rounds(study):
+    from judging.models import JudgeRound
+
+    return list(JudgeRound.objects.filter(study=study).select_related("template").order_by("-created_at", "-id"))
+
+
+def _all_raters(request, table):
+    """Every rater the table could have (for the rater-set checkboxes), not only the chosen ones."""
+    if not request.GET.getlist("raters"):
+        return [(key, table.label(key)) for key in table.matrix.raters]
+    from .agreement_data import build_table
+
+    rounds = [int(r) for r in request.GET.getlist("rounds")] or None
+    full = build_table(request.study, table.target, codebook=_codebook(request), round_ids=rounds)
+    return [(key, full.label(key)) for key in full.matrix.raters]
 
 
 def _confusion_context(table, confusion):

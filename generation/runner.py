@@ -7,7 +7,9 @@ connection and transaction see them. Limits per endpoint come from `generation.l
 exponentially with jitter and never earlier than Retry-After.
 """
 import asyncio
+import json
 import logging
+import os
 import queue
 import random
 import threading
@@ -95,6 +97,18 @@ def cost_of(endpoint, input_tokens, output_tokens):
         return None
     total = Decimal(input_tokens or 0) * Decimal(price_in or 0) + Decimal(output_tokens or 0) * Decimal(price_out or 0)
     return (total / Decimal(1_000_000)).quantize(Decimal("0.000001"))
+
+
+def redact_key(endpoint, value):
+    """Remove the endpoint's key from an error message or body a provider may have echoed it in."""
+    var = (getattr(endpoint, "api_key_env", "") or "").strip()
+    secret = os.environ.get(var) if var else None
+    if not secret or len(secret) < 4 or value is None:
+        return value
+    if isinstance(value, str):
+        return value.replace(secret, "[redacted key]")
+    text = json.dumps(value)
+    return json.loads(text.replace(json.dumps(secret)[1:-1], "[redacted key]")) if secret in text else value
 
 
 def output_id_from_ref(unit_ref):
@@ -202,11 +216,12 @@ class _Loop:
                 self.events.put(("attempt", unit, record))
                 self.events.put(("succeeded", unit, result))
                 return
-            record.update(error=str(error), http_status=error.http_status, retry_after=error.retry_after,
-                          latency_ms=int((time.perf_counter() - t0) * 1000), raw=error.raw)
+            message = redact_key(endpoint, str(error))
+            record.update(error=message, http_status=error.http_status, retry_after=error.retry_after,
+                          latency_ms=int((time.perf_counter() - t0) * 1000), raw=redact_key(endpoint, error.raw))
             if not error.retryable or attempt == max_attempts:
                 self.events.put(("attempt", unit, record))
-                reason = str(error) if not error.retryable else f"Gave up after {attempt} attempts: {error}"
+                reason = message if not error.retryable else f"Gave up after {attempt} attempts: {message}"
                 self.events.put(("failed", unit, reason))
                 return
             delay = backoff_seconds(attempt, endpoint, error.retry_after)

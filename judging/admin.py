@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import HumanCheck, JudgeRound, JudgeTemplate, Verdict
+from .models import HumanCheck, ItemWeight, JudgeRound, JudgeTemplate, Verdict, VerificationRequest
 
 
 @admin.register(JudgeTemplate)
@@ -27,3 +27,16 @@ class VerdictAdmin(admin.ModelAdmin):
 class HumanCheckAdmin(admin.ModelAdmin):
     list_display = ["verdict", "user", "value", "created_at"]
     raw_id_fields = ["verdict"]
+
+
+@admin.register(VerificationRequest)
+class VerificationRequestAdmin(admin.ModelAdmin):
+    list_display = ["verdict", "coder", "requested_by", "created_at"]
+    raw_id_fields = ["verdict"]
+
+
+@admin.register(ItemWeight)
+class ItemWeightAdmin(admin.ModelAdmin):
+    list_display = ["toolkit", "item", "weight", "rate", "method", "created_at"]
+    list_filter = ["toolkit"]
+    raw_id_fields = ["item"]

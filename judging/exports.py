@@ -38,3 +38,42 @@ def toolkit_weight_rows(study, options):
     for row in rows:
         if not numbers or row["item_number"] in numbers:
             yield row
+
+
+CHECK_COLUMNS = (
+    Column("round_id", "Judge round id."),
+    Column("verdict_id", "Verdict id."),
+    Column("output_id", "Judged output id."),
+    Column("item_number", "Prompt item number."),
+    Column("target_stereotype", "The question: is this stereotype present?"),
+    Column("generator_model", "Model that wrote the output."),
+    Column("judge_model", "Judge model."),
+    Column("judge_value", "The judge's value (0/1, or the Likert score)."),
+    Column("judge_detected", "The judge's 0/1 detection."),
+    Column("coder", "The human verifier (pseudonym when the export pseudonymises)."),
+    Column("human_value", "The human answer: 1 = present, 0 = absent."),
+    Column("note", "The human's note."),
+    Column("answered_at", "When the human answered (ISO 8601, UTC)."),
+)
+
+
+@register_dataset("judge_human_checks", title="Human verification of judge verdicts", app="judging", columns=CHECK_COLUMNS)
+def human_check_rows(study, options):
+    from stereoscope.exports import person
+
+    from .models import HumanCheck
+    from .reports import detected
+
+    qs = (HumanCheck.objects.filter(verdict__round__study=study)
+          .select_related("verdict", "verdict__round__template", "verdict__output", "verdict__output__item", "user")
+          .order_by("verdict__round_id", "verdict_id", "user_id"))
+    if options.get("round_ids"):
+        qs = qs.filter(verdict__round_id__in=options["round_ids"])
+    for c in qs:
+        v = c.verdict
+        yield {"round_id": v.round_id, "verdict_id": v.pk, "output_id": v.output_id,
+               "item_number": v.output.item.number if v.output.item_id else "", "target_stereotype": v.question,
+               "generator_model": v.output.model_identity, "judge_model": v.judge_model, "judge_value": v.value,
+               "judge_detected": detected(v.value, v.round.template) if v.value is not None else None,
+               "coder": person(options, c.user), "human_value": c.value, "note": c.note,
+               "answered_at": c.created_at.isoformat()}

@@ -30,6 +30,7 @@ class JudgeRoundForm(forms.Form):
     seed = forms.IntegerField(initial=0, help_text="Seeds the assignment and the order of stories in each batch.")
     reask_missing = forms.BooleanField(required=False, initial=True, label="Re-ask missing/unparseable stories alone")
     item_numbers = forms.CharField(required=False, help_text="Optional: only these prompt items, e.g. 1, 4, 17.")
+    models = forms.CharField(required=False, help_text="Optional: only outputs written by these models, comma-separated.")
 
     def __init__(self, study, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -43,6 +44,9 @@ class JudgeRoundForm(forms.Form):
         if not all(p.isdigit() and int(p) > 0 for p in parts):
             raise forms.ValidationError("List item numbers separated by commas, e.g. 1, 4, 17.")
         return [int(p) for p in parts]
+
+    def clean_models(self):
+        return [m.strip() for m in (self.cleaned_data.get("models") or "").split(",") if m.strip()]
 
 
 class VerificationForm(forms.Form):

@@ -18,7 +18,7 @@ from django.utils import timezone
 from generation.limits import estimate_tokens
 from generation.models import GenerationRun, ModelEndpoint, Output, OutputStatus, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params
-from generation.runner import CallUnit, cost_of, execute_units
+from generation.runner import CallUnit, RunStats, cost_of, execute_units
 from stereoscope.services import record_activity
 
 from . import parsing, planner, prompts
@@ -58,7 +58,10 @@ def source_outputs(rnd):
     if flt.get("item_numbers"):
         qs = qs.filter(item__number__in=flt["item_numbers"])
     if flt.get("models"):
-        qs = qs.filter(model_name__in=flt["models"])
+        wanted = Q()
+        for model in flt["models"]:
+            wanted |= Q(model_name__iexact=model.strip())
+        qs = qs.filter(wanted)
     return qs.select_related("item", "item__dimension", "endpoint").order_by("pk")
 
 
@@ -197,6 +200,12 @@ def compute_plan(rnd):
     )
     if not outputs:
         summary["problems"].append("No outputs to judge: the source has no finished outputs with a target stereotype.")
+    summary["notes"] = []
+    if template.kind == "seed_binary" and "five stories" in template.text and rnd.batch_size != 5:
+        summary["notes"].append(f"The seed prompt speaks of “the five stories”; this round sends {rnd.batch_size} per call.")
+    short = sum(1 for _n, _j, chunk in batches if len(chunk) < rnd.batch_size)
+    if short:
+        summary["notes"].append(f"{short} call(s) carry fewer than {rnd.batch_size} stories (fewer trials than the batch size).")
     return summary
 
 
@@ -461,6 +470,10 @@ def execute(round_id, progress_callback=None):
     if rnd.cancel_requested or rnd.status == RunStatus.CANCELLED:
         JudgeRound.objects.filter(pk=round_id, lease_token=token).update(lease_token="", lease_expires_at=None)
         return None
+    if rnd.status == RunStatus.COMPLETED and not rnd.verdicts.filter(status=VerdictStatus.PENDING).exists():
+        # a duplicate delivery of a finished round: nothing to ask, nothing to change
+        JudgeRound.objects.filter(pk=round_id, lease_token=token).update(lease_token="", lease_expires_at=None)
+        return RunStats()
     JudgeRound.objects.filter(pk=round_id).update(status=RunStatus.RUNNING, started_at=rnd.started_at or timezone.now(),
                                                   finished_at=None)
 

@@ -75,7 +75,7 @@ def round_new(request, study_id):
                                       source_run=d["source_run"], policy=d["policy"], k=d["k"],
                                       forbid_same_family=d["forbid_same_family"], batch_size=d["batch_size"],
                                       temperature=d["temperature"], seed=d["seed"], reask_missing=d["reask_missing"],
-                                      output_filter={"item_numbers": d["item_numbers"]} if d["item_numbers"] else None,
+                                      output_filter={k: d[k] for k in ("item_numbers", "models") if d[k]},
                                       actor=request.user)
             messages.success(request, "Round created. Check the plan, then launch it.")
             return redirect("judging-round", study.pk, rnd.pk)

@@ -2,6 +2,7 @@
 context. Also CSV/XLSX writers used by the run pages."""
 import csv
 import io
+import json
 
 from stereoscope.exports import Column, register_dataset
 
@@ -20,6 +21,8 @@ RESPONSE_COLUMNS = [
     ("value", "Answer on the original scale (empty = missing)"), ("recoded", "Value after reverse recoding"),
     ("extraction_method", "Extractor that decided"), ("error", "Provider error if the call failed"),
     ("completed_at", "When the answer arrived (ISO 8601)"),
+    ("template", "Prompt template key"), ("order_seed", "Seed of the option permutations"),
+    ("params", "Generation parameters (JSON) of the run's overrides"), ("extractors", "Extractor chain"),
 ]
 SCORE_COLUMNS = [("run_id", "Questionnaire run id"), ("run", "Run name"), ("instrument", "Instrument"),
                  ("model", "Endpoint name"), ("context", "Context key"), ("repetition", "Repetition"),
@@ -45,6 +48,7 @@ def response_rows(study, options=None):
     options = options or {}
     for run in _runs(study, options):
         lo, hi = run.instrument.scale_min, run.instrument.scale_max
+        params = json.dumps(run.param_overrides or {}, sort_keys=True)
         qs = (Response.objects.filter(run=run).select_related("item", "context", "endpoint")
               .order_by("endpoint__name", "context__order", "context__key", "repetition", "item__position"))
         if options.get("models"):
@@ -58,7 +62,8 @@ def response_rows(study, options=None):
                    "option_order": run.option_order, "permutation": "|".join(f"{v:g}" for v in r.permutation),
                    "status": r.status, "raw_text": r.raw_text, "extraction": r.extraction, "extracted_code": r.extracted_code,
                    "value": r.value, "recoded": recoded, "extraction_method": r.extraction_method, "error": r.error,
-                   "completed_at": r.completed_at.isoformat() if r.completed_at else ""}
+                   "completed_at": r.completed_at.isoformat() if r.completed_at else "", "template": run.template_key,
+                   "order_seed": run.order_seed, "params": params, "extractors": ",".join(run.extractors or [])}
 
 
 @register_dataset("questionnaire_scores", title="Questionnaire scores per context (after recoding)",

@@ -23,7 +23,7 @@ def response_frame(run):
     frame = pd.DataFrame.from_records(rows, columns=["endpoint_id", "context_id", "repetition", "item_id", "value",
                                                      "extraction", "status"])
     endpoints = dict(run.endpoints.values_list("pk", "name"))
-    endpoints.update(dict(run.responses.exclude(endpoint_id__in=list(endpoints)).values_list("endpoint_id", "endpoint__name").distinct()))
+    endpoints.update(dict(run.responses.exclude(endpoint_id__in=list(endpoints)).order_by().values_list("endpoint_id", "endpoint__name").distinct()))
     contexts = dict(Context.objects.filter(context_set_id=run.context_set_id).values_list("pk", "key"))
     items = dict(InstrumentItem.objects.filter(instrument_id=run.instrument_id).values_list("pk", "item_id"))
     frame["endpoint"] = frame["endpoint_id"].map(endpoints)
@@ -185,3 +185,34 @@ def missing_counts_by_form(study):
             .annotate(total=Count("id"), missing=Count("id", filter=~Q(extraction="ok")))
             .order_by("model_name", "run__instrument__name"))
     return list(rows)
+
+
+def validation_summary(run, alternate=None, option_order=None, convergent=None):
+    """Jung 2025's validation per model (Table 4.2 ratings): internal consistency (stratified alpha of `run`),
+    alternate-form r (`alternate`: the parallel form over the same contexts), option-order r (`option_order`: the
+    same form with permuted options), then — only when all three reliability ratings are "+" or better — factorial
+    validity (CFA of `run`) and convergent r (`convergent`: another scale, e.g. the MSS)."""
+    report = run_report(run)
+    comparisons = {}
+    for key, other in (("alternate_form", alternate), ("option_order", option_order), ("convergent", convergent)):
+        if other is not None:
+            comparisons[key] = {(r["model"], r["score"]): r for r in compare_runs(run, other, key)["rows"]}
+    rows = []
+    for m in report["models"]:
+        a = m["analysis"]
+        name = m["endpoint"]
+        alt = comparisons.get("alternate_form", {}).get((name, "total"))
+        order = comparisons.get("option_order", {}).get((name, "total"))
+        conv = comparisons.get("convergent", {}).get((name, "total"))
+        reliability_ratings = [a["ratings"]["internal_consistency"], alt and alt["rating"], order and order["rating"]]
+        gate = reliability.reliability_gate(reliability_ratings)
+        cfa = a.get("cfa") or {}
+        rows.append({
+            "model": name, "stratified_alpha": a["stratified_alpha"], "internal_consistency": a["ratings"]["internal_consistency"],
+            "alternate_form": alt, "option_order": order, "gate": gate,
+            "rmsea": cfa.get("rmsea"), "cfi": cfa.get("cfi"), "factorial": a["ratings"]["factorial"] if gate else None,
+            "convergent": conv if gate else None,
+            "note": "" if gate else "Validity not assessed: not every reliability rating (internal consistency, "
+                                    "alternate form, option order) is + or better, or one is missing.",
+        })
+    return sanitize({"rows": rows, "missing_policy": report["missing_policy"]})

@@ -71,6 +71,9 @@ def validate_config(*, instrument, context_set, endpoints, repetitions, template
         template = prompts.TEMPLATES[template_key]
     else:
         problems.append(f"Unknown template {template_key!r}; choose one of {', '.join(list(prompts.TEMPLATES) + ['custom'])}.")
+    if template_key == "fang2025" and instrument is not None and (instrument.scale_min, instrument.scale_max) != (1, 7):
+        problems.append(f"Fang's template states a 1–7 scale, but the instrument's scale is "
+                        f"{instrument.scale_min:g}–{instrument.scale_max:g}; use another template.")
     if option_order not in prompts.ORDER_MODES:
         problems.append(f"Option order must be one of {', '.join(prompts.ORDER_MODES)}.")
     elif template is not None and option_order != "fixed" and not prompts.lists_options(template):
@@ -343,7 +346,7 @@ def draw_audit_sample(run, per_model=None, seed=None):
     per_model = run.audit_per_model if per_model is None else per_model
     seed = run.order_seed if seed is None else seed
     added = 0
-    for endpoint_id in run.responses.values_list("endpoint_id", flat=True).distinct():
+    for endpoint_id in run.responses.order_by().values_list("endpoint_id", flat=True).distinct():
         done = run.responses.filter(endpoint_id=endpoint_id, status=ResponseStatus.DONE)
         have = done.filter(audit_sampled=True).count()
         if have >= per_model:
@@ -447,3 +450,22 @@ def create_run_from_file(study, data, actor=None, name=None):
                       extractors=ext.get("chain"), refusal_policy=ext.get("refusal_policy", "fallback"),
                       json_field=ext.get("json_field", "answer"), param_overrides=data.get("params") or {},
                       audit_per_model=data.get("audit_per_model", 100), actor=actor)
+
+
+def record_manual_answer(response, text, user=None):
+    """Store an answer pasted from a chat interface (manual endpoints) and extract it like an API answer."""
+    text = (text or "").replace("\r\n", "\n").strip()
+    if not text:
+        raise PsychError("Paste the model's answer (it is empty).")
+    if response.status != ResponseStatus.PENDING:
+        raise PsychError("This unit is answered already.")
+    run = response.run
+    got = extraction.extract(text, response.options, run.extractors or ["number"], run.refusal_policy, run.json_field or "answer")
+    Response.objects.filter(pk=response.pk, status=ResponseStatus.PENDING).update(
+        status=ResponseStatus.DONE, raw_text=text, extraction=got.status, extracted_code=got.code or "",
+        value=got.value if got.status == "ok" else None, extraction_method=got.method[:30], extraction_detail=got.detail[:300],
+        error="", completed_at=timezone.now())
+    if not run.responses.filter(status=ResponseStatus.PENDING).exists():
+        finish(run.pk)
+    response.refresh_from_db()
+    return response

@@ -20,11 +20,13 @@ urlpatterns = [
     path("questionnaires/runs/new/", views.run_new, name="psych-run-new"),
     path("questionnaires/runs/from-file/", views.run_from_file, name="psych-run-from-file"),
     path("questionnaires/runs/compare/", views.run_compare, name="psych-compare"),
+    path("questionnaires/validation/", views.validation, name="psych-validation"),
     path("questionnaires/runs/<int:run_id>/", views.run_detail, name="psych-run"),
     path("questionnaires/runs/<int:run_id>/progress/", views.run_progress, name="psych-run-progress"),
     path("questionnaires/runs/<int:run_id>/report/", views.run_report, name="psych-run-report"),
     path("questionnaires/runs/<int:run_id>/responses/", views.run_responses, name="psych-run-responses"),
     path("questionnaires/runs/<int:run_id>/audit/", views.run_audit, name="psych-run-audit"),
+    path("questionnaires/runs/<int:run_id>/collect/", views.run_collect, name="psych-run-collect"),
     path("questionnaires/runs/<int:run_id>/export/<str:fmt>", views.run_export, name="psych-run-export"),
     path("questionnaires/runs/<int:run_id>/<str:action>/", views.run_action, name="psych-run-action"),
 ]

@@ -231,7 +231,8 @@ def _run(request, run_id):
 def run_detail(request, study_id, run_id):
     run = _run(request, run_id)
     plan = runs.plan(run) if run.status == RunStatus.DRAFT else None
-    return render(request, "psychometrics/run.html", _ctx(request, run=run, counts=runs.counts(run), plan=plan,
+    has_manual = run.endpoints.filter(provider="manual").exists()
+    return render(request, "psychometrics/run.html", _ctx(request, run=run, counts=runs.counts(run), plan=plan, has_manual=has_manual,
                                                           runfile=json.dumps(runs.export_run_file(run), indent=1)))
 
 
@@ -295,6 +296,24 @@ def run_audit(request, study_id, run_id):
                                                             summary=reports.audit_summary(run)))
 
 
+@study_role_required(Role.RESEARCHER)
+def run_collect(request, study_id, run_id):
+    """Manual endpoints: paste each answer from a chat interface (one fresh chat per prompt)."""
+    run = _run(request, run_id)
+    if request.method == "POST":
+        response = get_object_or_404(Response, pk=request.POST.get("response"), run=run, endpoint__provider="manual")
+        try:
+            runs.record_manual_answer(response, request.POST.get("answer", ""), request.user)
+        except PsychError as exc:
+            messages.error(request, str(exc))
+        return redirect(request.get_full_path())
+    if run.status == RunStatus.DRAFT:
+        runs.materialize(run)
+    pending = run.responses.filter(endpoint__provider="manual", status="pending").select_related("item", "context", "endpoint")
+    page = Paginator(pending.order_by("pk"), 10).get_page(request.GET.get("page"))
+    return render(request, "psychometrics/collect.html", _ctx(request, run=run, page=page, left=pending.count()))
+
+
 @study_role_required(VIEWER)
 def run_compare(request, study_id):
     study = request.study
@@ -309,6 +328,22 @@ def run_compare(request, study_id):
             error = str(exc) if isinstance(exc, ValueError) and "comparison" in str(exc) else "Choose two runs of this study."
     return render(request, "psychometrics/compare.html", _ctx(request, runs_list=all_runs, result=result, error=error,
                                                               kinds=reports.COMPARISONS, a=a, b=b, kind=kind))
+
+
+@study_role_required(VIEWER)
+def validation(request, study_id):
+    """Jung's validation table: one run plus its alternate-form, option-order and convergent runs."""
+    all_runs = QuestionnaireRun.objects.filter(study=request.study).select_related("instrument")
+    picked = {}
+    for key in ("run", "alternate", "option_order", "convergent"):
+        value = request.GET.get(key, "")
+        picked[key] = all_runs.filter(pk=int(value)).first() if value.isdigit() else None
+    result = None
+    if picked["run"] is not None:
+        result = reports.validation_summary(picked["run"], picked["alternate"], picked["option_order"], picked["convergent"])
+    missing = reports.missing_counts_by_form(request.study)
+    return render(request, "psychometrics/validation.html", _ctx(request, runs_list=all_runs, picked=picked, result=result,
+                                                                 missing=missing))
 
 
 @study_role_required(Role.RESEARCHER)

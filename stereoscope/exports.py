@@ -146,3 +146,24 @@ def person(options, user) -> str:
     if options.get("pseudonymise"):
         return options["pseudonym"](pk)
     return username
+
+
+def iso_datetime(field, pattern='YYYY-MM-DD"T"HH24:MI:SS.US"Z"'):
+    """A query expression giving a datetime column as ISO 8601 UTC text on PostgreSQL (much cheaper than
+    building datetime objects for millions of rows); elsewhere the column itself (writers format it)."""
+    from django.db import connection
+    from django.db.models import F, Func, TextField, Value
+
+    if connection.vendor != "postgresql":
+        return F(field)
+    return Func(Func(Value("UTC"), F(field), function="timezone", output_field=TextField()),
+                Value(pattern), function="to_char", output_field=TextField())
+
+
+def uuid_text(field):
+    """A UUID column as canonical text on PostgreSQL; elsewhere the column (str() it)."""
+    from django.db import connection
+    from django.db.models import F, TextField
+    from django.db.models.functions import Cast
+
+    return Cast(field, TextField()) if connection.vendor == "postgresql" else F(field)

@@ -211,6 +211,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Several apps expose a "status" field with these shared choice sets; name them once.
+    "ENUM_NAME_OVERRIDES": {"RunStatusEnum": "generation.models.RunStatus",
+                            "OutputStatusEnum": "generation.models.OutputStatus"},
 }
 
 LOGGING = {

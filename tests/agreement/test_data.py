@@ -194,3 +194,25 @@ def test_datasets_are_registered_with_documented_columns(coded_study):
     assert set(rows[0]) == set(found["agreement_ratings"].column_names)
     rows = list(found["agreement"].rows(coded_study.study, {"bootstrap": 0}))
     assert set(rows[0]) == set(found["agreement"].column_names)
+
+
+def test_binary_and_likert_rounds_do_not_mix(coded_study):
+    from judging.models import JudgeRound, JudgeTemplate, Verdict
+
+    ns = coded_study
+    likert = JudgeTemplate.objects.create(study=ns.study, name="Likert", kind="likert", text="{target_stereotype}{stories}",
+                                          scale_min=0, scale_max=4)
+    later = JudgeRound.objects.create(study=ns.study, name="Likert round", template=likert, policy="panel")
+    for i, out in enumerate(ns.outputs):
+        Verdict.objects.create(round=later, output=out, judge_model="model-x", value=i % 5, status="ok")
+        Verdict.objects.create(round=later, output=out, judge_model="model-z", value=(i + 1) % 5, status="ok")
+    table = data.build_table(ns.study, "stereotype", codebook=ns.codebook, include_gold=False)
+    assert table.level == "ordinal" and "judge:model-y" not in table.matrix.raters
+    assert not any(k.startswith("coder:") for k in table.matrix.raters)
+    assert any("0-4 scale" in note for note in table.notes)
+    x = table.matrix.values()[table.matrix.raters.index("judge:model-x")]
+    assert x.tolist() == [i % 5 for i in range(20)]
+    binary = data.build_table(ns.study, "stereotype", codebook=ns.codebook, round_ids=[ns.round.pk])
+    assert binary.level == "nominal" and "judge:model-z" not in binary.matrix.raters
+    with pytest.raises(data.AgreementRequestError, match="No judge round 999999"):
+        data.build_table(ns.study, "stereotype", codebook=ns.codebook, round_ids=[999999])

@@ -96,10 +96,12 @@ def test_xss_in_model_and_code_names_is_escaped(coded_study, client_for):
     Verdict.objects.filter(judge_model="model-y").update(judge_model=payload)
     for out in ns.outputs:
         out.model_name = payload
+        out.text = f"Story {payload} text"
         out.save()
     c = client_for(ns.users["researcher"])
     for url in [reverse("agreement", args=[ns.study.pk]) + "?bootstrap=0",
                 reverse("agreement-table", args=[ns.study.pk]) + f"?target=code:{ns.charisma.pk}&bootstrap=0",
+                reverse("agreement-table", args=[ns.study.pk]) + f"?target=code:{ns.charisma.pk}&bootstrap=0&raters=coder:{ns.coders['ann'].pk}&raters=coder:{ns.coders['bob'].pk}",
                 reverse("agreement-table", args=[ns.study.pk]) + "?target=stereotype&bootstrap=0"]:
         html = c.get(url).content.decode()
         assert payload not in html
@@ -115,6 +117,11 @@ def test_adjudication_page_flow_and_gold_as_rater(coded_study, client_for):
     table_url = reverse("agreement-table", args=[ns.study.pk]) + f"?target={target}&bootstrap=0"
     html = c.get(table_url).content.decode()
     assert "Disagreements (4)" in html
+    # span codings: ann [0,30) vs bob [0,32) overlap 30/32, matched at 0.9, not at 0.95
+    assert re.search(r'id="segment-pairs".*?<td class="num">0\.833</td>', html, re.S)
+    strict = c.get(table_url + "&overlap=0.95").content.decode()
+    assert re.search(r'id="segment-pairs".*?<td class="num">0\.000</td>', strict, re.S)
+    assert c.get(table_url + "&overlap=0").status_code == 400
     gold_url = reverse("agreement-gold", args=[ns.study.pk])
     # htmx: the cell comes back with the chosen value marked
     response = c.post(gold_url, {"target": target, "output": ns.outputs[10].pk, "value": "1"}, HTTP_HX_REQUEST="true")
@@ -124,6 +131,9 @@ def test_adjudication_page_flow_and_gold_as_rater(coded_study, client_for):
     assert response.status_code == 302 and response["Location"] == table_url
     bad = c.post(gold_url, {"target": target, "output": ns.outputs[12].pk, "value": "7"}, HTTP_HX_REQUEST="true")
     assert bad.status_code == 400 and "must be one of 0, 1" in bad.content.decode()
+    for post in [{"target": target, "output": "abc", "value": "clear"}, {"target": target, "output": "abc", "value": "1"},
+                 {"target": "code:", "output": ns.outputs[12].pk, "value": "1"}, {"target": target, "output": ns.outputs[12].pk}]:
+        assert c.post(gold_url, post, HTTP_HX_REQUEST="true").status_code == 400, post
     assert dict(GoldLabel.objects.values_list("output_id", "value")) == {ns.outputs[10].pk: 1, ns.outputs[11].pk: 0}
     ratings = c.get(reverse("agreement-export", args=[ns.study.pk]) + f"?table=ratings&target={target}").content.decode()
     gold_rows = [r for r in csv.DictReader(io.StringIO(ratings)) if r["rater"] == "gold"]
@@ -196,8 +206,10 @@ def test_end_to_end_report_alpha_equals_cli_on_exported_csv(coded_study, client_
     cli = json.loads(out.getvalue())
     assert cli["n_units"] == 20 and cli["n_raters"] == 4 and cli["n_ratings"] == 80
     assert f"{cli['krippendorff_alpha']:.3f}" == page_alpha
-    # and per code on the study report
+    # the study report shows the same alpha for the mixed panel, and per code
     report_html = c.get(reverse("agreement", args=[sid]) + "?bootstrap=0").content.decode()
+    panel = re.search(r"All judges and humans in one matrix</a>:\s*α = ([0-9.\-]+)", report_html).group(1)
+    assert panel == f"{cli['krippendorff_alpha']:.3f}"
     row = re.search(r'data-target="code:%d">.*?class="num alpha">([^<\s]+)' % ns.charisma.pk, report_html, re.S).group(1)
     code_csv = c.get(reverse("agreement-export", args=[sid]) + f"?table=ratings&target=code:{ns.charisma.pk}").content.decode()
     path.write_text(code_csv)

@@ -114,3 +114,23 @@ def test_discovery_page(discovery_env, fake_provider, client_for):
     assert r.status_code == 200 and Code.objects.filter(name="F pattern one", kind="inductive").exists()
     r = c.post(url, {"op": "start", "endpoint": 999999, "item": e["item"].pk}, follow=True)
     assert "Choose a model endpoint" in r.content.decode()
+
+
+def test_discovery_api(discovery_env, fake_provider, api_for, django_capture_on_commit_callbacks):
+    e = discovery_env
+    base = f"/api/studies/{e['study'].pk}/code-discoveries/"
+    assert api_for(e["u"]["coder"]).get(base).status_code == 403
+    assert api_for(e["u"]["outsider"]).get(base).status_code == 404
+    fake_provider.script([{"text": json.dumps(CODES)}])
+    api = api_for(e["u"]["researcher"])
+    with django_capture_on_commit_callbacks(execute=True):
+        r = api.post(base, {"codebook": e["cb"].pk, "endpoint": e["endpoint"].pk, "item": e["item"].pk, "sample_size": 4},
+                     format="json")
+    assert r.status_code == 201, r.content
+    d = api.get(f"{base}{r.json()['id']}/").json()
+    assert d["status"] == "done" and len(d["suggestions"]) == 12 and d["provider_call"]
+    r = api.post(f"{base}{d['id']}/decide/", {"suggestion": d["suggestions"][0]["id"], "accept": True, "name": "M tough"}, format="json")
+    assert r.status_code == 200 and r.json()["status"] == "accepted"
+    assert Code.objects.get(name="M tough").kind == "inductive"
+    r = api.post(base, {"codebook": e["cb"].pk, "endpoint": e["endpoint"].pk, "item": 999999}, format="json")
+    assert r.status_code == 400 and "prompt item" in r.json()["detail"]

@@ -137,3 +137,18 @@ def test_home_and_assignment_pages(env, client_for, make_user):
     assert "Continue coding" in body
     r = client_for(env["u"]["coder"]).get(reverse("annotation-next", args=[s.pk, cb.pk]))
     assert r.status_code == 302 and "/stories/" in r["Location"]
+
+
+def test_split_page(env, client_for):
+    s, cb, codes = env["study"], env["cb"], env["codes"]
+    a = services.create_coding(study=s, codebook=cb, output=env["outs"][0], code=codes["care_f"], coder=env["u"]["coder"], start=0, end=3)
+    b = services.create_coding(study=s, codebook=cb, output=env["outs"][1], code=codes["care_f"], coder=env["u"]["coder"], start=0, end=5)
+    url = reverse("annotation-split", args=[s.pk, cb.pk, codes["care_f"].pk])
+    assert client_for(env["u"]["coder"]).get(url).status_code == 403
+    c = client_for(env["u"]["researcher"])
+    assert "<q>Ana</q>" in c.get(url).content.decode()
+    r = c.post(url, {"codings": [b.pk], "new_name": "F nurturing"}, follow=True)
+    assert "F nurturing" in r.content.decode()
+    assert Coding.objects.get(pk=b.pk).code.name == "F nurturing" and Coding.objects.get(pk=a.pk).code == codes["care_f"]
+    r = c.post(url, {"codings": [], "new_name": "x"}, follow=True)
+    assert "Choose the codings" in r.content.decode()

@@ -31,3 +31,24 @@ def test_registered_datasets_and_toolkit_weights(study, make_endpoint, fake_prov
         assert row["n"] == 5 and row["rate"] == pytest.approx(ones[row["item_number"]] / 5)
         assert row["method"] == "shrunk" and 0 <= row["ci_low"] <= row["rate"] <= row["ci_high"] <= 1
     assert toolkit_weights(study, rounds=[rnd]) == toolkit_weights(study, rounds=[rnd.pk])
+
+
+def test_human_checks_dataset_pseudonymises(study, make_endpoint, fake_provider, django_user_model):
+    from judging.models import HumanCheck
+    from stereoscope.models import Membership
+
+    data = build_study(study, make_endpoint, trials=1, injection=False)
+    rnd = rounds.create_round(study, name="r", template=seed_template(study), source_run=data["run"],
+                              judges=list(data["endpoints"].values()), batch_size=5)
+    rounds.materialize(rnd)
+    script_round(fake_provider, rnd, data["truth"], "free_text")
+    rounds.start(rnd)
+    coder = django_user_model.objects.create_user("carla")
+    Membership.objects.create(study=study, user=coder, role="coder")
+    verdict = rnd.verdicts.first()
+    HumanCheck.objects.create(verdict=verdict, user=coder, value=1 - verdict.value, note="no")
+    dataset = datasets()["judge_human_checks"]
+    rows = list(dataset.rows(study, {"pseudonymise": True, "pseudonym": lambda pk: f"P{pk:03d}"}))
+    assert len(rows) == 1 and rows[0]["coder"] == f"P{coder.pk:03d}" and rows[0]["human_value"] == 1 - verdict.value
+    assert set(rows[0]) == set(dataset.column_names)
+    assert list(dataset.rows(study, {}))[0]["coder"] == "carla"

@@ -44,6 +44,10 @@ def test_plan_is_shown_before_launch(study, make_endpoint, fake_provider):
     assert "Be careful not to mix the characters' genders up." in plan["sample_prompt"]
     assert "Story 5:" in plan["sample_prompt"] and "[insert" not in plan["sample_prompt"]
     assert not Verdict.objects.filter(round=rnd).exists() and not fake_provider.requests  # nothing spent
+    assert plan["notes"] == []
+    single = rounds.create_round(study, name="r1", template=template, source_run=data["run"],
+                                 judges=list(data["endpoints"].values()), batch_size=1, seed=11)
+    assert "five stories" in single.plan["notes"][0] and single.plan["batches"] == 75
 
 
 def test_seed_free_text_round_with_injection_and_reask(study, make_endpoint, fake_provider):
@@ -116,15 +120,30 @@ def test_detection_and_table3_computed_by_hand(study, make_endpoint, fake_provid
     # weights sum to 1 per dimension; the stronger Leadership prompt weighs more
     assert by_item[1]["weight"] + by_item[2]["weight"] == pytest.approx(1.0) and by_item[3]["weight"] == 1.0
     assert by_item[2]["weight"] > by_item[1]["weight"]
+    # weighted score: gemini's Leadership rates 1.0 (item 1) and .6 (item 2) weighted by the prompt weights
+    lead = next(r for r in rep["weighted"] if r["dimension"] == "Leadership")
+    gemini = next(c for c in lead["cells"] if c["model"] == "gemini-2.5-pro")
+    assert gemini["score"] == pytest.approx(by_item[1]["weight"] * 1.0 + by_item[2]["weight"] * .6)
+    # weights imported into the toolkit version take precedence
+    from judging.models import ItemWeight
+
+    ItemWeight.objects.create(toolkit=data["toolkit"], item=data["items"][1], weight=1.0)
+    ItemWeight.objects.create(toolkit=data["toolkit"], item=data["items"][2], weight=0.0)
+    rep = reports.report([rnd])
+    lead = next(r for r in rep["weighted"] if r["dimension"] == "Leadership")
+    assert {c["model"]: c["score"] for c in lead["cells"]}["o3"] == pytest.approx(.4) and rep["uses_imported"]
 
 
 def test_rerunning_a_finished_round_changes_nothing(study, make_endpoint, fake_provider):
     data = build_study(study, make_endpoint, trials=2, injection=False)
     rnd = launch(study, data, seed_template(study), fake_provider, "free_text")
     before = list(Verdict.objects.filter(round=rnd).order_by("pk").values_list("pk", "value", "status", "updated_at"))
+    finished_at = rnd.finished_at
     requests = len(fake_provider.requests)
     calls = ProviderCall.objects.count()
     assert rounds.execute(rnd.pk).total == 0
+    rnd.refresh_from_db()
+    assert rnd.finished_at == finished_at and rnd.status == "completed" and not rnd.lease_token
     rounds.materialize(rnd)
     rounds.resume(rnd)
     after = list(Verdict.objects.filter(round=rnd).order_by("pk").values_list("pk", "value", "status", "updated_at"))
@@ -185,3 +204,39 @@ def test_manual_outputs_count_as_their_declared_model(study, make_endpoint, fake
     rounds.materialize(rnd)
     judges = set(Verdict.objects.filter(round=rnd, output=pasted).values_list("judge_model", flat=True))
     assert judges == set(MODELS) - {"gpt-4o"}
+
+
+def test_output_filter_and_bad_round_input(study, make_endpoint, fake_provider):
+    data = build_study(study, make_endpoint, trials=1, injection=False)
+    template = seed_template(study)
+    judges = list(data["endpoints"].values())
+    rnd = rounds.create_round(study, name="subset", template=template, source_run=data["run"], judges=judges,
+                              output_filter={"models": ["GPT-4o", "o3"], "item_numbers": [1, 2]})
+    assert rnd.plan["outputs"] == 4 and {g["model"] for g in rnd.plan["generators"]} == {"gpt-4o", "o3"}
+    cases = [
+        (dict(name=""), "name"),
+        (dict(output_filter={"colour": 1}), "Unknown output filter"),
+        (dict(output_filter={"item_numbers": "1"}), "list of whole numbers"),
+        (dict(batch_size=0), "Batch size"),
+        (dict(batch_size="five"), "Batch size must be a whole number"),
+        (dict(temperature="hot"), "Temperature must be a number"),
+        (dict(temperature=5), "between 0 and 2"),
+        (dict(policy="vote"), "Unknown policy"),
+        (dict(judges=[]), "at least one judge"),
+        (dict(source_run=None), "source run"),
+        (dict(output_filter={"item_numbers": [99]}), None),
+    ]
+    for overrides, message in cases:
+        kwargs = dict(name="bad", template=template, source_run=data["run"], judges=judges)
+        kwargs.update(overrides)
+        if message is None:
+            rnd_empty = rounds.create_round(study, **kwargs)
+            assert rnd_empty.plan["outputs"] == 0 and "No outputs to judge" in rnd_empty.plan["problems"][0]
+            with pytest.raises(rounds.RoundError, match="No outputs to judge"):
+                rounds.start(rnd_empty)
+            continue
+        with pytest.raises(rounds.RoundError, match=message):
+            rounds.create_round(study, **kwargs)
+    from judging.models import JudgeRound
+
+    assert set(JudgeRound.objects.values_list("name", flat=True)) == {"subset", "bad"}

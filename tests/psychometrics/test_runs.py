@@ -1,4 +1,6 @@
 """Questionnaire runs end to end against the fake provider server."""
+import statistics
+
 import pytest
 
 from generation.models import ProviderCall
@@ -56,7 +58,13 @@ def test_asi_end_to_end_20_personas_permuted_with_refusals(setup):
         if r.value is not None:
             by_context.setdefault(r.context.key, []).append(5 - r.value if r.item.item_id in reverse else r.value)
     totals = {k: sum(v) / len(v) for k, v in by_context.items() if len(v) >= 11}
-    import statistics
+    subs = {}
+    for r in responses:
+        if r.value is not None:
+            subs.setdefault((r.item.subscale, r.context.key), []).append(5 - r.value if r.item.item_id in reverse else r.value)
+    for name in ("HS", "BS"):  # a subscale score needs ≥ 50% of its 11 items (6)
+        means = [sum(v) / len(v) for (s, _), v in subs.items() if s == name and len(v) >= 6]
+        assert model["analysis"]["descriptives"][name]["mean"] == pytest.approx(statistics.mean(means))
     assert model["analysis"]["descriptives"]["total"]["mean"] == pytest.approx(statistics.mean(totals.values()))
     assert model["analysis"]["descriptives"]["total"]["n"] == len(totals)
     assert model["analysis"]["missing"]["cells"] == refused
@@ -99,6 +107,8 @@ def test_run_validation_messages(setup, roles):
     with pytest.raises(PsychError, match="cannot change"):
         runs.create_run(study, name="x", instrument=asi, context_set=ctx, endpoints=[endpoint], template_key="fang2025",
                         option_order="permuted")
+    with pytest.raises(PsychError, match="states a 1–7 scale"):
+        runs.create_run(study, name="x", instrument=asi, context_set=ctx, endpoints=[endpoint], template_key="fang2025")
     with pytest.raises(PsychError, match="Unknown extractor"):
         runs.create_run(study, name="x", instrument=asi, context_set=ctx, endpoints=[endpoint], extractors=["magic"])
     with pytest.raises(PsychError, match="Repetitions"):
@@ -152,3 +162,53 @@ def test_compare_runs_alternate_form(setup):
     out = reports.compare_runs(a, a, "option_order")
     total = [r for r in out["rows"] if r["score"] == "total"][0]
     assert total["r"] == pytest.approx(1.0) and total["df"] == total["n"] - 2 and total["rating"] == "++"
+
+
+def test_jung_validation_gate_with_alternate_order_and_convergent_runs(setup, make_endpoint):
+    """Sequential calls (concurrency 1) make the i-th answer per item belong to the i-th context, so the same
+    scripted levels reach the same contexts in every run."""
+    import random as _random
+
+    from psychometrics.models import Instrument
+
+    asi, study, fake = setup["asi"], setup["study"], setup["fake"]
+    ctx = services.import_contexts(study, "twenty", "".join(f'{{"key": "k{i:02d}", "persona": "person {i}"}}\n' for i in range(20)))
+    ep = make_endpoint(study, name="seq", model_id="seq-model", max_concurrency=1)
+    alt = Instrument.objects.get(builtin_key="asi-alternate-jung2025")
+    mss = Instrument.objects.get(builtin_key="mss-jung2025")
+    rng = _random.Random(3)
+    levels = [rng.randint(0, 5) for _ in range(20)]
+
+    def answers(item, reverse_codes=False, lo=0, hi=5):
+        out = []
+        for level in levels:
+            v = max(lo, min(hi, level + rng.choice([-1, 0, 0, 1]) + lo))
+            v = lo + hi - v if item.reverse else v
+            out.append({"text": str(lo + hi - v if reverse_codes else v)})
+        return out
+
+    def script(instrument, marker, **kw):
+        fake.reset()
+        for item in instrument.items.all():
+            fake.script(answers(item, **kw), match=f"{marker}{item.text}\n")
+
+    script(asi, "Statement: ")
+    main = runs.create_run(study, name="main", instrument=asi, context_set=ctx, endpoints=[ep])
+    runs.start(main)
+    script(alt, "Statement: ")
+    alt_run = runs.create_run(study, name="alt", instrument=alt, context_set=ctx, endpoints=[ep])
+    runs.start(alt_run)
+    script(asi, "Statement: ", reverse_codes=True)
+    order_run = runs.create_run(study, name="order", instrument=asi, context_set=ctx, endpoints=[ep], option_order="reversed")
+    runs.start(order_run)
+    script(mss, "Statement: ", lo=1, hi=5)
+    conv = runs.create_run(study, name="mss", instrument=mss, context_set=ctx, endpoints=[ep])
+    runs.start(conv)
+
+    summary = reports.validation_summary(main, alt_run, order_run, conv)
+    row = summary["rows"][0]
+    assert row["internal_consistency"] in ("+", "++") and row["stratified_alpha"] > 0.7
+    assert row["alternate_form"]["r"] > 0.7 and row["option_order"]["r"] > 0.7 and row["gate"]
+    assert row["convergent"] is not None and row["convergent"]["df"] == 18
+    ungated = reports.validation_summary(main, None, order_run, conv)["rows"][0]
+    assert not ungated["gate"] and ungated["convergent"] is None and ungated["factorial"] is None and ungated["note"]

@@ -37,6 +37,7 @@ def test_pages_render_for_viewer_roles_and_escape_model_text(done_run, roles, cl
     for url in ["", "personas/", f"runs/{done_run.pk}/", f"runs/{done_run.pk}/report/", f"runs/{done_run.pk}/responses/",
                 f"runs/{done_run.pk}/audit/", f"runs/compare/?a={done_run.pk}&b={done_run.pk}&kind=option_order",
                 f"instruments/{done_run.instrument_id}/", f"contexts/{done_run.context_set_id}/",
+                f"validation/?run={done_run.pk}&option_order={done_run.pk}", "validation/?run=abc",
                 f"personas/{PersonaSet.objects.get(builtin_key='rupsycho-personas').pk}/"]:
         r = web.get(base + url)
         assert r.status_code == 200, url
@@ -200,3 +201,13 @@ def test_registered_datasets(done_run, roles):
     assert list(responses.rows(roles["b"], {})) == []  # another study's runs never leak
     srows = list(scores.rows(roles["a"], {}))
     assert len(srows) == 15 and set(srows[0]) == set(scores.column_names)
+
+
+def test_api_validation_summary(done_run, roles, api_for):
+    api = api_for(roles["users"]["coder"])
+    base = f"/api/studies/{roles['a'].pk}/questionnaire-runs/{done_run.pk}/validation/"
+    out = api.get(base + f"?option_order={done_run.pk}").json()
+    row = out["rows"][0]
+    assert row["option_order"]["r"] is None or row["option_order"]["rating"] in ("++", "+", "–", "--")
+    assert row["gate"] is False and row["convergent"] is None  # no alternate-form run: validity not assessed
+    assert api.get(base + "?alternate=999999").status_code == 400

@@ -1,0 +1,233 @@
+"""Coding workspace speed on PostgreSQL, server side.
+
+Targets (issue 4): with 100,000 stories and 1,000,000 codings, opening the workspace for a story and saving a
+coding each take p95 <= 150 ms, and the frequency table takes <= 2 s.
+
+    psql -h 127.0.0.1 -U postgres -c "CREATE DATABASE sc_annot_bench"
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/sc_annot_bench .venv/bin/python manage.py migrate
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/sc_annot_bench .venv/bin/python benchmarks/coding_workspace.py
+
+The first run loads the data with COPY (a few minutes); later runs reuse it. Requests go through Django's full
+stack in-process (test Client: middleware, auth, permission checks, queries, template rendering), so the times
+are the server's, without network. Saved codings are deleted again at the end.
+"""
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stereoscope.settings")
+os.environ.setdefault("DEBUG", "0")
+
+NAME = "bench: coding workspace 100k/1M"
+WORDS = ("she he the team led cared decided protected challenged strong gentle family work home leader nurse "
+         "doctor engineer child parent brave kind quiet loud Zoë José 👩‍🔬").split()
+
+
+def build(n_outputs, codings_per_output, words):
+    from django.contrib.auth import get_user_model
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from annotation import services
+    from annotation.models import Codebook
+    from generation.models import Dimension, GenerationRun, ModelEndpoint, PromptItem, Toolkit
+    from stereoscope.builtin import load_builtins
+    from stereoscope.models import Membership, Study
+
+    from annotation.builtin import builtin_specs
+
+    rng = random.Random(11)
+    User = get_user_model()
+    load_builtins(builtin_specs(), log=lambda *_: None)
+    with transaction.atomic():
+        study = Study.objects.create(name=NAME)
+        coders = []
+        for n in (1, 2):
+            user, _ = User.objects.get_or_create(username=f"bench_ws_coder_{n}")
+            Membership.objects.create(study=study, user=user, role="coder")
+            coders.append(user)
+        toolkit = Toolkit.objects.create(study=study, name="Bench toolkit")
+        dims = [Dimension.objects.create(toolkit=toolkit, name=f"Dimension {d}", order=d) for d in range(6)]
+        items = [PromptItem.objects.create(toolkit=toolkit, number=i + 1, text=f"Prompt {i + 1}", dimension=dims[i % 6])
+                 for i in range(30)]
+        endpoints = [ModelEndpoint.objects.create(study=study, name=f"model {m}", provider="manual", model_id=f"model-{m}")
+                     for m in range(5)]
+        run = GenerationRun.objects.create(study=study, name="Bench run", toolkit=toolkit, status="completed")
+        run.endpoints.set(endpoints)
+        fang = Codebook.objects.get(builtin_key="fang2025-phase2-codes")
+        book = services.copy_codebook(fang, study=study)  # the real 53-code, six-dimension code system
+        codes = list(book.codes.filter(codable=True))
+    now = timezone.now()
+    texts = [" ".join(rng.choice(WORDS) for _ in range(words)).capitalize() + "." for _ in range(300)]
+    with connection.cursor() as cursor:
+        pg = cursor.connection
+        with pg.cursor().copy(
+                "COPY generation_output (study_id, run_id, item_id, endpoint_id, model_name, trial, variant_key, "
+                "slot_values, prompt_text, text, external_id, status, error, finish_reason, provenance, created_at) "
+                "FROM STDIN") as copy:
+            for n in range(n_outputs):
+                item, endpoint = items[n % 30], endpoints[(n // 30) % 5]
+                copy.write_row((study.pk, run.pk, item.pk, endpoint.pk, endpoint.model_id, n // 150 + 1, "", "{}",
+                                item.text, texts[n % 300], "", "done", "", "stop", "{}", now))
+        cursor.execute("SELECT id FROM generation_output WHERE study_id = %s ORDER BY id", [study.pk])
+        output_ids = [row[0] for row in cursor.fetchall()]
+        with pg.cursor().copy(
+                "COPY annotation_assignment (study_id, codebook_id, output_id, coder_id, status, mode, position, created_at) "
+                "FROM STDIN") as copy:
+            for index, output_id in enumerate(output_ids):
+                for coder in coders:
+                    copy.write_row((study.pk, book.pk, output_id, coder.pk, "done" if index % 3 else "pending", "blind",
+                                    index + 1, now))
+        with pg.cursor().copy(
+                'COPY annotation_coding (output_id, code_id, coder_id, codebook_id, start, "end", quote, guid, '
+                "created_at, updated_at) FROM STDIN") as copy:
+            for index, output_id in enumerate(output_ids):
+                text = texts[index % 300]
+                for k in range(codings_per_output):
+                    code = codes[(index + k * 7) % len(codes)]
+                    if k == codings_per_output - 1:
+                        copy.write_row((output_id, code.pk, coders[k % 2].pk, book.pk, None, None, "", uuid.uuid4(), now, now))
+                        continue
+                    start = rng.randrange(0, max(1, len(text) - 60))
+                    end = start + rng.randrange(5, 60)
+                    copy.write_row((output_id, code.pk, coders[k % 2].pk, book.pk, start, end, text[start:end],
+                                    uuid.uuid4(), now, now))
+    with connection.cursor() as cursor:  # autocommit: what autovacuum would have done by the time people code
+        for table in ("generation_output", "annotation_assignment", "annotation_coding"):
+            cursor.execute(f"VACUUM ANALYZE {table}")
+    return study
+
+
+def pct(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q / 100 * (len(values) - 1))))]
+
+
+def report(label, seconds, target=None):
+    ms = [s * 1000 for s in seconds]
+    line = (f"{label:<34} n={len(ms):<4} p50={statistics.median(ms):7.1f} ms  p95={pct(ms, 95):7.1f} ms  "
+            f"max={max(ms):7.1f} ms")
+    if target is not None:
+        line += f"   target p95 <= {target} ms: {'OK' if pct(ms, 95) <= target else 'MISSED'}"
+    print(line, flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--outputs", type=int, default=100_000)
+    parser.add_argument("--codings-per-output", type=int, default=10)
+    parser.add_argument("--words", type=int, default=300)
+    args = parser.parse_args()
+
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.db import connection
+    from django.test import Client
+    from django.urls import reverse
+
+    from annotation import selectors
+    from annotation.models import Assignment, Codebook, Coding
+    from stereoscope.models import Study
+
+    if connection.vendor != "postgresql":
+        sys.exit("Run this on PostgreSQL: set DATABASE_URL=postgres://...")
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    settings.DEBUG = False
+    study = Study.objects.filter(name=NAME).first()
+    if study is None:
+        started = time.monotonic()
+        print(f"loading {args.outputs:,} stories and {args.outputs * args.codings_per_output:,} codings ...", flush=True)
+        study = build(args.outputs, args.codings_per_output, args.words)
+        print(f"  loaded in {time.monotonic() - started:.0f} s", flush=True)
+    book = Codebook.objects.get(study=study)
+    n_out = study.outputs.count()
+    n_cod = Coding.objects.filter(codebook=book).count()
+    print(f"study {study.pk}: {n_out:,} stories, {n_cod:,} codings, {book.codes.filter(codable=True).count()} codes", flush=True)
+
+    coder = Assignment.objects.filter(codebook=book).order_by("coder_id").first().coder
+    client = Client()
+    client.force_login(coder)
+    rng = random.Random(5)
+    output_ids = list(Assignment.objects.filter(codebook=book, coder=coder).values_list("output_id", flat=True)[:50_000])
+    sample = rng.sample(output_ids, args.samples)
+    code_ids = list(book.codes.filter(codable=True, active=True).values_list("pk", flat=True))
+    for warm in sample[:5]:
+        client.get(reverse("annotation-workspace", args=[study.pk, book.pk, warm]))
+
+    sql = {"s": 0.0, "n": 0}
+
+    def timed_sql(execute, query, params, many, context):
+        t0 = time.perf_counter()
+        try:
+            return execute(query, params, many, context)
+        finally:
+            sql["s"] += time.perf_counter() - t0
+            sql["n"] += 1
+
+    opens, sql_share, queries = [], [], []
+    for output_id in sample:
+        url = reverse("annotation-workspace", args=[study.pk, book.pk, output_id])
+        sql.update(s=0.0, n=0)
+        with connection.execute_wrapper(timed_sql):
+            t = time.perf_counter()
+            r = client.get(url)
+            opens.append(time.perf_counter() - t)
+        sql_share.append(sql["s"])
+        queries.append(sql["n"])
+        assert r.status_code == 200, r.status_code
+    report("open workspace (full page)", opens, 150)
+    report("  of which in SQL", sql_share)
+    print(f"  queries per page: {statistics.median(queries):.0f}; load average now: {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} cores", flush=True)
+
+    partials = []
+    for output_id in sample[:100]:
+        url = reverse("annotation-workspace", args=[study.pk, book.pk, output_id])
+        t = time.perf_counter()
+        client.get(url, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="ws")
+        partials.append(time.perf_counter() - t)
+    report("open workspace (htmx partial)", partials, 150)
+
+    saves, api_saves = [], []
+    last_pk = Coding.objects.order_by("-pk").values_list("pk", flat=True).first()
+    try:
+        for output_id in sample:
+            url = reverse("annotation-workspace-edit", args=[study.pk, book.pk, output_id])
+            t = time.perf_counter()
+            r = client.post(url, {"op": "code", "code": rng.choice(code_ids), "start": 3, "end": 12}, HTTP_HX_REQUEST="true")
+            saves.append(time.perf_counter() - t)
+            assert r.status_code == 200 and b"ws-error" not in r.content, r.content[:300]
+        report("save coding (workspace, re-render)", saves, 150)
+        for output_id in sample:
+            t = time.perf_counter()
+            r = client.post(f"/api/studies/{study.pk}/codings/", {"codebook": book.pk, "output": output_id,
+                                                                  "code": rng.choice(code_ids), "start": 1, "end": 9},
+                            content_type="application/json")
+            api_saves.append(time.perf_counter() - t)
+            assert r.status_code == 201, r.content[:300]
+        report("save coding (REST API)", api_saves, 150)
+    finally:
+        Coding.objects.filter(codebook=book, pk__gt=last_pk).delete()
+    for level, by in [("code", ""), ("dimension", ""), ("code", "model"), ("dimension", "item"), ("code", "gender_tag")]:
+        t = time.perf_counter()
+        table = selectors.frequency_table(book, level=level, by=by)
+        seconds = time.perf_counter() - t
+        print(f"frequency table level={level:<9} by={by or '-':<10} {seconds:6.2f} s  total={table['total']:,}   "
+              f"target <= 2 s: {'OK' if seconds <= 2 else 'MISSED'}", flush=True)
+    t = time.perf_counter()
+    r = client.get(reverse("annotation-frequencies", args=[study.pk, book.pk]) + "?level=dimension&by=model")
+    print(f"frequency page (dimension × model)  {time.perf_counter() - t:6.2f} s  status={r.status_code}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
