@@ -164,3 +164,16 @@ def test_lexicon_edits_version_when_locked(study, make_outputs):
     with pytest.raises(services.LexiconDataError) as exc:
         services.validate_lexicon_data({"name": "", "categories": [{"key": "A B", "direction": "up"}]})
     assert len(exc.value.errors) == 3
+
+
+def test_fairness_check_without_gendered_words_reports_why(study, make_outputs, roles, client_for):
+    from measures.tasks import fairness_check_task
+
+    make_outputs(study, [{"text": "The weather is lovely.", "slot_values": {"name": "Kelly"}},
+                         {"text": "The weather is awful.", "slot_values": {"name": "Joseph"}}])
+    run = scoring.create_run(study, name="no swap", classifier="vader", classifier_unit="document")
+    scoring.start(run)
+    with pytest.raises(contrasts.FairnessError, match="Fewer than two texts change"):
+        contrasts.fairness_check(run)
+    assert fairness_check_task.delay(run.pk).get()["error"].startswith("Fewer than two")
+    assert ContrastResult.objects.get(run=run, kind="fairness").result["error"].startswith("Fewer than two")
