@@ -1,6 +1,7 @@
 from django.contrib import admin
 
-from .models import Assignment, Code, Codebook, CodeOperation, Coding, GenderAttribution, Memo
+from .models import (Assignment, Code, Codebook, CodeDiscovery, CodeOperation, Coding, CodeSuggestion, GenderAttribution,
+                     Memo)
 
 
 class CodeInline(admin.TabularInline):
@@ -56,6 +57,27 @@ class AssignmentAdmin(admin.ModelAdmin):
 class GenderAttributionAdmin(admin.ModelAdmin):
     list_display = ["output", "coder", "gender", "created_at"]
     raw_id_fields = ["output"]
+
+
+class CodeSuggestionInline(admin.TabularInline):
+    model = CodeSuggestion
+    extra = 0
+    raw_id_fields = ["code"]
+
+
+@admin.register(CodeDiscovery)
+class CodeDiscoveryAdmin(admin.ModelAdmin):
+    list_display = ["id", "codebook", "endpoint", "item", "status", "created_at"]
+    list_filter = ["status"]
+    raw_id_fields = ["provider_call"]
+    inlines = [CodeSuggestionInline]
+
+
+@admin.register(CodeSuggestion)
+class CodeSuggestionAdmin(admin.ModelAdmin):
+    list_display = ["name", "discovery", "status", "gender_tag", "decided_at"]
+    list_filter = ["status"]
+    raw_id_fields = ["code"]
 
 
 from .models_agreement import GoldLabel  # noqa: E402  (agreement)
