@@ -7,7 +7,6 @@ import json
 
 from django.db.models import Q
 from django.http import HttpResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
@@ -18,8 +17,8 @@ from rest_framework.response import Response
 
 from generation.models import Output, Toolkit
 from stereoscope.api import StudyScopedMixin
-from stereoscope.models import Role, Study
-from stereoscope.permissions import VIEWER, check_role, has_role
+from stereoscope.models import Role
+from stereoscope.permissions import VIEWER, has_role
 
 from . import codebook_format as fmt
 from . import selectors, services

@@ -833,7 +833,8 @@ def decide_suggestion(suggestion, *, accept, actor=None, name=None, description=
     """Accept (optionally edited) into the codebook as an inductive code, or reject. Deciding twice is refused."""
     from .models import CodeSuggestion, SuggestionStatus
 
-    suggestion = CodeSuggestion.objects.select_for_update().select_related("discovery__codebook", "discovery__item").get(pk=suggestion.pk)
+    suggestion = (CodeSuggestion.objects.select_for_update(of=("self",))
+                  .select_related("discovery__codebook", "discovery__item").get(pk=suggestion.pk))
     if suggestion.status != SuggestionStatus.PENDING:
         raise AnnotationError(f"“{suggestion.name}” was already {suggestion.status}.")
     if accept:
