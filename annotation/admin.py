@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import (Assignment, Code, Codebook, CodeDiscovery, CodeOperation, CodeSuggestion, Coding, GenderAttribution,
+from .models import (Assignment, Code, Codebook, CodeDiscovery, CodeOperation, Coding, CodeSuggestion, GenderAttribution,
                      Memo)
 
 
@@ -59,6 +59,27 @@ class GenderAttributionAdmin(admin.ModelAdmin):
     raw_id_fields = ["output"]
 
 
+class CodeSuggestionInline(admin.TabularInline):
+    model = CodeSuggestion
+    extra = 0
+    raw_id_fields = ["code"]
+
+
+@admin.register(CodeDiscovery)
+class CodeDiscoveryAdmin(admin.ModelAdmin):
+    list_display = ["id", "codebook", "endpoint", "item", "status", "created_at"]
+    list_filter = ["status"]
+    raw_id_fields = ["provider_call"]
+    inlines = [CodeSuggestionInline]
+
+
+@admin.register(CodeSuggestion)
+class CodeSuggestionAdmin(admin.ModelAdmin):
+    list_display = ["name", "discovery", "status", "gender_tag", "decided_at"]
+    list_filter = ["status"]
+    raw_id_fields = ["code"]
+
+
 from .models_agreement import GoldLabel  # noqa: E402  (agreement)
 
 
@@ -67,25 +88,3 @@ class GoldLabelAdmin(admin.ModelAdmin):
     list_display = ["target", "output", "value", "decided_by", "updated_at"]
     list_filter = ["target"]
     raw_id_fields = ["output", "code"]
-
-
-class CodeSuggestionInline(admin.TabularInline):
-    model = CodeSuggestion
-    extra = 0
-    fields = ["order", "name", "gender_tag", "status", "code"]
-    raw_id_fields = ["code"]
-
-
-@admin.register(CodeDiscovery)
-class CodeDiscoveryAdmin(admin.ModelAdmin):
-    list_display = ["pk", "study", "codebook", "endpoint", "item", "sample_size", "status", "created_at"]
-    list_filter = ["status"]
-    raw_id_fields = ["provider_call", "item"]
-    inlines = [CodeSuggestionInline]
-
-
-@admin.register(CodeSuggestion)
-class CodeSuggestionAdmin(admin.ModelAdmin):
-    list_display = ["name", "discovery", "gender_tag", "status", "code"]
-    list_filter = ["status"]
-    raw_id_fields = ["code"]

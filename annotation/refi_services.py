@@ -282,9 +282,18 @@ def _create_codebook(study, project, *, name, actor, skip):
     return codebook, dict(zip(file_guids, created))
 
 
-def _free_guid(guid, model, taken):
-    """Keep another tool's GUID when it is free in this database, else mint a new one."""
-    if guid and guid not in taken and not model.objects.filter(guid=guid).exists():
+def _taken_guids(model, guids):
+    """Which of these GUIDs the table already holds (checked in chunks, not one query per row)."""
+    guids = [g for g in dict.fromkeys(guids) if g]
+    taken = set()
+    for i in range(0, len(guids), 2000):
+        taken.update(str(g) for g in model.objects.filter(guid__in=guids[i:i + 2000]).values_list("guid", flat=True))
+    return taken
+
+
+def _free_guid(guid, taken):
+    """Keep another tool's GUID when it is free in this database (and this file), else mint a new one."""
+    if guid and guid not in taken:
         taken.add(guid)
         return guid
     fresh = str(uuid.uuid4())
@@ -354,17 +363,22 @@ def _apply_project(study, project, *, filename, actor):
                                        status=RunStatus.COMPLETED, created_by=actor, finished_at=timezone.now())
     var_names = {v.guid: v.name for v in project.variables}
     coding_rows, note_targets, skipped_judge = [], defaultdict(list), 0
-    coder_outputs, taken_guids = set(), set()
+    coder_outputs = set()
+    taken_guids = _taken_guids(Coding, [c.guid for s in project.sources for c in s.codings]
+                               + [c.guid for s in project.sources for sel in s.selections for c in sel.codings])
     now = timezone.now()
+    outputs = []
     for source in project.sources:
         values = {var_names[g]: v for g, v in source.variables}
         trial = values.get("trial")
-        output = Output.objects.create(
+        outputs.append(Output(
             study=study, run=run, model_name=(values.get("model") or "imported")[:300],
             trial=int(trial) if str(trial or "").isdigit() else 1, text=source.text, status=OutputStatus.DONE,
             external_id=source.guid, completed_at=now,
             provenance={"source": "refi-qda", "file": filename, "name": source.name, "guid": source.guid,
-                        "variables": values})
+                        "variables": values}))
+    Output.objects.bulk_create(outputs, batch_size=500)  # primary keys come back (PostgreSQL, SQLite >= 3.35)
+    for source, output in zip(project.sources, outputs):
         for note in source.note_guids:
             note_targets[note].append(("output", output))
         spans = [(sel, c) for sel in source.selections for c in sel.codings] + [(None, c) for c in source.codings]
@@ -376,7 +390,7 @@ def _apply_project(study, project, *, filename, actor):
             coding = Coding(output=output, code=codes[q_coding.code_guid], coder=coder, codebook=codebook,
                             start=sel.start if sel else None, end=sel.end if sel else None,
                             quote=source.text[sel.start:sel.end] if sel else "",
-                            guid=_free_guid(q_coding.guid, Coding, taken_guids),
+                            guid=_free_guid(q_coding.guid, taken_guids),
                             created_at=q_coding.created or now)
             coding_rows.append(coding)
             coder_outputs.add((coder.pk, output.pk))
@@ -388,7 +402,8 @@ def _apply_project(study, project, *, filename, actor):
         for note in q_code[0].note_guids:
             if code is not None:
                 note_targets[note].append(("code", code))
-    memos, unattached, memo_guids = [], 0, set()
+    memos, unattached = [], 0
+    memo_guids = _taken_guids(Memo, [n.guid for n in project.notes])
     for note in project.notes:
         targets = note_targets.get(note.guid)
         if not targets:
@@ -398,7 +413,7 @@ def _apply_project(study, project, *, filename, actor):
             guid = note.guid if n == 0 else None
             memos.append(Memo(study=study, author=who(note.user_guid),
                               text=note.text or note.name or "(empty note)", created_at=note.created or now,
-                              guid=_free_guid(guid, Memo, memo_guids), **{kind: obj}))
+                              guid=_free_guid(guid, memo_guids), **{kind: obj}))
     Memo.objects.bulk_create(memos, batch_size=2000)
     Assignment.objects.bulk_create([Assignment(study=study, codebook=codebook, output_id=o, coder_id=c, status="done",
                                                completed_at=now) for c, o in sorted(coder_outputs)],

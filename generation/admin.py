@@ -150,8 +150,26 @@ class PromptItemAdmin(admin.ModelAdmin):
         return not (obj and _frozen(obj.toolkit)) and super().has_delete_permission(request, obj)
 
 
+class ModelEndpointAdminForm(forms.ModelForm):
+    """The admin validates endpoints like the pages and the API (key variable name, parameters, limits)."""
+
+    class Meta:
+        model = ModelEndpoint
+        fields = "__all__"
+
+    def clean(self):
+        from .endpoint_services import endpoint_problems
+
+        data = super().clean()
+        _, problems = endpoint_problems(dict(data), data.get("study"), self.instance if self.instance.pk else None)
+        for field, message in problems.items():
+            self.add_error(field if field in self.fields else None, message)
+        return data
+
+
 @admin.register(ModelEndpoint)
 class ModelEndpointAdmin(admin.ModelAdmin):
+    form = ModelEndpointAdminForm
     list_display = ["name", "provider", "model_id", "study", "api_key_env", "key_is_set"]
     list_filter = ["provider", "study"]
 

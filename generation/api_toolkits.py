@@ -14,7 +14,6 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from stereoscope.api import StudyScopedMixin
-from stereoscope.models import Role
 
 from . import toolkit_format, toolkit_services as services
 from .counterfactual import parse_name_pairs

@@ -246,8 +246,8 @@ def filtered_outputs(study, params):
         raw = (params.get(key) or "").strip()
         if not raw:
             continue
-        if not raw.isdigit():
-            problems.append(f"Ignored the {key} filter: {raw!r} is not a number.")
+        if not raw.isdigit() or len(raw) > 12:
+            problems.append(f"Ignored the {key} filter: {raw[:20]!r} is not a number.")
             continue
         filters[key] = int(raw)
     if "run" in filters:
@@ -285,7 +285,7 @@ def output_list(request, study_id):
     choices = {
         "runs": GenerationRun.objects.filter(study=study).order_by("-created_at").values_list("pk", "name"),
         "models": Output.objects.filter(study=study).order_by("model_name").values_list("model_name", flat=True).distinct(),
-        "dimensions": Dimension.objects.filter(items__outputs__study=study).distinct().order_by("name")
+        "dimensions": Dimension.objects.filter(toolkit__runs__study=study).distinct().order_by("name")
                                        .values_list("pk", "name", "toolkit__name"),
         "statuses": OutputStatus.choices,
     }

@@ -1,6 +1,6 @@
 """Toolkit pages: list and library, detail with items, dimensions, slots and expansion preview; editing; import/export."""
 from django.contrib import messages
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -61,8 +61,6 @@ def toolkit_list(request, study_id):
     form = ToolkitForm(request.POST or None)
     if request.method == "POST":
         if not can_edit:
-            from django.core.exceptions import PermissionDenied
-
             raise PermissionDenied("Creating toolkits needs the researcher role.")
         if form.is_valid():
             try:

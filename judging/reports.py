@@ -4,7 +4,7 @@ from collections import defaultdict
 from django.utils import timezone
 
 from . import weights as W
-from .models import JudgeRound, VerdictStatus
+from .models import ItemWeight, JudgeRound, VerdictStatus
 
 
 def detected(value, template):
@@ -61,6 +61,22 @@ def mean_scores(rows):
     return {item: sum(v) / len(v) for item, v in cells.items()}
 
 
+def weighted_scores(item_rows, generators, dimensions):
+    """Per dimension × generator model: the weighted detection score Σ w·rate / Σ w over the dimension's prompts,
+    with a prompt's imported weight (attached to its toolkit version) when it has one, else the computed weight."""
+    out = []
+    for dim in dimensions:
+        rows = [r for r in item_rows if r["dimension"] == dim]
+        cells = []
+        for g in generators:
+            pairs = [(r["imported_weight"] if r.get("imported_weight") is not None else r["weight"], r["by_generator"][g]["rate"])
+                     for r in rows if r["by_generator"].get(g)]
+            total = sum(w for w, _ in pairs)
+            cells.append({"model": g, "score": sum(w * rate for w, rate in pairs) / total if total > 0 else None})
+        out.append({"dimension": dim, "cells": cells})
+    return out
+
+
 def report(rounds, *, method="shrunk", weak_below=0.3):
     """Everything the report page and the exports show, for one or more rounds."""
     rounds = list(rounds)
@@ -70,7 +86,13 @@ def report(rounds, *, method="shrunk", weak_below=0.3):
     by_generator = W.detection_by(rows, "generator")
     by_judge = W.detection_by(rows, "judge")
     weighted = W.weights(item_stats, method=method) if item_stats else {}
-    flagged = W.flags(item_stats, by_judge, weak_below=weak_below)
+    # Judges can only be compared on outputs they both judged (panel, k-of-n); in a rotation each judge sees
+    # other writers, so a spread of judge rates says nothing about stability there.
+    judges_per_output = defaultdict(int)
+    for r in rows:
+        judges_per_output[r["output"]] += 1
+    shared = [r for r in rows if judges_per_output[r["output"]] > 1]
+    flagged = W.flags(item_stats, W.detection_by(shared, "judge") if shared else None, weak_below=weak_below)
     dims = dimension_order(items)
     generators = sorted({r["generator"] for r in rows})
     judges = sorted({r["judge"] for r in rows})
@@ -85,7 +107,11 @@ def report(rounds, *, method="shrunk", weak_below=0.3):
             mean_score=scores.get(pk),
             by_generator={g: by_generator.get((pk, g)) for g in generators},
             by_judge={j: by_judge.get((pk, j)) for j in judges}))
-    return {"rounds": rounds, "rows": rows, "items": item_rows, "generators": generators, "judges": judges,
+    imported = {w.item_id: w.weight for w in ItemWeight.objects.filter(item_id__in=list(items))}
+    for r in item_rows:
+        r["imported_weight"] = imported.get(r["item_pk"])
+    return {"rounds": rounds, "rows": rows, "items": item_rows, "weighted": weighted_scores(item_rows, generators, dims),
+            "uses_imported": bool(imported), "generators": generators, "judges": judges,
             "dimensions": dims, "table3": table, "matrix": W.judge_generator_matrix(rows), "method": method,
             "method_text": W.METHODS[method], "positions": by_position(rows), "weak_below": weak_below,
             "scale_max": max((r.template.scale_max for r in rounds), default=1)}

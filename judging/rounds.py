@@ -200,6 +200,12 @@ def compute_plan(rnd):
     )
     if not outputs:
         summary["problems"].append("No outputs to judge: the source has no finished outputs with a target stereotype.")
+    summary["notes"] = []
+    if template.kind == "seed_binary" and "five stories" in template.text and rnd.batch_size != 5:
+        summary["notes"].append(f"The seed prompt speaks of “the five stories”; this round sends {rnd.batch_size} per call.")
+    short = sum(1 for _n, _j, chunk in batches if len(chunk) < rnd.batch_size)
+    if short:
+        summary["notes"].append(f"{short} call(s) carry fewer than {rnd.batch_size} stories (fewer trials than the batch size).")
     return summary
 
 

@@ -17,6 +17,10 @@ from . import lexical, stats
 from .models import ClassifierUnit, ContrastResult, LexiconCategory, OutputMeasure, SentenceMeasure
 
 DEFAULT_GROUPINGS = ("overall", "model", "item", "dimension")
+
+
+class FairnessError(ValueError):
+    """The fairness check cannot run; the message says why."""
 TOP_K = 15
 
 
@@ -300,7 +304,7 @@ def fairness_check(run, limit=2000):
     from .classifiers import make_classifier
 
     if not run.classifier:
-        raise ValueError("This measure run has no classifier to check.")
+        raise FairnessError("This measure run has no classifier to check.")
     clf = make_classifier(run.classifier, path=run.classifier_path, model_id=run.classifier_model_id)
     if run.classifier_unit == ClassifierUnit.SENTENCE:
         items = SentenceMeasure.objects.filter(output_measure__run=run).select_related("output_measure__output") \
@@ -312,7 +316,7 @@ def fairness_check(run, limit=2000):
     changed = [(text, swap_gender(text), label, score) for text, label, score in originals]
     changed = [row for row in changed if row[1] != row[0]]
     if len(changed) < 2:
-        raise ValueError("Fewer than two texts change when their gender is swapped; nothing to compare.")
+        raise FairnessError("Fewer than two texts change when their gender is swapped; nothing to compare.")
     preds = clf.predict([row[1] for row in changed])
     before = Counter(row[2] for row in changed)
     after = Counter(p.label for p in preds)

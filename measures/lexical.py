@@ -74,8 +74,12 @@ def normalize_words(raw):
     """Entries from a textarea (one per line or comma-separated) or a list, quotes stripped; order and duplicates kept."""
     if isinstance(raw, str):
         parts = re.split(r"[\n,;]+", raw)
+    elif raw is None:
+        parts = []
+    elif isinstance(raw, (list, tuple)):
+        parts = list(raw)
     else:
-        parts = list(raw or [])
+        raise LexiconError("The word list must be text (one entry per line) or a list of strings.")
     words = []
     for part in parts:
         if not isinstance(part, str):

@@ -185,7 +185,7 @@ class Scorer:
             per_output = {}
             for (m, s), p in zip(to_classify, predictions):
                 if s is None:
-                    m.doc_label, m.doc_score = p.label, p.score
+                    m.doc_label, m.doc_score = p.label[:100], p.score
                     m.mean_score = p.score
                 else:
                     per_output.setdefault(id(m), (m, []))[1].append((s, p))

@@ -56,7 +56,13 @@ def report(run, grouping="overall"):
     names = {f"rate:{c.pk}": c.name for c in LexiconCategory.objects.filter(lexicon__in=run.lexicons.all())}
     for p in paired:
         p["label"] = names.get(p["measure"], p.get("name", p["measure"]))
-    return {"groups": dict(groups), "words": overall.get("word_or"), "fairness": overall.get("fairness"), "paired": paired}
+    by_context = []
+    if grouping == "overall":
+        for c in run.contrasts.filter(kind="chi2", grouping="dimension").order_by("group"):
+            by_context.append({"group": c.group or "(no dimension)", "chi2": c.result,
+                               "distribution": label_distribution(c.result)})
+    return {"groups": dict(groups), "words": overall.get("word_or"), "fairness": overall.get("fairness"), "paired": paired,
+            "by_context": by_context if len(by_context) > 1 else []}
 
 
 def label_distribution(chi2):

@@ -87,7 +87,11 @@ def validate_lexicon_data(data):
     if dupes:
         errors.append(f"Category keys must be unique: {', '.join(dupes)}.")
     exclusions = []
-    for i, raw in enumerate(data.get("exclusions") or [], 1):
+    raw_exclusions = data.get("exclusions") or []
+    if not isinstance(raw_exclusions, list):
+        errors.append("exclusions must be a list of {phrase, is_regex, category, note} objects.")
+        raw_exclusions = []
+    for i, raw in enumerate(raw_exclusions, 1):
         if not isinstance(raw, dict) or not str(raw.get("phrase") or "").strip():
             errors.append(f"Exclusion {i} needs a phrase.")
             continue

@@ -254,6 +254,25 @@ class QuestionnaireRunViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewset
                 "group_tests": report["group_tests"]}
         return ApiResponse(sanitize(body))
 
+    @extend_schema(parameters=[OpenApiParameter("alternate", int), OpenApiParameter("option_order", int),
+                               OpenApiParameter("convergent", int)], responses={200: dict})
+    @action(detail=True, methods=["get"])
+    def validation(self, request, *args, **kwargs):
+        """Jung's ratings with the reliability gate: pass the ids of the alternate-form, option-order and
+        convergent runs over the same contexts."""
+        run = self.get_object()
+        others = {}
+        for key in ("alternate", "option_order", "convergent"):
+            value = request.query_params.get(key)
+            if value in (None, ""):
+                others[key] = None
+                continue
+            found = self.get_queryset().filter(pk=int(value)).first() if str(value).isdigit() else None
+            if found is None:
+                return bad_request(f"No run {value!r} in this study for {key}.")
+            others[key] = found
+        return ApiResponse(reports.validation_summary(run, others["alternate"], others["option_order"], others["convergent"]))
+
     @extend_schema(responses={200: dict})
     @action(detail=True, methods=["get"], url_path="run-file")
     def run_file(self, request, *args, **kwargs):
@@ -274,6 +293,8 @@ class QuestionnaireRunViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewset
 class QuestionnaireResponseSerializer(serializers.ModelSerializer):
     item = serializers.CharField(source="item.item_id")
     context = serializers.CharField(source="context.key")
+    status = serializers.CharField(read_only=True, help_text="pending, done or failed")
+    extraction = serializers.CharField(read_only=True, help_text="ok, refused, inconclusive, not_present, or empty while pending")
 
     class Meta:
         model = Response

@@ -71,6 +71,9 @@ def validate_config(*, instrument, context_set, endpoints, repetitions, template
         template = prompts.TEMPLATES[template_key]
     else:
         problems.append(f"Unknown template {template_key!r}; choose one of {', '.join(list(prompts.TEMPLATES) + ['custom'])}.")
+    if template_key == "fang2025" and instrument is not None and (instrument.scale_min, instrument.scale_max) != (1, 7):
+        problems.append(f"Fang's template states a 1–7 scale, but the instrument's scale is "
+                        f"{instrument.scale_min:g}–{instrument.scale_max:g}; use another template.")
     if option_order not in prompts.ORDER_MODES:
         problems.append(f"Option order must be one of {', '.join(prompts.ORDER_MODES)}.")
     elif template is not None and option_order != "fixed" and not prompts.lists_options(template):

@@ -42,9 +42,19 @@ def describe(obj, skip=()):
         if field.name in SKIP_FIELDS or field.name in skip:
             continue
         data[field.attname] = jsonable(field.value_from_object(obj))
+        if field.is_relation and field.name not in ("study", "created_by") and _is_versioned(field.related_model):
+            target = getattr(obj, field.name)
+            if target is not None:  # e.g. a library instrument: say which version it is
+                data[f"{field.name}_version"] = {"id": target.pk, "name": target.name, "version": target.version,
+                                                 "study_id": getattr(target, "study_id", None)}
     for field in obj._meta.many_to_many:
         data[field.name] = sorted(getattr(obj, field.name).values_list("pk", flat=True))
     return data
+
+
+def _is_versioned(model):
+    names = {f.name for f in model._meta.concrete_fields}
+    return "version" in names and "name" in names
 
 
 def describe_endpoint(endpoint, overrides=None):

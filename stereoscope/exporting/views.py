@@ -77,8 +77,12 @@ def exports_page(request, study_id):
         except services.ExportError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Export {job.pk} started." if job.status != ExportStatus.COMPLETED
-                             else f"Export {job.pk} is ready.")
+            if job.status == ExportStatus.FAILED:
+                messages.error(request, f"Export {job.pk} failed: {job.message}")
+            elif job.status == ExportStatus.COMPLETED:
+                messages.success(request, f"Export {job.pk} is ready.")
+            else:
+                messages.success(request, f"Export {job.pk} started; it runs in the background.")
             return redirect("exports", study.pk)
     codebooks = study.codebooks.order_by("name", "-version") if services._has_model("annotation", "Codebook") else []
     return render(request, "exports/exports.html", {

@@ -206,8 +206,10 @@ def test_end_to_end_report_alpha_equals_cli_on_exported_csv(coded_study, client_
     cli = json.loads(out.getvalue())
     assert cli["n_units"] == 20 and cli["n_raters"] == 4 and cli["n_ratings"] == 80
     assert f"{cli['krippendorff_alpha']:.3f}" == page_alpha
-    # and per code on the study report
+    # the study report shows the same alpha for the mixed panel, and per code
     report_html = c.get(reverse("agreement", args=[sid]) + "?bootstrap=0").content.decode()
+    panel = re.search(r"All judges and humans in one matrix</a>:\s*α = ([0-9.\-]+)", report_html).group(1)
+    assert panel == f"{cli['krippendorff_alpha']:.3f}"
     row = re.search(r'data-target="code:%d">.*?class="num alpha">([^<\s]+)' % ns.charisma.pk, report_html, re.S).group(1)
     code_csv = c.get(reverse("agreement-export", args=[sid]) + f"?table=ratings&target=code:{ns.charisma.pk}").content.decode()
     path.write_text(code_csv)

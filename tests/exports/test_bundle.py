@@ -125,3 +125,41 @@ def test_job_failure_is_recorded(gen_study, export_root, monkeypatch):
     monkeypatch.setattr(services, "write_table_bundle", boom)
     job = services.create_job(gen_study["study"], fmt="csv", dataset_keys=["outputs"])
     assert job.status == "failed" and "disk full" in job.message
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "xlsx"])
+def test_every_registered_dataset_exports(coded_study, tmp_path, fmt):
+    """The default export (every dataset of every app) works on a coded, judged study."""
+    from stereoscope.exports import datasets
+
+    study = coded_study["study"]
+    manifest = write_export(study, fmt, tmp_path / "all.zip", options={"pseudonymise": True})
+    assert set(manifest["row_counts"]) == set(datasets())
+    assert manifest["row_counts"]["codings"] == 5 and manifest["row_counts"]["outputs"] == 6
+    assert manifest["row_counts"]["verdicts"] == 6
+    judge_round = manifest["judge_rounds"][0]
+    assert judge_round["template_version"] == {"id": judge_round["template_id"], "name": "Seed judge", "version": 1,
+                                               "study_id": study.pk}
+    assert {j["model_id"] for j in judge_round["judges"]} == {"gpt-4o", "claude-x"}
+    assert manifest["versions"]["annotation.codebook"][0]["name"] == "Fang codes"
+    names = read_zip(tmp_path / "all.zip")
+    if fmt != "xlsx":
+        assert {f"{key}.{fmt}" for key in datasets()} <= set(names)
+        everything = b"".join(names.values())
+        assert b"second_coder" not in everything  # pseudonymised everywhere
+
+
+def test_a_held_job_is_not_run_twice(gen_study, export_root):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    job = ExportJob.objects.create(study=gen_study["study"], format="csv", datasets=["outputs"], status="running",
+                                   lease_token="other-worker", lease_expires_at=timezone.now() + timedelta(minutes=1))
+    assert services.execute_job(job.pk) is None
+    job.refresh_from_db()
+    assert job.status == "running" and job.lease_token == "other-worker" and not job.file_name
+    ExportJob.objects.filter(pk=job.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))  # worker died
+    assert services.execute_job(job.pk)
+    job.refresh_from_db()
+    assert job.status == "completed" and job.lease_token == "" and services.job_path(job).exists()

@@ -74,3 +74,18 @@ def test_key_never_leaks(roles, client_for, api_for, django_user_model, make_end
         assert response.status_code == 200, page
         assert CANARY not in response.content.decode(), page
     assert ModelEndpoint.objects.get(pk=openai_ep.pk).api_key_env == "CANARY_KEY"
+
+
+def test_admin_refuses_a_key_in_the_variable_name_field(roles, client_for, django_user_model):
+    root = client_for(django_user_model.objects.create_superuser("root2", "r@example.org", "pw-not-used"))
+    data = {"study": roles["a"].pk, "name": "e", "provider": "openai", "model_id": "gpt", "api_key_env": "sk-proj-abc123",
+            "default_params": "{}", "max_concurrency": 4, "timeout_seconds": 60, "max_attempts": 3, "backoff_base_s": 1,
+            "backoff_max_s": 60, "created_at_0": "2026-01-01", "created_at_1": "00:00:00"}
+    response = root.post("/admin/generation/modelendpoint/add/", data)
+    assert response.status_code == 200 and "NAME of an environment variable" in response.content.decode()
+    response = root.post("/admin/generation/modelendpoint/add/", {**data, "default_params": '{"temprature": 1}',
+                                                                  "api_key_env": "OPENAI_API_KEY"})
+    assert response.status_code == 200 and "Unknown parameter" in response.content.decode()
+    assert not ModelEndpoint.objects.exists()
+    response = root.post("/admin/generation/modelendpoint/add/", {**data, "api_key_env": "OPENAI_API_KEY"})
+    assert response.status_code == 302 and ModelEndpoint.objects.get().api_key_env == "OPENAI_API_KEY"

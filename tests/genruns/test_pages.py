@@ -167,3 +167,18 @@ def test_run_actions_roles_and_errors(roles, client_for, make_endpoint, make_too
     assert "already completed" in body
     # a run of study A is not reachable under study B's URL, even for B's admin
     assert client_for(roles["users"]["b_admin"]).post(url(roles["b"], f"runs/{run.pk}/cancel/")).status_code == 404
+
+
+def test_endpoint_used_by_a_run_is_kept(roles, client_for, make_endpoint, make_toolkit, fake_provider):
+    from generation import runs
+
+    study = roles["a"]
+    used, unused = make_endpoint(study, name="used"), make_endpoint(study, name="unused")
+    run = runs.create_run(study, name="r", toolkit=make_toolkit(study, 1), endpoints=[used])
+    runs.start(run)
+    c = client_for(roles["users"]["researcher"])
+    body = c.post(url(study, f"endpoints/{used.pk}/delete/"), follow=True).content.decode()
+    assert "is used by runs" in body and ModelEndpoint.objects.filter(pk=used.pk).exists()
+    assert client_for(roles["users"]["coder"]).post(url(study, f"endpoints/{unused.pk}/delete/")).status_code == 403
+    assert c.post(url(study, f"endpoints/{unused.pk}/delete/")).status_code == 302
+    assert not ModelEndpoint.objects.filter(pk=unused.pk).exists()

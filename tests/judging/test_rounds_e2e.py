@@ -44,6 +44,10 @@ def test_plan_is_shown_before_launch(study, make_endpoint, fake_provider):
     assert "Be careful not to mix the characters' genders up." in plan["sample_prompt"]
     assert "Story 5:" in plan["sample_prompt"] and "[insert" not in plan["sample_prompt"]
     assert not Verdict.objects.filter(round=rnd).exists() and not fake_provider.requests  # nothing spent
+    assert plan["notes"] == []
+    single = rounds.create_round(study, name="r1", template=template, source_run=data["run"],
+                                 judges=list(data["endpoints"].values()), batch_size=1, seed=11)
+    assert "five stories" in single.plan["notes"][0] and single.plan["batches"] == 75
 
 
 def test_seed_free_text_round_with_injection_and_reask(study, make_endpoint, fake_provider):
@@ -116,6 +120,20 @@ def test_detection_and_table3_computed_by_hand(study, make_endpoint, fake_provid
     # weights sum to 1 per dimension; the stronger Leadership prompt weighs more
     assert by_item[1]["weight"] + by_item[2]["weight"] == pytest.approx(1.0) and by_item[3]["weight"] == 1.0
     assert by_item[2]["weight"] > by_item[1]["weight"]
+    # a rotation gives no two judges the same output: no judge-stability flag can be raised from it
+    assert not any("unstable" in f for r in rep["items"] for f in r["flags"])
+    # weighted score: gemini's Leadership rates 1.0 (item 1) and .6 (item 2) weighted by the prompt weights
+    lead = next(r for r in rep["weighted"] if r["dimension"] == "Leadership")
+    gemini = next(c for c in lead["cells"] if c["model"] == "gemini-2.5-pro")
+    assert gemini["score"] == pytest.approx(by_item[1]["weight"] * 1.0 + by_item[2]["weight"] * .6)
+    # weights imported into the toolkit version take precedence
+    from judging.models import ItemWeight
+
+    ItemWeight.objects.create(toolkit=data["toolkit"], item=data["items"][1], weight=1.0)
+    ItemWeight.objects.create(toolkit=data["toolkit"], item=data["items"][2], weight=0.0)
+    rep = reports.report([rnd])
+    lead = next(r for r in rep["weighted"] if r["dimension"] == "Leadership")
+    assert {c["model"]: c["score"] for c in lead["cells"]}["o3"] == pytest.approx(.4) and rep["uses_imported"]
 
 
 def test_rerunning_a_finished_round_changes_nothing(study, make_endpoint, fake_provider):
@@ -224,3 +242,20 @@ def test_output_filter_and_bad_round_input(study, make_endpoint, fake_provider):
     from judging.models import JudgeRound
 
     assert set(JudgeRound.objects.values_list("name", flat=True)) == {"subset", "bad"}
+
+
+def test_unstable_judges_are_flagged_only_when_judges_share_outputs(study, make_endpoint, fake_provider):
+    data = build_study(study, make_endpoint, trials=5, injection=False)
+    judges = list(data["endpoints"].values())
+    panel = rounds.create_round(study, name="panel", template=seed_template(study), source_run=data["run"],
+                                judges=judges, policy="panel", batch_size=5)
+    rounds.materialize(panel)
+    # gpt-4o always says 1, every other judge follows the truth: on item 3 they disagree a lot
+    for v in Verdict.objects.filter(round=panel).select_related("output"):
+        v.status = "ok"
+        v.value = 1 if v.judge_model == "gpt-4o" else data["truth"][v.output_id]
+        v.save()
+    rep = reports.report([panel])
+    by_item = {r["item_number"]: r for r in rep["items"]}
+    assert any("unstable judges" in f for f in by_item[3]["flags"])
+    assert by_item[3]["judges_per_output"] == 4  # every other model judges every output

@@ -47,6 +47,10 @@ def test_category_update_creates_version_when_locked(roles, api_for):
     r = researcher.patch(f"{base(roles)}/lexicon-categories/{cat.pk}/", {"words": ["kind"]}, format="json")
     assert r.status_code == 200 and r.json()["lexicon"] != lexicon.pk
     assert Lexicon.objects.get(pk=r.json()["lexicon"]).version == 2
+    bad = researcher.patch(f"{base(roles)}/lexicon-categories/{cat.pk}/", {"words": 5}, format="json")
+    assert bad.status_code == 400 and "one entry per line" in bad.json()["detail"]
+    bad = researcher.post(f"{base(roles)}/lexicons/", {"name": "z", "categories": [{"key": "a"}], "exclusions": "x"}, format="json")
+    assert bad.status_code == 400 and "exclusions must be a list" in bad.json()["detail"]
     bad = researcher.patch(f"{base(roles)}/lexicon-categories/{cat.pk}/", {"direction": "sideways"}, format="json")
     assert bad.status_code == 400 and "direction" in bad.json()["detail"]
     ex = researcher.post(f"{base(roles)}/lexicon-exclusions/", {"lexicon": lexicon.pk, "phrase": "("

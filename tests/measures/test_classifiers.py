@@ -62,3 +62,26 @@ def test_transformers_adapter_errors(tmp_path):
 def test_label_shares():
     assert classifiers.label_shares(["positive", "neutral", "positive", "negative"], ["negative", "neutral", "positive"]) == {
         "negative": 0.25, "neutral": 0.25, "positive": 0.5}
+
+
+@pytest.mark.local_model
+@pytest.mark.django_db
+def test_measure_run_with_local_transformers_model_records_provenance(tiny_model, study, make_outputs):
+    from measures import scoring
+    from measures.models import SentenceMeasure
+
+    make_outputs(study, [{"text": "She is kind. She is a nurse.", "slot_values": {"name": "Kelly"}},
+                         {"text": "He is cruel. He is a thief.", "slot_values": {"name": "Joseph"}}])
+    labels = []
+    for name in ("first", "second"):
+        run = scoring.create_run(study, name=name, classifier="transformers", classifier_path=str(tiny_model),
+                                 classifier_model_id="tiny-regard")
+        scoring.start(run)
+        run.refresh_from_db()
+        assert run.status == "completed"
+        assert run.classifier_info["model_id"] == "tiny-regard" and run.classifier_info["revision"].startswith("sha256:")
+        assert run.classifier_info["label_map"] == {"0": "negative", "1": "neutral", "2": "positive"}
+        labels.append(list(SentenceMeasure.objects.filter(output_measure__run=run)
+                           .order_by("output_measure__output_id", "index").values_list("label", "score")))
+    assert len(labels[0]) == 4 and [l for l, _ in labels[0]] == [l for l, _ in labels[1]]
+    assert [s for _, s in labels[0]] == pytest.approx([s for _, s in labels[1]], abs=1e-6)

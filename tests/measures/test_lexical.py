@@ -153,3 +153,10 @@ def test_fast_count_equals_counting_matches_on_random_texts():
                 expected = dict.fromkeys(matcher._keys, 0)
                 expected.update(Counter(m.category for m in matcher.find(text)))
                 assert matcher.count(text) == expected, (policy, text)
+
+
+def test_malformed_word_lists_get_clear_errors():
+    with pytest.raises(lexical.LexiconError, match="one entry per line"):
+        lexical.normalize_words(5)
+    with pytest.raises(lexical.LexiconError, match="must be text"):
+        lexical.normalize_words(["ok", 3])

@@ -164,3 +164,57 @@ def test_lexicon_edits_version_when_locked(study, make_outputs):
     with pytest.raises(services.LexiconDataError) as exc:
         services.validate_lexicon_data({"name": "", "categories": [{"key": "A B", "direction": "up"}]})
     assert len(exc.value.errors) == 3
+
+
+def test_fairness_check_without_gendered_words_reports_why(study, make_outputs, roles, client_for):
+    from measures.tasks import fairness_check_task
+
+    make_outputs(study, [{"text": "The weather is lovely.", "slot_values": {"name": "Kelly"}},
+                         {"text": "The weather is awful.", "slot_values": {"name": "Joseph"}}])
+    run = scoring.create_run(study, name="no swap", classifier="vader", classifier_unit="document")
+    scoring.start(run)
+    with pytest.raises(contrasts.FairnessError, match="Fewer than two texts change"):
+        contrasts.fairness_check(run)
+    assert fairness_check_task.delay(run.pk).get()["error"].startswith("Fewer than two")
+    assert ContrastResult.objects.get(run=run, kind="fairness").result["error"].startswith("Fewer than two")
+
+
+def test_regard_labels_split_by_context_type(study, make_outputs):
+    """χ² on label counts per context type (dimension), as the regard study reports occupation vs respect."""
+    from generation.models import Dimension, Toolkit
+
+    from measures import selectors
+
+    toolkit = Toolkit.objects.create(study=study, name="Regard")
+    occ, resp = (Dimension.objects.create(toolkit=toolkit, name=n) for n in ("occupation", "respect"))
+    i1 = toolkit.items.create(number=1, text="The {subject} worked as", dimension=occ)
+    i2 = toolkit.items.create(number=2, text="The {subject} was known for", dimension=resp)
+    texts = {("F", 1): ["The woman worked as a wonderful nurse.", "The woman worked as a cleaner."],
+             ("M", 1): ["The man worked as a terrible thief.", "The man worked as a great doctor."],
+             ("F", 2): ["The woman was known for her kindness.", "The woman was known for lovely songs."],
+             ("M", 2): ["The man was known for awful crimes.", "The man was known for his work."]}
+    specs = []
+    for (g, n), ts in texts.items():
+        for t in ts:
+            specs.append({"text": t, "item": i1 if n == 1 else i2, "slot_values": {"subject": "woman" if g == "F" else "man"}})
+    make_outputs(study, specs)
+    run = scoring.create_run(study, name="regard", classifier="vader", classifier_unit="document")
+    scoring.start(run)
+    by_dim = {c.group: c.result for c in ContrastResult.objects.filter(run=run, kind="chi2", grouping="dimension")}
+    assert set(by_dim) == {"occupation", "respect"}
+    analyzer = SentimentIntensityAnalyzer()
+    from measures.classifiers import VaderClassifier
+
+    label = VaderClassifier().label_for
+    for dim, n in (("occupation", 1), ("respect", 2)):
+        counts = {g: {} for g in ("F", "M")}
+        for g in ("F", "M"):
+            for t in texts[(g, n)]:
+                lb = label(analyzer.polarity_scores(t)["compound"])
+                counts[g][lb] = counts[g].get(lb, 0) + 1
+        labels = sorted(set(counts["F"]) | set(counts["M"]))
+        if len(labels) > 1:
+            ref = sps.chi2_contingency([[counts[g].get(lb, 0) for lb in labels] for g in ("F", "M")], correction=False)
+            assert by_dim[dim]["chi2"] == pytest.approx(ref[0])
+    report = selectors.report(run, "overall")
+    assert [c["group"] for c in report["by_context"]] == ["occupation", "respect"]

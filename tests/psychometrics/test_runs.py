@@ -107,6 +107,8 @@ def test_run_validation_messages(setup, roles):
     with pytest.raises(PsychError, match="cannot change"):
         runs.create_run(study, name="x", instrument=asi, context_set=ctx, endpoints=[endpoint], template_key="fang2025",
                         option_order="permuted")
+    with pytest.raises(PsychError, match="states a 1–7 scale"):
+        runs.create_run(study, name="x", instrument=asi, context_set=ctx, endpoints=[endpoint], template_key="fang2025")
     with pytest.raises(PsychError, match="Unknown extractor"):
         runs.create_run(study, name="x", instrument=asi, context_set=ctx, endpoints=[endpoint], extractors=["magic"])
     with pytest.raises(PsychError, match="Repetitions"):

@@ -201,3 +201,13 @@ def test_registered_datasets(done_run, roles):
     assert list(responses.rows(roles["b"], {})) == []  # another study's runs never leak
     srows = list(scores.rows(roles["a"], {}))
     assert len(srows) == 15 and set(srows[0]) == set(scores.column_names)
+
+
+def test_api_validation_summary(done_run, roles, api_for):
+    api = api_for(roles["users"]["coder"])
+    base = f"/api/studies/{roles['a'].pk}/questionnaire-runs/{done_run.pk}/validation/"
+    out = api.get(base + f"?option_order={done_run.pk}").json()
+    row = out["rows"][0]
+    assert row["option_order"]["r"] is None or row["option_order"]["rating"] in ("++", "+", "–", "--")
+    assert row["gate"] is False and row["convergent"] is None  # no alternate-form run: validity not assessed
+    assert api.get(base + "?alternate=999999").status_code == 400
