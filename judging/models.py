@@ -52,7 +52,7 @@ class JudgeRound(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judge_rounds")
     name = models.CharField(max_length=200)
-    template = models.ForeignKey(JudgeTemplate, on_delete=models.PROTECT, related_name="rounds")
+    template = models.ForeignKey(JudgeTemplate, on_delete=models.RESTRICT, related_name="rounds")
     source_run = models.ForeignKey(GenerationRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="judge_rounds")
     judges = models.ManyToManyField(ModelEndpoint, related_name="judge_rounds")
     policy = models.CharField(max_length=20, choices=JudgePolicy.choices, default=JudgePolicy.ROTATION)

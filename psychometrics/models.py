@@ -151,8 +151,8 @@ class QuestionnaireRun(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="questionnaire_runs")
     name = models.CharField(max_length=200)
-    instrument = models.ForeignKey(Instrument, on_delete=models.PROTECT, related_name="runs")
-    context_set = models.ForeignKey(ContextSet, on_delete=models.PROTECT, related_name="runs")
+    instrument = models.ForeignKey(Instrument, on_delete=models.RESTRICT, related_name="runs")
+    context_set = models.ForeignKey(ContextSet, on_delete=models.RESTRICT, related_name="runs")
     endpoints = models.ManyToManyField(ModelEndpoint, related_name="questionnaire_runs")
     repetitions = models.PositiveIntegerField(default=1)
     template_key = models.CharField(max_length=50, default="jung2025")
@@ -200,9 +200,9 @@ class Extracted(models.TextChoices):
 
 class Response(models.Model):
     run = models.ForeignKey(QuestionnaireRun, on_delete=models.CASCADE, related_name="responses")
-    item = models.ForeignKey(InstrumentItem, on_delete=models.PROTECT, related_name="responses")
-    context = models.ForeignKey(Context, on_delete=models.PROTECT, related_name="responses")
-    endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.PROTECT, related_name="questionnaire_responses")
+    item = models.ForeignKey(InstrumentItem, on_delete=models.RESTRICT, related_name="responses")
+    context = models.ForeignKey(Context, on_delete=models.RESTRICT, related_name="responses")
+    endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.RESTRICT, related_name="questionnaire_responses")
     model_name = models.CharField(max_length=300)
     repetition = models.PositiveIntegerField(default=1)
     options = models.JSONField(default=list, help_text="Options as presented: [{code, label, value}] in shown order.")
