@@ -5,7 +5,6 @@ single-turn conversation and owns exactly one Output row: the rows are created u
 makes duplicates impossible) and executing a run only fills rows still pending, so resuming never repeats work.
 """
 import logging
-import uuid
 from datetime import timedelta
 from decimal import Decimal
 
@@ -13,6 +12,7 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
+from stereoscope.leases import acquire_lease
 from stereoscope.services import record_activity
 
 from .limits import estimate_tokens
@@ -252,11 +252,7 @@ def cancel(run, actor=None):
 
 
 def _acquire_lease(run_id):
-    token = uuid.uuid4().hex
-    now = timezone.now()
-    got = GenerationRun.objects.filter(Q(lease_token="") | Q(lease_expires_at__lt=now), pk=run_id).update(
-        lease_token=token, lease_expires_at=now + timedelta(seconds=LEASE_SECONDS))
-    return token if got else None
+    return acquire_lease(GenerationRun.objects, run_id, LEASE_SECONDS)
 
 
 class OutputSink:

@@ -6,7 +6,6 @@ calls batches that still have pending verdicts, so a re-run changes nothing and 
 without duplicates (the unique constraint on (round, output, judge_model) makes duplicates impossible anyway).
 """
 import logging
-import uuid
 from collections import Counter, defaultdict
 from datetime import timedelta
 from decimal import Decimal
@@ -19,6 +18,7 @@ from generation.limits import estimate_tokens
 from generation.models import GenerationRun, ModelEndpoint, Output, OutputStatus, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params
 from generation.runner import CallUnit, RunStats, cost_of, execute_units
+from stereoscope.leases import acquire_lease
 from stereoscope.services import record_activity
 
 from . import parsing, planner, prompts
@@ -396,11 +396,7 @@ def cancel(rnd, actor=None):
 
 
 def _acquire_lease(round_id):
-    token = uuid.uuid4().hex
-    now = timezone.now()
-    got = JudgeRound.objects.filter(Q(lease_token="") | Q(lease_expires_at__lt=now), pk=round_id).update(
-        lease_token=token, lease_expires_at=now + timedelta(seconds=LEASE_SECONDS))
-    return token if got else None
+    return acquire_lease(JudgeRound.objects, round_id, LEASE_SECONDS)
 
 
 class VerdictSink:

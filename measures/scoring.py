@@ -9,15 +9,14 @@ A lease keeps one executor per run. After the last batch the contrasts are compu
 import json
 import logging
 import time
-import uuid
 from datetime import timedelta
 
 from django.apps import apps
 from django.db import connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from generation.models import GenerationRun, Output, OutputStatus, RunStatus
+from stereoscope.leases import acquire_lease
 from stereoscope.services import record_activity
 
 from . import gender as gender_mod
@@ -121,11 +120,7 @@ def cancel(run, actor=None):
 
 
 def _acquire_lease(run_id):
-    token = uuid.uuid4().hex
-    now = timezone.now()
-    got = MeasureRun.objects.filter(Q(lease_token="") | Q(lease_expires_at__lt=now), pk=run_id).update(
-        lease_token=token, lease_expires_at=now + timedelta(seconds=LEASE_SECONDS))
-    return token if got else None
+    return acquire_lease(MeasureRun.objects, run_id, LEASE_SECONDS)
 
 
 def attributions_for(output_ids):

@@ -7,7 +7,6 @@ generation.runner.execute_units (limits, retries, Retry-After, one ProviderCall 
 """
 import logging
 import random
-import uuid
 from datetime import timedelta
 
 from django.db import transaction
@@ -17,6 +16,7 @@ from django.utils import timezone
 from generation.models import ModelEndpoint, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params
 from generation.runner import CallUnit, execute_units
+from stereoscope.leases import acquire_lease
 from stereoscope.services import record_activity
 
 from . import extraction, prompts
@@ -241,11 +241,7 @@ def cancel(run, actor=None):
 
 
 def _acquire_lease(run_id):
-    token = uuid.uuid4().hex
-    now = timezone.now()
-    got = QuestionnaireRun.objects.filter(Q(lease_token="") | Q(lease_expires_at__lt=now), pk=run_id).update(
-        lease_token=token, lease_expires_at=now + timedelta(seconds=LEASE_SECONDS))
-    return token if got else None
+    return acquire_lease(QuestionnaireRun.objects, run_id, LEASE_SECONDS)
 
 
 class ResponseSink:

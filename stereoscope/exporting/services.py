@@ -5,17 +5,16 @@ import io
 import json
 import logging
 import os
-import uuid
 import zipfile
 from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import slugify
 
 from stereoscope.exports import data_dictionary, datasets
+from stereoscope.leases import acquire_lease
 from stereoscope.models import ExportFormat, ExportJob, ExportStatus
 from stereoscope.permissions import LEVELS, role_for
 from stereoscope.services import record_activity
@@ -309,12 +308,7 @@ def create_job(study, *, fmt, dataset_keys=None, options=None, actor=None, enque
 
 
 def _acquire_lease(job_id):
-    token = uuid.uuid4().hex
-    now = timezone.now()
-    got = ExportJob.objects.filter(Q(lease_token="") | Q(lease_expires_at__lt=now), pk=job_id,
-                                   status__in=[ExportStatus.QUEUED, ExportStatus.RUNNING]).update(
-        lease_token=token, lease_expires_at=now + timedelta(seconds=LEASE_SECONDS))
-    return token if got else None
+    return acquire_lease(ExportJob.objects.filter(status__in=[ExportStatus.QUEUED, ExportStatus.RUNNING]), job_id, LEASE_SECONDS)
 
 
 def job_path(job):
