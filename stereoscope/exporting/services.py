@@ -20,7 +20,7 @@ from stereoscope.permissions import LEVELS, role_for
 from stereoscope.services import record_activity
 
 from .manifest import build_manifest
-from .writers import CSVTableWriter, JSONLTableWriter, XLSXWorkbookWriter
+from stereoscope.tables import CSVTableWriter, JSONLTableWriter, XLSXWorkbookWriter
 
 log = logging.getLogger(__name__)
 LEASE_SECONDS = 120

@@ -4,7 +4,7 @@ import json
 
 import openpyxl
 
-from stereoscope.exporting.writers import CSVTableWriter, JSONLTableWriter, XLSXWorkbookWriter, escape_formula
+from stereoscope.tables import CSVTableWriter, JSONLTableWriter, XLSXWorkbookWriter, escape_formula
 
 HOSTILE = ["=HYPERLINK(\"http://x\")", "+1+2", "-3+cmd", "@SUM(A1)", "\tTAB", "plain", "a=b"]
 

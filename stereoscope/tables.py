@@ -1,4 +1,4 @@
-"""Streaming table writers (CSV, JSONL, XLSX). No Django: rows in, bytes out, constant memory.
+"""The one table writer (CSV, JSONL, XLSX). No Django: rows in, bytes out, constant memory.
 
 Spreadsheet formats escape text cells that a spreadsheet would run as a formula (starting with = + - @, tab or
 carriage return) by prefixing a single quote (OWASP "CSV injection"). JSONL is lossless and never escaped.
