@@ -368,7 +368,7 @@ def save_answers(run, answers, *, actor=None, source="form"):
         calls.append(ProviderCall(study_id=run.study_id, endpoint=out.endpoint, purpose="generation",
                                   unit_ref=f"output:{out.pk}", output_id=out.pk, provider=Provider.MANUAL,
                                   model=out.model_name, messages=messages_for(run, out.prompt_text), params={},
-                                  attempt=1, ok=True, response_text=answer.text, finish_reason="manual",
+                                  attempt=1, ok=True, outcome="ok", response_text=answer.text, finish_reason="manual",
                                   raw_response={"entered_by": who, "via": source}, started_at=now))
     ProviderCall.objects.bulk_create(calls)
     record_activity(run.study, actor, f"entered {len(answers)} manual answers for", run.name)
