@@ -21,7 +21,7 @@ from decimal import Decimal
 from typing import Any, Callable, Iterable, Protocol
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from .limits import LEASE_TTL, RENEW_EVERY, EndpointLimiter, estimate_tokens, make_store
@@ -404,11 +404,15 @@ def execute_units(study, units, sink: ResultSink, *, cancel_check: Callable[[], 
     finished = set()
     last_check = last_progress = time.perf_counter()
     ended = False
+    rest, rest_since = [], None
     try:
         while not ended:
+            # Attempt rows to open are written at once (their requests wait for them); results are gathered for
+            # up to BATCH_SECONDS and written together.
             batch = []
+            wait = BATCH_SECONDS if rest_since is None else max(0.0, rest_since + BATCH_SECONDS - time.perf_counter())
             try:
-                batch.append(events.get(timeout=BATCH_SECONDS))
+                batch.append(events.get(timeout=wait))
                 while len(batch) < BATCH_SIZE:
                     try:
                         batch.append(events.get_nowait())
@@ -417,8 +421,17 @@ def execute_units(study, units, sink: ResultSink, *, cancel_check: Callable[[], 
             except queue.Empty:
                 pass
             ended = any(kind == "end" for kind, _, _ in batch)
-            _write_batch(study, batch, sink, stats, finished, loop_runner, source)
-            if any(kind == "more" for kind, _, _ in batch) and not ended:
+            wants_more = any(kind == "more" for kind, _, _ in batch)
+            _open_attempts(study, [e for e in batch if e[0] == "open"], loop_runner)
+            others = [e for e in batch if e[0] != "open"]
+            if others and rest_since is None:
+                rest_since = time.perf_counter()
+            rest.extend(others)
+            if rest and (ended or wants_more or len(rest) >= BATCH_SIZE
+                         or time.perf_counter() - rest_since >= BATCH_SECONDS):
+                _write_batch(study, rest, sink, stats, finished, loop_runner, source)
+                rest, rest_since = [], None
+            if wants_more and not ended:
                 if pending_first:
                     more = pending_first.pop()
                 elif stop.is_set():
@@ -451,28 +464,55 @@ def execute_units(study, units, sink: ResultSink, *, cancel_check: Callable[[], 
     return stats
 
 
+CLOSE_FIELDS = ["outcome", "ok", "response_text", "raw_response", "finish_reason", "input_tokens", "output_tokens",
+                "cost_usd", "latency_ms", "http_status", "error", "retry_after_s", "backoff_s", "completed_at"]
+
+
+def _close_calls(records):
+    """Complete the attempt rows: one prepared UPDATE run for many rows (ORM bulk_update is slow here)."""
+    meta = ProviderCall._meta
+    fields = [meta.get_field(name) for name in CLOSE_FIELDS]
+    sets = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields)
+    sql = f"UPDATE {connection.ops.quote_name(meta.db_table)} SET {sets} WHERE {connection.ops.quote_name('id')} = %s"
+    params = []
+    for record in records:
+        values = _closed_fields(record)
+        params.append([f.get_db_prep_save(values.get(f.name, f.get_default()), connection) for f in fields]
+                      + [record["row_id"]])
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
+def _open_attempts(study, events, loop_runner):
+    """Commit the attempt rows of requests about to be sent, then let those requests go."""
+    if not events:
+        return
+    opened = [(record, _opened_call(study, record)) for _, _, record in events]
+    with transaction.atomic():
+        rows = ProviderCall.objects.bulk_create([row for _, row in opened])
+    for (record, _), row in zip(opened, rows):
+        record["row_id"] = row.pk
+        if loop_runner is not None:
+            loop_runner.loop.call_soon_threadsafe(_resolve, record["written"])
+
+
 def _write_batch(study, batch, sink, stats, finished, loop_runner=None, source=None):
     if not batch:
         return
-    opened = [(record, _opened_call(study, record)) for kind, _, record in batch if kind == "open"]
+    _open_attempts(study, [e for e in batch if e[0] == "open"], loop_runner)
     closing = [record for kind, _, record in batch if kind == "attempt"]
     with transaction.atomic():
-        if opened:
-            rows = ProviderCall.objects.bulk_create([row for _, row in opened])
-            for (record, _), row in zip(opened, rows):
-                record["row_id"] = row.pk
-        for record in closing:
-            if record.get("not_sent"):  # cancelled before the request went out: it was never an attempt
-                ProviderCall.objects.filter(pk=record.get("row_id")).delete()
-                continue
-            if record.get("row_id") is None:
-                continue
-            ProviderCall.objects.filter(pk=record["row_id"]).update(**_closed_fields(record))
-            stats.attempts += 1
+        unsent = [r["row_id"] for r in closing if r.get("not_sent") and r.get("row_id")]
+        if unsent:  # cancelled before the request went out: it was never an attempt
+            ProviderCall.objects.filter(pk__in=unsent).delete()
+        done = [r for r in closing if not r.get("not_sent") and r.get("row_id") is not None]
+        if done:
+            _close_calls(done)
+            stats.attempts += len(done)
         for kind, unit, value in batch:
-            if kind not in ("succeeded", "failed") or id(unit) in finished:
+            if kind not in ("succeeded", "failed") or getattr(unit, "_finished", False):
                 continue
-            finished.add(id(unit))
+            unit._finished = True  # on the unit itself: ids of finished units are reused once they are freed
             try:
                 with transaction.atomic():
                     if kind == "succeeded":
@@ -493,9 +533,6 @@ def _write_batch(study, batch, sink, stats, finished, loop_runner=None, source=N
                 stats.cost_usd += value.cost_usd or 0
             else:
                 stats.failed += 1
-    if opened and loop_runner is not None:  # committed: the requests may go out now
-        for record, _ in opened:
-            loop_runner.loop.call_soon_threadsafe(_resolve, record["written"])
 
 
 def _resolve(future):

@@ -141,9 +141,7 @@ def queue(kind, job, actor=None, message=""):
 
 def launch(kind, job):
     """Send the job's tasks: one per chunk up to settings.JOB_FANOUT, so idle workers join in."""
-    from stereoscope.celery import app
-
-    fanout = 1 if app.conf.task_always_eager else int(getattr(settings, "JOB_FANOUT", 4))
+    fanout = int(getattr(settings, "JOB_FANOUT", 4))
     n = min(fanout, max(1, _chunks(kind, job.pk).filter(status=ChunkStatus.PENDING).count()))
     for _ in range(n):
         kind.enqueue(job)
@@ -214,7 +212,6 @@ class ChunkSource:
         self.cancel_check = cancel_check
         self.open = {}      # chunk pk -> units not finished yet
         self.finished_n = {}
-        self.of_unit = {}   # id(unit) -> chunk pk
         self.worker = worker_name()
 
     def lease_one(self):
@@ -247,11 +244,12 @@ class ChunkSource:
             self.open[chunk.pk] = len(units)
             self.finished_n[chunk.pk] = chunk.size - len(units)
             for unit in units:
-                self.of_unit[id(unit)] = chunk.pk
+                unit._job_chunk = chunk.pk
             return units
 
     def finished(self, unit):
-        pk = self.of_unit.pop(id(unit), None)
+        pk = getattr(unit, "_job_chunk", None)
+        unit._job_chunk = None
         if pk is None or pk not in self.open:
             return
         self.open[pk] -= 1
