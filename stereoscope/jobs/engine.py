@@ -81,8 +81,8 @@ class JobKind:
         """(status, message) once no chunk is pending and the job was not cancelled."""
         return JobStatus.COMPLETED, ""
 
-    def progress_extra(self, job):
-        return {}
+    def on_finished(self, job_id, status):
+        """Called once the job's status is written (e.g. draw a sample of a completed run)."""
 
     def get(self, job_id):
         return self.model.objects.get(pk=job_id)
@@ -200,6 +200,7 @@ def finish(kind, job_id, cancelled=False):
     else:
         updates.update(message=f"Stopped with {kind.units_label} left; resume to do them.")
     kind.model.objects.filter(pk=job_id).update(**updates)
+    kind.on_finished(job_id, updates.get("status", job.status))
 
 
 # -- the executor ---------------------------------------------------------------------------------------------------
