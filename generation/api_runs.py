@@ -30,7 +30,7 @@ class EndpointSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "provider", "model_id", "model_family", "base_url", "api_key_env", "key_is_set",
                   "default_params", "max_concurrency", "requests_per_minute", "tokens_per_minute", "timeout_seconds",
                   "max_attempts", "backoff_base_s", "backoff_max_s", "input_price_per_mtok", "output_price_per_mtok",
-                  "created_at"]
+                  "batch_enabled", "batch_input_price_per_mtok", "batch_output_price_per_mtok", "created_at"]
         read_only_fields = ["created_at"]
         validators = []  # uniqueness is checked with a clear message in endpoint_problems
 
@@ -52,8 +52,8 @@ class GenerationRunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = GenerationRun
-        fields = ["id", "name", "toolkit", "endpoints", "trials", "param_overrides", "system_prompt", "status", "is_import",
-                  "message", "created_at", "started_at", "finished_at"]
+        fields = ["id", "name", "toolkit", "endpoints", "trials", "param_overrides", "system_prompt", "execution_mode",
+                  "status", "is_import", "message", "created_at", "started_at", "finished_at"]
         read_only_fields = ["status", "is_import", "message", "created_at", "started_at", "finished_at"]
 
     def get_fields(self):
@@ -140,7 +140,8 @@ class GenerationRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retri
         serializer.instance = runs.create_run(self.get_study(), name=data["name"], toolkit=data["toolkit"],
                                               endpoints=data["endpoints"], trials=data.get("trials", 1),
                                               param_overrides=data.get("param_overrides"),
-                                              system_prompt=data.get("system_prompt", ""), actor=self.request.user)
+                                              system_prompt=data.get("system_prompt", ""),
+                                              execution_mode=data.get("execution_mode", "live"), actor=self.request.user)
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, parameters=[
         OpenApiParameter("sample", int, description="How many rendered prompts to include (default 20).")])
@@ -267,7 +268,7 @@ class ProviderCallSerializer(serializers.ModelSerializer):
         model = ProviderCall
         fields = ["id", "attempt", "ok", "provider", "model", "messages", "params", "response_text", "raw_response",
                   "finish_reason", "input_tokens", "output_tokens", "cost_usd", "latency_ms", "http_status", "error",
-                  "retry_after_s", "backoff_s", "started_at"]
+                  "retry_after_s", "backoff_s", "started_at", "batch_id", "custom_id"]
 
 
 class OutputSerializer(serializers.ModelSerializer):

@@ -96,7 +96,8 @@ def run_create(request, study_id):
         try:
             run = runs.create_run(request.study, name=data["name"], toolkit=data["toolkit"], endpoints=data["endpoints"],
                                   trials=data["trials"], param_overrides=data["param_overrides"],
-                                  system_prompt=data["system_prompt"], actor=request.user)
+                                  system_prompt=data["system_prompt"], actor=request.user,
+                                  execution_mode=data.get("execution_mode") or "live")
         except runs.RunError as exc:
             form.add_error(None, str(exc))
         else:
