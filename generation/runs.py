@@ -14,8 +14,10 @@ from django.utils import timezone
 from stereoscope import jobs
 from stereoscope.services import record_activity
 
+from . import batches
 from .limits import estimate_tokens
-from .models import GenerationRun, ModelEndpoint, Output, OutputStatus, Provider, RunStatus, Toolkit
+from .models import (BATCH_PROVIDERS, ExecutionMode, GenerationRun, ModelEndpoint, Output, OutputStatus, Provider,
+                     RunStatus, Toolkit)
 from .providers.base import ProviderError, merged_params, validate_params
 from .runner import CallUnit, cost_of, execute_units
 from .toolkits import SlotError, count_units, expand_units, lock_toolkit
@@ -59,7 +61,8 @@ def parse_overrides(value):
 
 
 @transaction.atomic
-def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=None, system_prompt="", actor=None):
+def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=None, system_prompt="", actor=None,
+               execution_mode=ExecutionMode.LIVE):
     """A draft run. Validates everything a launch would need, so a bad run is never saved."""
     name = (name or "").strip()
     if not name:
@@ -79,6 +82,7 @@ def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=Non
     if not 1 <= trials <= MAX_TRIALS:
         raise RunError(f"Trials must be between 1 and {MAX_TRIALS}.")
     overrides = parse_overrides(param_overrides)
+    execution_mode = check_mode(execution_mode or ExecutionMode.LIVE, endpoints)
     try:
         n = count_units(toolkit)
     except SlotError as exc:
@@ -88,11 +92,24 @@ def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=Non
     if n * len(endpoints) * trials > MAX_UNITS:
         raise RunError(f"{n * len(endpoints) * trials} units is more than the limit of {MAX_UNITS}.")
     run = GenerationRun.objects.create(study=study, name=name, toolkit=toolkit, trials=trials, param_overrides=overrides,
-                                       system_prompt=system_prompt or "", created_by=actor)
+                                       system_prompt=system_prompt or "", created_by=actor,
+                                       execution_mode=execution_mode)
     run.endpoints.set(endpoints)
     lock_toolkit(toolkit)
     record_activity(study, actor, "created generation run", run.name)
     return run
+
+
+def check_mode(mode, endpoints):
+    """The execution mode if every endpoint allows it; RunError otherwise."""
+    if mode not in ExecutionMode.values:
+        raise RunError(f"Unknown execution mode {mode!r}: choose live or batch.")
+    if mode == ExecutionMode.BATCH:
+        refused = [e.name for e in endpoints if not (e.batch_enabled and e.provider in BATCH_PROVIDERS)]
+        if refused:
+            raise RunError(f"Batch mode is not allowed on: {', '.join(refused)}. Allow it in the endpoint's settings "
+                           "(OpenAI, Anthropic or OpenAI-compatible servers with a batch API).")
+    return mode
 
 
 def messages_for(run, prompt):
@@ -208,6 +225,17 @@ def _queue_and_launch(run, actor, verb, message=""):
     return run
 
 
+def set_mode(run, mode, actor=None):
+    """Switch a run between live and batch mode (e.g. units back from an expired batch run live)."""
+    if jobs.is_live(run):
+        raise RunError("Stop the run (or wait for its workers) before switching its execution mode.")
+    mode = check_mode(mode, list(run.endpoints.exclude(provider=Provider.MANUAL)))
+    GenerationRun.objects.filter(pk=run.pk).update(execution_mode=mode)
+    run.execution_mode = mode
+    record_activity(run.study, actor, f"switched to {mode} mode:", run.name)
+    return run
+
+
 def resume(run, actor=None):
     """Queue the run again; only units without an output (pending) are executed."""
     if run.is_import:
@@ -230,6 +258,7 @@ def retry_failed(run, actor=None):
 
 def cancel(run, actor=None):
     jobs.cancel(RUN_JOB, run)
+    batches.cancel_open(RUN_JOB.name, run.pk)
     record_activity(run.study, actor, "cancelled generation run", run.name)
     return run
 
@@ -259,7 +288,8 @@ def _callable_outputs(run):
 
 
 class GenerationRunJob(jobs.JobKind):
-    """A generation run for the job engine: a unit is one pending Output of a called (not manual) endpoint."""
+    """A generation run for the job engine: a unit is one pending Output of a called (not manual) endpoint.
+    In batch mode the units go to the providers' batch APIs (generation.batches) instead of live calls."""
 
     name = "generation.run"
     model = GenerationRun
@@ -273,18 +303,29 @@ class GenerationRunJob(jobs.JobKind):
     def get(self, job_id):
         return GenerationRun.objects.select_related("study").get(pk=job_id)
 
-    def pending_keys(self, run):
-        return list(_callable_outputs(run)[1].order_by("pk").values_list("pk", flat=True))
+    def _held(self, run):
+        return batches.held_keys(self.name, run.pk) if run.execution_mode == ExecutionMode.BATCH else set()
 
-    def load_units(self, run, keys):
+    def pending_keys(self, run):
+        held = self._held(run)
+        return [pk for pk in _callable_outputs(run)[1].order_by("pk").values_list("pk", flat=True) if pk not in held]
+
+    def load_units(self, run, keys, include_held=False):
         endpoints, rows = _callable_outputs(run)
+        held = set() if include_held else self._held(run)
         params = {pk: merged_params(e, run.param_overrides) for pk, e in endpoints.items()}
         return [CallUnit(unit_ref=f"output:{pk}", endpoint=endpoints[ep], messages=messages_for(run, prompt),
                          params=dict(params[ep]), purpose="generation", payload=pk)
                 for pk, ep, prompt in rows.filter(pk__in=keys).order_by("pk").values_list("pk", "endpoint_id",
-                                                                                          "prompt_text")]
+                                                                                          "prompt_text")
+                if pk not in held]
+
+    def batch_sink(self, run):
+        return OutputSink()
 
     def run(self, run, source, cancel_check, progress):
+        if run.execution_mode == ExecutionMode.BATCH:
+            return batches.run_in_batches(self, run, source, cancel_check, progress)
         return execute_units(run.study, source, OutputSink(), cancel_check=cancel_check, progress=progress)
 
     def reset_failed(self, run):
@@ -296,9 +337,16 @@ class GenerationRunJob(jobs.JobKind):
         if left == 0:
             failed = run.outputs.filter(status=OutputStatus.FAILED).count()
             return RunStatus.COMPLETED, f"{failed} units failed; see their reasons and retry them." if failed else ""
+        if run.execution_mode == ExecutionMode.BATCH:
+            waiting = batches.open_count(self.name, run.pk)
+            if waiting:
+                return RunStatus.RUNNING, f"Waiting for {waiting} batches at the provider ({left} units)."
         manual = pending.filter(endpoint__provider=Provider.MANUAL).count()
         if manual == left:
             return RunStatus.RUNNING, f"Waiting for {manual} manual answers."
+        if run.execution_mode == ExecutionMode.BATCH:
+            return run.status, (f"{left - manual} units came back from their batches without an answer (errors or "
+                                "expiry); resume to submit them in a new batch, or switch the run to live.")
         return run.status, "Stopped with units left; resume to run them."
 
 

@@ -207,6 +207,10 @@ class FakeBatches:
                 self.anthropic[bid] = batch
                 self.created.append(("anthropic", bid, [(r["custom_id"], r["params"]) for r in requests]))
             return 200, self.public(batch)
+        if method == "GET" and not rest:
+            with self.lock:
+                data = [self.public(b) for b in reversed(list(self.anthropic.values()))]
+            return 200, {"data": data, "has_more": False, "first_id": None, "last_id": None}
         batch = self.anthropic.get(rest[0]) if rest else None
         if batch is None:
             return 404, {"type": "error", "error": {"type": "not_found_error", "message": "no such batch"}}
