@@ -81,6 +81,10 @@ class JobKind:
         """(status, message) once no chunk is pending and the job was not cancelled."""
         return JobStatus.COMPLETED, ""
 
+    def progress_extra(self, job_id):
+        """Figures of the kind's own to add to the job's progress (e.g. done and total)."""
+        return {}
+
     def on_finished(self, job_id, status):
         """Called once the job's status is written (e.g. draw a sample of a completed run)."""
 
@@ -293,9 +297,9 @@ def _tick(kind, job_id, token, stats, in_flight):
         done = stats.succeeded + stats.failed
         workers[token] = {"in_flight": in_flight, "done": done, "seen": wall, "worker": worker_name(),
                           "rate": round(stats.succeeded / stats.elapsed_s, 3) if stats.elapsed_s else 0.0}
-        left = _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).aggregate(size=Sum("size"), done=Sum("done"))
-        remaining = (left["size"] or 0) - (left["done"] or 0)
+        remaining = remaining_units(kind, job_id)
         workers[token]["attempts"] = stats.attempts
+        progress.update(kind.progress_extra(job_id))
         rate = sum(w["rate"] for w in workers.values())
         progress.update(in_flight=sum(w["in_flight"] for w in workers.values()), rate=round(rate, 2),
                         eta_s=round(remaining / rate) if rate else None, remaining=remaining, workers=workers,
@@ -372,12 +376,13 @@ def _end_of_pass(kind, job_id, stats, progress_callback):
         if job.status not in ACTIVE or _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).exists():
             return stats
         more = not job.cancel_requested and kind.next_pass(job) and plan_chunks(kind, job) > 0
+        if not more:
+            finish(kind, job_id)
+            return stats
     if more:
         token = uuid.uuid4().hex
         Model.objects.filter(pk=job_id).update(lease_token=token)
         return _run_passes(kind, kind.get(job_id), token, progress_callback)
-    finish(kind, job_id)
-    return stats
 
 
 # -- self-healing ---------------------------------------------------------------------------------------------------
@@ -422,6 +427,12 @@ def stalled_jobs():
             if n:
                 out.append({"kind": kind.name, "id": job_id, "status": status, "pending_chunks": n})
     return out
+
+
+def remaining_units(kind, job_id):
+    """Units of pending chunks not yet done (as of the workers' last progress tick)."""
+    left = _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).aggregate(size=Sum("size"), done=Sum("done"))
+    return (left["size"] or 0) - (left["done"] or 0)
 
 
 def chunk_counts(kind, job_id):
