@@ -14,7 +14,7 @@ from stereoscope.api import StudyScopedMixin
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER
 
-from . import collect, runs
+from . import batches, collect, runs
 from .endpoint_services import EndpointError, delete_endpoint, endpoint_problems, save_endpoint
 from .models import GenerationRun, ModelEndpoint, Output, ProviderCall
 from .views_runs import filtered_outputs
@@ -69,8 +69,15 @@ class RunStatusSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     status = serializers.CharField()
     message = serializers.CharField()
+    execution_mode = serializers.CharField(help_text="live or batch")
     overall = serializers.DictField()
     per_endpoint = serializers.ListField(child=serializers.DictField())
+    batches = serializers.ListField(child=serializers.DictField(), help_text="Provider batches (batch mode).")
+    batch_cost = serializers.DictField(help_text="Estimated and actual cost of the batches, at batch prices.")
+
+
+def _money(value):
+    return None if value is None else str(value)
 
 
 def run_status(run):
@@ -79,7 +86,15 @@ def run_status(run):
     for row in counts["per_endpoint"]:
         row["cost_usd"] = None if row["cost_usd"] is None else str(row["cost_usd"])
     counts["overall"]["cost_usd"] = str(counts["overall"]["cost_usd"])
-    return {"id": run.pk, "status": run.status, "message": run.message, **counts}
+    info = batches.summary(runs.RUN_JOB.name, run.pk)
+    counts["batches"] = [{"number": b.number, "endpoint": b.endpoint_id, "provider": b.provider,
+                          "provider_batch_id": b.provider_batch_id, "status": b.status, "requests": b.request_count,
+                          "provider_counts": b.counts, "succeeded": b.succeeded, "errored": b.errored,
+                          "estimated_cost_usd": _money(b.estimated_cost_usd), "cost_usd": _money(b.cost_usd),
+                          "submitted_at": b.submitted_at, "ended_at": b.ended_at} for b in info["batches"]]
+    counts["batch_cost"] = {"estimated_usd": str(info["estimated_cost_usd"]), "actual_usd": str(info["cost_usd"])}
+    return {"id": run.pk, "status": run.status, "message": run.message, "execution_mode": run.execution_mode,
+            **counts}
 
 
 def problems_response(exc):
@@ -141,7 +156,8 @@ class GenerationRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retri
                                               endpoints=data["endpoints"], trials=data.get("trials", 1),
                                               param_overrides=data.get("param_overrides"),
                                               system_prompt=data.get("system_prompt", ""),
-                                              execution_mode=data.get("execution_mode", "live"), actor=self.request.user)
+                                              execution_mode=data.get("execution_mode", "live"),
+                                              actor=self.request.user)
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, parameters=[
         OpenApiParameter("sample", int, description="How many rendered prompts to include (default 20).")])
@@ -159,8 +175,11 @@ class GenerationRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retri
         for row in plan["endpoints"]:
             endpoint = row.pop("endpoint")
             row.update(endpoint_id=endpoint.pk, endpoint_name=endpoint.name,
-                       cost_usd=None if row["cost_usd"] is None else str(row["cost_usd"]))
+                       cost_usd=None if row["cost_usd"] is None else str(row["cost_usd"]),
+                       batch_cost_usd=None if row["batch_cost_usd"] is None else str(row["batch_cost_usd"]))
         plan["totals"]["cost_usd"] = str(plan["totals"]["cost_usd"]) if plan["totals"]["priced"] else None
+        totals = plan["totals"]
+        totals["batch_cost_usd"] = str(totals["batch_cost_usd"]) if totals["batch_priced"] else None
         return Response(plan)
 
     @extend_schema(responses={200: RunStatusSerializer})

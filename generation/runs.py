@@ -112,6 +112,12 @@ def check_mode(mode, endpoints):
     return mode
 
 
+def batch_allowed(run):
+    """Every called endpoint of the run allows batch mode."""
+    called = [e for e in run.endpoints.all() if e.provider != Provider.MANUAL]
+    return bool(called) and all(e.batch_enabled and e.provider in BATCH_PROVIDERS for e in called)
+
+
 def messages_for(run, prompt):
     """One fresh single-turn conversation: an optional system prompt and the rendered prompt."""
     messages = [{"role": "system", "content": run.system_prompt}] if run.system_prompt else []
@@ -122,7 +128,9 @@ def plan(run, sample=50):
     """The dry run: calls, rendered prompts and estimated tokens and cost, before anything is spent."""
     units = list(expand_units(run.toolkit))
     endpoints = list(run.endpoints.order_by("name"))
-    rows, totals = [], {"calls": 0, "manual": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": Decimal("0"), "priced": True}
+    rows = []
+    totals = {"calls": 0, "manual": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": Decimal("0"), "priced": True,
+              "batch_cost_usd": Decimal("0"), "batch_priced": True}
     prompt_tokens = sum(estimate_tokens(run.system_prompt) + estimate_tokens(u.prompt) for u in units)
     problems = []
     for endpoint in endpoints:
@@ -135,12 +143,19 @@ def plan(run, sample=50):
         out_tokens = calls * int(params.get("max_tokens") or DEFAULT_OUTPUT_TOKENS)
         in_tokens = prompt_tokens * run.trials
         cost = cost_of(endpoint, in_tokens, out_tokens)
+        batch_allowed = endpoint.batch_enabled and endpoint.provider in BATCH_PROVIDERS
+        batch_cost = batches.batch_cost_of(endpoint, in_tokens, out_tokens) if batch_allowed else None
         manual = endpoint.provider == Provider.MANUAL
         if not manual and endpoint.provider != Provider.TRANSFORMERS and endpoint.provider != Provider.OPENAI_COMPATIBLE \
                 and not endpoint.key_is_set:
             problems.append(f"{endpoint.name}: the key variable {endpoint.api_key_env or '(none named)'} is not set.")
         rows.append({"endpoint": endpoint, "calls": calls, "manual": manual, "params": params,
-                     "input_tokens": in_tokens, "output_tokens": out_tokens, "cost_usd": cost})
+                     "input_tokens": in_tokens, "output_tokens": out_tokens, "cost_usd": cost,
+                     "batch_allowed": batch_allowed, "batch_cost_usd": batch_cost})
+        if batch_cost is None:
+            totals["batch_priced"] = False
+        else:
+            totals["batch_cost_usd"] += batch_cost
         totals["manual" if manual else "calls"] += calls
         totals["input_tokens"] += in_tokens
         totals["output_tokens"] += out_tokens

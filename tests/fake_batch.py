@@ -163,12 +163,13 @@ class FakeBatches:
                 continue
             spec, prompt, n = self.answer(body)
             if spec.get("expire"):
-                err.append({"id": self.new_id("req"), "custom_id": cid, "response": None,
-                            "error": {"code": "batch_expired", "message": "This request could not be executed in time."}})
+                err.append({"id": self.new_id("req"), "custom_id": cid, "response": None, "error": {
+                    "code": "batch_expired", "message": "This request could not be executed in time."}})
             elif spec.get("status", 200) != 200:
+                message = spec.get("message", f"scripted {spec['status']}")
                 err.append({"id": self.new_id("req"), "custom_id": cid, "error": None, "response": {
                     "status_code": spec["status"], "request_id": f"r{n}",
-                    "body": {"error": {"message": spec.get("message", f"scripted {spec['status']}"), "type": "server_error"}}}})
+                    "body": {"error": {"message": message, "type": "server_error"}}}})
             else:
                 completion = self.provider.completion(body, spec, prompt, n, anthropic=False)
                 out.append({"id": self.new_id("req"), "custom_id": cid, "error": None,
@@ -179,7 +180,8 @@ class FakeBatches:
         for key, rows in (("output_file_id", out), ("error_file_id", err)):
             if rows:
                 fid = self.new_id("file")
-                self.files[fid] = {"bytes": "".join(json.dumps(r) + "\n" for r in rows).encode(), "purpose": "batch_output"}
+                data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+                self.files[fid] = {"bytes": data, "purpose": "batch_output"}
                 batch[key] = fid
 
     def answer(self, body):

@@ -52,7 +52,8 @@ class OpenAIBatchAPI:
         return openai.OpenAI(**kwargs)
 
     def line(self, cid, messages, params):
-        return {"custom_id": cid, "method": "POST", "url": self.url, "body": wire_body(self.live.request(messages, params))}
+        body = wire_body(self.live.request(messages, params))
+        return {"custom_id": cid, "method": "POST", "url": self.url, "body": body}
 
     @staticmethod
     def body(line):

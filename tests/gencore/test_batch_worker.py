@@ -51,7 +51,8 @@ def test_batch_run_survives_a_killed_worker(make_endpoint, make_toolkit, fake_pr
     toolkit = make_toolkit(study, 500)
     endpoint = make_endpoint(study, "openai", batch_enabled=True, input_price_per_mtok=4, output_price_per_mtok=10,
                              default_params={"max_tokens": 50, "seed": 3})
-    monkeypatch.setattr(runs, "_enqueue", lambda run: app.send_task("generation.execute_run", args=[run.pk], queue=queue))
+    monkeypatch.setattr(runs, "_enqueue",
+                        lambda run: app.send_task("generation.execute_run", args=[run.pk], queue=queue))
     run = runs.create_run(study, name="batch crash", toolkit=toolkit, endpoints=[endpoint], trials=2,
                           execution_mode="batch")
     fake_provider.batches.hold = True  # the provider keeps the batches in progress until released
