@@ -33,7 +33,9 @@ class Command(BaseCommand):
         procs = []
         if not no_worker:
             worker_cmd = [os.path.join(bin_dir, "celery"), "-A", "stereoscope", "worker", "--loglevel", "INFO",
-                          "--pool", "threads", "--concurrency", str(worker_concurrency), "--hostname", "embedded@%h"]
+                          "--pool", "threads", "--concurrency", str(worker_concurrency), "--hostname", "embedded@%h",
+                          # the embedded worker also runs Celery beat (periodic tasks, e.g. polling provider batches)
+                          "--beat", "--schedule", os.path.join(str(settings.DATA_DIR), "celerybeat-schedule")]
             procs.append(subprocess.Popen(worker_cmd, cwd=settings.BASE_DIR, preexec_fn=die_with_parent))
         web_cmd = [os.path.join(bin_dir, "gunicorn"), "stereoscope.wsgi", "--bind", bind, "--workers", str(web_workers),
                    "--threads", "4", "--access-logfile", "-", "--timeout", "120"]
