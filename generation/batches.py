@@ -178,8 +178,10 @@ def poll_open_batches():
         try:
             if poll_batch(pk):
                 ended += 1
-        except Exception:
+        except Exception as exc:  # one bad batch must not stop the others; its page shows why
             log.exception("polling provider batch %s failed", pk)
+            ProviderBatch.objects.filter(pk=pk).update(error=f"Polling failed: {type(exc).__name__}: {exc}"[:2000],
+                                                       polled_at=timezone.now())
         polled += 1
     return {"polled": polled, "ended": ended}
 
@@ -241,7 +243,7 @@ def collect(pk, state, results):
     """Record every request of an ended batch and hand each answer to the job's sink, all in one transaction
     (a second poller finds the row closed and does nothing)."""
     with transaction.atomic():
-        row = ProviderBatch.objects.select_for_update().select_related("endpoint").get(pk=pk)
+        row = ProviderBatch.objects.select_for_update(of=("self",)).select_related("endpoint").get(pk=pk)
         if row.status not in OPEN_BATCH:
             return False
         kind = jobs.get_kind(row.job_kind)
