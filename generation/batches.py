@@ -78,51 +78,65 @@ def _estimate(unit):
 # -- submission -----------------------------------------------------------------------------------------------------
 
 def submit_units(kind, job, units, sink, on_submitted=None):
-    """Submit units as batches (one endpoint per batch, split at the limits). Units of a part the provider refuses
-    fail through the sink with the reason. Returns the ProviderBatch rows submitted."""
+    """Submit units as batches (one endpoint per batch, split at the limits). Every part's row is written first, so
+    all the units are held before the first upload. Units of a part the provider refuses fail through the sink with
+    the reason. Returns the ProviderBatch rows submitted."""
     by_endpoint = {}
     for unit in units:
         by_endpoint.setdefault(unit.endpoint.pk, []).append(unit)
-    submitted = []
-    number = job_batches(kind.name, job.pk).count()
-    for group in by_endpoint.values():
-        endpoint = group[0].endpoint
-        api = batch_api(endpoint)
-        lines = [api.line(batch_format.custom_id(u.unit_ref), u.messages, u.params) for u in group]
-        max_requests, max_bytes = limits(endpoint.provider)
-        try:
-            parts = batch_format.split([batch_format.line_size(line) for line in lines], max_requests, max_bytes)
-        except ValueError as exc:
-            for unit in group:
-                sink.on_failure(unit, str(exc))
-            continue
-        for start, stop in parts:
-            number += 1
-            part = group[start:stop]
-            estimate = [_estimate(u) for u in part]
-            row = ProviderBatch.objects.create(
-                study_id=job.study_id, job_kind=kind.name, job_id=job.pk, endpoint=endpoint, provider=endpoint.provider,
-                number=number, units=[[line["custom_id"], u.payload] for line, u in zip(lines[start:stop], part)],
-                request_count=len(part), size_bytes=sum(batch_format.line_size(x) for x in lines[start:stop]),
-                estimated_cost_usd=batch_cost_of(endpoint, sum(e[0] for e in estimate), sum(e[1] for e in estimate)))
+    planned = []  # (row, api, lines, units)
+    with transaction.atomic():
+        number = job_batches(kind.name, job.pk).count()
+        for group in by_endpoint.values():
+            endpoint = group[0].endpoint
+            api = batch_api(endpoint)
+            lines = [api.line(batch_format.custom_id(u.unit_ref), u.messages, u.params) for u in group]
+            sizes = [batch_format.line_size(line) for line in lines]
             try:
-                batch_id, file_id = api.submit(lines[start:stop], {"stereoscope_batch": str(row.pk)})
-            except Exception as exc:
-                message = redact_key(endpoint, str(_sdk_error(exc)))
+                parts = batch_format.split(sizes, *limits(endpoint.provider))
+            except ValueError as exc:
+                for unit in group:
+                    sink.on_failure(unit, str(exc))
+                continue
+            for start, stop in parts:
+                number += 1
+                part = group[start:stop]
+                estimate = [_estimate(u) for u in part]
+                row = ProviderBatch.objects.create(
+                    study_id=job.study_id, job_kind=kind.name, job_id=job.pk, endpoint=endpoint,
+                    provider=endpoint.provider, number=number, request_count=len(part),
+                    size_bytes=sum(sizes[start:stop]),
+                    units=[[line["custom_id"], u.payload] for line, u in zip(lines[start:stop], part)],
+                    estimated_cost_usd=batch_cost_of(endpoint, sum(e[0] for e in estimate),
+                                                     sum(e[1] for e in estimate)))
+                planned.append((row, api, lines[start:stop], part))
+    submitted = []
+    for row, api, lines, part in planned:
+        endpoint = row.endpoint
+        try:
+            batch_id, file_id = api.submit(lines, {"stereoscope_batch": str(row.pk)})
+        except Exception as exc:
+            message = redact_key(endpoint, str(_sdk_error(exc)))
+            with transaction.atomic():
                 ProviderBatch.objects.filter(pk=row.pk).update(status=BatchStatus.FAILED, error=message,
                                                                ended_at=timezone.now())
-                with transaction.atomic():
-                    for unit in part:
-                        sink.on_failure(unit, f"The batch was not accepted: {message}")
-                if on_submitted:
-                    on_submitted(part)
-                continue
-            ProviderBatch.objects.filter(pk=row.pk).update(
+                for unit in part:
+                    sink.on_failure(unit, f"The batch was not accepted: {message}")
+        else:
+            got = ProviderBatch.objects.filter(pk=row.pk, status=BatchStatus.SUBMITTING).update(
                 provider_batch_id=batch_id, input_file_id=file_id, status=BatchStatus.SUBMITTED,
                 submitted_at=timezone.now())
-            submitted.append(row)
-            if on_submitted:
-                on_submitted(part)
+            if got:
+                submitted.append(row)
+            else:  # recovery gave this row up meanwhile (its units may be in another batch): withdraw it
+                log.warning("batch %s of %s %s arrived after it was given up; cancelling it",
+                            batch_id, kind.name, job.pk)
+                try:
+                    api.cancel(batch_id)
+                except Exception:
+                    log.exception("could not cancel batch %s", batch_id)
+        if on_submitted:
+            on_submitted(part)
     return submitted
 
 
@@ -168,7 +182,9 @@ def run_in_batches(kind, job, source, cancel_check, progress):
 
 # -- polling --------------------------------------------------------------------------------------------------------
 
-SUBMIT_GRACE_SECONDS = 120
+def submit_grace_seconds():
+    """How long a row may stay `submitting` before recovery looks for it at the provider."""
+    return float(getattr(settings, "BATCH_SUBMIT_GRACE_SECONDS", 600))
 
 
 def poll_open_batches():
@@ -214,7 +230,7 @@ def poll_batch(pk):
 
 def _recover(row, api):
     """A row left in `submitting` by a crash: adopt the batch the provider has for it, or give its units back."""
-    if row.created_at > timezone.now() - timedelta(seconds=SUBMIT_GRACE_SECONDS):
+    if row.created_at > timezone.now() - timedelta(seconds=submit_grace_seconds()):
         return False  # the submitting worker may still be at it
     known = set(ProviderBatch.objects.exclude(provider_batch_id="").values_list("provider_batch_id", flat=True))
     try:

@@ -178,7 +178,7 @@ def test_a_submission_cut_short_is_found_again_not_resubmitted(study, batch_endp
     assert row.status == "submitting" and not row.provider_batch_id
     runs.resume(GenerationRun.objects.get(pk=run.pk))  # the units are held by the submitting row
     assert len(fake_provider.batches.created) == 1
-    ProviderBatch.objects.filter(pk=row.pk).update(created_at=row.created_at - batches.timedelta(minutes=10))
+    ProviderBatch.objects.filter(pk=row.pk).update(created_at=row.created_at - batches.timedelta(minutes=20))
     batches.poll_open_batches()  # adopts the provider's batch by its metadata
     row.refresh_from_db()
     assert row.status == "submitted" and row.provider_batch_id == fake_provider.batches.created[0][1]
@@ -186,6 +186,30 @@ def test_a_submission_cut_short_is_found_again_not_resubmitted(study, batch_endp
     batches.poll_open_batches()
     assert Output.objects.filter(run=run, status="done").count() == 3
     assert len(fake_provider.batches.created) == 1 and GenerationRun.objects.get(pk=run.pk).status == "completed"
+
+
+def test_every_row_is_written_before_the_first_upload_and_a_late_batch_is_withdrawn(
+        study, batch_endpoint, make_toolkit, fake_provider, monkeypatch, settings):
+    settings.BATCH_MAX_REQUESTS = 2
+    toolkit = make_toolkit(study, 5)
+    run = batch_run(study, toolkit, [batch_endpoint(study)])
+    real_submit = OpenAIBatchAPI.submit
+    seen = []
+
+    def submit(self, lines, metadata):
+        seen.append(sorted(ProviderBatch.objects.filter(job_id=run.pk).values_list("status", flat=True)))
+        if len(seen) == 2:  # recovery gives this row up while its upload is under way
+            ProviderBatch.objects.filter(pk=int(metadata["stereoscope_batch"])).update(status=BatchStatus.FAILED)
+        return real_submit(self, lines, metadata)
+
+    monkeypatch.setattr(OpenAIBatchAPI, "submit", submit)
+    fake_provider.batches.hold = True
+    runs.start(run)
+    assert seen[0] == ["submitting"] * 3  # all three parts hold their units before anything is sent
+    second = fake_provider.batches.created[1][1]
+    assert fake_provider.batches.cancelled == [second]  # the late batch was withdrawn at the provider
+    assert list(ProviderBatch.objects.filter(job_id=run.pk).order_by("number").values_list("status", flat=True)) == [
+        "submitted", "failed", "submitted"]
 
 
 def test_batch_mode_needs_endpoints_that_allow_it(study, make_endpoint, make_toolkit):
