@@ -199,7 +199,8 @@ JOB_WORKER_CONCURRENCY = int(os.environ["JOB_WORKER_CONCURRENCY"]) if os.environ
 BATCH_POLL_SECONDS = float(os.environ.get("BATCH_POLL_SECONDS", "60"))
 BATCH_MAX_REQUESTS = int(os.environ["BATCH_MAX_REQUESTS"]) if os.environ.get("BATCH_MAX_REQUESTS") else None
 BATCH_MAX_BYTES = int(os.environ["BATCH_MAX_BYTES"]) if os.environ.get("BATCH_MAX_BYTES") else None
-BATCH_SUBMIT_GRACE_SECONDS = float(os.environ.get("BATCH_SUBMIT_GRACE_SECONDS", "600"))  # then a cut-short upload is sought
+# After BATCH_SUBMIT_GRACE_SECONDS a batch still "submitting" (its worker died mid-upload) is sought at the provider.
+BATCH_SUBMIT_GRACE_SECONDS = float(os.environ.get("BATCH_SUBMIT_GRACE_SECONDS", "600"))
 CELERY_BEAT_SCHEDULE = {"poll-provider-batches": {
     "task": "generation.poll_batches", "schedule": BATCH_POLL_SECONDS,
     "options": {"queue": os.environ["BATCH_POLL_QUEUE"]} if os.environ.get("BATCH_POLL_QUEUE") else {}}}
