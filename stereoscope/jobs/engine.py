@@ -113,6 +113,16 @@ def _leasable(now):
     return Q(status=ChunkStatus.PENDING) & (Q(lease_token="") | Q(lease_expires_at__lt=now))
 
 
+def acquire_job_lease(queryset, pk, seconds):
+    """Take the whole-job lease of row `pk` if it is free or expired (one conditional UPDATE); the token or None.
+    Only export jobs still use a whole-job lease (they are one unit each); every other kind leases chunks."""
+    token = uuid.uuid4().hex
+    now = timezone.now()
+    got = queryset.filter(Q(lease_token="") | Q(lease_expires_at__lt=now), pk=pk).update(
+        lease_token=token, lease_expires_at=now + timedelta(seconds=seconds))
+    return token if got else None
+
+
 def is_live(job):
     """Some worker is on the job right now (its lease has not expired)."""
     return (job.status == JobStatus.RUNNING and bool(job.lease_token) and job.lease_expires_at is not None
