@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Callable, Protocol
 
 from django.conf import settings
 from django.db import connection, transaction

@@ -3,7 +3,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from generation.models import GenerationRun, ModelEndpoint, Output, RunStatus
+from generation.models import GenerationRun, ModelEndpoint, Output
 from stereoscope.jobs.models import Job
 from stereoscope.models import Study
 

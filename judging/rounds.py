@@ -501,7 +501,8 @@ class JudgeRoundJob(jobs.JobKind):
         c = status_counts(rnd)
         if c["pending"] == 0:
             notes = [f"{c[s]} {s}" for s in ("failed", "missing", "unparseable") if c[s]]
-            return RunStatus.COMPLETED, ("Finished with " + ", ".join(notes) + "; retry or re-ask them.") if notes else ""
+            message = ("Finished with " + ", ".join(notes) + "; retry or re-ask them.") if notes else ""
+            return RunStatus.COMPLETED, message
         return rnd.status, "Stopped with verdicts left; resume to ask them."
 
 

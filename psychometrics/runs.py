@@ -264,7 +264,8 @@ def pending_units(run, keys=None):
     params = {pk: merged_params(e, run.param_overrides) for pk, e in endpoints.items()}
     return [CallUnit(unit_ref=f"response:{pk}", endpoint=endpoints[ep], messages=messages, params=dict(params[ep]),
                      purpose="psychometrics", payload={"pk": pk, "options": options})
-            for pk, ep, messages, options in rows.order_by("pk").values_list("pk", "endpoint_id", "messages", "options")]
+            for pk, ep, messages, options in rows.order_by("pk").values_list("pk", "endpoint_id", "messages",
+                                                                                "options")]
 
 
 class QuestionnaireRunJob(jobs.JobKind):

@@ -451,4 +451,5 @@ def chunk_counts(kind, job_id):
     chunks = _chunks(kind, job_id)
     return {"pending": chunks.filter(status=ChunkStatus.PENDING).count(),
             "done": chunks.filter(status=ChunkStatus.DONE).count(),
-            "leased": chunks.filter(status=ChunkStatus.PENDING, lease_expires_at__gte=now).exclude(lease_token="").count()}
+            "leased": chunks.filter(status=ChunkStatus.PENDING, lease_expires_at__gte=now)
+            .exclude(lease_token="").count()}
