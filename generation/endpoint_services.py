@@ -10,6 +10,7 @@ from django.db import transaction
 
 from stereoscope.services import record_activity
 
+from .key_variables import key_variable_problem
 from .models import ModelEndpoint, Provider
 from .providers.base import ProviderError, validate_params
 
@@ -82,6 +83,8 @@ def endpoint_problems(data, study=None, instance=None):
         problems["api_key_env"] = ("Enter the NAME of an environment variable (letters, digits, underscores), "
                                    "e.g. OPENAI_API_KEY, never the key itself.")
         env = ""
+    elif key_variable_problem(env):
+        problems["api_key_env"] = key_variable_problem(env)
     if provider in KEYED and not env and "api_key_env" not in problems:
         problems["api_key_env"] = "Name the environment variable that holds this provider's key, e.g. OPENAI_API_KEY."
     clean["api_key_env"] = env
