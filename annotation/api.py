@@ -479,6 +479,15 @@ class MemoViewSet(StudyScopedMixin, viewsets.ModelViewSet):
                 qs = qs.filter(**{f"{key}_id": _int_list(self.request.query_params[key], key)[0]})
         return selectors.visible_memos(self.request.user, self.get_study(), qs)  # blind: only one's own
 
+    def create(self, request, *args, **kwargs):
+        # a target outside this study is answered like a missing one, as codings do
+        study = self.get_study()
+        for key, model, field, label in (("output", Output, "study", "story"), ("coding", Coding, "codebook__study", "coding"),
+                                         ("code", Code, "codebook__study", "code")):
+            if request.data.get(key) not in (None, ""):
+                _get_in_study(model, request.data.get(key), study, field=field, label=label)
+        return super().create(request, *args, **kwargs)
+
     def perform_create(self, serializer):
         d = serializer.validated_data
         study = self.get_study()

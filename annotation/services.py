@@ -483,7 +483,7 @@ def check_can_code(study, codebook, output, coder):
     if codebook.study_id != study.pk:
         raise AnnotationError("That codebook belongs to another study.")
     if output.study_id != study.pk:
-        raise AnnotationError("That story belongs to another study.")
+        raise AnnotationError(f"No story {output.pk} in this study.")
     if not has_role(coder, study, Role.CODER):
         raise AnnotationError("Only coders of this study can code.")
     if has_role(coder, study, Role.RESEARCHER):
@@ -589,13 +589,13 @@ def add_memo(study, *, author, text, coding=None, code=None, output=None):
         raise AnnotationError("Only members who code can write memos.")
     if coding is not None:
         if coding.codebook.study_id != study.pk:
-            raise AnnotationError("That coding belongs to another study.")
+            raise AnnotationError(f"No coding {coding.pk} in this study.")
         if coding.coder_id != author.pk and not has_role(author, study, Role.RESEARCHER):
             raise AnnotationError("You can only write memos on your own codings.")
     if code is not None and code.codebook.study_id != study.pk:
-        raise AnnotationError("That code belongs to another study.")
+        raise AnnotationError(f"No code {code.pk} in this study.")
     if output is not None and output.study_id != study.pk:
-        raise AnnotationError("That story belongs to another study.")
+        raise AnnotationError(f"No story {output.pk} in this study.")
     return Memo.objects.create(study=study, author=author, text=text, coding=coding, code=code, output=output)
 
 

@@ -61,6 +61,12 @@ def coding_home(request, study_id):
     is_researcher = has_role(request.user, study, Role.RESEARCHER)
     codebooks = study.codebooks.annotate(n_codes=Count("codes", filter=Q(codes__active=True, codes__codable=True)),
                                          n_codings=Count("codings", distinct=True))
+    if selectors.is_blind_reader(request.user, study):  # a coder counts only their own codings
+        own = dict(selectors.visible_codings(request.user, study).values("codebook_id").annotate(n=Count("id"))
+                   .order_by().values_list("codebook_id", "n"))
+        codebooks = list(codebooks)
+        for codebook in codebooks:
+            codebook.n_codings = own.get(codebook.pk, 0)
     queues = []
     for row in (Assignment.objects.filter(study=study, coder=request.user).values("codebook_id", "codebook__name",
                                                                                    "codebook__version")

@@ -91,3 +91,25 @@ def test_frequency_page_codebook_page_and_workspace_hide_other_coders(blind, cli
     workspace = c.get(reverse("annotation-workspace", args=[study.pk, cb.pk, blind["outs"][0].pk]))
     assert workspace.status_code == 200
     assert "SECRET" not in workspace.content.decode() and "my own note" in workspace.content.decode()
+
+
+def test_coding_home_counts_only_the_coders_own_codings(blind, client_for):
+    page = client_for(blind["coder"]).get(reverse("coding", args=[blind["study"].pk]))
+    assert page.status_code == 200
+    assert [cb.n_codings for cb in page.context["codebooks"]] == [1]
+    page = client_for(blind["study"].memberships.get(role="researcher").user).get(reverse("coding", args=[blind["study"].pk]))
+    assert [cb.n_codings for cb in page.context["codebooks"]] == [3]
+
+
+def test_a_memo_on_another_studys_story_is_answered_like_a_missing_story(blind, api_for, roles, outputs_factory):
+    foreign = outputs_factory(roles["b"], ["Study B's story."])[0]
+    api = api_for(blind["coder"])
+    before = Memo.objects.count()
+    elsewhere = api.post(f"{blind['base']}/memos/", {"output": foreign.pk, "text": "probe"}, format="json")
+    assert elsewhere.status_code == 400
+    assert elsewhere.json()["detail"] == f"No story {foreign.pk} in this study."
+    missing = api.post(f"{blind['base']}/memos/", {"output": 987654, "text": "probe"}, format="json")
+    assert missing.status_code == 400 and missing.json()["detail"] == "No story 987654 in this study."
+    with pytest.raises(services.AnnotationError, match=f"No story {foreign.pk} in this study"):
+        services.add_memo(blind["study"], author=blind["coder"], text="probe", output=foreign)
+    assert Memo.objects.count() == before
