@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from generation.models import Output, PromptItem
 from stereoscope.models import Role
-from stereoscope.permissions import has_role
+from stereoscope.permissions import LIBRARY_READ_ONLY, has_role
 from stereoscope.services import record_activity
 
 from . import codebook_format as fmt
@@ -132,6 +132,8 @@ def codebook_tree(codebook, include_inactive=False):
 @transaction.atomic
 def copy_codebook(codebook, *, study, created_by=None, name=None):
     """A new, unlocked codebook in `study` with the same code tree (new GUIDs; item links kept within a study)."""
+    if study.is_library:
+        raise AnnotationError(LIBRARY_READ_ONLY)
     tree = codebook_tree(codebook)
     for node, _, _ in fmt.walk(tree["codes"]):
         node["guid"] = ""

@@ -11,6 +11,7 @@ import re
 from django.db import transaction
 from django.db.models import Max, Q
 
+from stereoscope.permissions import LIBRARY_READ_ONLY
 from stereoscope.services import record_activity
 
 from . import lexical
@@ -148,6 +149,8 @@ def lexicon_data(lexicon):
 
 def copy_lexicon(lexicon, *, study, actor=None):
     """Copy a lexicon (e.g. a built-in) into a study as a new editable lexicon or version."""
+    if study.is_library:
+        raise LexiconDataError([LIBRARY_READ_ONLY])
     data = validate_lexicon_data(lexicon_data(lexicon))
     parent = lexicon if lexicon.study_id == study.pk else None
     return create_lexicon(study, data, actor=actor, parent=parent)
