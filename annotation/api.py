@@ -18,6 +18,7 @@ from generation.models import Output, Toolkit
 from stereoscope.api import StudyScopedMixin
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role
+from stereoscope.untrusted import loads_json
 
 from . import codebook_format as fmt
 from . import selectors, services
@@ -303,7 +304,7 @@ def import_upload(study, upload, kind, name, user, toolkit=None):
         tree = fmt.parse_csv(content, default_name)
     elif kind == "json":
         try:
-            data = json.loads(content.decode("utf-8-sig"))
+            data = loads_json(content.decode("utf-8-sig"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise fmt.CodebookFormatError([f"Not valid JSON: {exc}"]) from None
         if isinstance(data, dict) and name:

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from stereoscope.services import record_activity
+from stereoscope.untrusted import loads_json, nul_problem, xlsx_problem
 
 from .models import GenerationRun, Output, OutputStatus, Provider, ProviderCall, RunStatus
 from .runs import finish, messages_for, normalize_text
@@ -96,6 +97,9 @@ def _read_csv(text):
 def _read_xlsx(content):
     from openpyxl import load_workbook
 
+    problem = xlsx_problem(content)
+    if problem:
+        raise ImportProblems([problem])
     try:
         workbook = load_workbook(io.BytesIO(content), read_only=True, data_only=True)
     except Exception as exc:  # zipfile.BadZipFile, KeyError, InvalidFileException...
@@ -136,7 +140,7 @@ def _read_jsonl(text):
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = loads_json(line)
         except ValueError as exc:
             problems.append(f"Line {number} is not valid JSON ({exc.msg} at column {exc.colno}).")
             continue
@@ -153,7 +157,7 @@ def _read_jsonl(text):
 
 def _read_json(text):
     try:
-        value = json.loads(text)
+        value = loads_json(text)
     except ValueError as exc:
         raise ImportProblems([f"The file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})."])
     if isinstance(value, dict):
@@ -189,6 +193,9 @@ def _limit(records):
         raise ImportProblems([f"The file has more than {MAX_ROWS} rows; split it."])
     if not records:
         raise ImportProblems(["The file has a header but no rows."])
+    problems = [p for number, values in records if (p := nul_problem(values, f"Row {number}"))]
+    if problems:
+        raise ImportProblems(problems)
     return records
 
 
@@ -427,7 +434,7 @@ def _slot_values(values, where, problems):
     if not _blank(raw):
         if isinstance(raw, str):
             try:
-                raw = json.loads(raw)
+                raw = loads_json(raw)
             except ValueError:
                 problems.append(f"{where}: slot_values must be a JSON object, e.g. {{\"name\": \"Kelly\"}}.")
                 return None

@@ -2,13 +2,13 @@
 
 An endpoint stores the NAME of the environment variable that holds its key, never the key itself.
 """
-import json
 import re
 from decimal import Decimal, InvalidOperation
 
 from django.db import transaction
 
 from stereoscope.services import record_activity
+from stereoscope.untrusted import loads_json
 
 from .key_variables import key_variable_problem
 from .models import ModelEndpoint, Provider
@@ -35,7 +35,7 @@ def parse_params(value):
         return {}
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = loads_json(value)
         except ValueError as exc:
             raise ValueError(f"Default parameters must be a JSON object, e.g. {{\"temperature\": 0.7}} ({exc}).")
     if not isinstance(value, dict):

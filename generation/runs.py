@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from stereoscope.leases import acquire_lease
 from stereoscope.services import record_activity
+from stereoscope.untrusted import loads_json
 
 from .key_variables import key_variable_problem
 from .limits import estimate_tokens
@@ -49,7 +50,7 @@ def parse_overrides(value):
         import json
 
         try:
-            value = json.loads(value)
+            value = loads_json(value)
         except ValueError as exc:
             raise RunError(f"Parameter overrides must be a JSON object: {exc}.")
     if not isinstance(value, dict):

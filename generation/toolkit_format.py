@@ -15,6 +15,8 @@ import json
 
 from django.db import transaction
 
+from stereoscope.untrusted import loads_json
+
 from .slots import SlotError, normalize_combinations, normalize_slot_values
 from .toolkits import count_text, next_version
 
@@ -110,7 +112,7 @@ def _decode(content):
 def parse_json(content):
     text = _decode(content)
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except json.JSONDecodeError as exc:
         raise ToolkitFormatError([f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."]) from None
     if not isinstance(data, dict):
@@ -126,7 +128,7 @@ def _json_field(raw, label, errors):
     if raw is None or str(raw).strip() == "":
         return None
     try:
-        return json.loads(raw)
+        return loads_json(raw)
     except json.JSONDecodeError as exc:
         errors.append(f"{label}: not valid JSON ({exc.msg}).")
         return None

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from stereoscope.models import Membership, Role
 from stereoscope.services import record_activity
+from stereoscope.untrusted import loads_json
 
 from . import prompts, reports
 from .models import HumanCheck, ItemWeight, JudgeTemplate, TemplateKind, VerdictStatus, VerificationRequest
@@ -165,7 +166,7 @@ def parse_weights(content, filename=""):
     errors, meta = [], {}
     if text[0] in "{[" or filename.lower().endswith(".json"):
         try:
-            data = json.loads(text)
+            data = loads_json(text)
         except ValueError as exc:
             raise JudgingError(f"Not valid JSON: {exc}.")
         if not isinstance(data, dict) or data.get("format") != WEIGHTS_FORMAT:

@@ -14,6 +14,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from stereoscope.untrusted import loads_json
+
 EXTRACTORS = ("number", "json", "label")
 DEFAULT_CHAIN = ["json", "number", "label"]
 REFUSAL_POLICIES = ("fallback", "strict")
@@ -81,7 +83,7 @@ def extract_number(text, options):
 def _find_json(text):
     for match in re.finditer(r"\{[^{}]*\}", text or "", re.DOTALL):
         try:
-            data = json.loads(match.group(0))
+            data = loads_json(match.group(0))
         except ValueError:
             continue
         if isinstance(data, dict):

@@ -11,6 +11,7 @@ from django.db.models import Max, Q
 
 from generation.counterfactual import swap_gender
 from stereoscope.services import record_activity
+from stereoscope.untrusted import loads_json
 
 from .models import Context, ContextSet, Instrument, InstrumentItem, Persona, PersonaSet
 from .spec import SpecError, parse_instrument, to_dict
@@ -32,7 +33,7 @@ def persona_sets_for(study):
 
 def load_json(text):
     try:
-        return json.loads(text)
+        return loads_json(text)
     except ValueError as exc:
         raise PsychError(f"The file is not valid JSON: {exc}.")
 
@@ -101,7 +102,7 @@ def _rows_from_file(text, filename):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = loads_json(line)
             except ValueError as exc:
                 raise PsychError(f"Line {n} is not valid JSON: {exc}.")
             if not isinstance(row, dict):
