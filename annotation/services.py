@@ -528,11 +528,17 @@ def create_coding(*, study, codebook, output, code, coder, start=None, end=None,
         start, end, quote = validate_span(text, start, end)
     except OffsetError as exc:
         raise AnnotationError(str(exc)) from None
-    if start is None:
-        existing = Coding.objects.filter(output=output, code=code, coder=coder, start__isnull=True).first()
+    with transaction.atomic():
+        # idempotent: the same coder, code and span (or whole story) is one coding; the code row's lock makes two
+        # identical saves arriving together (a double click, a retried request) wait for each other
+        Code.objects.select_for_update().filter(pk=code.pk).first()
+        same = Coding.objects.filter(output=output, code=code, coder=coder, codebook=codebook)
+        same = same.filter(start__isnull=True) if start is None else same.filter(start=start, end=end)
+        existing = same.order_by("pk").first()
         if existing:
             return existing
-    return Coding.objects.create(output=output, code=code, coder=coder, codebook=codebook, start=start, end=end, quote=quote)
+        return Coding.objects.create(output=output, code=code, coder=coder, codebook=codebook, start=start, end=end,
+                                     quote=quote)
 
 
 def check_can_edit_coding(coding, user):
