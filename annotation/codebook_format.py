@@ -20,6 +20,8 @@ from pathlib import Path
 
 from lxml import etree
 
+from stereoscope.untrusted import nul_problem
+
 QDC_NS = "urn:QDA-XML:codebook:1.0"
 XSD_PATH = Path(__file__).resolve().parent / "refi_schemas" / "Codebook.xsd"
 COLOR_RE = re.compile(r"^#(?:[0-9a-fA-F]{6}|[0-9a-fA-F]{3})$")
@@ -387,6 +389,8 @@ def parse_csv(content, name):
         except UnicodeDecodeError:
             raise CodebookFormatError(["The CSV file is not UTF-8 text."]) from None
     content = content.lstrip("\ufeff")
+    if nul_problem(content):
+        raise CodebookFormatError([nul_problem(content)])
     reader = csv.DictReader(io.StringIO(content))
     if not reader.fieldnames or "name" not in [f.strip() for f in reader.fieldnames]:
         raise CodebookFormatError(["The CSV needs a header row with at least a 'name' column."])

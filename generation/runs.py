@@ -47,8 +47,6 @@ def parse_overrides(value):
     if value in (None, ""):
         return {}
     if isinstance(value, str):
-        import json
-
         try:
             value = loads_json(value)
         except ValueError as exc:

@@ -15,7 +15,7 @@ import json
 
 from django.db import transaction
 
-from stereoscope.untrusted import loads_json
+from stereoscope.untrusted import loads_json, nul_problem
 
 from .slots import SlotError, normalize_combinations, normalize_slot_values
 from .toolkits import count_text, next_version
@@ -103,9 +103,11 @@ def export_csv(toolkit):
 def _decode(content):
     if isinstance(content, bytes):
         try:
-            return content.decode("utf-8-sig")
+            content = content.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise ToolkitFormatError([f"The file is not UTF-8 text (byte {exc.start + 1}); save it as UTF-8."]) from None
+    if nul_problem(content):
+        raise ToolkitFormatError([nul_problem(content)])
     return content.lstrip("\ufeff")
 
 

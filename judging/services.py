@@ -2,7 +2,6 @@
 Rounds live in judging/rounds.py; reads for reports in judging/reports.py."""
 import csv
 import io
-import json
 import math
 import random
 
@@ -13,7 +12,7 @@ from django.utils import timezone
 
 from stereoscope.models import Membership, Role
 from stereoscope.services import record_activity
-from stereoscope.untrusted import loads_json
+from stereoscope.untrusted import loads_json, nul_problem
 
 from . import prompts, reports
 from .models import HumanCheck, ItemWeight, JudgeTemplate, TemplateKind, VerdictStatus, VerificationRequest
@@ -163,6 +162,8 @@ def parse_weights(content, filename=""):
     text = content.strip()
     if not text:
         raise JudgingError("The file is empty.")
+    if nul_problem(text):
+        raise JudgingError(nul_problem(text))
     errors, meta = [], {}
     if text[0] in "{[" or filename.lower().endswith(".json"):
         try:

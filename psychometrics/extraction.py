@@ -10,7 +10,6 @@ Options are the ones the model SAW, in the presented order: [{"code": "2", "labe
 "value": 2}, ...]; `code` is what the prompt printed before the label, `value` the original scale point the
 option maps back to.
 """
-import json
 import re
 from dataclasses import dataclass
 

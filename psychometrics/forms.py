@@ -100,8 +100,6 @@ class RunForm(forms.Form):
             raise forms.ValidationError(str(exc))
 
     def clean_param_overrides(self):
-        import json
-
         text = self.cleaned_data.get("param_overrides") or ""
         if not text.strip():
             return {}

@@ -3,7 +3,6 @@ transaction; problems raise PsychError with a message that says what to fix."""
 import csv
 import io
 import itertools
-import json
 import random
 
 from django.db import transaction
@@ -11,7 +10,7 @@ from django.db.models import Max, Q
 
 from generation.counterfactual import swap_gender
 from stereoscope.services import record_activity
-from stereoscope.untrusted import loads_json
+from stereoscope.untrusted import loads_json, nul_problem
 
 from .models import Context, ContextSet, Instrument, InstrumentItem, Persona, PersonaSet
 from .spec import SpecError, parse_instrument, to_dict
@@ -91,6 +90,8 @@ def lock_instrument(instrument):
 def _rows_from_file(text, filename):
     """JSONL or CSV rows as dicts."""
     text = text.decode("utf-8-sig") if isinstance(text, bytes) else text.lstrip("\ufeff")
+    if nul_problem(text):
+        raise PsychError(nul_problem(text))
     rows = []
     if filename.lower().endswith(".csv"):
         reader = csv.DictReader(io.StringIO(text))

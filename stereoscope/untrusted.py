@@ -7,12 +7,17 @@ MAX_XLSX_UNCOMPRESSED = 500 * 1024 * 1024  # a workbook that inflates beyond thi
 
 
 def loads_json(text):
-    """json.loads that answers a too deeply nested document with a JSONDecodeError (a ValueError) instead of a
-    RecursionError, so every caller's "not valid JSON" message applies."""
+    """json.loads that answers a too deeply nested document, or one with a NUL character in a string (\\u0000),
+    with a JSONDecodeError (a ValueError) instead of a RecursionError or a database error later, so every caller's
+    "not valid JSON" message applies."""
+    doc = text if isinstance(text, str) else ""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except RecursionError:
-        raise json.JSONDecodeError("it is nested too deeply", text if isinstance(text, str) else "", 0) from None
+        raise json.JSONDecodeError("it is nested too deeply", doc, 0) from None
+    if nul_problem(value):
+        raise json.JSONDecodeError("it contains a NUL character (\\u0000), which cannot be stored", doc, 0)
+    return value
 
 
 def nul_problem(value, where="The file"):

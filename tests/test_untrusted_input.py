@@ -116,3 +116,23 @@ def test_a_body_over_the_size_limit_answers_json(roles, api_for, settings):
     assert response.status_code == 400 and response["Content-Type"].startswith("application/json")
     assert "larger than the limit" in response.json()["detail"]
     assert Toolkit.objects.count() == 0
+
+
+def test_nul_characters_are_refused_by_the_other_imports(roles, api_for):
+    from annotation import codebook_format
+    from generation import toolkit_format
+    from judging.services import JudgingError, parse_weights
+
+    with pytest.raises(toolkit_format.ToolkitFormatError, match="NUL character"):
+        toolkit_format.parse_csv(b"number,text\n1,bad\x00text\n")
+    with pytest.raises(toolkit_format.ToolkitFormatError, match="NUL character"):
+        toolkit_format.parse_json('{"name": "x\\u0000"}')
+    with pytest.raises(codebook_format.CodebookFormatError, match="NUL character"):
+        codebook_format.parse_csv(b"name\nbad\x00code\n", "cb")
+    with pytest.raises(JudgingError, match="NUL character"):
+        parse_weights(b"item_number,weight\n1,0.5\x00\n", "w.csv")
+    response = api_for(roles["users"]["researcher"]).post(
+        f"/api/studies/{roles['a'].pk}/toolkits/import/", {"content": '{"name": "x\\u0000"}', "format": "json"},
+        format="json")
+    assert response.status_code == 400 and "NUL character" in json.dumps(response.json())
+    assert Toolkit.objects.count() == 0
