@@ -483,8 +483,9 @@ class MemoViewSet(StudyScopedMixin, viewsets.ModelViewSet):
     def create(self, request, *args, **kwargs):
         # a target outside this study is answered like a missing one, as codings do
         study = self.get_study()
-        for key, model, field, label in (("output", Output, "study", "story"), ("coding", Coding, "codebook__study", "coding"),
-                                         ("code", Code, "codebook__study", "code")):
+        targets = (("output", Output, "study", "story"), ("coding", Coding, "codebook__study", "coding"),
+                   ("code", Code, "codebook__study", "code"))
+        for key, model, field, label in targets:
             if request.data.get(key) not in (None, ""):
                 _get_in_study(model, request.data.get(key), study, field=field, label=label)
         return super().create(request, *args, **kwargs)

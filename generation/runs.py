@@ -304,8 +304,8 @@ def execute(run_id, progress_callback=None):
         return None
     refused = key_variable_refusal(run)
     if refused:  # re-checked when the run really starts: the allow-list may have changed while it was queued
-        GenerationRun.objects.filter(pk=run_id).update(status=RunStatus.FAILED, message=refused,
-                                                       finished_at=timezone.now(), lease_token="", lease_expires_at=None)
+        GenerationRun.objects.filter(pk=run_id).update(status=RunStatus.FAILED, message=refused, lease_token="",
+                                                       finished_at=timezone.now(), lease_expires_at=None)
         return None
     GenerationRun.objects.filter(pk=run_id).update(status=RunStatus.RUNNING, started_at=run.started_at or timezone.now(),
                                                    finished_at=None)

@@ -19,7 +19,8 @@ def library(db):
     for specs in (toolkit_specs(), codebook_specs(), lexicon_specs()):
         load_builtins(specs, log=lambda *_: None)
     lexicon = Lexicon.objects.filter(study__is_library=True).first()
-    return {"study": lexicon.study, "lexicon": lexicon, "codebook": Codebook.objects.filter(study__is_library=True).first(),
+    return {"study": lexicon.study, "lexicon": lexicon,
+            "codebook": Codebook.objects.filter(study__is_library=True).first(),
             "toolkit": Toolkit.objects.filter(study__is_library=True).first()}
 
 
@@ -71,7 +72,8 @@ def test_services_refuse_the_library_as_a_target(library):
 def test_reading_and_copying_out_of_the_library_still_work(library, roles, api_for):
     lib, lexicon = library["study"], library["lexicon"]
     staff = api_for(roles["users"]["staff"])
-    highlight = staff.post(f"/api/studies/{lib.pk}/lexicons/{lexicon.pk}/highlight/", {"text": "a leader"}, format="json")
+    highlight = staff.post(f"/api/studies/{lib.pk}/lexicons/{lexicon.pk}/highlight/", {"text": "a leader"},
+                           format="json")
     assert highlight.status_code == 200
     researcher = api_for(roles["users"]["researcher"])
     copied = researcher.post(f"/api/studies/{roles['a'].pk}/lexicons/{lexicon.pk}/copy/")

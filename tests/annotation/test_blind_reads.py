@@ -97,7 +97,8 @@ def test_coding_home_counts_only_the_coders_own_codings(blind, client_for):
     page = client_for(blind["coder"]).get(reverse("coding", args=[blind["study"].pk]))
     assert page.status_code == 200
     assert [cb.n_codings for cb in page.context["codebooks"]] == [1]
-    page = client_for(blind["study"].memberships.get(role="researcher").user).get(reverse("coding", args=[blind["study"].pk]))
+    researcher = blind["study"].memberships.get(role="researcher").user
+    page = client_for(researcher).get(reverse("coding", args=[blind["study"].pk]))
     assert [cb.n_codings for cb in page.context["codebooks"]] == [3]
 
 
