@@ -13,7 +13,7 @@ CHROMIUM_ARGS = [
 PASSWORD = "correct-horse-battery"
 # The key variables the tests' endpoints name; the operator's allow-list (PROVIDER_KEY_VARIABLES) must hold them.
 TEST_KEY_VARIABLES = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "FAKE_KEY_ENV", "CANARY_KEY", "API_TEST_KEY", "MY_KEY_VAR",
-                      "NOT_SET_ANYWHERE", "NOT_SET_ANYWHERE_KEY", "NO_SUCH_KEY_VAR", "UNSET_CLI_KEY", "BENCH_KEY"]
+                      "NOT_SET_ANYWHERE", "NOT_SET_ANYWHERE_KEY", "NO_SUCH_KEY_VAR", "UNSET_CLI_KEY"]
 os.environ["PROVIDER_KEY_VARIABLES"] = ",".join(TEST_KEY_VARIABLES)  # child processes (workers) inherit it
 
 
