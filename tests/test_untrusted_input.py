@@ -136,3 +136,18 @@ def test_nul_characters_are_refused_by_the_other_imports(roles, api_for):
         format="json")
     assert response.status_code == 400 and "NUL character" in json.dumps(response.json())
     assert Toolkit.objects.count() == 0
+
+
+def test_api_error_handler_turns_input_errors_into_json_400s():
+    from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+    from django.db import DataError
+
+    from stereoscope.api_errors import exception_handler
+
+    for exc, message in [(DataError("invalid byte sequence for encoding UTF8: 0x00"), "cannot store"),
+                         (RequestDataTooBig("too big"), "larger than the limit"),
+                         (TooManyFieldsSent("many"), "too many fields"),
+                         (RecursionError("deep"), "nested too deeply")]:
+        response = exception_handler(exc, {})
+        assert response.status_code == 400 and message in response.data["detail"], exc
+    assert exception_handler(RuntimeError("a bug"), {}) is None  # real bugs still surface
