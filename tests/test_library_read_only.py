@@ -47,11 +47,13 @@ def test_other_versioned_things_refuse_new_versions_and_copies_in_the_library(li
                       (f"/api/studies/{lib.pk}/codebooks/copy/", {"source": cb.pk}),
                       (f"/api/studies/{lib.pk}/codebooks/", {"name": "planted"}),
                       (f"/api/studies/{lib.pk}/toolkits/{tk.pk}/new_version/", None),
-                      (f"/api/studies/{lib.pk}/toolkits/copy/", {"toolkit": tk.pk})]:
+                      (f"/api/studies/{lib.pk}/toolkits/copy/", {"toolkit": tk.pk}),
+                      (f"/api/studies/{lib.pk}/judge-templates/", {"name": "planted", "kind": "cross_family"})]:
         response = api.post(url, body, format="json")
         assert response.status_code == 403 and "read-only" in response.json()["detail"], url
     for url, body in [(f"/studies/{lib.pk}/coding/codebooks/new/", {"action": "copy", "source": cb.pk}),
-                      (f"/studies/{lib.pk}/toolkits/{tk.pk}/new-version/", {})]:
+                      (f"/studies/{lib.pk}/toolkits/{tk.pk}/new-version/", {}),
+                      (f"/studies/{lib.pk}/questionnaires/instruments/import/", {})]:
         response = page.post(url, body)
         assert response.status_code == 403, url
     assert counts() == before
