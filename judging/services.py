@@ -19,7 +19,7 @@ from .models import HumanCheck, ItemWeight, JudgeTemplate, TemplateKind, Verdict
 
 WEIGHTS_FORMAT = "stereoscope-toolkit-weights"
 WEIGHT_COLUMNS = ["toolkit", "toolkit_version", "item_number", "dimension", "target_stereotype", "n", "detected", "rate",
-                  "ci_low", "ci_high", "shrunk_rate", "reliability", "weight", "method", "flags"]
+                  "ci_low", "ci_high", "consistency", "shrunk_rate", "reliability", "weight", "method", "flags"]
 
 
 class JudgingError(ValueError):
@@ -89,7 +89,7 @@ def update_template(template, *, study, actor=None, **fields):
 
 
 # -- toolkit weights ------------------------------------------------------------------------------------------------
-def toolkit_weights(study, rounds=None, method="shrunk"):
+def toolkit_weights(study, rounds=None, method=reports.W.DEFAULT_METHOD):
     """One row per prompt item: item number, dimension, target stereotype, n, detected, rate, ci_low, ci_high, weight,
     method (plus toolkit, version, shrinkage figures and flags). rounds: JudgeRounds or ids; None = all rounds of the
     study with verdicts."""
@@ -104,12 +104,12 @@ def toolkit_weights(study, rounds=None, method="shrunk"):
         out.append({"toolkit": r["toolkit_name"], "toolkit_version": r["toolkit_version"], "item_number": r["item_number"],
                     "dimension": r["dimension"], "target_stereotype": r["target_stereotype"], "n": r["n"],
                     "detected": r["detected"], "rate": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                    "shrunk_rate": r["shrunk_rate"], "reliability": r["reliability"], "weight": r["weight"],
+                    "consistency": r["consistency"], "shrunk_rate": r["shrunk_rate"], "reliability": r["reliability"], "weight": r["weight"],
                     "method": method, "flags": "; ".join(r["flags"])})
     return out
 
 
-def weights_document(study, rounds=None, method="shrunk"):
+def weights_document(study, rounds=None, method=reports.W.DEFAULT_METHOD):
     """The weights export: method and inputs (toolkit version, judge panel, template version, date) and the rows."""
     round_list = reports.rounds_of(study, [getattr(r, "pk", r) for r in rounds] if rounds else None)
     rows = toolkit_weights(study, round_list, method=method)
@@ -119,7 +119,7 @@ def weights_document(study, rounds=None, method="shrunk"):
             **reports.provenance(round_list), "items": rows}
 
 
-def weights_csv(study, rounds=None, method="shrunk"):
+def weights_csv(study, rounds=None, method=reports.W.DEFAULT_METHOD):
     doc = weights_document(study, rounds, method)
     buf = io.StringIO()
     buf.write(f"# {WEIGHTS_FORMAT} v1; method: {doc['method']}; {doc['method_description']}\n")
