@@ -5,7 +5,7 @@ from django.db.models import Count, Q
 
 from . import reliability
 from .analysis import analyze, sanitize
-from .group_tests import anova_models, model_by_dimension, one_sample_t, rm_anova_dimensions
+from .group_tests import PAIRWISE_FAMILY, anova_models, model_by_dimension, one_sample_t, rm_anova_dimensions
 from .models import ExtractionAudit, Response, ResponseStatus
 from .scoring import score, score_names
 from .validity import correlation
@@ -115,7 +115,8 @@ def group_tests(long, spec):
     """Fang 2025 Phase 1: t against the midpoint per model × score, ANOVA across models, RM ANOVA across
     dimensions (subscales), model × dimension interaction."""
     mid = spec.scale.midpoint if spec.scoring == "mean" else None
-    out = {"midpoint": mid, "one_sample": [], "anova": {}, "rm_anova": None, "interaction": None}
+    out = {"midpoint": mid, "one_sample": [], "anova": {}, "rm_anova": None, "interaction": None,
+           "family": PAIRWISE_FAMILY}
     if mid is not None:
         for (model, dim), group in long.groupby(["model", "dimension"], sort=True):
             out["one_sample"].append({"model": model, "score": dim, **one_sample_t(group["score"], mid)})
