@@ -195,3 +195,44 @@ def model_by_dimension(long, dv="score", within="dimension", between="model", su
         out["note"] = (f"Undefined for {', '.join(notes)}: zero variance in the error term (repetitions of a model "
                        "gave identical scores).")
     return out
+
+
+def between_groups(values_by_group):
+    """A score compared across groups: Welch t with Cohen's d (pooled SD) for two groups, one-way ANOVA with η²
+    for more. values_by_group: {group: values}. Undefined statistics are None with a note."""
+    groups = {name: pd.Series(values, dtype=float).dropna() for name, values in values_by_group.items()}
+    groups = {name: s for name, s in groups.items() if len(s)}
+    sizes = {name: int(len(s)) for name, s in groups.items()}
+    means = {name: clean(s.mean()) for name, s in groups.items()}
+    if len(groups) < 2:
+        return {"test": None, "n": sizes, "means": means, "note": "Needs at least two groups with scores."}
+    if len(groups) == 2:
+        (name_a, a), (name_b, b) = groups.items()
+        out = {"test": "Welch t", "groups": [name_a, name_b], "n": sizes, "means": means,
+               "t": None, "df": None, "p": None, "d": None}
+        if len(a) < 2 or len(b) < 2:
+            out["note"] = "Each group needs at least two scores."
+            return out
+        if _negligible(_sum_squares(a) + _sum_squares(b), _sum_squares(pd.concat([a, b])) + 1e-300):
+            out["note"] = "Zero variance within both groups: t is undefined."
+            return out
+        result = stats.ttest_ind(a, b, equal_var=False)
+        va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+        df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+        pooled = np.sqrt(((len(a) - 1) * a.var(ddof=1) + (len(b) - 1) * b.var(ddof=1)) / (len(a) + len(b) - 2))
+        out.update(t=clean(result.statistic), df=clean(df), p=clean(result.pvalue),
+                   d=clean((a.mean() - b.mean()) / pooled) if pooled > 0 else None)
+        return out
+    data = pd.DataFrame([{"group": name, "score": v} for name, s in groups.items() for v in s])
+    out = {"test": "one-way ANOVA", "groups": list(groups), "n": sizes, "means": means,
+           "F": None, "df1": None, "df2": None, "p": None, "eta2": None}
+    problem = _anova_problem(data, "score", "group")
+    if problem:
+        out["note"] = problem.replace("models", "groups").replace("model", "group")
+        return out
+    result = stats.f_oneway(*groups.values())
+    total = _sum_squares(data["score"])
+    within = float(sum(_sum_squares(s) for s in groups.values()))
+    out.update(F=clean(result.statistic), df1=len(groups) - 1, df2=int(len(data) - len(groups)),
+               p=clean(result.pvalue), eta2=clean((total - within) / total))
+    return out
