@@ -663,9 +663,6 @@ class CodeDiscoveryViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retri
         return Response(CodeSuggestionSerializer(decided).data)
 
 
-
-from .api_agreement import api_routes as agreement_routes  # noqa: E402
-
 api_routes = [
     ("codebooks", CodebookViewSet, "api-codebook"),
     ("codes", AnnotationCodeViewSet, "api-code"),
@@ -676,4 +673,3 @@ api_routes = [
     ("gender-attributions", GenderAttributionViewSet, "api-gender-attribution"),
     ("code-discoveries", CodeDiscoveryViewSet, "api-code-discovery"),
 ]
-api_routes += agreement_routes

@@ -290,6 +290,3 @@ class CodeSuggestion(models.Model):
 
     def __str__(self):
         return self.name
-
-
-from .models_agreement import GoldLabel  # noqa: E402,F401  (agreement: adjudicated gold labels)

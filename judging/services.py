@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from stereoscope import agreement_stats as A
 from stereoscope.models import Membership, Role
 from stereoscope.services import record_activity
 
@@ -300,7 +301,7 @@ def verification_pairs(rnd):
 
 
 def verification_summary(rnd, bootstrap=500):
-    """Judge–human agreement on the sample, with the agreement module's statistics (annotation.agreement):
+    """Judge–human agreement on the sample, with the pure agreement statistics (stereoscope.agreement_stats):
     a pooled judge × human table with observed agreement and Cohen's kappa, plus Krippendorff's alpha, Gwet's AC1
     and bootstrap intervals over verdicts with the judge as one rater and each coder as another."""
     pairs = verification_pairs(rnd)
@@ -316,8 +317,6 @@ def verification_summary(rnd, bootstrap=500):
                "ci95": {}, "requested": VerificationRequest.objects.filter(verdict__round=rnd).count()}
     if not n:
         return summary
-    from annotation import agreement as A
-
     summary["agreement"] = (table[0][0] + table[1][1]) / n
     kappa = A.cohen_kappa_table(table)
     summary["kappa"], summary["kappa_note"] = kappa.value, kappa.note

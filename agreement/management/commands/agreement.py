@@ -4,7 +4,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation import agreement as ag
+from stereoscope import agreement_stats as ag
 
 
 class Command(BaseCommand):
@@ -61,7 +61,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
 
     def _from_study(self, opts):
-        from annotation import agreement_services as services
+        from agreement import services
 
         try:
             return services.command_matrix(opts)

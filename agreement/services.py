@@ -6,8 +6,9 @@ from django.db import transaction
 
 from stereoscope.services import record_activity
 
-from . import agreement as ag
-from .agreement_data import (
+from stereoscope import agreement_stats as ag
+
+from .rating_tables import (
     GOLD, AgreementRequestError, CodingData, Table, build_table, default_codebook, output_labels, parse_target,
     segment_report, stereotype_table,
 )
@@ -77,7 +78,9 @@ def report_fingerprint(study, codebook) -> str:
 
     from judging.models import HumanCheck, Verdict
 
-    from .models import Assignment, Code, Coding, GoldLabel
+    from annotation.models import Assignment, Code, Coding
+
+    from .models import GoldLabel
 
     parts = [study.pk, codebook.pk if codebook else None]
     if codebook is not None:
@@ -202,7 +205,9 @@ def set_gold(study, *, target, output_id, value, user, note=""):
     """Set (or change) the gold value of one story for one target."""
     from generation.models import Output
 
-    from .models import Code, GoldLabel
+    from annotation.models import Code
+
+    from .models import GoldLabel
 
     kind, ident = parse_target(target)
     try:
