@@ -9,6 +9,7 @@ from stereoscope import agreement_stats as ag
 
 class Command(BaseCommand):
     help = "Inter-rater agreement from a CSV with the columns unit,rater,value (empty value = missing), or from a study."
+    requires_system_checks = []  # a read-only computation; the URL checks alone import every app's API (~1.4 s)
 
     def add_arguments(self, parser):
         source = parser.add_mutually_exclusive_group(required=True)
