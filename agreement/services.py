@@ -4,9 +4,8 @@ from __future__ import annotations
 import numpy as np
 from django.db import transaction
 
-from stereoscope.services import record_activity
-
 from stereoscope import agreement_stats as ag
+from stereoscope.services import record_activity
 
 from .rating_tables import (
     GOLD, AgreementRequestError, CodingData, Table, build_table, default_codebook, output_labels, parse_target,
@@ -76,9 +75,8 @@ def report_fingerprint(study, codebook) -> str:
 
     from django.db.models import Count, Max
 
-    from judging.models import HumanCheck, Verdict
-
     from annotation.models import Assignment, Code, Coding
+    from judging.models import HumanCheck, Verdict
 
     from .models import GoldLabel
 
@@ -203,9 +201,8 @@ def allowed_gold_values(target):
 @transaction.atomic
 def set_gold(study, *, target, output_id, value, user, note=""):
     """Set (or change) the gold value of one story for one target."""
-    from generation.models import Output
-
     from annotation.models import Code
+    from generation.models import Output
 
     from .models import GoldLabel
 
@@ -298,9 +295,9 @@ def rating_rows(study, options=None):
 
 
 def gold_label_rows(study, options=None):
-    from .models import GoldLabel
-
     from stereoscope.exports import person
+
+    from .models import GoldLabel
 
     options = options or {}
     for gold in GoldLabel.objects.filter(study=study).select_related("decided_by").order_by("target", "output_id"):

@@ -162,7 +162,8 @@ def agreement_confusion(request, study_id):
             raise AgreementRequestError("Choose two different raters of this table.")
     except AgreementRequestError as exc:
         return HttpResponse(f'<p class="error">{_escape(str(exc))}</p>', status=400)
-    return render(request, "agreement/confusion.html", {"confusion": _confusion_context(table, ag.confusion(table.matrix, a, b))})
+    confusion = _confusion_context(table, ag.confusion(table.matrix, a, b))
+    return render(request, "agreement/confusion.html", {"confusion": confusion})
 
 
 def _escape(text):
