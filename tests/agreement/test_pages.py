@@ -278,3 +278,9 @@ def test_csv_downloads_escape_spreadsheet_formulas(coded_study, client_for):
     assert header[:2] == ["output_id", "story"] and sorted(header[2:4]) == ["'@bob", "ann"] and header[4] == "gold"
     confusion = c.get(f"{export}?table=confusion&target=stereotype&a=judge:{evil}&b=judge:model-x").getvalue().decode()
     assert confusion.startswith("\"'" + evil.replace('"', '""'))
+
+
+def test_export_columns_stay_distinct_when_two_raters_share_a_label():
+    from agreement.views import _unique_columns
+
+    assert _unique_columns(["output_id", "ann", "ann", "ann (2)", 0]) == ["output_id", "ann", "ann (2)", "ann (2) (2)", "0"]
