@@ -16,8 +16,8 @@ def test_vader_labels_and_info():
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch", reason="needs torch: the 'local' extra (pip install -e .[local])")
+    transformers = pytest.importorskip("transformers", reason="needs transformers: the 'local' extra (pip install -e .[local])")
     path = tmp_path_factory.mktemp("tiny-regard")
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "she", "he", "is", "kind", "cruel", "a", "nurse", "thief", "."]
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
