@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class JudgingConfig(AppConfig):
     name = "judging"
     verbose_name = "Judging"
+
+    def ready(self):
+        from stereoscope.health import register_job_model
+
+        register_job_model("judge round", self.get_model("JudgeRound"))  # seen by /healthz
