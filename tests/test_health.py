@@ -18,8 +18,8 @@ def study():
     return Study.objects.create(name="Health study")
 
 
-def queued_run(study, **fields):
-    return GenerationRun.objects.create(study=study, name="waiting run", status=fields.pop("status", "queued"), **fields)
+def queued_run(study, status="queued", **fields):
+    return GenerationRun.objects.create(study=study, name="waiting run", status=status, **fields)
 
 
 def test_every_job_kind_is_registered_and_queryable():
