@@ -1,5 +1,6 @@
 """Shared fixtures: users in every role, two studies, a browser, a worker environment."""
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -139,6 +140,25 @@ def login(page):
         page.wait_for_load_state()
 
     return do
+
+
+class BlockLocalExtra:
+    """A meta-path finder that makes torch and transformers look uninstalled."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "transformers"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+@pytest.fixture
+def no_torch(monkeypatch):
+    """A server without the 'local' extra: `import torch` and `import transformers` fail."""
+    for name in ("torch", "transformers"):
+        monkeypatch.delitem(sys.modules, name, raising=False)  # restored after the test
+    monkeypatch.setattr(sys, "meta_path", [BlockLocalExtra(), *sys.meta_path])
+    with pytest.raises(ModuleNotFoundError):
+        import torch  # noqa: F401
 
 
 def subprocess_database_url():

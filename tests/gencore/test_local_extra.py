@@ -1,7 +1,5 @@
 """A transformers endpoint on a server without the 'local' extra: a clear message naming the extra, never a raw
 ModuleNotFoundError (the missing torch is simulated, so this runs with or without the extra installed)."""
-import sys
-
 import pytest
 
 from generation import runs
@@ -11,24 +9,6 @@ from generation.providers import ProviderError, get_provider
 
 pytestmark = pytest.mark.django_db
 EXTRA = "pip install -e .[local]"
-
-
-class BlockLocalExtra:
-    """A meta-path finder that makes torch and transformers look uninstalled."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("torch", "transformers"):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-
-@pytest.fixture
-def no_torch(monkeypatch):
-    for name in ("torch", "transformers"):
-        monkeypatch.delitem(sys.modules, name, raising=False)  # restored after the test
-    monkeypatch.setattr(sys, "meta_path", [BlockLocalExtra(), *sys.meta_path])
-    with pytest.raises(ModuleNotFoundError):
-        import torch  # noqa: F401
 
 
 def test_endpoint_validation_names_the_extra(study, no_torch):
