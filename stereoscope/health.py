@@ -4,6 +4,7 @@ The project package imports no app: each app registers its job models here from 
 (`register_job_model`), or any callable that lists its waiting jobs (`register_waiting_jobs`).
 """
 import time
+from collections import Counter
 
 from django.conf import settings
 from django.db import connection
@@ -112,7 +113,8 @@ def health_report():
         "database": database,
         "broker": broker,
         "workers": {"live": len(workers), "list": workers},
-        "jobs": {"stalled": len(stalled), "stalled_list": stalled[:50],
+        # counts only: /healthz is public, so it names no study and no job
+        "jobs": {"stalled": len(stalled), "stalled_by_kind": dict(Counter(job["kind"] for job in stalled)),
                  "message": f"{len(stalled)} job(s) wait with no live worker; start one." if stalled else ""},
         "eager": bool(settings.CELERY_TASK_ALWAYS_EAGER),
     }

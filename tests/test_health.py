@@ -36,8 +36,10 @@ def test_waiting_job_with_no_live_worker_is_degraded(client, study):
     assert data["ok"] is False and data["status"] == "degraded"
     assert data["database"]["ok"] and data["broker"]["ok"] and data["workers"]["live"] == 0
     assert data["jobs"]["stalled"] == 2
-    assert {(j["kind"], j["id"]) for j in data["jobs"]["stalled_list"]} == {("generation run", run.pk),
-                                                                            ("export job", export.pk)}
+    assert data["jobs"]["stalled_by_kind"] == {"generation run": 1, "export job": 1}
+    assert {(j["kind"], j["id"]) for j in waiting_jobs_without_worker()} == {("generation run", run.pk),
+                                                                             ("export job", export.pk)}
+    assert set(data["jobs"]) == {"stalled", "stalled_by_kind", "message"}  # public: counts only, no study or job
     assert client.get("/api/health/").status_code == 503
     page = client.get("/healthz")
     assert page.status_code == 503 and "DEGRADED" in page.content.decode() and "2 job(s)" in page.content.decode()
