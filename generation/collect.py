@@ -18,7 +18,8 @@ from stereoscope.services import record_activity
 
 from .models import GenerationRun, Output, OutputStatus, Provider, ProviderCall, RunStatus
 from .runs import finish, messages_for, normalize_text
-from .toolkits import SlotError, expand_units, lock_toolkit, variant_key
+from .toolkit_services import TOOLKITS
+from .toolkits import SlotError, expand_units, variant_key
 
 SHEET_COLUMNS = ["unit", "endpoint", "model", "item", "dimension", "trial", "slot_values", "prompt", "answer"]
 MAX_ROWS = 200_000
@@ -532,7 +533,7 @@ def save_import(study, rows, *, run_name, toolkit=None, actor=None, source=""):
                                        status=RunStatus.COMPLETED, created_by=actor if who else None, started_at=now,
                                        finished_at=now, message=f"Imported {len(rows)} outputs from {source or 'a file'}.")
     if toolkit is not None:
-        lock_toolkit(toolkit)
+        TOOLKITS.lock(toolkit)
     Output.objects.bulk_create([
         Output(study=study, run=run, item=r.item, endpoint=None, model_name=r.model, trial=r.trial, variant_key=r.variant_key,
                slot_values=r.slot_values, prompt_text=r.prompt, text=r.text, external_id=r.external_id,

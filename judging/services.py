@@ -215,8 +215,7 @@ def parse_weights(content, filename=""):
 def import_weights(study, toolkit, content, *, filename="", new_version=True, drop_flagged=False, actor=None):
     """Attach imported weights to `toolkit` — by default to a new version of it (a copy for library toolkits),
     optionally without the prompts the file flags. All or nothing. Returns (toolkit version, ItemWeight count)."""
-    from generation.toolkit_services import copy_toolkit
-    from generation.toolkits import new_version as make_version
+    from generation.toolkit_services import TOOLKITS
 
     if toolkit.study_id != study.pk and not toolkit.study.is_library:
         raise JudgingError("Choose a toolkit of this study or of the built-in library.")
@@ -228,9 +227,9 @@ def import_weights(study, toolkit, content, *, filename="", new_version=True, dr
                            "weights belong to a version with the same item numbers.")
     with transaction.atomic():
         if toolkit.study.is_library:
-            target = copy_toolkit(toolkit, study=study, actor=actor)
+            target = TOOLKITS.copy_into(toolkit, study=study, actor=actor)
         elif new_version:
-            target = make_version(toolkit, created_by=actor)
+            target = TOOLKITS.new_version(toolkit, actor=actor)
         else:
             target = toolkit
         dropped = []
