@@ -176,3 +176,24 @@ def test_the_library_is_never_written(roles, kind):
     builtin.refresh_from_db()
     assert not builtin.locked  # lock() leaves library rows alone (load_builtin locks them)
     assert type(builtin).objects.filter(study=library).count() == before
+
+
+def test_copy_routes_do_not_write_the_library(roles, client_for):
+    """Even staff (admin everywhere) cannot copy into the built-in library through the pages or the API."""
+    from django.urls import reverse
+
+    from annotation.models import Codebook
+    from measures.models import Lexicon
+
+    library = library_study()
+    lexicon, codebook = make_lexicon(library, "shipped"), make_codebook(library, "shipped")
+    staff = client_for(roles["users"]["staff"])
+    responses = [
+        staff.post(reverse("measures-lexicon-copy", args=[library.pk, lexicon.pk])),
+        staff.post(reverse("annotation-codebook-create", args=[library.pk]), {"action": "copy", "source": codebook.pk}),
+        staff.post(f"/api/studies/{library.pk}/lexicons/{lexicon.pk}/copy/"),
+        staff.post(f"/api/studies/{library.pk}/codebooks/copy/", {"source": codebook.pk}),
+    ]
+    assert [r.status_code < 500 for r in responses] == [True] * 4
+    assert [r.status_code for r in responses[2:]] == [400, 400]
+    assert Lexicon.objects.filter(study=library).count() == 1 and Codebook.objects.filter(study=library).count() == 1
