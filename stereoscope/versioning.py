@@ -29,9 +29,11 @@ class VersionedModel(models.Model):
     version = models.PositiveIntegerField(default=1)
     description = models.TextField(blank=True)
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="newer_versions")
-    locked = models.BooleanField(default=False, help_text="Set once something uses this version; edits then make a new version.")
+    locked = models.BooleanField(
+        default=False, help_text="Set once something uses this version; edits then make a new version.")
     builtin_key = models.CharField(max_length=100, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -84,10 +86,13 @@ class Versioning:
         if study.is_library and not builtin:
             raise self.error("The built-in library is read-only.")
 
-    def ensure_editable(self, obj):
-        """Raise the app's error when `obj` is a library built-in or locked."""
+    def _refuse_builtin(self, obj):
         if obj.study.is_library:
             raise self.error(f"Built-in library {self.noun}s are read-only; copy one into your study to change it.")
+
+    def ensure_editable(self, obj):
+        """Raise the app's error when `obj` is a library built-in or locked."""
+        self._refuse_builtin(obj)
         if self.is_locked(obj):
             why = f" because {self.used_by} uses it" if self.used_by and self.in_use(obj) else ""
             raise self.error(f"The {self.noun} “{obj}” is locked{why}; create a new version to change it.")
@@ -106,7 +111,6 @@ class Versioning:
         record_activity(obj.study, actor, f"locked {self.noun}", str(obj))
         return obj
 
-    @transaction.atomic
     def _clone(self, source, *, study, parent, actor, changes):
         copy = self.model()
         for field in self.model._meta.concrete_fields:
@@ -124,6 +128,7 @@ class Versioning:
         self.copy_children(source, copy, actor=actor)
         return copy
 
+    @transaction.atomic
     def new_version(self, obj, *, actor=None, **changes):
         """The next version of `obj` in its own study, with its children and any `changes` to its own columns."""
         if obj.study.is_library:
@@ -133,6 +138,7 @@ class Versioning:
         record_activity(obj.study, actor, f"created a new {self.noun} version", f"{copy} from v{obj.version}")
         return copy
 
+    @transaction.atomic
     def copy_into(self, obj, *, study, actor=None, **changes):
         """A new editable copy of `obj` in `study` (its next version there); within a study it is a new version."""
         self.refuse_library(study)
@@ -142,10 +148,10 @@ class Versioning:
         record_activity(study, actor, f"copied a {self.noun}", f"{copy} from {obj.study.name}")
         return copy
 
+    @transaction.atomic
     def writable(self, obj, *, actor=None):
         """(version to write to, created): `obj` itself, or — when it is locked — a new version of it."""
-        if obj.study.is_library:
-            raise self.error(f"Built-in library {self.noun}s are read-only; copy one into your study to change it.")
+        self._refuse_builtin(obj)
         if not self.is_locked(obj):
             return obj, False
         self.lock(obj)

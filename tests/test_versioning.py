@@ -159,7 +159,7 @@ def test_copy_into_another_study(roles, kind):
 
 
 def test_the_library_is_never_written(roles, kind):
-    policy, (make, children) = versioning(kind), KINDS[kind]
+    policy, (make, _) = versioning(kind), KINDS[kind]
     library = library_study()
     builtin = make(library, builtin_key="shipped")
     own = make(roles["a"])
