@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0005_coding_frequency_index'),
+        ('annotation', '0006_gold_label_moves_to_agreement'),
         ('stereoscope', '0002_export_job'),
     ]
 
