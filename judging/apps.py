@@ -4,3 +4,12 @@ from django.apps import AppConfig
 class JudgingConfig(AppConfig):
     name = "judging"
     verbose_name = "Judging"
+
+    def ready(self):
+        from stereoscope.health import register_job_model
+        from stereoscope.providers import provide
+
+        from . import selectors
+
+        provide("judging", selectors)
+        register_job_model("judge round", self.get_model("JudgeRound"))  # seen by /healthz

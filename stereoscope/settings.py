@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "generation",
     "annotation",
     "judging",
+    "agreement",
     "psychometrics",
     "measures",
 ]

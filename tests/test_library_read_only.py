@@ -65,9 +65,9 @@ def test_services_refuse_the_library_as_a_target(library):
 
     before = counts()
     with pytest.raises(measure_services.LexiconDataError, match="read-only"):
-        measure_services.copy_lexicon(library["lexicon"], study=library["study"])
+        measure_services.LEXICONS.copy_into(library["lexicon"], study=library["study"])
     with pytest.raises(annotation_services.AnnotationError, match="read-only"):
-        annotation_services.new_codebook_version(library["codebook"])
+        annotation_services.CODEBOOKS.new_version(library["codebook"])
     assert counts() == before
 
 
