@@ -66,8 +66,10 @@ def test_services_refuse_the_library_as_a_target(library):
     before = counts()
     with pytest.raises(measure_services.LexiconDataError, match="read-only"):
         measure_services.LEXICONS.copy_into(library["lexicon"], study=library["study"])
-    with pytest.raises(annotation_services.AnnotationError, match="read-only"):
+    with pytest.raises(annotation_services.AnnotationError, match="not versioned"):
         annotation_services.CODEBOOKS.new_version(library["codebook"])
+    with pytest.raises(annotation_services.AnnotationError, match="read-only"):
+        annotation_services.CODEBOOKS.copy_into(library["codebook"], study=library["study"])
     assert counts() == before
 
 
