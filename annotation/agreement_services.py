@@ -264,7 +264,7 @@ def rating_rows(study, options=None):
     """The long tables (target, unit, rater, value) behind every agreement figure, gold included as a rater."""
     from django.contrib.auth import get_user_model
 
-    from stereoscope.exports import person
+    from stereoscope.datasets import person
 
     options = options or {}
     codebook = default_codebook(study)
@@ -295,7 +295,7 @@ def rating_rows(study, options=None):
 def gold_label_rows(study, options=None):
     from .models import GoldLabel
 
-    from stereoscope.exports import person
+    from stereoscope.datasets import person
 
     options = options or {}
     for gold in GoldLabel.objects.filter(study=study).select_related("decided_by").order_by("target", "output_id"):

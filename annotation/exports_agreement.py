@@ -1,6 +1,6 @@
 """Export datasets of agreement: per code/dimension figures, the long rating tables (gold as a rater), gold labels.
 Imported from AnnotationConfig.ready() so the registry sees them next to annotation/exports.py."""
-from stereoscope.exports import Column, register_dataset
+from stereoscope.datasets import Column, register_dataset
 
 from . import agreement_services as services
 

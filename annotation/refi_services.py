@@ -18,8 +18,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from generation.exports import filtered_outputs
-from stereoscope.exports import iso_datetime, uuid_text
+from generation.datasets import filtered_outputs
+from stereoscope.datasets import iso_datetime, uuid_text
 from generation.models import GenerationRun, Output, OutputStatus, RunStatus
 import stereoscope
 from stereoscope.models import Membership, Role
@@ -28,7 +28,7 @@ from stereoscope.services import record_activity
 from . import codebook_format as fmt
 from . import refi_qda as rq
 from . import services as annotation_services
-from .exports import CodeIndex
+from .datasets import CodeIndex
 from .models import Assignment, Codebook, Coding, GenderAttribution, Memo
 
 JUDGE_GROUP_GUID = rq.stable_guid("judge-verdicts")
@@ -70,10 +70,13 @@ def _tag_sets(index, code_pks):
 
 # --- export -------------------------------------------------------------------------------------------------
 
-def export_qdpx(study, target, *, options, actor=None, progress=None):
-    """Write the study's .qdpx to `target`. Returns a manifest (also stored in the archive as manifest.json)."""
-    from stereoscope.exporting.manifest import build_manifest
+# What an export manifest notes about a .qdpx (the exports app writes the manifest into the archive).
+QDPX_MANIFEST_NOTES = {"schema": "QDA-XML 1.0 (Project.xsd, 2019-03-18)",
+                       "offsets": "Unicode code points, line endings \\n", "judge_code_group": JUDGE_GROUP_GUID}
 
+
+def export_qdpx(study, target, *, options, progress=None):
+    """Write the study's .qdpx project to `target`. Returns the row counts (sources, codings, ...)."""
     index = CodeIndex(study)
     outputs = filtered_outputs(study, options)
     codings = Coding.objects.filter(output__in=outputs)
@@ -169,7 +172,7 @@ def export_qdpx(study, target, *, options, actor=None, progress=None):
     var_guid = {v.name: v.guid for v in variables}
 
     def sources():
-        from .exports import _Cursor
+        from .datasets import _Cursor
 
         coding_cursor = _Cursor(codings.order_by("output_id", "start", "pk").annotate(
             guid_text=uuid_text("guid"), created_text=iso_datetime("created_at", XSD_DATETIME)).values_list(
@@ -219,15 +222,7 @@ def export_qdpx(study, target, *, options, actor=None, progress=None):
                       "percent": min(99, round(100 * counts["sources"] / total)) if total else None})
 
     total = outputs.count()
-    counts = rq.write_qdpx(target, project, progress=report)
-    manifest = build_manifest(study, fmt="qdpx", datasets=[], options=options, files=[{"path": "project.qde"}],
-                              row_counts=counts, actor=actor,
-                              extra={"refi_qda": {"schema": "QDA-XML 1.0 (Project.xsd, 2019-03-18)",
-                                                  "offsets": "Unicode code points, line endings \\n",
-                                                  "judge_code_group": JUDGE_GROUP_GUID}})
-    with zipfile.ZipFile(target, "a") as zf:
-        zf.writestr("manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False))
-    return manifest
+    return rq.write_qdpx(target, project, progress=report)
 
 
 def _judging_installed():

@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "judging",
     "psychometrics",
     "measures",
+    "exports",
 ]
 
 MIDDLEWARE = [

@@ -4,7 +4,7 @@ import csv
 import io
 import json
 
-from stereoscope.exports import Column, register_dataset
+from stereoscope.datasets import Column, register_dataset
 
 from .models import QuestionnaireRun, Response
 from .reports import scores_table
