@@ -7,10 +7,8 @@ the guid fields, or are uuid5-derived from stable ids, so they are the same in e
 
 Import: the whole file is parsed and checked first (annotation.refi_qda), then applied in one transaction.
 """
-import json
 import re
 import uuid
-import zipfile
 from collections import defaultdict
 
 from django.apps import apps

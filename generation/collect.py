@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from stereoscope.downloads import table_download, xlsx_bytes
 from stereoscope.services import record_activity
+from stereoscope.tables import table_text
 
 from .models import GenerationRun, Output, OutputStatus, Provider, ProviderCall, RunStatus
 from .runs import finish, messages_for, normalize_text
@@ -261,41 +263,23 @@ def sheet_rows(run, pending_only=True):
     return rows
 
 
+# The XLSX sheet's look: widths fit the columns, long prompts and answers wrap.
+SHEET_LAYOUT = {"widths": dict(zip(SHEET_COLUMNS, (8, 18, 18, 6, 18, 6, 24, 60, 80))), "wrap": ["prompt", "answer"]}
+
+
 def sheet_csv(run):
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=SHEET_COLUMNS, lineterminator="\r\n")
-    writer.writeheader()
-    writer.writerows(sheet_rows(run))
-    return buffer.getvalue().encode("utf-8-sig")  # the BOM makes spreadsheet programs read UTF-8
+    """The collection sheet as CSV bytes (with a BOM: spreadsheet programs then read it as UTF-8)."""
+    return table_text(SHEET_COLUMNS, sheet_rows(run), bom=True).encode("utf-8")
 
 
 def sheet_xlsx(run):
-    from openpyxl import Workbook
-    from openpyxl.styles import Alignment, Font
-
-    workbook = Workbook()
-    sheet = workbook.active
-    sheet.title = "answers"
-    sheet.append(SHEET_COLUMNS)
-    for cell in sheet[1]:
-        cell.font = Font(bold=True)
-    for row in sheet_rows(run):
-        sheet.append([_xlsx_safe(row[c]) for c in SHEET_COLUMNS])
-    for column, width in zip("ABCDEFGHI", (8, 18, 18, 6, 18, 6, 24, 60, 80)):
-        sheet.column_dimensions[column].width = width
-    for row in sheet.iter_rows(min_row=2):
-        row[7].alignment = row[8].alignment = Alignment(wrap_text=True, vertical="top")
-    sheet.freeze_panes = "A2"
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    return buffer.getvalue()
+    return xlsx_bytes([("answers", SHEET_COLUMNS, sheet_rows(run), SHEET_LAYOUT)])
 
 
-def _xlsx_safe(value):
-    """Text starting with = is stored as text, not a formula."""
-    if isinstance(value, str) and value.startswith(("=", "+", "-", "@")):
-        return "'" + value
-    return value
+def sheet_download(run, fmt):
+    """The collection sheet as a download response (csv or xlsx)."""
+    return table_download(SHEET_COLUMNS, sheet_rows(run), f"collection-run{run.pk}.{fmt}", fmt=fmt, sheet="answers",
+                          bom=True, layout=SHEET_LAYOUT)
 
 
 @dataclass
