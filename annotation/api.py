@@ -263,7 +263,8 @@ def codings_download(study, codebook, kind, include_text=False):
     if kind not in ("csv", "jsonl"):
         raise ValidationError({"detail": "file_format must be csv or jsonl."})
     rows = selectors.coding_rows(study, codebook=codebook, include_text=include_text)
-    return table_download(selectors.coding_columns(include_text), rows, f"codings-{codebook.pk}.{kind}", fmt=kind)
+    return table_download(selectors.coding_columns(include_text), rows, f"codings-{codebook.pk}.{kind}", fmt=kind,
+                          stream=True)
 
 
 def import_upload(study, upload, kind, name, user, toolkit=None):

@@ -16,12 +16,12 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from generation.collect import ImportedRow, import_texts
 from generation.datasets import filtered_outputs
 from stereoscope.datasets import iso_datetime, uuid_text
-from generation.models import GenerationRun, Output, OutputStatus, RunStatus
 import stereoscope
-from stereoscope.models import Membership, Role
-from stereoscope.services import record_activity
+from stereoscope.models import Role
+from stereoscope.services import ensure_member, record_activity
 
 from . import codebook_format as fmt
 from . import refi_qda as rq
@@ -320,7 +320,7 @@ def _resolve_users(study, q_users, used_guids):
         user = User(username=_username_for(q_user.name, taken), is_active=True)
         user.set_unusable_password()
         user.save()
-        Membership.objects.get_or_create(study=study, user=user, defaults={"role": Role.CODER})
+        ensure_member(study=study, user=user, role=Role.CODER)
         result[q_user.guid] = user
         created.append(user.username)
     return result, created
@@ -352,25 +352,29 @@ def _apply_project(study, project, *, filename, actor):
             created_users.append(fallback[0].username)
         return fallback[0]
 
-    run = GenerationRun.objects.create(study=study, name=f"REFI-QDA import: {filename}"[:200], is_import=True,
-                                       status=RunStatus.COMPLETED, created_by=actor, finished_at=timezone.now())
     var_names = {v.guid: v.name for v in project.variables}
     coding_rows, note_targets, skipped_judge = [], defaultdict(list), 0
     coder_outputs = set()
     taken_guids = _taken_guids(Coding, [c.guid for s in project.sources for c in s.codings]
                                + [c.guid for s in project.sources for sel in s.selections for c in sel.codings])
     now = timezone.now()
-    outputs = []
-    for source in project.sources:
+    texts, source_of = [], {}
+    for number, source in enumerate(project.sources, start=1):
         values = {var_names[g]: v for g, v in source.variables}
         trial = values.get("trial")
-        outputs.append(Output(
-            study=study, run=run, model_name=(values.get("model") or "imported")[:300],
-            trial=int(trial) if str(trial or "").isdigit() else 1, text=source.text, status=OutputStatus.DONE,
-            external_id=source.guid, completed_at=now,
-            provenance={"source": "refi-qda", "file": filename, "name": source.name, "guid": source.guid,
-                        "variables": values}))
-    Output.objects.bulk_create(outputs, batch_size=500)  # primary keys come back (PostgreSQL, SQLite >= 3.35)
+        row = ImportedRow(row=number, model=(values.get("model") or "imported")[:300], item=None, prompt="",
+                          slot_values={}, variant_key="", trial=int(trial) if str(trial or "").isdigit() else 1,
+                          text=source.text, external_id=source.guid, extra=None)
+        source_of[number] = (source, values)
+        texts.append(row)
+
+    def provenance(row):
+        source, values = source_of[row.row]
+        return {"source": "refi-qda", "file": filename, "name": source.name, "guid": source.guid,
+                "variables": values}
+
+    run, outputs = import_texts(study, texts, run_name=f"REFI-QDA import: {filename}", actor=actor, source=filename,
+                                provenance=provenance)
     for source, output in zip(project.sources, outputs):
         for note in source.note_guids:
             note_targets[note].append(("output", output))

@@ -510,21 +510,35 @@ def validate_import(records, toolkit=None):
 
 @transaction.atomic
 def save_import(study, rows, *, run_name, toolkit=None, actor=None, source=""):
+    """Save validated rows (ImportedRow) as outputs of a new, completed import run. Returns the run."""
+    return import_texts(study, rows, run_name=run_name, toolkit=toolkit, actor=actor, source=source)[0]
+
+
+@transaction.atomic
+def import_texts(study, rows, *, run_name, toolkit=None, actor=None, source="", provenance=None):
+    """The one way another app (or a file import) adds texts made elsewhere as outputs: a new, completed import
+    run holding one done output per ImportedRow. `provenance(row)` gives each output's provenance (default: the
+    row of an imported file). Returns (run, outputs in row order, with primary keys)."""
     now = timezone.now()
     who = getattr(actor, "username", "") or ""
-    run = GenerationRun.objects.create(study=study, name=run_name[:200], toolkit=toolkit, is_import=True,
-                                       status=RunStatus.COMPLETED, created_by=actor if who else None, started_at=now,
-                                       finished_at=now, message=f"Imported {len(rows)} outputs from {source or 'a file'}.")
+    run = GenerationRun.objects.create(
+        study=study, name=run_name[:200], toolkit=toolkit, is_import=True, status=RunStatus.COMPLETED,
+        created_by=actor if who else None, started_at=now, finished_at=now,
+        message=f"Imported {len(rows)} outputs from {source or 'a file'}.")
     if toolkit is not None:
         lock_toolkit(toolkit)
-    Output.objects.bulk_create([
-        Output(study=study, run=run, item=r.item, endpoint=None, model_name=r.model, trial=r.trial, variant_key=r.variant_key,
-               slot_values=r.slot_values, prompt_text=r.prompt, text=r.text, external_id=r.external_id,
-               status=OutputStatus.DONE, completed_at=now,
-               provenance={"source": "import", "file": source, "row": r.row, "imported_by": who, **({"extra": r.extra} if r.extra else {})})
-        for r in rows], batch_size=1000)
+    if provenance is None:
+        def provenance(r):
+            return {"source": "import", "file": source, "row": r.row, "imported_by": who,
+                    **({"extra": r.extra} if r.extra else {})}
+    outputs = [
+        Output(study=study, run=run, item=r.item, endpoint=None, model_name=r.model, trial=r.trial,
+               variant_key=r.variant_key, slot_values=r.slot_values, prompt_text=r.prompt, text=r.text,
+               external_id=r.external_id, status=OutputStatus.DONE, completed_at=now, provenance=provenance(r))
+        for r in rows]
+    Output.objects.bulk_create(outputs, batch_size=1000)  # primary keys come back (PostgreSQL, SQLite >= 3.35)
     record_activity(study, actor, f"imported {len(rows)} outputs into", run.name)
-    return run
+    return run, outputs
 
 
 def import_outputs(study, filename, content, *, fmt=None, run_name="", toolkit=None, actor=None):

@@ -299,7 +299,7 @@ def _csv_response(rows, filename):
     first = next(rows, None)
     if first is None:
         return table_download(["no rows"], [], filename)
-    return table_download(list(first), itertools.chain([first], rows), filename)
+    return table_download(list(first), itertools.chain([first], rows), filename, stream=True)
 
 
 @study_role_required(Role.RESEARCHER)

@@ -6,7 +6,7 @@ import tempfile
 
 from django.http import HttpResponse, StreamingHttpResponse
 
-from .tables import TEXT_WRITERS, XLSXWorkbookWriter, start_text, table_text  # noqa: F401  (table_text: served here too)
+from .tables import TEXT_WRITERS, XLSXWorkbookWriter, start_text, table_text
 
 CONTENT_TYPES = {
     "csv": "text/csv; charset=utf-8",
@@ -60,14 +60,19 @@ def _attachment(response, filename):
     return response
 
 
-def table_download(columns, rows, filename, fmt="csv", sheet="data", bom=False, preamble=(), layout=None):
-    """A download response of one table. `rows` yields dicts keyed by column; CSV and JSONL stream.
-    `bom`, `preamble` (CSV) and `layout` (XLSX) as in table_text and xlsx_bytes."""
+def table_download(columns, rows, filename, fmt="csv", sheet="data", bom=False, preamble=(), layout=None,
+                   stream=False):
+    """A download response of one table. `rows` yields dicts keyed by column. `stream` sends CSV and JSONL as it
+    is written (for tables too large to hold). `bom`, `preamble` (CSV) and `layout` (XLSX) as in table_text and
+    xlsx_bytes."""
     columns = list(columns)
     if fmt == "xlsx":
         response = HttpResponse(xlsx_bytes([(sheet, columns, rows, layout)]), content_type=CONTENT_TYPES["xlsx"])
+    elif fmt in TEXT_WRITERS and stream:
+        response = StreamingHttpResponse(_stream_text(columns, rows, fmt, bom, preamble),
+                                         content_type=CONTENT_TYPES[fmt])
     elif fmt in TEXT_WRITERS:
-        response = StreamingHttpResponse(_stream_text(columns, rows, fmt, bom, preamble), content_type=CONTENT_TYPES[fmt])
+        response = HttpResponse(table_text(columns, rows, fmt, bom, preamble), content_type=CONTENT_TYPES[fmt])
     else:
         raise ValueError(f"Unknown table format {fmt!r}: use csv, jsonl or xlsx.")
     return _attachment(response, filename)

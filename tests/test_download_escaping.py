@@ -54,7 +54,8 @@ DOWNLOADS = {
     "annotation-frequencies": lambda d: [
         reverse("annotation-frequencies", args=[d["s"], d["codebook"]]) + q
         for q in ("?file_format=csv", "?file_format=csv&by=dimension")],
-    "judging-round-verdicts-export": lambda d: [reverse("judging-round-verdicts-export", args=[d["s"], d["round"], "csv"])],
+    "judging-round-verdicts-export": lambda d: [
+        reverse("judging-round-verdicts-export", args=[d["s"], d["round"], "csv"])],
     "judging-weights": _page("judging-weights", query="?download=csv&method=raw"),
     "psych-run-export": lambda d: [reverse("psych-run-export", args=[d["s"], d["psych_run"], fmt])
                                    for fmt in ("responses.csv", "scores.csv", "xlsx")],
