@@ -1,5 +1,5 @@
 """Export datasets of agreement: per code/dimension figures, the long rating tables (gold as a rater), gold labels.
-Imported from AnnotationConfig.ready() so the registry sees them next to annotation/exports.py."""
+Imported from AnnotationConfig.ready() so the registry sees them next to annotation/datasets.py."""
 from stereoscope.datasets import Column, register_dataset
 
 from . import agreement_services as services
