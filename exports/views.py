@@ -13,6 +13,7 @@ from stereoscope.permissions import LEVELS, has_role, study_role_required
 from . import services
 from .models import ExportFormat, ExportJob, ExportStatus
 
+
 class ExportForm(forms.Form):
     format = forms.ChoiceField(choices=ExportFormat.choices, initial="csv")
     datasets = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple,

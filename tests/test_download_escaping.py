@@ -13,7 +13,7 @@ from django.urls import URLResolver, get_resolver, reverse
 from openpyxl import load_workbook
 
 from tests.exports.conftest import coded_study, export_root, gen_study  # noqa: F401
-from tests.gencore.conftest import make_endpoint, make_toolkit, study  # noqa: F401
+from tests.gencore.conftest import make_endpoint  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
