@@ -94,9 +94,12 @@ def check_pages(page, urls):
     """Visit each URL; run axe on every full HTML page served with 200 (fragments and downloads are skipped)."""
     found, checked = {}, []
     for url in urls:
-        response = page.goto(url, wait_until="load")
-        if not response or response.status != 200 or "text/html" not in (response.headers.get("content-type") or ""):
+        head = page.request.get(url, max_redirects=0)  # downloads would abort a navigation
+        headers = head.headers
+        if head.status != 200 or "text/html" not in headers.get("content-type", "") or "attachment" in headers.get(
+                "content-disposition", ""):
             continue
+        page.goto(url, wait_until="load")
         if not page.evaluate("() => !!document.querySelector('main')"):
             continue  # an htmx fragment on its own
         page.evaluate(OPEN_ALL_DETAILS)  # collapsed forms are checked too
