@@ -242,8 +242,10 @@
     const codeBtn = source.closest && source.closest(".code-btn");
     const li = el && el.closest && el.closest("#codings li[data-coding]");
     const quote = (currentSelection() || {}).text;
-    resume = { op: params.op || (source.querySelector && (source.querySelector("[name=op]") || {}).value),
-               story: el === root || !!codeBtn, coding: li && li.dataset.coding, id: el && el.id,
+    const op = params.op || (source.querySelector && (source.querySelector("[name=op]") || {}).value);
+    resume = { op: op,
+               story: el === root || !!codeBtn || op === "new_code",  // back to the text that was just coded
+               coding: li && li.dataset.coding, id: el && el.id,
                code: codeBtn ? codeName(codeBtn) : "", quote: quote,
                after: kbd.focus + 1 };
   });
