@@ -53,7 +53,8 @@
     let el = before.id && document.getElementById(before.id);
     if (!el && before.formId) {
       const form = document.getElementById(before.formId);
-      const named = form && before.name && form.querySelector('[name="' + CSS.escape(before.name) + '"]:not([type=hidden])');
+      const named = form && before.name &&
+        form.querySelector('[name="' + CSS.escape(before.name) + '"]:not([type=hidden])');
       el = named || (form && form.querySelector("input:not([type=hidden]), select, textarea, button"));
     }
     if (!el && target && document.body.contains(target)) {

@@ -50,5 +50,6 @@ def full_study(coded_study, make_endpoint, fake_provider, export_root, client_fo
     questionnaire.refresh_from_db()
     measure_run.refresh_from_db()
     return {**coded_study, "questionnaire": questionnaire, "contexts": contexts, "personas": personas,
-            "instrument": asi, "lexicon": lexicon, "exclusion": exclusion, "measure_run": measure_run, "endpoint": endpoint,
+            "instrument": asi, "lexicon": lexicon, "exclusion": exclusion, "measure_run": measure_run,
+            "endpoint": endpoint,
             "export_job": export_job, "coder_membership": coder_membership.pk}

@@ -4,6 +4,8 @@ import pytest
 from annotation.models import Assignment, Coding
 from tests.annotation.conftest import outputs_factory, small_codebook  # noqa: F401
 
+from .axe import blocking_violations, describe
+
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 STORY = "Alex met Sam at the bakery. She led the team with calm. He cared for the kids and baked bread."
@@ -91,7 +93,8 @@ def test_coder_codes_reassigns_and_removes_with_the_keyboard_only(page, login, k
     wait_codings(page, 2)
     second = Coding.objects.exclude(pk=first.pk).get()
     start = STORY.index("She led")
-    assert (second.code_id, second.start, second.end) == (codes["care_f"].pk, start, start + len("She led the team with calm"))
+    sentence = "She led the team with calm"
+    assert (second.code_id, second.start, second.end) == (codes["care_f"].pk, start, start + len(sentence))
 
     # the whole story: Tab to the document-code menu, pick a code by keyboard, press Enter on the button
     tab_to(page, "el.closest('#doc-code-form') && el.tagName === 'SELECT'")
@@ -148,3 +151,5 @@ def test_coder_codes_reassigns_and_removes_with_the_keyboard_only(page, login, k
     wait_active(page, "el.id === 'codings-heading'")  # focus is not lost
     assert "removed" in live_text(page)
     assert not page.dialogs
+    violations = blocking_violations(page)  # the workspace as the keyboard left it
+    assert not violations, describe(violations)
