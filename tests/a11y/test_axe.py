@@ -126,6 +126,7 @@ def test_no_serious_or_critical_violations_on_any_study_page(browser, live_serve
         checked += checked_more
     finally:
         context.close()
+    print(f"{role}: axe checked {len(checked)} pages")
     assert len(checked) >= (20 if role == "coder" else 50), checked
     report = "\n".join(f"{url}\n{describe(v)}" for url, v in found.items())
     assert not found, f"{role}: serious/critical axe violations on {len(found)} of {len(checked)} pages:\n{report}"
