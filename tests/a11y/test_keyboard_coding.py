@@ -153,3 +153,22 @@ def test_coder_codes_reassigns_and_removes_with_the_keyboard_only(page, login, k
     assert not page.dialogs
     violations = blocking_violations(page)  # the workspace as the keyboard left it
     assert not violations, describe(violations)
+
+
+def test_a_refused_edit_is_announced_and_focused(page, login, keyboard_setup):
+    s, cb, out = (keyboard_setup[k] for k in ("study", "cb", "out"))
+    login("coder")
+    page.goto(f"/studies/{s.pk}/coding/codebooks/{cb.pk}/stories/{out.pk}/")
+    tab_to(page, "el.id === 'story'")
+    page.keyboard.press("1")
+    wait_codings(page, 1)
+    page.keyboard.press("Home")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")   # the reassign menu, left on "reassign to…"
+    page.keyboard.press("Tab")   # the Reassign button
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#ws-error")
+    settled(page)
+    assert "Choose a code." in live_text(page)
+    assert active(page, "el.id === 'ws-error'")
+    assert Coding.objects.get().code_id == keyboard_setup["codes"]["lead_m"].pk  # nothing changed
