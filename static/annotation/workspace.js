@@ -205,9 +205,12 @@
     li.focus();
   }
 
+  let pointerAt = 0;  // a click or drag focuses the story too: then the mouse selection wins
+  document.addEventListener("pointerdown", function () { pointerAt = Date.now(); }, true);
+
   document.addEventListener("focusin", function (ev) {
     const root = story();
-    if (ev.target !== root) return;
+    if (ev.target !== root || Date.now() - pointerAt < 1000) return;
     if (!currentSelection()) {  // arriving by Tab: start at the first word (or where the cursor was)
       const list = words(root);
       kbd.anchor = Math.min(kbd.anchor, list.length - 1); kbd.focus = Math.min(kbd.focus, list.length - 1);

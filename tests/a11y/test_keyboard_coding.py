@@ -172,3 +172,31 @@ def test_a_refused_edit_is_announced_and_focused(page, login, keyboard_setup):
     assert "Choose a code." in live_text(page)
     assert active(page, "el.id === 'ws-error'")
     assert Coding.objects.get().code_id == keyboard_setup["codes"]["lead_m"].pk  # nothing changed
+
+
+PHRASE_BOX_JS = """(phrase) => {
+  const root = document.getElementById('story');
+  const node = root.querySelector('.seg').firstChild;
+  const at = node.data.indexOf(phrase);
+  const range = document.createRange(); range.setStart(node, at); range.setEnd(node, at + phrase.length);
+  const r = range.getClientRects();
+  return [r[0].left + 1, r[0].top + r[0].height / 2, r[r.length - 1].right - 1, r[r.length - 1].top + r[0].height / 2];
+}"""
+
+
+def test_a_mouse_drag_still_selects_what_was_dragged(page, login, keyboard_setup):
+    """The story is focusable now; focusing it by mouse must not replace the dragged selection with the cursor."""
+    s, cb, codes, out = (keyboard_setup[k] for k in ("study", "cb", "codes", "out"))
+    login("coder")
+    page.goto(f"/studies/{s.pk}/coding/codebooks/{cb.pk}/stories/{out.pk}/")
+    x1, y1, x2, y2 = page.evaluate(PHRASE_BOX_JS, "the bakery")
+    page.mouse.move(x1, y1)
+    page.mouse.down()
+    page.mouse.move(x2, y2, steps=8)
+    page.mouse.up()
+    assert selected_text(page) == "the bakery"
+    page.keyboard.press("2")
+    wait_codings(page, 1)
+    coding = Coding.objects.get()
+    start = STORY.index("the bakery")
+    assert (coding.code_id, coding.start, coding.end) == (codes["lead_f"].pk, start, start + len("the bakery"))
