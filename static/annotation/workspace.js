@@ -253,7 +253,8 @@
                after: kbd.focus + 1 };
   });
 
-  document.addEventListener("htmx:afterSettle", function () {
+  // On swap, not settle: a selection made right after the new story appears must not be overwritten.
+  document.addEventListener("htmx:afterSwap", function () {
     const root = story();
     const r = resume;
     resume = null;
