@@ -59,7 +59,8 @@ def _flat(tree):
 def coding_home(request, study_id):
     study = request.study
     is_researcher = has_role(request.user, study, Role.RESEARCHER)
-    codebooks = study.codebooks.annotate(n_codes=Count("codes", filter=Q(codes__active=True, codes__codable=True)),
+    codebooks = study.codebooks.annotate(n_codes=Count("codes", filter=Q(codes__active=True, codes__codable=True),
+                                                              distinct=True),
                                          n_codings=Count("codings", distinct=True))
     queues = []
     for row in (Assignment.objects.filter(study=study, coder=request.user).values("codebook_id", "codebook__name",
