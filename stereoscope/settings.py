@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI assets served locally, so /api/docs/ works offline
     "django_htmx",
     "stereoscope",
     "generation",
@@ -211,6 +212,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # Several apps expose a "status" field with these shared choice sets; name them once.
     "ENUM_NAME_OVERRIDES": {"RunStatusEnum": "generation.models.RunStatus",
                             "OutputStatusEnum": "generation.models.OutputStatus"},
