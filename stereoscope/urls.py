@@ -54,3 +54,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]
+
+handler403 = "stereoscope.error_views.permission_denied"
+handler404 = "stereoscope.error_views.page_not_found"
