@@ -15,6 +15,7 @@ import json
 
 from django.db import transaction
 
+from . import item_extras
 from .slots import SlotError, normalize_combinations, normalize_slot_values
 from .toolkits import count_text, next_version
 
@@ -44,7 +45,8 @@ class ToolkitFormatError(ValueError):
 
 def toolkit_to_dict(toolkit):
     numbers = {item.pk: item.number for item in toolkit.items.all()}
-    return {
+    extra_fields, extras = item_extras.item_extras(toolkit)
+    data = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "name": toolkit.name,
@@ -66,6 +68,11 @@ def toolkit_to_dict(toolkit):
             for item in toolkit.items.select_related("dimension").order_by("number")
         ],
     }
+    if extra_fields:  # read-only figures other apps attach (e.g. detection weights); imports ignore them
+        items = toolkit.items.order_by("number").values_list("pk", flat=True)
+        for row, item_id in zip(data["items"], items):
+            row.update({field: extras.get(item_id, {}).get(field) for field in extra_fields})
+    return data
 
 
 def export_json(toolkit):
@@ -78,8 +85,9 @@ def _json_cell(value, empty):
 
 def export_csv(toolkit):
     data = toolkit_to_dict(toolkit)
+    extra_fields = [f for f in item_extras.extra_fields() if data["items"] and f in data["items"][0]]
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS + extra_fields, lineterminator="\n")
     writer.writeheader()
     writer.writerow({"kind": "toolkit", "name": data["name"], "description": data["description"], "language": data["language"],
                      "slots": _json_cell(data["slots"], {}), "combinations": _json_cell(data["combinations"], None)})
@@ -91,6 +99,9 @@ def export_csv(toolkit):
         row["slots"] = _json_cell(item["slots"], {})
         row["combinations"] = _json_cell(item["combinations"], None)
         row["counterfactual_of"] = "" if item["counterfactual_of"] is None else item["counterfactual_of"]
+        for field in extra_fields:
+            value = item[field]
+            row[field] = "" if value is None else ("; ".join(value) if isinstance(value, list) else value)
         writer.writerow(row)
     return buffer.getvalue()
 
@@ -141,7 +152,7 @@ def parse_csv(content):
     if not rows:
         raise ToolkitFormatError(["The CSV has no rows below its header."])
     header = [h for h in rows[0].keys() if h is not None]
-    unknown = [h for h in header if h not in CSV_COLUMNS]
+    unknown = [h for h in header if h not in CSV_COLUMNS and h not in item_extras.extra_fields()]
     if unknown:
         raise ToolkitFormatError([f"Unknown CSV column(s): {', '.join(unknown)}. Allowed: {', '.join(CSV_COLUMNS)}."])
     if "text" not in header:
@@ -221,7 +232,7 @@ def _text(value, label, errors, key=None):
 
 
 def _check_keys(obj, allowed, label, errors):
-    unknown = sorted(set(obj) - set(allowed) - IGNORED_KEYS - {"_row"})
+    unknown = sorted(set(obj) - set(allowed) - IGNORED_KEYS - set(item_extras.extra_fields()) - {"_row"})
     if unknown:
         errors.append(f"{label}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}.")
 
