@@ -1,0 +1,41 @@
+"""Smaller rough edges: 0-rate bars, dashboard plurals, favicon, elapsed time, Presented as, discovery page."""
+import pytest
+from django.template.loader import render_to_string
+
+from judging.reports import bars
+
+
+def _row(number, rate, flags=()):
+    return {"item_number": number, "rate": rate, "ci_low": 0.0, "ci_high": min(1.0, rate + 0.2), "n": 25,
+            "flags": list(flags)}
+
+
+def test_zero_rate_prompt_gets_a_visible_marker():
+    chart = bars([_row(1, 0.0, ["weak"]), _row(2, 0.5)])
+    zero, half = chart["bars"]
+    assert zero["zero"] and zero["w"] >= 3 and not half["zero"] and half["w"] == 210
+    svg = render_to_string("judging/_report_body.html", {"bars": chart, "report": {"rows": [1], "table3": {}}})
+    assert svg.count('class="zero-marker"') == 1 and 'class="zero-label">0</text>' in svg
+
+
+@pytest.mark.django_db
+def test_dashboard_plurals(roles, client_for):
+    from stereoscope.dashboard import plural
+
+    html = client_for(roles["users"]["coder"]).get(f"/studies/{roles['a'].pk}/").content.decode()
+    assert "discoverys" not in html and "code discoveries" in html
+    assert [plural("code discovery", "code discoverys"), plural("day", "days"), plural("output", "outputs"),
+            plural("lexicon category", "lexicon categories")] == [
+        "code discoveries", "days", "outputs", "lexicon categories"]
+
+
+@pytest.mark.django_db
+def test_favicon_linked_and_served(roles, client_for):
+    import re
+
+    from django.contrib.staticfiles import finders
+
+    html = client_for(roles["users"]["coder"]).get("/studies/").content.decode()
+    href = re.search(r'<link rel="icon"[^>]*href="([^"]+)"', html).group(1)
+    assert href.endswith("stereoscope/favicon.svg")
+    assert "<svg" in open(finders.find("stereoscope/favicon.svg")).read()
