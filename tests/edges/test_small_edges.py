@@ -39,3 +39,25 @@ def test_favicon_linked_and_served(roles, client_for):
     href = re.search(r'<link rel="icon"[^>]*href="([^"]+)"', html).group(1)
     assert href.endswith("stereoscope/favicon.svg")
     assert "<svg" in open(finders.find("stereoscope/favicon.svg")).read()
+
+
+@pytest.mark.django_db
+def test_presented_as_shows_nothing_chosen_before_saving(roles, client_for, outputs_factory, small_codebook):
+    import re
+
+    from annotation import services
+
+    study = roles["a"]
+    codebook, _ = small_codebook(study)
+    (story,) = outputs_factory(study, ["A story about Sam."])
+    client = client_for(roles["users"]["researcher"])
+    url = f"/studies/{study.pk}/coding/codebooks/{codebook.pk}/stories/{story.pk}/"
+
+    def selected():
+        html = client.get(url).content.decode()
+        select = re.search(r'<select name="gender"[^>]*>(.*?)</select>', html, re.S).group(1)
+        return re.findall(r'<option value="([^"]*)"[^>]*\bselected\b', select)
+
+    assert selected() == [""]
+    services.set_gender_attribution(story, coder=roles["users"]["researcher"], gender="M")
+    assert selected() == ["M"]
