@@ -61,3 +61,33 @@ def test_presented_as_shows_nothing_chosen_before_saving(roles, client_for, outp
     assert selected() == [""]
     services.set_gender_attribution(story, coder=roles["users"]["researcher"], gender="M")
     assert selected() == ["M"]
+
+
+@pytest.mark.django_db
+def test_finished_run_shows_elapsed_time(roles, client_for):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from generation.models import GenerationRun
+
+    study = roles["a"]
+    start = timezone.now() - timedelta(hours=2)
+    run = GenerationRun.objects.create(study=study, name="Finished run", status="completed", started_at=start,
+                                       finished_at=start + timedelta(seconds=3725))
+    client = client_for(roles["users"]["coder"])
+    detail = client.get(f"/studies/{study.pk}/runs/{run.pk}/").content.decode()
+    assert 'id="run-elapsed">1 h 02 min 05 s<' in detail
+    listing = client.get(f"/studies/{study.pk}/runs/").content.decode()
+    assert "1 h 02 min 05 s" in listing
+
+
+def test_duration_format():
+    from datetime import datetime, timedelta
+
+    from stereoscope.templatetags.durations import duration
+
+    t0 = datetime(2026, 1, 1)
+    assert [duration(t0, t0 + timedelta(seconds=s)) for s in (0, 12, 125, 3725, 90061)] == [
+        "0 s", "12 s", "2 min 05 s", "1 h 02 min 05 s", "25 h 01 min 01 s"]
+    assert duration(None, t0) == "" and duration(t0, None) == ""
