@@ -509,8 +509,9 @@ def discover(request, study_id, codebook_id):
     return render(request, "annotation/discover.html", {
         "study": study, "codebook": codebook,
         "endpoints": ModelEndpoint.objects.filter(study=study).exclude(provider="manual"),
-        "items": PromptItem.objects.filter(toolkit__study=study).select_related("toolkit").order_by("toolkit__name", "number"),
-        "discoveries": CodeDiscovery.objects.filter(codebook=codebook).select_related("endpoint", "item", "provider_call")
+        "items": PromptItem.objects.filter(toolkit__study=study).select_related("toolkit")
+        .order_by("toolkit__name", "-toolkit__version", "toolkit_id", "number"),  # grouped by version, newest first
+        "discoveries": CodeDiscovery.objects.filter(codebook=codebook).select_related("endpoint", "item__toolkit", "provider_call")
         .prefetch_related("suggestions__code")[:20],
         "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable], "gender_tags": GenderTag.choices,
     })
