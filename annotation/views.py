@@ -511,7 +511,8 @@ def discover(request, study_id, codebook_id):
         "endpoints": ModelEndpoint.objects.filter(study=study).exclude(provider="manual"),
         "items": PromptItem.objects.filter(toolkit__study=study).select_related("toolkit")
         .order_by("toolkit__name", "-toolkit__version", "toolkit_id", "number"),  # grouped by version, newest first
-        "discoveries": CodeDiscovery.objects.filter(codebook=codebook).select_related("endpoint", "item__toolkit", "provider_call")
+        "discoveries": CodeDiscovery.objects.filter(codebook=codebook)
+        .select_related("endpoint", "item__toolkit", "provider_call")
         .prefetch_related("suggestions__code")[:20],
         "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable], "gender_tags": GenderTag.choices,
     })

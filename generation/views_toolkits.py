@@ -388,7 +388,8 @@ def item_move(request, toolkit, item_id, direction):
     if request.htmx:
         items, extra_columns = _items_with_extras(toolkit)
         response = render(request, "generation/_toolkit_items.html", {
-            "study": request.study, "toolkit": toolkit, "items": items, "extra_columns": extra_columns, "editable": True})
+            "study": request.study, "toolkit": toolkit, "items": items, "extra_columns": extra_columns,
+            "editable": True})
         response["HX-Trigger"] = "toolkit-changed"
         return response
     return redirect(_detail_url(request, toolkit) + "#items")

@@ -7,8 +7,8 @@ WEIGHT_FIELDS = ["weight", "detection_rate", "weight_ci_low", "weight_ci_high", 
 def item_weight_fields(toolkit):
     """{item_id: {weight, detection_rate, ...}} of the weights attached to this toolkit version."""
     return {
-        w.item_id: {"weight": w.weight, "detection_rate": w.rate, "weight_ci_low": w.ci_low, "weight_ci_high": w.ci_high,
-                    "weight_method": w.method, "weight_flags": list(w.flags or [])}
+        w.item_id: {"weight": w.weight, "detection_rate": w.rate, "weight_ci_low": w.ci_low,
+                    "weight_ci_high": w.ci_high, "weight_method": w.method, "weight_flags": list(w.flags or [])}
         for w in ItemWeight.objects.filter(toolkit=toolkit)
     }
 

@@ -232,7 +232,8 @@ def import_weights(study, toolkit, content, *, filename="", new_version=True, dr
         raise JudgingError("Choose a toolkit of this study or of the built-in library.")
     meta, rows = parse_weights(content, filename)
     digest = hashlib.sha256(content if isinstance(content, bytes) else content.encode("utf-8")).hexdigest()
-    earlier = (ItemWeight.objects.filter(toolkit__study=study, source__sha256=digest, source__from_toolkit_id=toolkit.pk)
+    earlier = (ItemWeight.objects
+               .filter(toolkit__study=study, source__sha256=digest, source__from_toolkit_id=toolkit.pk)
                .select_related("toolkit").first())
     if earlier is not None and not allow_repeat:
         raise WeightsAlreadyImported(f"This file was already imported into {earlier.toolkit}; open that version "

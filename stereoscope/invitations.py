@@ -28,11 +28,11 @@ def _create_invited_user(username, email):
     try:
         User.username_validator(username)
     except ValidationError:
-        raise MembershipError(f"{username!r} is not a valid username: use letters, digits and @ . + - _ only.")
+        raise MembershipError(f"{username!r} is not a valid username: use letters, digits and @ . + - _ only.") from None
     try:
         validate_email(email)
     except ValidationError:
-        raise MembershipError(f"{email!r} is not a valid e-mail address.")
+        raise MembershipError(f"{email!r} is not a valid e-mail address.") from None
     user = User(username=username, email=email)
     user.set_unusable_password()
     user.save()
