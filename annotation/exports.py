@@ -3,11 +3,11 @@ analysis-ready table (one row per story, a 0/1 column per code and dimension and
 import re
 from collections import Counter, defaultdict
 
-from django.apps import apps
 from django.utils.text import slugify
 
 from generation.exports import filtered_outputs
 from stereoscope.exports import Column, iso_datetime, person, register_dataset, uuid_text
+from stereoscope.providers import provider
 
 from .models import Assignment, Code, Coding, GenderAttribution, Memo
 
@@ -271,19 +271,12 @@ def _wide_codes(study, options, index):
 
 def _judge_columns(study, options):
     """[(round id, template kind, threshold, [judge models])] for the study's judge rounds."""
-    if not apps.is_installed("judging"):
+    judging = provider("judging")  # judging's selectors, when installed (annotation does not import judging)
+    if judging is None:
         return []
-    try:
-        Verdict = apps.get_model("judging", "Verdict")
-        JudgeRound = apps.get_model("judging", "JudgeRound")
-    except LookupError:
-        return []
-    rounds = JudgeRound.objects.filter(study=study).select_related("template").order_by("pk")
-    if options.get("round_ids"):
-        rounds = rounds.filter(pk__in=options["round_ids"])
     result = []
-    for rnd in rounds:
-        models = sorted(set(Verdict.objects.filter(round=rnd).values_list("judge_model", flat=True)))
+    for rnd in judging.study_rounds(study, options.get("round_ids")):
+        models = judging.round_judges(rnd)
         threshold = getattr(rnd.template, "detect_threshold", 1)
         result.append((rnd.pk, rnd.name, threshold, models))
     return result
@@ -361,9 +354,7 @@ def wide_rows(study, options):
                       .values_list("output_id", "gender").iterator(chunk_size=10000))
     verdicts = None
     if judge:
-        Verdict = apps.get_model("judging", "Verdict")
-        verdicts = _Cursor(Verdict.objects.filter(output__in=outputs, round_id__in=[j[0] for j in judge], status="ok",
-                                                  value__isnull=False).order_by("output_id")
+        verdicts = _Cursor(provider("judging").ok_verdicts([j[0] for j in judge], outputs).order_by("output_id")
                            .values_list("output_id", "round_id", "judge_model", "value").iterator(chunk_size=10000))
     thresholds = {j[0]: j[2] for j in judge}
     verdict_cols = {(j[0], m): f"verdict_r{j[0]}_{_slug(m, 60)}" for j in judge for m in j[3]}

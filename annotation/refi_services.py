@@ -13,7 +13,6 @@ import uuid
 import zipfile
 from collections import defaultdict
 
-from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Q
@@ -24,6 +23,7 @@ from stereoscope.exports import iso_datetime, uuid_text
 from generation.models import GenerationRun, Output, OutputStatus, RunStatus
 import stereoscope
 from stereoscope.models import Membership, Role
+from stereoscope.providers import provider
 from stereoscope.services import record_activity
 
 from . import codebook_format as fmt
@@ -136,14 +136,10 @@ def export_qdpx(study, target, *, options, actor=None, progress=None):
 
     # judges: users named after their model, codes under a non-codable group
     judge_codes, judge_users, verdict_rows = {}, {}, None
-    if _judging_installed():
-        Verdict = apps.get_model("judging", "Verdict")
-        JudgeRound = apps.get_model("judging", "JudgeRound")
-        rounds = JudgeRound.objects.filter(study=study).select_related("template").order_by("pk")
-        if options.get("round_ids"):
-            rounds = rounds.filter(pk__in=options["round_ids"])
-        rounds = list(rounds)
-        verdicts = Verdict.objects.filter(round__in=rounds, output__in=outputs, status="ok", value__isnull=False)
+    judging = provider("judging")  # judging's selectors, when installed (annotation does not import judging)
+    if judging is not None:
+        rounds = judging.study_rounds(study, options.get("round_ids"))
+        verdicts = judging.ok_verdicts(rounds, outputs)
         if rounds and verdicts.exists():
             group = rq.QCode(guid=JUDGE_GROUP_GUID, name="LLM judge verdicts", codable=False,
                              description="Verdicts of LLM judges (one code per round and value); not a human code.")
@@ -232,14 +228,6 @@ def export_qdpx(study, target, *, options, actor=None, progress=None):
     with zipfile.ZipFile(target, "a") as zf:
         zf.writestr("manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False))
     return manifest
-
-
-def _judging_installed():
-    try:
-        apps.get_model("judging", "Verdict")
-        return True
-    except (LookupError, ValueError):
-        return False
 
 
 def export_qdc(study, codebook):

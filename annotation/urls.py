@@ -1,4 +1,4 @@
-from django.urls import include, path
+from django.urls import path
 
 from . import views
 
@@ -17,5 +17,4 @@ urlpatterns = [
     path("coding/codebooks/<int:codebook_id>/stories/<int:output_id>/", views.workspace, name="annotation-workspace"),
     path("coding/codebooks/<int:codebook_id>/stories/<int:output_id>/edit/", views.workspace_edit,
          name="annotation-workspace-edit"),
-    path("", include("annotation.urls_agreement")),
 ]

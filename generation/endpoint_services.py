@@ -11,7 +11,7 @@ from django.db import transaction
 from stereoscope.services import record_activity
 
 from .models import ModelEndpoint, Provider
-from .providers.base import ProviderError, validate_params
+from .providers.base import ProviderError, local_extra_message, missing_local_extra, validate_params
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 KEYED = {Provider.OPENAI, Provider.ANTHROPIC}  # these always need a key; compatible servers often do not
@@ -66,6 +66,8 @@ def endpoint_problems(data, study=None, instance=None):
     if provider not in Provider.values:
         problems["provider"] = f"Unknown provider {provider!r}; choose one of {', '.join(Provider.values)}."
     clean["provider"] = provider
+    if provider == Provider.TRANSFORMERS and (missing := missing_local_extra()):
+        problems["provider"] = local_extra_message(missing)
     model_id = str(values.get("model_id") or "").strip()
     if not model_id:
         problems["model_id"] = "Give the model id (or a local path, or the model you paste answers from)."

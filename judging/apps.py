@@ -6,8 +6,10 @@ class JudgingConfig(AppConfig):
     verbose_name = "Judging"
 
     def ready(self):
-        from generation import item_extras
+        from stereoscope.health import register_job_model
+        from stereoscope.providers import provide
 
-        from .selectors import WEIGHT_FIELDS, item_weight_fields, weight_summary
+        from . import selectors
 
-        item_extras.register(WEIGHT_FIELDS, "Detection weight", item_weight_fields, weight_summary)
+        provide("judging", selectors)
+        register_job_model("judge round", self.get_model("JudgeRound"))  # seen by /healthz

@@ -14,10 +14,12 @@ WEIGHT_COLUMNS = (
     Column("rate", "Detection rate = detected / n."),
     Column("ci_low", "Wilson 95% interval, lower bound."),
     Column("ci_high", "Wilson 95% interval, upper bound."),
+    Column("consistency", "Cross-model consistency 1 - mean |p_a - p_b| over pairs of generator models' detection "
+                          "rates (empty with fewer than two models)."),
     Column("shrunk_rate", "Rate shrunk toward the dimension mean by its reliability (empirical Bayes)."),
     Column("reliability", "Shrinkage reliability lambda = n_eff / (n_eff + kappa)."),
     Column("weight", "Prompt detection weight, normalised to sum to 1 within the dimension."),
-    Column("method", "Weight method: shrunk (default) or raw; see judging/weights.py and the weights JSON."),
+    Column("method", "Weight method: consistency (default), shrunk or raw; the formula is in the weights JSON."),
     Column("flags", "Reasons to revise the prompt: weak detection, unstable judges, few outputs."),
 )
 

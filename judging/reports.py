@@ -62,7 +62,8 @@ def mean_scores(rows):
 
 
 def weighted_scores(item_rows, generators, dimensions):
-    """Per dimension × generator model: the weighted detection score Σ w·rate / Σ w over the dimension's prompts,
+    """Per dimension × generator model: the weighted detection score Σ w·rate / Σ w over the dimension's prompts
+    (and the raw score, the unweighted mean of the prompts' rates, beside it),
     with a prompt's imported weight (attached to its toolkit version) when it has one, else the computed weight."""
     out = []
     for dim in dimensions:
@@ -72,12 +73,13 @@ def weighted_scores(item_rows, generators, dimensions):
             pairs = [(r["imported_weight"] if r.get("imported_weight") is not None else r["weight"], r["by_generator"][g]["rate"])
                      for r in rows if r["by_generator"].get(g)]
             total = sum(w for w, _ in pairs)
-            cells.append({"model": g, "score": sum(w * rate for w, rate in pairs) / total if total > 0 else None})
+            cells.append({"model": g, "score": sum(w * rate for w, rate in pairs) / total if total > 0 else None,
+                          "raw": sum(rate for _, rate in pairs) / len(pairs) if pairs else None})
         out.append({"dimension": dim, "cells": cells})
     return out
 
 
-def report(rounds, *, method="shrunk", weak_below=0.3):
+def report(rounds, *, method=W.DEFAULT_METHOD, weak_below=0.3):
     """Everything the report page and the exports show, for one or more rounds."""
     rounds = list(rounds)
     rows, items = verdict_rows(rounds)

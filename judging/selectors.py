@@ -1,5 +1,24 @@
-"""Reads of judging's tables used by other apps."""
-from .models import ItemWeight
+"""Reads of judging that other apps use; offered through stereoscope.providers as "judging" (see apps.py)."""
+from .models import ItemWeight, JudgeRound, Verdict, VerdictStatus
+
+
+def study_rounds(study, round_ids=None):
+    """The study's judge rounds (with their templates) in creation order, optionally only `round_ids`."""
+    rounds = JudgeRound.objects.filter(study=study).select_related("template").order_by("pk")
+    if round_ids:
+        rounds = rounds.filter(pk__in=round_ids)
+    return list(rounds)
+
+
+def round_judges(judge_round):
+    """The judge models with any verdict in the round, sorted."""
+    return sorted(set(Verdict.objects.filter(round=judge_round).values_list("judge_model", flat=True)))
+
+
+def ok_verdicts(rounds, outputs):
+    """Verdicts with a value for these outputs in these rounds (round objects or ids)."""
+    return Verdict.objects.filter(round__in=rounds, output__in=outputs, status=VerdictStatus.OK, value__isnull=False)
+
 
 WEIGHT_FIELDS = ["weight", "detection_rate", "weight_ci_low", "weight_ci_high", "weight_method", "weight_flags"]
 
@@ -21,3 +40,8 @@ def weight_summary(values):
     if values["weight_flags"]:
         text += " · " + "; ".join(values["weight_flags"])
     return text
+
+
+# The detection weights shown beside a toolkit version's items and in its export (see generation/item_extras.py).
+TOOLKIT_ITEM_EXTRAS = {"fields": WEIGHT_FIELDS, "label": "Detection weight", "values": item_weight_fields,
+                       "summary": weight_summary}

@@ -9,18 +9,19 @@ import random
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Max
 from django.utils import timezone
 
+from stereoscope import agreement_stats as A
 from stereoscope.models import Membership, Role
 from stereoscope.services import record_activity
+from stereoscope.versioning import Versioning
 
 from . import prompts, reports
 from .models import HumanCheck, ItemWeight, JudgeTemplate, TemplateKind, VerdictStatus, VerificationRequest
 
 WEIGHTS_FORMAT = "stereoscope-toolkit-weights"
 WEIGHT_COLUMNS = ["toolkit", "toolkit_version", "item_number", "dimension", "target_stereotype", "n", "detected", "rate",
-                  "ci_low", "ci_high", "shrunk_rate", "reliability", "weight", "method", "flags"]
+                  "ci_low", "ci_high", "consistency", "shrunk_rate", "reliability", "weight", "method", "flags"]
 
 
 class JudgingError(ValueError):
@@ -56,20 +57,28 @@ def _clean_template(kind, text, scale_min, scale_max, detect_threshold):
     return scale_min, scale_max, detect_threshold
 
 
-def create_template(study, *, name, kind, text, scale_min=0, scale_max=1, detect_threshold=1, description="",
-                    builtin_key="", locked=False, actor=None, parent=None):
+# Locked once a round uses it; judge templates have no children.
+JUDGE_TEMPLATES = Versioning(JudgeTemplate, noun="judge template", error=JudgingError,
+                             in_use=lambda template: template.rounds.exists(), used_by="a round")
+
+
+def _clean_template_fields(name, kind, text, scale_min, scale_max, detect_threshold, description):
     name = (name or "").strip()
     if not name:
         raise JudgingError("Give the template a name.")
-    if study.is_library and not builtin_key:
-        raise JudgingError("The built-in library is read-only.")
     scale_min, scale_max, detect_threshold = _clean_template(kind, text, scale_min, scale_max, detect_threshold)
+    return {"name": name, "kind": kind, "text": text, "scale_min": scale_min, "scale_max": scale_max,
+            "detect_threshold": detect_threshold, "description": description or ""}
+
+
+def create_template(study, *, name, kind, text, scale_min=0, scale_max=1, detect_threshold=1, description="",
+                    builtin_key="", locked=False, actor=None):
+    JUDGE_TEMPLATES.refuse_library(study, builtin=bool(builtin_key))
+    values = _clean_template_fields(name, kind, text, scale_min, scale_max, detect_threshold, description)
     with transaction.atomic():
-        version = (JudgeTemplate.objects.filter(study=study, name=name).aggregate(v=Max("version"))["v"] or 0) + 1
         template = JudgeTemplate.objects.create(
-            study=study, name=name, version=version, kind=kind, text=text, scale_min=scale_min, scale_max=scale_max,
-            detect_threshold=detect_threshold, description=description or "", builtin_key=builtin_key, locked=locked,
-            parent=parent, created_by=actor if getattr(actor, "is_authenticated", False) else None)
+            study=study, version=JUDGE_TEMPLATES.next_version(study, values["name"]), builtin_key=builtin_key,
+            locked=locked, created_by=actor if getattr(actor, "is_authenticated", False) else None, **values)
         if not study.is_library:
             record_activity(study, actor, "created judge template", f"{template}")
     return template
@@ -77,28 +86,22 @@ def create_template(study, *, name, kind, text, scale_min=0, scale_max=1, detect
 
 def update_template(template, *, study, actor=None, **fields):
     """Edit a template; a locked one (used by a round, or built-in) gets a new version in `study` instead."""
-    values = {k: fields.get(k, getattr(template, k)) for k in ("name", "kind", "text", "scale_min", "scale_max",
-                                                               "detect_threshold", "description")}
-    if template.locked or template.rounds.exists() or template.study_id != study.pk:
-        parent = template if template.study_id == study.pk else None
-        return create_template(study, actor=actor, parent=parent, **values), True
-    if values["name"] != template.name and JudgeTemplate.objects.filter(study=study, name=values["name"].strip(),
+    values = _clean_template_fields(*(fields.get(k, getattr(template, k)) for k in (
+        "name", "kind", "text", "scale_min", "scale_max", "detect_threshold", "description")))
+    if JUDGE_TEMPLATES.is_locked(template) or template.study_id != study.pk:
+        return JUDGE_TEMPLATES.copy_into(template, study=study, actor=actor, **values), True
+    if values["name"] != template.name and JudgeTemplate.objects.filter(study=study, name=values["name"],
                                                                           version=template.version).exists():
         raise JudgingError("Another template has this name and version.")
-    scale_min, scale_max, threshold = _clean_template(values["kind"], values["text"], values["scale_min"],
-                                                      values["scale_max"], values["detect_threshold"])
-    if not (values["name"] or "").strip():
-        raise JudgingError("Give the template a name.")
-    template.name, template.kind, template.text = values["name"].strip(), values["kind"], values["text"]
-    template.scale_min, template.scale_max, template.detect_threshold = scale_min, scale_max, threshold
-    template.description = values["description"] or ""
+    for field, value in values.items():
+        setattr(template, field, value)
     template.save()
     record_activity(study, actor, "edited judge template", f"{template}")
     return template, False
 
 
 # -- toolkit weights ------------------------------------------------------------------------------------------------
-def toolkit_weights(study, rounds=None, method="shrunk"):
+def toolkit_weights(study, rounds=None, method=reports.W.DEFAULT_METHOD):
     """One row per prompt item: item number, dimension, target stereotype, n, detected, rate, ci_low, ci_high, weight,
     method (plus toolkit, version, shrinkage figures and flags). rounds: JudgeRounds or ids; None = all rounds of the
     study with verdicts."""
@@ -113,12 +116,12 @@ def toolkit_weights(study, rounds=None, method="shrunk"):
         out.append({"toolkit": r["toolkit_name"], "toolkit_version": r["toolkit_version"], "item_number": r["item_number"],
                     "dimension": r["dimension"], "target_stereotype": r["target_stereotype"], "n": r["n"],
                     "detected": r["detected"], "rate": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                    "shrunk_rate": r["shrunk_rate"], "reliability": r["reliability"], "weight": r["weight"],
+                    "consistency": r["consistency"], "shrunk_rate": r["shrunk_rate"], "reliability": r["reliability"], "weight": r["weight"],
                     "method": method, "flags": "; ".join(r["flags"])})
     return out
 
 
-def weights_document(study, rounds=None, method="shrunk"):
+def weights_document(study, rounds=None, method=reports.W.DEFAULT_METHOD):
     """The weights export: method and inputs (toolkit version, judge panel, template version, date) and the rows."""
     round_list = reports.rounds_of(study, [getattr(r, "pk", r) for r in rounds] if rounds else None)
     rows = toolkit_weights(study, round_list, method=method)
@@ -128,7 +131,7 @@ def weights_document(study, rounds=None, method="shrunk"):
             **reports.provenance(round_list), "items": rows}
 
 
-def weights_csv(study, rounds=None, method="shrunk"):
+def weights_csv(study, rounds=None, method=reports.W.DEFAULT_METHOD):
     doc = weights_document(study, rounds, method)
     buf = io.StringIO()
     buf.write(f"# {WEIGHTS_FORMAT} v1; method: {doc['method']}; {doc['method_description']}\n")
@@ -225,8 +228,7 @@ def import_weights(study, toolkit, content, *, filename="", new_version=True, dr
                    allow_repeat=False):
     """Attach imported weights to `toolkit` — by default to a new version of it (a copy for library toolkits),
     optionally without the prompts the file flags. All or nothing. Returns (toolkit version, ItemWeight count)."""
-    from generation.toolkit_services import copy_toolkit
-    from generation.toolkits import new_version as make_version
+    from generation.toolkit_services import TOOLKITS
 
     if toolkit.study_id != study.pk and not toolkit.study.is_library:
         raise JudgingError("Choose a toolkit of this study or of the built-in library.")
@@ -245,9 +247,9 @@ def import_weights(study, toolkit, content, *, filename="", new_version=True, dr
                            "weights belong to a version with the same item numbers.")
     with transaction.atomic():
         if toolkit.study.is_library:
-            target = copy_toolkit(toolkit, study=study, actor=actor)
+            target = TOOLKITS.copy_into(toolkit, study=study, actor=actor)
         elif new_version:
-            target = make_version(toolkit, created_by=actor)
+            target = TOOLKITS.new_version(toolkit, actor=actor)
         else:
             target = toolkit
         dropped = []
@@ -318,7 +320,7 @@ def verification_pairs(rnd):
 
 
 def verification_summary(rnd, bootstrap=500):
-    """Judge–human agreement on the sample, with the agreement module's statistics (annotation.agreement):
+    """Judge–human agreement on the sample, with the pure agreement statistics (stereoscope.agreement_stats):
     a pooled judge × human table with observed agreement and Cohen's kappa, plus Krippendorff's alpha, Gwet's AC1
     and bootstrap intervals over verdicts with the judge as one rater and each coder as another."""
     pairs = verification_pairs(rnd)
@@ -334,8 +336,6 @@ def verification_summary(rnd, bootstrap=500):
                "ci95": {}, "requested": VerificationRequest.objects.filter(verdict__round=rnd).count()}
     if not n:
         return summary
-    from annotation import agreement as A
-
     summary["agreement"] = (table[0][0] + table[1][1]) / n
     kappa = A.cohen_kappa_table(table)
     summary["kappa"], summary["kappa_note"] = kappa.value, kappa.note

@@ -158,15 +158,16 @@ def _weak_below(request):
 def _report_context(rnd_list, method, weak_below=0.3):
     data = reports.report(rnd_list, method=method, weak_below=weak_below)
     return {"report": data, "heatmap": reports.heatmap(data["table3"]), "bars": reports.bars(data["items"]),
-            "matrix": reports.matrix_cells(data), "method": method}
+            "matrix": reports.matrix_cells(data), "method": method, "methods": reports.W.METHODS,
+            "default_method": reports.W.DEFAULT_METHOD}
 
 
 @study_role_required(Role.RESEARCHER)
 def round_report(request, study_id, round_id):
     rnd = _round(request, round_id)
-    method = request.GET.get("method", "shrunk")
+    method = request.GET.get("method", reports.W.DEFAULT_METHOD)
     if method not in reports.W.METHODS:
-        method = "shrunk"
+        method = reports.W.DEFAULT_METHOD
     ctx = _report_context([rnd], method, _weak_below(request))
     ctx.update(round=rnd, template=rnd.template)
     return render(request, "judging/report.html", ctx)
@@ -205,9 +206,9 @@ def _round_ids(request):
 @study_role_required(Role.RESEARCHER)
 def weights(request, study_id):
     study = request.study
-    method = request.GET.get("method", "shrunk")
+    method = request.GET.get("method", reports.W.DEFAULT_METHOD)
     if method not in reports.W.METHODS:
-        method = "shrunk"
+        method = reports.W.DEFAULT_METHOD
     ids = _round_ids(request)
     fmt = request.GET.get("download")
     if fmt == "csv":

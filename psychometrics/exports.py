@@ -13,6 +13,7 @@ RESPONSE_COLUMNS = [
     ("run_id", "Questionnaire run id"), ("run", "Run name"), ("instrument", "Instrument name"),
     ("instrument_version", "Instrument version"), ("model", "Model id that answered"), ("endpoint", "Endpoint name"),
     ("context", "Context key"), ("persona", "System persona of the context (empty if none)"),
+    ("context_attributes", "The context's persona attributes (JSON), e.g. title and surname group"),
     ("repetition", "Repetition number"), ("item", "Item id"), ("subscale", "Item subscale"),
     ("reverse", "1 if the item is reverse-coded"), ("option_order", "fixed / reversed / permuted"),
     ("permutation", "Original scale values in the order shown, e.g. 3|0|5|1|2|4"),
@@ -22,6 +23,7 @@ RESPONSE_COLUMNS = [
     ("extraction_method", "Extractor that decided"), ("error", "Provider error if the call failed"),
     ("completed_at", "When the answer arrived (ISO 8601)"),
     ("template", "Prompt template key"), ("order_seed", "Seed of the option permutations"),
+    ("messages", "The rendered prompt exactly as sent (JSON list of messages: system, prior turns, user)"),
     ("params", "Generation parameters (JSON) of the run's overrides"), ("extractors", "Extractor chain"),
 ]
 SCORE_COLUMNS = [("run_id", "Questionnaire run id"), ("run", "Run name"), ("instrument", "Instrument"),
@@ -57,7 +59,9 @@ def response_rows(study, options=None):
             recoded = None if r.value is None else (lo + hi - r.value if r.item.reverse else r.value)
             yield {"run_id": run.pk, "run": run.name, "instrument": run.instrument.name,
                    "instrument_version": run.instrument.version, "model": r.model_name, "endpoint": r.endpoint.name,
-                   "context": r.context.key, "persona": r.context.persona, "repetition": r.repetition,
+                   "context": r.context.key, "persona": r.context.persona,
+                   "context_attributes": json.dumps(r.context.attributes or {}, sort_keys=True, ensure_ascii=False),
+                   "repetition": r.repetition, "messages": json.dumps(r.messages, ensure_ascii=False),
                    "item": r.item.item_id, "subscale": r.item.subscale, "reverse": int(r.item.reverse),
                    "option_order": run.option_order, "permutation": "|".join(f"{v:g}" for v in r.permutation),
                    "status": r.status, "raw_text": r.raw_text, "extraction": r.extraction, "extracted_code": r.extracted_code,

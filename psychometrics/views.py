@@ -327,7 +327,8 @@ def run_compare(request, study_id):
         except (QuestionnaireRun.DoesNotExist, ValueError) as exc:
             error = str(exc) if isinstance(exc, ValueError) and "comparison" in str(exc) else "Choose two runs of this study."
     return render(request, "psychometrics/compare.html", _ctx(request, runs_list=all_runs, result=result, error=error,
-                                                              kinds=reports.COMPARISONS, a=a, b=b, kind=kind))
+                                                              kinds=reports.COMPARISONS, a=a, b=b, kind=kind,
+                                                              variants=reports.prompt_variant_table(study)))
 
 
 @study_role_required(VIEWER)

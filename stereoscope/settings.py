@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "generation",
     "annotation",
     "judging",
+    "agreement",
     "psychometrics",
     "measures",
 ]

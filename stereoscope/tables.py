@@ -55,7 +55,7 @@ class CSVTableWriter:
         self.columns = list(columns)
         self.escape = escape
         self._writer = csv.writer(stream, lineterminator="\n")
-        self._writer.writerow(self.columns)
+        self._writer.writerow([escape_formula(c) for c in self.columns] if escape else self.columns)  # labels too
         self.rows = 0
 
     def write(self, row):
@@ -135,7 +135,7 @@ class _XLSXTable:
 
     def _new_sheet(self):
         self.sheet = self.book.workbook.create_sheet(self.book.sheet_name(self.name))
-        self.sheet.append(self.columns)
+        self.sheet.append([self._cell(name) for name in self.columns])  # header cells are escaped like the rest
         self._sheet_rows = 1
 
     def _cell(self, value):

@@ -14,7 +14,7 @@ from rest_framework.routers import DefaultRouter, SimpleRouter
 from . import account_views, api, views
 from .exporting import api as export_api
 
-PLATFORM_APPS = ["generation", "annotation", "judging", "psychometrics", "measures"]
+PLATFORM_APPS = ["generation", "annotation", "judging", "agreement", "psychometrics", "measures"]
 installed = [app for app in PLATFORM_APPS if app in settings.INSTALLED_APPS]
 
 router = DefaultRouter()

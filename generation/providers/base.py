@@ -1,5 +1,6 @@
 """The provider interface. Adapters turn (messages, params) into a ChatResult or raise ProviderError."""
 import asyncio
+import importlib.util
 import os
 import time
 from dataclasses import dataclass, field
@@ -29,6 +30,32 @@ class ProviderError(Exception):
         self.retry_after = retry_after
         self.http_status = http_status
         self.raw = raw
+
+
+LOCAL_EXTRA_PACKAGES = ("torch", "transformers")
+
+
+def missing_local_extra():
+    """The packages of the 'local' extra this server lacks (found without importing them: torch is slow to load)."""
+    return [name for name in LOCAL_EXTRA_PACKAGES if not _importable(name)]
+
+
+def _importable(name):
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a broken install, or a module without a spec
+        return False
+
+
+def local_extra_message(missing):
+    return (f"The transformers backend needs the 'local' extra on this server ({', '.join(missing)} not installed): "
+            "pip install -e .[local]")
+
+
+def require_local_extra():
+    missing = missing_local_extra()
+    if missing:
+        raise ProviderError(local_extra_message(missing), retryable=False)
 
 
 class ChatProvider:

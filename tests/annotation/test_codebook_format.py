@@ -8,13 +8,13 @@ from annotation import codebook_format as fmt
 from annotation import services
 from annotation.builtin import builtin_specs
 from annotation.models import Code, Codebook
+from tests.conftest import shared_file
 
-SEED = Path("/work/shared/seeds/001_8d8d91821ae2a91b.txt")
 XSD = Path(__file__).resolve().parents[2] / "annotation" / "refi_schemas" / "Codebook.xsd"
 
 
 def seed_appendix_g():
-    lines = SEED.read_text(encoding="utf-8").splitlines()
+    lines = shared_file("seeds", "001_8d8d91821ae2a91b.txt").read_text(encoding="utf-8").splitlines()
     start = lines.index("Code System\tFrequency")
     codes = []
     for line in lines[start + 2:]:

@@ -10,9 +10,12 @@ from annotation.models import Code, Coding, Memo
 from annotation.refi_services import export_qdpx, import_qdpx
 from stereoscope.exporting.services import clean_options, runtime_options
 from stereoscope.models import Study
+from tests.conftest import REPO_ROOT
+
+PROJECT_XSD = REPO_ROOT / "annotation" / "refi_schemas" / "Project.xsd"  # the project's copy of the REFI-QDA schema
 
 NS = {"q": rq.NS}
-XSD = etree.XMLSchema(etree.parse("/work/shared/refi-qda/Project.xsd"))
+XSD = etree.XMLSchema(etree.parse(str(PROJECT_XSD)))
 
 
 def export_bytes(study, tmp_path, **raw):

@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 from django.db import transaction
 
+from stereoscope import agreement_stats as ag
 from stereoscope.services import record_activity
 
-from . import agreement as ag
-from .agreement_data import (
+from .rating_tables import (
     GOLD, AgreementRequestError, CodingData, Table, build_table, default_codebook, output_labels, parse_target,
     segment_report, stereotype_table,
 )
@@ -75,9 +75,10 @@ def report_fingerprint(study, codebook) -> str:
 
     from django.db.models import Count, Max
 
+    from annotation.models import Assignment, Code, Coding
     from judging.models import HumanCheck, Verdict
 
-    from .models import Assignment, Code, Coding, GoldLabel
+    from .models import GoldLabel
 
     parts = [study.pk, codebook.pk if codebook else None]
     if codebook is not None:
@@ -200,9 +201,10 @@ def allowed_gold_values(target):
 @transaction.atomic
 def set_gold(study, *, target, output_id, value, user, note=""):
     """Set (or change) the gold value of one story for one target."""
+    from annotation.models import Code
     from generation.models import Output
 
-    from .models import Code, GoldLabel
+    from .models import GoldLabel
 
     kind, ident = parse_target(target)
     try:
@@ -293,9 +295,9 @@ def rating_rows(study, options=None):
 
 
 def gold_label_rows(study, options=None):
-    from .models import GoldLabel
-
     from stereoscope.exports import person
+
+    from .models import GoldLabel
 
     options = options or {}
     for gold in GoldLabel.objects.filter(study=study).select_related("decided_by").order_by("target", "output_id"):

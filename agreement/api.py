@@ -7,14 +7,14 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from stereoscope import agreement_stats as ag
 from stereoscope.api import StudyScopedMixin
 from stereoscope.models import Role, Study
 from stereoscope.permissions import StudyRolePermission
 
-from . import agreement as ag
-from . import agreement_services as services
-from .agreement_data import AgreementRequestError, build_table
-from .models_agreement import GoldLabel
+from . import services
+from .models import GoldLabel
+from .rating_tables import AgreementRequestError, build_table
 
 
 class AgreementResultSerializer(serializers.Serializer):

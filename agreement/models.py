@@ -19,7 +19,7 @@ class GoldLabel(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        app_label = "annotation"
+        db_table = "annotation_goldlabel"  # the table predates the agreement app (moved without copying data)
         constraints = [models.UniqueConstraint(fields=["study", "target", "output"], name="unique_gold_label")]
         ordering = ["study", "target", "output_id"]
 

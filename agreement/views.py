@@ -1,18 +1,17 @@
 """Agreement pages: the study report, one table with its drill-down and adjudication, CSV downloads."""
-import csv
-
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from stereoscope import agreement_stats as ag
+from stereoscope.downloads import table_download
 from stereoscope.models import Role
 from stereoscope.permissions import study_role_required
 
-from . import agreement as ag
-from . import agreement_services as services
-from .agreement_data import GOLD, AgreementRequestError, study_codebooks
+from . import services
+from .rating_tables import GOLD, AgreementRequestError, study_codebooks
 
 
 def _int(request, name, default, low, high):
@@ -65,7 +64,7 @@ def agreement_report(request, study_id):
         error = None
     except AgreementRequestError as exc:
         report, error = None, str(exc)
-    return render(request, "annotation/agreement.html", {
+    return render(request, "agreement/report.html", {
         "study": request.study, "report": report, "error": error, "codebooks": study_codebooks(request.study),
         "form_values": {
             "threshold": request.GET.get("threshold") or services.LOW_ALPHA,
@@ -82,7 +81,7 @@ def _table_request(request):
     if any(not r.isdigit() for r in rounds):
         raise AgreementRequestError("rounds must be ids.")
     codebook = _codebook(request)
-    from .agreement_data import build_table
+    from .rating_tables import build_table
 
     table = build_table(request.study, target, codebook=codebook, raters=raters or None,
                         round_ids=[int(r) for r in rounds] or None)
@@ -99,7 +98,7 @@ def agreement_table(request, study_id):
         bootstrap = _int(request, "bootstrap", 1000, 0, 5000)
         overlap = _float(request, "overlap", 0.9, 0.01, 1)
     except AgreementRequestError as exc:
-        return render(request, "annotation/agreement_table.html", {"study": request.study, "error": str(exc)}, status=400)
+        return render(request, "agreement/table.html", {"study": request.study, "error": str(exc)}, status=400)
     result = services.table_result(table, level=level, bootstrap=bootstrap)
     rows, n_disagree = services.disagreement_rows(table, limit=200)
     raters = [(key, table.label(key)) for key in table.matrix.raters]
@@ -107,7 +106,7 @@ def agreement_table(request, study_id):
     if not (a in table.matrix.raters and b in table.matrix.raters and a != b) and len(raters) >= 2:
         a, b = raters[0][0], raters[1][0]
     confusion = ag.confusion(table.matrix, a, b) if a and b and a != b else None
-    return render(request, "annotation/agreement_table.html", {
+    return render(request, "agreement/table.html", {
         "study": request.study, "table": table, "result": result, "level": level, "levels": ag.LEVELS,
         "pairs": [dict(p, label_a=table.label(p["rater_a"]), label_b=table.label(p["rater_b"])) for p in result.pairs],
         "versus": services.rater_comparisons(table, level=level), "disagreements": rows, "n_disagree": n_disagree,
@@ -124,7 +123,7 @@ def _segments(study, codebook, target, overlap):
     """Span-level matching between coders for a code table (MAXQDA-style overlap share)."""
     if not target.startswith("code:") or codebook is None:
         return None
-    from .agreement_data import CodingData, segment_report
+    from .rating_tables import CodingData, segment_report
 
     return segment_report(CodingData(study, codebook), int(target.split(":")[1]), overlap)
 
@@ -139,7 +138,7 @@ def _all_raters(request, table):
     """Every rater the table could have (for the rater-set checkboxes), not only the chosen ones."""
     if not request.GET.getlist("raters"):
         return [(key, table.label(key)) for key in table.matrix.raters]
-    from .agreement_data import build_table
+    from .rating_tables import build_table
 
     rounds = [int(r) for r in request.GET.getlist("rounds")] or None
     full = build_table(request.study, table.target, codebook=_codebook(request), round_ids=rounds)
@@ -163,7 +162,8 @@ def agreement_confusion(request, study_id):
             raise AgreementRequestError("Choose two different raters of this table.")
     except AgreementRequestError as exc:
         return HttpResponse(f'<p class="error">{_escape(str(exc))}</p>', status=400)
-    return render(request, "annotation/agreement_confusion.html", {"confusion": _confusion_context(table, ag.confusion(table.matrix, a, b))})
+    confusion = _confusion_context(table, ag.confusion(table.matrix, a, b))
+    return render(request, "agreement/confusion.html", {"confusion": confusion})
 
 
 def _escape(text):
@@ -191,7 +191,7 @@ def agreement_gold(request, study_id):
     if request.htmx:
         context = {"study": request.study, "target": target, "output_id": output_id, "gold": gold.value if gold else None,
                    "gold_values": services.allowed_gold_values(target) if not error else [], "error": error}
-        return render(request, "annotation/agreement_gold_cell.html", context, status=400 if error else 200)
+        return render(request, "agreement/gold_cell.html", context, status=400 if error else 200)
     if error:
         messages.error(request, error)
     else:
@@ -210,13 +210,22 @@ def agreement_export(request, study_id):
         header, rows = _export_rows(request, kind)
     except AgreementRequestError as exc:
         return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="agreement-{kind}-study{request.study.pk}.csv"'
-    writer = csv.writer(response)
-    writer.writerow(header)
-    for row in rows:
-        writer.writerow(["" if v is None else v for v in row])
-    return response
+    columns = _unique_columns(header)
+    return table_download(columns, (dict(zip(columns, row)) for row in rows),
+                          f"agreement-{kind}-study{request.study.pk}.csv")
+
+
+def _unique_columns(header):
+    """Column names for the table writer: a repeated label (two raters shown alike) gets " (2)", " (3)" ..."""
+    used, out = set(), []
+    for name in map(str, header):
+        candidate, n = name, 1
+        while candidate in used:
+            n += 1
+            candidate = f"{name} ({n})"
+        used.add(candidate)
+        out.append(candidate)
+    return out
 
 
 EXPORT_TABLES = ("report", "coder_matrix", "judge_human", "ratings", "pairs", "confusion", "disagreements", "gold")

@@ -1,6 +1,6 @@
 """Rating tables for agreement, built from the platform's data (reads only).
 
-A table is a RatingMatrix (annotation.agreement) over units = outputs (stories), for one *target*:
+A table is a RatingMatrix (stereoscope.agreement_stats) over units = outputs (stories), for one *target*:
 
 - ``code:<id>``      document level: 1 if the coder applied the code (after merges), 0 if the coder coded the story
                      (assignment done or any coding in the codebook) but not that code, missing otherwise;
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.contrib.auth import get_user_model
 
-from . import agreement as ag
+from stereoscope import agreement_stats as ag
 
 GOLD = "gold"
 BINARY = [0, 1]
@@ -56,7 +56,7 @@ class CodebookIndex:
     """Codes of one codebook: merges resolved to the surviving code, each code's dimension, item links."""
 
     def __init__(self, codebook):
-        from .models import Code
+        from annotation.models import Code
 
         self.codebook = codebook
         rows = list(Code.objects.filter(codebook=codebook).values(
@@ -110,7 +110,7 @@ class CodebookIndex:
 
 
 def study_codebooks(study):
-    from .models import Codebook
+    from annotation.models import Codebook
 
     return Codebook.objects.filter(study=study).order_by("name", "-version")
 
@@ -119,7 +119,7 @@ def default_codebook(study, codebook_id=None):
     """The requested codebook of the study, or the one with the most codings."""
     from django.db.models import Count
 
-    from .models import Codebook
+    from annotation.models import Codebook
 
     if codebook_id:
         codebook = Codebook.objects.filter(study=study, pk=codebook_id).first()
@@ -134,7 +134,7 @@ class CodingData:
     """All codings and coded stories of one codebook, loaded once, as arrays."""
 
     def __init__(self, study, codebook, coder_ids=None):
-        from .models import Assignment, Coding
+        from annotation.models import Assignment, Coding
 
         self.study, self.codebook = study, codebook
         self.index = CodebookIndex(codebook)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views_agreement as views
+from . import views
 
 urlpatterns = [
     path("agreement/", views.agreement_report, name="agreement"),

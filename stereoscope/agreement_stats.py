@@ -10,6 +10,7 @@ resamples cost one sparse matrix product. A coefficient that is undefined return
 """
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -160,15 +161,18 @@ def from_long(rows, level="nominal", *, units=None, raters=None, first_row=1, ro
 def read_long_csv(text: str, level="nominal") -> RatingMatrix:
     """Parse CSV text with the columns unit,rater,value (any order, extra columns ignored)."""
     import csv
-    import io
 
-    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+    text = text.lstrip("\ufeff")
+    reader = csv.DictReader(io.StringIO(text))
     header = [h.strip().lower() for h in (reader.fieldnames or [])]
     missing = [c for c in ("unit", "rater", "value") if c not in header]
     if missing:
         raise AgreementInputError(
             f"The CSV needs the columns unit,rater,value; missing: {', '.join(missing)} (found: {', '.join(header) or 'no header'})."
         )
+    fast = _read_plain_long_csv(text, header, level)
+    if fast is not None:
+        return fast
     reader.fieldnames = header
     rows = []
     for line, record in enumerate(reader, start=2):
@@ -176,6 +180,78 @@ def read_long_csv(text: str, level="nominal") -> RatingMatrix:
             raise AgreementInputError(f"Line {line}: expected {len(header)} fields.")
         rows.append((record["unit"].strip(), record["rater"].strip(), record["value"]))
     return from_long(rows, level=level, first_row=2, row_label="Line")
+
+
+def _factorize_stripped(column):
+    """(index per row, distinct stripped values in order of first appearance); None if a value is missing."""
+    import pandas as pd
+
+    codes, raw = pd.factorize(column)
+    stripped = [value.strip() for value in raw]
+    if any(_is_missing(value) for value in stripped):
+        return None
+    remap, distinct = pd.factorize(np.asarray(stripped, dtype=object))
+    return remap[codes], list(distinct)
+
+
+def _read_plain_long_csv(text, header, level):
+    """The same RatingMatrix as `from_long` for a plain CSV (no quotes, one comma count on every non-empty line), read
+    with pandas' C parser and vectorised. None when the file is not plain or anything would be an error: the
+    row-by-row path then reports the offending line."""
+    if '"' in text or len(set(header)) != len(header):
+        return None
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+        if "\r" in text:
+            return None
+    raw = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    ends = np.flatnonzero(raw == 10)
+    if not len(ends) or ends[-1] != len(raw) - 1:
+        ends = np.append(ends, len(raw))
+    commas = np.searchsorted(np.flatnonzero(raw == 44), ends)  # commas before each line end
+    per_line = np.diff(np.concatenate([[0], commas]))
+    length = np.diff(np.concatenate([[-1], ends])) - 1
+    if len(per_line) < 2 or np.any((length[1:] > 0) & (per_line[1:] != len(header) - 1)):
+        return None
+    try:
+        import pandas as pd
+
+        wanted = [header.index(c) for c in ("unit", "rater", "value")]
+        frame = pd.read_csv(io.StringIO(text), header=0, usecols=wanted, dtype=str, na_filter=False, engine="c",
+                            index_col=False)
+    except (ImportError, ValueError):
+        return None
+    columns = [frame.iloc[:, sorted(wanted).index(i)].to_numpy(dtype=object) for i in wanted]
+    if not len(columns[0]):
+        return None
+    units, raters = _factorize_stripped(columns[0]), _factorize_stripped(columns[1])
+    if units is None or raters is None:
+        return None
+    (unit_idx, unit_list), (rater_idx, rater_list) = units, raters
+    key = rater_idx.astype(np.int64) * len(unit_list) + unit_idx
+    if np.bincount(key, minlength=len(unit_list) * len(rater_list)).max() > 1:
+        return None  # someone rated a unit twice
+    value_idx, distinct = pd.factorize(columns[2])
+    cells = []
+    for value in distinct:
+        if _is_missing(value):
+            cells.append(None)
+            continue
+        number = _as_number(value)
+        if number is None:
+            if level != "nominal":
+                return None
+            number = str(value).strip()
+        cells.append(number)
+    present = [v for v in cells if v is not None]
+    if {isinstance(v, str) for v in present} == {True, False}:  # mixed numbers and names: all names (nominal)
+        cells = [None if v is None else str(v) for v in cells]
+    categories = sorted({v for v in cells if v is not None})
+    cat_index = {c: i for i, c in enumerate(categories)}
+    value_code = np.array([-1 if v is None else cat_index[v] for v in cells], dtype=np.int64)
+    codes = np.full((len(rater_list), len(unit_list)), -1, dtype=np.int64)
+    codes[rater_idx, unit_idx] = value_code[value_idx]
+    return RatingMatrix(units=unit_list, raters=rater_list, codes=codes, categories=categories, level=level)
 
 
 def from_matrix(values, level="nominal", *, raters=None, units=None) -> RatingMatrix:
@@ -344,8 +420,12 @@ class _Features:
     def resampled_totals(self, n_boot, rng) -> np.ndarray:
         """n_boot × features: totals for units drawn with replacement (multinomial over patterns)."""
         n = int(self.freq.sum())
-        draws = rng.multinomial(n, self.freq / self.freq.sum(), size=n_boot).astype(float)
-        return np.asarray((self.matrix.T @ draws.T).T)
+        p = self.freq / self.freq.sum()
+        out = np.empty((n_boot, self.matrix.shape[1]), order="F")  # the layout the coefficients were summed in
+        for start in range(0, n_boot, 100):  # consecutive draws from one generator: the same stream as one big call
+            draws = rng.multinomial(n, p, size=min(100, n_boot - start)).astype(float)
+            out[start:start + len(draws)] = (self.matrix.T @ draws.T).T
+        return out
 
     # ----- coefficients over rows of totals
     def percent_agreement(self, T) -> _Vec:

@@ -1,8 +1,8 @@
 """Export datasets of agreement: per code/dimension figures, the long rating tables (gold as a rater), gold labels.
-Imported from AnnotationConfig.ready() so the registry sees them next to annotation/exports.py."""
+Found by the registry's discovery of `<app>.exports`."""
 from stereoscope.exports import Column, register_dataset
 
-from . import agreement_services as services
+from . import services
 
 COEF = ("krippendorff_alpha", "gwet_ac1", "cohen_kappa_mean", "percent_agreement")
 
@@ -26,14 +26,14 @@ AGREEMENT_COLUMNS = (
 )
 
 
-@register_dataset("agreement", title="Inter-coder agreement per code and dimension", app="annotation",
+@register_dataset("agreement", title="Inter-coder agreement per code and dimension", app="agreement",
                   columns=AGREEMENT_COLUMNS)
 def agreement_dataset(study, options):
     yield from services.agreement_rows(study, options)
 
 
 @register_dataset("agreement_ratings", title="Rating tables behind agreement (coders, judges, checks, gold)",
-                  app="annotation", columns=(
+                  app="agreement", columns=(
                       Column("target", "code:<id>, dimension:<id> or stereotype (judge verdicts per story)."),
                       Column("unit", "Output (story) id."),
                       Column("rater", "coder:<name>, check:<name> (human verification), judge:<model> or gold."),
@@ -43,7 +43,7 @@ def agreement_ratings_dataset(study, options):
     yield from services.rating_rows(study, options)
 
 
-@register_dataset("gold_labels", title="Adjudicated gold labels", app="annotation", columns=(
+@register_dataset("gold_labels", title="Adjudicated gold labels", app="agreement", columns=(
     Column("target", "code:<id>, dimension:<id> or stereotype."),
     Column("output_id", "Output (story) id."),
     Column("value", "The gold value set by a researcher."),
