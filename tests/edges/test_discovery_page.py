@@ -4,14 +4,14 @@ import re
 import pytest
 
 from annotation.models import CodeDiscovery, CodeSuggestion
-from generation.toolkits import new_version
+from generation.toolkit_services import TOOLKITS
 from tests.annotation.test_discovery import discovery_env  # noqa: F401
 
 
 @pytest.mark.django_db
 def test_item_list_labels_toolkit_versions(discovery_env, client_for):  # noqa: F811
     e = discovery_env
-    newer = new_version(e["item"].toolkit)
+    newer = TOOLKITS.new_version(e["item"].toolkit)
     html = client_for(e["u"]["researcher"]).get(f"/studies/{e['study'].pk}/coding/codebooks/{e['cb'].pk}/discover/")
     select = re.search(r'<select name="item">(.*?)</select>', html.content.decode(), re.S).group(1)
     groups = re.findall(r'<optgroup label="([^"]+)">', select)
