@@ -70,7 +70,7 @@ def toolkit_to_dict(toolkit):
     }
     if extra_fields:  # read-only figures other apps attach (e.g. detection weights); imports ignore them
         items = toolkit.items.order_by("number").values_list("pk", flat=True)
-        for row, item_id in zip(data["items"], items):
+        for row, item_id in zip(data["items"], items, strict=True):
             row.update({field: extras.get(item_id, {}).get(field) for field in extra_fields})
     return data
 
