@@ -123,3 +123,12 @@ def test_api_invites_with_email_and_refuses_non_admins(roles, api_for):
     assert response.status_code == 201
     assert "/accounts/invitation/" in response.json()["invitation_url"]
     assert not get_user_model().objects.get(username="dee").has_usable_password()
+
+
+def test_email_settings_can_never_be_an_endpoint_key(settings):
+    from generation.key_variables import key_variable_problem
+
+    settings.PROVIDER_KEY_VARIABLES = ["EMAIL_HOST_PASSWORD", "DEFAULT_FROM_EMAIL", "OPENAI_API_KEY"]
+    for name in ["EMAIL_HOST_PASSWORD", "EMAIL_HOST_USER", "DEFAULT_FROM_EMAIL"]:
+        assert "the server itself uses" in key_variable_problem(name)
+    assert key_variable_problem("OPENAI_API_KEY") is None
