@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "agreement",
     "psychometrics",
     "measures",
+    "exports",
 ]
 
 MIDDLEWARE = [
