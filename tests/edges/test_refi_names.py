@@ -6,15 +6,15 @@ import pytest
 from lxml import etree
 
 from annotation import refi_qda as rq
-from annotation.refi_services import export_qdpx, import_qdpx
-from stereoscope.exporting.services import clean_options, runtime_options
+from annotation.refi_services import import_qdpx
+from exports.services import write_export
 from stereoscope.models import Study
 from tests.exports.test_qdpx_import import foreign_qdpx
 
 
 def exported_user_names(study, tmp_path, **raw):
     path = tmp_path / "p.qdpx"
-    export_qdpx(study, path, options=runtime_options(study, clean_options(study, raw)))
+    write_export(study, "qdpx", path, options=raw)
     with zipfile.ZipFile(io.BytesIO(path.read_bytes())) as zf:
         root = etree.fromstring(zf.read("project.qde"))
     return sorted(u.get("name") for u in root.iterfind(".//q:Users/q:User", {"q": rq.NS})), path.read_bytes()
