@@ -69,6 +69,10 @@ class JobKind:
         """Run units from `source` until it is empty; returns stats with .cancelled, .succeeded, .failed."""
         raise NotImplementedError
 
+    def refuse(self, job):
+        """A reason not to run the job at all (checked when a worker starts on it), or None."""
+        return None
+
     def next_pass(self, job):
         """After every chunk is done: make more units pending (e.g. re-ask) and return True, or return False."""
         return False
@@ -328,6 +332,11 @@ def execute(kind, job_id, progress_callback=None):
         finish(kind, job_id, cancelled=True)
         return None
     if job.status not in ACTIVE:
+        return None
+    refused = kind.refuse(job)
+    if refused:
+        Model.objects.filter(pk=job_id).update(status=JobStatus.FAILED, message=refused, lease_token="",
+                                               lease_expires_at=None, finished_at=timezone.now())
         return None
     now = timezone.now()
     if not _chunks(kind, job_id).filter(_leasable(now)).exists():
