@@ -1,4 +1,4 @@
-.PHONY: run test test-postgres worker beat migrate builtin bench
+.PHONY: run test lint test-postgres worker beat migrate builtin bench
 
 run:            ## set up and start the platform on the embedded default (SQLite, filesystem broker, one worker)
 	scripts/run.sh
@@ -20,3 +20,8 @@ migrate:
 
 builtin:
 	.venv/bin/python manage.py load_builtin
+
+lint:           ## ruff: pyflakes, pycodestyle, bugbear, import order; one line length (pyproject.toml)
+	scripts/setup_venv.sh test
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .

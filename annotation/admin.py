@@ -79,12 +79,3 @@ class CodeSuggestionAdmin(admin.ModelAdmin):
     list_filter = ["status"]
     raw_id_fields = ["code"]
 
-
-from .models_agreement import GoldLabel  # noqa: E402  (agreement)
-
-
-@admin.register(GoldLabel)
-class GoldLabelAdmin(admin.ModelAdmin):
-    list_display = ["target", "output", "value", "decided_by", "updated_at"]
-    list_filter = ["target"]
-    raw_id_fields = ["output", "code"]

@@ -86,9 +86,9 @@ def one_round(n_workers, port, units, workdir):
     dim = Dimension.objects.create(toolkit=toolkit, name="bench")
     PromptItem.objects.bulk_create([PromptItem(toolkit=toolkit, number=i, text=f"Write a short story about item {i}.",
                                                dimension=dim) for i in range(1, units // trials + 1)])
-    endpoint = ModelEndpoint.objects.create(study=study, name="fake", provider="openai_compatible", model_id="bench-model",
-                                            base_url=f"http://127.0.0.1:{port}/v1", api_key_env="BENCH_KEY",
-                                            max_concurrency=64, timeout_seconds=60)
+    endpoint = ModelEndpoint.objects.create(
+        study=study, name="fake", provider="openai_compatible", model_id="bench-model",
+        base_url=f"http://127.0.0.1:{port}/v1", api_key_env="BENCH_KEY", max_concurrency=64, timeout_seconds=60)
     run = runs.create_run(study, name="scale-out", toolkit=toolkit, endpoints=[endpoint], trials=trials)
     queue = f"scale-{uuid.uuid4().hex[:8]}"
     workers = start_workers(n_workers, queue, workdir)

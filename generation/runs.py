@@ -13,14 +13,17 @@ from django.utils import timezone
 
 from stereoscope import jobs
 from stereoscope.services import record_activity
+from stereoscope.untrusted import loads_json
 
 from . import batches
+from .key_variables import key_variable_problem
 from .limits import estimate_tokens
 from .models import (BATCH_PROVIDERS, ExecutionMode, GenerationRun, ModelEndpoint, Output, OutputStatus, Provider,
                      RunStatus, Toolkit)
 from .providers.base import ProviderError, merged_params, validate_params
 from .runner import CallUnit, cost_of, execute_units
-from .toolkits import SlotError, count_units, expand_units, lock_toolkit
+from .toolkit_services import TOOLKITS
+from .toolkits import SlotError, count_units, expand_units
 
 log = logging.getLogger(__name__)
 MAX_TRIALS = 1000
@@ -45,10 +48,8 @@ def parse_overrides(value):
     if value in (None, ""):
         return {}
     if isinstance(value, str):
-        import json
-
         try:
-            value = json.loads(value)
+            value = loads_json(value)
         except ValueError as exc:
             raise RunError(f"Parameter overrides must be a JSON object: {exc}.")
     if not isinstance(value, dict):
@@ -95,7 +96,7 @@ def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=Non
                                        system_prompt=system_prompt or "", created_by=actor,
                                        execution_mode=execution_mode)
     run.endpoints.set(endpoints)
-    lock_toolkit(toolkit)
+    TOOLKITS.lock(toolkit)
     record_activity(study, actor, "created generation run", run.name)
     return run
 
@@ -188,6 +189,12 @@ def _enqueue(run):
 KEYED_PROVIDERS = (Provider.OPENAI, Provider.ANTHROPIC)
 
 
+def key_variable_refusal(run):
+    """A message naming the run's endpoints whose key variable is not allowed, or ""."""
+    problems = [f"“{e.name}”: {p}" for e in run.endpoints.all() if (p := key_variable_problem(e.api_key_env))]
+    return ("Cannot start: " + "; ".join(problems)) if problems else ""
+
+
 def check_ready(run):
     """Raise RunError when a run cannot be launched: missing key variables, bad parameters, no endpoints."""
     endpoints = list(run.endpoints.all())
@@ -196,6 +203,10 @@ def check_ready(run):
     problems = []
     for endpoint in endpoints:
         if endpoint.provider == Provider.MANUAL:
+            continue
+        problem = key_variable_problem(endpoint.api_key_env)
+        if problem:
+            problems.append(f"“{endpoint.name}”: {problem}")
             continue
         needs_key = endpoint.provider in KEYED_PROVIDERS or bool(endpoint.api_key_env)
         if needs_key and not endpoint.key_is_set:
@@ -345,6 +356,10 @@ class GenerationRunJob(jobs.JobKind):
 
     def reset_failed(self, run):
         return run.outputs.filter(status=OutputStatus.FAILED).update(status=OutputStatus.PENDING, error="")
+
+    def refuse(self, run):
+        # re-checked when the run really starts: the allow-list may have changed while it was queued
+        return key_variable_refusal(run)
 
     def outcome(self, run):
         pending = run.outputs.filter(status__in=[OutputStatus.PENDING, OutputStatus.IN_FLIGHT])

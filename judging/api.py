@@ -1,7 +1,6 @@
 """REST API for judging: templates, rounds (plan, launch, cancel, resume, retry, re-ask, report, weights,
 verification), verdicts (with human checks) and toolkit weights (export and import)."""
 from django.contrib.auth import get_user_model
-from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -12,6 +11,7 @@ from rest_framework.response import Response
 
 from generation.models import GenerationRun, ModelEndpoint, Toolkit
 from stereoscope.api import StudyScopedMixin
+from stereoscope.downloads import table_download
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER
 
@@ -85,6 +85,7 @@ class ToolkitWeightRowSerializer(serializers.Serializer):
     rate = serializers.FloatField()
     ci_low = serializers.FloatField()
     ci_high = serializers.FloatField()
+    consistency = serializers.FloatField(allow_null=True)
     shrunk_rate = serializers.FloatField()
     reliability = serializers.FloatField()
     weight = serializers.FloatField()
@@ -131,7 +132,7 @@ class JudgeTemplateViewSet(StudyScopedMixin, viewsets.ModelViewSet):
 
     def destroy(self, request, *args, **kwargs):
         template = self.get_object()
-        if template.study_id != self.get_study().pk or template.locked or template.rounds.exists():
+        if template.study_id != self.get_study().pk or services.JUDGE_TEMPLATES.is_locked(template):
             return _bad("Only unused templates of this study can be deleted.")
         template.delete()
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -190,13 +191,13 @@ class JudgeRoundViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retrieve
         data.is_valid(raise_exception=True)
         return self._act(rounds.reask, verdict_ids=data.validated_data.get("verdict_ids"))
 
-    @extend_schema(parameters=[OpenApiParameter("method", str, enum=["shrunk", "raw"])], responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(parameters=[OpenApiParameter("method", str, enum=list(reports.W.METHODS))], responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])
     def report(self, request, study_pk=None, pk=None):
         """Detection per prompt (with breakdowns by generator and judge), Table 3, judge × generator matrix."""
-        method = request.query_params.get("method", "shrunk")
+        method = request.query_params.get("method", reports.W.DEFAULT_METHOD)
         if method not in reports.W.METHODS:
-            return _bad("method must be shrunk or raw.")
+            return _bad("method must be one of: " + ", ".join(reports.W.METHODS) + ".")
         data = reports.report([self.get_object()], method=method)
         table = data["table3"]
         return Response({
@@ -266,7 +267,7 @@ class VerdictViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
 
 
 class ToolkitWeightsViewSet(StudyScopedMixin, viewsets.GenericViewSet):
-    """Prompt detection weights: one row per prompt item (?rounds=1,2&method=shrunk|raw&as=json|csv), and import
+    """Prompt detection weights: one row per prompt item (?rounds=1,2&method=consistency|shrunk|raw&as=json|csv), and import
     of a weights file into a new toolkit version."""
 
     serializer_class = ToolkitWeightRowSerializer
@@ -285,18 +286,17 @@ class ToolkitWeightsViewSet(StudyScopedMixin, viewsets.GenericViewSet):
             raise services.JudgingError(f"No round(s) {', '.join(map(str, sorted(set(ids) - known)))} in this study.")
         return ids or None
 
-    @extend_schema(parameters=[OpenApiParameter("rounds", str), OpenApiParameter("method", str, enum=["shrunk", "raw"]),
+    @extend_schema(parameters=[OpenApiParameter("rounds", str), OpenApiParameter("method", str, enum=list(reports.W.METHODS)),
                                OpenApiParameter("as", str, enum=["json", "csv"])],
                    responses={200: OpenApiTypes.OBJECT})
     def list(self, request, study_pk=None):
-        method = request.query_params.get("method", "shrunk")
+        method = request.query_params.get("method", reports.W.DEFAULT_METHOD)
         if method not in reports.W.METHODS:
-            return _bad("method must be shrunk or raw.")
+            return _bad("method must be one of: " + ", ".join(reports.W.METHODS) + ".")
         ids = self._round_ids()
         if request.query_params.get("as") == "csv":
-            response = HttpResponse(services.weights_csv(self.get_study(), ids, method), content_type="text/csv; charset=utf-8")
-            response["Content-Disposition"] = 'attachment; filename="toolkit-weights.csv"'
-            return response
+            preamble, columns, rows = services.weights_table(self.get_study(), ids, method)
+            return table_download(columns, rows, "toolkit-weights.csv", preamble=preamble)
         return Response(services.weights_document(self.get_study(), ids, method))
 
     @extend_schema(request=WeightsImportSerializer,

@@ -65,7 +65,8 @@ def analyze(wide, spec, *, cfa=True, histograms=True):
     internal = reliability.rate_internal_consistency(
         report["stratified_alpha"] if report["stratified_alpha"] is not None else report["alpha"].get("total"))
     report["ratings"] = {"internal_consistency": internal,
-                         "factorial": reliability.rate_factorial((report["cfa"] or {}).get("rmsea"), (report["cfa"] or {}).get("cfi"))}
+                         "factorial": reliability.rate_factorial((report["cfa"] or {}).get("rmsea"), (report["cfa"] or {}).get("cfi"),
+                                                              bool((report["cfa"] or {}).get("improper")))}
     report["notes"] = notes
     return sanitize(report)
 

@@ -6,4 +6,7 @@ class PsychometricsConfig(AppConfig):
     verbose_name = "Psychometrics"
 
     def ready(self):
+        from stereoscope.health import register_job_model
+
+        register_job_model("questionnaire run", self.get_model("QuestionnaireRun"))  # seen by /healthz
         from . import runs  # noqa: F401  (registers questionnaire runs with the job engine)

@@ -2,19 +2,29 @@
 models with Bonferroni pairwise tests, repeated-measures ANOVA across dimensions, model × dimension interaction
 (mixed ANOVA), all with η². Uses scipy and pingouin. Input: a long DataFrame with columns model, subject,
 dimension, score (one score per subject × dimension).
+
+A statistic that is undefined for the data (zero variance, too few cases) is None with a `note` saying why; it is
+never replaced by a number. Deterministic models (temperature 0, identical repetitions) are the usual cause.
 """
 import functools
 import warnings
 
+import numpy as np
 import pandas as pd
 from scipy import stats
 
 from .reliability import clean
 
+# A sum of squares this small relative to the total is floating-point noise, not variance.
+RELATIVE_TOLERANCE = 1e-10
+PAIRWISE_FAMILY = ("Post hoc: Student t-tests for every pair of models within one score (independent samples) and "
+                   "for every pair of dimensions (paired, same subjects); p-values Bonferroni-corrected within each "
+                   "family (p × number of pairs, capped at 1). Shown whenever the ANOVA is defined.")
+
 
 def robust(empty):
-    """Degenerate data (constant scores, one subject) make pingouin drop columns or divide by zero: return the
-    empty result with a note instead of failing."""
+    """Data that pingouin cannot handle (it drops columns or divides by zero): return the empty result with a note
+    instead of failing."""
     def wrap(fn):
         @functools.wraps(fn)
         def inner(*args, **kwargs):
@@ -28,19 +38,56 @@ def robust(empty):
     return wrap
 
 
+def _negligible(part, total):
+    return part <= RELATIVE_TOLERANCE * max(total, 1.0)
+
+
+def _sum_squares(values):
+    values = np.asarray(values, dtype=float)
+    return float(((values - values.mean()) ** 2).sum()) if len(values) else 0.0
+
+
 def one_sample_t(values, mu):
     s = pd.Series(values, dtype=float).dropna()
-    out = {"n": int(len(s)), "mean": clean(s.mean()) if len(s) else None, "sd": clean(s.std(ddof=1)) if len(s) > 1 else None,
-           "mu": mu, "t": None, "df": None, "p": None, "d": None}
-    if len(s) < 2 or not s.std(ddof=1) > 0:
+    sd = s.std(ddof=1) if len(s) > 1 else None
+    out = {"n": int(len(s)), "mean": clean(s.mean()) if len(s) else None, "sd": clean(sd), "mu": mu,
+           "t": None, "df": None, "p": None, "d": None}
+    if len(s) < 2:
+        out["note"] = "Needs at least two answers."
+        return out
+    if _negligible(_sum_squares(s), float((s ** 2).sum())):
+        out["sd"] = 0.0
+        out["note"] = "Zero variance: every answer is the same, so t is undefined."
         return out
     t, p = stats.ttest_1samp(s, mu)
-    out.update(t=clean(t), df=int(len(s) - 1), p=clean(p), d=clean((s.mean() - mu) / s.std(ddof=1)))
+    out.update(t=clean(t), df=int(len(s) - 1), p=clean(p), d=clean((s.mean() - mu) / sd))
     return out
 
 
-def _rows(frame):
-    return [{k: (clean(v) if isinstance(v, float) else v) for k, v in row.items()} for row in frame.to_dict("records")]
+def _pairwise(pairs):
+    rows = []
+    for row in pairs.to_dict("records"):
+        t = clean(row["T"])
+        rows.append({"a": row["A"], "b": row["B"], "t": t, "df": clean(row["dof"]),
+                     "p_unc": clean(row["p_unc"]) if t is not None else None,
+                     "p_bonf": clean(row.get("p_corr", row["p_unc"])) if t is not None else None})
+    return rows
+
+
+def _anova_problem(data, dv, between):
+    groups = data[between].nunique()
+    if groups < 2:
+        return "Needs at least two models."
+    if len(data) <= groups:
+        return f"Too few cases: {len(data)} scores for {groups} models (needs more scores than models)."
+    total = _sum_squares(data[dv])
+    if _negligible(total, float((data[dv] ** 2).sum())):
+        return "Zero variance: every score is the same."
+    within = float(data.groupby(between)[dv].apply(_sum_squares).sum())
+    if _negligible(within, total):
+        return ("Zero variance within every model (each model gave the same score every time), so F is "
+                "undefined.")
+    return None
 
 
 @robust(lambda: {"F": None, "df1": None, "df2": None, "p": None, "eta2": None, "pairwise": [], "groups": None})
@@ -49,20 +96,38 @@ def anova_models(long, dv="score", between="model"):
     import pingouin as pg
 
     data = long[[between, dv]].dropna()
-    out = {"F": None, "df1": None, "df2": None, "p": None, "eta2": None, "pairwise": [], "groups": int(data[between].nunique())}
-    if out["groups"] < 2 or len(data) <= out["groups"]:
+    out = {"F": None, "df1": None, "df2": None, "p": None, "eta2": None, "pairwise": [],
+           "groups": int(data[between].nunique())}
+    problem = _anova_problem(data, dv, between)
+    if problem:
+        out["note"] = problem
         return out
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         table = pg.anova(data=data, dv=dv, between=between, detailed=True)
         ss_b, ss_w = table.loc[0, "SS"], table.loc[1, "SS"]
         out.update(F=clean(table.loc[0, "F"]), df1=int(table.loc[0, "DF"]), df2=int(table.loc[1, "DF"]),
-                   p=clean(table.loc[0, "p_unc"]), eta2=clean(ss_b / (ss_b + ss_w)) if ss_b + ss_w > 0 else None)
-        pairs = pg.pairwise_tests(data=data, dv=dv, between=between, padjust="bonf")
-    for row in pairs.to_dict("records"):
-        out["pairwise"].append({"a": row["A"], "b": row["B"], "t": clean(row["T"]), "df": clean(row["dof"]),
-                                "p_unc": clean(row["p_unc"]), "p_bonf": clean(row.get("p_corr", row["p_unc"]))})
+                   p=clean(table.loc[0, "p_unc"]), eta2=clean(ss_b / (ss_b + ss_w)))
+        out["pairwise"] = _pairwise(pg.pairwise_tests(data=data, dv=dv, between=between, padjust="bonf"))
     return out
+
+
+def _complete_subjects(data, within, subject):
+    k = data[within].nunique()
+    complete = data.groupby(subject)[within].nunique()
+    return data[data[subject].isin(complete[complete == k].index)], k
+
+
+def _repeated_error(data, dv, within, subject, between=None):
+    """(SS total, SS of subjects within groups, SS residual of the within-subject factor)."""
+    total = _sum_squares(data[dv])
+    subject_means = data.groupby(subject)[dv].transform("mean")
+    cell_keys = [within] if between is None else [between, within]
+    cell_means = data.groupby(cell_keys)[dv].transform("mean")
+    group_means = data[dv].mean() if between is None else data.groupby(between)[dv].transform("mean")
+    residual = float(((data[dv] - subject_means - cell_means + group_means) ** 2).sum())
+    subjects = float(((subject_means - group_means) ** 2).sum())
+    return total, subjects, residual
 
 
 @robust(lambda: {"F": None, "df1": None, "df2": None, "p": None, "eta2_partial": None, "n": None, "pairwise": []})
@@ -71,38 +136,103 @@ def rm_anova_dimensions(long, dv="score", within="dimension", subject="subject")
     Bonferroni pairwise tests."""
     import pingouin as pg
 
-    data = long[[subject, within, dv]].dropna()
-    k = data[within].nunique()
-    complete = data.groupby(subject)[within].nunique()
-    data = data[data[subject].isin(complete[complete == k].index)]
-    out = {"F": None, "df1": None, "df2": None, "p": None, "eta2_partial": None, "n": int(data[subject].nunique()), "pairwise": []}
-    if k < 2 or out["n"] < 2:
+    data, k = _complete_subjects(long[[subject, within, dv]].dropna(), within, subject)
+    out = {"F": None, "df1": None, "df2": None, "p": None, "eta2_partial": None,
+           "n": int(data[subject].nunique()), "pairwise": []}
+    if k < 2:
+        out["note"] = "Needs at least two dimensions."
+        return out
+    if out["n"] < 2:
+        out["note"] = f"Too few subjects with every dimension scored (n = {out['n']}; needs at least two)."
+        return out
+    total, _, residual = _repeated_error(data, dv, within, subject)
+    if _negligible(total, float((data[dv] ** 2).sum())):
+        out["note"] = "Zero variance: every score is the same."
+        return out
+    if _negligible(residual, total):
+        out["note"] = ("Zero error variance: every subject's scores differ across dimensions by exactly the same "
+                       "amounts (identical repetitions), so F is undefined.")
         return out
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         table = pg.rm_anova(data=data, dv=dv, within=within, subject=subject, detailed=True)
         out.update(F=clean(table.loc[0, "F"]), df1=int(table.loc[0, "DF"]), df2=int(table.loc[1, "DF"]),
-                   p=clean(table.loc[0, "p_unc"]), eta2_partial=clean(table.loc[0, "SS"] / (table.loc[0, "SS"] + table.loc[1, "SS"])))
-        pairs = pg.pairwise_tests(data=data, dv=dv, within=within, subject=subject, padjust="bonf")
-    for row in pairs.to_dict("records"):
-        out["pairwise"].append({"a": row["A"], "b": row["B"], "t": clean(row["T"]), "df": clean(row["dof"]),
-                                "p_unc": clean(row["p_unc"]), "p_bonf": clean(row.get("p_corr", row["p_unc"]))})
+                   p=clean(table.loc[0, "p_unc"]),
+                   eta2_partial=clean(table.loc[0, "SS"] / (table.loc[0, "SS"] + table.loc[1, "SS"])))
+        out["pairwise"] = _pairwise(pg.pairwise_tests(data=data, dv=dv, within=within, subject=subject,
+                                                      padjust="bonf"))
     return out
 
 
 @robust(lambda: {"rows": []})
 def model_by_dimension(long, dv="score", within="dimension", between="model", subject="subject"):
-    """Mixed ANOVA: dimension (within) × model (between); the interaction row answers Fang's model × dimension."""
+    """Mixed ANOVA: dimension (within) × model (between); the interaction row answers Fang's model × dimension.
+    A row whose error term has no variance is kept with F, p and partial η² None and a note."""
     import pingouin as pg
 
-    data = long[[subject, within, between, dv]].dropna()
-    k = data[within].nunique()
-    complete = data.groupby(subject)[within].nunique()
-    data = data[data[subject].isin(complete[complete == k].index)]
-    if k < 2 or data[between].nunique() < 2 or data[subject].nunique() < 3:
-        return {"rows": []}
+    data, k = _complete_subjects(long[[subject, within, between, dv]].dropna(), within, subject)
+    if k < 2 or data[between].nunique() < 2:
+        return {"rows": [], "note": "Needs at least two dimensions and two models."}
+    if data[subject].nunique() <= data[between].nunique():
+        return {"rows": [], "note": "Too few subjects: needs more subjects (repetitions) than models."}
+    total, subjects, residual = _repeated_error(data, dv, within, subject, between)
+    if _negligible(total, float((data[dv] ** 2).sum())):
+        return {"rows": [], "note": "Zero variance: every score is the same."}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         table = pg.mixed_anova(data=data, dv=dv, within=within, between=between, subject=subject)
-    return {"rows": [{"source": r["Source"], "F": clean(r["F"]), "df1": clean(r["DF1"]), "df2": clean(r["DF2"]),
-                      "p": clean(r["p_unc"]), "eta2_partial": clean(r["np2"])} for r in table.to_dict("records")]}
+    rows, notes = [], []
+    for r in table.to_dict("records"):
+        error = subjects if r["Source"] == between else residual
+        row = {"source": r["Source"], "F": clean(r["F"]), "df1": clean(r["DF1"]), "df2": clean(r["DF2"]),
+               "p": clean(r["p_unc"]), "eta2_partial": clean(r["np2"])}
+        if _negligible(error, total) or row["F"] is None:
+            row.update(F=None, p=None, eta2_partial=None)
+            notes.append(r["Source"])
+        rows.append(row)
+    out = {"rows": rows}
+    if notes:
+        out["note"] = (f"Undefined for {', '.join(notes)}: zero variance in the error term (repetitions of a model "
+                       "gave identical scores).")
+    return out
+
+
+def between_groups(values_by_group):
+    """A score compared across groups: Welch t with Cohen's d (pooled SD) for two groups, one-way ANOVA with η²
+    for more. values_by_group: {group: values}. Undefined statistics are None with a note."""
+    groups = {name: pd.Series(values, dtype=float).dropna() for name, values in values_by_group.items()}
+    groups = {name: s for name, s in groups.items() if len(s)}
+    sizes = {name: int(len(s)) for name, s in groups.items()}
+    means = {name: clean(s.mean()) for name, s in groups.items()}
+    if len(groups) < 2:
+        return {"test": None, "n": sizes, "means": means, "note": "Needs at least two groups with scores."}
+    if len(groups) == 2:
+        (name_a, a), (name_b, b) = groups.items()
+        out = {"test": "Welch t", "groups": [name_a, name_b], "n": sizes, "means": means,
+               "t": None, "df": None, "p": None, "d": None}
+        if len(a) < 2 or len(b) < 2:
+            out["note"] = "Each group needs at least two scores."
+            return out
+        if _negligible(_sum_squares(a) + _sum_squares(b), _sum_squares(pd.concat([a, b])) + 1e-300):
+            out["note"] = "Zero variance within both groups: t is undefined."
+            return out
+        result = stats.ttest_ind(a, b, equal_var=False)
+        va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+        df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+        pooled = np.sqrt(((len(a) - 1) * a.var(ddof=1) + (len(b) - 1) * b.var(ddof=1)) / (len(a) + len(b) - 2))
+        out.update(t=clean(result.statistic), df=clean(df), p=clean(result.pvalue),
+                   d=clean((a.mean() - b.mean()) / pooled) if pooled > 0 else None)
+        return out
+    data = pd.DataFrame([{"group": name, "score": v} for name, s in groups.items() for v in s])
+    out = {"test": "one-way ANOVA", "groups": list(groups), "n": sizes, "means": means,
+           "F": None, "df1": None, "df2": None, "p": None, "eta2": None}
+    problem = _anova_problem(data, "score", "group")
+    if problem:
+        out["note"] = problem.replace("models", "groups").replace("model", "group")
+        return out
+    result = stats.f_oneway(*groups.values())
+    total = _sum_squares(data["score"])
+    within = float(sum(_sum_squares(s) for s in groups.values()))
+    out.update(F=clean(result.statistic), df1=len(groups) - 1, df2=int(len(data) - len(groups)),
+               p=clean(result.pvalue), eta2=clean((total - within) / total))
+    return out

@@ -164,8 +164,10 @@ def rate_concurrent(r):
     return "++" if r >= 0.3 else "+" if r >= 0.1 else "–"
 
 
-def rate_factorial(rmsea, cfi):
-    """Jung 2025, Table 4.2: + iff RMSEA ≤ .05 and CFI ≥ .90."""
+def rate_factorial(rmsea, cfi, improper=False):
+    """Jung 2025, Table 4.2: + iff RMSEA ≤ .05 and CFI ≥ .90; never + for an improper solution."""
+    if improper:
+        return "improper"
     if rmsea is None or cfi is None:
         return None
     return "+" if rmsea <= 0.05 and cfi >= 0.90 else "–"

@@ -5,7 +5,7 @@ from django.db.models import Count, Q
 
 from . import reliability
 from .analysis import analyze, sanitize
-from .group_tests import anova_models, model_by_dimension, one_sample_t, rm_anova_dimensions
+from .group_tests import PAIRWISE_FAMILY, anova_models, between_groups, model_by_dimension, one_sample_t, rm_anova_dimensions
 from .models import ExtractionAudit, Response, ResponseStatus
 from .scoring import score, score_names
 from .validity import correlation
@@ -108,14 +108,53 @@ def run_report(run, cfa=True):
               "missing_policy": spec.missing_policy_text(), "score_names": names,
               "missing_table": [{"model": m["endpoint"], "form": str(run.instrument), **m["extraction"]} for m in models]}
     report["group_tests"] = group_tests(pd.DataFrame(long_rows), spec) if long_rows else None
+    report["attribute_tests"] = attribute_tests(run, long_rows)
     return report
+
+
+def attribute_tests(run, long_rows):
+    """R.U.Psycho's persona-induced bias: for each persona attribute with two or more values (e.g. title Mr/Ms,
+    surname group), each model's scores compared across the values (Welch t or one-way ANOVA, with effect sizes)."""
+    from .models import Context
+
+    attributes = dict(Context.objects.filter(context_set_id=run.context_set_id).values_list("key", "attributes"))
+    keys = sorted({k for attrs in attributes.values() for k in (attrs or {})})
+    out = []
+    for key in keys:
+        levels = {str((attrs or {}).get(key)) for attrs in attributes.values() if (attrs or {}).get(key) is not None}
+        if len(levels) < 2:
+            continue
+        cells = {}
+        for row in long_rows:
+            model, context, _ = row["subject"].split("|", 2)
+            value = (attributes.get(context) or {}).get(key)
+            if value is None or row["score"] is None or pd.isna(row["score"]):
+                continue
+            cells.setdefault((model, row["dimension"]), {}).setdefault(str(value), []).append(row["score"])
+        for (model, score_name), groups in sorted(cells.items()):
+            out.append({"endpoint": model, "attribute": key, "score": score_name, **between_groups(groups)})
+    return sanitize(out)
+
+
+def prompt_variant_table(study):
+    """R.U.Psycho's Table 1: per prompt variant (template) and model, the share of answered prompts that were invalid
+    (no option found), refused or inconclusive."""
+    rows = (Response.objects.filter(run__study=study).exclude(status=ResponseStatus.PENDING)
+            .values("run__template_key", "model_name")
+            .annotate(n=Count("id"), invalid=Count("id", filter=Q(extraction="not_present")),
+                      refused=Count("id", filter=Q(extraction="refused")),
+                      inconclusive=Count("id", filter=Q(extraction="inconclusive")))
+            .order_by("run__template_key", "model_name"))
+    return [{"template": r["run__template_key"], "model": r["model_name"], "n": r["n"],
+             **{k: r[k] / r["n"] for k in ("invalid", "refused", "inconclusive")}} for r in rows if r["n"]]
 
 
 def group_tests(long, spec):
     """Fang 2025 Phase 1: t against the midpoint per model × score, ANOVA across models, RM ANOVA across
     dimensions (subscales), model × dimension interaction."""
     mid = spec.scale.midpoint if spec.scoring == "mean" else None
-    out = {"midpoint": mid, "one_sample": [], "anova": {}, "rm_anova": None, "interaction": None}
+    out = {"midpoint": mid, "one_sample": [], "anova": {}, "rm_anova": None, "interaction": None,
+           "family": PAIRWISE_FAMILY}
     if mid is not None:
         for (model, dim), group in long.groupby(["model", "dimension"], sort=True):
             out["one_sample"].append({"model": model, "score": dim, **one_sample_t(group["score"], mid)})

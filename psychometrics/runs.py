@@ -20,7 +20,7 @@ from stereoscope.services import record_activity
 
 from . import extraction, prompts
 from .models import Context, ContextSet, Extracted, Instrument, QuestionnaireRun, Response, ResponseStatus
-from .services import PsychError, instruments_for, lock_instrument
+from .services import INSTRUMENTS, PsychError, instruments_for
 
 log = logging.getLogger(__name__)
 MAX_REPETITIONS = 100
@@ -135,18 +135,19 @@ def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1
         extractors=clean["extractors"], refusal_policy=refusal_policy, json_field=json_field or "answer",
         param_overrides=clean["param_overrides"], audit_per_model=audit_per_model, created_by=actor)
     run.endpoints.set(clean["endpoints"])
-    lock_instrument(instrument)
+    INSTRUMENTS.lock(instrument)
     record_activity(study, actor, "created questionnaire run", run.name)
     return run
 
 
-def unit_rng(run, context_key, item_id, endpoint_id, repetition):
-    """The per-prompt random generator of option permutations: a string seed, stable across processes."""
-    return random.Random(f"{run.order_seed}|{context_key}|{item_id}|{endpoint_id}|{repetition}")
+def unit_rng(run, context_key, item_id, endpoint_key, repetition):
+    """The per-prompt random generator of option permutations: a string seed of stable keys (run seed, context key,
+    item id, endpoint name, repetition), never database ids, so another installation renders the same prompts."""
+    return random.Random(f"{run.order_seed}|{context_key}|{item_id}|{endpoint_key}|{repetition}")
 
 
-def build_unit(run, template, item, context, endpoint_id, repetition, points, labels):
-    order = prompts.option_order(points, run.option_order, unit_rng(run, context.key, item.item_id, endpoint_id, repetition))
+def build_unit(run, template, item, context, endpoint_key, repetition, points, labels):
+    order = prompts.option_order(points, run.option_order, unit_rng(run, context.key, item.item_id, endpoint_key, repetition))
     options = prompts.presented_options(order, labels, points, run.option_numbering)
     messages = prompts.render_messages(template, item.text, options, persona=context.persona, turns=context.turns,
                                        instruction=run.instrument.instruction)
@@ -169,7 +170,7 @@ def materialize(run):
                 for item in items:
                     if (item.pk, context.pk, endpoint.pk, rep) in existing:
                         continue
-                    order, options, messages = build_unit(run, template, item, context, endpoint.pk, rep, points, labels)
+                    order, options, messages = build_unit(run, template, item, context, endpoint.name, rep, points, labels)
                     rows.append(Response(run=run, item=item, context=context, endpoint=endpoint, model_name=endpoint.model_id,
                                          repetition=rep, options=options, permutation=order, messages=messages))
     Response.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
@@ -190,7 +191,7 @@ def plan(run, sample=5):
     examples = []
     for context in contexts:
         for item in items[:sample]:
-            order, options, messages = build_unit(run, template, item, context, endpoints[0].pk if endpoints else 0, 1, points, labels)
+            order, options, messages = build_unit(run, template, item, context, endpoints[0].name if endpoints else "", 1, points, labels)
             examples.append({"context": context.key, "item": item.item_id, "permutation": order, "messages": messages})
     return {"calls_per_endpoint": per_endpoint, "calls": per_endpoint * len(endpoints), "endpoints": endpoints,
             "examples": examples[:sample]}
@@ -264,7 +265,8 @@ def pending_units(run, keys=None):
     params = {pk: merged_params(e, run.param_overrides) for pk, e in endpoints.items()}
     return [CallUnit(unit_ref=f"response:{pk}", endpoint=endpoints[ep], messages=messages, params=dict(params[ep]),
                      purpose="psychometrics", payload={"pk": pk, "options": options})
-            for pk, ep, messages, options in rows.order_by("pk").values_list("pk", "endpoint_id", "messages", "options")]
+            for pk, ep, messages, options in rows.order_by("pk").values_list("pk", "endpoint_id", "messages",
+                                                                                "options")]
 
 
 class QuestionnaireRunJob(jobs.JobKind):
@@ -329,13 +331,16 @@ def draw_audit_sample(run, per_model=None, seed=None):
     per_model = run.audit_per_model if per_model is None else per_model
     seed = run.order_seed if seed is None else seed
     added = 0
-    for endpoint_id in run.responses.order_by().values_list("endpoint_id", flat=True).distinct():
+    endpoints = run.responses.order_by().values_list("endpoint_id", "endpoint__name").distinct()
+    for endpoint_id, endpoint_name in endpoints:
         done = run.responses.filter(endpoint_id=endpoint_id, status=ResponseStatus.DONE)
         have = done.filter(audit_sampled=True).count()
         if have >= per_model:
             continue
-        candidates = list(done.filter(audit_sampled=False).order_by("pk").values_list("pk", flat=True))
-        rng = random.Random(f"audit|{seed}|{endpoint_id}")
+        # Stable keys, not database ids: the same sample in any installation.
+        candidates = list(done.filter(audit_sampled=False).order_by("context__key", "item__item_id", "repetition")
+                          .values_list("pk", flat=True))
+        rng = random.Random(f"audit|{seed}|{endpoint_name}")
         picked = rng.sample(candidates, min(per_model - have, len(candidates)))
         added += Response.objects.filter(pk__in=picked).update(audit_sampled=True)
     return added

@@ -55,19 +55,47 @@ def srmr(sample_cov, implied_cov):
 def fit_indices(chi2, dof, sample_cov, n):
     """CFI, TLI and RMSEA (N in the denominator, as lavaan) against the independence baseline, whose ML χ² has the
     closed form N·(Σ log s_ii − log|S|) with df = p(p−1)/2."""
+    empty = {"cfi": None, "tli": None, "rmsea": None, "cfi_raw": None, "tli_raw": None}
     if chi2 is None or not dof:
-        return {"cfi": None, "tli": None, "rmsea": None}
+        return empty
     p = sample_cov.shape[0]
     sign, logdet = np.linalg.slogdet(sample_cov)
     if sign <= 0:
-        return {"cfi": None, "tli": None, "rmsea": None}
+        return empty
     chi2_b = n * (np.log(np.diag(sample_cov)).sum() - logdet)
     df_b = p * (p - 1) / 2
     d_model, d_base = max(chi2 - dof, 0.0), max(chi2_b - df_b, chi2 - dof, 0.0)
     cfi = 1 - d_model / d_base if d_base > 0 else None
     tli = ((chi2_b / df_b) - (chi2 / dof)) / ((chi2_b / df_b) - 1) if df_b and chi2_b / df_b != 1 else None
     rmsea = float(np.sqrt(d_model / (dof * n)))
-    return {"cfi": clean(cfi), "tli": clean(tli), "rmsea": clean(rmsea)}
+    # Uncapped values (CFI and TLI above 1 or below 0 flag a model that fits "better than perfect", e.g. noise).
+    cfi_raw = 1 - (chi2 - dof) / (chi2_b - df_b) if chi2_b != df_b else None
+    tli_capped = None if tli is None else min(1.0, max(0.0, tli))
+    return {"cfi": clean(cfi), "tli": clean(tli_capped), "rmsea": clean(rmsea), "cfi_raw": clean(cfi_raw),
+            "tli_raw": clean(tli)}
+
+
+STANDARDISED_LIMIT = 0.999
+
+
+def improper_solution(converged, loadings, residual_variances, factor_covariance, implied_cov):
+    """Reasons why a fitted CFA solution is improper (empty when it is proper): non-convergence, residual variances
+    at or below zero, standardised loadings or factor correlations of ±1 or beyond, and covariance matrices that are
+    not positive definite."""
+    reasons = []
+    if not converged:
+        reasons.append("the estimation did not converge")
+    for item, value in residual_variances.items():
+        if not value > 1e-8:
+            reasons.append(f"residual variance of {item} is {'zero' if abs(value) <= 1e-8 else 'negative'} "
+                           f"({value:.3g}, Heywood case)")
+    for row in loadings:
+        if row["std"] is not None and abs(row["std"]) >= STANDARDISED_LIMIT:
+            reasons.append(f"standardised loading of {row['item']} on {row['factor']} is {row['std']:.3f}")
+    for name, matrix in (("factor covariance", factor_covariance), ("model-implied covariance", implied_cov)):
+        if matrix is not None and matrix.size and not np.linalg.eigvalsh((matrix + matrix.T) / 2).min() > 1e-10:
+            reasons.append(f"the {name} matrix is not positive definite")
+    return reasons
 
 
 def cfa(data, factors, drop_zero_variance=True):
@@ -82,6 +110,7 @@ def cfa(data, factors, drop_zero_variance=True):
     notes, dropped = [], []
     result = {"n": 0, "estimator": ESTIMATOR, "chi2": None, "df": None, "p": None, "cfi": None, "tli": None,
               "rmsea": None, "rmsea_ci_low": None, "rmsea_ci_high": None, "srmr": None, "loadings": [],
+              "cfi_raw": None, "tli_raw": None, "improper": [],
               "factor_correlations": [], "omega": {}, "dropped": dropped, "notes": notes}
     used = {}
     cols = [c for ids in factors.values() for c in ids]
@@ -117,7 +146,7 @@ def cfa(data, factors, drop_zero_variance=True):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model.fit(df_data, obj="MLW")
+            solution = model.fit(df_data, obj="MLW")
             dof = semopy.stats.calc_dof(model)
             chi2_value, p_value = semopy.stats.calc_chi2(model, dof)
             est = model.inspect(std_est=True)
@@ -166,8 +195,15 @@ def cfa(data, factors, drop_zero_variance=True):
     common = sum(sums[a] * sums[b] * phi.get((a, b), 0.0) for a in factor_list for b in factor_list)
     unique = sum(theta.get(i, 0.0) for i in items)
     result["omega"]["total"] = clean(common / (common + unique)) if common + unique > 0 else None
-    if any(v < 0 for v in theta.values()):
-        notes.append("A residual variance is negative (Heywood case); read the solution with care.")
+    phi_matrix = np.array([[phi.get((a, b), 0.0) for b in factor_list] for a in factor_list])
+    converged = bool(getattr(solution, "success", True))
+    result["improper"] = improper_solution(converged, result["loadings"], theta, phi_matrix, np.asarray(sigma))
+    for row in result["factor_correlations"]:
+        if row["r"] is not None and abs(row["r"]) >= STANDARDISED_LIMIT:
+            result["improper"].append(f"the correlation of factors {row['a']} and {row['b']} is {row['r']:.3f}")
+    if result["improper"]:
+        notes.append("Improper solution: " + "; ".join(result["improper"]) + ". Fit indices of an improper "
+                     "solution are not evidence of validity.")
     return result
 
 

@@ -69,6 +69,10 @@ class JobKind:
         """Run units from `source` until it is empty; returns stats with .cancelled, .succeeded, .failed."""
         raise NotImplementedError
 
+    def refuse(self, job):
+        """A reason not to run the job at all (checked when a worker starts on it), or None."""
+        return None
+
     def next_pass(self, job):
         """After every chunk is done: make more units pending (e.g. re-ask) and return True, or return False."""
         return False
@@ -111,6 +115,16 @@ def _chunks(kind, job_id):
 
 def _leasable(now):
     return Q(status=ChunkStatus.PENDING) & (Q(lease_token="") | Q(lease_expires_at__lt=now))
+
+
+def acquire_job_lease(queryset, pk, seconds):
+    """Take the whole-job lease of row `pk` if it is free or expired (one conditional UPDATE); the token or None.
+    Only export jobs still use a whole-job lease (they are one unit each); every other kind leases chunks."""
+    token = uuid.uuid4().hex
+    now = timezone.now()
+    got = queryset.filter(Q(lease_token="") | Q(lease_expires_at__lt=now), pk=pk).update(
+        lease_token=token, lease_expires_at=now + timedelta(seconds=seconds))
+    return token if got else None
 
 
 def is_live(job):
@@ -319,6 +333,11 @@ def execute(kind, job_id, progress_callback=None):
         return None
     if job.status not in ACTIVE:
         return None
+    refused = kind.refuse(job)
+    if refused:
+        Model.objects.filter(pk=job_id).update(status=JobStatus.FAILED, message=refused, lease_token="",
+                                               lease_expires_at=None, finished_at=timezone.now())
+        return None
     now = timezone.now()
     if not _chunks(kind, job_id).filter(_leasable(now)).exists():
         if not _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).exists():
@@ -441,4 +460,5 @@ def chunk_counts(kind, job_id):
     chunks = _chunks(kind, job_id)
     return {"pending": chunks.filter(status=ChunkStatus.PENDING).count(),
             "done": chunks.filter(status=ChunkStatus.DONE).count(),
-            "leased": chunks.filter(status=ChunkStatus.PENDING, lease_expires_at__gte=now).exclude(lease_token="").count()}
+            "leased": chunks.filter(status=ChunkStatus.PENDING, lease_expires_at__gte=now)
+            .exclude(lease_token="").count()}

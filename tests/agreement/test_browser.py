@@ -5,7 +5,7 @@ import pytest
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_report_drilldown_and_adjudication_in_browser(coded_study, page, login):
-    from annotation.models_agreement import GoldLabel
+    from agreement.models import GoldLabel
 
     ns = coded_study
     login("researcher")

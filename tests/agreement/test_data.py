@@ -3,9 +3,9 @@ import krippendorff
 import numpy as np
 import pytest
 
-from annotation import agreement as ag
-from annotation import agreement_data as data
-from annotation import agreement_services as services
+from agreement import rating_tables as data
+from agreement import services
+from stereoscope import agreement_stats as ag
 
 pytestmark = pytest.mark.django_db
 
@@ -123,7 +123,7 @@ def test_segment_share_per_code(coded_study):
 
 
 def test_gold_labels_validation_and_rater(coded_study):
-    from annotation.models_agreement import GoldLabel
+    from agreement.models import GoldLabel
 
     ns = coded_study
     target = f"code:{ns.charisma.pk}"
@@ -185,11 +185,11 @@ def test_export_rows(coded_study):
 
 
 def test_datasets_are_registered_with_documented_columns(coded_study):
-    from stereoscope.exports import datasets
+    from stereoscope.datasets import datasets
 
     found = datasets()
     for key in ("agreement", "agreement_ratings", "gold_labels"):
-        assert found[key].app == "annotation"
+        assert found[key].app == "agreement"
     rows = list(found["agreement_ratings"].rows(coded_study.study, {}))
     assert set(rows[0]) == set(found["agreement_ratings"].column_names)
     rows = list(found["agreement"].rows(coded_study.study, {"bootstrap": 0}))

@@ -44,7 +44,7 @@ def test_roles_on_every_page_and_endpoint(coded_study, client_for, api_for):
         assert api_for(users["coder"]).get(url).status_code == 403, url
         assert api_for(users["researcher"]).get(url).status_code == 200, url
     assert api_for(users["coder"]).post(api_urls(ns)[2], post, format="json").status_code == 403
-    from annotation.models_agreement import GoldLabel
+    from agreement.models import GoldLabel
 
     assert not GoldLabel.objects.exists()
 
@@ -109,7 +109,7 @@ def test_xss_in_model_and_code_names_is_escaped(coded_study, client_for):
 
 
 def test_adjudication_page_flow_and_gold_as_rater(coded_study, client_for):
-    from annotation.models_agreement import GoldLabel
+    from agreement.models import GoldLabel
 
     ns = coded_study
     c = client_for(ns.users["researcher"])
@@ -135,10 +135,11 @@ def test_adjudication_page_flow_and_gold_as_rater(coded_study, client_for):
                  {"target": "code:", "output": ns.outputs[12].pk, "value": "1"}, {"target": target, "output": ns.outputs[12].pk}]:
         assert c.post(gold_url, post, HTTP_HX_REQUEST="true").status_code == 400, post
     assert dict(GoldLabel.objects.values_list("output_id", "value")) == {ns.outputs[10].pk: 1, ns.outputs[11].pk: 0}
-    ratings = c.get(reverse("agreement-export", args=[ns.study.pk]) + f"?table=ratings&target={target}").content.decode()
+    ratings = c.get(reverse("agreement-export", args=[ns.study.pk]) + f"?table=ratings&target={target}")
+    ratings = ratings.getvalue().decode()
     gold_rows = [r for r in csv.DictReader(io.StringIO(ratings)) if r["rater"] == "gold"]
     assert sorted((int(r["unit"]), r["value"]) for r in gold_rows) == [(ns.outputs[10].pk, "1"), (ns.outputs[11].pk, "0")]
-    gold_csv = c.get(reverse("agreement-export", args=[ns.study.pk]) + "?table=gold").content.decode()
+    gold_csv = c.get(reverse("agreement-export", args=[ns.study.pk]) + "?table=gold").getvalue().decode()
     assert gold_csv.startswith("target,output_id,value,decided_by") and gold_csv.count("\n") == 3
     response = c.post(gold_url, {"target": target, "output": ns.outputs[10].pk, "value": "clear"}, HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and GoldLabel.objects.count() == 1
@@ -160,7 +161,7 @@ def test_confusion_partial_and_csv_tables(coded_study, client_for):
                           (f"table=disagreements&target=code:{ns.charisma.pk}", "output_id,story,ann,bob,gold")]:
         response = c.get(f"{export}?{query}")
         assert response.status_code == 200 and response["Content-Type"].startswith("text/csv"), query
-        assert response.content.decode().startswith(header), query
+        assert response.getvalue().decode().startswith(header), query
 
 
 def test_api_table_versus_majority_and_gold(coded_study, api_for):
@@ -196,7 +197,7 @@ def test_end_to_end_report_alpha_equals_cli_on_exported_csv(coded_study, client_
     target = "stereotype"
     html = c.get(reverse("agreement-table", args=[sid]) + f"?target={target}&bootstrap=0").content.decode()
     page_alpha = re.search(r'id="alpha-value">([^<]+)<', html).group(1)
-    csv_text = c.get(reverse("agreement-export", args=[sid]) + f"?table=ratings&target={target}").content.decode()
+    csv_text = c.get(reverse("agreement-export", args=[sid]) + f"?table=ratings&target={target}").getvalue().decode()
     rows = list(csv.DictReader(io.StringIO(csv_text)))
     assert len({r["unit"] for r in rows}) == 20 and len({r["rater"] for r in rows}) == 4
     path = tmp_path / "ratings.csv"
@@ -211,7 +212,8 @@ def test_end_to_end_report_alpha_equals_cli_on_exported_csv(coded_study, client_
     panel = re.search(r"All judges and humans in one matrix</a>:\s*α = ([0-9.\-]+)", report_html).group(1)
     assert panel == f"{cli['krippendorff_alpha']:.3f}"
     row = re.search(r'data-target="code:%d">.*?class="num alpha">([^<\s]+)' % ns.charisma.pk, report_html, re.S).group(1)
-    code_csv = c.get(reverse("agreement-export", args=[sid]) + f"?table=ratings&target=code:{ns.charisma.pk}").content.decode()
+    code_csv = c.get(reverse("agreement-export", args=[sid]) + f"?table=ratings&target=code:{ns.charisma.pk}")
+    code_csv = code_csv.getvalue().decode()
     path.write_text(code_csv)
     out = io.StringIO()
     call_command("agreement", "--input", str(path), "--bootstrap", "0", stdout=out)
@@ -234,8 +236,8 @@ def test_command_from_study(coded_study):
 
 
 def test_cached_report_follows_every_change(coded_study, client_for):
+    from agreement import services
     from annotation.models import Coding
-    from annotation import agreement_services as services
 
     ns = coded_study
     first = services.cached_study_report(ns.study, bootstrap=0)
@@ -251,3 +253,34 @@ def test_cached_report_follows_every_change(coded_study, client_for):
     services.set_gold(ns.study, target="stereotype", output_id=ns.outputs[0].pk, value=1, user=ns.users["researcher"])
     fourth = services.cached_study_report(ns.study, bootstrap=0)
     assert "gold" in fourth["judge_human"]["humans"]
+
+
+def test_csv_downloads_escape_spreadsheet_formulas(coded_study, client_for):
+    """Every agreement CSV goes through the one table writer: a judge or coder label that a spreadsheet would run
+    as a formula arrives with a leading quote, in cells and in header cells alike."""
+    from judging.models import Verdict
+
+    ns = coded_study
+    evil = "=HYPERLINK(\"http://evil.invalid\")"
+    for i, out in enumerate(ns.outputs):
+        Verdict.objects.create(round=ns.round, output=out, judge_model=evil, value=int(i % 3 == 0), status="ok")
+    ns.coders["bob"].username = "@bob"
+    ns.coders["bob"].save()
+    c = client_for(ns.users["researcher"])
+    export = reverse("agreement-export", args=[ns.study.pk])
+    judge_human = list(csv.reader(io.StringIO(c.get(f"{export}?table=judge_human").getvalue().decode())))
+    assert "'" + evil in [row[0] for row in judge_human[1:]] and evil not in [row[0] for row in judge_human]
+    pairs = c.get(f"{export}?table=pairs&target=code:{ns.charisma.pk}").getvalue().decode()
+    pairs = list(csv.reader(io.StringIO(pairs)))
+    assert sorted(pairs[1][:2]) == ["'@bob", "ann"]
+    header = next(csv.reader(io.StringIO(
+        c.get(f"{export}?table=disagreements&target=code:{ns.charisma.pk}").getvalue().decode())))
+    assert header[:2] == ["output_id", "story"] and sorted(header[2:4]) == ["'@bob", "ann"] and header[4] == "gold"
+    confusion = c.get(f"{export}?table=confusion&target=stereotype&a=judge:{evil}&b=judge:model-x").getvalue().decode()
+    assert confusion.startswith("\"'" + evil.replace('"', '""'))
+
+
+def test_export_columns_stay_distinct_when_two_raters_share_a_label():
+    from agreement.views import _unique_columns
+
+    assert _unique_columns(["output_id", "ann", "ann", "ann (2)", 0]) == ["output_id", "ann", "ann (2)", "ann (2) (2)", "0"]

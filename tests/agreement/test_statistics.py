@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.inter_rater import aggregate_raters, cohens_kappa, fleiss_kappa
 
-from annotation import agreement as ag
+from stereoscope import agreement_stats as ag
 
 nan = np.nan
 

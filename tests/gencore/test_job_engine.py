@@ -28,7 +28,8 @@ def test_queue_plans_pending_units_into_chunks(run):
     runs.start(run)
     chunks = list(JobChunk.objects.filter(kind="generation.run", job_id=run.pk).order_by("number"))
     assert [c.size for c in chunks] == [4, 4, 2]
-    assert sorted(k for c in chunks for k in c.units) == sorted(Output.objects.filter(run=run).values_list("pk", flat=True))
+    outputs = Output.objects.filter(run=run).values_list("pk", flat=True)
+    assert sorted(k for c in chunks for k in c.units) == sorted(outputs)
     run.refresh_from_db()
     assert run.status == "queued" and run.lease_expires_at > timezone.now()
 
@@ -72,7 +73,8 @@ def test_sweep_queues_a_job_whose_workers_died_once_on_the_sweepers_queue(run, m
     monkeypatch.setattr(app, "send_task", lambda name, args, **kw: sent.append((name, args, kw.get("queue"))))
     runs.start(run)
     assert jobs.sweep("q1") == []  # freshly queued: the broker has one lease period to deliver
-    GenerationRun.objects.filter(pk=run.pk).update(status="running", lease_expires_at=timezone.now() - timedelta(seconds=1))
+    expired = timezone.now() - timedelta(seconds=1)
+    GenerationRun.objects.filter(pk=run.pk).update(status="running", lease_expires_at=expired)
     ChunkSource(runs.RUN_JOB, runs.RUN_JOB.get(run.pk), "dead", lambda: False).take()
     assert jobs.sweep("q1") == [("generation.run", run.pk)]
     assert sent == [("generation.execute_run", [run.pk], "q1")]

@@ -62,7 +62,8 @@ def test_three_workers_one_killed_job_heals_without_anyone(make_endpoint, make_t
     endpoint = make_endpoint(study, max_concurrency=64)
     fake_provider.default_delay = 0.1
     queue = f"scale-{uuid.uuid4().hex[:8]}"
-    monkeypatch.setattr(runs, "_enqueue", lambda run: app.send_task("generation.execute_run", args=[run.pk], queue=queue))
+    monkeypatch.setattr(runs, "_enqueue",
+                        lambda run: app.send_task("generation.execute_run", args=[run.pk], queue=queue))
     run = runs.create_run(study, name="scale out", toolkit=toolkit, endpoints=[endpoint], trials=5)
 
     workers = [start_quiet_worker(queue, f"scale-{i}-{queue}@test", tmp_path) for i in range(3)]

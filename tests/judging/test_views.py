@@ -116,11 +116,15 @@ def test_report_and_exports(judged, client_for):
     assert len(data["verdicts"]) == 30 and data["rounds"][0]["template"]["name"] == "Seed"
     assert c.get(f"/studies/{study.pk}/judging/rounds/{rnd.pk}/verdicts.xml").status_code == 404
     weights = json.loads(c.get(f"/studies/{study.pk}/judging/weights/?round={rnd.pk}&download=json").content)
-    assert weights["method"] == "shrunk" and "empirical Bayes" in weights["method_description"]
+    assert weights["method"] == "consistency" and "Consistency of detection across generator models" in weights["method_description"]
     assert weights["rounds"][0]["judge_panel"] == sorted(["deepseek-r1", "gemini-2.5-pro", "gpt-4o", "grok-3", "o3"])
     assert weights["toolkits"] == [{"name": "Phase 3 mini", "version": 1}] and len(weights["items"]) == 3
     wcsv = c.get(f"/studies/{study.pk}/judging/weights/?download=csv&method=raw").content.decode()
     assert wcsv.startswith("# stereoscope-toolkit-weights v1; method: raw") and "item_number" in wcsv
+    assert "consistency" in wcsv.splitlines()[2].split(",")
+    page = c.get(f"/studies/{study.pk}/judging/weights/?round={rnd.pk}").content.decode()
+    assert "method <strong>consistency</strong>" in page and 'class="raw-score small">raw ' in page
+    assert '<option value="consistency" selected>consistency (default)</option>' in page
 
 
 def test_weights_reimport_into_a_new_toolkit_version(judged, client_for):
@@ -142,7 +146,7 @@ def test_weights_reimport_into_a_new_toolkit_version(judged, client_for):
     assert new.name == toolkit.name and new.version == 2 and new.parent_id == toolkit.pk
     expected = {r["item_number"]: r["weight"] for r in json.loads(exported)["items"]}
     assert {w.item.number: w.weight for w in weights} == pytest.approx(expected)
-    assert weights.first().method == "shrunk" and weights.first().source["rounds"][0]["id"] == rnd.pk
+    assert weights.first().method == "consistency" and weights.first().source["rounds"][0]["id"] == rnd.pk
 
 
 def test_human_verification_flow(judged, client_for):

@@ -92,7 +92,7 @@ def test_shrinkage_weights_by_hand():
         3: {"item": 3, "dimension": "A", "n": 5, "rate": .6, "judges_per_output": 1, "agreement_corrected": None},
         4: {"item": 4, "dimension": "B", "n": 25, "rate": .5, "judges_per_output": 1, "agreement_corrected": None},
     }
-    w = weights(stats)
+    w = weights(stats, method="shrunk")
     m = (.8 + .2 + .6) / 3
     var = ((.8 - m) ** 2 + (.2 - m) ** 2 + (.6 - m) ** 2) / 2
     sampling = (.8 * .2 / 25 + .2 * .8 / 25 + .6 * .4 / 5) / 3
@@ -113,8 +113,8 @@ def test_shrinkage_weights_by_hand():
 def test_agreeing_judges_earn_more_reliability():
     base = {"item": 1, "dimension": "A", "n": 10, "rate": .8, "judges_per_output": 3}
     other = {"item": 2, "dimension": "A", "n": 10, "rate": .3, "judges_per_output": 3, "agreement_corrected": .5}
-    agree = weights({1: dict(base, agreement_corrected=1.0), 2: other})[1]
-    chance = weights({1: dict(base, agreement_corrected=0.0), 2: other})[1]
+    agree = weights({1: dict(base, agreement_corrected=1.0), 2: other}, method="shrunk")[1]
+    chance = weights({1: dict(base, agreement_corrected=0.0), 2: other}, method="shrunk")[1]
     assert agree["n_eff"] == 30 and chance["n_eff"] == 10
     assert agree["reliability"] > chance["reliability"]
 
@@ -132,3 +132,43 @@ def test_flags():
 def test_mean_sd():
     assert mean_sd([]) == (None, None) and mean_sd([1]) == (1, None)
     assert mean_sd([0, 1]) == (.5, pytest.approx(math.sqrt(.5)))
+
+
+def _verdicts(item, dimension, per_model):
+    """Rows for one prompt: per_model {model: [0/1 per story]}, one judge per story."""
+    rows = []
+    for model, values in per_model.items():
+        for trial, value in enumerate(values):
+            rows.append({"output": f"{item}-{model}-{trial}", "item": item, "dimension": dimension,
+                         "generator": model, "judge": f"judge-of-{model}", "value": value})
+    return rows
+
+
+def test_consistency_weights_by_hand():
+    # Dimension R, three prompts, three models, four stories each.
+    # Prompt 1: every model 4/4 -> per-model rates 1, 1, 1 -> pairwise |differences| 0, 0, 0 -> consistency 1.
+    # Prompt 2: rates 1, .5, 0 -> differences .5, 1, .5 -> mean 2/3 -> consistency 1/3.
+    # Prompt 3: never detected: rates 0, 0, 0 -> consistency 1 (every model agrees it does not show).
+    rows = (_verdicts(1, "R", {"a": [1, 1, 1, 1], "b": [1, 1, 1, 1], "c": [1, 1, 1, 1]})
+            + _verdicts(2, "R", {"a": [1, 1, 1, 1], "b": [1, 1, 0, 0], "c": [0, 0, 0, 0]})
+            + _verdicts(3, "R", {"a": [0, 0, 0, 0], "b": [0, 0, 0, 0], "c": [0, 0, 0, 0]}))
+    w = weights(detection_by_item(rows))  # consistency is the default
+    assert w[1]["method"] == "consistency"
+    assert w[1]["consistency"] == pytest.approx(1.0)
+    assert w[2]["consistency"] == pytest.approx(1 / 3)
+    assert w[3]["consistency"] == pytest.approx(1.0)
+    total = 1 + 1 / 3 + 1
+    assert w[1]["weight"] == pytest.approx(1 / total)
+    assert w[2]["weight"] == pytest.approx((1 / 3) / total)
+    assert w[3]["weight"] == pytest.approx(1 / total)
+    # A never-detecting prompt keeps its weight, so the weighted score of the dimension stays between the raw rates
+    # (raw mean (1 + .5 + 0) / 3 = .5; weighted (1 * 1 + 1/3 * .5 + 1 * 0) / total = 0.5).
+    weighted = sum(w[i]["weight"] * w[i]["rate"] for i in w)
+    assert weighted == pytest.approx((1 + (1 / 3) * .5) / total)
+    assert weighted <= max(s["rate"] for s in w.values())
+
+
+def test_consistency_with_one_model_gives_equal_weights():
+    rows = _verdicts(1, "R", {"a": [1, 1]}) + _verdicts(2, "R", {"a": [0, 1]})
+    w = weights(detection_by_item(rows), method="consistency")
+    assert w[1]["consistency"] is None and w[1]["weight"] == pytest.approx(.5) == w[2]["weight"]

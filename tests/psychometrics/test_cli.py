@@ -78,3 +78,51 @@ def test_bad_instrument(tmp_path):
     (tmp_path / "i.json").write_text(json.dumps({"name": "x"}))
     with pytest.raises(CommandError, match="Invalid instrument"):
         call_command("analyze_responses", "--instrument", str(tmp_path / "i.json"), "--responses", "x.csv")
+
+
+def test_header_without_rows_is_a_clear_error(tmp_path):
+    (tmp_path / "i.json").write_text(json.dumps(MINIMAL))
+    (tmp_path / "r.csv").write_text("1\n")
+    with pytest.raises(CommandError, match="no rows"):
+        call_command("analyze_responses", "--instrument", str(tmp_path / "i.json"), "--responses", str(tmp_path / "r.csv"))
+
+
+def _scores(frame):
+    data = frame.drop(columns="group").replace("", np.nan).astype(float)
+    data["h1"] = 5 - data["h1"]
+    return pd.DataFrame({"HS": data[["h1", "h2", "h3", "h4"]].mean(axis=1),
+                         "BS": data[["b1", "b2", "b3", "b4"]].mean(axis=1), "group": frame["group"]})
+
+
+def test_two_groups_get_welch_t_with_cohens_d(files, capsys):
+    from scipy import stats
+
+    path, frame = files
+    out = run(capsys, "--instrument", str(path / "inst.json"), "--responses", str(path / "resp.csv"), "--no-cfa")
+    hs = out["between_groups"]["HS"]
+    scores = _scores(frame)
+    a, b = scores.loc[scores.group == "a", "HS"].dropna(), scores.loc[scores.group == "b", "HS"].dropna()
+    ref = stats.ttest_ind(a, b, equal_var=False)
+    assert hs["test"] == "Welch t" and hs["t"] == pytest.approx(ref.statistic) and hs["p"] == pytest.approx(ref.pvalue)
+    pooled = np.sqrt(((len(a) - 1) * a.var() + (len(b) - 1) * b.var()) / (len(a) + len(b) - 2))
+    assert hs["d"] == pytest.approx((a.mean() - b.mean()) / pooled)
+    assert hs["df"] == pytest.approx(pg.ttest(a, b, correction=True)["dof"].iloc[0])
+
+
+def test_three_groups_get_one_way_anova_with_eta_squared(files, capsys):
+    from scipy import stats
+
+    path, frame = files
+    frame = frame.copy()
+    frame["group"] = ["a", "b", "c"] * 40
+    frame.to_csv(path / "resp3.csv", index=False)
+    out = run(capsys, "--instrument", str(path / "inst.json"), "--responses", str(path / "resp3.csv"), "--no-cfa")
+    bs = out["between_groups"]["BS"]
+    scores = _scores(frame)
+    groups = [g["BS"].dropna() for _, g in scores.groupby("group")]
+    ref = stats.f_oneway(*groups)
+    assert bs["test"] == "one-way ANOVA" and bs["F"] == pytest.approx(ref.statistic) and bs["p"] == pytest.approx(ref.pvalue)
+    allv = pd.concat(groups)
+    ss_b = sum(len(g) * (g.mean() - allv.mean()) ** 2 for g in groups)
+    assert bs["eta2"] == pytest.approx(ss_b / ((allv - allv.mean()) ** 2).sum())
+    assert (bs["df1"], bs["df2"]) == (2, len(allv) - 3)

@@ -212,3 +212,29 @@ def test_jung_validation_gate_with_alternate_order_and_convergent_runs(setup, ma
     assert row["convergent"] is not None and row["convergent"]["df"] == 18
     ungated = reports.validation_summary(main, None, order_run, conv)["rows"][0]
     assert not ungated["gate"] and ungated["convergent"] is None and ungated["factorial"] is None and ungated["note"]
+
+
+def test_permutations_do_not_depend_on_database_ids(setup, make_endpoint):
+    """The same run in another installation (other primary keys) shows the same prompts and option orders."""
+    from stereoscope.models import Study
+
+    asi, ctx, endpoint, study = setup["asi"], setup["ctx"], setup["endpoint"], setup["study"]
+    first = runs.create_run(study, name="A", instrument=asi, context_set=ctx, endpoints=[endpoint],
+                            option_order="permuted", order_seed=11)
+    runs.materialize(first)
+    other = Study.objects.create(name="Elsewhere")
+    for n in range(3):  # shift the primary keys of the second installation's endpoints and contexts
+        make_endpoint(other, name=f"filler-{n}")
+    _, personas = load_library()
+    ctx2 = services.contexts_from_personas(other, "20 personas", personas, n=20, seed=42)
+    twin = make_endpoint(other, name="fake-gpt", model_id="fake-gpt", default_params={"temperature": 0})
+    assert twin.pk != endpoint.pk
+    second = runs.create_run(other, name="A", instrument=asi, context_set=ctx2, endpoints=[twin],
+                             option_order="permuted", order_seed=11)
+    runs.materialize(second)
+
+    def rendered(run):
+        return sorted((r.context.key, r.item.item_id, r.repetition, tuple(r.permutation), str(r.messages))
+                      for r in run.responses.select_related("context", "item"))
+
+    assert rendered(first) == rendered(second)

@@ -1,0 +1,212 @@
+"""Agreement API: the report, any table (code, dimension, stereotype; any rater set), confusion, disagreements,
+and gold labels."""
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from stereoscope import agreement_stats as ag
+from stereoscope.api import StudyScopedMixin
+from stereoscope.models import Role, Study
+from stereoscope.permissions import StudyRolePermission
+
+from . import services
+from .models import GoldLabel
+from .rating_tables import AgreementRequestError, build_table
+
+
+class AgreementResultSerializer(serializers.Serializer):
+    krippendorff_alpha = serializers.FloatField(allow_null=True)
+    percent_agreement = serializers.FloatField(allow_null=True)
+    fleiss_kappa = serializers.FloatField(allow_null=True)
+    cohen_kappa_mean = serializers.FloatField(allow_null=True)
+    cohen_kappa_weighted_mean = serializers.FloatField(allow_null=True)
+    gwet_ac1 = serializers.FloatField(allow_null=True)
+    n_units = serializers.IntegerField()
+    n_raters = serializers.IntegerField()
+    n_ratings = serializers.IntegerField()
+    level = serializers.CharField()
+    ci95 = serializers.DictField(child=serializers.ListField(child=serializers.FloatField(), allow_null=True))
+    notes = serializers.ListField(child=serializers.CharField())
+    pairs = serializers.ListField(child=serializers.DictField())
+
+
+class AgreementTableSerializer(serializers.Serializer):
+    target = serializers.CharField()
+    title = serializers.CharField()
+    raters = serializers.DictField(child=serializers.CharField(), help_text="rater key → label")
+    result = AgreementResultSerializer()
+
+
+TABLE_PARAMS = [
+    OpenApiParameter("target", str, description="code:<id>, dimension:<id> or stereotype", required=True),
+    OpenApiParameter("raters", str, description="Comma-separated rater keys (coder:<id>, judge:<model>, check:<id>, gold)"),
+    OpenApiParameter("rounds", str, description="Comma-separated judge round ids"),
+    OpenApiParameter("codebook", int), OpenApiParameter("level", str, enum=list(ag.LEVELS)),
+    OpenApiParameter("bootstrap", int, description="Resamples for the 95% CIs (0-5000, default 1000)"),
+]
+
+
+def _ids(raw, name):
+    parts = [p.strip() for p in (raw or "").split(",") if p.strip()]
+    if any(not p.isdigit() for p in parts):
+        raise AgreementRequestError(f"{name} must be comma-separated ids.")
+    return [int(p) for p in parts]
+
+
+def _int_param(request, name, default, low, high):
+    raw = request.query_params.get(name, "")
+    if raw == "":
+        return default
+    if not raw.lstrip("-").isdigit() or not low <= int(raw) <= high:
+        raise AgreementRequestError(f"{name} must be a whole number between {low} and {high}.")
+    return int(raw)
+
+
+class AgreementViewSet(viewsets.ViewSet):
+    """Read-only agreement figures for a study (researcher role: they expose individual coders' codings)."""
+
+    permission_classes = [StudyRolePermission]
+    read_role = Role.RESEARCHER
+    write_role = Role.RESEARCHER
+
+    def get_study(self):
+        if not hasattr(self, "_study"):
+            self._study = get_object_or_404(Study, pk=self.kwargs["study_pk"])
+        return self._study
+
+    def _bad(self, exc):
+        return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+
+    def _table(self, request):
+        codebook_raw = request.query_params.get("codebook", "")
+        if codebook_raw and not codebook_raw.isdigit():
+            raise AgreementRequestError("codebook must be an id.")
+        codebook = services.default_codebook(self.get_study(), int(codebook_raw) if codebook_raw else None)
+        raters = [r.strip() for r in request.query_params.get("raters", "").split(",") if r.strip()]
+        table = build_table(self.get_study(), request.query_params.get("target", ""), codebook=codebook,
+                            raters=raters or None, round_ids=_ids(request.query_params.get("rounds"), "rounds") or None)
+        level = request.query_params.get("level") or table.level
+        if level not in ag.LEVELS:
+            raise AgreementRequestError(f"level must be one of {', '.join(ag.LEVELS)}.")
+        return table, level
+
+    @extend_schema(
+        parameters=[OpenApiParameter("codebook", int), OpenApiParameter("bootstrap", int), OpenApiParameter("threshold", float)],
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
+        description="Agreement among coders per dimension and per code (with 95% CIs and low-agreement flags), "
+                    "the coder × coder kappa matrix and the judge × human matrix.",
+    )
+    def list(self, request, study_pk=None):
+        try:
+            codebook_raw = request.query_params.get("codebook", "")
+            if codebook_raw and not codebook_raw.isdigit():
+                raise AgreementRequestError("codebook must be an id.")
+            codebook = services.default_codebook(self.get_study(), int(codebook_raw) if codebook_raw else None)
+            threshold_raw = request.query_params.get("threshold", "")
+            try:
+                low = float(threshold_raw) if threshold_raw else services.LOW_ALPHA
+            except ValueError:
+                raise AgreementRequestError("threshold must be a number.") from None
+            report = services.cached_study_report(self.get_study(), codebook, bootstrap=_int_param(request, "bootstrap", 1000, 0, 5000), low=low)
+        except AgreementRequestError as exc:
+            return self._bad(exc)
+        jh = report["judge_human"]
+        if jh and "overall" in jh:
+            jh = dict(jh, overall=jh["overall"].as_dict())
+        return Response({
+            "codebook": report["codebook"].pk if report["codebook"] else None,
+            "low_threshold": report["low_threshold"], "bootstrap": report["bootstrap"], "n_low": report["n_low"],
+            "dimensions": report["dimensions"], "codes": report["codes"], "coders": report["coders"],
+            "coder_matrix": report["coder_matrix"], "judge_human": jh,
+        })
+
+    @extend_schema(parameters=TABLE_PARAMS, responses={200: AgreementTableSerializer, 400: OpenApiTypes.OBJECT},
+                   description="All coefficients for one table and rater set.")
+    @action(detail=False, methods=["get"])
+    def table(self, request, study_pk=None):
+        try:
+            table, level = self._table(request)
+            bootstrap = _int_param(request, "bootstrap", 1000, 0, 5000)
+        except AgreementRequestError as exc:
+            return self._bad(exc)
+        result = services.table_result(table, level=level, bootstrap=bootstrap)
+        return Response({"target": table.target, "title": table.title,
+                         "raters": {k: table.label(k) for k in table.matrix.raters}, "result": result.as_dict()})
+
+    @extend_schema(parameters=TABLE_PARAMS + [OpenApiParameter("a", str, required=True), OpenApiParameter("b", str, required=True)],
+                   responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
+    @action(detail=False, methods=["get"])
+    def confusion(self, request, study_pk=None):
+        try:
+            table, _level = self._table(request)
+            a, b = request.query_params.get("a"), request.query_params.get("b")
+            if a not in table.matrix.raters or b not in table.matrix.raters or a == b:
+                raise AgreementRequestError("a and b must be two different raters of this table.")
+        except AgreementRequestError as exc:
+            return self._bad(exc)
+        return Response(ag.confusion(table.matrix, a, b))
+
+    @extend_schema(parameters=TABLE_PARAMS, responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
+                   description="Stories on which the raters differ, with each rater's value and the gold value.")
+    @action(detail=False, methods=["get"])
+    def disagreements(self, request, study_pk=None):
+        try:
+            table, _level = self._table(request)
+        except AgreementRequestError as exc:
+            return self._bad(exc)
+        rows, total = services.disagreement_rows(table)
+        return Response({"count": total, "results": rows})
+
+    @extend_schema(parameters=TABLE_PARAMS, responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
+                   description="Each rater against the majority of the other raters.")
+    @action(detail=False, methods=["get"], url_path="versus-majority")
+    def versus_majority(self, request, study_pk=None):
+        try:
+            table, level = self._table(request)
+        except AgreementRequestError as exc:
+            return self._bad(exc)
+        return Response(services.rater_comparisons(table, level=level))
+
+
+class GoldLabelSerializer(serializers.ModelSerializer):
+    output = serializers.IntegerField(source="output_id")
+    decided_by = serializers.CharField(source="decided_by.username", read_only=True, default=None)
+
+    class Meta:
+        model = GoldLabel
+        fields = ["id", "target", "output", "value", "note", "decided_by", "created_at", "updated_at"]
+        read_only_fields = ["created_at", "updated_at"]
+
+
+class GoldLabelViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
+                       viewsets.GenericViewSet):
+    """Adjudicated gold values. POST sets or replaces the value for (target, output)."""
+
+    serializer_class = GoldLabelSerializer
+    queryset = GoldLabel.objects.select_related("decided_by")
+    read_role = Role.RESEARCHER
+    write_role = Role.RESEARCHER
+
+    @extend_schema(request=inline_serializer("GoldLabelWriteSerializer", {
+        "target": serializers.CharField(), "output": serializers.IntegerField(), "value": serializers.IntegerField(),
+        "note": serializers.CharField(required=False)}), responses={201: GoldLabelSerializer, 400: OpenApiTypes.OBJECT})
+    def create(self, request, *args, **kwargs):
+        data = request.data
+        try:
+            gold = services.set_gold(self.get_study(), target=str(data.get("target", "")), output_id=str(data.get("output", "")),
+                                     value=data.get("value"), user=request.user, note=str(data.get("note", "") or ""))
+        except AgreementRequestError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(GoldLabelSerializer(gold).data, status=status.HTTP_201_CREATED)
+
+    def perform_destroy(self, instance):
+        services.clear_gold(self.get_study(), target=instance.target, output_id=instance.output_id, user=self.request.user)
+
+
+api_routes = [
+    ("agreement", AgreementViewSet, "api-agreement"),
+    ("gold-labels", GoldLabelViewSet, "api-gold-label"),
+]

@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class AgreementConfig(AppConfig):
+    """Inter-rater agreement among coders, judges, human checks and gold labels. Reads annotation and judging; its
+    pure statistics live in `stereoscope.agreement_stats` so judging can use them without importing this app."""
+
+    name = "agreement"
+    verbose_name = "Agreement"

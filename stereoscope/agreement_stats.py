@@ -1,0 +1,772 @@
+"""Inter-rater agreement from a long table of (unit, rater, value). No Django imports.
+
+Coefficients: Krippendorff's alpha (nominal, ordinal, interval, ratio; via the `krippendorff` package), percent
+agreement, Cohen's kappa per rater pair (unweighted and weighted) and their means, Fleiss' kappa, Gwet's AC1, and
+bootstrap 95% confidence intervals over units.
+
+Every coefficient is written as per-unit additive features plus a `finalize(totals)` step. The point estimate uses the
+column totals; a bootstrap replicate uses the same totals weighted by how often each unit was drawn, so 1,000
+resamples cost one sparse matrix product. A coefficient that is undefined returns None with a note, never NaN.
+"""
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass, field
+from itertools import combinations
+
+import krippendorff
+import numpy as np
+from scipy import sparse
+
+LEVELS = ("nominal", "ordinal", "interval", "ratio")
+COEFFICIENTS = ("krippendorff_alpha", "percent_agreement", "fleiss_kappa", "cohen_kappa_mean", "gwet_ac1")
+MISSING_STRINGS = {"", "na", "nan", "null", "none"}
+
+
+class AgreementInputError(ValueError):
+    """The ratings cannot be analysed as given (message says which row and why)."""
+
+
+# --------------------------------------------------------------------------------------------------- the data
+@dataclass
+class RatingMatrix:
+    """raters × units; `codes` holds category indices (-1 = missing) into `categories` (sorted values)."""
+
+    units: list
+    raters: list
+    codes: np.ndarray
+    categories: list
+    level: str = "nominal"
+
+    @property
+    def numeric(self) -> bool:
+        return all(isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, bool) for c in self.categories)
+
+    @property
+    def n_ratings(self) -> int:
+        return int((self.codes >= 0).sum())
+
+    def values(self) -> np.ndarray:
+        """raters × units float matrix with NaN for missing (numeric categories only)."""
+        cats = np.asarray(self.categories, dtype=float) if self.categories else np.zeros(0)
+        out = np.full(self.codes.shape, np.nan)
+        mask = self.codes >= 0
+        out[mask] = cats[self.codes[mask]]
+        return out
+
+    def value_counts(self) -> np.ndarray:
+        """units × categories: how many raters gave each category to each unit."""
+        n_units, n_cat = self.codes.shape[1], len(self.categories)
+        mask = self.codes >= 0
+        unit_idx = np.broadcast_to(np.arange(n_units), self.codes.shape)[mask]
+        flat = np.bincount(unit_idx * n_cat + self.codes[mask], minlength=n_units * n_cat)
+        return flat.reshape(n_units, n_cat).astype(np.int64)
+
+    def subset(self, rater_indices=None, unit_indices=None) -> "RatingMatrix":
+        codes = self.codes
+        raters, units = self.raters, self.units
+        if rater_indices is not None:
+            codes = codes[list(rater_indices)]
+            raters = [raters[i] for i in rater_indices]
+        if unit_indices is not None:
+            codes = codes[:, list(unit_indices)]
+            units = [units[i] for i in unit_indices]
+        return RatingMatrix(units=list(units), raters=list(raters), codes=codes, categories=self.categories, level=self.level)
+
+
+def _is_missing(value) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and value.strip().lower() in MISSING_STRINGS
+
+
+def _as_number(value):
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        return None
+    if not math.isfinite(number):
+        return None
+    return int(number) if number.is_integer() else number
+
+
+def from_long(rows, level="nominal", *, units=None, raters=None, first_row=1, row_label="Row") -> RatingMatrix:
+    """Build a RatingMatrix from (unit, rater, value) triples. Empty value = missing.
+
+    Values must be numbers except at the nominal level, where strings (code names) are allowed. A rater who rates
+    the same unit twice is an error. `units`/`raters` fix the order (and add units nobody rated).
+    """
+    if level not in LEVELS:
+        raise AgreementInputError(f"Unknown level {level!r}; choose one of {', '.join(LEVELS)}.")
+    unit_index = {u: i for i, u in enumerate(units)} if units is not None else {}
+    rater_index = {r: i for i, r in enumerate(raters)} if raters is not None else {}
+    unit_list = list(units) if units is not None else []
+    rater_list = list(raters) if raters is not None else []
+    cells: dict[tuple[int, int], object] = {}
+    raw_values = []
+    for line, row in enumerate(rows, start=first_row):
+        try:
+            unit, rater, value = row
+        except (TypeError, ValueError):
+            raise AgreementInputError(f"{row_label} {line}: expected (unit, rater, value), got {row!r}.") from None
+        if _is_missing(unit) or _is_missing(rater):
+            raise AgreementInputError(f"{row_label} {line}: unit and rater must not be empty.")
+        if unit not in unit_index:
+            if units is not None:
+                raise AgreementInputError(f"{row_label} {line}: unknown unit {unit!r}.")
+            unit_index[unit] = len(unit_list)
+            unit_list.append(unit)
+        if rater not in rater_index:
+            if raters is not None:
+                raise AgreementInputError(f"{row_label} {line}: unknown rater {rater!r}.")
+            rater_index[rater] = len(rater_list)
+            rater_list.append(rater)
+        key = (rater_index[rater], unit_index[unit])
+        if key in cells:
+            raise AgreementInputError(f"{row_label} {line}: rater {rater!r} rated unit {unit!r} more than once.")
+        if _is_missing(value):
+            cells[key] = None
+            continue
+        number = _as_number(value)
+        if number is None:
+            if level != "nominal":
+                raise AgreementInputError(
+                    f"{row_label} {line}: value {value!r} is not a number; the {level} level needs numbers "
+                    "(strings are allowed at the nominal level only)."
+                )
+            number = str(value).strip()
+        cells[key] = number
+        raw_values.append(number)
+    kinds = {isinstance(v, str) for v in raw_values}
+    if kinds == {True, False}:  # mixed numbers and names: treat all as names at the nominal level
+        cells = {k: (None if v is None else str(v)) for k, v in cells.items()}
+    categories = sorted({v for v in cells.values() if v is not None})
+    cat_index = {c: i for i, c in enumerate(categories)}
+    codes = np.full((len(rater_list), len(unit_list)), -1, dtype=np.int64)
+    for (r, u), v in cells.items():
+        if v is not None:
+            codes[r, u] = cat_index[v]
+    return RatingMatrix(units=unit_list, raters=rater_list, codes=codes, categories=categories, level=level)
+
+
+def read_long_csv(text: str, level="nominal") -> RatingMatrix:
+    """Parse CSV text with the columns unit,rater,value (any order, extra columns ignored)."""
+    import csv
+
+    text = text.lstrip("\ufeff")
+    reader = csv.DictReader(io.StringIO(text))
+    header = [h.strip().lower() for h in (reader.fieldnames or [])]
+    missing = [c for c in ("unit", "rater", "value") if c not in header]
+    if missing:
+        raise AgreementInputError(
+            f"The CSV needs the columns unit,rater,value; missing: {', '.join(missing)} (found: {', '.join(header) or 'no header'})."
+        )
+    fast = _read_plain_long_csv(text, header, level)
+    if fast is not None:
+        return fast
+    reader.fieldnames = header
+    rows = []
+    for line, record in enumerate(reader, start=2):
+        if None in record or any(record.get(c) is None for c in ("unit", "rater", "value")):
+            raise AgreementInputError(f"Line {line}: expected {len(header)} fields.")
+        rows.append((record["unit"].strip(), record["rater"].strip(), record["value"]))
+    return from_long(rows, level=level, first_row=2, row_label="Line")
+
+
+def _factorize_stripped(column):
+    """(index per row, distinct stripped values in order of first appearance); None if a value is missing."""
+    import pandas as pd
+
+    codes, raw = pd.factorize(column)
+    stripped = [value.strip() for value in raw]
+    if any(_is_missing(value) for value in stripped):
+        return None
+    remap, distinct = pd.factorize(np.asarray(stripped, dtype=object))
+    return remap[codes], list(distinct)
+
+
+def _read_plain_long_csv(text, header, level):
+    """The same RatingMatrix as `from_long` for a plain CSV (no quotes, one comma count on every non-empty line), read
+    with pandas' C parser and vectorised. None when the file is not plain or anything would be an error: the
+    row-by-row path then reports the offending line."""
+    if '"' in text or len(set(header)) != len(header):
+        return None
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+        if "\r" in text:
+            return None
+    raw = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    ends = np.flatnonzero(raw == 10)
+    if not len(ends) or ends[-1] != len(raw) - 1:
+        ends = np.append(ends, len(raw))
+    commas = np.searchsorted(np.flatnonzero(raw == 44), ends)  # commas before each line end
+    per_line = np.diff(np.concatenate([[0], commas]))
+    length = np.diff(np.concatenate([[-1], ends])) - 1
+    if len(per_line) < 2 or np.any((length[1:] > 0) & (per_line[1:] != len(header) - 1)):
+        return None
+    try:
+        import pandas as pd
+
+        wanted = [header.index(c) for c in ("unit", "rater", "value")]
+        frame = pd.read_csv(io.StringIO(text), header=0, usecols=wanted, dtype=str, na_filter=False, engine="c",
+                            index_col=False)
+    except (ImportError, ValueError):
+        return None
+    columns = [frame.iloc[:, sorted(wanted).index(i)].to_numpy(dtype=object) for i in wanted]
+    if not len(columns[0]):
+        return None
+    units, raters = _factorize_stripped(columns[0]), _factorize_stripped(columns[1])
+    if units is None or raters is None:
+        return None
+    (unit_idx, unit_list), (rater_idx, rater_list) = units, raters
+    key = rater_idx.astype(np.int64) * len(unit_list) + unit_idx
+    if np.bincount(key, minlength=len(unit_list) * len(rater_list)).max() > 1:
+        return None  # someone rated a unit twice
+    value_idx, distinct = pd.factorize(columns[2])
+    cells = []
+    for value in distinct:
+        if _is_missing(value):
+            cells.append(None)
+            continue
+        number = _as_number(value)
+        if number is None:
+            if level != "nominal":
+                return None
+            number = str(value).strip()
+        cells.append(number)
+    present = [v for v in cells if v is not None]
+    if {isinstance(v, str) for v in present} == {True, False}:  # mixed numbers and names: all names (nominal)
+        cells = [None if v is None else str(v) for v in cells]
+    categories = sorted({v for v in cells if v is not None})
+    cat_index = {c: i for i, c in enumerate(categories)}
+    value_code = np.array([-1 if v is None else cat_index[v] for v in cells], dtype=np.int64)
+    codes = np.full((len(rater_list), len(unit_list)), -1, dtype=np.int64)
+    codes[rater_idx, unit_idx] = value_code[value_idx]
+    return RatingMatrix(units=unit_list, raters=rater_list, codes=codes, categories=categories, level=level)
+
+
+def from_matrix(values, level="nominal", *, raters=None, units=None) -> RatingMatrix:
+    """raters × units array-like with NaN (or None) for missing; numeric values."""
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim != 2:
+        raise AgreementInputError("Expected a raters × units matrix.")
+    mask = ~np.isnan(arr)
+    categories, inverse = np.unique(arr[mask], return_inverse=True)
+    codes = np.full(arr.shape, -1, dtype=np.int64)
+    codes[mask] = inverse
+    cats = [int(c) if float(c).is_integer() else float(c) for c in categories]
+    return RatingMatrix(
+        units=list(units) if units is not None else list(range(arr.shape[1])),
+        raters=list(raters) if raters is not None else list(range(arr.shape[0])),
+        codes=codes, categories=cats, level=level,
+    )
+
+
+# ------------------------------------------------------------------------------------------ coefficient parts
+@dataclass
+class Outcome:
+    value: float | None
+    note: str = ""
+
+
+def _ok(value) -> Outcome:
+    value = float(value)
+    if not math.isfinite(value):
+        return Outcome(None, "the coefficient is not a finite number for these data")
+    return Outcome(value)
+
+
+def _distance_matrix(categories, level, n_v):
+    """Squared distances δ² between categories (Krippendorff 2011), given the pairable-value counts n_v."""
+    k = len(categories)
+    if level == "nominal":
+        return 1.0 - np.eye(k)
+    values = np.asarray(categories, dtype=float)
+    if level == "interval":
+        return (values[:, None] - values[None, :]) ** 2
+    if level == "ratio":
+        total = values[:, None] + values[None, :]
+        diff = values[:, None] - values[None, :]
+        return np.divide(diff, total, out=np.zeros((k, k)), where=total != 0) ** 2
+    cum = np.concatenate([[0.0], np.cumsum(n_v)])  # ordinal
+    i = np.arange(k)
+    lo, hi = np.minimum.outer(i, i), np.maximum.outer(i, i)
+    between = cum[hi + 1] - cum[lo]
+    return (between - (n_v[lo] + n_v[hi]) / 2.0) ** 2
+
+
+def _weight_matrix(categories, weights, k):
+    """Disagreement weights: None → nominal 0/1; "linear" |i-j| or "quadratic" (i-j)² on the values, scaled."""
+    if weights is None:
+        return 1.0 - np.eye(k)
+    values = np.asarray(categories if categories is not None else range(k), dtype=float)
+    span = values.max() - values.min() if k > 1 else 0.0
+    diff = np.abs(values[:, None] - values[None, :]) / (span if span else 1.0)
+    return diff if weights == "linear" else diff ** 2
+
+
+class _Vec:
+    """A coefficient over B rows of totals: values (NaN = undefined) and the reasons, first one wins."""
+
+    def __init__(self, values, reasons):
+        self.values = np.asarray(values, dtype=float).copy()
+        self.reasons = [(np.broadcast_to(np.asarray(mask, dtype=bool), self.values.shape), note) for mask, note in reasons]
+        for mask, _note in self.reasons:
+            self.values[mask] = np.nan
+        self.values[~np.isfinite(self.values)] = np.nan
+
+    def outcome(self, row=0) -> Outcome:
+        value = self.values[row]
+        if np.isfinite(value):
+            return Outcome(float(value))
+        for mask, note in self.reasons:
+            if mask[row]:
+                return Outcome(None, note)
+        return Outcome(None, "the coefficient is not a finite number for these data")
+
+
+def _unique_columns(codes, k):
+    """Distinct columns of a raters × units code matrix: (patterns × raters, unit → pattern, counts).
+
+    Columns are packed into one integer in base k+1 when that fits in 62 bits (a 1-D unique is far faster than
+    np.unique(axis=0)); otherwise the row-wise unique is used.
+    """
+    n_raters = codes.shape[0]
+    base = k + 1
+    if n_raters * math.log2(base) < 62:
+        weights = base ** np.arange(n_raters, dtype=np.int64)
+        keys = (codes + 1).T.astype(np.int64) @ weights
+        uniq, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
+        return codes[:, first].T, inverse.ravel(), counts
+    patterns, inverse, counts = np.unique(codes.T, axis=0, return_inverse=True, return_counts=True)
+    return patterns, inverse.ravel(), counts
+
+
+class _Features:
+    """Additive features of every coefficient, per distinct rating pattern (a column of the raters × units matrix).
+
+    Units with the same pattern contribute the same features, so totals are `pattern counts @ features`, and a
+    bootstrap replicate (units drawn with replacement) is a multinomial draw of pattern counts.
+    """
+
+    def __init__(self, rm: RatingMatrix, weights="linear"):
+        self.rm = rm
+        self.k = k = len(rm.categories)
+        self.weights = weights
+        n_raters, n_units = rm.codes.shape
+        if n_units:
+            patterns, self.inverse, self.freq = _unique_columns(rm.codes, k)
+        else:
+            patterns, self.freq = np.zeros((0, n_raters), dtype=np.int64), np.zeros(0, dtype=np.int64)
+            self.inverse = np.zeros(0, dtype=np.int64)
+        self.freq = self.freq.astype(float)
+        codes = patterns.T  # raters × patterns
+        n = codes.shape[1]
+        counts = np.zeros((n, k))
+        if k:
+            mask = codes >= 0
+            pat_idx = np.broadcast_to(np.arange(n), codes.shape)[mask]
+            counts = np.bincount(pat_idx * k + codes[mask], minlength=n * k).reshape(n, k).astype(float)
+        self.m = m = counts.sum(axis=1)
+        blocks, self.slices = [], {}
+        start = 0
+
+        def add(name, block):
+            nonlocal start
+            block = sparse.csr_matrix(block)
+            self.slices[name] = slice(start, start + block.shape[1])
+            start += block.shape[1]
+            blocks.append(block)
+
+        pairable = m >= 2
+        denom = np.where(pairable, m * (m - 1), 1.0)
+        same_pairs = (counts * (counts - 1)).sum(axis=1)
+        rated = m >= 1
+        add("pa", np.column_stack([np.where(pairable, same_pairs / denom, 0.0), pairable.astype(float)]))
+        add("pi", np.column_stack([counts / np.where(rated, m, 1.0)[:, None], rated.astype(float)]))
+        add("fleiss", np.column_stack([same_pairs, counts, m, rated.astype(float), m * m]))
+        self.has_coinc = 0 < k <= 60
+        if self.has_coinc:  # Krippendorff coincidences (n_uc n_uk - δ_ck n_uc) / (m_u - 1), block c = row c of o
+            scale = np.where(pairable, 1.0 / np.where(pairable, m - 1, 1.0), 0.0)
+            sp = sparse.csr_matrix(counts)
+            rows = []
+            for c in range(k):
+                col = counts[:, c] * scale
+                block = sparse.diags(col) @ sp - sparse.csr_matrix((col, (np.arange(n), np.full(n, c))), shape=(n, k))
+                rows.append(block.tocsr())
+            add("coinc", sparse.hstack(rows))
+        self.pairs = list(combinations(range(n_raters), 2))
+        for a, b in self.pairs:  # Cohen: one contingency table per rater pair
+            ca, cb = codes[a], codes[b]
+            both = np.nonzero((ca >= 0) & (cb >= 0))[0]
+            add(("pair", a, b), sparse.csr_matrix((np.ones(len(both)), (both, ca[both] * k + cb[both])), shape=(n, k * k)))
+        self.matrix = sparse.hstack(blocks).tocsr() if blocks else sparse.csr_matrix((n, 0))
+        self.w_unweighted = _weight_matrix(None, None, k)
+        self.w_weighted = _weight_matrix(rm.categories, weights, k) if (k and rm.numeric) else None
+
+    def totals(self) -> np.ndarray:
+        """1 × features: the point-estimate totals."""
+        return np.asarray(self.matrix.T @ self.freq).reshape(1, -1)
+
+    def resampled_totals(self, n_boot, rng) -> np.ndarray:
+        """n_boot × features: totals for units drawn with replacement (multinomial over patterns)."""
+        n = int(self.freq.sum())
+        p = self.freq / self.freq.sum()
+        out = np.empty((n_boot, self.matrix.shape[1]), order="F")  # the layout the coefficients were summed in
+        for start in range(0, n_boot, 100):  # consecutive draws from one generator: the same stream as one big call
+            draws = rng.multinomial(n, p, size=min(100, n_boot - start)).astype(float)
+            out[start:start + len(draws)] = (self.matrix.T @ draws.T).T
+        return out
+
+    # ----- coefficients over rows of totals
+    def percent_agreement(self, T) -> _Vec:
+        tot, units = T[:, self.slices["pa"]].T
+        with np.errstate(all="ignore"):
+            return _Vec(tot / units, [(units < 1, "no unit has ratings from two or more raters")])
+
+    def gwet_ac1(self, T) -> _Vec:
+        tot, units = T[:, self.slices["pa"]].T
+        pi_block = T[:, self.slices["pi"]]
+        with np.errstate(all="ignore"):
+            pa = tot / units
+            pi = pi_block[:, :-1] / pi_block[:, -1:]
+            pe = (pi * (1 - pi)).sum(axis=1) / (self.k - 1) if self.k >= 2 else np.ones(len(T))
+            values = (pa - pe) / (1 - pe)
+        return _Vec(values, [
+            (units < 1, "no unit has ratings from two or more raters"),
+            (units < 2, "only one unit has two or more ratings"),
+            (np.full(len(T), self.k < 2), "every rating has the same value, so chance agreement is undefined (q = 1)"),
+            (pe >= 1, "chance agreement is 1"),
+        ])
+
+    def fleiss_kappa(self, T) -> _Vec:
+        block = T[:, self.slices["fleiss"]]
+        k = self.k
+        same, counts, m_sum, units, m_sq = block[:, 0], block[:, 1:1 + k], block[:, 1 + k], block[:, 2 + k], block[:, 3 + k]
+        with np.errstate(all="ignore"):
+            m = m_sum / units
+            unequal = np.abs(m_sq / units - m * m) > 1e-9 * np.maximum(1.0, m * m)
+            p_bar = same / (units * m * (m - 1))
+            p = counts / (units * m)[:, None]
+            pe = (p * p).sum(axis=1)
+            values = (p_bar - pe) / (1 - pe)
+        return _Vec(values, [
+            (units < 2, "needs at least two rated units"),
+            (unequal, "does not apply: units have different numbers of ratings (use alpha or AC1)"),
+            (m < 2, "needs at least two ratings per unit"),
+            (pe >= 1 - 1e-12, "undefined: every rating has the same value"),
+        ])
+
+    def krippendorff_alpha(self, T, level) -> _Vec:
+        if not self.has_coinc:
+            return _Vec(np.full(len(T), np.nan), [(True, "not bootstrapped for more than 60 distinct values")])
+        k = self.k
+        o = T[:, self.slices["coinc"]].reshape(-1, k, k)
+        n_v = o.sum(axis=2)
+        n = n_v.sum(axis=1)
+        if level == "ordinal":
+            cum = np.concatenate([np.zeros((len(T), 1)), np.cumsum(n_v, axis=1)], axis=1)
+            i = np.arange(k)
+            lo, hi = np.minimum.outer(i, i), np.maximum.outer(i, i)
+            d = (cum[:, hi + 1] - cum[:, lo] - (n_v[:, lo] + n_v[:, hi]) / 2.0) ** 2
+        else:
+            d = _distance_matrix(self.rm.categories, level, None)[None, :, :]
+        eye = np.eye(k)[None, :, :]
+        with np.errstate(all="ignore"):
+            expected = (n_v[:, :, None] * n_v[:, None, :] - eye * n_v[:, :, None]) / (n - 1)[:, None, None]
+            de = (expected * d).sum(axis=(1, 2))
+            values = 1 - (o * d).sum(axis=(1, 2)) / de
+        return _Vec(values, [
+            (((n_v > 0).sum(axis=1) < 2) | (n < 2), "fewer than two distinct pairable values"),
+            (de <= 0, "no expected disagreement"),
+        ])
+
+    def pair_table(self, T, a, b):
+        return T[:, self.slices[("pair", a, b)]].reshape(-1, self.k, self.k)
+
+    def cohen(self, T, a, b, weighted=False) -> _Vec:
+        table = self.pair_table(T, a, b)
+        w = self.w_weighted if weighted else self.w_unweighted
+        if w is None:
+            return _Vec(np.full(len(T), np.nan), [(True, "weighted kappa needs numeric values")])
+        n = table.sum(axis=(1, 2))
+        with np.errstate(all="ignore"):
+            p = table / n[:, None, None]
+            expected = p.sum(axis=2)[:, :, None] * p.sum(axis=1)[:, None, :]
+            de = (w * expected).sum(axis=(1, 2))
+            values = 1 - (w * p).sum(axis=(1, 2)) / de
+        return _Vec(values, [
+            (n < 2, "fewer than two units rated by both"),
+            (de <= 1e-12, "chance agreement is 1 (both raters used a single, identical value)"),
+        ])
+
+    def cohen_mean(self, T, weighted=False) -> _Vec:
+        if not self.pairs:
+            return _Vec(np.full(len(T), np.nan), [(True, "needs two raters")])
+        stacked = np.vstack([self.cohen(T, a, b, weighted).values for a, b in self.pairs])
+        defined = np.isfinite(stacked).sum(axis=0)
+        with np.errstate(all="ignore"):
+            values = np.nansum(stacked, axis=0) / defined
+        return _Vec(values, [(defined == 0, "no rater pair has a defined kappa")])
+
+
+def cohen_kappa_table(table, categories=None, weights=None) -> Outcome:
+    """Cohen's kappa from a k × k contingency table (rows: rater A, columns: rater B).
+
+    weights None = unweighted; "linear" or "quadratic" use disagreement weights |i-j| or (i-j)² on the category
+    values (scaled to the range), as in Cicchetti & Allison / Fleiss & Cohen.
+    """
+    table = np.asarray(table, dtype=float)
+    n = table.sum()
+    if n < 2:
+        return Outcome(None, "Cohen: fewer than two units rated by both")
+    w = _weight_matrix(categories, weights, table.shape[0])
+    p = table / n
+    expected = np.outer(p.sum(axis=1), p.sum(axis=0))
+    de = float((w * expected).sum())
+    if de <= 1e-12:
+        return Outcome(None, "Cohen: chance agreement is 1 (both raters used a single, identical value)")
+    return _ok(1 - float((w * p).sum()) / de)
+
+
+# ----------------------------------------------------------------------------------------------- the report
+@dataclass
+class AgreementResult:
+    level: str
+    n_units: int
+    n_raters: int
+    n_ratings: int
+    krippendorff_alpha: float | None = None
+    percent_agreement: float | None = None
+    fleiss_kappa: float | None = None
+    cohen_kappa_mean: float | None = None
+    cohen_kappa_weighted_mean: float | None = None
+    gwet_ac1: float | None = None
+    ci95: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+    pairs: list = field(default_factory=list)
+
+    def summary(self) -> dict:
+        """The CLI / API object: exactly these keys."""
+        return {
+            "krippendorff_alpha": self.krippendorff_alpha,
+            "percent_agreement": self.percent_agreement,
+            "fleiss_kappa": self.fleiss_kappa,
+            "cohen_kappa_mean": self.cohen_kappa_mean,
+            "gwet_ac1": self.gwet_ac1,
+            "n_units": self.n_units,
+            "n_raters": self.n_raters,
+            "n_ratings": self.n_ratings,
+            "ci95": self.ci95,
+            "notes": self.notes,
+        }
+
+    def as_dict(self) -> dict:
+        out = self.summary()
+        out.update(level=self.level, cohen_kappa_weighted_mean=self.cohen_kappa_weighted_mean, pairs=self.pairs)
+        return out
+
+
+def krippendorff_alpha(rm: RatingMatrix, level=None) -> Outcome:
+    """Krippendorff's alpha through the `krippendorff` package; undefined cases → None + note."""
+    level = level or rm.level
+    if level != "nominal" and not rm.numeric:
+        return Outcome(None, f"alpha at the {level} level needs numeric values")
+    counts = rm.value_counts()
+    if counts.shape[1] < 2:
+        return Outcome(None, "alpha is undefined: every rating has the same value (no variation)")
+    pairable_units = int((counts.sum(axis=1) >= 2).sum())
+    if pairable_units == 0:
+        return Outcome(None, "alpha is undefined: no unit was rated by two or more raters")
+    if pairable_units < 2:
+        return Outcome(None, "alpha is undefined: only one unit was rated by two or more raters")
+    pairable_values = counts[counts.sum(axis=1) >= 2].sum(axis=0)
+    if (pairable_values > 0).sum() < 2:
+        return Outcome(None, "alpha is undefined: all pairable ratings have the same value (no variation)")
+    domain = np.asarray(rm.categories, dtype=float) if rm.numeric else np.arange(len(rm.categories))
+    with np.errstate(all="ignore"):
+        try:
+            value = krippendorff.alpha(value_counts=counts, value_domain=domain, level_of_measurement=level)
+        except (ValueError, ZeroDivisionError) as exc:
+            return Outcome(None, f"alpha is undefined: {exc}")
+    return _ok(value)
+
+
+def agreement(rm: RatingMatrix, *, level=None, bootstrap=1000, seed=0, weights="linear", include_pairs=True) -> AgreementResult:
+    """All coefficients, with bootstrap 95% percentile intervals over units (bootstrap=0 skips them)."""
+    level = level or rm.level
+    rm = RatingMatrix(rm.units, rm.raters, rm.codes, rm.categories, level)
+    result = AgreementResult(level=level, n_units=len(rm.units), n_raters=len(rm.raters), n_ratings=rm.n_ratings)
+    result.ci95 = {name: None for name in COEFFICIENTS}
+    notes = result.notes
+
+    def record(name, outcome):
+        setattr(result, name, outcome.value)
+        if outcome.value is None and outcome.note:
+            notes.append(f"{name}: {outcome.note}")
+
+    if len(rm.raters) < 2:
+        notes.append("only one rater: agreement needs at least two raters")
+        return result
+    if not rm.categories:
+        notes.append("no ratings: every value is missing")
+        return result
+
+    feats = _Features(rm, weights=weights)
+    T = feats.totals()
+    pairable_units = int(feats.freq[feats.m >= 2].sum())
+    one_unit = Outcome(None, "only one unit has two or more ratings")
+    record("krippendorff_alpha", krippendorff_alpha(rm, level))
+    record("percent_agreement", feats.percent_agreement(T).outcome())
+    if pairable_units == 1:
+        notes.append("only one unit has two or more ratings: chance-corrected coefficients are undefined")
+    record("fleiss_kappa", feats.fleiss_kappa(T).outcome() if pairable_units >= 2 else one_unit)
+    record("gwet_ac1", feats.gwet_ac1(T).outcome() if pairable_units >= 2 else one_unit)
+    record("cohen_kappa_mean", feats.cohen_mean(T).outcome() if pairable_units >= 2 else one_unit)
+    if rm.numeric:
+        record("cohen_kappa_weighted_mean", feats.cohen_mean(T, weighted=True).outcome() if pairable_units >= 2 else one_unit)
+    if include_pairs:
+        for a, b in feats.pairs:
+            table = feats.pair_table(T, a, b)[0]
+            n_both = int(table.sum())
+            u = feats.cohen(T, a, b).outcome()
+            w = feats.cohen(T, a, b, weighted=True).outcome() if rm.numeric else Outcome(None)
+            result.pairs.append({
+                "rater_a": rm.raters[a], "rater_b": rm.raters[b], "n_units": n_both,
+                "percent_agreement": (float(np.trace(table)) / n_both) if n_both else None,
+                "kappa": u.value, "weighted_kappa": w.value, "note": u.note,
+            })
+    if bootstrap and pairable_units >= 2:
+        result.ci95 = bootstrap_ci(feats, level, result, n_boot=bootstrap, seed=seed)
+    return result
+
+
+def bootstrap_ci(feats: _Features, level, point: AgreementResult, *, n_boot=1000, seed=0) -> dict:
+    """Percentile 95% intervals from resampling units with replacement (same seed → same interval).
+
+    Replicates in which a coefficient is undefined are dropped and counted in a note; with fewer than half left the
+    interval is null.
+    """
+    rng = np.random.default_rng(seed)
+    T = feats.resampled_totals(n_boot, rng)
+    vectors = {
+        "krippendorff_alpha": lambda: feats.krippendorff_alpha(T, level),
+        "percent_agreement": lambda: feats.percent_agreement(T),
+        "fleiss_kappa": lambda: feats.fleiss_kappa(T),
+        "cohen_kappa_mean": lambda: feats.cohen_mean(T),
+        "gwet_ac1": lambda: feats.gwet_ac1(T),
+    }
+    out, dropped = {}, []
+    for name in COEFFICIENTS:
+        if getattr(point, name) is None:
+            out[name] = None
+            continue
+        values = vectors[name]().values
+        ok = values[np.isfinite(values)]
+        if len(ok) < 0.5 * n_boot:
+            out[name] = None
+            point.notes.append(f"ci95 {name}: undefined in more than half of the {n_boot} resamples")
+            continue
+        if len(ok) < n_boot:
+            dropped.append(f"{name} {n_boot - len(ok)}")
+        low, high = np.percentile(ok, [2.5, 97.5])
+        out[name] = [float(low), float(high)]
+    if point.krippendorff_alpha is not None and not feats.has_coinc:
+        point.notes.append("ci95 krippendorff_alpha: not bootstrapped for more than 60 distinct values")
+    if dropped:
+        point.notes.append("bootstrap: resamples where a coefficient was undefined were dropped (" + ", ".join(dropped) + ")")
+    return out
+
+
+# ------------------------------------------------------------------------------------------- derived tables
+def confusion(rm: RatingMatrix, rater_a, rater_b) -> dict:
+    """Contingency table for two raters over the units both rated."""
+    a, b = rm.raters.index(rater_a), rm.raters.index(rater_b)
+    ca, cb = rm.codes[a], rm.codes[b]
+    both = (ca >= 0) & (cb >= 0)
+    k = len(rm.categories)
+    table = np.zeros((k, k), dtype=int)
+    np.add.at(table, (ca[both], cb[both]), 1)
+    return {"categories": list(rm.categories), "table": table.tolist(), "n_units": int(both.sum()),
+            "rater_a": rater_a, "rater_b": rater_b}
+
+
+def versus_majority(rm: RatingMatrix, rater, **kwargs) -> AgreementResult:
+    """One rater against the majority value of the other raters per unit (ties and no-majority units are missing)."""
+    r = rm.raters.index(rater)
+    others = [i for i in range(len(rm.raters)) if i != r]
+    k = len(rm.categories)
+    counts = np.zeros((len(rm.units), k), dtype=int)
+    for i in others:
+        mask = rm.codes[i] >= 0
+        np.add.at(counts, (np.nonzero(mask)[0], rm.codes[i][mask]), 1)
+    majority = np.full(len(rm.units), -1)
+    if k:
+        top = counts.max(axis=1)
+        winners = (counts == top[:, None]).sum(axis=1)
+        ok = (top > 0) & (winners == 1) & (top * 2 > counts.sum(axis=1))
+        majority[ok] = counts.argmax(axis=1)[ok]
+    codes = np.vstack([rm.codes[r], majority])
+    pair = RatingMatrix(rm.units, [rater, "majority of others"], codes, rm.categories, rm.level)
+    return agreement(pair, **kwargs)
+
+
+def disagreements(rm: RatingMatrix) -> list[int]:
+    """Indices of units whose ratings are not all identical (among raters who rated it)."""
+    counts = rm.value_counts()
+    distinct = (counts > 0).sum(axis=1)
+    return [int(i) for i in np.nonzero(distinct > 1)[0]]
+
+
+# ------------------------------------------------------------------------------------------ segment matching
+def span_overlap(a, b) -> float:
+    """Overlap share of two [start, end) spans: intersection / union (MAXQDA's 'overlap of segments')."""
+    inter = min(a[1], b[1]) - max(a[0], b[0])
+    if inter <= 0:
+        return 0.0
+    union = max(a[1], b[1]) - min(a[0], b[0])
+    return inter / union if union else 0.0
+
+
+def segment_agreement(spans_a, spans_b, min_overlap=0.9) -> dict:
+    """MAXQDA-style segment agreement of two raters for one code in one document set.
+
+    spans_x: list of (document, start, end). A segment of one rater counts as matched when the other rater has a
+    segment of the same code in the same document overlapping by at least `min_overlap` (intersection / union).
+    Returns the counts and the share of matched segments ((matched_a + matched_b) / (n_a + n_b)).
+    """
+    if not 0 < min_overlap <= 1:
+        raise AgreementInputError("The overlap share must be in (0, 1].")
+    n_a, n_b = len(spans_a), len(spans_b)
+    m_a = m_b = 0
+    if n_a and n_b:
+        a = np.asarray([(hash(d), s, e) for d, s, e in spans_a], dtype=np.int64).reshape(-1, 3)
+        b = np.asarray([(hash(d), s, e) for d, s, e in spans_b], dtype=np.int64).reshape(-1, 3)
+        order_b = np.argsort(b[:, 0], kind="stable")
+        b_sorted = b[order_b]
+        lo = np.searchsorted(b_sorted[:, 0], a[:, 0], side="left")
+        hi = np.searchsorted(b_sorted[:, 0], a[:, 0], side="right")
+        counts = hi - lo
+        ia = np.repeat(np.arange(n_a), counts)  # every (a, b) pair in the same document
+        ib = order_b[np.concatenate([np.arange(x, y) for x, y in zip(lo, hi)])] if counts.sum() else np.zeros(0, dtype=np.int64)
+        if len(ia):
+            sa, ea, sb, eb = a[ia, 1], a[ia, 2], b[ib, 1], b[ib, 2]
+            inter = np.minimum(ea, eb) - np.maximum(sa, sb)
+            union = np.maximum(ea, eb) - np.minimum(sa, sb)
+            with np.errstate(all="ignore"):
+                share = np.where((inter > 0) & (union > 0), inter / np.where(union > 0, union, 1), 0.0)
+            ok = share >= min_overlap - 1e-12
+            m_a = int(np.unique(ia[ok]).size)
+            m_b = int(np.unique(ib[ok]).size)
+    total = n_a + n_b
+    return {"n_a": n_a, "n_b": n_b, "matched_a": m_a, "matched_b": m_b,
+            "share_matched": (m_a + m_b) / total if total else None}

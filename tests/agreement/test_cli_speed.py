@@ -1,0 +1,82 @@
+"""What keeps `manage.py agreement` fast (benchmarks/agreement_speed.py times it) gives the same results as the
+straightforward code: the vectorised CSV reader, the chunked bootstrap, no system checks."""
+import csv
+import io
+
+import numpy as np
+import pytest
+
+from agreement.management.commands.agreement import Command
+from stereoscope import agreement_stats as ag
+
+
+def row_by_row(text, level):
+    """The reference reader: the csv module and from_long, one row at a time."""
+    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+    reader.fieldnames = [h.strip().lower() for h in reader.fieldnames]
+    rows = [(r["unit"].strip(), r["rater"].strip(), r["value"]) for r in reader]
+    return ag.from_long(rows, level=level)
+
+
+def random_long_csv(seed, n_units=300, n_raters=5, categories=4, value=str, newline="\n"):
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, categories, n_units)
+    data = np.where(rng.random((n_raters, n_units)) < 0.7, truth, rng.integers(0, categories, (n_raters, n_units)))
+    lines = ["Value, UNIT ,rater,note"]
+    for u in rng.permutation(n_units):
+        for r in rng.permutation(n_raters):
+            cell = value(int(data[r, u])) if rng.random() > 0.2 else rng.choice(["", " NA", "null", "  "])
+            lines.append(f"{cell},u{u} , rater{r},x")
+    return "\ufeff" + newline.join(lines) + newline
+
+
+CASES = [
+    ("integers", dict(), "ordinal"),
+    ("floats written as 2.0", dict(value=lambda v: f"{v}.0"), "interval"),
+    ("halves", dict(value=lambda v: f" {v / 2} "), "ratio"),
+    ("names", dict(value=lambda v: f"code{v}"), "nominal"),
+    ("numbers and names mixed", dict(value=lambda v: "hero" if v == 0 else str(v)), "nominal"),
+    ("windows line ends", dict(newline="\r\n"), "nominal"),
+]
+
+
+@pytest.mark.parametrize("name,options,level", CASES, ids=[c[0] for c in CASES])
+def test_plain_csv_reader_equals_the_row_by_row_reader(name, options, level):
+    text = random_long_csv(len(name), **options)
+    header = [h.strip().lower() for h in text.lstrip("\ufeff").splitlines()[0].split(",")]
+    fast = ag._read_plain_long_csv(text.lstrip("\ufeff"), header, level)
+    assert fast is not None, "a plain CSV takes the vectorised path"
+    reference = row_by_row(text, level)
+    for got in (fast, ag.read_long_csv(text, level)):
+        assert got.units == reference.units and got.raters == reference.raters
+        assert got.categories == reference.categories
+        assert [type(c) for c in got.categories] == [type(c) for c in reference.categories]
+        assert np.array_equal(got.codes, reference.codes)
+
+
+@pytest.mark.parametrize("text", [
+    'unit,rater,value\n"u,1",a,1\n"u,1",b,2\n',      # quoted: row by row
+    "unit,rater,value\nu1,a,1,9\n",                    # too many fields
+    "unit,rater,value\nu1,a\n",                        # too few
+    "unit,rater,value\nu1,a,1\n   \n",                 # a line of spaces is a row
+    "unit,rater,value\nu1,a,1\nu1,a,2\n",              # a rater twice on a unit
+    "unit,rater,value\nu1,,1\n",                       # no rater
+    "unit,rater,value\n",                              # header only
+])
+def test_anything_unusual_takes_the_row_by_row_path(text):
+    assert ag._read_plain_long_csv(text, ["unit", "rater", "value"], "interval") is None
+
+
+def test_chunked_bootstrap_totals_equal_one_draw_of_all_resamples():
+    rm = ag.from_matrix(np.where(np.random.default_rng(7).random((6, 2000)) < 0.1, np.nan,
+                                 np.random.default_rng(8).integers(0, 4, (6, 2000))))
+    feats = ag._Features(rm)
+    got = feats.resampled_totals(1000, np.random.default_rng(3))
+    draws = np.random.default_rng(3).multinomial(int(feats.freq.sum()), feats.freq / feats.freq.sum(), size=1000)
+    expected = (feats.matrix.T @ draws.astype(float).T).T
+    assert np.array_equal(got, expected)
+    assert got.flags.f_contiguous  # the same memory layout, so every coefficient sums in the same order
+
+
+def test_command_runs_without_system_checks():
+    assert Command.requires_system_checks == []
