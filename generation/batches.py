@@ -10,8 +10,9 @@ units by custom_id, every request is recorded as a ProviderCall (with batch id a
 to the job kind's usual sink. Errors and expired requests leave their units pending for the next batch or live.
 When a job has no open batch left, the engine's `finish` sets its status.
 
-A job kind supports batch mode with `batch_sink(job)`, `load_units(job, keys, include_held=True)` and units whose
-`payload` is their key.
+A job kind supports batch mode with `batch_sink(job)` and `load_units(job, keys, include_held=True)`; a unit's
+key is `kind.batch_key(unit)` when the kind has one, else its payload. When a job's last open batch ends, the
+kind's `next_pass` may make more units pending (e.g. re-ask missing verdicts): they go out in new batches.
 """
 import logging
 from datetime import timedelta
@@ -25,7 +26,7 @@ from stereoscope import jobs
 
 from . import batch_format
 from .limits import estimate_tokens
-from .models import OPEN_BATCH, BatchStatus, CallOutcome, ProviderBatch, ProviderCall
+from .models import BATCH_PROVIDERS, OPEN_BATCH, BatchStatus, CallOutcome, ExecutionMode, ProviderBatch, ProviderCall
 from .providers.base import ProviderError
 from .providers.batch_api import batch_api
 from .runner import output_id_from_ref, redact_key
@@ -34,6 +35,18 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_REQUESTS = {"openai": 50_000, "openai_compatible": 50_000, "anthropic": 100_000}
 DEFAULT_MAX_BYTES = {"openai": 200 * 1024 * 1024, "openai_compatible": 200 * 1024 * 1024,
                      "anthropic": 256 * 1024 * 1024}
+
+
+def check_mode(mode, endpoints):
+    """The execution mode (live or batch) if every endpoint allows it; ValueError with the reason otherwise."""
+    if mode not in ExecutionMode.values:
+        raise ValueError(f"Unknown execution mode {mode!r}: choose live or batch.")
+    if mode == ExecutionMode.BATCH:
+        refused = [e.name for e in endpoints if not (e.batch_enabled and e.provider in BATCH_PROVIDERS)]
+        if refused:
+            raise ValueError(f"Batch mode is not allowed on: {', '.join(refused)}. Allow it in the endpoint's "
+                             "settings (OpenAI, Anthropic or OpenAI-compatible servers with a batch API).")
+    return mode
 
 
 def limits(provider):
@@ -68,6 +81,12 @@ def held_keys(kind_name, job_id):
 
 def open_count(kind_name, job_id):
     return job_batches(kind_name, job_id).filter(status__in=OPEN_BATCH).count()
+
+
+def unit_key(kind, unit):
+    """The engine's key of a unit (what pending_keys lists)."""
+    key_of = getattr(kind, "batch_key", None)
+    return key_of(unit) if key_of else unit.payload
 
 
 def _estimate(unit):
@@ -106,7 +125,7 @@ def submit_units(kind, job, units, sink, on_submitted=None):
                     study_id=job.study_id, job_kind=kind.name, job_id=job.pk, endpoint=endpoint,
                     provider=endpoint.provider, number=number, request_count=len(part),
                     size_bytes=sum(sizes[start:stop]),
-                    units=[[line["custom_id"], u.payload] for line, u in zip(lines[start:stop], part)],
+                    units=[[line["custom_id"], unit_key(kind, u)] for line, u in zip(lines[start:stop], part)],
                     estimated_cost_usd=batch_cost_of(endpoint, sum(e[0] for e in estimate),
                                                      sum(e[1] for e in estimate)))
                 planned.append((row, api, lines[start:stop], part))
@@ -267,7 +286,7 @@ def collect(pk, state, results):
         endpoint = row.endpoint
         by_cid = {r.custom_id: r for r in results}
         keys = [key for _, key in row.units]
-        units = {u.payload: u for u in kind.load_units(job, keys, include_held=True)}
+        units = {unit_key(kind, u): u for u in kind.load_units(job, keys, include_held=True)}
         attempts = dict(ProviderCall.objects.filter(unit_ref__in=[u.unit_ref[:200] for u in units.values()])
                         .values_list("unit_ref").annotate(n=Count("id")))
         sink = kind.batch_sink(job)
@@ -317,12 +336,17 @@ def collect(pk, state, results):
 
 
 def _after_batch(kind_name, job_id):
-    """Once a job has no open batch left, let the engine set its status from its units."""
-    if open_count(kind_name, job_id):
-        return
+    """Once a job has no open batch left: start its next pass if the kind has one (in new batches), else let the
+    engine set its status from its units. The job row's lock makes one poller do it."""
     kind = jobs.get_kind(kind_name)
-    job = kind.get(job_id)
-    if job.status in jobs.ACTIVE and not jobs.is_live(job):
+    with transaction.atomic():
+        job = kind.model.objects.select_for_update().get(pk=job_id)
+        if open_count(kind_name, job_id) or job.status not in jobs.ACTIVE or jobs.is_live(job):
+            return
+        more = not job.cancel_requested and kind.next_pass(kind.get(job_id))
+    if more:
+        jobs.start(kind, kind.get(job_id), message="Next pass (in new batches).")
+    else:
         jobs.finish(kind, job_id)
 
 

@@ -103,14 +103,10 @@ def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=Non
 
 def check_mode(mode, endpoints):
     """The execution mode if every endpoint allows it; RunError otherwise."""
-    if mode not in ExecutionMode.values:
-        raise RunError(f"Unknown execution mode {mode!r}: choose live or batch.")
-    if mode == ExecutionMode.BATCH:
-        refused = [e.name for e in endpoints if not (e.batch_enabled and e.provider in BATCH_PROVIDERS)]
-        if refused:
-            raise RunError(f"Batch mode is not allowed on: {', '.join(refused)}. Allow it in the endpoint's settings "
-                           "(OpenAI, Anthropic or OpenAI-compatible servers with a batch API).")
-    return mode
+    try:
+        return batches.check_mode(mode, endpoints)
+    except ValueError as exc:
+        raise RunError(str(exc))
 
 
 def batch_allowed(run):

@@ -75,7 +75,7 @@ def round_new(request, study_id):
                                       forbid_same_family=d["forbid_same_family"], batch_size=d["batch_size"],
                                       temperature=d["temperature"], seed=d["seed"], reask_missing=d["reask_missing"],
                                       output_filter={k: d[k] for k in ("item_numbers", "models") if d[k]},
-                                      actor=request.user)
+                                      actor=request.user, execution_mode=d.get("execution_mode") or "live")
             messages.success(request, "Round created. Check the plan, then launch it.")
             return redirect("judging-round", study.pk, rnd.pk)
         except rounds.RoundError as exc:
