@@ -6,6 +6,7 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from generation import batches
 from generation.runs import toolkits_for
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
@@ -100,6 +101,7 @@ def round_detail(request, study_id, round_id):
     return render(request, "judging/round_detail.html", {
         "round": rnd, "plan": plan, "plan_error": plan_error, "counts": rounds.status_counts(rnd), "page": page,
         "status_filter": status_filter, "statuses": VerdictStatus.values, "judges": rnd.judges.order_by("name"),
+        "batch_info": batches.summary(rounds.ROUND_JOB.name, rnd.pk),
     })
 
 

@@ -86,7 +86,7 @@ def test_pages_show_batch_choice_dry_run_and_batches(roles, client_for, make_end
     batches.poll_open_batches()
     ProviderBatch.objects.filter(pk=row.pk).update(error="<script>alert(1)</script>")
     coder_page = client_for(roles["users"]["coder"]).get(url(study, f"runs/{run.pk}/")).content.decode()
-    assert 'id="run-batches"' in coder_page and row.provider_batch_id in coder_page and "In progress" in coder_page
+    assert 'id="job-batches"' in coder_page and row.provider_batch_id in coder_page and "In progress" in coder_page
     assert "processing 2" in coder_page and "<script>alert(1)</script>" not in coder_page
     assert "every 15s" in coder_page  # the page refreshes while batches are open
     assert client_for(roles["users"]["coder"]).post(url(study, f"runs/{run.pk}/cancel/")).status_code == 403

@@ -11,7 +11,7 @@ from tests.judging.helpers import build_study, script_round, seed_template, tag
 pytestmark = pytest.mark.django_db
 
 
-def test_seed_round_in_batch_mode_with_reask(study, make_endpoint, fake_provider):
+def test_seed_round_in_batch_mode_with_reask(study, make_endpoint, fake_provider, client_for, make_user):
     data = build_study(study, make_endpoint)
     for endpoint in data["endpoints"].values():
         endpoint.batch_enabled = True
@@ -36,6 +36,12 @@ def test_seed_round_in_batch_mode_with_reask(study, make_endpoint, fake_provider
                for b in bodies.values())
 
     batches.poll_open_batches()  # validating -> in progress
+    from stereoscope.models import Membership
+
+    researcher = make_user("judge-researcher")
+    Membership.objects.create(study=study, user=researcher, role="researcher")
+    page = client_for(researcher).get(f"/studies/{study.pk}/judging/rounds/{rnd.pk}/").content.decode()
+    assert 'id="job-batches"' in page and first[0].provider_batch_id in page and "In progress" in page
     batches.poll_open_batches()  # ended: 74 verdicts; the missing one is re-asked alone in a new batch
     rnd.refresh_from_db()
     assert ProviderBatch.objects.filter(job_id=rnd.pk).count() == 6
