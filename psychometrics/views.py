@@ -235,9 +235,10 @@ def run_detail(request, study_id, run_id):
     run = _run(request, run_id)
     plan = runs.plan(run) if run.status == RunStatus.DRAFT else None
     has_manual = run.endpoints.filter(provider="manual").exists()
+    batch_info = batches.summary(runs.QUESTIONNAIRE_JOB.name, run.pk)
     return render(request, "psychometrics/run.html", _ctx(request, run=run, counts=runs.counts(run), plan=plan, has_manual=has_manual,
                                                           runfile=json.dumps(runs.export_run_file(run), indent=1),
-                                                          batch_info=batches.summary(runs.QUESTIONNAIRE_JOB.name, run.pk)))
+                                                          batch_info=batch_info))
 
 
 @study_role_required(VIEWER)
