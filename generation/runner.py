@@ -164,7 +164,14 @@ class _Loop:
         self.changed = None
 
     def add_threadsafe(self, units):
-        self.loop.call_soon_threadsafe(self._add, units)
+        self.call_threadsafe(self._add, units)
+
+    def call_threadsafe(self, fn, *args):
+        """Schedule on the loop from the caller's thread; a loop that already ended (stopped) needs nothing."""
+        try:
+            self.loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:
+            pass
 
     def _add(self, units):
         self.asked = False
@@ -493,7 +500,7 @@ def _open_attempts(study, events, loop_runner):
     for (record, _), row in zip(opened, rows):
         record["row_id"] = row.pk
         if loop_runner is not None:
-            loop_runner.loop.call_soon_threadsafe(_resolve, record["written"])
+            loop_runner.call_threadsafe(_resolve, record["written"])
 
 
 def _write_batch(study, batch, sink, stats, finished, loop_runner=None, source=None):
