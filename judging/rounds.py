@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from generation.key_variables import key_variable_problem
 from generation.limits import estimate_tokens
-from generation import batches
+from generation import batches as batch_mode
 from generation.models import ExecutionMode, GenerationRun, ModelEndpoint, Output, OutputStatus, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params
 from generation.runner import CallUnit, RunStats, cost_of, execute_units
@@ -165,6 +165,7 @@ def compute_plan(rnd):
         row["input_tokens"] += estimate_tokens(render_batch(rnd, template, chunk))
         row["output_tokens"] += TOKENS_PER_VERDICT * len(chunk)
     total_cost, priced = Decimal("0"), True
+    batch_total, batch_priced = Decimal("0"), True
     judge_rows = []
     for judge in sorted(endpoints):
         endpoint = endpoints[judge]
@@ -174,6 +175,12 @@ def compute_plan(rnd):
             priced = False
         else:
             total_cost += cost
+        batch_cost = (batch_mode.batch_cost_of(endpoint, row["input_tokens"], row["output_tokens"])
+                      if endpoint.batch_enabled else None)
+        if batch_cost is None:
+            batch_priced = False
+        else:
+            batch_total += batch_cost
         try:
             validate_params(params_for(rnd, endpoint))
         except ProviderError as exc:
@@ -187,7 +194,8 @@ def compute_plan(rnd):
         served = sorted(e.name for e in judges if e.model_identity == judge)
         judge_rows.append(dict(row, judge=judge, endpoint=endpoint.name, endpoints=served,
                                family=(endpoint.model_family or planner.guess_family(judge)),
-                               cost_usd=str(cost) if cost is not None else None))
+                               cost_usd=str(cost) if cost is not None else None,
+                               batch_cost_usd=str(batch_cost) if batch_cost is not None else None))
     generators = Counter(o.model_identity for o in outputs)
     matrix = Counter()
     by_id = {o.pk: o for o in outputs}
@@ -198,6 +206,7 @@ def compute_plan(rnd):
         judges=judge_rows, batches=len(batches), verdicts=sum(len(c) for _, _, c in batches),
         matrix=[{"judge": j, "generator": g, "verdicts": n} for (j, g), n in sorted(matrix.items())],
         cost_usd=str(total_cost) if priced else None,
+        batch_cost_usd=str(batch_total) if batch_priced else None,
         input_tokens=sum(r["input_tokens"] for r in judge_rows), output_tokens=sum(r["output_tokens"] for r in judge_rows),
         sample_prompt=render_batch(rnd, template, batches[0][2]) if batches else "",
     )
@@ -280,7 +289,7 @@ def create_round(study, *, name, template, judges, source_run=None, policy="rota
     if policy == "k_of_n" and k is None:
         raise RoundError("k-of-n needs k, the number of judges per output.")
     try:
-        execution_mode = batches.check_mode(execution_mode or ExecutionMode.LIVE, judges)
+        execution_mode = batch_mode.check_mode(execution_mode or ExecutionMode.LIVE, judges)
     except ValueError as exc:
         raise RoundError(str(exc))
     batch_size = _int(batch_size, "Batch size", minimum=1, maximum=MAX_BATCH)
@@ -394,7 +403,7 @@ def reask(rnd, verdict_ids=None, actor=None):
 
 def cancel(rnd, actor=None):
     jobs.cancel(ROUND_JOB, rnd)
-    batches.cancel_open(ROUND_JOB.name, rnd.pk)
+    batch_mode.cancel_open(ROUND_JOB.name, rnd.pk)
     record_activity(rnd.study, actor, "cancelled judge round", rnd.name)
     return rnd
 
@@ -486,7 +495,7 @@ class JudgeRoundJob(jobs.JobKind):
         return JudgeRound.objects.select_related("study", "template").get(pk=job_id)
 
     def _held(self, rnd):
-        return batches.held_keys(self.name, rnd.pk) if rnd.execution_mode == ExecutionMode.BATCH else set()
+        return batch_mode.held_keys(self.name, rnd.pk) if rnd.execution_mode == ExecutionMode.BATCH else set()
 
     def pending_keys(self, rnd):
         held = self._held(rnd)
@@ -507,7 +516,7 @@ class JudgeRoundJob(jobs.JobKind):
 
     def run(self, rnd, source, cancel_check, progress):
         if rnd.execution_mode == ExecutionMode.BATCH:
-            return batches.run_in_batches(self, rnd, source, cancel_check, progress)
+            return batch_mode.run_in_batches(self, rnd, source, cancel_check, progress)
         return execute_units(rnd.study, source, VerdictSink(rnd), cancel_check=cancel_check, progress=progress)
 
     def next_pass(self, rnd):
@@ -526,7 +535,7 @@ class JudgeRoundJob(jobs.JobKind):
             message = ("Finished with " + ", ".join(notes) + "; retry or re-ask them.") if notes else ""
             return RunStatus.COMPLETED, message
         if rnd.execution_mode == ExecutionMode.BATCH:
-            waiting = batches.open_count(self.name, rnd.pk)
+            waiting = batch_mode.open_count(self.name, rnd.pk)
             if waiting:
                 return RunStatus.RUNNING, f"Waiting for {waiting} batches at the provider ({c['pending']} verdicts)."
             return rnd.status, (f"{c['pending']} verdicts came back from their batches without an answer (errors or "

@@ -1,5 +1,7 @@
 """A judge round in batch mode against the fake batch service: the same prompts as live, one batch per judge,
 answers parsed by the round's usual sink, the re-ask of a missing story as a second pass in a new batch."""
+from decimal import Decimal
+
 import pytest
 
 from generation import batches
@@ -16,12 +18,14 @@ def test_seed_round_in_batch_mode_with_reask(study, make_endpoint, fake_provider
     for endpoint in data["endpoints"].values():
         endpoint.batch_enabled = True
         endpoint.provider = "openai"
+        endpoint.input_price_per_mtok, endpoint.output_price_per_mtok = 2, 6
         endpoint.save()
     template = seed_template(study)
     missing_out = next(pk for pk in data["truth"] if tag("gpt-4o", 2, 3) in data["run"].outputs.get(pk=pk).text)
     rnd = rounds.create_round(study, name="batched", template=template, source_run=data["run"],
                               judges=list(data["endpoints"].values()), policy="rotation", batch_size=5, seed=11,
                               execution_mode="batch")
+    assert Decimal(rnd.plan["batch_cost_usd"]) * 2 == Decimal(rnd.plan["cost_usd"]) > 0  # the plan shows both
     rounds.materialize(rnd)
     script_round(fake_provider, rnd, data["truth"], "free_text", omit=(missing_out,))
     fake_provider.script([{"text": f"Story 1: {data['truth'][missing_out]} – now alone."}], match=tag("gpt-4o", 2, 3))
