@@ -29,7 +29,7 @@ from .limits import estimate_tokens
 from .models import BATCH_PROVIDERS, OPEN_BATCH, BatchStatus, CallOutcome, ExecutionMode, ProviderBatch, ProviderCall
 from .providers.base import ProviderError
 from .providers.batch_api import batch_api
-from .runner import output_id_from_ref, redact_key
+from .runner import RunStats, output_id_from_ref, redact_key
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_REQUESTS = {"openai": 50_000, "openai_compatible": 50_000, "anthropic": 100_000}
@@ -104,19 +104,27 @@ def submit_units(kind, job, units, sink, on_submitted=None):
     for unit in units:
         by_endpoint.setdefault(unit.endpoint.pk, []).append(unit)
     planned = []  # (row, api, lines, units)
+    refused = []
     with transaction.atomic():
         number = job_batches(kind.name, job.pk).count()
         for group in by_endpoint.values():
             endpoint = group[0].endpoint
             api = batch_api(endpoint)
-            lines = [api.line(batch_format.custom_id(u.unit_ref), u.messages, u.params) for u in group]
+            max_requests, max_bytes = limits(endpoint.provider)
+            lines, kept = [], []
+            for unit in group:
+                line = api.line(batch_format.custom_id(unit.unit_ref), unit.messages, unit.params)
+                size = batch_format.line_size(line)
+                if size > max_bytes:  # larger than a whole batch may be: it can only run live
+                    sink.on_failure(unit, f"The request is {size} bytes, more than a batch may hold ({max_bytes}); "
+                                          "run it in live mode.")
+                    refused.append(unit)
+                    continue
+                lines.append(line)
+                kept.append(unit)
+            group = kept
             sizes = [batch_format.line_size(line) for line in lines]
-            try:
-                parts = batch_format.split(sizes, *limits(endpoint.provider))
-            except ValueError as exc:
-                for unit in group:
-                    sink.on_failure(unit, str(exc))
-                continue
+            parts = batch_format.split(sizes, max_requests, max_bytes)
             for start, stop in parts:
                 number += 1
                 part = group[start:stop]
@@ -129,6 +137,8 @@ def submit_units(kind, job, units, sink, on_submitted=None):
                     estimated_cost_usd=batch_cost_of(endpoint, sum(e[0] for e in estimate),
                                                      sum(e[1] for e in estimate)))
                 planned.append((row, api, lines[start:stop], part))
+    if refused and on_submitted:
+        on_submitted(refused)
     submitted = []
     for row, api, lines, part in planned:
         endpoint = row.endpoint
@@ -174,8 +184,6 @@ def _sdk_error(exc):
 def run_in_batches(kind, job, source, cancel_check, progress):
     """A job kind's `run` in batch mode: take every chunk this worker can lease and submit its units as batches.
     Units count as finished for the engine once submitted; the job then waits for the poller."""
-    from .runner import RunStats
-
     stats = RunStats()
     sink = kind.batch_sink(job)
     units = []

@@ -222,6 +222,21 @@ def test_batch_mode_needs_endpoints_that_allow_it(study, make_endpoint, make_too
         runs.create_run(study, name="x", toolkit=toolkit, endpoints=[endpoint], execution_mode="turbo")
 
 
+def test_a_request_larger_than_a_batch_fails_with_the_reason(study, batch_endpoint, make_toolkit, fake_provider,
+                                                             settings):
+    settings.BATCH_MAX_BYTES = 300
+    toolkit = make_toolkit(study, 2, texts=["short", "long " * 100])
+    run = batch_run(study, toolkit, [batch_endpoint(study)])
+    runs.start(run)
+    long = Output.objects.get(run=run, prompt_text__startswith="long")
+    assert long.status == "failed" and "more than a batch may hold" in long.error and "live mode" in long.error
+    assert [len(items) for _, _, items in fake_provider.batches.created] == [1]  # the short one still goes
+    batches.poll_open_batches()
+    batches.poll_open_batches()
+    assert Output.objects.get(run=run, prompt_text="short").status == "done"
+    assert GenerationRun.objects.get(pk=run.pk).status == "completed"
+
+
 def test_split_at_request_count_and_size():
     assert batch_format.split([10] * 5, 2, 1000) == [(0, 2), (2, 4), (4, 5)]
     assert batch_format.split([400, 400, 400], 10, 800) == [(0, 2), (2, 3)]
