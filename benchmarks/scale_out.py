@@ -36,6 +36,7 @@ def setup_django(workdir, concurrency):
         os.environ["DATABASE_URL"] = f"sqlite:///{workdir / 'bench.sqlite3'}"
     os.environ.pop("CELERY_TASK_ALWAYS_EAGER", None)
     os.environ["BENCH_KEY"] = "bench-key"
+    os.environ["PROVIDER_KEY_VARIABLES"] = "BENCH_KEY"  # the operator's allow-list, inherited by the workers
     os.environ["JOB_WORKER_CONCURRENCY"] = str(concurrency)
     os.environ.setdefault("JOB_FANOUT", "8")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
