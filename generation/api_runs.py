@@ -212,6 +212,14 @@ class GenerationRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retri
     def retry_failed(self, request, study_pk=None, pk=None):
         return self._act(runs.retry_failed)
 
+    @extend_schema(request=inline_serializer("RunModeSwitch", {"execution_mode": serializers.CharField()}),
+                   responses={200: RunStatusSerializer})
+    @action(detail=True, methods=["post"])
+    def mode(self, request, study_pk=None, pk=None):
+        """Switch the run between live and batch mode (e.g. to call units back from an expired batch live)."""
+        mode = request.data.get("execution_mode") if hasattr(request.data, "get") else None
+        return self._act(lambda run, actor: runs.set_mode(run, mode, actor))
+
     @extend_schema(responses={(200, "text/csv"): OpenApiTypes.BINARY}, parameters=[
         OpenApiParameter("kind", str, enum=["csv", "xlsx"], description="Sheet format (default csv).")])
     @action(detail=True, methods=["get"])

@@ -97,3 +97,24 @@ def test_pages_show_batch_choice_dry_run_and_batches(roles, client_for, make_end
     assert "Cancelled" in page and "Switch to live mode" in page
     researcher.post(url(study, f"runs/{run.pk}/to-live/"))
     assert GenerationRun.objects.get(pk=run.pk).execution_mode == "live"
+
+
+def test_switch_mode_over_api(roles, api_for, make_endpoint, make_toolkit):
+    study = roles["a"]
+    toolkit = make_toolkit(study, 1)
+    allowed = make_endpoint(study, "openai", batch_enabled=True)
+    plain = make_endpoint(study, "openai")
+    c = api_for(roles["users"]["researcher"])
+    run_id = c.post(api(study, "runs/"), {"name": "m", "toolkit": toolkit.pk, "endpoints": [allowed.pk]},
+                    format="json").json()["id"]
+    assert api_for(roles["users"]["coder"]).post(api(study, f"runs/{run_id}/mode/"), {"execution_mode": "batch"},
+                                                 format="json").status_code == 403
+    response = c.post(api(study, f"runs/{run_id}/mode/"), {"execution_mode": "turbo"}, format="json")
+    assert response.status_code == 400 and "Unknown execution mode" in response.json()["detail"]
+    response = c.post(api(study, f"runs/{run_id}/mode/"), {"execution_mode": "batch"}, format="json")
+    assert response.status_code == 200 and response.json()["execution_mode"] == "batch"
+    other = c.post(api(study, "runs/"), {"name": "p", "toolkit": toolkit.pk, "endpoints": [plain.pk]},
+                   format="json").json()["id"]
+    response = c.post(api(study, f"runs/{other}/mode/"), {"execution_mode": "batch"}, format="json")
+    assert response.status_code == 400 and "not allowed on" in response.json()["detail"]
+    assert GenerationRun.objects.get(pk=other).execution_mode == "live"
