@@ -212,6 +212,10 @@ def check_ready(run):
             validate_params(merged_params(endpoint, run.param_overrides))
         except ProviderError as exc:
             problems.append(f"“{endpoint.name}”: {exc}")
+        if run.execution_mode == ExecutionMode.BATCH and not (endpoint.batch_enabled
+                                                              and endpoint.provider in BATCH_PROVIDERS):
+            problems.append(f"“{endpoint.name}” no longer allows batch mode (allow it again, or switch the run to "
+                            "live mode)")
     if problems:
         raise RunError("Cannot start: " + "; ".join(problems) + ".")
 

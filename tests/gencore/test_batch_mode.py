@@ -212,8 +212,16 @@ def test_every_row_is_written_before_the_first_upload_and_a_late_batch_is_withdr
         "submitted", "failed", "submitted"]
 
 
-def test_batch_mode_needs_endpoints_that_allow_it(study, make_endpoint, make_toolkit):
+def test_batch_mode_needs_endpoints_that_allow_it(study, make_endpoint, make_toolkit, batch_endpoint, fake_provider):
     toolkit = make_toolkit(study, 1)
+    allowed = batch_endpoint(study)
+    run = batch_run(study, toolkit, [allowed])
+    allowed.batch_enabled = False
+    allowed.save()
+    with pytest.raises(runs.RunError, match="no longer allows batch mode"):
+        runs.start(run)
+    assert not Output.objects.filter(run=run).exists() and not fake_provider.batches.created
+    GenerationRun.objects.all().delete()
     endpoint = make_endpoint(study, "openai")
     with pytest.raises(runs.RunError, match="Batch mode is not allowed on"):
         batch_run(study, toolkit, [endpoint])
