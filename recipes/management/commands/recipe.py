@@ -1,0 +1,93 @@
+"""manage.py recipe validate|plan|apply|export — a study as code (see README, "Reproduce a study")."""
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from recipes import services
+from recipes.loader import RecipeError, dump, parse_text
+from stereoscope.models import Study
+
+
+def _read(path):
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise CommandError(f"Cannot read {path}: {exc.strerror}.")
+
+
+def _study(study_id):
+    if study_id is None:
+        return None
+    study = Study.objects.filter(pk=study_id, is_library=False).first()
+    if study is None:
+        raise CommandError(f"No study with id {study_id}.")
+    return study
+
+
+def format_jobs(jobs):
+    lines = []
+    for job in jobs:
+        if job["kind"] == "human stage":
+            lines.append(f"  human stage     {job['name']}: waits for people after {job['after']}")
+            continue
+        tokens = ("tokens unknown until its source has run" if job.get("input_tokens") is None
+                  else f"~{job['input_tokens']:,} in / ~{job['output_tokens']:,} out tokens")
+        cost = f"${job['cost_usd']}" if job.get("cost_usd") is not None else "cost unknown (no prices)"
+        lines.append(f"  {job['kind']:15} {job['name']}: {job['calls']:,} calls, {tokens}, {cost}")
+        lines.extend(f"      problem: {p}" for p in job.get("problems") or [])
+    return lines
+
+
+class Command(BaseCommand):
+    help = "Validate, plan, apply or export a recipe: one YAML/JSON file that declares a whole study."
+    requires_system_checks = []
+
+    def add_arguments(self, parser):
+        sub = parser.add_subparsers(dest="action", required=True)
+        for name, text in (("validate", "check a recipe; writes nothing"),
+                           ("plan", "what apply would create or change, and each job's calls, tokens and cost"),
+                           ("apply", "create or update the study the recipe declares (idempotent)")):
+            p = sub.add_parser(name, help=text)
+            p.add_argument("file")
+            if name != "validate":
+                p.add_argument("--study", type=int, dest="study_id", help="Apply into this study (default: by name).")
+        p = sub.add_parser("export", help="write the recipe of a study")
+        p.add_argument("study_id", type=int)
+        p.add_argument("--out", help="Write to this file instead of standard output.")
+
+    def handle(self, *args, action, **options):
+        try:
+            getattr(self, f"do_{action}")(**options)
+        except RecipeError as exc:
+            raise CommandError(f"The recipe has {len(exc.problems)} problem(s):\n" +
+                               "\n".join(f"  {p}" for p in exc.problems))
+
+    def do_validate(self, file, **options):
+        services.validate(parse_text(_read(file)))
+        self.stdout.write(f"{file}: valid.")
+
+    def do_plan(self, file, study_id=None, **options):
+        outcome = services.plan(parse_text(_read(file)), study=_study(study_id))
+        self.stdout.write("Changes:")
+        for change in outcome.changes:
+            self.stdout.write(f"  {change}")
+        self.stdout.write("Jobs:")
+        for line in format_jobs(outcome.jobs):
+            self.stdout.write(line)
+        self.stdout.write(f"Known cost: ${services.total_cost(outcome.jobs)}")
+
+    def do_apply(self, file, study_id=None, **options):
+        outcome = services.apply(parse_text(_read(file)), study=_study(study_id))
+        for change in outcome.changes:
+            self.stdout.write(f"  {change}")
+        self.stdout.write(f"Study {outcome.study.pk} ({outcome.study.name}): {len(outcome.changed)} change(s).")
+
+    def do_export(self, study_id, out=None, **options):
+        from recipes.exporting import export_recipe
+
+        text = dump(export_recipe(_study(study_id)))
+        if out:
+            Path(out).write_text(text, encoding="utf-8")
+            self.stdout.write(f"Wrote {out}.")
+        else:
+            self.stdout.write(text, ending="")
