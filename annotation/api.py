@@ -164,7 +164,7 @@ class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
                                                        created_by=self.request.user)
 
     def perform_update(self, serializer):
-        services.ensure_editable(serializer.instance)
+        services.CODEBOOKS.ensure_editable(serializer.instance)
         serializer.save()
 
     @extend_schema(parameters=[OpenApiParameter("file_format", str, enum=["qdc", "csv", "json"])],
@@ -194,12 +194,12 @@ class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
     @extend_schema(request=None, responses={200: CodebookSerializer})
     @action(detail=True, methods=["post"])
     def lock(self, request, study_pk=None, pk=None):
-        return Response(CodebookSerializer(services.lock_codebook(self.get_object(), request.user)).data)
+        return Response(CodebookSerializer(services.CODEBOOKS.lock_by_hand(self.get_object(), actor=request.user)).data)
 
     @extend_schema(request=None, responses={201: CodebookSerializer})
     @action(detail=True, methods=["post"], url_path="new-version")
     def new_version(self, request, study_pk=None, pk=None):
-        copy = services.new_codebook_version(self.get_object(), created_by=request.user)
+        copy = services.CODEBOOKS.new_version(self.get_object(), actor=request.user)
         return Response(CodebookSerializer(copy).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=inline_serializer("CodebookCopyRequest", {"source": serializers.IntegerField(),
@@ -210,7 +210,8 @@ class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         source = Codebook.objects.filter(pk=request.data.get("source")).select_related("study").first()
         if source is None or not (source.study_id == self.get_study().pk or source.study.is_library):
             raise ValidationError({"detail": "No such codebook in this study or the built-in library."})
-        copy = services.copy_codebook(source, study=self.get_study(), created_by=request.user, name=request.data.get("name"))
+        name = services.clean_codebook_name(request.data["name"]) if request.data.get("name") else source.name
+        copy = services.CODEBOOKS.copy_into(source, study=self.get_study(), actor=request.user, name=name)
         return Response(CodebookSerializer(copy).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(parameters=[OpenApiParameter("level", str, enum=list(selectors.LEVELS)),
@@ -348,7 +349,7 @@ class AnnotationCodeViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         serializer.instance = services.update_code(serializer.instance, actor=self.request.user, **d)
 
     def perform_destroy(self, instance):
-        services.ensure_editable(instance.codebook)
+        services.CODEBOOKS.ensure_editable(instance.codebook)
         if instance.codings.exists() or instance.children.exists():
             raise ValidationError({"detail": f"“{instance.name}” has codings or child codes; merge it instead."})
         instance.delete()

@@ -86,7 +86,7 @@ def codebook_create(request, study_id):
             source = Codebook.objects.filter(pk=request.POST.get("source") or 0).select_related("study").first()
             if source is None or not (source.study_id == study.pk or source.study.is_library):
                 raise services.AnnotationError("Choose a codebook from this study or the built-in library.")
-            codebook = services.copy_codebook(source, study=study, created_by=request.user)
+            codebook = services.CODEBOOKS.copy_into(source, study=study, actor=request.user)
         elif action == "import":
             upload = request.FILES.get("file")
             if upload is None:
@@ -178,9 +178,9 @@ def codebook_edit(request, study_id, codebook_id):
             note = services.undo_operation(operation, actor=request.user)
             error = note
         elif op == "lock":
-            services.lock_codebook(codebook, request.user)
+            services.CODEBOOKS.lock_by_hand(codebook, actor=request.user)
         elif op == "new_version":
-            copy = services.new_codebook_version(codebook, created_by=request.user)
+            copy = services.CODEBOOKS.new_version(codebook, actor=request.user)
             response = HttpResponse(status=204)
             response["HX-Redirect"] = reverse("annotation-codebook", args=[request.study.pk, copy.pk])
             return response

@@ -19,7 +19,7 @@ from . import toolkit_format, toolkit_services as services
 from .counterfactual import parse_name_pairs
 from .models import Dimension, PromptItem, Toolkit
 from .slots import SlotError
-from .toolkits import ToolkitLocked, count_units, expand_units, is_locked, validate_toolkit
+from .toolkits import ToolkitLocked, count_units, expand_units, validate_toolkit
 
 
 @extend_schema_serializer(component_name="ToolkitDimension")  # "Dimension" alone would clash with codebook dimensions
@@ -63,7 +63,7 @@ class ToolkitSerializer(serializers.ModelSerializer):
         read_only_fields = ["version", "parent", "builtin_key", "created_at"]
 
     def get_locked(self, toolkit) -> bool:
-        return is_locked(toolkit)
+        return services.TOOLKITS.is_locked(toolkit)
 
     def get_item_count(self, toolkit) -> int:
         return getattr(toolkit, "n_items", None) if hasattr(toolkit, "n_items") else toolkit.items.count()
@@ -204,7 +204,7 @@ class ToolkitViewSet(ToolkitScopedMixin, viewsets.ModelViewSet):
     def new_version(self, request, *args, **kwargs):
         """A new editable version (same name, next version number, parent = this one)."""
         try:
-            copy = services.make_new_version(self.get_object(), actor=request.user)
+            copy = services.TOOLKITS.new_version(self.get_object(), actor=request.user)
         except SERVICE_ERRORS as exc:
             return _error(exc)
         return Response(ToolkitDetailSerializer(copy, context=self.get_serializer_context()).data, status=201)
@@ -258,7 +258,7 @@ class ToolkitViewSet(ToolkitScopedMixin, viewsets.ModelViewSet):
             if str(request.data.get("toolkit", "")).isdigit() else None
         if source is None:
             return Response({"detail": "toolkit must be the id of a built-in library toolkit."}, status=400)
-        copy = services.copy_toolkit(source, study=study, actor=request.user)
+        copy = services.TOOLKITS.copy_into(source, study=study, actor=request.user)
         return Response(ToolkitDetailSerializer(copy, context=self.get_serializer_context()).data, status=201)
 
 

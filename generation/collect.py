@@ -19,7 +19,8 @@ from stereoscope.services import record_activity
 
 from .models import GenerationRun, Output, OutputStatus, Provider, ProviderCall, RunStatus
 from .runs import finish, messages_for, normalize_text
-from .toolkits import SlotError, expand_units, lock_toolkit, variant_key
+from .toolkit_services import TOOLKITS
+from .toolkits import SlotError, expand_units, variant_key
 
 SHEET_COLUMNS = ["unit", "endpoint", "model", "item", "dimension", "trial", "slot_values", "prompt", "answer"]
 MAX_ROWS = 200_000
@@ -541,7 +542,7 @@ def save_import(study, rows, *, run_name, toolkit=None, actor=None, source=""):
                                        status=RunStatus.COMPLETED, created_by=actor if who else None, started_at=now,
                                        finished_at=now, message=f"Imported {len(rows)} outputs from {source or 'a file'}.")
     if toolkit is not None:
-        lock_toolkit(toolkit)
+        TOOLKITS.lock(toolkit)
     bulk_insert(Output, (  # one prepared INSERT: 100,000 outputs in seconds (benchmarks/import_outputs.py)
         {"study_id": study.pk, "run_id": run.pk, "item_id": r.item.pk if r.item else None, "model_name": r.model,
          "trial": r.trial, "variant_key": r.variant_key, "slot_values": r.slot_values, "prompt_text": r.prompt,

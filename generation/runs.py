@@ -19,7 +19,8 @@ from .limits import estimate_tokens
 from .models import GenerationRun, ModelEndpoint, Output, OutputStatus, Provider, RunStatus, Toolkit
 from .providers.base import ProviderError, merged_params, validate_params
 from .runner import CallUnit, cost_of, execute_units
-from .toolkits import SlotError, count_units, expand_units, lock_toolkit
+from .toolkit_services import TOOLKITS
+from .toolkits import SlotError, count_units, expand_units
 
 log = logging.getLogger(__name__)
 LEASE_SECONDS = 60
@@ -92,7 +93,7 @@ def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=Non
     run = GenerationRun.objects.create(study=study, name=name, toolkit=toolkit, trials=trials, param_overrides=overrides,
                                        system_prompt=system_prompt or "", created_by=actor)
     run.endpoints.set(endpoints)
-    lock_toolkit(toolkit)
+    TOOLKITS.lock(toolkit)
     record_activity(study, actor, "created generation run", run.name)
     return run
 

@@ -16,7 +16,7 @@ import json
 from django.db import transaction
 
 from .slots import SlotError, normalize_combinations, normalize_slot_values
-from .toolkits import count_text, next_version
+from .toolkits import count_text
 
 FORMAT = "stereoscope-toolkit"
 FORMAT_VERSION = 1
@@ -325,8 +325,10 @@ def validate_data(data, name=None):
 def create_toolkit(study, clean, *, created_by=None, builtin_key="", locked=False):
     """Save validated data as a new toolkit (next version when the name exists in the study)."""
     from .models import Toolkit
+    from .toolkit_services import TOOLKITS
 
-    version = next_version(study, clean["name"])
+    TOOLKITS.refuse_library(study, builtin=bool(builtin_key))
+    version = TOOLKITS.next_version(study, clean["name"])
     parent = Toolkit.objects.filter(study=study, name=clean["name"], version=version - 1).first()
     toolkit = Toolkit.objects.create(
         study=study, name=clean["name"], version=version, parent=parent, description=clean["description"],

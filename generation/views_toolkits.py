@@ -16,7 +16,7 @@ from .counterfactual import parse_name_pairs
 from .forms_toolkits import DimensionForm, ImportForm, ItemForm, SlotForm, SlotsJsonForm, ToolkitForm, TwinForm, json_text
 from .models import Toolkit
 from .slots import SlotError
-from .toolkits import count_units, is_locked
+from .toolkits import count_units
 
 PREVIEW_LIMITS = (10, 20, 50, 100)
 
@@ -108,7 +108,7 @@ def toolkit_copy(request, study_id, toolkit_id):
     source = get_object_or_404(Toolkit, pk=toolkit_id, study__is_library=True)
     if request.study.is_library:
         raise Http404("The library cannot copy into itself.")
-    copy = services.copy_toolkit(source, study=request.study, actor=request.user)
+    copy = services.TOOLKITS.copy_into(source, study=request.study, actor=request.user)
     messages.success(request, f"Copied {source.name} into this study as {copy}. It is editable.")
     return redirect("toolkit-detail", request.study.pk, copy.pk)
 
@@ -117,7 +117,7 @@ def toolkit_copy(request, study_id, toolkit_id):
 def toolkit_detail(request, study_id, toolkit_id):
     toolkit = _toolkit(request, toolkit_id, library_ok=True)
     in_library = toolkit.study_id != request.study.pk
-    locked = is_locked(toolkit)
+    locked = services.TOOLKITS.is_locked(toolkit)
     researcher = has_role(request.user, request.study, Role.RESEARCHER)
     editable = researcher and not locked and not in_library and not toolkit.study.is_library
     items = toolkit.items.select_related("dimension", "counterfactual_of").prefetch_related("counterfactuals").order_by("number")
@@ -175,7 +175,7 @@ def _edit(view):
     def wrapper(request, study_id, toolkit_id, *args, **kwargs):
         toolkit = _toolkit(request, toolkit_id)
         try:
-            services.ensure_editable(toolkit)
+            services.TOOLKITS.ensure_editable(toolkit)
         except services.ToolkitLocked as exc:
             messages.error(request, str(exc))
             return redirect("toolkit-detail", request.study.pk, toolkit.pk)
@@ -218,7 +218,7 @@ def toolkit_delete(request, study_id, toolkit_id):
 def toolkit_new_version(request, study_id, toolkit_id):
     toolkit = _toolkit(request, toolkit_id)
     try:
-        copy = services.make_new_version(toolkit, actor=request.user)
+        copy = services.TOOLKITS.new_version(toolkit, actor=request.user)
     except ValueError as exc:
         messages.error(request, str(exc))
         return redirect("toolkit-detail", request.study.pk, toolkit.pk)

@@ -132,7 +132,7 @@ class JudgeTemplateViewSet(StudyScopedMixin, viewsets.ModelViewSet):
 
     def destroy(self, request, *args, **kwargs):
         template = self.get_object()
-        if template.study_id != self.get_study().pk or template.locked or template.rounds.exists():
+        if template.study_id != self.get_study().pk or services.JUDGE_TEMPLATES.is_locked(template):
             return _bad("Only unused templates of this study can be deleted.")
         template.delete()
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -23,6 +23,7 @@ from stereoscope.services import record_activity
 
 from . import parsing, planner, prompts
 from .models import JudgeRound, JudgeTemplate, Verdict, VerdictStatus
+from .services import JUDGE_TEMPLATES
 
 log = logging.getLogger(__name__)
 LEASE_SECONDS = 60
@@ -319,12 +320,6 @@ def _enqueue(rnd):
     execute_round.delay(rnd.pk)
 
 
-def lock_template(template):
-    if not template.locked:
-        JudgeTemplate.objects.filter(pk=template.pk).update(locked=True)
-        template.locked = True
-
-
 def is_live(rnd):
     """A worker holds the round right now (its lease has not expired)."""
     return bool(rnd.lease_token) and rnd.lease_expires_at is not None and rnd.lease_expires_at > timezone.now()
@@ -340,7 +335,7 @@ def start(rnd, actor=None):
         raise RoundError("Fix these first: " + " ".join(plan["problems"]))
     with transaction.atomic():
         materialize(rnd)
-        lock_template(rnd.template)
+        JUDGE_TEMPLATES.lock(rnd.template)
         JudgeRound.objects.filter(pk=rnd.pk).update(status=RunStatus.QUEUED, cancel_requested=False, message="",
                                                     lease_token="", lease_expires_at=None, plan=plan, finished_at=None)
         record_activity(rnd.study, actor, "launched judge round", rnd.name)

@@ -8,12 +8,12 @@ import random
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from stereoscope import agreement_stats as A
 from stereoscope.models import Membership, Role
 from stereoscope.services import record_activity
+from stereoscope.versioning import Versioning
 
 from . import prompts, reports
 from .models import HumanCheck, ItemWeight, JudgeTemplate, TemplateKind, VerdictStatus, VerificationRequest
@@ -48,20 +48,28 @@ def _clean_template(kind, text, scale_min, scale_max, detect_threshold):
     return scale_min, scale_max, detect_threshold
 
 
-def create_template(study, *, name, kind, text, scale_min=0, scale_max=1, detect_threshold=1, description="",
-                    builtin_key="", locked=False, actor=None, parent=None):
+# Locked once a round uses it; judge templates have no children.
+JUDGE_TEMPLATES = Versioning(JudgeTemplate, noun="judge template", error=JudgingError,
+                             in_use=lambda template: template.rounds.exists(), used_by="a round")
+
+
+def _clean_template_fields(name, kind, text, scale_min, scale_max, detect_threshold, description):
     name = (name or "").strip()
     if not name:
         raise JudgingError("Give the template a name.")
-    if study.is_library and not builtin_key:
-        raise JudgingError("The built-in library is read-only.")
     scale_min, scale_max, detect_threshold = _clean_template(kind, text, scale_min, scale_max, detect_threshold)
+    return {"name": name, "kind": kind, "text": text, "scale_min": scale_min, "scale_max": scale_max,
+            "detect_threshold": detect_threshold, "description": description or ""}
+
+
+def create_template(study, *, name, kind, text, scale_min=0, scale_max=1, detect_threshold=1, description="",
+                    builtin_key="", locked=False, actor=None):
+    JUDGE_TEMPLATES.refuse_library(study, builtin=bool(builtin_key))
+    values = _clean_template_fields(name, kind, text, scale_min, scale_max, detect_threshold, description)
     with transaction.atomic():
-        version = (JudgeTemplate.objects.filter(study=study, name=name).aggregate(v=Max("version"))["v"] or 0) + 1
         template = JudgeTemplate.objects.create(
-            study=study, name=name, version=version, kind=kind, text=text, scale_min=scale_min, scale_max=scale_max,
-            detect_threshold=detect_threshold, description=description or "", builtin_key=builtin_key, locked=locked,
-            parent=parent, created_by=actor if getattr(actor, "is_authenticated", False) else None)
+            study=study, version=JUDGE_TEMPLATES.next_version(study, values["name"]), builtin_key=builtin_key,
+            locked=locked, created_by=actor if getattr(actor, "is_authenticated", False) else None, **values)
         if not study.is_library:
             record_activity(study, actor, "created judge template", f"{template}")
     return template
@@ -69,21 +77,15 @@ def create_template(study, *, name, kind, text, scale_min=0, scale_max=1, detect
 
 def update_template(template, *, study, actor=None, **fields):
     """Edit a template; a locked one (used by a round, or built-in) gets a new version in `study` instead."""
-    values = {k: fields.get(k, getattr(template, k)) for k in ("name", "kind", "text", "scale_min", "scale_max",
-                                                               "detect_threshold", "description")}
-    if template.locked or template.rounds.exists() or template.study_id != study.pk:
-        parent = template if template.study_id == study.pk else None
-        return create_template(study, actor=actor, parent=parent, **values), True
-    if values["name"] != template.name and JudgeTemplate.objects.filter(study=study, name=values["name"].strip(),
+    values = _clean_template_fields(*(fields.get(k, getattr(template, k)) for k in (
+        "name", "kind", "text", "scale_min", "scale_max", "detect_threshold", "description")))
+    if JUDGE_TEMPLATES.is_locked(template) or template.study_id != study.pk:
+        return JUDGE_TEMPLATES.copy_into(template, study=study, actor=actor, **values), True
+    if values["name"] != template.name and JudgeTemplate.objects.filter(study=study, name=values["name"],
                                                                           version=template.version).exists():
         raise JudgingError("Another template has this name and version.")
-    scale_min, scale_max, threshold = _clean_template(values["kind"], values["text"], values["scale_min"],
-                                                      values["scale_max"], values["detect_threshold"])
-    if not (values["name"] or "").strip():
-        raise JudgingError("Give the template a name.")
-    template.name, template.kind, template.text = values["name"].strip(), values["kind"], values["text"]
-    template.scale_min, template.scale_max, template.detect_threshold = scale_min, scale_max, threshold
-    template.description = values["description"] or ""
+    for field, value in values.items():
+        setattr(template, field, value)
     template.save()
     record_activity(study, actor, "edited judge template", f"{template}")
     return template, False
@@ -216,8 +218,7 @@ def parse_weights(content, filename=""):
 def import_weights(study, toolkit, content, *, filename="", new_version=True, drop_flagged=False, actor=None):
     """Attach imported weights to `toolkit` — by default to a new version of it (a copy for library toolkits),
     optionally without the prompts the file flags. All or nothing. Returns (toolkit version, ItemWeight count)."""
-    from generation.toolkit_services import copy_toolkit
-    from generation.toolkits import new_version as make_version
+    from generation.toolkit_services import TOOLKITS
 
     if toolkit.study_id != study.pk and not toolkit.study.is_library:
         raise JudgingError("Choose a toolkit of this study or of the built-in library.")
@@ -229,9 +230,9 @@ def import_weights(study, toolkit, content, *, filename="", new_version=True, dr
                            "weights belong to a version with the same item numbers.")
     with transaction.atomic():
         if toolkit.study.is_library:
-            target = copy_toolkit(toolkit, study=study, actor=actor)
+            target = TOOLKITS.copy_into(toolkit, study=study, actor=actor)
         elif new_version:
-            target = make_version(toolkit, created_by=actor)
+            target = TOOLKITS.new_version(toolkit, actor=actor)
         else:
             target = toolkit
         dropped = []

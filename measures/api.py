@@ -91,7 +91,7 @@ class LexiconViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
     @extend_schema(request=None, responses={201: LexiconSerializer})
     @action(detail=True, methods=["post"])
     def copy(self, request, *args, **kwargs):
-        lexicon = services.copy_lexicon(self.get_object(), study=self.get_study(), actor=request.user)
+        lexicon = services.LEXICONS.copy_into(self.get_object(), study=self.get_study(), actor=request.user)
         return Response(LexiconSerializer(lexicon).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=HighlightRequestSerializer, responses={200: HighlightMatchSerializer(many=True)})

@@ -100,7 +100,11 @@ def lexicon_export(request, study_id, lexicon_id):
 @require_POST
 def lexicon_copy(request, study_id, lexicon_id):
     lexicon = _lexicon(request, lexicon_id)
-    copy = services.copy_lexicon(lexicon, study=request.study, actor=request.user)
+    try:
+        copy = services.LEXICONS.copy_into(lexicon, study=request.study, actor=request.user)
+    except services.LexiconDataError as exc:
+        messages.error(request, str(exc))
+        return redirect("measures-lexicon", study_id, lexicon.pk)
     messages.success(request, f"Copied into this study as “{copy}”.")
     return redirect("measures-lexicon", study_id, copy.pk)
 

@@ -162,10 +162,10 @@ def test_rename_and_create_undo(setup):
 
 
 def test_locked_codebook_refuses_edits(setup):
-    services.lock_codebook(setup["cb"])
+    services.CODEBOOKS.lock_by_hand(setup["cb"])
     with pytest.raises(AnnotationError, match="locked"):
         services.create_code(setup["cb"], name="new")
-    v2 = services.new_codebook_version(setup["cb"])
+    v2 = services.CODEBOOKS.new_version(setup["cb"])
     assert v2.version == 2 and v2.parent == setup["cb"] and v2.codes.count() == 6 and not v2.locked
 
 
