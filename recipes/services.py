@@ -14,8 +14,7 @@ from generation import runs as generation_runs
 from generation.endpoint_services import endpoint_problems, save_endpoint
 from generation.models import GenerationRun, ModelEndpoint, Provider, Toolkit
 from generation.toolkit_format import ToolkitFormatError, create_toolkit, toolkit_to_dict, validate_data
-from generation.toolkit_services import delete_toolkit
-from generation.toolkits import is_locked
+from generation.toolkit_services import TOOLKITS, delete_toolkit
 from judging import rounds as judge_rounds
 from judging.models import JudgeRound, JudgeTemplate
 from judging.services import JudgingError, _clean_template, create_template, update_template
@@ -201,7 +200,7 @@ def _apply_toolkit(study, entry, actor, outcome):
     if latest is not None and _comparable_toolkit(latest) == clean:
         outcome.changes.append(Change("unchanged", "toolkit", str(latest)))
         return latest
-    if latest is not None and not is_locked(latest):
+    if latest is not None and not TOOLKITS.is_locked(latest):
         delete_toolkit(latest, actor=actor)  # never used by a run: replaced in place, same version number
         action = "update"
     else:
