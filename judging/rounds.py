@@ -95,17 +95,37 @@ def families_of(outputs):
     return fams
 
 
+def output_key(out):
+    """Names an output the same way in every installation (never by a database id): endpoint, item, slots, trial."""
+    who = out.endpoint.name if out.endpoint_id else out.model_name
+    return f"{who}|{out.item.number if out.item_id else ''}|{out.variant_key}|{out.trial}"
+
+
+def stable_keys(outputs):
+    """{output id: stable key}; outputs of several runs that share a key are told apart by their id."""
+    keys, seen = {}, set()
+    for out in sorted(outputs, key=lambda o: o.pk):
+        key = output_key(out)
+        keys[out.pk] = key if key not in seen else f"{key}#{out.pk}"
+        seen.add(key)
+    return keys
+
+
 def assignment(rnd, outputs=None, judges=None):
     """The Plan for a round (raises RoundError with the planner's message when impossible)."""
     if outputs is None:
         outputs, _ = eligible_outputs(rnd)
     judges = list(rnd.judges.order_by("pk")) if judges is None else judges
+    keys = stable_keys(outputs)
+    by_key = {key: pk for pk, key in keys.items()}
     try:
-        return planner.build_plan({o.pk: o.model_identity for o in outputs}, judge_list(judges), policy=rnd.policy,
-                                  seed=rnd.seed, k=rnd.k, forbid_same_family=rnd.forbid_same_family,
+        plan = planner.build_plan({keys[o.pk]: o.model_identity for o in outputs}, judge_list(judges),
+                                  policy=rnd.policy, seed=rnd.seed, k=rnd.k, forbid_same_family=rnd.forbid_same_family,
                                   families=families_of(outputs))
     except planner.PlanError as exc:
         raise RoundError(str(exc))
+    plan.by_output = {by_key[key]: judges for key, judges in plan.by_output.items()}
+    return plan
 
 
 def judge_endpoints(judges):
@@ -119,13 +139,15 @@ def judge_endpoints(judges):
 def build_batches(rnd, outputs, plan):
     """[(batch number, judge model, output list in shuffled order)]: one judge × generator model × item per batch."""
     by_id = {o.pk: o for o in outputs}
+    keys = stable_keys(outputs)
     groups = defaultdict(list)
     for out_id, judge in plan.pairs():
         out = by_id[out_id]
-        groups[(judge, out.model_identity, out.item_id, out.variant_key)].append(out)
+        # item numbers, not ids: the seeded shuffle is the same in every installation
+        groups[(judge, out.model_identity, out.item.number if out.item_id else 0, out.variant_key)].append(out)
     result = []
-    for key in sorted(groups, key=lambda k: (k[0], k[1], k[2] or 0, k[3])):
-        group = sorted(groups[key], key=lambda o: (o.trial, o.pk))
+    for key in sorted(groups):
+        group = sorted(groups[key], key=lambda o: (o.trial, keys[o.pk]))
         for chunk in planner.batches(group, rnd.batch_size, rnd.seed, key="|".join(map(str, key))):
             result.append((len(result) + 1, key[0], chunk))
     return result
