@@ -9,6 +9,7 @@ from generation.toolkit_format import toolkit_to_dict
 from judging.models import JudgeRound
 from stereoscope.models import BuiltinRecord
 
+from . import questionnaires
 from .loader import FORMAT, FORMAT_VERSION
 from .services import LIMIT_KEYS, PRICE_KEYS, TOOLKIT_META
 
@@ -74,6 +75,9 @@ def export_recipe(study):
     recipe["runs"] = [{"name": r.name, "toolkit": r.toolkit.name, "endpoints": sorted(e.name for e in r.endpoints.all()),
                        "trials": r.trials, "params": r.param_overrides or {}, "system_prompt": r.system_prompt}
                       for r in runs]
+    instruments, context_sets, questionnaire_runs = questionnaires.export(study)
+    recipe = {**{k: recipe[k] for k in ("format", "format_version", "study", "toolkits")}, "instruments": instruments,
+              "context_sets": context_sets, **{k: recipe[k] for k in ("endpoints", "judge_templates", "runs")}}
     recipe["judge_rounds"] = []
     for rnd in rounds:
         entry = {"name": rnd.name, "source_run": rnd.source_run.name, "template": rnd.template.name,
@@ -82,4 +86,5 @@ def export_recipe(study):
                  "temperature": rnd.temperature, "seed": rnd.seed, "reask_missing": rnd.reask_missing}
         entry.update({k: v for k, v in (rnd.output_filter or {}).items() if k in ("item_numbers", "models")})
         recipe["judge_rounds"].append(entry)
+    recipe["questionnaire_runs"] = questionnaire_runs
     return {k: v for k, v in recipe.items() if v != []}

@@ -14,6 +14,8 @@ def build_study(fake_provider):
     from judging import rounds
     from judging.models import JudgeTemplate
     from stereoscope.builtin import load_builtins
+    from psychometrics import runs as questionnaire_runs
+    from psychometrics.services import contexts_from_personas, create_instrument, generate_personas
     from stereoscope.services import create_study
 
     from .conftest import BASE
@@ -32,7 +34,20 @@ def build_study(fake_provider):
     for policy, k in (("rotation", None), ("k_of_n", 1)):
         rounds.create_round(study, name=f"Judging {policy}", template=template, judges=endpoints, source_run=run,
                             policy=policy, k=k, batch_size=2, seed=11)
+    instrument = create_instrument(study, INSTRUMENT)
+    personas = generate_personas(study, "Titles", "{title} {surname}",
+                                 {"title": ["Mr.", "Ms."], "surname": ["Kim", "Okafor"]})
+    contexts = contexts_from_personas(study, "Titles", personas)
+    questionnaire_runs.create_run(study, name="Survey", instrument=instrument, context_set=contexts,
+                                  endpoints=endpoints[:2], repetitions=2, template_key="jung2025",
+                                  option_order="permuted", order_seed=5)
     return study
+
+
+INSTRUMENT = {"name": "Mini scale", "version": "1", "scale": {"min": 1, "max": 4, "labels": {
+    "1": "disagree", "2": "rather disagree", "3": "rather agree", "4": "agree"}}, "subscales": ["A"],
+    "items": [{"id": "q1", "text": "Women are more caring than men.", "subscale": "A", "reverse": False},
+              {"id": "q2", "text": "Men and women are equally good leaders.", "subscale": "A", "reverse": True}]}
 
 
 def stable(out):
@@ -56,7 +71,14 @@ def snapshot(study):
             "batches": [(n, judge, [stable(o) for o in chunk]) for n, judge, chunk in
                         rounds.build_batches(rnd, outputs, plan)],
         }
-    return prompts, plans
+    from psychometrics import runs as questionnaire_runs
+    from psychometrics.models import QuestionnaireRun, Response
+
+    for run in QuestionnaireRun.objects.filter(study=study):
+        questionnaire_runs.materialize(run)
+    permutations = sorted((r.endpoint.name, r.context.key, r.item.item_id, r.repetition, r.permutation, r.messages)
+                          for r in Response.objects.filter(run__study=study).select_related("endpoint", "context", "item"))
+    return prompts, plans, permutations
 
 
 @pytest.mark.django_db
@@ -74,8 +96,11 @@ def test_exported_recipe_rebuilds_the_study(fake_provider, monkeypatch):
     assert {c.action for c in outcome.changes} == {"create"}
     runs.run_foreground(GenerationRun.objects.get(study=second, name="Stories"))
     assert set(first.outputs.values_list("pk", flat=True)).isdisjoint(second.outputs.values_list("pk", flat=True))
-    prompts_1, plans_1 = snapshot(first)
-    prompts_2, plans_2 = snapshot(second)
+    prompts_1, plans_1, permutations_1 = snapshot(first)
+    prompts_2, plans_2, permutations_2 = snapshot(second)
+    assert len(permutations_1) == 2 * 4 * 2 * 2  # endpoints × personas × items × repetitions
+    assert len({tuple(p[4]) for p in permutations_1}) > 1  # permuted, not one fixed order
+    assert permutations_1 == permutations_2
     assert len(prompts_1) == 2 * 2 * 3 * 3
     assert prompts_1 == prompts_2
     assert plans_1 and all(plan["batches"] for plan in plans_1.values())
