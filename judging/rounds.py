@@ -347,7 +347,7 @@ def is_live(rnd):
     return bool(rnd.lease_token) and rnd.lease_expires_at is not None and rnd.lease_expires_at > timezone.now()
 
 
-def start(rnd, actor=None):
+def _launch(rnd, actor, verb):
     if rnd.status in (RunStatus.QUEUED, RunStatus.RUNNING) and is_live(rnd):
         raise RoundError("The round is already running.")
     if rnd.status == RunStatus.COMPLETED:
@@ -360,10 +360,20 @@ def start(rnd, actor=None):
         JUDGE_TEMPLATES.lock(rnd.template)
         JudgeRound.objects.filter(pk=rnd.pk).update(status=RunStatus.QUEUED, cancel_requested=False, message="",
                                                     lease_token="", lease_expires_at=None, plan=plan, finished_at=None)
-        record_activity(rnd.study, actor, "launched judge round", rnd.name)
+        record_activity(rnd.study, actor, verb, rnd.name)
+
+
+def start(rnd, actor=None):
+    _launch(rnd, actor, "launched judge round")
     _enqueue(rnd)
     rnd.refresh_from_db()
     return rnd
+
+
+def run_foreground(rnd, actor=None, progress_callback=None):
+    """Launch a round in this process (the CLI, `recipe run`); returns RunStats, or None if a worker holds it."""
+    _launch(rnd, actor, "ran judge round in the foreground")
+    return execute(rnd.pk, progress_callback)
 
 
 def resume(rnd, actor=None):
