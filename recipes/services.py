@@ -32,6 +32,7 @@ LIMIT_KEYS = ("max_concurrency", "requests_per_minute", "tokens_per_minute", "ti
 PRICE_KEYS = {"input_per_mtok": "input_price_per_mtok", "output_per_mtok": "output_price_per_mtok"}
 BUILTIN_KIND = {"toolkits": "toolkit", "judge_templates": "judge_template"}
 TOOLKIT_META = ("format", "format_version", "version")
+MAX_UPLOAD = 5_000_000
 
 
 @dataclass

@@ -13,7 +13,7 @@ from rest_framework.routers import DefaultRouter, SimpleRouter
 from . import api, views
 from .exporting import api as export_api
 
-PLATFORM_APPS = ["generation", "annotation", "judging", "agreement", "psychometrics", "measures"]
+PLATFORM_APPS = ["generation", "annotation", "judging", "agreement", "psychometrics", "measures", "recipes"]
 installed = [app for app in PLATFORM_APPS if app in settings.INSTALLED_APPS]
 
 router = DefaultRouter()
