@@ -44,8 +44,8 @@ def recipe_download(request, study_id):
     return response
 
 
-@require_POST
 @study_role_required(Role.ADMIN)
+@require_POST
 def recipe_apply(request, study_id):
     text = request.POST.get("recipe") or ""
     try:
