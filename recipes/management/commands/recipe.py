@@ -77,6 +77,9 @@ class Command(BaseCommand):
             if name == "run":
                 p.add_argument("--past", action="append", default=[], metavar="STAGE",
                                help="A human stage that is done: continue past it (repeatable).")
+        p = sub.add_parser("import-rupsycho", help="write an R.U.Psycho experiment file as a recipe")
+        p.add_argument("file")
+        p.add_argument("--out", help="Write to this file instead of standard output.")
         p = sub.add_parser("builtin", help="list the built-in recipes, or print one")
         p.add_argument("name", nargs="?")
         p = sub.add_parser("export", help="write the recipe of a study")
@@ -85,10 +88,24 @@ class Command(BaseCommand):
 
     def handle(self, *args, action, **options):
         try:
-            getattr(self, f"do_{action}")(**options)
+            getattr(self, f"do_{action.replace('-', '_')}")(**options)
         except RecipeError as exc:
             raise CommandError(f"The recipe has {len(exc.problems)} problem(s):\n" +
                                "\n".join(f"  {p}" for p in exc.problems))
+
+    def do_import_rupsycho(self, file, out=None, **options):
+        from recipes.rupsycho import to_recipe
+
+        data = to_recipe(parse_text(_read(file)))
+        services.validate(data)
+        self._write(dump(data), out)
+
+    def _write(self, text, out):
+        if out:
+            Path(out).write_text(text, encoding="utf-8")
+            self.stdout.write(f"Wrote {out}.")
+        else:
+            self.stdout.write(text, ending="")
 
     def do_builtin(self, name=None, **options):
         self.stdout.write(library.text(name) if name else "\n".join(library.names()), ending="" if name else "\n")
@@ -122,9 +139,4 @@ class Command(BaseCommand):
     def do_export(self, study_id, out=None, **options):
         from recipes.exporting import export_recipe
 
-        text = dump(export_recipe(_study(study_id)))
-        if out:
-            Path(out).write_text(text, encoding="utf-8")
-            self.stdout.write(f"Wrote {out}.")
-        else:
-            self.stdout.write(text, ending="")
+        self._write(dump(export_recipe(_study(study_id))), out)
