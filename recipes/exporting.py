@@ -9,7 +9,7 @@ from generation.toolkit_format import toolkit_to_dict
 from judging.models import JudgeRound
 from stereoscope.models import BuiltinRecord
 
-from . import questionnaires
+from . import measuring, questionnaires
 from .loader import FORMAT, FORMAT_VERSION
 from .services import LIMIT_KEYS, PRICE_KEYS, TOOLKIT_META
 
@@ -87,4 +87,8 @@ def export_recipe(study):
         entry.update({k: v for k, v in (rnd.output_filter or {}).items() if k in ("item_numbers", "models")})
         recipe["judge_rounds"].append(entry)
     recipe["questionnaire_runs"] = questionnaire_runs
+    recipe["lexicons"], recipe["measure_runs"] = measuring.export(study)
+    order = ["format", "format_version", "study", "toolkits", "instruments", "lexicons", "context_sets", "endpoints",
+             "judge_templates", "runs", "judge_rounds", "questionnaire_runs", "measure_runs"]
+    recipe = {k: recipe[k] for k in order}
     return {k: v for k, v in recipe.items() if v != []}

@@ -1,9 +1,10 @@
 """`recipe run`: apply a recipe, then run its jobs in this process in dependency order — generation runs, then
-questionnaire runs, then judge rounds (they judge the generated outputs) — and stop at the first human stage whose
+questionnaire runs, then judge rounds and measure runs (they use the generated outputs) — and stop at the first human stage whose
 job is done, with its message. Finished jobs are skipped, so running again continues where it stopped."""
 from generation import runs as generation_runs
 from generation.models import RunStatus
 from judging import rounds as judge_rounds
+from measures import scoring
 from psychometrics import runs as questionnaire_runs
 
 from . import services
@@ -35,7 +36,10 @@ def _run_job(kind, job, actor, write):
         write(f"\r  {kind} “{job.name}” {progress_bar(stats.succeeded + stats.failed, total)} ({in_flight} in flight)",
               ending="")
 
-    if kind == "generation run":
+    if kind == "measure run":
+        stats = scoring.run_foreground(job, actor=actor, progress_callback=lambda p: write(
+            f"\r  {kind} “{job.name}” {progress_bar(p['done'], p['total'])}", ending=""))
+    elif kind == "generation run":
         stats = generation_runs.run_foreground(job, actor=actor, progress_callback=show)
     elif kind == "questionnaire run":
         stats = questionnaire_runs.run_foreground(job, actor=actor, progress_callback=show)
@@ -53,7 +57,7 @@ def run(data, *, study=None, actor=None, past=(), write=print):
     outcome = services.apply(data, study=study, actor=actor)
     objects = outcome.objects
     jobs = [("generation run", objects["runs"]), ("questionnaire run", objects["questionnaire_runs"]),
-            ("judge round", objects["judge_rounds"])]
+            ("judge round", objects["judge_rounds"]), ("measure run", objects["measure_runs"])]
     for kind, named in jobs:
         for name, job in named.items():
             if job.status == RunStatus.COMPLETED:
@@ -61,7 +65,8 @@ def run(data, *, study=None, actor=None, past=(), write=print):
                 continue
             try:
                 job = _run_job(kind, job, actor, write)
-            except (generation_runs.RunError, judge_rounds.RoundError, questionnaire_runs.PsychError) as exc:
+            except (generation_runs.RunError, judge_rounds.RoundError, questionnaire_runs.PsychError,
+                    scoring.MeasureRunError) as exc:
                 raise RecipeError([RecipeProblem(name, f"the {kind} cannot start: {exc}")]) from None
             if job.status != RunStatus.COMPLETED:
                 raise RecipeError([RecipeProblem(name, f"the {kind} stopped ({job.status}): {job.message}")])

@@ -22,11 +22,11 @@ from stereoscope.builtin import all_specs, load_builtins
 from stereoscope.models import BuiltinRecord, Study
 from stereoscope.services import create_study
 
-from . import questionnaires
+from . import measuring, questionnaires
 from .loader import FORMAT, FORMAT_VERSION, RecipeError, RecipeProblem, schema_problems
 
-SECTIONS = ("toolkits", "instruments", "context_sets", "endpoints", "judge_templates", "runs", "judge_rounds",
-            "questionnaire_runs", "human_stages")
+SECTIONS = ("toolkits", "instruments", "lexicons", "context_sets", "endpoints", "judge_templates", "runs",
+            "judge_rounds", "questionnaire_runs", "measure_runs", "human_stages")
 LIMIT_KEYS = ("max_concurrency", "requests_per_minute", "tokens_per_minute", "timeout_seconds", "max_attempts",
               "backoff_base_s", "backoff_max_s")
 PRICE_KEYS = {"input_per_mtok": "input_price_per_mtok", "output_per_mtok": "output_price_per_mtok"}
@@ -152,10 +152,11 @@ def check(data):
         if rnd.get("policy") == "k_of_n" and not rnd.get("k"):
             problems.append(RecipeProblem(f"judge_rounds[{i}].k", "k-of-n needs k, the number of judges per output"))
     questionnaires.check(data, names, problems)
-    jobs = set(names["runs"]) | set(names["judge_rounds"]) | set(names["questionnaire_runs"])
+    measuring.check(data, names, problems)
+    jobs = set(names["runs"]) | set(names["judge_rounds"]) | set(names["questionnaire_runs"]) | set(names["measure_runs"])
     for i, stage in enumerate(data.get("human_stages") or []):
         if stage["after"] not in jobs:
-            problems.append(RecipeProblem(f"human_stages[{i}].after", f"no run, judge round or questionnaire run named {stage['after']!r}"))
+            problems.append(RecipeProblem(f"human_stages[{i}].after", f"no job named {stage['after']!r}"))
     return problems
 
 
@@ -334,6 +335,9 @@ def apply(data, *, study=None, actor=None):
                               for e in data.get("instruments") or []}
     objects["context_sets"] = {e["name"]: questionnaires.apply_context_set(study, e, actor, outcome)
                                for e in data.get("context_sets") or []}
+    objects["lexicons"] = {e["name"]: measuring.apply_lexicon(study, e, actor, outcome) for e in data.get("lexicons") or []}
+    objects["measure_runs"] = {e["name"]: measuring.apply_measure_run(study, e, objects, actor, outcome)
+                               for e in data.get("measure_runs") or []}
     objects["questionnaire_runs"] = {e["name"]: questionnaires.apply_questionnaire_run(study, e, objects, actor, outcome)
                                      for e in data.get("questionnaire_runs") or []}
     return outcome
@@ -380,6 +384,8 @@ def _estimate_jobs(data, outcome):
                      "problems": [], "note": "estimated before generation: tokens and cost are known once it has run"})
     for entry in data.get("questionnaire_runs") or []:
         jobs.append(questionnaires.estimate(outcome.objects["questionnaire_runs"][entry["name"]]))
+    for entry in data.get("measure_runs") or []:
+        jobs.append(measuring.estimate(outcome.objects["measure_runs"][entry["name"]], outcome.objects))
     for entry in data.get("human_stages") or []:
         jobs.append({"kind": "human stage", "name": entry["name"], "calls": 0, "after": entry["after"],
                      "problems": []})

@@ -14,6 +14,9 @@ def build_study(fake_provider):
     from judging import rounds
     from judging.models import JudgeTemplate
     from stereoscope.builtin import load_builtins
+    from measures import scoring
+    from measures.models import Lexicon
+    from measures.services import create_lexicon, validate_lexicon_data
     from psychometrics import runs as questionnaire_runs
     from psychometrics.services import contexts_from_personas, create_instrument, generate_personas
     from stereoscope.services import create_study
@@ -41,7 +44,14 @@ def build_study(fake_provider):
     questionnaire_runs.create_run(study, name="Survey", instrument=instrument, context_set=contexts,
                                   endpoints=endpoints[:2], repetitions=2, template_key="jung2025",
                                   option_order="permuted", order_seed=5)
+    builtin = Lexicon.objects.get(builtin_key="wan2023-categories")
+    own = create_lexicon(study, validate_lexicon_data(LEXICON))
+    scoring.create_run(study, name="Words", lexicons=[builtin, own], source_runs=[run], zero_policy="smooth")
     return study
+
+
+LEXICON = {"name": "Care words", "count_policy": "per_token", "categories": [
+    {"key": "care", "name": "Care", "direction": "female", "mode": "prefix", "words": ["car", "nurtur"]}]}
 
 
 INSTRUMENT = {"name": "Mini scale", "version": "1", "scale": {"min": 1, "max": 4, "labels": {
@@ -106,6 +116,8 @@ def test_exported_recipe_rebuilds_the_study(fake_provider, monkeypatch):
     assert plans_1 and all(plan["batches"] for plan in plans_1.values())
     assert plans_1 == plans_2
     # exporting the rebuilt study gives the same recipe (up to the study's own name)
+    assert [m["name"] for m in load(text)["measure_runs"]] == ["Words"]
+    assert {"name": "Care words"}.items() <= load(text)["lexicons"][1].items()
     again = export_recipe(second)
     again["study"] = export_recipe(first)["study"]
     assert dump(again) == text

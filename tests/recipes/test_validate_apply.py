@@ -44,7 +44,7 @@ MALFORMED = [
     (_set(("judge_rounds", 0, "judges", 1), "gamma"), "judge_rounds[0].judges[1]", "no endpoint named"),
     (_set(("judge_rounds", 0, "policy"), "k_of_n"), "judge_rounds[0].k", "needs k"),
     (_set(("judge_rounds", 0, "policy"), "everyone"), "judge_rounds[0].policy", "is not one of"),
-    (_set(("human_stages", 0, "after"), "Nothing"), "human_stages[0].after", "no run, judge round or questionnaire run"),
+    (_set(("human_stages", 0, "after"), "Nothing"), "human_stages[0].after", "no job named"),
     (_set(("endpoints", 1, "provider"), "openia"), "endpoints[1].provider", "is not one of"),
     (_set(("endpoints", 0, "api_key_env"), "sk-live-123"), "endpoints[0].api_key_env", "does not match"),
     (_set(("endpoints", 0, "base_url"), "ftp://x"), "endpoints[0].base_url", "http"),
