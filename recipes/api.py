@@ -3,6 +3,7 @@
 A recipe is sent as an uploaded file (`file`), as text (`recipe`: YAML or JSON) or as a JSON object (`recipe`).
 Bad recipes get 400 with every problem and its path; nothing is written.
 """
+
 from django.shortcuts import get_object_or_404
 from django.urls import path
 from drf_spectacular.types import OpenApiTypes
@@ -25,25 +26,34 @@ def recipe_from_request(request):
     """The parsed recipe of a request; raises RecipeError."""
     upload = request.FILES.get("file")
     if upload is not None:
-        return parse_text(upload.read(services.MAX_UPLOAD + 1)[:services.MAX_UPLOAD + 1])
+        return parse_text(upload.read(services.MAX_UPLOAD + 1)[: services.MAX_UPLOAD + 1])
     value = request.data.get("recipe")
     if isinstance(value, dict):
         return value
     if isinstance(value, str) and value.strip():
         return parse_text(value)
-    raise RecipeError([RecipeProblem("", "Send the recipe as a file (file), as YAML/JSON text or a JSON object (recipe).")])
+    raise RecipeError(
+        [RecipeProblem("", "Send the recipe as a file (file), as YAML/JSON text or a JSON object (recipe).")]
+    )
 
 
 def problems_response(exc):
-    return Response({"detail": "The recipe has problems; nothing was written.",
-                     "problems": [{"path": p.path, "message": p.message} for p in exc.problems]},
-                    status=status.HTTP_400_BAD_REQUEST)
+    return Response(
+        {
+            "detail": "The recipe has problems; nothing was written.",
+            "problems": [{"path": p.path, "message": p.message} for p in exc.problems],
+        },
+        status=status.HTTP_400_BAD_REQUEST,
+    )
 
 
 def outcome_data(outcome):
-    return {"study": outcome.study.pk if outcome.study else None,
-            "changes": [{"action": c.action, "kind": c.kind, "name": c.name, "detail": c.detail} for c in outcome.changes],
-            "jobs": outcome.jobs, "known_cost_usd": str(services.total_cost(outcome.jobs))}
+    return {
+        "study": outcome.study.pk if outcome.study else None,
+        "changes": [{"action": c.action, "kind": c.kind, "name": c.name, "detail": c.detail} for c in outcome.changes],
+        "jobs": outcome.jobs,
+        "known_cost_usd": str(services.total_cost(outcome.jobs)),
+    }
 
 
 class RecipeViewSet(viewsets.ViewSet):
@@ -59,7 +69,9 @@ class RecipeViewSet(viewsets.ViewSet):
             self._study = get_object_or_404(Study, pk=self.kwargs["study_pk"])
         return self._study
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT}, description="The recipe of this study (JSON; ?as=yaml for text).")
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT}, description="The recipe of this study (JSON; ?as=yaml for text)."
+    )
     def list(self, request, study_pk=None):
         data = export_recipe(self.get_study())
         if request.query_params.get("as") == "yaml":

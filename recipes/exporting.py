@@ -4,6 +4,7 @@ Objects are named, never numbered: runs name their toolkit and endpoints, rounds
 Built-ins are referenced by key and version; everything else is written inline. Keys are never written, only
 the name of the variable that holds one.
 """
+
 from generation.models import GenerationRun, ModelEndpoint
 from generation.toolkit_format import toolkit_to_dict
 from judging.models import JudgeRound
@@ -33,8 +34,11 @@ def endpoint_entry(endpoint):
     if endpoint.default_params:
         entry["params"] = endpoint.default_params
     entry["limits"] = {k: getattr(endpoint, k) for k in LIMIT_KEYS if getattr(endpoint, k) is not None}
-    prices = {k: _number(getattr(endpoint, column)) for k, column in PRICE_KEYS.items()
-              if getattr(endpoint, column) is not None}
+    prices = {
+        k: _number(getattr(endpoint, column))
+        for k, column in PRICE_KEYS.items()
+        if getattr(endpoint, column) is not None
+    }
     if prices:
         entry["prices"] = prices
     return entry
@@ -46,9 +50,14 @@ def _toolkit_entry(toolkit):
 
 def _template_entry(template):
     return _builtin(template, "judge_template") or {
-        "name": template.name, "kind": template.kind, "text": template.text, "scale_min": template.scale_min,
-        "scale_max": template.scale_max, "detect_threshold": template.detect_threshold,
-        "description": template.description}
+        "name": template.name,
+        "kind": template.kind,
+        "text": template.text,
+        "scale_min": template.scale_min,
+        "scale_max": template.scale_max,
+        "detect_threshold": template.detect_threshold,
+        "description": template.description,
+    }
 
 
 def _unique(entries, what):
@@ -62,33 +71,78 @@ def _unique(entries, what):
 
 
 def export_recipe(study):
-    runs = list(GenerationRun.objects.filter(study=study, is_import=False).select_related("toolkit__study")
-                .prefetch_related("endpoints").order_by("created_at", "pk"))
-    rounds = list(JudgeRound.objects.filter(study=study, source_run__in=runs).select_related("template__study", "source_run")
-                  .prefetch_related("judges").order_by("created_at", "pk"))
+    runs = list(
+        GenerationRun.objects.filter(study=study, is_import=False)
+        .select_related("toolkit__study")
+        .prefetch_related("endpoints")
+        .order_by("created_at", "pk")
+    )
+    rounds = list(
+        JudgeRound.objects.filter(study=study, source_run__in=runs)
+        .select_related("template__study", "source_run")
+        .prefetch_related("judges")
+        .order_by("created_at", "pk")
+    )
     endpoints = list(ModelEndpoint.objects.filter(study=study).order_by("name"))
-    recipe = {"format": FORMAT, "format_version": FORMAT_VERSION,
-              "study": {"name": study.name, "description": study.description}}
+    recipe = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "study": {"name": study.name, "description": study.description},
+    }
     recipe["toolkits"] = _unique([_toolkit_entry(r.toolkit) for r in runs], "toolkit")
     recipe["endpoints"] = [endpoint_entry(e) for e in endpoints]
     recipe["judge_templates"] = _unique([_template_entry(r.template) for r in rounds], "judge template")
-    recipe["runs"] = [{"name": r.name, "toolkit": r.toolkit.name, "endpoints": sorted(e.name for e in r.endpoints.all()),
-                       "trials": r.trials, "params": r.param_overrides or {}, "system_prompt": r.system_prompt}
-                      for r in runs]
+    recipe["runs"] = [
+        {
+            "name": r.name,
+            "toolkit": r.toolkit.name,
+            "endpoints": sorted(e.name for e in r.endpoints.all()),
+            "trials": r.trials,
+            "params": r.param_overrides or {},
+            "system_prompt": r.system_prompt,
+        }
+        for r in runs
+    ]
     instruments, context_sets, questionnaire_runs = questionnaires.export(study)
-    recipe = {**{k: recipe[k] for k in ("format", "format_version", "study", "toolkits")}, "instruments": instruments,
-              "context_sets": context_sets, **{k: recipe[k] for k in ("endpoints", "judge_templates", "runs")}}
+    recipe = {
+        **{k: recipe[k] for k in ("format", "format_version", "study", "toolkits")},
+        "instruments": instruments,
+        "context_sets": context_sets,
+        **{k: recipe[k] for k in ("endpoints", "judge_templates", "runs")},
+    }
     recipe["judge_rounds"] = []
     for rnd in rounds:
-        entry = {"name": rnd.name, "source_run": rnd.source_run.name, "template": rnd.template.name,
-                 "judges": sorted(e.name for e in rnd.judges.all()), "policy": rnd.policy, "k": rnd.k,
-                 "forbid_same_family": rnd.forbid_same_family, "batch_size": rnd.batch_size,
-                 "temperature": rnd.temperature, "seed": rnd.seed, "reask_missing": rnd.reask_missing}
+        entry = {
+            "name": rnd.name,
+            "source_run": rnd.source_run.name,
+            "template": rnd.template.name,
+            "judges": sorted(e.name for e in rnd.judges.all()),
+            "policy": rnd.policy,
+            "k": rnd.k,
+            "forbid_same_family": rnd.forbid_same_family,
+            "batch_size": rnd.batch_size,
+            "temperature": rnd.temperature,
+            "seed": rnd.seed,
+            "reask_missing": rnd.reask_missing,
+        }
         entry.update({k: v for k, v in (rnd.output_filter or {}).items() if k in ("item_numbers", "models")})
         recipe["judge_rounds"].append(entry)
     recipe["questionnaire_runs"] = questionnaire_runs
     recipe["lexicons"], recipe["measure_runs"] = measuring.export(study)
-    order = ["format", "format_version", "study", "toolkits", "instruments", "lexicons", "context_sets", "endpoints",
-             "judge_templates", "runs", "judge_rounds", "questionnaire_runs", "measure_runs"]
+    order = [
+        "format",
+        "format_version",
+        "study",
+        "toolkits",
+        "instruments",
+        "lexicons",
+        "context_sets",
+        "endpoints",
+        "judge_templates",
+        "runs",
+        "judge_rounds",
+        "questionnaire_runs",
+        "measure_runs",
+    ]
     recipe = {k: recipe[k] for k in order}
     return {k: v for k, v in recipe.items() if v != []}

@@ -1,5 +1,6 @@
 """Built-in recipes for the seed studies (recipes/builtin_recipes/*.yaml), each ready to `plan` against the
 endpoints the user names: `with_endpoints` puts the user's endpoints in place of the recipe's example ones."""
+
 from pathlib import Path
 
 from .loader import RecipeError, RecipeProblem, parse_text
@@ -26,7 +27,9 @@ def load(name):
 def with_endpoints(data, endpoints):
     """The recipe with `endpoints` (a list of endpoint entries) instead of its own; every job uses all of them."""
     if not isinstance(endpoints, list) or not endpoints or not all(isinstance(e, dict) for e in endpoints):
-        raise RecipeError([RecipeProblem("endpoints", "give a non-empty list of endpoints (name, provider, model_id, …)")])
+        raise RecipeError(
+            [RecipeProblem("endpoints", "give a non-empty list of endpoints (name, provider, model_id, …)")]
+        )
     data = dict(data, endpoints=endpoints)
     everyone = [e.get("name") for e in endpoints]
     for section, key in JOB_ENDPOINTS:

@@ -2,6 +2,7 @@
 
 Every problem is a RecipeProblem with the path of the offending value in the file, e.g. `runs[1].endpoints[0]`.
 """
+
 import json
 from dataclasses import dataclass
 from functools import lru_cache
@@ -64,7 +65,9 @@ def parse_text(text):
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise RecipeError([RecipeProblem("", f"Not valid YAML or JSON: {where}{getattr(exc, 'problem', exc)}")]) from None
+        raise RecipeError(
+            [RecipeProblem("", f"Not valid YAML or JSON: {where}{getattr(exc, 'problem', exc)}")]
+        ) from None
     if not isinstance(data, dict):
         raise RecipeError([RecipeProblem("", "A recipe is a mapping with format, format_version and study.")])
     return data

@@ -1,20 +1,35 @@
 """Instruments, context sets and questionnaire runs in a recipe (checked, applied and exported through psychometrics'
 services). Found by name: an equal one is left alone; a changed instrument gets a new version; a changed context set
 or questionnaire run is refused (it is a record of what was asked: give the changed one a new name)."""
+
 import json
 
 from generation.models import Provider
 from psychometrics import runs as questionnaire_runs
 from psychometrics.models import ContextSet, Instrument, PersonaSet, QuestionnaireRun
-from psychometrics.services import (PsychError, contexts_from_personas, create_instrument,
-                                    empty_context_set, expand_attributes, export_instrument, generate_personas,
-                                    import_contexts, sample)
+from psychometrics.services import (
+    PsychError,
+    contexts_from_personas,
+    create_instrument,
+    empty_context_set,
+    expand_attributes,
+    export_instrument,
+    generate_personas,
+    import_contexts,
+    sample,
+)
 from psychometrics.spec import SpecError, parse_instrument, to_dict
 
 from .loader import RecipeError, RecipeProblem
 
-RUN_DEFAULTS = {"repetitions": 1, "template": {"key": "jung2025"}, "options": {}, "extraction": {}, "params": {},
-                "audit_per_model": 100}
+RUN_DEFAULTS = {
+    "repetitions": 1,
+    "template": {"key": "jung2025"},
+    "options": {},
+    "extraction": {},
+    "params": {},
+    "audit_per_model": 100,
+}
 
 
 def check(data, names, problems):
@@ -24,8 +39,12 @@ def check(data, names, problems):
     for i, entry in enumerate(data.get("instruments") or []):
         if "builtin" in entry:
             if _builtin_spec("instrument", entry["builtin"], entry["version"]) is None:
-                problems.append(RecipeProblem(f"instruments[{i}].builtin", f"no built-in instrument {entry['builtin']!r} "
-                                              f"version {entry['version']!r}"))
+                problems.append(
+                    RecipeProblem(
+                        f"instruments[{i}].builtin",
+                        f"no built-in instrument {entry['builtin']!r} version {entry['version']!r}",
+                    )
+                )
             continue
         try:
             parse_instrument(entry)
@@ -40,8 +59,12 @@ def check(data, names, problems):
         if "persona_set" in entry:
             ps = entry["persona_set"]
             if _builtin_spec("persona_set", ps["builtin"], ps["version"]) is None:
-                problems.append(RecipeProblem(f"context_sets[{i}].persona_set.builtin",
-                                              f"no built-in persona set {ps['builtin']!r} version {ps['version']!r}"))
+                problems.append(
+                    RecipeProblem(
+                        f"context_sets[{i}].persona_set.builtin",
+                        f"no built-in persona set {ps['builtin']!r} version {ps['version']!r}",
+                    )
+                )
         keys = [c["key"] for c in entry.get("contexts") or []]
         for j, key in enumerate(keys):
             if key in keys[:j]:
@@ -86,8 +109,10 @@ def apply_instrument(study, entry, actor, outcome):
 def wanted_contexts(entry):
     """[(key, persona, turns, attributes)] a context set entry declares (built-in persona sets: None, read later)."""
     if "contexts" in entry:
-        return [(c["key"], c.get("persona", "").strip(), c.get("turns", []), c.get("attributes", {}))
-                for c in entry["contexts"]]
+        return [
+            (c["key"], c.get("persona", "").strip(), c.get("turns", []), c.get("attributes", {}))
+            for c in entry["contexts"]
+        ]
     if "grid" in entry:
         rows = expand_attributes(entry["grid"]["template"], entry["grid"]["attributes"])
         return [(str(i + 1), text, [], attrs) for i, (text, attrs) in enumerate(rows)]
@@ -109,8 +134,15 @@ def apply_context_set(study, entry, actor, outcome):
         if wanted is None:
             wanted = _persona_contexts(entry["persona_set"])
         if _have_contexts(existing) != wanted:
-            raise RecipeError([RecipeProblem(f"context_sets.{entry['name']}", f"the context set {entry['name']!r} exists "
-                                             "with other contexts; give the changed one a new name")])
+            raise RecipeError(
+                [
+                    RecipeProblem(
+                        f"context_sets.{entry['name']}",
+                        f"the context set {entry['name']!r} exists "
+                        "with other contexts; give the changed one a new name",
+                    )
+                ]
+            )
         outcome.changes.append(Change("unchanged", "context set", existing.name))
         return existing
     outcome.changes.append(Change("create", "context set", entry["name"]))
@@ -118,15 +150,22 @@ def apply_context_set(study, entry, actor, outcome):
         if "persona_set" in entry:
             return _build_from_personas(study, entry)
         if "grid" in entry:
-            personas = generate_personas(study, entry["name"], entry["grid"]["template"], entry["grid"]["attributes"],
-                                         description=entry.get("description", ""))
+            personas = generate_personas(
+                study,
+                entry["name"],
+                entry["grid"]["template"],
+                entry["grid"]["attributes"],
+                description=entry.get("description", ""),
+            )
             return contexts_from_personas(study, entry["name"], personas, description=entry.get("description", ""))
         if "empty" in entry:
             return empty_context_set(study, entry["name"])
-        lines = "\n".join(json.dumps({"key": k, "persona": p, "turns": t, **a}, ensure_ascii=False)
-                          for k, p, t, a in wanted)
-        return import_contexts(study, entry["name"], lines, filename="recipe.jsonl",
-                               description=entry.get("description", ""))
+        lines = "\n".join(
+            json.dumps({"key": k, "persona": p, "turns": t, **a}, ensure_ascii=False) for k, p, t, a in wanted
+        )
+        return import_contexts(
+            study, entry["name"], lines, filename="recipe.jsonl", description=entry.get("description", "")
+        )
     except PsychError as exc:
         raise RecipeError([RecipeProblem(f"context_sets.{entry['name']}", str(exc))]) from None
 
@@ -139,20 +178,29 @@ def _persona_contexts(ps):
 def _build_from_personas(study, entry):
     ps = entry["persona_set"]
     personas = _library(PersonaSet, "persona_set", ps)
-    return contexts_from_personas(study, entry["name"], personas, n=ps.get("n"), seed=ps.get("seed", 0),
-                                  description=entry.get("description", ""))
+    return contexts_from_personas(
+        study, entry["name"], personas, n=ps.get("n"), seed=ps.get("seed", 0), description=entry.get("description", "")
+    )
 
 
 def _run_values(entry):
     values = {**RUN_DEFAULTS, **entry}
     template, options, ext = values["template"], values["options"], values["extraction"]
-    return {"repetitions": values["repetitions"], "template_key": template["key"],
-            "custom_user": template.get("user", ""), "custom_system": template.get("system", ""),
-            "option_format": template.get("option_format", "lines"), "option_order": options.get("order", "fixed"),
-            "option_numbering": options.get("numbering", "position"), "order_seed": options.get("seed", 0),
-            "extractors": ext.get("chain"), "refusal_policy": ext.get("refusal_policy", "fallback"),
-            "json_field": ext.get("json_field", "answer"), "param_overrides": values["params"],
-            "audit_per_model": values["audit_per_model"]}
+    return {
+        "repetitions": values["repetitions"],
+        "template_key": template["key"],
+        "custom_user": template.get("user", ""),
+        "custom_system": template.get("system", ""),
+        "option_format": template.get("option_format", "lines"),
+        "option_order": options.get("order", "fixed"),
+        "option_numbering": options.get("numbering", "position"),
+        "order_seed": options.get("seed", 0),
+        "extractors": ext.get("chain"),
+        "refusal_policy": ext.get("refusal_policy", "fallback"),
+        "json_field": ext.get("json_field", "answer"),
+        "param_overrides": values["params"],
+        "audit_per_model": values["audit_per_model"],
+    }
 
 
 def apply_questionnaire_run(study, entry, objects, actor, outcome):
@@ -176,15 +224,29 @@ def apply_questionnaire_run(study, entry, objects, actor, outcome):
         if values["extractors"] is not None and list(existing.extractors) != list(values["extractors"]):
             differences.append("extraction chain")
         if differences:
-            raise RecipeError([RecipeProblem(f"questionnaire_runs.{entry['name']}", f"the questionnaire run "
-                                             f"{entry['name']!r} exists with another {', '.join(differences)}; give "
-                                             "the changed one a new name")])
+            raise RecipeError(
+                [
+                    RecipeProblem(
+                        f"questionnaire_runs.{entry['name']}",
+                        f"the questionnaire run "
+                        f"{entry['name']!r} exists with another {', '.join(differences)}; give "
+                        "the changed one a new name",
+                    )
+                ]
+            )
         outcome.changes.append(Change("unchanged", "questionnaire run", existing.name))
         return existing
     outcome.changes.append(Change("create", "questionnaire run", entry["name"]))
     try:
-        return questionnaire_runs.create_run(study, name=entry["name"], instrument=instrument, context_set=context_set,
-                                             endpoints=endpoints, actor=actor, **values)
+        return questionnaire_runs.create_run(
+            study,
+            name=entry["name"],
+            instrument=instrument,
+            context_set=context_set,
+            endpoints=endpoints,
+            actor=actor,
+            **values,
+        )
     except PsychError as exc:
         raise RecipeError([RecipeProblem(f"questionnaire_runs.{entry['name']}", str(exc))]) from None
 
@@ -201,30 +263,53 @@ def estimate(run):
         tokens_in, tokens_out = tokens_in + n_in, tokens_out + n_out
         c = cost_of(endpoint, n_in, n_out) if endpoint.provider != Provider.MANUAL else 0
         priced, cost = priced and c is not None, cost + (c or 0)
-    return {"kind": "questionnaire run", "name": run.name, "calls": dry["calls"], "input_tokens": tokens_in,
-            "output_tokens": tokens_out, "cost_usd": str(cost) if priced else None, "problems": []}
+    return {
+        "kind": "questionnaire run",
+        "name": run.name,
+        "calls": dry["calls"],
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
+        "cost_usd": str(cost) if priced else None,
+        "problems": [],
+    }
 
 
 def export(study):
     """(instruments, context sets, questionnaire runs) entries of a study's questionnaire runs."""
     from .exporting import _builtin
 
-    runs = list(QuestionnaireRun.objects.filter(study=study).select_related("instrument__study", "context_set")
-                .prefetch_related("endpoints").order_by("created_at", "pk"))
+    runs = list(
+        QuestionnaireRun.objects.filter(study=study)
+        .select_related("instrument__study", "context_set")
+        .prefetch_related("endpoints")
+        .order_by("created_at", "pk")
+    )
     instruments, context_sets, entries = {}, {}, []
     for run in runs:
         inst = run.instrument
         instruments[inst.name] = _builtin(inst, "instrument") or {**export_instrument(inst), "name": inst.name}
         cs = run.context_set
-        context_sets[cs.name] = {"name": cs.name, "description": cs.description, "contexts": [
-            {"key": k, "persona": p, "turns": t, "attributes": a} for k, p, t, a in _have_contexts(cs)]}
-        entry = {"name": run.name, "instrument": inst.name, "context_set": cs.name,
-                 "endpoints": sorted(e.name for e in run.endpoints.all()), "repetitions": run.repetitions,
-                 "template": {"key": run.template_key},
-                 "options": {"order": run.option_order, "numbering": run.option_numbering, "seed": run.order_seed},
-                 "extraction": {"chain": list(run.extractors), "refusal_policy": run.refusal_policy,
-                                "json_field": run.json_field},
-                 "params": run.param_overrides or {}, "audit_per_model": run.audit_per_model}
+        context_sets[cs.name] = {
+            "name": cs.name,
+            "description": cs.description,
+            "contexts": [{"key": k, "persona": p, "turns": t, "attributes": a} for k, p, t, a in _have_contexts(cs)],
+        }
+        entry = {
+            "name": run.name,
+            "instrument": inst.name,
+            "context_set": cs.name,
+            "endpoints": sorted(e.name for e in run.endpoints.all()),
+            "repetitions": run.repetitions,
+            "template": {"key": run.template_key},
+            "options": {"order": run.option_order, "numbering": run.option_numbering, "seed": run.order_seed},
+            "extraction": {
+                "chain": list(run.extractors),
+                "refusal_policy": run.refusal_policy,
+                "json_field": run.json_field,
+            },
+            "params": run.param_overrides or {},
+            "audit_per_model": run.audit_per_model,
+        }
         if run.template_key == "custom":
             entry["template"].update(user=run.custom_user, system=run.custom_system, option_format=run.option_format)
         entries.append(entry)

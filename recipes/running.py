@@ -1,6 +1,8 @@
 """`recipe run`: apply a recipe, then run its jobs in this process in dependency order — generation runs, then
-questionnaire runs, then judge rounds and measure runs (they use the generated outputs) — and stop at the first human stage whose
-job is done, with its message. Finished jobs are skipped, so running again continues where it stopped."""
+questionnaire runs, then judge rounds and measure runs (they use the generated outputs) — and stop at the first
+human stage whose job is done, with its message. Finished jobs are skipped, so running again continues where it
+stopped."""
+
 from generation import runs as generation_runs
 from generation.models import RunStatus
 from judging import rounds as judge_rounds
@@ -21,24 +23,40 @@ def progress_bar(done, total, width=30):
 def stage_message(stage):
     coders = stage.get("coders") or {}
     who = ROLES.get(coders.get("role", "coder"), "coders")
-    how = ", ".join(filter(None, [f"{coders['count']} {who}" if coders.get("count") else who,
-                                  f"overlap {stage['overlap']:.0%}" if stage.get("overlap") is not None else "",
-                                  f"{stage['strategy']} assignment" if stage.get("strategy") else ""]))
-    text = (f"Stopped at the human stage “{stage['name']}” ({stage.get('kind', 'coding')} by {how}), after "
-            f"“{stage['after']}”.")
+    how = ", ".join(
+        filter(
+            None,
+            [
+                f"{coders['count']} {who}" if coders.get("count") else who,
+                f"overlap {stage['overlap']:.0%}" if stage.get("overlap") is not None else "",
+                f"{stage['strategy']} assignment" if stage.get("strategy") else "",
+            ],
+        )
+    )
+    text = (
+        f"Stopped at the human stage “{stage['name']}” ({stage.get('kind', 'coding')} by {how}), after "
+        f"“{stage['after']}”."
+    )
     if stage.get("message"):
         text += f" {stage['message']}"
-    return text + " Run `recipe run` again with --past \"" + stage["name"] + "\" once it is done."
+    return text + ' Run `recipe run` again with --past "' + stage["name"] + '" once it is done.'
 
 
 def _run_job(kind, job, actor, write):
     def show(stats, in_flight, total):
-        write(f"\r  {kind} “{job.name}” {progress_bar(stats.succeeded + stats.failed, total)} ({in_flight} in flight)",
-              ending="")
+        write(
+            f"\r  {kind} “{job.name}” {progress_bar(stats.succeeded + stats.failed, total)} ({in_flight} in flight)",
+            ending="",
+        )
 
     if kind == "measure run":
-        stats = scoring.run_foreground(job, actor=actor, progress_callback=lambda p: write(
-            f"\r  {kind} “{job.name}” {progress_bar(p['done'], p['total'])}", ending=""))
+        stats = scoring.run_foreground(
+            job,
+            actor=actor,
+            progress_callback=lambda p: write(
+                f"\r  {kind} “{job.name}” {progress_bar(p['done'], p['total'])}", ending=""
+            ),
+        )
     elif kind == "generation run":
         stats = generation_runs.run_foreground(job, actor=actor, progress_callback=show)
     elif kind == "questionnaire run":
@@ -56,8 +74,12 @@ def run(data, *, study=None, actor=None, past=(), write=print):
     """Returns (outcome, stopped_at): stopped_at is the human stage it stopped at, or None when all is done."""
     outcome = services.apply(data, study=study, actor=actor)
     objects = outcome.objects
-    jobs = [("generation run", objects["runs"]), ("questionnaire run", objects["questionnaire_runs"]),
-            ("judge round", objects["judge_rounds"]), ("measure run", objects["measure_runs"])]
+    jobs = [
+        ("generation run", objects["runs"]),
+        ("questionnaire run", objects["questionnaire_runs"]),
+        ("judge round", objects["judge_rounds"]),
+        ("measure run", objects["measure_runs"]),
+    ]
     for kind, named in jobs:
         for name, job in named.items():
             if job.status == RunStatus.COMPLETED:
@@ -65,8 +87,12 @@ def run(data, *, study=None, actor=None, past=(), write=print):
                 continue
             try:
                 job = _run_job(kind, job, actor, write)
-            except (generation_runs.RunError, judge_rounds.RoundError, questionnaire_runs.PsychError,
-                    scoring.MeasureRunError) as exc:
+            except (
+                generation_runs.RunError,
+                judge_rounds.RoundError,
+                questionnaire_runs.PsychError,
+                scoring.MeasureRunError,
+            ) as exc:
                 raise RecipeError([RecipeProblem(name, f"the {kind} cannot start: {exc}")]) from None
             if job.status != RunStatus.COMPLETED:
                 raise RecipeError([RecipeProblem(name, f"the {kind} stopped ({job.status}): {job.message}")])

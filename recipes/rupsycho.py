@@ -7,15 +7,34 @@ attributes: {title: [...], surname: [...]}} (or a list of persona texts); `promp
 api_key_env, parameters}]; `seeds` [...]. The grid model × seed × persona × item becomes one questionnaire run per
 seed (the seed fixes the sampling seed and the option order), every model and persona in each.
 """
+
 from .loader import FORMAT, FORMAT_VERSION, RecipeError, RecipeProblem
 
-BACKENDS = {"openai": "openai", "openai_compatible": "openai_compatible", "vllm": "openai_compatible",
-            "ollama": "openai_compatible", "huggingface": "transformers", "local": "transformers",
-            "transformers": "transformers", "anthropic": "anthropic"}
-PARAMETERS = {"max_new_tokens": "max_tokens", "max_tokens": "max_tokens", "temperature": "temperature",
-              "top_p": "top_p", "top_k": "top_k", "stop": "stop", "seed": "seed"}
-PLACEHOLDERS = {"{question}": "{statement}", "{answer_options}": "{options}", "{persona}": "{persona}",
-                "{instruction}": "{instruction}"}
+BACKENDS = {
+    "openai": "openai",
+    "openai_compatible": "openai_compatible",
+    "vllm": "openai_compatible",
+    "ollama": "openai_compatible",
+    "huggingface": "transformers",
+    "local": "transformers",
+    "transformers": "transformers",
+    "anthropic": "anthropic",
+}
+PARAMETERS = {
+    "max_new_tokens": "max_tokens",
+    "max_tokens": "max_tokens",
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "stop": "stop",
+    "seed": "seed",
+}
+PLACEHOLDERS = {
+    "{question}": "{statement}",
+    "{answer_options}": "{options}",
+    "{persona}": "{persona}",
+    "{instruction}": "{instruction}",
+}
 
 
 def _template(text):
@@ -42,24 +61,45 @@ def _instrument(q, problems):
             continue
         labels[weight] = str(option.get("text", ""))
     if labels and sorted(labels) != list(range(min(labels), max(labels) + 1)):
-        problems.append(RecipeProblem("questionnaire.default_answer_options", "the weights must be consecutive "
-                                      "whole numbers (a Likert scale)"))
+        problems.append(
+            RecipeProblem(
+                "questionnaire.default_answer_options", "the weights must be consecutive whole numbers (a Likert scale)"
+            )
+        )
     items, dimensions = [], []
     for i, item in enumerate(_require(q, "items", list, problems, "questionnaire.")):
         if not isinstance(item, dict) or not str(item.get("text", "")).strip():
             problems.append(RecipeProblem(f"questionnaire.items[{i}].text", "required"))
             continue
         if item.get("answer_options") not in (None, options):
-            problems.append(RecipeProblem(f"questionnaire.items[{i}].answer_options", "items with their own answer "
-                                          "options are not supported; one scale serves the whole questionnaire"))
+            problems.append(
+                RecipeProblem(
+                    f"questionnaire.items[{i}].answer_options",
+                    "items with their own answer options are not supported; one scale serves the whole questionnaire",
+                )
+            )
         dimension = str(item.get("dimension") or "all")
         dimensions += [dimension] if dimension not in dimensions else []
-        items.append({"id": str(item.get("id", i + 1)), "text": item["text"], "subscale": dimension,
-                      "reverse": bool(item.get("reversed", False))})
-    return {"name": q.get("name") or "Questionnaire", "version": "1", "instruction": q.get("instruction", ""),
-            "scale": {"min": min(labels, default=0), "max": max(labels, default=1),
-                      "labels": {str(k): v for k, v in sorted(labels.items())}},
-            "subscales": dimensions, "items": items}
+        items.append(
+            {
+                "id": str(item.get("id", i + 1)),
+                "text": item["text"],
+                "subscale": dimension,
+                "reverse": bool(item.get("reversed", False)),
+            }
+        )
+    return {
+        "name": q.get("name") or "Questionnaire",
+        "version": "1",
+        "instruction": q.get("instruction", ""),
+        "scale": {
+            "min": min(labels, default=0),
+            "max": max(labels, default=1),
+            "labels": {str(k): v for k, v in sorted(labels.items())},
+        },
+        "subscales": dimensions,
+        "items": items,
+    }
 
 
 def _contexts(personas, problems):
@@ -80,11 +120,17 @@ def _endpoint(model, i, problems):
     params = {}
     for key, value in ((model or {}).get("parameters") or {}).items():
         if key not in PARAMETERS:
-            problems.append(RecipeProblem(f"{where}parameters.{key}", f"unknown parameter; known: {', '.join(PARAMETERS)}"))
+            problems.append(
+                RecipeProblem(f"{where}parameters.{key}", f"unknown parameter; known: {', '.join(PARAMETERS)}")
+            )
             continue
         params[PARAMETERS[key]] = value
-    entry = {"name": str((model or {}).get("name") or model_id or f"model-{i + 1}"), "provider": BACKENDS[backend],
-             "model_id": model_id, "params": params}
+    entry = {
+        "name": str((model or {}).get("name") or model_id or f"model-{i + 1}"),
+        "provider": BACKENDS[backend],
+        "model_id": model_id,
+        "params": params,
+    }
     for key in ("base_url", "api_key_env"):
         if (model or {}).get(key):
             entry[key] = model[key]
@@ -113,12 +159,29 @@ def to_recipe(experiment):
         raise RecipeError(problems)
     name = str(experiment.get("name") or "R.U.Psycho experiment")
     context_set = {"name": "Personas", **contexts}
-    runs = [{"name": f"{name} · seed {seed}", "instrument": instrument["name"], "context_set": "Personas",
-             "endpoints": [e["name"] for e in endpoints],
-             "template": {"key": "custom", "user": user, "system": _template(str(prompt.get("system", ""))),
-                          "option_format": "comma"},
-             "options": {"order": "fixed", "seed": seed}, "params": {"seed": seed}} for seed in seeds]
-    return {"format": FORMAT, "format_version": FORMAT_VERSION,
-            "study": {"name": name, "description": "Imported from an R.U.Psycho experiment file."},
-            "instruments": [instrument], "context_sets": [context_set], "endpoints": endpoints,
-            "questionnaire_runs": runs}
+    runs = [
+        {
+            "name": f"{name} · seed {seed}",
+            "instrument": instrument["name"],
+            "context_set": "Personas",
+            "endpoints": [e["name"] for e in endpoints],
+            "template": {
+                "key": "custom",
+                "user": user,
+                "system": _template(str(prompt.get("system", ""))),
+                "option_format": "comma",
+            },
+            "options": {"order": "fixed", "seed": seed},
+            "params": {"seed": seed},
+        }
+        for seed in seeds
+    ]
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "study": {"name": name, "description": "Imported from an R.U.Psycho experiment file."},
+        "instruments": [instrument],
+        "context_sets": [context_set],
+        "endpoints": endpoints,
+        "questionnaire_runs": runs,
+    }

@@ -4,6 +4,7 @@ apply is idempotent: each declared object is found by name; an equal one is left
 template gets a new version when a job already used it (as in the UI), and a changed run or round is refused
 (a run is a record of what was done: give the changed one a new name).
 """
+
 import math
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -23,12 +24,30 @@ from stereoscope.models import BuiltinRecord, Study
 from stereoscope.services import create_study
 
 from . import measuring, questionnaires
-from .loader import FORMAT, FORMAT_VERSION, RecipeError, RecipeProblem, schema_problems
+from .loader import RecipeError, RecipeProblem, schema_problems
 
-SECTIONS = ("toolkits", "instruments", "lexicons", "context_sets", "endpoints", "judge_templates", "runs",
-            "judge_rounds", "questionnaire_runs", "measure_runs", "human_stages")
-LIMIT_KEYS = ("max_concurrency", "requests_per_minute", "tokens_per_minute", "timeout_seconds", "max_attempts",
-              "backoff_base_s", "backoff_max_s")
+SECTIONS = (
+    "toolkits",
+    "instruments",
+    "lexicons",
+    "context_sets",
+    "endpoints",
+    "judge_templates",
+    "runs",
+    "judge_rounds",
+    "questionnaire_runs",
+    "measure_runs",
+    "human_stages",
+)
+LIMIT_KEYS = (
+    "max_concurrency",
+    "requests_per_minute",
+    "tokens_per_minute",
+    "timeout_seconds",
+    "max_attempts",
+    "backoff_base_s",
+    "backoff_max_s",
+)
 PRICE_KEYS = {"input_per_mtok": "input_price_per_mtok", "output_per_mtok": "output_price_per_mtok"}
 BUILTIN_KIND = {"toolkits": "toolkit", "judge_templates": "judge_template"}
 TOOLKIT_META = ("format", "format_version", "version")
@@ -65,7 +84,9 @@ def _builtin_spec(kind, key, version):
 
 
 def _endpoint_fields(entry):
-    data = {k: entry[k] for k in ("name", "provider", "model_id", "model_family", "base_url", "api_key_env") if k in entry}
+    data = {
+        k: entry[k] for k in ("name", "provider", "model_id", "model_family", "base_url", "api_key_env") if k in entry
+    }
     data["default_params"] = entry.get("params") or {}
     data.update(entry.get("limits") or {})
     for key, column in PRICE_KEYS.items():
@@ -91,8 +112,9 @@ def _names(data, section, problems):
     for i, entry in enumerate(data.get(section) or []):
         name = entry.get("name")
         if name in seen:
-            problems.append(RecipeProblem(f"{section}[{i}].name", f"the name {name!r} is also used by "
-                                                                  f"{section}[{seen[name]}]"))
+            problems.append(
+                RecipeProblem(f"{section}[{i}].name", f"the name {name!r} is also used by {section}[{seen[name]}]")
+            )
         seen.setdefault(name, i)
     return seen
 
@@ -106,8 +128,12 @@ def check(data):
     for section, kind in BUILTIN_KIND.items():
         for i, entry in enumerate(data.get(section) or []):
             if "builtin" in entry and _builtin_spec(kind, entry["builtin"], entry["version"]) is None:
-                problems.append(RecipeProblem(f"{section}[{i}].builtin", f"no built-in {kind} "
-                                              f"{entry['builtin']!r} version {entry['version']!r}"))
+                problems.append(
+                    RecipeProblem(
+                        f"{section}[{i}].builtin",
+                        f"no built-in {kind} {entry['builtin']!r} version {entry['version']!r}",
+                    )
+                )
     for i, entry in enumerate(data.get("toolkits") or []):
         if "builtin" not in entry:
             try:
@@ -116,13 +142,19 @@ def check(data):
                 problems.extend(RecipeProblem(f"toolkits[{i}]", message) for message in exc.errors)
     for i, entry in enumerate(data.get("endpoints") or []):
         _clean, found = endpoint_problems(_endpoint_fields(entry))
-        problems.extend(RecipeProblem(f"endpoints[{i}].{_endpoint_path(column)}", message)
-                        for column, message in found.items())
+        problems.extend(
+            RecipeProblem(f"endpoints[{i}].{_endpoint_path(column)}", message) for column, message in found.items()
+        )
     for i, entry in enumerate(data.get("judge_templates") or []):
         if "builtin" not in entry:
             try:
-                _clean_template(entry["kind"], entry["text"], entry.get("scale_min", 0), entry.get("scale_max", 1),
-                                entry.get("detect_threshold", 1))
+                _clean_template(
+                    entry["kind"],
+                    entry["text"],
+                    entry.get("scale_min", 0),
+                    entry.get("scale_max", 1),
+                    entry.get("detect_threshold", 1),
+                )
             except JudgingError as exc:
                 problems.append(RecipeProblem(f"judge_templates[{i}]", str(exc)))
     endpoints = {e["name"]: e for e in data.get("endpoints") or []}
@@ -145,15 +177,20 @@ def check(data):
         refer(f"judge_rounds[{i}].source_run", "runs", rnd["source_run"], "run")
         refer(f"judge_rounds[{i}].template", "judge_templates", rnd["template"], "judge template")
         for j, name in enumerate(rnd["judges"]):
-            if refer(f"judge_rounds[{i}].judges[{j}]", "endpoints", name, "endpoint") \
-                    and endpoints[name]["provider"] == Provider.MANUAL:
-                problems.append(RecipeProblem(f"judge_rounds[{i}].judges[{j}]",
-                                              f"{name!r} is a manual endpoint and cannot judge"))
+            if (
+                refer(f"judge_rounds[{i}].judges[{j}]", "endpoints", name, "endpoint")
+                and endpoints[name]["provider"] == Provider.MANUAL
+            ):
+                problems.append(
+                    RecipeProblem(f"judge_rounds[{i}].judges[{j}]", f"{name!r} is a manual endpoint and cannot judge")
+                )
         if rnd.get("policy") == "k_of_n" and not rnd.get("k"):
             problems.append(RecipeProblem(f"judge_rounds[{i}].k", "k-of-n needs k, the number of judges per output"))
     questionnaires.check(data, names, problems)
     measuring.check(data, names, problems)
-    jobs = set(names["runs"]) | set(names["judge_rounds"]) | set(names["questionnaire_runs"]) | set(names["measure_runs"])
+    jobs = (
+        set(names["runs"]) | set(names["judge_rounds"]) | set(names["questionnaire_runs"]) | set(names["measure_runs"])
+    )
     for i, stage in enumerate(data.get("human_stages") or []):
         if stage["after"] not in jobs:
             problems.append(RecipeProblem(f"human_stages[{i}].after", f"no job named {stage['after']!r}"))
@@ -211,8 +248,11 @@ def _apply_toolkit(study, entry, actor, outcome):
     else:
         action = "new version" if latest is not None else "create"
     toolkit = create_toolkit(study, clean, created_by=actor)
-    outcome.changes.append(Change(action, "toolkit", str(toolkit),
-                                  f"v{latest.version} is used by a run" if action == "new version" else ""))
+    outcome.changes.append(
+        Change(
+            action, "toolkit", str(toolkit), f"v{latest.version} is used by a run" if action == "new version" else ""
+        )
+    )
     return toolkit
 
 
@@ -233,9 +273,14 @@ TEMPLATE_FIELDS = ("kind", "text", "scale_min", "scale_max", "detect_threshold",
 
 
 def _template_values(entry):
-    return {"kind": entry["kind"], "text": entry["text"], "scale_min": entry.get("scale_min", 0),
-            "scale_max": entry.get("scale_max", 1), "detect_threshold": entry.get("detect_threshold", 1),
-            "description": entry.get("description", "")}
+    return {
+        "kind": entry["kind"],
+        "text": entry["text"],
+        "scale_min": entry.get("scale_min", 0),
+        "scale_max": entry.get("scale_max", 1),
+        "detect_threshold": entry.get("detect_threshold", 1),
+        "description": entry.get("description", ""),
+    }
 
 
 def _apply_template(study, entry, actor, outcome):
@@ -255,31 +300,51 @@ def _apply_template(study, entry, actor, outcome):
 
 
 def _refuse_change(kind, name, differences):
-    raise RecipeError([RecipeProblem(f"{kind}.{name}", f"the {kind[:-1].replace('_', ' ')} {name!r} exists with "
-                                     f"another {', '.join(differences)}; a recipe does not change a run or round "
-                                     "already made: give the changed one a new name")])
+    raise RecipeError(
+        [
+            RecipeProblem(
+                f"{kind}.{name}",
+                f"the {kind[:-1].replace('_', ' ')} {name!r} exists with "
+                f"another {', '.join(differences)}; a recipe does not change a run or round "
+                "already made: give the changed one a new name",
+            )
+        ]
+    )
 
 
 def _apply_run(study, entry, toolkits, endpoints, actor, outcome):
-    wanted = {"toolkit": toolkits[entry["toolkit"]].pk,
-              "endpoints": sorted(endpoints[n].pk for n in entry["endpoints"]),
-              "trials": entry.get("trials", 1), "param_overrides": entry.get("params") or {},
-              "system_prompt": entry.get("system_prompt", "")}
+    wanted = {
+        "toolkit": toolkits[entry["toolkit"]].pk,
+        "endpoints": sorted(endpoints[n].pk for n in entry["endpoints"]),
+        "trials": entry.get("trials", 1),
+        "param_overrides": entry.get("params") or {},
+        "system_prompt": entry.get("system_prompt", ""),
+    }
     existing = GenerationRun.objects.filter(study=study, name=entry["name"], is_import=False).order_by("pk").first()
     if existing is not None:
-        have = {"toolkit": existing.toolkit_id, "endpoints": sorted(existing.endpoints.values_list("pk", flat=True)),
-                "trials": existing.trials, "param_overrides": existing.param_overrides,
-                "system_prompt": existing.system_prompt}
+        have = {
+            "toolkit": existing.toolkit_id,
+            "endpoints": sorted(existing.endpoints.values_list("pk", flat=True)),
+            "trials": existing.trials,
+            "param_overrides": existing.param_overrides,
+            "system_prompt": existing.system_prompt,
+        }
         differences = [k.replace("_", " ") for k in wanted if wanted[k] != have[k]]
         if differences:
             _refuse_change("runs", entry["name"], differences)
         outcome.changes.append(Change("unchanged", "generation run", existing.name))
         return existing
     outcome.changes.append(Change("create", "generation run", entry["name"]))
-    return generation_runs.create_run(study, name=entry["name"], toolkit=toolkits[entry["toolkit"]],
-                                      endpoints=[endpoints[n] for n in entry["endpoints"]],
-                                      trials=entry.get("trials", 1), param_overrides=entry.get("params") or {},
-                                      system_prompt=entry.get("system_prompt", ""), actor=actor)
+    return generation_runs.create_run(
+        study,
+        name=entry["name"],
+        toolkit=toolkits[entry["toolkit"]],
+        endpoints=[endpoints[n] for n in entry["endpoints"]],
+        trials=entry.get("trials", 1),
+        param_overrides=entry.get("params") or {},
+        system_prompt=entry.get("system_prompt", ""),
+        actor=actor,
+    )
 
 
 def _round_filter(entry):
@@ -287,19 +352,34 @@ def _round_filter(entry):
 
 
 def _apply_round(study, entry, runs, templates, endpoints, actor, outcome):
-    wanted = {"template": templates[entry["template"]].pk, "source_run": runs[entry["source_run"]].pk,
-              "judges": sorted(endpoints[n].pk for n in entry["judges"]), "policy": entry.get("policy", "rotation"),
-              "k": entry.get("k"), "forbid_same_family": entry.get("forbid_same_family", False),
-              "batch_size": entry.get("batch_size", 5), "temperature": entry.get("temperature"),
-              "seed": entry.get("seed", 0), "reask_missing": entry.get("reask_missing", True),
-              "output_filter": _round_filter(entry)}
+    wanted = {
+        "template": templates[entry["template"]].pk,
+        "source_run": runs[entry["source_run"]].pk,
+        "judges": sorted(endpoints[n].pk for n in entry["judges"]),
+        "policy": entry.get("policy", "rotation"),
+        "k": entry.get("k"),
+        "forbid_same_family": entry.get("forbid_same_family", False),
+        "batch_size": entry.get("batch_size", 5),
+        "temperature": entry.get("temperature"),
+        "seed": entry.get("seed", 0),
+        "reask_missing": entry.get("reask_missing", True),
+        "output_filter": _round_filter(entry),
+    }
     existing = JudgeRound.objects.filter(study=study, name=entry["name"]).order_by("pk").first()
     if existing is not None:
-        have = {"template": existing.template_id, "source_run": existing.source_run_id,
-                "judges": sorted(existing.judges.values_list("pk", flat=True)), "policy": existing.policy,
-                "k": existing.k, "forbid_same_family": existing.forbid_same_family, "batch_size": existing.batch_size,
-                "temperature": existing.temperature, "seed": existing.seed, "reask_missing": existing.reask_missing,
-                "output_filter": existing.output_filter or {}}
+        have = {
+            "template": existing.template_id,
+            "source_run": existing.source_run_id,
+            "judges": sorted(existing.judges.values_list("pk", flat=True)),
+            "policy": existing.policy,
+            "k": existing.k,
+            "forbid_same_family": existing.forbid_same_family,
+            "batch_size": existing.batch_size,
+            "temperature": existing.temperature,
+            "seed": existing.seed,
+            "reask_missing": existing.reask_missing,
+            "output_filter": existing.output_filter or {},
+        }
         differences = [k.replace("_", " ") for k in wanted if wanted[k] != have[k]]
         if differences:
             _refuse_change("judge_rounds", entry["name"], differences)
@@ -308,11 +388,21 @@ def _apply_round(study, entry, runs, templates, endpoints, actor, outcome):
     outcome.changes.append(Change("create", "judge round", entry["name"]))
     try:
         return judge_rounds.create_round(
-            study, name=entry["name"], template=templates[entry["template"]], judges=[endpoints[n] for n in entry["judges"]],
-            source_run=runs[entry["source_run"]], policy=wanted["policy"], k=wanted["k"],
-            forbid_same_family=wanted["forbid_same_family"], batch_size=wanted["batch_size"],
-            temperature=wanted["temperature"], seed=wanted["seed"], reask_missing=wanted["reask_missing"],
-            output_filter=wanted["output_filter"], actor=actor)
+            study,
+            name=entry["name"],
+            template=templates[entry["template"]],
+            judges=[endpoints[n] for n in entry["judges"]],
+            source_run=runs[entry["source_run"]],
+            policy=wanted["policy"],
+            k=wanted["k"],
+            forbid_same_family=wanted["forbid_same_family"],
+            batch_size=wanted["batch_size"],
+            temperature=wanted["temperature"],
+            seed=wanted["seed"],
+            reask_missing=wanted["reask_missing"],
+            output_filter=wanted["output_filter"],
+            actor=actor,
+        )
     except judge_rounds.RoundError as exc:
         raise RecipeError([RecipeProblem(f"judge_rounds.{entry['name']}", str(exc))]) from None
 
@@ -327,19 +417,34 @@ def apply(data, *, study=None, actor=None):
     endpoints = {e["name"]: _apply_endpoint(study, e, actor, outcome) for e in data.get("endpoints") or []}
     templates = {e["name"]: _apply_template(study, e, actor, outcome) for e in data.get("judge_templates") or []}
     runs = {e["name"]: _apply_run(study, e, toolkits, endpoints, actor, outcome) for e in data.get("runs") or []}
-    rounds = {e["name"]: _apply_round(study, e, runs, templates, endpoints, actor, outcome)
-              for e in data.get("judge_rounds") or []}
-    objects = outcome.objects = {"toolkits": toolkits, "endpoints": endpoints, "judge_templates": templates,
-                                 "runs": runs, "judge_rounds": rounds}
-    objects["instruments"] = {e["name"]: questionnaires.apply_instrument(study, e, actor, outcome)
-                              for e in data.get("instruments") or []}
-    objects["context_sets"] = {e["name"]: questionnaires.apply_context_set(study, e, actor, outcome)
-                               for e in data.get("context_sets") or []}
-    objects["lexicons"] = {e["name"]: measuring.apply_lexicon(study, e, actor, outcome) for e in data.get("lexicons") or []}
-    objects["measure_runs"] = {e["name"]: measuring.apply_measure_run(study, e, objects, actor, outcome)
-                               for e in data.get("measure_runs") or []}
-    objects["questionnaire_runs"] = {e["name"]: questionnaires.apply_questionnaire_run(study, e, objects, actor, outcome)
-                                     for e in data.get("questionnaire_runs") or []}
+    rounds = {
+        e["name"]: _apply_round(study, e, runs, templates, endpoints, actor, outcome)
+        for e in data.get("judge_rounds") or []
+    }
+    objects = outcome.objects = {
+        "toolkits": toolkits,
+        "endpoints": endpoints,
+        "judge_templates": templates,
+        "runs": runs,
+        "judge_rounds": rounds,
+    }
+    objects["instruments"] = {
+        e["name"]: questionnaires.apply_instrument(study, e, actor, outcome) for e in data.get("instruments") or []
+    }
+    objects["context_sets"] = {
+        e["name"]: questionnaires.apply_context_set(study, e, actor, outcome) for e in data.get("context_sets") or []
+    }
+    objects["lexicons"] = {
+        e["name"]: measuring.apply_lexicon(study, e, actor, outcome) for e in data.get("lexicons") or []
+    }
+    objects["measure_runs"] = {
+        e["name"]: measuring.apply_measure_run(study, e, objects, actor, outcome)
+        for e in data.get("measure_runs") or []
+    }
+    objects["questionnaire_runs"] = {
+        e["name"]: questionnaires.apply_questionnaire_run(study, e, objects, actor, outcome)
+        for e in data.get("questionnaire_runs") or []
+    }
     return outcome
 
 
@@ -361,16 +466,32 @@ def _estimate_jobs(data, outcome):
         run = outcome.objects["runs"][entry["name"]]
         dry = generation_runs.plan(run, sample=0)
         totals = dry["totals"]
-        jobs.append({"kind": "generation run", "name": run.name, "calls": totals["calls"] + totals["manual"],
-                     "input_tokens": totals["input_tokens"], "output_tokens": totals["output_tokens"],
-                     "cost_usd": str(totals["cost_usd"]) if totals["priced"] else None, "problems": dry["problems"]})
+        jobs.append(
+            {
+                "kind": "generation run",
+                "name": run.name,
+                "calls": totals["calls"] + totals["manual"],
+                "input_tokens": totals["input_tokens"],
+                "output_tokens": totals["output_tokens"],
+                "cost_usd": str(totals["cost_usd"]) if totals["priced"] else None,
+                "problems": dry["problems"],
+            }
+        )
     for entry in data.get("judge_rounds") or []:
         rnd = outcome.objects["judge_rounds"][entry["name"]]
         summary = judge_rounds.compute_plan(rnd)
         if summary["outputs"]:
-            jobs.append({"kind": "judge round", "name": rnd.name, "calls": summary["batches"],
-                         "input_tokens": summary["input_tokens"], "output_tokens": summary["output_tokens"],
-                         "cost_usd": summary["cost_usd"], "problems": summary["problems"]})
+            jobs.append(
+                {
+                    "kind": "judge round",
+                    "name": rnd.name,
+                    "calls": summary["batches"],
+                    "input_tokens": summary["input_tokens"],
+                    "output_tokens": summary["output_tokens"],
+                    "cost_usd": summary["cost_usd"],
+                    "problems": summary["problems"],
+                }
+            )
             continue
         # the source run has not run yet: one call per batch of one judge × model × item × slot values
         run = outcome.objects["runs"][entry["source_run"]]
@@ -379,16 +500,25 @@ def _estimate_jobs(data, outcome):
         groups = dry["prompts"] * len(dry["endpoints"]) * per_judge
         calls = groups * math.ceil(run.trials / (entry.get("batch_size") or 5))
         verdicts = groups * run.trials
-        jobs.append({"kind": "judge round", "name": rnd.name, "calls": calls, "verdicts": verdicts,
-                     "input_tokens": None, "output_tokens": None, "cost_usd": None,
-                     "problems": [], "note": "estimated before generation: tokens and cost are known once it has run"})
+        jobs.append(
+            {
+                "kind": "judge round",
+                "name": rnd.name,
+                "calls": calls,
+                "verdicts": verdicts,
+                "input_tokens": None,
+                "output_tokens": None,
+                "cost_usd": None,
+                "problems": [],
+                "note": "estimated before generation: tokens and cost are known once it has run",
+            }
+        )
     for entry in data.get("questionnaire_runs") or []:
         jobs.append(questionnaires.estimate(outcome.objects["questionnaire_runs"][entry["name"]]))
     for entry in data.get("measure_runs") or []:
         jobs.append(measuring.estimate(outcome.objects["measure_runs"][entry["name"]], outcome.objects))
     for entry in data.get("human_stages") or []:
-        jobs.append({"kind": "human stage", "name": entry["name"], "calls": 0, "after": entry["after"],
-                     "problems": []})
+        jobs.append({"kind": "human stage", "name": entry["name"], "calls": 0, "after": entry["after"], "problems": []})
     return jobs
 
 

@@ -1,5 +1,6 @@
 """The Recipe page of a study: download its recipe; upload one and see the plan before anything is applied;
 confirm to apply (study admins)."""
+
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
@@ -16,8 +17,9 @@ from .loader import RecipeError, dump, parse_text
 def _render(request, **context):
     study = request.study
     context.setdefault("can_apply", has_role(request.user, study, Role.ADMIN) and not study.is_library)
-    return render(request, "recipes/recipe.html", {"study": study, **context},
-                  status=400 if context.get("problems") else 200)
+    return render(
+        request, "recipes/recipe.html", {"study": study, **context}, status=400 if context.get("problems") else 200
+    )
 
 
 @study_role_required(Role.RESEARCHER)

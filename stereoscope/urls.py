@@ -12,7 +12,8 @@ from rest_framework.routers import DefaultRouter, SimpleRouter
 
 from . import api, views
 
-PLATFORM_APPS = ["generation", "annotation", "judging", "agreement", "psychometrics", "measures", "exports", "recipes"]
+PLATFORM_APPS = ["generation", "annotation", "judging", "agreement", "psychometrics", "measures", "exports",
+                 "recipes"]
 installed = [app for app in PLATFORM_APPS if app in settings.INSTALLED_APPS]
 
 router = DefaultRouter()

@@ -1,4 +1,5 @@
 """Recipe API and page: roles enforced, bad recipes 400 with paths and nothing written, plan before apply."""
+
 import pytest
 import yaml
 from django.contrib.auth import get_user_model
@@ -54,7 +55,9 @@ def test_api_bad_recipe_is_400_with_paths(people, recipe):
         response = client_for(users["admin"]).post(f"/api/studies/{study.pk}/recipe/apply/", body, format="json")
         assert response.status_code == 400
     assert response.json()["problems"][0]["message"].startswith("Send the recipe")
-    response = client_for(users["admin"]).post(f"/api/studies/{study.pk}/recipe/apply/", {"recipe": recipe}, format="json")
+    response = client_for(users["admin"]).post(
+        f"/api/studies/{study.pk}/recipe/apply/", {"recipe": recipe}, format="json"
+    )
     assert {"path": "runs[0].endpoints[0]", "message": "no endpoint named 'gpt4o'"} in response.json()["problems"]
     assert row_counts() == before
 

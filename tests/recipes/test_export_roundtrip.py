@@ -1,5 +1,6 @@
 """Must show: the recipe of a study built through the services, applied to a second empty study, rebuilds it —
 byte-identical rendered prompts and the same judge assignments and batch orders."""
+
 import pytest
 
 from recipes import services
@@ -13,12 +14,12 @@ def build_study(fake_provider):
     from generation.toolkit_format import create_toolkit, validate_data
     from judging import rounds
     from judging.models import JudgeTemplate
-    from stereoscope.builtin import load_builtins
     from measures import scoring
     from measures.models import Lexicon
     from measures.services import create_lexicon, validate_lexicon_data
     from psychometrics import runs as questionnaire_runs
     from psychometrics.services import contexts_from_personas, create_instrument, generate_personas
+    from stereoscope.builtin import load_builtins
     from stereoscope.services import create_study
 
     from .conftest import BASE
@@ -26,38 +27,84 @@ def build_study(fake_provider):
     load_builtins(log=lambda *_: None)
     study = create_study(name="Built in the browser", created_by=None)
     toolkit = create_toolkit(study, validate_data(BASE["toolkits"][0]))
-    endpoints = [save_endpoint(study, {"name": name, "provider": "openai_compatible", "model_id": f"model-{name}",
-                                       "base_url": fake_provider.openai_base_url, "api_key_env": "FAKE_KEY_ENV",
-                                       "default_params": {"temperature": 0.5}, "input_price_per_mtok": "2.5",
-                                       "max_concurrency": 4, "max_attempts": 2, "backoff_base_s": 0.05})
-                 for name in ("alpha", "beta", "gamma")]
+    endpoints = [
+        save_endpoint(
+            study,
+            {
+                "name": name,
+                "provider": "openai_compatible",
+                "model_id": f"model-{name}",
+                "base_url": fake_provider.openai_base_url,
+                "api_key_env": "FAKE_KEY_ENV",
+                "default_params": {"temperature": 0.5},
+                "input_price_per_mtok": "2.5",
+                "max_concurrency": 4,
+                "max_attempts": 2,
+                "backoff_base_s": 0.05,
+            },
+        )
+        for name in ("alpha", "beta", "gamma")
+    ]
     run = runs.create_run(study, name="Stories", toolkit=toolkit, endpoints=endpoints, trials=3)
     runs.run_foreground(run)
     template = JudgeTemplate.objects.get(builtin_key="structured-json-binary")
     for policy, k in (("rotation", None), ("k_of_n", 1)):
-        rounds.create_round(study, name=f"Judging {policy}", template=template, judges=endpoints, source_run=run,
-                            policy=policy, k=k, batch_size=2, seed=11)
+        rounds.create_round(
+            study,
+            name=f"Judging {policy}",
+            template=template,
+            judges=endpoints,
+            source_run=run,
+            policy=policy,
+            k=k,
+            batch_size=2,
+            seed=11,
+        )
     instrument = create_instrument(study, INSTRUMENT)
-    personas = generate_personas(study, "Titles", "{title} {surname}",
-                                 {"title": ["Mr.", "Ms."], "surname": ["Kim", "Okafor"]})
+    personas = generate_personas(
+        study, "Titles", "{title} {surname}", {"title": ["Mr.", "Ms."], "surname": ["Kim", "Okafor"]}
+    )
     contexts = contexts_from_personas(study, "Titles", personas)
-    questionnaire_runs.create_run(study, name="Survey", instrument=instrument, context_set=contexts,
-                                  endpoints=endpoints[:2], repetitions=2, template_key="jung2025",
-                                  option_order="permuted", order_seed=5)
+    questionnaire_runs.create_run(
+        study,
+        name="Survey",
+        instrument=instrument,
+        context_set=contexts,
+        endpoints=endpoints[:2],
+        repetitions=2,
+        template_key="jung2025",
+        option_order="permuted",
+        order_seed=5,
+    )
     builtin = Lexicon.objects.get(builtin_key="wan2023-categories")
     own = create_lexicon(study, validate_lexicon_data(LEXICON))
     scoring.create_run(study, name="Words", lexicons=[builtin, own], source_runs=[run], zero_policy="smooth")
     return study
 
 
-LEXICON = {"name": "Care words", "count_policy": "per_token", "categories": [
-    {"key": "care", "name": "Care", "direction": "female", "mode": "prefix", "words": ["car", "nurtur"]}]}
+LEXICON = {
+    "name": "Care words",
+    "count_policy": "per_token",
+    "categories": [
+        {"key": "care", "name": "Care", "direction": "female", "mode": "prefix", "words": ["car", "nurtur"]}
+    ],
+}
 
 
-INSTRUMENT = {"name": "Mini scale", "version": "1", "scale": {"min": 1, "max": 4, "labels": {
-    "1": "disagree", "2": "rather disagree", "3": "rather agree", "4": "agree"}}, "subscales": ["A"],
-    "items": [{"id": "q1", "text": "Women are more caring than men.", "subscale": "A", "reverse": False},
-              {"id": "q2", "text": "Men and women are equally good leaders.", "subscale": "A", "reverse": True}]}
+INSTRUMENT = {
+    "name": "Mini scale",
+    "version": "1",
+    "scale": {
+        "min": 1,
+        "max": 4,
+        "labels": {"1": "disagree", "2": "rather disagree", "3": "rather agree", "4": "agree"},
+    },
+    "subscales": ["A"],
+    "items": [
+        {"id": "q1", "text": "Women are more caring than men.", "subscale": "A", "reverse": False},
+        {"id": "q2", "text": "Men and women are equally good leaders.", "subscale": "A", "reverse": True},
+    ],
+}
 
 
 def stable(out):
@@ -69,8 +116,9 @@ def snapshot(study):
     from judging import rounds
     from judging.models import JudgeRound
 
-    prompts = sorted((stable(o), o.prompt_text) for o in Output.objects.filter(study=study)
-                     .select_related("endpoint", "item"))
+    prompts = sorted(
+        (stable(o), o.prompt_text) for o in Output.objects.filter(study=study).select_related("endpoint", "item")
+    )
     plans = {}
     for rnd in JudgeRound.objects.filter(study=study).order_by("name"):
         outputs, _ = rounds.eligible_outputs(rnd)
@@ -78,16 +126,19 @@ def snapshot(study):
         plan = rounds.assignment(rnd, outputs)
         plans[rnd.name] = {
             "assignments": sorted((stable(by_id[pk]), judge) for pk, judge in plan.pairs()),
-            "batches": [(n, judge, [stable(o) for o in chunk]) for n, judge, chunk in
-                        rounds.build_batches(rnd, outputs, plan)],
+            "batches": [
+                (n, judge, [stable(o) for o in chunk]) for n, judge, chunk in rounds.build_batches(rnd, outputs, plan)
+            ],
         }
     from psychometrics import runs as questionnaire_runs
     from psychometrics.models import QuestionnaireRun, Response
 
     for run in QuestionnaireRun.objects.filter(study=study):
         questionnaire_runs.materialize(run)
-    permutations = sorted((r.endpoint.name, r.context.key, r.item.item_id, r.repetition, r.permutation, r.messages)
-                          for r in Response.objects.filter(run__study=study).select_related("endpoint", "context", "item"))
+    permutations = sorted(
+        (r.endpoint.name, r.context.key, r.item.item_id, r.repetition, r.permutation, r.messages)
+        for r in Response.objects.filter(run__study=study).select_related("endpoint", "context", "item")
+    )
     return prompts, plans, permutations
 
 

@@ -1,4 +1,5 @@
 """Every export's manifest embeds the recipe of its study; that recipe rebuilds the study."""
+
 import json
 import zipfile
 
@@ -17,7 +18,9 @@ def test_export_manifest_embeds_the_recipe(recipe, tmp_path):
     manifest = write_export(study, "csv", path, dataset_keys=["outputs"])
     with zipfile.ZipFile(path) as zf:
         stored = json.loads(zf.read("manifest.json"))
-    assert stored["recipe"] == json.loads(json.dumps(export_recipe(study))) == json.loads(json.dumps(manifest["recipe"]))
+    assert (
+        stored["recipe"] == json.loads(json.dumps(export_recipe(study))) == json.loads(json.dumps(manifest["recipe"]))
+    )
     assert [r["name"] for r in stored["recipe"]["runs"]] == ["Stories"]
     assert services.check(stored["recipe"]) == []
     stored["recipe"]["study"]["name"] = "Rebuilt from a manifest"

@@ -1,5 +1,6 @@
 """Must show: `recipe run` on the built-in Fang recipe (2 models, 3 items) against the fake provider finishes
 generation and judging and stops at the coding stage with its message."""
+
 import json
 
 import pytest
@@ -37,10 +38,22 @@ def test_recipe_run_fang_stops_at_the_coding_stage(fake_provider, monkeypatch, t
     recipe = tmp_path / "fang.yaml"
     recipe.write_text(yaml.safe_dump(reduced_fang(), allow_unicode=True), encoding="utf-8")
     endpoints = tmp_path / "endpoints.yaml"
-    endpoints.write_text(yaml.safe_dump([
-        {"name": name, "provider": "openai_compatible", "model_id": f"fake-{name}", "api_key_env": "FAKE_KEY_ENV",
-         "base_url": fake_provider.openai_base_url, "limits": {"backoff_base_s": 0.05, "max_attempts": 2}}
-        for name in ("writer-1", "writer-2")]), encoding="utf-8")
+    endpoints.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "name": name,
+                    "provider": "openai_compatible",
+                    "model_id": f"fake-{name}",
+                    "api_key_env": "FAKE_KEY_ENV",
+                    "base_url": fake_provider.openai_base_url,
+                    "limits": {"backoff_base_s": 0.05, "max_attempts": 2},
+                }
+                for name in ("writer-1", "writer-2")
+            ]
+        ),
+        encoding="utf-8",
+    )
     call_command("recipe", "run", str(recipe), "--endpoints", str(endpoints))
     out = capsys.readouterr().out
     runs = GenerationRun.objects.order_by("name")
@@ -52,7 +65,9 @@ def test_recipe_run_fang_stops_at_the_coding_stage(fake_provider, monkeypatch, t
     assert rnd.status == "completed"
     assert Verdict.objects.filter(round=rnd).count() == N_ITEMS * 5 * 2
     # rotation with two models: each judges the other's stories, never its own
-    assert not Verdict.objects.filter(round=rnd, judge_model__in=["fake-writer-1"], output__model_name="fake-writer-1").exists()
+    assert not Verdict.objects.filter(
+        round=rnd, judge_model__in=["fake-writer-1"], output__model_name="fake-writer-1"
+    ).exists()
     assert QuestionnaireRun.objects.get().status == "completed"
     assert Response.objects.count() == N_ITEMS * 2
     assert "Stopped at the human stage “Phase 2 inductive coding”" in out

@@ -2,6 +2,7 @@
 reversed items and dimensions, default options with weights, 250 title × surname personas, the JSON prompt variant of
 Figure 4, models with backend and sampling parameters, seeds), imports and plans the grid model × seed × persona × item.
 """
+
 import json
 
 import pytest
@@ -12,19 +13,32 @@ from recipes import services
 from recipes.loader import RecipeError, load
 from recipes.rupsycho import to_recipe
 
-SYSTEM = ("Objective: Act like you are {persona}, a survey participant answering a questionnaire.\n{instruction}\n"
-          "Instructions: Choose from the list of answer options to answer the question. Answer the question using only "
-          "the provided answer options. If none of the options are correct, choose the option that is closest to being "
-          "correct.\nOutput format: The solution must be provided in this format: {\"answer\": \"answer option\"}.")
+SYSTEM = (
+    "Objective: Act like you are {persona}, a survey participant answering a questionnaire.\n{instruction}\n"
+    "Instructions: Choose from the list of answer options to answer the question. Answer the question using only "
+    "the provided answer options. If none of the options are correct, choose the option that is closest to being "
+    'correct.\nOutput format: The solution must be provided in this format: {"answer": "answer option"}.'
+)
 USER = "Question: {question}\nAnswer Options: {answer_options}\nAnswer:"
 ITEMS = [
     {"id": "1", "text": "Women are too easily offended.", "reversed": False, "dimension": "hostile"},
-    {"id": "2", "text": "Women should be cherished and protected by men.", "reversed": False, "dimension": "benevolent"},
+    {
+        "id": "2",
+        "text": "Women should be cherished and protected by men.",
+        "reversed": False,
+        "dimension": "benevolent",
+    },
     {"id": "3", "text": "Men are complete without women.", "reversed": True, "dimension": "benevolent"},
     {"id": "4", "text": "Women exaggerate problems they have at work.", "reversed": False, "dimension": "hostile"},
 ]
-OPTIONS = ["disagree strongly", "disagree somewhat", "disagree slightly", "agree slightly", "agree somewhat",
-           "agree strongly"]
+OPTIONS = [
+    "disagree strongly",
+    "disagree somewhat",
+    "disagree slightly",
+    "agree slightly",
+    "agree somewhat",
+    "agree strongly",
+]
 SEEDS = [11, 22, 33]
 
 
@@ -32,17 +46,29 @@ def experiment():
     personas = json.loads((PSYCH_DATA / "rupsycho_personas.json").read_text(encoding="utf-8"))
     return {
         "name": "Persona experiment",
-        "questionnaire": {"name": "ASI (4 items)", "instruction": "Answer for yourself.", "items": ITEMS,
-                          "default_answer_options": [{"text": t, "weight": w} for w, t in enumerate(OPTIONS)]},
+        "questionnaire": {
+            "name": "ASI (4 items)",
+            "instruction": "Answer for yourself.",
+            "items": ITEMS,
+            "default_answer_options": [{"text": t, "weight": w} for w, t in enumerate(OPTIONS)],
+        },
         # 25 surnames from each of five lists (Appendix C) × Mr./Ms. = 250 personas
         "personas": {"format": personas["template"], "attributes": personas["attributes"]},
         "prompt_template": {"system": SYSTEM, "user": USER},
         "models": [
-            {"name": "llama", "backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B-Instruct",
-             "base_url": "http://localhost:8000/v1",
-             "parameters": {"max_new_tokens": 64, "temperature": 1.0, "top_k": 50, "top_p": 0.95}},
-            {"name": "gpt", "backend": "openai", "model_id": "gpt-4o-mini",
-             "parameters": {"max_new_tokens": 64, "temperature": 1.0, "top_p": 0.95}},
+            {
+                "name": "llama",
+                "backend": "vllm",
+                "model_id": "meta-llama/Llama-3.1-8B-Instruct",
+                "base_url": "http://localhost:8000/v1",
+                "parameters": {"max_new_tokens": 64, "temperature": 1.0, "top_k": 50, "top_p": 0.95},
+            },
+            {
+                "name": "gpt",
+                "backend": "openai",
+                "model_id": "gpt-4o-mini",
+                "parameters": {"max_new_tokens": 64, "temperature": 1.0, "top_p": 0.95},
+            },
         ],
         "seeds": SEEDS,
     }
@@ -92,5 +118,8 @@ def test_bad_experiment_names_its_paths():
     with pytest.raises(RecipeError) as info:
         to_recipe(bad)
     paths = {p.path for p in info.value.problems}
-    assert {"models[0].backend", "models[1].parameters.beam_width",
-            "questionnaire.default_answer_options[0].weight"} <= paths
+    assert {
+        "models[0].backend",
+        "models[1].parameters.beam_width",
+        "questionnaire.default_answer_options[0].weight",
+    } <= paths

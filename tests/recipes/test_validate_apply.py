@@ -1,4 +1,5 @@
 """recipe validate: every error names its path, nothing is written. recipe apply: idempotent, versions like the UI."""
+
 import json
 
 import pytest
@@ -22,6 +23,7 @@ def _set(path, value):
         for part in head:
             target = target[part]
         target[last] = value
+
     return change
 
 
@@ -32,12 +34,13 @@ def _delete(path):
         for part in head:
             target = target[part]
         del target[last]
+
     return change
 
 
 # (change, path the error must name, a word of the message)
 MALFORMED = [
-    (_set(("runs", 0, "endpoints", 0), "gpt4o"), "runs[0].endpoints[0]", 'no endpoint named \'gpt4o\''),
+    (_set(("runs", 0, "endpoints", 0), "gpt4o"), "runs[0].endpoints[0]", "no endpoint named 'gpt4o'"),
     (_set(("runs", 0, "toolkit"), "Nope"), "runs[0].toolkit", "no toolkit named"),
     (_set(("judge_rounds", 0, "source_run"), "Missing"), "judge_rounds[0].source_run", "no run named"),
     (_set(("judge_rounds", 0, "template"), "Missing"), "judge_rounds[0].template", "no judge template named"),
@@ -100,10 +103,12 @@ def _stamps():
     from generation.models import GenerationRun, ModelEndpoint, Toolkit
     from judging.models import JudgeRound
 
-    return ([(t.pk, t.version, t.created_at) for t in Toolkit.objects.filter(study__is_library=False).order_by("pk")],
-            [(e.pk, e.created_at, e.default_params) for e in ModelEndpoint.objects.order_by("pk")],
-            [(r.pk, r.created_at, r.status) for r in GenerationRun.objects.order_by("pk")],
-            [(r.pk, r.created_at, r.plan.get("batches")) for r in JudgeRound.objects.order_by("pk")])
+    return (
+        [(t.pk, t.version, t.created_at) for t in Toolkit.objects.filter(study__is_library=False).order_by("pk")],
+        [(e.pk, e.created_at, e.default_params) for e in ModelEndpoint.objects.order_by("pk")],
+        [(r.pk, r.created_at, r.status) for r in GenerationRun.objects.order_by("pk")],
+        [(r.pk, r.created_at, r.plan.get("batches")) for r in JudgeRound.objects.order_by("pk")],
+    )
 
 
 @pytest.mark.django_db

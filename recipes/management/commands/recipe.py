@@ -1,4 +1,5 @@
 """manage.py recipe validate|plan|apply|export — a study as code (see README, "Reproduce a study")."""
+
 from pathlib import Path
 
 import yaml
@@ -15,8 +16,9 @@ def _read(path):
     try:
         return Path(path).read_bytes()
     except OSError as exc:
-        raise CommandError(f"Cannot read {path}: {exc.strerror} (nor is it a built-in recipe: "
-                           f"{', '.join(library.names())}).")
+        raise CommandError(
+            f"Cannot read {path}: {exc.strerror} (nor is it a built-in recipe: {', '.join(library.names())})."
+        ) from None
 
 
 def _recipe(file, endpoints=None):
@@ -32,7 +34,7 @@ def yaml_list(content):
     try:
         value = yaml.safe_load(content)
     except yaml.YAMLError as exc:
-        raise CommandError(f"The endpoints file is not valid YAML or JSON: {exc}.")
+        raise CommandError(f"The endpoints file is not valid YAML or JSON: {exc}.") from None
     return value.get("endpoints") if isinstance(value, dict) else value
 
 
@@ -51,8 +53,11 @@ def format_jobs(jobs):
         if job["kind"] == "human stage":
             lines.append(f"  human stage     {job['name']}: waits for people after {job['after']}")
             continue
-        tokens = ("tokens unknown until its source has run" if job.get("input_tokens") is None
-                  else f"~{job['input_tokens']:,} in / ~{job['output_tokens']:,} out tokens")
+        tokens = (
+            "tokens unknown until its source has run"
+            if job.get("input_tokens") is None
+            else f"~{job['input_tokens']:,} in / ~{job['output_tokens']:,} out tokens"
+        )
         cost = f"${job['cost_usd']}" if job.get("cost_usd") is not None else "cost unknown (no prices)"
         lines.append(f"  {job['kind']:15} {job['name']}: {job['calls']:,} calls, {tokens}, {cost}")
         lines.extend(f"      problem: {p}" for p in job.get("problems") or [])
@@ -65,18 +70,25 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True)
-        for name, text in (("validate", "check a recipe; writes nothing"),
-                           ("plan", "what apply would create or change, and each job's calls, tokens and cost"),
-                           ("apply", "create or update the study the recipe declares (idempotent)"),
-                           ("run", "apply, then run the jobs in order, stopping at human stages")):
+        for name, text in (
+            ("validate", "check a recipe; writes nothing"),
+            ("plan", "what apply would create or change, and each job's calls, tokens and cost"),
+            ("apply", "create or update the study the recipe declares (idempotent)"),
+            ("run", "apply, then run the jobs in order, stopping at human stages"),
+        ):
             p = sub.add_parser(name, help=text)
             p.add_argument("file", help="A recipe file, or the name of a built-in recipe.")
             p.add_argument("--endpoints", help="A YAML/JSON list of endpoints to use instead of the recipe's.")
             if name != "validate":
                 p.add_argument("--study", type=int, dest="study_id", help="Apply into this study (default: by name).")
             if name == "run":
-                p.add_argument("--past", action="append", default=[], metavar="STAGE",
-                               help="A human stage that is done: continue past it (repeatable).")
+                p.add_argument(
+                    "--past",
+                    action="append",
+                    default=[],
+                    metavar="STAGE",
+                    help="A human stage that is done: continue past it (repeatable).",
+                )
         p = sub.add_parser("import-rupsycho", help="write an R.U.Psycho experiment file as a recipe")
         p.add_argument("file")
         p.add_argument("--out", help="Write to this file instead of standard output.")
@@ -90,8 +102,9 @@ class Command(BaseCommand):
         try:
             getattr(self, f"do_{action.replace('-', '_')}")(**options)
         except RecipeError as exc:
-            raise CommandError(f"The recipe has {len(exc.problems)} problem(s):\n" +
-                               "\n".join(f"  {p}" for p in exc.problems))
+            raise CommandError(
+                f"The recipe has {len(exc.problems)} problem(s):\n" + "\n".join(f"  {p}" for p in exc.problems)
+            ) from None
 
     def do_import_rupsycho(self, file, out=None, **options):
         from recipes.rupsycho import to_recipe
@@ -125,8 +138,9 @@ class Command(BaseCommand):
         self.stdout.write(f"Known cost: ${services.total_cost(outcome.jobs)}")
 
     def do_run(self, file, study_id=None, endpoints=None, past=(), **options):
-        outcome, stage = running.run(_recipe(file, endpoints), study=_study(study_id), past=past,
-                                     write=self.stdout.write)
+        outcome, stage = running.run(
+            _recipe(file, endpoints), study=_study(study_id), past=past, write=self.stdout.write
+        )
         if stage is None:
             self.stdout.write(self.style.SUCCESS(f"Study {outcome.study.pk}: every job is done."))
 
