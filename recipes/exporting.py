@@ -10,7 +10,7 @@ from generation.toolkit_format import toolkit_to_dict
 from judging.models import JudgeRound
 from stereoscope.models import BuiltinRecord
 
-from . import measuring, questionnaires
+from . import human, measuring, questionnaires
 from .loader import FORMAT, FORMAT_VERSION
 from .services import LIMIT_KEYS, PRICE_KEYS, TOOLKIT_META
 
@@ -129,11 +129,13 @@ def export_recipe(study):
         recipe["judge_rounds"].append(entry)
     recipe["questionnaire_runs"] = questionnaire_runs
     recipe["lexicons"], recipe["measure_runs"] = measuring.export(study)
+    recipe["codebooks"] = human.export(study)
     order = [
         "format",
         "format_version",
         "study",
         "toolkits",
+        "codebooks",
         "instruments",
         "lexicons",
         "context_sets",

@@ -9,7 +9,7 @@ from judging import rounds as judge_rounds
 from measures import scoring
 from psychometrics import runs as questionnaire_runs
 
-from . import services
+from . import human, services
 from .loader import RecipeError, RecipeProblem
 
 ROLES = {"coder": "coders", "researcher": "researchers", "admin": "study admins"}
@@ -28,7 +28,7 @@ def stage_message(stage):
             None,
             [
                 f"{coders['count']} {who}" if coders.get("count") else who,
-                f"overlap {stage['overlap']:.0%}" if stage.get("overlap") is not None else "",
+                f"{stage['overlap']} per story" if stage.get("overlap") else "",
                 f"{stage['strategy']} assignment" if stage.get("strategy") else "",
             ],
         )
@@ -39,7 +39,9 @@ def stage_message(stage):
     )
     if stage.get("message"):
         text += f" {stage['message']}"
-    return text + ' Run `recipe run` again with --past "' + stage["name"] + '" once it is done.'
+    if stage.get("codebook"):
+        return text + " Run `recipe run` again: it goes on once every assignment is done."
+    return text + f' Run `recipe run` again with --past "{stage["name"]}" once it is done.'
 
 
 def _run_job(kind, job, actor, write):
@@ -98,7 +100,12 @@ def run(data, *, study=None, actor=None, past=(), write=print):
                 raise RecipeError([RecipeProblem(name, f"the {kind} stopped ({job.status}): {job.message}")])
             write(f"  {kind} “{name}”: completed" + (f" ({job.message})" if job.message else ""))
     for stage in data.get("human_stages") or []:
-        if stage["name"] not in past:
-            write(stage_message(stage))
-            return outcome, stage
+        if stage["name"] in past:
+            continue
+        done, state = human.reach(stage, outcome.study, objects, actor)
+        if done:
+            write(f"  human stage “{stage['name']}”: done ({state})")
+            continue
+        write(stage_message(stage) + (f" {state}" if state else ""))
+        return outcome, stage
     return outcome, None

@@ -23,11 +23,12 @@ from stereoscope.builtin import all_specs, load_builtins
 from stereoscope.models import BuiltinRecord, Study
 from stereoscope.services import create_study
 
-from . import measuring, questionnaires
+from . import human, measuring, questionnaires
 from .loader import RecipeError, RecipeProblem, schema_problems
 
 SECTIONS = (
     "toolkits",
+    "codebooks",
     "instruments",
     "lexicons",
     "context_sets",
@@ -188,6 +189,7 @@ def check(data):
             problems.append(RecipeProblem(f"judge_rounds[{i}].k", "k-of-n needs k, the number of judges per output"))
     questionnaires.check(data, names, problems)
     measuring.check(data, names, problems)
+    human.check(data, names, problems)
     jobs = (
         set(names["runs"]) | set(names["judge_rounds"]) | set(names["questionnaire_runs"]) | set(names["measure_runs"])
     )
@@ -433,6 +435,9 @@ def apply(data, *, study=None, actor=None):
     }
     objects["context_sets"] = {
         e["name"]: questionnaires.apply_context_set(study, e, actor, outcome) for e in data.get("context_sets") or []
+    }
+    objects["codebooks"] = {
+        e["name"]: human.apply_codebook(study, e, toolkits, actor, outcome) for e in data.get("codebooks") or []
     }
     objects["lexicons"] = {
         e["name"]: measuring.apply_lexicon(study, e, actor, outcome) for e in data.get("lexicons") or []

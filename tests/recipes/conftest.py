@@ -65,8 +65,8 @@ BASE = {
             "kind": "coding",
             "after": "Cross judging",
             "coders": {"role": "coder"},
-            "overlap": 0.2,
-            "strategy": "balanced",
+            "overlap": 2,
+            "strategy": "random_balanced",
             "message": "Code the stories in Annotate.",
         }
     ],

@@ -9,6 +9,7 @@ from recipes.loader import dump, load
 
 
 def build_study(fake_provider):
+    from annotation.services import import_codebook
     from generation import runs
     from generation.endpoint_services import save_endpoint
     from generation.toolkit_format import create_toolkit, validate_data
@@ -79,9 +80,18 @@ def build_study(fake_provider):
     builtin = Lexicon.objects.get(builtin_key="wan2023-categories")
     own = create_lexicon(study, validate_lexicon_data(LEXICON))
     scoring.create_run(study, name="Words", lexicons=[builtin, own], source_runs=[run], zero_policy="smooth")
+    import_codebook(study, CODEBOOK)
     return study
 
 
+CODEBOOK = {
+    "name": "Story codes",
+    "description": "",
+    "codes": [
+        {"name": "Care", "gender_tag": "F", "children": [{"name": "Protects others", "gender_tag": "F"}]},
+        {"name": "Leadership", "gender_tag": "M"},
+    ],
+}
 LEXICON = {
     "name": "Care words",
     "count_policy": "per_token",
@@ -168,6 +178,7 @@ def test_exported_recipe_rebuilds_the_study(fake_provider, monkeypatch):
     assert plans_1 == plans_2
     # exporting the rebuilt study gives the same recipe (up to the study's own name)
     assert [m["name"] for m in load(text)["measure_runs"]] == ["Words"]
+    assert [c["name"] for c in load(text)["codebooks"][0]["codes"]] == ["Care", "Leadership"]
     assert {"name": "Care words"}.items() <= load(text)["lexicons"][1].items()
     again = export_recipe(second)
     again["study"] = export_recipe(first)["study"]

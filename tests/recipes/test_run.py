@@ -73,8 +73,28 @@ def test_recipe_run_fang_stops_at_the_coding_stage(fake_provider, monkeypatch, t
     assert "Stopped at the human stage “Phase 2 inductive coding”" in out
     assert "Code the induction stories in Annotate" in out
     assert "[" + "#" * 30 + "]" in out  # the progress bar reached the end
-    # running again skips finished jobs and stops at the same stage; past it, it stops at the next one
-    call_command("recipe", "run", str(recipe), "--endpoints", str(endpoints), "--past", "Phase 2 inductive coding")
+    assert "No coders in the study yet" in out
+    # running again skips finished jobs; with two coders, the stories are assigned (k = 2) and the recipe waits
+    from django.contrib.auth import get_user_model
+
+    from annotation.models import Assignment
+    from annotation.services import set_assignment_status
+    from stereoscope.services import add_member
+
+    study = phase3.study
+    for name in ("ana", "ben"):
+        get_user_model().objects.create_user(name)
+        add_member(study=study, username=name, role="coder", actor=None)
+    call_command("recipe", "run", str(recipe), "--endpoints", str(endpoints))
     again = capsys.readouterr().out
-    assert "already completed" in again and "“Phase 3 verdict verification”" in again
+    assert "already completed" in again and "Assigned 30 stories (60 assignments) to 2 coders" in again
+    phase2 = runs.get(name="Phase 2 induction stories")
+    assignments = Assignment.objects.filter(study=study)
+    assert assignments.count() == 2 * N_ITEMS * 5 * 2 and {a.output.run_id for a in assignments} == {phase2.pk}
+    for assignment in assignments.select_related("coder"):
+        set_assignment_status(assignment, user=assignment.coder, done=True)
+    call_command("recipe", "run", str(recipe), "--endpoints", str(endpoints))
+    last = capsys.readouterr().out
+    assert "human stage “Phase 2 inductive coding”: done (60 of 60 assignments done" in last
+    assert "Stopped at the human stage “Phase 3 verdict verification”" in last
     assert Output.objects.count() == N_ITEMS * (1 + 5 + 5) * 2
