@@ -52,6 +52,17 @@ def check(data, names, problems):
             codebook_format.validate_tree(_body(entry))
         except codebook_format.CodebookFormatError as exc:
             problems.extend(RecipeProblem(f"codebooks[{i}]", message) for message in exc.errors)
+    from stereoscope.datasets import datasets
+
+    known = set(datasets())
+    for i, export in enumerate(data.get("exports") or []):
+        for j, key in enumerate(export.get("datasets") or []):
+            if key not in known:
+                problems.append(
+                    RecipeProblem(
+                        f"exports[{i}].datasets[{j}]", f"no dataset {key!r}; known: {', '.join(sorted(known))}"
+                    )
+                )
     for i, stage in enumerate(data.get("human_stages") or []):
         if stage.get("codebook") and stage["codebook"] not in names["codebooks"]:
             problems.append(RecipeProblem(f"human_stages[{i}].codebook", f"no codebook named {stage['codebook']!r}"))

@@ -108,4 +108,23 @@ def run(data, *, study=None, actor=None, past=(), write=print):
             continue
         write(stage_message(stage) + (f" {state}" if state else ""))
         return outcome, stage
+    for export in data.get("exports") or []:
+        write_export(outcome.study, export, actor, write)
     return outcome, None
+
+
+def write_export(study, export, actor, write):
+    """One declared export, as an export job of the study (listed on its Exports page)."""
+    from exports import services as exports
+
+    try:
+        job = exports.create_job(
+            study, fmt=export["format"], dataset_keys=export.get("datasets") or None, actor=actor, enqueue=False
+        )
+    except exports.ExportError as exc:
+        raise RecipeError([RecipeProblem("exports", str(exc))]) from None
+    if exports.execute_job(job.pk) is None:
+        job.refresh_from_db()
+        raise RecipeError([RecipeProblem("exports", f"the {export['format']} export failed: {job.message}")])
+    job.refresh_from_db()
+    write(f"  export: {exports.job_path(job)}")

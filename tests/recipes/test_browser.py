@@ -1,5 +1,6 @@
 """The Recipe page in a browser: upload shows the plan first (nothing written), confirm applies; no serious or
 critical axe violations on the page with a plan shown."""
+
 import pytest
 import yaml
 

@@ -29,7 +29,7 @@ def reduced_fang():
 
 
 @pytest.mark.django_db
-def test_recipe_run_fang_stops_at_the_coding_stage(fake_provider, monkeypatch, tmp_path, capsys):
+def test_recipe_run_fang_stops_at_the_coding_stage(fake_provider, monkeypatch, tmp_path, capsys, settings):
     from generation.models import GenerationRun, Output
     from judging.models import JudgeRound, Verdict
     from psychometrics.models import QuestionnaireRun, Response
@@ -98,3 +98,13 @@ def test_recipe_run_fang_stops_at_the_coding_stage(fake_provider, monkeypatch, t
     assert "human stage “Phase 2 inductive coding”: done (60 of 60 assignments done" in last
     assert "Stopped at the human stage “Phase 3 verdict verification”" in last
     assert Output.objects.count() == N_ITEMS * (1 + 5 + 5) * 2
+    # past the last stage: the declared exports are written, each manifest embedding the recipe
+    from exports.models import ExportJob
+
+    settings.EXPORT_ROOT = tmp_path / "exports"
+    call_command("recipe", "run", str(recipe), "--endpoints", str(endpoints), "--past", "Phase 3 verdict verification")
+    assert "every job is done" in capsys.readouterr().out
+    jobs = ExportJob.objects.filter(study=study).order_by("pk")
+    assert [(j.format, j.status) for j in jobs] == [("csv", "completed"), ("qdpx", "completed")]
+    assert jobs[0].manifest["recipe"]["study"]["name"] == "Fang 2025 three-phase audit"
+    assert (settings.EXPORT_ROOT / f"study-{study.pk}" / jobs[1].file_name).exists()
