@@ -147,4 +147,22 @@ def export_recipe(study):
         "measure_runs",
     ]
     recipe = {k: recipe[k] for k in order}
+    recipe["human_stages"], recipe["exports"] = applied_steps(study, recipe)
     return {k: v for k, v in recipe.items() if v != []}
+
+
+def applied_steps(study, recipe):
+    """The human stages and exports of the last recipe applied to the study, where their jobs still exist."""
+    from .models import AppliedRecipe
+
+    last = AppliedRecipe.objects.filter(study=study).order_by("-applied_at", "-id").first()
+    if last is None:
+        return [], []
+    jobs = {e["name"] for key in ("runs", "judge_rounds", "questionnaire_runs", "measure_runs") for e in recipe[key]}
+    codebooks = {c["name"] for c in recipe["codebooks"]}
+    stages = [
+        s
+        for s in last.recipe.get("human_stages") or []
+        if s.get("after") in jobs and (not s.get("codebook") or s["codebook"] in codebooks)
+    ]
+    return stages, list(last.recipe.get("exports") or [])

@@ -5,6 +5,8 @@ template gets a new version when a job already used it (as in the UI), and a cha
 (a run is a record of what was done: give the changed one a new name).
 """
 
+import hashlib
+import json
 import math
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -450,7 +452,24 @@ def apply(data, *, study=None, actor=None):
         e["name"]: questionnaires.apply_questionnaire_run(study, e, objects, actor, outcome)
         for e in data.get("questionnaire_runs") or []
     }
+    record_applied(study, data, actor)
     return outcome
+
+
+def record_applied(study, data, actor):
+    """Keep the applied recipe when it differs from the last one (so applying it again writes nothing)."""
+    from .models import AppliedRecipe
+
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False, default=str)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    last = AppliedRecipe.objects.filter(study=study).order_by("-applied_at", "-id").first()
+    if last is None or last.sha256 != digest:
+        AppliedRecipe.objects.create(
+            study=study,
+            recipe=json.loads(text),
+            sha256=digest,
+            applied_by=actor if getattr(actor, "is_authenticated", False) else None,
+        )
 
 
 # --- planning ---------------------------------------------------------------------------------------------------

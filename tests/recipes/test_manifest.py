@@ -22,6 +22,8 @@ def test_export_manifest_embeds_the_recipe(recipe, tmp_path):
         stored["recipe"] == json.loads(json.dumps(export_recipe(study))) == json.loads(json.dumps(manifest["recipe"]))
     )
     assert [r["name"] for r in stored["recipe"]["runs"]] == ["Stories"]
+    # the human stages come from the recipe the study was built from
+    assert stored["recipe"]["human_stages"] == recipe["human_stages"]
     assert services.check(stored["recipe"]) == []
     stored["recipe"]["study"]["name"] = "Rebuilt from a manifest"
     rebuilt = services.apply(stored["recipe"])
