@@ -64,7 +64,7 @@ def source_outputs(rnd):
         for model in flt["models"]:
             wanted |= Q(model_name__iexact=model.strip())
         qs = qs.filter(wanted)
-    return qs.select_related("item", "item__dimension", "endpoint").order_by("pk")
+    return qs.select_related("item", "item__dimension", "endpoint", "run").order_by("pk")
 
 
 def eligible_outputs(rnd):
@@ -97,9 +97,10 @@ def families_of(outputs):
 
 
 def output_key(out):
-    """Names an output the same way in every installation (never by a database id): endpoint, item, slots, trial."""
+    """Names an output the same way in every installation (never by a database id): run, endpoint, item, slots,
+    trial."""
     who = out.endpoint.name if out.endpoint_id else out.model_name
-    return f"{who}|{out.item.number if out.item_id else ''}|{out.variant_key}|{out.trial}"
+    return f"{out.run.name}|{who}|{out.item.number if out.item_id else ''}|{out.variant_key}|{out.trial}"
 
 
 def stable_keys(outputs):
@@ -155,7 +156,9 @@ def build_batches(rnd, outputs, plan):
 
 
 def story_text(rnd, out):
-    return prompts.story_id(rnd.seed, rnd.pk, out.pk), out.text
+    """(story id, text): the id is seeded from the round's seed and name and the output's stable key, never from
+    database ids, so another installation renders the same judge prompts."""
+    return prompts.story_id(rnd.seed, rnd.name, output_key(out)), out.text
 
 
 def render_batch(rnd, template, chunk):
@@ -465,7 +468,7 @@ def pending_units(rnd):
     """One CallUnit per batch with pending verdicts; one per re-asked verdict (a story alone)."""
     template = rnd.template
     pending = list(rnd.verdicts.filter(status=VerdictStatus.PENDING)
-                   .select_related("output", "output__item", "judge_endpoint").order_by("batch_ref", "position", "pk"))
+                   .select_related("output", "output__item", "output__endpoint", "output__run", "judge_endpoint").order_by("batch_ref", "position", "pk"))
     groups = defaultdict(list)
     for v in pending:
         groups[("alone", v.pk) if v.reasked else ("batch", v.batch_ref)].append(v)

@@ -39,7 +39,7 @@ def build_study(fake_provider):
                 "api_key_env": "FAKE_KEY_ENV",
                 "default_params": {"temperature": 0.5},
                 "input_price_per_mtok": "2.5",
-                "max_concurrency": 4,
+                "max_concurrency": 1,
                 "max_attempts": 2,
                 "backoff_base_s": 0.05,
             },
@@ -139,6 +139,11 @@ def snapshot(study):
             "batches": [
                 (n, judge, [stable(o) for o in chunk]) for n, judge, chunk in rounds.build_batches(rnd, outputs, plan)
             ],
+            # the judge prompts themselves, story ids included
+            "prompts": [
+                rounds.render_batch(rnd, rnd.template, chunk)
+                for _n, _judge, chunk in rounds.build_batches(rnd, outputs, plan)
+            ],
         }
     from psychometrics import runs as questionnaire_runs
     from psychometrics.models import QuestionnaireRun, Response
@@ -165,6 +170,8 @@ def test_exported_recipe_rebuilds_the_study(fake_provider, monkeypatch):
     second = create_study(name="Rebuilt elsewhere", created_by=None)
     outcome = services.apply(load(text), study=second)
     assert {c.action for c in outcome.changes} == {"create"}
+    # the fake provider numbers its stories: one call at a time from 1 again gives the second study the same texts
+    fake_provider.reset()
     runs.run_foreground(GenerationRun.objects.get(study=second, name="Stories"))
     assert set(first.outputs.values_list("pk", flat=True)).isdisjoint(second.outputs.values_list("pk", flat=True))
     prompts_1, plans_1, permutations_1 = snapshot(first)
