@@ -468,7 +468,8 @@ def pending_units(rnd):
     """One CallUnit per batch with pending verdicts; one per re-asked verdict (a story alone)."""
     template = rnd.template
     pending = list(rnd.verdicts.filter(status=VerdictStatus.PENDING)
-                   .select_related("output", "output__item", "output__endpoint", "output__run", "judge_endpoint").order_by("batch_ref", "position", "pk"))
+                   .select_related("output", "output__item", "output__endpoint", "output__run", "judge_endpoint")
+                   .order_by("batch_ref", "position", "pk"))
     groups = defaultdict(list)
     for v in pending:
         groups[("alone", v.pk) if v.reasked else ("batch", v.batch_ref)].append(v)
