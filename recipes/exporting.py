@@ -148,7 +148,28 @@ def export_recipe(study):
     ]
     recipe = {k: recipe[k] for k in order}
     recipe["human_stages"], recipe["exports"] = applied_steps(study, recipe)
+    recipe["notes"] = not_carried(study, rounds)
     return {k: v for k, v in recipe.items() if v != []}
+
+
+def not_carried(study, exported_rounds):
+    """What a recipe cannot rebuild, said in the recipe rather than dropped silently."""
+    notes = [
+        f"The run “{name}” holds imported outputs; a recipe does not carry them (import them again)."
+        for name in GenerationRun.objects.filter(study=study, is_import=True).values_list("name", flat=True)
+    ]
+    for rnd in exported_rounds:
+        if (rnd.output_filter or {}).get("output_ids"):
+            notes.append(
+                f"The judge round “{rnd.name}” judges chosen outputs by id; the rebuilt round judges every "
+                "output of its source run (within its item and model filters)."
+            )
+    others = JudgeRound.objects.filter(study=study).exclude(pk__in=[r.pk for r in exported_rounds])
+    notes += [
+        f"The judge round “{name}” judges imported or hand-picked outputs; a recipe does not carry it."
+        for name in others.values_list("name", flat=True)
+    ]
+    return notes
 
 
 def applied_steps(study, recipe):

@@ -39,7 +39,7 @@ def build_study(fake_provider):
                 "api_key_env": "FAKE_KEY_ENV",
                 "default_params": {"temperature": 0.5},
                 "input_price_per_mtok": "2.5",
-                "max_concurrency": 1,
+                "max_concurrency": 4,
                 "max_attempts": 2,
                 "backoff_base_s": 0.05,
             },
@@ -164,14 +164,14 @@ def test_exported_recipe_rebuilds_the_study(fake_provider, monkeypatch):
     from stereoscope.services import create_study
 
     monkeypatch.setenv("FAKE_KEY_ENV", "sk-fake-secret-123")
+    fake_provider.default = {"text": "Once upon a time.\n"}  # not numbered by arrival: the same in both studies
     first = build_study(fake_provider)
     text = dump(export_recipe(first))
     assert "sk-fake-secret-123" not in text and "FAKE_KEY_ENV" in text
+    assert "notes" not in load(text)  # everything of this study is carried
     second = create_study(name="Rebuilt elsewhere", created_by=None)
     outcome = services.apply(load(text), study=second)
     assert {c.action for c in outcome.changes} == {"create"}
-    # the fake provider numbers its stories: one call at a time from 1 again gives the second study the same texts
-    fake_provider.reset()
     runs.run_foreground(GenerationRun.objects.get(study=second, name="Stories"))
     assert set(first.outputs.values_list("pk", flat=True)).isdisjoint(second.outputs.values_list("pk", flat=True))
     prompts_1, plans_1, permutations_1 = snapshot(first)
@@ -190,3 +190,16 @@ def test_exported_recipe_rebuilds_the_study(fake_provider, monkeypatch):
     again = export_recipe(second)
     again["study"] = export_recipe(first)["study"]
     assert dump(again) == text
+
+
+@pytest.mark.django_db
+def test_export_says_what_it_cannot_carry(recipe):
+    from generation.models import GenerationRun
+
+    study = services.apply(recipe).study
+    GenerationRun.objects.create(study=study, name="Pasted answers", is_import=True)
+    notes = export_recipe(study)["notes"]
+    assert notes == [
+        "The run “Pasted answers” holds imported outputs; a recipe does not carry them (import them again)."
+    ]
+    assert services.check(export_recipe(study)) == []
