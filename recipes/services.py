@@ -7,7 +7,6 @@ template gets a new version when a job already used it (as in the UI), and a cha
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -18,6 +17,7 @@ from generation.endpoint_services import endpoint_problems, save_endpoint
 from generation.models import GenerationRun, ModelEndpoint, Provider, Toolkit
 from generation.toolkit_format import ToolkitFormatError, create_toolkit, toolkit_to_dict, validate_data
 from generation.toolkit_services import TOOLKITS, delete_toolkit
+from judging import planner
 from judging import rounds as judge_rounds
 from judging.models import JudgeRound, JudgeTemplate
 from judging.services import JudgingError, _clean_template, create_template, update_template
@@ -25,7 +25,7 @@ from stereoscope.builtin import all_specs, load_builtins
 from stereoscope.models import BuiltinRecord, Study
 from stereoscope.services import create_study
 
-from . import human, measuring, questionnaires
+from . import estimates, human, measuring, questionnaires
 from .loader import RecipeError, RecipeProblem, schema_problems
 
 SECTIONS = (
@@ -479,11 +479,6 @@ class _Rollback(Exception):
     pass
 
 
-def _judges_per_output(entry, n_judges):
-    policy = entry.get("policy", "rotation")
-    return 1 if policy == "rotation" else (entry.get("k") or 1) if policy == "k_of_n" else max(n_judges - 1, 1)
-
-
 def _estimate_jobs(data, outcome):
     jobs = []
     for entry in data.get("runs") or []:
@@ -517,26 +512,11 @@ def _estimate_jobs(data, outcome):
                 }
             )
             continue
-        # the source run has not run yet: one call per batch of one judge × model × item × slot values
-        run = outcome.objects["runs"][entry["source_run"]]
-        dry = generation_runs.plan(run, sample=0)
-        per_judge = _judges_per_output(entry, len(entry["judges"]))
-        groups = dry["prompts"] * len(dry["endpoints"]) * per_judge
-        calls = groups * math.ceil(run.trials / (entry.get("batch_size") or 5))
-        verdicts = groups * run.trials
-        jobs.append(
-            {
-                "kind": "judge round",
-                "name": rnd.name,
-                "calls": calls,
-                "verdicts": verdicts,
-                "input_tokens": None,
-                "output_tokens": None,
-                "cost_usd": None,
-                "problems": [],
-                "note": "estimated before generation: tokens and cost are known once it has run",
-            }
-        )
+        # the source run has not run yet: the round's planner over the outputs it will write
+        try:
+            jobs.append(estimates.judge_round_before_generation(rnd, outcome.objects["runs"][entry["source_run"]]))
+        except planner.PlanError as exc:
+            raise RecipeError([RecipeProblem(f"judge_rounds.{entry['name']}", str(exc))]) from None
     for entry in data.get("questionnaire_runs") or []:
         jobs.append(questionnaires.estimate(outcome.objects["questionnaire_runs"][entry["name"]]))
     for entry in data.get("measure_runs") or []:

@@ -136,6 +136,9 @@ def test_plan_writes_nothing_and_estimates_each_job(recipe):
     assert generation["calls"] == 24
     # rotation: each of 8 (item, name, model) groups judged once, 3 stories in batches of 2 -> 2 calls each
     assert (judging["calls"], judging["verdicts"]) == (16, 24)
+    # stories counted at max_tokens (alpha 200, beta the default 400), 60 tokens per verdict; only alpha has prices
+    assert judging["output_tokens"] == 24 * 60
+    assert judging["input_tokens"] > 12 * 200 + 12 * 400 and judging["cost_usd"] is None
     assert stage["kind"] == "human stage"
 
 
@@ -174,3 +177,24 @@ def test_changed_endpoint_is_updated_in_place(recipe):
     outcome = services.apply(recipe)
     assert [(c.action, c.name) for c in outcome.changed] == [("update", "beta")]
     assert outcome.objects["endpoints"]["beta"].pk == first.objects["endpoints"]["beta"].pk
+
+
+@pytest.mark.django_db
+def test_judge_round_cost_before_generation(recipe):
+    """Rotation with two models: each judges the other's 12 stories in 8 calls; stories at their max_tokens."""
+    from decimal import Decimal
+
+    from generation.limits import estimate_tokens
+    from judging.models import JudgeTemplate
+    from stereoscope.builtin import load_builtins
+
+    load_builtins(log=lambda *_: None)
+    recipe["endpoints"][1]["prices"] = {"input_per_mtok": 3, "output_per_mtok": 4}
+    judging = services.plan(recipe).jobs[1]
+    template = estimate_tokens(JudgeTemplate.objects.get(builtin_key="structured-json-binary").text)
+    alpha_in, beta_in = 8 * template + 12 * 400, 8 * template + 12 * 200  # alpha judges beta's stories
+    expected = (
+        Decimal(alpha_in) * Decimal("1.5") + Decimal(12 * 60) * 2 + Decimal(beta_in) * 3 + Decimal(12 * 60) * 4
+    ) / Decimal(1_000_000)
+    assert judging["input_tokens"] == alpha_in + beta_in
+    assert Decimal(judging["cost_usd"]) == pytest.approx(expected, abs=Decimal("0.000001"))
