@@ -184,7 +184,9 @@ class ContextSetViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewsets.Read
 class QuestionnaireRunSerializer(serializers.ModelSerializer):
     endpoints = serializers.PrimaryKeyRelatedField(many=True, queryset=ModelEndpoint.objects.all())
     instrument = serializers.PrimaryKeyRelatedField(queryset=Instrument.objects.all())
-    context_set = serializers.PrimaryKeyRelatedField(queryset=ContextSet.objects.all())
+    context_set = serializers.PrimaryKeyRelatedField(
+        queryset=ContextSet.objects.all(), allow_null=True, required=False, default=None,
+        help_text="Empty (null): the bare questionnaire, each item in a fresh chat with no persona.")
     template_key = serializers.ChoiceField(choices=list(prompts.TEMPLATES) + ["custom"], default="jung2025")
     extractors = serializers.ListField(child=serializers.ChoiceField(choices=extraction.EXTRACTORS), required=False)
     counts = serializers.SerializerMethodField()
@@ -292,7 +294,7 @@ class QuestionnaireRunViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewset
 
 class QuestionnaireResponseSerializer(serializers.ModelSerializer):
     item = serializers.CharField(source="item.item_id")
-    context = serializers.CharField(source="context.key")
+    context = serializers.CharField(source="context_key", read_only=True)
     status = serializers.CharField(read_only=True, help_text="pending, done or failed")
     extraction = serializers.CharField(read_only=True, help_text="ok, refused, inconclusive, not_present, or empty while pending")
 

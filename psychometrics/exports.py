@@ -59,8 +59,9 @@ def response_rows(study, options=None):
             recoded = None if r.value is None else (lo + hi - r.value if r.item.reverse else r.value)
             yield {"run_id": run.pk, "run": run.name, "instrument": run.instrument.name,
                    "instrument_version": run.instrument.version, "model": r.model_name, "endpoint": r.endpoint.name,
-                   "context": r.context.key, "persona": r.context.persona,
-                   "context_attributes": json.dumps(r.context.attributes or {}, sort_keys=True, ensure_ascii=False),
+                   "context": r.context_key, "persona": r.context.persona if r.context_id else "",
+                   "context_attributes": json.dumps((r.context.attributes if r.context_id else None) or {}, sort_keys=True,
+                                                    ensure_ascii=False),
                    "repetition": r.repetition, "messages": json.dumps(r.messages, ensure_ascii=False),
                    "item": r.item.item_id, "subscale": r.item.subscale, "reverse": int(r.item.reverse),
                    "option_order": run.option_order, "permutation": "|".join(f"{v:g}" for v in r.permutation),

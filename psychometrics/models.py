@@ -2,11 +2,15 @@
 extraction audits."""
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 
 from generation.models import ModelEndpoint, RunStatus
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
+
+
+BARE_CONTEXT_KEY = "none"  # the one implicit empty context of a run without a context set
 
 
 class Instrument(VersionedModel):
@@ -137,7 +141,8 @@ class QuestionnaireRun(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="questionnaire_runs")
     name = models.CharField(max_length=200)
     instrument = models.ForeignKey(Instrument, on_delete=models.RESTRICT, related_name="runs")
-    context_set = models.ForeignKey(ContextSet, on_delete=models.RESTRICT, related_name="runs")
+    context_set = models.ForeignKey(ContextSet, null=True, blank=True, on_delete=models.RESTRICT, related_name="runs",
+                                    help_text="Empty: the bare questionnaire, one implicit empty context ('none').")
     endpoints = models.ManyToManyField(ModelEndpoint, related_name="questionnaire_runs")
     repetitions = models.PositiveIntegerField(default=1)
     template_key = models.CharField(max_length=50, default="jung2025")
@@ -186,7 +191,8 @@ class Extracted(models.TextChoices):
 class Response(models.Model):
     run = models.ForeignKey(QuestionnaireRun, on_delete=models.CASCADE, related_name="responses")
     item = models.ForeignKey(InstrumentItem, on_delete=models.RESTRICT, related_name="responses")
-    context = models.ForeignKey(Context, on_delete=models.RESTRICT, related_name="responses")
+    context = models.ForeignKey(Context, null=True, blank=True, on_delete=models.RESTRICT, related_name="responses",
+                                help_text="Empty in a bare run (no context set): the implicit context 'none'.")
     endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.RESTRICT, related_name="questionnaire_responses")
     model_name = models.CharField(max_length=300)
     repetition = models.PositiveIntegerField(default=1)
@@ -206,12 +212,18 @@ class Response(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["run", "item", "context", "endpoint", "repetition"], name="unique_response_unit")]
+        constraints = [models.UniqueConstraint(fields=["run", "item", "context", "endpoint", "repetition"], name="unique_response_unit"),
+                       models.UniqueConstraint(fields=["run", "item", "endpoint", "repetition"], condition=Q(context__isnull=True),
+                                               name="unique_bare_response_unit")]
         indexes = [models.Index(fields=["run", "status"]), models.Index(fields=["run", "endpoint"])]
         ordering = ["run", "endpoint", "context", "repetition", "item__position"]
 
+    @property
+    def context_key(self):
+        return self.context.key if self.context_id else BARE_CONTEXT_KEY
+
     def __str__(self):
-        return f"{self.model_name} · {self.context_id} · item {self.item_id}"
+        return f"{self.model_name} · {self.context_key} · item {self.item_id}"
 
 
 class ExtractionAudit(models.Model):

@@ -6,7 +6,7 @@ from django.db.models import Count, Q
 from . import reliability
 from .analysis import analyze, sanitize
 from .group_tests import PAIRWISE_FAMILY, anova_models, between_groups, model_by_dimension, one_sample_t, rm_anova_dimensions
-from .models import ExtractionAudit, Response, ResponseStatus
+from .models import BARE_CONTEXT_KEY, ExtractionAudit, Response, ResponseStatus
 from .scoring import score, score_names
 from .validity import correlation
 
@@ -27,7 +27,7 @@ def response_frame(run):
     contexts = dict(Context.objects.filter(context_set_id=run.context_set_id).values_list("pk", "key"))
     items = dict(InstrumentItem.objects.filter(instrument_id=run.instrument_id).values_list("pk", "item_id"))
     frame["endpoint"] = frame["endpoint_id"].map(endpoints)
-    frame["context"] = frame["context_id"].map(contexts)
+    frame["context"] = frame["context_id"].map(contexts).where(frame["context_id"].notna(), BARE_CONTEXT_KEY)
     frame["item"] = frame["item_id"].map(items)
     return frame
 

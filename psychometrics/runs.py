@@ -20,7 +20,7 @@ from stereoscope.leases import acquire_lease
 from stereoscope.services import record_activity
 
 from . import extraction, prompts
-from .models import Context, ContextSet, Extracted, Instrument, QuestionnaireRun, Response, ResponseStatus
+from .models import BARE_CONTEXT_KEY, Context, ContextSet, Extracted, Instrument, QuestionnaireRun, Response, ResponseStatus
 from .services import INSTRUMENTS, PsychError, instruments_for
 
 log = logging.getLogger(__name__)
@@ -45,9 +45,7 @@ def validate_config(*, instrument, context_set, endpoints, repetitions, template
         problems.append("Choose an instrument.")
     elif instrument.continuous:
         problems.append("A continuous instrument holds imported human data; it cannot be asked as options.")
-    if context_set is None:
-        problems.append("Choose a context set.")
-    elif study is not None and context_set.study_id != study.pk:
+    if context_set is not None and study is not None and context_set.study_id != study.pk:
         problems.append("The context set belongs to another study.")
     endpoints = list(endpoints or [])
     if not endpoints:
@@ -95,13 +93,15 @@ def validate_config(*, instrument, context_set, endpoints, repetitions, template
             validate_params({k: v for k, v in overrides.items() if v not in (None, "")})
         except ProviderError as exc:
             problems.append(str(exc))
-    if template is not None and template.persona_required and context_set is not None:
-        if context_set.contexts.filter(included=True, persona="").exists():
-            problems.append(f"The template “{template.name}” needs a persona in every context.")
+    if template is not None and template.persona_required:
+        if context_set is None or context_set.contexts.filter(included=True, persona="").exists():
+            problems.append(f"The template “{template.name}” needs a persona in every context"
+                            f"{'; a run without a context set has none' if context_set is None else ''}.")
     if context_set is not None and not context_set.contexts.filter(included=True).exists():
         problems.append("The context set has no included contexts.")
-    if not problems and instrument is not None and context_set is not None:
-        n = instrument.items.count() * context_set.contexts.filter(included=True).count() * len(endpoints) * repetitions
+    if not problems and instrument is not None:
+        n_contexts = context_set.contexts.filter(included=True).count() if context_set is not None else 1
+        n = instrument.items.count() * n_contexts * len(endpoints) * repetitions
         if n > MAX_UNITS:
             problems.append(f"{n} units is more than the limit of {MAX_UNITS}.")
     if problems:
@@ -142,6 +142,14 @@ def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1
     return run
 
 
+def run_contexts(run):
+    """The contexts a run asks, in order; a run without a context set asks one implicit empty context ('none'),
+    an unsaved Context whose responses store no context row."""
+    if run.context_set_id is None:
+        return [Context(key=BARE_CONTEXT_KEY)]
+    return list(run.context_set.contexts.filter(included=True).order_by("order", "key"))
+
+
 def unit_rng(run, context_key, item_id, endpoint_key, repetition):
     """The per-prompt random generator of option permutations: a string seed of stable keys (run seed, context key,
     item id, endpoint name, repetition), never database ids, so another installation renders the same prompts."""
@@ -163,7 +171,7 @@ def materialize(run):
     points = list(range(int(instrument.scale_min), int(instrument.scale_max) + 1))
     labels = {int(k): v for k, v in (instrument.scale_labels or {}).items()}
     items = list(instrument.items.order_by("position"))
-    contexts = list(run.context_set.contexts.filter(included=True).order_by("order", "key"))
+    contexts = run_contexts(run)
     existing = set(run.responses.values_list("item_id", "context_id", "endpoint_id", "repetition"))
     rows = []
     for endpoint in run.endpoints.all():
@@ -173,7 +181,7 @@ def materialize(run):
                     if (item.pk, context.pk, endpoint.pk, rep) in existing:
                         continue
                     order, options, messages = build_unit(run, template, item, context, endpoint.name, rep, points, labels)
-                    rows.append(Response(run=run, item=item, context=context, endpoint=endpoint, model_name=endpoint.model_id,
+                    rows.append(Response(run=run, item=item, context=context if context.pk else None, endpoint=endpoint, model_name=endpoint.model_id,
                                          repetition=rep, options=options, permutation=order, messages=messages))
     Response.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
     return len(rows)
@@ -186,8 +194,8 @@ def plan(run, sample=5):
     points = list(range(int(instrument.scale_min), int(instrument.scale_max) + 1))
     labels = {int(k): v for k, v in (instrument.scale_labels or {}).items()}
     items = list(instrument.items.order_by("position"))
-    contexts = list(run.context_set.contexts.filter(included=True).order_by("order", "key")[:2])
-    n_contexts = run.context_set.contexts.filter(included=True).count()
+    all_contexts = run_contexts(run)
+    contexts, n_contexts = all_contexts[:2], len(all_contexts)
     endpoints = list(run.endpoints.order_by("name"))
     per_endpoint = len(items) * n_contexts * run.repetitions
     examples = []
@@ -408,7 +416,7 @@ def export_run_file(run):
     return {
         "stereoscope_questionnaire_run": RUN_FILE_VERSION, "name": run.name,
         "instrument": {"name": run.instrument.name, "version": run.instrument.version},
-        "context_set": run.context_set.name,
+        "context_set": run.context_set.name if run.context_set_id else None,
         "endpoints": [e.name for e in run.endpoints.order_by("name")],
         "repetitions": run.repetitions,
         "template": {"key": run.template_key, "user": run.custom_user, "system": run.custom_system,
@@ -430,7 +438,7 @@ def create_run_from_file(study, data, actor=None, name=None):
     if instrument is None:
         problems.append(f"No instrument {inst.get('name') if isinstance(inst, dict) else inst!r} v{inst.get('version') if isinstance(inst, dict) else ''}.")
     context_set = ContextSet.objects.filter(study=study, name=data.get("context_set")).first()
-    if context_set is None:
+    if context_set is None and data.get("context_set") is not None:
         problems.append(f"No context set named {data.get('context_set')!r} in this study.")
     names = data.get("endpoints") or []
     endpoints = list(ModelEndpoint.objects.filter(study=study, name__in=names)) if isinstance(names, list) else []
