@@ -189,11 +189,13 @@ class QuestionnaireRunSerializer(serializers.ModelSerializer):
         help_text="Empty (null): the bare questionnaire, each item in a fresh chat with no persona.")
     template_key = serializers.ChoiceField(choices=list(prompts.TEMPLATES) + ["custom"], default="jung2025")
     extractors = serializers.ListField(child=serializers.ChoiceField(choices=extraction.EXTRACTORS), required=False)
+    seeds = serializers.ListField(child=serializers.IntegerField(), required=False, default=list,
+                                  help_text="One provider seed per repetition; empty: the endpoint's seed.")
     counts = serializers.SerializerMethodField()
 
     class Meta:
         model = QuestionnaireRun
-        fields = ["id", "name", "instrument", "context_set", "endpoints", "repetitions", "template_key", "custom_user",
+        fields = ["id", "name", "instrument", "context_set", "endpoints", "repetitions", "seeds", "template_key", "custom_user",
                   "custom_system", "option_format", "option_order", "option_numbering", "order_seed", "extractors",
                   "refusal_policy", "json_field", "param_overrides", "audit_per_model", "status", "message", "progress",
                   "created_at", "started_at", "finished_at", "counts"]
@@ -300,7 +302,7 @@ class QuestionnaireResponseSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Response
-        fields = ["id", "run", "item", "context", "endpoint", "model_name", "repetition", "options", "permutation",
+        fields = ["id", "run", "item", "context", "endpoint", "model_name", "repetition", "seed", "options", "permutation",
                   "status", "raw_text", "extraction", "extracted_code", "value", "extraction_method", "extraction_detail",
                   "error", "audit_sampled", "completed_at"]
 

@@ -68,6 +68,8 @@ class RunForm(forms.Form):
                                          help_text="No context asks every item with no persona and no prior turns.")
     endpoints = forms.ModelMultipleChoiceField(queryset=None, widget=forms.CheckboxSelectMultiple)
     repetitions = forms.IntegerField(initial=1, min_value=1, max_value=100)
+    seeds = forms.CharField(required=False, help_text="Optional: one provider seed per repetition, e.g. '1, 2, 3' "
+                                                      "(R.U.Psycho's seed grid). Empty: the endpoint's seed.")
     template_key = forms.ChoiceField(choices=[(k, t.name) for k, t in prompts.TEMPLATES.items()] + [("custom", "Custom")],
                                      label="Prompt template")
     custom_system = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),

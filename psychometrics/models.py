@@ -145,6 +145,8 @@ class QuestionnaireRun(models.Model):
                                     help_text="Empty: the bare questionnaire, one implicit empty context ('none').")
     endpoints = models.ManyToManyField(ModelEndpoint, related_name="questionnaire_runs")
     repetitions = models.PositiveIntegerField(default=1)
+    seeds = models.JSONField(default=list, blank=True,
+                             help_text="One provider seed per repetition (R.U.Psycho's seed grid); empty: the endpoint's.")
     template_key = models.CharField(max_length=50, default="jung2025")
     custom_user = models.TextField(blank=True)
     custom_system = models.TextField(blank=True)
@@ -196,6 +198,7 @@ class Response(models.Model):
     endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.RESTRICT, related_name="questionnaire_responses")
     model_name = models.CharField(max_length=300)
     repetition = models.PositiveIntegerField(default=1)
+    seed = models.IntegerField(null=True, blank=True, help_text="The provider seed this unit was sent with.")
     options = models.JSONField(default=list, help_text="Options as presented: [{code, label, value}] in shown order.")
     permutation = models.JSONField(default=list, help_text="Original scale values in presented order.")
     messages = models.JSONField(default=list)

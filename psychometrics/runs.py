@@ -36,11 +36,34 @@ def template_for(run):
     return prompts.TEMPLATES[run.template_key]
 
 
-def validate_config(*, instrument, context_set, endpoints, repetitions, template_key, custom_user="", custom_system="",
+def clean_seeds(seeds, repetitions):
+    """A run's seed grid: distinct whole numbers, one per repetition. Returns (seeds, repetitions, problems); a run
+    that lists seeds and keeps the default of one repetition gets one repetition per seed."""
+    if seeds in (None, "", []):
+        return [], repetitions, []
+    if isinstance(seeds, str):
+        seeds = [s for s in seeds.replace(",", " ").split() if s]
+    try:
+        if not isinstance(seeds, (list, tuple)) or any(isinstance(s, (bool, float)) for s in seeds):
+            raise ValueError
+        seeds = [int(s) for s in seeds]
+    except (TypeError, ValueError):
+        return [], repetitions, ["Seeds must be a list of whole numbers."]
+    problems = []
+    if len(set(seeds)) != len(seeds):
+        problems.append("Seeds must be different from each other.")
+    if repetitions in (1, "1", None, ""):
+        repetitions = len(seeds)
+    elif str(repetitions).strip() != str(len(seeds)):
+        problems.append(f"List one seed per repetition: {len(seeds)} seeds for {repetitions} repetitions.")
+    return seeds, repetitions, problems
+
+
+def validate_config(*, instrument, context_set, endpoints, repetitions, template_key, seeds=None, custom_user="", custom_system="",
                     option_format="lines", option_order="fixed", option_numbering="position", extractors=None,
                     refusal_policy="fallback", param_overrides=None, study=None):
     """Check a run's configuration; raise PsychError naming every problem. Returns cleaned values."""
-    problems = []
+    seeds, repetitions, problems = clean_seeds(seeds, repetitions)
     if instrument is None:
         problems.append("Choose an instrument.")
     elif instrument.continuous:
@@ -106,11 +129,12 @@ def validate_config(*, instrument, context_set, endpoints, repetitions, template
             problems.append(f"{n} units is more than the limit of {MAX_UNITS}.")
     if problems:
         raise PsychError(" ".join(problems))
-    return {"endpoints": endpoints, "repetitions": repetitions, "extractors": extractors, "param_overrides": overrides}
+    return {"endpoints": endpoints, "repetitions": repetitions, "extractors": extractors, "param_overrides": overrides,
+            "seeds": seeds}
 
 
 @transaction.atomic
-def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1, template_key="jung2025",
+def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1, seeds=None, template_key="jung2025",
                custom_user="", custom_system="", option_format="lines", option_order="fixed", option_numbering="position",
                order_seed=0, extractors=None, refusal_policy="fallback", json_field="answer", param_overrides=None,
                audit_per_model=100, actor=None):
@@ -127,11 +151,13 @@ def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1
     if audit_per_model < 0:
         raise PsychError("The audit sample size cannot be negative.")
     clean = validate_config(instrument=instrument, context_set=context_set, endpoints=endpoints, repetitions=repetitions,
+                            seeds=seeds,
                             template_key=template_key, custom_user=custom_user, custom_system=custom_system,
                             option_format=option_format, option_order=option_order, option_numbering=option_numbering,
                             extractors=extractors, refusal_policy=refusal_policy, param_overrides=param_overrides, study=study)
     run = QuestionnaireRun.objects.create(
         study=study, name=name, instrument=instrument, context_set=context_set, repetitions=clean["repetitions"],
+        seeds=clean["seeds"],
         template_key=template_key, custom_user=custom_user or "", custom_system=custom_system or "",
         option_format=option_format, option_order=option_order, option_numbering=option_numbering, order_seed=order_seed,
         extractors=clean["extractors"], refusal_policy=refusal_policy, json_field=json_field or "answer",
@@ -156,6 +182,13 @@ def unit_rng(run, context_key, item_id, endpoint_key, repetition):
     return random.Random(f"{run.order_seed}|{context_key}|{item_id}|{endpoint_key}|{repetition}")
 
 
+def unit_seed(run, repetition, endpoint_seed=None):
+    """The provider seed of a repetition: its own from the run's seed grid, else the endpoint's (or none)."""
+    if run.seeds:
+        return run.seeds[repetition - 1]
+    return endpoint_seed if isinstance(endpoint_seed, int) and not isinstance(endpoint_seed, bool) else None
+
+
 def build_unit(run, template, item, context, endpoint_key, repetition, points, labels):
     order = prompts.option_order(points, run.option_order, unit_rng(run, context.key, item.item_id, endpoint_key, repetition))
     options = prompts.presented_options(order, labels, points, run.option_numbering)
@@ -175,6 +208,7 @@ def materialize(run):
     existing = set(run.responses.values_list("item_id", "context_id", "endpoint_id", "repetition"))
     rows = []
     for endpoint in run.endpoints.all():
+        endpoint_seed = merged_params(endpoint, run.param_overrides).get("seed")
         for context in contexts:
             for rep in range(1, run.repetitions + 1):
                 for item in items:
@@ -182,7 +216,8 @@ def materialize(run):
                         continue
                     order, options, messages = build_unit(run, template, item, context, endpoint.name, rep, points, labels)
                     rows.append(Response(run=run, item=item, context=context if context.pk else None, endpoint=endpoint, model_name=endpoint.model_id,
-                                         repetition=rep, options=options, permutation=order, messages=messages))
+                                         repetition=rep, seed=unit_seed(run, rep, endpoint_seed), options=options,
+                                         permutation=order, messages=messages))
     Response.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
     return len(rows)
 
@@ -278,9 +313,10 @@ def pending_units(run):
     endpoints = {e.pk: e for e in run.endpoints.exclude(provider=Provider.MANUAL)}
     params = {pk: merged_params(e, run.param_overrides) for pk, e in endpoints.items()}
     rows = run.responses.filter(status=ResponseStatus.PENDING, endpoint_id__in=list(endpoints)).order_by("pk")
-    return [CallUnit(unit_ref=f"response:{pk}", endpoint=endpoints[ep], messages=messages, params=dict(params[ep]),
+    return [CallUnit(unit_ref=f"response:{pk}", endpoint=endpoints[ep], messages=messages,
+                     params={**params[ep], **({"seed": seed} if seed is not None else {})},
                      purpose="psychometrics", payload={"pk": pk, "options": options})
-            for pk, ep, messages, options in rows.values_list("pk", "endpoint_id", "messages", "options")]
+            for pk, ep, messages, options, seed in rows.values_list("pk", "endpoint_id", "messages", "options", "seed")]
 
 
 def execute(run_id, progress_callback=None):
@@ -418,7 +454,7 @@ def export_run_file(run):
         "instrument": {"name": run.instrument.name, "version": run.instrument.version},
         "context_set": run.context_set.name if run.context_set_id else None,
         "endpoints": [e.name for e in run.endpoints.order_by("name")],
-        "repetitions": run.repetitions,
+        "repetitions": run.repetitions, "seeds": list(run.seeds or []),
         "template": {"key": run.template_key, "user": run.custom_user, "system": run.custom_system,
                      "option_format": run.option_format} if run.template_key == "custom" else {"key": run.template_key},
         "options": {"order": run.option_order, "numbering": run.option_numbering, "seed": run.order_seed},
@@ -451,7 +487,8 @@ def create_run_from_file(study, data, actor=None, name=None):
     options = data.get("options") or {}
     ext = data.get("extraction") or {}
     return create_run(study, name=name or data.get("name") or "Run from file", instrument=instrument, context_set=context_set,
-                      endpoints=endpoints, repetitions=data.get("repetitions", 1), template_key=template.get("key", "jung2025"),
+                      endpoints=endpoints, repetitions=data.get("repetitions", 1), seeds=data.get("seeds") or [],
+                      template_key=template.get("key", "jung2025"),
                       custom_user=template.get("user", ""), custom_system=template.get("system", ""),
                       option_format=template.get("option_format", "lines"), option_order=options.get("order", "fixed"),
                       option_numbering=options.get("numbering", "position"), order_seed=options.get("seed", 0),

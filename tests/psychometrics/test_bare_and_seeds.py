@@ -83,3 +83,42 @@ def test_bare_run_through_form_and_api(roles, client_for, api_for, make_endpoint
     assert rows and {row["context"] for row in rows} == {"none"}
     assert web.get(f"/studies/{study.pk}/questionnaires/runs/{run_id}/report/").status_code == 200
     assert "no context" in web.get(f"/studies/{study.pk}/questionnaires/").content.decode()
+
+
+def test_seeds_are_a_grid_dimension(setup):
+    """R.U.Psycho: each repetition uses its own seed, sent as the provider's seed parameter and kept per response."""
+    asi, endpoint, study, fake = setup["asi"], setup["endpoint"], setup["study"], setup["fake"]
+    fake.default = {"text": "4"}
+    run = runs.create_run(study, name="Seeds", instrument=asi, context_set=None, endpoints=[endpoint],
+                          seeds=[11, 22, 33])
+    assert run.repetitions == 3 and run.seeds == [11, 22, 33]
+    runs.start(run)
+    by_rep = {rep: set(run.responses.filter(repetition=rep).values_list("seed", flat=True)) for rep in (1, 2, 3)}
+    assert by_rep == {1: {11}, 2: {22}, 3: {33}}
+    sent = {}
+    for request in fake.requests:
+        sent.setdefault(request["body"].get("seed"), 0)
+        sent[request["body"].get("seed")] += 1
+    assert sent == {11: 22, 22: 22, 33: 22}
+    rows = list(response_rows(study))
+    assert {(r["repetition"], r["seed"]) for r in rows} == {(1, 11), (2, 22), (3, 33)}
+    data = runs.export_run_file(run)
+    assert data["seeds"] == [11, 22, 33]
+    assert runs.create_run_from_file(study, data, name="Seeds again").seeds == [11, 22, 33]
+    with pytest.raises(PsychError, match="one seed per repetition"):
+        runs.create_run(study, name="x", instrument=asi, context_set=None, endpoints=[endpoint], repetitions=2,
+                        seeds=[1, 2, 3])
+    with pytest.raises(PsychError, match="whole numbers"):
+        runs.create_run(study, name="x", instrument=asi, context_set=None, endpoints=[endpoint], seeds=["a"])
+    with pytest.raises(PsychError, match="different"):
+        runs.create_run(study, name="x", instrument=asi, context_set=None, endpoints=[endpoint], seeds=[1, 1])
+
+
+def test_without_seeds_the_endpoint_seed_applies(setup):
+    asi, endpoint, study, fake = setup["asi"], setup["endpoint"], setup["study"], setup["fake"]
+    fake.default = {"text": "4"}
+    run = runs.create_run(study, name="One seed", instrument=asi, context_set=None, endpoints=[endpoint],
+                          repetitions=2, param_overrides={"seed": 5})
+    runs.start(run)
+    assert {r["body"].get("seed") for r in fake.requests} == {5}
+    assert set(run.responses.values_list("seed", flat=True)) == {5}
