@@ -8,7 +8,7 @@ is kept by the caller.
 
 Options are the ones the model SAW, in the presented order: [{"code": "2", "label": "disagree slightly",
 "value": 2}, ...]; `code` is what the prompt printed before the label, `value` the original scale point the
-option maps back to.
+option maps back to. For an item with its own answer options (spec.OptionSpec) `value` is the option's weight.
 """
 import json
 import re

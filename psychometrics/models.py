@@ -30,9 +30,10 @@ class Instrument(VersionedModel):
                                     help_text="The form this one is an alternate (parallel) form of.")
 
     def to_spec(self):
-        from .spec import InstrumentSpec, ItemSpec, Scale
+        from .spec import InstrumentSpec, ItemSpec, OptionSpec, Scale
 
-        items = [ItemSpec(i.item_id, i.text, i.subscale, i.reverse, i.parallel.item_id if i.parallel_id else None)
+        items = [ItemSpec(i.item_id, i.text, i.subscale, i.reverse, i.parallel.item_id if i.parallel_id else None,
+                          [OptionSpec(o["text"], o["weight"]) for o in i.options or []])
                  for i in self.items.select_related("parallel").order_by("position")]
         return InstrumentSpec(
             name=self.name, version=self.label or str(self.version),
@@ -50,6 +51,8 @@ class InstrumentItem(models.Model):
     text = models.TextField()
     subscale = models.CharField(max_length=100, blank=True)
     reverse = models.BooleanField(default=False)
+    options = models.JSONField(default=list, blank=True,
+                               help_text="The item's own answer options [{text, weight}]; empty: the instrument's scale.")
     parallel = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="parallel_items",
                                  help_text="The linked item in the parallel form.")
 

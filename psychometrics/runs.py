@@ -95,6 +95,10 @@ def validate_config(*, instrument, context_set, endpoints, repetitions, template
     if template_key == "fang2025" and instrument is not None and (instrument.scale_min, instrument.scale_max) != (1, 7):
         problems.append(f"Fang's template states a 1–7 scale, but the instrument's scale is "
                         f"{instrument.scale_min:g}–{instrument.scale_max:g}; use another template.")
+    if template is not None and instrument is not None and not prompts.lists_options(template) \
+            and any(item.options for item in instrument.items.all()):
+        problems.append(f"Some items have their own answer options, but the template “{template.name}” does not "
+                        "list options ({options}); use another template.")
     if option_order not in prompts.ORDER_MODES:
         problems.append(f"Option order must be one of {', '.join(prompts.ORDER_MODES)}.")
     elif template is not None and option_order != "fixed" and not prompts.lists_options(template):
@@ -190,8 +194,14 @@ def unit_seed(run, repetition, endpoint_seed=None):
 
 
 def build_unit(run, template, item, context, endpoint_key, repetition, points, labels):
-    order = prompts.option_order(points, run.option_order, unit_rng(run, context.key, item.item_id, endpoint_key, repetition))
-    options = prompts.presented_options(order, labels, points, run.option_numbering)
+    """One unit's option order (scale points, or file positions of the item's own options), options and messages."""
+    rng = unit_rng(run, context.key, item.item_id, endpoint_key, repetition)
+    if item.options:
+        order = prompts.option_order(prompts.item_option_keys(item.options), run.option_order, rng)
+        options = prompts.presented_item_options(order, item.options, run.option_numbering)
+    else:
+        order = prompts.option_order(points, run.option_order, rng)
+        options = prompts.presented_options(order, labels, points, run.option_numbering)
     messages = prompts.render_messages(template, item.text, options, persona=context.persona, turns=context.turns,
                                        instruction=run.instrument.instruction)
     return order, options, messages

@@ -62,7 +62,8 @@ def create_instrument(study, data, *, actor=None, builtin_key="", locked=False, 
         subscales=spec.subscales, scoring=spec.scoring, missing_policy=spec.missing, parallel_of=parallel_of,
         parent=parent, builtin_key=builtin_key, locked=locked, created_by=actor)
     items = InstrumentItem.objects.bulk_create([
-        InstrumentItem(instrument=instrument, item_id=i.id, position=n, text=i.text, subscale=i.subscale, reverse=i.reverse)
+        InstrumentItem(instrument=instrument, item_id=i.id, position=n, text=i.text, subscale=i.subscale, reverse=i.reverse,
+                       options=[{"text": o.text, "weight": o.weight} for o in i.options])
         for n, i in enumerate(spec.items)])
     if parallel_of is not None:
         others = {i.item_id: i for i in parallel_of.items.all()}
@@ -86,7 +87,7 @@ def _copy_items(instrument, copy, *, actor=None):
     """An instrument version's children: its items (links to a parallel form's items kept)."""
     InstrumentItem.objects.bulk_create([
         InstrumentItem(instrument=copy, item_id=i.item_id, position=i.position, text=i.text, subscale=i.subscale,
-                       reverse=i.reverse, parallel_id=i.parallel_id)
+                       reverse=i.reverse, options=i.options, parallel_id=i.parallel_id)
         for i in instrument.items.all()])
 
 

@@ -9,7 +9,9 @@ Minimal file::
 
 Optional keys: description, source, instruction, scoring ("mean" | "sum"), missing ({"method": "prorate" |
 "complete", "min_fraction": 0.5}), parallel_form ({"name": ..., "version": ...}: the form this one is an alternate
-of), and per item `parallel` (the linked item id in that form). `"scale": {"continuous": true}` declares continuous
+of), and per item `parallel` (the linked item id in that form) and `options`: the item's own answer options,
+[{"text": "not at all", "weight": 0}, {"text": "a lot", "weight": 4}], shown instead of the scale and scored by
+their weights (the direction is in the weights, so such an item is not reverse-coded). `"scale": {"continuous": true}` declares continuous
 data (imported human scores); min/max are then optional and reverse items need them.
 """
 from dataclasses import dataclass, field
@@ -40,6 +42,12 @@ class Scale:
         return None if self.min is None or self.max is None else (self.min + self.max) / 2
 
 
+@dataclass(frozen=True)
+class OptionSpec:
+    text: str
+    weight: float
+
+
 @dataclass
 class ItemSpec:
     id: str
@@ -47,6 +55,7 @@ class ItemSpec:
     subscale: str
     reverse: bool = False
     parallel: str | None = None
+    options: list = field(default_factory=list)  # [OptionSpec]: the item's own answer options, empty = the scale
 
 
 @dataclass
@@ -74,7 +83,8 @@ class InstrumentSpec:
         return {s: ids for s, ids in groups.items() if ids}
 
     def reverse_ids(self):
-        return {item.id for item in self.items if item.reverse}
+        """Reverse-coded items; an item with its own weighted options is never recoded."""
+        return {item.id for item in self.items if item.reverse and not item.options}
 
     def missing_policy_text(self):
         return missing_policy_text(self.missing, self.scoring)
@@ -88,6 +98,35 @@ def missing_policy_text(missing, scoring="mean"):
     how = "the mean of the answered items" if scoring == "mean" else "the prorated sum (mean of answered items × number of items)"
     return (f"Missing data: a (sub)scale score is {how} when at least {frac:.0%} of its items were answered, otherwise "
             "missing; reliability and CFA use contexts with all analysed items answered (listwise deletion).")
+
+
+def parse_item_options(raw, where, errors):
+    """An item's own answer options: a list of at least two {"text", "weight"} with distinct texts."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        errors.append(f"{where}: “options” must be a list of {{\"text\", \"weight\"}} objects.")
+        return []
+    if len(raw) < 2:
+        errors.append(f"{where}: “options” needs at least two options.")
+    options = []
+    for n, option in enumerate(raw, 1):
+        if not isinstance(option, dict):
+            errors.append(f"{where}, option {n}: must be an object with text and weight.")
+            continue
+        text = option.get("text")
+        if not isinstance(text, str) or not text.strip():
+            errors.append(f"{where}, option {n} needs a text.")
+            continue
+        weight = option.get("weight")
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+            errors.append(f"{where}, option {n}: weight must be a number, got {weight!r}.")
+            continue
+        options.append(OptionSpec(text.strip(), weight))
+    texts = [o.text.lower() for o in options]
+    if len(set(texts)) != len(texts):
+        errors.append(f"{where}: duplicate option texts.")
+    return options
 
 
 def _number(value, what, errors):
@@ -198,7 +237,12 @@ def parse_instrument(data):
         if parallel is not None and not isinstance(parallel, (str, int)):
             errors.append(f"{where}: “parallel” must be the id of the linked item in the parallel form.")
             parallel = None
-        items.append(ItemSpec(item_id, text.strip(), subscale, reverse, None if parallel is None else str(parallel)))
+        options = parse_item_options(raw.get("options"), where, errors)
+        if options and reverse:
+            errors.append(f"{where}: an item with its own options carries its direction in the weights; "
+                          "set “reverse” to false.")
+        items.append(ItemSpec(item_id, text.strip(), subscale, reverse, None if parallel is None else str(parallel),
+                              options))
     if not subscales and items:
         subscales = list(dict.fromkeys(i.subscale for i in items if i.subscale))
     scoring = data.get("scoring", "mean")
@@ -246,6 +290,8 @@ def to_dict(spec):
         row = {"id": item.id, "text": item.text, "subscale": item.subscale, "reverse": item.reverse}
         if item.parallel:
             row["parallel"] = item.parallel
+        if item.options:
+            row["options"] = [{"text": o.text, "weight": o.weight} for o in item.options]
         data["items"].append(row)
     for key in ("description", "source", "instruction"):
         if getattr(spec, key):
