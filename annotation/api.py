@@ -5,7 +5,6 @@ here too: a coder lists only their own codings unless their assignment for that 
 """
 import json
 
-from django.db.models import Q
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -19,6 +18,7 @@ from generation.models import Output, Toolkit
 from stereoscope.api import StudyScopedMixin
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role
+from stereoscope.untrusted import loads_json
 
 from . import codebook_format as fmt
 from . import selectors, services
@@ -223,7 +223,7 @@ class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         codebook = self.get_object()
         try:
             table = selectors.frequency_table(codebook, level=request.query_params.get("level", "code"),
-                                              by=request.query_params.get("by", ""))
+                                              by=request.query_params.get("by", ""), user=request.user)
         except ValueError as exc:
             raise ValidationError({"detail": str(exc)}) from None
         if request.query_params.get("file_format") == "csv":
@@ -305,7 +305,7 @@ def import_upload(study, upload, kind, name, user, toolkit=None):
         tree = fmt.parse_csv(content, default_name)
     elif kind == "json":
         try:
-            data = json.loads(content.decode("utf-8-sig"))
+            data = loads_json(content.decode("utf-8-sig"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise fmt.CodebookFormatError([f"Not valid JSON: {exc}"]) from None
         if isinstance(data, dict) and name:
@@ -442,14 +442,7 @@ class CodingViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveMode
         for key in ("codebook", "output", "code"):
             if params.get(key):
                 qs = qs.filter(**{f"{key}_id": _int_list(params[key], key)[0]})
-        user = self.request.user
-        if not has_role(user, self.get_study(), Role.RESEARCHER):
-            consensus = Assignment.objects.filter(coder=user, mode=CodingMode.CONSENSUS).values("output_id", "codebook_id")
-            shared = Q()
-            for entry in consensus:
-                shared |= Q(output_id=entry["output_id"], codebook_id=entry["codebook_id"])
-            qs = qs.filter(Q(coder=user) | shared) if consensus else qs.filter(coder=user)
-        return qs
+        return selectors.visible_codings(self.request.user, self.get_study(), qs)
 
     def create(self, request, *args, **kwargs):
         study = self.get_study()
@@ -486,10 +479,17 @@ class MemoViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         for key in ("coding", "code", "output"):
             if self.request.query_params.get(key):
                 qs = qs.filter(**{f"{key}_id": _int_list(self.request.query_params[key], key)[0]})
-        if not has_role(self.request.user, self.get_study(), Role.RESEARCHER):
-            # blind: memos on other coders' codings stay hidden
-            qs = qs.filter(Q(coding__isnull=True) | Q(coding__coder=self.request.user) | Q(author=self.request.user))
-        return qs
+        return selectors.visible_memos(self.request.user, self.get_study(), qs)  # blind: only one's own
+
+    def create(self, request, *args, **kwargs):
+        # a target outside this study is answered like a missing one, as codings do
+        study = self.get_study()
+        targets = (("output", Output, "study", "story"), ("coding", Coding, "codebook__study", "coding"),
+                   ("code", Code, "codebook__study", "code"))
+        for key, model, field, label in targets:
+            if request.data.get(key) not in (None, ""):
+                _get_in_study(model, request.data.get(key), study, field=field, label=label)
+        return super().create(request, *args, **kwargs)
 
     def perform_create(self, serializer):
         d = serializer.validated_data

@@ -474,7 +474,7 @@ def check_can_code(study, codebook, output, coder):
     if codebook.study_id != study.pk:
         raise AnnotationError("That codebook belongs to another study.")
     if output.study_id != study.pk:
-        raise AnnotationError("That story belongs to another study.")
+        raise AnnotationError(f"No story {output.pk} in this study.")
     if not has_role(coder, study, Role.CODER):
         raise AnnotationError("Only coders of this study can code.")
     if has_role(coder, study, Role.RESEARCHER):
@@ -517,11 +517,17 @@ def create_coding(*, study, codebook, output, code, coder, start=None, end=None,
         start, end, quote = validate_span(text, start, end)
     except OffsetError as exc:
         raise AnnotationError(str(exc)) from None
-    if start is None:
-        existing = Coding.objects.filter(output=output, code=code, coder=coder, start__isnull=True).first()
+    with transaction.atomic():
+        # idempotent: the same coder, code and span (or whole story) is one coding; the code row's lock makes two
+        # identical saves arriving together (a double click, a retried request) wait for each other
+        Code.objects.select_for_update().filter(pk=code.pk).first()
+        same = Coding.objects.filter(output=output, code=code, coder=coder, codebook=codebook)
+        same = same.filter(start__isnull=True) if start is None else same.filter(start=start, end=end)
+        existing = same.order_by("pk").first()
         if existing:
             return existing
-    return Coding.objects.create(output=output, code=code, coder=coder, codebook=codebook, start=start, end=end, quote=quote)
+        return Coding.objects.create(output=output, code=code, coder=coder, codebook=codebook, start=start, end=end,
+                                     quote=quote)
 
 
 def check_can_edit_coding(coding, user):
@@ -580,13 +586,13 @@ def add_memo(study, *, author, text, coding=None, code=None, output=None):
         raise AnnotationError("Only members who code can write memos.")
     if coding is not None:
         if coding.codebook.study_id != study.pk:
-            raise AnnotationError("That coding belongs to another study.")
+            raise AnnotationError(f"No coding {coding.pk} in this study.")
         if coding.coder_id != author.pk and not has_role(author, study, Role.RESEARCHER):
             raise AnnotationError("You can only write memos on your own codings.")
     if code is not None and code.codebook.study_id != study.pk:
-        raise AnnotationError("That code belongs to another study.")
+        raise AnnotationError(f"No code {code.pk} in this study.")
     if output is not None and output.study_id != study.pk:
-        raise AnnotationError("That story belongs to another study.")
+        raise AnnotationError(f"No story {output.pk} in this study.")
     return Memo.objects.create(study=study, author=author, text=text, coding=coding, code=code, output=output)
 
 

@@ -61,6 +61,12 @@ def coding_home(request, study_id):
     is_researcher = has_role(request.user, study, Role.RESEARCHER)
     codebooks = study.codebooks.annotate(n_codes=Count("codes", filter=Q(codes__active=True, codes__codable=True)),
                                          n_codings=Count("codings", distinct=True))
+    if selectors.is_blind_reader(request.user, study):  # a coder counts only their own codings
+        own = dict(selectors.visible_codings(request.user, study).values("codebook_id").annotate(n=Count("id"))
+                   .order_by().values_list("codebook_id", "n"))
+        codebooks = list(codebooks)
+        for codebook in codebooks:
+            codebook.n_codings = own.get(codebook.pk, 0)
     queues = []
     for row in (Assignment.objects.filter(study=study, coder=request.user).values("codebook_id", "codebook__name",
                                                                                    "codebook__version")
@@ -111,7 +117,8 @@ def codebook_create(request, study_id):
 
 def _codebook_context(request, codebook, error=""):
     tree = _code_tree(codebook)
-    counts = dict(Coding.objects.filter(codebook=codebook).values("code_id").annotate(n=Count("id")).values_list("code_id", "n"))
+    visible = selectors.visible_codings(request.user, request.study, Coding.objects.filter(codebook=codebook))
+    counts = dict(visible.values("code_id").annotate(n=Count("id")).order_by().values_list("code_id", "n"))
     for code in _flat(tree):
         code.n_codings = counts.get(code.pk, 0)
     return {
@@ -225,7 +232,7 @@ def frequencies(request, study_id, codebook_id):
     by = request.GET.get("by", "")
     if level not in selectors.LEVELS or by not in selectors.BREAKDOWNS:
         level, by = "code", ""
-    table = selectors.frequency_table(codebook, level=level, by=by)
+    table = selectors.frequency_table(codebook, level=level, by=by, user=request.user)
     if request.GET.get("file_format") == "csv":
         response = HttpResponse(selectors.frequency_csv(table), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="code-frequencies-{codebook.pk}-{level}{"-" + by if by else ""}.csv"'
@@ -326,7 +333,7 @@ def _workspace_context(request, codebook, output, error="", notice=""):
     show_all = is_researcher and request.GET.get("all", request.POST.get("all")) == "1"
     consensus = assignment is not None and assignment.mode == CodingMode.CONSENSUS
     codings = list(services.visible_codings(codebook, output, user, show_all=show_all, assignment=assignment))
-    memo_qs = Memo.objects.filter(study=study).select_related("author").filter(
+    memo_qs = selectors.visible_memos(user, study).select_related("author").filter(
         Q(coding__in=[c.pk for c in codings]) | Q(code__codebook=codebook) | Q(output=output))
     if not (consensus or show_all):
         memo_qs = memo_qs.filter(author=user)

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from stereoscope.bulk import bulk_insert
 from stereoscope.services import record_activity
+from stereoscope.untrusted import loads_json, nul_problem, xlsx_problem
 
 from .models import GenerationRun, Output, OutputStatus, Provider, ProviderCall, RunStatus
 from .runs import finish, messages_for, normalize_text
@@ -98,6 +99,9 @@ def _read_csv(text):
 def _read_xlsx(content):
     from openpyxl import load_workbook
 
+    problem = xlsx_problem(content)
+    if problem:
+        raise ImportProblems([problem])
     try:
         workbook = load_workbook(io.BytesIO(content), read_only=True, data_only=True)
     except Exception as exc:  # zipfile.BadZipFile, KeyError, InvalidFileException...
@@ -138,7 +142,7 @@ def _read_jsonl(text):
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = loads_json(line)
         except ValueError as exc:
             problems.append(f"Line {number} is not valid JSON ({exc.msg} at column {exc.colno}).")
             continue
@@ -155,7 +159,7 @@ def _read_jsonl(text):
 
 def _read_json(text):
     try:
-        value = json.loads(text)
+        value = loads_json(text)
     except ValueError as exc:
         raise ImportProblems([f"The file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})."])
     if isinstance(value, dict):
@@ -191,6 +195,9 @@ def _limit(records):
         raise ImportProblems([f"The file has more than {MAX_ROWS} rows; split it."])
     if not records:
         raise ImportProblems(["The file has a header but no rows."])
+    problems = [p for number, values in records if (p := nul_problem(values, f"Row {number}"))]
+    if problems:
+        raise ImportProblems(problems)
     return records
 
 
@@ -429,7 +436,7 @@ def _slot_values(values, where, problems):
     if not _blank(raw):
         if isinstance(raw, str):
             try:
-                raw = json.loads(raw)
+                raw = loads_json(raw)
             except ValueError:
                 problems.append(f"{where}: slot_values must be a JSON object, e.g. {{\"name\": \"Kelly\"}}.")
                 return None

@@ -2,14 +2,15 @@
 
 An endpoint stores the NAME of the environment variable that holds its key, never the key itself.
 """
-import json
 import re
 from decimal import Decimal, InvalidOperation
 
 from django.db import transaction
 
 from stereoscope.services import record_activity
+from stereoscope.untrusted import loads_json
 
+from .key_variables import key_variable_problem
 from .models import ModelEndpoint, Provider
 from .providers.base import ProviderError, local_extra_message, missing_local_extra, validate_params
 
@@ -34,7 +35,7 @@ def parse_params(value):
         return {}
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = loads_json(value)
         except ValueError as exc:
             raise ValueError(f"Default parameters must be a JSON object, e.g. {{\"temperature\": 0.7}} ({exc}).")
     if not isinstance(value, dict):
@@ -84,6 +85,8 @@ def endpoint_problems(data, study=None, instance=None):
         problems["api_key_env"] = ("Enter the NAME of an environment variable (letters, digits, underscores), "
                                    "e.g. OPENAI_API_KEY, never the key itself.")
         env = ""
+    elif key_variable_problem(env):
+        problems["api_key_env"] = key_variable_problem(env)
     if provider in KEYED and not env and "api_key_env" not in problems:
         problems["api_key_env"] = "Name the environment variable that holds this provider's key, e.g. OPENAI_API_KEY."
     clean["api_key_env"] = env

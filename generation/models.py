@@ -1,5 +1,4 @@
 """Toolkits, prompt items, model endpoints, generation runs, outputs, and the provenance of every LLM call."""
-import os
 
 from django.conf import settings
 from django.db import models
@@ -99,7 +98,9 @@ class ModelEndpoint(models.Model):
 
     @property
     def key_is_set(self):
-        return bool(self.api_key_env and os.environ.get(self.api_key_env))
+        from .key_variables import key_value
+
+        return bool(key_value(self.api_key_env))
 
 
 class RunStatus(models.TextChoices):

@@ -15,6 +15,8 @@ import json
 
 from django.db import transaction
 
+from stereoscope.untrusted import loads_json, nul_problem
+
 from .slots import SlotError, normalize_combinations, normalize_slot_values
 from .toolkits import count_text
 
@@ -101,16 +103,18 @@ def export_csv(toolkit):
 def _decode(content):
     if isinstance(content, bytes):
         try:
-            return content.decode("utf-8-sig")
+            content = content.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise ToolkitFormatError([f"The file is not UTF-8 text (byte {exc.start + 1}); save it as UTF-8."]) from None
+    if nul_problem(content):
+        raise ToolkitFormatError([nul_problem(content)])
     return content.lstrip("\ufeff")
 
 
 def parse_json(content):
     text = _decode(content)
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except json.JSONDecodeError as exc:
         raise ToolkitFormatError([f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."]) from None
     if not isinstance(data, dict):
@@ -126,7 +130,7 @@ def _json_field(raw, label, errors):
     if raw is None or str(raw).strip() == "":
         return None
     try:
-        return json.loads(raw)
+        return loads_json(raw)
     except json.JSONDecodeError as exc:
         errors.append(f"{label}: not valid JSON ({exc.msg}).")
         return None

@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from generation.key_variables import key_variable_problem
 from generation.limits import estimate_tokens
 from generation.models import GenerationRun, ModelEndpoint, Output, OutputStatus, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params
@@ -178,7 +179,9 @@ def compute_plan(rnd):
             validate_params(params_for(rnd, endpoint))
         except ProviderError as exc:
             summary["problems"].append(f"{endpoint.name}: {exc}")
-        if endpoint.provider == Provider.MANUAL:
+        if key_variable_problem(endpoint.api_key_env):
+            summary["problems"].append(f"{endpoint.name}: {key_variable_problem(endpoint.api_key_env)}")
+        elif endpoint.provider == Provider.MANUAL:
             summary["problems"].append(f"{endpoint.name} is a manual endpoint and cannot be called as a judge.")
         elif endpoint.provider in (Provider.OPENAI, Provider.ANTHROPIC) and not endpoint.key_is_set:
             summary["problems"].append(f"{endpoint.name}: the key variable {endpoint.api_key_env or '(none named)'} is not set.")

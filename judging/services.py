@@ -2,7 +2,6 @@
 Rounds live in judging/rounds.py; reads for reports in judging/reports.py."""
 import csv
 import io
-import json
 import math
 import random
 
@@ -13,6 +12,7 @@ from django.utils import timezone
 from stereoscope import agreement_stats as A
 from stereoscope.models import Membership, Role
 from stereoscope.services import record_activity
+from stereoscope.untrusted import loads_json, nul_problem
 from stereoscope.versioning import Versioning
 
 from . import prompts, reports
@@ -165,10 +165,12 @@ def parse_weights(content, filename=""):
     text = content.strip()
     if not text:
         raise JudgingError("The file is empty.")
+    if nul_problem(text):
+        raise JudgingError(nul_problem(text))
     errors, meta = [], {}
     if text[0] in "{[" or filename.lower().endswith(".json"):
         try:
-            data = json.loads(text)
+            data = loads_json(text)
         except ValueError as exc:
             raise JudgingError(f"Not valid JSON: {exc}.")
         if not isinstance(data, dict) or data.get("format") != WEIGHTS_FORMAT:

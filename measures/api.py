@@ -71,6 +71,7 @@ class HighlightMatchSerializer(serializers.Serializer):
 
 
 class LexiconViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    library_read_actions = ("highlight",)  # a POST that only reads: allowed on the built-in library
     """Lexicons of the study plus the built-in library's (read-only)."""
 
     serializer_class = LexiconSerializer

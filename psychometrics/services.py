@@ -3,7 +3,6 @@ transaction; problems raise PsychError with a message that says what to fix."""
 import csv
 import io
 import itertools
-import json
 import random
 
 from django.db import transaction
@@ -11,6 +10,7 @@ from django.db.models import Q
 
 from generation.counterfactual import swap_gender
 from stereoscope.services import record_activity
+from stereoscope.untrusted import loads_json, nul_problem
 from stereoscope.versioning import Versioning
 
 from .models import Context, ContextSet, Instrument, InstrumentItem, Persona, PersonaSet
@@ -33,7 +33,7 @@ def persona_sets_for(study):
 
 def load_json(text):
     try:
-        return json.loads(text)
+        return loads_json(text)
     except ValueError as exc:
         raise PsychError(f"The file is not valid JSON: {exc}.")
 
@@ -99,6 +99,8 @@ INSTRUMENTS = Versioning(Instrument, noun="instrument", error=PsychError, copy_c
 def _rows_from_file(text, filename):
     """JSONL or CSV rows as dicts."""
     text = text.decode("utf-8-sig") if isinstance(text, bytes) else text.lstrip("\ufeff")
+    if nul_problem(text):
+        raise PsychError(nul_problem(text))
     rows = []
     if filename.lower().endswith(".csv"):
         reader = csv.DictReader(io.StringIO(text))
@@ -110,7 +112,7 @@ def _rows_from_file(text, filename):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = loads_json(line)
             except ValueError as exc:
                 raise PsychError(f"Line {n} is not valid JSON: {exc}.")
             if not isinstance(row, dict):

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 from generation.models import RunStatus
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
+from stereoscope.untrusted import loads_json
 
 from . import exports, reports, runs, services
 from .forms import (ContextFromPersonasForm, ContextImportForm, InstrumentImportForm, PersonaGenerateForm,
@@ -96,7 +97,7 @@ def persona_generate(request, study_id):
     form = PersonaGenerateForm(request.POST)
     if form.is_valid():
         try:
-            attributes = json.loads(form.cleaned_data["attributes"])
+            attributes = loads_json(form.cleaned_data["attributes"])
             ps = services.generate_personas(request.study, form.cleaned_data["name"], form.cleaned_data["template"], attributes)
             messages.success(request, f"Generated {ps.personas.count()} personas.")
             return redirect("psych-persona-set", request.study.pk, ps.pk)
@@ -212,7 +213,7 @@ def run_from_file(request, study_id):
     form = RunFileForm(request.POST, request.FILES)
     if form.is_valid():
         try:
-            data = json.loads(form.cleaned_data["file"].read())
+            data = loads_json(form.cleaned_data["file"].read())
             run = runs.create_run_from_file(request.study, data, actor=request.user, name=form.cleaned_data["name"] or None)
             messages.success(request, f"Run “{run.name}” created from the file.")
             return redirect("psych-run", request.study.pk, run.pk)

@@ -193,6 +193,17 @@ REDIS_URL = os.environ.get("REDIS_URL") or (CELERY_BROKER_URL if CELERY_BROKER_U
 
 # --- Provider keys: only the *names* of the variables live here; values stay in the environment.
 PROVIDER_KEY_VARIABLES = env_list("PROVIDER_KEY_VARIABLES", "OPENAI_API_KEY,ANTHROPIC_API_KEY")
+# Variables Django and the product read themselves: never usable as a provider key, whatever the allow-list says.
+# A test keeps this list in step with every variable this file and the commands read.
+PRODUCT_ENV_VARIABLES = [
+    "SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL", "DEBUG", "ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS",
+    "CONN_MAX_AGE", "TIME_ZONE", "STATIC_ROOT", "MEDIA_ROOT", "EXPORT_ROOT", "SECURE_SSL_REDIRECT",
+    "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS",
+    "SECURE_HSTS_PRELOAD", "USE_X_FORWARDED_PROTO", "CELERY_TASK_ALWAYS_EAGER", "WORKER_HEARTBEAT_SECONDS",
+    "WORKER_LIVE_SECONDS", "PROVIDER_KEY_VARIABLES", "LOG_LEVEL", "BIND", "WEB_CONCURRENCY", "CELERY_CONCURRENCY",
+]
+# ... and every variable with one of these prefixes (DJANGO_SETTINGS_MODULE, STEREOSCOPE_ADMIN_PASSWORD, ...).
+PRODUCT_ENV_PREFIXES = ["DJANGO_", "STEREOSCOPE_", "CELERY_", "DATABASE_", "POSTGRES", "PG"]
 
 # --- API -------------------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -51,6 +51,21 @@ def pytest_configure(config):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+# The key variables the tests' endpoints name; the operator's allow-list (PROVIDER_KEY_VARIABLES) must hold them.
+TEST_KEY_VARIABLES = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "FAKE_KEY_ENV", "CANARY_KEY", "API_TEST_KEY", "MY_KEY_VAR",
+                      "NOT_SET_ANYWHERE", "NOT_SET_ANYWHERE_KEY", "NO_SUCH_KEY_VAR", "UNSET_CLI_KEY"]
+os.environ["PROVIDER_KEY_VARIABLES"] = ",".join(TEST_KEY_VARIABLES)  # child processes (workers) inherit it
+
+
+@pytest.fixture(autouse=True, scope="session")
+def provider_key_variables():
+    """Tests use their own key variable names; this process's settings may have been read before this file."""
+    from django.conf import settings
+
+    settings.PROVIDER_KEY_VARIABLES = list(TEST_KEY_VARIABLES)
+    yield
+
+
 @pytest.fixture(autouse=True, scope="session")
 def celery_eager():
     """Unit tests run tasks eagerly; the worker tests send real messages with send_task."""

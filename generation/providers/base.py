@@ -1,9 +1,10 @@
 """The provider interface. Adapters turn (messages, params) into a ChatResult or raise ProviderError."""
 import asyncio
 import importlib.util
-import os
 import time
 from dataclasses import dataclass, field
+
+from ..key_variables import key_value, key_variable_problem
 
 # Parameters an adapter may pass on; anything else in an endpoint's defaults is rejected with a clear message.
 KNOWN_PARAMS = {"temperature", "top_p", "max_tokens", "seed", "stop", "presence_penalty", "frequency_penalty", "top_k"}
@@ -73,7 +74,10 @@ class ChatProvider:
             if required:
                 raise ProviderError(f"Endpoint “{self.endpoint.name}” names no API key variable.", retryable=False)
             return None
-        value = os.environ.get(var)
+        problem = key_variable_problem(var)
+        if problem:  # the allow-list may have changed since the endpoint was saved: never send such a value
+            raise ProviderError(f"Endpoint “{self.endpoint.name}”: {problem}", retryable=False)
+        value = key_value(var)
         if not value:
             if required:
                 raise ProviderError(f"The environment variable {var} (API key of “{self.endpoint.name}”) is not set.",

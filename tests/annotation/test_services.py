@@ -58,7 +58,7 @@ def test_codes_from_elsewhere_and_foreign_assignments_rejected(setup, small_code
         services.create_coding(study=setup["study"], codebook=other_cb, output=setup["outs"][0],
                                code=other_codes["lead_m"], coder=setup["coder"], start=0, end=2)
     foreign = outputs_factory(roles["b"], ["B story"])[0]
-    with pytest.raises(AnnotationError, match="another study"):
+    with pytest.raises(AnnotationError, match=f"No story {foreign.pk} in this study"):
         services.create_coding(study=setup["study"], codebook=setup["cb"], output=foreign,
                                code=setup["codes"]["lead_m"], coder=setup["coder"], start=0, end=2)
     unassigned = outputs_factory(setup["study"], ["Not assigned"])[0]
