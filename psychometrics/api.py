@@ -189,6 +189,9 @@ class QuestionnaireRunSerializer(serializers.ModelSerializer):
         help_text="Empty (null): the bare questionnaire, each item in a fresh chat with no persona.")
     template_key = serializers.ChoiceField(choices=list(prompts.TEMPLATES) + ["custom"], default="jung2025")
     extractors = serializers.ListField(child=serializers.ChoiceField(choices=extraction.EXTRACTORS), required=False)
+    judge_endpoint = serializers.PrimaryKeyRelatedField(
+        queryset=ModelEndpoint.objects.all(), allow_null=True, required=False, default=None,
+        help_text="The judge model of the chain's last step (llm): reads answers the rules leave open.")
     seeds = serializers.ListField(child=serializers.IntegerField(), required=False, default=list,
                                   help_text="One provider seed per repetition; empty: the endpoint's seed.")
     counts = serializers.SerializerMethodField()
@@ -197,6 +200,7 @@ class QuestionnaireRunSerializer(serializers.ModelSerializer):
         model = QuestionnaireRun
         fields = ["id", "name", "instrument", "context_set", "endpoints", "repetitions", "seeds", "template_key", "custom_user",
                   "custom_system", "option_format", "option_order", "option_numbering", "order_seed", "extractors",
+                  "judge_endpoint",
                   "refusal_policy", "json_field", "param_overrides", "audit_per_model", "status", "message", "progress",
                   "created_at", "started_at", "finished_at", "counts"]
         read_only_fields = ["status", "message", "progress", "created_at", "started_at", "finished_at"]

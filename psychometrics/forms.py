@@ -83,6 +83,9 @@ class RunForm(forms.Form):
                                                   ("original", "each option keeps its scale value")], initial="position")
     order_seed = forms.IntegerField(initial=0)
     extractors = forms.CharField(initial="number", help_text=f"Comma-separated chain from {', '.join(extraction.EXTRACTORS)}.")
+    judge_endpoint = forms.ModelChoiceField(queryset=None, required=False, label="Judge endpoint",
+                                            help_text="With 'llm' last in the chain: this model reads the answers the "
+                                                      "rules leave inconclusive or not present.")
     refusal_policy = forms.ChoiceField(choices=[("fallback", "refused only when no option is found"),
                                                 ("strict", "any refusal phrase → refused")])
     json_field = forms.CharField(initial="answer", max_length=50)
@@ -94,6 +97,7 @@ class RunForm(forms.Form):
         self.fields["instrument"].queryset = instruments
         self.fields["context_set"].queryset = ContextSet.objects.filter(study=study)
         self.fields["endpoints"].queryset = ModelEndpoint.objects.filter(study=study).order_by("name")
+        self.fields["judge_endpoint"].queryset = ModelEndpoint.objects.filter(study=study).order_by("name")
 
     def clean_extractors(self):
         chain = [c.strip() for c in self.cleaned_data["extractors"].split(",") if c.strip()]

@@ -158,6 +158,8 @@ class QuestionnaireRun(models.Model):
     option_numbering = models.CharField(max_length=10, default="position", choices=[("position", "position"), ("original", "original")])
     order_seed = models.IntegerField(default=0)
     extractors = models.JSONField(default=list)
+    judge_endpoint = models.ForeignKey(ModelEndpoint, null=True, blank=True, on_delete=models.RESTRICT, related_name="+",
+                                       help_text="The model judge of the extraction chain's last step (llm).")
     refusal_policy = models.CharField(max_length=10, default="fallback")
     json_field = models.CharField(max_length=50, default="answer")
     param_overrides = models.JSONField(default=dict, blank=True)

@@ -61,7 +61,7 @@ def clean_seeds(seeds, repetitions):
 
 def validate_config(*, instrument, context_set, endpoints, repetitions, template_key, seeds=None, custom_user="", custom_system="",
                     option_format="lines", option_order="fixed", option_numbering="position", extractors=None,
-                    refusal_policy="fallback", param_overrides=None, study=None):
+                    refusal_policy="fallback", param_overrides=None, study=None, judge_endpoint=None):
     """Check a run's configuration; raise PsychError naming every problem. Returns cleaned values."""
     seeds, repetitions, problems = clean_seeds(seeds, repetitions)
     if instrument is None:
@@ -109,6 +109,15 @@ def validate_config(*, instrument, context_set, endpoints, repetitions, template
         extractors = extraction.validate_chain(extractors or (list(template.suggested_extractors) if template else ["number"]))
     except ValueError as exc:
         problems.append(str(exc))
+    if isinstance(extractors, list) and extraction.JUDGE_STEP in extractors:
+        if judge_endpoint is None:
+            problems.append("The model judge step (llm) needs a judge endpoint.")
+        elif study is not None and judge_endpoint.study_id != study.pk:
+            problems.append("The judge endpoint belongs to another study.")
+        elif judge_endpoint.provider == Provider.MANUAL:
+            problems.append("The judge endpoint must be callable (not a manual endpoint).")
+    elif judge_endpoint is not None:
+        judge_endpoint = None  # no llm step: the judge is not used
     if refusal_policy not in extraction.REFUSAL_POLICIES:
         problems.append(f"Refusal policy must be one of {', '.join(extraction.REFUSAL_POLICIES)}.")
     overrides = param_overrides or {}
@@ -134,14 +143,14 @@ def validate_config(*, instrument, context_set, endpoints, repetitions, template
     if problems:
         raise PsychError(" ".join(problems))
     return {"endpoints": endpoints, "repetitions": repetitions, "extractors": extractors, "param_overrides": overrides,
-            "seeds": seeds}
+            "seeds": seeds, "judge_endpoint": judge_endpoint}
 
 
 @transaction.atomic
 def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1, seeds=None, template_key="jung2025",
                custom_user="", custom_system="", option_format="lines", option_order="fixed", option_numbering="position",
                order_seed=0, extractors=None, refusal_policy="fallback", json_field="answer", param_overrides=None,
-               audit_per_model=100, actor=None):
+               audit_per_model=100, judge_endpoint=None, actor=None):
     name = (name or "").strip()
     if not name:
         raise PsychError("Give the run a name.")
@@ -158,13 +167,14 @@ def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1
                             seeds=seeds,
                             template_key=template_key, custom_user=custom_user, custom_system=custom_system,
                             option_format=option_format, option_order=option_order, option_numbering=option_numbering,
-                            extractors=extractors, refusal_policy=refusal_policy, param_overrides=param_overrides, study=study)
+                            extractors=extractors, refusal_policy=refusal_policy, param_overrides=param_overrides, study=study,
+                            judge_endpoint=judge_endpoint)
     run = QuestionnaireRun.objects.create(
         study=study, name=name, instrument=instrument, context_set=context_set, repetitions=clean["repetitions"],
         seeds=clean["seeds"],
         template_key=template_key, custom_user=custom_user or "", custom_system=custom_system or "",
         option_format=option_format, option_order=option_order, option_numbering=option_numbering, order_seed=order_seed,
-        extractors=clean["extractors"], refusal_policy=refusal_policy, json_field=json_field or "answer",
+        extractors=clean["extractors"], judge_endpoint=clean["judge_endpoint"], refusal_policy=refusal_policy, json_field=json_field or "answer",
         param_overrides=clean["param_overrides"], audit_per_model=audit_per_model, created_by=actor)
     run.endpoints.set(clean["endpoints"])
     INSTRUMENTS.lock(instrument)
@@ -319,6 +329,40 @@ class ResponseSink:
             status=ResponseStatus.FAILED, error=error, completed_at=timezone.now())
 
 
+class JudgeSink:
+    """Stores the judge model's reading of an open answer (method "llm"); the raw answer stays as it was."""
+
+    def on_success(self, unit, result):
+        got = extraction.read_judgement(result.text, unit.payload["options"])
+        Response.objects.filter(pk=unit.payload["pk"]).exclude(extraction_method=extraction.JUDGE_STEP).update(
+            extraction=got.status, extracted_code=got.code or "", value=got.value if got.status == "ok" else None,
+            extraction_method=extraction.JUDGE_STEP, extraction_detail=got.detail[:300])
+
+    def on_failure(self, unit, error):
+        Response.objects.filter(pk=unit.payload["pk"]).exclude(extraction_method=extraction.JUDGE_STEP).update(
+            extraction_method=extraction.JUDGE_STEP, extraction_detail=f"judge call failed: {error}"[:300])
+
+
+def judge_units(run):
+    """One judge call per finished answer the rule chain left inconclusive or not present (never twice)."""
+    if extraction.JUDGE_STEP not in (run.extractors or []) or run.judge_endpoint_id is None:
+        return []
+    judge = ModelEndpoint.objects.get(pk=run.judge_endpoint_id)
+    params = merged_params(judge, {})
+    rows = (run.responses.filter(status=ResponseStatus.DONE, extraction__in=extraction.JUDGED)
+            .exclude(extraction_method=extraction.JUDGE_STEP).order_by("pk"))
+    return [CallUnit(unit_ref=f"response-judge:{pk}", endpoint=judge, purpose="psychometrics_judge",
+                     messages=extraction.judge_messages(statement, options, raw), params=dict(params),
+                     payload={"pk": pk, "options": options})
+            for pk, statement, options, raw in rows.values_list("pk", "item__text", "options", "raw_text")]
+
+
+def judge_open_answers(run, cancel_check=None):
+    """The extraction chain's last step: the judge endpoint reads the answers the rules left open."""
+    units = judge_units(run)
+    return execute_units(run.study, units, JudgeSink(), cancel_check=cancel_check) if units else None
+
+
 def pending_units(run):
     endpoints = {e.pk: e for e in run.endpoints.exclude(provider=Provider.MANUAL)}
     params = {pk: merged_params(e, run.param_overrides) for pk, e in endpoints.items()}
@@ -360,6 +404,8 @@ def execute(run_id, progress_callback=None):
 
     try:
         stats = execute_units(run.study, units, ResponseSink(run), cancel_check=cancel_check, progress=progress)
+        if not stats.cancelled:
+            judge_open_answers(run, cancel_check)
     except Exception as exc:
         log.exception("questionnaire run %s stopped", run_id)
         QuestionnaireRun.objects.filter(pk=run_id).update(status=RunStatus.FAILED, message=f"Stopped: {exc}",
@@ -468,7 +514,8 @@ def export_run_file(run):
         "template": {"key": run.template_key, "user": run.custom_user, "system": run.custom_system,
                      "option_format": run.option_format} if run.template_key == "custom" else {"key": run.template_key},
         "options": {"order": run.option_order, "numbering": run.option_numbering, "seed": run.order_seed},
-        "extraction": {"chain": run.extractors, "refusal_policy": run.refusal_policy, "json_field": run.json_field},
+        "extraction": {"chain": run.extractors, "refusal_policy": run.refusal_policy, "json_field": run.json_field,
+                       **({"judge_endpoint": run.judge_endpoint.name} if run.judge_endpoint_id else {})},
         "params": run.param_overrides, "audit_per_model": run.audit_per_model,
     }
 
@@ -491,6 +538,12 @@ def create_run_from_file(study, data, actor=None, name=None):
     missing = sorted(set(names if isinstance(names, list) else []) - {e.name for e in endpoints})
     if missing or not isinstance(names, list):
         problems.append(f"No endpoint(s) named {', '.join(map(str, missing)) or names!r} in this study.")
+    ext = data.get("extraction") or {}
+    judge = None
+    if isinstance(ext, dict) and ext.get("judge_endpoint"):
+        judge = ModelEndpoint.objects.filter(study=study, name=ext["judge_endpoint"]).first()
+        if judge is None:
+            problems.append(f"No judge endpoint named {ext['judge_endpoint']!r} in this study.")
     if problems:
         raise PsychError(" ".join(problems))
     template = data.get("template") or {}
@@ -504,7 +557,7 @@ def create_run_from_file(study, data, actor=None, name=None):
                       option_numbering=options.get("numbering", "position"), order_seed=options.get("seed", 0),
                       extractors=ext.get("chain"), refusal_policy=ext.get("refusal_policy", "fallback"),
                       json_field=ext.get("json_field", "answer"), param_overrides=data.get("params") or {},
-                      audit_per_model=data.get("audit_per_model", 100), actor=actor)
+                      audit_per_model=data.get("audit_per_model", 100), judge_endpoint=judge, actor=actor)
 
 
 def record_manual_answer(response, text, user=None):
