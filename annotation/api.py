@@ -5,6 +5,7 @@ here too: a coder lists only their own codings unless their assignment for that 
 """
 import json
 
+from django.db.models import Q
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -16,6 +17,7 @@ from rest_framework.response import Response
 
 from generation.models import Output, Toolkit
 from stereoscope.api import StudyScopedMixin
+from stereoscope.downloads import table_download
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role
 from stereoscope.untrusted import loads_json
@@ -227,9 +229,8 @@ class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         except ValueError as exc:
             raise ValidationError({"detail": str(exc)}) from None
         if request.query_params.get("file_format") == "csv":
-            response = HttpResponse(selectors.frequency_csv(table), content_type="text/csv; charset=utf-8")
-            response["Content-Disposition"] = f'attachment; filename="code-frequencies-{codebook.pk}.csv"'
-            return response
+            columns, rows = selectors.frequency_table_rows(table)
+            return table_download(columns, rows, f"code-frequencies-{codebook.pk}.csv")
         return Response(table)
 
     @extend_schema(parameters=[OpenApiParameter("file_format", str, enum=["csv", "jsonl"]),
@@ -249,8 +250,8 @@ def codebook_download(codebook, kind):
         response = HttpResponse(fmt.tree_to_qdc(tree), content_type="application/xml")
         response["Content-Disposition"] = f'attachment; filename="{slug}.qdc"'
     elif kind == "csv":
-        response = HttpResponse(fmt.tree_to_csv(tree), content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="{slug}.csv"'
+        columns, rows = fmt.tree_table(tree)
+        response = table_download(columns, rows, f"{slug}.csv")
     elif kind == "json":
         data = {"format": "stereoscope-codebook", **tree}
         response = HttpResponse(json.dumps(data, ensure_ascii=False, indent=1), content_type="application/json")
@@ -261,34 +262,11 @@ def codebook_download(codebook, kind):
 
 
 def codings_download(study, codebook, kind, include_text=False):
-    import csv
-    import io
-
-    rows = selectors.coding_rows(study, codebook=codebook, include_text=include_text)
-    if kind == "jsonl":
-        stream = (json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-        response = StreamingHttpResponse(stream, content_type="application/x-ndjson")
-        response["Content-Disposition"] = f'attachment; filename="codings-{codebook.pk}.jsonl"'
-        return response
-    if kind != "csv":
+    if kind not in ("csv", "jsonl"):
         raise ValidationError({"detail": "file_format must be csv or jsonl."})
-    columns = ["codebook"] + selectors.CODING_COLUMNS + (["story_text"] if include_text else [])
-
-    def stream():
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow(row)
-            if buffer.tell() > 65536:
-                yield buffer.getvalue()
-                buffer.seek(0)
-                buffer.truncate()
-        yield buffer.getvalue()
-
-    response = StreamingHttpResponse(stream(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="codings-{codebook.pk}.csv"'
-    return response
+    rows = selectors.coding_rows(study, codebook=codebook, include_text=include_text)
+    return table_download(selectors.coding_columns(include_text), rows, f"codings-{codebook.pk}.{kind}", fmt=kind,
+                          stream=True)
 
 
 def import_upload(study, upload, kind, name, user, toolkit=None):

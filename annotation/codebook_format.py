@@ -20,6 +20,7 @@ from pathlib import Path
 
 from lxml import etree
 
+from stereoscope.tables import table_text, unescape_formula
 from stereoscope.untrusted import nul_problem
 
 QDC_NS = "urn:QDA-XML:codebook:1.0"
@@ -364,21 +365,24 @@ def parse_qdc(content, name=None):
 # --- CSV ----------------------------------------------------------------------------------------------
 
 
-def tree_to_csv(tree):
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
-    writer.writeheader()
+def tree_table(tree):
+    """The codebook as (columns, rows) of the CSV format (for the table writer, which escapes formulas;
+    parse_csv reads the escaped text back)."""
+    rows = []
     for node, parent, _ in walk(tree["codes"]):
-        path = node.get("path") or node["name"]
-        writer.writerow({
-            "guid": node["guid"], "parent": parent["guid"] if parent else "", "name": node["name"], "path": path,
-            "description": node["description"], "color": node["color"], "gender_tag": node["gender_tag"],
-            "kind": node["kind"], "codable": "true" if node["codable"] else "false", "shortcut": node["shortcut"],
-            "stereotype": node["stereotype"],
+        rows.append({
+            "guid": node["guid"], "parent": parent["guid"] if parent else "", "name": node["name"],
+            "path": node.get("path") or node["name"], "description": node["description"], "color": node["color"],
+            "gender_tag": node["gender_tag"], "kind": node["kind"], "codable": "true" if node["codable"] else "false",
+            "shortcut": node["shortcut"], "stereotype": node["stereotype"],
             "item_number": "" if node.get("item_number") is None else node["item_number"],
             "frequency_reference": "" if node.get("frequency_reference") is None else node["frequency_reference"],
         })
-    return buffer.getvalue()
+    return CSV_COLUMNS, rows
+
+
+def tree_to_csv(tree):
+    return table_text(*tree_table(tree))
 
 
 def parse_csv(content, name):
@@ -400,7 +404,7 @@ def parse_csv(content, name):
     except csv.Error as exc:
         raise CodebookFormatError([f"The CSV could not be read: {exc}"]) from None
     for line, row in enumerate(rows, start=2):
-        row = {(k or "").strip(): (v if isinstance(v, str) else "") for k, v in row.items()}
+        row = {(k or "").strip(): (unescape_formula(v) if isinstance(v, str) else "") for k, v in row.items()}
         node = {key: row.get(key, "") for key in CSV_COLUMNS if key not in ("parent", "path")}
         node["codable"] = row.get("codable") or "true"
         node["children"] = []

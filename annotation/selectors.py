@@ -1,6 +1,4 @@
 """Reads for analyses and pages: analysis units (code or dimension level), frequency tables, coding rows."""
-import csv
-import io
 
 from django.db.models import Count, Exists, OuterRef, Q
 
@@ -168,20 +166,25 @@ def frequency_table(codebook, *, level="code", by="", coder_ids=None, user=None)
             "level": level, "by": by}
 
 
-def frequency_csv(table):
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["code" if table["level"] == "code" else "dimension", "dimension", "gender_tag", "codings", "stories",
-                     *table["columns"]])
-    for row in table["rows"]:
-        writer.writerow([row["label"], row["dimension"], row["gender_tag"], row["total"], row["stories"],
-                         *[row["cells"].get(c, 0) for c in table["columns"]]])
-    return buffer.getvalue()
+def frequency_table_rows(table):
+    """A frequency table as (columns, rows) for the table writer: label, dimension, gender tag, totals, then one
+    column per breakdown value."""
+    label = "code" if table["level"] == "code" else "dimension"
+    columns = [label, "dimension", "gender_tag", "codings", "stories", *table["columns"]]
+    rows = [{**{c: row["cells"].get(c, 0) for c in table["columns"]}, label: row["label"],
+             "dimension": row["dimension"], "gender_tag": row["gender_tag"], "codings": row["total"],
+             "stories": row["stories"]} for row in table["rows"]]
+    return columns, rows
 
 
 CODING_COLUMNS = ["coding_guid", "output_id", "external_id", "run", "model", "item_number", "trial", "coder", "code_id",
                   "code", "code_path", "dimension", "gender_tag", "document_level", "start", "end", "quote", "memo",
                   "created_at"]
+
+
+def coding_columns(include_text=False):
+    """The columns of `coding_rows` (with the story text when asked)."""
+    return ["codebook"] + CODING_COLUMNS + (["story_text"] if include_text else [])
 
 
 def coding_rows(study, *, codebook=None, pseudonym=None, include_text=False, code_ids=None, run_ids=None, models=None,

@@ -10,6 +10,7 @@ from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
 from generation.models import GenerationRun, Output, PromptItem, Toolkit
+from stereoscope.downloads import table_download
 from stereoscope.models import Membership, Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
 
@@ -234,9 +235,8 @@ def frequencies(request, study_id, codebook_id):
         level, by = "code", ""
     table = selectors.frequency_table(codebook, level=level, by=by, user=request.user)
     if request.GET.get("file_format") == "csv":
-        response = HttpResponse(selectors.frequency_csv(table), content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="code-frequencies-{codebook.pk}-{level}{"-" + by if by else ""}.csv"'
-        return response
+        columns, rows = selectors.frequency_table_rows(table)
+        return table_download(columns, rows, f"code-frequencies-{codebook.pk}-{level}{'-' + by if by else ''}.csv")
     peak = max([r["total"] for r in table["rows"]] + [1])
     for row in table["rows"]:
         row["bar"] = round(100 * row["total"] / peak, 1)

@@ -14,6 +14,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from stereoscope.api import StudyScopedMixin
+from stereoscope.downloads import table_download
 
 from . import toolkit_format, toolkit_services as services
 from .counterfactual import parse_name_pairs
@@ -218,10 +219,12 @@ class ToolkitViewSet(ToolkitScopedMixin, viewsets.ModelViewSet):
         fmt = request.query_params.get("file_format", "json")
         if fmt not in ("json", "csv"):
             return Response({"detail": "file_format must be json or csv."}, status=400)
-        body = toolkit_format.export_json(toolkit) if fmt == "json" else toolkit_format.export_csv(toolkit)
-        response = HttpResponse(body.encode("utf-8"),
-                                content_type="application/json; charset=utf-8" if fmt == "json" else "text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="toolkit-{toolkit.pk}-v{toolkit.version}.{fmt}"'
+        filename = f"toolkit-{toolkit.pk}-v{toolkit.version}.{fmt}"
+        if fmt == "csv":
+            return table_download(*toolkit_format.toolkit_table(toolkit), filename)
+        response = HttpResponse(toolkit_format.export_json(toolkit).encode("utf-8"),
+                                content_type="application/json; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response
 
     @extend_schema(request={"multipart/form-data": ToolkitImportSerializer, "application/json": ToolkitImportSerializer},

@@ -15,7 +15,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from stereoscope.bulk import bulk_insert
+from stereoscope.downloads import table_download, xlsx_bytes
 from stereoscope.services import record_activity
+from stereoscope.tables import table_text
 from stereoscope.untrusted import loads_json, nul_problem, xlsx_problem
 
 from .models import GenerationRun, Output, OutputStatus, Provider, ProviderCall, RunStatus
@@ -270,41 +272,23 @@ def sheet_rows(run, pending_only=True):
     return rows
 
 
+# The XLSX sheet's look: widths fit the columns, long prompts and answers wrap.
+SHEET_LAYOUT = {"widths": dict(zip(SHEET_COLUMNS, (8, 18, 18, 6, 18, 6, 24, 60, 80))), "wrap": ["prompt", "answer"]}
+
+
 def sheet_csv(run):
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=SHEET_COLUMNS, lineterminator="\r\n")
-    writer.writeheader()
-    writer.writerows(sheet_rows(run))
-    return buffer.getvalue().encode("utf-8-sig")  # the BOM makes spreadsheet programs read UTF-8
+    """The collection sheet as CSV bytes (with a BOM: spreadsheet programs then read it as UTF-8)."""
+    return table_text(SHEET_COLUMNS, sheet_rows(run), bom=True).encode("utf-8")
 
 
 def sheet_xlsx(run):
-    from openpyxl import Workbook
-    from openpyxl.styles import Alignment, Font
-
-    workbook = Workbook()
-    sheet = workbook.active
-    sheet.title = "answers"
-    sheet.append(SHEET_COLUMNS)
-    for cell in sheet[1]:
-        cell.font = Font(bold=True)
-    for row in sheet_rows(run):
-        sheet.append([_xlsx_safe(row[c]) for c in SHEET_COLUMNS])
-    for column, width in zip("ABCDEFGHI", (8, 18, 18, 6, 18, 6, 24, 60, 80)):
-        sheet.column_dimensions[column].width = width
-    for row in sheet.iter_rows(min_row=2):
-        row[7].alignment = row[8].alignment = Alignment(wrap_text=True, vertical="top")
-    sheet.freeze_panes = "A2"
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    return buffer.getvalue()
+    return xlsx_bytes([("answers", SHEET_COLUMNS, sheet_rows(run), SHEET_LAYOUT)])
 
 
-def _xlsx_safe(value):
-    """Text starting with = is stored as text, not a formula."""
-    if isinstance(value, str) and value.startswith(("=", "+", "-", "@")):
-        return "'" + value
-    return value
+def sheet_download(run, fmt):
+    """The collection sheet as a download response (csv or xlsx)."""
+    return table_download(SHEET_COLUMNS, sheet_rows(run), f"collection-run{run.pk}.{fmt}", fmt=fmt, sheet="answers",
+                          bom=True, layout=SHEET_LAYOUT)
 
 
 @dataclass
@@ -541,24 +525,54 @@ def validate_import(records, toolkit=None):
     return rows
 
 
-@transaction.atomic
-def save_import(study, rows, *, run_name, toolkit=None, actor=None, source=""):
+def _new_import_run(study, n, *, run_name, toolkit, actor, source):
     now = timezone.now()
     who = getattr(actor, "username", "") or ""
-    run = GenerationRun.objects.create(study=study, name=run_name[:200], toolkit=toolkit, is_import=True,
-                                       status=RunStatus.COMPLETED, created_by=actor if who else None, started_at=now,
-                                       finished_at=now, message=f"Imported {len(rows)} outputs from {source or 'a file'}.")
+    run = GenerationRun.objects.create(
+        study=study, name=run_name[:200], toolkit=toolkit, is_import=True, status=RunStatus.COMPLETED,
+        created_by=actor if who else None, started_at=now, finished_at=now,
+        message=f"Imported {n} outputs from {source or 'a file'}.")
     if toolkit is not None:
         TOOLKITS.lock(toolkit)
+    return run, now, who
+
+
+def _file_provenance(r, source, who):
+    return {"source": "import", "file": source, "row": r.row, "imported_by": who,
+            **({"extra": r.extra} if r.extra else {})}
+
+
+@transaction.atomic
+def save_import(study, rows, *, run_name, toolkit=None, actor=None, source=""):
+    """Save validated rows (ImportedRow) as outputs of a new, completed import run. Returns the run."""
+    run, now, who = _new_import_run(study, len(rows), run_name=run_name, toolkit=toolkit, actor=actor, source=source)
     bulk_insert(Output, (  # one prepared INSERT: 100,000 outputs in seconds (benchmarks/import_outputs.py)
         {"study_id": study.pk, "run_id": run.pk, "item_id": r.item.pk if r.item else None, "model_name": r.model,
          "trial": r.trial, "variant_key": r.variant_key, "slot_values": r.slot_values, "prompt_text": r.prompt,
          "text": r.text, "external_id": r.external_id, "status": OutputStatus.DONE.value, "created_at": now,
-         "completed_at": now, "provenance": {"source": "import", "file": source, "row": r.row, "imported_by": who,
-                                             **({"extra": r.extra} if r.extra else {})}}
+         "completed_at": now, "provenance": _file_provenance(r, source, who)}
         for r in rows))
     record_activity(study, actor, f"imported {len(rows)} outputs into", run.name)
     return run
+
+
+@transaction.atomic
+def import_texts(study, rows, *, run_name, toolkit=None, actor=None, source="", provenance=None):
+    """The one way another app adds texts made elsewhere as outputs: a new, completed import run holding one done
+    output per ImportedRow. `provenance(row)` gives each output's provenance (default: the row of an imported
+    file). Returns (run, outputs in row order, with primary keys)."""
+    run, now, who = _new_import_run(study, len(rows), run_name=run_name, toolkit=toolkit, actor=actor, source=source)
+    if provenance is None:
+        def provenance(r):
+            return _file_provenance(r, source, who)
+    outputs = [
+        Output(study=study, run=run, item=r.item, endpoint=None, model_name=r.model, trial=r.trial,
+               variant_key=r.variant_key, slot_values=r.slot_values, prompt_text=r.prompt, text=r.text,
+               external_id=r.external_id, status=OutputStatus.DONE, completed_at=now, provenance=provenance(r))
+        for r in rows]
+    Output.objects.bulk_create(outputs, batch_size=1000)  # primary keys come back (PostgreSQL, SQLite >= 3.35)
+    record_activity(study, actor, f"imported {len(rows)} outputs into", run.name)
+    return run, outputs
 
 
 def import_outputs(study, filename, content, *, fmt=None, run_name="", toolkit=None, actor=None):

@@ -15,6 +15,7 @@ import json
 
 from django.db import transaction
 
+from stereoscope.tables import table_text, unescape_formula
 from stereoscope.untrusted import loads_json, nul_problem
 
 from .slots import SlotError, normalize_combinations, normalize_slot_values
@@ -78,23 +79,26 @@ def _json_cell(value, empty):
     return "" if value == empty or value is None else json.dumps(value, ensure_ascii=False, sort_keys=False)
 
 
-def export_csv(toolkit):
+def toolkit_table(toolkit):
+    """The toolkit as (columns, rows) of the CSV format: a toolkit row, then dimensions, then items."""
     data = toolkit_to_dict(toolkit)
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerow({"kind": "toolkit", "name": data["name"], "description": data["description"], "language": data["language"],
-                     "slots": _json_cell(data["slots"], {}), "combinations": _json_cell(data["combinations"], None)})
-    for dim in data["dimensions"]:
-        writer.writerow({"kind": "dimension", **dim})
+    rows = [{"kind": "toolkit", "name": data["name"], "description": data["description"],
+             "language": data["language"], "slots": _json_cell(data["slots"], {}),
+             "combinations": _json_cell(data["combinations"], None)}]
+    rows += [{"kind": "dimension", **dim} for dim in data["dimensions"]]
     for item in data["items"]:
         row = {"kind": "item", **item}
         row["reversed_order"] = "true" if item["reversed_order"] else "false"
         row["slots"] = _json_cell(item["slots"], {})
         row["combinations"] = _json_cell(item["combinations"], None)
         row["counterfactual_of"] = "" if item["counterfactual_of"] is None else item["counterfactual_of"]
-        writer.writerow(row)
-    return buffer.getvalue()
+        rows.append(row)
+    return CSV_COLUMNS, rows
+
+
+def export_csv(toolkit):
+    """The CSV format as text; formulas escaped by the table writer and unescaped again by parse_csv."""
+    return table_text(*toolkit_table(toolkit))
 
 
 # --- parsing -----------------------------------------------------------------------------------------
@@ -156,7 +160,7 @@ def parse_csv(content):
         if None in row:
             errors.append(f"Row {line}: more cells than columns.")
             continue
-        row = {k: (v if v is not None else "") for k, v in row.items()}
+        row = {k: (unescape_formula(v) if v is not None else "") for k, v in row.items()}
         kind = row.get("kind", "").strip() if has_kind else "item"
         label = f"Row {line}"
         if kind == "toolkit":

@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.db.models.functions import Substr
-from django.http import Http404, HttpResponse
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -202,14 +202,7 @@ def run_collect_sheet(request, study_id, run_id, fmt):
     run = _run(request, run_id)
     if fmt not in ("csv", "xlsx") or not collect.has_manual(run):
         raise Http404("No such collection sheet.")
-    filename = f"collection-run{run.pk}"
-    if fmt == "xlsx":
-        response = HttpResponse(collect.sheet_xlsx(run),
-                                content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
-    else:
-        response = HttpResponse(collect.sheet_csv(run), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
-    return response
+    return collect.sheet_download(run, fmt)
 
 
 # --- import ----------------------------------------------------------------------------------------------------

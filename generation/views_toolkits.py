@@ -8,6 +8,7 @@ from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
+from stereoscope.downloads import table_download
 from stereoscope.models import Role, Study
 from stereoscope.permissions import VIEWER, has_role, study_role_required
 
@@ -158,12 +159,11 @@ def toolkit_export(request, study_id, toolkit_id, fmt):
     if fmt not in ("json", "csv"):
         raise Http404("Export as .json or .csv.")
     toolkit = _toolkit(request, toolkit_id, library_ok=True)
-    if fmt == "json":
-        body, content_type = toolkit_format.export_json(toolkit), "application/json; charset=utf-8"
-    else:
-        body, content_type = toolkit_format.export_csv(toolkit), "text/csv; charset=utf-8"
-    response = HttpResponse(body.encode("utf-8"), content_type=content_type)
     filename = f"{slugify(toolkit.name) or 'toolkit'}-v{toolkit.version}.{fmt}"
+    if fmt == "csv":
+        return table_download(*toolkit_format.toolkit_table(toolkit), filename)
+    response = HttpResponse(toolkit_format.export_json(toolkit).encode("utf-8"),
+                            content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 from stereoscope import agreement_stats as A
 from stereoscope.models import Membership, Role
 from stereoscope.services import record_activity
+from stereoscope.tables import table_text, unescape_formula
 from stereoscope.untrusted import loads_json, nul_problem
 from stereoscope.versioning import Versioning
 
@@ -122,18 +123,20 @@ def weights_document(study, rounds=None, method=reports.W.DEFAULT_METHOD):
             **reports.provenance(round_list), "items": rows}
 
 
-def weights_csv(study, rounds=None, method=reports.W.DEFAULT_METHOD):
+def weights_table(study, rounds=None, method=reports.W.DEFAULT_METHOD):
+    """The weights export as a table: (preamble lines naming method and inputs, columns, rows)."""
     doc = weights_document(study, rounds, method)
-    buf = io.StringIO()
-    buf.write(f"# {WEIGHTS_FORMAT} v1; method: {doc['method']}; {doc['method_description']}\n")
-    buf.write("# rounds: " + "; ".join(
-        f"{r['name']} (template {r['template']['name']} v{r['template']['version']}, judges {', '.join(r['judge_panel'])}, "
-        f"policy {r['policy']}, seed {r['seed']})" for r in doc["rounds"]) + f"; generated {doc['generated_at']}\n")
-    writer = csv.DictWriter(buf, fieldnames=WEIGHT_COLUMNS, extrasaction="ignore")
-    writer.writeheader()
-    for row in doc["items"]:
-        writer.writerow(row)
-    return buf.getvalue()
+    preamble = [f"{WEIGHTS_FORMAT} v1; method: {doc['method']}; {doc['method_description']}",
+                "rounds: " + "; ".join(
+                    f"{r['name']} (template {r['template']['name']} v{r['template']['version']}, "
+                    f"judges {', '.join(r['judge_panel'])}, policy {r['policy']}, seed {r['seed']})"
+                    for r in doc["rounds"]) + f"; generated {doc['generated_at']}"]
+    return preamble, WEIGHT_COLUMNS, doc["items"]
+
+
+def weights_csv(study, rounds=None, method=reports.W.DEFAULT_METHOD):
+    preamble, columns, rows = weights_table(study, rounds, method)
+    return table_text(columns, rows, preamble=preamble)
 
 
 def _number(value, label, errors, lo=None, hi=None, allow_none=False):
@@ -184,7 +187,7 @@ def parse_weights(content, filename=""):
         reader = csv.DictReader(io.StringIO("\n".join(lines)))
         if not reader.fieldnames or "item_number" not in reader.fieldnames or "weight" not in reader.fieldnames:
             raise JudgingError("The CSV needs the columns item_number and weight (as in the weights export).")
-        raw_rows = list(reader)
+        raw_rows = [{key: unescape_formula(value) for key, value in row.items()} for row in reader]
         meta = {"method": raw_rows[0].get("method") if raw_rows else ""}
     rows, seen = [], set()
     for i, raw in enumerate(raw_rows, 1):

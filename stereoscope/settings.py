@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "agreement",
     "psychometrics",
     "measures",
+    "exports",
 ]
 
 MIDDLEWARE = [

@@ -11,9 +11,8 @@ from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter, SimpleRouter
 
 from . import api, views
-from .exporting import api as export_api
 
-PLATFORM_APPS = ["generation", "annotation", "judging", "agreement", "psychometrics", "measures"]
+PLATFORM_APPS = ["generation", "annotation", "judging", "agreement", "psychometrics", "measures", "exports"]
 installed = [app for app in PLATFORM_APPS if app in settings.INSTALLED_APPS]
 
 router = DefaultRouter()
@@ -21,7 +20,6 @@ router.register("studies", api.StudyViewSet, basename="api-study")
 
 study_router = SimpleRouter()
 study_router.register("members", api.MembershipViewSet, basename="api-study-member")
-study_router.register("exports", export_api.ExportJobViewSet, basename="api-study-export")
 extra_api_urls = []
 for app in installed:
     module = importlib.import_module(f"{app}.api")
@@ -41,7 +39,6 @@ urlpatterns = [
     path("studies/<int:study_id>/", views.study_dashboard, name="study-dashboard"),
     path("studies/<int:study_id>/members/", views.study_members, name="study-members"),
     path("studies/<int:study_id>/members/<int:membership_id>/remove/", views.study_member_remove, name="study-member-remove"),
-    path("studies/<int:study_id>/exports/", include("stereoscope.exporting.urls")),
     path("studies/<int:study_id>/", include(study_pages)),
     path("api/", include(router.urls)),
     path("api/studies/<int:study_pk>/", include(study_router.urls)),

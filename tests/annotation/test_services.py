@@ -3,8 +3,9 @@ import pytest
 from annotation import services
 from annotation.assigning import AssignmentPlanError, plan_assignments
 from annotation.models import Assignment, Code, CodeOperation, Coding, GenderAttribution
-from annotation.selectors import analysis_units, frequency_csv, frequency_table, progress_by_coder
+from annotation.selectors import analysis_units, frequency_table, frequency_table_rows, progress_by_coder
 from annotation.services import AnnotationError
+from stereoscope.tables import table_text
 
 STORY = "Zoë 👩‍🔬 led the lab; José\u0301 baked bread. Both were kind."
 
@@ -182,7 +183,7 @@ def test_frequency_table_breakdowns(setup):
     by_gender = frequency_table(setup["cb"], level="dimension", by="gender_tag")
     dims = {r["name"]: r["cells"] for r in by_gender["rows"]}
     assert dims == {"Leadership": {"M": 2, "F": 1}, "Care": {"F": 1}}
-    csv_text = frequency_csv(table)
+    csv_text = table_text(*frequency_table_rows(table))
     assert csv_text.splitlines()[0] == "code,dimension,gender_tag,codings,stories,claude,gpt"
     assert "Leadership/M charisma,Leadership,M,2,2,0,2" in csv_text
     units = analysis_units(setup["cb"], "dimension")

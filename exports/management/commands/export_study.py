@@ -4,9 +4,10 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from stereoscope.exporting import services
-from stereoscope.exports import datasets
-from stereoscope.models import ExportFormat, Study
+from exports import services
+from stereoscope.datasets import datasets
+from exports.models import ExportFormat
+from stereoscope.models import Study
 
 
 class Command(BaseCommand):

@@ -9,10 +9,11 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
 from stereoscope.api import StudyScopedMixin
-from stereoscope.models import ExportJob, ExportStatus, Role
+from stereoscope.models import Role
 
 from . import services
-from .views import MAX_UPLOAD_BYTES, _check_job_access
+from .models import ExportJob, ExportStatus
+from .views import _check_job_access
 
 
 class ExportOptionsSerializer(serializers.Serializer):
@@ -119,6 +120,7 @@ class ExportJobViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveM
         """Import a REFI-QDA .qdpx project or .qdc codebook (checked whole first, applied in one transaction)."""
         from annotation import refi_qda
         from annotation.refi_services import import_file
+        from annotation.views_refi import MAX_UPLOAD_BYTES
 
         upload = request.FILES.get("file")
         if upload is None:
@@ -143,3 +145,6 @@ class ExportJobViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveM
         response["Content-Disposition"] = f'attachment; filename="codebook-{codebook.pk}-v{codebook.version}.qdc"'
         return response
 
+
+
+api_routes = [("exports", ExportJobViewSet, "api-study-export")]

@@ -1,6 +1,6 @@
 """Export datasets of agreement: per code/dimension figures, the long rating tables (gold as a rater), gold labels.
-Found by the registry's discovery of `<app>.exports`."""
-from stereoscope.exports import Column, register_dataset
+Found by the registry's discovery of `<app>.datasets`."""
+from stereoscope.datasets import Column, register_dataset
 
 from . import services
 

@@ -5,8 +5,8 @@ from collections import Counter, defaultdict
 
 from django.utils.text import slugify
 
-from generation.exports import filtered_outputs
-from stereoscope.exports import Column, iso_datetime, person, register_dataset, uuid_text
+from generation.datasets import filtered_outputs
+from stereoscope.datasets import Column, iso_datetime, person, register_dataset, uuid_text
 from stereoscope.providers import provider
 
 from .models import Assignment, Code, Coding, GenderAttribution, Memo

@@ -1,10 +1,8 @@
-"""Datasets for the export registry (stereoscope/exports.py): questionnaire responses (long) and scores per
-context. Also CSV/XLSX writers used by the run pages."""
-import csv
-import io
+"""Datasets for the export registry (stereoscope/datasets.py): questionnaire responses (long) and scores per
+context. Also the tables of a run's downloads (written by stereoscope.downloads)."""
 import json
 
-from stereoscope.exports import Column, register_dataset
+from stereoscope.datasets import Column, register_dataset
 
 from .models import QuestionnaireRun, Response
 from .reports import scores_table
@@ -87,39 +85,13 @@ def score_rows(study, options=None):
 
 
 
-def _safe_cell(value):
-    """Neutralise spreadsheet formulas in text cells (CSV/formula injection)."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return "" if value is None else value
-
-
-def to_csv(rows, columns):
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow([c for c, _ in columns])
-    for row in rows:
-        writer.writerow([_safe_cell(row.get(c)) for c, _ in columns])
-    return buffer.getvalue()
-
-
-def to_xlsx(sheets):
-    """sheets: [(title, rows, columns)] → bytes of an XLSX workbook (one sheet each, plus a codebook sheet)."""
-    from openpyxl import Workbook
-
-    wb = Workbook(write_only=True)
-    book = wb.create_sheet("columns")
-    book.append(["sheet", "column", "description"])
-    for title, rows, columns in sheets:
-        ws = wb.create_sheet(title[:31])
-        ws.append([c for c, _ in columns])
-        for row in rows:
-            ws.append([_safe_cell(row.get(c)) for c, _ in columns])
-        for c, d in columns:
-            book.append([title, c, d])
-    out = io.BytesIO()
-    wb.save(out)
-    return out.getvalue()
+def workbook_sheets(sheets):
+    """[(title, rows, columns)] -> the sheets of a run's workbook for the table writer: a "columns" sheet
+    describing every column first, then one sheet per table."""
+    described = [{"sheet": title, "column": name, "description": text}
+                 for title, _, columns in sheets for name, text in columns]
+    return [("columns", ["sheet", "column", "description"], described)] + [
+        (title, [name for name, _ in columns], rows) for title, rows, columns in sheets]
 
 
 ITEM_COLUMNS = [("model", "Endpoint"), ("item", "Item id"), ("subscale", "Subscale"), ("n", "Answers"),

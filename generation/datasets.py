@@ -1,5 +1,5 @@
 """Export datasets of the generation app: outputs (stories) with their provenance."""
-from stereoscope.exports import Column, register_dataset
+from stereoscope.datasets import Column, register_dataset
 
 from .models import Output
 

@@ -1,17 +1,17 @@
-"""The Exports page: start export jobs, follow their progress, download files; import REFI-QDA files."""
+"""The Exports page: start export jobs, follow their progress, download files (the REFI-QDA import form on it
+posts to annotation.views_refi)."""
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import FileResponse, Http404, HttpResponse
+from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from stereoscope.models import ExportFormat, ExportJob, ExportStatus, Role
+from stereoscope.models import Role
 from stereoscope.permissions import LEVELS, has_role, study_role_required
 
 from . import services
-
-MAX_UPLOAD_BYTES = 200 * 1024 * 1024
+from .models import ExportFormat, ExportJob, ExportStatus
 
 
 class ExportForm(forms.Form):
@@ -45,7 +45,7 @@ class ExportForm(forms.Form):
 def _code_choices(study):
     if not services._has_model("annotation", "Code"):
         return []
-    from annotation.exports import CodeIndex
+    from annotation.datasets import CodeIndex
 
     index = CodeIndex(study)
     return sorted(((pk, f"{row[8]} v{row[9]}: {index.path(pk)}") for pk, row in index.codes.items() if row[4]),
@@ -58,8 +58,13 @@ def _round_choices(study):
     return [(r.pk, r.name) for r in study.judge_rounds.order_by("pk")]
 
 
-class ImportForm(forms.Form):
-    file = forms.FileField(label="REFI-QDA file (.qdpx project or .qdc codebook)")
+def _import_form():
+    """The REFI-QDA import form (the import itself is annotation's page), when annotation is installed."""
+    if not services._has_model("annotation", "Codebook"):
+        return None
+    from annotation.views_refi import ImportForm
+
+    return ImportForm()
 
 
 def _jobs(study):
@@ -86,7 +91,7 @@ def exports_page(request, study_id):
             return redirect("exports", study.pk)
     codebooks = study.codebooks.order_by("name", "-version") if services._has_model("annotation", "Codebook") else []
     return render(request, "exports/exports.html", {
-        "study": study, "form": form, "import_form": ImportForm(), "jobs": _jobs(study), "codebooks": codebooks,
+        "study": study, "form": form, "import_form": _import_form(), "jobs": _jobs(study), "codebooks": codebooks,
         "datasets": services.available_datasets(request.user, study).values(),
         "can_delete": has_role(request.user, study, Role.ADMIN)})
 
@@ -126,40 +131,3 @@ def delete(request, study_id, job_id):
     services.delete_job(job, actor=request.user)
     messages.success(request, f"Deleted export {job_id}.")
     return redirect("exports", request.study.pk)
-
-
-@study_role_required(Role.RESEARCHER)
-@require_POST
-def refi_import(request, study_id):
-    from annotation import refi_qda
-    from annotation.refi_services import import_file
-
-    form = ImportForm(request.POST, request.FILES)
-    if not form.is_valid():
-        messages.error(request, "Choose a .qdpx or .qdc file to import.")
-        return redirect("exports", request.study.pk)
-    upload = form.cleaned_data["file"]
-    if upload.size > MAX_UPLOAD_BYTES:
-        messages.error(request, f"The file is larger than {MAX_UPLOAD_BYTES // 2**20} MB.")
-        return redirect("exports", request.study.pk)
-    try:
-        report = import_file(request.study, upload.read(), filename=upload.name, actor=request.user)
-    except refi_qda.RefiError as exc:
-        messages.error(request, f"Nothing was imported from {upload.name}: {exc}")
-    else:
-        messages.success(request, f"Imported {upload.name} into codebook {report['codebook']}: "
-                                  f"{report.get('codes', 0)} codes, {report.get('sources', 0)} stories, "
-                                  f"{report.get('codings', 0)} codings, {report.get('memos', 0)} memos.")
-    return redirect("exports", request.study.pk)
-
-
-@study_role_required(Role.RESEARCHER)
-def codebook_qdc(request, study_id, codebook_id):
-    from annotation.models import Codebook
-    from annotation.refi_services import export_qdc
-
-    codebook = get_object_or_404(Codebook, pk=codebook_id, study=request.study)
-    response = HttpResponse(export_qdc(request.study, codebook), content_type="application/xml")
-    name = "".join(ch if ch.isalnum() else "-" for ch in codebook.name) or "codebook"
-    response["Content-Disposition"] = f'attachment; filename="{name}-v{codebook.version}.qdc"'
-    return response

@@ -13,9 +13,9 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.text import slugify
 
-from stereoscope.exports import data_dictionary, datasets
+from stereoscope.datasets import data_dictionary, datasets
 from stereoscope.leases import acquire_lease
-from stereoscope.models import ExportFormat, ExportJob, ExportStatus
+from .models import ExportFormat, ExportJob, ExportStatus
 from stereoscope.permissions import LEVELS, role_for
 from stereoscope.services import record_activity
 
@@ -266,6 +266,18 @@ def write_table_bundle(study, fmt, path, selected, options, actor=None, progress
     return manifest
 
 
+def write_qdpx(study, path, options, actor=None, progress=None):
+    """Write the study's REFI-QDA project with manifest.json inside. Returns the manifest."""
+    from annotation.refi_services import QDPX_MANIFEST_NOTES, export_qdpx
+
+    counts = export_qdpx(study, path, options=runtime_options(study, options), progress=progress)
+    manifest = build_manifest(study, fmt="qdpx", datasets=[], options=options, files=[{"path": "project.qde"}],
+                              row_counts=counts, actor=actor, extra={"refi_qda": QDPX_MANIFEST_NOTES})
+    with zipfile.ZipFile(path, "a") as zf:
+        zf.writestr("manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False))
+    return manifest
+
+
 def write_export(study, fmt, path, *, dataset_keys=None, options=None, actor=None, progress=None):
     """Write an export to `path` (a temporary `<path>.part` renamed into place when complete). Returns the manifest."""
     if fmt not in ExportFormat.values:
@@ -275,9 +287,7 @@ def write_export(study, fmt, path, *, dataset_keys=None, options=None, actor=Non
     part = path.with_name(path.name + ".part")
     try:
         if fmt == "qdpx":
-            from annotation.refi_services import export_qdpx
-
-            manifest = export_qdpx(study, part, options=runtime_options(study, options), actor=actor, progress=progress)
+            manifest = write_qdpx(study, part, options, actor=actor, progress=progress)
         else:
             selected = resolve_datasets(study, dataset_keys, user=actor)
             manifest = write_table_bundle(study, fmt, part, selected, options, actor=actor, progress=progress)
@@ -300,7 +310,7 @@ def create_job(study, *, fmt, dataset_keys=None, options=None, actor=None, enque
     job = ExportJob.objects.create(study=study, format=fmt, datasets=keys, options=options, created_by=actor)
     record_activity(study, actor, f"started a {fmt} export", f"export {job.pk}")
     if enqueue:
-        from stereoscope.tasks import run_export
+        from .tasks import run_export
 
         run_export.delay(job.pk)
         job.refresh_from_db()

@@ -1,5 +1,5 @@
 """Export datasets of the measures app: per-output measures (long format), per-sentence labels, stored contrasts."""
-from stereoscope.exports import Column, register_dataset
+from stereoscope.datasets import Column, register_dataset
 
 from .models import ContrastResult, LexiconCategory, MeasureRun, OutputMeasure, SentenceMeasure
 

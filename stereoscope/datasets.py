@@ -1,4 +1,4 @@
-"""Export registry: every app declares its tabular datasets in `<app>/exports.py` with `@register_dataset`.
+"""Dataset registry: every app declares its tabular datasets in `<app>/datasets.py` with `@register_dataset`.
 
 A dataset is a key, a title, the owning app, documented columns (they make the data dictionary) and a
 `rows(study, options)` generator yielding one dict per row. Writers (CSV / JSONL / XLSX) stream those rows.
@@ -96,7 +96,7 @@ def register_dataset(key, *, title, app, columns, min_role=Role.RESEARCHER, extr
 
 
 def discover():
-    """Import `<app>.exports` for every installed app once (like builtin.all_specs)."""
+    """Import `<app>.datasets` for every installed app once (like builtin.all_specs)."""
     global _discovered
     if _discovered:
         return
@@ -104,7 +104,7 @@ def discover():
         if _discovered:
             return
         for config in apps.get_app_configs():
-            module_name = f"{config.name}.exports"
+            module_name = f"{config.name}.datasets"
             if module_name == __name__:
                 continue
             try:

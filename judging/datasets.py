@@ -1,5 +1,5 @@
 """Export datasets of the judging app: verdicts and per-prompt toolkit weights."""
-from stereoscope.exports import Column, register_dataset
+from stereoscope.datasets import Column, register_dataset
 
 from .reports import VERDICT_COLUMNS, verdict_export_rows
 
@@ -61,7 +61,7 @@ CHECK_COLUMNS = (
 
 @register_dataset("judge_human_checks", title="Human verification of judge verdicts", app="judging", columns=CHECK_COLUMNS)
 def human_check_rows(study, options):
-    from stereoscope.exports import person
+    from stereoscope.datasets import person
 
     from .models import HumanCheck
     from .reports import detected
