@@ -263,7 +263,9 @@ class QuestionnaireRunViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewset
         return ApiResponse(sanitize(body))
 
     @extend_schema(parameters=[OpenApiParameter("alternate", int), OpenApiParameter("option_order", int),
-                               OpenApiParameter("convergent", int)], responses={200: dict})
+                               OpenApiParameter("convergent", int), OpenApiParameter("concurrent", int,
+                               description="A measure run over texts generated in the run's contexts")],
+                   responses={200: dict})
     @action(detail=True, methods=["get"])
     def validation(self, request, *args, **kwargs):
         """Jung's ratings with the reliability gate: pass the ids of the alternate-form, option-order and
@@ -279,7 +281,16 @@ class QuestionnaireRunViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewset
             if found is None:
                 return bad_request(f"No run {value!r} in this study for {key}.")
             others[key] = found
-        return ApiResponse(reports.validation_summary(run, others["alternate"], others["option_order"], others["convergent"]))
+        concurrent = None
+        value = request.query_params.get("concurrent")
+        if value not in (None, ""):
+            from measures.models import MeasureRun
+
+            concurrent = MeasureRun.objects.filter(study=run.study, pk=int(value)).first() if str(value).isdigit() else None
+            if concurrent is None:
+                return bad_request(f"No measure run {value!r} in this study for concurrent.")
+        return ApiResponse(reports.validation_summary(run, others["alternate"], others["option_order"], others["convergent"],
+                                                      concurrent))
 
     @extend_schema(responses={200: dict})
     @action(detail=True, methods=["get"], url_path="run-file")

@@ -226,13 +226,43 @@ def missing_counts_by_form(study):
     return list(rows)
 
 
-def validation_summary(run, alternate=None, option_order=None, convergent=None):
+def questionnaire_context_scores(run, score_name="total"):
+    """{endpoint name: Series (index = context key) of the score, averaged over repetitions}."""
+    spec = run.instrument.to_spec()
+    out = {}
+    for name, wide in wide_by_endpoint(run, spec).items():
+        scores = score(wide, spec)
+        if score_name in scores:
+            out[name] = scores[score_name].groupby(level="context").mean()
+    return out
+
+
+def concurrent_validity(run, measure_run):
+    """Jung's concurrent validity: per model (matched by endpoint name) and lexicon, Pearson r over contexts between
+    the questionnaire total (mean over repetitions) and the context score of texts written in the same contexts."""
+    from measures.selectors import context_scores
+
+    questionnaire = questionnaire_context_scores(run)
+    letters = {}
+    for row in context_scores(measure_run):
+        letters.setdefault((row["endpoint"], row["lexicon"]), {})[row["context"]] = row["score"]
+    rows = []
+    for (endpoint, lexicon), by_context in sorted(letters.items()):
+        if endpoint not in questionnaire:
+            continue
+        c = correlation(questionnaire[endpoint], pd.Series(by_context, dtype=float))
+        rows.append({"model": endpoint, "lexicon": lexicon, **c, "rating": reliability.rate_concurrent(c["r"])})
+    return rows
+
+
+def validation_summary(run, alternate=None, option_order=None, convergent=None, concurrent=None):
     """Jung 2025's validation per model (Table 4.2 ratings): internal consistency (stratified alpha of `run`),
     alternate-form r (`alternate`: the parallel form over the same contexts), option-order r (`option_order`: the
     same form with permuted options), then — only when all three reliability ratings are "+" or better — factorial
     validity (CFA of `run`) and convergent r (`convergent`: another scale, e.g. the MSS)."""
     report = run_report(run)
     comparisons = {}
+    concurrent_rows = concurrent_validity(run, concurrent) if concurrent is not None else []
     for key, other in (("alternate_form", alternate), ("option_order", option_order), ("convergent", convergent)):
         if other is not None:
             comparisons[key] = {(r["model"], r["score"]): r for r in compare_runs(run, other, key)["rows"]}
@@ -251,6 +281,7 @@ def validation_summary(run, alternate=None, option_order=None, convergent=None):
             "alternate_form": alt, "option_order": order, "gate": gate,
             "rmsea": cfa.get("rmsea"), "cfi": cfa.get("cfi"), "factorial": a["ratings"]["factorial"] if gate else None,
             "convergent": conv if gate else None,
+            "concurrent": [{**c, "rating": c["rating"] if gate else None} for c in concurrent_rows if c["model"] == name],
             "note": "" if gate else "Validity not assessed: not every reliability rating (internal consistency, "
                                     "alternate form, option order) is + or better, or one is missing.",
         })

@@ -351,3 +351,24 @@ def add_context_twins(context_set):
         Context.objects.filter(pk=c.pk).update(twin=twin)
         created += 1
     return created
+
+
+# -- texts generated in contexts (Jung's concurrent validity) --------------------------------------------------------
+def generation_run_in_contexts(study, *, name, context_set, toolkit, endpoints, trials=1, param_overrides=None,
+                               actor=None):
+    """A generation run whose every prompt is asked in every included context of the set (context × prompt), the
+    context sent as in questionnaire runs: the persona as system message, then the prior turns."""
+    from generation.runs import RunError, create_run
+
+    if context_set is None or context_set.study_id != study.pk:
+        raise PsychError("Choose a context set of this study.")
+    contexts = [{"key": c.key, "persona": c.persona, "turns": c.turns or []}
+                for c in context_set.contexts.filter(included=True).order_by("order", "key")]
+    if not contexts:
+        raise PsychError("The context set has no included contexts.")
+    try:
+        return create_run(study, name=name, toolkit=toolkit, endpoints=endpoints, trials=trials,
+                          param_overrides=param_overrides, contexts=contexts,
+                          context_source=f"context set “{context_set.name}”", actor=actor)
+    except RunError as exc:
+        raise PsychError(str(exc))

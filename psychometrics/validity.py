@@ -214,12 +214,16 @@ def omega_total(data, items):
 
 
 def correlation(x, y):
-    """Pearson r between two aligned Series (pairwise complete): {"r", "df", "p", "n"}; r None when undefined."""
+    """Pearson r between two aligned Series (pairwise complete): {"r", "df", "p", "n", "ci_low", "ci_high"} with
+    the 95% Fisher-z interval (needs n ≥ 4); r None when undefined."""
     pair = pd.concat([pd.Series(x, dtype=float), pd.Series(y, dtype=float)], axis=1).dropna()
     n = len(pair)
-    out = {"r": None, "df": n - 2 if n >= 2 else None, "p": None, "n": int(n)}
+    out = {"r": None, "df": n - 2 if n >= 2 else None, "p": None, "n": int(n), "ci_low": None, "ci_high": None}
     if n < 3 or pair.iloc[:, 0].std() == 0 or pair.iloc[:, 1].std() == 0:
         return out
-    r, p = stats.pearsonr(pair.iloc[:, 0], pair.iloc[:, 1])
-    out.update(r=clean(r), p=clean(p))
+    result = stats.pearsonr(pair.iloc[:, 0], pair.iloc[:, 1])
+    out.update(r=clean(result.statistic), p=clean(result.pvalue))
+    if n >= 4:
+        ci = result.confidence_interval(0.95)  # Fisher z, as scipy documents
+        out.update(ci_low=clean(ci.low), ci_high=clean(ci.high))
     return out

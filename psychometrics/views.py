@@ -341,12 +341,18 @@ def validation(request, study_id):
     for key in ("run", "alternate", "option_order", "convergent"):
         value = request.GET.get(key, "")
         picked[key] = all_runs.filter(pk=int(value)).first() if value.isdigit() else None
+    from measures.models import MeasureRun
+
+    measure_runs = MeasureRun.objects.filter(study=request.study).order_by("-pk")
+    value = request.GET.get("concurrent", "")
+    picked["concurrent"] = measure_runs.filter(pk=int(value)).first() if value.isdigit() else None
     result = None
     if picked["run"] is not None:
-        result = reports.validation_summary(picked["run"], picked["alternate"], picked["option_order"], picked["convergent"])
+        result = reports.validation_summary(picked["run"], picked["alternate"], picked["option_order"], picked["convergent"],
+                                            picked["concurrent"])
     missing = reports.missing_counts_by_form(request.study)
     return render(request, "psychometrics/validation.html", _ctx(request, runs_list=all_runs, picked=picked, result=result,
-                                                                 missing=missing))
+                                                                 missing=missing, measure_runs=measure_runs))
 
 
 @study_role_required(Role.RESEARCHER)

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from psychometrics import reports, runs, services
-from psychometrics.exports import response_rows
+from psychometrics.datasets import response_rows
 from psychometrics.models import QuestionnaireRun
 from psychometrics.services import PsychError
 
