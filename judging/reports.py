@@ -163,11 +163,12 @@ def heatmap(table):
 
 
 def shade(value):
-    """An rgb() fill from white (0) to deep red (1) for heatmap cells."""
+    """An rgb() fill from white (0) to red (1) for heatmap cells, light enough that the dark values printed on it
+    keep WCAG AA contrast (at least 5:1, tests/a11y/test_contrast.py)."""
     if value is None:
         return "rgb(240,240,240)"
     v = max(0.0, min(1.0, value))
-    return f"rgb({255 - int(40 * v)},{int(255 - 190 * v)},{int(255 - 190 * v)})"
+    return f"rgb({255 - int(25 * v)},{int(255 - 145 * v)},{int(255 - 145 * v)})"
 
 
 def bars(item_rows, width=420):

@@ -7,7 +7,8 @@ from django.utils import timezone
 
 from generation.models import GenerationRun
 from stereoscope.health import job_kinds, waiting_jobs_without_worker
-from stereoscope.models import ExportJob, Study, WorkerHeartbeat
+from exports.models import ExportJob
+from stereoscope.models import Study, WorkerHeartbeat
 
 pytestmark = pytest.mark.django_db
 STALLED = "Stalled — no live worker"
