@@ -119,6 +119,22 @@ class RunForm(forms.Form):
         return value
 
 
+class ContextGenerationForm(forms.Form):
+    """Texts (e.g. Jung's reference letters) generated in every context of a set: each unit is context × prompt."""
+
+    name = forms.CharField(max_length=200)
+    toolkit = forms.ModelChoiceField(queryset=None)
+    endpoints = forms.ModelMultipleChoiceField(queryset=None, widget=forms.CheckboxSelectMultiple)
+    trials = forms.IntegerField(initial=1, min_value=1, max_value=100)
+
+    def __init__(self, *args, study=None, **kwargs):
+        from generation.runs import toolkits_for
+
+        super().__init__(*args, **kwargs)
+        self.fields["toolkit"].queryset = toolkits_for(study)
+        self.fields["endpoints"].queryset = ModelEndpoint.objects.filter(study=study).order_by("name")
+
+
 class RunFileForm(forms.Form):
     file = forms.FileField(help_text="A run file exported from Stereoscope.")
     name = forms.CharField(max_length=200, required=False, help_text="Optional new name.")

@@ -8,7 +8,7 @@ from scipy import stats
 
 from generation import runs as gen_runs
 from generation.builtin import builtin_specs as toolkit_specs
-from generation.models import Toolkit
+from generation.models import GenerationRun, Toolkit
 from measures import scoring
 from measures.builtin import builtin_specs as lexicon_specs
 from measures.datasets import text_context_score_rows
@@ -65,8 +65,16 @@ def test_concurrent_validity_end_to_end(roles, client_for, api_for, make_endpoin
     asi_run.refresh_from_db()
     assert asi_run.status == "completed", asi_run.message
 
-    letters_run = services.generation_run_in_contexts(study, name="Letters in personas", context_set=ctx,
-                                                      toolkit=toolkit, endpoints=[endpoint])
+    web = client_for(roles["users"]["researcher"])
+    assert "Generate texts in these contexts" in web.get(f"/studies/{study.pk}/questionnaires/contexts/{ctx.pk}/").content.decode()
+    r = web.post(f"/studies/{study.pk}/questionnaires/contexts/{ctx.pk}/generate/",
+                 {"name": "Letters in personas", "toolkit": toolkit.pk, "endpoints": [endpoint.pk], "trials": 1})
+    assert r.status_code == 302
+    letters_run = GenerationRun.objects.get(name="Letters in personas")
+    assert r.url.endswith(f"/runs/{letters_run.pk}/") and letters_run.context_source == "context set “10 personas”"
+    with pytest.raises(services.PsychError, match="context set of this study"):
+        services.generation_run_in_contexts(study, name="x", context_set=services.empty_context_set(roles["b"]),
+                                            toolkit=toolkit, endpoints=[endpoint])
     assert gen_runs.plan(letters_run)["units_per_endpoint"] == 48 * 10
     gen_runs.start(letters_run)
     letters_run.refresh_from_db()
@@ -96,10 +104,29 @@ def test_concurrent_validity_end_to_end(roles, client_for, api_for, make_endpoin
     assert concurrent["p"] == pytest.approx(expected.pvalue, abs=1e-12)
     ci = expected.confidence_interval(0.95)
     assert (concurrent["ci_low"], concurrent["ci_high"]) == (pytest.approx(ci.low), pytest.approx(ci.high))
-    web = client_for(roles["users"]["researcher"])
     page = web.get(f"/studies/{study.pk}/questionnaires/validation/?run={asi_run.pk}&concurrent={measure_run.pk}")
     shown = re.search(r'class="concurrent-r">([-0-9.]+)<', page.content.decode()).group(1)
     assert shown == f"{expected.statistic:.3f}"
     assert "n = 10" in page.content.decode()
     bad = api.get(f"/api/studies/{study.pk}/questionnaire-runs/{asi_run.pk}/validation/?concurrent=999999")
     assert bad.status_code == 400
+
+
+@pytest.mark.parametrize("contexts, message", [
+    ("persona", "must be a list"), ([{"persona": "a nurse"}], "needs a key"),
+    ([{"key": "a"}, {"key": "a"}], "appears twice"),
+    ([{"key": "a", "turns": [{"role": "system", "content": "x"}]}], "user|assistant"),
+])
+def test_generation_contexts_are_validated(contexts, message):
+    with pytest.raises(gen_runs.RunError, match=message):
+        gen_runs.clean_contexts(contexts)
+
+
+def test_generation_messages_in_a_context():
+    run = GenerationRun(contexts=[{"key": "c1", "persona": "a judge", "turns": [{"role": "user", "content": "Hi"},
+                                                                               {"role": "assistant", "content": "Hello"}]},
+                                  {"key": "c2", "persona": "", "turns": []}], system_prompt="")
+    assert gen_runs.messages_for(run, "Write.", "c1") == [
+        {"role": "system", "content": "You are a judge. Answer and behave accordingly."},
+        {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Write."}]
+    assert gen_runs.messages_for(run, "Write.", "c2") == [{"role": "user", "content": "Write."}]
