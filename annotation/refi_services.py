@@ -13,6 +13,7 @@ from collections import defaultdict
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from generation.collect import ImportedRow, import_texts
@@ -84,18 +85,21 @@ def export_qdpx(study, target, *, options, progress=None):
     used_books = {index.codes[c][7] for c in used_codes}
     books = sorted(used_books or {row[7] for row in index.codes.values()})
 
-    def person_of(pk, username):
+    def person_of(pk, name):
         if options.get("pseudonymise"):
             name = options["pseudonym"](pk)
             return rq.stable_guid("pseudonym", name), name
-        return user_guid(pk), username
+        return user_guid(pk), name
 
     users = {}
-    for pk, username in codings.order_by().values_list("coder_id", "coder__username").distinct():
-        users[pk] = person_of(pk, username)
+    coders = codings.order_by().values_list("coder_id", "coder__username", "coder__first_name", "coder__last_name")
+    for pk, username, first, last in coders.distinct():
+        users[pk] = person_of(pk, display_name(username, first, last))
     memos = list(Memo.objects.filter(study=study).select_related("author").order_by("pk"))
     for memo in memos:
-        users.setdefault(memo.author_id, person_of(memo.author_id, memo.author.username))
+        author = memo.author
+        users.setdefault(memo.author_id, person_of(memo.author_id, display_name(author.username, author.first_name,
+                                                                                author.last_name)))
     q_users = [rq.QUser(guid=g, name=n) for g, n in users.values()]
 
     # memos: coding / code / output -> note guids
@@ -282,6 +286,18 @@ def _free_guid(guid, taken):
     return fresh
 
 
+def display_name(username, first_name="", last_name=""):
+    """The name a REFI-QDA file carries for a user: the full name as given, else the username."""
+    return f"{first_name} {last_name}".strip() or username
+
+
+def _named(name):
+    """Accounts whose username or display name is `name`."""
+    first, _, last = (name or "").partition(" ")
+    return get_user_model().objects.filter(Q(username=name) | Q(first_name=name, last_name="")
+                                           | Q(first_name=first, last_name=last))
+
+
 def _username_for(name, taken_names):
     User = get_user_model()
     base = re.sub(r"[^\w.@+-]+", "_", name or "").strip("_")[:120] or "coder"
@@ -301,11 +317,13 @@ def _resolve_users(study, q_users, used_guids):
     for q_user in q_users:
         if q_user.guid not in used_guids:
             continue
-        match = User.objects.filter(username=q_user.name).first()
-        if match is not None and user_guid(match.pk) == q_user.guid:
+        match = next((u for u in _named(q_user.name) if user_guid(u.pk) == q_user.guid), None)
+        if match is not None:  # our own export of an existing account
             result[q_user.guid] = match
             continue
-        user = User(username=_username_for(q_user.name, taken), is_active=True)
+        # the username must be a valid one; the name is kept as given, as the account's full name
+        user = User(username=_username_for(q_user.name, taken), first_name=(q_user.name or "").strip()[:150],
+                    is_active=True)
         user.set_unusable_password()
         user.save()
         ensure_member(study=study, user=user, role=Role.CODER)

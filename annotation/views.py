@@ -60,7 +60,8 @@ def _flat(tree):
 def coding_home(request, study_id):
     study = request.study
     is_researcher = has_role(request.user, study, Role.RESEARCHER)
-    codebooks = study.codebooks.annotate(n_codes=Count("codes", filter=Q(codes__active=True, codes__codable=True)),
+    codebooks = study.codebooks.annotate(n_codes=Count("codes", filter=Q(codes__active=True, codes__codable=True),
+                                                              distinct=True),
                                          n_codings=Count("codings", distinct=True))
     if selectors.is_blind_reader(request.user, study):  # a coder counts only their own codings
         own = dict(selectors.visible_codings(request.user, study).values("codebook_id").annotate(n=Count("id"))
@@ -515,8 +516,10 @@ def discover(request, study_id, codebook_id):
     return render(request, "annotation/discover.html", {
         "study": study, "codebook": codebook,
         "endpoints": ModelEndpoint.objects.filter(study=study).exclude(provider="manual"),
-        "items": PromptItem.objects.filter(toolkit__study=study).select_related("toolkit").order_by("toolkit__name", "number"),
-        "discoveries": CodeDiscovery.objects.filter(codebook=codebook).select_related("endpoint", "item", "provider_call")
+        "items": PromptItem.objects.filter(toolkit__study=study).select_related("toolkit")
+        .order_by("toolkit__name", "-toolkit__version", "toolkit_id", "number"),  # grouped by version, newest first
+        "discoveries": CodeDiscovery.objects.filter(codebook=codebook)
+        .select_related("endpoint", "item__toolkit", "provider_call")
         .prefetch_related("suggestions__code")[:20],
         "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable], "gender_tags": GenderTag.choices,
     })

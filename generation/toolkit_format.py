@@ -18,6 +18,7 @@ from django.db import transaction
 from stereoscope.tables import table_text, unescape_formula
 from stereoscope.untrusted import loads_json, nul_problem
 
+from . import item_extras
 from .slots import SlotError, normalize_combinations, normalize_slot_values
 from .toolkits import count_text
 
@@ -47,7 +48,8 @@ class ToolkitFormatError(ValueError):
 
 def toolkit_to_dict(toolkit):
     numbers = {item.pk: item.number for item in toolkit.items.all()}
-    return {
+    extra_fields, extras = item_extras.item_extras(toolkit)
+    data = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "name": toolkit.name,
@@ -69,6 +71,11 @@ def toolkit_to_dict(toolkit):
             for item in toolkit.items.select_related("dimension").order_by("number")
         ],
     }
+    if extra_fields:  # read-only figures other apps attach (e.g. detection weights); imports ignore them
+        items = toolkit.items.order_by("number").values_list("pk", flat=True)
+        for row, item_id in zip(data["items"], items, strict=True):
+            row.update({field: extras.get(item_id, {}).get(field) for field in extra_fields})
+    return data
 
 
 def export_json(toolkit):
@@ -82,6 +89,7 @@ def _json_cell(value, empty):
 def toolkit_table(toolkit):
     """The toolkit as (columns, rows) of the CSV format: a toolkit row, then dimensions, then items."""
     data = toolkit_to_dict(toolkit)
+    extra_fields = [f for f in item_extras.extra_fields() if data["items"] and f in data["items"][0]]
     rows = [{"kind": "toolkit", "name": data["name"], "description": data["description"],
              "language": data["language"], "slots": _json_cell(data["slots"], {}),
              "combinations": _json_cell(data["combinations"], None)}]
@@ -92,8 +100,11 @@ def toolkit_table(toolkit):
         row["slots"] = _json_cell(item["slots"], {})
         row["combinations"] = _json_cell(item["combinations"], None)
         row["counterfactual_of"] = "" if item["counterfactual_of"] is None else item["counterfactual_of"]
+        for field in extra_fields:  # detection weights and other read-only extras
+            value = item[field]
+            row[field] = "" if value is None else ("; ".join(value) if isinstance(value, list) else value)
         rows.append(row)
-    return CSV_COLUMNS, rows
+    return CSV_COLUMNS + extra_fields, rows
 
 
 def export_csv(toolkit):
@@ -149,7 +160,7 @@ def parse_csv(content):
     if not rows:
         raise ToolkitFormatError(["The CSV has no rows below its header."])
     header = [h for h in rows[0].keys() if h is not None]
-    unknown = [h for h in header if h not in CSV_COLUMNS]
+    unknown = [h for h in header if h not in CSV_COLUMNS and h not in item_extras.extra_fields()]
     if unknown:
         raise ToolkitFormatError([f"Unknown CSV column(s): {', '.join(unknown)}. Allowed: {', '.join(CSV_COLUMNS)}."])
     if "text" not in header:
@@ -229,7 +240,7 @@ def _text(value, label, errors, key=None):
 
 
 def _check_keys(obj, allowed, label, errors):
-    unknown = sorted(set(obj) - set(allowed) - IGNORED_KEYS - {"_row"})
+    unknown = sorted(set(obj) - set(allowed) - IGNORED_KEYS - set(item_extras.extra_fields()) - {"_row"})
     if unknown:
         errors.append(f"{label}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}.")
 

@@ -80,8 +80,10 @@ def endpoint_delete(request, study_id, endpoint_id):
 @study_role_required(VIEWER)
 def run_list(request, study_id):
     qs = (GenerationRun.objects.filter(study=request.study).select_related("toolkit")
-          .annotate(n_total=Count("outputs"), n_done=Count("outputs", filter=Q(outputs__status=OutputStatus.DONE)),
-                    n_failed=Count("outputs", filter=Q(outputs__status=OutputStatus.FAILED)),
+          # distinct: the endpoints join repeats each output once per endpoint
+          .annotate(n_total=Count("outputs", distinct=True),
+                    n_done=Count("outputs", filter=Q(outputs__status=OutputStatus.DONE), distinct=True),
+                    n_failed=Count("outputs", filter=Q(outputs__status=OutputStatus.FAILED), distinct=True),
                     n_endpoints=Count("endpoints", distinct=True))
           .order_by("-created_at"))
     return render(request, "generation/run_list.html", {

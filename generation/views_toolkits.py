@@ -12,7 +12,7 @@ from stereoscope.downloads import table_download
 from stereoscope.models import Role, Study
 from stereoscope.permissions import VIEWER, has_role, study_role_required
 
-from . import toolkit_format, toolkit_services as services
+from . import item_extras, toolkit_format, toolkit_services as services
 from .counterfactual import parse_name_pairs
 from .forms_toolkits import DimensionForm, ImportForm, ItemForm, SlotForm, SlotsJsonForm, ToolkitForm, TwinForm, json_text
 from .models import Toolkit
@@ -121,10 +121,11 @@ def toolkit_detail(request, study_id, toolkit_id):
     locked = services.TOOLKITS.is_locked(toolkit)
     researcher = has_role(request.user, request.study, Role.RESEARCHER)
     editable = researcher and not locked and not in_library and not toolkit.study.is_library
-    items = toolkit.items.select_related("dimension", "counterfactual_of").prefetch_related("counterfactuals").order_by("number")
+    items, extra_columns = _items_with_extras(toolkit)
     versions = Toolkit.objects.filter(study=toolkit.study, name=toolkit.name).order_by("version") if not in_library else []
     return render(request, "generation/toolkit_detail.html", {
-        "study": request.study, "toolkit": toolkit, "items": items, "in_library": in_library, "locked": locked,
+        "study": request.study, "toolkit": toolkit, "items": items, "extra_columns": extra_columns,
+        "in_library": in_library, "locked": locked,
         "researcher": researcher and not request.study.is_library, "editable": editable,
         "dimensions": toolkit.dimensions.annotate(n_items=Count("items")).order_by("order", "name"),
         "slots": sorted((toolkit.slots or {}).items()), "combinations": toolkit.combinations,
@@ -134,6 +135,12 @@ def toolkit_detail(request, study_id, toolkit_id):
         "slots_json_form": SlotsJsonForm(initial={"slots": json_text(toolkit.slots), "combinations": json_text(toolkit.combinations)}),
         "item_form": ItemForm(toolkit=toolkit), "twin_form": TwinForm(), "preview_limits": PREVIEW_LIMITS,
     })
+
+
+def _items_with_extras(toolkit):
+    """The items in order, each with `extra_cells` from other apps (e.g. detection weights), and those columns."""
+    items = toolkit.items.select_related("dimension", "counterfactual_of").prefetch_related("counterfactuals")
+    return item_extras.annotate_items(toolkit, items.order_by("number"))
 
 
 @study_role_required(VIEWER)
@@ -379,9 +386,10 @@ def item_move(request, toolkit, item_id, direction):
     item = get_object_or_404(toolkit.items, pk=item_id)
     services.move_item(item, -1 if direction == "up" else 1, actor=request.user)
     if request.htmx:
-        items = toolkit.items.select_related("dimension", "counterfactual_of").prefetch_related("counterfactuals").order_by("number")
+        items, extra_columns = _items_with_extras(toolkit)
         response = render(request, "generation/_toolkit_items.html", {
-            "study": request.study, "toolkit": toolkit, "items": items, "editable": True})
+            "study": request.study, "toolkit": toolkit, "items": items, "extra_columns": extra_columns,
+            "editable": True})
         response["HX-Trigger"] = "toolkit-changed"
         return response
     return redirect(_detail_url(request, toolkit) + "#items")

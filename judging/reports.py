@@ -176,7 +176,9 @@ def bars(item_rows, width=420):
     out = []
     for i, row in enumerate(item_rows):
         out.append({"y": 24 * i + 8, "label": f"{row['item_number']}", "rate": row["rate"],
-                    "w": round(width * row["rate"], 1), "lo": round(width * (row["ci_low"] or 0), 1),
+                    # a 0 rate still gets a visible 3 px marker (and a "0" label in the chart)
+                    "w": max(3.0, round(width * row["rate"], 1)), "zero": row["rate"] == 0,
+                    "lo": round(width * (row["ci_low"] or 0), 1),
                     "hi": round(width * (row["ci_high"] or 0), 1), "flagged": bool(row["flags"]),
                     "title": f"Item {row['item_number']}: {row['rate']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}], n = {row['n']}"})
     return {"bars": out, "height": 24 * len(out) + 30, "width": width, "ticks": [

@@ -206,7 +206,8 @@ def compute_plan(rnd):
         summary["problems"].append("No outputs to judge: the source has no finished outputs with a target stereotype.")
     summary["notes"] = []
     if template.kind == "seed_binary" and "five stories" in template.text and rnd.batch_size != 5:
-        summary["notes"].append(f"The seed prompt speaks of “the five stories”; this round sends {rnd.batch_size} per call.")
+        summary["notes"].append(f"The seed prompt speaks of “the five stories”; this round sends {rnd.batch_size} per "
+                                "call, so each prompt names the count of its own batch.")
     short = sum(1 for _n, _j, chunk in batches if len(chunk) < rnd.batch_size)
     if short:
         summary["notes"].append(f"{short} call(s) carry fewer than {rnd.batch_size} stories (fewer trials than the batch size).")

@@ -1,6 +1,7 @@
 """Writes for judging (templates, human verification, weights import) and toolkit_weights for exports.
 Rounds live in judging/rounds.py; reads for reports in judging/reports.py."""
 import csv
+import hashlib
 import io
 import math
 import random
@@ -26,6 +27,14 @@ WEIGHT_COLUMNS = ["toolkit", "toolkit_version", "item_number", "dimension", "tar
 
 class JudgingError(ValueError):
     """Bad input; the message says what to fix."""
+
+
+class WeightsAlreadyImported(JudgingError):
+    """The same weights file was imported from the same toolkit version before; `toolkit` is where it went."""
+
+    def __init__(self, message, toolkit):
+        super().__init__(message)
+        self.toolkit = toolkit
 
 
 # -- templates ------------------------------------------------------------------------------------------------------
@@ -220,7 +229,8 @@ def parse_weights(content, filename=""):
     return meta, rows
 
 
-def import_weights(study, toolkit, content, *, filename="", new_version=True, drop_flagged=False, actor=None):
+def import_weights(study, toolkit, content, *, filename="", new_version=True, drop_flagged=False, actor=None,
+                   allow_repeat=False):
     """Attach imported weights to `toolkit` — by default to a new version of it (a copy for library toolkits),
     optionally without the prompts the file flags. All or nothing. Returns (toolkit version, ItemWeight count)."""
     from generation.toolkit_services import TOOLKITS
@@ -228,6 +238,13 @@ def import_weights(study, toolkit, content, *, filename="", new_version=True, dr
     if toolkit.study_id != study.pk and not toolkit.study.is_library:
         raise JudgingError("Choose a toolkit of this study or of the built-in library.")
     meta, rows = parse_weights(content, filename)
+    digest = hashlib.sha256(content if isinstance(content, bytes) else content.encode("utf-8")).hexdigest()
+    earlier = (ItemWeight.objects
+               .filter(toolkit__study=study, source__sha256=digest, source__from_toolkit_id=toolkit.pk)
+               .select_related("toolkit").first())
+    if earlier is not None and not allow_repeat:
+        raise WeightsAlreadyImported(f"This file was already imported into {earlier.toolkit}; open that version "
+                                     "instead (a second import would make yet another version).", earlier.toolkit)
     numbers = set(toolkit.items.values_list("number", flat=True))
     unknown = sorted(r["item_number"] for r in rows if r["item_number"] not in numbers)
     if unknown:
@@ -249,7 +266,8 @@ def import_weights(study, toolkit, content, *, filename="", new_version=True, dr
         items = {i.number: i for i in target.items.all()}
         source = {"file": filename, "method": meta.get("method"), "rounds": meta.get("rounds"),
                   "toolkits": meta.get("toolkits"), "generated_at": meta.get("generated_at"),
-                  "imported_at": timezone.now().isoformat(), "from_toolkit": f"{toolkit.name} v{toolkit.version}"}
+                  "imported_at": timezone.now().isoformat(), "from_toolkit": f"{toolkit.name} v{toolkit.version}",
+                  "from_toolkit_id": toolkit.pk, "sha256": digest}
         ItemWeight.objects.filter(toolkit=target).delete()
         objs = [ItemWeight(toolkit=target, item=items[r["item_number"]], weight=r["weight"], rate=r["rate"],
                            ci_low=r["ci_low"], ci_high=r["ci_high"], n=int(r["n"]) if r["n"] is not None else None,

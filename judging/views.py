@@ -208,21 +208,25 @@ def weights(request, study_id):
         return response
     toolkits = toolkits_for(study).order_by("name", "-version")
     form = WeightsImportForm(toolkits, request.POST or None, request.FILES or None)
+    repeated = None
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
         try:
             target, n = services.import_weights(study, form.cleaned_data["toolkit"], upload.read(), filename=upload.name,
                                                 drop_flagged=form.cleaned_data["drop_flagged"], actor=request.user)
-            messages.success(request, f"Imported {n} weights into {target}.")
-            return redirect("judging-weights", study.pk)
+            messages.success(request, f"Imported {n} weights into {target}; they are shown beside its items below.")
+            return redirect("toolkit-detail", study.pk, target.pk)
+        except services.WeightsAlreadyImported as exc:
+            form.add_error(None, str(exc))
+            repeated = exc.toolkit
         except services.JudgingError as exc:
             form.add_error(None, str(exc))
     round_list = reports.rounds_of(study, ids)
     ctx = _report_context(round_list, method, _weak_below(request))
     ctx.update(form=form, all_rounds=JudgeRound.objects.filter(study=study).order_by("-created_at"), selected=ids or [],
                imported=ItemWeight.objects.filter(toolkit__study=study).select_related("toolkit", "item")
-               .order_by("toolkit__name", "-toolkit__version", "item__number")[:300])
-    return render(request, "judging/weights.html", ctx)
+               .order_by("toolkit__name", "-toolkit__version", "item__number")[:300], repeated=repeated)
+    return render(request, "judging/weights.html", ctx, status=400 if form.errors else 200)
 
 
 # -- human verification ---------------------------------------------------------------------------------------------

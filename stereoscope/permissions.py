@@ -83,11 +83,14 @@ def study_role_required(minimum=VIEWER, study_kwarg="study_id"):
         @wraps(view)
         def wrapper(request, *args, **kwargs):
             study = get_object_or_404(Study, pk=kwargs[study_kwarg])
+            if role_for(request.user, study) is not None:
+                request.study = study  # members refused for their role still get the study's layout on the 403 page
             request.study_role = check_role(request.user, study, minimum)
             check_library_write(request, study)
             request.study = study
             return view(request, *args, **kwargs)
 
+        wrapper.study_minimum_role = minimum  # read by the navigation to hide links a role cannot use
         return wrapper
 
     return decorator

@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI assets served locally, so /api/docs/ works offline
     "django_htmx",
     "stereoscope",
     "generation",
@@ -128,6 +129,17 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "study-list"
 LOGOUT_REDIRECT_URL = "login"
+PASSWORD_RESET_TIMEOUT = int(os.environ.get("INVITATION_TIMEOUT_SECONDS", 7 * 24 * 3600))  # invitation links
+
+# E-mail (invitation links). Without EMAIL_HOST or EMAIL_BACKEND the link is only shown to the inviting admin.
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", 25))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "stereoscope@localhost")
+SEND_INVITATION_EMAILS = bool(os.environ.get("EMAIL_HOST") or os.environ.get("EMAIL_BACKEND"))
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")
@@ -202,9 +214,10 @@ PRODUCT_ENV_VARIABLES = [
     "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS",
     "SECURE_HSTS_PRELOAD", "USE_X_FORWARDED_PROTO", "CELERY_TASK_ALWAYS_EAGER", "WORKER_HEARTBEAT_SECONDS",
     "WORKER_LIVE_SECONDS", "PROVIDER_KEY_VARIABLES", "LOG_LEVEL", "BIND", "WEB_CONCURRENCY", "CELERY_CONCURRENCY",
+    "DEFAULT_FROM_EMAIL", "INVITATION_TIMEOUT_SECONDS",
 ]
 # ... and every variable with one of these prefixes (DJANGO_SETTINGS_MODULE, STEREOSCOPE_ADMIN_PASSWORD, ...).
-PRODUCT_ENV_PREFIXES = ["DJANGO_", "STEREOSCOPE_", "CELERY_", "DATABASE_", "POSTGRES", "PG"]
+PRODUCT_ENV_PREFIXES = ["DJANGO_", "STEREOSCOPE_", "CELERY_", "DATABASE_", "POSTGRES", "PG", "EMAIL_"]
 
 # --- API -------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -224,6 +237,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # Several apps expose a "status" field with these shared choice sets; name them once.
     "ENUM_NAME_OVERRIDES": {"RunStatusEnum": "generation.models.RunStatus",
                             "OutputStatusEnum": "generation.models.OutputStatus"},
