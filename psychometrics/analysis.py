@@ -58,8 +58,9 @@ def analyze(wide, spec, *, cfa=True, histograms=True):
         "stratified_alpha": int(recoded[[c for ids in groups.values() for c in ids]].dropna().shape[0]) if groups else 0,
         "items": {r["item"]: {"n": r["n"], "n_alpha": r["n_alpha"]} for r in report["items"]}}
     if cfa:
-        fit = validity.cfa(recoded, groups)
+        fit = validity.cfa(recoded, groups, missing=spec.missing.get("cfa", "listwise"))
         report["cfa"] = fit
+        report["estimator"] = fit["estimator"]
         report["omega_total"] = fit["omega"].get("total")
         report["omega"] = fit["omega"]
         notes.extend(f"CFA: {n}" for n in fit["notes"])

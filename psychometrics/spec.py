@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 SCORING = ("mean", "sum")
 MISSING_METHODS = ("prorate", "complete")
+CFA_MISSING = ("listwise", "fiml")
 DEFAULT_MISSING = {"method": "prorate", "min_fraction": 0.5}
 
 
@@ -91,13 +92,18 @@ class InstrumentSpec:
 
 
 def missing_policy_text(missing, scoring="mean"):
+    if missing.get("cfa") == "fiml":
+        tail = ("reliability uses contexts with all analysed items answered (listwise deletion; item–total r and "
+                "α if deleted on the cases of their subscale's α); the CFA uses every context with an answer "
+                "(full-information ML).")
+    else:
+        tail = ("reliability and CFA use contexts with all analysed items answered (listwise deletion; item–total r "
+                "and α if deleted on the cases of their subscale's α).")
     if missing.get("method") == "complete":
-        return ("Missing data: a score is computed only when every item of the (sub)scale was answered; "
-                "reliability and CFA use contexts with all analysed items answered (listwise deletion).")
+        return f"Missing data: a score is computed only when every item of the (sub)scale was answered; {tail}"
     frac = missing.get("min_fraction", 0.5)
     how = "the mean of the answered items" if scoring == "mean" else "the prorated sum (mean of answered items × number of items)"
-    return (f"Missing data: a (sub)scale score is {how} when at least {frac:.0%} of its items were answered, otherwise "
-            "missing; reliability and CFA use contexts with all analysed items answered (listwise deletion).")
+    return f"Missing data: a (sub)scale score is {how} when at least {frac:.0%} of its items were answered, otherwise missing; {tail}"
 
 
 def parse_item_options(raw, where, errors):
@@ -254,7 +260,11 @@ def parse_instrument(data):
         errors.append(f"“missing” must be an object with method one of {', '.join(MISSING_METHODS)}.")
         missing = dict(DEFAULT_MISSING)
     else:
-        missing = {"method": missing.get("method", "prorate"), "min_fraction": missing.get("min_fraction", 0.5)}
+        missing = {"method": missing.get("method", "prorate"), "min_fraction": missing.get("min_fraction", 0.5),
+                   **({"cfa": missing["cfa"]} if "cfa" in missing else {})}
+        if missing.get("cfa", "listwise") not in CFA_MISSING:
+            errors.append(f"missing.cfa must be one of {', '.join(CFA_MISSING)} (how the CFA treats missing answers).")
+            missing.pop("cfa")
         frac = missing["min_fraction"]
         if isinstance(frac, bool) or not isinstance(frac, (int, float)) or not 0 < frac <= 1:
             errors.append("missing.min_fraction must be a number in (0, 1].")
