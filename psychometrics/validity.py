@@ -14,7 +14,8 @@ from scipy import optimize, stats
 
 from .reliability import clean
 
-ESTIMATOR = "ML (maximum likelihood, semopy MLW; normal theory, no robust scaling)"
+ESTIMATOR = ("ML (maximum likelihood, semopy MLW) with the Satorra–Bentler scaled χ² and robust CFI, TLI and RMSEA "
+             "(as lavaan's MLM); ratings use the ML indices")
 ESTIMATOR_FIML = ("ML with full-information ML for missing data (semopy ModelMeans: each respondent's observed "
                   "items; saturated model by EM); normal theory, no robust scaling")
 CFA_MISSING = ("listwise", "fiml")
@@ -192,7 +193,8 @@ def cfa(data, factors, drop_zero_variance=True, missing="listwise"):
     notes, dropped = [], []
     result = {"n": 0, "estimator": ESTIMATOR_FIML if fiml else ESTIMATOR, "missing": missing, "chi2": None, "df": None, "p": None, "cfi": None, "tli": None,
               "rmsea": None, "rmsea_ci_low": None, "rmsea_ci_high": None, "srmr": None, "loadings": [],
-              "cfi_raw": None, "tli_raw": None, "improper": [],
+              "cfi_raw": None, "tli_raw": None, "improper": [], "chi2_scaled": None, "scaling_factor": None,
+              "cfi_robust": None, "tli_robust": None, "rmsea_robust": None,
               "factor_correlations": [], "omega": {}, "dropped": dropped, "notes": notes}
     used = {}
     cols = [c for ids in factors.values() for c in ids]
@@ -261,6 +263,11 @@ def cfa(data, factors, drop_zero_variance=True, missing="listwise"):
         result.update(chi2=clean(chi2_value), df=clean(dof), p=clean(p_value))
         result.update(fit_indices(clean(chi2_value), dof, sample, n))
         result["srmr"] = clean(srmr(sample, sigma))
+        if result["chi2"] is not None and dof:
+            try:
+                result.update(satorra_bentler(model, df_data, order, result["chi2"], dof))
+            except (np.linalg.LinAlgError, ValueError, ZeroDivisionError) as exc:
+                notes.append(f"No robust (Satorra–Bentler) statistics: {exc}.")
     result["n"] = int(n)
     result["implied_mean"], result["implied_cov"] = implied_mean.tolist(), implied.tolist()
     if result["chi2"] is not None and dof:
@@ -329,3 +336,108 @@ def correlation(x, y):
         ci = result.confidence_interval(0.95)  # Fisher z, as scipy documents
         out.update(ci_low=clean(ci.low), ci_high=clean(ci.high))
     return out
+
+
+# -- robust ML: Satorra–Bentler scaling ------------------------------------------------------------------------------
+def _vech_index(p):
+    return [(i, j) for j in range(p) for i in range(j, p)]
+
+
+def duplication_matrix(p):
+    """D with vec(A) = D · vech(A) for symmetric A (vech: lower triangle, column by column)."""
+    index = _vech_index(p)
+    d = np.zeros((p * p, len(index)))
+    for k, (i, j) in enumerate(index):
+        d[j * p + i, k] = 1.0
+        d[i * p + j, k] = 1.0
+    return d
+
+
+def normal_theory_weight(sigma):
+    """W = ½ D'(Σ⁻¹ ⊗ Σ⁻¹)D, the inverse of the normal-theory covariance of vech(S) (expected information)."""
+    inv = np.linalg.inv(sigma)
+    d = duplication_matrix(sigma.shape[0])
+    return 0.5 * d.T @ np.kron(inv, inv) @ d
+
+
+def empirical_gamma(x):
+    """Γ: the covariance (N divisor) of vech((x_i − x̄)(x_i − x̄)') over respondents, the fourth-moment matrix."""
+    x = np.asarray(x, dtype=float)
+    centred = x - x.mean(axis=0)
+    index = _vech_index(x.shape[1])
+    products = np.column_stack([centred[:, i] * centred[:, j] for i, j in index])
+    return np.cov(products, rowvar=False, ddof=0)
+
+
+def satorra_bentler_scaling(weight, delta, gamma, df):
+    """c = tr(UΓ)/df with U = W − WΔ(Δ'WΔ)⁻¹Δ'W (Satorra & Bentler 1994); T_SB = T_ML / c."""
+    wd = weight @ delta
+    u = weight - wd @ np.linalg.solve(delta.T @ wd, wd.T)
+    return float(np.trace(u @ gamma) / df)
+
+
+def implied_jacobian(model, observed_order, h=1e-6):
+    """Δ = ∂vech(Σ(θ))/∂θ of a fitted semopy model, by central differences (the model is left as fitted)."""
+    theta = np.array(model.param_vals, dtype=float)
+    index = _vech_index(len(observed_order))
+
+    def vech_sigma(values):
+        model.update_matrices(values)
+        sigma = np.asarray(model.calc_sigma()[0])
+        return np.array([sigma[i, j] for i, j in index])
+
+    columns = []
+    for k in range(len(theta)):
+        step = np.zeros_like(theta)
+        step[k] = h * max(1.0, abs(theta[k]))
+        columns.append((vech_sigma(theta + step) - vech_sigma(theta - step)) / (2 * step[k]))
+    model.update_matrices(theta)
+    return np.column_stack(columns)
+
+
+def robust_fit(chi2, dof, chi2_b, n, c, c_b):
+    """Satorra–Bentler scaled χ² and the robust indices: CFI and TLI of Brosseau-Liard & Savalei (2014), RMSEA of
+    Brosseau-Liard, Savalei & Li (2012); also the 'scaled' CFI and TLI computed from the scaled statistics."""
+    p = p_b = None
+    df_b = None if chi2_b is None else chi2_b[1]
+    chi2_b = None if chi2_b is None else chi2_b[0]
+    scaled = chi2 / c
+    p = stats.chi2.sf(scaled, dof)
+    out = {"chi2_scaled": clean(scaled), "p_scaled": clean(p), "scaling_factor": clean(c),
+           "rmsea_robust": clean(np.sqrt(max(chi2 - c * dof, 0.0) / (n * dof))),
+           "cfi_scaled": None, "tli_scaled": None, "cfi_robust": None, "tli_robust": None,
+           "chi2_baseline_scaled": None, "scaling_factor_baseline": clean(c_b)}
+    if chi2_b is None or c_b is None:
+        return out
+    scaled_b = chi2_b / c_b
+    p_b = stats.chi2.sf(scaled_b, df_b)
+    out["chi2_baseline_scaled"], out["p_baseline_scaled"] = clean(scaled_b), clean(p_b)
+    d, d_b = max(scaled - dof, 0.0), max(scaled_b - df_b, scaled - dof, 0.0)
+    out["cfi_scaled"] = clean(1 - d / d_b) if d_b > 0 else None
+    tli = (scaled_b / df_b - scaled / dof) / (scaled_b / df_b - 1) if scaled_b / df_b != 1 else None
+    out["tli_scaled"] = out["tli_robust"] = clean(tli)  # the robust TLI equals the TLI of the scaled statistics
+    r, r_b = max(chi2 - c * dof, 0.0), max(chi2_b - c_b * df_b, chi2 - c * dof, 0.0)
+    out["cfi_robust"] = clean(1 - r / r_b) if r_b > 0 else None
+    return out
+
+
+def satorra_bentler(model, data, observed_order, chi2, dof):
+    """The robust ML results of a fitted (listwise, complete-data) semopy model: the scaling factors of the model
+    and of the independence baseline, the scaled χ² and robust CFI/TLI/RMSEA."""
+    x = np.asarray(data[observed_order], dtype=float)
+    n, p = x.shape
+    sigma = np.asarray(model.calc_sigma()[0])
+    gamma = empirical_gamma(x)
+    delta = implied_jacobian(model, observed_order)
+    c = satorra_bentler_scaling(normal_theory_weight(sigma), delta, gamma, dof)
+    sample = np.cov(x, rowvar=False, ddof=0)
+    sign, logdet = np.linalg.slogdet(sample)
+    chi2_b = n * (np.log(np.diag(sample)).sum() - logdet) if sign > 0 else None
+    df_b = p * (p - 1) // 2
+    index = _vech_index(p)
+    delta_b = np.zeros((len(index), p))
+    for k, (i, j) in enumerate(index):
+        if i == j:
+            delta_b[k, i] = 1.0
+    c_b = satorra_bentler_scaling(normal_theory_weight(np.diag(np.diag(sample))), delta_b, gamma, df_b)
+    return robust_fit(chi2, dof, None if chi2_b is None else (chi2_b, df_b), n, c, c_b)
