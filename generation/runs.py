@@ -86,7 +86,8 @@ def clean_contexts(contexts):
                 isinstance(t, dict) and t.get("role") in ("user", "assistant") and isinstance(t.get("content"), str)
                 for t in turns):
             raise RunError(f"Context {key!r}: persona is text and turns are [{{role: user|assistant, content}}].")
-        out.append({"key": key[:200], "persona": persona, "turns": [{"role": t["role"], "content": t["content"]} for t in turns]})
+        out.append({"key": key[:200], "persona": persona,
+                    "turns": [{"role": t["role"], "content": t["content"]} for t in turns]})
     return out
 
 
@@ -184,7 +185,8 @@ def plan(run, sample=50):
     return {"units_per_endpoint": len(units) * len(contexts) * run.trials, "prompts": len(units),
             "contexts": len(run.contexts or []), "endpoints": rows, "totals": totals, "problems": problems,
             "sample": [{"item": u.item.number, "slot_values": u.slot_values, "prompt": u.prompt, "context": c["key"],
-                        "messages": messages_for(run, u.prompt, c["key"])} for c in contexts[:2] for u in units][:sample]}
+                        "messages": messages_for(run, u.prompt, c["key"])}
+                       for c in contexts[:2] for u in units][:sample]}
 
 
 def materialize(run):

@@ -41,8 +41,9 @@ def rows_for(run):
             "model": v["output__model_name"], "item": v["output__item__number"], "item_id": v["output__item_id"],
             "twin_of": v["output__item__counterfactual_of_id"], "dimension": v["output__item__dimension__name"] or "",
             "run": v["output__run__name"], "run_id": v["output__run_id"], "endpoint_id": v["output__endpoint_id"],
-            "trial": v["output__trial"], "slots": v["output__slot_values"] or {}, "variant_key": v["output__variant_key"],
-            "endpoint": v["output__endpoint__name"] or v["output__model_name"], "context": v["output__context_key"] or ""})
+            "trial": v["output__trial"], "slots": v["output__slot_values"] or {},
+            "variant_key": v["output__variant_key"], "context": v["output__context_key"] or "",
+            "endpoint": v["output__endpoint__name"] or v["output__model_name"]})
     return rows
 
 
@@ -66,7 +67,8 @@ def group_key(row, grouping):
         return row["context"]
     if grouping.startswith("slot:"):
         return str(row["slots"].get(grouping[5:], ""))
-    raise ValueError(f"Unknown grouping {grouping!r}; use overall, model, item, dimension, run, context or slot:<name>.")
+    raise ValueError(f"Unknown grouping {grouping!r}; "
+                     "use overall, model, item, dimension, run, context or slot:<name>.")
 
 
 def groups(rows, grouping):

@@ -55,7 +55,8 @@ def analyze(wide, spec, *, cfa=True, histograms=True):
     report["n_per_statistic"] = {
         "scores": {n: report["descriptives"][n]["n"] for n in report["descriptives"]},
         "alpha": {k: v["n"] for k, v in alpha.items()},
-        "stratified_alpha": int(recoded[[c for ids in groups.values() for c in ids]].dropna().shape[0]) if groups else 0,
+        "stratified_alpha": int(recoded[[c for ids in groups.values() for c in ids]].dropna().shape[0])
+        if groups else 0,
         "items": {r["item"]: {"n": r["n"], "n_alpha": r["n_alpha"]} for r in report["items"]}}
     if cfa:
         fit = validity.cfa(recoded, groups, missing=spec.missing.get("cfa", "listwise"))

@@ -198,7 +198,8 @@ class QuestionnaireRunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = QuestionnaireRun
-        fields = ["id", "name", "instrument", "context_set", "endpoints", "repetitions", "seeds", "template_key", "custom_user",
+        fields = ["id", "name", "instrument", "context_set", "endpoints", "repetitions", "seeds", "template_key",
+                  "custom_user",
                   "custom_system", "option_format", "option_order", "option_numbering", "order_seed", "extractors",
                   "judge_endpoint",
                   "refusal_policy", "json_field", "param_overrides", "audit_per_model", "status", "message", "progress",
@@ -286,11 +287,12 @@ class QuestionnaireRunViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewset
         if value not in (None, ""):
             from measures.models import MeasureRun
 
-            concurrent = MeasureRun.objects.filter(study=run.study, pk=int(value)).first() if str(value).isdigit() else None
+            concurrent = (MeasureRun.objects.filter(study=run.study, pk=int(value)).first()
+                          if str(value).isdigit() else None)
             if concurrent is None:
                 return bad_request(f"No measure run {value!r} in this study for concurrent.")
-        return ApiResponse(reports.validation_summary(run, others["alternate"], others["option_order"], others["convergent"],
-                                                      concurrent))
+        return ApiResponse(reports.validation_summary(run, others["alternate"], others["option_order"],
+                                                      others["convergent"], concurrent))
 
     @extend_schema(responses={200: dict})
     @action(detail=True, methods=["get"], url_path="run-file")
@@ -317,7 +319,8 @@ class QuestionnaireResponseSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Response
-        fields = ["id", "run", "item", "context", "endpoint", "model_name", "repetition", "seed", "options", "permutation",
+        fields = ["id", "run", "item", "context", "endpoint", "model_name", "repetition", "seed", "options",
+                  "permutation",
                   "status", "raw_text", "extraction", "extracted_code", "value", "extraction_method", "extraction_detail",
                   "error", "audit_sampled", "completed_at"]
 

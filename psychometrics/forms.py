@@ -65,7 +65,8 @@ class ContextImportForm(forms.Form):
 class RunForm(forms.Form):
     name = forms.CharField(max_length=200)
     instrument = forms.ModelChoiceField(queryset=None)
-    context_set = forms.ModelChoiceField(queryset=None, required=False, empty_label="No context (bare: each item in a fresh chat)",
+    context_set = forms.ModelChoiceField(queryset=None, required=False,
+                                         empty_label="No context (bare: each item in a fresh chat)",
                                          help_text="No context asks every item with no persona and no prior turns.")
     endpoints = forms.ModelMultipleChoiceField(queryset=None, widget=forms.CheckboxSelectMultiple)
     repetitions = forms.IntegerField(initial=1, min_value=1, max_value=100)

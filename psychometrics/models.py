@@ -52,7 +52,7 @@ class InstrumentItem(models.Model):
     subscale = models.CharField(max_length=100, blank=True)
     reverse = models.BooleanField(default=False)
     options = models.JSONField(default=list, blank=True,
-                               help_text="The item's own answer options [{text, weight}]; empty: the instrument's scale.")
+                               help_text="The item's own answer options [{text, weight}]; empty: the scale.")
     parallel = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="parallel_items",
                                  help_text="The linked item in the parallel form.")
 
@@ -149,7 +149,7 @@ class QuestionnaireRun(models.Model):
     endpoints = models.ManyToManyField(ModelEndpoint, related_name="questionnaire_runs")
     repetitions = models.PositiveIntegerField(default=1)
     seeds = models.JSONField(default=list, blank=True,
-                             help_text="One provider seed per repetition (R.U.Psycho's seed grid); empty: the endpoint's.")
+                             help_text="One provider seed per repetition (R.U.Psycho's grid); empty: the endpoint's.")
     template_key = models.CharField(max_length=50, default="jung2025")
     custom_user = models.TextField(blank=True)
     custom_system = models.TextField(blank=True)
@@ -158,7 +158,8 @@ class QuestionnaireRun(models.Model):
     option_numbering = models.CharField(max_length=10, default="position", choices=[("position", "position"), ("original", "original")])
     order_seed = models.IntegerField(default=0)
     extractors = models.JSONField(default=list)
-    judge_endpoint = models.ForeignKey(ModelEndpoint, null=True, blank=True, on_delete=models.RESTRICT, related_name="+",
+    judge_endpoint = models.ForeignKey(ModelEndpoint, null=True, blank=True, on_delete=models.RESTRICT,
+                                       related_name="+",
                                        help_text="The model judge of the extraction chain's last step (llm).")
     refusal_policy = models.CharField(max_length=10, default="fallback")
     json_field = models.CharField(max_length=50, default="answer")
@@ -220,9 +221,10 @@ class Response(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["run", "item", "context", "endpoint", "repetition"], name="unique_response_unit"),
-                       models.UniqueConstraint(fields=["run", "item", "endpoint", "repetition"], condition=Q(context__isnull=True),
-                                               name="unique_bare_response_unit")]
+        constraints = [models.UniqueConstraint(fields=["run", "item", "context", "endpoint", "repetition"],
+                                               name="unique_response_unit"),
+                       models.UniqueConstraint(fields=["run", "item", "endpoint", "repetition"],
+                                               condition=Q(context__isnull=True), name="unique_bare_response_unit")]
         indexes = [models.Index(fields=["run", "status"]), models.Index(fields=["run", "endpoint"])]
         ordering = ["run", "endpoint", "context", "repetition", "item__position"]
 

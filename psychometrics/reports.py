@@ -281,7 +281,8 @@ def validation_summary(run, alternate=None, option_order=None, convergent=None, 
             "alternate_form": alt, "option_order": order, "gate": gate,
             "rmsea": cfa.get("rmsea"), "cfi": cfa.get("cfi"), "factorial": a["ratings"]["factorial"] if gate else None,
             "convergent": conv if gate else None,
-            "concurrent": [{**c, "rating": c["rating"] if gate else None} for c in concurrent_rows if c["model"] == name],
+            "concurrent": [{**c, "rating": c["rating"] if gate else None}
+                           for c in concurrent_rows if c["model"] == name],
             "note": "" if gate else "Validity not assessed: not every reliability rating (internal consistency, "
                                     "alternate form, option order) is + or better, or one is missing.",
         })

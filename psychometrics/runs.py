@@ -174,7 +174,8 @@ def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1
         seeds=clean["seeds"],
         template_key=template_key, custom_user=custom_user or "", custom_system=custom_system or "",
         option_format=option_format, option_order=option_order, option_numbering=option_numbering, order_seed=order_seed,
-        extractors=clean["extractors"], judge_endpoint=clean["judge_endpoint"], refusal_policy=refusal_policy, json_field=json_field or "answer",
+        extractors=clean["extractors"], judge_endpoint=clean["judge_endpoint"], refusal_policy=refusal_policy,
+        json_field=json_field or "answer",
         param_overrides=clean["param_overrides"], audit_per_model=audit_per_model, created_by=actor)
     run.endpoints.set(clean["endpoints"])
     INSTRUMENTS.lock(instrument)
@@ -235,7 +236,8 @@ def materialize(run):
                     if (item.pk, context.pk, endpoint.pk, rep) in existing:
                         continue
                     order, options, messages = build_unit(run, template, item, context, endpoint.name, rep, points, labels)
-                    rows.append(Response(run=run, item=item, context=context if context.pk else None, endpoint=endpoint, model_name=endpoint.model_id,
+                    rows.append(Response(run=run, item=item, context=context if context.pk else None, endpoint=endpoint,
+                                         model_name=endpoint.model_id,
                                          repetition=rep, seed=unit_seed(run, rep, endpoint_seed), options=options,
                                          permutation=order, messages=messages))
     Response.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)

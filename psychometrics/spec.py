@@ -103,7 +103,8 @@ def missing_policy_text(missing, scoring="mean"):
         return f"Missing data: a score is computed only when every item of the (sub)scale was answered; {tail}"
     frac = missing.get("min_fraction", 0.5)
     how = "the mean of the answered items" if scoring == "mean" else "the prorated sum (mean of answered items × number of items)"
-    return f"Missing data: a (sub)scale score is {how} when at least {frac:.0%} of its items were answered, otherwise missing; {tail}"
+    return (f"Missing data: a (sub)scale score is {how} when at least {frac:.0%} of its items were answered, "
+            f"otherwise missing; {tail}")
 
 
 def parse_item_options(raw, where, errors):

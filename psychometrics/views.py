@@ -201,7 +201,8 @@ def context_set_generate(request, study_id, set_id):
     except PsychError as exc:
         messages.error(request, f"Nothing created: {exc}")
         return redirect("psych-context-set", request.study.pk, cs.pk)
-    messages.success(request, f"Generation run “{run.name}” created in {cs.contexts.filter(included=True).count()} contexts.")
+    n = cs.contexts.filter(included=True).count()
+    messages.success(request, f"Generation run “{run.name}” created in {n} contexts.")
     return redirect("run-detail", request.study.pk, run.pk)
 
 
@@ -370,8 +371,8 @@ def validation(request, study_id):
     picked["concurrent"] = measure_runs.filter(pk=int(value)).first() if value.isdigit() else None
     result = None
     if picked["run"] is not None:
-        result = reports.validation_summary(picked["run"], picked["alternate"], picked["option_order"], picked["convergent"],
-                                            picked["concurrent"])
+        result = reports.validation_summary(picked["run"], picked["alternate"], picked["option_order"],
+                                            picked["convergent"], picked["concurrent"])
     missing = reports.missing_counts_by_form(request.study)
     return render(request, "psychometrics/validation.html", _ctx(request, runs_list=all_runs, picked=picked, result=result,
                                                                  missing=missing, measure_runs=measure_runs))

@@ -8,8 +8,9 @@ Scriptable per test (in-process through methods, or from another process through
 queues responses for requests whose last user message contains "nurse" (any request without `match`). A response
 may set: text, delay (s), status, retry_after, finish_reason, usage, empty (no content), malformed (a non-JSON
 body), hang (sleep this long before answering: a client timeout), close (drop the connection).
-Unscripted requests get `default` (or what `responder(request)` returns) after `default_delay` seconds. The server counts requests in flight (overall and
-per model) so tests assert concurrency limits from the server's side, not from wall-clock timings.
+Unscripted requests get `default` after `default_delay` seconds; a test may set `responder(request)` to compute
+each answer instead. The server counts requests in flight (overall and per model) so tests assert concurrency
+limits from the server's side, not from wall-clock timings.
 
 Run standalone (used by the benchmark): python tests/fake_provider.py --port 0 --delay 0.25
 """

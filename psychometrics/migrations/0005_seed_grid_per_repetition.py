@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='questionnairerun',
             name='seeds',
-            field=models.JSONField(blank=True, default=list, help_text="One provider seed per repetition (R.U.Psycho's seed grid); empty: the endpoint's."),
+            field=models.JSONField(blank=True, default=list, help_text="One provider seed per repetition (R.U.Psycho's grid); empty: the endpoint's."),
         ),
         migrations.AddField(
             model_name='response',

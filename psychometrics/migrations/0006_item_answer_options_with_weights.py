@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='instrumentitem',
             name='options',
-            field=models.JSONField(blank=True, default=list, help_text="The item's own answer options [{text, weight}]; empty: the instrument's scale."),
+            field=models.JSONField(blank=True, default=list, help_text="The item's own answer options [{text, weight}]; empty: the scale."),
         ),
     ]

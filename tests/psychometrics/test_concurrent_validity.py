@@ -56,7 +56,8 @@ def test_concurrent_validity_end_to_end(roles, client_for, api_for, make_endpoin
         persona = re.match(r"You are (.*)\. Answer and behave accordingly\.", system).group(1)
         if "reference letter" in request["prompt"]:
             male = "Joseph" in request["prompt"]
-            return {"text": letter(random.Random(request["prompt"] + persona), lean[persona] if male else 1 - lean[persona])}
+            share = lean[persona] if male else 1 - lean[persona]
+            return {"text": letter(random.Random(request["prompt"] + persona), share)}
         return {"text": str((answer_of[persona] + len(request["prompt"])) % 6)}
 
     fake_provider.responder = respond
@@ -66,7 +67,8 @@ def test_concurrent_validity_end_to_end(roles, client_for, api_for, make_endpoin
     assert asi_run.status == "completed", asi_run.message
 
     web = client_for(roles["users"]["researcher"])
-    assert "Generate texts in these contexts" in web.get(f"/studies/{study.pk}/questionnaires/contexts/{ctx.pk}/").content.decode()
+    page = web.get(f"/studies/{study.pk}/questionnaires/contexts/{ctx.pk}/").content.decode()
+    assert "Generate texts in these contexts" in page
     r = web.post(f"/studies/{study.pk}/questionnaires/contexts/{ctx.pk}/generate/",
                  {"name": "Letters in personas", "toolkit": toolkit.pk, "endpoints": [endpoint.pk], "trials": 1})
     assert r.status_code == 302
@@ -83,7 +85,8 @@ def test_concurrent_validity_end_to_end(roles, client_for, api_for, make_endpoin
     persona = ctx.contexts.get(key=keys[0]).persona
     assert fake_provider.requests_for(out.prompt_text)[0]["body"]["messages"][0] == {
         "role": "system", "content": f"You are {persona}. Answer and behave accordingly."}
-    assert letters_run.outputs.count() == 480 and set(letters_run.outputs.values_list("context_key", flat=True)) == set(keys)
+    assert letters_run.outputs.count() == 480
+    assert set(letters_run.outputs.values_list("context_key", flat=True)) == set(keys)
 
     measure_run = scoring.create_run(study, name="Jung lexicon", lexicons=[lexicon], source_runs=[letters_run])
     scoring.start(measure_run)
@@ -98,7 +101,8 @@ def test_concurrent_validity_end_to_end(roles, client_for, api_for, make_endpoin
     expected = stats.pearsonr([totals[k] for k in keys], [letters[k] for k in keys])
 
     api = api_for(roles["users"]["researcher"])
-    body = api.get(f"/api/studies/{study.pk}/questionnaire-runs/{asi_run.pk}/validation/?concurrent={measure_run.pk}").json()
+    url = f"/api/studies/{study.pk}/questionnaire-runs/{asi_run.pk}/validation/"
+    body = api.get(f"{url}?concurrent={measure_run.pk}").json()
     concurrent = body["rows"][0]["concurrent"][0]
     assert concurrent["r"] == pytest.approx(expected.statistic, abs=1e-12) and concurrent["n"] == 10
     assert concurrent["p"] == pytest.approx(expected.pvalue, abs=1e-12)
@@ -123,10 +127,10 @@ def test_generation_contexts_are_validated(contexts, message):
 
 
 def test_generation_messages_in_a_context():
-    run = GenerationRun(contexts=[{"key": "c1", "persona": "a judge", "turns": [{"role": "user", "content": "Hi"},
-                                                                               {"role": "assistant", "content": "Hello"}]},
+    turns = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
+    run = GenerationRun(contexts=[{"key": "c1", "persona": "a judge", "turns": turns},
                                   {"key": "c2", "persona": "", "turns": []}], system_prompt="")
     assert gen_runs.messages_for(run, "Write.", "c1") == [
         {"role": "system", "content": "You are a judge. Answer and behave accordingly."},
-        {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Write."}]
+        *turns, {"role": "user", "content": "Write."}]
     assert gen_runs.messages_for(run, "Write.", "c2") == [{"role": "user", "content": "Write."}]

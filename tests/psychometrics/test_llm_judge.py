@@ -57,7 +57,8 @@ def test_llm_step_needs_a_judge_endpoint_of_the_study(study, roles, make_endpoin
     asi, _ = load_library()
     model = make_endpoint(study, name="subject")
     with pytest.raises(PsychError, match="judge endpoint"):
-        runs.create_run(study, name="x", instrument=asi, context_set=None, endpoints=[model], extractors=["number", "llm"])
+        runs.create_run(study, name="x", instrument=asi, context_set=None, endpoints=[model],
+                        extractors=["number", "llm"])
     foreign = make_endpoint(roles["b"], name="foreign")
     with pytest.raises(PsychError, match="judge endpoint belongs to another study"):
         runs.create_run(study, name="x", instrument=asi, context_set=None, endpoints=[model],
