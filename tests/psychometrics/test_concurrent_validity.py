@@ -8,6 +8,7 @@ from scipy import stats
 
 from generation import runs as gen_runs
 from generation.builtin import builtin_specs as toolkit_specs
+from generation.datasets import output_rows
 from generation.models import GenerationRun, Toolkit
 from measures import scoring
 from measures.builtin import builtin_specs as lexicon_specs
@@ -87,6 +88,9 @@ def test_concurrent_validity_end_to_end(roles, client_for, api_for, make_endpoin
         "role": "system", "content": f"You are {persona}. Answer and behave accordingly."}
     assert letters_run.outputs.count() == 480
     assert set(letters_run.outputs.values_list("context_key", flat=True)) == set(keys)
+    exported = list(output_rows(study, {"run_ids": [letters_run.pk]}))
+    assert len(exported) == 480 and {r["context"] for r in exported} == set(keys)
+    assert "Asked in 10 contexts" in web.get(f"/studies/{study.pk}/runs/{letters_run.pk}/").content.decode()
 
     measure_run = scoring.create_run(study, name="Jung lexicon", lexicons=[lexicon], source_runs=[letters_run])
     scoring.start(measure_run)
