@@ -68,9 +68,17 @@ def test_bare_run_through_form_and_api(roles, client_for, api_for, make_endpoint
         "name": "bare form", "instrument": asi.pk, "context_set": "", "endpoints": [ep.pk], "repetitions": 1,
         "template_key": "jung2025", "option_format": "lines", "option_order": "fixed", "option_numbering": "position",
         "order_seed": 0, "extractors": "number", "refusal_policy": "fallback", "json_field": "answer",
-        "param_overrides": "", "audit_per_model": 10})
+        "param_overrides": "", "audit_per_model": 10, "seeds": "3, 4"})
     assert r.status_code == 302, r.content.decode()[:2000]
-    assert QuestionnaireRun.objects.get(name="bare form").context_set is None
+    made = QuestionnaireRun.objects.get(name="bare form")
+    assert made.context_set is None and made.seeds == [3, 4] and made.repetitions == 2
+    r = web.post(f"/studies/{study.pk}/questionnaires/runs/new/", {
+        "name": "bad seeds", "instrument": asi.pk, "context_set": "", "endpoints": [ep.pk], "repetitions": 1,
+        "template_key": "jung2025", "option_format": "lines", "option_order": "fixed", "option_numbering": "position",
+        "order_seed": 0, "extractors": "number", "refusal_policy": "fallback", "json_field": "answer",
+        "param_overrides": "", "audit_per_model": 10, "seeds": "3, x"})
+    assert r.status_code == 200 and "Seeds must be a list of whole numbers" in r.content.decode()
+    assert not QuestionnaireRun.objects.filter(name="bad seeds").exists()
     api = api_for(roles["users"]["researcher"])
     r = api.post(f"/api/studies/{study.pk}/questionnaire-runs/", {
         "name": "bare api", "instrument": asi.pk, "context_set": None, "endpoints": [ep.pk]}, format="json")
