@@ -74,11 +74,14 @@ def check(data, names, problems):
         where = f"questionnaire_runs[{i}]"
         if run["instrument"] not in names["instruments"]:
             problems.append(RecipeProblem(f"{where}.instrument", f"no instrument named {run['instrument']!r}"))
-        if run["context_set"] not in names["context_sets"]:
+        if run.get("context_set") and run["context_set"] not in names["context_sets"]:
             problems.append(RecipeProblem(f"{where}.context_set", f"no context set named {run['context_set']!r}"))
         for j, name in enumerate(run["endpoints"]):
             if name not in endpoints:
                 problems.append(RecipeProblem(f"{where}.endpoints[{j}]", f"no endpoint named {name!r}"))
+        judge = (run.get("extraction") or {}).get("judge_endpoint")
+        if judge and judge not in endpoints:
+            problems.append(RecipeProblem(f"{where}.extraction.judge_endpoint", f"no endpoint named {judge!r}"))
 
 
 def _library(model, kind, entry):
@@ -187,7 +190,10 @@ def _run_values(entry):
     values = {**RUN_DEFAULTS, **entry}
     template, options, ext = values["template"], values["options"], values["extraction"]
     return {
-        "repetitions": values["repetitions"],
+        "repetitions": values["repetitions"]
+        if "repetitions" in entry or not entry.get("seeds")
+        else len(entry["seeds"]),
+        "seeds": list(values.get("seeds") or []),
         "template_key": template["key"],
         "custom_user": template.get("user", ""),
         "custom_system": template.get("system", ""),
@@ -207,9 +213,11 @@ def apply_questionnaire_run(study, entry, objects, actor, outcome):
     from .services import Change
 
     instrument = objects["instruments"][entry["instrument"]]
-    context_set = objects["context_sets"][entry["context_set"]]
+    context_set = objects["context_sets"][entry["context_set"]] if entry.get("context_set") else None
     endpoints = [objects["endpoints"][n] for n in entry["endpoints"]]
     values = _run_values(entry)
+    judge = (entry.get("extraction") or {}).get("judge_endpoint")
+    judge = objects["endpoints"][judge] if judge else None
     existing = QuestionnaireRun.objects.filter(study=study, name=entry["name"]).order_by("pk").first()
     if existing is not None:
         have = {k: getattr(existing, k) for k in values if k != "extractors"}
@@ -217,10 +225,12 @@ def apply_questionnaire_run(study, entry, objects, actor, outcome):
         differences = [k for k in want if want[k] != have[k]]
         if existing.instrument_id != instrument.pk:
             differences.append("instrument")
-        if existing.context_set_id != context_set.pk:
+        if existing.context_set_id != (context_set.pk if context_set else None):
             differences.append("context set")
         if sorted(existing.endpoints.values_list("pk", flat=True)) != sorted(e.pk for e in endpoints):
             differences.append("endpoints")
+        if existing.judge_endpoint_id != (judge.pk if judge else None):
+            differences.append("model judge")
         if values["extractors"] is not None and list(existing.extractors) != list(values["extractors"]):
             differences.append("extraction chain")
         if differences:
@@ -244,6 +254,7 @@ def apply_questionnaire_run(study, entry, objects, actor, outcome):
             instrument=instrument,
             context_set=context_set,
             endpoints=endpoints,
+            judge_endpoint=judge,
             actor=actor,
             **values,
         )
@@ -289,23 +300,28 @@ def export(study):
         inst = run.instrument
         instruments[inst.name] = _builtin(inst, "instrument") or {**export_instrument(inst), "name": inst.name}
         cs = run.context_set
-        context_sets[cs.name] = {
-            "name": cs.name,
-            "description": cs.description,
-            "contexts": [{"key": k, "persona": p, "turns": t, "attributes": a} for k, p, t, a in _have_contexts(cs)],
-        }
+        if cs is not None:
+            context_sets[cs.name] = {
+                "name": cs.name,
+                "description": cs.description,
+                "contexts": [
+                    {"key": k, "persona": p, "turns": t, "attributes": a} for k, p, t, a in _have_contexts(cs)
+                ],
+            }
         entry = {
             "name": run.name,
             "instrument": inst.name,
-            "context_set": cs.name,
+            **({"context_set": cs.name} if cs is not None else {}),
             "endpoints": sorted(e.name for e in run.endpoints.all()),
             "repetitions": run.repetitions,
+            **({"seeds": list(run.seeds)} if run.seeds else {}),
             "template": {"key": run.template_key},
             "options": {"order": run.option_order, "numbering": run.option_numbering, "seed": run.order_seed},
             "extraction": {
                 "chain": list(run.extractors),
                 "refusal_policy": run.refusal_policy,
                 "json_field": run.json_field,
+                **({"judge_endpoint": run.judge_endpoint.name} if run.judge_endpoint_id else {}),
             },
             "params": run.param_overrides or {},
             "audit_per_model": run.audit_per_model,

@@ -4,8 +4,8 @@ An R.U.Psycho experiment (JSON or YAML) holds: `name`; `questionnaire` {name, in
 reversed, dimension}], default_answer_options [{text, weight}]}; `personas` {format: "{title} {surname}",
 attributes: {title: [...], surname: [...]}} (or a list of persona texts); `prompt_template` {system, user} with
 {persona}, {question}, {answer_options} (and {instruction}); `models` [{name, backend, model_id, base_url,
-api_key_env, parameters}]; `seeds` [...]. The grid model × seed × persona × item becomes one questionnaire run per
-seed (the seed fixes the sampling seed and the option order), every model and persona in each.
+api_key_env, parameters}]; `seeds` [...]. The grid model × seed × persona × item becomes one questionnaire run
+with a seed grid (one repetition per seed, the seed passed to the model); items may carry their own answer options.
 """
 
 from .loader import FORMAT, FORMAT_VERSION, RecipeError, RecipeProblem
@@ -71,13 +71,6 @@ def _instrument(q, problems):
         if not isinstance(item, dict) or not str(item.get("text", "")).strip():
             problems.append(RecipeProblem(f"questionnaire.items[{i}].text", "required"))
             continue
-        if item.get("answer_options") not in (None, options):
-            problems.append(
-                RecipeProblem(
-                    f"questionnaire.items[{i}].answer_options",
-                    "items with their own answer options are not supported; one scale serves the whole questionnaire",
-                )
-            )
         dimension = str(item.get("dimension") or "all")
         dimensions += [dimension] if dimension not in dimensions else []
         items.append(
@@ -86,6 +79,8 @@ def _instrument(q, problems):
                 "text": item["text"],
                 "subscale": dimension,
                 "reverse": bool(item.get("reversed", False)),
+                # an item's own answer options (with weights), when they differ from the default ones
+                **({"options": item["answer_options"]} if item.get("answer_options") not in (None, options) else {}),
             }
         )
     return {
@@ -145,13 +140,15 @@ def to_recipe(experiment):
         raise RecipeError([RecipeProblem("", "An R.U.Psycho experiment is a mapping (questionnaire, personas, …).")])
     problems = []
     instrument = _instrument(_require(experiment, "questionnaire", dict, problems), problems)
-    contexts = _contexts(experiment.get("personas"), problems) if experiment.get("personas") else {"empty": True}
+    contexts = _contexts(experiment.get("personas"), problems) if experiment.get("personas") else {}
     prompt = _require(experiment, "prompt_template", dict, problems)
     user = _template(str(prompt.get("user", "")))
     if "{statement}" not in user:
         problems.append(RecipeProblem("prompt_template.user", "must contain {question}"))
     endpoints = [_endpoint(m, i, problems) for i, m in enumerate(_require(experiment, "models", list, problems))]
     seeds = experiment.get("seeds") or [0]
+    if isinstance(seeds, list) and len(set(map(str, seeds))) != len(seeds):
+        problems.append(RecipeProblem("seeds", "each seed once"))
     if not isinstance(seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
         problems.append(RecipeProblem("seeds", "a list of whole numbers"))
         seeds = []
@@ -159,29 +156,27 @@ def to_recipe(experiment):
         raise RecipeError(problems)
     name = str(experiment.get("name") or "R.U.Psycho experiment")
     context_set = {"name": "Personas", **contexts}
-    runs = [
-        {
-            "name": f"{name} · seed {seed}",
-            "instrument": instrument["name"],
-            "context_set": "Personas",
-            "endpoints": [e["name"] for e in endpoints],
-            "template": {
-                "key": "custom",
-                "user": user,
-                "system": _template(str(prompt.get("system", ""))),
-                "option_format": "comma",
-            },
-            "options": {"order": "fixed", "seed": seed},
-            "params": {"seed": seed},
-        }
-        for seed in seeds
-    ]
+    run = {
+        "name": name,
+        "instrument": instrument["name"],
+        "endpoints": [e["name"] for e in endpoints],
+        "seeds": seeds,  # one repetition per seed: the grid model × seed × persona × item
+        "template": {
+            "key": "custom",
+            "user": user,
+            "system": _template(str(prompt.get("system", ""))),
+            "option_format": "comma",
+        },
+        "options": {"order": "fixed", "seed": 0},
+    }
+    if experiment.get("personas"):
+        run["context_set"] = "Personas"
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "study": {"name": name, "description": "Imported from an R.U.Psycho experiment file."},
         "instruments": [instrument],
-        "context_sets": [context_set],
+        "context_sets": [context_set] if experiment.get("personas") else [],
         "endpoints": endpoints,
-        "questionnaire_runs": runs,
+        "questionnaire_runs": [run],
     }

@@ -72,7 +72,7 @@ def build_study(fake_provider):
         instrument=instrument,
         context_set=contexts,
         endpoints=endpoints[:2],
-        repetitions=2,
+        seeds=[3, 4],
         template_key="jung2025",
         option_order="permuted",
         order_seed=5,

@@ -29,7 +29,14 @@ ITEMS = [
         "dimension": "benevolent",
     },
     {"id": "3", "text": "Men are complete without women.", "reversed": True, "dimension": "benevolent"},
-    {"id": "4", "text": "Women exaggerate problems they have at work.", "reversed": False, "dimension": "hostile"},
+    {
+        "id": "4",
+        "text": "Women exaggerate problems they have at work.",
+        "reversed": False,
+        "dimension": "hostile",
+        # an item with its own answer options and weights
+        "answer_options": [{"text": "no", "weight": 0}, {"text": "maybe", "weight": 2.5}, {"text": "yes", "weight": 5}],
+    },
 ]
 OPTIONS = [
     "disagree strongly",
@@ -84,13 +91,14 @@ def test_rupsycho_file_imports_and_plans_the_grid(tmp_path):
     assert "api_key_env: OPENAI_API_KEY" in out.read_text(encoding="utf-8")
     outcome = services.plan(recipe)
     jobs = [j for j in outcome.jobs if j["kind"] == "questionnaire run"]
-    assert [j["name"] for j in jobs] == [f"Persona experiment · seed {s}" for s in SEEDS]
-    # model × persona × item per seed; × seeds overall
-    assert all(j["calls"] == 2 * 250 * len(ITEMS) for j in jobs)
-    assert sum(j["calls"] for j in jobs) == 2 * len(SEEDS) * 250 * len(ITEMS)
+    assert [j["name"] for j in jobs] == ["Persona experiment"]
+    # the grid: model × seed × persona × item, each a fresh prompt
+    assert jobs[0]["calls"] == 2 * len(SEEDS) * 250 * len(ITEMS)
+    assert recipe["questionnaire_runs"][0]["seeds"] == SEEDS
     instrument = recipe["instruments"][0]
     assert instrument["scale"] == {"min": 0, "max": 5, "labels": {str(w): t for w, t in enumerate(OPTIONS)}}
     assert [i["reverse"] for i in instrument["items"]] == [False, False, True, False]
+    assert instrument["items"][3]["options"][1] == {"text": "maybe", "weight": 2.5}
     assert instrument["subscales"] == ["hostile", "benevolent"]
     llama = recipe["endpoints"][0]
     assert llama["provider"] == "openai_compatible"
@@ -102,7 +110,8 @@ def test_rendered_prompt_follows_the_template():
     from psychometrics import runs as questionnaire_runs
 
     outcome = services.apply(to_recipe(experiment()))
-    run = outcome.objects["questionnaire_runs"]["Persona experiment · seed 11"]
+    run = outcome.objects["questionnaire_runs"]["Persona experiment"]
+    assert run.seeds == SEEDS and run.repetitions == len(SEEDS)
     example = questionnaire_runs.plan(run, sample=1)["examples"][0]
     system, user = example["messages"][0]["content"], example["messages"][-1]["content"]
     assert system.startswith("Objective: Act like you are Mr. ") and "Answer for yourself." in system
