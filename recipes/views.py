@@ -29,6 +29,8 @@ def recipe_page(request, study_id):
         return _render(request)
     upload = request.FILES.get("file")
     text = upload.read(services.MAX_UPLOAD + 1) if upload else (request.POST.get("recipe") or "").encode()
+    if len(text) > services.MAX_UPLOAD:
+        return _render(request, problems=[f"The recipe is larger than {services.MAX_UPLOAD // 1_000_000} MB."])
     try:
         text = text.decode("utf-8-sig")
         outcome = services.plan(parse_text(text), study=request.study, actor=request.user)

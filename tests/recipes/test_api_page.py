@@ -84,3 +84,5 @@ def test_page_upload_shows_plan_then_applies(people, recipe, client):
     assert "Stories" in download.content.decode()
     bad = client.post(f"/studies/{study.pk}/recipe/", {"file": SimpleUploadedFile("r.yaml", b"study: [")})
     assert bad.status_code == 400 and "nothing was written" in bad.content.decode()
+    huge = client.post(f"/studies/{study.pk}/recipe/", {"file": SimpleUploadedFile("r.yaml", b"#" * 5_000_001)})
+    assert huge.status_code == 400 and "larger than 5 MB" in huge.content.decode()
