@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from stereoscope.datasets import data_dictionary, datasets
-from stereoscope.leases import acquire_lease
+from stereoscope.jobs import acquire_job_lease as acquire_lease
 from .models import ExportFormat, ExportJob, ExportStatus
 from stereoscope.permissions import LEVELS, role_for
 from stereoscope.services import record_activity

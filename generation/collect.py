@@ -362,7 +362,7 @@ def save_answers(run, answers, *, actor=None, source="form"):
                                   unit_ref=f"output:{out.pk}", output_id=out.pk, provider=Provider.MANUAL,
                                   model=out.model_name, params={},
                                   messages=messages_for(run, out.prompt_text, out.context_key),
-                                  attempt=1, ok=True, response_text=answer.text, finish_reason="manual",
+                                  attempt=1, ok=True, outcome="ok", response_text=answer.text, finish_reason="manual",
                                   raw_response={"entered_by": who, "via": source}, started_at=now))
     ProviderCall.objects.bulk_create(calls)
     record_activity(run.study, actor, f"entered {len(answers)} manual answers for", run.name)

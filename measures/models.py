@@ -6,7 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from generation.models import GenerationRun, Output, RunStatus
+from generation.models import GenerationRun, Output
+from stereoscope.jobs.models import Job
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
 
@@ -89,7 +90,7 @@ class ClassifierUnit(models.TextChoices):
     DOCUMENT = "document", "Whole document"
 
 
-class MeasureRun(models.Model):
+class MeasureRun(Job):
     """Lexicons and an optional classifier applied to a study's outputs (all, or those of chosen generation runs)."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="measure_runs")
@@ -105,16 +106,9 @@ class MeasureRun(models.Model):
     gender_sources = models.JSONField(default=list, blank=True, help_text='Order of sources, e.g. ["slots", "coders", "pronouns"].')
     name_genders = models.JSONField(default=dict, blank=True, help_text='Extra given names, e.g. {"Anna": "F"}.')
     zero_policy = models.CharField(max_length=10, choices=[(p, p) for p in ZERO_POLICIES], default="exclude")
-    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.DRAFT)
-    cancel_requested = models.BooleanField(default=False)
-    progress = models.JSONField(default=dict, blank=True)
-    lease_token = models.CharField(max_length=64, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    message = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    # status, progress, leases, cancel flag, message, started_by and timestamps come from the job engine's Job.
 
     class Meta:
         ordering = ["-created_at"]

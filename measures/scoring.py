@@ -4,19 +4,20 @@ A run scores every finished output of its study (or of chosen generation runs) t
 counts, lexicon category counts, the subject's gender with its source, and optional classifier labels per sentence
 or per document. Each output gets one OutputMeasure (unique per run and output), written in batches in one
 transaction each; executing again only scores outputs without one, so a crashed run resumes where it stopped.
-A lease keeps one executor per run. After the last batch the contrasts are computed and stored.
+Runs on the job engine (stereoscope/jobs): any number of workers score chunks of outputs. After the last
+chunk the contrasts are computed and stored.
 """
 import json
 import logging
 import time
-from datetime import timedelta
 
 from django.apps import apps
 from django.db import connection, transaction
 from django.utils import timezone
 
 from generation.models import GenerationRun, Output, OutputStatus, RunStatus
-from stereoscope.leases import acquire_lease
+from generation.runner import RunStats
+from stereoscope import jobs
 from stereoscope.services import record_activity
 
 from . import gender as gender_mod
@@ -27,7 +28,6 @@ from .lexical import prepare
 from .textproc import split_sentences
 
 log = logging.getLogger(__name__)
-LEASE_SECONDS = 120
 BATCH = 250
 
 
@@ -96,41 +96,18 @@ def _enqueue(run):
     execute_measure_run.delay(run.pk)
 
 
-def _queue(run, actor, verb):
-    if run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and run.lease_token:
-        raise MeasureRunError("The measure run is already running.")
-    MeasureRun.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, cancel_requested=False, message="",
-                                                finished_at=None, lease_token="", lease_expires_at=None)
-    record_activity(run.study, actor, verb, run.name)
-
-
-def run_foreground(run, actor=None, progress_callback=None):
-    """Score in this process (`recipe run`); returns the number scored, or None if a worker holds the run."""
-    _queue(run, actor, "ran measure run in the foreground")
-    return execute(run.pk, progress_callback)
-
-
 def start(run, actor=None):
-    _queue(run, actor, "started measure run")
-    _enqueue(run)
-    run.refresh_from_db()
-    return run
+    """Start (or start again: only outputs without a measure are scored)."""
+    if run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and jobs.is_live(run):
+        raise MeasureRunError("The measure run is already running.")
+    record_activity(run.study, actor, "started measure run", run.name)
+    return jobs.start(MEASURE_JOB, run, actor)
 
 
 def cancel(run, actor=None):
-    if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
-        raise MeasureRunError(f"The measure run is already {run.status}.")
-    updates = {"cancel_requested": True}
-    if run.status in (RunStatus.DRAFT, RunStatus.QUEUED) or not run.lease_token:
-        updates.update(status=RunStatus.CANCELLED, finished_at=timezone.now(), message="Cancelled.")
-    MeasureRun.objects.filter(pk=run.pk).update(**updates)
+    jobs.cancel(MEASURE_JOB, run)
     record_activity(run.study, actor, "cancelled measure run", run.name)
-    run.refresh_from_db()
     return run
-
-
-def _acquire_lease(run_id):
-    return acquire_lease(MeasureRun.objects, run_id, LEASE_SECONDS)
 
 
 def attributions_for(output_ids):
@@ -220,62 +197,91 @@ def insert_sentences(rows):
         cursor.executemany(sql, params)
 
 
-def execute(run_id, progress_callback=None):
-    """Score every output of the run still without a measure. Returns the number scored, or None if leased elsewhere."""
-    token = _acquire_lease(run_id)
-    if token is None:
-        log.info("measure run %s is held by another worker", run_id)
-        return None
-    run = MeasureRun.objects.select_related("study").get(pk=run_id)
-    if run.cancel_requested or run.status == RunStatus.CANCELLED:
-        MeasureRun.objects.filter(pk=run_id, lease_token=token).update(lease_token="", lease_expires_at=None)
-        return None
-    MeasureRun.objects.filter(pk=run_id).update(status=RunStatus.RUNNING, started_at=run.started_at or timezone.now(),
-                                                finished_at=None, message="")
-    try:
+class MeasureRunJob(jobs.JobKind):
+    """A measure run for the job engine: a unit is one finished output without a measure yet; a chunk is scored
+    and saved in one transaction. The contrasts are computed once, when the last chunk is done."""
+
+    name = "measures.run"
+    model = MeasureRun
+    task_name = "measures.execute_run"
+    label = "measure run"
+    units_label = "outputs"
+    error = MeasureRunError
+    chunk_size = BATCH
+
+    def enqueue(self, job):
+        _enqueue(job)
+
+    def get(self, job_id):
+        return MeasureRun.objects.select_related("study").get(pk=job_id)
+
+    def pending_keys(self, run):
+        done_ids = set(run.output_measures.values_list("output_id", flat=True))
+        return [pk for pk in outputs_for(run).order_by("pk").values_list("pk", flat=True) if pk not in done_ids]
+
+    def load_units(self, run, keys):
+        done_ids = set(run.output_measures.filter(output_id__in=keys).values_list("output_id", flat=True))
+        return list(Output.objects.filter(pk__in=[k for k in keys if k not in done_ids])
+                    .select_related("item__toolkit").order_by("pk"))
+
+    def run(self, run, source, cancel_check, progress):
         scorer = Scorer(run)
         if scorer.classifier:
-            MeasureRun.objects.filter(pk=run_id).update(classifier_info=scorer.classifier.info)
-        done_ids = set(run.output_measures.values_list("output_id", flat=True))
-        todo = [pk for pk in outputs_for(run).order_by("pk").values_list("pk", flat=True) if pk not in done_ids]
-        total, scored, began = len(todo) + len(done_ids), 0, time.monotonic()
-        for i in range(0, len(todo), BATCH):
-            if MeasureRun.objects.filter(pk=run_id, cancel_requested=True).exists():
-                MeasureRun.objects.filter(pk=run_id).update(status=RunStatus.CANCELLED, finished_at=timezone.now(),
-                                                            message="Cancelled; start again to score the rest.",
-                                                            lease_token="", lease_expires_at=None)
-                return scored
-            ids = todo[i:i + BATCH]
-            outputs = list(Output.objects.filter(pk__in=ids).select_related("item__toolkit").order_by("pk"))
+            MeasureRun.objects.filter(pk=run.pk).update(classifier_info=scorer.classifier.info)
+        stats, began = RunStats(), time.monotonic()
+        while not cancel_check():
+            outputs = source.take()
+            if not outputs:
+                break
+            stats.total += len(outputs)
+            ids = [o.pk for o in outputs]
             measures, sentence_rows = scorer.score(outputs, attributions_for(ids))
             with transaction.atomic():
                 OutputMeasure.objects.bulk_create(measures, ignore_conflicts=True)
-                saved = {om.output_id: om.pk for om in OutputMeasure.objects.filter(run_id=run_id, output_id__in=ids)}
+                saved = {om.output_id: om.pk for om in OutputMeasure.objects.filter(run_id=run.pk, output_id__in=ids)}
                 insert_sentences([(saved[m.output_id], row) for m in measures for row in sentence_rows.get(id(m), ())
                                   if m.output_id in saved])
-            scored += len(ids)
-            elapsed = time.monotonic() - began
-            rate = scored / elapsed if elapsed else 0
-            progress = {"done": len(done_ids) + scored, "total": total, "rate": round(rate, 1),
-                        "eta_s": round((len(todo) - scored) / rate) if rate else None, "heartbeat": timezone.now().isoformat()}
-            MeasureRun.objects.filter(pk=run_id, lease_token=token).update(
-                progress=progress, lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS))
-            if progress_callback:
-                progress_callback(progress)
+            for out in outputs:
+                source.finished(out)
+            stats.succeeded += len(outputs)
+            stats.elapsed_s = time.monotonic() - began
+            progress(stats, 0)
+        stats.cancelled = cancel_check()
+        return stats
+
+    def progress_extra(self, run_id):
+        done = OutputMeasure.objects.filter(run_id=run_id).count()
+        return {"done": done, "total": done + jobs.remaining_units(self, run_id)}
+
+    def outcome(self, run):
         from .contrasts import store_contrasts
 
-        store_contrasts(MeasureRun.objects.get(pk=run_id))
-    except Exception as exc:
-        log.exception("measure run %s stopped", run_id)
-        MeasureRun.objects.filter(pk=run_id).update(status=RunStatus.FAILED, message=f"Stopped: {exc}",
-                                                    lease_token="", lease_expires_at=None, finished_at=timezone.now())
-        raise
-    n = run.output_measures.count()
-    MeasureRun.objects.filter(pk=run_id).update(
-        status=RunStatus.COMPLETED, finished_at=timezone.now(), lease_token="", lease_expires_at=None,
-        progress={"done": n, "total": n, "rate": None, "eta_s": None, "heartbeat": timezone.now().isoformat()},
-        message="" if n else "No finished outputs with text to score.")
-    return scored
+        store_contrasts(MeasureRun.objects.get(pk=run.pk))
+        n = run.output_measures.count()
+        MeasureRun.objects.filter(pk=run.pk).update(
+            progress={"done": n, "total": n, "rate": None, "eta_s": None, "heartbeat": timezone.now().isoformat()})
+        return RunStatus.COMPLETED, "" if n else "No finished outputs with text to score."
+
+
+MEASURE_JOB = jobs.register(MeasureRunJob())
+
+
+def execute(run_id, progress_callback=None):
+    """Score the run's outputs still without a measure, in this process (with any other workers on it).
+    Returns the number this worker scored (0 when nothing was left)."""
+    callback = None
+    if progress_callback:
+        def callback(stats, in_flight, total):
+            progress_callback(progress_of(MeasureRun.objects.get(pk=run_id)))
+    stats = jobs.execute(MEASURE_JOB, run_id, callback)
+    return stats.succeeded if stats is not None else 0
+
+
+def run_foreground(run, actor=None, progress_callback=None):
+    """Queue the run and score it in this process (the CLI's --sync). Returns the number scored."""
+    with transaction.atomic():
+        jobs.queue(MEASURE_JOB, run, actor)
+    return execute(run.pk, progress_callback)
 
 
 def progress_of(run):

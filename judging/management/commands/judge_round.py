@@ -44,7 +44,7 @@ class Command(BaseCommand):
                 rnd.verdicts.filter(status__in=["missing", "unparseable"]).update(status="pending", reasked=True, error="")
         except rounds.RoundError as exc:
             raise CommandError(str(exc))
-        JudgeRound.objects.filter(pk=rnd.pk).update(status="queued", cancel_requested=False, plan=summary)
+        rounds.queue_in_foreground(rnd, summary)
 
         def progress(stats, in_flight, calls):
             self.stdout.write(f"  {stats.succeeded + stats.failed}/{calls} calls, {in_flight} in flight", ending="\r")

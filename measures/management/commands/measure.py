@@ -69,7 +69,8 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps({k: v for k, v in result.items() if k != "examples"}, default=str, indent=1))
             return
         if opts["sync"]:
-            scored = scoring.execute(run.pk, progress_callback=lambda p: self.stdout.write(f"{p['done']}/{p['total']}"))
+            scored = scoring.run_foreground(
+                run, progress_callback=lambda p: self.stdout.write(f"{p['done']}/{p['total']}"))
             run.refresh_from_db()
             self.stdout.write(f"measure run {run.pk}: {run.status}, {scored or 0} outputs scored. {run.message}")
         else:
