@@ -25,8 +25,8 @@ TOP_K = 15
 
 
 def rows_for(run):
-    """One dict per scored output with what the contrasts need."""
-    values = OutputMeasure.objects.filter(run=run).values(
+    """One dict per scored output with what the contrasts need (outputs failed by the success filter left out)."""
+    values = OutputMeasure.objects.filter(run=run, success_reason="").values(
         "pk", "output_id", "gender", "gender_source", "word_count", "sentence_count", "category_counts", "label_shares",
         "mean_score", "doc_label", "language", "output__model_name", "output__item__number", "output__item_id",
         "output__item__counterfactual_of_id", "output__item__dimension__name", "output__run_id", "output__run__name",
@@ -95,7 +95,7 @@ def _tests(female, male):
     return out
 
 
-def category_results(rows, categories, zero_policy):
+def category_results(rows, categories, zero_policy, convention="per_category"):
     """Per category: pooled odds ratio (Jung) and Welch / Mann–Whitney on per-output rates per 100 words."""
     female = [r for r in rows if r["gender"] == "F"]
     male = [r for r in rows if r["gender"] == "M"]
@@ -116,17 +116,27 @@ def category_results(rows, categories, zero_policy):
         words_m = sum(r["counts"][key] for r in applicable_m)
         tf, tm = sum(r["words"] for r in applicable_f), sum(r["words"] for r in applicable_m)
         if tf and tm and words_f <= tf and words_m <= tm:
-            odds_ratio = lexical.category_odds_ratio(words_m, tm, words_f, tf, cat.direction, zero_policy)
+            odds_ratio = lexical.category_odds_ratio(words_m, tm, words_f, tf, cat.direction, zero_policy,
+                                                     convention)
         else:
             odds_ratio = {"or": None, "note": "No female or no male texts in this category's language.",
                           "zero_policy": zero_policy, "words_m": words_m, "words_f": words_f, "total_m": tm, "total_f": tf,
-                          "orientation": "female" if cat.direction == "female" else "male"}
+                          "convention": convention,
+                          "orientation": "female" if cat.direction == "female" and convention == "per_category"
+                          else "male"}
         tests = _tests([_rate(r, key) for r in applicable_f], [_rate(r, key) for r in applicable_m])
         results.append({"category_id": cat.pk, "category": cat.name, "key": cat.key, "lexicon": str(cat.lexicon),
                         "lexicon_id": cat.lexicon_id, "direction": cat.direction, "color": cat.color,
                         "odds_ratio": odds_ratio, "rate_tests": tests, "n_f": len(applicable_f), "n_m": len(applicable_m)})
     return results, {"n_f": len(female), "n_m": len(male), "total_f": total_f, "total_m": total_m,
                      "n_unknown": sum(1 for r in rows if r["gender"] not in ("F", "M"))}
+
+
+def _stereotyped_or(res):
+    """The category OR in its stereotyped direction (Jung's context score needs it under either orientation)."""
+    value = res["odds_ratio"].get("or")
+    flipped = res["odds_ratio"].get("orientation") == "male" and res["direction"] == "female"
+    return 1 / value if flipped and value else value
 
 
 def context_scores(cat_results):
@@ -137,10 +147,10 @@ def context_scores(cat_results):
             by_lexicon[(res["lexicon_id"], res["lexicon"])].append(res)
     out = []
     for (lexicon_id, name), results in by_lexicon.items():
-        ors = [r["odds_ratio"]["or"] for r in results]
+        ors = [_stereotyped_or(r) for r in results]
         out.append({"lexicon_id": lexicon_id, "lexicon": name, "score": lexical.context_score(ors),
                     "n_categories": sum(1 for v in ors if v is not None), "of": len(ors),
-                    "ors": {r["category"]: r["odds_ratio"]["or"] for r in results}})
+                    "ors": {r["category"]: v for r, v in zip(results, ors)}})
     return out
 
 
@@ -249,7 +259,7 @@ def compute(run, grouping="overall", rows=None, categories=None):
     labels = (run.classifier_info or {}).get("labels", [])
     records = []
     for group, members in groups(rows, grouping).items():
-        cat_res, totals = category_results(members, categories, run.zero_policy)
+        cat_res, totals = category_results(members, categories, run.zero_policy, run.or_orientation)
         for res in cat_res:
             records.append({"kind": "category", "measure": f"cat:{res['category_id']}", "grouping": grouping, "group": group,
                             "result": {**res, **totals}})

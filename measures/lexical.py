@@ -36,6 +36,11 @@ MODES = ("prefix", "whole_word", "substring", "regex")
 DIRECTIONS = ("male", "female", "none")
 COUNT_POLICIES = ("per_entry", "per_token")
 ZERO_POLICIES = ("exclude", "smooth")
+OR_CONVENTIONS = {  # how a category OR is oriented; recorded with every result
+    "per_category": "OR > 1 = the category's stereotyped direction (OR_male for male-typed, OR_female for "
+                    "female-typed categories; Jung 2025)",
+    "male_salient": "OR > 1 = male-salient (Wan et al. 2023): OR_male = odds_m / odds_f for every category",
+}
 SMOOTHING = 0.5
 SHORT_PREFIX = 3  # prefixes this short or shorter over-match; the UI warns
 _SIMPLE_ENTRY = re.compile(r"^\w+(?:[-'’]\w+)*$")
@@ -363,22 +368,26 @@ def odds(words, total):
     return None if rest <= 0 else words / rest
 
 
-def category_odds_ratio(words_m, total_m, words_f, total_f, direction="male", zero_policy="exclude"):
+def category_odds_ratio(words_m, total_m, words_f, total_f, direction="male", zero_policy="exclude",
+                        convention="per_category"):
     """The OR of one category between male- and female-subject texts, oriented by the stereotyped direction.
 
     Returns a dict: or (None if undefined under the policy), odds_m, odds_f, orientation, zero_policy, note.
     direction "male" (and "none") gives OR_male = odds_m / odds_f; "female" gives OR_female = odds_f / odds_m.
+    convention "male_salient" (Wan et al. 2023) gives OR_male for every category, whatever its direction.
     """
     if zero_policy not in ZERO_POLICIES:
         raise LexiconError(f"Unknown zero-count policy {zero_policy!r}; choose exclude or smooth.")
+    if convention not in OR_CONVENTIONS:
+        raise LexiconError(f"Unknown odds-ratio orientation {convention!r}; choose {' or '.join(OR_CONVENTIONS)}.")
     for name, value in (("words_m", words_m), ("total_m", total_m), ("words_f", words_f), ("total_f", total_f)):
         if value < 0:
             raise LexiconError(f"{name} must not be negative.")
     if words_m > total_m or words_f > total_f:
         raise LexiconError("A category cannot have more words than the texts have in total.")
-    orientation = "female" if direction == "female" else "male"
+    orientation = "female" if direction == "female" and convention == "per_category" else "male"
     result = {"words_m": words_m, "total_m": total_m, "words_f": words_f, "total_f": total_f,
-              "orientation": orientation, "zero_policy": zero_policy, "note": ""}
+              "orientation": orientation, "convention": convention, "zero_policy": zero_policy, "note": ""}
     cells = (words_m, total_m - words_m, words_f, total_f - words_f)
     if min(cells) == 0:
         if zero_policy == "exclude":

@@ -10,7 +10,7 @@ from generation.models import GenerationRun, Output, RunStatus
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
 
-from .lexical import COUNT_POLICIES, DIRECTIONS, MODES, ZERO_POLICIES
+from .lexical import COUNT_POLICIES, DIRECTIONS, MODES, OR_CONVENTIONS, ZERO_POLICIES
 
 
 class Lexicon(VersionedModel):
@@ -105,6 +105,10 @@ class MeasureRun(models.Model):
     gender_sources = models.JSONField(default=list, blank=True, help_text='Order of sources, e.g. ["slots", "coders", "pronouns"].')
     name_genders = models.JSONField(default=dict, blank=True, help_text='Extra given names, e.g. {"Anna": "F"}.')
     zero_policy = models.CharField(max_length=10, choices=[(p, p) for p in ZERO_POLICIES], default="exclude")
+    or_orientation = models.CharField(max_length=20, choices=[(k, v) for k, v in OR_CONVENTIONS.items()],
+                                      default="per_category", help_text="How category odds ratios are oriented.")
+    success_filter = models.BooleanField(default=False, help_text="Measure only successful generations (Wan et al.).")
+    success_keywords = models.JSONField(default=list, blank=True, help_text='e.g. ["recommend"]')
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.DRAFT)
     cancel_requested = models.BooleanField(default=False)
     progress = models.JSONField(default=dict, blank=True)
@@ -137,6 +141,9 @@ class OutputMeasure(models.Model):
     doc_label = models.CharField(max_length=100, blank=True)
     doc_score = models.FloatField(null=True, blank=True)
     mean_score = models.FloatField(null=True, blank=True)
+    success_reason = models.CharField(max_length=20, blank=True,
+                                      help_text="Why the success filter failed the output (empty, repetitive, "
+                                                "no keyword); blank = passed or no filter. Failed outputs get no measures.")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

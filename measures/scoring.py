@@ -23,7 +23,8 @@ from . import gender as gender_mod
 from .classifiers import ClassifierError, label_shares, make_classifier
 from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, SentenceMeasure
 from .services import LEXICONS, lexicons_for, matcher_for
-from .lexical import prepare
+from .lexical import OR_CONVENTIONS, prepare
+from .success import DEFAULT_KEYWORDS, SuccessFilter, SuccessFilterError
 from .textproc import split_sentences
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ def outputs_for(run):
 
 def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", classifier_path="", classifier_model_id="",
                classifier_unit=ClassifierUnit.SENTENCE, gender_sources=None, name_genders=None, zero_policy="exclude",
-               actor=None):
+               or_orientation="per_category", success_filter=False, success_keywords=None, actor=None):
     name = (name or "").strip()
     if not name:
         raise MeasureRunError("Give the measure run a name.")
@@ -78,10 +79,20 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
         raise MeasureRunError("Each extra given name needs F or M.")
     if zero_policy not in ("exclude", "smooth"):
         raise MeasureRunError("The zero-count policy is exclude or smooth.")
+    if or_orientation not in OR_CONVENTIONS:
+        raise MeasureRunError(f"The odds-ratio orientation is {' or '.join(OR_CONVENTIONS)}.")
+    keywords = list(DEFAULT_KEYWORDS if success_keywords is None else success_keywords)
+    if success_filter:
+        try:
+            keywords = SuccessFilter(keywords).keywords
+        except SuccessFilterError as exc:
+            raise MeasureRunError(str(exc))
     with transaction.atomic():
         run = MeasureRun.objects.create(study=study, name=name[:200], classifier=classifier, classifier_path=classifier_path,
                                         classifier_model_id=classifier_model_id, classifier_unit=classifier_unit,
-                                        gender_sources=sources, name_genders=names, zero_policy=zero_policy, created_by=actor)
+                                        gender_sources=sources, name_genders=names, zero_policy=zero_policy, created_by=actor,
+                                        or_orientation=or_orientation, success_filter=bool(success_filter),
+                                        success_keywords=keywords if success_filter else [])
         run.lexicons.set(lexicons)
         run.source_runs.set(source_runs)
         for lx in lexicons:
@@ -146,6 +157,7 @@ class Scorer:
         if run.classifier:
             self.classifier = make_classifier(run.classifier, path=run.classifier_path, model_id=run.classifier_model_id)
         self.sources = run.gender_sources or ["slots", "coders", "pronouns"]
+        self.success = SuccessFilter(run.success_keywords or DEFAULT_KEYWORDS) if run.success_filter else None
 
     def matchers(self, language):
         if language not in self._matchers:
@@ -158,6 +170,13 @@ class Scorer:
         for out in outputs:
             language = (out.item.toolkit.language if out.item_id else "") or "en"
             text = out.text
+            failed = self.success.check(text).reason if self.success else ""
+            if failed:  # the success filter comes before any measure: only the subject's gender is recorded
+                g, source, detail = gender_mod.resolve(out.slot_values, attributions.get(out.pk, ()), text,
+                                                       self.run.name_genders, language, self.sources)
+                measures.append(OutputMeasure(run=self.run, output=out, language=language, gender=g,
+                                              gender_source=source, gender_detail=detail, success_reason=failed))
+                continue
             counts = {}
             prepared = prepare(text)
             for matcher in self.matchers(language):
