@@ -200,6 +200,36 @@ class TransformersClassifier:
         return out
 
 
+class NliClassifier(TransformersClassifier):
+    """A local NLI model (sequence classification over premise/hypothesis pairs) with entailment / neutral /
+    contradiction labels; the "nli" preset's label map names generic labels."""
+
+    def __init__(self, path, model_id="", batch_size=16, max_length=512, preset="nli"):
+        super().__init__(path, model_id=model_id, batch_size=batch_size, max_length=max_length, preset=preset)
+        if "entailment" not in self._id2label.values():
+            raise ClassifierError(f"{path} is not an NLI model: its labels are {', '.join(self._id2label.values())}, "
+                                  "without 'entailment'.")
+
+    def predict_pairs(self, premises, hypotheses):
+        """One Prediction per (premise, hypothesis) pair; the premise is truncated first when too long."""
+        torch = self._torch
+        premises, hypotheses = [p or "" for p in premises], [h or "" for h in hypotheses]
+        if len(premises) != len(hypotheses):
+            raise ClassifierError("Give one premise per hypothesis.")
+        out = []
+        with torch.inference_mode():
+            for i in range(0, len(premises), self.batch_size):
+                enc = self._tokenizer(premises[i:i + self.batch_size], hypotheses[i:i + self.batch_size],
+                                      padding=True, truncation="only_first", max_length=self.max_length,
+                                      return_tensors="pt")
+                probs = torch.softmax(self._model(**enc).logits.float(), dim=-1)
+                for row in probs.tolist():
+                    best = max(range(len(row)), key=row.__getitem__)
+                    out.append(Prediction(self._id2label.get(best, str(best)), float(row[best]),
+                                          {self._id2label.get(j, str(j)): float(p) for j, p in enumerate(row)}))
+        return out
+
+
 def make_classifier(kind, path="", model_id="", **options):
     if kind == "vader":
         return VaderClassifier()
