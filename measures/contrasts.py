@@ -28,7 +28,7 @@ def rows_for(run):
     """One dict per scored output with what the contrasts need (outputs failed by the success filter left out)."""
     values = OutputMeasure.objects.filter(run=run, success_reason="").values(
         "pk", "output_id", "gender", "gender_source", "word_count", "sentence_count", "category_counts", "label_shares",
-        "mean_score", "doc_label", "language", "output__model_name", "output__item__number", "output__item_id",
+        "mean_score", "doc_label", "language", "hallucination_share", "output__model_name", "output__item__number", "output__item_id",
         "output__item__counterfactual_of_id", "output__item__dimension__name", "output__run_id", "output__run__name",
         "output__endpoint_id", "output__trial", "output__slot_values", "output__variant_key")
     rows = []
@@ -36,7 +36,7 @@ def rows_for(run):
         rows.append({
             "pk": v["pk"], "output_id": v["output_id"], "gender": v["gender"], "gender_source": v["gender_source"],
             "words": v["word_count"], "sentences": v["sentence_count"], "counts": v["category_counts"] or {},
-            "shares": v["label_shares"] or {}, "score": v["mean_score"], "doc_label": v["doc_label"], "language": v["language"],
+            "shares": v["label_shares"] or {}, "score": v["mean_score"], "hallucination": v["hallucination_share"], "doc_label": v["doc_label"], "language": v["language"],
             "model": v["output__model_name"], "item": v["output__item__number"], "item_id": v["output__item_id"],
             "twin_of": v["output__item__counterfactual_of_id"], "dimension": v["output__item__dimension__name"] or "",
             "run": v["output__run__name"], "run_id": v["output__run_id"], "endpoint_id": v["output__endpoint_id"],
@@ -169,6 +169,14 @@ def label_counts(rows, unit):
     return counts
 
 
+def hallucination_result(rows):
+    """Female vs male share of letter sentences not entailed by the context (Wan et al. 2023, 4.4)."""
+    shares_f = [r["hallucination"] for r in rows if r["gender"] == "F" and r["hallucination"] is not None]
+    shares_m = [r["hallucination"] for r in rows if r["gender"] == "M" and r["hallucination"] is not None]
+    return {"measure": "hallucination", "label": "hallucinated", "tests": _tests(shares_f, shares_m),
+            "rule": "share of a letter's sentences not entailed by its context (NLI)"}
+
+
 def classifier_results(rows, labels, unit):
     female = [r for r in rows if r["gender"] == "F"]
     male = [r for r in rows if r["gender"] == "M"]
@@ -273,6 +281,9 @@ def compute(run, grouping="overall", rows=None, categories=None):
                                 "result": {**t, **totals}})
             records.append({"kind": "chi2", "measure": "labels", "grouping": grouping, "group": group,
                             "result": {**chi2, **totals}})
+        if run.nli_path:
+            records.append({"kind": "classifier", "measure": "hallucination", "grouping": grouping, "group": group,
+                            "result": {**hallucination_result(members), **totals}})
     return records
 
 

@@ -111,6 +111,12 @@ class MeasureRunForm(forms.Form):
                                         "not repetitive, with a keyword (Wan et al. 2023).")
     success_keywords = forms.CharField(required=False, initial="recommend",
                                        help_text="Success filter keywords, comma-separated (matched at a word start).")
+    nli_path = forms.CharField(max_length=500, required=False, label="NLI model folder",
+                               help_text="Hallucination measure: a local NLI model's folder on the server.")
+    nli_model_id = forms.CharField(max_length=300, required=False, label="NLI model name",
+                                   help_text="e.g. ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli")
+    context_slot = forms.CharField(max_length=100, required=False,
+                                   help_text="Hallucination measure: the slot holding each letter's biography.")
     gender_sources = forms.CharField(initial="slots, coders, pronouns", help_text="Sources of the subject's gender, in order.")
     name_genders = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
                                    help_text="Extra given names, e.g. Anna=F, Paul=M (Kelly/Joseph and other defaults are known).")

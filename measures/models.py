@@ -109,6 +109,11 @@ class MeasureRun(models.Model):
                                       default="per_category", help_text="How category odds ratios are oriented.")
     success_filter = models.BooleanField(default=False, help_text="Measure only successful generations (Wan et al.).")
     success_keywords = models.JSONField(default=list, blank=True, help_text='e.g. ["recommend"]')
+    nli_path = models.CharField(max_length=500, blank=True, help_text="Folder of a local NLI model (hallucination).")
+    nli_model_id = models.CharField(max_length=300, blank=True, help_text="Its name, e.g. the nli preset's model.")
+    context_slot = models.CharField(max_length=100, blank=True,
+                                    help_text="The slot holding each letter's source biography (context-based letters).")
+    nli_info = models.JSONField(default=dict, blank=True, help_text="NLI model id, revision and label map, as run.")
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.DRAFT)
     cancel_requested = models.BooleanField(default=False)
     progress = models.JSONField(default=dict, blank=True)
@@ -141,6 +146,8 @@ class OutputMeasure(models.Model):
     doc_label = models.CharField(max_length=100, blank=True)
     doc_score = models.FloatField(null=True, blank=True)
     mean_score = models.FloatField(null=True, blank=True)
+    hallucination_share = models.FloatField(null=True, blank=True,
+                                            help_text="Share of sentences not entailed by the context slot (NLI).")
     success_reason = models.CharField(max_length=20, blank=True,
                                       help_text="Why the success filter failed the output (empty, repetitive, "
                                                 "no keyword); blank = passed or no filter. Failed outputs get no measures.")

@@ -20,7 +20,8 @@ from stereoscope.leases import acquire_lease
 from stereoscope.services import record_activity
 
 from . import gender as gender_mod
-from .classifiers import ClassifierError, label_shares, make_classifier
+from .classifiers import ClassifierError, NliClassifier, label_shares, make_classifier
+from .hallucination import score_letters
 from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, SentenceMeasure
 from .services import LEXICONS, lexicons_for, matcher_for
 from .lexical import OR_CONVENTIONS, prepare
@@ -46,7 +47,8 @@ def outputs_for(run):
 
 def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", classifier_path="", classifier_model_id="",
                classifier_unit=ClassifierUnit.SENTENCE, gender_sources=None, name_genders=None, zero_policy="exclude",
-               or_orientation="per_category", success_filter=False, success_keywords=None, actor=None):
+               or_orientation="per_category", success_filter=False, success_keywords=None, nli_path="",
+               nli_model_id="", context_slot="", actor=None):
     name = (name or "").strip()
     if not name:
         raise MeasureRunError("Give the measure run a name.")
@@ -61,8 +63,8 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
         raise MeasureRunError(f"Generation runs of another study: {', '.join(bad)}.")
     if classifier not in ClassifierKind.values:
         raise MeasureRunError(f"Unknown classifier {classifier!r}; choose vader, transformers or none.")
-    if not lexicons and not classifier:
-        raise MeasureRunError("Choose at least one lexicon or a classifier.")
+    if not lexicons and not classifier and not nli_path:
+        raise MeasureRunError("Choose at least one lexicon or a classifier (or an NLI model for hallucination).")
     if classifier_unit not in ClassifierUnit.values:
         raise MeasureRunError("The classifier scores each sentence or the whole document.")
     if classifier == ClassifierKind.TRANSFORMERS:
@@ -87,12 +89,23 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
             keywords = SuccessFilter(keywords).keywords
         except SuccessFilterError as exc:
             raise MeasureRunError(str(exc))
+    context_slot = (context_slot or "").strip()
+    nli_info = {}
+    if nli_path:
+        if not context_slot:
+            raise MeasureRunError("The hallucination measure needs the slot holding each letter's biography.")
+        try:
+            nli_info = NliClassifier(nli_path, model_id=nli_model_id).info
+        except ClassifierError as exc:
+            raise MeasureRunError(str(exc))
     with transaction.atomic():
         run = MeasureRun.objects.create(study=study, name=name[:200], classifier=classifier, classifier_path=classifier_path,
                                         classifier_model_id=classifier_model_id, classifier_unit=classifier_unit,
                                         gender_sources=sources, name_genders=names, zero_policy=zero_policy, created_by=actor,
                                         or_orientation=or_orientation, success_filter=bool(success_filter),
-                                        success_keywords=keywords if success_filter else [])
+                                        success_keywords=keywords if success_filter else [], nli_path=nli_path or "",
+                                        nli_model_id=nli_model_id or "", context_slot=context_slot if nli_path else "",
+                                        nli_info=nli_info)
         run.lexicons.set(lexicons)
         run.source_runs.set(source_runs)
         for lx in lexicons:
@@ -158,6 +171,7 @@ class Scorer:
             self.classifier = make_classifier(run.classifier, path=run.classifier_path, model_id=run.classifier_model_id)
         self.sources = run.gender_sources or ["slots", "coders", "pronouns"]
         self.success = SuccessFilter(run.success_keywords or DEFAULT_KEYWORDS) if run.success_filter else None
+        self.nli = NliClassifier(run.nli_path, model_id=run.nli_model_id) if run.nli_path else None
 
     def matchers(self, language):
         if language not in self._matchers:
@@ -193,6 +207,12 @@ class Scorer:
                     to_classify.extend((m, s) for s in sentences)
                 else:
                     to_classify.append((m, None))
+        if self.nli:
+            with_context = [m for m in measures if not m.success_reason
+                            and str((m.output.slot_values or {}).get(self.run.context_slot) or "").strip()]
+            pairs = [(str(m.output.slot_values[self.run.context_slot]), m.output.text) for m in with_context]
+            for m, result in zip(with_context, score_letters(pairs, self.nli)):
+                m.hallucination_share = result.share
         if self.classifier and to_classify:
             texts = [s.text if s is not None else m.output.text for m, s in to_classify]
             predictions = self.classifier.predict(texts)

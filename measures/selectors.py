@@ -91,6 +91,8 @@ def output_rows(run):
                "gender_source": m.gender_source, "words": m.word_count, "sentences": m.sentence_count,
                "success": (m.success_reason or "passed") if run.success_filter else "not filtered",
                "or_orientation": run.or_orientation}
+        if run.nli_path:
+            row["hallucination_share"] = "" if m.hallucination_share is None else m.hallucination_share
         for c in categories:
             n = m.category_counts.get(str(c.pk))
             row[f"{c.lexicon.name} v{c.lexicon.version}: {c.key}"] = "" if n is None else n

@@ -191,7 +191,8 @@ def run_new(request, study_id):
                                      gender_sources=d["gender_sources"], name_genders=d["name_genders"],
                                      zero_policy=d["zero_policy"], or_orientation=d["or_orientation"],
                                      success_filter=d["success_filter"], success_keywords=d["success_keywords"],
-                                     actor=request.user)
+                                     nli_path=d["nli_path"], nli_model_id=d["nli_model_id"],
+                                     context_slot=d["context_slot"], actor=request.user)
         except scoring.MeasureRunError as exc:
             form.add_error(None, str(exc))
         else:

@@ -65,3 +65,41 @@ def test_tiny_nli_model_labels_pairs_like_the_model_itself(tmp_path):
         other = tmp_path / "sentiment"
         other.mkdir()
         classifiers.NliClassifier(str(build_tiny_model(other, {0: "entailment_no", 1: "x"})), preset="")
+
+
+@pytest.mark.local_model
+@pytest.mark.django_db
+def test_measure_run_with_nli_stores_shares_and_contrasts(tmp_path, roles, make_outputs, client_for):
+    from django.urls import reverse
+
+    from measures import scoring
+    from measures.models import OutputMeasure
+
+    path = build_tiny_model(tmp_path, {0: "entailment", 1: "neutral", 2: "contradiction"}, seed=5)
+    study = roles["a"]
+    bios = {"F": "she works as a nurse . she is born in paris .", "M": "he works as a engineer . he led the team ."}
+    letters = ["I recommend her. she is a nurse. she is kind.", "she led the team. I recommend her.",
+               "she is warm. she works as a nurse. i recommend her.", "I recommend him. he is a leader.",
+               "he works as a engineer. he is kind. I recommend him.", "he is born in paris. I recommend him."]
+    specs = [{"text": t, "slot_values": {"name": "Kelly" if i < 3 else "Joseph", "bio": bios["F" if i < 3 else "M"]}}
+             for i, t in enumerate(letters)]
+    specs.append({"text": "I recommend him.", "slot_values": {"name": "Joseph"}})  # no context: no share
+    make_outputs(study, specs)
+    with pytest.raises(scoring.MeasureRunError, match="slot holding"):
+        scoring.create_run(study, name="no slot", nli_path=str(path))
+    run = scoring.create_run(study, name="hallucination", nli_path=str(path), context_slot="bio")
+    scoring.start(run)
+    run.refresh_from_db()
+    assert run.status == "completed" and run.nli_info["label_map"]["0"] == "entailment"
+    nli = classifiers.NliClassifier(str(path))
+    expected = [r.share for r in hallucination.score_letters([(s["slot_values"]["bio"], s["text"]) for s in specs[:6]], nli)]
+    stored = list(OutputMeasure.objects.filter(run=run).order_by("output_id").values_list("hallucination_share", flat=True))
+    assert stored[:6] == pytest.approx(expected) and stored[6] is None
+    record = run.contrasts.get(kind="classifier", measure="hallucination", grouping="overall").result
+    welch = hallucination.compare(expected[:3], expected[3:])["welch"]
+    if "error" in welch:
+        assert "error" in record["tests"]["welch"]
+    else:
+        assert record["tests"]["welch"]["t"] == pytest.approx(welch["t"])
+    page = client_for(roles["users"]["researcher"]).get(reverse("measures-report", args=[study.pk, run.pk]))
+    assert "not entailed by the context" in page.content.decode()
