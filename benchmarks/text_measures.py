@@ -110,8 +110,25 @@ def main():
         return result
 
     VaderClassifier.predict = timed_predict
+    phases = {}
+    originals = {"score": scoring.Scorer.score, "insert_sentences": scoring.insert_sentences,
+                 "contrasts": contrasts_module.store_contrasts}
+
+    def phase(name, fn):
+        def timed(*a, **kw):
+            c = time.process_time()
+            try:
+                return fn(*a, **kw)
+            finally:
+                phases[name] = phases.get(name, 0.0) + time.process_time() - c
+        return timed
+
+    scoring.Scorer.score = phase("score", originals["score"])
+    scoring.insert_sentences = phase("insert_sentences", originals["insert_sentences"])
+    contrasts_module.store_contrasts = phase("contrasts", contrasts_module.store_contrasts)
     scored = scoring.execute(measure_run.pk)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    scoring.Scorer.score, scoring.insert_sentences = originals["score"], originals["insert_sentences"]
     contrasts_module.store_contrasts = original
     VaderClassifier.predict = original_predict
     measure_run.refresh_from_db()
@@ -125,6 +142,11 @@ def main():
     print(f"1 worker: {wall:.2f} s ({cpu:.2f} s CPU)")
     print(f"VADER only: {vader['wall']:.2f} s ({vader['cpu']:.2f} s CPU)")
     print(f"without VADER: {rest_wall:.2f} s ({rest_cpu:.2f} s CPU); target ≤ 2 s for 10,000 stories")
+    scoring_cpu = phases.get("score", 0) - vader["cpu"]
+    print(f"CPU by phase: scoring without VADER (splitting, lexicons, gender) {scoring_cpu:.2f} s, "
+          f"sentence rows {phases.get('insert_sentences', 0):.2f} s, contrasts {phases.get('contrasts', 0):.2f} s, "
+          f"rest (reading outputs, writing measures, progress) "
+          f"{rest_cpu - scoring_cpu - phases.get('insert_sentences', 0) - phases.get('contrasts', 0):.2f} s")
     print(two_workers_line(args))
     print(f"RESULT {'PASS' if wall <= 60 else 'SLOW'} {wall:.1f}")
 
