@@ -4,9 +4,9 @@ Targets: ≤ 60 s in all (issue 9); everything except VADER ≤ 2 s (issue 18). 
 `1 worker:` the whole run in this process, `VADER only:` the time spent inside VADER, `without VADER:` the rest
 (sentence splitting, lexicon matching, gender, row writes, contrasts), and `2 workers:` once a job engine spreads a
 measure run over worker processes (until then the line says it is not available). CPU times are printed beside wall
-times: on a loaded machine compare those. Runs the real measure-run executor (`measures.scoring.execute`: lexicon counts, sentence
-splitting, VADER per sentence, subject gender, OutputMeasure + SentenceMeasure rows written in batches) and then the
-stored contrasts, on a throw-away SQLite database (or DATABASE_URL if set).
+times: on a loaded machine compare those. Runs the real measure-run executor (`measures.scoring.execute`: lexicon
+counts, sentence splitting, VADER per sentence, subject gender, OutputMeasure + SentenceMeasure rows written in
+batches) and then the stored contrasts, on a throw-away SQLite database (or DATABASE_URL if set).
 
     .venv/bin/python benchmarks/text_measures.py [--stories 10000] [--words 400]
 """

@@ -194,9 +194,11 @@ class MeasureRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = MeasureRun
         fields = ["id", "name", "lexicons", "source_runs", "classifier", "classifier_path", "classifier_model_id",
-                  "classifier_unit", "classifier_info", "gender_sources", "name_genders", "zero_policy", "or_orientation",
-                  "success_filter", "success_keywords", "nli_path", "nli_model_id", "context_slot", "nli_info", "status", "progress_summary", "message", "created_at", "started_at", "finished_at"]
-        read_only_fields = ["classifier_info", "nli_info", "status", "message", "created_at", "started_at", "finished_at"]
+                  "classifier_unit", "classifier_info", "gender_sources", "name_genders", "zero_policy",
+                  "or_orientation", "success_filter", "success_keywords", "nli_path", "nli_model_id", "context_slot",
+                  "nli_info", "status", "progress_summary", "message", "created_at", "started_at", "finished_at"]
+        read_only_fields = ["classifier_info", "nli_info", "status", "message", "created_at", "started_at",
+                            "finished_at"]
 
     def get_progress_summary(self, obj) -> dict:
         return scoring.progress_of(obj)

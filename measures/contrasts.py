@@ -28,7 +28,8 @@ def rows_for(run):
     """One dict per scored output with what the contrasts need (outputs failed by the success filter left out)."""
     values = OutputMeasure.objects.filter(run=run, success_reason="").values(
         "pk", "output_id", "gender", "gender_source", "word_count", "sentence_count", "category_counts", "label_shares",
-        "mean_score", "doc_label", "language", "hallucination_share", "output__model_name", "output__item__number", "output__item_id",
+        "mean_score", "doc_label", "language", "hallucination_share",
+        "output__model_name", "output__item__number", "output__item_id",
         "output__item__counterfactual_of_id", "output__item__dimension__name", "output__run_id", "output__run__name",
         "output__endpoint_id", "output__endpoint__name", "output__trial", "output__slot_values", "output__variant_key",
         "output__context_key")
@@ -37,7 +38,8 @@ def rows_for(run):
         rows.append({
             "pk": v["pk"], "output_id": v["output_id"], "gender": v["gender"], "gender_source": v["gender_source"],
             "words": v["word_count"], "sentences": v["sentence_count"], "counts": v["category_counts"] or {},
-            "shares": v["label_shares"] or {}, "score": v["mean_score"], "hallucination": v["hallucination_share"], "doc_label": v["doc_label"], "language": v["language"],
+            "shares": v["label_shares"] or {}, "score": v["mean_score"],
+            "hallucination": v["hallucination_share"], "doc_label": v["doc_label"], "language": v["language"],
             "model": v["output__model_name"], "item": v["output__item__number"], "item_id": v["output__item_id"],
             "twin_of": v["output__item__counterfactual_of_id"], "dimension": v["output__item__dimension__name"] or "",
             "run": v["output__run__name"], "run_id": v["output__run_id"], "endpoint_id": v["output__endpoint_id"],
