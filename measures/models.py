@@ -112,7 +112,8 @@ class MeasureRun(models.Model):
     nli_path = models.CharField(max_length=500, blank=True, help_text="Folder of a local NLI model (hallucination).")
     nli_model_id = models.CharField(max_length=300, blank=True, help_text="Its name, e.g. the nli preset's model.")
     context_slot = models.CharField(max_length=100, blank=True,
-                                    help_text="The slot holding each letter's source biography (context-based letters).")
+                                    help_text="The slot holding each letter's source biography "
+                                              "(context-based letters).")
     nli_info = models.JSONField(default=dict, blank=True, help_text="NLI model id, revision and label map, as run.")
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.DRAFT)
     cancel_requested = models.BooleanField(default=False)
@@ -150,7 +151,8 @@ class OutputMeasure(models.Model):
                                             help_text="Share of sentences not entailed by the context slot (NLI).")
     success_reason = models.CharField(max_length=20, blank=True,
                                       help_text="Why the success filter failed the output (empty, repetitive, "
-                                                "no keyword); blank = passed or no filter. Failed outputs get no measures.")
+                                                "no keyword); blank = passed or no filter. Failed outputs get "
+                                                "no measures.")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

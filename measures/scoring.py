@@ -101,7 +101,8 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
     with transaction.atomic():
         run = MeasureRun.objects.create(study=study, name=name[:200], classifier=classifier, classifier_path=classifier_path,
                                         classifier_model_id=classifier_model_id, classifier_unit=classifier_unit,
-                                        gender_sources=sources, name_genders=names, zero_policy=zero_policy, created_by=actor,
+                                        gender_sources=sources, name_genders=names, zero_policy=zero_policy,
+                                        created_by=actor,
                                         or_orientation=or_orientation, success_filter=bool(success_filter),
                                         success_keywords=keywords if success_filter else [], nli_path=nli_path or "",
                                         nli_model_id=nli_model_id or "", context_slot=context_slot if nli_path else "",

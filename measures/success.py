@@ -62,7 +62,8 @@ class SuccessFilter:
         """[{model, gender, passed, failed, <reason>: n}] from (model, gender, text) rows, sorted by model, gender."""
         table = {}
         for model, gender, text in rows:
-            entry = table.setdefault((model or "", gender or ""), {"passed": 0, "failed": 0, **dict.fromkeys(REASONS, 0)})
+            entry = table.setdefault((model or "", gender or ""),
+                                     {"passed": 0, "failed": 0, **dict.fromkeys(REASONS, 0)})
             result = self.check(text)
             if result.passed:
                 entry["passed"] += 1
