@@ -298,7 +298,7 @@ class Matcher:
         if self._token_entries:
             words = chunk_counts.keys()
             agg_cache = self._agg_cache
-            for chunk in words - agg_cache.keys():
+            for chunk in [w for w in words if w not in agg_cache]:  # not `words - keys`: that walks the whole cache
                 agg = self._aggregate(chunk)
                 if chunk not in agg_cache:  # the cache is full: count this word here
                     for category, n in agg:
