@@ -6,9 +6,11 @@ or per document. Each output gets one OutputMeasure (unique per run and output),
 transaction each; executing again only scores outputs without one, so a crashed run resumes where it stopped.
 A lease keeps one executor per run. After the last batch the contrasts are computed and stored.
 """
+import gc
 import json
 import logging
 import time
+from contextlib import contextmanager
 from datetime import timedelta
 
 from django.apps import apps
@@ -170,6 +172,20 @@ def attributions_for(output_ids):
     return found
 
 
+@contextmanager
+def gc_paused():
+    """No cyclic garbage collection inside: a batch allocates hundreds of thousands of small acyclic objects
+    (sentences, predictions, rows; freed by reference counting), and each collection they trigger walks the whole
+    heap (about a quarter of the CPU outside VADER in benchmarks/text_measures.py). Restored on exit."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 class Scorer:
     """Scores outputs for one run: the lexicons' matchers per language, the classifier, the gender rules."""
 
@@ -191,6 +207,10 @@ class Scorer:
 
     def score(self, outputs, attributions):
         """(OutputMeasure objects, {output id: [SentenceMeasure kwargs]}) for a batch of outputs (not saved)."""
+        with gc_paused():
+            return self._score(outputs, attributions)
+
+    def _score(self, outputs, attributions):
         measures, sentence_rows, to_classify = [], {}, []
         for out in outputs:
             language = (out.item.toolkit.language if out.item_id else "") or "en"
@@ -251,6 +271,11 @@ def insert_sentences(rows):
     work would dominate). Existing (output measure, index) rows are left alone."""
     if not rows:
         return
+    with gc_paused():
+        _insert_sentences(rows)
+
+
+def _insert_sentences(rows):
     qn = connection.ops.quote_name
     sql = (f"INSERT INTO {qn(SentenceMeasure._meta.db_table)} ({', '.join(qn(c) for c in SENTENCE_COLUMNS)}) "
            f"VALUES ({', '.join(['%s'] * len(SENTENCE_COLUMNS))}) ON CONFLICT DO NOTHING")

@@ -125,3 +125,38 @@ def test_matcher_counts_equal_the_plain_regex_reference():
             assert plain.count(text) == _reference_matcher_counts(categories, (), policy, text), text
             assert Counter(m.category for m in matcher.find(text)) + Counter() == \
                 Counter({k: v for k, v in matcher.count(text).items() if v})
+
+
+def test_gc_paused_disables_and_restores():
+    import gc
+
+    from measures.scoring import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_scoring_and_sentence_rows_run_without_cyclic_gc(db, study, make_outputs, monkeypatch):
+    import gc
+
+    from measures import scoring
+    from measures.classifiers import VaderClassifier
+
+    seen = []
+    original_predict, original_insert = VaderClassifier.predict, scoring._insert_sentences
+    monkeypatch.setattr(VaderClassifier, "predict", lambda self, texts: seen.append(gc.isenabled()) or
+                        original_predict(self, texts))
+    monkeypatch.setattr(scoring, "_insert_sentences", lambda rows: seen.append(gc.isenabled()) or original_insert(rows))
+    make_outputs(study, [{"text": "She is kind. She is a nurse.", "slot_values": {"name": "Kelly"}}])
+    run = scoring.create_run(study, name="gc", classifier="vader")
+    scoring.start(run)
+    assert seen == [False, False] and gc.isenabled()
