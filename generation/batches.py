@@ -12,7 +12,8 @@ When a job has no open batch left, the engine's `finish` sets its status.
 
 A job kind supports batch mode with `batch_sink(job)` and `load_units(job, keys, include_held=True)`; a unit's
 key is `kind.batch_key(unit)` when the kind has one, else its payload. When a job's last open batch ends, the
-kind's `next_pass` may make more units pending (e.g. re-ask missing verdicts): they go out in new batches.
+kind's `after_batches(job)` runs if it has one, then its `next_pass` may make more units pending (e.g. re-ask
+missing verdicts): they go out in new batches.
 """
 import logging
 from datetime import timedelta
@@ -351,6 +352,8 @@ def _after_batch(kind_name, job_id):
         job = kind.model.objects.select_for_update().get(pk=job_id)
         if open_count(kind_name, job_id) or job.status not in jobs.ACTIVE or jobs.is_live(job):
             return
+        if not job.cancel_requested and hasattr(kind, "after_batches"):
+            kind.after_batches(kind.get(job_id))  # e.g. a questionnaire run's judge reads the open answers
         more = not job.cancel_requested and kind.next_pass(kind.get(job_id))
     if more:
         jobs.start(kind, kind.get(job_id), message="Next pass (in new batches).")

@@ -5,7 +5,7 @@ from django import forms
 from generation.models import GenerationRun
 from stereoscope.untrusted import loads_json
 
-from .lexical import COUNT_POLICIES
+from .lexical import COUNT_POLICIES, OR_CONVENTIONS
 from .models import ClassifierKind, ClassifierUnit, Direction, LexiconCategory, MatchMode
 from .services import lexicons_for
 
@@ -105,6 +105,18 @@ class MeasureRunForm(forms.Form):
     classifier_model_id = forms.CharField(max_length=300, required=False, help_text="transformers only: its name, e.g. sasha/regardv3.")
     zero_policy = forms.ChoiceField(choices=[("exclude", "exclude (no OR when a count is zero)"),
                                              ("smooth", "smooth (+0.5 to every cell)")], initial="exclude")
+    or_orientation = forms.ChoiceField(choices=list(OR_CONVENTIONS.items()), initial="per_category", required=False,
+                                       label="Odds-ratio orientation")
+    success_filter = forms.BooleanField(required=False, help_text="Measure only successful generations: non-empty, "
+                                        "not repetitive, with a keyword (Wan et al. 2023).")
+    success_keywords = forms.CharField(required=False, initial="recommend",
+                                       help_text="Success filter keywords, comma-separated (matched at a word start).")
+    nli_path = forms.CharField(max_length=500, required=False, label="NLI model folder",
+                               help_text="Hallucination measure: a local NLI model's folder on the server.")
+    nli_model_id = forms.CharField(max_length=300, required=False, label="NLI model name",
+                                   help_text="e.g. ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli")
+    context_slot = forms.CharField(max_length=100, required=False,
+                                   help_text="Hallucination measure: the slot holding each letter's biography.")
     gender_sources = forms.CharField(initial="slots, coders, pronouns", help_text="Sources of the subject's gender, in order.")
     name_genders = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
                                    help_text="Extra given names, e.g. Anna=F, Paul=M (Kelly/Joseph and other defaults are known).")
@@ -120,6 +132,12 @@ class MeasureRunForm(forms.Form):
         if bad or not sources:
             raise forms.ValidationError("Use slots, coders and pronouns, in your order of preference.")
         return sources
+
+    def clean_or_orientation(self):
+        return self.cleaned_data["or_orientation"] or "per_category"
+
+    def clean_success_keywords(self):
+        return [k.strip() for k in re.split(r"[,\n]+", self.cleaned_data["success_keywords"] or "") if k.strip()]
 
     def clean_name_genders(self):
         try:

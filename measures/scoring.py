@@ -7,9 +7,11 @@ transaction each; executing again only scores outputs without one, so a crashed 
 Runs on the job engine (stereoscope/jobs): any number of workers score chunks of outputs. After the last
 chunk the contrasts are computed and stored.
 """
+import gc
 import json
 import logging
 import time
+from contextlib import contextmanager
 
 from django.apps import apps
 from django.db import connection, transaction
@@ -21,10 +23,12 @@ from stereoscope import jobs
 from stereoscope.services import record_activity
 
 from . import gender as gender_mod
-from .classifiers import ClassifierError, label_shares, make_classifier
+from .classifiers import ClassifierError, NliClassifier, label_shares, make_classifier
+from .hallucination import score_letters
 from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, SentenceMeasure
 from .services import LEXICONS, lexicons_for, matcher_for
-from .lexical import prepare
+from .lexical import OR_CONVENTIONS, prepare
+from .success import DEFAULT_KEYWORDS, SuccessFilter, SuccessFilterError
 from .textproc import split_sentences
 
 log = logging.getLogger(__name__)
@@ -45,7 +49,8 @@ def outputs_for(run):
 
 def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", classifier_path="", classifier_model_id="",
                classifier_unit=ClassifierUnit.SENTENCE, gender_sources=None, name_genders=None, zero_policy="exclude",
-               actor=None):
+               or_orientation="per_category", success_filter=False, success_keywords=None, nli_path="",
+               nli_model_id="", context_slot="", actor=None):
     name = (name or "").strip()
     if not name:
         raise MeasureRunError("Give the measure run a name.")
@@ -60,8 +65,8 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
         raise MeasureRunError(f"Generation runs of another study: {', '.join(bad)}.")
     if classifier not in ClassifierKind.values:
         raise MeasureRunError(f"Unknown classifier {classifier!r}; choose vader, transformers or none.")
-    if not lexicons and not classifier:
-        raise MeasureRunError("Choose at least one lexicon or a classifier.")
+    if not lexicons and not classifier and not nli_path:
+        raise MeasureRunError("Choose at least one lexicon or a classifier (or an NLI model for hallucination).")
     if classifier_unit not in ClassifierUnit.values:
         raise MeasureRunError("The classifier scores each sentence or the whole document.")
     if classifier == ClassifierKind.TRANSFORMERS:
@@ -78,10 +83,32 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
         raise MeasureRunError("Each extra given name needs F or M.")
     if zero_policy not in ("exclude", "smooth"):
         raise MeasureRunError("The zero-count policy is exclude or smooth.")
+    if or_orientation not in OR_CONVENTIONS:
+        raise MeasureRunError(f"The odds-ratio orientation is {' or '.join(OR_CONVENTIONS)}.")
+    keywords = list(DEFAULT_KEYWORDS if success_keywords is None else success_keywords)
+    if success_filter:
+        try:
+            keywords = SuccessFilter(keywords).keywords
+        except SuccessFilterError as exc:
+            raise MeasureRunError(str(exc))
+    context_slot = (context_slot or "").strip()
+    nli_info = {}
+    if nli_path:
+        if not context_slot:
+            raise MeasureRunError("The hallucination measure needs the slot holding each letter's biography.")
+        try:
+            nli_info = NliClassifier(nli_path, model_id=nli_model_id).info
+        except ClassifierError as exc:
+            raise MeasureRunError(str(exc))
     with transaction.atomic():
         run = MeasureRun.objects.create(study=study, name=name[:200], classifier=classifier, classifier_path=classifier_path,
                                         classifier_model_id=classifier_model_id, classifier_unit=classifier_unit,
-                                        gender_sources=sources, name_genders=names, zero_policy=zero_policy, created_by=actor)
+                                        gender_sources=sources, name_genders=names, zero_policy=zero_policy,
+                                        created_by=actor,
+                                        or_orientation=or_orientation, success_filter=bool(success_filter),
+                                        success_keywords=keywords if success_filter else [], nli_path=nli_path or "",
+                                        nli_model_id=nli_model_id or "", context_slot=context_slot if nli_path else "",
+                                        nli_info=nli_info)
         run.lexicons.set(lexicons)
         run.source_runs.set(source_runs)
         for lx in lexicons:
@@ -122,6 +149,20 @@ def attributions_for(output_ids):
     return found
 
 
+@contextmanager
+def gc_paused():
+    """No cyclic garbage collection inside: a batch allocates hundreds of thousands of small acyclic objects
+    (sentences, predictions, rows; freed by reference counting), and each collection they trigger walks the whole
+    heap (about a quarter of the CPU outside VADER in benchmarks/text_measures.py). Restored on exit."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 class Scorer:
     """Scores outputs for one run: the lexicons' matchers per language, the classifier, the gender rules."""
 
@@ -133,6 +174,8 @@ class Scorer:
         if run.classifier:
             self.classifier = make_classifier(run.classifier, path=run.classifier_path, model_id=run.classifier_model_id)
         self.sources = run.gender_sources or ["slots", "coders", "pronouns"]
+        self.success = SuccessFilter(run.success_keywords or DEFAULT_KEYWORDS) if run.success_filter else None
+        self.nli = NliClassifier(run.nli_path, model_id=run.nli_model_id) if run.nli_path else None
 
     def matchers(self, language):
         if language not in self._matchers:
@@ -141,10 +184,21 @@ class Scorer:
 
     def score(self, outputs, attributions):
         """(OutputMeasure objects, {output id: [SentenceMeasure kwargs]}) for a batch of outputs (not saved)."""
+        with gc_paused():
+            return self._score(outputs, attributions)
+
+    def _score(self, outputs, attributions):
         measures, sentence_rows, to_classify = [], {}, []
         for out in outputs:
             language = (out.item.toolkit.language if out.item_id else "") or "en"
             text = out.text
+            failed = self.success.check(text).reason if self.success else ""
+            if failed:  # the success filter comes before any measure: only the subject's gender is recorded
+                g, source, detail = gender_mod.resolve(out.slot_values, attributions.get(out.pk, ()), text,
+                                                       self.run.name_genders, language, self.sources)
+                measures.append(OutputMeasure(run=self.run, output=out, language=language, gender=g,
+                                              gender_source=source, gender_detail=detail, success_reason=failed))
+                continue
             counts = {}
             prepared = prepare(text)
             for matcher in self.matchers(language):
@@ -161,6 +215,12 @@ class Scorer:
                     to_classify.extend((m, s) for s in sentences)
                 else:
                     to_classify.append((m, None))
+        if self.nli:
+            with_context = [m for m in measures if not m.success_reason
+                            and str((m.output.slot_values or {}).get(self.run.context_slot) or "").strip()]
+            pairs = [(str(m.output.slot_values[self.run.context_slot]), m.output.text) for m in with_context]
+            for m, result in zip(with_context, score_letters(pairs, self.nli)):
+                m.hallucination_share = result.share
         if self.classifier and to_classify:
             texts = [s.text if s is not None else m.output.text for m, s in to_classify]
             predictions = self.classifier.predict(texts)
@@ -188,6 +248,11 @@ def insert_sentences(rows):
     work would dominate). Existing (output measure, index) rows are left alone."""
     if not rows:
         return
+    with gc_paused():
+        _insert_sentences(rows)
+
+
+def _insert_sentences(rows):
     qn = connection.ops.quote_name
     sql = (f"INSERT INTO {qn(SentenceMeasure._meta.db_table)} ({', '.join(qn(c) for c in SENTENCE_COLUMNS)}) "
            f"VALUES ({', '.join(['%s'] * len(SENTENCE_COLUMNS))}) ON CONFLICT DO NOTHING")

@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "psychometrics",
     "measures",
     "exports",
+    "recipes",
 ]
 
 MIDDLEWARE = [
@@ -235,7 +236,7 @@ PRODUCT_ENV_VARIABLES = [
     "DEFAULT_FROM_EMAIL", "INVITATION_TIMEOUT_SECONDS",
 ]
 # ... and every variable with one of these prefixes (DJANGO_SETTINGS_MODULE, STEREOSCOPE_ADMIN_PASSWORD, ...).
-PRODUCT_ENV_PREFIXES = ["DJANGO_", "STEREOSCOPE_", "CELERY_", "DATABASE_", "POSTGRES", "PG", "EMAIL_"]
+PRODUCT_ENV_PREFIXES = ["DJANGO_", "STEREOSCOPE_", "CELERY_", "DATABASE_", "POSTGRES", "PG", "EMAIL_", "JOB_"]
 
 # --- API -------------------------------------------------------------------------------------
 REST_FRAMEWORK = {

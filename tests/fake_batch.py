@@ -189,7 +189,9 @@ class FakeBatches:
         user = [m for m in messages if m.get("role") == "user"]
         content = user[-1]["content"] if user else ""
         prompt = content if isinstance(content, str) else json.dumps(content)
-        return self.provider.next_response(prompt), prompt, next(self.provider.counter)
+        responder = getattr(self.provider, "responder", None)
+        spec = responder({"prompt": prompt, "body": body}) if responder else self.provider.next_response(prompt)
+        return spec, prompt, next(self.provider.counter)
 
     # -- Anthropic -------------------------------------------------------------------------------------------
     def anthropic_route(self, method, rest, body):

@@ -8,8 +8,9 @@ Scriptable per test (in-process through methods, or from another process through
 queues responses for requests whose last user message contains "nurse" (any request without `match`). A response
 may set: text, delay (s), status, retry_after, finish_reason, usage, empty (no content), malformed (a non-JSON
 body), hang (sleep this long before answering: a client timeout), close (drop the connection).
-Unscripted requests get `default` after `default_delay` seconds. The server counts requests in flight (overall and
-per model) so tests assert concurrency limits from the server's side, not from wall-clock timings.
+Unscripted requests get `default` after `default_delay` seconds; a test may set `responder(request)` to compute
+each answer instead. The server counts requests in flight (overall and per model) so tests assert concurrency
+limits from the server's side, not from wall-clock timings.
 
 The batch APIs are served by tests/fake_batch.py (`server.batches`).
 
@@ -49,6 +50,7 @@ class FakeProvider:
             self.max_in_flight_by_model = {}
             self.counter = itertools.count(1)
             self.default = {}
+            self.responder = None  # optional fn({"prompt", "body"}) -> response: answers computed per request
         try:  # the batch APIs (OpenAI files + batches, Anthropic message batches)
             from tests.fake_batch import FakeBatches
         except ImportError:  # run standalone from tests/
@@ -174,7 +176,7 @@ class FakeProvider:
         content = user[-1]["content"] if user else ""
         prompt = content if isinstance(content, str) else json.dumps(content)
         model = request.get("model", "")
-        spec = self.next_response(prompt)
+        spec = self.responder({"prompt": prompt, "body": request}) if self.responder else self.next_response(prompt)
         n = next(self.counter)
         entry = {"n": n, "t": time.monotonic(), "path": path, "model": model, "prompt": prompt, "body": request,
                  "auth": headers.get("authorization") or headers.get("x-api-key", ""), "status": spec.get("status", 200)}

@@ -431,23 +431,6 @@ def sweep(queue_name=None):
     return queued
 
 
-def stalled_jobs():
-    """Jobs waiting for a worker while no worker is live: [{"kind", "id", "status", "pending_chunks"}].
-    Empty when any worker is live (a live worker's sweep picks up stale jobs within two lease periods)."""
-    from stereoscope.health import live_workers
-
-    if live_workers():
-        return []
-    out = []
-    for kind in kinds():
-        for job_id, status in kind.model.objects.filter(status__in=ACTIVE, cancel_requested=False).values_list(
-                "pk", "status"):
-            n = _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).count()
-            if n:
-                out.append({"kind": kind.name, "id": job_id, "status": status, "pending_chunks": n})
-    return out
-
-
 def remaining_units(kind, job_id):
     """Units of pending chunks not yet done (as of the workers' last progress tick)."""
     left = _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).aggregate(size=Sum("size"), done=Sum("done"))

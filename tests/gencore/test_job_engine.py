@@ -1,5 +1,5 @@
 """The job engine (stereoscope/jobs): chunk leases, cancel, the sweep that heals jobs whose workers died,
-stalled_jobs(), and attempt rows written before their request is sent."""
+the health check of waiting jobs, and attempt rows written before their request is sent."""
 from datetime import timedelta
 
 import pytest
@@ -90,13 +90,18 @@ def test_sweep_ignores_cancelled_and_finished_jobs(run, monkeypatch):
     assert jobs.sweep("q") == []
 
 
-def test_stalled_jobs_lists_waiting_jobs_only_when_no_worker_is_live(run):
+def test_stalled_jobs_lists_waiting_jobs_only_when_no_worker_is_live(run, settings):
+    from stereoscope.health import waiting_jobs_without_worker
     from stereoscope.models import WorkerHeartbeat
 
+    settings.CELERY_TASK_ALWAYS_EAGER = False
     runs.start(run)
-    assert jobs.stalled_jobs() == [{"kind": "generation.run", "id": run.pk, "status": "queued", "pending_chunks": 3}]
+    # the queue has one lease period to deliver; after it, with no worker, the job is stalled
+    GenerationRun.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timezone.timedelta(seconds=1))
+    stalled = waiting_jobs_without_worker()
+    assert [(row["kind"], row["id"]) for row in stalled] == [("generation run", run.pk)]
     WorkerHeartbeat.objects.create(hostname="w@test", pid=1, last_seen=timezone.now())
-    assert jobs.stalled_jobs() == []
+    assert waiting_jobs_without_worker() == []
 
 
 def test_execute_completes_the_job_and_a_second_execute_finds_nothing(run, fake_provider):

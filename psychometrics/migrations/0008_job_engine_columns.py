@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('psychometrics', '0003_instrument_on_versioning_base'),
+        ('psychometrics', '0007_model_judge_endpoint'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

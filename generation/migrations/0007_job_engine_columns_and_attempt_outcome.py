@@ -15,7 +15,7 @@ def outcome_of_recorded_calls(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('generation', '0005_toolkit_on_versioning_base'),
+        ('generation', '0006_run_contexts_and_output_context_key'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

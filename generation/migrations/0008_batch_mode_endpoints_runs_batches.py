@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('generation', '0006_job_engine_columns_and_attempt_outcome'),
+        ('generation', '0007_job_engine_columns_and_attempt_outcome'),
         ('stereoscope', '0004_job_engine_chunks'),
     ]
 

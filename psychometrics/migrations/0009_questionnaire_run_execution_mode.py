@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('psychometrics', '0004_job_engine_columns'),
+        ('psychometrics', '0008_job_engine_columns'),
     ]
 
     operations = [
