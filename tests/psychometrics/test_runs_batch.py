@@ -50,3 +50,26 @@ def test_asi_run_in_batch_mode(study, make_endpoint, fake_provider, settings, ma
     calls = ProviderCall.objects.filter(purpose="psychometrics")
     assert calls.count() == 110 and set(calls.values_list("batch_id", flat=True)) == set(
         ProviderBatch.objects.filter(job_kind="psychometrics.run").values_list("provider_batch_id", flat=True))
+
+
+def test_the_judge_step_follows_the_last_batch(study, make_endpoint, fake_provider):
+    asi, _ = load_library()
+    model = make_endpoint(study, "openai", name="subject", model_id="subject-model", batch_enabled=True)
+    judge = make_endpoint(study, name="judge", model_id="judge-model")
+    items = list(asi.items.order_by("position"))
+    fake_provider.script([{"text": "It depends on the situation."}], match=f"Statement: {items[2].text}\n")
+    fake_provider.script([{"text": "3"}], match="You judge a survey answer")
+    fake_provider.default = {"text": "2"}
+    run = runs.create_run(study, name="judged in batch", instrument=asi, context_set=None, endpoints=[model],
+                          extractors=["number", "llm"], judge_endpoint=judge, execution_mode="batch")
+    runs.start(run)
+    assert not ProviderCall.objects.filter(purpose="psychometrics_judge").exists()  # nothing to judge yet
+    batches.poll_open_batches()
+    batches.poll_open_batches()
+    run.refresh_from_db()
+    assert run.status == "completed", run.message
+    judged = [r for r in run.responses.select_related("item") if r.extraction_method == "llm"]
+    assert [(r.item.item_id, r.value) for r in judged] == [(items[2].item_id, 3)]
+    judge_calls = ProviderCall.objects.filter(purpose="psychometrics_judge")
+    assert judge_calls.count() == 1 and not judge_calls.get().batch_id  # the judge is asked live
+    assert ProviderCall.objects.filter(purpose="psychometrics").exclude(batch_id="").count() == 22
