@@ -16,10 +16,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+import stereoscope
 from generation.collect import ImportedRow, import_texts
 from generation.datasets import filtered_outputs
 from stereoscope.datasets import iso_datetime, uuid_text
-import stereoscope
 from stereoscope.models import Role
 from stereoscope.providers import provider
 from stereoscope.services import ensure_member, record_activity

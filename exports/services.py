@@ -15,12 +15,12 @@ from django.utils.text import slugify
 
 from stereoscope.datasets import data_dictionary, datasets
 from stereoscope.leases import acquire_lease
-from .models import ExportFormat, ExportJob, ExportStatus
 from stereoscope.permissions import LEVELS, role_for
 from stereoscope.services import record_activity
+from stereoscope.tables import CSVTableWriter, JSONLTableWriter, XLSXWorkbookWriter
 
 from .manifest import build_manifest
-from stereoscope.tables import CSVTableWriter, JSONLTableWriter, XLSXWorkbookWriter
+from .models import ExportFormat, ExportJob, ExportStatus
 
 log = logging.getLogger(__name__)
 LEASE_SECONDS = 120

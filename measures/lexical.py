@@ -28,7 +28,7 @@ Zero counts make an odds ratio 0 or undefined; the policy is explicit and record
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .textproc import WORD_RE, lower_same_length
 

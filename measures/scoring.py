@@ -21,9 +21,9 @@ from stereoscope.services import record_activity
 
 from . import gender as gender_mod
 from .classifiers import ClassifierError, label_shares, make_classifier
+from .lexical import prepare
 from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, SentenceMeasure
 from .services import LEXICONS, lexicons_for, matcher_for
-from .lexical import prepare
 from .textproc import split_sentences
 
 log = logging.getLogger(__name__)

@@ -2,8 +2,8 @@
 import math
 from collections import defaultdict
 
-from .contrasts import DEFAULT_GROUPINGS, compute, per_context_scores, rows_for
-from .models import ContrastResult, LexiconCategory, OutputMeasure, SentenceMeasure
+from .contrasts import DEFAULT_GROUPINGS, compute, per_context_scores
+from .models import LexiconCategory, OutputMeasure, SentenceMeasure
 
 LABEL_COLORS = {"positive": "#2f9e44", "neutral": "#adb5bd", "negative": "#e03131", "other": "#845ef7"}
 

@@ -9,7 +9,6 @@ from generation.models import ModelEndpoint, RunStatus
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
 
-
 BARE_CONTEXT_KEY = "none"  # the one implicit empty context of a run without a context set
 
 

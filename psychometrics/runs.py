@@ -20,7 +20,15 @@ from stereoscope.leases import acquire_lease
 from stereoscope.services import record_activity
 
 from . import extraction, prompts
-from .models import BARE_CONTEXT_KEY, Context, ContextSet, Extracted, Instrument, QuestionnaireRun, Response, ResponseStatus
+from .models import (
+    BARE_CONTEXT_KEY,
+    Context,
+    ContextSet,
+    Extracted,
+    QuestionnaireRun,
+    Response,
+    ResponseStatus,
+)
 from .services import INSTRUMENTS, PsychError, instruments_for
 
 log = logging.getLogger(__name__)

@@ -163,7 +163,6 @@ def test_script_in_story_renders_as_text(page, login, coding_setup):
 
 def test_two_coders_code_the_same_story_at_once(browser, live_server, coding_setup, make_user):
     from stereoscope.models import Membership
-
     from tests.conftest import PASSWORD
 
     s, cb, outs = coding_setup["study"], coding_setup["cb"], coding_setup["outs"]

@@ -2,7 +2,6 @@ import io
 import json
 import zipfile
 
-import pytest
 from lxml import etree
 
 from annotation import refi_qda as rq

@@ -4,8 +4,18 @@ import math
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from judging.weights import (detection_by, detection_by_item, flags, judge_generator_matrix, mean_sd, overall_row,
-                             pairwise_agreement, table3, weights, wilson)
+from judging.weights import (
+    detection_by,
+    detection_by_item,
+    flags,
+    judge_generator_matrix,
+    mean_sd,
+    overall_row,
+    pairwise_agreement,
+    table3,
+    weights,
+    wilson,
+)
 
 DIMENSIONS = ["Relationship", "Leadership", "Morality", "Family", "Sheltered & challenged", "Personality"]
 # Fang 2025, Table 3 (seed 001, line 344): per model, the mean detection rate of each dimension...

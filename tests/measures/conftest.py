@@ -26,10 +26,9 @@ def make_outputs():
 
 @pytest.fixture
 def library_lexicons(db):
-    from stereoscope.builtin import load_builtins
-
     from measures.builtin import builtin_specs
     from measures.models import Lexicon
+    from stereoscope.builtin import load_builtins
 
     load_builtins(builtin_specs(), log=lambda *_: None)
     return {lx.builtin_key: lx for lx in Lexicon.objects.filter(study__is_library=True)}

@@ -182,7 +182,6 @@ def test_fairness_check_without_gendered_words_reports_why(study, make_outputs, 
 def test_regard_labels_split_by_context_type(study, make_outputs):
     """χ² on label counts per context type (dimension), as the regard study reports occupation vs respect."""
     from generation.models import Dimension, Toolkit
-
     from measures import selectors
 
     toolkit = Toolkit.objects.create(study=study, name="Regard")

@@ -5,8 +5,8 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from exports import services
-from stereoscope.datasets import datasets
 from exports.models import ExportFormat
+from stereoscope.datasets import datasets
 from stereoscope.models import Study
 
 

@@ -10,11 +10,10 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from generation.models import GenerationRun
-from stereoscope.models import Study
-
 from measures import scoring
 from measures.contrasts import fairness_check
 from measures.models import Lexicon, MeasureRun
+from stereoscope.models import Study
 
 
 class Command(BaseCommand):
