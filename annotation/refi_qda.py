@@ -357,7 +357,7 @@ def validate(root, schema_name, what):
         raise RefiError(problems)
 
 
-def _q(tag, ns=NS):  # noqa: E302
+def _q(tag, ns=NS):
     return f"{{{ns}}}{tag}"
 
 

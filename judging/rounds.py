@@ -487,8 +487,9 @@ def execute(round_id, progress_callback=None):
                     break
             units = pending_units(rnd)
             total_left = sum(len(u.payload["verdict_ids"]) for u in units)
+            calls = len(units)
 
-            def progress(run_stats, in_flight, phase=phase, total_left=total_left, calls=len(units)):
+            def progress(run_stats, in_flight, phase=phase, total_left=total_left, calls=calls):
                 JudgeRound.objects.filter(pk=round_id, lease_token=token).update(
                     lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS),
                     progress={"phase": phase, "in_flight": in_flight, "calls_done": run_stats.succeeded + run_stats.failed,

@@ -203,7 +203,7 @@ def weights(item_stats, method=DEFAULT_METHOD):
     for item, s in item_stats.items():
         by_dim[s["dimension"]].append(item)
     out = {}
-    for dim, items in by_dim.items():
+    for items in by_dim.values():
         rates = [item_stats[i]["rate"] for i in items]
         ns = [item_stats[i]["n"] for i in items]
         m = mean(rates)

@@ -10,14 +10,14 @@ def make_outputs():
     from generation.models import GenerationRun, Output
     from generation.toolkits import variant_key
 
-    def make(study, specs, run=None, name="imported"):
-        run = run or GenerationRun.objects.create(study=study, name=name, is_import=True, status="completed")
+    def make(target, specs, run=None, name="imported"):
+        run = run or GenerationRun.objects.create(study=target, name=name, is_import=True, status="completed")
         outputs = []
         for i, spec in enumerate(specs, 1):
             spec = dict(spec)
             slots = spec.pop("slot_values", {})
             outputs.append(Output.objects.create(
-                study=study, run=run, status="done", model_name=spec.pop("model_name", "model-a"),
+                study=target, run=run, status="done", model_name=spec.pop("model_name", "model-a"),
                 trial=spec.pop("trial", i), slot_values=slots, variant_key=variant_key(slots), **spec))
         return outputs
 
