@@ -264,7 +264,7 @@ def _create_codebook(study, project, *, name, actor, skip):
         raise rq.RefiError(f"CodeBook: {exc}")
     created = list(codebook.codes.order_by("order", "pk"))  # the service creates codes in document order
     file_guids = [n["guid"] for n, _, _ in fmt.walk(tree["codes"])]
-    return codebook, dict(zip(file_guids, created))
+    return codebook, dict(zip(file_guids, created, strict=True))
 
 
 def _taken_guids(model, guids):
@@ -381,7 +381,7 @@ def _apply_project(study, project, *, filename, actor):
 
     run, outputs = import_texts(study, texts, run_name=f"REFI-QDA import: {filename}", actor=actor, source=filename,
                                 provenance=provenance)
-    for source, output in zip(project.sources, outputs):
+    for source, output in zip(project.sources, outputs, strict=True):
         for note in source.note_guids:
             note_targets[note].append(("output", output))
         spans = [(sel, c) for sel in source.selections for c in sel.codings] + [(None, c) for c in source.codings]

@@ -94,7 +94,8 @@ def _read_csv(text):
         if len(row) > len(header):
             raise ImportProblems([f"Row {number} has {len(row)} cells but the header has {len(header)} columns "
                                   "(an unquoted comma or line break?)."])
-        records.append((number, {h: v for h, v in zip(header, row) if h}))
+        # rows shorter than the header are allowed (missing trailing cells)
+        records.append((number, {h: v for h, v in zip(header, row, strict=False) if h}))
     return _limit(records)
 
 
@@ -124,7 +125,7 @@ def _read_xlsx(content):
             if not row or all(c in (None, "") for c in row):
                 continue
             values = {}
-            for h, v in zip(header, row):
+            for h, v in zip(header, row, strict=False):  # ragged sheets allowed
                 if not h:
                     continue
                 if isinstance(v, float) and v.is_integer():
@@ -273,7 +274,7 @@ def sheet_rows(run, pending_only=True):
 
 
 # The XLSX sheet's look: widths fit the columns, long prompts and answers wrap.
-SHEET_LAYOUT = {"widths": dict(zip(SHEET_COLUMNS, (8, 18, 18, 6, 18, 6, 24, 60, 80))), "wrap": ["prompt", "answer"]}
+SHEET_LAYOUT = {"widths": dict(zip(SHEET_COLUMNS, (8, 18, 18, 6, 18, 6, 24, 60, 80), strict=True)), "wrap": ["prompt", "answer"]}
 
 
 def sheet_csv(run):

@@ -413,7 +413,7 @@ class VerdictSink:
         parsed = parsing.parse_answer(result.text, story_ids, self.style, self.scale)
         verdicts = {v.pk: v for v in Verdict.objects.filter(pk__in=ids, status=VerdictStatus.PENDING)}
         now = timezone.now()
-        for vid, sid in zip(ids, story_ids):
+        for vid, sid in zip(ids, story_ids, strict=True):
             v = verdicts.get(vid)
             if v is None:
                 continue

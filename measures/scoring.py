@@ -178,7 +178,7 @@ class Scorer:
             texts = [s.text if s is not None else m.output.text for m, s in to_classify]
             predictions = self.classifier.predict(texts)
             per_output = {}
-            for (m, s), p in zip(to_classify, predictions):
+            for (m, s), p in zip(to_classify, predictions, strict=True):
                 if s is None:
                     m.doc_label, m.doc_score = p.label[:100], p.score
                     m.mean_score = p.score

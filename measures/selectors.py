@@ -75,10 +75,10 @@ def label_distribution(chi2):
     if "table" not in chi2:
         return []
     out = []
-    for group, row in zip(chi2["groups"], chi2["table"]):
+    for group, row in zip(chi2["groups"], chi2["table"], strict=True):
         total = sum(row) or 1
         out.append((group, [(label, n / total, n, LABEL_COLORS.get(label, LABEL_COLORS["other"]))
-                            for label, n in zip(chi2["labels"], row)]))
+                            for label, n in zip(chi2["labels"], row, strict=True)]))
     return out
 
 

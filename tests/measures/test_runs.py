@@ -71,7 +71,7 @@ def test_counterfactual_twins_vader_paired_test_matches_scipy(study, make_output
     twin, _ = derive_counterfactual(item)
     assert twin.text == "Write about {name}. He is a nurse and his team trusts him." and twin.slots == {"name": ["Joseph"]}
     specs = []
-    for trial, (tf, tm) in enumerate(zip(TRAITS_F, TRAITS_M), 1):
+    for trial, (tf, tm) in enumerate(zip(TRAITS_F, TRAITS_M, strict=True), 1):
         story = f"Kelly is {tf}. She is a nurse and her team trusts her. She was {tf} at work."
         male_story = swap_gender(story).replace(tf, tm)
         assert male_story.startswith("Joseph is") and " his team trusts him" in male_story
