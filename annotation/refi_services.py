@@ -257,11 +257,11 @@ def _create_codebook(study, project, *, name, actor, skip):
     try:
         tree = fmt.validate_tree(_code_tree(project, (name or "Imported codebook")[:200], skip))
     except fmt.CodebookFormatError as exc:
-        raise rq.RefiError([f"CodeBook: {error}" for error in exc.errors])
+        raise rq.RefiError([f"CodeBook: {error}" for error in exc.errors]) from None
     try:
         codebook = annotation_services.import_codebook(study, tree, created_by=actor)
     except annotation_services.AnnotationError as exc:
-        raise rq.RefiError(f"CodeBook: {exc}")
+        raise rq.RefiError(f"CodeBook: {exc}") from None
     created = list(codebook.codes.order_by("order", "pk"))  # the service creates codes in document order
     file_guids = [n["guid"] for n, _, _ in fmt.walk(tree["codes"])]
     return codebook, dict(zip(file_guids, created, strict=True))
@@ -443,9 +443,9 @@ def import_qdc(study, data, *, filename="codebook.qdc", actor=None):
         tree = fmt.parse_qdc(data, name=name)
         codebook = annotation_services.import_codebook(study, tree, created_by=actor)
     except fmt.CodebookFormatError as exc:
-        raise rq.RefiError([f"the .qdc codebook: {error}" for error in exc.errors])
+        raise rq.RefiError([f"the .qdc codebook: {error}" for error in exc.errors]) from None
     except annotation_services.AnnotationError as exc:
-        raise rq.RefiError(f"the .qdc codebook: {exc}")
+        raise rq.RefiError(f"the .qdc codebook: {exc}") from None
     return {"codebook_id": codebook.pk, "codebook": f"{codebook.name} v{codebook.version}",
             "codes": codebook.codes.count()}
 

@@ -69,7 +69,7 @@ def _as_list(name, value, kind):
                     raise ValueError
                 result.append(int(raw))
             except (TypeError, ValueError):
-                raise ExportError(f"{name}: {raw!r} is not a whole number.")
+                raise ExportError(f"{name}: {raw!r} is not a whole number.") from None
         else:
             result.append(str(raw))
     return result

@@ -106,7 +106,7 @@ def assignment(rnd, outputs=None, judges=None):
                                   seed=rnd.seed, k=rnd.k, forbid_same_family=rnd.forbid_same_family,
                                   families=families_of(outputs))
     except planner.PlanError as exc:
-        raise RoundError(str(exc))
+        raise RoundError(str(exc)) from None
 
 
 def judge_endpoints(judges):
@@ -224,7 +224,7 @@ def _int(value, label, minimum=None, maximum=None, allow_none=False):
         if isinstance(value, float) and not value.is_integer():
             raise ValueError
     except (TypeError, ValueError):
-        raise RoundError(f"{label} must be a whole number.")
+        raise RoundError(f"{label} must be a whole number.") from None
     if minimum is not None and number < minimum or maximum is not None and number > maximum:
         raise RoundError(f"{label} must be between {minimum} and {maximum}.")
     return number
@@ -285,7 +285,7 @@ def create_round(study, *, name, template, judges, source_run=None, policy="rota
         try:
             temperature = float(temperature)
         except (TypeError, ValueError):
-            raise RoundError("Temperature must be a number.")
+            raise RoundError("Temperature must be a number.") from None
         if not 0 <= temperature <= 2:
             raise RoundError("Temperature must be between 0 and 2.")
     else:

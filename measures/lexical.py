@@ -172,7 +172,7 @@ class Matcher:
                 try:
                     regex.append((ex.category, re.compile(ex.phrase, re.IGNORECASE)))
                 except re.error as exc:
-                    raise LexiconError(f"Exclusion {ex.phrase!r} is not a valid regular expression: {exc}.")
+                    raise LexiconError(f"Exclusion {ex.phrase!r} is not a valid regular expression: {exc}.") from None
             elif ex.phrase.strip():
                 low = lower_same_length(ex.phrase.strip())
                 literal.append((ex.category, re.compile(_phrase_pattern(low, "prefix"))))

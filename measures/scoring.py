@@ -68,7 +68,7 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
         try:  # fail early with a clear message rather than in the worker
             make_classifier("transformers", path=classifier_path, model_id=classifier_model_id)
         except ClassifierError as exc:
-            raise MeasureRunError(str(exc))
+            raise MeasureRunError(str(exc)) from exc
     sources = list(gender_sources or ["slots", "coders", "pronouns"])
     unknown = [s for s in sources if s not in ("slots", "coders", "pronouns")]
     if unknown or not sources:

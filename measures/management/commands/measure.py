@@ -54,7 +54,7 @@ class Command(BaseCommand):
                                          classifier_model_id=opts["model_id"], classifier_unit=opts["unit"],
                                          zero_policy=opts["zero_policy"])
             except scoring.MeasureRunError as exc:
-                raise CommandError(str(exc))
+                raise CommandError(str(exc)) from exc
             self.stdout.write(f"created measure run {run.pk}")
         if opts["report"]:
             for c in run.contrasts.filter(grouping="overall"):
@@ -64,7 +64,7 @@ class Command(BaseCommand):
             try:
                 result = fairness_check(run)
             except ValueError as exc:
-                raise CommandError(str(exc))
+                raise CommandError(str(exc)) from exc
             self.stdout.write(json.dumps({k: v for k, v in result.items() if k != "examples"}, default=str, indent=1))
             return
         if opts["sync"]:
@@ -75,6 +75,6 @@ class Command(BaseCommand):
             try:
                 scoring.start(run)
             except scoring.MeasureRunError as exc:
-                raise CommandError(str(exc))
+                raise CommandError(str(exc)) from exc
             run.refresh_from_db()
             self.stdout.write(f"measure run {run.pk} queued ({run.status}).")
