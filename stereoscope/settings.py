@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "psychometrics",
     "measures",
     "exports",
+    "recipes",
 ]
 
 MIDDLEWARE = [
