@@ -28,7 +28,7 @@ Zero counts make an odds ratio 0 or undefined; the policy is explicit and record
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .textproc import WORD_RE, lower_same_length
 
@@ -213,7 +213,7 @@ class Matcher:
                 try:
                     regex.append((ex.category, re.compile(ex.phrase, re.IGNORECASE)))
                 except re.error as exc:
-                    raise LexiconError(f"Exclusion {ex.phrase!r} is not a valid regular expression: {exc}.")
+                    raise LexiconError(f"Exclusion {ex.phrase!r} is not a valid regular expression: {exc}.") from None
             elif ex.phrase.strip():
                 low = lower_same_length(ex.phrase.strip())
                 literal.append((ex.category, _compile_phrase(low, "prefix")))

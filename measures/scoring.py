@@ -25,9 +25,9 @@ from stereoscope.services import record_activity
 from . import gender as gender_mod
 from .classifiers import ClassifierError, NliClassifier, label_shares, make_classifier
 from .hallucination import score_letters
+from .lexical import OR_CONVENTIONS, prepare
 from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, SentenceMeasure
 from .services import LEXICONS, lexicons_for, matcher_for
-from .lexical import OR_CONVENTIONS, prepare
 from .success import DEFAULT_KEYWORDS, SuccessFilter, SuccessFilterError
 from .textproc import split_sentences
 
@@ -73,7 +73,7 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
         try:  # fail early with a clear message rather than in the worker
             make_classifier("transformers", path=classifier_path, model_id=classifier_model_id)
         except ClassifierError as exc:
-            raise MeasureRunError(str(exc))
+            raise MeasureRunError(str(exc)) from exc
     sources = list(gender_sources or ["slots", "coders", "pronouns"])
     unknown = [s for s in sources if s not in ("slots", "coders", "pronouns")]
     if unknown or not sources:
@@ -225,7 +225,7 @@ class Scorer:
             texts = [s.text if s is not None else m.output.text for m, s in to_classify]
             predictions = self.classifier.predict(texts)
             per_output = {}
-            for (m, s), p in zip(to_classify, predictions):
+            for (m, s), p in zip(to_classify, predictions, strict=True):
                 if s is None:
                     m.doc_label, m.doc_score = p.label[:100], p.score
                     m.mean_score = p.score
