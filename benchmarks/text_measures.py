@@ -51,13 +51,11 @@ def main():
     call_command("migrate", verbosity=0)
     from generation.models import GenerationRun, Output
     from generation.toolkits import variant_key
-    from stereoscope.builtin import load_builtins
-    from stereoscope.models import Study
-
     from measures import scoring
     from measures.builtin import builtin_specs
-    from measures.contrasts import store_contrasts
     from measures.models import Lexicon, SentenceMeasure
+    from stereoscope.builtin import load_builtins
+    from stereoscope.models import Study
 
     load_builtins(builtin_specs(), log=lambda *_: None)
     lexicons = list(Lexicon.objects.filter(study__is_library=True))

@@ -51,13 +51,13 @@ def parse_overrides(value):
         try:
             value = loads_json(value)
         except ValueError as exc:
-            raise RunError(f"Parameter overrides must be a JSON object: {exc}.")
+            raise RunError(f"Parameter overrides must be a JSON object: {exc}.") from None
     if not isinstance(value, dict):
         raise RunError("Parameter overrides must be a JSON object, e.g. {\"temperature\": 0.7}.")
     try:
         validate_params({k: v for k, v in value.items() if v not in (None, "")})
     except ProviderError as exc:
-        raise RunError(str(exc))
+        raise RunError(str(exc)) from None
     return value
 
 
@@ -109,7 +109,7 @@ def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=Non
     try:
         trials = int(trials)
     except (TypeError, ValueError):
-        raise RunError("Trials must be a whole number.")
+        raise RunError("Trials must be a whole number.") from None
     if not 1 <= trials <= MAX_TRIALS:
         raise RunError(f"Trials must be between 1 and {MAX_TRIALS}.")
     overrides = parse_overrides(param_overrides)
@@ -117,7 +117,7 @@ def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=Non
     try:
         n = count_units(toolkit)
     except SlotError as exc:
-        raise RunError(f"The toolkit cannot be expanded: {exc}")
+        raise RunError(f"The toolkit cannot be expanded: {exc}") from None
     if n == 0:
         raise RunError("The toolkit has no items.")
     contexts = clean_contexts(contexts)

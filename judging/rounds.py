@@ -124,7 +124,7 @@ def assignment(rnd, outputs=None, judges=None):
                                   policy=rnd.policy, seed=rnd.seed, k=rnd.k, forbid_same_family=rnd.forbid_same_family,
                                   families=families_of(outputs))
     except planner.PlanError as exc:
-        raise RoundError(str(exc))
+        raise RoundError(str(exc)) from None
     plan.by_output = {by_key[key]: judges for key, judges in plan.by_output.items()}
     return plan
 
@@ -257,7 +257,7 @@ def _int(value, label, minimum=None, maximum=None, allow_none=False):
         if isinstance(value, float) and not value.is_integer():
             raise ValueError
     except (TypeError, ValueError):
-        raise RoundError(f"{label} must be a whole number.")
+        raise RoundError(f"{label} must be a whole number.") from None
     if minimum is not None and number < minimum or maximum is not None and number > maximum:
         raise RoundError(f"{label} must be between {minimum} and {maximum}.")
     return number
@@ -323,7 +323,7 @@ def create_round(study, *, name, template, judges, source_run=None, policy="rota
         try:
             temperature = float(temperature)
         except (TypeError, ValueError):
-            raise RoundError("Temperature must be a number.")
+            raise RoundError("Temperature must be a number.") from None
         if not 0 <= temperature <= 2:
             raise RoundError("Temperature must be between 0 and 2.")
     else:
@@ -458,7 +458,7 @@ class VerdictSink:
         parsed = parsing.parse_answer(result.text, story_ids, self.style, self.scale)
         verdicts = {v.pk: v for v in Verdict.objects.filter(pk__in=ids, status=VerdictStatus.PENDING)}
         now = timezone.now()
-        for vid, sid in zip(ids, story_ids):
+        for vid, sid in zip(ids, story_ids, strict=True):
             v = verdicts.get(vid)
             if v is None:
                 continue

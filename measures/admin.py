@@ -1,6 +1,14 @@
 from django.contrib import admin
 
-from .models import ContrastResult, Lexicon, LexiconCategory, LexiconExclusion, MeasureRun, OutputMeasure, SentenceMeasure
+from .models import (
+    ContrastResult,
+    Lexicon,
+    LexiconCategory,
+    LexiconExclusion,
+    MeasureRun,
+    OutputMeasure,
+    SentenceMeasure,
+)
 
 
 class CategoryInline(admin.TabularInline):

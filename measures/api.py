@@ -7,7 +7,6 @@ from rest_framework.response import Response
 
 from generation.models import GenerationRun
 from stereoscope.api import StudyScopedMixin
-from stereoscope.models import Role
 
 from . import scoring, selectors, services
 from .lexical import OR_CONVENTIONS

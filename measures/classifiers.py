@@ -167,7 +167,7 @@ class TransformersClassifier:
             self._tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
             self._model = AutoModelForSequenceClassification.from_pretrained(str(path), local_files_only=True)
         except Exception as exc:
-            raise ClassifierError(f"Could not load a text-classification model from {path}: {exc}")
+            raise ClassifierError(f"Could not load a text-classification model from {path}: {exc}") from exc
         self._model.eval()
         self._torch = torch
         self.batch_size = max(1, int(batch_size))

@@ -158,7 +158,7 @@ def context_scores(cat_results):
         ors = [_stereotyped_or(r) for r in results]
         out.append({"lexicon_id": lexicon_id, "lexicon": name, "score": lexical.context_score(ors),
                     "n_categories": sum(1 for v in ors if v is not None), "of": len(ors),
-                    "ors": {r["category"]: v for r, v in zip(results, ors)}})
+                    "ors": {r["category"]: v for r, v in zip(results, ors, strict=True)}})
     return out
 
 
@@ -379,11 +379,11 @@ def fairness_check(run, limit=2000):
         paired = stats.paired_t([row[3] for row in changed], [p.score for p in preds], labels=("original", "swapped"))
     except stats.StatsError as exc:
         paired = {"error": str(exc)}
-    flips = sum(1 for row, p in zip(changed, preds) if row[2] != p.label)
+    flips = sum(1 for row, p in zip(changed, preds, strict=True) if row[2] != p.label)
     result = {"n": len(changed), "unit": run.classifier_unit, "flipped": flips, "flip_rate": flips / len(changed),
               "chi2": chi2, "paired_scores": paired, "classifier": clf.info,
               "examples": [{"original": row[0][:300], "swapped": row[1][:300], "label_before": row[2], "label_after": p.label}
-                           for row, p in list(zip(changed, preds))[:10]]}
+                           for row, p in list(zip(changed, preds, strict=True))[:10]]}
     with transaction.atomic():
         run.contrasts.filter(kind="fairness").delete()
         ContrastResult.objects.create(run=run, kind="fairness", measure="labels", grouping="overall", group="all",

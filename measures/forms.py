@@ -30,13 +30,13 @@ class LexiconImportForm(forms.Form):
             try:
                 text = upload.read().decode("utf-8")
             except UnicodeDecodeError:
-                raise forms.ValidationError("The file is not UTF-8 text.")
+                raise forms.ValidationError("The file is not UTF-8 text.") from None
         if not (text or "").strip():
             raise forms.ValidationError("Choose a file or paste the JSON.")
         try:
             self.cleaned_data["data"] = loads_json(text)
         except ValueError as exc:
-            raise forms.ValidationError(f"Not valid JSON: {exc}.")
+            raise forms.ValidationError(f"Not valid JSON: {exc}.") from None
         return self.cleaned_data
 
 
@@ -143,4 +143,4 @@ class MeasureRunForm(forms.Form):
         try:
             return parse_name_genders(self.cleaned_data["name_genders"])
         except ValueError as exc:
-            raise forms.ValidationError(str(exc))
+            raise forms.ValidationError(str(exc)) from None

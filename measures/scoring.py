@@ -25,9 +25,9 @@ from stereoscope.services import record_activity
 from . import gender as gender_mod
 from .classifiers import ClassifierError, NliClassifier, label_shares, make_classifier
 from .hallucination import score_letters
+from .lexical import OR_CONVENTIONS, prepare
 from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, SentenceMeasure
 from .services import LEXICONS, lexicons_for, matcher_for
-from .lexical import OR_CONVENTIONS, prepare
 from .success import DEFAULT_KEYWORDS, SuccessFilter, SuccessFilterError
 from .textproc import split_sentences
 
@@ -73,7 +73,7 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
         try:  # fail early with a clear message rather than in the worker
             make_classifier("transformers", path=classifier_path, model_id=classifier_model_id)
         except ClassifierError as exc:
-            raise MeasureRunError(str(exc))
+            raise MeasureRunError(str(exc)) from exc
     sources = list(gender_sources or ["slots", "coders", "pronouns"])
     unknown = [s for s in sources if s not in ("slots", "coders", "pronouns")]
     if unknown or not sources:
@@ -90,7 +90,7 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
         try:
             keywords = SuccessFilter(keywords).keywords
         except SuccessFilterError as exc:
-            raise MeasureRunError(str(exc))
+            raise MeasureRunError(str(exc)) from None
     context_slot = (context_slot or "").strip()
     nli_info = {}
     if nli_path:
@@ -99,7 +99,7 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
         try:
             nli_info = NliClassifier(nli_path, model_id=nli_model_id).info
         except ClassifierError as exc:
-            raise MeasureRunError(str(exc))
+            raise MeasureRunError(str(exc)) from None
     with transaction.atomic():
         run = MeasureRun.objects.create(study=study, name=name[:200], classifier=classifier, classifier_path=classifier_path,
                                         classifier_model_id=classifier_model_id, classifier_unit=classifier_unit,
@@ -219,13 +219,13 @@ class Scorer:
             with_context = [m for m in measures if not m.success_reason
                             and str((m.output.slot_values or {}).get(self.run.context_slot) or "").strip()]
             pairs = [(str(m.output.slot_values[self.run.context_slot]), m.output.text) for m in with_context]
-            for m, result in zip(with_context, score_letters(pairs, self.nli)):
+            for m, result in zip(with_context, score_letters(pairs, self.nli), strict=True):
                 m.hallucination_share = result.share
         if self.classifier and to_classify:
             texts = [s.text if s is not None else m.output.text for m, s in to_classify]
             predictions = self.classifier.predict(texts)
             per_output = {}
-            for (m, s), p in zip(to_classify, predictions):
+            for (m, s), p in zip(to_classify, predictions, strict=True):
                 if s is None:
                     m.doc_label, m.doc_score = p.label[:100], p.score
                     m.mean_score = p.score

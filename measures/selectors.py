@@ -2,8 +2,8 @@
 import math
 from collections import defaultdict
 
-from .contrasts import DEFAULT_GROUPINGS, compute, per_context_scores, rows_for
-from .models import ContrastResult, LexiconCategory, OutputMeasure, SentenceMeasure
+from .contrasts import DEFAULT_GROUPINGS, compute, per_context_scores
+from .models import LexiconCategory, OutputMeasure, SentenceMeasure
 
 LABEL_COLORS = {"positive": "#2f9e44", "neutral": "#adb5bd", "negative": "#e03131", "other": "#845ef7"}
 
@@ -75,10 +75,10 @@ def label_distribution(chi2):
     if "table" not in chi2:
         return []
     out = []
-    for group, row in zip(chi2["groups"], chi2["table"]):
+    for group, row in zip(chi2["groups"], chi2["table"], strict=True):
         total = sum(row) or 1
         out.append((group, [(label, n / total, n, LABEL_COLORS.get(label, LABEL_COLORS["other"]))
-                            for label, n in zip(chi2["labels"], row)]))
+                            for label, n in zip(chi2["labels"], row, strict=True)]))
     return out
 
 

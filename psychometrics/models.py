@@ -10,7 +10,6 @@ from stereoscope.jobs.models import Job
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
 
-
 BARE_CONTEXT_KEY = "none"  # the one implicit empty context of a run without a context set
 
 

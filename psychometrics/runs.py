@@ -20,7 +20,15 @@ from stereoscope import jobs
 from stereoscope.services import record_activity
 
 from . import extraction, prompts
-from .models import BARE_CONTEXT_KEY, Context, ContextSet, Extracted, Instrument, QuestionnaireRun, Response, ResponseStatus
+from .models import (
+    BARE_CONTEXT_KEY,
+    Context,
+    ContextSet,
+    Extracted,
+    QuestionnaireRun,
+    Response,
+    ResponseStatus,
+)
 from .services import INSTRUMENTS, PsychError, instruments_for
 
 log = logging.getLogger(__name__)
@@ -159,7 +167,7 @@ def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1
         order_seed = int(order_seed)
         audit_per_model = int(audit_per_model)
     except (TypeError, ValueError):
-        raise PsychError("The order seed and the audit sample size must be whole numbers.")
+        raise PsychError("The order seed and the audit sample size must be whole numbers.") from None
     if audit_per_model < 0:
         raise PsychError("The audit sample size cannot be negative.")
     try:
@@ -495,7 +503,7 @@ def record_audit(response, user, correct, corrected_value=None, note=""):
         try:
             corrected_value = float(corrected_value)
         except (TypeError, ValueError):
-            raise PsychError("The corrected value must be a number.")
+            raise PsychError("The corrected value must be a number.") from None
         instrument = response.run.instrument
         if not instrument.scale_min <= corrected_value <= instrument.scale_max:
             raise PsychError(f"The corrected value must lie on the {instrument.scale_min:g}–{instrument.scale_max:g} scale.")
