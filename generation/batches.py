@@ -134,7 +134,8 @@ def submit_units(kind, job, units, sink, on_submitted=None):
                     study_id=job.study_id, job_kind=kind.name, job_id=job.pk, endpoint=endpoint,
                     provider=endpoint.provider, number=number, request_count=len(part),
                     size_bytes=sum(sizes[start:stop]),
-                    units=[[line["custom_id"], unit_key(kind, u)] for line, u in zip(lines[start:stop], part)],
+                    units=[[line["custom_id"], unit_key(kind, u)]
+                           for line, u in zip(lines[start:stop], part, strict=True)],
                     estimated_cost_usd=batch_cost_of(endpoint, sum(e[0] for e in estimate),
                                                      sum(e[1] for e in estimate)))
                 planned.append((row, api, lines[start:stop], part))

@@ -141,7 +141,7 @@ def check_mode(mode, endpoints):
     try:
         return batches.check_mode(mode, endpoints)
     except ValueError as exc:
-        raise RunError(str(exc))
+        raise RunError(str(exc)) from exc
 
 
 def batch_allowed(run):

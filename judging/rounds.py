@@ -316,7 +316,7 @@ def create_round(study, *, name, template, judges, source_run=None, policy="rota
     try:
         execution_mode = batch_mode.check_mode(execution_mode or ExecutionMode.LIVE, judges)
     except ValueError as exc:
-        raise RoundError(str(exc))
+        raise RoundError(str(exc)) from exc
     batch_size = _int(batch_size, "Batch size", minimum=1, maximum=MAX_BATCH)
     seed = _int(seed, "Seed", minimum=-(2 ** 31), maximum=2 ** 31 - 1)
     if temperature not in (None, ""):

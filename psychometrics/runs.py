@@ -173,7 +173,7 @@ def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1
     try:
         execution_mode = batches.check_mode(execution_mode or ExecutionMode.LIVE, list(endpoints or []))
     except ValueError as exc:
-        raise PsychError(str(exc))
+        raise PsychError(str(exc)) from exc
     clean = validate_config(instrument=instrument, context_set=context_set, endpoints=endpoints, repetitions=repetitions,
                             seeds=seeds,
                             template_key=template_key, custom_user=custom_user, custom_system=custom_system,

@@ -86,7 +86,6 @@ class OpenAIBatchAPI:
         return BatchState(OPENAI_OPEN.get(batch.status, "in_progress"), batch.status, counts, False, errors)
 
     def results(self, batch_id):
-        from .openai_provider import OpenAIProvider  # noqa: F401  (parse lives on the live adapter)
         import openai
 
         with self.client() as client:

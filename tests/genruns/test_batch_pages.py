@@ -21,9 +21,9 @@ def api(study, path):
 def test_endpoint_batch_settings_over_api(roles, api_for):
     study = roles["a"]
     c = api_for(roles["users"]["researcher"])
-    body = {"name": "gpt", "provider": "openai", "model_id": "gpt-4o", "api_key_env": "OPENAI_API_KEY", "batch_enabled": True,
-            "input_price_per_mtok": "2.5", "output_price_per_mtok": "10", "batch_input_price_per_mtok": "1.25",
-            "batch_output_price_per_mtok": "5"}
+    body = {"name": "gpt", "provider": "openai", "model_id": "gpt-4o", "api_key_env": "OPENAI_API_KEY",
+            "batch_enabled": True, "input_price_per_mtok": "2.5", "output_price_per_mtok": "10",
+            "batch_input_price_per_mtok": "1.25", "batch_output_price_per_mtok": "5"}
     response = c.post(api(study, "endpoints/"), body, format="json")
     assert response.status_code == 201, response.json()
     assert response.json()["batch_enabled"] is True and response.json()["batch_output_price_per_mtok"] == "5.0000"
