@@ -18,8 +18,17 @@ from stereoscope.untrusted import loads_json
 from . import batches
 from .key_variables import key_variable_problem
 from .limits import estimate_tokens
-from .models import (BATCH_PROVIDERS, ExecutionMode, GenerationRun, ModelEndpoint, Output, OutputStatus, Provider,
-                     RunStatus, Toolkit)
+from .models import (
+    BATCH_PROVIDERS,
+    ExecutionMode,
+    GenerationRun,
+    ModelEndpoint,
+    Output,
+    OutputStatus,
+    Provider,
+    RunStatus,
+    Toolkit,
+)
 from .providers.base import ProviderError, merged_params, validate_params
 from .runner import CallUnit, cost_of, execute_units
 from .toolkit_services import TOOLKITS

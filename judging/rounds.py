@@ -13,9 +13,9 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from generation import batches as batch_mode
 from generation.key_variables import key_variable_problem
 from generation.limits import estimate_tokens
-from generation import batches as batch_mode
 from generation.models import ExecutionMode, GenerationRun, ModelEndpoint, Output, OutputStatus, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params
 from generation.runner import CallUnit, RunStats, cost_of, execute_units
