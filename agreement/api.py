@@ -1,5 +1,6 @@
 """Agreement API: the report, any table (code, dimension, stereotype; any rater set), confusion, disagreements,
 and gold labels."""
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -42,9 +43,12 @@ class AgreementTableSerializer(serializers.Serializer):
 
 TABLE_PARAMS = [
     OpenApiParameter("target", str, description="code:<id>, dimension:<id> or stereotype", required=True),
-    OpenApiParameter("raters", str, description="Comma-separated rater keys (coder:<id>, judge:<model>, check:<id>, gold)"),
+    OpenApiParameter(
+        "raters", str, description="Comma-separated rater keys (coder:<id>, judge:<model>, check:<id>, gold)"
+    ),
     OpenApiParameter("rounds", str, description="Comma-separated judge round ids"),
-    OpenApiParameter("codebook", int), OpenApiParameter("level", str, enum=list(ag.LEVELS)),
+    OpenApiParameter("codebook", int),
+    OpenApiParameter("level", str, enum=list(ag.LEVELS)),
     OpenApiParameter("bootstrap", int, description="Resamples for the 95% CIs (0-5000, default 1000)"),
 ]
 
@@ -86,18 +90,27 @@ class AgreementViewSet(viewsets.ViewSet):
             raise AgreementRequestError("codebook must be an id.")
         codebook = services.default_codebook(self.get_study(), int(codebook_raw) if codebook_raw else None)
         raters = [r.strip() for r in request.query_params.get("raters", "").split(",") if r.strip()]
-        table = build_table(self.get_study(), request.query_params.get("target", ""), codebook=codebook,
-                            raters=raters or None, round_ids=_ids(request.query_params.get("rounds"), "rounds") or None)
+        table = build_table(
+            self.get_study(),
+            request.query_params.get("target", ""),
+            codebook=codebook,
+            raters=raters or None,
+            round_ids=_ids(request.query_params.get("rounds"), "rounds") or None,
+        )
         level = request.query_params.get("level") or table.level
         if level not in ag.LEVELS:
             raise AgreementRequestError(f"level must be one of {', '.join(ag.LEVELS)}.")
         return table, level
 
     @extend_schema(
-        parameters=[OpenApiParameter("codebook", int), OpenApiParameter("bootstrap", int), OpenApiParameter("threshold", float)],
+        parameters=[
+            OpenApiParameter("codebook", int),
+            OpenApiParameter("bootstrap", int),
+            OpenApiParameter("threshold", float),
+        ],
         responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
         description="Agreement among coders per dimension and per code (with 95% CIs and low-agreement flags), "
-                    "the coder × coder kappa matrix and the judge × human matrix.",
+        "the coder × coder kappa matrix and the judge × human matrix.",
     )
     def list(self, request, study_pk=None):
         try:
@@ -110,21 +123,33 @@ class AgreementViewSet(viewsets.ViewSet):
                 low = float(threshold_raw) if threshold_raw else services.LOW_ALPHA
             except ValueError:
                 raise AgreementRequestError("threshold must be a number.") from None
-            report = services.cached_study_report(self.get_study(), codebook, bootstrap=_int_param(request, "bootstrap", 1000, 0, 5000), low=low)
+            report = services.cached_study_report(
+                self.get_study(), codebook, bootstrap=_int_param(request, "bootstrap", 1000, 0, 5000), low=low
+            )
         except AgreementRequestError as exc:
             return self._bad(exc)
         jh = report["judge_human"]
         if jh and "overall" in jh:
             jh = dict(jh, overall=jh["overall"].as_dict())
-        return Response({
-            "codebook": report["codebook"].pk if report["codebook"] else None,
-            "low_threshold": report["low_threshold"], "bootstrap": report["bootstrap"], "n_low": report["n_low"],
-            "dimensions": report["dimensions"], "codes": report["codes"], "coders": report["coders"],
-            "coder_matrix": report["coder_matrix"], "judge_human": jh,
-        })
+        return Response(
+            {
+                "codebook": report["codebook"].pk if report["codebook"] else None,
+                "low_threshold": report["low_threshold"],
+                "bootstrap": report["bootstrap"],
+                "n_low": report["n_low"],
+                "dimensions": report["dimensions"],
+                "codes": report["codes"],
+                "coders": report["coders"],
+                "coder_matrix": report["coder_matrix"],
+                "judge_human": jh,
+            }
+        )
 
-    @extend_schema(parameters=TABLE_PARAMS, responses={200: AgreementTableSerializer, 400: OpenApiTypes.OBJECT},
-                   description="All coefficients for one table and rater set.")
+    @extend_schema(
+        parameters=TABLE_PARAMS,
+        responses={200: AgreementTableSerializer, 400: OpenApiTypes.OBJECT},
+        description="All coefficients for one table and rater set.",
+    )
     @action(detail=False, methods=["get"])
     def table(self, request, study_pk=None):
         try:
@@ -133,11 +158,20 @@ class AgreementViewSet(viewsets.ViewSet):
         except AgreementRequestError as exc:
             return self._bad(exc)
         result = services.table_result(table, level=level, bootstrap=bootstrap)
-        return Response({"target": table.target, "title": table.title,
-                         "raters": {k: table.label(k) for k in table.matrix.raters}, "result": result.as_dict()})
+        return Response(
+            {
+                "target": table.target,
+                "title": table.title,
+                "raters": {k: table.label(k) for k in table.matrix.raters},
+                "result": result.as_dict(),
+            }
+        )
 
-    @extend_schema(parameters=TABLE_PARAMS + [OpenApiParameter("a", str, required=True), OpenApiParameter("b", str, required=True)],
-                   responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
+    @extend_schema(
+        parameters=TABLE_PARAMS
+        + [OpenApiParameter("a", str, required=True), OpenApiParameter("b", str, required=True)],
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
+    )
     @action(detail=False, methods=["get"])
     def confusion(self, request, study_pk=None):
         try:
@@ -149,8 +183,11 @@ class AgreementViewSet(viewsets.ViewSet):
             return self._bad(exc)
         return Response(ag.confusion(table.matrix, a, b))
 
-    @extend_schema(parameters=TABLE_PARAMS, responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
-                   description="Stories on which the raters differ, with each rater's value and the gold value.")
+    @extend_schema(
+        parameters=TABLE_PARAMS,
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
+        description="Stories on which the raters differ, with each rater's value and the gold value.",
+    )
     @action(detail=False, methods=["get"])
     def disagreements(self, request, study_pk=None):
         try:
@@ -160,8 +197,11 @@ class AgreementViewSet(viewsets.ViewSet):
         rows, total = services.disagreement_rows(table)
         return Response({"count": total, "results": rows})
 
-    @extend_schema(parameters=TABLE_PARAMS, responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
-                   description="Each rater against the majority of the other raters.")
+    @extend_schema(
+        parameters=TABLE_PARAMS,
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
+        description="Each rater against the majority of the other raters.",
+    )
     @action(detail=False, methods=["get"], url_path="versus-majority")
     def versus_majority(self, request, study_pk=None):
         try:
@@ -181,8 +221,9 @@ class GoldLabelSerializer(serializers.ModelSerializer):
         read_only_fields = ["created_at", "updated_at"]
 
 
-class GoldLabelViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
-                       viewsets.GenericViewSet):
+class GoldLabelViewSet(
+    StudyScopedMixin, mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet
+):
     """Adjudicated gold values. POST sets or replaces the value for (target, output)."""
 
     serializer_class = GoldLabelSerializer
@@ -190,20 +231,37 @@ class GoldLabelViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.CreateMod
     read_role = Role.RESEARCHER
     write_role = Role.RESEARCHER
 
-    @extend_schema(request=inline_serializer("GoldLabelWriteSerializer", {
-        "target": serializers.CharField(), "output": serializers.IntegerField(), "value": serializers.IntegerField(),
-        "note": serializers.CharField(required=False)}), responses={201: GoldLabelSerializer, 400: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=inline_serializer(
+            "GoldLabelWriteSerializer",
+            {
+                "target": serializers.CharField(),
+                "output": serializers.IntegerField(),
+                "value": serializers.IntegerField(),
+                "note": serializers.CharField(required=False),
+            },
+        ),
+        responses={201: GoldLabelSerializer, 400: OpenApiTypes.OBJECT},
+    )
     def create(self, request, *args, **kwargs):
         data = request.data
         try:
-            gold = services.set_gold(self.get_study(), target=str(data.get("target", "")), output_id=str(data.get("output", "")),
-                                     value=data.get("value"), user=request.user, note=str(data.get("note", "") or ""))
+            gold = services.set_gold(
+                self.get_study(),
+                target=str(data.get("target", "")),
+                output_id=str(data.get("output", "")),
+                value=data.get("value"),
+                user=request.user,
+                note=str(data.get("note", "") or ""),
+            )
         except AgreementRequestError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(GoldLabelSerializer(gold).data, status=status.HTTP_201_CREATED)
 
     def perform_destroy(self, instance):
-        services.clear_gold(self.get_study(), target=instance.target, output_id=instance.output_id, user=self.request.user)
+        services.clear_gold(
+            self.get_study(), target=instance.target, output_id=instance.output_id, user=self.request.user
+        )
 
 
 api_routes = [

@@ -1,5 +1,6 @@
 """Export datasets of agreement: per code/dimension figures, the long rating tables (gold as a rater), gold labels.
 Found by the registry's discovery of `<app>.datasets`."""
+
 from stereoscope.datasets import Column, register_dataset
 
 from . import services
@@ -26,30 +27,40 @@ AGREEMENT_COLUMNS = (
 )
 
 
-@register_dataset("agreement", title="Inter-coder agreement per code and dimension", app="agreement",
-                  columns=AGREEMENT_COLUMNS)
+@register_dataset(
+    "agreement", title="Inter-coder agreement per code and dimension", app="agreement", columns=AGREEMENT_COLUMNS
+)
 def agreement_dataset(study, options):
     yield from services.agreement_rows(study, options)
 
 
-@register_dataset("agreement_ratings", title="Rating tables behind agreement (coders, judges, checks, gold)",
-                  app="agreement", columns=(
-                      Column("target", "code:<id>, dimension:<id> or stereotype (judge verdicts per story)."),
-                      Column("unit", "Output (story) id."),
-                      Column("rater", "coder:<name>, check:<name> (human verification), judge:<model> or gold."),
-                      Column("value", "1/0 for codes and binary verdicts, 0-4 for Likert verdicts."),
-                  ))
+@register_dataset(
+    "agreement_ratings",
+    title="Rating tables behind agreement (coders, judges, checks, gold)",
+    app="agreement",
+    columns=(
+        Column("target", "code:<id>, dimension:<id> or stereotype (judge verdicts per story)."),
+        Column("unit", "Output (story) id."),
+        Column("rater", "coder:<name>, check:<name> (human verification), judge:<model> or gold."),
+        Column("value", "1/0 for codes and binary verdicts, 0-4 for Likert verdicts."),
+    ),
+)
 def agreement_ratings_dataset(study, options):
     yield from services.rating_rows(study, options)
 
 
-@register_dataset("gold_labels", title="Adjudicated gold labels", app="agreement", columns=(
-    Column("target", "code:<id>, dimension:<id> or stereotype."),
-    Column("output_id", "Output (story) id."),
-    Column("value", "The gold value set by a researcher."),
-    Column("decided_by", "Who set it (pseudonym when pseudonymised)."),
-    Column("note", "The adjudicator's note."),
-    Column("updated_at", "When it was last set (ISO 8601, UTC)."),
-))
+@register_dataset(
+    "gold_labels",
+    title="Adjudicated gold labels",
+    app="agreement",
+    columns=(
+        Column("target", "code:<id>, dimension:<id> or stereotype."),
+        Column("output_id", "Output (story) id."),
+        Column("value", "The gold value set by a researcher."),
+        Column("decided_by", "Who set it (pseudonym when pseudonymised)."),
+        Column("note", "The adjudicator's note."),
+        Column("updated_at", "When it was last set (ISO 8601, UTC)."),
+    ),
+)
 def gold_labels_dataset(study, options):
     yield from services.gold_label_rows(study, options)

@@ -1,4 +1,5 @@
 """Gold labels from adjudication: a researcher's value for one story and one target (code, dimension, stereotype)."""
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -9,12 +10,20 @@ from stereoscope.models import Study
 class GoldLabel(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="gold_labels")
     target = models.CharField(max_length=50, help_text="code:<id>, dimension:<id> or stereotype")
-    code = models.ForeignKey("annotation.Code", null=True, blank=True, on_delete=models.CASCADE, related_name="gold_labels",
-                             help_text="The code or dimension of the target (empty for stereotype).")
+    code = models.ForeignKey(
+        "annotation.Code",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="gold_labels",
+        help_text="The code or dimension of the target (empty for stereotype).",
+    )
     output = models.ForeignKey("generation.Output", on_delete=models.CASCADE, related_name="gold_labels")
     value = models.IntegerField()
     note = models.TextField(blank=True)
-    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -10,6 +10,7 @@ A table is a RatingMatrix (stereoscope.agreement_stats) over units = outputs (st
 
 Rater keys: ``coder:<user id>``, ``judge:<model identity>``, ``check:<user id>`` and ``gold``.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -59,8 +60,20 @@ class CodebookIndex:
         from annotation.models import Code
 
         self.codebook = codebook
-        rows = list(Code.objects.filter(codebook=codebook).values(
-            "id", "parent_id", "name", "codable", "active", "merged_into_id", "item_id", "stereotype", "order", "gender_tag"))
+        rows = list(
+            Code.objects.filter(codebook=codebook).values(
+                "id",
+                "parent_id",
+                "name",
+                "codable",
+                "active",
+                "merged_into_id",
+                "item_id",
+                "stereotype",
+                "order",
+                "gender_tag",
+            )
+        )
         self.codes = {row["id"]: row for row in rows}
         self.resolved = {cid: self._resolve(cid) for cid in self.codes}
         self.dimension_of = {cid: self._dimension(cid) for cid in self.codes}
@@ -93,7 +106,9 @@ class CodebookIndex:
         return [cid for cid in self._tree_order() if self.codes[cid]["codable"] and self.codes[cid]["active"]]
 
     def dimensions(self):
-        return [cid for cid in self._tree_order() if self.codes[cid]["parent_id"] is None and not self.codes[cid]["codable"]]
+        return [
+            cid for cid in self._tree_order() if self.codes[cid]["parent_id"] is None and not self.codes[cid]["codable"]
+        ]
 
     def _tree_order(self):
         children = defaultdict(list)
@@ -126,7 +141,7 @@ def default_codebook(study, codebook_id=None):
         if codebook is None:
             raise AgreementRequestError(f"No codebook {codebook_id} in this study.")
         return codebook
-    return (Codebook.objects.filter(study=study).annotate(n=Count("codings")).order_by("-n", "-id").first())
+    return Codebook.objects.filter(study=study).annotate(n=Count("codings")).order_by("-n", "-id").first()
 
 
 # --------------------------------------------------------------------------------------------- coder data
@@ -202,8 +217,11 @@ class CodingData:
         rated = (codes >= 0).any(axis=0)
         keep = np.nonzero(rated)[0]
         return ag.RatingMatrix(
-            units=[self.outputs[i] for i in keep], raters=[self.rater_key(pk) for pk in self.coders],
-            codes=codes[:, keep], categories=list(BINARY), level="nominal",
+            units=[self.outputs[i] for i in keep],
+            raters=[self.rater_key(pk) for pk in self.coders],
+            codes=codes[:, keep],
+            categories=list(BINARY),
+            level="nominal",
         )
 
     def code_matrix(self, code_id):
@@ -218,7 +236,8 @@ def output_labels(output_ids):
 
     labels = {}
     for pk, number, model, trial in Output.objects.filter(pk__in=list(output_ids)).values_list(
-            "pk", "item__number", "model_name", "trial"):
+        "pk", "item__number", "model_name", "trial"
+    ):
         item = f"item {number}" if number is not None else "no item"
         labels[pk] = f"#{pk} · {item} · {model} · trial {trial}"
     return labels
@@ -243,20 +262,26 @@ def add_rater(rm: ag.RatingMatrix, key, values: dict) -> ag.RatingMatrix:
     remap = np.array([categories.index(c) for c in rm.categories], dtype=np.int64)
     codes = np.full((len(rm.raters) + 1, len(units)), -1, dtype=np.int64)
     old = rm.codes
-    codes[:-1, :old.shape[1]] = np.where(old >= 0, remap[np.maximum(old, 0)] if len(remap) else -1, -1)
+    codes[:-1, : old.shape[1]] = np.where(old >= 0, remap[np.maximum(old, 0)] if len(remap) else -1, -1)
     cat_pos = {c: i for i, c in enumerate(categories)}
     for u, v in values.items():
         if v is not None:
             codes[-1, positions[u]] = cat_pos[v]
-    return ag.RatingMatrix(units=units, raters=list(rm.raters) + [key], codes=codes, categories=categories, level=rm.level)
+    return ag.RatingMatrix(
+        units=units, raters=list(rm.raters) + [key], codes=codes, categories=categories, level=rm.level
+    )
 
 
 def default_rounds(study):
     """Rounds that share the scale of the newest round with verdicts; binary and Likert verdicts do not mix."""
     from judging.models import JudgeRound
 
-    rounds = list(JudgeRound.objects.filter(study=study, verdicts__status="ok").distinct().order_by("-created_at", "-id")
-                  .values_list("pk", "template__scale_min", "template__scale_max", "name"))
+    rounds = list(
+        JudgeRound.objects.filter(study=study, verdicts__status="ok")
+        .distinct()
+        .order_by("-created_at", "-id")
+        .values_list("pk", "template__scale_min", "template__scale_max", "name")
+    )
     if not rounds:
         return None, ""
     scale = rounds[0][1:3]
@@ -265,10 +290,13 @@ def default_rounds(study):
         return None, ""
     return [r[0] for r in chosen], (
         f"Judge rounds on the {scale[0]}-{scale[1]} scale of the newest round ({', '.join(r[3] for r in chosen)}); "
-        "choose rounds to compare the others.")
+        "choose rounds to compare the others."
+    )
 
 
-def stereotype_table(study, *, codebook=None, round_ids=None, include_coders=True, include_gold=True, data=None) -> Table:
+def stereotype_table(
+    study, *, codebook=None, round_ids=None, include_coders=True, include_gold=True, data=None
+) -> Table:
     """Per story and target stereotype: judges, human checks, coders (item-linked codes) and gold as raters."""
     from judging.models import HumanCheck, JudgeRound, Verdict
 
@@ -289,7 +317,8 @@ def stereotype_table(study, *, codebook=None, round_ids=None, include_coders=Tru
     labels: dict = {}
     scale = set()
     for out, judge, value, _round in verdicts.order_by("round__created_at", "round_id").values_list(
-            "output_id", "judge_model", "value", "round_id"):
+        "output_id", "judge_model", "value", "round_id"
+    ):
         key = f"judge:{judge}"
         labels[key] = judge
         cells[(key, out)] = value  # a later round overrides an earlier one for the same judge and story
@@ -299,7 +328,8 @@ def stereotype_table(study, *, codebook=None, round_ids=None, include_coders=Tru
         checks = checks.filter(verdict__round_id__in=round_ids)
     usernames = {}
     for out, user, username, value in checks.order_by("created_at", "id").values_list(
-            "verdict__output_id", "user_id", "user__username", "value"):
+        "verdict__output_id", "user_id", "user__username", "value"
+    ):
         key = f"check:{user}"
         labels[key] = f"{username} (check)"
         cells[(key, out)] = value
@@ -314,8 +344,14 @@ def stereotype_table(study, *, codebook=None, round_ids=None, include_coders=Tru
             from generation.models import Output
 
             item_of = dict(Output.objects.filter(pk__in=data.outputs).values_list("pk", "item_id"))
-            code_item = np.array([data.index.codes.get(c, {}).get("item_id") or -1 for c in data.c_code], dtype=np.int64)
-            out_item = np.array([item_of.get(data.outputs[i]) or -2 for i in data.c_out], dtype=np.int64) if len(data.c_out) else np.zeros(0, dtype=np.int64)
+            code_item = np.array(
+                [data.index.codes.get(c, {}).get("item_id") or -1 for c in data.c_code], dtype=np.int64
+            )
+            out_item = (
+                np.array([item_of.get(data.outputs[i]) or -2 for i in data.c_out], dtype=np.int64)
+                if len(data.c_out)
+                else np.zeros(0, dtype=np.int64)
+            )
             mask = code_item == out_item
             rm = data.binary_matrix(mask)
             for r, key in enumerate(rm.raters):
@@ -335,8 +371,14 @@ def stereotype_table(study, *, codebook=None, round_ids=None, include_coders=Tru
     rm = ag.from_long(((u, k, v) for (k, u), v in cells.items()), "nominal", units=units, raters=raters)
     level = "ordinal" if len(scale - set(BINARY)) else "nominal"
     rm.level = level
-    return Table(target="stereotype", title="Judge verdicts per story and target stereotype", matrix=rm,
-                 rater_labels=labels, level=level, notes=notes)
+    return Table(
+        target="stereotype",
+        title="Judge verdicts per story and target stereotype",
+        matrix=rm,
+        rater_labels=labels,
+        level=level,
+        notes=notes,
+    )
 
 
 # ------------------------------------------------------------------------------------------------ tables
@@ -378,7 +420,9 @@ def build_table(study, target, *, codebook=None, raters=None, round_ids=None, in
         raise AgreementRequestError(f"No {kind} {ident} in codebook {codebook}.")
     if kind == "code":
         if not row["codable"]:
-            raise AgreementRequestError(f"“{row['name']}” is a group or dimension, not a codable code; use dimension:{ident}.")
+            raise AgreementRequestError(
+                f"“{row['name']}” is a group or dimension, not a codable code; use dimension:{ident}."
+            )
         ident = data.index.resolved[ident]
         rm = data.code_matrix(ident)
         title = f"Code {data.index.path(ident)}"
@@ -403,11 +447,14 @@ def segment_report(data: CodingData, code_id, min_overlap=0.9) -> dict:
     pairs, matched, total = [], 0, 0
     coders = [c for c in data.coders if c in spans_by_coder]
     for i, a in enumerate(coders):
-        for b in coders[i + 1:]:
+        for b in coders[i + 1 :]:
             res = ag.segment_agreement(spans_by_coder[a], spans_by_coder[b], min_overlap)
             res.update(rater_a=data.usernames.get(a, a), rater_b=data.usernames.get(b, b))
             pairs.append(res)
             matched += res["matched_a"] + res["matched_b"]
             total += res["n_a"] + res["n_b"]
-    return {"segments": sum(len(v) for v in spans_by_coder.values()), "pairs": pairs,
-            "share_matched": (matched / total) if total else None}
+    return {
+        "segments": sum(len(v) for v in spans_by_coder.values()),
+        "pairs": pairs,
+        "share_matched": (matched / total) if total else None,
+    }

@@ -1,4 +1,5 @@
 """Agreement reports, gold-label adjudication and export rows. Views, the API, the command and exports call these."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,12 +32,20 @@ def _row(kind, ident, name, path, rm, result, low):
     ones = int((rm.codes == rm.categories.index(1)).sum()) if 1 in rm.categories else 0
     alpha = result.krippendorff_alpha
     return {
-        "target": f"{kind}:{ident}", "kind": kind, "id": ident, "name": name, "path": path,
-        "n_units": result.n_units, "n_double_coded": pairable, "n_raters": result.n_raters, "n_ratings": result.n_ratings,
+        "target": f"{kind}:{ident}",
+        "kind": kind,
+        "id": ident,
+        "name": name,
+        "path": path,
+        "n_units": result.n_units,
+        "n_double_coded": pairable,
+        "n_raters": result.n_raters,
+        "n_ratings": result.n_ratings,
         "prevalence": (ones / result.n_ratings) if result.n_ratings else None,
         **{name_: getattr(result, name_) for name_ in REPORT_COEFFICIENTS},
         "fleiss_kappa": result.fleiss_kappa,
-        "ci95": result.ci95, "notes": result.notes,
+        "ci95": result.ci95,
+        "notes": result.notes,
         "low": alpha is not None and alpha < low,
     }
 
@@ -49,8 +58,17 @@ def study_report(study, codebook=None, *, bootstrap=1000, seed=0, low=LOW_ALPHA,
     if bootstrap < 0 or bootstrap > 20000:
         raise AgreementRequestError("Bootstrap resamples must be between 0 and 20000.")
     codebook = codebook or default_codebook(study)
-    report = {"codebook": codebook, "low_threshold": low, "bootstrap": bootstrap, "min_overlap": min_overlap,
-              "dimensions": [], "codes": [], "coders": [], "coder_matrix": [], "judge_human": None}
+    report = {
+        "codebook": codebook,
+        "low_threshold": low,
+        "bootstrap": bootstrap,
+        "min_overlap": min_overlap,
+        "dimensions": [],
+        "codes": [],
+        "coders": [],
+        "coder_matrix": [],
+        "judge_human": None,
+    }
     data = None
     if codebook is not None:
         data = CodingData(study, codebook)
@@ -90,15 +108,35 @@ def report_fingerprint(study, codebook) -> str:
 
     parts = [study.pk, codebook.pk if codebook else None]
     if codebook is not None:
-        parts.append(Coding.objects.filter(codebook=codebook).order_by().aggregate(n=Count("id"), m=Max("id"), u=Max("updated_at")))
-        parts.append(Assignment.objects.filter(codebook=codebook).order_by().values_list("status").annotate(
-            n=Count("id"), m=Max("id"), c=Max("completed_at")).order_by("status"))
-        parts.append(list(Code.objects.filter(codebook=codebook).order_by("id").values_list(
-            "id", "name", "parent_id", "active", "merged_into_id", "codable", "item_id", "gender_tag", "order")))
+        parts.append(
+            Coding.objects.filter(codebook=codebook)
+            .order_by()
+            .aggregate(n=Count("id"), m=Max("id"), u=Max("updated_at"))
+        )
+        parts.append(
+            Assignment.objects.filter(codebook=codebook)
+            .order_by()
+            .values_list("status")
+            .annotate(n=Count("id"), m=Max("id"), c=Max("completed_at"))
+            .order_by("status")
+        )
+        parts.append(
+            list(
+                Code.objects.filter(codebook=codebook)
+                .order_by("id")
+                .values_list(
+                    "id", "name", "parent_id", "active", "merged_into_id", "codable", "item_id", "gender_tag", "order"
+                )
+            )
+        )
     parts.append(Verdict.objects.filter(round__study=study).order_by().aggregate(n=Count("id"), u=Max("updated_at")))
-    parts.append(HumanCheck.objects.filter(verdict__round__study=study).order_by().aggregate(n=Count("id"), m=Max("id")))
+    parts.append(
+        HumanCheck.objects.filter(verdict__round__study=study).order_by().aggregate(n=Count("id"), m=Max("id"))
+    )
     parts.append(GoldLabel.objects.filter(study=study).order_by().aggregate(n=Count("id"), u=Max("updated_at")))
-    return hashlib.sha1(repr([list(p) if not isinstance(p, (dict, int, type(None))) else p for p in parts]).encode()).hexdigest()
+    return hashlib.sha1(
+        repr([list(p) if not isinstance(p, (dict, int, type(None))) else p for p in parts]).encode()
+    ).hexdigest()
 
 
 def cached_study_report(study, codebook=None, **params) -> dict:
@@ -149,9 +187,15 @@ def judge_human_matrix(study, codebook=None, round_ids=None, data=None):
         by_pair[(p["rater_b"], p["rater_a"])] = p
     rows = [[table.label(j), [by_pair.get((j, h)) for h in humans]] for j in judges]
     judge_rows = [[table.label(a), [None if a == b else by_pair.get((a, b)) for b in judges]] for a in judges]
-    return {"judges": [table.label(j) for j in judges], "humans": [table.label(h) for h in humans], "rows": rows,
-            "judge_rows": judge_rows, "level": table.level, "notes": table.notes,
-            "overall": result}
+    return {
+        "judges": [table.label(j) for j in judges],
+        "humans": [table.label(h) for h in humans],
+        "rows": rows,
+        "judge_rows": judge_rows,
+        "level": table.level,
+        "notes": table.notes,
+        "overall": result,
+    }
 
 
 def table_for(study, target, *, codebook_id=None, raters=None, round_ids=None, include_gold=True) -> Table:
@@ -168,16 +212,25 @@ def rater_comparisons(table: Table, *, level=None, bootstrap=0):
     rows = []
     for key in table.matrix.raters:
         res = ag.versus_majority(table.matrix, key, level=level or table.level, bootstrap=bootstrap)
-        rows.append({"rater": key, "label": table.label(key), "n_units": res.pairs[0]["n_units"] if res.pairs else 0,
-                     "kappa": res.cohen_kappa_mean, "percent_agreement": res.percent_agreement,
-                     "alpha": res.krippendorff_alpha})
+        rows.append(
+            {
+                "rater": key,
+                "label": table.label(key),
+                "n_units": res.pairs[0]["n_units"] if res.pairs else 0,
+                "kappa": res.cohen_kappa_mean,
+                "percent_agreement": res.percent_agreement,
+                "alpha": res.krippendorff_alpha,
+            }
+        )
     return rows
 
 
 def disagreement_rows(table: Table, *, limit=None):
     """Stories where raters differ: each rater's value, and the gold value if set."""
     rm = table.matrix
-    idx = ag.disagreements(rm.subset(rater_indices=[i for i, k in enumerate(rm.raters) if k != GOLD]) if GOLD in rm.raters else rm)
+    idx = ag.disagreements(
+        rm.subset(rater_indices=[i for i, k in enumerate(rm.raters) if k != GOLD]) if GOLD in rm.raters else rm
+    )
     shown = [rm.units[i] for i in (idx[:limit] if limit else idx)]
     labels = output_labels(shown)
     from django.db.models.functions import Substr
@@ -187,16 +240,25 @@ def disagreement_rows(table: Table, *, limit=None):
     excerpts = dict(Output.objects.filter(pk__in=shown).annotate(head=Substr("text", 1, 240)).values_list("pk", "head"))
     gold_pos = rm.raters.index(GOLD) if GOLD in rm.raters else None
     rows = []
-    for i in (idx[:limit] if limit else idx):
+    for i in idx[:limit] if limit else idx:
         values = []
         for r, key in enumerate(rm.raters):
             if key == GOLD:
                 continue
             code = rm.codes[r, i]
-            values.append({"rater": key, "label": table.label(key), "value": rm.categories[code] if code >= 0 else None})
+            values.append(
+                {"rater": key, "label": table.label(key), "value": rm.categories[code] if code >= 0 else None}
+            )
         gold = rm.categories[rm.codes[gold_pos, i]] if gold_pos is not None and rm.codes[gold_pos, i] >= 0 else None
-        rows.append({"output_id": rm.units[i], "label": labels.get(rm.units[i], rm.units[i]), "values": values, "gold": gold,
-                     "excerpt": excerpts.get(rm.units[i], "")})
+        rows.append(
+            {
+                "output_id": rm.units[i],
+                "label": labels.get(rm.units[i], rm.units[i]),
+                "values": values,
+                "gold": gold,
+                "excerpt": excerpts.get(rm.units[i], ""),
+            }
+        )
     return rows, len(idx)
 
 
@@ -231,10 +293,14 @@ def set_gold(study, *, target, output_id, value, user, note=""):
         if code is None:
             raise AgreementRequestError(f"No {kind} {ident} in this study.")
     gold, created = GoldLabel.objects.update_or_create(
-        study=study, target=f"{kind}:{ident}" if ident is not None else kind, output=output,
+        study=study,
+        target=f"{kind}:{ident}" if ident is not None else kind,
+        output=output,
         defaults={"value": value, "code": code, "decided_by": user, "note": note[:2000]},
     )
-    record_activity(study, user, "set gold label" if created else "changed gold label", f"{gold.target} story {output.pk} = {value}")
+    record_activity(
+        study, user, "set gold label" if created else "changed gold label", f"{gold.target} story {output.pk} = {value}"
+    )
     return gold
 
 
@@ -260,13 +326,19 @@ def agreement_rows(study, options=None):
         if wanted and row["id"] not in wanted:
             continue
         yield {
-            "target": row["target"], "kind": row["kind"], "name": row["name"], "path": row["path"],
-            "n_units": row["n_units"], "n_double_coded": row["n_double_coded"], "n_raters": row["n_raters"],
+            "target": row["target"],
+            "kind": row["kind"],
+            "name": row["name"],
+            "path": row["path"],
+            "n_units": row["n_units"],
+            "n_double_coded": row["n_double_coded"],
+            "n_raters": row["n_raters"],
             "prevalence": row["prevalence"],
             **{f"{c}": row[c] for c in REPORT_COEFFICIENTS},
             **{f"{c}_ci_low": (row["ci95"].get(c) or [None, None])[0] for c in REPORT_COEFFICIENTS},
             **{f"{c}_ci_high": (row["ci95"].get(c) or [None, None])[1] for c in REPORT_COEFFICIENTS},
-            "low_agreement": row["low"], "notes": "; ".join(row["notes"]),
+            "low_agreement": row["low"],
+            "notes": "; ".join(row["notes"]),
         }
 
 
@@ -281,15 +353,22 @@ def rating_rows(study, options=None):
     targets, data = [], None
     if codebook is not None:
         data = CodingData(study, codebook)
-        targets = [f"dimension:{d}" for d in data.index.dimensions()] + [f"code:{c}" for c in data.index.codable_codes()]
+        targets = [f"dimension:{d}" for d in data.index.dimensions()] + [
+            f"code:{c}" for c in data.index.codable_codes()
+        ]
         wanted = set(options.get("code_ids") or [])
         if wanted:
             targets = [t for t in targets if int(t.split(":")[1]) in wanted]
     targets.append("stereotype")
     names = {}
     for target in targets:
-        table = build_table(study, target, codebook=codebook, data=data if target != "stereotype" else None,
-                            round_ids=options.get("round_ids"))
+        table = build_table(
+            study,
+            target,
+            codebook=codebook,
+            data=data if target != "stereotype" else None,
+            round_ids=options.get("round_ids"),
+        )
         for unit, rater, value in table.long_rows():
             kind, _, ident = rater.partition(":")
             if kind in ("coder", "check"):
@@ -310,9 +389,12 @@ def gold_label_rows(study, options=None):
     options = options or {}
     for gold in GoldLabel.objects.filter(study=study).select_related("decided_by").order_by("target", "output_id"):
         yield {
-            "target": gold.target, "output_id": gold.output_id, "value": gold.value,
+            "target": gold.target,
+            "output_id": gold.output_id,
+            "value": gold.value,
             "decided_by": person(options, gold.decided_by),
-            "note": gold.note, "updated_at": gold.updated_at.isoformat(),
+            "note": gold.note,
+            "updated_at": gold.updated_at.isoformat(),
         }
 
 
@@ -325,7 +407,13 @@ def command_matrix(opts):
         raise AgreementRequestError(f"No study {opts['study']}.")
     if opts.get("code") and opts.get("dimension"):
         raise AgreementRequestError("Give --code or --dimension, not both.")
-    target = f"code:{opts['code']}" if opts.get("code") else f"dimension:{opts['dimension']}" if opts.get("dimension") else "stereotype"
+    target = (
+        f"code:{opts['code']}"
+        if opts.get("code")
+        else f"dimension:{opts['dimension']}"
+        if opts.get("dimension")
+        else "stereotype"
+    )
     raters = [r.strip() for r in opts["raters"].split(",") if r.strip()] if opts.get("raters") else None
     table = table_for(study, target, codebook_id=opts.get("codebook"), raters=raters)
     return table.matrix

@@ -1,4 +1,5 @@
 """Agreement pages: the study report, one table with its drill-down and adjudication, CSV downloads."""
+
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
@@ -64,14 +65,22 @@ def agreement_report(request, study_id):
         error = None
     except AgreementRequestError as exc:
         report, error = None, str(exc)
-    return render(request, "agreement/report.html", {
-        "study": request.study, "report": report, "error": error, "codebooks": study_codebooks(request.study),
-        "form_values": {
-            "threshold": request.GET.get("threshold") or services.LOW_ALPHA,
-            "overlap": request.GET.get("overlap") or 0.9,
-            "bootstrap": request.GET.get("bootstrap") or 1000,
+    return render(
+        request,
+        "agreement/report.html",
+        {
+            "study": request.study,
+            "report": report,
+            "error": error,
+            "codebooks": study_codebooks(request.study),
+            "form_values": {
+                "threshold": request.GET.get("threshold") or services.LOW_ALPHA,
+                "overlap": request.GET.get("overlap") or 0.9,
+                "bootstrap": request.GET.get("bootstrap") or 1000,
+            },
         },
-    }, status=400 if error else 200)
+        status=400 if error else 200,
+    )
 
 
 def _table_request(request):
@@ -83,8 +92,9 @@ def _table_request(request):
     codebook = _codebook(request)
     from .rating_tables import build_table
 
-    table = build_table(request.study, target, codebook=codebook, raters=raters or None,
-                        round_ids=[int(r) for r in rounds] or None)
+    table = build_table(
+        request.study, target, codebook=codebook, raters=raters or None, round_ids=[int(r) for r in rounds] or None
+    )
     level = request.GET.get("level") or table.level
     if level not in ag.LEVELS:
         raise AgreementRequestError(f"level must be one of {', '.join(ag.LEVELS)}.")
@@ -106,17 +116,36 @@ def agreement_table(request, study_id):
     if not (a in table.matrix.raters and b in table.matrix.raters and a != b) and len(raters) >= 2:
         a, b = raters[0][0], raters[1][0]
     confusion = ag.confusion(table.matrix, a, b) if a and b and a != b else None
-    return render(request, "agreement/table.html", {
-        "study": request.study, "table": table, "result": result, "level": level, "levels": ag.LEVELS,
-        "pairs": [dict(p, label_a=table.label(p["rater_a"]), label_b=table.label(p["rater_b"])) for p in result.pairs],
-        "versus": services.rater_comparisons(table, level=level), "disagreements": rows, "n_disagree": n_disagree,
-        "raters": raters, "confusion": _confusion_context(table, confusion), "gold_values": services.allowed_gold_values(table.target),
-        "all_raters": _all_raters(request, table), "selected_raters": request.GET.getlist("raters"),
-        "judge_rounds": _judge_rounds(request.study) if table.target == "stereotype" else [],
-        "segments": _segments(request.study, codebook, table.target, overlap), "overlap": overlap,
-        "selected_rounds": [int(r) for r in request.GET.getlist("rounds")],
-        "can_adjudicate": True, "codebook": codebook, "query": request.GET.urlencode(), "gold_key": GOLD,
-    })
+    return render(
+        request,
+        "agreement/table.html",
+        {
+            "study": request.study,
+            "table": table,
+            "result": result,
+            "level": level,
+            "levels": ag.LEVELS,
+            "pairs": [
+                dict(p, label_a=table.label(p["rater_a"]), label_b=table.label(p["rater_b"])) for p in result.pairs
+            ],
+            "versus": services.rater_comparisons(table, level=level),
+            "disagreements": rows,
+            "n_disagree": n_disagree,
+            "raters": raters,
+            "confusion": _confusion_context(table, confusion),
+            "gold_values": services.allowed_gold_values(table.target),
+            "all_raters": _all_raters(request, table),
+            "selected_raters": request.GET.getlist("raters"),
+            "judge_rounds": _judge_rounds(request.study) if table.target == "stereotype" else [],
+            "segments": _segments(request.study, codebook, table.target, overlap),
+            "overlap": overlap,
+            "selected_rounds": [int(r) for r in request.GET.getlist("rounds")],
+            "can_adjudicate": True,
+            "codebook": codebook,
+            "query": request.GET.urlencode(),
+            "gold_key": GOLD,
+        },
+    )
 
 
 def _segments(study, codebook, target, overlap):
@@ -148,8 +177,12 @@ def _all_raters(request, table):
 def _confusion_context(table, confusion):
     if not confusion:
         return None
-    return dict(confusion, label_a=table.label(confusion["rater_a"]), label_b=table.label(confusion["rater_b"]),
-                rows=list(zip(confusion["categories"], confusion["table"], strict=True)))
+    return dict(
+        confusion,
+        label_a=table.label(confusion["rater_a"]),
+        label_b=table.label(confusion["rater_b"]),
+        rows=list(zip(confusion["categories"], confusion["table"], strict=True)),
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -183,14 +216,26 @@ def agreement_gold(request, study_id):
             services.clear_gold(request.study, target=target, output_id=output_id, user=request.user)
             gold = None
         else:
-            gold = services.set_gold(request.study, target=target, output_id=output_id, value=value, user=request.user,
-                                     note=request.POST.get("note", ""))
+            gold = services.set_gold(
+                request.study,
+                target=target,
+                output_id=output_id,
+                value=value,
+                user=request.user,
+                note=request.POST.get("note", ""),
+            )
         error = None
     except AgreementRequestError as exc:
         gold, error = None, str(exc)
     if request.htmx:
-        context = {"study": request.study, "target": target, "output_id": output_id, "gold": gold.value if gold else None,
-                   "gold_values": services.allowed_gold_values(target) if not error else [], "error": error}
+        context = {
+            "study": request.study,
+            "target": target,
+            "output_id": output_id,
+            "gold": gold.value if gold else None,
+            "gold_values": services.allowed_gold_values(target) if not error else [],
+            "error": error,
+        }
         return render(request, "agreement/gold_cell.html", context, status=400 if error else 200)
     if error:
         messages.error(request, error)
@@ -211,8 +256,9 @@ def agreement_export(request, study_id):
     except AgreementRequestError as exc:
         return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
     columns = _unique_columns(header)
-    return table_download(columns, (dict(zip(columns, row, strict=True)) for row in rows),
-                          f"agreement-{kind}-study{request.study.pk}.csv")
+    return table_download(
+        columns, (dict(zip(columns, row, strict=True)) for row in rows), f"agreement-{kind}-study{request.study.pk}.csv"
+    )
 
 
 def _unique_columns(header):
@@ -255,17 +301,36 @@ def _export_rows(request, kind):
         out = []
         for judge, cells in (matrix or {}).get("rows", []):
             for human, cell in zip(matrix["humans"], cells, strict=True):
-                out.append([judge, human, cell["n_units"] if cell else 0, cell["kappa"] if cell else None,
-                            cell["weighted_kappa"] if cell else None, cell["percent_agreement"] if cell else None])
+                out.append(
+                    [
+                        judge,
+                        human,
+                        cell["n_units"] if cell else 0,
+                        cell["kappa"] if cell else None,
+                        cell["weighted_kappa"] if cell else None,
+                        cell["percent_agreement"] if cell else None,
+                    ]
+                )
         return ["judge", "human", "n_units", "kappa", "weighted_kappa", "percent_agreement"], out
     table, level, _codebook_obj = _table_request(request)
     if kind == "ratings":
         return ["unit", "rater", "value"], [[u, r, v] for u, r, v in table.long_rows()]
     if kind == "pairs":
         result = services.table_result(table, level=level, bootstrap=0)
-        return (["rater_a", "rater_b", "n_units", "kappa", "weighted_kappa", "percent_agreement"],
-                [[table.label(p["rater_a"]), table.label(p["rater_b"]), p["n_units"], p["kappa"], p["weighted_kappa"],
-                  p["percent_agreement"]] for p in result.pairs])
+        return (
+            ["rater_a", "rater_b", "n_units", "kappa", "weighted_kappa", "percent_agreement"],
+            [
+                [
+                    table.label(p["rater_a"]),
+                    table.label(p["rater_b"]),
+                    p["n_units"],
+                    p["kappa"],
+                    p["weighted_kappa"],
+                    p["percent_agreement"],
+                ]
+                for p in result.pairs
+            ],
+        )
     if kind == "confusion":
         a, b = request.GET.get("a"), request.GET.get("b")
         if a not in table.matrix.raters or b not in table.matrix.raters or a == b:
@@ -276,6 +341,8 @@ def _export_rows(request, kind):
     if kind == "disagreements":
         rows, _n = services.disagreement_rows(table)
         raters = [k for k in table.matrix.raters if k != GOLD]
-        return (["output_id", "story"] + [table.label(k) for k in raters] + ["gold"],
-                [[r["output_id"], r["label"]] + [v["value"] for v in r["values"]] + [r["gold"]] for r in rows])
+        return (
+            ["output_id", "story"] + [table.label(k) for k in raters] + ["gold"],
+            [[r["output_id"], r["label"]] + [v["value"] for v in r["values"]] + [r["gold"]] for r in rows],
+        )
     raise AgreementRequestError(f"table must be one of {', '.join(EXPORT_TABLES)}.")

@@ -87,4 +87,3 @@ class CodeSuggestionAdmin(admin.ModelAdmin):
     list_display = ["name", "discovery", "status", "gender_tag", "decided_at"]
     list_filter = ["status"]
     raw_id_fields = ["code"]
-

@@ -3,6 +3,7 @@
 Coders write only their own codings, memos and attributions, and only on stories in their queue; blind mode holds
 here too: a coder lists only their own codings unless their assignment for that story is in consensus mode.
 """
+
 import json
 
 from django.http import HttpResponse
@@ -57,8 +58,18 @@ class CodebookSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Codebook
-        fields = ["id", "name", "version", "description", "locked", "builtin_key", "parent", "guid", "created_at",
-                  "code_count"]
+        fields = [
+            "id",
+            "name",
+            "version",
+            "description",
+            "locked",
+            "builtin_key",
+            "parent",
+            "guid",
+            "created_at",
+            "code_count",
+        ]
         read_only_fields = ["version", "locked", "builtin_key", "parent", "guid", "created_at"]
 
     def get_code_count(self, codebook) -> int:
@@ -71,9 +82,27 @@ class AnnotationCodeSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Code
-        fields = ["id", "codebook", "parent", "name", "description", "color", "gender_tag", "kind", "codable", "item",
-                  "stereotype", "shortcut", "order", "merged_into", "active", "guid", "frequency_reference", "path",
-                  "dimension"]
+        fields = [
+            "id",
+            "codebook",
+            "parent",
+            "name",
+            "description",
+            "color",
+            "gender_tag",
+            "kind",
+            "codable",
+            "item",
+            "stereotype",
+            "shortcut",
+            "order",
+            "merged_into",
+            "active",
+            "guid",
+            "frequency_reference",
+            "path",
+            "dimension",
+        ]
         read_only_fields = ["merged_into", "active", "guid", "frequency_reference"]
 
     def get_path(self, code) -> str:
@@ -95,13 +124,30 @@ class CodeOperationSerializer(serializers.ModelSerializer):
 class CodingSerializer(serializers.ModelSerializer):
     coder = serializers.CharField(source="coder.username", read_only=True)
     code_name = serializers.CharField(source="code.name", read_only=True)
-    offset_unit = serializers.ChoiceField(choices=["codepoint", "utf16"], write_only=True, required=False,
-                                          help_text="Units of start/end on input; stored offsets are always code points.")
+    offset_unit = serializers.ChoiceField(
+        choices=["codepoint", "utf16"],
+        write_only=True,
+        required=False,
+        help_text="Units of start/end on input; stored offsets are always code points.",
+    )
 
     class Meta:
         model = Coding
-        fields = ["id", "output", "code", "code_name", "codebook", "coder", "start", "end", "quote", "guid",
-                  "created_at", "updated_at", "offset_unit"]
+        fields = [
+            "id",
+            "output",
+            "code",
+            "code_name",
+            "codebook",
+            "coder",
+            "start",
+            "end",
+            "quote",
+            "guid",
+            "created_at",
+            "updated_at",
+            "offset_unit",
+        ]
         read_only_fields = ["codebook", "quote", "guid", "created_at", "updated_at"]
         extra_kwargs = {"output": {"queryset": Output.objects.all()}, "code": {"queryset": Code.objects.all()}}
 
@@ -172,25 +218,36 @@ class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
 
     def perform_create(self, serializer):
         d = serializer.validated_data
-        serializer.instance = services.create_codebook(self.get_study(), name=d["name"], description=d.get("description", ""),
-                                                       created_by=self.request.user)
+        serializer.instance = services.create_codebook(
+            self.get_study(), name=d["name"], description=d.get("description", ""), created_by=self.request.user
+        )
 
     def perform_update(self, serializer):
         services.CODEBOOKS.ensure_editable(serializer.instance)
         serializer.save()
 
-    @extend_schema(parameters=[OpenApiParameter("file_format", str, enum=["qdc", "csv", "json"])],
-                   responses={200: OpenApiTypes.BINARY})
+    @extend_schema(
+        parameters=[OpenApiParameter("file_format", str, enum=["qdc", "csv", "json"])],
+        responses={200: OpenApiTypes.BINARY},
+    )
     @action(detail=True, methods=["get"])
     def export(self, request, study_pk=None, pk=None):
         codebook = self.get_object()
         kind = request.query_params.get("file_format", "qdc")
         return codebook_download(codebook, kind)
 
-    @extend_schema(request=inline_serializer("CodebookImportRequest", {
-        "file": serializers.FileField(), "file_format": serializers.ChoiceField(choices=["qdc", "csv", "json"], required=False),
-        "name": serializers.CharField(required=False), "toolkit": serializers.IntegerField(required=False)}),
-        responses={201: CodebookSerializer})
+    @extend_schema(
+        request=inline_serializer(
+            "CodebookImportRequest",
+            {
+                "file": serializers.FileField(),
+                "file_format": serializers.ChoiceField(choices=["qdc", "csv", "json"], required=False),
+                "name": serializers.CharField(required=False),
+                "toolkit": serializers.IntegerField(required=False),
+            },
+        ),
+        responses={201: CodebookSerializer},
+    )
     @action(detail=False, methods=["post"], url_path="import")
     def import_(self, request, study_pk=None):
         upload = request.FILES.get("file")
@@ -199,8 +256,9 @@ class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         toolkit = None
         if request.data.get("toolkit"):
             toolkit = _get_in_study(Toolkit, request.data["toolkit"], self.get_study(), label="toolkit")
-        codebook = import_upload(self.get_study(), upload, request.data.get("file_format"), request.data.get("name"),
-                                 request.user, toolkit)
+        codebook = import_upload(
+            self.get_study(), upload, request.data.get("file_format"), request.data.get("name"), request.user, toolkit
+        )
         return Response(CodebookSerializer(codebook).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: CodebookSerializer})
@@ -214,9 +272,12 @@ class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         copy = services.CODEBOOKS.new_version(self.get_object(), actor=request.user)
         return Response(CodebookSerializer(copy).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=inline_serializer("CodebookCopyRequest", {"source": serializers.IntegerField(),
-                                                                     "name": serializers.CharField(required=False)}),
-                   responses={201: CodebookSerializer})
+    @extend_schema(
+        request=inline_serializer(
+            "CodebookCopyRequest", {"source": serializers.IntegerField(), "name": serializers.CharField(required=False)}
+        ),
+        responses={201: CodebookSerializer},
+    )
     @action(detail=False, methods=["post"], url_path="copy")
     def copy(self, request, study_pk=None):
         source = Codebook.objects.filter(pk=request.data.get("source")).select_related("study").first()
@@ -226,16 +287,24 @@ class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         copy = services.CODEBOOKS.copy_into(source, study=self.get_study(), actor=request.user, name=name)
         return Response(CodebookSerializer(copy).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(parameters=[OpenApiParameter("level", str, enum=list(selectors.LEVELS)),
-                               OpenApiParameter("by", str, enum=[k for k in selectors.BREAKDOWNS if k]),
-                               OpenApiParameter("file_format", str, enum=["json", "csv"])],
-                   responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("level", str, enum=list(selectors.LEVELS)),
+            OpenApiParameter("by", str, enum=[k for k in selectors.BREAKDOWNS if k]),
+            OpenApiParameter("file_format", str, enum=["json", "csv"]),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
     @action(detail=True, methods=["get"])
     def frequencies(self, request, study_pk=None, pk=None):
         codebook = self.get_object()
         try:
-            table = selectors.frequency_table(codebook, level=request.query_params.get("level", "code"),
-                                              by=request.query_params.get("by", ""), user=request.user)
+            table = selectors.frequency_table(
+                codebook,
+                level=request.query_params.get("level", "code"),
+                by=request.query_params.get("by", ""),
+                user=request.user,
+            )
         except ValueError as exc:
             raise ValidationError({"detail": str(exc)}) from None
         if request.query_params.get("file_format") == "csv":
@@ -243,14 +312,22 @@ class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
             return table_download(columns, rows, f"code-frequencies-{codebook.pk}.csv")
         return Response(table)
 
-    @extend_schema(parameters=[OpenApiParameter("file_format", str, enum=["csv", "jsonl"]),
-                               OpenApiParameter("include_text", bool)],
-                   responses={200: OpenApiTypes.BINARY})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("file_format", str, enum=["csv", "jsonl"]),
+            OpenApiParameter("include_text", bool),
+        ],
+        responses={200: OpenApiTypes.BINARY},
+    )
     @action(detail=True, methods=["get"], url_path="codings-export")
     def codings_export(self, request, study_pk=None, pk=None):
         codebook = self.get_object()
-        return codings_download(self.get_study(), codebook, request.query_params.get("file_format", "csv"),
-                                request.query_params.get("include_text") in ("1", "true"))
+        return codings_download(
+            self.get_study(),
+            codebook,
+            request.query_params.get("file_format", "csv"),
+            request.query_params.get("include_text") in ("1", "true"),
+        )
 
 
 def codebook_download(codebook, kind):
@@ -275,8 +352,9 @@ def codings_download(study, codebook, kind, include_text=False):
     if kind not in ("csv", "jsonl"):
         raise ValidationError({"detail": "file_format must be csv or jsonl."})
     rows = selectors.coding_rows(study, codebook=codebook, include_text=include_text)
-    return table_download(selectors.coding_columns(include_text), rows, f"codings-{codebook.pk}.{kind}", fmt=kind,
-                          stream=True)
+    return table_download(
+        selectors.coding_columns(include_text), rows, f"codings-{codebook.pk}.{kind}", fmt=kind, stream=True
+    )
 
 
 def import_upload(study, upload, kind, name, user, toolkit=None):
@@ -332,7 +410,10 @@ class AnnotationCodeViewSet(StudyScopedMixin, viewsets.ModelViewSet):
 
     def perform_update(self, serializer):
         d = self._fields(serializer.validated_data)
-        if "codebook" in serializer.validated_data and serializer.validated_data["codebook"] != serializer.instance.codebook:
+        if (
+            "codebook" in serializer.validated_data
+            and serializer.validated_data["codebook"] != serializer.instance.codebook
+        ):
             raise ValidationError({"detail": "A code cannot move to another codebook."})
         serializer.instance = services.update_code(serializer.instance, actor=self.request.user, **d)
 
@@ -354,41 +435,78 @@ class AnnotationCodeViewSet(StudyScopedMixin, viewsets.ModelViewSet):
             return None
         return _get_in_study(Code, pk, self.get_study(), field="codebook__study", label=label)
 
-    @extend_schema(request=inline_serializer("CodeMergeRequest", {
-        "sources": serializers.ListField(child=serializers.IntegerField()), "target": serializers.IntegerField(required=False),
-        "new_name": serializers.CharField(required=False), "new_parent": serializers.IntegerField(required=False)}),
-        responses={200: CodeOperationSerializer})
+    @extend_schema(
+        request=inline_serializer(
+            "CodeMergeRequest",
+            {
+                "sources": serializers.ListField(child=serializers.IntegerField()),
+                "target": serializers.IntegerField(required=False),
+                "new_name": serializers.CharField(required=False),
+                "new_parent": serializers.IntegerField(required=False),
+            },
+        ),
+        responses={200: CodeOperationSerializer},
+    )
     @action(detail=False, methods=["post"])
     def merge(self, request, study_pk=None):
         sources = self._codes(request.data.get("sources"), "sources")
         if not sources:
             raise ValidationError({"detail": "Choose the codes to merge."})
         target = self._code(request.data.get("target"), "target")
-        _, op = services.merge_codes(sources[0].codebook, sources, target=target, new_name=request.data.get("new_name"),
-                                     new_parent=self._code(request.data.get("new_parent"), "new parent"), actor=request.user)
+        _, op = services.merge_codes(
+            sources[0].codebook,
+            sources,
+            target=target,
+            new_name=request.data.get("new_name"),
+            new_parent=self._code(request.data.get("new_parent"), "new parent"),
+            actor=request.user,
+        )
         return Response(CodeOperationSerializer(op).data)
 
-    @extend_schema(request=inline_serializer("CodeMoveRequest", {
-        "codes": serializers.ListField(child=serializers.IntegerField()), "new_parent": serializers.IntegerField(allow_null=True)}),
-        responses={200: CodeOperationSerializer})
+    @extend_schema(
+        request=inline_serializer(
+            "CodeMoveRequest",
+            {
+                "codes": serializers.ListField(child=serializers.IntegerField()),
+                "new_parent": serializers.IntegerField(allow_null=True),
+            },
+        ),
+        responses={200: CodeOperationSerializer},
+    )
     @action(detail=False, methods=["post"])
     def move(self, request, study_pk=None):
         codes = self._codes(request.data.get("codes"), "codes")
         if not codes:
             raise ValidationError({"detail": "Choose the codes to move."})
-        op = services.move_codes(codes[0].codebook, codes, new_parent=self._code(request.data.get("new_parent"), "new parent"),
-                                 actor=request.user)
+        op = services.move_codes(
+            codes[0].codebook,
+            codes,
+            new_parent=self._code(request.data.get("new_parent"), "new parent"),
+            actor=request.user,
+        )
         return Response(CodeOperationSerializer(op).data)
 
-    @extend_schema(request=inline_serializer("CodeSplitRequest", {
-        "codings": serializers.ListField(child=serializers.IntegerField()), "target": serializers.IntegerField(required=False),
-        "new_name": serializers.CharField(required=False)}), responses={200: CodeOperationSerializer})
+    @extend_schema(
+        request=inline_serializer(
+            "CodeSplitRequest",
+            {
+                "codings": serializers.ListField(child=serializers.IntegerField()),
+                "target": serializers.IntegerField(required=False),
+                "new_name": serializers.CharField(required=False),
+            },
+        ),
+        responses={200: CodeOperationSerializer},
+    )
     @action(detail=True, methods=["post"])
     def split(self, request, study_pk=None, pk=None):
         code = self.get_object()
-        _, op = services.split_code(code, _int_list(request.data.get("codings"), "codings"),
-                                    target=self._code(request.data.get("target"), "target"),
-                                    new_name=request.data.get("new_name"), actor=request.user)
+        _, op = services.split_code(
+            code,
+            _int_list(request.data.get("codings"), "codings"),
+            target=self._code(request.data.get("target"), "target"),
+            new_name=request.data.get("new_name"),
+            actor=request.user,
+        )
         return Response(CodeOperationSerializer(op).data)
 
 
@@ -414,8 +532,15 @@ class CodeOperationViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retri
         return Response(data)
 
 
-class CodingViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
-                    mixins.UpdateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
+class CodingViewSet(
+    StudyScopedMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
     """Codings. Coders list their own (plus everyone's on stories they code in consensus mode)."""
 
     serializer_class = CodingSerializer
@@ -438,16 +563,25 @@ class CodingViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveMode
         codebook = _get_in_study(Codebook, data.get("codebook"), study, label="codebook")
         output = _get_in_study(Output, data.get("output"), study, label="story")
         code = _get_in_study(Code, data.get("code"), study, field="codebook__study", label="code")
-        coding = services.create_coding(study=study, codebook=codebook, output=output, code=code, coder=request.user,
-                                        start=data.get("start"), end=data.get("end"),
-                                        offset_unit=data.get("offset_unit") or "codepoint")
+        coding = services.create_coding(
+            study=study,
+            codebook=codebook,
+            output=output,
+            code=code,
+            coder=request.user,
+            start=data.get("start"),
+            end=data.get("end"),
+            offset_unit=data.get("offset_unit") or "codepoint",
+        )
         return Response(CodingSerializer(coding).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=inline_serializer("CodingReassignRequest", {"code": serializers.IntegerField()}))
     def update(self, request, *args, **kwargs):
         coding = self.get_object()
         if set(request.data) - {"code", "id"}:
-            raise ValidationError({"detail": "Only the code of a coding can change; delete it and code the new span instead."})
+            raise ValidationError(
+                {"detail": "Only the code of a coding can change; delete it and code the new span instead."}
+            )
         code = _get_in_study(Code, request.data.get("code"), self.get_study(), field="codebook__study", label="code")
         services.reassign_coding(coding, code, user=request.user)
         return Response(CodingSerializer(coding).data)
@@ -472,8 +606,11 @@ class MemoViewSet(StudyScopedMixin, viewsets.ModelViewSet):
     def create(self, request, *args, **kwargs):
         # a target outside this study is answered like a missing one, as codings do
         study = self.get_study()
-        targets = (("output", Output, "study", "story"), ("coding", Coding, "codebook__study", "coding"),
-                   ("code", Code, "codebook__study", "code"))
+        targets = (
+            ("output", Output, "study", "story"),
+            ("coding", Coding, "codebook__study", "coding"),
+            ("code", Code, "codebook__study", "code"),
+        )
         for key, model, field, label in targets:
             if request.data.get(key) not in (None, ""):
                 _get_in_study(model, request.data.get(key), study, field=field, label=label)
@@ -482,24 +619,45 @@ class MemoViewSet(StudyScopedMixin, viewsets.ModelViewSet):
     def perform_create(self, serializer):
         d = serializer.validated_data
         study = self.get_study()
-        serializer.instance = services.add_memo(study, author=self.request.user, text=d.get("text"), coding=d.get("coding"),
-                                                code=d.get("code"), output=d.get("output"))
+        serializer.instance = services.add_memo(
+            study,
+            author=self.request.user,
+            text=d.get("text"),
+            coding=d.get("coding"),
+            code=d.get("code"),
+            output=d.get("output"),
+        )
 
     def perform_update(self, serializer):
-        serializer.instance = services.update_memo(serializer.instance, user=self.request.user,
-                                                   text=serializer.validated_data.get("text", serializer.instance.text))
+        serializer.instance = services.update_memo(
+            serializer.instance,
+            user=self.request.user,
+            text=serializer.validated_data.get("text", serializer.instance.text),
+        )
 
     def perform_destroy(self, instance):
         services.delete_memo(instance, user=self.request.user)
 
 
-class AssignmentViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.UpdateModelMixin,
-                        mixins.DestroyModelMixin, viewsets.GenericViewSet):
+class AssignmentViewSet(
+    StudyScopedMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
     serializer_class = AssignmentSerializer
     queryset = Assignment.objects.select_related("coder").order_by("codebook", "coder", "position", "id")
     read_role = Role.CODER
-    action_roles = {"update": Role.CODER, "partial_update": Role.CODER, "plan": Role.RESEARCHER,
-                    "reassign": Role.RESEARCHER, "destroy": Role.RESEARCHER, "progress": Role.RESEARCHER}
+    action_roles = {
+        "update": Role.CODER,
+        "partial_update": Role.CODER,
+        "plan": Role.RESEARCHER,
+        "reassign": Role.RESEARCHER,
+        "destroy": Role.RESEARCHER,
+        "progress": Role.RESEARCHER,
+    }
 
     def get_queryset(self):
         qs = super().get_queryset()
@@ -511,7 +669,11 @@ class AssignmentViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retrieve
             qs = qs.filter(coder=self.request.user)
         return qs
 
-    @extend_schema(request=inline_serializer("AssignmentStatusRequest", {"status": serializers.ChoiceField(choices=["pending", "done"])}))
+    @extend_schema(
+        request=inline_serializer(
+            "AssignmentStatusRequest", {"status": serializers.ChoiceField(choices=["pending", "done"])}
+        )
+    )
     def update(self, request, *args, **kwargs):
         assignment = self.get_object()
         value = request.data.get("status")
@@ -542,13 +704,23 @@ class AssignmentViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retrieve
             outputs = outputs.filter(run_id__in=d["run_ids"])
         if d.get("output_ids"):
             outputs = outputs.filter(pk__in=d["output_ids"])
-        created = services.create_assignments(study, codebook, outputs=outputs, coders=[users[n] for n in d["coders"]],
-                                              k=d["k"], strategy=d["strategy"], seed=d["seed"], mode=d["mode"],
-                                              actor=request.user)
+        created = services.create_assignments(
+            study,
+            codebook,
+            outputs=outputs,
+            coders=[users[n] for n in d["coders"]],
+            k=d["k"],
+            strategy=d["strategy"],
+            seed=d["seed"],
+            mode=d["mode"],
+            actor=request.user,
+        )
         return Response(AssignmentSerializer(created, many=True).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=inline_serializer("AssignmentReassignRequest", {"coder": serializers.CharField()}),
-                   responses={200: AssignmentSerializer})
+    @extend_schema(
+        request=inline_serializer("AssignmentReassignRequest", {"coder": serializers.CharField()}),
+        responses={200: AssignmentSerializer},
+    )
     @action(detail=True, methods=["post"])
     def reassign(self, request, study_pk=None, pk=None):
         from django.contrib.auth import get_user_model
@@ -567,7 +739,9 @@ class AssignmentViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retrieve
         return Response({"coders": selectors.progress_by_coder(codebook)})
 
 
-class GenderAttributionViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet):
+class GenderAttributionViewSet(
+    StudyScopedMixin, mixins.ListModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
+):
     """A coder's judgement of the gender of each story's subject; posting again replaces it."""
 
     serializer_class = GenderAttributionSerializer
@@ -589,8 +763,9 @@ class GenderAttributionViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.C
         gender = request.data.get("gender")
         if gender not in AttributedGender.values:
             raise ValidationError({"detail": f"gender must be one of {', '.join(AttributedGender.values)}."})
-        attribution = services.set_gender_attribution(output, coder=request.user, gender=gender,
-                                                      character=request.data.get("character", ""))
+        attribution = services.set_gender_attribution(
+            output, coder=request.user, gender=gender, character=request.data.get("character", "")
+        )
         return Response(GenderAttributionSerializer(attribution).data, status=status.HTTP_201_CREATED)
 
 
@@ -605,14 +780,38 @@ class CodeDiscoverySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = CodeDiscovery
-        fields = ["id", "codebook", "endpoint", "item", "sample_size", "seed", "output_ids", "messages", "status", "error",
-                  "response_text", "provider_call", "created_at", "finished_at", "suggestions"]
-        read_only_fields = ["output_ids", "messages", "status", "error", "response_text", "provider_call", "created_at",
-                            "finished_at"]
+        fields = [
+            "id",
+            "codebook",
+            "endpoint",
+            "item",
+            "sample_size",
+            "seed",
+            "output_ids",
+            "messages",
+            "status",
+            "error",
+            "response_text",
+            "provider_call",
+            "created_at",
+            "finished_at",
+            "suggestions",
+        ]
+        read_only_fields = [
+            "output_ids",
+            "messages",
+            "status",
+            "error",
+            "response_text",
+            "provider_call",
+            "created_at",
+            "finished_at",
+        ]
 
 
-class CodeDiscoveryViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
-                           viewsets.GenericViewSet):
+class CodeDiscoveryViewSet(
+    StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
+):
     """AI-assisted code discovery: POST starts one (queued as a task); decide each suggestion with /decide/."""
 
     serializer_class = CodeDiscoverySerializer
@@ -626,16 +825,31 @@ class CodeDiscoveryViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retri
         codebook = _get_in_study(Codebook, request.data.get("codebook"), study, label="codebook")
         endpoint = _get_in_study(ModelEndpoint, request.data.get("endpoint"), study, label="endpoint")
         item = _get_in_study(PromptItem, request.data.get("item"), study, field="toolkit__study", label="prompt item")
-        discovery = services.start_discovery(study, codebook, endpoint=endpoint, item=item,
-                                             sample_size=request.data.get("sample_size", 5), seed=request.data.get("seed", 0),
-                                             actor=request.user)
+        discovery = services.start_discovery(
+            study,
+            codebook,
+            endpoint=endpoint,
+            item=item,
+            sample_size=request.data.get("sample_size", 5),
+            seed=request.data.get("seed", 0),
+            actor=request.user,
+        )
         return Response(CodeDiscoverySerializer(discovery).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=inline_serializer("CodeSuggestionDecision", {
-        "suggestion": serializers.IntegerField(), "accept": serializers.BooleanField(),
-        "name": serializers.CharField(required=False), "description": serializers.CharField(required=False),
-        "gender_tag": serializers.CharField(required=False), "parent": serializers.IntegerField(required=False)}),
-        responses={200: CodeSuggestionSerializer})
+    @extend_schema(
+        request=inline_serializer(
+            "CodeSuggestionDecision",
+            {
+                "suggestion": serializers.IntegerField(),
+                "accept": serializers.BooleanField(),
+                "name": serializers.CharField(required=False),
+                "description": serializers.CharField(required=False),
+                "gender_tag": serializers.CharField(required=False),
+                "parent": serializers.IntegerField(required=False),
+            },
+        ),
+        responses={200: CodeSuggestionSerializer},
+    )
     @action(detail=True, methods=["post"])
     def decide(self, request, study_pk=None, pk=None):
         discovery = self.get_object()
@@ -644,11 +858,19 @@ class CodeDiscoveryViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retri
             raise ValidationError({"detail": "No such suggestion in this discovery."})
         parent = None
         if request.data.get("parent"):
-            parent = _get_in_study(Code, request.data["parent"], self.get_study(), field="codebook__study", label="parent code")
+            parent = _get_in_study(
+                Code, request.data["parent"], self.get_study(), field="codebook__study", label="parent code"
+            )
         accept = request.data.get("accept") in (True, "true", "1", 1)
-        decided = services.decide_suggestion(suggestion, accept=accept, actor=request.user, name=request.data.get("name"),
-                                             description=request.data.get("description"),
-                                             gender_tag=request.data.get("gender_tag"), parent=parent)
+        decided = services.decide_suggestion(
+            suggestion,
+            accept=accept,
+            actor=request.user,
+            name=request.data.get("name"),
+            description=request.data.get("description"),
+            gender_tag=request.data.get("gender_tag"),
+            parent=parent,
+        )
         return Response(CodeSuggestionSerializer(decided).data)
 
 

@@ -7,6 +7,7 @@ same output twice, and keeps the load even: a coder with fewer outputs is picked
 - stratified: the same within each model × item stratum, balancing each coder's share per stratum first,
   so every coder sees every model and item about equally often.
 """
+
 import random
 from collections import defaultdict
 

@@ -1,4 +1,5 @@
 """Built-in codebooks (loaded by `manage.py load_builtin` into the read-only library study)."""
+
 from functools import partial
 from pathlib import Path
 
@@ -19,5 +20,9 @@ def load_codebook(study, data, key):
 
 
 def builtin_specs():
-    return [BuiltinSpec(kind="codebook", key=key, version=version, path=DATA / filename, load=partial(load_codebook, key=key))
-            for key, version, filename in CODEBOOKS]
+    return [
+        BuiltinSpec(
+            kind="codebook", key=key, version=version, path=DATA / filename, load=partial(load_codebook, key=key)
+        )
+        for key, version, filename in CODEBOOKS
+    ]

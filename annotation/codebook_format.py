@@ -12,6 +12,7 @@ link ride in a last description line "[stereoscope] key=value; ..." that other t
 CSV: one row per code: guid, parent (a parent's guid, or its name when unique), name, path (ignored on import),
 description, color, gender_tag, kind, codable, shortcut, stereotype, item_number, frequency_reference.
 """
+
 import csv
 import io
 import re
@@ -29,8 +30,21 @@ COLOR_RE = re.compile(r"^#(?:[0-9a-fA-F]{6}|[0-9a-fA-F]{3})$")
 META_PREFIX = "[stereoscope] "
 GENDER_SETS = {"F": "Gender F", "M": "Gender M"}
 INDUCTIVE_SET = "Inductive"
-CSV_COLUMNS = ["guid", "parent", "name", "path", "description", "color", "gender_tag", "kind", "codable", "shortcut",
-               "stereotype", "item_number", "frequency_reference"]
+CSV_COLUMNS = [
+    "guid",
+    "parent",
+    "name",
+    "path",
+    "description",
+    "color",
+    "gender_tag",
+    "kind",
+    "codable",
+    "shortcut",
+    "stereotype",
+    "item_number",
+    "frequency_reference",
+]
 DEFAULT_COLOR = "#4c6ef5"
 MAX_ERRORS = 50
 MAX_DEPTH = 20
@@ -97,6 +111,7 @@ def _optional_int(value, where, label, errors):
 def nest_flat_codes(codes_raw, errors):
     """A flat list of codes whose `parent` names another code (its guid, or its name when unique) → a nested list.
     Unknown or ambiguous parents and cycles of parents are errors: nothing is dropped silently."""
+
     def key(value):
         return str(value or "").strip().strip("{}").lower()
 
@@ -130,7 +145,7 @@ def nest_flat_codes(codes_raw, errors):
             chain.append(node)
             node = parent_of[node]
         if node in chain and not reported & set(chain):
-            loop = chain[chain.index(node):] + [node]
+            loop = chain[chain.index(node) :] + [node]
             names = " → ".join(str(codes_raw[n].get("name") or f"code {n + 1}") for n in loop)
             errors.append(f"The parents of codes form a cycle ({names}); a code cannot sit inside itself.")
             reported |= set(loop)
@@ -210,8 +225,11 @@ def validate_tree(data):
             "item_number": _optional_int(raw.get("item_number"), label, "item number", errors),
             "frequency_reference": _optional_int(raw.get("frequency_reference"), label, "frequency", errors),
         }
-        result["children"] = [c for c in (node(child, f"{label} › code {i + 1}", depth + 1)
-                                          for i, child in enumerate(children_raw)) if c is not None]
+        result["children"] = [
+            c
+            for c in (node(child, f"{label} › code {i + 1}", depth + 1) for i, child in enumerate(children_raw))
+            if c is not None
+        ]
         return result
 
     codes_raw = data.get("codes")
@@ -246,8 +264,14 @@ def _schema():
 
 def _safe_parser():
     # No entity expansion, no DTD or network fetches: XXE and billion-laughs inputs fail instead of resolving.
-    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, dtd_validation=False,
-                           huge_tree=False, remove_comments=True)
+    return etree.XMLParser(
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        dtd_validation=False,
+        huge_tree=False,
+        remove_comments=True,
+    )
 
 
 def _meta_line(node):
@@ -263,7 +287,7 @@ def _split_meta(description):
     lines = description.rstrip("\n").split("\n")
     meta = {}
     if lines and lines[-1].startswith(META_PREFIX):
-        for part in lines.pop()[len(META_PREFIX):].split("; "):
+        for part in lines.pop()[len(META_PREFIX) :].split("; "):
             key, _, value = part.partition("=")
             if key in ("shortcut", "stereotype", "item_number", "frequency_reference"):
                 meta[key] = value
@@ -278,8 +302,14 @@ def tree_to_qdc(tree, origin="Stereoscope"):
     sets = {label: [] for label in list(GENDER_SETS.values()) + [INDUCTIVE_SET]}
 
     def add(parent_el, node):
-        el = etree.SubElement(parent_el, q + "Code", guid=node["guid"], name=node["name"],
-                              isCodable="true" if node["codable"] else "false", color=node["color"])
+        el = etree.SubElement(
+            parent_el,
+            q + "Code",
+            guid=node["guid"],
+            name=node["name"],
+            isCodable="true" if node["codable"] else "false",
+            color=node["color"],
+        )
         description = node.get("description") or ""
         meta = _meta_line(node)
         if meta:
@@ -299,8 +329,12 @@ def tree_to_qdc(tree, origin="Stereoscope"):
         sets_el = etree.SubElement(root, q + "Sets")
         for label, members in sets.items():
             if members:
-                set_el = etree.SubElement(sets_el, q + "Set", guid=str(uuid.uuid5(uuid.NAMESPACE_URL, f"stereoscope:{label}:{members[0]}")),
-                                          name=label)
+                set_el = etree.SubElement(
+                    sets_el,
+                    q + "Set",
+                    guid=str(uuid.uuid5(uuid.NAMESPACE_URL, f"stereoscope:{label}:{members[0]}")),
+                    name=label,
+                )
                 for guid in members:
                     etree.SubElement(set_el, q + "MemberCode", guid=guid)
     return etree.tostring(root, xml_declaration=True, encoding="utf-8", pretty_print=True)
@@ -337,8 +371,9 @@ def parse_qdc(content, name=None):
         raise CodebookFormatError([f"Not well-formed XML: {exc}"]) from None
     schema = _schema()
     if not schema.validate(doc):
-        raise CodebookFormatError(["Not a valid REFI-QDA codebook: " + f"line {e.line}: {e.message}"
-                                   for e in schema.error_log])
+        raise CodebookFormatError(
+            ["Not a valid REFI-QDA codebook: " + f"line {e.line}: {e.message}" for e in schema.error_log]
+        )
     q = f"{{{QDC_NS}}}"
     set_members = {}
     for set_el in doc.iter(q + "Set"):
@@ -352,9 +387,14 @@ def parse_qdc(content, name=None):
         labels = set_members.get(guid, set())
         gender = next((g for g, label in GENDER_SETS.items() if label in labels), "")
         return {
-            "guid": guid, "name": el.get("name"), "codable": el.get("isCodable") in ("true", "1"),
-            "color": el.get("color") or "", "description": description, "gender_tag": gender,
-            "kind": "inductive" if INDUCTIVE_SET in labels else "a_priori", **meta,
+            "guid": guid,
+            "name": el.get("name"),
+            "codable": el.get("isCodable") in ("true", "1"),
+            "color": el.get("color") or "",
+            "description": description,
+            "gender_tag": gender,
+            "kind": "inductive" if INDUCTIVE_SET in labels else "a_priori",
+            **meta,
             "children": [node(child) for child in el.findall(q + "Code")],
         }
 
@@ -370,14 +410,23 @@ def tree_table(tree):
     parse_csv reads the escaped text back)."""
     rows = []
     for node, parent, _ in walk(tree["codes"]):
-        rows.append({
-            "guid": node["guid"], "parent": parent["guid"] if parent else "", "name": node["name"],
-            "path": node.get("path") or node["name"], "description": node["description"], "color": node["color"],
-            "gender_tag": node["gender_tag"], "kind": node["kind"], "codable": "true" if node["codable"] else "false",
-            "shortcut": node["shortcut"], "stereotype": node["stereotype"],
-            "item_number": "" if node.get("item_number") is None else node["item_number"],
-            "frequency_reference": "" if node.get("frequency_reference") is None else node["frequency_reference"],
-        })
+        rows.append(
+            {
+                "guid": node["guid"],
+                "parent": parent["guid"] if parent else "",
+                "name": node["name"],
+                "path": node.get("path") or node["name"],
+                "description": node["description"],
+                "color": node["color"],
+                "gender_tag": node["gender_tag"],
+                "kind": node["kind"],
+                "codable": "true" if node["codable"] else "false",
+                "shortcut": node["shortcut"],
+                "stereotype": node["stereotype"],
+                "item_number": "" if node.get("item_number") is None else node["item_number"],
+                "frequency_reference": "" if node.get("frequency_reference") is None else node["frequency_reference"],
+            }
+        )
     return CSV_COLUMNS, rows
 
 

@@ -1,5 +1,6 @@
 """Export datasets of the annotation app: codings, codes, memos, gender attributions and the wide
 analysis-ready table (one row per story, a 0/1 column per code and dimension and a column per judge verdict)."""
+
 import re
 from collections import Counter, defaultdict
 
@@ -13,14 +14,32 @@ from .models import Assignment, Code, Coding, GenderAttribution, Memo
 
 # --- shared helpers -----------------------------------------------------------------------------------------
 
+
 class CodeIndex:
     """Every code of a study's codebooks in memory (codes are few), with paths and dimensions."""
 
     def __init__(self, study):
         rows = Code.objects.filter(codebook__study=study).values_list(
-            "pk", "parent_id", "name", "codable", "active", "gender_tag", "kind", "codebook_id", "codebook__name",
-            "codebook__version", "order", "stereotype", "item__number", "guid", "color", "description", "merged_into_id",
-            "shortcut", "frequency_reference")
+            "pk",
+            "parent_id",
+            "name",
+            "codable",
+            "active",
+            "gender_tag",
+            "kind",
+            "codebook_id",
+            "codebook__name",
+            "codebook__version",
+            "order",
+            "stereotype",
+            "item__number",
+            "guid",
+            "color",
+            "description",
+            "merged_into_id",
+            "shortcut",
+            "frequency_reference",
+        )
         self.codes = {r[0]: r for r in rows}
         self.children = defaultdict(list)
         for pk, row in self.codes.items():
@@ -107,35 +126,96 @@ CODING_COLUMNS = (
 )
 
 
-@register_dataset("codings", title="Codings", app="annotation", columns=CODING_COLUMNS,
-                  count=lambda study, options: coding_queryset(study, options).count())
+@register_dataset(
+    "codings",
+    title="Codings",
+    app="annotation",
+    columns=CODING_COLUMNS,
+    count=lambda study, options: coding_queryset(study, options).count(),
+)
 def coding_rows(study, options):
     index = CodeIndex(study)
     name = _people(options)
     memos = defaultdict(list)
-    for coding_id, text in Memo.objects.filter(study=study, coding__isnull=False).order_by("pk").values_list("coding_id", "text"):
+    for coding_id, text in (
+        Memo.objects.filter(study=study, coding__isnull=False).order_by("pk").values_list("coding_id", "text")
+    ):
         memos[coding_id].append(text)
-    qs = coding_queryset(study, options, index).order_by("output_id", "pk").annotate(
-        guid_text=uuid_text("guid"), created_text=iso_datetime("created_at"), updated_text=iso_datetime("updated_at"),
-    ).values_list(
-        "pk", "guid_text", "output_id", "output__run_id", "output__model_name", "output__item__number",
-        "output__item__dimension__name", "output__trial", "coder_id", "coder__username", "code_id", "start", "end",
-        "quote", "created_text", "updated_text")
+    qs = (
+        coding_queryset(study, options, index)
+        .order_by("output_id", "pk")
+        .annotate(
+            guid_text=uuid_text("guid"),
+            created_text=iso_datetime("created_at"),
+            updated_text=iso_datetime("updated_at"),
+        )
+        .values_list(
+            "pk",
+            "guid_text",
+            "output_id",
+            "output__run_id",
+            "output__model_name",
+            "output__item__number",
+            "output__item__dimension__name",
+            "output__trial",
+            "coder_id",
+            "coder__username",
+            "code_id",
+            "start",
+            "end",
+            "quote",
+            "created_text",
+            "updated_text",
+        )
+    )
     dimension_names = {}
-    for (pk, guid, output_id, run_id, model, number, item_dim, trial, coder_id, username, code_id, start, end, quote,
-         created, updated) in qs.iterator(chunk_size=5000):
+    for (
+        pk,
+        guid,
+        output_id,
+        run_id,
+        model,
+        number,
+        item_dim,
+        trial,
+        coder_id,
+        username,
+        code_id,
+        start,
+        end,
+        quote,
+        created,
+        updated,
+    ) in qs.iterator(chunk_size=5000):
         code = index.codes[code_id]
         if code_id not in dimension_names:
             dimension = index.dimension(code_id)
             dimension_names[code_id] = index.codes[dimension][2] if dimension else ""
         yield {
-            "coding_id": pk, "coding_guid": str(guid), "output_id": output_id, "run_id": run_id, "model": model,
-            "item_number": number, "item_dimension": item_dim, "trial": trial, "coder": name(coder_id, username),
-            "codebook": code[8], "codebook_version": code[9], "code_id": code_id, "code": code[2],
-            "code_path": index.path(code_id), "dimension": dimension_names[code_id],
-            "gender_tag": code[5], "code_kind": code[6], "level": "document" if start is None else "span",
-            "start": start, "end": end, "quote": quote, "memo": " | ".join(memos.get(pk, ())),
-            "created_at": created, "updated_at": updated,
+            "coding_id": pk,
+            "coding_guid": str(guid),
+            "output_id": output_id,
+            "run_id": run_id,
+            "model": model,
+            "item_number": number,
+            "item_dimension": item_dim,
+            "trial": trial,
+            "coder": name(coder_id, username),
+            "codebook": code[8],
+            "codebook_version": code[9],
+            "code_id": code_id,
+            "code": code[2],
+            "code_path": index.path(code_id),
+            "dimension": dimension_names[code_id],
+            "gender_tag": code[5],
+            "code_kind": code[6],
+            "level": "document" if start is None else "span",
+            "start": start,
+            "end": end,
+            "quote": quote,
+            "memo": " | ".join(memos.get(pk, ())),
+            "created_at": created,
+            "updated_at": updated,
         }
 
 
@@ -170,11 +250,25 @@ def code_rows(study, options):
     for pk in sorted(selected, key=lambda p: (index.codes[p][7], index.path(p))):
         row = index.codes[pk]
         dimension = index.dimension(pk)
-        yield {"code_id": pk, "code_guid": str(row[13]), "codebook": row[8], "codebook_version": row[9],
-               "parent_id": row[1], "code": row[2], "code_path": index.path(pk),
-               "dimension": index.codes[dimension][2] if dimension else "", "codable": row[3], "active": row[4],
-               "merged_into_id": row[16], "gender_tag": row[5], "code_kind": row[6], "stereotype": row[11],
-               "item_number": row[12], "description": row[15], "codings": counts.get(pk, 0)}
+        yield {
+            "code_id": pk,
+            "code_guid": str(row[13]),
+            "codebook": row[8],
+            "codebook_version": row[9],
+            "parent_id": row[1],
+            "code": row[2],
+            "code_path": index.path(pk),
+            "dimension": index.codes[dimension][2] if dimension else "",
+            "codable": row[3],
+            "active": row[4],
+            "merged_into_id": row[16],
+            "gender_tag": row[5],
+            "code_kind": row[6],
+            "stereotype": row[11],
+            "item_number": row[12],
+            "description": row[15],
+            "codings": counts.get(pk, 0),
+        }
 
 
 def _code_counts(study, options, index):
@@ -200,9 +294,22 @@ MEMO_COLUMNS = (
 def memo_rows(study, options):
     name = _people(options)
     outputs = filtered_outputs(study, options)
-    qs = Memo.objects.filter(study=study).order_by("pk").values_list(
-        "pk", "guid", "author_id", "author__username", "coding_id", "coding__output_id", "code_id", "output_id", "text",
-        "created_at")
+    qs = (
+        Memo.objects.filter(study=study)
+        .order_by("pk")
+        .values_list(
+            "pk",
+            "guid",
+            "author_id",
+            "author__username",
+            "coding_id",
+            "coding__output_id",
+            "code_id",
+            "output_id",
+            "text",
+            "created_at",
+        )
+    )
     allowed = None
     if any(options.get(k) for k in ("run_ids", "models", "item_numbers")):
         allowed = set(outputs.values_list("pk", flat=True))
@@ -211,8 +318,17 @@ def memo_rows(study, options):
         if allowed is not None and story is not None and story not in allowed:
             continue
         target = "coding" if coding_id else "code" if code_id else "output"
-        yield {"memo_id": pk, "memo_guid": str(guid), "author": name(author_id, username), "target": target,
-               "coding_id": coding_id, "code_id": code_id, "output_id": story, "text": text, "created_at": created}
+        yield {
+            "memo_id": pk,
+            "memo_guid": str(guid),
+            "author": name(author_id, username),
+            "target": target,
+            "coding_id": coding_id,
+            "code_id": code_id,
+            "output_id": story,
+            "text": text,
+            "created_at": created,
+        }
 
 
 GENDER_COLUMNS = (
@@ -231,10 +347,24 @@ def gender_rows(study, options):
     name = _people(options)
     qs = GenderAttribution.objects.filter(output__in=filtered_outputs(study, options)).order_by("output_id", "pk")
     for output_id, model, number, coder_id, username, gender, character, created in qs.values_list(
-            "output_id", "output__model_name", "output__item__number", "coder_id", "coder__username", "gender",
-            "character", "created_at").iterator():
-        yield {"output_id": output_id, "model": model, "item_number": number, "coder": name(coder_id, username),
-               "gender": gender, "character": character, "created_at": created}
+        "output_id",
+        "output__model_name",
+        "output__item__number",
+        "coder_id",
+        "coder__username",
+        "gender",
+        "character",
+        "created_at",
+    ).iterator():
+        yield {
+            "output_id": output_id,
+            "model": model,
+            "item_number": number,
+            "coder": name(coder_id, username),
+            "gender": gender,
+            "character": character,
+            "created_at": created,
+        }
 
 
 # --- the wide analysis-ready table --------------------------------------------------------------------------
@@ -250,8 +380,11 @@ WIDE_COLUMNS = (
     Column("trial", "Trial (repetition) number."),
     Column("variant_key", "Slot values of the prompt variant."),
     Column("coders_n", "Number of coders who coded the story (an assignment marked done, or at least one coding)."),
-    Column("gender_attribution", "Majority gender attribution across coders (F, M, nonbinary, mixed, unclear); "
-                                 "'disagree' on a tie; empty when nobody attributed one."),
+    Column(
+        "gender_attribution",
+        "Majority gender attribution across coders (F, M, nonbinary, mixed, unclear); "
+        "'disagree' on a tie; empty when nobody attributed one.",
+    ),
     Column("gender_attribution_n", "Number of coders who attributed a gender."),
 )
 
@@ -287,21 +420,37 @@ def wide_extra_columns(study, options):
     columns = []
     for pk in codes:
         row = index.codes[pk]
-        columns.append(Column(f"code_{pk}_{_slug(row[2])}",
-                              f"1 if any coder applied code '{index.path(pk)}' (codebook {row[8]} v{row[9]}, "
-                              f"gender {row[5] or '-'}) to the story, 0 if coded without it, empty if not coded."))
+        columns.append(
+            Column(
+                f"code_{pk}_{_slug(row[2])}",
+                f"1 if any coder applied code '{index.path(pk)}' (codebook {row[8]} v{row[9]}, "
+                f"gender {row[5] or '-'}) to the story, 0 if coded without it, empty if not coded.",
+            )
+        )
     for pk in dims:
-        columns.append(Column(f"dim_{pk}_{_slug(index.codes[pk][2])}",
-                              f"1 if any code under dimension '{index.codes[pk][2]}' was applied, 0 if coded "
-                              f"without one, empty if not coded."))
+        columns.append(
+            Column(
+                f"dim_{pk}_{_slug(index.codes[pk][2])}",
+                f"1 if any code under dimension '{index.codes[pk][2]}' was applied, 0 if coded "
+                f"without one, empty if not coded.",
+            )
+        )
     for round_id, name, threshold, models in _judge_columns(study, options):
         for model in models:
-            columns.append(Column(f"verdict_r{round_id}_{_slug(model, 60)}",
-                                  f"Verdict of judge {model} in round '{name}' (0/1, or the Likert value); empty "
-                                  f"when this judge did not rate the story or its answer was missing."))
-        columns.append(Column(f"verdict_r{round_id}_detected",
-                              f"Share of valid verdicts in round '{name}' at or above {threshold} (stereotype "
-                              f"detected); with one judge per story (rotation) it is 0 or 1."))
+            columns.append(
+                Column(
+                    f"verdict_r{round_id}_{_slug(model, 60)}",
+                    f"Verdict of judge {model} in round '{name}' (0/1, or the Likert value); empty "
+                    f"when this judge did not rate the story or its answer was missing.",
+                )
+            )
+        columns.append(
+            Column(
+                f"verdict_r{round_id}_detected",
+                f"Share of valid verdicts in round '{name}' at or above {threshold} (stereotype "
+                f"detected); with one judge per story (rotation) it is 0 or 1.",
+            )
+        )
     return columns
 
 
@@ -335,9 +484,14 @@ class _Cursor:
         return []
 
 
-@register_dataset("analysis_wide", title="Analysis-ready table (one row per story)", app="annotation",
-                  columns=WIDE_COLUMNS, extra_columns=wide_extra_columns,
-                  count=lambda study, options: filtered_outputs(study, options).count())
+@register_dataset(
+    "analysis_wide",
+    title="Analysis-ready table (one row per story)",
+    app="annotation",
+    columns=WIDE_COLUMNS,
+    extra_columns=wide_extra_columns,
+    count=lambda study, options: filtered_outputs(study, options).count(),
+)
 def wide_rows(study, options):
     index = CodeIndex(study)
     codes, dims = _wide_codes(study, options, index)
@@ -345,25 +499,61 @@ def wide_rows(study, options):
     dim_cols = {pk: f"dim_{pk}_{_slug(index.codes[pk][2])}" for pk in dims}
     judge = _judge_columns(study, options)
     outputs = filtered_outputs(study, options)
-    codings = _Cursor(Coding.objects.filter(output__in=outputs).order_by("output_id")
-                      .values_list("output_id", "coder_id", "code_id").iterator(chunk_size=10000))
-    done = _Cursor(Assignment.objects.filter(output__in=outputs, status="done").order_by("output_id")
-                   .values_list("output_id", "coder_id").iterator(chunk_size=10000))
-    genders = _Cursor(GenderAttribution.objects.filter(output__in=outputs).order_by("output_id")
-                      .values_list("output_id", "gender").iterator(chunk_size=10000))
+    codings = _Cursor(
+        Coding.objects.filter(output__in=outputs)
+        .order_by("output_id")
+        .values_list("output_id", "coder_id", "code_id")
+        .iterator(chunk_size=10000)
+    )
+    done = _Cursor(
+        Assignment.objects.filter(output__in=outputs, status="done")
+        .order_by("output_id")
+        .values_list("output_id", "coder_id")
+        .iterator(chunk_size=10000)
+    )
+    genders = _Cursor(
+        GenderAttribution.objects.filter(output__in=outputs)
+        .order_by("output_id")
+        .values_list("output_id", "gender")
+        .iterator(chunk_size=10000)
+    )
     verdicts = None
     if judge:
-        verdicts = _Cursor(provider("judging").ok_verdicts([j[0] for j in judge], outputs).order_by("output_id")
-                           .values_list("output_id", "round_id", "judge_model", "value").iterator(chunk_size=10000))
+        verdicts = _Cursor(
+            provider("judging")
+            .ok_verdicts([j[0] for j in judge], outputs)
+            .order_by("output_id")
+            .values_list("output_id", "round_id", "judge_model", "value")
+            .iterator(chunk_size=10000)
+        )
     thresholds = {j[0]: j[2] for j in judge}
     verdict_cols = {(j[0], m): f"verdict_r{j[0]}_{_slug(m, 60)}" for j in judge for m in j[3]}
     dim_of = {pk: index.dimension(pk) for pk in codes}
-    fields = ["pk", "run_id", "model_name", "endpoint__name", "item__number", "item__dimension__name",
-              "item__target_stereotype", "trial", "variant_key"]
-    for pk, run_id, model, endpoint, number, dimension, target, trial, variant in \
-            outputs.order_by("pk").values_list(*fields).iterator(chunk_size=5000):
-        row = {"output_id": pk, "run_id": run_id, "model": model, "endpoint": endpoint, "item_number": number,
-               "dimension": dimension, "target_stereotype": target, "trial": trial, "variant_key": variant}
+    fields = [
+        "pk",
+        "run_id",
+        "model_name",
+        "endpoint__name",
+        "item__number",
+        "item__dimension__name",
+        "item__target_stereotype",
+        "trial",
+        "variant_key",
+    ]
+    for pk, run_id, model, endpoint, number, dimension, target, trial, variant in (
+        outputs.order_by("pk").values_list(*fields).iterator(chunk_size=5000)
+    ):
+        row = {
+            "output_id": pk,
+            "run_id": run_id,
+            "model": model,
+            "endpoint": endpoint,
+            "item_number": number,
+            "dimension": dimension,
+            "target_stereotype": target,
+            "trial": trial,
+            "variant_key": variant,
+        }
         story_codings = codings.take(pk)
         coders = {c[1] for c in story_codings} | {a[1] for a in done.take(pk)}
         row["coders_n"] = len(coders)
@@ -376,8 +566,9 @@ def wide_rows(study, options):
         attributed = Counter(g[1] for g in genders.take(pk))
         row["gender_attribution_n"] = sum(attributed.values())
         ranked = attributed.most_common(2)
-        row["gender_attribution"] = ("" if not ranked else "disagree" if len(ranked) == 2 and ranked[0][1] == ranked[1][1]
-                                     else ranked[0][0])
+        row["gender_attribution"] = (
+            "" if not ranked else "disagree" if len(ranked) == 2 and ranked[0][1] == ranked[1][1] else ranked[0][0]
+        )
         if verdicts is not None:
             per_round = defaultdict(list)
             for _, round_id, judge_model, value in verdicts.take(pk):
@@ -386,5 +577,6 @@ def wide_rows(study, options):
             for round_id, threshold in thresholds.items():
                 values = per_round.get(round_id)
                 row[f"verdict_r{round_id}_detected"] = (
-                    None if not values else round(sum(v >= threshold for v in values) / len(values), 4))
+                    None if not values else round(sum(v >= threshold for v in values) / len(values), 4)
+                )
         yield row

@@ -1,4 +1,5 @@
 """Codebooks (code trees, merge history), codings, memos, assignments and gender attributions."""
+
 import uuid
 
 from django.conf import settings
@@ -40,11 +41,17 @@ class Code(models.Model):
     stereotype = models.TextField(blank=True)
     shortcut = models.CharField(max_length=1, blank=True)
     order = models.PositiveIntegerField(default=0)
-    merged_into = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="merged_from")
+    merged_into = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="merged_from"
+    )
     active = models.BooleanField(default=True, help_text="False after being merged away; undo re-activates.")
     guid = models.UUIDField(default=uuid.uuid4, unique=True, help_text="Stable REFI-QDA GUID.")
-    frequency_reference = models.PositiveIntegerField(null=True, blank=True, help_text="Published frequency (built-ins).")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    frequency_reference = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Published frequency (built-ins)."
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -149,7 +156,9 @@ class CodeOperation(models.Model):
 
     codebook = models.ForeignKey(Codebook, on_delete=models.CASCADE, related_name="operations")
     kind = models.CharField(max_length=20, choices=OperationKind.choices)
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     payload = models.JSONField(default=dict)
     created_at = models.DateTimeField(default=timezone.now)
     undone_at = models.DateTimeField(null=True, blank=True)
@@ -231,8 +240,12 @@ class CodeDiscovery(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="code_discoveries")
     codebook = models.ForeignKey(Codebook, on_delete=models.CASCADE, related_name="discoveries")
-    endpoint = models.ForeignKey("generation.ModelEndpoint", null=True, on_delete=models.SET_NULL, related_name="code_discoveries")
-    item = models.ForeignKey(PromptItem, null=True, blank=True, on_delete=models.SET_NULL, related_name="code_discoveries")
+    endpoint = models.ForeignKey(
+        "generation.ModelEndpoint", null=True, on_delete=models.SET_NULL, related_name="code_discoveries"
+    )
+    item = models.ForeignKey(
+        PromptItem, null=True, blank=True, on_delete=models.SET_NULL, related_name="code_discoveries"
+    )
     sample_size = models.PositiveIntegerField(default=5)
     seed = models.IntegerField(default=0)
     output_ids = models.JSONField(default=list, blank=True, help_text="The sampled stories, in prompt order.")
@@ -240,8 +253,12 @@ class CodeDiscovery(models.Model):
     status = models.CharField(max_length=10, choices=DiscoveryStatus.choices, default=DiscoveryStatus.PENDING)
     error = models.TextField(blank=True)
     response_text = models.TextField(blank=True)
-    provider_call = models.ForeignKey("generation.ProviderCall", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    provider_call = models.ForeignKey(
+        "generation.ProviderCall", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -267,7 +284,9 @@ class CodeSuggestion(models.Model):
     example = models.TextField(blank=True, help_text="A quote the model gave as an example.")
     status = models.CharField(max_length=10, choices=SuggestionStatus.choices, default=SuggestionStatus.PENDING)
     code = models.ForeignKey(Code, null=True, blank=True, on_delete=models.SET_NULL, related_name="suggestions")
-    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     decided_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -8,6 +8,7 @@ problem raises RefiError naming the element and its line, before anything is wri
 Offsets are code-point indices into the plain text with line endings normalised to \\n. A source whose file uses
 \\r\\n is normalised and its selection offsets are mapped onto the normalised text.
 """
+
 import bisect
 import datetime
 import io
@@ -55,6 +56,7 @@ def normalise_guid(value) -> str | None:
 
 
 # --- the in-memory model ------------------------------------------------------------------------------------
+
 
 @dataclass
 class QUser:
@@ -162,6 +164,7 @@ class QProject:
 
 # --- writing ------------------------------------------------------------------------------------------------
 
+
 def _dt(value):
     if value is None or isinstance(value, str):  # strings come pre-formatted (UTC, xsd:dateTime) from the query
         return value
@@ -175,8 +178,9 @@ def _attrs(**values):
 
 
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-_ATTR_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\n": "&#10;", "\r": "&#13;",
-                               "\t": "&#9;"})
+_ATTR_ESCAPES = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}
+)
 _TEXT_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"})
 
 
@@ -208,8 +212,12 @@ def _el(tag, attrs=None, text=None, children=()):
 
 
 def _code_element(code):
-    element = _el("Code", _attrs(guid=code.guid, name=xml_text(code.name), isCodable="true" if code.codable else "false",
-                                 color=code.color))
+    element = _el(
+        "Code",
+        _attrs(
+            guid=code.guid, name=xml_text(code.name), isCodable="true" if code.codable else "false", color=code.color
+        ),
+    )
     if code.description:
         element.append(_el("Description", text=code.description))
     for note in code.note_guids:
@@ -219,13 +227,21 @@ def _code_element(code):
     return element
 
 
-VALUE_TAGS = {"Text": "TextValue", "Integer": "IntegerValue", "Float": "FloatValue", "Boolean": "BooleanValue",
-              "Date": "DateValue", "DateTime": "DateTimeValue"}
+VALUE_TAGS = {
+    "Text": "TextValue",
+    "Integer": "IntegerValue",
+    "Float": "FloatValue",
+    "Boolean": "BooleanValue",
+    "Date": "DateValue",
+    "DateTime": "DateTimeValue",
+}
 
 
 def _coding_xml(coding, parts):
-    parts.append(f'<Coding guid="{coding.guid}"{_safe("creatingUser", coding.user_guid)}'
-                 f'{_safe("creationDateTime", _dt(coding.created))}><CodeRef targetGUID="{coding.code_guid}"/>')
+    parts.append(
+        f'<Coding guid="{coding.guid}"{_safe("creatingUser", coding.user_guid)}'
+        f'{_safe("creationDateTime", _dt(coding.created))}><CodeRef targetGUID="{coding.code_guid}"/>'
+    )
     for note in coding.note_guids:
         parts.append(f'<NoteRef targetGUID="{note}"/>')
     parts.append("</Coding>")
@@ -234,12 +250,16 @@ def _coding_xml(coding, parts):
 def source_xml(source, variable_types):
     """One TextSource as XML text. Hand-built: this is the hot path of large exports (GUIDs and integers need no
     escaping; names and values are escaped)."""
-    parts = [f'<TextSource guid="{source.guid}" name={_qa(source.name)} plainTextPath="internal://{source.guid}.txt"'
-             f'{_safe("creatingUser", source.user_guid)}{_safe("creationDateTime", _dt(source.created))}>']
+    parts = [
+        f'<TextSource guid="{source.guid}" name={_qa(source.name)} plainTextPath="internal://{source.guid}.txt"'
+        f"{_safe('creatingUser', source.user_guid)}{_safe('creationDateTime', _dt(source.created))}>"
+    ]
     for sel in source.selections:
-        parts.append(f'<PlainTextSelection guid="{sel.guid}"{_opt("name", sel.name)} startPosition="{int(sel.start)}" '
-                     f'endPosition="{int(sel.end)}"{_safe("creatingUser", sel.user_guid)}'
-                     f'{_safe("creationDateTime", _dt(sel.created))}>')
+        parts.append(
+            f'<PlainTextSelection guid="{sel.guid}"{_opt("name", sel.name)} startPosition="{int(sel.start)}" '
+            f'endPosition="{int(sel.end)}"{_safe("creatingUser", sel.user_guid)}'
+            f"{_safe('creationDateTime', _dt(sel.created))}>"
+        )
         for coding in sel.codings:
             _coding_xml(coding, parts)
         for note in sel.note_guids:
@@ -264,28 +284,47 @@ def write_qdpx(target, project: QProject, progress=None):
     """Write a .qdpx ZIP to `target` (path or binary file object). `project.sources` may be a generator: each
     source's text goes to Sources/<guid>.txt at once and its XML to a temporary project.qde, so memory stays
     flat. Returns counts."""
-    counts = {"sources": 0, "selections": 0, "codings": 0, "notes": len(project.notes),
-              "codes": sum(1 for _ in project.all_codes()), "users": len(project.users)}
+    counts = {
+        "sources": 0,
+        "selections": 0,
+        "codings": 0,
+        "notes": len(project.notes),
+        "codes": sum(1 for _ in project.all_codes()),
+        "users": len(project.users),
+    }
     variable_types = {v.guid: v.type for v in project.variables}
 
     def put(element):
         qde.write(etree.tostring(element, encoding="utf-8"))
         qde.write(b"\n")
 
-    with tempfile.TemporaryFile() as qde, zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED,
-                                                          compresslevel=1, allowZip64=True) as zf:
+    with (
+        tempfile.TemporaryFile() as qde,
+        zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1, allowZip64=True) as zf,
+    ):
         qde.write(b'<?xml version="1.0" encoding="utf-8"?>\n')
-        qde.write(f'<Project xmlns="{NS}" name={_qa(project.name)}{_opt("origin", project.origin)}'
-                  f'{_opt("creationDateTime", _dt(project.created))}>\n'.encode("utf-8"))
+        qde.write(
+            f'<Project xmlns="{NS}" name={_qa(project.name)}{_opt("origin", project.origin)}'
+            f"{_opt('creationDateTime', _dt(project.created))}>\n".encode("utf-8")
+        )
         if project.users:
             put(_el("Users", children=[_el("User", _attrs(guid=u.guid, name=xml_text(u.name))) for u in project.users]))
         if project.codes:
             put(_el("CodeBook", children=[_el("Codes", children=[_code_element(c) for c in project.codes])]))
         if project.variables:
-            put(_el("Variables", children=[
-                _el("Variable", _attrs(guid=v.guid, name=v.name, typeOfVariable=v.type),
-                    children=[_el("Description", text=v.description)] if v.description else [])
-                for v in project.variables]))
+            put(
+                _el(
+                    "Variables",
+                    children=[
+                        _el(
+                            "Variable",
+                            _attrs(guid=v.guid, name=v.name, typeOfVariable=v.type),
+                            children=[_el("Description", text=v.description)] if v.description else [],
+                        )
+                        for v in project.variables
+                    ],
+                )
+            )
         opened = False
         for source in project.sources:
             if not opened:
@@ -301,16 +340,39 @@ def write_qdpx(target, project: QProject, progress=None):
         if opened:
             qde.write(b"</Sources>\n")
         if project.notes:
-            put(_el("Notes", children=[
-                _el("Note", _attrs(guid=n.guid, name=xml_text(n.name), creatingUser=n.user_guid,
-                                   creationDateTime=_dt(n.created)), children=[_el("PlainTextContent", text=n.text)])
-                for n in project.notes]))
+            put(
+                _el(
+                    "Notes",
+                    children=[
+                        _el(
+                            "Note",
+                            _attrs(
+                                guid=n.guid,
+                                name=xml_text(n.name),
+                                creatingUser=n.user_guid,
+                                creationDateTime=_dt(n.created),
+                            ),
+                            children=[_el("PlainTextContent", text=n.text)],
+                        )
+                        for n in project.notes
+                    ],
+                )
+            )
         if project.sets:
-            put(_el("Sets", children=[
-                _el("Set", _attrs(guid=q.guid, name=xml_text(q.name)),
-                    children=([_el("Description", text=q.description)] if q.description else [])
-                    + [_el("MemberCode", {"targetGUID": g}) for g in q.code_guids])
-                for q in project.sets]))
+            put(
+                _el(
+                    "Sets",
+                    children=[
+                        _el(
+                            "Set",
+                            _attrs(guid=q.guid, name=xml_text(q.name)),
+                            children=([_el("Description", text=q.description)] if q.description else [])
+                            + [_el("MemberCode", {"targetGUID": g}) for g in q.code_guids],
+                        )
+                        for q in project.sets
+                    ],
+                )
+            )
         if project.description:
             put(_el("Description", text=project.description))
         qde.write(b"</Project>\n")
@@ -334,8 +396,14 @@ def schema(name="Project.xsd"):
 
 def safe_parser():
     """No entity expansion (XXE, billion laughs), no DTD loading, no network."""
-    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, dtd_validation=False,
-                           huge_tree=True, remove_comments=True)
+    return etree.XMLParser(
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        dtd_validation=False,
+        huge_tree=True,
+        remove_comments=True,
+    )
 
 
 def parse_xml(data: bytes, what="project.qde"):
@@ -371,9 +439,13 @@ def _parse_dt(value):
 
 
 def _parse_code(element, ns, notes=True):
-    code = QCode(guid=normalise_guid(element.get("guid")), name=element.get("name", ""),
-                 codable=element.get("isCodable", "true").strip() in ("true", "1"), color=element.get("color"),
-                 line=element.sourceline)
+    code = QCode(
+        guid=normalise_guid(element.get("guid")),
+        name=element.get("name", ""),
+        codable=element.get("isCodable", "true").strip() in ("true", "1"),
+        color=element.get("color"),
+        line=element.sourceline,
+    )
     description = element.find(_q("Description", ns))
     code.description = (description.text or "") if description is not None else ""
     if notes:
@@ -384,10 +456,14 @@ def _parse_code(element, ns, notes=True):
 
 def _parse_coding(element):
     ref = element.find(_q("CodeRef"))
-    return QCoding(guid=normalise_guid(element.get("guid")), code_guid=normalise_guid(ref.get("targetGUID")),
-                   user_guid=normalise_guid(element.get("creatingUser")), created=_parse_dt(element.get("creationDateTime")),
-                   note_guids=[normalise_guid(n.get("targetGUID")) for n in element.findall(_q("NoteRef"))],
-                   line=element.sourceline)
+    return QCoding(
+        guid=normalise_guid(element.get("guid")),
+        code_guid=normalise_guid(ref.get("targetGUID")),
+        user_guid=normalise_guid(element.get("creatingUser")),
+        created=_parse_dt(element.get("creationDateTime")),
+        note_guids=[normalise_guid(n.get("targetGUID")) for n in element.findall(_q("NoteRef"))],
+        line=element.sourceline,
+    )
 
 
 def normalise_newlines(raw: str):
@@ -410,15 +486,17 @@ def _source_text(element, zf, names, base_path, problems):
         problems.append(f"{label} has neither PlainTextContent nor a plainTextPath.")
         return None
     if path.startswith("internal://"):
-        candidates = [f"Sources/{path[len('internal://'):]}"]
+        candidates = [f"Sources/{path[len('internal://') :]}"]
     elif path.startswith("relative://"):
-        rel = path[len("relative://"):].lstrip("/").replace("\\", "/")
+        rel = path[len("relative://") :].lstrip("/").replace("\\", "/")
         candidates = [f"Sources/{rel}", rel, f"Sources/{rel.rsplit('/', 1)[-1]}"]
         if base_path:
             candidates.append(f"{base_path.rstrip('/')}/{rel}")
     elif path.startswith("absolute://"):
-        problems.append(f"{label}: plainTextPath {path} points outside the project file; include the source "
-                        f"in the .qdpx (internal://) instead.")
+        problems.append(
+            f"{label}: plainTextPath {path} points outside the project file; include the source "
+            f"in the .qdpx (internal://) instead."
+        )
         return None
     else:
         candidates = [f"Sources/{path}", path]
@@ -450,8 +528,11 @@ def read_qdpx(data) -> QProject:
         if sum(i.file_size for i in infos) > MAX_TOTAL_BYTES:
             raise RefiError("The .qdpx unpacks to more than 2 GB; refusing to read it.")
         names = {i.filename for i in infos}
-        qde_name = "project.qde" if "project.qde" in names else next(
-            (n for n in names if n.lower().endswith(".qde") and "/" not in n), None)
+        qde_name = (
+            "project.qde"
+            if "project.qde" in names
+            else next((n for n in names if n.lower().endswith(".qde") and "/" not in n), None)
+        )
         if qde_name is None:
             raise RefiError("The .qdpx has no project.qde at its top level.")
         if zf.getinfo(qde_name).file_size > MAX_PROJECT_BYTES:
@@ -462,41 +543,55 @@ def read_qdpx(data) -> QProject:
             raise RefiError(f"project.qde cannot be read from the ZIP: {exc}") from exc
         root = parse_xml(raw)
         if root.tag != _q("Project"):
-            raise RefiError(f"project.qde: the root element is {etree.QName(root).localname!r} in namespace "
-                            f"{etree.QName(root).namespace!r}; expected Project in {NS}.")
+            raise RefiError(
+                f"project.qde: the root element is {etree.QName(root).localname!r} in namespace "
+                f"{etree.QName(root).namespace!r}; expected Project in {NS}."
+            )
         validate(root, "Project.xsd", "project.qde")
         return _project_from_tree(root, zf, names)
 
 
 def _project_from_tree(root, zf, names):
     problems = []
-    project = QProject(name=root.get("name", ""), origin=root.get("origin", ""), created=_parse_dt(root.get("creationDateTime")))
+    project = QProject(
+        name=root.get("name", ""), origin=root.get("origin", ""), created=_parse_dt(root.get("creationDateTime"))
+    )
     users = root.find(_q("Users"))
-    project.users = [QUser(guid=normalise_guid(u.get("guid")), name=u.get("name") or u.get("id") or "")
-                     for u in (users if users is not None else [])]
+    project.users = [
+        QUser(guid=normalise_guid(u.get("guid")), name=u.get("name") or u.get("id") or "")
+        for u in (users if users is not None else [])
+    ]
     codebook = root.find(_q("CodeBook"))
     if codebook is not None:
         project.codes = [_parse_code(c, NS) for c in codebook.find(_q("Codes")).findall(_q("Code"))]
     variables = root.find(_q("Variables"))
-    project.variables = [QVariable(guid=normalise_guid(v.get("guid")), name=v.get("name"), type=v.get("typeOfVariable"))
-                         for v in (variables if variables is not None else [])]
+    project.variables = [
+        QVariable(guid=normalise_guid(v.get("guid")), name=v.get("name"), type=v.get("typeOfVariable"))
+        for v in (variables if variables is not None else [])
+    ]
     var_names = {v.guid: v for v in project.variables}
     sources = []
     sources_el = root.find(_q("Sources"))
     base_path = root.get("basePath") or ""
-    for element in (sources_el if sources_el is not None else []):
+    for element in sources_el if sources_el is not None else []:
         tag = etree.QName(element).localname
         if tag != "TextSource":
-            problems.append(f"{tag} '{element.get('name', '')}' (line {element.sourceline}): only text sources can "
-                            f"be imported.")
+            problems.append(
+                f"{tag} '{element.get('name', '')}' (line {element.sourceline}): only text sources can be imported."
+            )
             continue
         raw = _source_text(element, zf, names, base_path, problems)
         if raw is None:
             continue
         text, remap = normalise_newlines(raw)
-        source = QSource(guid=normalise_guid(element.get("guid")), name=element.get("name") or "", text=text,
-                         user_guid=normalise_guid(element.get("creatingUser")),
-                         created=_parse_dt(element.get("creationDateTime")), line=element.sourceline)
+        source = QSource(
+            guid=normalise_guid(element.get("guid")),
+            name=element.get("name") or "",
+            text=text,
+            user_guid=normalise_guid(element.get("creatingUser")),
+            created=_parse_dt(element.get("creationDateTime")),
+            line=element.sourceline,
+        )
         for sel in element.findall(_q("PlainTextSelection")):
             start, end = int(sel.get("startPosition")), int(sel.get("endPosition"))
             label = f"PlainTextSelection {sel.get('guid')} (line {sel.sourceline}) in source '{source.name}'"
@@ -506,34 +601,56 @@ def _project_from_tree(root, zf, names):
             if end > len(raw):
                 problems.append(f"{label}: endPosition {end} is past the end of the text ({len(raw)} characters).")
                 continue
-            source.selections.append(QSelection(
-                guid=normalise_guid(sel.get("guid")), start=remap(start), end=remap(end), name=sel.get("name") or "",
-                user_guid=normalise_guid(sel.get("creatingUser")), created=_parse_dt(sel.get("creationDateTime")),
-                codings=[_parse_coding(c) for c in sel.findall(_q("Coding"))],
-                note_guids=[normalise_guid(n.get("targetGUID")) for n in sel.findall(_q("NoteRef"))], line=sel.sourceline))
+            source.selections.append(
+                QSelection(
+                    guid=normalise_guid(sel.get("guid")),
+                    start=remap(start),
+                    end=remap(end),
+                    name=sel.get("name") or "",
+                    user_guid=normalise_guid(sel.get("creatingUser")),
+                    created=_parse_dt(sel.get("creationDateTime")),
+                    codings=[_parse_coding(c) for c in sel.findall(_q("Coding"))],
+                    note_guids=[normalise_guid(n.get("targetGUID")) for n in sel.findall(_q("NoteRef"))],
+                    line=sel.sourceline,
+                )
+            )
         source.codings = [_parse_coding(c) for c in element.findall(_q("Coding"))]
         source.note_guids = [normalise_guid(n.get("targetGUID")) for n in element.findall(_q("NoteRef"))]
         for vv in element.findall(_q("VariableValue")):
             ref = normalise_guid(vv.find(_q("VariableRef")).get("targetGUID"))
             if ref not in var_names:
-                problems.append(f"VariableValue (line {vv.sourceline}) in source '{source.name}': VariableRef {ref} "
-                                f"names no Variable.")
+                problems.append(
+                    f"VariableValue (line {vv.sourceline}) in source '{source.name}': VariableRef {ref} "
+                    f"names no Variable."
+                )
                 continue
             value_el = next((c for c in vv if etree.QName(c).localname != "VariableRef"), None)
             source.variables.append((ref, value_el.text if value_el is not None else None))
         sources.append(source)
     project.sources = sources
     notes = root.find(_q("Notes"))
-    for element in (notes if notes is not None else []):
+    for element in notes if notes is not None else []:
         content = element.find(_q("PlainTextContent"))
         text = content.text if content is not None else _source_text(element, zf, names, base_path, problems)
-        project.notes.append(QNote(guid=normalise_guid(element.get("guid")), name=element.get("name") or "",
-                                   text=(text or "").replace("\r\n", "\n"), user_guid=normalise_guid(element.get("creatingUser")),
-                                   created=_parse_dt(element.get("creationDateTime")), line=element.sourceline))
+        project.notes.append(
+            QNote(
+                guid=normalise_guid(element.get("guid")),
+                name=element.get("name") or "",
+                text=(text or "").replace("\r\n", "\n"),
+                user_guid=normalise_guid(element.get("creatingUser")),
+                created=_parse_dt(element.get("creationDateTime")),
+                line=element.sourceline,
+            )
+        )
     sets = root.find(_q("Sets"))
-    for element in (sets if sets is not None else []):
-        project.sets.append(QSet(guid=normalise_guid(element.get("guid")), name=element.get("name") or "",
-                                 code_guids=[normalise_guid(m.get("targetGUID")) for m in element.findall(_q("MemberCode"))]))
+    for element in sets if sets is not None else []:
+        project.sets.append(
+            QSet(
+                guid=normalise_guid(element.get("guid")),
+                name=element.get("name") or "",
+                code_guids=[normalise_guid(m.get("targetGUID")) for m in element.findall(_q("MemberCode"))],
+            )
+        )
     problems.extend(check_references(project))
     if problems:
         raise RefiError(problems)
@@ -592,7 +709,9 @@ def check_references(project):
         for sel in source.selections:
             claim(sel.guid, f"PlainTextSelection (line {sel.line})")
             if sel.user_guid and sel.user_guid not in users:
-                problems.append(f"PlainTextSelection {sel.guid} (line {sel.line}): creatingUser {sel.user_guid} is not in Users.")
+                problems.append(
+                    f"PlainTextSelection {sel.guid} (line {sel.line}): creatingUser {sel.user_guid} is not in Users."
+                )
             for coding in sel.codings:
                 check_coding(coding, f"in a selection of source '{source.name}'")
         for coding in source.codings:

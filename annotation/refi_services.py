@@ -7,6 +7,7 @@ the guid fields, or are uuid5-derived from stable ids, so they are the same in e
 
 Import: the whole file is parsed and checked first (annotation.refi_qda), then applied in one transaction.
 """
+
 import re
 import uuid
 from collections import defaultdict
@@ -31,11 +32,20 @@ from .datasets import CodeIndex
 from .models import Assignment, Codebook, Coding, GenderAttribution, Memo
 
 JUDGE_GROUP_GUID = rq.stable_guid("judge-verdicts")
-SELECTION_SALT = 0x5e1ec7  # selection GUID = coding GUID XOR this: stable and distinct
+SELECTION_SALT = 0x5E1EC7  # selection GUID = coding GUID XOR this: stable and distinct
 XSD_DATETIME = 'YYYY-MM-DD"T"HH24:MI:SS"Z"'
 RGB_RE = re.compile(r"^#([0-9a-fA-F]{6}|[0-9a-fA-F]{3})$")
-VARIABLES = [("model", "Text"), ("endpoint", "Text"), ("run", "Text"), ("item", "Integer"), ("dimension", "Text"),
-             ("target_stereotype", "Text"), ("trial", "Integer"), ("variant", "Text"), ("gender_attribution", "Text")]
+VARIABLES = [
+    ("model", "Text"),
+    ("endpoint", "Text"),
+    ("run", "Text"),
+    ("item", "Integer"),
+    ("dimension", "Text"),
+    ("target_stereotype", "Text"),
+    ("trial", "Integer"),
+    ("variant", "Text"),
+    ("gender_attribution", "Text"),
+]
 
 
 def user_guid(pk):
@@ -48,8 +58,9 @@ def output_guid(output_id, external_id=""):
 
 def _code_description(row):
     """The description plus codebook_format's "[stereoscope] key=value" line (shortcut, stereotype, item link)."""
-    meta = fmt._meta_line({"shortcut": row[17], "stereotype": row[11], "item_number": row[12],
-                           "frequency_reference": row[18]})
+    meta = fmt._meta_line(
+        {"shortcut": row[17], "stereotype": row[11], "item_number": row[12], "frequency_reference": row[18]}
+    )
     text = row[15] or ""
     return f"{text}\n{meta}" if meta and text else (meta or text)
 
@@ -63,15 +74,21 @@ def _tag_sets(index, code_pks):
             members[fmt.GENDER_SETS[row[5]]].append(str(row[13]))
         if row[6] == "inductive":
             members[fmt.INDUCTIVE_SET].append(str(row[13]))
-    return [rq.QSet(guid=rq.stable_guid("set", label), name=label, code_guids=guids)
-            for label, guids in members.items() if guids]
+    return [
+        rq.QSet(guid=rq.stable_guid("set", label), name=label, code_guids=guids)
+        for label, guids in members.items()
+        if guids
+    ]
 
 
 # --- export -------------------------------------------------------------------------------------------------
 
 # What an export manifest notes about a .qdpx (the exports app writes the manifest into the archive).
-QDPX_MANIFEST_NOTES = {"schema": "QDA-XML 1.0 (Project.xsd, 2019-03-18)",
-                       "offsets": "Unicode code points, line endings \\n", "judge_code_group": JUDGE_GROUP_GUID}
+QDPX_MANIFEST_NOTES = {
+    "schema": "QDA-XML 1.0 (Project.xsd, 2019-03-18)",
+    "offsets": "Unicode code points, line endings \\n",
+    "judge_code_group": JUDGE_GROUP_GUID,
+}
 
 
 def export_qdpx(study, target, *, options, progress=None):
@@ -98,28 +115,51 @@ def export_qdpx(study, target, *, options, progress=None):
     memos = list(Memo.objects.filter(study=study).select_related("author").order_by("pk"))
     for memo in memos:
         author = memo.author
-        users.setdefault(memo.author_id, person_of(memo.author_id, display_name(author.username, author.first_name,
-                                                                                author.last_name)))
+        users.setdefault(
+            memo.author_id,
+            person_of(memo.author_id, display_name(author.username, author.first_name, author.last_name)),
+        )
     q_users = [rq.QUser(guid=g, name=n) for g, n in users.values()]
 
     # memos: coding / code / output -> note guids
     notes_by = {"coding": defaultdict(list), "code": defaultdict(list), "output": defaultdict(list)}
     q_notes = []
     for memo in memos:
-        target_kind, key = (("coding", memo.coding_id) if memo.coding_id else ("code", memo.code_id) if memo.code_id
-                            else ("output", memo.output_id))
+        target_kind, key = (
+            ("coding", memo.coding_id)
+            if memo.coding_id
+            else ("code", memo.code_id)
+            if memo.code_id
+            else ("output", memo.output_id)
+        )
         notes_by[target_kind][key].append(str(memo.guid))
-        q_notes.append(rq.QNote(guid=str(memo.guid), name=memo.text[:60].replace("\n", " "), text=memo.text,
-                                user_guid=users[memo.author_id][0], created=memo.created_at))
+        q_notes.append(
+            rq.QNote(
+                guid=str(memo.guid),
+                name=memo.text[:60].replace("\n", " "),
+                text=memo.text,
+                user_guid=users[memo.author_id][0],
+                created=memo.created_at,
+            )
+        )
 
     # the codebook tree (inactive merged-away codes only when something still points at them)
     def build(pk):
         row = index.codes[pk]
-        children = [build(c) for c in sorted(index.children.get(pk, []), key=lambda c: (index.codes[c][10], c))
-                    if index.codes[c][4] or c in used_codes or index.children.get(c)]
-        return rq.QCode(guid=str(row[13]), name=row[2], codable=row[3], color=row[14] if RGB_RE.match(row[14] or "") else None,
-                        description=_code_description(row), children=children,
-                        note_guids=notes_by["code"].get(pk, []))
+        children = [
+            build(c)
+            for c in sorted(index.children.get(pk, []), key=lambda c: (index.codes[c][10], c))
+            if index.codes[c][4] or c in used_codes or index.children.get(c)
+        ]
+        return rq.QCode(
+            guid=str(row[13]),
+            name=row[2],
+            codable=row[3],
+            color=row[14] if RGB_RE.match(row[14] or "") else None,
+            description=_code_description(row),
+            children=children,
+            note_guids=notes_by["code"].get(pk, []),
+        )
 
     roots_by_book = defaultdict(list)
     for pk, row in index.codes.items():
@@ -132,8 +172,15 @@ def export_qdpx(study, target, *, options, progress=None):
             q_codes.extend(roots)
         else:
             codebook = Codebook.objects.get(pk=book)
-            q_codes.append(rq.QCode(guid=str(codebook.guid), name=f"{codebook.name} v{codebook.version}", codable=False,
-                                    description=codebook.description, children=roots))
+            q_codes.append(
+                rq.QCode(
+                    guid=str(codebook.guid),
+                    name=f"{codebook.name} v{codebook.version}",
+                    codable=False,
+                    description=codebook.description,
+                    children=roots,
+                )
+            )
 
     # judges: users named after their model, codes under a non-codable group
     judge_codes, judge_users, verdict_rows = {}, {}, None
@@ -142,16 +189,24 @@ def export_qdpx(study, target, *, options, progress=None):
         rounds = judging.study_rounds(study, options.get("round_ids"))
         verdicts = judging.ok_verdicts(rounds, outputs)
         if rounds and verdicts.exists():
-            group = rq.QCode(guid=JUDGE_GROUP_GUID, name="LLM judge verdicts", codable=False,
-                             description="Verdicts of LLM judges (one code per round and value); not a human code.")
+            group = rq.QCode(
+                guid=JUDGE_GROUP_GUID,
+                name="LLM judge verdicts",
+                codable=False,
+                description="Verdicts of LLM judges (one code per round and value); not a human code.",
+            )
             for rnd in rounds:
                 template = rnd.template
                 threshold = getattr(template, "detect_threshold", 1)
                 values = sorted(set(verdicts.filter(round=rnd, value__gte=threshold).values_list("value", flat=True)))
                 if not values:
                     continue
-                round_code = rq.QCode(guid=rq.stable_guid("judge-round", rnd.pk), name=rnd.name, codable=False,
-                                      description=f"Template {template.name} v{template.version} ({template.kind}).")
+                round_code = rq.QCode(
+                    guid=rq.stable_guid("judge-round", rnd.pk),
+                    name=rnd.name,
+                    codable=False,
+                    description=f"Template {template.name} v{template.version} ({template.kind}).",
+                )
                 for value in values:
                     label = "stereotype detected" if template.scale_max == 1 else f"score {value}"
                     code = rq.QCode(guid=rq.stable_guid("judge-round", rnd.pk, value), name=label)
@@ -163,8 +218,11 @@ def export_qdpx(study, target, *, options, progress=None):
                 for model in sorted(set(verdicts.values_list("judge_model", flat=True))):
                     judge_users[model] = rq.stable_guid("judge", model)
                     q_users.append(rq.QUser(guid=judge_users[model], name=model))
-                verdict_rows = (verdicts.filter(value__gte=0).order_by("output_id")
-                                .values_list("output_id", "round_id", "judge_model", "value", "pk", "updated_at"))
+                verdict_rows = (
+                    verdicts.filter(value__gte=0)
+                    .order_by("output_id")
+                    .values_list("output_id", "round_id", "judge_model", "value", "pk", "updated_at")
+                )
 
     variables = [rq.QVariable(guid=rq.stable_guid("variable", name), name=name, type=kind) for name, kind in VARIABLES]
     var_guid = {v.name: v.guid for v in variables}
@@ -172,52 +230,118 @@ def export_qdpx(study, target, *, options, progress=None):
     def sources():
         from .datasets import _Cursor
 
-        coding_cursor = _Cursor(codings.order_by("output_id", "start", "pk").annotate(
-            guid_text=uuid_text("guid"), created_text=iso_datetime("created_at", XSD_DATETIME)).values_list(
-            "output_id", "pk", "guid_text", "code_id", "coder_id", "start", "end", "created_text").iterator(chunk_size=10000))
+        coding_cursor = _Cursor(
+            codings.order_by("output_id", "start", "pk")
+            .annotate(guid_text=uuid_text("guid"), created_text=iso_datetime("created_at", XSD_DATETIME))
+            .values_list("output_id", "pk", "guid_text", "code_id", "coder_id", "start", "end", "created_text")
+            .iterator(chunk_size=10000)
+        )
         code_guids = {pk: str(row[13]) for pk, row in index.codes.items()}
         verdict_cursor = _Cursor(verdict_rows.iterator(chunk_size=10000)) if verdict_rows is not None else None
-        gender_cursor = _Cursor(GenderAttribution.objects.filter(output__in=outputs).order_by("output_id")
-                                .values_list("output_id", "gender").iterator(chunk_size=10000))
-        for (pk, text, model, endpoint, run_name, number, dimension, target, trial, variant, external_id,
-             created) in outputs.order_by("pk").values_list(
-                "pk", "text", "model_name", "endpoint__name", "run__name", "item__number", "item__dimension__name",
-                "item__target_stereotype", "trial", "variant_key", "external_id", "created_at").iterator(chunk_size=2000):
-            source = rq.QSource(guid=output_guid(pk, external_id),
-                                name=f"{model} · item {number if number is not None else '-'} · trial {trial} · #{pk}",
-                                text=text or "", created=created, note_guids=notes_by["output"].get(pk, []))
+        gender_cursor = _Cursor(
+            GenderAttribution.objects.filter(output__in=outputs)
+            .order_by("output_id")
+            .values_list("output_id", "gender")
+            .iterator(chunk_size=10000)
+        )
+        for pk, text, model, endpoint, run_name, number, dimension, target, trial, variant, external_id, created in (
+            outputs.order_by("pk")
+            .values_list(
+                "pk",
+                "text",
+                "model_name",
+                "endpoint__name",
+                "run__name",
+                "item__number",
+                "item__dimension__name",
+                "item__target_stereotype",
+                "trial",
+                "variant_key",
+                "external_id",
+                "created_at",
+            )
+            .iterator(chunk_size=2000)
+        ):
+            source = rq.QSource(
+                guid=output_guid(pk, external_id),
+                name=f"{model} · item {number if number is not None else '-'} · trial {trial} · #{pk}",
+                text=text or "",
+                created=created,
+                note_guids=notes_by["output"].get(pk, []),
+            )
             for _, coding_pk, guid, code_id, coder_id, start, end, coded_at in coding_cursor.take(pk):
                 guid = str(guid)
-                coding = rq.QCoding(guid=guid, code_guid=code_guids[code_id], user_guid=users[coder_id][0],
-                                    created=coded_at, note_guids=notes_by["coding"].get(coding_pk, ()))
+                coding = rq.QCoding(
+                    guid=guid,
+                    code_guid=code_guids[code_id],
+                    user_guid=users[coder_id][0],
+                    created=coded_at,
+                    note_guids=notes_by["coding"].get(coding_pk, ()),
+                )
                 if start is None:
                     source.codings.append(coding)
                 else:
-                    source.selections.append(rq.QSelection(guid=rq.derived_guid(guid, SELECTION_SALT), start=start, end=end,
-                                                           user_guid=coding.user_guid, created=coded_at, codings=[coding]))
+                    source.selections.append(
+                        rq.QSelection(
+                            guid=rq.derived_guid(guid, SELECTION_SALT),
+                            start=start,
+                            end=end,
+                            user_guid=coding.user_guid,
+                            created=coded_at,
+                            codings=[coding],
+                        )
+                    )
             if verdict_cursor is not None:
                 for _, round_id, judge_model, value, verdict_pk, updated in verdict_cursor.take(pk):
                     code_guid = judge_codes.get((round_id, value))
                     if code_guid:
-                        source.codings.append(rq.QCoding(guid=rq.stable_guid("verdict", verdict_pk), code_guid=code_guid,
-                                                         user_guid=judge_users[judge_model], created=updated))
+                        source.codings.append(
+                            rq.QCoding(
+                                guid=rq.stable_guid("verdict", verdict_pk),
+                                code_guid=code_guid,
+                                user_guid=judge_users[judge_model],
+                                created=updated,
+                            )
+                        )
             genders = sorted({g[1] for g in gender_cursor.take(pk)})
-            values = {"model": model, "endpoint": endpoint, "run": run_name, "item": number, "dimension": dimension,
-                      "target_stereotype": target, "trial": trial, "variant": variant,
-                      "gender_attribution": genders[0] if len(genders) == 1 else ("disagree" if genders else None)}
+            values = {
+                "model": model,
+                "endpoint": endpoint,
+                "run": run_name,
+                "item": number,
+                "dimension": dimension,
+                "target_stereotype": target,
+                "trial": trial,
+                "variant": variant,
+                "gender_attribution": genders[0] if len(genders) == 1 else ("disagree" if genders else None),
+            }
             source.variables = [(var_guid[name], values[name]) for name, _ in VARIABLES]
             yield source
 
     exported_codes = {pk for pk, row in index.codes.items() if row[7] in books}
-    project = rq.QProject(name=study.name, origin=f"Stereoscope {stereoscope.__version__}",
-                          users=q_users, codes=q_codes, variables=variables, sources=sources(), notes=q_notes,
-                          created=timezone.now(), description=study.description,
-                          sets=_tag_sets(index, exported_codes))
+    project = rq.QProject(
+        name=study.name,
+        origin=f"Stereoscope {stereoscope.__version__}",
+        users=q_users,
+        codes=q_codes,
+        variables=variables,
+        sources=sources(),
+        notes=q_notes,
+        created=timezone.now(),
+        description=study.description,
+        sets=_tag_sets(index, exported_codes),
+    )
 
     def report(counts):
         if progress:
-            progress({"dataset": "qdpx", "rows": counts["sources"], "total": total,
-                      "percent": min(99, round(100 * counts["sources"] / total)) if total else None})
+            progress(
+                {
+                    "dataset": "qdpx",
+                    "rows": counts["sources"],
+                    "total": total,
+                    "percent": min(99, round(100 * counts["sources"] / total)) if total else None,
+                }
+            )
 
     total = outputs.count()
     return rq.write_qdpx(target, project, progress=report)
@@ -225,11 +349,13 @@ def export_qdpx(study, target, *, options, progress=None):
 
 def export_qdc(study, codebook):
     """The codebook as a .qdc (codebook_format, the annotation app's own writer)."""
-    return fmt.tree_to_qdc(annotation_services.codebook_tree(codebook),
-                           origin=f"Stereoscope: {codebook.name} v{codebook.version}")
+    return fmt.tree_to_qdc(
+        annotation_services.codebook_tree(codebook), origin=f"Stereoscope: {codebook.name} v{codebook.version}"
+    )
 
 
 # --- import -------------------------------------------------------------------------------------------------
+
 
 def _code_tree(project, name, skip):
     """The file's codes as codebook_format's normalised tree (gender and inductive flag from the Sets, the rest
@@ -242,12 +368,19 @@ def _code_tree(project, name, skip):
     def node(q_code):
         description, meta = fmt._split_meta(q_code.description or "")
         tags = labels.get(q_code.guid, set())
-        return {"guid": q_code.guid, "name": q_code.name, "codable": q_code.codable, "color": q_code.color or "",
-                "description": description, "kind": "inductive" if fmt.INDUCTIVE_SET in tags else "a_priori",
-                "gender_tag": next((g for g, label in fmt.GENDER_SETS.items() if label in tags), ""),
-                "shortcut": meta.get("shortcut", ""), "stereotype": meta.get("stereotype", ""),
-                "frequency_reference": meta.get("frequency_reference") or None,
-                "children": [node(child) for child in q_code.children if child.guid not in skip]}
+        return {
+            "guid": q_code.guid,
+            "name": q_code.name,
+            "codable": q_code.codable,
+            "color": q_code.color or "",
+            "description": description,
+            "kind": "inductive" if fmt.INDUCTIVE_SET in tags else "a_priori",
+            "gender_tag": next((g for g, label in fmt.GENDER_SETS.items() if label in tags), ""),
+            "shortcut": meta.get("shortcut", ""),
+            "stereotype": meta.get("stereotype", ""),
+            "frequency_reference": meta.get("frequency_reference") or None,
+            "children": [node(child) for child in q_code.children if child.guid not in skip],
+        }
 
     return {"name": name, "description": "", "codes": [node(c) for c in project.codes if c.guid not in skip]}
 
@@ -272,7 +405,7 @@ def _taken_guids(model, guids):
     guids = [g for g in dict.fromkeys(guids) if g]
     taken = set()
     for i in range(0, len(guids), 2000):
-        taken.update(str(g) for g in model.objects.filter(guid__in=guids[i:i + 2000]).values_list("guid", flat=True))
+        taken.update(str(g) for g in model.objects.filter(guid__in=guids[i : i + 2000]).values_list("guid", flat=True))
     return taken
 
 
@@ -294,8 +427,9 @@ def display_name(username, first_name="", last_name=""):
 def _named(name):
     """Accounts whose username or display name is `name`."""
     first, _, last = (name or "").partition(" ")
-    return get_user_model().objects.filter(Q(username=name) | Q(first_name=name, last_name="")
-                                           | Q(first_name=first, last_name=last))
+    return get_user_model().objects.filter(
+        Q(username=name) | Q(first_name=name, last_name="") | Q(first_name=first, last_name=last)
+    )
 
 
 def _username_for(name, taken_names):
@@ -322,8 +456,9 @@ def _resolve_users(study, q_users, used_guids):
             result[q_user.guid] = match
             continue
         # the username must be a valid one; the name is kept as given, as the account's full name
-        user = User(username=_username_for(q_user.name, taken), first_name=(q_user.name or "").strip()[:150],
-                    is_active=True)
+        user = User(
+            username=_username_for(q_user.name, taken), first_name=(q_user.name or "").strip()[:150], is_active=True
+        )
         user.set_unusable_password()
         user.save()
         ensure_member(study=study, user=user, role=Role.CODER)
@@ -342,8 +477,12 @@ def _apply_project(study, project, *, filename, actor):
         if code.guid == JUDGE_GROUP_GUID:
             judge_guids = {c.guid for c, _ in code.walk()}
     codebook, codes = _create_codebook(study, project, name=project.name or filename, actor=actor, skip=judge_guids)
-    used_users = {c.user_guid for s in project.sources for c in s.codings + [x for sel in s.selections for x in sel.codings]
-                  if c.code_guid not in judge_guids} | {n.user_guid for n in project.notes}
+    used_users = {
+        c.user_guid
+        for s in project.sources
+        for c in s.codings + [x for sel in s.selections for x in sel.codings]
+        if c.code_guid not in judge_guids
+    } | {n.user_guid for n in project.notes}
     users, created_users = _resolve_users(study, project.users, used_users)
     fallback = []
 
@@ -361,26 +500,38 @@ def _apply_project(study, project, *, filename, actor):
     var_names = {v.guid: v.name for v in project.variables}
     coding_rows, note_targets, skipped_judge = [], defaultdict(list), 0
     coder_outputs = set()
-    taken_guids = _taken_guids(Coding, [c.guid for s in project.sources for c in s.codings]
-                               + [c.guid for s in project.sources for sel in s.selections for c in sel.codings])
+    taken_guids = _taken_guids(
+        Coding,
+        [c.guid for s in project.sources for c in s.codings]
+        + [c.guid for s in project.sources for sel in s.selections for c in sel.codings],
+    )
     now = timezone.now()
     texts, source_of = [], {}
     for number, source in enumerate(project.sources, start=1):
         values = {var_names[g]: v for g, v in source.variables}
         trial = values.get("trial")
-        row = ImportedRow(row=number, model=(values.get("model") or "imported")[:300], item=None, prompt="",
-                          slot_values={}, variant_key="", trial=int(trial) if str(trial or "").isdigit() else 1,
-                          text=source.text, external_id=source.guid, extra=None)
+        row = ImportedRow(
+            row=number,
+            model=(values.get("model") or "imported")[:300],
+            item=None,
+            prompt="",
+            slot_values={},
+            variant_key="",
+            trial=int(trial) if str(trial or "").isdigit() else 1,
+            text=source.text,
+            external_id=source.guid,
+            extra=None,
+        )
         source_of[number] = (source, values)
         texts.append(row)
 
     def provenance(row):
         source, values = source_of[row.row]
-        return {"source": "refi-qda", "file": filename, "name": source.name, "guid": source.guid,
-                "variables": values}
+        return {"source": "refi-qda", "file": filename, "name": source.name, "guid": source.guid, "variables": values}
 
-    run, outputs = import_texts(study, texts, run_name=f"REFI-QDA import: {filename}", actor=actor, source=filename,
-                                provenance=provenance)
+    run, outputs = import_texts(
+        study, texts, run_name=f"REFI-QDA import: {filename}", actor=actor, source=filename, provenance=provenance
+    )
     for source, output in zip(project.sources, outputs, strict=True):
         for note in source.note_guids:
             note_targets[note].append(("output", output))
@@ -390,11 +541,17 @@ def _apply_project(study, project, *, filename, actor):
                 skipped_judge += 1
                 continue
             coder = who(q_coding.user_guid or (sel.user_guid if sel else None))
-            coding = Coding(output=output, code=codes[q_coding.code_guid], coder=coder, codebook=codebook,
-                            start=sel.start if sel else None, end=sel.end if sel else None,
-                            quote=source.text[sel.start:sel.end] if sel else "",
-                            guid=_free_guid(q_coding.guid, taken_guids),
-                            created_at=q_coding.created or now)
+            coding = Coding(
+                output=output,
+                code=codes[q_coding.code_guid],
+                coder=coder,
+                codebook=codebook,
+                start=sel.start if sel else None,
+                end=sel.end if sel else None,
+                quote=source.text[sel.start : sel.end] if sel else "",
+                guid=_free_guid(q_coding.guid, taken_guids),
+                created_at=q_coding.created or now,
+            )
             coding_rows.append(coding)
             coder_outputs.add((coder.pk, output.pk))
             for note in q_coding.note_guids + (sel.note_guids if sel else []):
@@ -414,16 +571,37 @@ def _apply_project(study, project, *, filename, actor):
             continue
         for n, (kind, obj) in enumerate(targets):
             guid = note.guid if n == 0 else None
-            memos.append(Memo(study=study, author=who(note.user_guid),
-                              text=note.text or note.name or "(empty note)", created_at=note.created or now,
-                              guid=_free_guid(guid, memo_guids), **{kind: obj}))
+            memos.append(
+                Memo(
+                    study=study,
+                    author=who(note.user_guid),
+                    text=note.text or note.name or "(empty note)",
+                    created_at=note.created or now,
+                    guid=_free_guid(guid, memo_guids),
+                    **{kind: obj},
+                )
+            )
     Memo.objects.bulk_create(memos, batch_size=2000)
-    Assignment.objects.bulk_create([Assignment(study=study, codebook=codebook, output_id=o, coder_id=c, status="done",
-                                               completed_at=now) for c, o in sorted(coder_outputs)],
-                                   batch_size=2000, ignore_conflicts=True)
-    report = {"codebook_id": codebook.pk, "codebook": f"{codebook.name} v{codebook.version}", "run_id": run.pk,
-              "codes": len(codes), "sources": len(project.sources), "codings": len(coding_rows), "memos": len(memos),
-              "users_created": created_users, "judge_codings_skipped": skipped_judge, "notes_unattached": unattached}
+    Assignment.objects.bulk_create(
+        [
+            Assignment(study=study, codebook=codebook, output_id=o, coder_id=c, status="done", completed_at=now)
+            for c, o in sorted(coder_outputs)
+        ],
+        batch_size=2000,
+        ignore_conflicts=True,
+    )
+    report = {
+        "codebook_id": codebook.pk,
+        "codebook": f"{codebook.name} v{codebook.version}",
+        "run_id": run.pk,
+        "codes": len(codes),
+        "sources": len(project.sources),
+        "codings": len(coding_rows),
+        "memos": len(memos),
+        "users_created": created_users,
+        "judge_codings_skipped": skipped_judge,
+        "notes_unattached": unattached,
+    }
     record_activity(study, actor, "imported a REFI-QDA project", f"{filename}: {len(coding_rows)} codings")
     return report
 
@@ -446,8 +624,11 @@ def import_qdc(study, data, *, filename="codebook.qdc", actor=None):
         raise rq.RefiError([f"the .qdc codebook: {error}" for error in exc.errors]) from None
     except annotation_services.AnnotationError as exc:
         raise rq.RefiError(f"the .qdc codebook: {exc}") from None
-    return {"codebook_id": codebook.pk, "codebook": f"{codebook.name} v{codebook.version}",
-            "codes": codebook.codes.count()}
+    return {
+        "codebook_id": codebook.pk,
+        "codebook": f"{codebook.name} v{codebook.version}",
+        "codes": codebook.codes.count(),
+    }
 
 
 def import_file(study, data, *, filename, actor=None):

@@ -28,8 +28,11 @@ def is_blind_reader(user, study):
 
 
 def _consensus(user, **refs):
-    return Exists(Assignment.objects.filter(coder=user, mode=CodingMode.CONSENSUS,
-                                            **{field: OuterRef(ref) for field, ref in refs.items()}))
+    return Exists(
+        Assignment.objects.filter(
+            coder=user, mode=CodingMode.CONSENSUS, **{field: OuterRef(ref) for field, ref in refs.items()}
+        )
+    )
 
 
 def visible_codings(user, study, qs=None):
@@ -46,11 +49,12 @@ def visible_memos(user, study, qs=None):
     qs = Memo.objects.filter(study=study) if qs is None else qs
     if not is_blind_reader(user, study):
         return qs
-    return qs.filter(Q(author=user)
-                     | Q(coding__isnull=False) & _consensus(user, codebook_id="coding__codebook_id",
-                                                            output_id="coding__output_id")
-                     | Q(output__isnull=False) & _consensus(user, output_id="output_id")
-                     | Q(code__isnull=False) & _consensus(user, codebook_id="code__codebook_id"))
+    return qs.filter(
+        Q(author=user)
+        | Q(coding__isnull=False) & _consensus(user, codebook_id="coding__codebook_id", output_id="coding__output_id")
+        | Q(output__isnull=False) & _consensus(user, output_id="output_id")
+        | Q(code__isnull=False) & _consensus(user, codebook_id="code__codebook_id")
+    )
 
 
 class CodeIndex:
@@ -114,7 +118,9 @@ def frequency_table(codebook, *, level="code", by="", coder_ids=None, user=None)
         qs = qs.filter(coder_id__in=coder_ids)
     field = BREAKDOWNS[by]
     # one pass over the (codebook, code, output) index: codings and distinct stories per code
-    per_code = list(qs.values("code_id").annotate(n=Count("output_id"), stories=Count("output_id", distinct=True)).order_by())
+    per_code = list(
+        qs.values("code_id").annotate(n=Count("output_id"), stories=Count("output_id", distinct=True)).order_by()
+    )
     stories = {entry["code_id"]: entry["stories"] for entry in per_code}
     if by in ("", "gender_tag", "dimension"):
         counts = per_code  # these breakdowns come from the code itself
@@ -128,10 +134,15 @@ def frequency_table(codebook, *, level="code", by="", coder_ids=None, user=None)
         if key not in rows:
             dim = index.dimension(code_id)
             rows[key] = {
-                "key": key, "label": unit.path() if unit else "(no dimension)",
+                "key": key,
+                "label": unit.path() if unit else "(no dimension)",
                 "name": unit.name if unit else "(no dimension)",
-                "dimension": dim.name if dim else "", "gender_tag": unit.gender_tag if unit and level == "code" else "",
-                "color": unit.color if unit else "#868e96", "total": 0, "stories": 0, "cells": {},
+                "dimension": dim.name if dim else "",
+                "gender_tag": unit.gender_tag if unit and level == "code" else "",
+                "color": unit.color if unit else "#868e96",
+                "total": 0,
+                "stories": 0,
+                "cells": {},
                 "reference": unit.frequency_reference if unit and level == "code" else None,
                 "order": (dim.order if dim else 10**9, unit.order if unit else 0, key or 0),
             }
@@ -160,10 +171,17 @@ def frequency_table(codebook, *, level="code", by="", coder_ids=None, user=None)
     ordered = sorted(rows.values(), key=lambda r: r["order"])
     for row in ordered:
         row.pop("order")
+
     def sort_key(value):
         return (0, int(value)) if value.isdigit() else (1, value)
-    return {"columns": sorted(columns, key=sort_key), "rows": ordered, "total": sum(r["total"] for r in ordered),
-            "level": level, "by": by}
+
+    return {
+        "columns": sorted(columns, key=sort_key),
+        "rows": ordered,
+        "total": sum(r["total"] for r in ordered),
+        "level": level,
+        "by": by,
+    }
 
 
 def frequency_table_rows(table):
@@ -171,15 +189,41 @@ def frequency_table_rows(table):
     column per breakdown value."""
     label = "code" if table["level"] == "code" else "dimension"
     columns = [label, "dimension", "gender_tag", "codings", "stories", *table["columns"]]
-    rows = [{**{c: row["cells"].get(c, 0) for c in table["columns"]}, label: row["label"],
-             "dimension": row["dimension"], "gender_tag": row["gender_tag"], "codings": row["total"],
-             "stories": row["stories"]} for row in table["rows"]]
+    rows = [
+        {
+            **{c: row["cells"].get(c, 0) for c in table["columns"]},
+            label: row["label"],
+            "dimension": row["dimension"],
+            "gender_tag": row["gender_tag"],
+            "codings": row["total"],
+            "stories": row["stories"],
+        }
+        for row in table["rows"]
+    ]
     return columns, rows
 
 
-CODING_COLUMNS = ["coding_guid", "output_id", "external_id", "run", "model", "item_number", "trial", "coder", "code_id",
-                  "code", "code_path", "dimension", "gender_tag", "document_level", "start", "end", "quote", "memo",
-                  "created_at"]
+CODING_COLUMNS = [
+    "coding_guid",
+    "output_id",
+    "external_id",
+    "run",
+    "model",
+    "item_number",
+    "trial",
+    "coder",
+    "code_id",
+    "code",
+    "code_path",
+    "dimension",
+    "gender_tag",
+    "document_level",
+    "start",
+    "end",
+    "quote",
+    "memo",
+    "created_at",
+]
 
 
 def coding_columns(include_text=False):
@@ -187,17 +231,28 @@ def coding_columns(include_text=False):
     return ["codebook"] + CODING_COLUMNS + (["story_text"] if include_text else [])
 
 
-def coding_rows(study, *, codebook=None, pseudonym=None, include_text=False, code_ids=None, run_ids=None, models=None,
-                item_numbers=None):
+def coding_rows(
+    study,
+    *,
+    codebook=None,
+    pseudonym=None,
+    include_text=False,
+    code_ids=None,
+    run_ids=None,
+    models=None,
+    item_numbers=None,
+):
     """One dict per coding (streamed in chunks), with story, coder, code path, offsets and the quoted text."""
     from .models import Codebook, Memo
 
     codebooks = [codebook] if codebook is not None else list(Codebook.objects.filter(study=study))
     for cb in codebooks:
         index = CodeIndex(cb)
-        qs = (Coding.objects.filter(codebook=cb)
-              .select_related("output__run", "output__item", "coder")
-              .order_by("output_id", "start", "id"))
+        qs = (
+            Coding.objects.filter(codebook=cb)
+            .select_related("output__run", "output__item", "coder")
+            .order_by("output_id", "start", "id")
+        )
         if code_ids:
             qs = qs.filter(code_id__in=code_ids)
         if run_ids:
@@ -214,14 +269,26 @@ def coding_rows(study, *, codebook=None, pseudonym=None, include_text=False, cod
             dim = index.dimension(coding.code_id)
             code = index.codes[coding.code_id]
             row = {
-                "codebook": str(cb), "coding_guid": str(coding.guid), "output_id": output.pk, "external_id": output.external_id,
-                "run": output.run.name, "model": output.model_name,
-                "item_number": output.item.number if output.item_id else None, "trial": output.trial,
+                "codebook": str(cb),
+                "coding_guid": str(coding.guid),
+                "output_id": output.pk,
+                "external_id": output.external_id,
+                "run": output.run.name,
+                "model": output.model_name,
+                "item_number": output.item.number if output.item_id else None,
+                "trial": output.trial,
                 "coder": pseudonym(coding.coder) if pseudonym else coding.coder.username,
-                "code_id": code.pk, "code": code.name, "code_path": code.path(), "dimension": dim.name if dim else "",
-                "gender_tag": code.gender_tag, "document_level": coding.start is None,
-                "start": coding.start, "end": coding.end, "quote": coding.quote,
-                "memo": "\n".join(memo_text.get(coding.pk, [])), "created_at": coding.created_at.isoformat(),
+                "code_id": code.pk,
+                "code": code.name,
+                "code_path": code.path(),
+                "dimension": dim.name if dim else "",
+                "gender_tag": code.gender_tag,
+                "document_level": coding.start is None,
+                "start": coding.start,
+                "end": coding.end,
+                "quote": coding.quote,
+                "memo": "\n".join(memo_text.get(coding.pk, [])),
+                "created_at": coding.created_at.isoformat(),
             }
             if include_text:
                 row["story_text"] = output.text
@@ -231,15 +298,23 @@ def coding_rows(study, *, codebook=None, pseudonym=None, include_text=False, cod
 def progress_by_coder(codebook):
     """[{coder, assigned, done, codings}] for one codebook."""
     rows = {}
-    for entry in Assignment.objects.filter(codebook=codebook).values("coder_id", "coder__username", "status").annotate(n=Count("id")):
-        row = rows.setdefault(entry["coder_id"], {"coder_id": entry["coder_id"], "coder": entry["coder__username"],
-                                                  "assigned": 0, "done": 0, "codings": 0})
+    for entry in (
+        Assignment.objects.filter(codebook=codebook)
+        .values("coder_id", "coder__username", "status")
+        .annotate(n=Count("id"))
+    ):
+        row = rows.setdefault(
+            entry["coder_id"],
+            {"coder_id": entry["coder_id"], "coder": entry["coder__username"], "assigned": 0, "done": 0, "codings": 0},
+        )
         row["assigned"] += entry["n"]
         if entry["status"] == AssignmentStatus.DONE:
             row["done"] += entry["n"]
     for entry in Coding.objects.filter(codebook=codebook).values("coder_id", "coder__username").annotate(n=Count("id")):
-        row = rows.setdefault(entry["coder_id"], {"coder_id": entry["coder_id"], "coder": entry["coder__username"],
-                                                  "assigned": 0, "done": 0, "codings": 0})
+        row = rows.setdefault(
+            entry["coder_id"],
+            {"coder_id": entry["coder_id"], "coder": entry["coder__username"], "assigned": 0, "done": 0, "codings": 0},
+        )
         row["codings"] = entry["n"]
     result = sorted(rows.values(), key=lambda r: r["coder"])
     for row in result:
@@ -250,10 +325,15 @@ def progress_by_coder(codebook):
 def progress_by_output(codebook, limit=None):
     """[{output_id, model, item, assigned, done, coders}] for one codebook."""
     rows = {}
-    qs = Assignment.objects.filter(codebook=codebook).values_list(
-        "output_id", "output__model_name", "output__item__number", "coder__username", "status").order_by("output_id")
+    qs = (
+        Assignment.objects.filter(codebook=codebook)
+        .values_list("output_id", "output__model_name", "output__item__number", "coder__username", "status")
+        .order_by("output_id")
+    )
     for output_id, model, item, coder, status in qs:
-        row = rows.setdefault(output_id, {"output_id": output_id, "model": model, "item": item, "assigned": 0, "done": 0, "coders": []})
+        row = rows.setdefault(
+            output_id, {"output_id": output_id, "model": model, "item": item, "assigned": 0, "done": 0, "coders": []}
+        )
         row["assigned"] += 1
         row["done"] += status == AssignmentStatus.DONE
         row["coders"].append((coder, status))

@@ -4,6 +4,7 @@ Views, the API, commands and tasks call these. Each validates everything first a
 Merge, move, split, rename and create are recorded as CodeOperations with what is needed to undo them exactly;
 undo goes backwards (the latest operation of a codebook first).
 """
+
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -33,8 +34,19 @@ from .models import (
 )
 from .offsets import OffsetError, utf16_to_codepoint, validate_span
 
-CODE_FIELDS = ["name", "description", "color", "gender_tag", "kind", "codable", "stereotype", "shortcut", "order",
-               "item", "parent"]
+CODE_FIELDS = [
+    "name",
+    "description",
+    "color",
+    "gender_tag",
+    "kind",
+    "codable",
+    "stereotype",
+    "shortcut",
+    "order",
+    "item",
+    "parent",
+]
 
 
 class AnnotationError(ValueError):
@@ -57,8 +69,13 @@ def clean_codebook_name(name):
 def create_codebook(study, *, name, description="", created_by=None):
     CODEBOOKS.refuse_library(study)
     name = clean_codebook_name(name)
-    codebook = Codebook.objects.create(study=study, name=name, description=description,
-                                       version=CODEBOOKS.next_version(study, name), created_by=created_by)
+    codebook = Codebook.objects.create(
+        study=study,
+        name=name,
+        description=description,
+        version=CODEBOOKS.next_version(study, name),
+        created_by=created_by,
+    )
     record_activity(study, created_by, "created codebook", str(codebook))
     return codebook
 
@@ -79,8 +96,9 @@ def _resolve_items(study, tree, toolkit):
 
 
 @transaction.atomic
-def import_codebook(study, tree, *, name=None, created_by=None, builtin_key="", locked=False, toolkit=None,
-                    description=None):
+def import_codebook(
+    study, tree, *, name=None, created_by=None, builtin_key="", locked=False, toolkit=None, description=None
+):
     """Create a new codebook (a new version when the name exists) from a validated tree."""
     tree = fmt.validate_tree({**tree, "name": name or tree.get("name")})
     items = _resolve_items(study, tree, toolkit)
@@ -88,8 +106,11 @@ def import_codebook(study, tree, *, name=None, created_by=None, builtin_key="", 
     taken = set(str(g) for g in Code.objects.filter(guid__in=wanted).values_list("guid", flat=True))
     CODEBOOKS.refuse_library(study, builtin=bool(builtin_key))
     codebook = Codebook.objects.create(
-        study=study, name=tree["name"], version=CODEBOOKS.next_version(study, tree["name"]),
-        description=tree["description"] if description is None else description, builtin_key=builtin_key,
+        study=study,
+        name=tree["name"],
+        version=CODEBOOKS.next_version(study, tree["name"]),
+        description=tree["description"] if description is None else description,
+        builtin_key=builtin_key,
         created_by=created_by,
     )
     _create_codes(codebook, tree["codes"], items=items, taken=taken, created_by=created_by)
@@ -107,12 +128,30 @@ def _create_codes(codebook, codes, *, items, taken=(), created_by=None):
     def create(node, parent):
         nonlocal order
         order += 1
-        fields = {key: node[key] for key in ("name", "description", "color", "gender_tag", "kind", "codable",
-                                             "shortcut", "stereotype", "frequency_reference")}
+        fields = {
+            key: node[key]
+            for key in (
+                "name",
+                "description",
+                "color",
+                "gender_tag",
+                "kind",
+                "codable",
+                "shortcut",
+                "stereotype",
+                "frequency_reference",
+            )
+        }
         if node["guid"] and node["guid"] not in taken:
             fields["guid"] = node["guid"]
-        code = Code.objects.create(codebook=codebook, parent=parent, order=order, created_by=created_by,
-                                   item=items.get(node.get("item_number")), **fields)
+        code = Code.objects.create(
+            codebook=codebook,
+            parent=parent,
+            order=order,
+            created_by=created_by,
+            item=items.get(node.get("item_number")),
+            **fields,
+        )
         for child in node["children"]:
             create(child, code)
 
@@ -132,15 +171,26 @@ def codebook_tree(codebook, include_inactive=False):
     def node(code, path):
         here = f"{path}/{code.name}" if path else code.name
         return {
-            "guid": str(code.guid), "name": code.name, "description": code.description, "color": code.color,
-            "gender_tag": code.gender_tag, "kind": code.kind, "codable": code.codable, "shortcut": code.shortcut,
-            "stereotype": code.stereotype, "item_number": code.item.number if code.item_id else None,
-            "frequency_reference": code.frequency_reference, "path": here,
+            "guid": str(code.guid),
+            "name": code.name,
+            "description": code.description,
+            "color": code.color,
+            "gender_tag": code.gender_tag,
+            "kind": code.kind,
+            "codable": code.codable,
+            "shortcut": code.shortcut,
+            "stereotype": code.stereotype,
+            "item_number": code.item.number if code.item_id else None,
+            "frequency_reference": code.frequency_reference,
+            "path": here,
             "children": [node(child, here) for child in children.get(code.pk, [])],
         }
 
-    return {"name": codebook.name, "description": codebook.description,
-            "codes": [node(code, "") for code in children.get(None, [])]}
+    return {
+        "name": codebook.name,
+        "description": codebook.description,
+        "codes": [node(code, "") for code in children.get(None, [])],
+    }
 
 
 def _copy_codes(codebook, copy, *, actor=None):
@@ -160,8 +210,9 @@ def _copy_codes(codebook, copy, *, actor=None):
 
 
 # Locked by hand (the lock button); a copy gets its own REFI-QDA project GUID.
-CODEBOOKS = Versioning(Codebook, noun="codebook", error=AnnotationError, copy_children=_copy_codes,
-                       fresh_fields=("guid",))
+CODEBOOKS = Versioning(
+    Codebook, noun="codebook", error=AnnotationError, copy_children=_copy_codes, fresh_fields=("guid",)
+)
 
 
 # --- codes -------------------------------------------------------------------------------------------
@@ -233,8 +284,9 @@ def _clean_code_fields(codebook, fields, code=None):
 
 
 def _record(codebook, kind, actor, payload):
-    return CodeOperation.objects.create(codebook=codebook, kind=kind, actor=actor if getattr(actor, "pk", None) else None,
-                                        payload=payload)
+    return CodeOperation.objects.create(
+        codebook=codebook, kind=kind, actor=actor if getattr(actor, "pk", None) else None, payload=payload
+    )
 
 
 @transaction.atomic
@@ -252,14 +304,27 @@ def create_code(codebook, *, actor=None, **fields):
 
 
 @transaction.atomic
-def create_code_from_selection(*, study, codebook, output, coder, start, end, name, parent=None, offset_unit="codepoint",
-                               **fields):
+def create_code_from_selection(
+    *, study, codebook, output, coder, start, end, name, parent=None, offset_unit="codepoint", **fields
+):
     """A new inductive code made from a selected span, and the coding of that span with it."""
-    fields = {"gender_tag": fields.get("gender_tag", ""), "color": fields.get("color") or "#f08c00",
-              "description": fields.get("description", ""), "shortcut": fields.get("shortcut", "")}
+    fields = {
+        "gender_tag": fields.get("gender_tag", ""),
+        "color": fields.get("color") or "#f08c00",
+        "description": fields.get("description", ""),
+        "shortcut": fields.get("shortcut", ""),
+    }
     code = create_code(codebook, actor=coder, name=name, parent=parent, kind=CodeKind.INDUCTIVE, **fields)
-    coding = create_coding(study=study, codebook=codebook, output=output, code=code, coder=coder, start=start, end=end,
-                           offset_unit=offset_unit)
+    coding = create_coding(
+        study=study,
+        codebook=codebook,
+        output=output,
+        code=code,
+        coder=coder,
+        start=start,
+        end=end,
+        offset_unit=offset_unit,
+    )
     return code, coding
 
 
@@ -283,8 +348,15 @@ def update_code(code, *, actor=None, **fields):
     after = {key: (getattr(code, key + "_id") if key in ("parent", "item") else getattr(code, key)) for key in before}
     kind = OperationKind.MOVE if set(before) == {"parent"} else OperationKind.RENAME
     if kind == OperationKind.MOVE:
-        _record(codebook, kind, actor, {"codes": [{"code": code.pk, "parent": before["parent"], "order": code.order}],
-                                        "new_parent": after["parent"]})
+        _record(
+            codebook,
+            kind,
+            actor,
+            {
+                "codes": [{"code": code.pk, "parent": before["parent"], "order": code.order}],
+                "new_parent": after["parent"],
+            },
+        )
     else:
         _record(codebook, kind, actor, {"code": code.pk, "before": before, "after": after})
     return code
@@ -317,19 +389,29 @@ def merge_codes(codebook, sources, *, target=None, new_name=None, new_parent=Non
             if new_parent in sources:
                 raise AnnotationError("A merged code cannot be the parent of the result.")
         first = sources[0]
-        cleaned = _clean_code_fields(codebook, {"name": new_name, "parent": new_parent, "color": new_fields.get("color") or first.color,
-                                                "gender_tag": new_fields.get("gender_tag", first.gender_tag),
-                                                "kind": new_fields.get("kind", first.kind),
-                                                "description": new_fields.get("description", "")})
-        target = Code.objects.create(codebook=codebook, order=first.order, created_by=actor if getattr(actor, "pk", None) else None,
-                                     **cleaned)
+        cleaned = _clean_code_fields(
+            codebook,
+            {
+                "name": new_name,
+                "parent": new_parent,
+                "color": new_fields.get("color") or first.color,
+                "gender_tag": new_fields.get("gender_tag", first.gender_tag),
+                "kind": new_fields.get("kind", first.kind),
+                "description": new_fields.get("description", ""),
+            },
+        )
+        target = Code.objects.create(
+            codebook=codebook, order=first.order, created_by=actor if getattr(actor, "pk", None) else None, **cleaned
+        )
         created = True
     else:
         _codes_in(codebook, [target], "target code")
         if target in sources:
             raise AnnotationError(f"“{target.name}” cannot be merged into itself.")
         if not target.codable:
-            raise AnnotationError(f"“{target.name}” is a dimension or group; merge into a codable code, or name a new code.")
+            raise AnnotationError(
+                f"“{target.name}” is a dimension or group; merge into a codable code, or name a new code."
+            )
         target_ancestors = {a.pk for a in target.ancestors()}
         for source in sources:
             if source.pk in target_ancestors:
@@ -340,15 +422,23 @@ def merge_codes(codebook, sources, *, target=None, new_name=None, new_parent=Non
         Coding.objects.filter(pk__in=coding_ids).update(code=target, updated_at=timezone.now())
         children = list(source.children.filter(active=True).values_list("pk", flat=True))
         Code.objects.filter(pk__in=children).update(parent=target)
-        entries.append({"code": source.pk, "codings": coding_ids, "children": children, "shortcut": source.shortcut,
-                        "merged_into": source.merged_into_id})
+        entries.append(
+            {
+                "code": source.pk,
+                "codings": coding_ids,
+                "children": children,
+                "shortcut": source.shortcut,
+                "merged_into": source.merged_into_id,
+            }
+        )
         source.active = False
         source.merged_into = target
         source.shortcut = ""
         source.save(update_fields=["active", "merged_into", "shortcut"])
-    op = _record(codebook, OperationKind.MERGE, actor, {"target": target.pk, "created_target": created, "sources": entries})
-    record_activity(codebook.study, actor, "merged codes",
-                    f"{', '.join(s.name for s in sources)} → {target.name}")
+    op = _record(
+        codebook, OperationKind.MERGE, actor, {"target": target.pk, "created_target": created, "sources": entries}
+    )
+    record_activity(codebook.study, actor, "merged codes", f"{', '.join(s.name for s in sources)} → {target.name}")
     return target, op
 
 
@@ -367,8 +457,15 @@ def move_codes(codebook, codes, *, new_parent=None, actor=None):
                 raise AnnotationError(f"“{code.name}” cannot be moved inside itself.")
     entries = [{"code": c.pk, "parent": c.parent_id, "order": c.order} for c in codes]
     Code.objects.filter(pk__in=[c.pk for c in codes]).update(parent=new_parent)
-    op = _record(codebook, OperationKind.MOVE, actor, {"codes": entries, "new_parent": new_parent.pk if new_parent else None})
-    record_activity(codebook.study, actor, "moved codes", f"{', '.join(c.name for c in codes)} → {new_parent.name if new_parent else 'top level'}")
+    op = _record(
+        codebook, OperationKind.MOVE, actor, {"codes": entries, "new_parent": new_parent.pk if new_parent else None}
+    )
+    record_activity(
+        codebook.study,
+        actor,
+        "moved codes",
+        f"{', '.join(c.name for c in codes)} → {new_parent.name if new_parent else 'top level'}",
+    )
     return op
 
 
@@ -386,11 +483,20 @@ def split_code(code, codings, *, target=None, new_name=None, actor=None, **new_f
         raise AnnotationError(f"{len(set(ids) - found)} of the chosen codings do not carry “{code.name}”.")
     created = False
     if target is None:
-        cleaned = _clean_code_fields(codebook, {"name": new_name or "", "parent": code.parent, "color": new_fields.get("color") or code.color,
-                                                "gender_tag": new_fields.get("gender_tag", code.gender_tag),
-                                                "kind": new_fields.get("kind", code.kind),
-                                                "description": new_fields.get("description", "")})
-        target = Code.objects.create(codebook=codebook, order=code.order, created_by=actor if getattr(actor, "pk", None) else None, **cleaned)
+        cleaned = _clean_code_fields(
+            codebook,
+            {
+                "name": new_name or "",
+                "parent": code.parent,
+                "color": new_fields.get("color") or code.color,
+                "gender_tag": new_fields.get("gender_tag", code.gender_tag),
+                "kind": new_fields.get("kind", code.kind),
+                "description": new_fields.get("description", ""),
+            },
+        )
+        target = Code.objects.create(
+            codebook=codebook, order=code.order, created_by=actor if getattr(actor, "pk", None) else None, **cleaned
+        )
         created = True
     else:
         _codes_in(codebook, [target], "target code")
@@ -399,8 +505,12 @@ def split_code(code, codings, *, target=None, new_name=None, actor=None, **new_f
         if not target.codable:
             raise AnnotationError(f"“{target.name}” is a dimension or group, not a codable code.")
     Coding.objects.filter(pk__in=ids).update(code=target, updated_at=timezone.now())
-    op = _record(codebook, OperationKind.SPLIT, actor, {"code": code.pk, "target": target.pk, "created_target": created,
-                                                        "codings": ids})
+    op = _record(
+        codebook,
+        OperationKind.SPLIT,
+        actor,
+        {"code": code.pk, "target": target.pk, "created_target": created, "codings": ids},
+    )
     record_activity(codebook.study, actor, "split code", f"{code.name} → {target.name} ({len(ids)} codings)")
     return target, op
 
@@ -419,18 +529,27 @@ def undo_operation(op, *, actor=None):
         raise AnnotationError("This operation was already undone.")
     latest = latest_operation(codebook)
     if latest.pk != op.pk:
-        raise AnnotationError(f"Undo the later {latest.get_kind_display().lower()} (#{latest.pk}) first; history is undone newest first.")
+        raise AnnotationError(
+            f"Undo the later {latest.get_kind_display().lower()} (#{latest.pk}) first; history is undone newest first."
+        )
     p = op.payload
     note = ""
     if op.kind == OperationKind.MERGE:
         target = Code.objects.get(pk=p["target"])
         for entry in p["sources"]:
-            Coding.objects.filter(pk__in=entry["codings"], code=target).update(code_id=entry["code"], updated_at=timezone.now())
+            Coding.objects.filter(pk__in=entry["codings"], code=target).update(
+                code_id=entry["code"], updated_at=timezone.now()
+            )
             Code.objects.filter(pk__in=entry["children"], parent=target).update(parent_id=entry["code"])
             source = Code.objects.get(pk=entry["code"])
             source.active = True
             source.merged_into_id = entry["merged_into"]
-            clash = entry["shortcut"] and codebook.codes.filter(active=True, shortcut__iexact=entry["shortcut"]).exclude(pk=source.pk).exists()
+            clash = (
+                entry["shortcut"]
+                and codebook.codes.filter(active=True, shortcut__iexact=entry["shortcut"])
+                .exclude(pk=source.pk)
+                .exists()
+            )
             source.shortcut = "" if clash else entry["shortcut"]
             source.save(update_fields=["active", "merged_into", "shortcut"])
         if p["created_target"]:
@@ -452,7 +571,9 @@ def undo_operation(op, *, actor=None):
         code = Code.objects.filter(pk=p["code"]).first()
         if code is not None:
             if code.codings.exists() or code.children.exists():
-                raise AnnotationError(f"“{code.name}” has codings or child codes now; remove them before undoing its creation.")
+                raise AnnotationError(
+                    f"“{code.name}” has codings or child codes now; remove them before undoing its creation."
+                )
             code.delete()
     op.undone_at = timezone.now()
     op.save(update_fields=["undone_at"])
@@ -539,8 +660,9 @@ def create_coding(*, study, codebook, output, code, coder, start=None, end=None,
         existing = same.order_by("pk").first()
         if existing:
             return existing
-        return Coding.objects.create(output=output, code=code, coder=coder, codebook=codebook, start=start, end=end,
-                                     quote=quote)
+        return Coding.objects.create(
+            output=output, code=code, coder=coder, codebook=codebook, start=start, end=end, quote=quote
+        )
 
 
 def check_can_edit_coding(coding, user):
@@ -639,7 +761,8 @@ def set_gender_attribution(output, *, coder, gender, character=""):
     if len(character or "") > 200:
         raise AnnotationError("The character name is longer than 200 characters.")
     attribution, _ = GenderAttribution.objects.update_or_create(
-        output=output, coder=coder, defaults={"gender": gender, "character": (character or "").strip()})
+        output=output, coder=coder, defaults={"gender": gender, "character": (character or "").strip()}
+    )
     return attribution
 
 
@@ -647,8 +770,9 @@ def set_gender_attribution(output, *, coder, gender, character=""):
 
 
 @transaction.atomic
-def create_assignments(study, codebook, *, outputs, coders, k=1, strategy="random_balanced", seed=0,
-                       mode=CodingMode.BLIND, actor=None):
+def create_assignments(
+    study, codebook, *, outputs, coders, k=1, strategy="random_balanced", seed=0, mode=CodingMode.BLIND, actor=None
+):
     """Assign outputs to coders; returns the new Assignments. Existing ones count toward k and stay."""
     from .assigning import AssignmentPlanError
 
@@ -664,19 +788,40 @@ def create_assignments(study, codebook, *, outputs, coders, k=1, strategy="rando
     if not rows:
         raise AnnotationError("No stories to assign.")
     existing = {}
-    for output_id, coder_id in Assignment.objects.filter(codebook=codebook, output_id__in=[r[0] for r in rows]).values_list("output_id", "coder_id"):
+    for output_id, coder_id in Assignment.objects.filter(
+        codebook=codebook, output_id__in=[r[0] for r in rows]
+    ).values_list("output_id", "coder_id"):
         existing.setdefault(output_id, set()).add(coder_id)
     try:
-        plan = plan_assignments(rows, [c.pk for c in coders], k=_to_int(k, "k") or 0, strategy=strategy, seed=_to_int(seed, "Seed") or 0,
-                                existing=existing)
+        plan = plan_assignments(
+            rows,
+            [c.pk for c in coders],
+            k=_to_int(k, "k") or 0,
+            strategy=strategy,
+            seed=_to_int(seed, "Seed") or 0,
+            existing=existing,
+        )
     except AssignmentPlanError as exc:
         raise AnnotationError(str(exc)) from None
-    positions = dict(Assignment.objects.filter(codebook=codebook).values("coder_id").annotate(m=Max("position")).values_list("coder_id", "m"))
+    positions = dict(
+        Assignment.objects.filter(codebook=codebook)
+        .values("coder_id")
+        .annotate(m=Max("position"))
+        .values_list("coder_id", "m")
+    )
     new = []
     for output_id, coder_id in plan:
         positions[coder_id] = (positions.get(coder_id) or 0) + 1
-        new.append(Assignment(study=study, codebook=codebook, output_id=output_id, coder_id=coder_id, mode=mode,
-                              position=positions[coder_id]))
+        new.append(
+            Assignment(
+                study=study,
+                codebook=codebook,
+                output_id=output_id,
+                coder_id=coder_id,
+                mode=mode,
+                position=positions[coder_id],
+            )
+        )
     Assignment.objects.bulk_create(new, batch_size=2000)
     record_activity(study, actor, "assigned stories", f"{len(new)} assignments ({strategy}, k={k}) in {codebook}")
     return new
@@ -703,7 +848,9 @@ def reassign_assignment(assignment, *, coder, actor=None):
     if Assignment.objects.filter(codebook=assignment.codebook, output=assignment.output, coder=coder).exists():
         raise AnnotationError(f"{coder.username} already has this story.")
     old = assignment.coder.username
-    position = (Assignment.objects.filter(codebook=assignment.codebook, coder=coder).aggregate(m=Max("position"))["m"] or 0) + 1
+    position = (
+        Assignment.objects.filter(codebook=assignment.codebook, coder=coder).aggregate(m=Max("position"))["m"] or 0
+    ) + 1
     assignment.coder = coder
     assignment.position = position
     assignment.status = AssignmentStatus.PENDING
@@ -718,13 +865,17 @@ def reassign_assignment(assignment, *, coder, actor=None):
 
 
 def delete_assignment(assignment, *, actor=None):
-    record_activity(assignment.study, actor, "removed assignment", f"{assignment.output_id} from {assignment.coder.username}")
+    record_activity(
+        assignment.study, actor, "removed assignment", f"{assignment.output_id} from {assignment.coder.username}"
+    )
     assignment.delete()
 
 
 def next_assignment(codebook, coder, after=None):
     """The coder's next pending assignment (after `after` in queue order, wrapping around)."""
-    pending = Assignment.objects.filter(codebook=codebook, coder=coder, status=AssignmentStatus.PENDING).order_by("position", "id")
+    pending = Assignment.objects.filter(codebook=codebook, coder=coder, status=AssignmentStatus.PENDING).order_by(
+        "position", "id"
+    )
     if after is not None:
         later = pending.filter(position__gt=after.position).first() or pending.exclude(pk=after.pk).first()
         return later
@@ -772,9 +923,17 @@ def start_discovery(study, codebook, *, endpoint, item, sample_size=5, seed=0, a
     chosen = sorted(rng.sample(ids, min(n, len(ids))))
     texts = dict(Output.objects.filter(pk__in=chosen).values_list("pk", "text"))
     messages = disc.build_messages(item.text, item.target_stereotype, [texts[pk] for pk in chosen])
-    discovery = CodeDiscovery.objects.create(study=study, codebook=codebook, endpoint=endpoint, item=item, sample_size=n,
-                                             seed=_to_int(seed, "Seed") or 0, output_ids=chosen, messages=messages,
-                                             created_by=actor if getattr(actor, "pk", None) else None)
+    discovery = CodeDiscovery.objects.create(
+        study=study,
+        codebook=codebook,
+        endpoint=endpoint,
+        item=item,
+        sample_size=n,
+        seed=_to_int(seed, "Seed") or 0,
+        output_ids=chosen,
+        messages=messages,
+        created_by=actor if getattr(actor, "pk", None) else None,
+    )
     record_activity(study, actor, "asked for code suggestions", f"item {item.number} via {endpoint.name}")
     from .tasks import run_code_discovery
 
@@ -796,24 +955,40 @@ def run_discovery(discovery_id):
 
     stale = timezone.now() - timedelta(seconds=STALE_DISCOVERY_SECONDS)
     claimed = CodeDiscovery.objects.filter(
-        Q(status=DiscoveryStatus.PENDING) | Q(status=DiscoveryStatus.RUNNING, finished_at__lt=stale), pk=discovery_id,
+        Q(status=DiscoveryStatus.PENDING) | Q(status=DiscoveryStatus.RUNNING, finished_at__lt=stale),
+        pk=discovery_id,
     ).update(status=DiscoveryStatus.RUNNING, finished_at=timezone.now())
     if not claimed:
         return None
     discovery = CodeDiscovery.objects.select_related("endpoint", "study").get(pk=discovery_id)
     if discovery.endpoint is None:
-        CodeDiscovery.objects.filter(pk=discovery.pk).update(status=DiscoveryStatus.FAILED, error="The endpoint was deleted.",
-                                                             finished_at=timezone.now())
+        CodeDiscovery.objects.filter(pk=discovery.pk).update(
+            status=DiscoveryStatus.FAILED, error="The endpoint was deleted.", finished_at=timezone.now()
+        )
         return discovery
-    unit = CallUnit(unit_ref=f"discovery:{discovery.pk}", endpoint=discovery.endpoint, messages=discovery.messages,
-                    params=merged_params(discovery.endpoint), purpose="discovery", payload=discovery.pk)
+    unit = CallUnit(
+        unit_ref=f"discovery:{discovery.pk}",
+        endpoint=discovery.endpoint,
+        messages=discovery.messages,
+        params=merged_params(discovery.endpoint),
+        purpose="discovery",
+        payload=discovery.pk,
+    )
     outcome = {}
-    execute_units(discovery.study, [unit], CallbackSink(on_success=lambda u, r: outcome.update(text=r.text),
-                                                        on_failure=lambda u, e: outcome.update(error=e)))
+    execute_units(
+        discovery.study,
+        [unit],
+        CallbackSink(
+            on_success=lambda u, r: outcome.update(text=r.text), on_failure=lambda u, e: outcome.update(error=e)
+        ),
+    )
     from generation.models import ProviderCall
 
-    call = (ProviderCall.objects.filter(study=discovery.study, unit_ref=unit.unit_ref, purpose="discovery")
-            .order_by("-attempt", "-id").first())
+    call = (
+        ProviderCall.objects.filter(study=discovery.study, unit_ref=unit.unit_ref, purpose="discovery")
+        .order_by("-attempt", "-id")
+        .first()
+    )
     with transaction.atomic():
         discovery = CodeDiscovery.objects.select_for_update().get(pk=discovery.pk)
         discovery.provider_call = call
@@ -826,12 +1001,25 @@ def run_discovery(discovery_id):
                 discovery.status, discovery.error = DiscoveryStatus.FAILED, str(exc)
             else:
                 discovery.suggestions.all().delete()
-                CodeSuggestion.objects.bulk_create([
-                    CodeSuggestion(discovery=discovery, order=i, name=s["name"], description=s["description"],
-                                   gender_tag=s["gender_tag"], example=s["example"]) for i, s in enumerate(suggestions)])
+                CodeSuggestion.objects.bulk_create(
+                    [
+                        CodeSuggestion(
+                            discovery=discovery,
+                            order=i,
+                            name=s["name"],
+                            description=s["description"],
+                            gender_tag=s["gender_tag"],
+                            example=s["example"],
+                        )
+                        for i, s in enumerate(suggestions)
+                    ]
+                )
                 discovery.status, discovery.error = DiscoveryStatus.DONE, ""
                 if not disc.MIN_CODES <= len(suggestions) <= disc.MAX_CODES:
-                    discovery.error = f"Note: the model proposed {len(suggestions)} codes (asked for {disc.MIN_CODES}–{disc.MAX_CODES})."
+                    discovery.error = (
+                        f"Note: the model proposed {len(suggestions)} codes "
+                        f"(asked for {disc.MIN_CODES}–{disc.MAX_CODES})."
+                    )
         else:
             discovery.status, discovery.error = DiscoveryStatus.FAILED, outcome.get("error", "The call did not finish.")
         discovery.save()
@@ -843,17 +1031,27 @@ def decide_suggestion(suggestion, *, accept, actor=None, name=None, description=
     """Accept (optionally edited) into the codebook as an inductive code, or reject. Deciding twice is refused."""
     from .models import CodeSuggestion, SuggestionStatus
 
-    suggestion = (CodeSuggestion.objects.select_for_update(of=("self",))
-                  .select_related("discovery__codebook", "discovery__item").get(pk=suggestion.pk))
+    suggestion = (
+        CodeSuggestion.objects.select_for_update(of=("self",))
+        .select_related("discovery__codebook", "discovery__item")
+        .get(pk=suggestion.pk)
+    )
     if suggestion.status != SuggestionStatus.PENDING:
         raise AnnotationError(f"“{suggestion.name}” was already {suggestion.status}.")
     if accept:
         discovery = suggestion.discovery
-        code = create_code(discovery.codebook, actor=actor, name=name if name is not None else suggestion.name,
-                           description=description if description is not None else suggestion.description,
-                           gender_tag=gender_tag if gender_tag is not None else suggestion.gender_tag,
-                           kind=CodeKind.INDUCTIVE, parent=parent, item=discovery.item,
-                           stereotype=discovery.item.target_stereotype if discovery.item_id else "", color="#f08c00")
+        code = create_code(
+            discovery.codebook,
+            actor=actor,
+            name=name if name is not None else suggestion.name,
+            description=description if description is not None else suggestion.description,
+            gender_tag=gender_tag if gender_tag is not None else suggestion.gender_tag,
+            kind=CodeKind.INDUCTIVE,
+            parent=parent,
+            item=discovery.item,
+            stereotype=discovery.item.target_stereotype if discovery.item_id else "",
+            color="#f08c00",
+        )
         suggestion.code = code
         suggestion.status = SuggestionStatus.ACCEPTED
     else:

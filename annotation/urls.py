@@ -13,10 +13,15 @@ urlpatterns = [
     path("coding/codebooks/<int:codebook_id>/assignments/", views.assignments, name="annotation-assignments"),
     path("coding/codebooks/<int:codebook_id>/next/", views.queue_next, name="annotation-next"),
     path("coding/codebooks/<int:codebook_id>/discover/", views.discover, name="annotation-discover"),
-    path("coding/codebooks/<int:codebook_id>/codes/<int:code_id>/split/", views.split_code_page, name="annotation-split"),
+    path(
+        "coding/codebooks/<int:codebook_id>/codes/<int:code_id>/split/", views.split_code_page, name="annotation-split"
+    ),
     path("coding/codebooks/<int:codebook_id>/stories/<int:output_id>/", views.workspace, name="annotation-workspace"),
-    path("coding/codebooks/<int:codebook_id>/stories/<int:output_id>/edit/", views.workspace_edit,
-         name="annotation-workspace-edit"),
+    path(
+        "coding/codebooks/<int:codebook_id>/stories/<int:output_id>/edit/",
+        views.workspace_edit,
+        name="annotation-workspace-edit",
+    ),
     # REFI-QDA, offered on the Exports page
     path("exports/refi-import/", views_refi.refi_import, name="export-refi-import"),
     path("exports/codebooks/<int:codebook_id>.qdc", views_refi.codebook_qdc, name="export-codebook-qdc"),

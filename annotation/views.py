@@ -1,4 +1,5 @@
 """Coding pages: codebooks, the coding workspace (htmx), assignments, frequencies. Writes go through services."""
+
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
@@ -71,28 +72,44 @@ def _flat(tree):
 def coding_home(request, study_id):
     study = request.study
     is_researcher = has_role(request.user, study, Role.RESEARCHER)
-    codebooks = study.codebooks.annotate(n_codes=Count("codes", filter=Q(codes__active=True, codes__codable=True),
-                                                              distinct=True),
-                                         n_codings=Count("codings", distinct=True))
+    codebooks = study.codebooks.annotate(
+        n_codes=Count("codes", filter=Q(codes__active=True, codes__codable=True), distinct=True),
+        n_codings=Count("codings", distinct=True),
+    )
     if selectors.is_blind_reader(request.user, study):  # a coder counts only their own codings
-        own = dict(selectors.visible_codings(request.user, study).values("codebook_id").annotate(n=Count("id"))
-                   .order_by().values_list("codebook_id", "n"))
+        own = dict(
+            selectors.visible_codings(request.user, study)
+            .values("codebook_id")
+            .annotate(n=Count("id"))
+            .order_by()
+            .values_list("codebook_id", "n")
+        )
         codebooks = list(codebooks)
         for codebook in codebooks:
             codebook.n_codings = own.get(codebook.pk, 0)
     queues = []
-    for row in (Assignment.objects.filter(study=study, coder=request.user).values("codebook_id", "codebook__name",
-                                                                                   "codebook__version")
-                .annotate(total=Count("id"), done=Count("id", filter=Q(status=AssignmentStatus.DONE)))):
+    for row in (
+        Assignment.objects.filter(study=study, coder=request.user)
+        .values("codebook_id", "codebook__name", "codebook__version")
+        .annotate(total=Count("id"), done=Count("id", filter=Q(status=AssignmentStatus.DONE)))
+    ):
         nxt = services.next_assignment(Codebook(pk=row["codebook_id"]), request.user)
         row["next"] = nxt
         row["percent"] = round(100 * row["done"] / row["total"]) if row["total"] else 0
         queues.append(row)
     library = Codebook.objects.filter(study__is_library=True).order_by("name", "-version") if is_researcher else []
-    return render(request, "annotation/home.html", {
-        "study": study, "codebooks": codebooks, "queues": queues, "is_researcher": is_researcher, "library": library,
-        "toolkits": Toolkit.objects.filter(study=study),
-    })
+    return render(
+        request,
+        "annotation/home.html",
+        {
+            "study": study,
+            "codebooks": codebooks,
+            "queues": queues,
+            "is_researcher": is_researcher,
+            "library": library,
+            "toolkits": Toolkit.objects.filter(study=study),
+        },
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -113,11 +130,16 @@ def codebook_create(request, study_id):
             toolkit = None
             if request.POST.get("toolkit"):
                 toolkit = get_object_or_404(Toolkit, pk=request.POST["toolkit"], study=study)
-            codebook = import_upload(study, upload, request.POST.get("file_format"), request.POST.get("name"), request.user,
-                                     toolkit)
+            codebook = import_upload(
+                study, upload, request.POST.get("file_format"), request.POST.get("name"), request.user, toolkit
+            )
         else:
-            codebook = services.create_codebook(study, name=request.POST.get("name"), description=request.POST.get("description", ""),
-                                                created_by=request.user)
+            codebook = services.create_codebook(
+                study,
+                name=request.POST.get("name"),
+                description=request.POST.get("description", ""),
+                created_by=request.user,
+            )
     except (services.AnnotationError, fmt.CodebookFormatError) as exc:
         messages.error(request, str(exc))
         return redirect("coding", study.pk)
@@ -135,12 +157,19 @@ def _codebook_context(request, codebook, error=""):
     for code in _flat(tree):
         code.n_codings = counts.get(code.pk, 0)
     return {
-        "study": request.study, "codebook": codebook, "tree": tree, "flat": list(_flat(tree)),
-        "operations": codebook.operations.select_related("actor")[:30], "latest_op": services.latest_operation(codebook),
+        "study": request.study,
+        "codebook": codebook,
+        "tree": tree,
+        "flat": list(_flat(tree)),
+        "operations": codebook.operations.select_related("actor")[:30],
+        "latest_op": services.latest_operation(codebook),
         "can_edit": has_role(request.user, request.study, Role.RESEARCHER) and not codebook.locked,
-        "is_researcher": has_role(request.user, request.study, Role.RESEARCHER), "error": error,
-        "gender_tags": GenderTag.choices, "merged": codebook.codes.filter(active=False).select_related("merged_into"),
-        "items": PromptItem.objects.filter(toolkit__study=request.study).select_related("toolkit")
+        "is_researcher": has_role(request.user, request.study, Role.RESEARCHER),
+        "error": error,
+        "gender_tags": GenderTag.choices,
+        "merged": codebook.codes.filter(active=False).select_related("merged_into"),
+        "items": PromptItem.objects.filter(toolkit__study=request.study)
+        .select_related("toolkit")
         .order_by("toolkit__name", "number")[:500],
     }
 
@@ -172,27 +201,47 @@ def codebook_edit(request, study_id, codebook_id):
         if op == "create":
             item = None
             if request.POST.get("item"):
-                item = PromptItem.objects.filter(pk=request.POST["item"], toolkit__study=request.study).first() or _raise(
-                    "That prompt item is not in this study.")
-            services.create_code(codebook, actor=request.user, name=request.POST.get("name"),
-                                 parent=_code_or_none(codebook, request.POST.get("parent")),
-                                 codable="on" in request.POST.getlist("codable"), color=request.POST.get("color") or "#4c6ef5",
-                                 gender_tag=request.POST.get("gender_tag", ""), kind=request.POST.get("kind") or "a_priori",
-                                 shortcut=request.POST.get("shortcut", ""), description=request.POST.get("description", ""),
-                                 stereotype=request.POST.get("stereotype", ""), item=item)
+                item = PromptItem.objects.filter(
+                    pk=request.POST["item"], toolkit__study=request.study
+                ).first() or _raise("That prompt item is not in this study.")
+            services.create_code(
+                codebook,
+                actor=request.user,
+                name=request.POST.get("name"),
+                parent=_code_or_none(codebook, request.POST.get("parent")),
+                codable="on" in request.POST.getlist("codable"),
+                color=request.POST.get("color") or "#4c6ef5",
+                gender_tag=request.POST.get("gender_tag", ""),
+                kind=request.POST.get("kind") or "a_priori",
+                shortcut=request.POST.get("shortcut", ""),
+                description=request.POST.get("description", ""),
+                stereotype=request.POST.get("stereotype", ""),
+                item=item,
+            )
         elif op == "update":
             code = _code_or_none(codebook, request.POST.get("code")) or _raise("Choose a code.")
-            fields = {k: request.POST.get(k, "") for k in ("name", "color", "gender_tag", "shortcut", "description", "stereotype")
-                      if k in request.POST}
+            fields = {
+                k: request.POST.get(k, "")
+                for k in ("name", "color", "gender_tag", "shortcut", "description", "stereotype")
+                if k in request.POST
+            }
             services.update_code(code, actor=request.user, **fields)
         elif op == "merge":
             sources = [_code_or_none(codebook, pk) for pk in request.POST.getlist("sources") if pk]
             target = _code_or_none(codebook, request.POST.get("target"))
-            services.merge_codes(codebook, sources, target=target, new_name=request.POST.get("new_name"),
-                                 new_parent=_code_or_none(codebook, request.POST.get("new_parent")), actor=request.user)
+            services.merge_codes(
+                codebook,
+                sources,
+                target=target,
+                new_name=request.POST.get("new_name"),
+                new_parent=_code_or_none(codebook, request.POST.get("new_parent")),
+                actor=request.user,
+            )
         elif op == "move":
             codes = [_code_or_none(codebook, pk) for pk in request.POST.getlist("sources") if pk]
-            services.move_codes(codebook, codes, new_parent=_code_or_none(codebook, request.POST.get("new_parent")), actor=request.user)
+            services.move_codes(
+                codebook, codes, new_parent=_code_or_none(codebook, request.POST.get("new_parent")), actor=request.user
+            )
         elif op == "undo":
             operation = get_object_or_404(CodeOperation, pk=request.POST.get("operation") or 0, codebook=codebook)
             note = services.undo_operation(operation, actor=request.user)
@@ -253,9 +302,21 @@ def frequencies(request, study_id, codebook_id):
     for row in table["rows"]:
         row["bar"] = round(100 * row["total"] / peak, 1)
         row["cell_list"] = [row["cells"].get(c, 0) for c in table["columns"]]
-    context = {"study": request.study, "codebook": codebook, "table": table, "level": level, "by": by,
-               "breakdowns": [("", "none"), ("model", "model"), ("item", "item"), ("dimension", "dimension"),
-                              ("gender_tag", "gender tag"), ("coder", "coder")]}
+    context = {
+        "study": request.study,
+        "codebook": codebook,
+        "table": table,
+        "level": level,
+        "by": by,
+        "breakdowns": [
+            ("", "none"),
+            ("model", "model"),
+            ("item", "item"),
+            ("dimension", "dimension"),
+            ("gender_tag", "gender tag"),
+            ("coder", "coder"),
+        ],
+    }
     template = "annotation/_frequency_table.html" if request.htmx else "annotation/frequencies.html"
     return render(request, template, context)
 
@@ -280,15 +341,24 @@ def assignments(request, study_id, codebook_id):
                 services.delete_assignment(assignment, actor=request.user)
                 messages.success(request, "Assignment removed.")
             else:
-                coders = list(User.objects.filter(pk__in=[int(x) for x in request.POST.getlist("coders") if x.isdigit()]))
+                coders = list(
+                    User.objects.filter(pk__in=[int(x) for x in request.POST.getlist("coders") if x.isdigit()])
+                )
                 outputs = services.outputs_of(study).filter(status="done")
                 run_ids = [int(x) for x in request.POST.getlist("runs") if x.isdigit()]
                 if run_ids:
                     outputs = outputs.filter(run_id__in=run_ids)
                 created = services.create_assignments(
-                    study, codebook, outputs=outputs, coders=coders, k=request.POST.get("k") or 1,
-                    strategy=request.POST.get("strategy", "random_balanced"), seed=request.POST.get("seed") or 0,
-                    mode=request.POST.get("mode", CodingMode.BLIND), actor=request.user)
+                    study,
+                    codebook,
+                    outputs=outputs,
+                    coders=coders,
+                    k=request.POST.get("k") or 1,
+                    strategy=request.POST.get("strategy", "random_balanced"),
+                    seed=request.POST.get("seed") or 0,
+                    mode=request.POST.get("mode", CodingMode.BLIND),
+                    actor=request.user,
+                )
                 messages.success(request, f"{len(created)} assignments created.")
         except services.AnnotationError as exc:
             messages.error(request, str(exc))
@@ -297,15 +367,26 @@ def assignments(request, study_id, codebook_id):
     rows = selectors.progress_by_output(codebook)
     page = Paginator(rows, 100).get_page(request.GET.get("page"))
     assignment_ids = {}
-    for a in Assignment.objects.filter(codebook=codebook, output_id__in=[r["output_id"] for r in page]).select_related("coder"):
+    for a in Assignment.objects.filter(codebook=codebook, output_id__in=[r["output_id"] for r in page]).select_related(
+        "coder"
+    ):
         assignment_ids.setdefault(a.output_id, []).append(a)
     for row in page:
         row["assignments"] = assignment_ids.get(row["output_id"], [])
-    return render(request, "annotation/assignments.html", {
-        "study": study, "codebook": codebook, "coders": coders, "by_coder": selectors.progress_by_coder(codebook),
-        "page": page, "strategies": STRATEGIES.items(), "modes": CodingMode.choices,
-        "runs": GenerationRun.objects.filter(study=study),
-    })
+    return render(
+        request,
+        "annotation/assignments.html",
+        {
+            "study": study,
+            "codebook": codebook,
+            "coders": coders,
+            "by_coder": selectors.progress_by_coder(codebook),
+            "page": page,
+            "strategies": STRATEGIES.items(),
+            "modes": CodingMode.choices,
+            "runs": GenerationRun.objects.filter(study=study),
+        },
+    )
 
 
 # --- workspace ----------------------------------------------------------------------------------------
@@ -328,9 +409,18 @@ def story_html(text, codings):
             bands = ", ".join(f"{c}55 {i * step:.1f}% {(i + 1) * step:.1f}%" for i, c in enumerate(colors))
             style = f"background:linear-gradient(to bottom, {bands})"
         title = "; ".join(by_id[k].code.name for k in keys)
-        pieces.append(format_html(
-            '<span class="seg hl{}" data-s="{}" data-e="{}" data-c="{}" style="{}" title="{}">{}</span>',
-            " overlap" if len(keys) > 1 else "", start, end, " ".join(str(k) for k in keys), style, title, chunk))
+        pieces.append(
+            format_html(
+                '<span class="seg hl{}" data-s="{}" data-e="{}" data-c="{}" style="{}" title="{}">{}</span>',
+                " overlap" if len(keys) > 1 else "",
+                start,
+                end,
+                " ".join(str(k) for k in keys),
+                style,
+                title,
+                chunk,
+            )
+        )
     return format_html_join("", "{}", ((p,) for p in pieces))
 
 
@@ -345,8 +435,11 @@ def _workspace_context(request, codebook, output, error="", notice=""):
     show_all = is_researcher and request.GET.get("all", request.POST.get("all")) == "1"
     consensus = assignment is not None and assignment.mode == CodingMode.CONSENSUS
     codings = list(services.visible_codings(codebook, output, user, show_all=show_all, assignment=assignment))
-    memo_qs = selectors.visible_memos(user, study).select_related("author").filter(
-        Q(coding__in=[c.pk for c in codings]) | Q(code__codebook=codebook) | Q(output=output))
+    memo_qs = (
+        selectors.visible_memos(user, study)
+        .select_related("author")
+        .filter(Q(coding__in=[c.pk for c in codings]) | Q(code__codebook=codebook) | Q(output=output))
+    )
     if not (consensus or show_all):
         memo_qs = memo_qs.filter(author=user)
     memos = list(memo_qs)
@@ -369,25 +462,50 @@ def _workspace_context(request, codebook, output, error="", notice=""):
     # grouped by status so PostgreSQL answers from the (codebook, coder, status, position) index alone
     by_status = dict(queue.order_by().values_list("status").annotate(n=Count("status")))
     total, done = sum(by_status.values()), by_status.get(AssignmentStatus.DONE, 0)
-    nxt = services.next_assignment(codebook, user, after=assignment) if assignment else services.next_assignment(codebook, user)
+    nxt = (
+        services.next_assignment(codebook, user, after=assignment)
+        if assignment
+        else services.next_assignment(codebook, user)
+    )
     if nxt and nxt.output_id == output.pk:
         nxt = None
     prev = queue.filter(position__lt=assignment.position).order_by("-position", "-id").first() if assignment else None
     attribution = GenderAttribution.objects.filter(output=output, coder=user).first()
     return {
-        "study": study, "codebook": codebook, "output": output, "assignment": assignment, "codings": codings,
+        "study": study,
+        "codebook": codebook,
+        "output": output,
+        "assignment": assignment,
+        "codings": codings,
         "span_codings": [c for c in codings if c.start is not None],
-        "doc_codings": [c for c in codings if c.start is None], "story": story_html(output.text, codings),
-        "tree": tree, "flat": flat, "codable": codable, "story_memos": [m for m in memos if m.output_id == output.pk],
+        "doc_codings": [c for c in codings if c.start is None],
+        "story": story_html(output.text, codings),
+        "tree": tree,
+        "flat": flat,
+        "codable": codable,
+        "story_memos": [m for m in memos if m.output_id == output.pk],
         "code_options": format_html_join("", '<option value="{}">{}</option>', ((c.pk, c.name) for c in codable)),
-        "code_path_options": format_html_join("", '<option value="{}">{}</option>', ((c.pk, c.path()) for c in codable)),
-        "mode": "consensus" if consensus else ("all" if show_all else "blind"), "show_all": show_all,
-        "is_researcher": is_researcher, "error": error, "notice": notice, "queue_total": total, "queue_done": done,
-        "queue_percent": round(100 * done / total) if total else 0, "next_assignment": nxt, "prev_assignment": prev,
-        "attribution": attribution, "genders": AttributedGender.choices, "gender_tags": GenderTag.choices,
-        "groups": [c for c in flat if not c.codable], "can_add_codes": not codebook.locked,
+        "code_path_options": format_html_join(
+            "", '<option value="{}">{}</option>', ((c.pk, c.path()) for c in codable)
+        ),
+        "mode": "consensus" if consensus else ("all" if show_all else "blind"),
+        "show_all": show_all,
+        "is_researcher": is_researcher,
+        "error": error,
+        "notice": notice,
+        "queue_total": total,
+        "queue_done": done,
+        "queue_percent": round(100 * done / total) if total else 0,
+        "next_assignment": nxt,
+        "prev_assignment": prev,
+        "attribution": attribution,
+        "genders": AttributedGender.choices,
+        "gender_tags": GenderTag.choices,
+        "groups": [c for c in flat if not c.codable],
+        "can_add_codes": not codebook.locked,
         "self_url": reverse("annotation-workspace", args=[study.pk, codebook.pk, output.pk]),
-        "post_url": reverse("annotation-workspace-edit", args=[study.pk, codebook.pk, output.pk]) + ("?all=1" if show_all else ""),
+        "post_url": reverse("annotation-workspace-edit", args=[study.pk, codebook.pk, output.pk])
+        + ("?all=1" if show_all else ""),
     }
 
 
@@ -438,21 +556,35 @@ def workspace_edit(request, study_id, codebook_id, output_id):
         if op == "code":
             code = _code_or_none(codebook, post.get("code")) or _raise("Choose a code.")
             if post.get("start", "") == "" and post.get("whole") != "1":
-                raise services.AnnotationError("Select some text first (or use “Whole story” for a document-level code).")
+                raise services.AnnotationError(
+                    "Select some text first (or use “Whole story” for a document-level code)."
+                )
             start, end = (None, None) if post.get("whole") == "1" else (post.get("start"), post.get("end"))
-            services.create_coding(study=study, codebook=codebook, output=output, code=code, coder=user, start=start, end=end)
+            services.create_coding(
+                study=study, codebook=codebook, output=output, code=code, coder=user, start=start, end=end
+            )
         elif op == "new_code":
             if post.get("start", "") == "":
                 raise services.AnnotationError("Select the text the new code stands for first.")
             services.create_code_from_selection(
-                study=study, codebook=codebook, output=output, coder=user, start=post.get("start"), end=post.get("end"),
-                name=post.get("name"), parent=_code_or_none(codebook, post.get("parent")),
-                gender_tag=post.get("gender_tag", ""), color=post.get("color") or "#f08c00")
+                study=study,
+                codebook=codebook,
+                output=output,
+                coder=user,
+                start=post.get("start"),
+                end=post.get("end"),
+                name=post.get("name"),
+                parent=_code_or_none(codebook, post.get("parent")),
+                gender_tag=post.get("gender_tag", ""),
+                color=post.get("color") or "#f08c00",
+            )
         elif op == "delete":
             services.delete_coding(_coding_of(request, codebook, post.get("coding")), user=user)
         elif op == "reassign":
             coding = _coding_of(request, codebook, post.get("coding"))
-            services.reassign_coding(coding, _code_or_none(codebook, post.get("code")) or _raise("Choose a code."), user=user)
+            services.reassign_coding(
+                coding, _code_or_none(codebook, post.get("code")) or _raise("Choose a code."), user=user
+            )
         elif op == "memo":
             target = post.get("target")
             kwargs = {}
@@ -464,18 +596,25 @@ def workspace_edit(request, study_id, codebook_id, output_id):
                 kwargs["output"] = output
             services.add_memo(study, author=user, text=post.get("text"), **kwargs)
         elif op == "delete_memo":
-            memo = Memo.objects.filter(pk=post.get("memo") or 0, study=study).first() or _raise("That memo no longer exists.")
+            memo = Memo.objects.filter(pk=post.get("memo") or 0, study=study).first() or _raise(
+                "That memo no longer exists."
+            )
             services.delete_memo(memo, user=user)
         elif op == "gender":
-            services.set_gender_attribution(output, coder=user, gender=post.get("gender", ""), character=post.get("character", ""))
+            services.set_gender_attribution(
+                output, coder=user, gender=post.get("gender", ""), character=post.get("character", "")
+            )
         elif op in ("done", "undone"):
             assignment = request.coding_assignment or _raise("This story is not in your queue.")
             services.set_assignment_status(assignment, user=user, done=op == "done")
             if op == "done" and post.get("next") == "1":
                 nxt = services.next_assignment(codebook, user, after=assignment)
                 response = HttpResponse(status=204)
-                response["HX-Redirect"] = (reverse("annotation-workspace", args=[study.pk, codebook.pk, nxt.output_id])
-                                           if nxt else reverse("coding", args=[study.pk]))
+                response["HX-Redirect"] = (
+                    reverse("annotation-workspace", args=[study.pk, codebook.pk, nxt.output_id])
+                    if nxt
+                    else reverse("coding", args=[study.pk])
+                )
                 return response
         else:
             error = "Unknown action."
@@ -497,43 +636,84 @@ def discover(request, study_id, codebook_id):
     codebook = _codebook(request, codebook_id)
     if request.method == "GET" and request.GET.get("discovery"):
         discovery = get_object_or_404(CodeDiscovery, pk=request.GET["discovery"], codebook=codebook)
-        return render(request, "annotation/_discovery.html", {"study": study, "codebook": codebook, "d": discovery,
-                                                               "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable],
-                                                               "gender_tags": GenderTag.choices})
+        return render(
+            request,
+            "annotation/_discovery.html",
+            {
+                "study": study,
+                "codebook": codebook,
+                "d": discovery,
+                "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable],
+                "gender_tags": GenderTag.choices,
+            },
+        )
     if request.method == "POST":
         op = request.POST.get("op")
         try:
             if op == "start":
                 endpoint = ModelEndpoint.objects.filter(pk=request.POST.get("endpoint") or 0, study=study).first()
-                item = PromptItem.objects.filter(pk=request.POST.get("item") or 0, toolkit__study=study).select_related("toolkit").first()
-                services.start_discovery(study, codebook, endpoint=endpoint, item=item, sample_size=request.POST.get("sample_size") or 5,
-                                         seed=request.POST.get("seed") or 0, actor=request.user)
+                item = (
+                    PromptItem.objects.filter(pk=request.POST.get("item") or 0, toolkit__study=study)
+                    .select_related("toolkit")
+                    .first()
+                )
+                services.start_discovery(
+                    study,
+                    codebook,
+                    endpoint=endpoint,
+                    item=item,
+                    sample_size=request.POST.get("sample_size") or 5,
+                    seed=request.POST.get("seed") or 0,
+                    actor=request.user,
+                )
                 messages.success(request, "Asked the model for code suggestions.")
             elif op in ("accept", "reject"):
-                suggestion = get_object_or_404(CodeSuggestion, pk=request.POST.get("suggestion") or 0, discovery__codebook=codebook)
+                suggestion = get_object_or_404(
+                    CodeSuggestion, pk=request.POST.get("suggestion") or 0, discovery__codebook=codebook
+                )
                 services.decide_suggestion(
-                    suggestion, accept=op == "accept", actor=request.user, name=request.POST.get("name"),
-                    description=request.POST.get("description"), gender_tag=request.POST.get("gender_tag"),
-                    parent=_code_or_none(codebook, request.POST.get("parent")))
+                    suggestion,
+                    accept=op == "accept",
+                    actor=request.user,
+                    name=request.POST.get("name"),
+                    description=request.POST.get("description"),
+                    gender_tag=request.POST.get("gender_tag"),
+                    parent=_code_or_none(codebook, request.POST.get("parent")),
+                )
                 if request.htmx:
-                    return render(request, "annotation/_discovery.html", {
-                        "study": study, "codebook": codebook, "d": suggestion.discovery,
-                        "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable], "gender_tags": GenderTag.choices})
+                    return render(
+                        request,
+                        "annotation/_discovery.html",
+                        {
+                            "study": study,
+                            "codebook": codebook,
+                            "d": suggestion.discovery,
+                            "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable],
+                            "gender_tags": GenderTag.choices,
+                        },
+                    )
         except services.AnnotationError as exc:
             if request.htmx:
                 return HttpResponse(format_html('<p class="error" role="alert">{}</p>', str(exc)))
             messages.error(request, str(exc))
         return redirect("annotation-discover", study.pk, codebook.pk)
-    return render(request, "annotation/discover.html", {
-        "study": study, "codebook": codebook,
-        "endpoints": ModelEndpoint.objects.filter(study=study).exclude(provider="manual"),
-        "items": PromptItem.objects.filter(toolkit__study=study).select_related("toolkit")
-        .order_by("toolkit__name", "-toolkit__version", "toolkit_id", "number"),  # grouped by version, newest first
-        "discoveries": CodeDiscovery.objects.filter(codebook=codebook)
-        .select_related("endpoint", "item__toolkit", "provider_call")
-        .prefetch_related("suggestions__code")[:20],
-        "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable], "gender_tags": GenderTag.choices,
-    })
+    return render(
+        request,
+        "annotation/discover.html",
+        {
+            "study": study,
+            "codebook": codebook,
+            "endpoints": ModelEndpoint.objects.filter(study=study).exclude(provider="manual"),
+            "items": PromptItem.objects.filter(toolkit__study=study)
+            .select_related("toolkit")
+            .order_by("toolkit__name", "-toolkit__version", "toolkit_id", "number"),  # grouped by version, newest first
+            "discoveries": CodeDiscovery.objects.filter(codebook=codebook)
+            .select_related("endpoint", "item__toolkit", "provider_call")
+            .prefetch_related("suggestions__code")[:20],
+            "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable],
+            "gender_tags": GenderTag.choices,
+        },
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -544,8 +724,13 @@ def split_code_page(request, study_id, codebook_id, code_id):
     if request.method == "POST":
         try:
             target = _code_or_none(codebook, request.POST.get("target"))
-            new_code, _ = services.split_code(code, [int(x) for x in request.POST.getlist("codings") if x.isdigit()],
-                                              target=target, new_name=request.POST.get("new_name"), actor=request.user)
+            new_code, _ = services.split_code(
+                code,
+                [int(x) for x in request.POST.getlist("codings") if x.isdigit()],
+                target=target,
+                new_name=request.POST.get("new_name"),
+                actor=request.user,
+            )
             messages.success(request, f"Moved the chosen codings to “{new_code.name}”. Undo it from the history.")
             return redirect("annotation-codebook", request.study.pk, codebook.pk)
         except services.AnnotationError as exc:
@@ -553,5 +738,8 @@ def split_code_page(request, study_id, codebook_id, code_id):
     codings = Paginator(code.codings.select_related("coder", "output").order_by("output_id", "start", "id"), 200)
     page = codings.get_page(request.GET.get("page"))
     others = [c for c in _flat(_code_tree(codebook)) if c.codable and c.pk != code.pk]
-    return render(request, "annotation/split.html", {"study": request.study, "codebook": codebook, "code": code,
-                                                     "page": page, "others": others})
+    return render(
+        request,
+        "annotation/split.html",
+        {"study": request.study, "codebook": codebook, "code": code, "page": page, "others": others},
+    )

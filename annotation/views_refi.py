@@ -1,5 +1,6 @@
 """REFI-QDA pages of the codebook owner: import a .qdpx project or .qdc codebook, download a codebook as .qdc.
 They sit on the Exports page (same URLs as before), which renders `ImportForm`."""
+
 from django import forms
 from django.contrib import messages
 from django.http import HttpResponse
@@ -36,9 +37,12 @@ def refi_import(request, study_id):
     except refi_qda.RefiError as exc:
         messages.error(request, f"Nothing was imported from {upload.name}: {exc}")
     else:
-        messages.success(request, f"Imported {upload.name} into codebook {report['codebook']}: "
-                                  f"{report.get('codes', 0)} codes, {report.get('sources', 0)} stories, "
-                                  f"{report.get('codings', 0)} codings, {report.get('memos', 0)} memos.")
+        messages.success(
+            request,
+            f"Imported {upload.name} into codebook {report['codebook']}: "
+            f"{report.get('codes', 0)} codes, {report.get('sources', 0)} stories, "
+            f"{report.get('codings', 0)} codings, {report.get('memos', 0)} memos.",
+        )
     return redirect("exports", request.study.pk)
 
 

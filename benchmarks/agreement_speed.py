@@ -9,6 +9,7 @@
 Run: .venv/bin/python benchmarks/agreement_speed.py   (builds a throw-away SQLite database for 3; 4 runs first,
 in a fresh process, before this one starts Django)
 """
+
 import os
 import resource
 import subprocess
@@ -55,14 +56,19 @@ def bench_statistics():
     t_build, rm = timed(lambda: ag.from_matrix(data))
     t_alpha, alpha = timed(lambda: ag.krippendorff_alpha(rm, "nominal"))
     t_all, _ = timed(lambda: ag.agreement(rm, bootstrap=0, include_pairs=False), repeat=1)
-    print(f"1. alpha nominal, 100,000 units x 10 raters, 20% missing: {t_alpha:.3f} s "
-          f"(+ {t_build:.3f} s to build the matrix; alpha = {alpha.value:.4f}); "
-          f"all coefficients without CIs: {t_all:.3f} s   [target <= 1 s]")
+    print(
+        f"1. alpha nominal, 100,000 units x 10 raters, 20% missing: {t_alpha:.3f} s "
+        f"(+ {t_build:.3f} s to build the matrix; alpha = {alpha.value:.4f}); "
+        f"all coefficients without CIs: {t_all:.3f} s   [target <= 1 s]"
+    )
 
     small = ag.from_matrix(ratings(10_000, 5, 0.2, seed=2))
     t_boot, result = timed(lambda: ag.agreement(small, bootstrap=1000, seed=0), repeat=1)
-    print(f"2. 1,000 bootstrap resamples (all 5 coefficients), 10,000 units x 5 raters: {t_boot:.3f} s "
-          f"(alpha CI {result.ci95['krippendorff_alpha'][0]:.4f}-{result.ci95['krippendorff_alpha'][1]:.4f})   [target <= 10 s]")
+    print(
+        f"2. 1,000 bootstrap resamples (all 5 coefficients), 10,000 units x 5 raters: {t_boot:.3f} s "
+        f"(alpha CI {result.ci95['krippendorff_alpha'][0]:.4f}-{result.ci95['krippendorff_alpha'][1]:.4f})"
+        "   [target <= 10 s]"
+    )
     ordinal = ag.from_matrix(ratings(10_000, 5, 0.2, seed=3, categories=5))
     t_ord, _ = timed(lambda: ag.agreement(ordinal, level="ordinal", bootstrap=1000, seed=0), repeat=1)
     print(f"   same with 5 ordinal categories (many distinct rating patterns): {t_ord:.3f} s")
@@ -96,12 +102,19 @@ def bench_page(n_stories=10_000, n_codes=50, n_coders=2):
     Membership.objects.create(study=study, user=researcher, role="researcher")
     coders = [User.objects.create_user(f"coder{i}", password="x") for i in range(n_coders)]
     run = GenerationRun.objects.create(study=study, name="Run", is_import=True)
-    Output.objects.bulk_create([Output(study=study, run=run, model_name=f"m{i % 5}", trial=i + 1, text="x" * 400,
-                                       status="done") for i in range(n_stories)], batch_size=2000)
+    Output.objects.bulk_create(
+        [
+            Output(study=study, run=run, model_name=f"m{i % 5}", trial=i + 1, text="x" * 400, status="done")
+            for i in range(n_stories)
+        ],
+        batch_size=2000,
+    )
     outputs = list(Output.objects.filter(run=run).values_list("pk", flat=True))
     codebook = Codebook.objects.create(study=study, name="Bench codes")
     dims = [Code.objects.create(codebook=codebook, name=f"Dimension {d}", codable=False, order=d) for d in range(6)]
-    codes = [Code.objects.create(codebook=codebook, parent=dims[c % 6], name=f"Code {c}", order=c) for c in range(n_codes)]
+    codes = [
+        Code.objects.create(codebook=codebook, parent=dims[c % 6], name=f"Code {c}", order=c) for c in range(n_codes)
+    ]
     rng = np.random.default_rng(4)
     prevalence = rng.uniform(0.02, 0.2, n_codes)
     truth = rng.random((n_codes, n_stories)) < prevalence[:, None]
@@ -111,13 +124,26 @@ def bench_page(n_stories=10_000, n_codes=50, n_coders=2):
         applied = np.where(seen, truth, rng.random((n_codes, n_stories)) < prevalence[:, None])
         for c, s in zip(*np.nonzero(applied), strict=True):
             span = bool(rng.random() < 0.5)
-            codings.append(Coding(output_id=outputs[s], code=codes[c], coder=coder, codebook=codebook,
-                                  start=0 if span else None, end=int(100 + rng.integers(0, 10)) if span else None))
-        assignments += [Assignment(study=study, codebook=codebook, output_id=o, coder=coder, status="done") for o in outputs]
+            codings.append(
+                Coding(
+                    output_id=outputs[s],
+                    code=codes[c],
+                    coder=coder,
+                    codebook=codebook,
+                    start=0 if span else None,
+                    end=int(100 + rng.integers(0, 10)) if span else None,
+                )
+            )
+        assignments += [
+            Assignment(study=study, codebook=codebook, output_id=o, coder=coder, status="done") for o in outputs
+        ]
     Coding.objects.bulk_create(codings, batch_size=5000)
     Assignment.objects.bulk_create(assignments, batch_size=5000)
-    print(f"   (set-up: {n_stories:,} stories, {n_codes} codes in 6 dimensions, {n_coders} coders, {len(codings):,} codings, "
-          f"{time.perf_counter() - start:.1f} s)")
+    print(
+        f"   (set-up: {n_stories:,} stories, {n_codes} codes in 6 dimensions, {n_coders} coders, "
+        f"{len(codings):,} codings, "
+        f"{time.perf_counter() - start:.1f} s)"
+    )
     client = Client()
     client.force_login(researcher)
     url = f"/studies/{study.pk}/agreement/"
@@ -136,9 +162,11 @@ def bench_page(n_stories=10_000, n_codes=50, n_coders=2):
     t_cold, response = timed(cold, repeat=3)
     assert response.content.count(b'data-target="code:') == n_codes
     t_warm, _ = timed(get, repeat=3)
-    print(f"3. study agreement page, {n_codes} codes over {n_stories:,} stories "
-          f"(alpha, AC1, kappa with 1,000-resample CIs per code and dimension, coder matrix, segment matching): "
-          f"cold {t_cold:.3f} s (CPU {CPU['cold']:.3f} s), cached {t_warm:.3f} s   [target <= 2 s]")
+    print(
+        f"3. study agreement page, {n_codes} codes over {n_stories:,} stories "
+        f"(alpha, AC1, kappa with 1,000-resample CIs per code and dimension, coder matrix, segment matching): "
+        f"cold {t_cold:.3f} s (CPU {CPU['cold']:.3f} s), cached {t_warm:.3f} s   [target <= 2 s]"
+    )
     print(f"   load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 
@@ -156,16 +184,23 @@ def bench_cli(n_units=100_000, n_raters=10, repeat=3):
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "agreement", "--input", str(path)],
-                              cwd=ROOT, env=env, capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), "agreement", "--input", str(path)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         elapsed = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         assert done.returncode == 0, done.stderr
         if elapsed < best:
             best = elapsed
             best_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    print(f"4. manage.py agreement, {n_units:,} units x {n_raters} raters ({path.stat().st_size / 1e6:.0f} MB CSV), "
-          f"default 1,000-resample CIs: {best:.2f} s wall (CPU {best_cpu:.2f} s)   [target <= 3 s]")
+    print(
+        f"4. manage.py agreement, {n_units:,} units x {n_raters} raters ({path.stat().st_size / 1e6:.0f} MB CSV), "
+        f"default 1,000-resample CIs: {best:.2f} s wall (CPU {best_cpu:.2f} s)   [target <= 3 s]"
+    )
     path.unlink()
 
 

@@ -11,6 +11,7 @@ The first run loads the data with COPY (a few minutes); later runs reuse it. Req
 stack in-process (test Client: middleware, auth, permission checks, queries, template rendering), so the times
 are the server's, without network. Saved codings are deleted again at the end.
 """
+
 import argparse
 import os
 import random
@@ -26,8 +27,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stereoscope.settings")
 os.environ.setdefault("DEBUG", "0")
 
 NAME = "bench: coding workspace 100k/1M"
-WORDS = ("she he the team led cared decided protected challenged strong gentle family work home leader nurse "
-         "doctor engineer child parent brave kind quiet loud Zoë José 👩‍🔬").split()
+WORDS = (
+    "she he the team led cared decided protected challenged strong gentle family work home leader nurse "
+    "doctor engineer child parent brave kind quiet loud Zoë José 👩‍🔬"
+).split()
 
 
 def build(n_outputs, codings_per_output, words):
@@ -54,10 +57,14 @@ def build(n_outputs, codings_per_output, words):
             coders.append(user)
         toolkit = Toolkit.objects.create(study=study, name="Bench toolkit")
         dims = [Dimension.objects.create(toolkit=toolkit, name=f"Dimension {d}", order=d) for d in range(6)]
-        items = [PromptItem.objects.create(toolkit=toolkit, number=i + 1, text=f"Prompt {i + 1}", dimension=dims[i % 6])
-                 for i in range(30)]
-        endpoints = [ModelEndpoint.objects.create(study=study, name=f"model {m}", provider="manual", model_id=f"model-{m}")
-                     for m in range(5)]
+        items = [
+            PromptItem.objects.create(toolkit=toolkit, number=i + 1, text=f"Prompt {i + 1}", dimension=dims[i % 6])
+            for i in range(30)
+        ]
+        endpoints = [
+            ModelEndpoint.objects.create(study=study, name=f"model {m}", provider="manual", model_id=f"model-{m}")
+            for m in range(5)
+        ]
         run = GenerationRun.objects.create(study=study, name="Bench run", toolkit=toolkit, status="completed")
         run.endpoints.set(endpoints)
         fang = Codebook.objects.get(builtin_key="fang2025-phase2-codes")
@@ -68,36 +75,82 @@ def build(n_outputs, codings_per_output, words):
     with connection.cursor() as cursor:
         pg = cursor.connection
         with pg.cursor().copy(
-                "COPY generation_output (study_id, run_id, item_id, endpoint_id, model_name, trial, variant_key, "
-                "slot_values, prompt_text, text, external_id, status, error, finish_reason, provenance, created_at) "
-                "FROM STDIN") as copy:
+            "COPY generation_output (study_id, run_id, item_id, endpoint_id, model_name, trial, variant_key, "
+            "slot_values, prompt_text, text, external_id, status, error, finish_reason, provenance, created_at) "
+            "FROM STDIN"
+        ) as copy:
             for n in range(n_outputs):
                 item, endpoint = items[n % 30], endpoints[(n // 30) % 5]
-                copy.write_row((study.pk, run.pk, item.pk, endpoint.pk, endpoint.model_id, n // 150 + 1, "", "{}",
-                                item.text, texts[n % 300], "", "done", "", "stop", "{}", now))
+                copy.write_row(
+                    (
+                        study.pk,
+                        run.pk,
+                        item.pk,
+                        endpoint.pk,
+                        endpoint.model_id,
+                        n // 150 + 1,
+                        "",
+                        "{}",
+                        item.text,
+                        texts[n % 300],
+                        "",
+                        "done",
+                        "",
+                        "stop",
+                        "{}",
+                        now,
+                    )
+                )
         cursor.execute("SELECT id FROM generation_output WHERE study_id = %s ORDER BY id", [study.pk])
         output_ids = [row[0] for row in cursor.fetchall()]
         with pg.cursor().copy(
-                "COPY annotation_assignment (study_id, codebook_id, output_id, coder_id, status, mode, position, created_at) "
-                "FROM STDIN") as copy:
+            "COPY annotation_assignment "
+            "(study_id, codebook_id, output_id, coder_id, status, mode, position, created_at) "
+            "FROM STDIN"
+        ) as copy:
             for index, output_id in enumerate(output_ids):
                 for coder in coders:
-                    copy.write_row((study.pk, book.pk, output_id, coder.pk, "done" if index % 3 else "pending", "blind",
-                                    index + 1, now))
+                    copy.write_row(
+                        (
+                            study.pk,
+                            book.pk,
+                            output_id,
+                            coder.pk,
+                            "done" if index % 3 else "pending",
+                            "blind",
+                            index + 1,
+                            now,
+                        )
+                    )
         with pg.cursor().copy(
-                'COPY annotation_coding (output_id, code_id, coder_id, codebook_id, start, "end", quote, guid, '
-                "created_at, updated_at) FROM STDIN") as copy:
+            'COPY annotation_coding (output_id, code_id, coder_id, codebook_id, start, "end", quote, guid, '
+            "created_at, updated_at) FROM STDIN"
+        ) as copy:
             for index, output_id in enumerate(output_ids):
                 text = texts[index % 300]
                 for k in range(codings_per_output):
                     code = codes[(index + k * 7) % len(codes)]
                     if k == codings_per_output - 1:
-                        copy.write_row((output_id, code.pk, coders[k % 2].pk, book.pk, None, None, "", uuid.uuid4(), now, now))
+                        copy.write_row(
+                            (output_id, code.pk, coders[k % 2].pk, book.pk, None, None, "", uuid.uuid4(), now, now)
+                        )
                         continue
                     start = rng.randrange(0, max(1, len(text) - 60))
                     end = start + rng.randrange(5, 60)
-                    copy.write_row((output_id, code.pk, coders[k % 2].pk, book.pk, start, end, text[start:end],
-                                    uuid.uuid4(), now, now))
+                    copy.write_row(
+                        (
+                            output_id,
+                            code.pk,
+                            coders[k % 2].pk,
+                            book.pk,
+                            start,
+                            end,
+                            text[start:end],
+                            uuid.uuid4(),
+                            now,
+                            now,
+                        )
+                    )
     with connection.cursor() as cursor:  # autocommit: what autovacuum would have done by the time people code
         for table in ("generation_output", "annotation_assignment", "annotation_coding"):
             cursor.execute(f"VACUUM ANALYZE {table}")
@@ -111,8 +164,10 @@ def pct(values, q):
 
 def report(label, seconds, target=None):
     ms = [s * 1000 for s in seconds]
-    line = (f"{label:<34} n={len(ms):<4} p50={statistics.median(ms):7.1f} ms  p95={pct(ms, 95):7.1f} ms  "
-            f"max={max(ms):7.1f} ms")
+    line = (
+        f"{label:<34} n={len(ms):<4} p50={statistics.median(ms):7.1f} ms  p95={pct(ms, 95):7.1f} ms  "
+        f"max={max(ms):7.1f} ms"
+    )
     if target is not None:
         line += f"   target p95 <= {target} ms: {'OK' if pct(ms, 95) <= target else 'MISSED'}"
     print(line, flush=True)
@@ -145,19 +200,26 @@ def main():
     study = Study.objects.filter(name=NAME).first()
     if study is None:
         started = time.monotonic()
-        print(f"loading {args.outputs:,} stories and {args.outputs * args.codings_per_output:,} codings ...", flush=True)
+        print(
+            f"loading {args.outputs:,} stories and {args.outputs * args.codings_per_output:,} codings ...", flush=True
+        )
         study = build(args.outputs, args.codings_per_output, args.words)
         print(f"  loaded in {time.monotonic() - started:.0f} s", flush=True)
     book = Codebook.objects.get(study=study)
     n_out = study.outputs.count()
     n_cod = Coding.objects.filter(codebook=book).count()
-    print(f"study {study.pk}: {n_out:,} stories, {n_cod:,} codings, {book.codes.filter(codable=True).count()} codes", flush=True)
+    print(
+        f"study {study.pk}: {n_out:,} stories, {n_cod:,} codings, {book.codes.filter(codable=True).count()} codes",
+        flush=True,
+    )
 
     coder = Assignment.objects.filter(codebook=book).order_by("coder_id").first().coder
     client = Client()
     client.force_login(coder)
     rng = random.Random(5)
-    output_ids = list(Assignment.objects.filter(codebook=book, coder=coder).values_list("output_id", flat=True)[:50_000])
+    output_ids = list(
+        Assignment.objects.filter(codebook=book, coder=coder).values_list("output_id", flat=True)[:50_000]
+    )
     sample = rng.sample(output_ids, args.samples)
     code_ids = list(book.codes.filter(codable=True, active=True).values_list("pk", flat=True))
     for warm in sample[:5]:
@@ -186,8 +248,11 @@ def main():
         assert r.status_code == 200, r.status_code
     report("open workspace (full page)", opens, 150)
     report("  of which in SQL", sql_share)
-    print(f"  queries per page: {statistics.median(queries):.0f}; load average now: {os.getloadavg()[0]:.1f} "
-          f"on {os.cpu_count()} cores", flush=True)
+    print(
+        f"  queries per page: {statistics.median(queries):.0f}; load average now: {os.getloadavg()[0]:.1f} "
+        f"on {os.cpu_count()} cores",
+        flush=True,
+    )
 
     partials = []
     for output_id in sample[:100]:
@@ -203,26 +268,39 @@ def main():
         for output_id in sample:
             url = reverse("annotation-workspace-edit", args=[study.pk, book.pk, output_id])
             t = time.perf_counter()
-            r = client.post(url, {"op": "code", "code": rng.choice(code_ids), "start": 3, "end": 12}, HTTP_HX_REQUEST="true")
+            r = client.post(
+                url, {"op": "code", "code": rng.choice(code_ids), "start": 3, "end": 12}, HTTP_HX_REQUEST="true"
+            )
             saves.append(time.perf_counter() - t)
             assert r.status_code == 200 and b"ws-error" not in r.content, r.content[:300]
         report("save coding (workspace, re-render)", saves, 150)
         for output_id in sample:
             t = time.perf_counter()
-            r = client.post(f"/api/studies/{study.pk}/codings/", {"codebook": book.pk, "output": output_id,
-                                                                  "code": rng.choice(code_ids), "start": 1, "end": 9},
-                            content_type="application/json")
+            r = client.post(
+                f"/api/studies/{study.pk}/codings/",
+                {"codebook": book.pk, "output": output_id, "code": rng.choice(code_ids), "start": 1, "end": 9},
+                content_type="application/json",
+            )
             api_saves.append(time.perf_counter() - t)
             assert r.status_code == 201, r.content[:300]
         report("save coding (REST API)", api_saves, 150)
     finally:
         Coding.objects.filter(codebook=book, pk__gt=last_pk).delete()
-    for level, by in [("code", ""), ("dimension", ""), ("code", "model"), ("dimension", "item"), ("code", "gender_tag")]:
+    for level, by in [
+        ("code", ""),
+        ("dimension", ""),
+        ("code", "model"),
+        ("dimension", "item"),
+        ("code", "gender_tag"),
+    ]:
         t = time.perf_counter()
         table = selectors.frequency_table(book, level=level, by=by)
         seconds = time.perf_counter() - t
-        print(f"frequency table level={level:<9} by={by or '-':<10} {seconds:6.2f} s  total={table['total']:,}   "
-              f"target <= 2 s: {'OK' if seconds <= 2 else 'MISSED'}", flush=True)
+        print(
+            f"frequency table level={level:<9} by={by or '-':<10} {seconds:6.2f} s  total={table['total']:,}   "
+            f"target <= 2 s: {'OK' if seconds <= 2 else 'MISSED'}",
+            flush=True,
+        )
     t = time.perf_counter()
     r = client.get(reverse("annotation-frequencies", args=[study.pk, book.pk]) + "?level=dimension&by=model")
     print(f"frequency page (dimension × model)  {time.perf_counter() - t:6.2f} s  status={r.status_code}", flush=True)

@@ -8,6 +8,7 @@ codings in <= 20 s.
 The first run loads the data with COPY (a few minutes); later runs reuse it. Each export is timed in a fresh
 process so that its peak RSS (ru_maxrss) is the export's own.
 """
+
 import argparse
 import json
 import os
@@ -26,8 +27,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stereoscope.settings")
 
 BIG = "bench: 1M codings"
 QDA = "bench: 10k stories"
-WORDS = ("she he the team led cared decided protected challenged strong gentle family work home leader nurse "
-         "doctor engineer child parent brave kind quiet loud").split()
+WORDS = (
+    "she he the team led cared decided protected challenged strong gentle family work home leader nurse "
+    "doctor engineer child parent brave kind quiet loud"
+).split()
 
 
 def setup_django():
@@ -62,10 +65,20 @@ def build(name, n_outputs, codings_per_output, words):
             coders.append(user)
         toolkit = Toolkit.objects.create(study=study, name="Bench toolkit")
         dims = [Dimension.objects.create(toolkit=toolkit, name=f"Dimension {d}", order=d) for d in range(6)]
-        items = [PromptItem.objects.create(toolkit=toolkit, number=i + 1, text=f"Prompt {i + 1}", dimension=dims[i % 6],
-                                           target_stereotype=f"stereotype {i + 1}") for i in range(30)]
-        endpoints = [ModelEndpoint.objects.create(study=study, name=f"model {m}", provider="manual", model_id=f"model-{m}")
-                     for m in range(5)]
+        items = [
+            PromptItem.objects.create(
+                toolkit=toolkit,
+                number=i + 1,
+                text=f"Prompt {i + 1}",
+                dimension=dims[i % 6],
+                target_stereotype=f"stereotype {i + 1}",
+            )
+            for i in range(30)
+        ]
+        endpoints = [
+            ModelEndpoint.objects.create(study=study, name=f"model {m}", provider="manual", model_id=f"model-{m}")
+            for m in range(5)
+        ]
         run = GenerationRun.objects.create(study=study, name="Bench run", toolkit=toolkit, trials=1, status="completed")
         run.endpoints.set(endpoints)
         book = Codebook.objects.create(study=study, name="Bench codebook")
@@ -73,26 +86,48 @@ def build(name, n_outputs, codings_per_output, words):
         for d in range(6):
             dim = Code.objects.create(codebook=book, name=f"Dimension {d}", codable=False, order=d)
             for c in range(9 if d < 5 else 8):
-                codes.append(Code.objects.create(codebook=book, parent=dim, name=f"{'FM'[c % 2]} code {d}.{c}",
-                                                 gender_tag="FM"[c % 2], order=c))
+                codes.append(
+                    Code.objects.create(
+                        codebook=book, parent=dim, name=f"{'FM'[c % 2]} code {d}.{c}", gender_tag="FM"[c % 2], order=c
+                    )
+                )
     now = timezone.now()
     texts = [story(rng, words) for _ in range(200)]
     with connection.cursor() as cursor:
         pg = cursor.connection
         with pg.cursor().copy(
-                "COPY generation_output (study_id, run_id, item_id, endpoint_id, model_name, trial, variant_key, "
-                "slot_values, prompt_text, text, external_id, status, error, finish_reason, provenance, created_at) "
-                "FROM STDIN") as copy:
+            "COPY generation_output (study_id, run_id, item_id, endpoint_id, model_name, trial, variant_key, "
+            "slot_values, prompt_text, text, external_id, status, error, finish_reason, provenance, created_at) "
+            "FROM STDIN"
+        ) as copy:
             for n in range(n_outputs):
                 item, endpoint = items[n % 30], endpoints[(n // 30) % 5]
-                copy.write_row((study.pk, run.pk, item.pk, endpoint.pk, endpoint.model_id, n // 150 + 1, "", "{}",
-                                item.text, texts[n % 200], "", "done", "", "stop",
-                                json.dumps({"source": "generated", "params": {"temperature": 0.7}}), now))
+                copy.write_row(
+                    (
+                        study.pk,
+                        run.pk,
+                        item.pk,
+                        endpoint.pk,
+                        endpoint.model_id,
+                        n // 150 + 1,
+                        "",
+                        "{}",
+                        item.text,
+                        texts[n % 200],
+                        "",
+                        "done",
+                        "",
+                        "stop",
+                        json.dumps({"source": "generated", "params": {"temperature": 0.7}}),
+                        now,
+                    )
+                )
         cursor.execute("SELECT id FROM generation_output WHERE study_id = %s ORDER BY id", [study.pk])
         output_ids = [row[0] for row in cursor.fetchall()]
         with pg.cursor().copy(
-                'COPY annotation_coding (output_id, code_id, coder_id, codebook_id, start, "end", quote, guid, '
-                "created_at, updated_at) FROM STDIN") as copy:
+            'COPY annotation_coding (output_id, code_id, coder_id, codebook_id, start, "end", quote, guid, '
+            "created_at, updated_at) FROM STDIN"
+        ) as copy:
             for index, output_id in enumerate(output_ids):
                 text = texts[index % 200]
                 for k in range(codings_per_output):
@@ -101,8 +136,9 @@ def build(name, n_outputs, codings_per_output, words):
                     if k % 2 == 0:
                         start = rng.randrange(0, max(1, len(text) - 40))
                         end = start + rng.randrange(5, 40)
-                        copy.write_row((output_id, code.pk, coder.pk, book.pk, start, end, text[start:end],
-                                        uuid.uuid4(), now, now))
+                        copy.write_row(
+                            (output_id, code.pk, coder.pk, book.pk, start, end, text[start:end], uuid.uuid4(), now, now)
+                        )
                     else:
                         copy.write_row((output_id, code.pk, coder.pk, book.pk, None, None, "", uuid.uuid4(), now, now))
         cursor.execute("ANALYZE")
@@ -149,9 +185,19 @@ def measure(kind, study_id):
         seconds = time.monotonic() - started
         size = path.stat().st_size
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    print(json.dumps({"kind": kind, "seconds": round(seconds, 2), "cpu_seconds": round(cpu_after() - cpu_before, 2),
-                      "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "bytes": size, "rows": manifest["row_counts"],
-                      "load_average": os.getloadavg()[0]}))
+    print(
+        json.dumps(
+            {
+                "kind": kind,
+                "seconds": round(seconds, 2),
+                "cpu_seconds": round(cpu_after() - cpu_before, 2),
+                "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+                "bytes": size,
+                "rows": manifest["row_counts"],
+                "load_average": os.getloadavg()[0],
+            }
+        )
+    )
 
 
 def main():
@@ -171,16 +217,22 @@ def main():
     studies = ensure_data()
     targets = {"csv": (BIG, 30, 300), "qdpx": (QDA, 20, None)}
     for kind, (name, max_s, max_mb) in targets.items():
-        out = subprocess.run([sys.executable, __file__, "--measure", kind, "--study", str(studies[name])],
-                             capture_output=True, text=True, env=os.environ)
+        out = subprocess.run(
+            [sys.executable, __file__, "--measure", kind, "--study", str(studies[name])],
+            capture_output=True,
+            text=True,
+            env=os.environ,
+        )
         if out.returncode != 0:
             sys.exit(out.stderr)
         result = json.loads(out.stdout.strip().splitlines()[-1])
         ok = result["seconds"] <= max_s and (max_mb is None or result["peak_rss_mb"] < max_mb)
-        print(f"{kind}: {result['rows']} in {result['seconds']} s wall ({result['cpu_seconds']} s CPU in this process; "
-              f"load average {result['load_average']:.1f}), peak RSS {result['peak_rss_mb']} MB, "
-              f"{result['bytes'] / 2**20:.1f} MB file  (target <= {max_s} s"
-              f"{f', < {max_mb} MB' if max_mb else ''}): {'OK' if ok else 'MISSED'}")
+        print(
+            f"{kind}: {result['rows']} in {result['seconds']} s wall ({result['cpu_seconds']} s CPU in this process; "
+            f"load average {result['load_average']:.1f}), peak RSS {result['peak_rss_mb']} MB, "
+            f"{result['bytes'] / 2**20:.1f} MB file  (target <= {max_s} s"
+            f"{f', < {max_mb} MB' if max_mb else ''}): {'OK' if ok else 'MISSED'}"
+        )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ The database is a fresh SQLite file in a temporary directory unless DATABASE_URL
 disposable database: the script migrates it and adds one study). CELERY_BROKER_URL picks the broker (default: the
 embedded filesystem broker in the temporary directory).
 """
+
 import argparse
 import asyncio
 import os
@@ -26,8 +27,19 @@ sys.path.insert(0, str(ROOT))
 
 
 def start_fake_server(latency):
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_provider.py"), "--port", "0", "--delay", str(latency),
-                             "--no-record"], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "tests" / "fake_provider.py"),
+            "--port",
+            "0",
+            "--delay",
+            str(latency),
+            "--no-record",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     line = proc.stdout.readline()
     if not line.startswith("PORT "):
         proc.kill()
@@ -47,7 +59,8 @@ def baseline(port, units, concurrency):
             nonlocal ok
             async with semaphore:
                 completion = await client.chat.completions.create(
-                    model="bench-model", messages=[{"role": "user", "content": f"Write a short story about item {i}."}])
+                    model="bench-model", messages=[{"role": "user", "content": f"Write a short story about item {i}."}]
+                )
                 if completion.choices[0].message.content:
                     ok += 1
 
@@ -86,24 +99,59 @@ def full_run(port, units, concurrency, workdir):
     study = Study.objects.create(name=f"throughput {uuid.uuid4().hex[:6]}")
     toolkit = Toolkit.objects.create(study=study, name="bench")
     dim = Dimension.objects.create(toolkit=toolkit, name="bench")
-    PromptItem.objects.bulk_create([PromptItem(toolkit=toolkit, number=i, text=f"Write a short story about item {i}.",
-                                               dimension=dim) for i in range(1, n_items + 1)])
-    endpoint = ModelEndpoint.objects.create(study=study, name="fake", provider="openai_compatible", model_id="bench-model",
-                                            base_url=f"http://127.0.0.1:{port}/v1", api_key_env="BENCH_KEY",
-                                            max_concurrency=concurrency, timeout_seconds=60)
+    PromptItem.objects.bulk_create(
+        [
+            PromptItem(toolkit=toolkit, number=i, text=f"Write a short story about item {i}.", dimension=dim)
+            for i in range(1, n_items + 1)
+        ]
+    )
+    endpoint = ModelEndpoint.objects.create(
+        study=study,
+        name="fake",
+        provider="openai_compatible",
+        model_id="bench-model",
+        base_url=f"http://127.0.0.1:{port}/v1",
+        api_key_env="BENCH_KEY",
+        max_concurrency=concurrency,
+        timeout_seconds=60,
+    )
     run = runs.create_run(study, name="throughput", toolkit=toolkit, endpoints=[endpoint], trials=trials)
 
     queue = f"bench-{uuid.uuid4().hex[:8]}"
     hostname = f"{queue}@bench"
     env = dict(os.environ, WORKER_HEARTBEAT_SECONDS="0.5", CELERY_BROKER_URL=settings.CELERY_BROKER_URL)
-    worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "stereoscope", "worker", "--pool", "solo", "-Q", queue,
-                               "--hostname", hostname, "--loglevel", "WARNING", "--without-mingle", "--without-gossip"],
-                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "stereoscope",
+            "worker",
+            "--pool",
+            "solo",
+            "-Q",
+            queue,
+            "--hostname",
+            hostname,
+            "--loglevel",
+            "WARNING",
+            "--without-mingle",
+            "--without-gossip",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not WorkerHeartbeat.objects.filter(hostname=hostname).exists():  # start-up is not part of the figure
             if time.monotonic() > deadline or worker.poll() is not None:
-                raise SystemExit("the worker did not come up: " + (worker.stderr.read() if worker.poll() is not None else ""))
+                raise SystemExit(
+                    "the worker did not come up: " + (worker.stderr.read() if worker.poll() is not None else "")
+                )
             time.sleep(0.1)
         runs._enqueue = lambda r: app.send_task("generation.execute_run", args=[r.pk], queue=queue)
         t0 = time.perf_counter()
@@ -123,9 +171,15 @@ def full_run(port, units, concurrency, workdir):
     run.refresh_from_db()
     done = Output.objects.filter(run=run, status="done").count()
     executing = (run.finished_at - run.started_at).total_seconds()
-    return {"status": status, "done": done, "failed": Output.objects.filter(run=run, status="failed").count(),
-            "wall_s": wall, "executing_s": executing, "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
-            "broker": settings.CELERY_BROKER_URL.split(":")[0]}
+    return {
+        "status": status,
+        "done": done,
+        "failed": Output.objects.filter(run=run, status="failed").count(),
+        "wall_s": wall,
+        "executing_s": executing,
+        "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
+        "broker": settings.CELERY_BROKER_URL.split(":")[0],
+    }
 
 
 def main():
@@ -139,8 +193,11 @@ def main():
     try:
         ok, elapsed = baseline(port, args.units, args.concurrency)
         base_rate = ok / elapsed
-        print(f"baseline (bare asyncio openai SDK): {ok} completions in {elapsed:.2f} s = {base_rate:.1f} /s "
-              f"({base_rate / ideal:.2f} of ideal {ideal:.0f} /s)", flush=True)
+        print(
+            f"baseline (bare asyncio openai SDK): {ok} completions in {elapsed:.2f} s = {base_rate:.1f} /s "
+            f"({base_rate / ideal:.2f} of ideal {ideal:.0f} /s)",
+            flush=True,
+        )
         with tempfile.TemporaryDirectory(prefix="sc-bench-") as tmp:
             result = full_run(port, args.units, args.concurrency, Path(tmp))
     finally:
@@ -148,10 +205,14 @@ def main():
         server.wait(10)
     rate = result["done"] / result["wall_s"]
     exec_rate = result["done"] / result["executing_s"] if result["executing_s"] else 0
-    print(f"full run (Celery worker, {result['database']}, {result['broker']} broker): {result['done']} done, "
-          f"{result['failed']} failed, status {result['status']}")
-    print(f"  enqueue → completed: {result['wall_s']:.2f} s = {rate:.1f} /s;  worker execution window: "
-          f"{result['executing_s']:.2f} s = {exec_rate:.1f} /s")
+    print(
+        f"full run (Celery worker, {result['database']}, {result['broker']} broker): {result['done']} done, "
+        f"{result['failed']} failed, status {result['status']}"
+    )
+    print(
+        f"  enqueue → completed: {result['wall_s']:.2f} s = {rate:.1f} /s;  worker execution window: "
+        f"{result['executing_s']:.2f} s = {exec_rate:.1f} /s"
+    )
     print(f"baseline_rate={base_rate:.1f}/s run_rate={rate:.1f}/s ideal={ideal:.0f}/s")
     print(f"ratio_to_baseline={rate / base_rate:.3f}")
     print(f"ratio_to_ideal={rate / ideal:.3f}")

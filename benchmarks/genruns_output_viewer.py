@@ -5,6 +5,7 @@ output detail page, with the number of SQL queries each takes.
 
 Uses a fresh SQLite file in a temporary directory unless DATABASE_URL is set (a disposable database).
 """
+
 import argparse
 import os
 import statistics
@@ -45,8 +46,9 @@ def main():
     Membership.objects.create(study=study, user=user, role="researcher")
     toolkit = Toolkit.objects.create(study=study, name="bench", locked=True)
     dims = [Dimension.objects.create(toolkit=toolkit, name=f"Dimension {d}") for d in range(6)]
-    items = PromptItem.objects.bulk_create([PromptItem(toolkit=toolkit, number=i, text=f"Prompt {i}.", dimension=dims[i % 6])
-                                            for i in range(1, 31)])
+    items = PromptItem.objects.bulk_create(
+        [PromptItem(toolkit=toolkit, number=i, text=f"Prompt {i}.", dimension=dims[i % 6]) for i in range(1, 31)]
+    )
     models = [f"model-{m}" for m in range(10)]
     per_run = len(items) * len(models)
     n_runs = 4
@@ -54,17 +56,32 @@ def main():
     started = time.perf_counter()
     story = "Once upon a time there was a nurse and a doctor. " * 40
     for r in range(n_runs):
-        run = GenerationRun.objects.create(study=study, name=f"run {r}", toolkit=toolkit, trials=trials, status="completed")
+        run = GenerationRun.objects.create(
+            study=study, name=f"run {r}", toolkit=toolkit, trials=trials, status="completed"
+        )
         batch = []
         for item in items:
             for model in models:
                 for t in range(1, trials + 1):
-                    batch.append(Output(study=study, run=run, item=item, model_name=model, trial=t, prompt_text=item.text,
-                                        text=story, status="failed" if (item.number + t) % 50 == 0 else "done"))
+                    batch.append(
+                        Output(
+                            study=study,
+                            run=run,
+                            item=item,
+                            model_name=model,
+                            trial=t,
+                            prompt_text=item.text,
+                            text=story,
+                            status="failed" if (item.number + t) % 50 == 0 else "done",
+                        )
+                    )
         Output.objects.bulk_create(batch, batch_size=5000)
     total = Output.objects.filter(study=study).count()
-    print(f"{total} outputs created in {time.perf_counter() - started:.1f} s "
-          f"({connection.vendor}); ANALYZE for the planner", flush=True)
+    print(
+        f"{total} outputs created in {time.perf_counter() - started:.1f} s "
+        f"({connection.vendor}); ANALYZE for the planner",
+        flush=True,
+    )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
 

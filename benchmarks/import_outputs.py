@@ -7,6 +7,7 @@ Target: <= 30 s for 100,000 outputs, all-or-nothing (one bad row saves nothing).
 
 Prints the time of each phase (read, validate, save) and the whole command; `--profile` adds a cProfile top 25.
 """
+
 import argparse
 import csv
 import io
@@ -24,8 +25,10 @@ TMP = tempfile.mkdtemp(prefix="sc-import-bench-")
 os.environ.setdefault("DATABASE_URL", f"sqlite:///{TMP}/bench.sqlite3")
 os.environ.setdefault("STEREOSCOPE_DATA_DIR", TMP)
 
-WORDS = ("she he the team led cared decided protected challenged strong gentle family work home leader nurse "
-         "doctor engineer child parent brave kind quiet loud").split()
+WORDS = (
+    "she he the team led cared decided protected challenged strong gentle family work home leader nurse "
+    "doctor engineer child parent brave kind quiet loud"
+).split()
 MODELS = ["gpt-4o", "claude-3-5-sonnet", "llama-3-70b", "mistral-large", "gemma-2-27b"]
 
 
@@ -46,8 +49,12 @@ def build_study(n_items):
     toolkit = Toolkit.objects.create(study=study, name="bench toolkit", slots={"name": ["Kelly", "Joseph"]})
     dimension = Dimension.objects.create(toolkit=toolkit, name="Leadership")
     for number in range(1, n_items + 1):
-        PromptItem.objects.create(toolkit=toolkit, number=number, dimension=dimension,
-                                  text=f"Write a short story about {{name}}, item {number}.")
+        PromptItem.objects.create(
+            toolkit=toolkit,
+            number=number,
+            dimension=dimension,
+            text=f"Write a short story about {{name}}, item {number}.",
+        )
     return study, toolkit
 
 
@@ -101,8 +108,9 @@ def main():
         profiler = cProfile.Profile()
         profiler.enable()
     started = time.perf_counter()
-    call_command("import_outputs", study.pk, str(path), "--toolkit", str(toolkit.pk), "--run-name", "bench",
-                 stdout=io.StringIO())
+    call_command(
+        "import_outputs", study.pk, str(path), "--toolkit", str(toolkit.pk), "--run-name", "bench", stdout=io.StringIO()
+    )
     total_s = time.perf_counter() - started
     if args.profile:
         profiler.disable()
@@ -122,8 +130,10 @@ def main():
     assert Output.objects.count() == before, "a failed import saved rows"
     print("all-or-nothing: a file whose last row is wrong saved 0 outputs")
     print(f"import_outputs_100k_s={total_s:.2f}" if args.outputs == 100_000 else f"import_outputs_s={total_s:.2f}")
-    print(f"target <= 30 s: {'met' if total_s <= 30 * args.outputs / 100_000 else 'MISSED'}"
-          f" (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+    print(
+        f"target <= 30 s: {'met' if total_s <= 30 * args.outputs / 100_000 else 'MISSED'}"
+        f" (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ histograms, template) end to end through Django's test client. Prints the median
 
     .venv/bin/python benchmarks/psychometrics_report.py
 """
+
 import os
 import random
 import statistics
@@ -47,10 +48,18 @@ def build():
     asi = Instrument.objects.get(builtin_key="asi")
     endpoint = ModelEndpoint.objects.create(study=study, name="bench-model", provider="manual", model_id="bench-model")
     cs = ContextSet.objects.create(study=study, name="300 personas")
-    contexts = Context.objects.bulk_create([Context(context_set=cs, key=f"c{i}", persona=f"persona {i}", order=i)
-                                            for i in range(N_CONTEXTS)])
-    run = QuestionnaireRun.objects.create(study=study, name="bench", instrument=asi, context_set=cs, extractors=["number"],
-                                          status="completed", option_order="permuted")
+    contexts = Context.objects.bulk_create(
+        [Context(context_set=cs, key=f"c{i}", persona=f"persona {i}", order=i) for i in range(N_CONTEXTS)]
+    )
+    run = QuestionnaireRun.objects.create(
+        study=study,
+        name="bench",
+        instrument=asi,
+        context_set=cs,
+        extractors=["number"],
+        status="completed",
+        option_order="permuted",
+    )
     run.endpoints.set([endpoint])
     rng = random.Random(1)
     items = list(asi.items.all())
@@ -63,11 +72,22 @@ def build():
             x = 2.5 + (-1 if item.reverse else 1) * 0.9 * f + rng.gauss(0, 0.9)
             value = float(min(5, max(0, round(x))))
             refused = rng.random() < 0.01
-            rows.append(Response(run=run, item=item, context=c, endpoint=endpoint, model_name="bench-model", repetition=1,
-                                 options=[{"code": str(v), "label": "", "value": v} for v in range(6)],
-                                 permutation=list(range(6)), status="done",
-                                 raw_text="I'm sorry." if refused else str(int(value)),
-                                 extraction="refused" if refused else "ok", value=None if refused else value))
+            rows.append(
+                Response(
+                    run=run,
+                    item=item,
+                    context=c,
+                    endpoint=endpoint,
+                    model_name="bench-model",
+                    repetition=1,
+                    options=[{"code": str(v), "label": "", "value": v} for v in range(6)],
+                    permutation=list(range(6)),
+                    status="done",
+                    raw_text="I'm sorry." if refused else str(int(value)),
+                    extraction="refused" if refused else "ok",
+                    value=None if refused else value,
+                )
+            )
     Response.objects.bulk_create(rows, batch_size=2000)
     return user, study, run
 
@@ -91,7 +111,10 @@ def main():
         times.append(time.perf_counter() - t0)
     print(f"responses: {run.responses.count()} ({N_CONTEXTS} contexts x 22 items)")
     print(f"first render (cold imports): {first:.2f} s")
-    print(f"report render median of 5: {statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f}); target <= 3 s")
+    print(
+        f"report render median of 5: {statistics.median(times):.2f} s "
+        f"(min {min(times):.2f}, max {max(times):.2f}); target <= 3 s"
+    )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ script prints the wall time from launch to completion, the throughput, and the l
 DATABASE_URL must name an empty or disposable database (the script migrates it and adds studies); without it a
 fresh SQLite file and the filesystem broker in a temporary directory are used (much slower: one writer at a time).
 """
+
 import argparse
 import os
 import subprocess
@@ -55,10 +56,33 @@ def start_workers(n, queue, workdir):
     workers = []
     for i in range(n):
         log = open(workdir / f"{queue}-{i}.log", "w")
-        workers.append(subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "stereoscope", "worker", "--pool", "solo", "-Q", queue,
-             "--hostname", f"{queue}-{i}@bench", "--loglevel", "WARNING", "--without-mingle", "--without-gossip"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True))
+        workers.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "stereoscope",
+                    "worker",
+                    "--pool",
+                    "solo",
+                    "-Q",
+                    queue,
+                    "--hostname",
+                    f"{queue}-{i}@bench",
+                    "--loglevel",
+                    "WARNING",
+                    "--without-mingle",
+                    "--without-gossip",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
     return workers
 
 
@@ -85,11 +109,22 @@ def one_round(n_workers, port, units, workdir):
     study = Study.objects.create(name=f"scale-out {n_workers} {uuid.uuid4().hex[:6]}")
     toolkit = Toolkit.objects.create(study=study, name="bench")
     dim = Dimension.objects.create(toolkit=toolkit, name="bench")
-    PromptItem.objects.bulk_create([PromptItem(toolkit=toolkit, number=i, text=f"Write a short story about item {i}.",
-                                               dimension=dim) for i in range(1, units // trials + 1)])
+    PromptItem.objects.bulk_create(
+        [
+            PromptItem(toolkit=toolkit, number=i, text=f"Write a short story about item {i}.", dimension=dim)
+            for i in range(1, units // trials + 1)
+        ]
+    )
     endpoint = ModelEndpoint.objects.create(
-        study=study, name="fake", provider="openai_compatible", model_id="bench-model",
-        base_url=f"http://127.0.0.1:{port}/v1", api_key_env="BENCH_KEY", max_concurrency=64, timeout_seconds=60)
+        study=study,
+        name="fake",
+        provider="openai_compatible",
+        model_id="bench-model",
+        base_url=f"http://127.0.0.1:{port}/v1",
+        api_key_env="BENCH_KEY",
+        max_concurrency=64,
+        timeout_seconds=60,
+    )
     run = runs.create_run(study, name="scale-out", toolkit=toolkit, endpoints=[endpoint], trials=trials)
     queue = f"scale-{uuid.uuid4().hex[:8]}"
     workers = start_workers(n_workers, queue, workdir)
@@ -113,8 +148,15 @@ def one_round(n_workers, port, units, workdir):
     done = Output.objects.filter(run=run, status="done").count()
     answered = ProviderCall.objects.filter(study=study, outcome="ok").values("output_id").annotate(n=Count("id"))
     duplicates = sum(row["n"] - 1 for row in answered if row["n"] > 1)
-    return {"workers": n_workers, "status": status, "done": done, "lost": units - done, "duplicates": duplicates,
-            "wall_s": wall, "rate": done / wall}
+    return {
+        "workers": n_workers,
+        "status": status,
+        "done": done,
+        "lost": units - done,
+        "duplicates": duplicates,
+        "wall_s": wall,
+        "rate": done / wall,
+    }
 
 
 def main():
@@ -132,15 +174,21 @@ def main():
             setup_django(Path(tmp), args.concurrency)
             from django.conf import settings
 
-            print(f"{args.units} units, latency {args.latency * 1000:.0f} ms, {args.concurrency} calls per worker; "
-                  f"database {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}, "
-                  f"broker {settings.CELERY_BROKER_URL.split(':')[0]}", flush=True)
+            print(
+                f"{args.units} units, latency {args.latency * 1000:.0f} ms, {args.concurrency} calls per worker; "
+                f"database {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}, "
+                f"broker {settings.CELERY_BROKER_URL.split(':')[0]}",
+                flush=True,
+            )
             for n in counts:
                 r = one_round(n, port, args.units, Path(tmp))
                 ideal = n * args.concurrency / args.latency
-                print(f"{n} worker(s): {r['done']} done in {r['wall_s']:.2f} s = {r['rate']:.1f} units/s "
-                      f"({r['rate'] / ideal:.2f} of ideal {ideal:.0f}/s); lost {r['lost']}, duplicates "
-                      f"{r['duplicates']}, status {r['status']}", flush=True)
+                print(
+                    f"{n} worker(s): {r['done']} done in {r['wall_s']:.2f} s = {r['rate']:.1f} units/s "
+                    f"({r['rate'] / ideal:.2f} of ideal {ideal:.0f}/s); lost {r['lost']}, duplicates "
+                    f"{r['duplicates']}, status {r['status']}",
+                    flush=True,
+                )
                 results.append(r)
     finally:
         server.terminate()

@@ -10,6 +10,7 @@ batches) and then the stored contrasts, on a throw-away SQLite database (or DATA
 
     .venv/bin/python benchmarks/text_measures.py [--stories 10000] [--words 400]
 """
+
 import argparse
 import os
 import random
@@ -28,7 +29,9 @@ def story(rng, words, name, pronoun, vocab):
     while len(out) < words:
         n = rng.randint(8, 22)
         chunk = [rng.choice(vocab) for _ in range(n)]
-        chunk[0] = (pronoun if rng.random() < 0.5 else name).capitalize() if rng.random() < 0.6 else chunk[0].capitalize()
+        chunk[0] = (
+            (pronoun if rng.random() < 0.5 else name).capitalize() if rng.random() < 0.6 else chunk[0].capitalize()
+        )
         out.extend(chunk)
         out[-1] += "."
         sentence += 1
@@ -60,9 +63,11 @@ def main():
     load_builtins(builtin_specs(), log=lambda *_: None)
     lexicons = list(Lexicon.objects.filter(study__is_library=True))
     words = [w for lx in lexicons for c in lx.categories.all() for w in c.words if " " not in w]
-    common = ("the a and of to in was with for on at as by from that this her his their team work project day city night "
-              "good great bad happy sad wonderful terrible quiet bright strong kind warm careful brilliant leader nurse "
-              "doctor engineer family child home office meeting plan idea question answer smiled walked said thought").split()
+    common = (
+        "the a and of to in was with for on at as by from that this her his their team work project day city night "
+        "good great bad happy sad wonderful terrible quiet bright strong kind warm careful brilliant leader nurse "
+        "doctor engineer family child home office meeting plan idea question answer smiled walked said thought"
+    ).split()
     vocab = common * 6 + [w + rng_suffix for w in words for rng_suffix in ("", "s", "ed", "ing")]
     rng = random.Random(42)
     study = Study.objects.create(name="Benchmark")
@@ -73,8 +78,18 @@ def main():
         female = i % 2 == 0
         name, pronoun = ("Kelly", "she") if female else ("Joseph", "he")
         slots = {"name": name}
-        batch.append(Output(study=study, run=run, model_name=f"model-{i % 5}", trial=i + 1, slot_values=slots,
-                            variant_key=variant_key(slots), status="done", text=story(rng, args.words, name, pronoun, vocab)))
+        batch.append(
+            Output(
+                study=study,
+                run=run,
+                model_name=f"model-{i % 5}",
+                trial=i + 1,
+                slot_values=slots,
+                variant_key=variant_key(slots),
+                status="done",
+                text=story(rng, args.words, name, pronoun, vocab),
+            )
+        )
         if len(batch) == 2000:
             Output.objects.bulk_create(batch)
             batch = []
@@ -109,8 +124,11 @@ def main():
 
     VaderClassifier.predict = timed_predict
     phases = {}
-    originals = {"score": scoring.Scorer.score, "insert_sentences": scoring.insert_sentences,
-                 "contrasts": contrasts_module.store_contrasts}
+    originals = {
+        "score": scoring.Scorer.score,
+        "insert_sentences": scoring.insert_sentences,
+        "contrasts": contrasts_module.store_contrasts,
+    }
 
     def phase(name, fn):
         def timed(*a, **kw):
@@ -119,6 +137,7 @@ def main():
                 return fn(*a, **kw)
             finally:
                 phases[name] = phases.get(name, 0.0) + time.process_time() - c
+
         return timed
 
     scoring.Scorer.score = phase("score", originals["score"])
@@ -134,17 +153,21 @@ def main():
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"lexicons: {', '.join(str(lx) for lx in lexicons)}; classifier: VADER per sentence")
     print(f"scored {scored} stories ({n_sentences} sentences) status={measure_run.status}")
-    print(f"scoring + storing + contrasts: {wall:.1f} s wall, {cpu:.1f} s CPU "
-          f"(contrasts {timings.get('contrasts', 0):.1f} s); peak RSS {rss:.0f} MB; target ≤ 60 s")
+    print(
+        f"scoring + storing + contrasts: {wall:.1f} s wall, {cpu:.1f} s CPU "
+        f"(contrasts {timings.get('contrasts', 0):.1f} s); peak RSS {rss:.0f} MB; target ≤ 60 s"
+    )
     rest_wall, rest_cpu = wall - vader["wall"], cpu - vader["cpu"]
     print(f"1 worker: {wall:.2f} s ({cpu:.2f} s CPU)")
     print(f"VADER only: {vader['wall']:.2f} s ({vader['cpu']:.2f} s CPU)")
     print(f"without VADER: {rest_wall:.2f} s ({rest_cpu:.2f} s CPU); target ≤ 2 s for 10,000 stories")
     scoring_cpu = phases.get("score", 0) - vader["cpu"]
-    print(f"CPU by phase: scoring without VADER (splitting, lexicons, gender) {scoring_cpu:.2f} s, "
-          f"sentence rows {phases.get('insert_sentences', 0):.2f} s, contrasts {phases.get('contrasts', 0):.2f} s, "
-          f"rest (reading outputs, writing measures, progress) "
-          f"{rest_cpu - scoring_cpu - phases.get('insert_sentences', 0) - phases.get('contrasts', 0):.2f} s")
+    print(
+        f"CPU by phase: scoring without VADER (splitting, lexicons, gender) {scoring_cpu:.2f} s, "
+        f"sentence rows {phases.get('insert_sentences', 0):.2f} s, contrasts {phases.get('contrasts', 0):.2f} s, "
+        f"rest (reading outputs, writing measures, progress) "
+        f"{rest_cpu - scoring_cpu - phases.get('insert_sentences', 0) - phases.get('contrasts', 0):.2f} s"
+    )
     print(two_workers_line(args))
     print(f"RESULT {'PASS' if wall <= 60 else 'SLOW'} {wall:.1f}")
 

@@ -1,4 +1,5 @@
 """REST API for exports: /api/studies/{study_pk}/exports/ (jobs, datasets, download, REFI-QDA import, .qdc)."""
+
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -20,27 +21,58 @@ class ExportOptionsSerializer(serializers.Serializer):
     run_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
     models = serializers.ListField(child=serializers.CharField(), required=False)
     item_numbers = serializers.ListField(child=serializers.IntegerField(), required=False)
-    code_ids = serializers.ListField(child=serializers.IntegerField(), required=False,
-                                     help_text="A code includes its sub-codes.")
+    code_ids = serializers.ListField(
+        child=serializers.IntegerField(), required=False, help_text="A code includes its sub-codes."
+    )
     round_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
     pseudonymise = serializers.BooleanField(required=False, default=False)
-    escape_formulas = serializers.BooleanField(required=False, default=True,
-                                               help_text="Prefix spreadsheet formulas (= + - @) with ' in CSV/XLSX.")
+    escape_formulas = serializers.BooleanField(
+        required=False, default=True, help_text="Prefix spreadsheet formulas (= + - @) with ' in CSV/XLSX."
+    )
 
 
 class ExportJobSerializer(serializers.ModelSerializer):
     created_by = serializers.CharField(source="created_by.username", read_only=True, default=None)
     download_url = serializers.SerializerMethodField()
     options = ExportOptionsSerializer(required=False)
-    datasets = serializers.ListField(child=serializers.CharField(), required=False,
-                                     help_text="Dataset keys (see datasets/); all you may export when empty. Ignored for qdpx.")
+    datasets = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Dataset keys (see datasets/); all you may export when empty. Ignored for qdpx.",
+    )
 
     class Meta:
         model = ExportJob
-        fields = ["id", "format", "datasets", "options", "status", "progress", "file_name", "size_bytes", "sha256",
-                  "manifest", "message", "created_by", "created_at", "started_at", "finished_at", "download_url"]
-        read_only_fields = ["status", "progress", "file_name", "size_bytes", "sha256", "manifest", "message",
-                            "created_at", "started_at", "finished_at"]
+        fields = [
+            "id",
+            "format",
+            "datasets",
+            "options",
+            "status",
+            "progress",
+            "file_name",
+            "size_bytes",
+            "sha256",
+            "manifest",
+            "message",
+            "created_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "download_url",
+        ]
+        read_only_fields = [
+            "status",
+            "progress",
+            "file_name",
+            "size_bytes",
+            "sha256",
+            "manifest",
+            "message",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
 
     def get_download_url(self, job) -> str | None:
         if job.status != ExportStatus.COMPLETED:
@@ -56,8 +88,14 @@ class ExportDatasetSerializer(serializers.Serializer):
     columns = serializers.ListField(child=serializers.DictField())
 
 
-class ExportJobViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
-                       mixins.DestroyModelMixin, viewsets.GenericViewSet):
+class ExportJobViewSet(
+    StudyScopedMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
     """Export jobs of a study. POST starts one (it runs in the background); GET shows its progress; when
     `status` is `completed`, `download/` returns the file (a ZIP, or the .qdpx)."""
 
@@ -78,8 +116,13 @@ class ExportJobViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveM
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         try:
-            job = services.create_job(self.get_study(), fmt=data["format"], dataset_keys=data.get("datasets") or None,
-                                      options=data.get("options") or {}, actor=request.user)
+            job = services.create_job(
+                self.get_study(),
+                fmt=data["format"],
+                dataset_keys=data.get("datasets") or None,
+                options=data.get("options") or {},
+                actor=request.user,
+            )
         except services.ExportError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(self.get_serializer(job).data, status=status.HTTP_201_CREATED)
@@ -97,24 +140,45 @@ class ExportJobViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveM
         path = services.job_path(job)
         if not path.exists():
             raise Http404("The export file is gone; start the export again.")
-        return FileResponse(open(path, "rb"), as_attachment=True, filename=job.file_name, content_type="application/zip")
+        return FileResponse(
+            open(path, "rb"), as_attachment=True, filename=job.file_name, content_type="application/zip"
+        )
 
     @extend_schema(responses={200: ExportDatasetSerializer(many=True)})
     @action(detail=False, methods=["get"])
     def datasets(self, request, *args, **kwargs):
         """The datasets this user may export, with their documented columns."""
-        rows = [{"key": ds.key, "title": ds.title, "app": ds.app, "min_role": ds.min_role,
-                 "columns": [{"name": c.name, "description": c.description} for c in ds.columns]}
-                for ds in services.available_datasets(request.user, self.get_study()).values()]
+        rows = [
+            {
+                "key": ds.key,
+                "title": ds.title,
+                "app": ds.app,
+                "min_role": ds.min_role,
+                "columns": [{"name": c.name, "description": c.description} for c in ds.columns],
+            }
+            for ds in services.available_datasets(request.user, self.get_study()).values()
+        ]
         return Response(ExportDatasetSerializer(rows, many=True).data)
 
     @extend_schema(
-        request={"multipart/form-data": inline_serializer("RefiImportUploadSerializer", {"file": serializers.FileField()})},
-        responses={201: inline_serializer("RefiImportReportSerializer", {
-            "codebook_id": serializers.IntegerField(), "codebook": serializers.CharField(),
-            "codes": serializers.IntegerField(), "sources": serializers.IntegerField(required=False),
-            "codings": serializers.IntegerField(required=False), "memos": serializers.IntegerField(required=False)}),
-            400: OpenApiResponse(description="The file is malformed; nothing was imported.")})
+        request={
+            "multipart/form-data": inline_serializer("RefiImportUploadSerializer", {"file": serializers.FileField()})
+        },
+        responses={
+            201: inline_serializer(
+                "RefiImportReportSerializer",
+                {
+                    "codebook_id": serializers.IntegerField(),
+                    "codebook": serializers.CharField(),
+                    "codes": serializers.IntegerField(),
+                    "sources": serializers.IntegerField(required=False),
+                    "codings": serializers.IntegerField(required=False),
+                    "memos": serializers.IntegerField(required=False),
+                },
+            ),
+            400: OpenApiResponse(description="The file is malformed; nothing was imported."),
+        },
+    )
     @action(detail=False, methods=["post"], url_path="refi-import")
     def refi_import(self, request, *args, **kwargs):
         """Import a REFI-QDA .qdpx project or .qdc codebook (checked whole first, applied in one transaction)."""
@@ -124,10 +188,14 @@ class ExportJobViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveM
 
         upload = request.FILES.get("file")
         if upload is None:
-            return Response({"detail": "Send the file as multipart form field 'file'."}, status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                {"detail": "Send the file as multipart form field 'file'."}, status=status.HTTP_400_BAD_REQUEST
+            )
         if upload.size > MAX_UPLOAD_BYTES:
-            return Response({"detail": f"The file is larger than {MAX_UPLOAD_BYTES // 2**20} MB."},
-                            status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                {"detail": f"The file is larger than {MAX_UPLOAD_BYTES // 2**20} MB."},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
         try:
             report = import_file(self.get_study(), upload.read(), filename=upload.name, actor=request.user)
         except refi_qda.RefiError as exc:
@@ -144,7 +212,6 @@ class ExportJobViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveM
         response = HttpResponse(export_qdc(self.get_study(), codebook), content_type="application/xml")
         response["Content-Disposition"] = f'attachment; filename="codebook-{codebook.pk}-v{codebook.version}.qdc"'
         return response
-
 
 
 api_routes = [("exports", ExportJobViewSet, "api-study-export")]

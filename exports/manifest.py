@@ -1,5 +1,6 @@
 """manifest.json: what an export holds and how to regenerate it (study, versions, runs with every parameter,
 judge templates and panels, software, date, options, row counts, file checksums)."""
+
 import datetime
 import decimal
 import platform as python_platform
@@ -45,8 +46,12 @@ def describe(obj, skip=()):
         if field.is_relation and field.name not in ("study", "created_by") and _is_versioned(field.related_model):
             target = getattr(obj, field.name)
             if target is not None:  # e.g. a library instrument: say which version it is
-                data[f"{field.name}_version"] = {"id": target.pk, "name": target.name, "version": target.version,
-                                                 "study_id": getattr(target, "study_id", None)}
+                data[f"{field.name}_version"] = {
+                    "id": target.pk,
+                    "name": target.name,
+                    "version": target.version,
+                    "study_id": getattr(target, "study_id", None),
+                }
     for field in obj._meta.many_to_many:
         data[field.name] = sorted(getattr(obj, field.name).values_list("pk", flat=True))
     return data
@@ -69,16 +74,22 @@ def describe_endpoint(endpoint, overrides=None):
 @lru_cache(maxsize=1)
 def git_commit():
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(settings.BASE_DIR), capture_output=True, text=True,
-                             timeout=5)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(settings.BASE_DIR), capture_output=True, text=True, timeout=5
+        )
         return out.stdout.strip() if out.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError):
         return ""
 
 
 def software():
-    return {"name": "stereoscope", "version": stereoscope.__version__, "git_commit": git_commit(),
-            "django": django.get_version(), "python": python_platform.python_version()}
+    return {
+        "name": "stereoscope",
+        "version": stereoscope.__version__,
+        "git_commit": git_commit(),
+        "django": django.get_version(),
+        "python": python_platform.python_version(),
+    }
 
 
 def _study_models():
@@ -117,15 +128,25 @@ def versioned_objects(study):
 def generation_runs(study, run_ids=None):
     from generation.models import GenerationRun
 
-    runs = GenerationRun.objects.filter(study=study).select_related("toolkit").prefetch_related("endpoints").order_by("pk")
+    runs = (
+        GenerationRun.objects.filter(study=study).select_related("toolkit").prefetch_related("endpoints").order_by("pk")
+    )
     if run_ids:
         runs = runs.filter(pk__in=run_ids)
     result = []
     for run in runs:
         data = describe(run, skip={"study"})
-        data["toolkit"] = (None if run.toolkit is None else
-                           {"id": run.toolkit.pk, "name": run.toolkit.name, "version": run.toolkit.version,
-                            "study_id": run.toolkit.study_id, "builtin_key": run.toolkit.builtin_key})
+        data["toolkit"] = (
+            None
+            if run.toolkit is None
+            else {
+                "id": run.toolkit.pk,
+                "name": run.toolkit.name,
+                "version": run.toolkit.version,
+                "study_id": run.toolkit.study_id,
+                "builtin_key": run.toolkit.builtin_key,
+            }
+        )
         data["endpoints"] = [describe_endpoint(e, run.param_overrides) for e in run.endpoints.order_by("name")]
         data["output_counts"] = dict(run.outputs.values_list("status").annotate(n=models.Count("id")).order_by())
         result.append(data)
@@ -171,9 +192,13 @@ def build_manifest(study, *, fmt, datasets, options, files, row_counts, actor=No
         "created_by": getattr(actor, "username", None),
         "software": software(),
         "study": {"id": study.pk, "name": study.name, "description": study.description},
-        "export": {"format": fmt, "datasets": list(datasets), "options": jsonable(public_options),
-                   "formula_escaping": fmt in ("csv", "xlsx") and public_options.get("escape_formulas", True),
-                   "offsets": "code-point indices into the output text, line endings normalised to \\n"},
+        "export": {
+            "format": fmt,
+            "datasets": list(datasets),
+            "options": jsonable(public_options),
+            "formula_escaping": fmt in ("csv", "xlsx") and public_options.get("escape_formulas", True),
+            "offsets": "code-point indices into the output text, line endings normalised to \\n",
+        },
         "row_counts": row_counts,
         "files": files,
         "versions": versioned_objects(study),

@@ -1,4 +1,5 @@
 """Export jobs: one background export of a study to a file."""
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -25,8 +26,7 @@ class ExportJob(models.Model):
     format = models.CharField(max_length=10, choices=ExportFormat.choices)
     datasets = models.JSONField(default=list, blank=True, help_text="Dataset keys; empty for a .qdpx project.")
     options = models.JSONField(default=dict, blank=True, help_text="Filters and pseudonymisation, as chosen.")
-    status = models.CharField(max_length=20, choices=ExportStatus.choices, default=ExportStatus.QUEUED,
-                              db_index=True)
+    status = models.CharField(max_length=20, choices=ExportStatus.choices, default=ExportStatus.QUEUED, db_index=True)
     progress = models.JSONField(default=dict, blank=True)
     file_name = models.CharField(max_length=300, blank=True, help_text="Relative to EXPORT_ROOT once completed.")
     size_bytes = models.BigIntegerField(null=True, blank=True)
@@ -35,8 +35,9 @@ class ExportJob(models.Model):
     message = models.TextField(blank=True)
     lease_token = models.CharField(max_length=64, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -1,4 +1,5 @@
 """Export services: validate options, write an export bundle (streaming), and run export jobs with a lease."""
+
 import hashlib
 import hmac
 import io
@@ -101,7 +102,9 @@ def clean_options(study, raw=None):
 
         if apps.is_installed("annotation") and _has_model("annotation", "Code"):
             Code = apps.get_model("annotation", "Code")
-            found = set(Code.objects.filter(codebook__study=study, pk__in=options["code_ids"]).values_list("pk", flat=True))
+            found = set(
+                Code.objects.filter(codebook__study=study, pk__in=options["code_ids"]).values_list("pk", flat=True)
+            )
             missing = sorted(set(options["code_ids"]) - found)
             if missing:
                 raise ExportError(f"No code with id {', '.join(map(str, missing))} in this study.")
@@ -110,7 +113,9 @@ def clean_options(study, raw=None):
 
         if _has_model("judging", "JudgeRound"):
             JudgeRound = apps.get_model("judging", "JudgeRound")
-            found = set(JudgeRound.objects.filter(study=study, pk__in=options["round_ids"]).values_list("pk", flat=True))
+            found = set(
+                JudgeRound.objects.filter(study=study, pk__in=options["round_ids"]).values_list("pk", flat=True)
+            )
             missing = sorted(set(options["round_ids"]) - found)
             if missing:
                 raise ExportError(f"No judge round with id {', '.join(map(str, missing))} in this study.")
@@ -178,8 +183,14 @@ class _Progress:
 
     def tick(self, force=False):
         if self.callback and (force or self.rows % PROGRESS_EVERY == 0):
-            self.callback({"dataset": self.dataset, "rows": self.rows, "total": self.total,
-                           "percent": min(99, round(100 * self.rows / self.total)) if self.total else None})
+            self.callback(
+                {
+                    "dataset": self.dataset,
+                    "rows": self.rows,
+                    "total": self.total,
+                    "percent": min(99, round(100 * self.rows / self.total)) if self.total else None,
+                }
+            )
 
 
 class _HashingWriter(io.RawIOBase):
@@ -226,8 +237,14 @@ def write_table_bundle(study, fmt, path, selected, options, actor=None, progress
                 book.close()
                 name = f"{slugify(study.name) or 'study'}.xlsx"
                 zf.write(tmp, name)
-                files.append({"path": name, "datasets": [ds.key for ds in selected], "bytes": tmp.stat().st_size,
-                              "sha256": _sha256(tmp)})
+                files.append(
+                    {
+                        "path": name,
+                        "datasets": [ds.key for ds in selected],
+                        "bytes": tmp.stat().st_size,
+                        "sha256": _sha256(tmp),
+                    }
+                )
             finally:
                 tmp.unlink(missing_ok=True)
         else:
@@ -248,19 +265,38 @@ def write_table_bundle(study, fmt, path, selected, options, actor=None, progress
                     buffered.flush()
                     text.detach()
                 row_counts[ds.key] = table.rows
-                files.append({"path": name, "dataset": ds.key, "rows": table.rows, "bytes": hashing.size,
-                              "sha256": hashing.digest.hexdigest()})
+                files.append(
+                    {
+                        "path": name,
+                        "dataset": ds.key,
+                        "rows": table.rows,
+                        "bytes": hashing.size,
+                        "sha256": hashing.digest.hexdigest(),
+                    }
+                )
         dictionary_rows = data_dictionary(selected, study, ropts)
         buffer = io.StringIO()
         csv_writer = CSVTableWriter(buffer, ["dataset", "column", "description"], escape=False)
         for entry in dictionary_rows:
             csv_writer.write(entry)
         zf.writestr("data_dictionary.csv", buffer.getvalue())
-        files.append({"path": "data_dictionary.csv", "rows": len(dictionary_rows),
-                      "sha256": hashlib.sha256(buffer.getvalue().encode()).hexdigest()})
-        manifest = build_manifest(study, fmt=fmt, datasets=[ds.key for ds in selected], options=options, files=files,
-                                  row_counts=row_counts, actor=actor,
-                                  extra={"data_dictionary": dictionary_rows})
+        files.append(
+            {
+                "path": "data_dictionary.csv",
+                "rows": len(dictionary_rows),
+                "sha256": hashlib.sha256(buffer.getvalue().encode()).hexdigest(),
+            }
+        )
+        manifest = build_manifest(
+            study,
+            fmt=fmt,
+            datasets=[ds.key for ds in selected],
+            options=options,
+            files=files,
+            row_counts=row_counts,
+            actor=actor,
+            extra={"data_dictionary": dictionary_rows},
+        )
         zf.writestr("manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False))
     tracker.tick(force=True)
     return manifest
@@ -271,8 +307,16 @@ def write_qdpx(study, path, options, actor=None, progress=None):
     from annotation.refi_services import QDPX_MANIFEST_NOTES, export_qdpx
 
     counts = export_qdpx(study, path, options=runtime_options(study, options), progress=progress)
-    manifest = build_manifest(study, fmt="qdpx", datasets=[], options=options, files=[{"path": "project.qde"}],
-                              row_counts=counts, actor=actor, extra={"refi_qda": QDPX_MANIFEST_NOTES})
+    manifest = build_manifest(
+        study,
+        fmt="qdpx",
+        datasets=[],
+        options=options,
+        files=[{"path": "project.qde"}],
+        row_counts=counts,
+        actor=actor,
+        extra={"refi_qda": QDPX_MANIFEST_NOTES},
+    )
     with zipfile.ZipFile(path, "a") as zf:
         zf.writestr("manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False))
     return manifest
@@ -299,6 +343,7 @@ def write_export(study, fmt, path, *, dataset_keys=None, options=None, actor=Non
 
 # --- jobs -------------------------------------------------------------------------------------------------
 
+
 def create_job(study, *, fmt, dataset_keys=None, options=None, actor=None, enqueue=True):
     """Validate everything a job needs, save it queued, and hand it to a worker."""
     if fmt not in ExportFormat.values:
@@ -318,7 +363,9 @@ def create_job(study, *, fmt, dataset_keys=None, options=None, actor=None, enque
 
 
 def _acquire_lease(job_id):
-    return acquire_lease(ExportJob.objects.filter(status__in=[ExportStatus.QUEUED, ExportStatus.RUNNING]), job_id, LEASE_SECONDS)
+    return acquire_lease(
+        ExportJob.objects.filter(status__in=[ExportStatus.QUEUED, ExportStatus.RUNNING]), job_id, LEASE_SECONDS
+    )
 
 
 def job_path(job):
@@ -340,22 +387,42 @@ def execute_job(job_id):
 
     def progress(figures):
         ExportJob.objects.filter(pk=job_id, lease_token=token).update(
-            progress=figures, lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS))
+            progress=figures, lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS)
+        )
 
     try:
-        manifest = write_export(job.study, job.format, target, dataset_keys=job.datasets or None, options=job.options,
-                                actor=job.created_by, progress=progress)
+        manifest = write_export(
+            job.study,
+            job.format,
+            target,
+            dataset_keys=job.datasets or None,
+            options=job.options,
+            actor=job.created_by,
+            progress=progress,
+        )
     except Exception as exc:
         log.exception("export job %s failed", job_id)
         message = str(exc) if isinstance(exc, ExportError) else f"The export failed: {exc.__class__.__name__}: {exc}"
-        ExportJob.objects.filter(pk=job_id).update(status=ExportStatus.FAILED, message=message[:2000],
-                                                   finished_at=timezone.now(), lease_token="", lease_expires_at=None)
+        ExportJob.objects.filter(pk=job_id).update(
+            status=ExportStatus.FAILED,
+            message=message[:2000],
+            finished_at=timezone.now(),
+            lease_token="",
+            lease_expires_at=None,
+        )
         return None
     row_total = sum(manifest.get("row_counts", {}).values())
     ExportJob.objects.filter(pk=job_id).update(
-        status=ExportStatus.COMPLETED, file_name=file_name, size_bytes=target.stat().st_size, sha256=_sha256(target),
-        manifest=manifest, finished_at=timezone.now(), lease_token="", lease_expires_at=None,
-        progress={"rows": row_total, "total": row_total, "percent": 100})
+        status=ExportStatus.COMPLETED,
+        file_name=file_name,
+        size_bytes=target.stat().st_size,
+        sha256=_sha256(target),
+        manifest=manifest,
+        finished_at=timezone.now(),
+        lease_token="",
+        lease_expires_at=None,
+        progress={"rows": row_total, "total": row_total, "percent": 100},
+    )
     return file_name
 
 

@@ -1,5 +1,6 @@
 """The Exports page: start export jobs, follow their progress, download files (the REFI-QDA import form on it
 posts to annotation.views_refi)."""
+
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
@@ -16,8 +17,11 @@ from .models import ExportFormat, ExportJob, ExportStatus
 
 class ExportForm(forms.Form):
     format = forms.ChoiceField(choices=ExportFormat.choices, initial="csv")
-    datasets = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple,
-                                         help_text="Tables to include (all when none is ticked). Ignored for .qdpx.")
+    datasets = forms.MultipleChoiceField(
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Tables to include (all when none is ticked). Ignored for .qdpx.",
+    )
     run_ids = forms.MultipleChoiceField(required=False, label="Runs")
     models = forms.MultipleChoiceField(required=False, label="Models")
     item_numbers = forms.CharField(required=False, label="Items", help_text="Item numbers, e.g. 1, 5, 17")
@@ -31,15 +35,26 @@ class ExportForm(forms.Form):
 
         self.fields["datasets"].choices = [(k, ds.title) for k, ds in services.available_datasets(user, study).items()]
         self.fields["run_ids"].choices = [(r.pk, r.name) for r in study.generation_runs.order_by("pk")]
-        self.fields["models"].choices = [(m, m) for m in Output.objects.filter(study=study).order_by("model_name")
-                                         .values_list("model_name", flat=True).distinct()]
+        self.fields["models"].choices = [
+            (m, m)
+            for m in Output.objects.filter(study=study)
+            .order_by("model_name")
+            .values_list("model_name", flat=True)
+            .distinct()
+        ]
         self.fields["code_ids"].choices = _code_choices(study)
         self.fields["round_ids"].choices = _round_choices(study)
 
     def options(self):
         data = self.cleaned_data
-        return {"run_ids": data["run_ids"], "models": data["models"], "item_numbers": data["item_numbers"],
-                "code_ids": data["code_ids"], "round_ids": data["round_ids"], "pseudonymise": data["pseudonymise"]}
+        return {
+            "run_ids": data["run_ids"],
+            "models": data["models"],
+            "item_numbers": data["item_numbers"],
+            "code_ids": data["code_ids"],
+            "round_ids": data["round_ids"],
+            "pseudonymise": data["pseudonymise"],
+        }
 
 
 def _code_choices(study):
@@ -48,8 +63,9 @@ def _code_choices(study):
     from annotation.datasets import CodeIndex
 
     index = CodeIndex(study)
-    return sorted(((pk, f"{row[8]} v{row[9]}: {index.path(pk)}") for pk, row in index.codes.items() if row[4]),
-                  key=lambda c: c[1])
+    return sorted(
+        ((pk, f"{row[8]} v{row[9]}: {index.path(pk)}") for pk, row in index.codes.items() if row[4]), key=lambda c: c[1]
+    )
 
 
 def _round_choices(study):
@@ -77,8 +93,13 @@ def exports_page(request, study_id):
     form = ExportForm(request.POST or None, study=study, user=request.user)
     if request.method == "POST" and form.is_valid():
         try:
-            job = services.create_job(study, fmt=form.cleaned_data["format"], dataset_keys=form.cleaned_data["datasets"],
-                                      options=form.options(), actor=request.user)
+            job = services.create_job(
+                study,
+                fmt=form.cleaned_data["format"],
+                dataset_keys=form.cleaned_data["datasets"],
+                options=form.options(),
+                actor=request.user,
+            )
         except services.ExportError as exc:
             form.add_error(None, str(exc))
         else:
@@ -90,17 +111,33 @@ def exports_page(request, study_id):
                 messages.success(request, f"Export {job.pk} started; it runs in the background.")
             return redirect("exports", study.pk)
     codebooks = study.codebooks.order_by("name", "-version") if services._has_model("annotation", "Codebook") else []
-    return render(request, "exports/exports.html", {
-        "study": study, "form": form, "import_form": _import_form(), "jobs": _jobs(study), "codebooks": codebooks,
-        "datasets": services.available_datasets(request.user, study).values(),
-        "can_delete": has_role(request.user, study, Role.ADMIN)})
+    return render(
+        request,
+        "exports/exports.html",
+        {
+            "study": study,
+            "form": form,
+            "import_form": _import_form(),
+            "jobs": _jobs(study),
+            "codebooks": codebooks,
+            "datasets": services.available_datasets(request.user, study).values(),
+            "can_delete": has_role(request.user, study, Role.ADMIN),
+        },
+    )
 
 
 @study_role_required(Role.RESEARCHER)
 def jobs_partial(request, study_id):
     """The jobs table, polled by htmx while a job runs."""
-    return render(request, "exports/_jobs.html", {"study": request.study, "jobs": _jobs(request.study),
-                                                  "can_delete": has_role(request.user, request.study, Role.ADMIN)})
+    return render(
+        request,
+        "exports/_jobs.html",
+        {
+            "study": request.study,
+            "jobs": _jobs(request.study),
+            "can_delete": has_role(request.user, request.study, Role.ADMIN),
+        },
+    )
 
 
 def _check_job_access(role, job):

@@ -48,7 +48,9 @@ class PromptItemAdminForm(forms.ModelForm):
             return data
         where = f"Item {data.get('number') or '?'}"
         try:
-            slots, combos = effective_slots(toolkit.slots, toolkit.combinations, data.get("slots") or {}, data.get("combinations"), where)
+            slots, combos = effective_slots(
+                toolkit.slots, toolkit.combinations, data.get("slots") or {}, data.get("combinations"), where
+            )
             count_text(data["text"], slots, combos, where)
         except SlotError as exc:
             raise forms.ValidationError(str(exc)) from None
@@ -76,14 +78,27 @@ class PromptItemInline(FrozenInlineMixin, admin.StackedInline):
     form = PromptItemAdminForm
     extra = 0
     fk_name = "toolkit"
-    fields = ["number", "text", "dimension", "target_stereotype", "gender_mapping", "reversed_order", "source_reference",
-              "notes", "slots", "combinations", "counterfactual_of"]
+    fields = [
+        "number",
+        "text",
+        "dimension",
+        "target_stereotype",
+        "gender_mapping",
+        "reversed_order",
+        "source_reference",
+        "notes",
+        "slots",
+        "combinations",
+        "counterfactual_of",
+    ]
     raw_id_fields = ["counterfactual_of"]
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         if db_field.name == "dimension":
             toolkit_id = request.resolver_match.kwargs.get("object_id") if request.resolver_match else None
-            kwargs["queryset"] = Dimension.objects.filter(toolkit_id=toolkit_id) if toolkit_id else Dimension.objects.none()
+            kwargs["queryset"] = (
+                Dimension.objects.filter(toolkit_id=toolkit_id) if toolkit_id else Dimension.objects.none()
+            )
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 

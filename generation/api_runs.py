@@ -1,6 +1,7 @@
 """REST API for model endpoints, generation runs (create, plan, start, cancel, resume, retry, status, manual answers,
 import) and outputs (filtered list, read-only detail with every attempt). Keys never appear: only the variable name
 and whether it is set."""
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -26,33 +27,76 @@ class EndpointSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ModelEndpoint
-        fields = ["id", "name", "provider", "model_id", "model_family", "base_url", "api_key_env", "key_is_set",
-                  "default_params", "max_concurrency", "requests_per_minute", "tokens_per_minute", "timeout_seconds",
-                  "max_attempts", "backoff_base_s", "backoff_max_s", "input_price_per_mtok", "output_price_per_mtok",
-                  "batch_enabled", "batch_input_price_per_mtok", "batch_output_price_per_mtok", "created_at"]
+        fields = [
+            "id",
+            "name",
+            "provider",
+            "model_id",
+            "model_family",
+            "base_url",
+            "api_key_env",
+            "key_is_set",
+            "default_params",
+            "max_concurrency",
+            "requests_per_minute",
+            "tokens_per_minute",
+            "timeout_seconds",
+            "max_attempts",
+            "backoff_base_s",
+            "backoff_max_s",
+            "input_price_per_mtok",
+            "output_price_per_mtok",
+            "batch_enabled",
+            "batch_input_price_per_mtok",
+            "batch_output_price_per_mtok",
+            "created_at",
+        ]
         read_only_fields = ["created_at"]
         validators = []  # uniqueness is checked with a clear message in endpoint_problems
 
     def validate(self, attrs):
         _, problems = endpoint_problems(attrs, self.context["study"], self.instance)
         if problems:
-            raise serializers.ValidationError({("non_field_errors" if k == "__all__" else k): v for k, v in problems.items()})
+            raise serializers.ValidationError(
+                {("non_field_errors" if k == "__all__" else k): v for k, v in problems.items()}
+            )
         return attrs
 
 
 class GenerationRunSerializer(serializers.ModelSerializer):
-    toolkit = serializers.PrimaryKeyRelatedField(queryset=runs.Toolkit.objects.none(), error_messages={
-        "does_not_exist": "Unknown toolkit {pk_value}: choose one of this study or of the built-in library."})
-    endpoints = serializers.PrimaryKeyRelatedField(many=True, queryset=ModelEndpoint.objects.none(), error_messages={
-        "does_not_exist": "Unknown endpoint {pk_value}: choose endpoints of this study."})
+    toolkit = serializers.PrimaryKeyRelatedField(
+        queryset=runs.Toolkit.objects.none(),
+        error_messages={
+            "does_not_exist": "Unknown toolkit {pk_value}: choose one of this study or of the built-in library."
+        },
+    )
+    endpoints = serializers.PrimaryKeyRelatedField(
+        many=True,
+        queryset=ModelEndpoint.objects.none(),
+        error_messages={"does_not_exist": "Unknown endpoint {pk_value}: choose endpoints of this study."},
+    )
     param_overrides = serializers.JSONField(required=False)
     trials = serializers.IntegerField(required=False, default=1)
     status = serializers.CharField(read_only=True, help_text="draft, queued, running, completed, cancelled or failed")
 
     class Meta:
         model = GenerationRun
-        fields = ["id", "name", "toolkit", "endpoints", "trials", "param_overrides", "system_prompt", "execution_mode",
-                  "status", "is_import", "message", "created_at", "started_at", "finished_at"]
+        fields = [
+            "id",
+            "name",
+            "toolkit",
+            "endpoints",
+            "trials",
+            "param_overrides",
+            "system_prompt",
+            "execution_mode",
+            "status",
+            "is_import",
+            "message",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
         read_only_fields = ["status", "is_import", "message", "created_at", "started_at", "finished_at"]
 
     def get_fields(self):
@@ -86,29 +130,54 @@ def run_status(run):
         row["cost_usd"] = None if row["cost_usd"] is None else str(row["cost_usd"])
     counts["overall"]["cost_usd"] = str(counts["overall"]["cost_usd"])
     info = batches.summary(runs.RUN_JOB.name, run.pk)
-    counts["batches"] = [{"number": b.number, "endpoint": b.endpoint_id, "provider": b.provider,
-                          "provider_batch_id": b.provider_batch_id, "status": b.status, "requests": b.request_count,
-                          "provider_counts": b.counts, "succeeded": b.succeeded, "errored": b.errored,
-                          "estimated_cost_usd": _money(b.estimated_cost_usd), "cost_usd": _money(b.cost_usd),
-                          "submitted_at": b.submitted_at, "ended_at": b.ended_at} for b in info["batches"]]
+    counts["batches"] = [
+        {
+            "number": b.number,
+            "endpoint": b.endpoint_id,
+            "provider": b.provider,
+            "provider_batch_id": b.provider_batch_id,
+            "status": b.status,
+            "requests": b.request_count,
+            "provider_counts": b.counts,
+            "succeeded": b.succeeded,
+            "errored": b.errored,
+            "estimated_cost_usd": _money(b.estimated_cost_usd),
+            "cost_usd": _money(b.cost_usd),
+            "submitted_at": b.submitted_at,
+            "ended_at": b.ended_at,
+        }
+        for b in info["batches"]
+    ]
     counts["batch_cost"] = {"estimated_usd": str(info["estimated_cost_usd"]), "actual_usd": str(info["cost_usd"])}
-    return {"id": run.pk, "status": run.status, "message": run.message, "execution_mode": run.execution_mode,
-            **counts}
+    return {"id": run.pk, "status": run.status, "message": run.message, "execution_mode": run.execution_mode, **counts}
 
 
 def problems_response(exc):
     return Response({"detail": str(exc), "problems": exc.problems}, status=status.HTTP_400_BAD_REQUEST)
 
 
-FILE_UPLOAD = inline_serializer("GenerationFileUpload", {
-    "file": serializers.FileField(), "format": serializers.CharField(required=False),
-    "run_name": serializers.CharField(required=False), "toolkit": serializers.IntegerField(required=False)})
-ANSWERS = inline_serializer("ManualAnswersUpload", {
-    "file": serializers.FileField(required=False), "format": serializers.CharField(required=False),
-    "skip_empty": serializers.BooleanField(required=False),
-    "answers": serializers.ListField(child=serializers.DictField(), required=False)})
-PROBLEMS = inline_serializer("GenerationImportProblems", {"detail": serializers.CharField(),
-                                                          "problems": serializers.ListField(child=serializers.CharField())})
+FILE_UPLOAD = inline_serializer(
+    "GenerationFileUpload",
+    {
+        "file": serializers.FileField(),
+        "format": serializers.CharField(required=False),
+        "run_name": serializers.CharField(required=False),
+        "toolkit": serializers.IntegerField(required=False),
+    },
+)
+ANSWERS = inline_serializer(
+    "ManualAnswersUpload",
+    {
+        "file": serializers.FileField(required=False),
+        "format": serializers.CharField(required=False),
+        "skip_empty": serializers.BooleanField(required=False),
+        "answers": serializers.ListField(child=serializers.DictField(), required=False),
+    },
+)
+PROBLEMS = inline_serializer(
+    "GenerationImportProblems",
+    {"detail": serializers.CharField(), "problems": serializers.ListField(child=serializers.CharField())},
+)
 
 
 class EndpointViewSet(StudyScopedMixin, viewsets.ModelViewSet):
@@ -125,8 +194,9 @@ class EndpointViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         serializer.instance = save_endpoint(self.get_study(), serializer.validated_data, actor=self.request.user)
 
     def perform_update(self, serializer):
-        serializer.instance = save_endpoint(self.get_study(), serializer.validated_data, instance=serializer.instance,
-                                            actor=self.request.user)
+        serializer.instance = save_endpoint(
+            self.get_study(), serializer.validated_data, instance=serializer.instance, actor=self.request.user
+        )
 
     def destroy(self, request, *args, **kwargs):
         try:
@@ -136,8 +206,9 @@ class EndpointViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class GenerationRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
-                           viewsets.GenericViewSet):
+class GenerationRunViewSet(
+    StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
+):
     serializer_class = GenerationRunSerializer
     queryset = GenerationRun.objects.prefetch_related("endpoints").order_by("-created_at")
     action_roles = {"plan": VIEWER, "progress": VIEWER, "collection_sheet": Role.RESEARCHER}
@@ -151,15 +222,22 @@ class GenerationRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retri
 
     def perform_create(self, serializer):
         data = serializer.validated_data
-        serializer.instance = runs.create_run(self.get_study(), name=data["name"], toolkit=data["toolkit"],
-                                              endpoints=data["endpoints"], trials=data.get("trials", 1),
-                                              param_overrides=data.get("param_overrides"),
-                                              system_prompt=data.get("system_prompt", ""),
-                                              execution_mode=data.get("execution_mode", "live"),
-                                              actor=self.request.user)
+        serializer.instance = runs.create_run(
+            self.get_study(),
+            name=data["name"],
+            toolkit=data["toolkit"],
+            endpoints=data["endpoints"],
+            trials=data.get("trials", 1),
+            param_overrides=data.get("param_overrides"),
+            system_prompt=data.get("system_prompt", ""),
+            execution_mode=data.get("execution_mode", "live"),
+            actor=self.request.user,
+        )
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT}, parameters=[
-        OpenApiParameter("sample", int, description="How many rendered prompts to include (default 20).")])
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT},
+        parameters=[OpenApiParameter("sample", int, description="How many rendered prompts to include (default 20).")],
+    )
     @action(detail=True, methods=["get"])
     def plan(self, request, study_pk=None, pk=None):
         """The dry run: number of calls, rendered prompts, estimated tokens and cost. Spends and stores nothing."""
@@ -173,9 +251,12 @@ class GenerationRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retri
         plan = runs.plan(run, sample=sample)
         for row in plan["endpoints"]:
             endpoint = row.pop("endpoint")
-            row.update(endpoint_id=endpoint.pk, endpoint_name=endpoint.name,
-                       cost_usd=None if row["cost_usd"] is None else str(row["cost_usd"]),
-                       batch_cost_usd=None if row["batch_cost_usd"] is None else str(row["batch_cost_usd"]))
+            row.update(
+                endpoint_id=endpoint.pk,
+                endpoint_name=endpoint.name,
+                cost_usd=None if row["cost_usd"] is None else str(row["cost_usd"]),
+                batch_cost_usd=None if row["batch_cost_usd"] is None else str(row["batch_cost_usd"]),
+            )
         plan["totals"]["cost_usd"] = str(plan["totals"]["cost_usd"]) if plan["totals"]["priced"] else None
         totals = plan["totals"]
         totals["batch_cost_usd"] = str(totals["batch_cost_usd"]) if totals["batch_priced"] else None
@@ -212,16 +293,20 @@ class GenerationRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retri
     def retry_failed(self, request, study_pk=None, pk=None):
         return self._act(runs.retry_failed)
 
-    @extend_schema(request=inline_serializer("RunModeSwitch", {"execution_mode": serializers.CharField()}),
-                   responses={200: RunStatusSerializer})
+    @extend_schema(
+        request=inline_serializer("RunModeSwitch", {"execution_mode": serializers.CharField()}),
+        responses={200: RunStatusSerializer},
+    )
     @action(detail=True, methods=["post"])
     def mode(self, request, study_pk=None, pk=None):
         """Switch the run between live and batch mode (e.g. to call units back from an expired batch live)."""
         mode = request.data.get("execution_mode") if hasattr(request.data, "get") else None
         return self._act(lambda run, actor: runs.set_mode(run, mode, actor))
 
-    @extend_schema(responses={(200, "text/csv"): OpenApiTypes.BINARY}, parameters=[
-        OpenApiParameter("kind", str, enum=["csv", "xlsx"], description="Sheet format (default csv).")])
+    @extend_schema(
+        responses={(200, "text/csv"): OpenApiTypes.BINARY},
+        parameters=[OpenApiParameter("kind", str, enum=["csv", "xlsx"], description="Sheet format (default csv).")],
+    )
     @action(detail=True, methods=["get"])
     def collection_sheet(self, request, study_pk=None, pk=None):
         """The manual-collection sheet: one row per unit of a manual endpoint, keyed by `unit`."""
@@ -245,16 +330,27 @@ class GenerationRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retri
         try:
             upload = request.FILES.get("file")
             if upload is not None:
-                collect.import_answers(run, upload.name, upload.read(), fmt=request.data.get("format"), actor=request.user,
-                                       skip_empty=skip_empty)
+                collect.import_answers(
+                    run,
+                    upload.name,
+                    upload.read(),
+                    fmt=request.data.get("format"),
+                    actor=request.user,
+                    skip_empty=skip_empty,
+                )
             else:
                 answers = request.data.get("answers") if hasattr(request.data, "get") else None
                 if not isinstance(answers, list) or not all(isinstance(a, dict) for a in answers):
-                    raise collect.ImportProblems(["Send a file, or answers as a list of {\"unit\": …, \"answer\": …} objects."])
-                records = [(n, {collect._clean_key(k): v for k, v in a.items()}) for n, a in enumerate(answers, start=1)]
+                    raise collect.ImportProblems(
+                        ['Send a file, or answers as a list of {"unit": …, "answer": …} objects.']
+                    )
+                records = [
+                    (n, {collect._clean_key(k): v for k, v in a.items()}) for n, a in enumerate(answers, start=1)
+                ]
                 records = [(f"Answer {n}", values) for n, values in records]
-                collect.save_answers(run, collect.validate_answers(run, records, skip_empty=skip_empty),
-                                     actor=request.user, source="api")
+                collect.save_answers(
+                    run, collect.validate_answers(run, records, skip_empty=skip_empty), actor=request.user, source="api"
+                )
         except collect.ImportProblems as exc:
             return problems_response(exc)
         return Response(run_status(run))
@@ -275,20 +371,48 @@ class GenerationRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retri
             if toolkit is None:
                 return Response({"detail": f"Unknown toolkit {raw_toolkit}."}, status=status.HTTP_400_BAD_REQUEST)
         try:
-            run = collect.import_outputs(self.get_study(), upload.name, upload.read(), fmt=request.data.get("format"),
-                                         run_name=request.data.get("run_name", ""), toolkit=toolkit, actor=request.user)
+            run = collect.import_outputs(
+                self.get_study(),
+                upload.name,
+                upload.read(),
+                fmt=request.data.get("format"),
+                run_name=request.data.get("run_name", ""),
+                toolkit=toolkit,
+                actor=request.user,
+            )
         except collect.ImportProblems as exc:
             return problems_response(exc)
-        return Response(GenerationRunSerializer(run, context=self.get_serializer_context()).data,
-                        status=status.HTTP_201_CREATED)
+        return Response(
+            GenerationRunSerializer(run, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED
+        )
 
 
 class ProviderCallSerializer(serializers.ModelSerializer):
     class Meta:
         model = ProviderCall
-        fields = ["id", "attempt", "ok", "provider", "model", "messages", "params", "response_text", "raw_response",
-                  "finish_reason", "input_tokens", "output_tokens", "cost_usd", "latency_ms", "http_status", "error",
-                  "retry_after_s", "backoff_s", "started_at", "batch_id", "custom_id"]
+        fields = [
+            "id",
+            "attempt",
+            "ok",
+            "provider",
+            "model",
+            "messages",
+            "params",
+            "response_text",
+            "raw_response",
+            "finish_reason",
+            "input_tokens",
+            "output_tokens",
+            "cost_usd",
+            "latency_ms",
+            "http_status",
+            "error",
+            "retry_after_s",
+            "backoff_s",
+            "started_at",
+            "batch_id",
+            "custom_id",
+        ]
 
 
 class OutputSerializer(serializers.ModelSerializer):
@@ -297,9 +421,30 @@ class OutputSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Output
-        fields = ["id", "run", "item", "item_number", "dimension", "endpoint", "model_name", "trial", "variant_key",
-                  "slot_values", "prompt_text", "text", "external_id", "status", "error", "finish_reason", "input_tokens",
-                  "output_tokens", "cost_usd", "latency_ms", "created_at", "completed_at"]
+        fields = [
+            "id",
+            "run",
+            "item",
+            "item_number",
+            "dimension",
+            "endpoint",
+            "model_name",
+            "trial",
+            "variant_key",
+            "slot_values",
+            "prompt_text",
+            "text",
+            "external_id",
+            "status",
+            "error",
+            "finish_reason",
+            "input_tokens",
+            "output_tokens",
+            "cost_usd",
+            "latency_ms",
+            "created_at",
+            "completed_at",
+        ]
 
 
 class OutputDetailSerializer(OutputSerializer):
@@ -315,20 +460,30 @@ class OutputViewSet(StudyScopedMixin, viewsets.ReadOnlyModelViewSet):
     def get_serializer_class(self):
         return OutputDetailSerializer if self.action == "retrieve" else OutputSerializer
 
-    @extend_schema(parameters=[OpenApiParameter(name, int) for name in ("run", "item", "dimension", "trial")] + [
-        OpenApiParameter("model", str), OpenApiParameter("status", str, enum=["pending", "in_flight", "done", "failed"])])
+    @extend_schema(
+        parameters=[OpenApiParameter(name, int) for name in ("run", "item", "dimension", "trial")]
+        + [
+            OpenApiParameter("model", str),
+            OpenApiParameter("status", str, enum=["pending", "in_flight", "done", "failed"]),
+        ]
+    )
     def list(self, request, *args, **kwargs):
         qs, filters = filtered_outputs(self.get_study(), request.query_params)
         if filters["problems"]:
-            return Response({"detail": " ".join(p.replace("Ignored the", "Bad") for p in filters["problems"])},
-                            status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                {"detail": " ".join(p.replace("Ignored the", "Bad") for p in filters["problems"])},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
         qs = qs.select_related("item__dimension").order_by("-run_id", "id")
         page = self.paginate_queryset(qs)
         return self.get_paginated_response(OutputSerializer(page, many=True).data)
 
     def retrieve(self, request, *args, **kwargs):
-        output = get_object_or_404(Output.objects.select_related("item__dimension").prefetch_related("calls"),
-                                   pk=kwargs["pk"], study=self.get_study())
+        output = get_object_or_404(
+            Output.objects.select_related("item__dimension").prefetch_related("calls"),
+            pk=kwargs["pk"],
+            study=self.get_study(),
+        )
         return Response(OutputDetailSerializer(output).data)
 
 

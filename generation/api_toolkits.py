@@ -1,5 +1,6 @@
 """REST API for toolkits, their items and dimensions: CRUD that respects locks, expansion preview, versions,
 import and export. Mounted under /api/studies/<study_pk>/ (see generation/api.py)."""
+
 import itertools
 
 from django.core.exceptions import ValidationError
@@ -45,8 +46,22 @@ class PromptItemSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = PromptItem
-        fields = ["id", "toolkit", "number", "text", "dimension", "dimension_name", "target_stereotype", "gender_mapping",
-                  "reversed_order", "source_reference", "notes", "slots", "combinations", "counterfactual_of"]
+        fields = [
+            "id",
+            "toolkit",
+            "number",
+            "text",
+            "dimension",
+            "dimension_name",
+            "target_stereotype",
+            "gender_mapping",
+            "reversed_order",
+            "source_reference",
+            "notes",
+            "slots",
+            "combinations",
+            "counterfactual_of",
+        ]
         read_only_fields = ["counterfactual_of"]
         validators = []  # uniqueness is checked by the service with a clearer message
 
@@ -60,8 +75,21 @@ class ToolkitSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Toolkit
-        fields = ["id", "name", "version", "description", "language", "slots", "combinations", "locked", "parent",
-                  "builtin_key", "created_at", "item_count", "dimensions"]
+        fields = [
+            "id",
+            "name",
+            "version",
+            "description",
+            "language",
+            "slots",
+            "combinations",
+            "locked",
+            "parent",
+            "builtin_key",
+            "created_at",
+            "item_count",
+            "dimensions",
+        ]
         read_only_fields = ["version", "parent", "builtin_key", "created_at"]
 
     def get_locked(self, toolkit) -> bool:
@@ -97,12 +125,15 @@ class ToolkitExpansionSerializer(serializers.Serializer):
 class ToolkitImportSerializer(serializers.Serializer):
     file = serializers.FileField(required=False, help_text="A .json or .csv toolkit file (multipart).")
     content = serializers.CharField(required=False, help_text="The file content as text (instead of file).")
-    format = serializers.CharField(required=False, help_text="json or csv; default: from the file name (json for content).")
+    format = serializers.CharField(
+        required=False, help_text="json or csv; default: from the file name (json for content)."
+    )
 
     def validate_format(self, value):
         if value not in ("json", "csv"):
             raise serializers.ValidationError("format must be json or csv.")
         return value
+
     name = serializers.CharField(required=False, help_text="Overrides the name in the file.")
 
 
@@ -136,7 +167,9 @@ class ToolkitScopedMixin(StudyScopedMixin):
 class ToolkitViewSet(ToolkitScopedMixin, viewsets.ModelViewSet):
     """Toolkits of a study. POST with `items` (and `dimensions`) creates a full toolkit in the JSON export format."""
 
-    queryset = Toolkit.objects.prefetch_related("dimensions").annotate(n_items=Count("items")).order_by("name", "-version")
+    queryset = (
+        Toolkit.objects.prefetch_related("dimensions").annotate(n_items=Count("items")).order_by("name", "-version")
+    )
     serializer_class = ToolkitSerializer
 
     def get_serializer_class(self):
@@ -157,11 +190,20 @@ class ToolkitViewSet(ToolkitScopedMixin, viewsets.ModelViewSet):
                 serializer.is_valid(raise_exception=True)
                 fields = serializer.validated_data
                 with services.transaction.atomic():
-                    toolkit = services.create_blank_toolkit(study, name=fields["name"], description=fields.get("description", ""),
-                                                            language=fields.get("language", "en"), actor=request.user)
+                    toolkit = services.create_blank_toolkit(
+                        study,
+                        name=fields["name"],
+                        description=fields.get("description", ""),
+                        language=fields.get("language", "en"),
+                        actor=request.user,
+                    )
                     if "slots" in fields or "combinations" in fields:
-                        services.update_toolkit(toolkit, slots=fields.get("slots", {}),
-                                                combinations=fields.get("combinations"), actor=request.user)
+                        services.update_toolkit(
+                            toolkit,
+                            slots=fields.get("slots", {}),
+                            combinations=fields.get("combinations"),
+                            actor=request.user,
+                        )
         except SERVICE_ERRORS as exc:
             return _error(exc)
         return Response(ToolkitDetailSerializer(toolkit, context=self.get_serializer_context()).data, status=201)
@@ -170,12 +212,18 @@ class ToolkitViewSet(ToolkitScopedMixin, viewsets.ModelViewSet):
         toolkit = self.get_object()
         serializer = self.get_serializer(toolkit, data=request.data, partial=kwargs.get("partial", False))
         serializer.is_valid(raise_exception=True)
-        fields = {k: v for k, v in serializer.validated_data.items() if k in ("name", "description", "language", "slots", "combinations")}
+        fields = {
+            k: v
+            for k, v in serializer.validated_data.items()
+            if k in ("name", "description", "language", "slots", "combinations")
+        }
         try:
             services.update_toolkit(toolkit, actor=request.user, **fields)
         except SERVICE_ERRORS as exc:
             return _error(exc)
-        return Response(ToolkitSerializer(self.get_queryset().get(pk=toolkit.pk), context=self.get_serializer_context()).data)
+        return Response(
+            ToolkitSerializer(self.get_queryset().get(pk=toolkit.pk), context=self.get_serializer_context()).data
+        )
 
     def destroy(self, request, *args, **kwargs):
         try:
@@ -184,8 +232,12 @@ class ToolkitViewSet(ToolkitScopedMixin, viewsets.ModelViewSet):
             return _error(exc)
         return Response(status=204)
 
-    @extend_schema(parameters=[OpenApiParameter("limit", int, description="How many rendered prompts to return (default 50, max 5000).")],
-                   responses=ToolkitExpansionSerializer)
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("limit", int, description="How many rendered prompts to return (default 50, max 5000).")
+        ],
+        responses=ToolkitExpansionSerializer,
+    )
     @action(detail=True, methods=["get"])
     def expand(self, request, *args, **kwargs):
         """How many prompts the toolkit expands to, and the first `limit` of them with their slot values."""
@@ -197,8 +249,15 @@ class ToolkitViewSet(ToolkitScopedMixin, viewsets.ModelViewSet):
         problems = validate_toolkit(toolkit)
         if problems:
             return Response({"count": 0, "problems": problems, "units": []})
-        units = [{"item_number": u.item_number, "slot_values": u.slot_values, "variant_key": u.variant_key, "prompt": u.prompt}
-                 for u in itertools.islice(expand_units(toolkit), limit)]
+        units = [
+            {
+                "item_number": u.item_number,
+                "slot_values": u.slot_values,
+                "variant_key": u.variant_key,
+                "prompt": u.prompt,
+            }
+            for u in itertools.islice(expand_units(toolkit), limit)
+        ]
         return Response({"count": count_units(toolkit), "problems": [], "units": units})
 
     @extend_schema(request=None, responses={201: ToolkitDetailSerializer})
@@ -211,8 +270,10 @@ class ToolkitViewSet(ToolkitScopedMixin, viewsets.ModelViewSet):
             return _error(exc)
         return Response(ToolkitDetailSerializer(copy, context=self.get_serializer_context()).data, status=201)
 
-    @extend_schema(parameters=[OpenApiParameter("file_format", str, enum=["json", "csv"], description="Default json.")],
-                   responses={(200, "application/json"): OpenApiTypes.OBJECT, (200, "text/csv"): OpenApiTypes.STR})
+    @extend_schema(
+        parameters=[OpenApiParameter("file_format", str, enum=["json", "csv"], description="Default json.")],
+        responses={(200, "application/json"): OpenApiTypes.OBJECT, (200, "text/csv"): OpenApiTypes.STR},
+    )
     @action(detail=True, methods=["get"], url_path="export")
     def export(self, request, *args, **kwargs):
         """The toolkit as a file in the stereoscope-toolkit JSON or CSV format (importable again)."""
@@ -223,15 +284,22 @@ class ToolkitViewSet(ToolkitScopedMixin, viewsets.ModelViewSet):
         filename = f"toolkit-{toolkit.pk}-v{toolkit.version}.{fmt}"
         if fmt == "csv":
             return table_download(*toolkit_format.toolkit_table(toolkit), filename)
-        response = HttpResponse(toolkit_format.export_json(toolkit).encode("utf-8"),
-                                content_type="application/json; charset=utf-8")
+        response = HttpResponse(
+            toolkit_format.export_json(toolkit).encode("utf-8"), content_type="application/json; charset=utf-8"
+        )
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response
 
-    @extend_schema(request={"multipart/form-data": ToolkitImportSerializer, "application/json": ToolkitImportSerializer},
-                   responses={201: ToolkitDetailSerializer})
-    @action(detail=False, methods=["post"], url_path="import",
-            parser_classes=[parsers.MultiPartParser, parsers.FormParser, parsers.JSONParser])
+    @extend_schema(
+        request={"multipart/form-data": ToolkitImportSerializer, "application/json": ToolkitImportSerializer},
+        responses={201: ToolkitDetailSerializer},
+    )
+    @action(
+        detail=False,
+        methods=["post"],
+        url_path="import",
+        parser_classes=[parsers.MultiPartParser, parsers.FormParser, parsers.JSONParser],
+    )
     def import_file(self, request, *args, **kwargs):
         """Import a JSON or CSV toolkit file; everything is validated first, nothing is saved on any error."""
         serializer = ToolkitImportSerializer(data=request.data)
@@ -243,23 +311,29 @@ class ToolkitViewSet(ToolkitScopedMixin, viewsets.ModelViewSet):
         try:
             fmt = fields.get("format") or (toolkit_format.guess_format(upload.name) if upload else "json")
             content = upload.read() if upload else fields["content"]
-            toolkit = toolkit_format.import_toolkit(self.get_study(), content, fmt=fmt, created_by=request.user,
-                                                    name=fields.get("name"))
+            toolkit = toolkit_format.import_toolkit(
+                self.get_study(), content, fmt=fmt, created_by=request.user, name=fields.get("name")
+            )
         except SERVICE_ERRORS as exc:
             return _error(exc)
         services.record_activity(self.get_study(), request.user, "imported a toolkit", str(toolkit))
         return Response(ToolkitDetailSerializer(toolkit, context=self.get_serializer_context()).data, status=201)
 
-    @extend_schema(request=inline_serializer("ToolkitCopy", {"toolkit": serializers.IntegerField()}),
-                   responses={201: ToolkitDetailSerializer})
+    @extend_schema(
+        request=inline_serializer("ToolkitCopy", {"toolkit": serializers.IntegerField()}),
+        responses={201: ToolkitDetailSerializer},
+    )
     @action(detail=False, methods=["post"])
     def copy(self, request, *args, **kwargs):
         """Copy a built-in library toolkit (its id in `toolkit`) into this study as an editable toolkit."""
         study = self.get_study()
         if study.is_library:
             return Response({"detail": "The library cannot copy into itself."}, status=400)
-        source = Toolkit.objects.filter(study__is_library=True, pk=request.data.get("toolkit")).first() \
-            if str(request.data.get("toolkit", "")).isdigit() else None
+        source = (
+            Toolkit.objects.filter(study__is_library=True, pk=request.data.get("toolkit")).first()
+            if str(request.data.get("toolkit", "")).isdigit()
+            else None
+        )
         if source is None:
             return Response({"detail": "toolkit must be the id of a built-in library toolkit."}, status=400)
         copy = services.TOOLKITS.copy_into(source, study=study, actor=request.user)
@@ -297,7 +371,9 @@ class ToolkitChildMixin(ToolkitScopedMixin):
         return Response(status=204)
 
 
-@extend_schema(tags=["toolkits"], parameters=[OpenApiParameter("toolkit", int, description="Only this toolkit's items.")])
+@extend_schema(
+    tags=["toolkits"], parameters=[OpenApiParameter("toolkit", int, description="Only this toolkit's items.")]
+)
 class PromptItemViewSet(ToolkitChildMixin, viewsets.ModelViewSet):
     """Prompt items of the study's toolkits. Writes to a locked toolkit answer 409; unknown slots 400."""
 
@@ -315,8 +391,9 @@ class PromptItemViewSet(ToolkitChildMixin, viewsets.ModelViewSet):
             saved = services.save_item(toolkit, data, item=item, actor=request.user)
         except SERVICE_ERRORS as exc:
             return _error(exc)
-        return Response(PromptItemSerializer(saved, context=self.get_serializer_context()).data,
-                        status=201 if item is None else 200)
+        return Response(
+            PromptItemSerializer(saved, context=self.get_serializer_context()).data, status=201 if item is None else 200
+        )
 
     def create(self, request, *args, **kwargs):
         return self._save(request)
@@ -327,9 +404,13 @@ class PromptItemViewSet(ToolkitChildMixin, viewsets.ModelViewSet):
     def delete_object(self, item):
         services.delete_item(item, actor=self.request.user)
 
-    @extend_schema(request=inline_serializer("ToolkitItemCounterfactual", {
-        "name_pairs": serializers.CharField(required=False, help_text="e.g. Kelly=Joseph, Anna=Paul")}),
-        responses={201: PromptItemSerializer})
+    @extend_schema(
+        request=inline_serializer(
+            "ToolkitItemCounterfactual",
+            {"name_pairs": serializers.CharField(required=False, help_text="e.g. Kelly=Joseph, Anna=Paul")},
+        ),
+        responses={201: PromptItemSerializer},
+    )
     @action(detail=True, methods=["post"])
     def counterfactual(self, request, *args, **kwargs):
         """Add the gender-swapped twin of this item (names and pronouns swapped), linked to it."""
@@ -341,8 +422,10 @@ class PromptItemViewSet(ToolkitChildMixin, viewsets.ModelViewSet):
             return _error(exc)
         return Response(PromptItemSerializer(twin, context=self.get_serializer_context()).data, status=201)
 
-    @extend_schema(request=inline_serializer("ToolkitItemMove", {"direction": serializers.CharField(help_text="up or down")}),
-                   responses={200: PromptItemSerializer})
+    @extend_schema(
+        request=inline_serializer("ToolkitItemMove", {"direction": serializers.CharField(help_text="up or down")}),
+        responses={200: PromptItemSerializer},
+    )
     @action(detail=True, methods=["post"])
     def move(self, request, *args, **kwargs):
         """Swap the item's number with its neighbour above or below."""
@@ -358,7 +441,9 @@ class PromptItemViewSet(ToolkitChildMixin, viewsets.ModelViewSet):
         return Response(PromptItemSerializer(item, context=self.get_serializer_context()).data)
 
 
-@extend_schema(tags=["toolkits"], parameters=[OpenApiParameter("toolkit", int, description="Only this toolkit's dimensions.")])
+@extend_schema(
+    tags=["toolkits"], parameters=[OpenApiParameter("toolkit", int, description="Only this toolkit's dimensions.")]
+)
 class DimensionViewSet(ToolkitChildMixin, viewsets.ModelViewSet):
     """Dimensions of the study's toolkits. Deleting one keeps its items (without a dimension)."""
 
@@ -373,13 +458,19 @@ class DimensionViewSet(ToolkitChildMixin, viewsets.ModelViewSet):
         if dimension is not None and toolkit.pk != dimension.toolkit_id:
             return Response({"detail": "A dimension cannot move to another toolkit."}, status=400)
         try:
-            saved = services.save_dimension(toolkit, name=data.get("name", dimension.name if dimension else ""),
-                                            description=data.get("description", dimension.description if dimension else ""),
-                                            dimension=dimension, actor=request.user)
+            saved = services.save_dimension(
+                toolkit,
+                name=data.get("name", dimension.name if dimension else ""),
+                description=data.get("description", dimension.description if dimension else ""),
+                dimension=dimension,
+                actor=request.user,
+            )
         except SERVICE_ERRORS as exc:
             return _error(exc)
-        return Response(DimensionSerializer(saved, context=self.get_serializer_context()).data,
-                        status=201 if dimension is None else 200)
+        return Response(
+            DimensionSerializer(saved, context=self.get_serializer_context()).data,
+            status=201 if dimension is None else 200,
+        )
 
     def create(self, request, *args, **kwargs):
         return self._save(request)

@@ -1,4 +1,5 @@
 """Pure helpers of batch mode (no Django): custom ids, wire bodies, splitting at the providers' limits, prices."""
+
 import json
 import re
 from decimal import Decimal
@@ -41,10 +42,12 @@ def split(sizes, max_requests, max_bytes):
 
 def batch_prices(live_in, live_out, batch_in, batch_out):
     """Batch prices per million tokens: the endpoint's batch prices, else half its live prices (None: unpriced)."""
+
     def one(batch, live):
         if batch is not None:
             return Decimal(batch)
         return None if live is None else Decimal(live) * DEFAULT_BATCH_DISCOUNT
+
     return one(batch_in, live_in), one(batch_out, live_out)
 
 

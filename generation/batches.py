@@ -15,6 +15,7 @@ key is `kind.batch_key(unit)` when the kind has one, else its payload. When a jo
 kind's `after_batches(job)` runs if it has one, then its `next_pass` may make more units pending (e.g. re-ask
 missing verdicts): they go out in new batches.
 """
+
 import logging
 from datetime import timedelta
 
@@ -34,8 +35,11 @@ from .runner import RunStats, output_id_from_ref, redact_key
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_REQUESTS = {"openai": 50_000, "openai_compatible": 50_000, "anthropic": 100_000}
-DEFAULT_MAX_BYTES = {"openai": 200 * 1024 * 1024, "openai_compatible": 200 * 1024 * 1024,
-                     "anthropic": 256 * 1024 * 1024}
+DEFAULT_MAX_BYTES = {
+    "openai": 200 * 1024 * 1024,
+    "openai_compatible": 200 * 1024 * 1024,
+    "anthropic": 256 * 1024 * 1024,
+}
 
 
 def check_mode(mode, endpoints):
@@ -45,8 +49,10 @@ def check_mode(mode, endpoints):
     if mode == ExecutionMode.BATCH:
         refused = [e.name for e in endpoints if not (e.batch_enabled and e.provider in BATCH_PROVIDERS)]
         if refused:
-            raise ValueError(f"Batch mode is not allowed on: {', '.join(refused)}. Allow it in the endpoint's "
-                             "settings (OpenAI, Anthropic or OpenAI-compatible servers with a batch API).")
+            raise ValueError(
+                f"Batch mode is not allowed on: {', '.join(refused)}. Allow it in the endpoint's "
+                "settings (OpenAI, Anthropic or OpenAI-compatible servers with a batch API)."
+            )
     return mode
 
 
@@ -54,13 +60,18 @@ def limits(provider):
     """(max requests, max bytes) of one batch for a provider; settings may lower them (tests use small ones)."""
     requests = getattr(settings, "BATCH_MAX_REQUESTS", None) or DEFAULT_MAX_REQUESTS.get(provider, 50_000)
     size = getattr(settings, "BATCH_MAX_BYTES", None) or DEFAULT_MAX_BYTES.get(provider, 200 * 1024 * 1024)
-    return min(int(requests), DEFAULT_MAX_REQUESTS.get(provider, requests)), min(int(size), DEFAULT_MAX_BYTES.get(
-        provider, size))
+    return min(int(requests), DEFAULT_MAX_REQUESTS.get(provider, requests)), min(
+        int(size), DEFAULT_MAX_BYTES.get(provider, size)
+    )
 
 
 def batch_prices(endpoint):
-    return batch_format.batch_prices(endpoint.input_price_per_mtok, endpoint.output_price_per_mtok,
-                                     endpoint.batch_input_price_per_mtok, endpoint.batch_output_price_per_mtok)
+    return batch_format.batch_prices(
+        endpoint.input_price_per_mtok,
+        endpoint.output_price_per_mtok,
+        endpoint.batch_input_price_per_mtok,
+        endpoint.batch_output_price_per_mtok,
+    )
 
 
 def batch_cost_of(endpoint, input_tokens, output_tokens):
@@ -97,6 +108,7 @@ def _estimate(unit):
 
 # -- submission -----------------------------------------------------------------------------------------------------
 
+
 def submit_units(kind, job, units, sink, on_submitted=None):
     """Submit units as batches (one endpoint per batch, split at the limits). Every part's row is written first, so
     all the units are held before the first upload. Units of a part the provider refuses fail through the sink with
@@ -117,8 +129,10 @@ def submit_units(kind, job, units, sink, on_submitted=None):
                 line = api.line(batch_format.custom_id(unit.unit_ref), unit.messages, unit.params)
                 size = batch_format.line_size(line)
                 if size > max_bytes:  # larger than a whole batch may be: it can only run live
-                    sink.on_failure(unit, f"The request is {size} bytes, more than a batch may hold ({max_bytes}); "
-                                          "run it in live mode.")
+                    sink.on_failure(
+                        unit,
+                        f"The request is {size} bytes, more than a batch may hold ({max_bytes}); run it in live mode.",
+                    )
                     refused.append(unit)
                     continue
                 lines.append(line)
@@ -131,13 +145,21 @@ def submit_units(kind, job, units, sink, on_submitted=None):
                 part = group[start:stop]
                 estimate = [_estimate(u) for u in part]
                 row = ProviderBatch.objects.create(
-                    study_id=job.study_id, job_kind=kind.name, job_id=job.pk, endpoint=endpoint,
-                    provider=endpoint.provider, number=number, request_count=len(part),
+                    study_id=job.study_id,
+                    job_kind=kind.name,
+                    job_id=job.pk,
+                    endpoint=endpoint,
+                    provider=endpoint.provider,
+                    number=number,
+                    request_count=len(part),
                     size_bytes=sum(sizes[start:stop]),
-                    units=[[line["custom_id"], unit_key(kind, u)]
-                           for line, u in zip(lines[start:stop], part, strict=True)],
-                    estimated_cost_usd=batch_cost_of(endpoint, sum(e[0] for e in estimate),
-                                                     sum(e[1] for e in estimate)))
+                    units=[
+                        [line["custom_id"], unit_key(kind, u)] for line, u in zip(lines[start:stop], part, strict=True)
+                    ],
+                    estimated_cost_usd=batch_cost_of(
+                        endpoint, sum(e[0] for e in estimate), sum(e[1] for e in estimate)
+                    ),
+                )
                 planned.append((row, api, lines[start:stop], part))
     if refused and on_submitted:
         on_submitted(refused)
@@ -149,19 +171,24 @@ def submit_units(kind, job, units, sink, on_submitted=None):
         except Exception as exc:
             message = redact_key(endpoint, str(_sdk_error(exc)))
             with transaction.atomic():
-                ProviderBatch.objects.filter(pk=row.pk).update(status=BatchStatus.FAILED, error=message,
-                                                               ended_at=timezone.now())
+                ProviderBatch.objects.filter(pk=row.pk).update(
+                    status=BatchStatus.FAILED, error=message, ended_at=timezone.now()
+                )
                 for unit in part:
                     sink.on_failure(unit, f"The batch was not accepted: {message}")
         else:
             got = ProviderBatch.objects.filter(pk=row.pk, status=BatchStatus.SUBMITTING).update(
-                provider_batch_id=batch_id, input_file_id=file_id, status=BatchStatus.SUBMITTED,
-                submitted_at=timezone.now())
+                provider_batch_id=batch_id,
+                input_file_id=file_id,
+                status=BatchStatus.SUBMITTED,
+                submitted_at=timezone.now(),
+            )
             if got:
                 submitted.append(row)
             else:  # recovery gave this row up meanwhile (its units may be in another batch): withdraw it
-                log.warning("batch %s of %s %s arrived after it was given up; cancelling it",
-                            batch_id, kind.name, job.pk)
+                log.warning(
+                    "batch %s of %s %s arrived after it was given up; cancelling it", batch_id, kind.name, job.pk
+                )
                 try:
                     api.cancel(batch_id)
                 except Exception:
@@ -211,6 +238,7 @@ def run_in_batches(kind, job, source, cancel_check, progress):
 
 # -- polling --------------------------------------------------------------------------------------------------------
 
+
 def submit_grace_seconds():
     """How long a row may stay `submitting` before recovery looks for it at the provider."""
     return float(getattr(settings, "BATCH_SUBMIT_GRACE_SECONDS", 600))
@@ -225,8 +253,9 @@ def poll_open_batches():
                 ended += 1
         except Exception as exc:  # one bad batch must not stop the others; its page shows why
             log.exception("polling provider batch %s failed", pk)
-            ProviderBatch.objects.filter(pk=pk).update(error=f"Polling failed: {type(exc).__name__}: {exc}"[:2000],
-                                                       polled_at=timezone.now())
+            ProviderBatch.objects.filter(pk=pk).update(
+                error=f"Polling failed: {type(exc).__name__}: {exc}"[:2000], polled_at=timezone.now()
+            )
         polled += 1
     return {"polled": polled, "ended": ended}
 
@@ -245,12 +274,16 @@ def poll_batch(pk):
     try:
         state = api.retrieve(row.provider_batch_id)
     except Exception as exc:
-        ProviderBatch.objects.filter(pk=pk).update(error=redact_key(row.endpoint, str(_sdk_error(exc))),
-                                                   polled_at=timezone.now())
+        ProviderBatch.objects.filter(pk=pk).update(
+            error=redact_key(row.endpoint, str(_sdk_error(exc))), polled_at=timezone.now()
+        )
         return False
     ProviderBatch.objects.filter(pk=pk, status__in=OPEN_BATCH).update(
-        provider_status=state.provider_status[:30], counts=state.counts, polled_at=timezone.now(),
-        **({} if state.ended else {"status": state.status}))
+        provider_status=state.provider_status[:30],
+        counts=state.counts,
+        polled_at=timezone.now(),
+        **({} if state.ended else {"status": state.status}),
+    )
     if not state.ended:
         return False
     results = list(api.results(row.provider_batch_id)) if state.status != BatchStatus.FAILED else []
@@ -271,11 +304,15 @@ def _recover(row, api):
         ProviderBatch.objects.filter(pk=row.pk).update(error=str(_sdk_error(exc))[:500], polled_at=timezone.now())
         return False
     if found:
-        ProviderBatch.objects.filter(pk=row.pk).update(provider_batch_id=found, status=BatchStatus.SUBMITTED,
-                                                       submitted_at=timezone.now(), error="")
+        ProviderBatch.objects.filter(pk=row.pk).update(
+            provider_batch_id=found, status=BatchStatus.SUBMITTED, submitted_at=timezone.now(), error=""
+        )
     else:
-        _close(row, BatchStatus.FAILED, "The submission was cut short before the provider accepted it; "
-                                        "its units are pending again.")
+        _close(
+            row,
+            BatchStatus.FAILED,
+            "The submission was cut short before the provider accepted it; its units are pending again.",
+        )
         _after_batch(row.job_kind, row.job_id)
     return False
 
@@ -297,8 +334,11 @@ def collect(pk, state, results):
         by_cid = {r.custom_id: r for r in results}
         keys = [key for _, key in row.units]
         units = {unit_key(kind, u): u for u in kind.load_units(job, keys, include_held=True)}
-        attempts = dict(ProviderCall.objects.filter(unit_ref__in=[u.unit_ref[:200] for u in units.values()])
-                        .values_list("unit_ref").annotate(n=Count("id")))
+        attempts = dict(
+            ProviderCall.objects.filter(unit_ref__in=[u.unit_ref[:200] for u in units.values()])
+            .values_list("unit_ref")
+            .annotate(n=Count("id"))
+        )
         sink = kind.batch_sink(job)
         now = timezone.now()
         calls, ok, errored, cost = [], [], 0, None
@@ -308,11 +348,21 @@ def collect(pk, state, results):
                 continue  # done or removed meanwhile (e.g. answered live)
             got = by_cid.get(cid)
             call = ProviderCall(
-                study_id=row.study_id, endpoint=endpoint, purpose=unit.purpose, unit_ref=unit.unit_ref[:200],
-                output_id=output_id_from_ref(unit.unit_ref), provider=endpoint.provider, model=endpoint.model_id,
-                messages=unit.messages, params=unit.params, attempt=attempts.get(unit.unit_ref[:200], 0) + 1,
-                started_at=row.submitted_at or row.created_at, completed_at=now, batch_id=row.provider_batch_id,
-                custom_id=cid)
+                study_id=row.study_id,
+                endpoint=endpoint,
+                purpose=unit.purpose,
+                unit_ref=unit.unit_ref[:200],
+                output_id=output_id_from_ref(unit.unit_ref),
+                provider=endpoint.provider,
+                model=endpoint.model_id,
+                messages=unit.messages,
+                params=unit.params,
+                attempt=attempts.get(unit.unit_ref[:200], 0) + 1,
+                started_at=row.submitted_at or row.created_at,
+                completed_at=now,
+                batch_id=row.provider_batch_id,
+                custom_id=cid,
+            )
             if got is not None and got.result is not None:
                 result = got.result
                 result.cost_usd = batch_cost_of(endpoint, result.input_tokens, result.output_tokens)
@@ -326,8 +376,11 @@ def collect(pk, state, results):
                 if result.cost_usd is not None:
                     cost = (cost or 0) + result.cost_usd
             else:
-                error = got.error if got is not None else ProviderError(
-                    f"No result for this request in batch {row.provider_batch_id} ({state.status}).")
+                error = (
+                    got.error
+                    if got is not None
+                    else ProviderError(f"No result for this request in batch {row.provider_batch_id} ({state.status}).")
+                )
                 call.outcome, call.ok = CallOutcome.ERROR, False
                 call.error = redact_key(endpoint, str(error)) + " The unit is pending again."
                 call.http_status = error.http_status
@@ -338,9 +391,16 @@ def collect(pk, state, results):
         for unit, result in ok:
             sink.on_success(unit, result)
         ProviderBatch.objects.filter(pk=pk).update(
-            status=state.status, provider_status=state.provider_status[:30], counts=state.counts,
-            succeeded=len(ok), errored=errored, cost_usd=cost, ended_at=now, error=state.error[:2000],
-            polled_at=now)
+            status=state.status,
+            provider_status=state.provider_status[:30],
+            counts=state.counts,
+            succeeded=len(ok),
+            errored=errored,
+            cost_usd=cost,
+            ended_at=now,
+            error=state.error[:2000],
+            polled_at=now,
+        )
     _after_batch(row.job_kind, row.job_id)
     return True
 
@@ -383,5 +443,9 @@ def summary(kind_name, job_id):
     rows = list(job_batches(kind_name, job_id).select_related("endpoint").order_by("number"))
     estimated = sum((r.estimated_cost_usd or 0) for r in rows if r.status != BatchStatus.FAILED)
     actual = sum((r.cost_usd or 0) for r in rows)
-    return {"batches": rows, "open": sum(1 for r in rows if r.is_open), "estimated_cost_usd": estimated,
-            "cost_usd": actual}
+    return {
+        "batches": rows,
+        "open": sum(1 for r in rows if r.is_open),
+        "estimated_cost_usd": estimated,
+        "cost_usd": actual,
+    }

@@ -1,4 +1,5 @@
 """Built-in toolkits (loaded by `manage.py load_builtin` into the read-only library study)."""
+
 from functools import partial
 from pathlib import Path
 
@@ -22,5 +23,7 @@ def load_toolkit(study, data, key):
 
 
 def builtin_specs():
-    return [BuiltinSpec(kind="toolkit", key=key, version=version, path=DATA / filename, load=partial(load_toolkit, key=key))
-            for key, version, filename in TOOLKITS]
+    return [
+        BuiltinSpec(kind="toolkit", key=key, version=version, path=DATA / filename, load=partial(load_toolkit, key=key))
+        for key, version, filename in TOOLKITS
+    ]

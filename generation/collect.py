@@ -5,6 +5,7 @@ a chat interface and imported (CSV/XLSX/JSONL/JSON), or the answers are pasted i
 elsewhere are imported into an import run. Every file is read and validated completely first; nothing is saved
 unless every row is valid, and then everything is saved in one transaction.
 """
+
 import csv
 import io
 import json
@@ -51,8 +52,9 @@ def detect_format(filename, fmt=None):
     if fmt == "ndjson":
         fmt = "jsonl"
     if fmt not in FORMATS:
-        raise ImportProblems([f"Unknown file format {fmt or '(none)'!r}: use CSV, XLSX, JSONL or JSON "
-                              "(or name the format)."])
+        raise ImportProblems(
+            [f"Unknown file format {fmt or '(none)'!r}: use CSV, XLSX, JSONL or JSON (or name the format)."]
+        )
     return fmt
 
 
@@ -92,8 +94,12 @@ def _read_csv(text):
     records = []
     for number, row in enumerate(rows[1:], start=2):
         if len(row) > len(header):
-            raise ImportProblems([f"Row {number} has {len(row)} cells but the header has {len(header)} columns "
-                                  "(an unquoted comma or line break?)."])
+            raise ImportProblems(
+                [
+                    f"Row {number} has {len(row)} cells but the header has {len(header)} columns "
+                    "(an unquoted comma or line break?)."
+                ]
+            )
         # rows shorter than the header are allowed (missing trailing cells)
         records.append((number, {h: v for h, v in zip(header, row, strict=False) if h}))
     return _limit(records)
@@ -164,14 +170,16 @@ def _read_json(text):
     try:
         value = loads_json(text)
     except ValueError as exc:
-        raise ImportProblems([f"The file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})."]) from None
+        raise ImportProblems(
+            [f"The file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})."]
+        ) from None
     if isinstance(value, dict):
         for key in ("outputs", "answers", "records", "rows"):
             if isinstance(value.get(key), list):
                 value = value[key]
                 break
     if not isinstance(value, list):
-        raise ImportProblems(["The JSON file must hold a list of objects (or {\"outputs\": [...]})."])
+        raise ImportProblems(['The JSON file must hold a list of objects (or {"outputs": [...]}).'])
     records, problems = [], []
     for number, item in enumerate(value, start=1):
         if not isinstance(item, dict):
@@ -234,7 +242,11 @@ def _as_text(value, where, name, problems):
         problems.append(f"{where}: {name} is missing.")
         return None
     if not isinstance(value, str):
-        kind = f"the number {value!r}" if isinstance(value, (int, float)) and not isinstance(value, bool) else type(value).__name__
+        kind = (
+            f"the number {value!r}"
+            if isinstance(value, (int, float)) and not isinstance(value, bool)
+            else type(value).__name__
+        )
         problems.append(f"{where}: {name} must be text, got {kind}.")
         return None
     text = normalize_text(value)
@@ -251,8 +263,11 @@ def _as_text(value, where, name, problems):
 
 
 def manual_outputs(run):
-    return (run.outputs.filter(endpoint__provider=Provider.MANUAL)
-            .select_related("item__dimension", "endpoint").order_by("endpoint__name", "item__number", "variant_key", "trial"))
+    return (
+        run.outputs.filter(endpoint__provider=Provider.MANUAL)
+        .select_related("item__dimension", "endpoint")
+        .order_by("endpoint__name", "item__number", "variant_key", "trial")
+    )
 
 
 def has_manual(run):
@@ -265,16 +280,27 @@ def sheet_rows(run, pending_only=True):
     if pending_only:
         qs = qs.filter(status__in=[OutputStatus.PENDING, OutputStatus.FAILED])
     for out in qs:
-        rows.append({"unit": out.pk, "endpoint": out.endpoint.name, "model": out.model_name,
-                     "item": out.item.number if out.item_id else "",
-                     "dimension": out.item.dimension.name if out.item_id and out.item.dimension_id else "",
-                     "trial": out.trial, "slot_values": json.dumps(out.slot_values, ensure_ascii=False) if out.slot_values else "",
-                     "prompt": out.prompt_text, "answer": "" if out.status != OutputStatus.DONE else out.text})
+        rows.append(
+            {
+                "unit": out.pk,
+                "endpoint": out.endpoint.name,
+                "model": out.model_name,
+                "item": out.item.number if out.item_id else "",
+                "dimension": out.item.dimension.name if out.item_id and out.item.dimension_id else "",
+                "trial": out.trial,
+                "slot_values": json.dumps(out.slot_values, ensure_ascii=False) if out.slot_values else "",
+                "prompt": out.prompt_text,
+                "answer": "" if out.status != OutputStatus.DONE else out.text,
+            }
+        )
     return rows
 
 
 # The XLSX sheet's look: widths fit the columns, long prompts and answers wrap.
-SHEET_LAYOUT = {"widths": dict(zip(SHEET_COLUMNS, (8, 18, 18, 6, 18, 6, 24, 60, 80), strict=True)), "wrap": ["prompt", "answer"]}
+SHEET_LAYOUT = {
+    "widths": dict(zip(SHEET_COLUMNS, (8, 18, 18, 6, 18, 6, 24, 60, 80), strict=True)),
+    "wrap": ["prompt", "answer"],
+}
 
 
 def sheet_csv(run):
@@ -288,8 +314,15 @@ def sheet_xlsx(run):
 
 def sheet_download(run, fmt):
     """The collection sheet as a download response (csv or xlsx)."""
-    return table_download(SHEET_COLUMNS, sheet_rows(run), f"collection-run{run.pk}.{fmt}", fmt=fmt, sheet="answers",
-                          bom=True, layout=SHEET_LAYOUT)
+    return table_download(
+        SHEET_COLUMNS,
+        sheet_rows(run),
+        f"collection-run{run.pk}.{fmt}",
+        fmt=fmt,
+        sheet="answers",
+        bom=True,
+        layout=SHEET_LAYOUT,
+    )
 
 
 @dataclass
@@ -354,17 +387,42 @@ def save_answers(run, answers, *, actor=None, source="form"):
     for answer in answers:
         out = answer.output
         updated = Output.objects.filter(pk=out.pk, status__in=[OutputStatus.PENDING, OutputStatus.FAILED]).update(
-            text=answer.text, status=OutputStatus.DONE, error="", finish_reason="manual", completed_at=now,
-            provenance={"source": "manual", "entered_by": who, "via": source, "row": answer.row,
-                        "messages": messages_for(run, out.prompt_text, out.context_key), "model": out.model_name})
+            text=answer.text,
+            status=OutputStatus.DONE,
+            error="",
+            finish_reason="manual",
+            completed_at=now,
+            provenance={
+                "source": "manual",
+                "entered_by": who,
+                "via": source,
+                "row": answer.row,
+                "messages": messages_for(run, out.prompt_text, out.context_key),
+                "model": out.model_name,
+            },
+        )
         if not updated:
             raise ImportProblems([f"Row {answer.row}: unit {out.pk} was answered meanwhile; nothing was saved."])
-        calls.append(ProviderCall(study_id=run.study_id, endpoint=out.endpoint, purpose="generation",
-                                  unit_ref=f"output:{out.pk}", output_id=out.pk, provider=Provider.MANUAL,
-                                  model=out.model_name, params={},
-                                  messages=messages_for(run, out.prompt_text, out.context_key),
-                                  attempt=1, ok=True, outcome="ok", response_text=answer.text, finish_reason="manual",
-                                  raw_response={"entered_by": who, "via": source}, started_at=now))
+        calls.append(
+            ProviderCall(
+                study_id=run.study_id,
+                endpoint=out.endpoint,
+                purpose="generation",
+                unit_ref=f"output:{out.pk}",
+                output_id=out.pk,
+                provider=Provider.MANUAL,
+                model=out.model_name,
+                params={},
+                messages=messages_for(run, out.prompt_text, out.context_key),
+                attempt=1,
+                ok=True,
+                outcome="ok",
+                response_text=answer.text,
+                finish_reason="manual",
+                raw_response={"entered_by": who, "via": source},
+                started_at=now,
+            )
+        )
     ProviderCall.objects.bulk_create(calls)
     record_activity(run.study, actor, f"entered {len(answers)} manual answers for", run.name)
     if run.status != RunStatus.DRAFT and not run.lease_token:
@@ -380,8 +438,11 @@ def import_answers(run, filename, content, *, fmt=None, actor=None, skip_empty=F
 
 def form_answers(run, data, *, actor=None):
     """Answers pasted in the browser form: fields named answer-<unit>; blank fields leave the unit pending."""
-    records = [(f"Unit {key.removeprefix('answer-')}", {"unit": key.removeprefix("answer-"), "answer": value})
-               for key, value in data.items() if key.startswith("answer-")]
+    records = [
+        (f"Unit {key.removeprefix('answer-')}", {"unit": key.removeprefix("answer-"), "answer": value})
+        for key, value in data.items()
+        if key.startswith("answer-")
+    ]
     if not records:
         raise ImportProblems(["No answers were sent."])
     answers = validate_answers(run, records, skip_empty=True)
@@ -424,7 +485,7 @@ def _slot_values(values, where, problems):
             try:
                 raw = loads_json(raw)
             except ValueError:
-                problems.append(f"{where}: slot_values must be a JSON object, e.g. {{\"name\": \"Kelly\"}}.")
+                problems.append(f'{where}: slot_values must be a JSON object, e.g. {{"name": "Kelly"}}.')
                 return None
         if not isinstance(raw, dict):
             problems.append(f"{where}: slot_values must be a JSON object, got {type(raw).__name__}.")
@@ -484,7 +545,9 @@ def validate_import(records, toolkit=None):
             if number is None:
                 problems.append(f"{where}: the item must be an item number, got {raw_item!r}.")
             elif toolkit is None:
-                problems.append(f"{where}: item numbers need a toolkit to match against; choose one (or give the prompt text).")
+                problems.append(
+                    f"{where}: item numbers need a toolkit to match against; choose one (or give the prompt text)."
+                )
             elif number not in items:
                 problems.append(f"{where}: toolkit “{toolkit}” has no item {number}.")
             elif slot_values is not None:
@@ -493,9 +556,16 @@ def validate_import(records, toolkit=None):
                     if not slot_values and len(units_by_item[number]) > 1 and prompt.strip() in units_by_prompt:
                         unit = units_by_prompt[prompt.strip()]
                     else:
-                        problems.append(f"{where}: item {number} has no variant with slot values {slot_values or '{}'}.")
+                        problems.append(
+                            f"{where}: item {number} has no variant with slot values {slot_values or '{}'}."
+                        )
                 if unit is not None:
-                    item, key, slot_values, prompt = unit.item, unit.variant_key, unit.slot_values, prompt or unit.prompt
+                    item, key, slot_values, prompt = (
+                        unit.item,
+                        unit.variant_key,
+                        unit.slot_values,
+                        prompt or unit.prompt,
+                    )
         elif prompt:
             if toolkit is not None:
                 unit = units_by_prompt.get(prompt.strip())
@@ -519,8 +589,11 @@ def validate_import(records, toolkit=None):
                 problems.append(f"{where}: external id {ext!r} appears twice (also in row {external[ext]}).")
                 continue
             external[ext] = row
-        extra = {k: v for k, v in values.items() if k not in KNOWN_IMPORT_COLUMNS and not k.startswith("slot:")
-                 and not _blank(v)}
+        extra = {
+            k: v
+            for k, v in values.items()
+            if k not in KNOWN_IMPORT_COLUMNS and not k.startswith("slot:") and not _blank(v)
+        }
         rows.append(ImportedRow(row, model[:300], item, prompt, slot_values or {}, key, trial, text, ext, extra))
     if problems:
         raise ImportProblems(problems)
@@ -531,29 +604,57 @@ def _new_import_run(study, n, *, run_name, toolkit, actor, source):
     now = timezone.now()
     who = getattr(actor, "username", "") or ""
     run = GenerationRun.objects.create(
-        study=study, name=run_name[:200], toolkit=toolkit, is_import=True, status=RunStatus.COMPLETED,
-        created_by=actor if who else None, started_at=now, finished_at=now,
-        message=f"Imported {n} outputs from {source or 'a file'}.")
+        study=study,
+        name=run_name[:200],
+        toolkit=toolkit,
+        is_import=True,
+        status=RunStatus.COMPLETED,
+        created_by=actor if who else None,
+        started_at=now,
+        finished_at=now,
+        message=f"Imported {n} outputs from {source or 'a file'}.",
+    )
     if toolkit is not None:
         TOOLKITS.lock(toolkit)
     return run, now, who
 
 
 def _file_provenance(r, source, who):
-    return {"source": "import", "file": source, "row": r.row, "imported_by": who,
-            **({"extra": r.extra} if r.extra else {})}
+    return {
+        "source": "import",
+        "file": source,
+        "row": r.row,
+        "imported_by": who,
+        **({"extra": r.extra} if r.extra else {}),
+    }
 
 
 @transaction.atomic
 def save_import(study, rows, *, run_name, toolkit=None, actor=None, source=""):
     """Save validated rows (ImportedRow) as outputs of a new, completed import run. Returns the run."""
     run, now, who = _new_import_run(study, len(rows), run_name=run_name, toolkit=toolkit, actor=actor, source=source)
-    bulk_insert(Output, (  # one prepared INSERT: 100,000 outputs in seconds (benchmarks/import_outputs.py)
-        {"study_id": study.pk, "run_id": run.pk, "item_id": r.item.pk if r.item else None, "model_name": r.model,
-         "trial": r.trial, "variant_key": r.variant_key, "slot_values": r.slot_values, "prompt_text": r.prompt,
-         "text": r.text, "external_id": r.external_id, "status": OutputStatus.DONE.value, "created_at": now,
-         "completed_at": now, "provenance": _file_provenance(r, source, who)}
-        for r in rows))
+    bulk_insert(
+        Output,
+        (  # one prepared INSERT: 100,000 outputs in seconds (benchmarks/import_outputs.py)
+            {
+                "study_id": study.pk,
+                "run_id": run.pk,
+                "item_id": r.item.pk if r.item else None,
+                "model_name": r.model,
+                "trial": r.trial,
+                "variant_key": r.variant_key,
+                "slot_values": r.slot_values,
+                "prompt_text": r.prompt,
+                "text": r.text,
+                "external_id": r.external_id,
+                "status": OutputStatus.DONE.value,
+                "created_at": now,
+                "completed_at": now,
+                "provenance": _file_provenance(r, source, who),
+            }
+            for r in rows
+        ),
+    )
     record_activity(study, actor, f"imported {len(rows)} outputs into", run.name)
     return run
 
@@ -565,13 +666,29 @@ def import_texts(study, rows, *, run_name, toolkit=None, actor=None, source="", 
     file). Returns (run, outputs in row order, with primary keys)."""
     run, now, who = _new_import_run(study, len(rows), run_name=run_name, toolkit=toolkit, actor=actor, source=source)
     if provenance is None:
+
         def provenance(r):
             return _file_provenance(r, source, who)
+
     outputs = [
-        Output(study=study, run=run, item=r.item, endpoint=None, model_name=r.model, trial=r.trial,
-               variant_key=r.variant_key, slot_values=r.slot_values, prompt_text=r.prompt, text=r.text,
-               external_id=r.external_id, status=OutputStatus.DONE, completed_at=now, provenance=provenance(r))
-        for r in rows]
+        Output(
+            study=study,
+            run=run,
+            item=r.item,
+            endpoint=None,
+            model_name=r.model,
+            trial=r.trial,
+            variant_key=r.variant_key,
+            slot_values=r.slot_values,
+            prompt_text=r.prompt,
+            text=r.text,
+            external_id=r.external_id,
+            status=OutputStatus.DONE,
+            completed_at=now,
+            provenance=provenance(r),
+        )
+        for r in rows
+    ]
     Output.objects.bulk_create(outputs, batch_size=1000)  # primary keys come back (PostgreSQL, SQLite >= 3.35)
     record_activity(study, actor, f"imported {len(rows)} outputs into", run.name)
     return run, outputs

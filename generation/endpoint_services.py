@@ -2,6 +2,7 @@
 
 An endpoint stores the NAME of the environment variable that holds its key, never the key itself.
 """
+
 import re
 from decimal import Decimal, InvalidOperation
 
@@ -18,10 +19,25 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 KEYED = {Provider.OPENAI, Provider.ANTHROPIC}  # these always need a key; compatible servers often do not
 LIMIT_FIELDS = ("max_concurrency", "requests_per_minute", "tokens_per_minute", "max_attempts")
 FLOAT_FIELDS = ("timeout_seconds", "backoff_base_s", "backoff_max_s")
-PRICE_FIELDS = ("input_price_per_mtok", "output_price_per_mtok", "batch_input_price_per_mtok",
-                "batch_output_price_per_mtok")
-EDITABLE = ("name", "provider", "model_id", "model_family", "base_url", "api_key_env", "default_params",
-            *LIMIT_FIELDS, *FLOAT_FIELDS, *PRICE_FIELDS, "batch_enabled")
+PRICE_FIELDS = (
+    "input_price_per_mtok",
+    "output_price_per_mtok",
+    "batch_input_price_per_mtok",
+    "batch_output_price_per_mtok",
+)
+EDITABLE = (
+    "name",
+    "provider",
+    "model_id",
+    "model_family",
+    "base_url",
+    "api_key_env",
+    "default_params",
+    *LIMIT_FIELDS,
+    *FLOAT_FIELDS,
+    *PRICE_FIELDS,
+    "batch_enabled",
+)
 TRUE = ("1", "true", "on", "yes")
 FALSE = ("", "0", "false", "off", "no")
 
@@ -40,9 +56,11 @@ def parse_params(value):
         try:
             value = loads_json(value)
         except ValueError as exc:
-            raise ValueError(f"Default parameters must be a JSON object, e.g. {{\"temperature\": 0.7}} ({exc}).") from None
+            raise ValueError(
+                f'Default parameters must be a JSON object, e.g. {{"temperature": 0.7}} ({exc}).'
+            ) from None
     if not isinstance(value, dict):
-        raise ValueError("Default parameters must be a JSON object, e.g. {\"temperature\": 0.7}.")
+        raise ValueError('Default parameters must be a JSON object, e.g. {"temperature": 0.7}.')
     try:
         validate_params(value)
     except ProviderError as exc:
@@ -62,8 +80,10 @@ def endpoint_problems(data, study=None, instance=None):
     name = str(values.get("name") or "").strip()
     if not name:
         problems["name"] = "Give the endpoint a name."
-    elif study is not None and ModelEndpoint.objects.filter(study=study, name=name).exclude(
-            pk=getattr(instance, "pk", None)).exists():
+    elif (
+        study is not None
+        and ModelEndpoint.objects.filter(study=study, name=name).exclude(pk=getattr(instance, "pk", None)).exists()
+    ):
         problems["name"] = f"This study already has an endpoint named “{name}”."
     clean["name"] = name[:200]
     provider = values.get("provider") or ""
@@ -85,8 +105,10 @@ def endpoint_problems(data, study=None, instance=None):
     clean["base_url"] = base_url
     env = str(values.get("api_key_env") or "").strip()
     if env and not ENV_NAME.match(env):
-        problems["api_key_env"] = ("Enter the NAME of an environment variable (letters, digits, underscores), "
-                                   "e.g. OPENAI_API_KEY, never the key itself.")
+        problems["api_key_env"] = (
+            "Enter the NAME of an environment variable (letters, digits, underscores), "
+            "e.g. OPENAI_API_KEY, never the key itself."
+        )
         env = ""
     elif key_variable_problem(env):
         problems["api_key_env"] = key_variable_problem(env)
@@ -149,8 +171,10 @@ def endpoint_problems(data, study=None, instance=None):
     if not isinstance(batch, bool):
         problems["batch_enabled"] = f"Must be true or false, got {batch!r}."
     elif batch and provider in Provider.values and provider not in BATCH_PROVIDERS:
-        problems["batch_enabled"] = ("Batch mode needs a provider with a batch API: OpenAI, Anthropic or an "
-                                     "OpenAI-compatible server that implements it.")
+        problems["batch_enabled"] = (
+            "Batch mode needs a provider with a batch API: OpenAI, Anthropic or an "
+            "OpenAI-compatible server that implements it."
+        )
     clean["batch_enabled"] = batch if isinstance(batch, bool) else False
     return clean, problems
 

@@ -5,6 +5,7 @@ generation may not import those apps; they offer a `TOOLKIT_ITEM_EXTRAS` spec th
 page shows one column per spec beside the items; the toolkit's JSON/CSV export includes the fields; imports ignore
 them. An app that is not installed offers nothing.
 """
+
 from stereoscope.providers import provider
 
 SOURCES = ("judging",)

@@ -5,6 +5,7 @@ Only the names the operator lists in PROVIDER_KEY_VARIABLES, and never a variabl
 could send SECRET_KEY or DATABASE_URL as its bearer token. The pages, the API, the admin, run start and every
 provider call ask `key_variable_problem`; the settings are read on each call, so a changed allow-list applies at once.
 """
+
 import os
 
 from django.conf import settings
@@ -29,8 +30,10 @@ def key_variable_problem(name):
     allowed = allowed_key_variables()
     if name not in allowed:
         listed = ", ".join(allowed) or "none"
-        return (f"{name} is not an allowed key variable. The operator allows: {listed} "
-                "(the PROVIDER_KEY_VARIABLES setting).")
+        return (
+            f"{name} is not an allowed key variable. The operator allows: {listed} "
+            "(the PROVIDER_KEY_VARIABLES setting)."
+        )
     return None
 
 

@@ -5,6 +5,7 @@ across every worker on every machine; otherwise they live in this process. Concu
 holder renews; a crashed worker's leases expire after LEASE_TTL seconds. Rates use token buckets (capacity =
 the per-minute limit, refilled continuously), so a burst never exceeds one minute's budget.
 """
+
 import asyncio
 import threading
 import time
@@ -27,9 +28,9 @@ class LocalStore:
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.slots = {}    # key -> {lease_id: expires}
+        self.slots = {}  # key -> {lease_id: expires}
         self.buckets = {}  # key -> [tokens, ts]
-        self.paused = {}   # key -> until
+        self.paused = {}  # key -> until
 
     async def try_slot(self, key, limit, lease_id):
         now = time.monotonic()

@@ -39,13 +39,17 @@ class PromptItem(models.Model):
     text = models.TextField(help_text="May contain {slot} placeholders.")
     dimension = models.ForeignKey(Dimension, null=True, blank=True, on_delete=models.SET_NULL, related_name="items")
     target_stereotype = models.TextField(blank=True, help_text="What judges look for, e.g. 'protected / sheltered'.")
-    gender_mapping = models.CharField(max_length=300, blank=True, help_text="e.g. F = protected/sheltered, M = challenged/tested")
+    gender_mapping = models.CharField(
+        max_length=300, blank=True, help_text="e.g. F = protected/sheltered, M = challenged/tested"
+    )
     reversed_order = models.BooleanField(default=False, help_text="Counterbalanced / reversed-order item.")
     source_reference = models.CharField(max_length=300, blank=True)
     notes = models.TextField(blank=True)
     slots = models.JSONField(default=dict, blank=True, help_text="Item-level slot values; override the toolkit's.")
     combinations = models.JSONField(null=True, blank=True)
-    counterfactual_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="counterfactuals")
+    counterfactual_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="counterfactuals"
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["toolkit", "number"], name="unique_item_number")]
@@ -67,30 +71,59 @@ class ModelEndpoint(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="endpoints")
     name = models.CharField(max_length=200)
     provider = models.CharField(max_length=30, choices=Provider.choices)
-    model_id = models.CharField(max_length=300, help_text="Provider model id, a local path, or the declared model for manual entry.")
-    model_family = models.CharField(max_length=100, blank=True, help_text="Provider family, e.g. openai, anthropic, google.")
+    model_id = models.CharField(
+        max_length=300, help_text="Provider model id, a local path, or the declared model for manual entry."
+    )
+    model_family = models.CharField(
+        max_length=100, blank=True, help_text="Provider family, e.g. openai, anthropic, google."
+    )
     base_url = models.URLField(blank=True)
-    api_key_env = models.CharField(max_length=100, blank=True, help_text="The NAME of the environment variable holding the key.")
-    default_params = models.JSONField(default=dict, blank=True, help_text="temperature, top_p, max_tokens, seed, stop, ...")
+    api_key_env = models.CharField(
+        max_length=100, blank=True, help_text="The NAME of the environment variable holding the key."
+    )
+    default_params = models.JSONField(
+        default=dict, blank=True, help_text="temperature, top_p, max_tokens, seed, stop, ..."
+    )
     max_concurrency = models.PositiveIntegerField(default=8)
     requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
     tokens_per_minute = models.PositiveIntegerField(null=True, blank=True)
     timeout_seconds = models.FloatField(default=120)
     max_attempts = models.PositiveIntegerField(default=5)
-    backoff_base_s = models.FloatField(default=1.0, help_text="First retry waits about this long; each retry doubles it.")
-    backoff_max_s = models.FloatField(default=60.0, help_text="Longest wait between attempts (Retry-After may ask for more).")
-    input_price_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True,
-                                               help_text="USD per million input tokens, for cost estimates.")
-    output_price_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True,
-                                                help_text="USD per million output tokens.")
-    batch_enabled = models.BooleanField(default=False, help_text="Runs may use the provider's batch API "
-                                        "(OpenAI, Anthropic, OpenAI-compatible servers that implement it).")
-    batch_input_price_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True,
-                                                     help_text="USD per million input tokens in batch mode "
-                                                               "(empty: half the normal price).")
-    batch_output_price_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True,
-                                                      help_text="USD per million output tokens in batch mode "
-                                                                "(empty: half the normal price).")
+    backoff_base_s = models.FloatField(
+        default=1.0, help_text="First retry waits about this long; each retry doubles it."
+    )
+    backoff_max_s = models.FloatField(
+        default=60.0, help_text="Longest wait between attempts (Retry-After may ask for more)."
+    )
+    input_price_per_mtok = models.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="USD per million input tokens, for cost estimates.",
+    )
+    output_price_per_mtok = models.DecimalField(
+        max_digits=10, decimal_places=4, null=True, blank=True, help_text="USD per million output tokens."
+    )
+    batch_enabled = models.BooleanField(
+        default=False,
+        help_text="Runs may use the provider's batch API "
+        "(OpenAI, Anthropic, OpenAI-compatible servers that implement it).",
+    )
+    batch_input_price_per_mtok = models.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="USD per million input tokens in batch mode (empty: half the normal price).",
+    )
+    batch_output_price_per_mtok = models.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="USD per million output tokens in batch mode (empty: half the normal price).",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -131,13 +164,18 @@ class GenerationRun(Job):
     trials = models.PositiveIntegerField(default=1)
     param_overrides = models.JSONField(default=dict, blank=True)
     system_prompt = models.TextField(blank=True)
-    contexts = models.JSONField(default=list, blank=True,
-                                help_text="Contexts the prompts are asked in: [{key, persona, turns}]; empty: none. "
-                                          "Each unit is context × prompt; the persona is the system message.")
+    contexts = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Contexts the prompts are asked in: [{key, persona, turns}]; empty: none. "
+        "Each unit is context × prompt; the persona is the system message.",
+    )
     context_source = models.CharField(max_length=300, blank=True, help_text="Where the contexts came from, e.g. a set.")
     is_import = models.BooleanField(default=False, help_text="Holds outputs imported from elsewhere.")
     execution_mode = models.CharField(max_length=10, choices=ExecutionMode.choices, default=ExecutionMode.LIVE)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
     # status, progress, leases, cancel flag, message, started_by and timestamps come from the job engine's Job.
 
@@ -161,14 +199,22 @@ class Output(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="outputs")
     run = models.ForeignKey(GenerationRun, on_delete=models.CASCADE, related_name="outputs")
     item = models.ForeignKey(PromptItem, null=True, blank=True, on_delete=models.RESTRICT, related_name="outputs")
-    endpoint = models.ForeignKey(ModelEndpoint, null=True, blank=True, on_delete=models.RESTRICT, related_name="outputs")
-    model_name = models.CharField(max_length=300, help_text="The model that wrote it (declared for manual/imported text).")
+    endpoint = models.ForeignKey(
+        ModelEndpoint, null=True, blank=True, on_delete=models.RESTRICT, related_name="outputs"
+    )
+    model_name = models.CharField(
+        max_length=300, help_text="The model that wrote it (declared for manual/imported text)."
+    )
     trial = models.PositiveIntegerField(default=1)
     context_key = models.CharField(max_length=200, default="", blank=True, help_text="The run context it was asked in.")
-    variant_key = models.CharField(max_length=500, default="", blank=True, help_text="Canonical slot values; '' without slots.")
+    variant_key = models.CharField(
+        max_length=500, default="", blank=True, help_text="Canonical slot values; '' without slots."
+    )
     slot_values = models.JSONField(default=dict, blank=True)
     prompt_text = models.TextField(blank=True, help_text="The rendered prompt.")
-    text = models.TextField(blank=True, help_text="Plain text; line endings normalised to \\n. Offsets count code points.")
+    text = models.TextField(
+        blank=True, help_text="Plain text; line endings normalised to \\n. Offsets count code points."
+    )
     external_id = models.CharField(max_length=200, blank=True, help_text="Id in the source it was imported from.")
     status = models.CharField(max_length=20, choices=OutputStatus.choices, default=OutputStatus.PENDING, db_index=True)
     error = models.TextField(blank=True)
@@ -177,18 +223,25 @@ class Output(models.Model):
     output_tokens = models.PositiveIntegerField(null=True, blank=True)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
-    provenance = models.JSONField(default=dict, blank=True, help_text="Where the text came from: source, file, who entered it.")
+    provenance = models.JSONField(
+        default=dict, blank=True, help_text="Where the text came from: source, file, who entered it."
+    )
     created_at = models.DateTimeField(default=timezone.now)
     completed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["run", "item", "variant_key", "endpoint", "trial", "context_key"],
-                                    name="unique_output_unit_in_context"),
+            models.UniqueConstraint(
+                fields=["run", "item", "variant_key", "endpoint", "trial", "context_key"],
+                name="unique_output_unit_in_context",
+            ),
         ]
-        indexes = [models.Index(fields=["run", "status"]), models.Index(fields=["study", "item"]),
-                   models.Index(fields=["study", "model_name"], name="output_study_model"),
-                   models.Index(fields=["study", "-run", "id"], name="output_viewer_order")]
+        indexes = [
+            models.Index(fields=["run", "status"]),
+            models.Index(fields=["study", "item"]),
+            models.Index(fields=["study", "model_name"], name="output_study_model"),
+            models.Index(fields=["study", "-run", "id"], name="output_viewer_order"),
+        ]
         ordering = ["run", "item__number", "endpoint", "variant_key", "trial"]
 
     def __str__(self):
@@ -293,8 +346,10 @@ class ProviderBatch(models.Model):
 
     class Meta:
         ordering = ["job_kind", "job_id", "number"]
-        indexes = [models.Index(fields=["job_kind", "job_id"], name="batch_job"),
-                   models.Index(fields=["status"], name="batch_status")]
+        indexes = [
+            models.Index(fields=["job_kind", "job_id"], name="batch_job"),
+            models.Index(fields=["status"], name="batch_status"),
+        ]
 
     def __str__(self):
         return f"{self.provider} batch {self.provider_batch_id or '(submitting)'}"

@@ -8,6 +8,7 @@ sent (outcome "unknown", estimated tokens and cost) and completed after, so a cr
 provider may have received. Limits per endpoint come from `generation.limits`; retries back off exponentially with
 jitter and never earlier than Retry-After.
 """
+
 import asyncio
 import json
 import logging
@@ -153,8 +154,8 @@ class _Loop:
         self.max_attempts = max_attempts
         self.cap = per_endpoint_cap
         self.in_flight = 0
-        self.queues = {}        # endpoint pk -> list of units (popped from the end)
-        self.workers = {}       # endpoint pk -> [tasks]
+        self.queues = {}  # endpoint pk -> list of units (popped from the end)
+        self.workers = {}  # endpoint pk -> [tasks]
         self.limiters = {}
         self.providers = {}
         self.exhausted = False
@@ -193,8 +194,9 @@ class _Loop:
             for _ in range(min(len(pending), limit - len(alive))):
                 alive.append(asyncio.create_task(self.worker(pk)))
             self.workers[pk] = alive
-        self.low_water = max(1, sum(min(self.cap or lim.max_concurrency, lim.max_concurrency)
-                                    for lim in self.limiters.values()))
+        self.low_water = max(
+            1, sum(min(self.cap or lim.max_concurrency, lim.max_concurrency) for lim in self.limiters.values())
+        )
         self.changed.set()
 
     def queued(self):
@@ -325,8 +327,13 @@ class _Loop:
                 self.events.put(("succeeded", unit, result))
                 return
             message = redact_key(endpoint, str(error))
-            record.update(error=message, http_status=error.http_status, retry_after=error.retry_after,
-                          latency_ms=int((time.perf_counter() - t0) * 1000), raw=redact_key(endpoint, error.raw))
+            record.update(
+                error=message,
+                http_status=error.http_status,
+                retry_after=error.retry_after,
+                latency_ms=int((time.perf_counter() - t0) * 1000),
+                raw=redact_key(endpoint, error.raw),
+            )
             if not error.retryable or attempt == max_attempts:
                 self.events.put(("attempt", unit, record))
                 reason = message if not error.retryable else f"Gave up after {attempt} attempts: {message}"
@@ -346,31 +353,68 @@ def _opened_call(study, record):
     endpoint = unit.endpoint
     est_in, est_out = record["estimate"]
     return ProviderCall(
-        study=study, endpoint=endpoint, purpose=unit.purpose, unit_ref=unit.unit_ref[:200],
-        output_id=output_id_from_ref(unit.unit_ref), provider=endpoint.provider, model=endpoint.model_id,
-        messages=unit.messages, params=unit.params, attempt=record["attempt"], started_at=record["started_at"],
-        outcome=CallOutcome.UNKNOWN, input_tokens=est_in, output_tokens=est_out,
-        cost_usd=cost_of(endpoint, est_in, est_out))
+        study=study,
+        endpoint=endpoint,
+        purpose=unit.purpose,
+        unit_ref=unit.unit_ref[:200],
+        output_id=output_id_from_ref(unit.unit_ref),
+        provider=endpoint.provider,
+        model=endpoint.model_id,
+        messages=unit.messages,
+        params=unit.params,
+        attempt=record["attempt"],
+        started_at=record["started_at"],
+        outcome=CallOutcome.UNKNOWN,
+        input_tokens=est_in,
+        output_tokens=est_out,
+        cost_usd=cost_of(endpoint, est_in, est_out),
+    )
 
 
 def _closed_fields(record):
     """The columns an attempt row gets once its answer (or error) is known."""
     result = record.get("result")
     if result is not None:
-        return {"outcome": CallOutcome.OK, "ok": True, "response_text": result.text, "raw_response": result.raw,
-                "finish_reason": (result.finish_reason or "")[:50], "input_tokens": result.input_tokens,
-                "output_tokens": result.output_tokens, "cost_usd": result.cost_usd, "latency_ms": result.latency_ms,
-                "http_status": result.http_status, "completed_at": timezone.now()}
-    return {"outcome": CallOutcome.ERROR, "ok": False, "error": record.get("error", ""),
-            "http_status": record.get("http_status"), "retry_after_s": record.get("retry_after"),
-            "backoff_s": record.get("backoff"), "latency_ms": record.get("latency_ms"),
-            "raw_response": record.get("raw"), "input_tokens": None, "output_tokens": None, "cost_usd": None,
-            "completed_at": timezone.now()}
+        return {
+            "outcome": CallOutcome.OK,
+            "ok": True,
+            "response_text": result.text,
+            "raw_response": result.raw,
+            "finish_reason": (result.finish_reason or "")[:50],
+            "input_tokens": result.input_tokens,
+            "output_tokens": result.output_tokens,
+            "cost_usd": result.cost_usd,
+            "latency_ms": result.latency_ms,
+            "http_status": result.http_status,
+            "completed_at": timezone.now(),
+        }
+    return {
+        "outcome": CallOutcome.ERROR,
+        "ok": False,
+        "error": record.get("error", ""),
+        "http_status": record.get("http_status"),
+        "retry_after_s": record.get("retry_after"),
+        "backoff_s": record.get("backoff"),
+        "latency_ms": record.get("latency_ms"),
+        "raw_response": record.get("raw"),
+        "input_tokens": None,
+        "output_tokens": None,
+        "cost_usd": None,
+        "completed_at": timezone.now(),
+    }
 
 
-def execute_units(study, units, sink: ResultSink, *, cancel_check: Callable[[], bool] | None = None,
-                  progress: Callable[[RunStats, int], None] | None = None, max_attempts: int | None = None,
-                  cancel_every: float = 0.5, per_endpoint_cap: int | None = None) -> RunStats:
+def execute_units(
+    study,
+    units,
+    sink: ResultSink,
+    *,
+    cancel_check: Callable[[], bool] | None = None,
+    progress: Callable[[RunStats, int], None] | None = None,
+    max_attempts: int | None = None,
+    cancel_every: float = 0.5,
+    per_endpoint_cap: int | None = None,
+) -> RunStats:
     """Run every unit to success or recorded failure. Returns the totals. Thread-safe for the caller.
 
     `units` is a list of CallUnits or a UnitSource; `per_endpoint_cap` bounds this process's concurrent calls per
@@ -390,12 +434,14 @@ def execute_units(study, units, sink: ResultSink, *, cancel_check: Callable[[], 
 
     def run_loop():
         try:
+
             async def main():
                 loop_runner.loop = asyncio.get_running_loop()
                 task = asyncio.create_task(loop_runner.main())
                 await asyncio.sleep(0)
                 started_loop.set()
                 await task
+
             asyncio.run(main())
         except BaseException as exc:
             crashed["error"] = exc
@@ -434,8 +480,9 @@ def execute_units(study, units, sink: ResultSink, *, cancel_check: Callable[[], 
             if others and rest_since is None:
                 rest_since = time.perf_counter()
             rest.extend(others)
-            if rest and (ended or wants_more or len(rest) >= BATCH_SIZE
-                         or time.perf_counter() - rest_since >= BATCH_SECONDS):
+            if rest and (
+                ended or wants_more or len(rest) >= BATCH_SIZE or time.perf_counter() - rest_since >= BATCH_SECONDS
+            ):
                 _write_batch(study, rest, sink, stats, finished, loop_runner, source)
                 rest, rest_since = [], None
             if wants_more and not ended:
@@ -471,8 +518,22 @@ def execute_units(study, units, sink: ResultSink, *, cancel_check: Callable[[], 
     return stats
 
 
-CLOSE_FIELDS = ["outcome", "ok", "response_text", "raw_response", "finish_reason", "input_tokens", "output_tokens",
-                "cost_usd", "latency_ms", "http_status", "error", "retry_after_s", "backoff_s", "completed_at"]
+CLOSE_FIELDS = [
+    "outcome",
+    "ok",
+    "response_text",
+    "raw_response",
+    "finish_reason",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "latency_ms",
+    "http_status",
+    "error",
+    "retry_after_s",
+    "backoff_s",
+    "completed_at",
+]
 
 
 def _close_calls(records):
@@ -484,8 +545,9 @@ def _close_calls(records):
     params = []
     for record in records:
         values = _closed_fields(record)
-        params.append([f.get_db_prep_save(values.get(f.name, f.get_default()), connection) for f in fields]
-                      + [record["row_id"]])
+        params.append(
+            [f.get_db_prep_save(values.get(f.name, f.get_default()), connection) for f in fields] + [record["row_id"]]
+        )
     with connection.cursor() as cursor:
         cursor.executemany(sql, params)
 

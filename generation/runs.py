@@ -4,6 +4,7 @@ A run is a toolkit version × endpoints × trials. Each unit (item, slot values,
 single-turn conversation and owns exactly one Output row: the rows are created up front (the unique constraint
 makes duplicates impossible) and executing a run only fills rows still pending, so resuming never repeats work.
 """
+
 import logging
 from decimal import Decimal
 
@@ -62,7 +63,7 @@ def parse_overrides(value):
         except ValueError as exc:
             raise RunError(f"Parameter overrides must be a JSON object: {exc}.") from None
     if not isinstance(value, dict):
-        raise RunError("Parameter overrides must be a JSON object, e.g. {\"temperature\": 0.7}.")
+        raise RunError('Parameter overrides must be a JSON object, e.g. {"temperature": 0.7}.')
     try:
         validate_params({k: v for k, v in value.items() if v not in (None, "")})
     except ProviderError as exc:
@@ -91,18 +92,40 @@ def clean_contexts(contexts):
             raise RunError(f"Context key {key!r} appears twice.")
         keys.add(key)
         persona, turns = c.get("persona") or "", c.get("turns") or []
-        if not isinstance(persona, str) or not isinstance(turns, list) or not all(
+        if (
+            not isinstance(persona, str)
+            or not isinstance(turns, list)
+            or not all(
                 isinstance(t, dict) and t.get("role") in ("user", "assistant") and isinstance(t.get("content"), str)
-                for t in turns):
+                for t in turns
+            )
+        ):
             raise RunError(f"Context {key!r}: persona is text and turns are [{{role: user|assistant, content}}].")
-        out.append({"key": key[:200], "persona": persona,
-                    "turns": [{"role": t["role"], "content": t["content"]} for t in turns]})
+        out.append(
+            {
+                "key": key[:200],
+                "persona": persona,
+                "turns": [{"role": t["role"], "content": t["content"]} for t in turns],
+            }
+        )
     return out
 
 
 @transaction.atomic
-def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=None, system_prompt="", contexts=None,
-               context_source="", actor=None, execution_mode=ExecutionMode.LIVE):
+def create_run(
+    study,
+    *,
+    name,
+    toolkit,
+    endpoints,
+    trials=1,
+    param_overrides=None,
+    system_prompt="",
+    contexts=None,
+    context_source="",
+    actor=None,
+    execution_mode=ExecutionMode.LIVE,
+):
     """A draft run. Validates everything a launch would need, so a bad run is never saved."""
     name = (name or "").strip()
     if not name:
@@ -135,10 +158,18 @@ def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=Non
     n *= max(1, len(contexts))
     if n * len(endpoints) * trials > MAX_UNITS:
         raise RunError(f"{n * len(endpoints) * trials} units is more than the limit of {MAX_UNITS}.")
-    run = GenerationRun.objects.create(study=study, name=name, toolkit=toolkit, trials=trials, param_overrides=overrides,
-                                       system_prompt=system_prompt or "", contexts=contexts,
-                                       context_source=(context_source or "")[:300], created_by=actor,
-                                       execution_mode=execution_mode)
+    run = GenerationRun.objects.create(
+        study=study,
+        name=name,
+        toolkit=toolkit,
+        trials=trials,
+        param_overrides=overrides,
+        system_prompt=system_prompt or "",
+        contexts=contexts,
+        context_source=(context_source or "")[:300],
+        created_by=actor,
+        execution_mode=execution_mode,
+    )
     run.endpoints.set(endpoints)
     TOOLKITS.lock(toolkit)
     record_activity(study, actor, "created generation run", run.name)
@@ -182,8 +213,16 @@ def plan(run, sample=50):
     contexts = run_contexts(run)
     endpoints = list(run.endpoints.order_by("name"))
     rows = []
-    totals = {"calls": 0, "manual": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": Decimal("0"), "priced": True,
-              "batch_cost_usd": Decimal("0"), "batch_priced": True}
+    totals = {
+        "calls": 0,
+        "manual": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost_usd": Decimal("0"),
+        "priced": True,
+        "batch_cost_usd": Decimal("0"),
+        "batch_priced": True,
+    }
     prompt_tokens = sum(estimate_tokens(run.system_prompt) + estimate_tokens(u.prompt) for u in units) * len(contexts)
     problems = []
     for endpoint in endpoints:
@@ -199,12 +238,26 @@ def plan(run, sample=50):
         batch_allowed = endpoint.batch_enabled and endpoint.provider in BATCH_PROVIDERS
         batch_cost = batches.batch_cost_of(endpoint, in_tokens, out_tokens) if batch_allowed else None
         manual = endpoint.provider == Provider.MANUAL
-        if not manual and endpoint.provider != Provider.TRANSFORMERS and endpoint.provider != Provider.OPENAI_COMPATIBLE \
-                and not endpoint.key_is_set:
+        if (
+            not manual
+            and endpoint.provider != Provider.TRANSFORMERS
+            and endpoint.provider != Provider.OPENAI_COMPATIBLE
+            and not endpoint.key_is_set
+        ):
             problems.append(f"{endpoint.name}: the key variable {endpoint.api_key_env or '(none named)'} is not set.")
-        rows.append({"endpoint": endpoint, "calls": calls, "manual": manual, "params": params,
-                     "input_tokens": in_tokens, "output_tokens": out_tokens, "cost_usd": cost,
-                     "batch_allowed": batch_allowed, "batch_cost_usd": batch_cost})
+        rows.append(
+            {
+                "endpoint": endpoint,
+                "calls": calls,
+                "manual": manual,
+                "params": params,
+                "input_tokens": in_tokens,
+                "output_tokens": out_tokens,
+                "cost_usd": cost,
+                "batch_allowed": batch_allowed,
+                "batch_cost_usd": batch_cost,
+            }
+        )
         if batch_cost is None:
             totals["batch_priced"] = False
         else:
@@ -216,20 +269,49 @@ def plan(run, sample=50):
             totals["priced"] = False
         else:
             totals["cost_usd"] += cost
-    return {"units_per_endpoint": len(units) * len(contexts) * run.trials, "prompts": len(units),
-            "contexts": len(run.contexts or []), "endpoints": rows, "totals": totals, "problems": problems,
-            "sample": [{"item": u.item.number, "slot_values": u.slot_values, "prompt": u.prompt, "context": c["key"],
-                        "messages": messages_for(run, u.prompt, c["key"])}
-                       for c in contexts[:2] for u in units][:sample]}
+    return {
+        "units_per_endpoint": len(units) * len(contexts) * run.trials,
+        "prompts": len(units),
+        "contexts": len(run.contexts or []),
+        "endpoints": rows,
+        "totals": totals,
+        "problems": problems,
+        "sample": [
+            {
+                "item": u.item.number,
+                "slot_values": u.slot_values,
+                "prompt": u.prompt,
+                "context": c["key"],
+                "messages": messages_for(run, u.prompt, c["key"]),
+            }
+            for c in contexts[:2]
+            for u in units
+        ][:sample],
+    }
 
 
 def materialize(run):
     """Create the pending Output row of every unit (idempotent: existing units are left alone)."""
     units = list(expand_units(run.toolkit))
     endpoints = list(run.endpoints.all())
-    rows = [Output(study_id=run.study_id, run=run, item=u.item, endpoint=e, model_name=e.model_id, trial=t,
-                   context_key=c["key"], variant_key=u.variant_key, slot_values=u.slot_values, prompt_text=u.prompt)
-            for e in endpoints for c in run_contexts(run) for u in units for t in range(1, run.trials + 1)]
+    rows = [
+        Output(
+            study_id=run.study_id,
+            run=run,
+            item=u.item,
+            endpoint=e,
+            model_name=e.model_id,
+            trial=t,
+            context_key=c["key"],
+            variant_key=u.variant_key,
+            slot_values=u.slot_values,
+            prompt_text=u.prompt,
+        )
+        for e in endpoints
+        for c in run_contexts(run)
+        for u in units
+        for t in range(1, run.trials + 1)
+    ]
     Output.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
     return len(rows)
 
@@ -264,16 +346,20 @@ def check_ready(run):
             continue
         needs_key = endpoint.provider in KEYED_PROVIDERS or bool(endpoint.api_key_env)
         if needs_key and not endpoint.key_is_set:
-            problems.append(f"the key variable {endpoint.api_key_env or '(none named)'} of “{endpoint.name}” is not set "
-                            "in the server's environment")
+            problems.append(
+                f"the key variable {endpoint.api_key_env or '(none named)'} of “{endpoint.name}” is not set "
+                "in the server's environment"
+            )
         try:
             validate_params(merged_params(endpoint, run.param_overrides))
         except ProviderError as exc:
             problems.append(f"“{endpoint.name}”: {exc}")
-        if run.execution_mode == ExecutionMode.BATCH and not (endpoint.batch_enabled
-                                                              and endpoint.provider in BATCH_PROVIDERS):
-            problems.append(f"“{endpoint.name}” no longer allows batch mode (allow it again, or switch the run to "
-                            "live mode)")
+        if run.execution_mode == ExecutionMode.BATCH and not (
+            endpoint.batch_enabled and endpoint.provider in BATCH_PROVIDERS
+        ):
+            problems.append(
+                f"“{endpoint.name}” no longer allows batch mode (allow it again, or switch the run to live mode)"
+            )
     if problems:
         raise RunError("Cannot start: " + "; ".join(problems) + ".")
 
@@ -353,21 +439,35 @@ class OutputSink:
     def on_success(self, unit, result):
         truncated = result.finish_reason == "length"
         Output.objects.filter(pk=unit.payload, status=OutputStatus.PENDING).update(
-            text=normalize_text(result.text), status=OutputStatus.DONE, finish_reason=(result.finish_reason or "")[:50],
-            input_tokens=result.input_tokens, output_tokens=result.output_tokens, cost_usd=result.cost_usd,
-            latency_ms=result.latency_ms, completed_at=timezone.now(),
+            text=normalize_text(result.text),
+            status=OutputStatus.DONE,
+            finish_reason=(result.finish_reason or "")[:50],
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+            cost_usd=result.cost_usd,
+            latency_ms=result.latency_ms,
+            completed_at=timezone.now(),
             error="Truncated: the model stopped at max_tokens." if truncated else "",
-            provenance={"source": "generated", "provider": unit.endpoint.provider, "model": unit.endpoint.model_id,
-                        "params": unit.params, "messages": unit.messages})
+            provenance={
+                "source": "generated",
+                "provider": unit.endpoint.provider,
+                "model": unit.endpoint.model_id,
+                "params": unit.params,
+                "messages": unit.messages,
+            },
+        )
 
     def on_failure(self, unit, error):
         Output.objects.filter(pk=unit.payload, status=OutputStatus.PENDING).update(
-            status=OutputStatus.FAILED, error=error, completed_at=timezone.now())
+            status=OutputStatus.FAILED, error=error, completed_at=timezone.now()
+        )
 
 
 def _callable_outputs(run):
     endpoints = {e.pk: e for e in run.endpoints.exclude(provider=Provider.MANUAL)}
-    rows = run.outputs.filter(status__in=[OutputStatus.PENDING, OutputStatus.IN_FLIGHT], endpoint_id__in=list(endpoints))
+    rows = run.outputs.filter(
+        status__in=[OutputStatus.PENDING, OutputStatus.IN_FLIGHT], endpoint_id__in=list(endpoints)
+    )
     return endpoints, rows
 
 
@@ -398,12 +498,20 @@ class GenerationRunJob(jobs.JobKind):
         endpoints, rows = _callable_outputs(run)
         held = set() if include_held else self._held(run)
         params = {pk: merged_params(e, run.param_overrides) for pk, e in endpoints.items()}
-        return [CallUnit(unit_ref=f"output:{pk}", endpoint=endpoints[ep],
-                         messages=messages_for(run, prompt, context_key),
-                         params=dict(params[ep]), purpose="generation", payload=pk)
-                for pk, ep, prompt, context_key in rows.filter(pk__in=keys).order_by("pk").values_list(
-                    "pk", "endpoint_id", "prompt_text", "context_key")
-                if pk not in held]
+        return [
+            CallUnit(
+                unit_ref=f"output:{pk}",
+                endpoint=endpoints[ep],
+                messages=messages_for(run, prompt, context_key),
+                params=dict(params[ep]),
+                purpose="generation",
+                payload=pk,
+            )
+            for pk, ep, prompt, context_key in rows.filter(pk__in=keys)
+            .order_by("pk")
+            .values_list("pk", "endpoint_id", "prompt_text", "context_key")
+            if pk not in held
+        ]
 
     def batch_sink(self, run):
         return OutputSink()
@@ -434,8 +542,10 @@ class GenerationRunJob(jobs.JobKind):
         if manual == left:
             return RunStatus.RUNNING, f"Waiting for {manual} manual answers."
         if run.execution_mode == ExecutionMode.BATCH:
-            return run.status, (f"{left - manual} units came back from their batches without an answer (errors or "
-                                "expiry); resume to submit them in a new batch, or switch the run to live.")
+            return run.status, (
+                f"{left - manual} units came back from their batches without an answer (errors or "
+                "expiry); resume to submit them in a new batch, or switch the run to live."
+            )
         return run.status, "Stopped with units left; resume to run them."
 
 
@@ -455,14 +565,29 @@ def finish(run_id, cancelled=False):
 
 def counts(run):
     """done / failed / pending counts, overall and per endpoint, with token and cost totals."""
-    rows = (run.outputs.values("endpoint_id", "endpoint__name", "model_name")
-            .annotate(total=Count("id"), done=Count("id", filter=Q(status=OutputStatus.DONE)),
-                      failed=Count("id", filter=Q(status=OutputStatus.FAILED)),
-                      truncated=Count("id", filter=Q(finish_reason="length")),
-                      input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"), cost_usd=Sum("cost_usd"))
-            .order_by("endpoint__name", "model_name"))
+    rows = (
+        run.outputs.values("endpoint_id", "endpoint__name", "model_name")
+        .annotate(
+            total=Count("id"),
+            done=Count("id", filter=Q(status=OutputStatus.DONE)),
+            failed=Count("id", filter=Q(status=OutputStatus.FAILED)),
+            truncated=Count("id", filter=Q(finish_reason="length")),
+            input_tokens=Sum("input_tokens"),
+            output_tokens=Sum("output_tokens"),
+            cost_usd=Sum("cost_usd"),
+        )
+        .order_by("endpoint__name", "model_name")
+    )
     per_endpoint = []
-    overall = {"total": 0, "done": 0, "failed": 0, "truncated": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": Decimal("0")}
+    overall = {
+        "total": 0,
+        "done": 0,
+        "failed": 0,
+        "truncated": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost_usd": Decimal("0"),
+    }
     for row in rows:
         row["pending"] = row["total"] - row["done"] - row["failed"]
         per_endpoint.append(row)
@@ -474,7 +599,9 @@ def counts(run):
     overall["in_flight"] = progress.get("in_flight", 0) if live else 0
     overall["rate"] = progress.get("rate") if live else None
     overall["eta_s"] = progress.get("eta_s") if live else None
-    overall["percent"] = round(100 * (overall["done"] + overall["failed"]) / overall["total"]) if overall["total"] else 0
+    overall["percent"] = (
+        round(100 * (overall["done"] + overall["failed"]) / overall["total"]) if overall["total"] else 0
+    )
     return {"overall": overall, "per_endpoint": per_endpoint}
 
 

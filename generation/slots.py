@@ -4,6 +4,7 @@ A slot is `{name}` with name = a letter or underscore, then letters, digits or u
 `{{` and `}}` stand for literal braces. Any other brace is an error, so a typo such as `{name` or
 `{first name}` never reaches a model silently.
 """
+
 import re
 
 SLOT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -24,11 +25,12 @@ def _tokens(text):
                 i += 2
                 continue
             end = text.find("}", i + 1)
-            name = text[i + 1:end] if end != -1 else ""
+            name = text[i + 1 : end] if end != -1 else ""
             if end == -1 or not SLOT_NAME.fullmatch(name):
-                shown = text[i:end + 1] if end != -1 else text[i:i + 20]
+                shown = text[i : end + 1] if end != -1 else text[i : i + 20]
                 raise SlotError(
-                    f"Invalid placeholder {shown!r} at character {i + 1}: a slot is written {{name}} with letters, digits "
+                    f"Invalid placeholder {shown!r} at character {i + 1}: "
+                    "a slot is written {name} with letters, digits "
                     "or underscores only; write {{ and }} for literal braces."
                 )
             if buf:
@@ -82,11 +84,15 @@ def normalize_slot_values(slots, where="slots"):
     if slots in (None, ""):
         return {}
     if not isinstance(slots, dict):
-        raise SlotError(f"{where} must be an object mapping slot names to lists of values, e.g. {{\"age\": [\"20\", \"40\"]}}.")
+        raise SlotError(
+            f'{where} must be an object mapping slot names to lists of values, e.g. {{"age": ["20", "40"]}}.'
+        )
     clean = {}
     for name, values in slots.items():
         if not isinstance(name, str) or not SLOT_NAME.fullmatch(name):
-            raise SlotError(f"{where}: {name!r} is not a valid slot name (letters, digits, underscores; not starting with a digit).")
+            raise SlotError(
+                f"{where}: {name!r} is not a valid slot name (letters, digits, underscores; not starting with a digit)."
+            )
         if isinstance(values, (str, int, float)) and not isinstance(values, bool):
             values = [values]
         if not isinstance(values, list) or not values:
@@ -108,7 +114,9 @@ def normalize_combinations(combinations, where="combinations"):
     if combinations in (None, ""):
         return None
     if not isinstance(combinations, list) or not combinations:
-        raise SlotError(f"{where} must be a non-empty list of objects such as {{\"name\": \"Kelly\", \"gender\": \"female\"}}, or empty.")
+        raise SlotError(
+            f'{where} must be a non-empty list of objects such as {{"name": "Kelly", "gender": "female"}}, or empty.'
+        )
     clean, keys = [], None
     for index, combo in enumerate(combinations, start=1):
         if not isinstance(combo, dict) or not combo:
@@ -118,7 +126,10 @@ def normalize_combinations(combinations, where="combinations"):
         if keys is None:
             keys = set(entry)
         elif set(entry) != keys:
-            raise SlotError(f"{where}: entry {index} names slots {sorted(entry)} but entry 1 names {sorted(keys)}; every entry needs the same slots.")
+            raise SlotError(
+                f"{where}: entry {index} names slots {sorted(entry)} but entry 1 names {sorted(keys)}; "
+                "every entry needs the same slots."
+            )
         if entry in clean:
             raise SlotError(f"{where}: entry {index} repeats an earlier combination.")
         clean.append(entry)

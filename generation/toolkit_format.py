@@ -9,6 +9,7 @@ CSV: one row per record with a `kind` column (toolkit, dimension, item) and the 
 combinations as JSON text. A CSV without a `kind` column is read as a plain item list (a `text` column is
 required; `number` defaults to the row order), which is how a spreadsheet of prompts comes in.
 """
+
 import csv
 import io
 import json
@@ -24,12 +25,39 @@ from .toolkits import count_text
 
 FORMAT = "stereoscope-toolkit"
 FORMAT_VERSION = 1
-ITEM_FIELDS = ["number", "text", "dimension", "target_stereotype", "gender_mapping", "reversed_order",
-               "source_reference", "notes", "slots", "combinations", "counterfactual_of"]
+ITEM_FIELDS = [
+    "number",
+    "text",
+    "dimension",
+    "target_stereotype",
+    "gender_mapping",
+    "reversed_order",
+    "source_reference",
+    "notes",
+    "slots",
+    "combinations",
+    "counterfactual_of",
+]
 DIMENSION_FIELDS = ["name", "description", "order"]
 TOOLKIT_FIELDS = ["name", "description", "language", "slots", "combinations"]
-CSV_COLUMNS = ["kind", "number", "name", "text", "description", "language", "dimension", "order", "target_stereotype",
-               "gender_mapping", "reversed_order", "source_reference", "notes", "slots", "combinations", "counterfactual_of"]
+CSV_COLUMNS = [
+    "kind",
+    "number",
+    "name",
+    "text",
+    "description",
+    "language",
+    "dimension",
+    "order",
+    "target_stereotype",
+    "gender_mapping",
+    "reversed_order",
+    "source_reference",
+    "notes",
+    "slots",
+    "combinations",
+    "counterfactual_of",
+]
 IGNORED_KEYS = {"format", "format_version", "version", "id", "builtin_key", "locked", "parent"}
 MAX_LENGTHS = {"name": 200, "gender_mapping": 300, "source_reference": 300, "language": 10}
 MAX_ERRORS = 50
@@ -58,14 +86,22 @@ def toolkit_to_dict(toolkit):
         "language": toolkit.language,
         "slots": toolkit.slots or {},
         "combinations": toolkit.combinations,
-        "dimensions": [{"name": d.name, "description": d.description, "order": d.order}
-                       for d in toolkit.dimensions.order_by("order", "name")],
+        "dimensions": [
+            {"name": d.name, "description": d.description, "order": d.order}
+            for d in toolkit.dimensions.order_by("order", "name")
+        ],
         "items": [
             {
-                "number": item.number, "text": item.text, "dimension": item.dimension.name if item.dimension_id else "",
-                "target_stereotype": item.target_stereotype, "gender_mapping": item.gender_mapping,
-                "reversed_order": item.reversed_order, "source_reference": item.source_reference, "notes": item.notes,
-                "slots": item.slots or {}, "combinations": item.combinations,
+                "number": item.number,
+                "text": item.text,
+                "dimension": item.dimension.name if item.dimension_id else "",
+                "target_stereotype": item.target_stereotype,
+                "gender_mapping": item.gender_mapping,
+                "reversed_order": item.reversed_order,
+                "source_reference": item.source_reference,
+                "notes": item.notes,
+                "slots": item.slots or {},
+                "combinations": item.combinations,
                 "counterfactual_of": numbers.get(item.counterfactual_of_id),
             }
             for item in toolkit.items.select_related("dimension").order_by("number")
@@ -90,9 +126,16 @@ def toolkit_table(toolkit):
     """The toolkit as (columns, rows) of the CSV format: a toolkit row, then dimensions, then items."""
     data = toolkit_to_dict(toolkit)
     extra_fields = [f for f in item_extras.extra_fields() if data["items"] and f in data["items"][0]]
-    rows = [{"kind": "toolkit", "name": data["name"], "description": data["description"],
-             "language": data["language"], "slots": _json_cell(data["slots"], {}),
-             "combinations": _json_cell(data["combinations"], None)}]
+    rows = [
+        {
+            "kind": "toolkit",
+            "name": data["name"],
+            "description": data["description"],
+            "language": data["language"],
+            "slots": _json_cell(data["slots"], {}),
+            "combinations": _json_cell(data["combinations"], None),
+        }
+    ]
     rows += [{"kind": "dimension", **dim} for dim in data["dimensions"]]
     for item in data["items"]:
         row = {"kind": "item", **item}
@@ -120,7 +163,9 @@ def _decode(content):
         try:
             content = content.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            raise ToolkitFormatError([f"The file is not UTF-8 text (byte {exc.start + 1}); save it as UTF-8."]) from None
+            raise ToolkitFormatError(
+                [f"The file is not UTF-8 text (byte {exc.start + 1}); save it as UTF-8."]
+            ) from None
     if nul_problem(content):
         raise ToolkitFormatError([nul_problem(content)])
     return content.lstrip("\ufeff")
@@ -137,7 +182,9 @@ def parse_json(content):
     if "format" in data and data["format"] != FORMAT:
         raise ToolkitFormatError([f"Unknown format {data['format']!r}; expected {FORMAT!r}."])
     if data.get("format_version", FORMAT_VERSION) != FORMAT_VERSION:
-        raise ToolkitFormatError([f"Unsupported format_version {data.get('format_version')!r}; this version reads {FORMAT_VERSION}."])
+        raise ToolkitFormatError(
+            [f"Unsupported format_version {data.get('format_version')!r}; this version reads {FORMAT_VERSION}."]
+        )
     return data
 
 
@@ -179,8 +226,13 @@ def parse_csv(content):
             data["slots"] = _json_field(row.get("slots"), f"{label} slots", errors) or {}
             data["combinations"] = _json_field(row.get("combinations"), f"{label} combinations", errors)
         elif kind == "dimension":
-            data["dimensions"].append({"name": row.get("name", ""), "description": row.get("description", ""),
-                                       "order": row.get("order", "") or 0})
+            data["dimensions"].append(
+                {
+                    "name": row.get("name", ""),
+                    "description": row.get("description", ""),
+                    "order": row.get("order", "") or 0,
+                }
+            )
         elif kind == "item":
             item = {k: row[k] for k in ITEM_FIELDS if k in row}
             item["slots"] = _json_field(row.get("slots"), f"{label} slots", errors) or {}
@@ -254,7 +306,8 @@ def validate_data(data, name=None):
         "name": _text(name if name else data.get("name"), "Toolkit name", errors, "name").strip(),
         "description": _text(data.get("description"), "Toolkit description", errors),
         "language": _text(data.get("language") or "en", "Toolkit language", errors, "language").strip() or "en",
-        "dimensions": [], "items": [],
+        "dimensions": [],
+        "items": [],
     }
     if not clean["name"]:
         errors.append("The toolkit needs a name.")
@@ -285,8 +338,13 @@ def validate_data(data, name=None):
         elif dim_name in names:
             errors.append(f"{label}: the name {dim_name!r} is used twice.")
         names.add(dim_name)
-        clean["dimensions"].append({"name": dim_name, "description": _text(dim.get("description"), f"{label} description", errors),
-                                    "order": _int(dim.get("order", index - 1), f"{label} order", errors) or 0})
+        clean["dimensions"].append(
+            {
+                "name": dim_name,
+                "description": _text(dim.get("description"), f"{label} description", errors),
+                "order": _int(dim.get("order", index - 1), f"{label} order", errors) or 0,
+            }
+        )
     numbers = []
     for index, item in enumerate(items, start=1):
         if not isinstance(item, dict):
@@ -308,11 +366,15 @@ def validate_data(data, name=None):
             names.add(dimension)
             clean["dimensions"].append({"name": dimension, "description": "", "order": len(clean["dimensions"])})
         entry = {
-            "number": number, "text": text, "dimension": dimension,
+            "number": number,
+            "text": text,
+            "dimension": dimension,
             "target_stereotype": _text(item.get("target_stereotype"), f"{label} target_stereotype", errors),
             "gender_mapping": _text(item.get("gender_mapping"), f"{label} gender_mapping", errors, "gender_mapping"),
             "reversed_order": _bool(item.get("reversed_order"), f"{label} reversed_order", errors),
-            "source_reference": _text(item.get("source_reference"), f"{label} source_reference", errors, "source_reference"),
+            "source_reference": _text(
+                item.get("source_reference"), f"{label} source_reference", errors, "source_reference"
+            ),
             "notes": _text(item.get("notes"), f"{label} notes", errors),
             "counterfactual_of": None,
         }
@@ -326,7 +388,9 @@ def validate_data(data, name=None):
             errors.append(str(exc))
             entry["slots"], entry["combinations"] = {}, None
         if item.get("counterfactual_of") not in (None, ""):
-            entry["counterfactual_of"] = _int(item["counterfactual_of"], f"{label} counterfactual_of", errors, minimum=1)
+            entry["counterfactual_of"] = _int(
+                item["counterfactual_of"], f"{label} counterfactual_of", errors, minimum=1
+            )
         clean["items"].append(entry)
     for entry in clean["items"]:
         original = entry["counterfactual_of"]
@@ -350,9 +414,17 @@ def create_toolkit(study, clean, *, created_by=None, builtin_key="", locked=Fals
     version = TOOLKITS.next_version(study, clean["name"])
     parent = Toolkit.objects.filter(study=study, name=clean["name"], version=version - 1).first()
     toolkit = Toolkit.objects.create(
-        study=study, name=clean["name"], version=version, parent=parent, description=clean["description"],
-        language=clean["language"], slots=clean["slots"], combinations=clean["combinations"],
-        created_by=created_by, builtin_key=builtin_key, locked=locked,
+        study=study,
+        name=clean["name"],
+        version=version,
+        parent=parent,
+        description=clean["description"],
+        language=clean["language"],
+        slots=clean["slots"],
+        combinations=clean["combinations"],
+        created_by=created_by,
+        builtin_key=builtin_key,
+        locked=locked,
     )
     dims = {d["name"]: toolkit.dimensions.create(**d) for d in clean["dimensions"]}
     items = {}

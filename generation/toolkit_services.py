@@ -1,4 +1,5 @@
 """Writes for toolkits: edits that respect locking, counterfactual twins, copies. Views, API and commands call these."""
+
 import itertools
 
 from django.core.exceptions import ValidationError
@@ -16,8 +17,10 @@ from .toolkits import ToolkitLocked, count_text, count_units, effective_slots, e
 
 def _copy_children(toolkit, copy, *, actor=None):
     """A toolkit version's children: its dimensions, items and counterfactual links."""
-    dimension_map = {dim.pk: copy.dimensions.create(name=dim.name, description=dim.description, order=dim.order)
-                     for dim in toolkit.dimensions.all()}
+    dimension_map = {
+        dim.pk: copy.dimensions.create(name=dim.name, description=dim.description, order=dim.order)
+        for dim in toolkit.dimensions.all()
+    }
     item_map, links = {}, []
     for item in toolkit.items.order_by("number"):
         old_pk, counterfactual_of = item.pk, item.counterfactual_of_id
@@ -36,8 +39,15 @@ def _copy_children(toolkit, copy, *, actor=None):
 
 
 # Locked once a run uses it; a copy keeps the key of the built-in it came from.
-TOOLKITS = Versioning(Toolkit, noun="toolkit", error=ToolkitLocked, in_use=lambda toolkit: toolkit.runs.exists(),
-                      used_by="a run", copy_children=_copy_children, copy_builtin_key=True)
+TOOLKITS = Versioning(
+    Toolkit,
+    noun="toolkit",
+    error=ToolkitLocked,
+    in_use=lambda toolkit: toolkit.runs.exists(),
+    used_by="a run",
+    copy_children=_copy_children,
+    copy_builtin_key=True,
+)
 
 
 def target_for_edit(toolkit, actor):
@@ -52,12 +62,16 @@ def same_item(toolkit, item):
 
 @transaction.atomic
 def derive_counterfactual(item, *, actor=None, name_pairs=None):
-    """Add the gender-swapped twin of `item` to its toolkit (a new version if locked); returns (twin, created_version)."""
+    """Add the gender-swapped twin of `item` to its toolkit (a new version if locked).
+
+    Returns (twin, created_version).
+    """
     toolkit, created = target_for_edit(item.toolkit, actor)
     original = same_item(toolkit, item)
     used = parse_slots(original.text)
-    slots, combos = effective_slots(toolkit.slots, toolkit.combinations, original.slots, original.combinations,
-                                    f"Item {original.number}")
+    slots, combos = effective_slots(
+        toolkit.slots, toolkit.combinations, original.slots, original.combinations, f"Item {original.number}"
+    )
     used_slots = {k: v for k, v in slots.items() if k in used}
     swapped_slots = swap_values(used_slots, name_pairs)
     twin_slots = dict(original.slots or {})
@@ -69,13 +83,21 @@ def derive_counterfactual(item, *, actor=None, name_pairs=None):
             twin_combos = swapped_combos
     number = (toolkit.items.aggregate(n=Max("number"))["n"] or 0) + 1
     twin = toolkit.items.create(
-        number=number, text=swap_template(original.text, name_pairs), dimension=original.dimension,
-        target_stereotype=original.target_stereotype, gender_mapping=original.gender_mapping,
-        reversed_order=original.reversed_order, source_reference=original.source_reference,
+        number=number,
+        text=swap_template(original.text, name_pairs),
+        dimension=original.dimension,
+        target_stereotype=original.target_stereotype,
+        gender_mapping=original.gender_mapping,
+        reversed_order=original.reversed_order,
+        source_reference=original.source_reference,
         notes=f"Gender-swapped twin of item {original.number}." + (f" {original.notes}" if original.notes else ""),
-        slots=twin_slots, combinations=twin_combos, counterfactual_of=original,
+        slots=twin_slots,
+        combinations=twin_combos,
+        counterfactual_of=original,
     )
-    record_activity(toolkit.study, actor, "derived a counterfactual item", f"{toolkit} item {number} ← {original.number}")
+    record_activity(
+        toolkit.study, actor, "derived a counterfactual item", f"{toolkit} item {number} ← {original.number}"
+    )
     return twin, created
 
 
@@ -83,8 +105,18 @@ def derive_counterfactual(item, *, actor=None, name_pairs=None):
 # Edits go only to editable toolkits: a locked one (used by a run, or a library built-in) raises
 # ToolkitLocked and the caller offers "new version" instead. Every edit validates before it saves.
 
-ITEM_EDIT_FIELDS = ["number", "text", "dimension", "target_stereotype", "gender_mapping", "reversed_order",
-                    "source_reference", "notes", "slots", "combinations"]
+ITEM_EDIT_FIELDS = [
+    "number",
+    "text",
+    "dimension",
+    "target_stereotype",
+    "gender_mapping",
+    "reversed_order",
+    "source_reference",
+    "notes",
+    "slots",
+    "combinations",
+]
 
 
 def _clean_name(name, label="name", limit=200):
@@ -102,9 +134,16 @@ def create_blank_toolkit(study, *, name, description="", language="en", actor=No
     TOOLKITS.refuse_library(study)
     name = _clean_name(name)
     if Toolkit.objects.filter(study=study, name=name).exists():
-        raise ValidationError(f"A toolkit named {name!r} already exists in this study; open it and create a new version.")
-    toolkit = Toolkit.objects.create(study=study, name=name, description=description or "",
-                                     language=(language or "en").strip()[:10] or "en", created_by=actor)
+        raise ValidationError(
+            f"A toolkit named {name!r} already exists in this study; open it and create a new version."
+        )
+    toolkit = Toolkit.objects.create(
+        study=study,
+        name=name,
+        description=description or "",
+        language=(language or "en").strip()[:10] or "en",
+        created_by=actor,
+    )
     record_activity(study, actor, "created a toolkit", str(toolkit))
     return toolkit
 
@@ -115,7 +154,11 @@ def update_toolkit(toolkit, *, actor=None, **fields):
     TOOLKITS.ensure_editable(toolkit)
     if "name" in fields:
         name = _clean_name(fields["name"])
-        if Toolkit.objects.filter(study=toolkit.study, name=name, version=toolkit.version).exclude(pk=toolkit.pk).exists():
+        if (
+            Toolkit.objects.filter(study=toolkit.study, name=name, version=toolkit.version)
+            .exclude(pk=toolkit.pk)
+            .exists()
+        ):
             raise ValidationError(f"{name} v{toolkit.version} already exists in this study.")
         toolkit.name = name
     if "description" in fields:
@@ -128,7 +171,9 @@ def update_toolkit(toolkit, *, actor=None, **fields):
         problems = []
         for item in toolkit.items.order_by("number"):
             try:
-                item_slots, item_combos = effective_slots(slots, combos, item.slots, item.combinations, f"Item {item.number}")
+                item_slots, item_combos = effective_slots(
+                    slots, combos, item.slots, item.combinations, f"Item {item.number}"
+                )
                 count_text(item.text, item_slots, item_combos, f"Item {item.number}")
             except SlotError as exc:
                 problems.append(str(exc))
@@ -146,7 +191,9 @@ def add_slot(toolkit, *, name, values, actor=None):
         values = [v.strip() for v in values.splitlines() if v.strip()]
     name = (name or "").strip()
     if not SLOT_NAME.fullmatch(name):
-        raise SlotError(f"{name!r} is not a valid slot name: use letters, digits and underscores, not starting with a digit.")
+        raise SlotError(
+            f"{name!r} is not a valid slot name: use letters, digits and underscores, not starting with a digit."
+        )
     slots = dict(toolkit.slots or {})
     slots[name] = values
     return update_toolkit(toolkit, slots=slots, actor=actor)
@@ -162,9 +209,22 @@ def remove_slot(toolkit, *, name, actor=None):
 
 def _item_values(toolkit, data, item=None):
     """Validated field values for an item from `data` (missing keys keep the item's values)."""
-    values = {f: getattr(item, f) for f in ITEM_EDIT_FIELDS} if item else {
-        "number": None, "text": "", "dimension": None, "target_stereotype": "", "gender_mapping": "",
-        "reversed_order": False, "source_reference": "", "notes": "", "slots": {}, "combinations": None}
+    values = (
+        {f: getattr(item, f) for f in ITEM_EDIT_FIELDS}
+        if item
+        else {
+            "number": None,
+            "text": "",
+            "dimension": None,
+            "target_stereotype": "",
+            "gender_mapping": "",
+            "reversed_order": False,
+            "source_reference": "",
+            "notes": "",
+            "slots": {},
+            "combinations": None,
+        }
+    )
     values.update({k: v for k, v in data.items() if k in ITEM_EDIT_FIELDS})
     if values["number"] in (None, ""):
         values["number"] = (toolkit.items.aggregate(n=Max("number"))["n"] or 0) + 1
@@ -199,7 +259,10 @@ def _item_values(toolkit, data, item=None):
 
 @transaction.atomic
 def save_item(toolkit, data, *, item=None, actor=None):
-    """Create (item=None) or update an item from a dict of fields; raises ValidationError/SlotError, saves nothing then."""
+    """Create (item=None) or update an item from a dict of fields.
+
+    Raises ValidationError/SlotError, and saves nothing then.
+    """
     TOOLKITS.ensure_editable(toolkit)
     if item is not None and item.toolkit_id != toolkit.pk:
         raise ValidationError("The item belongs to another toolkit.")
@@ -227,8 +290,11 @@ def move_item(item, direction, *, actor=None):
     """Swap an item's number with its neighbour above (-1) or below (+1); returns False at either end."""
     toolkit = item.toolkit
     TOOLKITS.ensure_editable(toolkit)
-    siblings = toolkit.items.filter(number__lt=item.number).order_by("-number") if direction < 0 else \
-        toolkit.items.filter(number__gt=item.number).order_by("number")
+    siblings = (
+        toolkit.items.filter(number__lt=item.number).order_by("-number")
+        if direction < 0
+        else toolkit.items.filter(number__gt=item.number).order_by("number")
+    )
     other = siblings.first()
     if other is None:
         return False

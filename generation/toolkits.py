@@ -8,6 +8,7 @@ Expansion rules, per item:
   gives exactly one unit.
 - Each unit remembers its slot values and a canonical `variant_key` ("" without slots).
 """
+
 import hashlib
 import itertools
 import json
@@ -77,7 +78,9 @@ def effective_slots(toolkit_slots, toolkit_combinations, item_slots, item_combin
     slots = dict(normalize_slot_values(toolkit_slots, "toolkit slots"))
     slots.update(normalize_slot_values(item_slots, f"{where} slots"))
     item_combos = normalize_combinations(item_combinations, f"{where} combinations")
-    combos = item_combos if item_combos is not None else normalize_combinations(toolkit_combinations, "toolkit combinations")
+    combos = (
+        item_combos if item_combos is not None else normalize_combinations(toolkit_combinations, "toolkit combinations")
+    )
     return slots, combos
 
 
@@ -112,8 +115,10 @@ def _items(toolkit, items):
 
 def expand_item(toolkit, item):
     text, slots, combos, where = _item_definition(toolkit, item)
-    return [Unit(item=item, slot_values=values, prompt=prompt, variant_key=variant_key(values))
-            for values, prompt in expand_text(text, slots, combos, where)]
+    return [
+        Unit(item=item, slot_values=values, prompt=prompt, variant_key=variant_key(values))
+        for values, prompt in expand_text(text, slots, combos, where)
+    ]
 
 
 def expand_units(toolkit, items=None):

@@ -1,5 +1,6 @@
 """Pages for model endpoints, generation runs, manual collection, output import and the output viewer. Thin:
 the work is done in endpoint_services, runs and collect."""
+
 import json
 
 from django.conf import settings
@@ -33,9 +34,15 @@ def _run(request, run_id):
 @study_role_required(VIEWER)
 def endpoint_list(request, study_id):
     endpoints = ModelEndpoint.objects.filter(study=request.study).annotate(n_outputs=Count("outputs")).order_by("name")
-    return render(request, "generation/endpoint_list.html", {
-        "study": request.study, "endpoints": endpoints,
-        "can_edit": has_role(request.user, request.study, Role.RESEARCHER)})
+    return render(
+        request,
+        "generation/endpoint_list.html",
+        {
+            "study": request.study,
+            "endpoints": endpoints,
+            "can_edit": has_role(request.user, request.study, Role.RESEARCHER),
+        },
+    )
 
 
 def _endpoint_form(request, instance=None):
@@ -49,8 +56,12 @@ def _endpoint_form(request, instance=None):
         else:
             messages.success(request, f"Endpoint “{endpoint.name}” saved.")
             return redirect("endpoints", request.study.pk)
-    return render(request, "generation/endpoint_form.html", {"study": request.study, "form": form, "endpoint": instance},
-                  status=400 if form.errors else 200)
+    return render(
+        request,
+        "generation/endpoint_form.html",
+        {"study": request.study, "form": form, "endpoint": instance},
+        status=400 if form.errors else 200,
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -80,15 +91,23 @@ def endpoint_delete(request, study_id, endpoint_id):
 
 @study_role_required(VIEWER)
 def run_list(request, study_id):
-    qs = (GenerationRun.objects.filter(study=request.study).select_related("toolkit")
-          # distinct: the endpoints join repeats each output once per endpoint
-          .annotate(n_total=Count("outputs", distinct=True),
-                    n_done=Count("outputs", filter=Q(outputs__status=OutputStatus.DONE), distinct=True),
-                    n_failed=Count("outputs", filter=Q(outputs__status=OutputStatus.FAILED), distinct=True),
-                    n_endpoints=Count("endpoints", distinct=True))
-          .order_by("-created_at"))
-    return render(request, "generation/run_list.html", {
-        "study": request.study, "runs": qs, "can_launch": has_role(request.user, request.study, Role.RESEARCHER)})
+    qs = (
+        GenerationRun.objects.filter(study=request.study)
+        .select_related("toolkit")
+        # distinct: the endpoints join repeats each output once per endpoint
+        .annotate(
+            n_total=Count("outputs", distinct=True),
+            n_done=Count("outputs", filter=Q(outputs__status=OutputStatus.DONE), distinct=True),
+            n_failed=Count("outputs", filter=Q(outputs__status=OutputStatus.FAILED), distinct=True),
+            n_endpoints=Count("endpoints", distinct=True),
+        )
+        .order_by("-created_at")
+    )
+    return render(
+        request,
+        "generation/run_list.html",
+        {"study": request.study, "runs": qs, "can_launch": has_role(request.user, request.study, Role.RESEARCHER)},
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -97,17 +116,25 @@ def run_create(request, study_id):
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            run = runs.create_run(request.study, name=data["name"], toolkit=data["toolkit"], endpoints=data["endpoints"],
-                                  trials=data["trials"], param_overrides=data["param_overrides"],
-                                  system_prompt=data["system_prompt"], actor=request.user,
-                                  execution_mode=data.get("execution_mode") or "live")
+            run = runs.create_run(
+                request.study,
+                name=data["name"],
+                toolkit=data["toolkit"],
+                endpoints=data["endpoints"],
+                trials=data["trials"],
+                param_overrides=data["param_overrides"],
+                system_prompt=data["system_prompt"],
+                actor=request.user,
+                execution_mode=data.get("execution_mode") or "live",
+            )
         except runs.RunError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Run “{run.name}” created. Check the dry run, then start it.")
             return redirect("run-plan", request.study.pk, run.pk)
-    return render(request, "generation/run_form.html", {"study": request.study, "form": form},
-                  status=400 if form.errors else 200)
+    return render(
+        request, "generation/run_form.html", {"study": request.study, "form": form}, status=400 if form.errors else 200
+    )
 
 
 @study_role_required(VIEWER)
@@ -116,23 +143,41 @@ def run_plan(request, study_id, run_id):
     if run.is_import:
         raise Http404("An import run has no plan.")
     plan = runs.plan(run, sample=20)
-    return render(request, "generation/run_plan.html", {
-        "study": request.study, "run": run, "plan": plan, "can_launch": has_role(request.user, request.study, Role.RESEARCHER)})
+    return render(
+        request,
+        "generation/run_plan.html",
+        {
+            "study": request.study,
+            "run": run,
+            "plan": plan,
+            "can_launch": has_role(request.user, request.study, Role.RESEARCHER),
+        },
+    )
 
 
 def _progress_context(request, run):
-    return {"study": request.study, "run": run, "counts": runs.counts(run), "has_manual": collect.has_manual(run),
-            "can_launch": has_role(request.user, request.study, Role.RESEARCHER),
-            "live": is_live(run), "batch_info": batches.summary(runs.RUN_JOB.name, run.pk),
-            "batch_allowed": runs.batch_allowed(run), "poll_seconds": int(settings.BATCH_POLL_SECONDS)}
+    return {
+        "study": request.study,
+        "run": run,
+        "counts": runs.counts(run),
+        "has_manual": collect.has_manual(run),
+        "can_launch": has_role(request.user, request.study, Role.RESEARCHER),
+        "live": is_live(run),
+        "batch_info": batches.summary(runs.RUN_JOB.name, run.pk),
+        "batch_allowed": runs.batch_allowed(run),
+        "poll_seconds": int(settings.BATCH_POLL_SECONDS),
+    }
 
 
 def is_live(run):
     """Queued, or running under a worker whose lease is fresh (a killed worker's run shows Resume instead)."""
     if run.status == RunStatus.QUEUED:
         return True
-    return run.status == RunStatus.RUNNING and bool(run.lease_token) and bool(
-        run.lease_expires_at and run.lease_expires_at > timezone.now())
+    return (
+        run.status == RunStatus.RUNNING
+        and bool(run.lease_token)
+        and bool(run.lease_expires_at and run.lease_expires_at > timezone.now())
+    )
 
 
 @study_role_required(VIEWER)
@@ -150,11 +195,22 @@ def run_progress(request, study_id, run_id):
     return render(request, "generation/_run_progress.html", _progress_context(request, run))
 
 
-RUN_ACTIONS = {"start": runs.start, "cancel": runs.cancel, "resume": runs.resume, "retry": runs.retry_failed,
-               "to-live": lambda run, actor: runs.set_mode(run, "live", actor),
-               "to-batch": lambda run, actor: runs.set_mode(run, "batch", actor)}
-ACTION_DONE = {"start": "started", "cancel": "cancelled", "resume": "resumed", "retry": "retrying its failed units",
-               "to-live": "switched to live mode", "to-batch": "switched to batch mode"}
+RUN_ACTIONS = {
+    "start": runs.start,
+    "cancel": runs.cancel,
+    "resume": runs.resume,
+    "retry": runs.retry_failed,
+    "to-live": lambda run, actor: runs.set_mode(run, "live", actor),
+    "to-batch": lambda run, actor: runs.set_mode(run, "batch", actor),
+}
+ACTION_DONE = {
+    "start": "started",
+    "cancel": "cancelled",
+    "resume": "resumed",
+    "retry": "retrying its failed units",
+    "to-live": "switched to live mode",
+    "to-batch": "switched to batch mode",
+}
 
 
 @study_role_required(Role.RESEARCHER)
@@ -188,8 +244,14 @@ def run_collect(request, study_id, run_id):
                 if not upload.is_valid():
                     raise collect.ImportProblems([e for errors in upload.errors.values() for e in errors])
                 f = upload.cleaned_data["file"]
-                n = collect.import_answers(run, f.name, f.read(), fmt=upload.cleaned_data["format"], actor=request.user,
-                                           skip_empty=bool(request.POST.get("skip_empty")))
+                n = collect.import_answers(
+                    run,
+                    f.name,
+                    f.read(),
+                    fmt=upload.cleaned_data["format"],
+                    actor=request.user,
+                    skip_empty=bool(request.POST.get("skip_empty")),
+                )
             else:
                 n = collect.form_answers(run, request.POST, actor=request.user)
         except collect.ImportProblems as exc:
@@ -200,9 +262,21 @@ def run_collect(request, study_id, run_id):
     pending = collect.manual_outputs(run).filter(status__in=[OutputStatus.PENDING, OutputStatus.FAILED])
     n_done = collect.manual_outputs(run).filter(status=OutputStatus.DONE).count()
     page = Paginator(pending, 50).get_page(request.GET.get("page"))
-    return render(request, "generation/run_collect.html", {
-        "study": request.study, "run": run, "page": page, "n_done": n_done, "problems": problems, "upload": upload,
-        "materialized": run.status != RunStatus.DRAFT, "posted": request.POST}, status=400 if problems else 200)
+    return render(
+        request,
+        "generation/run_collect.html",
+        {
+            "study": request.study,
+            "run": run,
+            "page": page,
+            "n_done": n_done,
+            "problems": problems,
+            "upload": upload,
+            "materialized": run.status != RunStatus.DRAFT,
+            "posted": request.POST,
+        },
+        status=400 if problems else 200,
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -223,16 +297,26 @@ def output_import(request, study_id):
     if request.method == "POST" and form.is_valid():
         f = form.cleaned_data["file"]
         try:
-            run = collect.import_outputs(request.study, f.name, f.read(), fmt=form.cleaned_data["format"],
-                                         run_name=form.cleaned_data["run_name"], toolkit=form.cleaned_data["toolkit"],
-                                         actor=request.user)
+            run = collect.import_outputs(
+                request.study,
+                f.name,
+                f.read(),
+                fmt=form.cleaned_data["format"],
+                run_name=form.cleaned_data["run_name"],
+                toolkit=form.cleaned_data["toolkit"],
+                actor=request.user,
+            )
         except collect.ImportProblems as exc:
             problems = exc.problems
         else:
             messages.success(request, f"Imported {run.outputs.count()} outputs into “{run.name}”.")
             return redirect("run-detail", request.study.pk, run.pk)
-    return render(request, "generation/output_import.html", {"study": request.study, "form": form, "problems": problems},
-                  status=400 if (problems or form.errors) else 200)
+    return render(
+        request,
+        "generation/output_import.html",
+        {"study": request.study, "form": form, "problems": problems},
+        status=400 if (problems or form.errors) else 200,
+    )
 
 
 # --- outputs ---------------------------------------------------------------------------------------------------
@@ -278,31 +362,58 @@ def filtered_outputs(study, params):
 def output_list(request, study_id):
     study = request.study
     qs, filters = filtered_outputs(study, request.GET)
-    qs = (qs.select_related("run", "item__dimension").defer("text", "prompt_text", "provenance", "slot_values", "error")
-          .annotate(snippet=Substr("text", 1, 160)).order_by("-run_id", "id"))
+    qs = (
+        qs.select_related("run", "item__dimension")
+        .defer("text", "prompt_text", "provenance", "slot_values", "error")
+        .annotate(snippet=Substr("text", 1, 160))
+        .order_by("-run_id", "id")
+    )
     page = Paginator(qs, OUTPUTS_PER_PAGE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
     choices = {
         "runs": GenerationRun.objects.filter(study=study).order_by("-created_at").values_list("pk", "name"),
-        "models": Output.objects.filter(study=study).order_by("model_name").values_list("model_name", flat=True).distinct(),
-        "dimensions": Dimension.objects.filter(toolkit__runs__study=study).distinct().order_by("name")
-                                       .values_list("pk", "name", "toolkit__name"),
+        "models": Output.objects.filter(study=study)
+        .order_by("model_name")
+        .values_list("model_name", flat=True)
+        .distinct(),
+        "dimensions": Dimension.objects.filter(toolkit__runs__study=study)
+        .distinct()
+        .order_by("name")
+        .values_list("pk", "name", "toolkit__name"),
         "statuses": OutputStatus.choices,
     }
-    return render(request, "generation/output_list.html", {
-        "study": study, "page": page, "filters": filters, "choices": choices, "query": query.urlencode()})
+    return render(
+        request,
+        "generation/output_list.html",
+        {"study": study, "page": page, "filters": filters, "choices": choices, "query": query.urlencode()},
+    )
 
 
 @study_role_required(VIEWER)
 def output_detail(request, study_id, output_id):
-    output = get_object_or_404(Output.objects.select_related("run", "item__dimension", "endpoint"), pk=output_id,
-                               study=request.study)
+    output = get_object_or_404(
+        Output.objects.select_related("run", "item__dimension", "endpoint"), pk=output_id, study=request.study
+    )
     calls = ProviderCall.objects.filter(output=output).order_by("attempt", "started_at")
-    attempts = [{"call": c, "raw": json.dumps(c.raw_response, indent=2, ensure_ascii=False) if c.raw_response is not None else "",
-                 "messages": json.dumps(c.messages, indent=2, ensure_ascii=False),
-                 "params": json.dumps(c.params, ensure_ascii=False)} for c in calls]
+    attempts = [
+        {
+            "call": c,
+            "raw": json.dumps(c.raw_response, indent=2, ensure_ascii=False) if c.raw_response is not None else "",
+            "messages": json.dumps(c.messages, indent=2, ensure_ascii=False),
+            "params": json.dumps(c.params, ensure_ascii=False),
+        }
+        for c in calls
+    ]
     provenance = json.dumps(output.provenance, indent=2, ensure_ascii=False)
-    return render(request, "generation/output_detail.html", {
-        "study": request.study, "output": output, "attempts": attempts, "provenance": provenance,
-        "slot_values": json.dumps(output.slot_values, ensure_ascii=False) if output.slot_values else ""})
+    return render(
+        request,
+        "generation/output_detail.html",
+        {
+            "study": request.study,
+            "output": output,
+            "attempts": attempts,
+            "provenance": provenance,
+            "slot_values": json.dumps(output.slot_values, ensure_ascii=False) if output.slot_values else "",
+        },
+    )

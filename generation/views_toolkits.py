@@ -1,4 +1,6 @@
-"""Toolkit pages: list and library, detail with items, dimensions, slots and expansion preview; editing; import/export."""
+"""Toolkit pages: list and library, detail with items, dimensions, slots and expansion preview;
+editing; import/export."""
+
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Q
@@ -55,8 +57,13 @@ def _detail_url(request, toolkit):
 
 
 def _annotated(queryset):
-    toolkits = list(queryset.annotate(n_items=Count("items", distinct=True), n_dimensions=Count("dimensions", distinct=True),
-                                      n_runs=Count("runs", distinct=True)).order_by("name", "-version"))
+    toolkits = list(
+        queryset.annotate(
+            n_items=Count("items", distinct=True),
+            n_dimensions=Count("dimensions", distinct=True),
+            n_runs=Count("runs", distinct=True),
+        ).order_by("name", "-version")
+    )
     for toolkit in toolkits:
         try:
             toolkit.n_units = count_units(toolkit)
@@ -82,10 +89,19 @@ def toolkit_list(request, study_id):
                 form.add_error(None, _error_text(exc))
     library = _library()
     library_toolkits = _annotated(library.toolkits.all()) if library and library.pk != study.pk else []
-    return render(request, "generation/toolkit_list.html", {
-        "study": study, "toolkits": _annotated(study.toolkits.all()), "library_toolkits": library_toolkits,
-        "can_edit": can_edit, "form": form, "import_form": ImportForm(),
-    }, status=400 if form.errors else 200)
+    return render(
+        request,
+        "generation/toolkit_list.html",
+        {
+            "study": study,
+            "toolkits": _annotated(study.toolkits.all()),
+            "library_toolkits": library_toolkits,
+            "can_edit": can_edit,
+            "form": form,
+            "import_form": ImportForm(),
+        },
+        status=400 if form.errors else 200,
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -98,18 +114,31 @@ def toolkit_import(request, study_id):
         upload = form.cleaned_data["file"]
         try:
             fmt = form.cleaned_data["format"] or toolkit_format.guess_format(upload.name)
-            toolkit = toolkit_format.import_toolkit(study, upload.read(), fmt=fmt, created_by=request.user,
-                                                    name=form.cleaned_data["name"] or None)
+            toolkit = toolkit_format.import_toolkit(
+                study, upload.read(), fmt=fmt, created_by=request.user, name=form.cleaned_data["name"] or None
+            )
         except toolkit_format.ToolkitFormatError as exc:
             errors = exc.errors
         else:
             services.record_activity(study, request.user, "imported a toolkit", f"{toolkit} from {upload.name}")
-            messages.success(request, f"Imported {toolkit}: {toolkit.items.count()} items, {toolkit.dimensions.count()} dimensions.")
+            messages.success(
+                request, f"Imported {toolkit}: {toolkit.items.count()} items, {toolkit.dimensions.count()} dimensions."
+            )
             return redirect("toolkit-detail", study.pk, toolkit.pk)
-    return render(request, "generation/toolkit_list.html", {
-        "study": study, "toolkits": _annotated(study.toolkits.all()), "library_toolkits": [],
-        "can_edit": True, "form": ToolkitForm(), "import_form": form, "import_errors": errors,
-    }, status=400)
+    return render(
+        request,
+        "generation/toolkit_list.html",
+        {
+            "study": study,
+            "toolkits": _annotated(study.toolkits.all()),
+            "library_toolkits": [],
+            "can_edit": True,
+            "form": ToolkitForm(),
+            "import_form": form,
+            "import_errors": errors,
+        },
+        status=400,
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -132,19 +161,39 @@ def toolkit_detail(request, study_id, toolkit_id):
     researcher = has_role(request.user, request.study, Role.RESEARCHER)
     editable = researcher and not locked and not in_library and not toolkit.study.is_library
     items, extra_columns = _items_with_extras(toolkit)
-    versions = Toolkit.objects.filter(study=toolkit.study, name=toolkit.name).order_by("version") if not in_library else []
-    return render(request, "generation/toolkit_detail.html", {
-        "study": request.study, "toolkit": toolkit, "items": items, "extra_columns": extra_columns,
-        "in_library": in_library, "locked": locked,
-        "researcher": researcher and not request.study.is_library, "editable": editable,
-        "dimensions": toolkit.dimensions.annotate(n_items=Count("items")).order_by("order", "name"),
-        "slots": sorted((toolkit.slots or {}).items()), "combinations": toolkit.combinations,
-        "versions": versions, "runs": toolkit.runs.order_by("-created_at")[:20],
-        "meta_form": ToolkitForm(initial={"name": toolkit.name, "description": toolkit.description, "language": toolkit.language}),
-        "dimension_form": DimensionForm(), "slot_form": SlotForm(),
-        "slots_json_form": SlotsJsonForm(initial={"slots": json_text(toolkit.slots), "combinations": json_text(toolkit.combinations)}),
-        "item_form": ItemForm(toolkit=toolkit), "twin_form": TwinForm(), "preview_limits": PREVIEW_LIMITS,
-    })
+    versions = (
+        Toolkit.objects.filter(study=toolkit.study, name=toolkit.name).order_by("version") if not in_library else []
+    )
+    return render(
+        request,
+        "generation/toolkit_detail.html",
+        {
+            "study": request.study,
+            "toolkit": toolkit,
+            "items": items,
+            "extra_columns": extra_columns,
+            "in_library": in_library,
+            "locked": locked,
+            "researcher": researcher and not request.study.is_library,
+            "editable": editable,
+            "dimensions": toolkit.dimensions.annotate(n_items=Count("items")).order_by("order", "name"),
+            "slots": sorted((toolkit.slots or {}).items()),
+            "combinations": toolkit.combinations,
+            "versions": versions,
+            "runs": toolkit.runs.order_by("-created_at")[:20],
+            "meta_form": ToolkitForm(
+                initial={"name": toolkit.name, "description": toolkit.description, "language": toolkit.language}
+            ),
+            "dimension_form": DimensionForm(),
+            "slot_form": SlotForm(),
+            "slots_json_form": SlotsJsonForm(
+                initial={"slots": json_text(toolkit.slots), "combinations": json_text(toolkit.combinations)}
+            ),
+            "item_form": ItemForm(toolkit=toolkit),
+            "twin_form": TwinForm(),
+            "preview_limits": PREVIEW_LIMITS,
+        },
+    )
 
 
 def _items_with_extras(toolkit):
@@ -164,10 +213,19 @@ def toolkit_preview(request, study_id, toolkit_id):
         limit = 20
     limit = max(1, min(limit, 500))
     count, units, problems = services.preview(toolkit, limit)
-    return render(request, "generation/_toolkit_preview.html", {
-        "toolkit": toolkit, "count": count, "units": units, "problems": problems, "limit": limit,
-        "study": request.study, "preview_limits": PREVIEW_LIMITS,
-    })
+    return render(
+        request,
+        "generation/_toolkit_preview.html",
+        {
+            "toolkit": toolkit,
+            "count": count,
+            "units": units,
+            "problems": problems,
+            "limit": limit,
+            "study": request.study,
+            "preview_limits": PREVIEW_LIMITS,
+        },
+    )
 
 
 @study_role_required(VIEWER)
@@ -179,8 +237,9 @@ def toolkit_export(request, study_id, toolkit_id, fmt):
     filename = f"{slugify(toolkit.name) or 'toolkit'}-v{toolkit.version}.{fmt}"
     if fmt == "csv":
         return table_download(*toolkit_format.toolkit_table(toolkit), filename)
-    response = HttpResponse(toolkit_format.export_json(toolkit).encode("utf-8"),
-                            content_type="application/json; charset=utf-8")
+    response = HttpResponse(
+        toolkit_format.export_json(toolkit).encode("utf-8"), content_type="application/json; charset=utf-8"
+    )
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 
@@ -204,8 +263,10 @@ def _edit(view):
 
 @_edit
 def toolkit_edit(request, toolkit):
-    form = ToolkitForm(request.POST or None, initial={"name": toolkit.name, "description": toolkit.description,
-                                                      "language": toolkit.language})
+    form = ToolkitForm(
+        request.POST or None,
+        initial={"name": toolkit.name, "description": toolkit.description, "language": toolkit.language},
+    )
     if request.method == "POST" and form.is_valid():
         try:
             services.update_toolkit(toolkit, actor=request.user, **form.cleaned_data)
@@ -213,8 +274,12 @@ def toolkit_edit(request, toolkit):
             return redirect("toolkit-detail", request.study.pk, toolkit.pk)
         except (ValidationError, ValueError) as exc:
             form.add_error(None, _error_text(exc))
-    return render(request, "generation/toolkit_form.html", {"study": request.study, "toolkit": toolkit, "form": form,
-                                                            "title": f"Edit {toolkit}"}, status=400 if form.errors else 200)
+    return render(
+        request,
+        "generation/toolkit_form.html",
+        {"study": request.study, "toolkit": toolkit, "form": form, "title": f"Edit {toolkit}"},
+        status=400 if form.errors else 200,
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -252,7 +317,9 @@ def slot_add(request, toolkit):
     form = SlotForm(request.POST)
     if form.is_valid():
         try:
-            services.add_slot(toolkit, name=form.cleaned_data["slot_name"], values=form.cleaned_data["values"], actor=request.user)
+            services.add_slot(
+                toolkit, name=form.cleaned_data["slot_name"], values=form.cleaned_data["values"], actor=request.user
+            )
             messages.success(request, f"Slot {{{form.cleaned_data['slot_name'].strip()}}} saved.")
         except (ValidationError, ValueError) as exc:
             messages.error(request, _error_text(exc))
@@ -278,8 +345,12 @@ def slots_json(request, toolkit):
     form = SlotsJsonForm(request.POST)
     if form.is_valid():
         try:
-            services.update_toolkit(toolkit, slots=form.cleaned_data["slots"], combinations=form.cleaned_data["combinations"],
-                                    actor=request.user)
+            services.update_toolkit(
+                toolkit,
+                slots=form.cleaned_data["slots"],
+                combinations=form.cleaned_data["combinations"],
+                actor=request.user,
+            )
             messages.success(request, "Slots and combinations saved.")
         except (ValidationError, ValueError) as exc:
             messages.error(request, _error_text(exc))
@@ -317,9 +388,12 @@ def dimension_edit(request, toolkit, dimension_id):
             return redirect(_detail_url(request, toolkit) + "#dimensions")
         except (ValidationError, ValueError) as exc:
             form.add_error(None, _error_text(exc))
-    return render(request, "generation/toolkit_form.html", {"study": request.study, "toolkit": toolkit, "form": form,
-                                                            "title": f"Edit dimension “{dimension.name}”"},
-                  status=400 if form.errors else 200)
+    return render(
+        request,
+        "generation/toolkit_form.html",
+        {"study": request.study, "toolkit": toolkit, "form": form, "title": f"Edit dimension “{dimension.name}”"},
+        status=400 if form.errors else 200,
+    )
 
 
 @_edit
@@ -358,8 +432,12 @@ def item_add(request, toolkit):
             return redirect(_detail_url(request, toolkit) + f"#item-{item.number}")
         except (ValidationError, ValueError) as exc:
             form.add_error(None, _error_text(exc))
-    return render(request, "generation/toolkit_item_form.html", {"study": request.study, "toolkit": toolkit, "form": form,
-                                                                 "title": "Add an item"}, status=400 if form.errors else 200)
+    return render(
+        request,
+        "generation/toolkit_item_form.html",
+        {"study": request.study, "toolkit": toolkit, "form": form, "title": "Add an item"},
+        status=400 if form.errors else 200,
+    )
 
 
 @_edit
@@ -373,9 +451,12 @@ def item_edit(request, toolkit, item_id):
             return redirect(_detail_url(request, toolkit) + f"#item-{item.number}")
         except (ValidationError, ValueError) as exc:
             form.add_error(None, _error_text(exc))
-    return render(request, "generation/toolkit_item_form.html", {"study": request.study, "toolkit": toolkit, "form": form,
-                                                                 "item": item, "title": f"Edit item {item.number}"},
-                  status=400 if form.errors else 200)
+    return render(
+        request,
+        "generation/toolkit_item_form.html",
+        {"study": request.study, "toolkit": toolkit, "form": form, "item": item, "title": f"Edit item {item.number}"},
+        status=400 if form.errors else 200,
+    )
 
 
 @_edit
@@ -397,9 +478,17 @@ def item_move(request, toolkit, item_id, direction):
     services.move_item(item, -1 if direction == "up" else 1, actor=request.user)
     if request.htmx:
         items, extra_columns = _items_with_extras(toolkit)
-        response = render(request, "generation/_toolkit_items.html", {
-            "study": request.study, "toolkit": toolkit, "items": items, "extra_columns": extra_columns,
-            "editable": True})
+        response = render(
+            request,
+            "generation/_toolkit_items.html",
+            {
+                "study": request.study,
+                "toolkit": toolkit,
+                "items": items,
+                "extra_columns": extra_columns,
+                "editable": True,
+            },
+        )
         response["HX-Trigger"] = "toolkit-changed"
         return response
     return redirect(_detail_url(request, toolkit) + "#items")

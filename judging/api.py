@@ -1,5 +1,6 @@
 """REST API for judging: templates, rounds (plan, launch, cancel, resume, retry, re-ask, report, weights,
 verification), verdicts (with human checks) and toolkit weights (export and import)."""
+
 from django.contrib.auth import get_user_model
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -22,8 +23,22 @@ class JudgeTemplateSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = JudgeTemplate
-        fields = ["id", "name", "version", "kind", "text", "scale_min", "scale_max", "detect_threshold", "description",
-                  "builtin_key", "locked", "parent", "created_at", "is_builtin"]
+        fields = [
+            "id",
+            "name",
+            "version",
+            "kind",
+            "text",
+            "scale_min",
+            "scale_max",
+            "detect_threshold",
+            "description",
+            "builtin_key",
+            "locked",
+            "parent",
+            "created_at",
+            "is_builtin",
+        ]
         read_only_fields = ["version", "builtin_key", "locked", "parent", "created_at"]
 
     def get_is_builtin(self, obj) -> bool:
@@ -36,10 +51,30 @@ class JudgeRoundSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = JudgeRound
-        fields = ["id", "name", "template", "source_run", "judges", "policy", "k", "forbid_same_family", "batch_size",
-                  "temperature", "seed", "reask_missing", "output_filter", "execution_mode", "status", "plan",
-                  "progress", "message",
-                  "created_at", "started_at", "finished_at", "counts"]
+        fields = [
+            "id",
+            "name",
+            "template",
+            "source_run",
+            "judges",
+            "policy",
+            "k",
+            "forbid_same_family",
+            "batch_size",
+            "temperature",
+            "seed",
+            "reask_missing",
+            "output_filter",
+            "execution_mode",
+            "status",
+            "plan",
+            "progress",
+            "message",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "counts",
+        ]
         read_only_fields = ["status", "plan", "progress", "message", "created_at", "started_at", "finished_at"]
 
     def get_counts(self, obj) -> dict:
@@ -52,9 +87,26 @@ class VerdictSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Verdict
-        fields = ["id", "round", "output", "item_number", "generator_model", "judge_endpoint", "judge_model", "value",
-                  "status", "rationale", "raw_text", "error", "batch_ref", "position", "question", "reasked",
-                  "created_at", "updated_at"]
+        fields = [
+            "id",
+            "round",
+            "output",
+            "item_number",
+            "generator_model",
+            "judge_endpoint",
+            "judge_model",
+            "value",
+            "status",
+            "rationale",
+            "raw_text",
+            "error",
+            "batch_ref",
+            "position",
+            "question",
+            "reasked",
+            "created_at",
+            "updated_at",
+        ]
         read_only_fields = fields
 
 
@@ -93,7 +145,9 @@ class ToolkitWeightRowSerializer(serializers.Serializer):
 
 
 class WeightsImportSerializer(serializers.Serializer):
-    toolkit = serializers.IntegerField(help_text="The toolkit version the weights were computed on (or one with the same items).")
+    toolkit = serializers.IntegerField(
+        help_text="The toolkit version the weights were computed on (or one with the same items)."
+    )
     file = serializers.FileField(required=False)
     content = serializers.CharField(required=False, help_text="The weights JSON or CSV as text (instead of a file).")
     new_version = serializers.BooleanField(required=False, default=True)
@@ -126,8 +180,12 @@ class JudgeTemplateViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         template = self.get_object()
         data = self.get_serializer(template, data=request.data, partial=kwargs.get("partial", False))
         data.is_valid(raise_exception=True)
-        result, created = services.update_template(template, study=self.get_study(), actor=request.user, **data.validated_data)
-        return Response(self.get_serializer(result).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        result, created = services.update_template(
+            template, study=self.get_study(), actor=request.user, **data.validated_data
+        )
+        return Response(
+            self.get_serializer(result).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
 
     def destroy(self, request, *args, **kwargs):
         template = self.get_object()
@@ -137,8 +195,9 @@ class JudgeTemplateViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class JudgeRoundViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
-                        viewsets.GenericViewSet):
+class JudgeRoundViewSet(
+    StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
+):
     serializer_class = JudgeRoundSerializer
     queryset = JudgeRound.objects.select_related("template", "source_run").prefetch_related("judges")
     # Coders verify judges blind: verdict-level data and reports need the researcher role.
@@ -149,8 +208,15 @@ class JudgeRoundViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retrieve
         data.is_valid(raise_exception=True)
         v = dict(data.validated_data)
         study = self.get_study()
-        rnd = rounds.create_round(study, actor=request.user, name=v.pop("name"), template=v.pop("template"),
-                                  judges=v.pop("judges"), source_run=v.pop("source_run", None), **v)
+        rnd = rounds.create_round(
+            study,
+            actor=request.user,
+            name=v.pop("name"),
+            template=v.pop("template"),
+            judges=v.pop("judges"),
+            source_run=v.pop("source_run", None),
+            **v,
+        )
         return Response(self.get_serializer(rnd).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
@@ -190,7 +256,9 @@ class JudgeRoundViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retrieve
         data.is_valid(raise_exception=True)
         return self._act(rounds.reask, verdict_ids=data.validated_data.get("verdict_ids"))
 
-    @extend_schema(parameters=[OpenApiParameter("method", str, enum=list(reports.W.METHODS))], responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        parameters=[OpenApiParameter("method", str, enum=list(reports.W.METHODS))], responses={200: OpenApiTypes.OBJECT}
+    )
     @action(detail=True, methods=["get"])
     def report(self, request, study_pk=None, pk=None):
         """Detection per prompt (with breakdowns by generator and judge), Table 3, judge × generator matrix."""
@@ -199,16 +267,28 @@ class JudgeRoundViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retrieve
             return _bad("method must be one of: " + ", ".join(reports.W.METHODS) + ".")
         data = reports.report([self.get_object()], method=method)
         table = data["table3"]
-        return Response({
-            "method": method, "method_description": data["method_text"], "items": data["items"],
-            "table3": None if table is None else {
-                "models": table["models"], "dimensions": table["dimensions"],
-                "cells": [{"dimension": d, "model": m, "mean": v[0], "sd": v[1]} for (d, m), v in table["cells"].items()],
-                "all_models": [{"dimension": d, "mean": v[0], "sd": v[1]} for d, v in table["all"].items()],
-                "overall": [{"model": m, "mean": v[0], "sd": v[1]} for m, v in table["overall"].items()],
-                "overall_all_models": {"mean": table["overall_all"][0], "sd": table["overall_all"][1]}},
-            "judge_generator": [{"judge": j, "generator": g, "n": c["n"], "rate": c["rate"]} for (j, g), c in data["matrix"].items()],
-        })
+        return Response(
+            {
+                "method": method,
+                "method_description": data["method_text"],
+                "items": data["items"],
+                "table3": None
+                if table is None
+                else {
+                    "models": table["models"],
+                    "dimensions": table["dimensions"],
+                    "cells": [
+                        {"dimension": d, "model": m, "mean": v[0], "sd": v[1]} for (d, m), v in table["cells"].items()
+                    ],
+                    "all_models": [{"dimension": d, "mean": v[0], "sd": v[1]} for d, v in table["all"].items()],
+                    "overall": [{"model": m, "mean": v[0], "sd": v[1]} for m, v in table["overall"].items()],
+                    "overall_all_models": {"mean": table["overall_all"][0], "sd": table["overall_all"][1]},
+                },
+                "judge_generator": [
+                    {"judge": j, "generator": g, "n": c["n"], "rate": c["rate"]} for (j, g), c in data["matrix"].items()
+                ],
+            }
+        )
 
     @extend_schema(request=VerificationRequestSerializer, responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get", "post"])
@@ -222,8 +302,13 @@ class JudgeRoundViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retrieve
             missing = set(data.validated_data["coders"]) - {u.username for u in users}
             if missing:
                 return _bad(f"No user(s) named {', '.join(sorted(missing))}.")
-            services.request_verification(rnd, coders=users, sample_size=data.validated_data["sample_size"],
-                                          seed=data.validated_data["seed"], actor=request.user)
+            services.request_verification(
+                rnd,
+                coders=users,
+                sample_size=data.validated_data["sample_size"],
+                seed=data.validated_data["seed"],
+                actor=request.user,
+            )
         return Response(services.verification_summary(rnd))
 
 
@@ -258,7 +343,9 @@ class VerdictViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
         verdict = self.get_object()
         req = VerificationRequest.objects.filter(verdict=verdict, coder=request.user).first()
         if req is None:
-            return Response({"detail": "This verdict was not sent to you for verification."}, status=status.HTTP_403_FORBIDDEN)
+            return Response(
+                {"detail": "This verdict was not sent to you for verification."}, status=status.HTTP_403_FORBIDDEN
+            )
         data = HumanCheckAnswerSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         check = services.answer_check(req, user=request.user, **data.validated_data)
@@ -266,8 +353,9 @@ class VerdictViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
 
 
 class ToolkitWeightsViewSet(StudyScopedMixin, viewsets.GenericViewSet):
-    """Prompt detection weights: one row per prompt item (?rounds=1,2&method=consistency|shrunk|raw&as=json|csv), and import
-    of a weights file into a new toolkit version."""
+    """Prompt detection weights: one row per prompt item
+    (?rounds=1,2&method=consistency|shrunk|raw&as=json|csv), and import of a weights file into a new
+    toolkit version."""
 
     serializer_class = ToolkitWeightRowSerializer
     queryset = JudgeRound.objects.all()
@@ -285,9 +373,14 @@ class ToolkitWeightsViewSet(StudyScopedMixin, viewsets.GenericViewSet):
             raise services.JudgingError(f"No round(s) {', '.join(map(str, sorted(set(ids) - known)))} in this study.")
         return ids or None
 
-    @extend_schema(parameters=[OpenApiParameter("rounds", str), OpenApiParameter("method", str, enum=list(reports.W.METHODS)),
-                               OpenApiParameter("as", str, enum=["json", "csv"])],
-                   responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("rounds", str),
+            OpenApiParameter("method", str, enum=list(reports.W.METHODS)),
+            OpenApiParameter("as", str, enum=["json", "csv"]),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
     def list(self, request, study_pk=None):
         method = request.query_params.get("method", reports.W.DEFAULT_METHOD)
         if method not in reports.W.METHODS:
@@ -298,10 +391,19 @@ class ToolkitWeightsViewSet(StudyScopedMixin, viewsets.GenericViewSet):
             return table_download(columns, rows, "toolkit-weights.csv", preamble=preamble)
         return Response(services.weights_document(self.get_study(), ids, method))
 
-    @extend_schema(request=WeightsImportSerializer,
-                   responses={201: inline_serializer("JudgeWeightsImportResult", {"toolkit": serializers.IntegerField(),
-                                                                                   "version": serializers.IntegerField(),
-                                                                                   "weights": serializers.IntegerField()})})
+    @extend_schema(
+        request=WeightsImportSerializer,
+        responses={
+            201: inline_serializer(
+                "JudgeWeightsImportResult",
+                {
+                    "toolkit": serializers.IntegerField(),
+                    "version": serializers.IntegerField(),
+                    "weights": serializers.IntegerField(),
+                },
+            )
+        },
+    )
     @action(detail=False, methods=["post"], url_path="import")
     def import_weights(self, request, study_pk=None):
         data = WeightsImportSerializer(data=request.data)
@@ -313,8 +415,15 @@ class ToolkitWeightsViewSet(StudyScopedMixin, viewsets.GenericViewSet):
             return _bad("No such toolkit in this study or the built-in library.")
         upload = v.get("file")
         content = upload.read() if upload else v.get("content", "")
-        target, n = services.import_weights(study, toolkit, content, filename=getattr(upload, "name", ""),
-                                            new_version=v["new_version"], drop_flagged=v["drop_flagged"], actor=request.user)
+        target, n = services.import_weights(
+            study,
+            toolkit,
+            content,
+            filename=getattr(upload, "name", ""),
+            new_version=v["new_version"],
+            drop_flagged=v["drop_flagged"],
+            actor=request.user,
+        )
         return Response({"toolkit": target.pk, "version": target.version, "weights": n}, status=status.HTTP_201_CREATED)
 
 

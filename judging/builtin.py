@@ -1,4 +1,5 @@
 """Built-in judge templates (loaded by `manage.py load_builtin` into the read-only library study)."""
+
 from functools import partial
 from pathlib import Path
 
@@ -13,11 +14,28 @@ def load_template(study, data, key):
     from .services import create_template
 
     spec = next(t for t in data["templates"] if t["key"] == key)
-    return create_template(study, name=spec["name"], kind=spec["kind"], text=spec["text"], scale_min=spec["scale_min"],
-                           scale_max=spec["scale_max"], detect_threshold=spec["detect_threshold"],
-                           description=spec["description"], builtin_key=key, locked=True)
+    return create_template(
+        study,
+        name=spec["name"],
+        kind=spec["kind"],
+        text=spec["text"],
+        scale_min=spec["scale_min"],
+        scale_max=spec["scale_max"],
+        detect_threshold=spec["detect_threshold"],
+        description=spec["description"],
+        builtin_key=key,
+        locked=True,
+    )
 
 
 def builtin_specs():
-    return [BuiltinSpec(kind="judge_template", key=key, version=VERSION, path=DATA / "judge_templates.json",
-                        load=partial(load_template, key=key)) for key in KEYS]
+    return [
+        BuiltinSpec(
+            kind="judge_template",
+            key=key,
+            version=VERSION,
+            path=DATA / "judge_templates.json",
+            load=partial(load_template, key=key),
+        )
+        for key in KEYS
+    ]

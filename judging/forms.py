@@ -9,9 +9,11 @@ from .rounds import judge_choices, runs_for, templates_for
 class JudgeTemplateForm(forms.Form):
     name = forms.CharField(max_length=200)
     kind = forms.ChoiceField(choices=TemplateKind.choices, initial=TemplateKind.CUSTOM)
-    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 14}),
-                           help_text="Needs {target_stereotype} and {stories}. Also known: {n_stories}, {story_ids}, "
-                                     "{scale_min}, {scale_max}, {answer_example}.")
+    text = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 14}),
+        help_text="Needs {target_stereotype} and {stories}. Also known: {n_stories}, {story_ids}, "
+        "{scale_min}, {scale_max}, {answer_example}.",
+    )
     scale_min = forms.IntegerField(initial=0)
     scale_max = forms.IntegerField(initial=1)
     detect_threshold = forms.IntegerField(initial=1, help_text="Values at or above this count as detected.")
@@ -22,8 +24,11 @@ class JudgeRoundForm(forms.Form):
     name = forms.CharField(max_length=200)
     source_run = forms.ModelChoiceField(queryset=None, help_text="The generation run whose outputs are judged.")
     template = forms.ModelChoiceField(queryset=None)
-    judges = forms.ModelMultipleChoiceField(queryset=None, widget=forms.CheckboxSelectMultiple,
-                                            help_text="Endpoints serving the same model count as one judge.")
+    judges = forms.ModelMultipleChoiceField(
+        queryset=None,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Endpoints serving the same model count as one judge.",
+    )
     policy = forms.ChoiceField(choices=JudgePolicy.choices, initial=JudgePolicy.ROTATION)
     k = forms.IntegerField(required=False, min_value=1, help_text="Judges per output (k-of-n only).")
     forbid_same_family = forms.BooleanField(required=False, label="Forbid judges of the writer's provider family")
@@ -31,10 +36,17 @@ class JudgeRoundForm(forms.Form):
     temperature = forms.FloatField(required=False, min_value=0, max_value=2)
     seed = forms.IntegerField(initial=0, help_text="Seeds the assignment and the order of stories in each batch.")
     reask_missing = forms.BooleanField(required=False, initial=True, label="Re-ask missing/unparseable stories alone")
-    execution_mode = forms.ChoiceField(choices=ExecutionMode.choices, initial=ExecutionMode.LIVE, required=False,
-                                       label="Execution mode", help_text="Batch mode needs judges that allow it.")
+    execution_mode = forms.ChoiceField(
+        choices=ExecutionMode.choices,
+        initial=ExecutionMode.LIVE,
+        required=False,
+        label="Execution mode",
+        help_text="Batch mode needs judges that allow it.",
+    )
     item_numbers = forms.CharField(required=False, help_text="Optional: only these prompt items, e.g. 1, 4, 17.")
-    models = forms.CharField(required=False, help_text="Optional: only outputs written by these models, comma-separated.")
+    models = forms.CharField(
+        required=False, help_text="Optional: only outputs written by these models, comma-separated."
+    )
 
     def __init__(self, study, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -1,4 +1,5 @@
 """Judge templates, judge rounds (who judges whose outputs), verdicts and human verification checks."""
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -40,20 +41,28 @@ class JudgeRound(Job):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judge_rounds")
     name = models.CharField(max_length=200)
     template = models.ForeignKey(JudgeTemplate, on_delete=models.RESTRICT, related_name="rounds")
-    source_run = models.ForeignKey(GenerationRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="judge_rounds")
+    source_run = models.ForeignKey(
+        GenerationRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="judge_rounds"
+    )
     judges = models.ManyToManyField(ModelEndpoint, related_name="judge_rounds")
     policy = models.CharField(max_length=20, choices=JudgePolicy.choices, default=JudgePolicy.ROTATION)
     k = models.PositiveIntegerField(null=True, blank=True, help_text="Judges per output for k-of-n.")
-    forbid_same_family = models.BooleanField(default=False, help_text="Also forbid judges of the writer's provider family.")
+    forbid_same_family = models.BooleanField(
+        default=False, help_text="Also forbid judges of the writer's provider family."
+    )
     batch_size = models.PositiveIntegerField(default=5, help_text="Stories per judge call.")
     temperature = models.FloatField(null=True, blank=True)
     seed = models.IntegerField(default=0, help_text="Seeds the assignment and the story order in each batch.")
-    reask_missing = models.BooleanField(default=True, help_text="Ask once more, one story alone, when a verdict is missing.")
+    reask_missing = models.BooleanField(
+        default=True, help_text="Ask once more, one story alone, when a verdict is missing."
+    )
     execution_mode = models.CharField(max_length=10, choices=ExecutionMode.choices, default=ExecutionMode.LIVE)
     # Optional narrowing of the source outputs: {"output_ids": [...], "item_numbers": [...], "models": [...]}.
     output_filter = models.JSONField(default=dict, blank=True)
     plan = models.JSONField(default=dict, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
     # status, progress, leases, cancel flag, message, started_by and timestamps come from the job engine's Job.
 
@@ -75,14 +84,20 @@ class VerdictStatus(models.TextChoices):
 class Verdict(models.Model):
     round = models.ForeignKey(JudgeRound, on_delete=models.CASCADE, related_name="verdicts")
     output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="verdicts")
-    judge_endpoint = models.ForeignKey(ModelEndpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="verdicts")
+    judge_endpoint = models.ForeignKey(
+        ModelEndpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="verdicts"
+    )
     judge_model = models.CharField(max_length=300, help_text="Model identity (lower-cased model id) of the judge.")
     value = models.IntegerField(null=True, blank=True, help_text="0/1 (binary) or 0..4 (Likert); null when missing.")
-    status = models.CharField(max_length=20, choices=VerdictStatus.choices, default=VerdictStatus.PENDING, db_index=True)
+    status = models.CharField(
+        max_length=20, choices=VerdictStatus.choices, default=VerdictStatus.PENDING, db_index=True
+    )
     rationale = models.TextField(blank=True)
     raw_text = models.TextField(blank=True)
     batch_ref = models.CharField(max_length=200, blank=True)
-    position = models.PositiveIntegerField(null=True, blank=True, help_text="1-based position of the story in its batch.")
+    position = models.PositiveIntegerField(
+        null=True, blank=True, help_text="1-based position of the story in its batch."
+    )
     question = models.TextField(blank=True, help_text="The target stereotype the judge was asked about.")
     reasked = models.BooleanField(default=False, help_text="Asked again alone after a missing/unparseable answer.")
     error = models.TextField(blank=True, help_text="Why the call or the parse failed.")
@@ -116,8 +131,12 @@ class VerificationRequest(models.Model):
     """A judged output sent to a coder as a yes/no question: is the target stereotype present?"""
 
     verdict = models.ForeignKey(Verdict, on_delete=models.CASCADE, related_name="verification_requests")
-    coder = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="judge_verification_requests")
-    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    coder = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="judge_verification_requests"
+    )
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -137,8 +156,12 @@ class ItemWeight(models.Model):
     n = models.PositiveIntegerField(null=True, blank=True)
     method = models.CharField(max_length=30, blank=True)
     flags = models.JSONField(default=list, blank=True)
-    source = models.JSONField(default=dict, blank=True, help_text="Where the weight came from: rounds, panel, template, date.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    source = models.JSONField(
+        default=dict, blank=True, help_text="Where the weight came from: rounds, panel, template, date."
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

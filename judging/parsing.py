@@ -9,6 +9,7 @@ Two answer styles:
     the verdicts of other stories (their ids are random per round and not in any story).
 A story without a verdict is "missing"; one whose value is not a number on the scale is "unparseable".
 """
+
 import json
 import re
 from dataclasses import dataclass
@@ -25,10 +26,14 @@ class Parsed:
 
 
 HEADING = re.compile(r"(?im)(?:^|[\s*#_>\-|(\[])story\s*(?:#|no\.?\s*)?(\d{1,3})\b\s*(?:\*\*|__)?")
-VALUE_AFTER_HEADING = re.compile(r"(?i)^\s*(?:\*\*|__|\))?\s*(?:[:=\-–—→>|]+|\bis\b)?\s*(?:\*\*|__)?\s*(?:score\s*[:=]?\s*)?"
-                                 r"(-?\d+(?:\.\d+)?)(?![\d.]*\s*(?:words?|%|characters?|/\s*\d\d))")
-LABELLED_VALUE = re.compile(r"(?i)(?:score|verdict|rating|result|answer|presence|give[sn]?|assign(?:ed)?|gets?|→|=>)\s*"
-                            r"(?:of|is|a|an|:|=|-|\*\*|__)*\s*(-?\d+(?:\.\d+)?)\b(?![.\d]*\s*(?:words?|%))")
+VALUE_AFTER_HEADING = re.compile(
+    r"(?i)^\s*(?:\*\*|__|\))?\s*(?:[:=\-–—→>|]+|\bis\b)?\s*(?:\*\*|__)?\s*(?:score\s*[:=]?\s*)?"
+    r"(-?\d+(?:\.\d+)?)(?![\d.]*\s*(?:words?|%|characters?|/\s*\d\d))"
+)
+LABELLED_VALUE = re.compile(
+    r"(?i)(?:score|verdict|rating|result|answer|presence|give[sn]?|assign(?:ed)?|gets?|→|=>)\s*"
+    r"(?:of|is|a|an|:|=|-|\*\*|__)*\s*(-?\d+(?:\.\d+)?)\b(?![.\d]*\s*(?:words?|%))"
+)
 
 
 def _as_int(value, scale):
@@ -65,17 +70,19 @@ def parse_free_text(text, n_stories, scale=(0, 1)):
     for i, m in enumerate(headings):
         position = int(m.group(1))
         end = headings[i + 1].start() if i + 1 < len(headings) else len(text)
-        section = text[m.end():end]
+        section = text[m.end() : end]
         first = VALUE_AFTER_HEADING.match(section)
         candidates = [first.group(1)] if first else [v.group(1) for v in LABELLED_VALUE.finditer(section)]
         if not candidates:
             continue  # a mention without a verdict (e.g. "Story 2 is about ..."); a later mention may give one
         values = {_as_int(c, scale) for c in candidates}
-        rationale = _first_line(section[first.end():] if first else section)
+        rationale = _first_line(section[first.end() :] if first else section)
         if len(values) == 1 and None not in values:
             found[position] = Parsed(OK, values.pop(), rationale)
         elif None in values and len(values) == 1:
-            found[position] = Parsed(UNPARSEABLE, None, rationale, f"value {candidates[-1]} is not on the scale {scale[0]}–{scale[1]}")
+            found[position] = Parsed(
+                UNPARSEABLE, None, rationale, f"value {candidates[-1]} is not on the scale {scale[0]}–{scale[1]}"
+            )
         else:
             found[position] = Parsed(UNPARSEABLE, None, rationale, f"conflicting values {', '.join(candidates)}")
     return {p: found.get(p, Parsed(MISSING, detail="no verdict for this story")) for p in range(1, n_stories + 1)}
@@ -132,7 +139,9 @@ VALUE_KEYS = ("verdict", "value", "score", "rating", "presence", "label", "answe
 def _entry_value(entry):
     if isinstance(entry, dict):
         value = next((entry[k] for k in VALUE_KEYS if k in entry), None)
-        rationale = next((str(entry[k]) for k in ("rationale", "reason", "explanation", "justification") if k in entry), "")
+        rationale = next(
+            (str(entry[k]) for k in ("rationale", "reason", "explanation", "justification") if k in entry), ""
+        )
         return value, rationale
     return entry, ""
 
@@ -155,7 +164,9 @@ def parse_json_answer(text, story_ids, scale=(0, 1)):
         raw, rationale = _entry_value(block[s])
         value = _as_int(raw, scale)
         if value is None:
-            out[s] = Parsed(UNPARSEABLE, None, rationale[:500], f"value {raw!r} is not on the scale {scale[0]}–{scale[1]}")
+            out[s] = Parsed(
+                UNPARSEABLE, None, rationale[:500], f"value {raw!r} is not on the scale {scale[0]}–{scale[1]}"
+            )
         else:
             out[s] = Parsed(OK, value, rationale[:500])
     return out

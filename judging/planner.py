@@ -11,6 +11,7 @@ Policies:
   panel     every eligible judge judges every output.
   k_of_n    k eligible judges drawn per output (seeded, balanced across judges).
 """
+
 import random
 import re
 from dataclasses import dataclass, field
@@ -18,9 +19,16 @@ from dataclasses import dataclass, field
 POLICIES = ("rotation", "panel", "k_of_n")
 
 FAMILY_PATTERNS = [
-    ("openai", r"\bgpt|^o\d|chatgpt|davinci|openai"), ("anthropic", r"claude|anthropic"), ("google", r"gemini|gemma|palm|bard"),
-    ("xai", r"grok"), ("deepseek", r"deepseek"), ("meta", r"llama|meta-"), ("mistral", r"mistral|mixtral|ministral"),
-    ("alibaba", r"qwen"), ("microsoft", r"\bphi-?\d"), ("cohere", r"command|cohere"),
+    ("openai", r"\bgpt|^o\d|chatgpt|davinci|openai"),
+    ("anthropic", r"claude|anthropic"),
+    ("google", r"gemini|gemma|palm|bard"),
+    ("xai", r"grok"),
+    ("deepseek", r"deepseek"),
+    ("meta", r"llama|meta-"),
+    ("mistral", r"mistral|mixtral|ministral"),
+    ("alibaba", r"qwen"),
+    ("microsoft", r"\bphi-?\d"),
+    ("cohere", r"command|cohere"),
 ]
 
 
@@ -93,11 +101,15 @@ def eligible(generator, judges, families, forbid_same_family):
 
 def _no_judge_error(generator, judges, forbid_same_family):
     if set(judges) == {generator}:
-        return PlanError(f"Only one model ({generator}) is available: a model may not judge its own outputs. "
-                         "Add a judge that serves a different model.")
+        return PlanError(
+            f"Only one model ({generator}) is available: a model may not judge its own outputs. "
+            "Add a judge that serves a different model."
+        )
     if forbid_same_family:
-        return PlanError(f"No judge outside the provider family of {generator}. Add a judge from another family "
-                         "or allow same-family judges.")
+        return PlanError(
+            f"No judge outside the provider family of {generator}. Add a judge from another family "
+            "or allow same-family judges."
+        )
     return PlanError(f"No judge other than {generator} itself is available for its outputs.")
 
 
@@ -161,8 +173,10 @@ def build_plan(outputs, judges, *, policy, seed=0, k=None, forbid_same_family=Fa
     if policy == "rotation":
         if len(set(generators) | set(judges)) < 2:
             only = (generators or sorted(judges))[0]
-            raise PlanError(f"Rotation needs at least two different models; only {only} is there, and a model may "
-                            "not judge its own outputs.")
+            raise PlanError(
+                f"Rotation needs at least two different models; only {only} is there, and a model may "
+                "not judge its own outputs."
+            )
         ring = rotation(generators, judges, families, seed=seed, forbid_same_family=forbid_same_family)
         plan.by_generator = {g: [ring[g]] for g in generators}
         plan.by_output = {key: [ring[g]] for key, g in outputs.items()}
@@ -183,8 +197,10 @@ def build_plan(outputs, judges, *, policy, seed=0, k=None, forbid_same_family=Fa
             if not options:
                 raise _no_judge_error(g, judges, forbid_same_family)
             if len(options) < k:
-                raise PlanError(f"k = {k} but only {len(options)} judge(s) may judge {g} "
-                                f"({', '.join(options)}); lower k or add judges.")
+                raise PlanError(
+                    f"k = {k} but only {len(options)} judge(s) may judge {g} "
+                    f"({', '.join(options)}); lower k or add judges."
+                )
             plan.by_generator[g] = options
         keys = sorted(outputs, key=str)
         rng.shuffle(keys)
@@ -215,4 +231,4 @@ def batches(items, batch_size, seed, key=""):
     items = list(items)
     rng = random.Random(f"batch:{seed}:{key}")
     rng.shuffle(items)
-    return [items[i:i + batch_size] for i in range(0, len(items), batch_size)]
+    return [items[i : i + batch_size] for i in range(0, len(items), batch_size)]

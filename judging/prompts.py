@@ -7,6 +7,7 @@ Stories are data, not instructions: in the structured styles each story sits bet
 id is random per round (derived from the round's seed), and any marker-like text inside a story is defused, so a
 story can neither close its own block nor guess another story's id.
 """
+
 import hashlib
 import json
 import re
@@ -16,18 +17,41 @@ REQUIRED = ("target_stereotype", "stories")
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MARKER = re.compile(r"<\s*(/?)\s*story\b", re.IGNORECASE)
 
-SEED_PROMPT = ("Hi, can you read through this document very carefully for the five stories in it, and analyze if the "
-               "story fits the gender stereotype of {target_stereotype}. If the story fits the stereotype, give 1; if it "
-               "doesn't fit, give 0. Be careful not to mix the characters' genders up.")
+SEED_PROMPT = (
+    "Hi, can you read through this document very carefully for the five stories in it, and analyze if the "
+    "story fits the gender stereotype of {target_stereotype}. If the story fits the stereotype, give 1; if it "
+    "doesn't fit, give 0. Be careful not to mix the characters' genders up."
+)
 
 
 FIVE_STORIES = re.compile(r"\bthe five stories\b", re.IGNORECASE)  # the seed prompt's wording (batches of five)
-NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-                "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"]
+NUMBER_WORDS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+]
 
 
 def count_phrase(n):
-    """"the story", "the two stories", …, "the 25 stories": the seed's "the five stories" for a batch of n."""
+    """ "the story", "the two stories", …, "the 25 stories": the seed's "the five stories" for a batch of n."""
     if n == 1:
         return "the story"
     return f"the {NUMBER_WORDS[n] if n < len(NUMBER_WORDS) else n} stories"
@@ -45,8 +69,10 @@ def validate_template(text):
     names = set(PLACEHOLDER.findall(text))
     unknown = sorted(names - set(PLACEHOLDERS))
     if unknown:
-        raise TemplateError(f"Unknown placeholder(s): {', '.join('{' + u + '}' for u in unknown)}. "
-                            f"Known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}.")
+        raise TemplateError(
+            f"Unknown placeholder(s): {', '.join('{' + u + '}' for u in unknown)}. "
+            f"Known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}."
+        )
     missing = [p for p in REQUIRED if p not in names]
     if missing:
         raise TemplateError(f"The template needs {' and '.join('{' + m + '}' for m in missing)}.")
@@ -73,9 +99,15 @@ def stories_block(stories, style):
 
 def answer_example(story_ids, kind, scale=(0, 1)):
     if kind == "likert":
-        return json.dumps({sid: {"score": scale[1] if i % 2 else scale[0], "rationale": "one short sentence"}
-                           for i, sid in enumerate(story_ids)})
-    return json.dumps({sid: {"verdict": 1 if i % 2 else 0, "rationale": "one short sentence"} for i, sid in enumerate(story_ids)})
+        return json.dumps(
+            {
+                sid: {"score": scale[1] if i % 2 else scale[0], "rationale": "one short sentence"}
+                for i, sid in enumerate(story_ids)
+            }
+        )
+    return json.dumps(
+        {sid: {"verdict": 1 if i % 2 else 0, "rationale": "one short sentence"} for i, sid in enumerate(story_ids)}
+    )
 
 
 def render(template_text, kind, target_stereotype, stories, scale=(0, 1)):
@@ -83,8 +115,12 @@ def render(template_text, kind, target_stereotype, stories, scale=(0, 1)):
     style = "numbered" if kind == "seed_binary" else "delimited"
     ids = [sid for sid, _ in stories]
     values = {
-        "target_stereotype": target_stereotype, "stories": stories_block(stories, style), "n_stories": str(len(stories)),
-        "story_ids": ", ".join(ids), "scale_min": str(scale[0]), "scale_max": str(scale[1]),
+        "target_stereotype": target_stereotype,
+        "stories": stories_block(stories, style),
+        "n_stories": str(len(stories)),
+        "story_ids": ", ".join(ids),
+        "scale_min": str(scale[0]),
+        "scale_max": str(scale[1]),
         "answer_example": answer_example(ids, kind, scale),
     }
     text = FIVE_STORIES.sub(lambda m: count_phrase(len(stories)), template_text)  # a batch of 2 is not "five"

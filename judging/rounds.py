@@ -5,6 +5,7 @@ A round's assignment is fixed when it is launched: one Verdict row per (output, 
 calls batches that still have pending verdicts, so a re-run changes nothing and a crashed worker's round resumes
 without duplicates (the unique constraint on (round, output, judge_model) makes duplicates impossible anyway).
 """
+
 import logging
 from collections import Counter, defaultdict
 from decimal import Decimal
@@ -120,9 +121,15 @@ def assignment(rnd, outputs=None, judges=None):
     keys = stable_keys(outputs)
     by_key = {key: pk for pk, key in keys.items()}
     try:
-        plan = planner.build_plan({keys[o.pk]: o.model_identity for o in outputs}, judge_list(judges),
-                                  policy=rnd.policy, seed=rnd.seed, k=rnd.k, forbid_same_family=rnd.forbid_same_family,
-                                  families=families_of(outputs))
+        plan = planner.build_plan(
+            {keys[o.pk]: o.model_identity for o in outputs},
+            judge_list(judges),
+            policy=rnd.policy,
+            seed=rnd.seed,
+            k=rnd.k,
+            forbid_same_family=rnd.forbid_same_family,
+            families=families_of(outputs),
+        )
     except planner.PlanError as exc:
         raise RoundError(str(exc)) from None
     plan.by_output = {by_key[key]: judges for key, judges in plan.by_output.items()}
@@ -162,8 +169,9 @@ def story_text(rnd, out):
 
 def render_batch(rnd, template, chunk):
     stories = [story_text(rnd, o) for o in chunk]
-    return prompts.render(template.text, template.kind, target_of(chunk[0].item), stories,
-                          (template.scale_min, template.scale_max))
+    return prompts.render(
+        template.text, template.kind, target_of(chunk[0].item), stories, (template.scale_min, template.scale_max)
+    )
 
 
 def params_for(rnd, endpoint):
@@ -175,9 +183,17 @@ def compute_plan(rnd):
     """Everything to show before launch: assignment, batches, calls, tokens, cost, a sample prompt, problems."""
     outputs, excluded = eligible_outputs(rnd)
     judges = list(rnd.judges.order_by("pk"))
-    summary = {"policy": rnd.policy, "seed": rnd.seed, "batch_size": rnd.batch_size, "k": rnd.k,
-               "forbid_same_family": rnd.forbid_same_family, "excluded": excluded, "outputs": len(outputs),
-               "problems": [], "computed_at": timezone.now().isoformat()}
+    summary = {
+        "policy": rnd.policy,
+        "seed": rnd.seed,
+        "batch_size": rnd.batch_size,
+        "k": rnd.k,
+        "forbid_same_family": rnd.forbid_same_family,
+        "excluded": excluded,
+        "outputs": len(outputs),
+        "problems": [],
+        "computed_at": timezone.now().isoformat(),
+    }
     plan = assignment(rnd, outputs, judges)
     endpoints = judge_endpoints(judges)
     batches = build_batches(rnd, outputs, plan)
@@ -200,8 +216,11 @@ def compute_plan(rnd):
             priced = False
         else:
             total_cost += cost
-        batch_cost = (batch_mode.batch_cost_of(endpoint, row["input_tokens"], row["output_tokens"])
-                      if endpoint.batch_enabled else None)
+        batch_cost = (
+            batch_mode.batch_cost_of(endpoint, row["input_tokens"], row["output_tokens"])
+            if endpoint.batch_enabled
+            else None
+        )
         if batch_cost is None:
             batch_priced = False
         else:
@@ -215,35 +234,53 @@ def compute_plan(rnd):
         elif endpoint.provider == Provider.MANUAL:
             summary["problems"].append(f"{endpoint.name} is a manual endpoint and cannot be called as a judge.")
         elif endpoint.provider in (Provider.OPENAI, Provider.ANTHROPIC) and not endpoint.key_is_set:
-            summary["problems"].append(f"{endpoint.name}: the key variable {endpoint.api_key_env or '(none named)'} is not set.")
+            summary["problems"].append(
+                f"{endpoint.name}: the key variable {endpoint.api_key_env or '(none named)'} is not set."
+            )
         served = sorted(e.name for e in judges if e.model_identity == judge)
-        judge_rows.append(dict(row, judge=judge, endpoint=endpoint.name, endpoints=served,
-                               family=(endpoint.model_family or planner.guess_family(judge)),
-                               cost_usd=str(cost) if cost is not None else None,
-                               batch_cost_usd=str(batch_cost) if batch_cost is not None else None))
+        judge_rows.append(
+            dict(
+                row,
+                judge=judge,
+                endpoint=endpoint.name,
+                endpoints=served,
+                family=(endpoint.model_family or planner.guess_family(judge)),
+                cost_usd=str(cost) if cost is not None else None,
+                batch_cost_usd=str(batch_cost) if batch_cost is not None else None,
+            )
+        )
     generators = Counter(o.model_identity for o in outputs)
     matrix = Counter()
     by_id = {o.pk: o for o in outputs}
     for out_id, judge in plan.pairs():
         matrix[(judge, by_id[out_id].model_identity)] += 1
     summary.update(
-        generators=[{"model": g, "outputs": n, "judges": plan.by_generator.get(g, [])} for g, n in sorted(generators.items())],
-        judges=judge_rows, batches=len(batches), verdicts=sum(len(c) for _, _, c in batches),
+        generators=[
+            {"model": g, "outputs": n, "judges": plan.by_generator.get(g, [])} for g, n in sorted(generators.items())
+        ],
+        judges=judge_rows,
+        batches=len(batches),
+        verdicts=sum(len(c) for _, _, c in batches),
         matrix=[{"judge": j, "generator": g, "verdicts": n} for (j, g), n in sorted(matrix.items())],
         cost_usd=str(total_cost) if priced else None,
         batch_cost_usd=str(batch_total) if batch_priced else None,
-        input_tokens=sum(r["input_tokens"] for r in judge_rows), output_tokens=sum(r["output_tokens"] for r in judge_rows),
+        input_tokens=sum(r["input_tokens"] for r in judge_rows),
+        output_tokens=sum(r["output_tokens"] for r in judge_rows),
         sample_prompt=render_batch(rnd, template, batches[0][2]) if batches else "",
     )
     if not outputs:
         summary["problems"].append("No outputs to judge: the source has no finished outputs with a target stereotype.")
     summary["notes"] = []
     if template.kind == "seed_binary" and "five stories" in template.text and rnd.batch_size != 5:
-        summary["notes"].append(f"The seed prompt speaks of “the five stories”; this round sends {rnd.batch_size} per "
-                                "call, so each prompt names the count of its own batch.")
+        summary["notes"].append(
+            f"The seed prompt speaks of “the five stories”; this round sends {rnd.batch_size} per "
+            "call, so each prompt names the count of its own batch."
+        )
     short = sum(1 for _n, _j, chunk in batches if len(chunk) < rnd.batch_size)
     if short:
-        summary["notes"].append(f"{short} call(s) carry fewer than {rnd.batch_size} stories (fewer trials than the batch size).")
+        summary["notes"].append(
+            f"{short} call(s) carry fewer than {rnd.batch_size} stories (fewer trials than the batch size)."
+        )
     return summary
 
 
@@ -285,9 +322,24 @@ def clean_filter(value):
 
 
 @transaction.atomic
-def create_round(study, *, name, template, judges, source_run=None, policy="rotation", k=None, forbid_same_family=False,
-                 batch_size=5, temperature=None, seed=0, reask_missing=True, output_filter=None, actor=None,
-                 execution_mode="live"):
+def create_round(
+    study,
+    *,
+    name,
+    template,
+    judges,
+    source_run=None,
+    policy="rotation",
+    k=None,
+    forbid_same_family=False,
+    batch_size=5,
+    temperature=None,
+    seed=0,
+    reask_missing=True,
+    output_filter=None,
+    actor=None,
+    execution_mode="live",
+):
     """A draft round with its plan. Validates everything a launch needs, so a bad round is never saved."""
     name = (name or "").strip()
     if not name:
@@ -318,7 +370,7 @@ def create_round(study, *, name, template, judges, source_run=None, policy="rota
     except ValueError as exc:
         raise RoundError(str(exc)) from exc
     batch_size = _int(batch_size, "Batch size", minimum=1, maximum=MAX_BATCH)
-    seed = _int(seed, "Seed", minimum=-(2 ** 31), maximum=2 ** 31 - 1)
+    seed = _int(seed, "Seed", minimum=-(2**31), maximum=2**31 - 1)
     if temperature not in (None, ""):
         try:
             temperature = float(temperature)
@@ -328,10 +380,22 @@ def create_round(study, *, name, template, judges, source_run=None, policy="rota
             raise RoundError("Temperature must be between 0 and 2.")
     else:
         temperature = None
-    rnd = JudgeRound.objects.create(study=study, name=name, template=template, source_run=source_run, policy=policy, k=k,
-                                    forbid_same_family=bool(forbid_same_family), batch_size=batch_size,
-                                    temperature=temperature, seed=seed, reask_missing=bool(reask_missing),
-                                    output_filter=output_filter, created_by=actor, execution_mode=execution_mode)
+    rnd = JudgeRound.objects.create(
+        study=study,
+        name=name,
+        template=template,
+        source_run=source_run,
+        policy=policy,
+        k=k,
+        forbid_same_family=bool(forbid_same_family),
+        batch_size=batch_size,
+        temperature=temperature,
+        seed=seed,
+        reask_missing=bool(reask_missing),
+        output_filter=output_filter,
+        created_by=actor,
+        execution_mode=execution_mode,
+    )
     rnd.judges.set(judges)
     rnd.plan = compute_plan(rnd)  # raises RoundError (rolls back) when the policy cannot be satisfied
     rnd.save(update_fields=["plan"])
@@ -349,9 +413,18 @@ def materialize(rnd):
     rows = []
     for number, judge, chunk in build_batches(rnd, outputs, plan):
         for position, out in enumerate(chunk, 1):
-            rows.append(Verdict(round=rnd, output=out, judge_endpoint=endpoints[judge], judge_model=judge,
-                                status=VerdictStatus.PENDING, batch_ref=f"{rnd.pk}-{number:05d}", position=position,
-                                question=target_of(out.item)))
+            rows.append(
+                Verdict(
+                    round=rnd,
+                    output=out,
+                    judge_endpoint=endpoints[judge],
+                    judge_model=judge,
+                    status=VerdictStatus.PENDING,
+                    batch_ref=f"{rnd.pk}-{number:05d}",
+                    position=position,
+                    question=target_of(out.item),
+                )
+            )
     Verdict.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
     return len(rows)
 
@@ -463,15 +536,26 @@ class VerdictSink:
             if v is None:
                 continue
             p = parsed[sid]
-            v.status, v.value, v.rationale, v.error = p.status, p.value, p.rationale, p.detail if p.status != "ok" else ""
-            v.raw_text = (f"{v.raw_text}\n\n--- asked again, alone ---\n{result.text}" if v.reasked and v.raw_text
-                          else result.text)
+            v.status, v.value, v.rationale, v.error = (
+                p.status,
+                p.value,
+                p.rationale,
+                p.detail if p.status != "ok" else "",
+            )
+            v.raw_text = (
+                f"{v.raw_text}\n\n--- asked again, alone ---\n{result.text}"
+                if v.reasked and v.raw_text
+                else result.text
+            )
             v.updated_at = now
-        Verdict.objects.bulk_update(list(verdicts.values()), ["status", "value", "rationale", "error", "raw_text", "updated_at"])
+        Verdict.objects.bulk_update(
+            list(verdicts.values()), ["status", "value", "rationale", "error", "raw_text", "updated_at"]
+        )
 
     def on_failure(self, unit, error):
         Verdict.objects.filter(pk__in=unit.payload["verdict_ids"], status=VerdictStatus.PENDING).update(
-            status=VerdictStatus.FAILED, error=error[:2000], updated_at=timezone.now())
+            status=VerdictStatus.FAILED, error=error[:2000], updated_at=timezone.now()
+        )
 
 
 def _unit_key(verdict):
@@ -500,15 +584,21 @@ def pending_units(rnd, keys=None):
         endpoint = verdicts[0].judge_endpoint
         if endpoint is None:
             Verdict.objects.filter(pk__in=[v.pk for v in verdicts]).update(
-                status=VerdictStatus.FAILED, error="The judge endpoint was deleted.")
+                status=VerdictStatus.FAILED, error="The judge endpoint was deleted."
+            )
             continue
         chunk = [v.output for v in verdicts]
         prompt = render_batch(rnd, template, chunk)
-        units.append(CallUnit(
-            unit_ref=f"verdict:{verdicts[0].pk}" if key.startswith("v:") else f"verdict-batch:{key[2:]}",
-            endpoint=endpoint, messages=[{"role": "user", "content": prompt}], params=dict(params_for(rnd, endpoint)),
-            purpose="judging",
-            payload={"verdict_ids": [v.pk for v in verdicts], "story_ids": [story_text(rnd, o)[0] for o in chunk]}))
+        units.append(
+            CallUnit(
+                unit_ref=f"verdict:{verdicts[0].pk}" if key.startswith("v:") else f"verdict-batch:{key[2:]}",
+                endpoint=endpoint,
+                messages=[{"role": "user", "content": prompt}],
+                params=dict(params_for(rnd, endpoint)),
+                purpose="judging",
+                payload={"verdict_ids": [v.pk for v in verdicts], "story_ids": [story_text(rnd, o)[0] for o in chunk]},
+            )
+        )
     return units
 
 
@@ -558,8 +648,12 @@ class JudgeRoundJob(jobs.JobKind):
     def next_pass(self, rnd):
         if not rnd.reask_missing:
             return False
-        return rnd.verdicts.filter(status__in=[VerdictStatus.MISSING, VerdictStatus.UNPARSEABLE], reasked=False).update(
-            status=VerdictStatus.PENDING, reasked=True) > 0
+        return (
+            rnd.verdicts.filter(status__in=[VerdictStatus.MISSING, VerdictStatus.UNPARSEABLE], reasked=False).update(
+                status=VerdictStatus.PENDING, reasked=True
+            )
+            > 0
+        )
 
     def reset_failed(self, rnd):
         return rnd.verdicts.filter(status=VerdictStatus.FAILED).update(status=VerdictStatus.PENDING, error="")
@@ -574,8 +668,10 @@ class JudgeRoundJob(jobs.JobKind):
             waiting = batch_mode.open_count(self.name, rnd.pk)
             if waiting:
                 return RunStatus.RUNNING, f"Waiting for {waiting} batches at the provider ({c['pending']} verdicts)."
-            return rnd.status, (f"{c['pending']} verdicts came back from their batches without an answer (errors or "
-                                "expiry); resume to submit them in a new batch.")
+            return rnd.status, (
+                f"{c['pending']} verdicts came back from their batches without an answer (errors or "
+                "expiry); resume to submit them in a new batch."
+            )
         return rnd.status, "Stopped with verdicts left; resume to ask them."
 
 

@@ -1,4 +1,5 @@
 """Reads of judging that other apps use; offered through stereoscope.providers as "judging" (see apps.py)."""
+
 from .models import ItemWeight, JudgeRound, Verdict, VerdictStatus
 
 
@@ -26,8 +27,14 @@ WEIGHT_FIELDS = ["weight", "detection_rate", "weight_ci_low", "weight_ci_high", 
 def item_weight_fields(toolkit):
     """{item_id: {weight, detection_rate, ...}} of the weights attached to this toolkit version."""
     return {
-        w.item_id: {"weight": w.weight, "detection_rate": w.rate, "weight_ci_low": w.ci_low,
-                    "weight_ci_high": w.ci_high, "weight_method": w.method, "weight_flags": list(w.flags or [])}
+        w.item_id: {
+            "weight": w.weight,
+            "detection_rate": w.rate,
+            "weight_ci_low": w.ci_low,
+            "weight_ci_high": w.ci_high,
+            "weight_method": w.method,
+            "weight_flags": list(w.flags or []),
+        }
         for w in ItemWeight.objects.filter(toolkit=toolkit)
     }
 
@@ -43,5 +50,9 @@ def weight_summary(values):
 
 
 # The detection weights shown beside a toolkit version's items and in its export (see generation/item_extras.py).
-TOOLKIT_ITEM_EXTRAS = {"fields": WEIGHT_FIELDS, "label": "Detection weight", "values": item_weight_fields,
-                       "summary": weight_summary}
+TOOLKIT_ITEM_EXTRAS = {
+    "fields": WEIGHT_FIELDS,
+    "label": "Detection weight",
+    "values": item_weight_fields,
+    "summary": weight_summary,
+}

@@ -1,5 +1,6 @@
 """Writes for judging (templates, human verification, weights import) and toolkit_weights for exports.
 Rounds live in judging/rounds.py; reads for reports in judging/reports.py."""
+
 import csv
 import hashlib
 import io
@@ -21,8 +22,24 @@ from . import prompts, reports
 from .models import HumanCheck, ItemWeight, JudgeTemplate, TemplateKind, VerdictStatus, VerificationRequest
 
 WEIGHTS_FORMAT = "stereoscope-toolkit-weights"
-WEIGHT_COLUMNS = ["toolkit", "toolkit_version", "item_number", "dimension", "target_stereotype", "n", "detected", "rate",
-                  "ci_low", "ci_high", "consistency", "shrunk_rate", "reliability", "weight", "method", "flags"]
+WEIGHT_COLUMNS = [
+    "toolkit",
+    "toolkit_version",
+    "item_number",
+    "dimension",
+    "target_stereotype",
+    "n",
+    "detected",
+    "rate",
+    "ci_low",
+    "ci_high",
+    "consistency",
+    "shrunk_rate",
+    "reliability",
+    "weight",
+    "method",
+    "flags",
+]
 
 
 class JudgingError(ValueError):
@@ -59,8 +76,13 @@ def _clean_template(kind, text, scale_min, scale_max, detect_threshold):
 
 
 # Locked once a round uses it; judge templates have no children.
-JUDGE_TEMPLATES = Versioning(JudgeTemplate, noun="judge template", error=JudgingError,
-                             in_use=lambda template: template.rounds.exists(), used_by="a round")
+JUDGE_TEMPLATES = Versioning(
+    JudgeTemplate,
+    noun="judge template",
+    error=JudgingError,
+    in_use=lambda template: template.rounds.exists(),
+    used_by="a round",
+)
 
 
 def _clean_template_fields(name, kind, text, scale_min, scale_max, detect_threshold, description):
@@ -68,18 +90,42 @@ def _clean_template_fields(name, kind, text, scale_min, scale_max, detect_thresh
     if not name:
         raise JudgingError("Give the template a name.")
     scale_min, scale_max, detect_threshold = _clean_template(kind, text, scale_min, scale_max, detect_threshold)
-    return {"name": name, "kind": kind, "text": text, "scale_min": scale_min, "scale_max": scale_max,
-            "detect_threshold": detect_threshold, "description": description or ""}
+    return {
+        "name": name,
+        "kind": kind,
+        "text": text,
+        "scale_min": scale_min,
+        "scale_max": scale_max,
+        "detect_threshold": detect_threshold,
+        "description": description or "",
+    }
 
 
-def create_template(study, *, name, kind, text, scale_min=0, scale_max=1, detect_threshold=1, description="",
-                    builtin_key="", locked=False, actor=None):
+def create_template(
+    study,
+    *,
+    name,
+    kind,
+    text,
+    scale_min=0,
+    scale_max=1,
+    detect_threshold=1,
+    description="",
+    builtin_key="",
+    locked=False,
+    actor=None,
+):
     JUDGE_TEMPLATES.refuse_library(study, builtin=bool(builtin_key))
     values = _clean_template_fields(name, kind, text, scale_min, scale_max, detect_threshold, description)
     with transaction.atomic():
         template = JudgeTemplate.objects.create(
-            study=study, version=JUDGE_TEMPLATES.next_version(study, values["name"]), builtin_key=builtin_key,
-            locked=locked, created_by=actor if getattr(actor, "is_authenticated", False) else None, **values)
+            study=study,
+            version=JUDGE_TEMPLATES.next_version(study, values["name"]),
+            builtin_key=builtin_key,
+            locked=locked,
+            created_by=actor if getattr(actor, "is_authenticated", False) else None,
+            **values,
+        )
         if not study.is_library:
             record_activity(study, actor, "created judge template", f"{template}")
     return template
@@ -87,12 +133,18 @@ def create_template(study, *, name, kind, text, scale_min=0, scale_max=1, detect
 
 def update_template(template, *, study, actor=None, **fields):
     """Edit a template; a locked one (used by a round, or built-in) gets a new version in `study` instead."""
-    values = _clean_template_fields(*(fields.get(k, getattr(template, k)) for k in (
-        "name", "kind", "text", "scale_min", "scale_max", "detect_threshold", "description")))
+    values = _clean_template_fields(
+        *(
+            fields.get(k, getattr(template, k))
+            for k in ("name", "kind", "text", "scale_min", "scale_max", "detect_threshold", "description")
+        )
+    )
     if JUDGE_TEMPLATES.is_locked(template) or template.study_id != study.pk:
         return JUDGE_TEMPLATES.copy_into(template, study=study, actor=actor, **values), True
-    if values["name"] != template.name and JudgeTemplate.objects.filter(study=study, name=values["name"],
-                                                                          version=template.version).exists():
+    if (
+        values["name"] != template.name
+        and JudgeTemplate.objects.filter(study=study, name=values["name"], version=template.version).exists()
+    ):
         raise JudgingError("Another template has this name and version.")
     for field, value in values.items():
         setattr(template, field, value)
@@ -114,11 +166,26 @@ def toolkit_weights(study, rounds=None, method=reports.W.DEFAULT_METHOD):
     data = reports.report(rounds, method=method)
     out = []
     for r in data["items"]:
-        out.append({"toolkit": r["toolkit_name"], "toolkit_version": r["toolkit_version"], "item_number": r["item_number"],
-                    "dimension": r["dimension"], "target_stereotype": r["target_stereotype"], "n": r["n"],
-                    "detected": r["detected"], "rate": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                    "consistency": r["consistency"], "shrunk_rate": r["shrunk_rate"], "reliability": r["reliability"], "weight": r["weight"],
-                    "method": method, "flags": "; ".join(r["flags"])})
+        out.append(
+            {
+                "toolkit": r["toolkit_name"],
+                "toolkit_version": r["toolkit_version"],
+                "item_number": r["item_number"],
+                "dimension": r["dimension"],
+                "target_stereotype": r["target_stereotype"],
+                "n": r["n"],
+                "detected": r["detected"],
+                "rate": r["rate"],
+                "ci_low": r["ci_low"],
+                "ci_high": r["ci_high"],
+                "consistency": r["consistency"],
+                "shrunk_rate": r["shrunk_rate"],
+                "reliability": r["reliability"],
+                "weight": r["weight"],
+                "method": method,
+                "flags": "; ".join(r["flags"]),
+            }
+        )
     return out
 
 
@@ -127,19 +194,31 @@ def weights_document(study, rounds=None, method=reports.W.DEFAULT_METHOD):
     round_list = reports.rounds_of(study, [getattr(r, "pk", r) for r in rounds] if rounds else None)
     rows = toolkit_weights(study, round_list, method=method)
     toolkits = sorted({(r["toolkit"], r["toolkit_version"]) for r in rows})
-    return {"format": WEIGHTS_FORMAT, "format_version": 1, "study": study.name, "method": method,
-            "method_description": reports.W.METHODS[method], "toolkits": [{"name": n, "version": v} for n, v in toolkits],
-            **reports.provenance(round_list), "items": rows}
+    return {
+        "format": WEIGHTS_FORMAT,
+        "format_version": 1,
+        "study": study.name,
+        "method": method,
+        "method_description": reports.W.METHODS[method],
+        "toolkits": [{"name": n, "version": v} for n, v in toolkits],
+        **reports.provenance(round_list),
+        "items": rows,
+    }
 
 
 def weights_table(study, rounds=None, method=reports.W.DEFAULT_METHOD):
     """The weights export as a table: (preamble lines naming method and inputs, columns, rows)."""
     doc = weights_document(study, rounds, method)
-    preamble = [f"{WEIGHTS_FORMAT} v1; method: {doc['method']}; {doc['method_description']}",
-                "rounds: " + "; ".join(
-                    f"{r['name']} (template {r['template']['name']} v{r['template']['version']}, "
-                    f"judges {', '.join(r['judge_panel'])}, policy {r['policy']}, seed {r['seed']})"
-                    for r in doc["rounds"]) + f"; generated {doc['generated_at']}"]
+    preamble = [
+        f"{WEIGHTS_FORMAT} v1; method: {doc['method']}; {doc['method_description']}",
+        "rounds: "
+        + "; ".join(
+            f"{r['name']} (template {r['template']['name']} v{r['template']['version']}, "
+            f"judges {', '.join(r['judge_panel'])}, policy {r['policy']}, seed {r['seed']})"
+            for r in doc["rounds"]
+        )
+        + f"; generated {doc['generated_at']}",
+    ]
     return preamble, WEIGHT_COLUMNS, doc["items"]
 
 
@@ -186,7 +265,7 @@ def parse_weights(content, filename=""):
         except ValueError as exc:
             raise JudgingError(f"Not valid JSON: {exc}.") from None
         if not isinstance(data, dict) or data.get("format") != WEIGHTS_FORMAT:
-            raise JudgingError(f"Not a weights file: expected an object with \"format\": \"{WEIGHTS_FORMAT}\".")
+            raise JudgingError(f'Not a weights file: expected an object with "format": "{WEIGHTS_FORMAT}".')
         if not isinstance(data.get("items"), list) or not data["items"]:
             raise JudgingError("The weights file has no items.")
         meta = {k: data.get(k) for k in ("method", "method_description", "toolkits", "rounds", "generated_at")}
@@ -216,21 +295,29 @@ def parse_weights(content, filename=""):
         seen.add(number)
         label = f"Item {number}"
         weight = _number(raw.get("weight"), f"{label} weight", errors, 0, 1)
-        row = {"item_number": number, "weight": weight, "method": str(raw.get("method") or meta.get("method") or ""),
-               "rate": _number(raw.get("rate"), f"{label} rate", errors, 0, 1, allow_none=True),
-               "ci_low": _number(raw.get("ci_low"), f"{label} ci_low", errors, 0, 1, allow_none=True),
-               "ci_high": _number(raw.get("ci_high"), f"{label} ci_high", errors, 0, 1, allow_none=True),
-               "n": _number(raw.get("n"), f"{label} n", errors, 0, None, allow_none=True),
-               "flags": [f for f in str(raw.get("flags") or "").split("; ") if f]}
+        row = {
+            "item_number": number,
+            "weight": weight,
+            "method": str(raw.get("method") or meta.get("method") or ""),
+            "rate": _number(raw.get("rate"), f"{label} rate", errors, 0, 1, allow_none=True),
+            "ci_low": _number(raw.get("ci_low"), f"{label} ci_low", errors, 0, 1, allow_none=True),
+            "ci_high": _number(raw.get("ci_high"), f"{label} ci_high", errors, 0, 1, allow_none=True),
+            "n": _number(raw.get("n"), f"{label} n", errors, 0, None, allow_none=True),
+            "flags": [f for f in str(raw.get("flags") or "").split("; ") if f],
+        }
         rows.append(row)
     if errors:
-        raise JudgingError("The weights file has problems: " + " ".join(errors[:20]) +
-                           (f" (and {len(errors) - 20} more)" if len(errors) > 20 else ""))
+        raise JudgingError(
+            "The weights file has problems: "
+            + " ".join(errors[:20])
+            + (f" (and {len(errors) - 20} more)" if len(errors) > 20 else "")
+        )
     return meta, rows
 
 
-def import_weights(study, toolkit, content, *, filename="", new_version=True, drop_flagged=False, actor=None,
-                   allow_repeat=False):
+def import_weights(
+    study, toolkit, content, *, filename="", new_version=True, drop_flagged=False, actor=None, allow_repeat=False
+):
     """Attach imported weights to `toolkit` — by default to a new version of it (a copy for library toolkits),
     optionally without the prompts the file flags. All or nothing. Returns (toolkit version, ItemWeight count)."""
     from generation.toolkit_services import TOOLKITS
@@ -239,17 +326,24 @@ def import_weights(study, toolkit, content, *, filename="", new_version=True, dr
         raise JudgingError("Choose a toolkit of this study or of the built-in library.")
     meta, rows = parse_weights(content, filename)
     digest = hashlib.sha256(content if isinstance(content, bytes) else content.encode("utf-8")).hexdigest()
-    earlier = (ItemWeight.objects
-               .filter(toolkit__study=study, source__sha256=digest, source__from_toolkit_id=toolkit.pk)
-               .select_related("toolkit").first())
+    earlier = (
+        ItemWeight.objects.filter(toolkit__study=study, source__sha256=digest, source__from_toolkit_id=toolkit.pk)
+        .select_related("toolkit")
+        .first()
+    )
     if earlier is not None and not allow_repeat:
-        raise WeightsAlreadyImported(f"This file was already imported into {earlier.toolkit}; open that version "
-                                     "instead (a second import would make yet another version).", earlier.toolkit)
+        raise WeightsAlreadyImported(
+            f"This file was already imported into {earlier.toolkit}; open that version "
+            "instead (a second import would make yet another version).",
+            earlier.toolkit,
+        )
     numbers = set(toolkit.items.values_list("number", flat=True))
     unknown = sorted(r["item_number"] for r in rows if r["item_number"] not in numbers)
     if unknown:
-        raise JudgingError(f"The toolkit {toolkit} has no item(s) {', '.join(map(str, unknown))}; "
-                           "weights belong to a version with the same item numbers.")
+        raise JudgingError(
+            f"The toolkit {toolkit} has no item(s) {', '.join(map(str, unknown))}; "
+            "weights belong to a version with the same item numbers."
+        )
     with transaction.atomic():
         if toolkit.study.is_library:
             target = TOOLKITS.copy_into(toolkit, study=study, actor=actor)
@@ -264,18 +358,42 @@ def import_weights(study, toolkit, content, *, filename="", new_version=True, dr
                 raise JudgingError("Dropping flagged prompts needs a new toolkit version.")
             target.items.filter(number__in=dropped).delete()
         items = {i.number: i for i in target.items.all()}
-        source = {"file": filename, "method": meta.get("method"), "rounds": meta.get("rounds"),
-                  "toolkits": meta.get("toolkits"), "generated_at": meta.get("generated_at"),
-                  "imported_at": timezone.now().isoformat(), "from_toolkit": f"{toolkit.name} v{toolkit.version}",
-                  "from_toolkit_id": toolkit.pk, "sha256": digest}
+        source = {
+            "file": filename,
+            "method": meta.get("method"),
+            "rounds": meta.get("rounds"),
+            "toolkits": meta.get("toolkits"),
+            "generated_at": meta.get("generated_at"),
+            "imported_at": timezone.now().isoformat(),
+            "from_toolkit": f"{toolkit.name} v{toolkit.version}",
+            "from_toolkit_id": toolkit.pk,
+            "sha256": digest,
+        }
         ItemWeight.objects.filter(toolkit=target).delete()
-        objs = [ItemWeight(toolkit=target, item=items[r["item_number"]], weight=r["weight"], rate=r["rate"],
-                           ci_low=r["ci_low"], ci_high=r["ci_high"], n=int(r["n"]) if r["n"] is not None else None,
-                           method=r["method"][:30], flags=r["flags"], source=source,
-                           created_by=actor if getattr(actor, "is_authenticated", False) else None)
-                for r in rows if r["item_number"] in items]
+        objs = [
+            ItemWeight(
+                toolkit=target,
+                item=items[r["item_number"]],
+                weight=r["weight"],
+                rate=r["rate"],
+                ci_low=r["ci_low"],
+                ci_high=r["ci_high"],
+                n=int(r["n"]) if r["n"] is not None else None,
+                method=r["method"][:30],
+                flags=r["flags"],
+                source=source,
+                created_by=actor if getattr(actor, "is_authenticated", False) else None,
+            )
+            for r in rows
+            if r["item_number"] in items
+        ]
         ItemWeight.objects.bulk_create(objs)
-        record_activity(study, actor, "imported prompt weights into", f"{target}" + (f" (dropped {len(dropped)} flagged)" if dropped else ""))
+        record_activity(
+            study,
+            actor,
+            "imported prompt weights into",
+            f"{target}" + (f" (dropped {len(dropped)} flagged)" if dropped else ""),
+        )
     return target, len(objs)
 
 
@@ -312,15 +430,19 @@ def answer_check(request_obj, *, user, value, note=""):
         raise JudgingError("This question was sent to someone else.")
     if str(value) not in ("0", "1"):
         raise JudgingError("Answer yes (1) or no (0).")
-    check, _ = HumanCheck.objects.update_or_create(verdict=request_obj.verdict, user=user,
-                                                   defaults={"value": int(value), "note": (note or "")[:2000]})
+    check, _ = HumanCheck.objects.update_or_create(
+        verdict=request_obj.verdict, user=user, defaults={"value": int(value), "note": (note or "")[:2000]}
+    )
     return check
 
 
 def verification_pairs(rnd):
     """[(verdict, human check)] for every human answer on the round's verdicts (judge value binarised)."""
-    checks = (HumanCheck.objects.filter(verdict__round=rnd).select_related("verdict", "verdict__output", "user")
-              .order_by("verdict_id", "user_id"))
+    checks = (
+        HumanCheck.objects.filter(verdict__round=rnd)
+        .select_related("verdict", "verdict__output", "user")
+        .order_by("verdict_id", "user_id")
+    )
     return [(c.verdict, c) for c in checks]
 
 
@@ -337,8 +459,17 @@ def verification_summary(rnd, bootstrap=500):
         long_rows[(v.pk, "judge")] = j
         long_rows[(v.pk, c.user.username)] = c.value
     n = len(pairs)
-    summary = {"n": n, "table": table, "agreement": None, "kappa": None, "kappa_note": "", "alpha": None, "gwet_ac1": None,
-               "ci95": {}, "requested": VerificationRequest.objects.filter(verdict__round=rnd).count()}
+    summary = {
+        "n": n,
+        "table": table,
+        "agreement": None,
+        "kappa": None,
+        "kappa_note": "",
+        "alpha": None,
+        "gwet_ac1": None,
+        "ci95": {},
+        "requested": VerificationRequest.objects.filter(verdict__round=rnd).count(),
+    }
     if not n:
         return summary
     summary["agreement"] = (table[0][0] + table[1][1]) / n
@@ -351,11 +482,17 @@ def verification_summary(rnd, bootstrap=500):
 
 
 def pending_checks(study, user):
-    return (VerificationRequest.objects.filter(verdict__round__study=study, coder=user)
-            .exclude(verdict__human_checks__user=user)
-            .select_related("verdict", "verdict__output", "verdict__round").order_by("created_at", "pk"))
+    return (
+        VerificationRequest.objects.filter(verdict__round__study=study, coder=user)
+        .exclude(verdict__human_checks__user=user)
+        .select_related("verdict", "verdict__output", "verdict__round")
+        .order_by("created_at", "pk")
+    )
 
 
 def coders_of(study):
-    return get_user_model().objects.filter(memberships__study=study,
-                                           memberships__role__in=[Role.CODER, Role.RESEARCHER, Role.ADMIN]).order_by("username")
+    return (
+        get_user_model()
+        .objects.filter(memberships__study=study, memberships__role__in=[Role.CODER, Role.RESEARCHER, Role.ADMIN])
+        .order_by("username")
+    )

@@ -18,6 +18,7 @@ chance-corrected agreement on that prompt (0 when they agree only by chance; a s
 Shrunk rate = λ·r + (1-λ)·m. Weights are the shrunk rates normalised to sum to 1 within each dimension.
 Method "raw" normalises the raw rates instead.
 """
+
 import math
 from collections import defaultdict
 from itertools import combinations
@@ -28,11 +29,11 @@ KAPPA_MAX = 1000.0
 DEFAULT_METHOD = "consistency"
 METHODS = {
     "consistency": "Consistency of detection across generator models: c = 1 - mean over model pairs of |p_a - p_b|, "
-                   "p_m the prompt's detection rate on model m's stories; normalised to sum to 1 within each dimension "
-                   "(equal weights when fewer than two models wrote for the prompt).",
+    "p_m the prompt's detection rate on model m's stories; normalised to sum to 1 within each dimension "
+    "(equal weights when fewer than two models wrote for the prompt).",
     "shrunk": "Detection rate shrunk toward the dimension mean by its reliability (empirical Bayes, beta prior: "
-              "kappa = m(1-m)/tau^2 - 1, lambda = n_eff/(n_eff + kappa), n_eff = n(1 + (J-1)a) with J judges per "
-              "output and a their chance-corrected agreement), normalised to sum to 1 within each dimension.",
+    "kappa = m(1-m)/tau^2 - 1, lambda = n_eff/(n_eff + kappa), n_eff = n(1 + (J-1)a) with J judges per "
+    "output and a their chance-corrected agreement), normalised to sum to 1 within each dimension.",
     "raw": "Raw detection rate (share of outputs judged 1), normalised to sum to 1 within each dimension.",
 }
 
@@ -60,8 +61,10 @@ def output_scores(rows):
     """{output: {"item", "dimension", "generator", "score", "judges": {judge: value}}}."""
     out = {}
     for r in rows:
-        o = out.setdefault(r["output"], {"item": r["item"], "dimension": r.get("dimension", ""),
-                                         "generator": r["generator"], "judges": {}})
+        o = out.setdefault(
+            r["output"],
+            {"item": r["item"], "dimension": r.get("dimension", ""), "generator": r["generator"], "judges": {}},
+        )
         o["judges"][r["judge"]] = r["value"]
     for o in out.values():
         o["score"] = mean(o["judges"].values())
@@ -103,11 +106,19 @@ def detection_by_item(rows, z=Z95):
         per_model = defaultdict(list)
         for o in outputs:
             per_model[o["generator"]].append(o["score"])
-        stats[item] = {"model_rates": {model: mean(values) for model, values in per_model.items()},
-                       "item": item, "dimension": outputs[0]["dimension"], "n": n, "detected": detected,
-                       "rate": detected / n, "ci_low": low, "ci_high": high,
-                       "judges_per_output": mean(len(o["judges"]) for o in outputs),
-                       "agreement": observed, "agreement_corrected": corrected}
+        stats[item] = {
+            "model_rates": {model: mean(values) for model, values in per_model.items()},
+            "item": item,
+            "dimension": outputs[0]["dimension"],
+            "n": n,
+            "detected": detected,
+            "rate": detected / n,
+            "ci_low": low,
+            "ci_high": high,
+            "judges_per_output": mean(len(o["judges"]) for o in outputs),
+            "agreement": observed,
+            "agreement_corrected": corrected,
+        }
     return stats
 
 
@@ -165,7 +176,9 @@ def table3(rows, dimensions=None, models=None):
             rates = [mean(by_model_item[(model, i)]) for i in items_in[dim] if by_model_item.get((model, i))]
             table["cells"][(dim, model)] = mean_sd(rates)
         table["all"][dim] = mean_sd([mean(by_item[i]) for i in items_in[dim]])
-    means = {m: {d: table["cells"][(d, m)][0] for d in dimensions if table["cells"][(d, m)][0] is not None} for m in models}
+    means = {
+        m: {d: table["cells"][(d, m)][0] for d in dimensions if table["cells"][(d, m)][0] is not None} for m in models
+    }
     table["overall"] = overall_row(means)
     table["overall_all"] = mean_sd([table["all"][d][0] for d in dimensions if table["all"][d][0] is not None])
     return table
@@ -215,9 +228,15 @@ def weights(item_stats, method=DEFAULT_METHOD):
             a = s.get("agreement_corrected")
             n_eff = s["n"] * (1 + (j - 1) * (a if a is not None else 0.0))
             lam = 1.0 if kappa is None else n_eff / (n_eff + kappa)
-            s.update(dimension_mean=m, kappa=kappa, n_eff=n_eff, reliability=lam,
-                     shrunk_rate=lam * s["rate"] + (1 - lam) * m, method=method,
-                     consistency=cross_model_consistency(s.get("model_rates")))
+            s.update(
+                dimension_mean=m,
+                kappa=kappa,
+                n_eff=n_eff,
+                reliability=lam,
+                shrunk_rate=lam * s["rate"] + (1 - lam) * m,
+                method=method,
+                consistency=cross_model_consistency(s.get("model_rates")),
+            )
             scored[i] = s
         if method == "consistency":
             basis = {i: s["consistency"] for i, s in scored.items()}

@@ -1,4 +1,5 @@
 """REST API for text measures: lexicons (categories, exclusions, highlight), measure runs, measures and contrasts."""
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -18,8 +19,21 @@ class LexiconCategorySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = LexiconCategory
-        fields = ["id", "lexicon", "key", "name", "description", "direction", "language", "match_mode", "words", "color",
-                  "order", "source", "warnings"]
+        fields = [
+            "id",
+            "lexicon",
+            "key",
+            "name",
+            "description",
+            "direction",
+            "language",
+            "match_mode",
+            "words",
+            "color",
+            "order",
+            "source",
+            "warnings",
+        ]
         read_only_fields = ["lexicon", "order"]
 
     def get_warnings(self, obj) -> list[str]:
@@ -40,8 +54,21 @@ class LexiconSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Lexicon
-        fields = ["id", "name", "version", "parent", "locked", "builtin_key", "description", "source", "count_policy",
-                  "is_builtin", "created_at", "categories", "exclusions"]
+        fields = [
+            "id",
+            "name",
+            "version",
+            "parent",
+            "locked",
+            "builtin_key",
+            "description",
+            "source",
+            "count_policy",
+            "is_builtin",
+            "created_at",
+            "categories",
+            "exclusions",
+        ]
 
 
 class LexiconImportSerializer(serializers.Serializer):
@@ -81,7 +108,11 @@ class LexiconViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return Lexicon.objects.none()
-        return services.lexicons_for(self.get_study()).prefetch_related("categories", "exclusions").order_by("name", "-version")
+        return (
+            services.lexicons_for(self.get_study())
+            .prefetch_related("categories", "exclusions")
+            .order_by("name", "-version")
+        )
 
     @extend_schema(request=LexiconImportSerializer, responses={201: LexiconSerializer})
     def create(self, request, *args, **kwargs):
@@ -105,8 +136,18 @@ class LexiconViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
         text = body.validated_data["text"]
         cats = {c.pk: c for c in lexicon.categories.all()}
         matcher = services.matcher_for(lexicon, body.validated_data.get("language") or None, list(cats.values()))
-        rows = [{"category": int(m.category), "category_name": cats[int(m.category)].name, "color": cats[int(m.category)].color,
-                 "entry": m.entry, "start": m.start, "end": m.end, "text": text[m.start:m.end]} for m in matcher.find(text)]
+        rows = [
+            {
+                "category": int(m.category),
+                "category_name": cats[int(m.category)].name,
+                "color": cats[int(m.category)].color,
+                "entry": m.entry,
+                "start": m.start,
+                "end": m.end,
+                "text": text[m.start : m.end],
+            }
+            for m in matcher.find(text)
+        ]
         return Response(HighlightMatchSerializer(rows, many=True).data)
 
 
@@ -131,9 +172,17 @@ class LexiconCategoryViewSet(StudyScopedMixin, viewsets.ModelViewSet):
     def _payload(self, instance=None):
         data = dict(self.request.data)
         if instance is not None:
-            base = {"key": instance.key, "name": instance.name, "description": instance.description,
-                    "direction": instance.direction, "language": instance.language, "mode": instance.match_mode,
-                    "words": instance.words, "color": instance.color, "source": instance.source}
+            base = {
+                "key": instance.key,
+                "name": instance.name,
+                "description": instance.description,
+                "direction": instance.direction,
+                "language": instance.language,
+                "mode": instance.match_mode,
+                "words": instance.words,
+                "color": instance.color,
+                "source": instance.source,
+            }
             if "match_mode" in data:
                 data["mode"] = data.pop("match_mode")
             base.update(data)
@@ -153,7 +202,9 @@ class LexiconCategoryViewSet(StudyScopedMixin, viewsets.ModelViewSet):
 
     def update(self, request, *args, **kwargs):
         instance = self.get_object()
-        category, _ = services.save_category(instance.lexicon, self._payload(instance), category=instance, actor=request.user)
+        category, _ = services.save_category(
+            instance.lexicon, self._payload(instance), category=instance, actor=request.user
+        )
         return Response(LexiconCategorySerializer(category).data)
 
     def destroy(self, request, *args, **kwargs):
@@ -161,8 +212,9 @@ class LexiconCategoryViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         return Response({"lexicon": target.pk}, status=status.HTTP_200_OK)
 
 
-class LexiconExclusionViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
-                              viewsets.GenericViewSet):
+class LexiconExclusionViewSet(
+    StudyScopedMixin, mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet
+):
     serializer_class = LexiconExclusionSerializer
     queryset = LexiconExclusion.objects.select_related("lexicon", "category")
     study_field = "lexicon__study"
@@ -174,12 +226,21 @@ class LexiconExclusionViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Cr
         lexicon = _own_lexicon(self, lexicon_id)
         category = None
         if request.data.get("category") not in (None, ""):
-            category = lexicon.categories.filter(pk=request.data.get("category")).first() \
-                if str(request.data.get("category")).isdigit() else None
+            category = (
+                lexicon.categories.filter(pk=request.data.get("category")).first()
+                if str(request.data.get("category")).isdigit()
+                else None
+            )
             if category is None:
                 return Response({"detail": "`category` must be a category of that lexicon."}, status=400)
-        ex, _ = services.add_exclusion(lexicon, phrase=request.data.get("phrase", ""), is_regex=bool(request.data.get("is_regex")),
-                                       category=category, note=request.data.get("note", ""), actor=request.user)
+        ex, _ = services.add_exclusion(
+            lexicon,
+            phrase=request.data.get("phrase", ""),
+            is_regex=bool(request.data.get("is_regex")),
+            category=category,
+            note=request.data.get("note", ""),
+            actor=request.user,
+        )
         return Response(LexiconExclusionSerializer(ex).data, status=status.HTTP_201_CREATED)
 
     def destroy(self, request, *args, **kwargs):
@@ -192,12 +253,42 @@ class MeasureRunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = MeasureRun
-        fields = ["id", "name", "lexicons", "source_runs", "classifier", "classifier_path", "classifier_model_id",
-                  "classifier_unit", "classifier_info", "gender_sources", "name_genders", "zero_policy",
-                  "or_orientation", "success_filter", "success_keywords", "nli_path", "nli_model_id", "context_slot",
-                  "nli_info", "status", "progress_summary", "message", "created_at", "started_at", "finished_at"]
-        read_only_fields = ["classifier_info", "nli_info", "status", "message", "created_at", "started_at",
-                            "finished_at"]
+        fields = [
+            "id",
+            "name",
+            "lexicons",
+            "source_runs",
+            "classifier",
+            "classifier_path",
+            "classifier_model_id",
+            "classifier_unit",
+            "classifier_info",
+            "gender_sources",
+            "name_genders",
+            "zero_policy",
+            "or_orientation",
+            "success_filter",
+            "success_keywords",
+            "nli_path",
+            "nli_model_id",
+            "context_slot",
+            "nli_info",
+            "status",
+            "progress_summary",
+            "message",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+        read_only_fields = [
+            "classifier_info",
+            "nli_info",
+            "status",
+            "message",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
 
     def get_progress_summary(self, obj) -> dict:
         return scoring.progress_of(obj)
@@ -228,9 +319,24 @@ class OutputMeasureSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = OutputMeasure
-        fields = ["id", "output", "model_name", "language", "word_count", "sentence_count", "gender", "gender_source",
-                  "gender_detail", "category_counts", "label_shares", "doc_label", "doc_score", "mean_score",
-                  "hallucination_share", "success_reason"]
+        fields = [
+            "id",
+            "output",
+            "model_name",
+            "language",
+            "word_count",
+            "sentence_count",
+            "gender",
+            "gender_source",
+            "gender_detail",
+            "category_counts",
+            "label_shares",
+            "doc_label",
+            "doc_score",
+            "mean_score",
+            "hallucination_share",
+            "success_reason",
+        ]
 
 
 class ContrastResultSerializer(serializers.ModelSerializer):
@@ -299,9 +405,15 @@ class MeasureRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retrieve
         page = self.paginate_queryset(qs)
         return self.get_paginated_response(OutputMeasureSerializer(page, many=True).data)
 
-    @extend_schema(parameters=[OpenApiParameter("grouping", str, description="overall, model, item, dimension, run or slot:<name>"),
-                               OpenApiParameter("kind", str, description="category, context_score, classifier, chi2, paired, word_or, fairness")],
-                   responses={200: ContrastResultSerializer(many=True)})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("grouping", str, description="overall, model, item, dimension, run or slot:<name>"),
+            OpenApiParameter(
+                "kind", str, description="category, context_score, classifier, chi2, paired, word_or, fairness"
+            ),
+        ],
+        responses={200: ContrastResultSerializer(many=True)},
+    )
     @action(detail=True, methods=["get"])
     def contrasts(self, request, *args, **kwargs):
         run = self.get_object()

@@ -1,4 +1,5 @@
 """Built-in lexicons (loaded by `manage.py load_builtin` into the read-only library study)."""
+
 from functools import partial
 from pathlib import Path
 
@@ -21,5 +22,7 @@ def load_lexicon(study, data, key):
 
 
 def builtin_specs():
-    return [BuiltinSpec(kind="lexicon", key=key, version=version, path=DATA / filename, load=partial(load_lexicon, key=key))
-            for key, version, filename in LEXICONS]
+    return [
+        BuiltinSpec(kind="lexicon", key=key, version=version, path=DATA / filename, load=partial(load_lexicon, key=key))
+        for key, version, filename in LEXICONS
+    ]

@@ -15,6 +15,7 @@ the preset's published id; the model is still only loaded from a local folder. T
 generic config labels ("LABEL_0"), and the preset's target label (the one whose per-document share is the measure,
 e.g. % formal sentences) must be among the model's labels, else the folder holds some other model.
 """
+
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -44,17 +45,43 @@ class StylePreset:
     source: str = ""
 
 
-STYLE_PRESETS = {p.key: p for p in (
-    StylePreset("formality", "s-nlp/roberta-base-formality-ranker", "share of formal sentences",
-                {0: "formal", 1: "informal"}, "formal", "RoBERTa fine-tuned on GYAFC (Wan et al. 2023, 4.3.4)"),
-    StylePreset("sentiment", "distilbert-base-uncased-finetuned-sst-2-english", "share of positive sentences",
-                {0: "NEGATIVE", 1: "POSITIVE"}, "POSITIVE", "DistilBERT fine-tuned on SST-2 (Wan et al. 2023, 4.3.4)"),
-    StylePreset("agency", "emmatliu/language-agency-classifier", "share of agentic sentences",
-                {0: "agentic", 1: "communal"}, "agentic", "Wan et al. 2023's agency classifier (appendix F.2)"),
-    StylePreset("nli", "ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli",
-                "entailment of a sentence by its context", {0: "entailment", 1: "neutral", 2: "contradiction"},
-                "entailment", "RoBERTa-large on SNLI, MNLI, FEVER-NLI, ANLI (Wan et al. 2023, 4.4.1)"),
-)}
+STYLE_PRESETS = {
+    p.key: p
+    for p in (
+        StylePreset(
+            "formality",
+            "s-nlp/roberta-base-formality-ranker",
+            "share of formal sentences",
+            {0: "formal", 1: "informal"},
+            "formal",
+            "RoBERTa fine-tuned on GYAFC (Wan et al. 2023, 4.3.4)",
+        ),
+        StylePreset(
+            "sentiment",
+            "distilbert-base-uncased-finetuned-sst-2-english",
+            "share of positive sentences",
+            {0: "NEGATIVE", 1: "POSITIVE"},
+            "POSITIVE",
+            "DistilBERT fine-tuned on SST-2 (Wan et al. 2023, 4.3.4)",
+        ),
+        StylePreset(
+            "agency",
+            "emmatliu/language-agency-classifier",
+            "share of agentic sentences",
+            {0: "agentic", 1: "communal"},
+            "agentic",
+            "Wan et al. 2023's agency classifier (appendix F.2)",
+        ),
+        StylePreset(
+            "nli",
+            "ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli",
+            "entailment of a sentence by its context",
+            {0: "entailment", 1: "neutral", 2: "contradiction"},
+            "entailment",
+            "RoBERTa-large on SNLI, MNLI, FEVER-NLI, ANLI (Wan et al. 2023, 4.4.1)",
+        ),
+    )
+}
 _GENERIC_LABEL = re.compile(r"^LABEL_\d+$")
 
 
@@ -76,8 +103,10 @@ def apply_preset(id2label, preset):
         return dict(id2label)
     labels = {k: (preset.label_map.get(k, v) if _GENERIC_LABEL.match(v) else v) for k, v in id2label.items()}
     if preset.target.lower() not in {v.lower() for v in labels.values()}:
-        raise ClassifierError(f"The model folder does not look like {preset.model_id}: its labels are "
-                              f"{', '.join(labels.values())}, without {preset.target!r}.")
+        raise ClassifierError(
+            f"The model folder does not look like {preset.model_id}: its labels are "
+            f"{', '.join(labels.values())}, without {preset.target!r}."
+        )
     return {k: (preset.target if v.lower() == preset.target.lower() else v) for k, v in labels.items()}
 
 
@@ -97,11 +126,18 @@ class VaderClassifier:
             revision = version("vaderSentiment")
         except Exception:  # pragma: no cover - metadata missing
             revision = "unknown"
-        self.info = {"kind": "vader", "model_id": "vaderSentiment", "revision": revision,
-                     "labels": ["negative", "neutral", "positive"],
-                     "label_map": {"positive": f"compound ≥ {self.POSITIVE}", "negative": f"compound ≤ {self.NEGATIVE}",
-                                   "neutral": "otherwise"},
-                     "score": "compound"}
+        self.info = {
+            "kind": "vader",
+            "model_id": "vaderSentiment",
+            "revision": revision,
+            "labels": ["negative", "neutral", "positive"],
+            "label_map": {
+                "positive": f"compound ≥ {self.POSITIVE}",
+                "negative": f"compound ≤ {self.NEGATIVE}",
+                "neutral": "otherwise",
+            },
+            "score": "compound",
+        }
 
     def label_for(self, compound):
         return "positive" if compound >= self.POSITIVE else "negative" if compound <= self.NEGATIVE else "neutral"
@@ -138,7 +174,9 @@ def model_revision(path):
         else:
             return ref, "git"
     digest = hashlib.sha256()
-    files = sorted(p for p in path.iterdir() if p.is_file() and (p.suffix in (".json", ".safetensors", ".bin", ".txt", ".model")))
+    files = sorted(
+        p for p in path.iterdir() if p.is_file() and (p.suffix in (".json", ".safetensors", ".bin", ".txt", ".model"))
+    )
     for file in files:
         digest.update(file.name.encode())
         with open(file, "rb") as fh:
@@ -161,8 +199,10 @@ class TransformersClassifier:
             import torch
             from transformers import AutoModelForSequenceClassification, AutoTokenizer
         except ImportError as exc:  # the 'local' extra is missing on this server
-            raise ClassifierError("torch and transformers are needed for this classifier: install the 'local' extra "
-                                  f"(pip install -e .[local]); {exc}") from exc
+            raise ClassifierError(
+                "torch and transformers are needed for this classifier: install the 'local' extra "
+                f"(pip install -e .[local]); {exc}"
+            ) from exc
         try:
             self._tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
             self._model = AutoModelForSequenceClassification.from_pretrained(str(path), local_files_only=True)
@@ -174,14 +214,21 @@ class TransformersClassifier:
         self.max_length = int(max_length)
         id2label = apply_preset({int(k): str(v) for k, v in (self._model.config.id2label or {}).items()}, style)
         revision, how = model_revision(path)
-        self.info = {"kind": "transformers", "model_id": model_id or getattr(self._model.config, "_name_or_path", "") or path.name,
-                     "path": str(path), "revision": revision, "revision_source": how,
-                     "label_map": {str(k): v for k, v in sorted(id2label.items())},
-                     "labels": [id2label[k] for k in sorted(id2label)], "score": "probability of the predicted label",
-                     "max_length": self.max_length}
+        self.info = {
+            "kind": "transformers",
+            "model_id": model_id or getattr(self._model.config, "_name_or_path", "") or path.name,
+            "path": str(path),
+            "revision": revision,
+            "revision_source": how,
+            "label_map": {str(k): v for k, v in sorted(id2label.items())},
+            "labels": [id2label[k] for k in sorted(id2label)],
+            "score": "probability of the predicted label",
+            "max_length": self.max_length,
+        }
         if style is not None:
-            self.info.update(preset=style.key, preset_model_id=style.model_id, target_label=style.target,
-                             measure=style.measures)
+            self.info.update(
+                preset=style.key, preset_model_id=style.model_id, target_label=style.target, measure=style.measures
+            )
         self._id2label = id2label
 
     def predict(self, texts):
@@ -190,13 +237,20 @@ class TransformersClassifier:
         texts = [t or "" for t in texts]
         with torch.inference_mode():
             for i in range(0, len(texts), self.batch_size):
-                batch = texts[i:i + self.batch_size]
-                enc = self._tokenizer(batch, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+                batch = texts[i : i + self.batch_size]
+                enc = self._tokenizer(
+                    batch, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+                )
                 probs = torch.softmax(self._model(**enc).logits.float(), dim=-1)
                 for row in probs.tolist():
                     best = max(range(len(row)), key=row.__getitem__)
-                    out.append(Prediction(self._id2label.get(best, str(best)), float(row[best]),
-                                          {self._id2label.get(j, str(j)): float(p) for j, p in enumerate(row)}))
+                    out.append(
+                        Prediction(
+                            self._id2label.get(best, str(best)),
+                            float(row[best]),
+                            {self._id2label.get(j, str(j)): float(p) for j, p in enumerate(row)},
+                        )
+                    )
         return out
 
 
@@ -207,8 +261,10 @@ class NliClassifier(TransformersClassifier):
     def __init__(self, path, model_id="", batch_size=16, max_length=512, preset="nli"):
         super().__init__(path, model_id=model_id, batch_size=batch_size, max_length=max_length, preset=preset)
         if "entailment" not in self._id2label.values():
-            raise ClassifierError(f"{path} is not an NLI model: its labels are {', '.join(self._id2label.values())}, "
-                                  "without 'entailment'.")
+            raise ClassifierError(
+                f"{path} is not an NLI model: its labels are {', '.join(self._id2label.values())}, "
+                "without 'entailment'."
+            )
 
     def predict_pairs(self, premises, hypotheses):
         """One Prediction per (premise, hypothesis) pair; the premise is truncated first when too long."""
@@ -219,14 +275,24 @@ class NliClassifier(TransformersClassifier):
         out = []
         with torch.inference_mode():
             for i in range(0, len(premises), self.batch_size):
-                enc = self._tokenizer(premises[i:i + self.batch_size], hypotheses[i:i + self.batch_size],
-                                      padding=True, truncation="only_first", max_length=self.max_length,
-                                      return_tensors="pt")
+                enc = self._tokenizer(
+                    premises[i : i + self.batch_size],
+                    hypotheses[i : i + self.batch_size],
+                    padding=True,
+                    truncation="only_first",
+                    max_length=self.max_length,
+                    return_tensors="pt",
+                )
                 probs = torch.softmax(self._model(**enc).logits.float(), dim=-1)
                 for row in probs.tolist():
                     best = max(range(len(row)), key=row.__getitem__)
-                    out.append(Prediction(self._id2label.get(best, str(best)), float(row[best]),
-                                          {self._id2label.get(j, str(j)): float(p) for j, p in enumerate(row)}))
+                    out.append(
+                        Prediction(
+                            self._id2label.get(best, str(best)),
+                            float(row[best]),
+                            {self._id2label.get(j, str(j)): float(p) for j, p in enumerate(row)},
+                        )
+                    )
         return out
 
 

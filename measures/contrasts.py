@@ -5,6 +5,7 @@ Outputs whose subject gender is unknown are left out of every contrast (their nu
 Measures compared per output: "rate:<category id>" = category matches per 100 words, "share:<label>" = share of
 sentences with that label, "score" = mean classifier score (per sentence or the document's).
 """
+
 import math
 from collections import Counter, defaultdict
 
@@ -21,37 +22,80 @@ DEFAULT_GROUPINGS = ("overall", "model", "item", "dimension")
 
 class FairnessError(ValueError):
     """The fairness check cannot run; the message says why."""
+
+
 TOP_K = 15
 
 
 def rows_for(run):
     """One dict per scored output with what the contrasts need (outputs failed by the success filter left out)."""
     values = OutputMeasure.objects.filter(run=run, success_reason="").values(
-        "pk", "output_id", "gender", "gender_source", "word_count", "sentence_count", "category_counts", "label_shares",
-        "mean_score", "doc_label", "language", "hallucination_share",
-        "output__model_name", "output__item__number", "output__item_id",
-        "output__item__counterfactual_of_id", "output__item__dimension__name", "output__run_id", "output__run__name",
-        "output__endpoint_id", "output__endpoint__name", "output__trial", "output__slot_values", "output__variant_key",
-        "output__context_key")
+        "pk",
+        "output_id",
+        "gender",
+        "gender_source",
+        "word_count",
+        "sentence_count",
+        "category_counts",
+        "label_shares",
+        "mean_score",
+        "doc_label",
+        "language",
+        "hallucination_share",
+        "output__model_name",
+        "output__item__number",
+        "output__item_id",
+        "output__item__counterfactual_of_id",
+        "output__item__dimension__name",
+        "output__run_id",
+        "output__run__name",
+        "output__endpoint_id",
+        "output__endpoint__name",
+        "output__trial",
+        "output__slot_values",
+        "output__variant_key",
+        "output__context_key",
+    )
     rows = []
     for v in values:
-        rows.append({
-            "pk": v["pk"], "output_id": v["output_id"], "gender": v["gender"], "gender_source": v["gender_source"],
-            "words": v["word_count"], "sentences": v["sentence_count"], "counts": v["category_counts"] or {},
-            "shares": v["label_shares"] or {}, "score": v["mean_score"],
-            "hallucination": v["hallucination_share"], "doc_label": v["doc_label"], "language": v["language"],
-            "model": v["output__model_name"], "item": v["output__item__number"], "item_id": v["output__item_id"],
-            "twin_of": v["output__item__counterfactual_of_id"], "dimension": v["output__item__dimension__name"] or "",
-            "run": v["output__run__name"], "run_id": v["output__run_id"], "endpoint_id": v["output__endpoint_id"],
-            "trial": v["output__trial"], "slots": v["output__slot_values"] or {},
-            "variant_key": v["output__variant_key"], "context": v["output__context_key"] or "",
-            "endpoint": v["output__endpoint__name"] or v["output__model_name"]})
+        rows.append(
+            {
+                "pk": v["pk"],
+                "output_id": v["output_id"],
+                "gender": v["gender"],
+                "gender_source": v["gender_source"],
+                "words": v["word_count"],
+                "sentences": v["sentence_count"],
+                "counts": v["category_counts"] or {},
+                "shares": v["label_shares"] or {},
+                "score": v["mean_score"],
+                "hallucination": v["hallucination_share"],
+                "doc_label": v["doc_label"],
+                "language": v["language"],
+                "model": v["output__model_name"],
+                "item": v["output__item__number"],
+                "item_id": v["output__item_id"],
+                "twin_of": v["output__item__counterfactual_of_id"],
+                "dimension": v["output__item__dimension__name"] or "",
+                "run": v["output__run__name"],
+                "run_id": v["output__run_id"],
+                "endpoint_id": v["output__endpoint_id"],
+                "trial": v["output__trial"],
+                "slots": v["output__slot_values"] or {},
+                "variant_key": v["output__variant_key"],
+                "context": v["output__context_key"] or "",
+                "endpoint": v["output__endpoint__name"] or v["output__model_name"],
+            }
+        )
     return rows
 
 
 def categories_for(run):
-    return list(LexiconCategory.objects.filter(lexicon__in=run.lexicons.all()).select_related("lexicon")
-                .order_by("lexicon__name", "lexicon_id", "order", "key"))
+    return list(
+        LexiconCategory.objects.filter(lexicon__in=run.lexicons.all())
+        .select_related("lexicon")
+        .order_by("lexicon__name", "lexicon_id", "order", "key")
+    )
 
 
 def group_key(row, grouping):
@@ -69,8 +113,9 @@ def group_key(row, grouping):
         return row["context"]
     if grouping.startswith("slot:"):
         return str(row["slots"].get(grouping[5:], ""))
-    raise ValueError(f"Unknown grouping {grouping!r}; "
-                     "use overall, model, item, dimension, run, context or slot:<name>.")
+    raise ValueError(
+        f"Unknown grouping {grouping!r}; use overall, model, item, dimension, run, context or slot:<name>."
+    )
 
 
 def groups(rows, grouping):
@@ -112,11 +157,24 @@ def category_results(rows, categories, zero_policy, convention="per_category"):
     for cat in categories:
         key = str(cat.pk)
         if not cat.words:
-            results.append({"category_id": cat.pk, "category": cat.name, "key": cat.key, "lexicon": str(cat.lexicon),
-                            "lexicon_id": cat.lexicon_id, "direction": cat.direction, "color": cat.color, "n_f": 0, "n_m": 0,
-                            "odds_ratio": {"or": None, "note": "The category has no entries.", "zero_policy": zero_policy},
-                            "rate_tests": {"welch": {"error": "The category has no entries."},
-                                           "mann_whitney": {"error": "The category has no entries."}}})
+            results.append(
+                {
+                    "category_id": cat.pk,
+                    "category": cat.name,
+                    "key": cat.key,
+                    "lexicon": str(cat.lexicon),
+                    "lexicon_id": cat.lexicon_id,
+                    "direction": cat.direction,
+                    "color": cat.color,
+                    "n_f": 0,
+                    "n_m": 0,
+                    "odds_ratio": {"or": None, "note": "The category has no entries.", "zero_policy": zero_policy},
+                    "rate_tests": {
+                        "welch": {"error": "The category has no entries."},
+                        "mann_whitney": {"error": "The category has no entries."},
+                    },
+                }
+            )
             continue
         applicable_f = [r for r in female if key in r["counts"]]
         applicable_m = [r for r in male if key in r["counts"]]
@@ -124,20 +182,42 @@ def category_results(rows, categories, zero_policy, convention="per_category"):
         words_m = sum(r["counts"][key] for r in applicable_m)
         tf, tm = sum(r["words"] for r in applicable_f), sum(r["words"] for r in applicable_m)
         if tf and tm and words_f <= tf and words_m <= tm:
-            odds_ratio = lexical.category_odds_ratio(words_m, tm, words_f, tf, cat.direction, zero_policy,
-                                                     convention)
+            odds_ratio = lexical.category_odds_ratio(words_m, tm, words_f, tf, cat.direction, zero_policy, convention)
         else:
-            odds_ratio = {"or": None, "note": "No female or no male texts in this category's language.",
-                          "zero_policy": zero_policy, "words_m": words_m, "words_f": words_f, "total_m": tm, "total_f": tf,
-                          "convention": convention,
-                          "orientation": "female" if cat.direction == "female" and convention == "per_category"
-                          else "male"}
+            odds_ratio = {
+                "or": None,
+                "note": "No female or no male texts in this category's language.",
+                "zero_policy": zero_policy,
+                "words_m": words_m,
+                "words_f": words_f,
+                "total_m": tm,
+                "total_f": tf,
+                "convention": convention,
+                "orientation": "female" if cat.direction == "female" and convention == "per_category" else "male",
+            }
         tests = _tests([_rate(r, key) for r in applicable_f], [_rate(r, key) for r in applicable_m])
-        results.append({"category_id": cat.pk, "category": cat.name, "key": cat.key, "lexicon": str(cat.lexicon),
-                        "lexicon_id": cat.lexicon_id, "direction": cat.direction, "color": cat.color,
-                        "odds_ratio": odds_ratio, "rate_tests": tests, "n_f": len(applicable_f), "n_m": len(applicable_m)})
-    return results, {"n_f": len(female), "n_m": len(male), "total_f": total_f, "total_m": total_m,
-                     "n_unknown": sum(1 for r in rows if r["gender"] not in ("F", "M"))}
+        results.append(
+            {
+                "category_id": cat.pk,
+                "category": cat.name,
+                "key": cat.key,
+                "lexicon": str(cat.lexicon),
+                "lexicon_id": cat.lexicon_id,
+                "direction": cat.direction,
+                "color": cat.color,
+                "odds_ratio": odds_ratio,
+                "rate_tests": tests,
+                "n_f": len(applicable_f),
+                "n_m": len(applicable_m),
+            }
+        )
+    return results, {
+        "n_f": len(female),
+        "n_m": len(male),
+        "total_f": total_f,
+        "total_m": total_m,
+        "n_unknown": sum(1 for r in rows if r["gender"] not in ("F", "M")),
+    }
 
 
 def _stereotyped_or(res):
@@ -156,9 +236,16 @@ def context_scores(cat_results):
     out = []
     for (lexicon_id, name), results in by_lexicon.items():
         ors = [_stereotyped_or(r) for r in results]
-        out.append({"lexicon_id": lexicon_id, "lexicon": name, "score": lexical.context_score(ors),
-                    "n_categories": sum(1 for v in ors if v is not None), "of": len(ors),
-                    "ors": {r["category"]: v for r, v in zip(results, ors, strict=True)}})
+        out.append(
+            {
+                "lexicon_id": lexicon_id,
+                "lexicon": name,
+                "score": lexical.context_score(ors),
+                "n_categories": sum(1 for v in ors if v is not None),
+                "of": len(ors),
+                "ors": {r["category"]: v for r, v in zip(results, ors, strict=True)},
+            }
+        )
     return out
 
 
@@ -176,8 +263,16 @@ def per_context_scores(run, rows=None, categories=None):
     for (endpoint, context), members in sorted(cells.items()):
         cat_res, totals = category_results(members, categories, run.zero_policy)
         for score in context_scores(cat_res):
-            out.append({"endpoint": endpoint, "model": members[0]["model"], "context": context, **score,
-                        "n_f": totals["n_f"], "n_m": totals["n_m"]})
+            out.append(
+                {
+                    "endpoint": endpoint,
+                    "model": members[0]["model"],
+                    "context": context,
+                    **score,
+                    "n_f": totals["n_f"],
+                    "n_m": totals["n_m"],
+                }
+            )
     return out
 
 
@@ -200,8 +295,12 @@ def hallucination_result(rows):
     """Female vs male share of letter sentences not entailed by the context (Wan et al. 2023, 4.4)."""
     shares_f = [r["hallucination"] for r in rows if r["gender"] == "F" and r["hallucination"] is not None]
     shares_m = [r["hallucination"] for r in rows if r["gender"] == "M" and r["hallucination"] is not None]
-    return {"measure": "hallucination", "label": "hallucinated", "tests": _tests(shares_f, shares_m),
-            "rule": "share of a letter's sentences not entailed by its context (NLI)"}
+    return {
+        "measure": "hallucination",
+        "label": "hallucinated",
+        "tests": _tests(shares_f, shares_m),
+        "rule": "share of a letter's sentences not entailed by its context (NLI)",
+    }
 
 
 def classifier_results(rows, labels, unit):
@@ -210,9 +309,20 @@ def classifier_results(rows, labels, unit):
     out = []
     if unit == ClassifierUnit.SENTENCE:
         for label in labels:
-            out.append({"measure": f"share:{label}", "label": label,
-                        "tests": _tests([r["shares"].get(label) for r in female], [r["shares"].get(label) for r in male])})
-    out.append({"measure": "score", "label": "score", "tests": _tests([r["score"] for r in female], [r["score"] for r in male])})
+            out.append(
+                {
+                    "measure": f"share:{label}",
+                    "label": label,
+                    "tests": _tests([r["shares"].get(label) for r in female], [r["shares"].get(label) for r in male]),
+                }
+            )
+    out.append(
+        {
+            "measure": "score",
+            "label": "score",
+            "tests": _tests([r["score"] for r in female], [r["score"] for r in male]),
+        }
+    )
     counts = label_counts(rows, unit)
     try:
         chi2 = stats.chi2_labels({g: dict(c) for g, c in counts.items()})
@@ -241,8 +351,9 @@ def twin_pairs(rows):
                 if other["pk"] in seen or other["pk"] == r["pk"] or other["gender"] != "M":
                     continue
                 same_item = other["item_id"] == r["item_id"]
-                if (other["variant_key"] == swapped and (not same_item or r["slots"])) or \
-                        (not r["slots"] and not other["slots"] and not same_item):
+                if (other["variant_key"] == swapped and (not same_item or r["slots"])) or (
+                    not r["slots"] and not other["slots"] and not same_item
+                ):
                     pairs.append((r, other))
                     seen.update((r["pk"], other["pk"]))
                     break
@@ -283,8 +394,15 @@ def word_results(run, rows, k=TOP_K, zero_policy=None, min_count=5):
             del counter[word]
     word_rows = lexical.word_odds_ratios(counters["M"], counters["F"], zero_policy, min_count=min_count)
     male, female = lexical.top_salient(word_rows, k)
-    return {"zero_policy": zero_policy, "min_count": min_count, "stopwords": "english" if stop else "none",
-            "k": k, "male_salient": male, "female_salient": female, "n_words": len(word_rows)}
+    return {
+        "zero_policy": zero_policy,
+        "min_count": min_count,
+        "stopwords": "english" if stop else "none",
+        "k": k,
+        "male_salient": male,
+        "female_salient": female,
+        "n_words": len(word_rows),
+    }
 
 
 def compute(run, grouping="overall", rows=None, categories=None):
@@ -296,21 +414,56 @@ def compute(run, grouping="overall", rows=None, categories=None):
     for group, members in groups(rows, grouping).items():
         cat_res, totals = category_results(members, categories, run.zero_policy, run.or_orientation)
         for res in cat_res:
-            records.append({"kind": "category", "measure": f"cat:{res['category_id']}", "grouping": grouping, "group": group,
-                            "result": {**res, **totals}})
+            records.append(
+                {
+                    "kind": "category",
+                    "measure": f"cat:{res['category_id']}",
+                    "grouping": grouping,
+                    "group": group,
+                    "result": {**res, **totals},
+                }
+            )
         for score in context_scores(cat_res):
-            records.append({"kind": "context_score", "measure": f"lexicon:{score['lexicon_id']}", "grouping": grouping,
-                            "group": group, "result": {**score, **totals}})
+            records.append(
+                {
+                    "kind": "context_score",
+                    "measure": f"lexicon:{score['lexicon_id']}",
+                    "grouping": grouping,
+                    "group": group,
+                    "result": {**score, **totals},
+                }
+            )
         if run.classifier:
             tests, chi2 = classifier_results(members, labels, run.classifier_unit)
             for t in tests:
-                records.append({"kind": "classifier", "measure": t["measure"], "grouping": grouping, "group": group,
-                                "result": {**t, **totals}})
-            records.append({"kind": "chi2", "measure": "labels", "grouping": grouping, "group": group,
-                            "result": {**chi2, **totals}})
+                records.append(
+                    {
+                        "kind": "classifier",
+                        "measure": t["measure"],
+                        "grouping": grouping,
+                        "group": group,
+                        "result": {**t, **totals},
+                    }
+                )
+            records.append(
+                {
+                    "kind": "chi2",
+                    "measure": "labels",
+                    "grouping": grouping,
+                    "group": group,
+                    "result": {**chi2, **totals},
+                }
+            )
         if run.nli_path:
-            records.append({"kind": "classifier", "measure": "hallucination", "grouping": grouping, "group": group,
-                            "result": {**hallucination_result(members), **totals}})
+            records.append(
+                {
+                    "kind": "classifier",
+                    "measure": "hallucination",
+                    "grouping": grouping,
+                    "group": group,
+                    "result": {**hallucination_result(members), **totals},
+                }
+            )
     return records
 
 
@@ -324,10 +477,24 @@ def store_contrasts(run, groupings=DEFAULT_GROUPINGS):
         records.extend(compute(run, grouping, rows, categories))
     pairs = twin_pairs(rows)
     for res in paired_results(pairs, categories, labels if run.classifier else [], run.classifier_unit):
-        records.append({"kind": "paired", "measure": res["measure"], "grouping": "overall", "group": "all",
-                        "result": {**res, "n_pairs": len(pairs)}})
-    records.append({"kind": "word_or", "measure": "words", "grouping": "overall", "group": "all",
-                    "result": word_results(run, rows)})
+        records.append(
+            {
+                "kind": "paired",
+                "measure": res["measure"],
+                "grouping": "overall",
+                "group": "all",
+                "result": {**res, "n_pairs": len(pairs)},
+            }
+        )
+    records.append(
+        {
+            "kind": "word_or",
+            "measure": "words",
+            "grouping": "overall",
+            "group": "all",
+            "result": word_results(run, rows),
+        }
+    )
     with transaction.atomic():
         run.contrasts.exclude(kind="fairness").delete()
         ContrastResult.objects.bulk_create([ContrastResult(run=run, **_json_safe(r)) for r in records], batch_size=500)
@@ -358,9 +525,12 @@ def fairness_check(run, limit=2000):
         raise FairnessError("This measure run has no classifier to check.")
     clf = make_classifier(run.classifier, path=run.classifier_path, model_id=run.classifier_model_id)
     if run.classifier_unit == ClassifierUnit.SENTENCE:
-        items = SentenceMeasure.objects.filter(output_measure__run=run).select_related("output_measure__output") \
+        items = (
+            SentenceMeasure.objects.filter(output_measure__run=run)
+            .select_related("output_measure__output")
             .order_by("output_measure_id", "index")[:limit]
-        originals = [(s.output_measure.output.text[s.start:s.end], s.label, s.score) for s in items]
+        )
+        originals = [(s.output_measure.output.text[s.start : s.end], s.label, s.score) for s in items]
     else:
         items = OutputMeasure.objects.filter(run=run).select_related("output").order_by("pk")[:limit]
         originals = [(m.output.text, m.doc_label, m.doc_score) for m in items]
@@ -380,12 +550,22 @@ def fairness_check(run, limit=2000):
     except stats.StatsError as exc:
         paired = {"error": str(exc)}
     flips = sum(1 for row, p in zip(changed, preds, strict=True) if row[2] != p.label)
-    result = {"n": len(changed), "unit": run.classifier_unit, "flipped": flips, "flip_rate": flips / len(changed),
-              "chi2": chi2, "paired_scores": paired, "classifier": clf.info,
-              "examples": [{"original": row[0][:300], "swapped": row[1][:300], "label_before": row[2], "label_after": p.label}
-                           for row, p in list(zip(changed, preds, strict=True))[:10]]}
+    result = {
+        "n": len(changed),
+        "unit": run.classifier_unit,
+        "flipped": flips,
+        "flip_rate": flips / len(changed),
+        "chi2": chi2,
+        "paired_scores": paired,
+        "classifier": clf.info,
+        "examples": [
+            {"original": row[0][:300], "swapped": row[1][:300], "label_before": row[2], "label_after": p.label}
+            for row, p in list(zip(changed, preds, strict=True))[:10]
+        ],
+    }
     with transaction.atomic():
         run.contrasts.filter(kind="fairness").delete()
-        ContrastResult.objects.create(run=run, kind="fairness", measure="labels", grouping="overall", group="all",
-                                      result=json_clean(result))
+        ContrastResult.objects.create(
+            run=run, kind="fairness", measure="labels", grouping="overall", group="all", result=json_clean(result)
+        )
     return result

@@ -47,16 +47,27 @@ class CategoryForm(forms.Form):
     match_mode = forms.ChoiceField(choices=MatchMode.choices, initial=MatchMode.PREFIX)
     language = forms.CharField(max_length=10, required=False, initial="en", help_text="Blank: any language.")
     color = forms.CharField(max_length=7, initial="#4c6ef5", widget=forms.TextInput(attrs={"type": "color"}))
-    words = forms.CharField(widget=forms.Textarea(attrs={"rows": 10}), required=False,
-                            help_text="One entry per line (or comma-separated). Order and duplicates are kept.")
+    words = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 10}),
+        required=False,
+        help_text="One entry per line (or comma-separated). Order and duplicates are kept.",
+    )
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
     source = forms.CharField(max_length=300, required=False)
 
     @classmethod
     def initial_for(cls, category: LexiconCategory):
-        return {"name": category.name, "key": category.key, "direction": category.direction, "match_mode": category.match_mode,
-                "language": category.language, "color": category.color, "words": "\n".join(category.words),
-                "description": category.description, "source": category.source}
+        return {
+            "name": category.name,
+            "key": category.key,
+            "direction": category.direction,
+            "match_mode": category.match_mode,
+            "language": category.language,
+            "color": category.color,
+            "words": "\n".join(category.words),
+            "description": category.description,
+            "source": category.source,
+        }
 
     def data_for_service(self):
         d = dict(self.cleaned_data)
@@ -67,7 +78,9 @@ class CategoryForm(forms.Form):
 class ExclusionForm(forms.Form):
     phrase = forms.CharField(max_length=300, help_text="A false match to drop, e.g. Babylon or not aggressive.")
     is_regex = forms.BooleanField(required=False, label="Regular expression")
-    category = forms.ModelChoiceField(queryset=LexiconCategory.objects.none(), required=False, empty_label="All categories")
+    category = forms.ModelChoiceField(
+        queryset=LexiconCategory.objects.none(), required=False, empty_label="All categories"
+    )
     note = forms.CharField(max_length=300, required=False)
 
     def __init__(self, *args, lexicon=None, **kwargs):
@@ -97,29 +110,59 @@ def parse_name_genders(text):
 class MeasureRunForm(forms.Form):
     name = forms.CharField(max_length=200)
     lexicons = forms.ModelMultipleChoiceField(queryset=None, required=False, widget=forms.CheckboxSelectMultiple)
-    source_runs = forms.ModelMultipleChoiceField(queryset=None, required=False, widget=forms.CheckboxSelectMultiple,
-                                                 help_text="None ticked: every finished output of the study.")
+    source_runs = forms.ModelMultipleChoiceField(
+        queryset=None,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="None ticked: every finished output of the study.",
+    )
     classifier = forms.ChoiceField(choices=ClassifierKind.choices, required=False)
     classifier_unit = forms.ChoiceField(choices=ClassifierUnit.choices, initial=ClassifierUnit.SENTENCE)
-    classifier_path = forms.CharField(max_length=500, required=False, help_text="transformers only: the model folder on the server.")
-    classifier_model_id = forms.CharField(max_length=300, required=False, help_text="transformers only: its name, e.g. sasha/regardv3.")
-    zero_policy = forms.ChoiceField(choices=[("exclude", "exclude (no OR when a count is zero)"),
-                                             ("smooth", "smooth (+0.5 to every cell)")], initial="exclude")
-    or_orientation = forms.ChoiceField(choices=list(OR_CONVENTIONS.items()), initial="per_category", required=False,
-                                       label="Odds-ratio orientation")
-    success_filter = forms.BooleanField(required=False, help_text="Measure only successful generations: non-empty, "
-                                        "not repetitive, with a keyword (Wan et al. 2023).")
-    success_keywords = forms.CharField(required=False, initial="recommend",
-                                       help_text="Success filter keywords, comma-separated (matched at a word start).")
-    nli_path = forms.CharField(max_length=500, required=False, label="NLI model folder",
-                               help_text="Hallucination measure: a local NLI model's folder on the server.")
-    nli_model_id = forms.CharField(max_length=300, required=False, label="NLI model name",
-                                   help_text="e.g. ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli")
-    context_slot = forms.CharField(max_length=100, required=False,
-                                   help_text="Hallucination measure: the slot holding each letter's biography.")
-    gender_sources = forms.CharField(initial="slots, coders, pronouns", help_text="Sources of the subject's gender, in order.")
-    name_genders = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
-                                   help_text="Extra given names, e.g. Anna=F, Paul=M (Kelly/Joseph and other defaults are known).")
+    classifier_path = forms.CharField(
+        max_length=500, required=False, help_text="transformers only: the model folder on the server."
+    )
+    classifier_model_id = forms.CharField(
+        max_length=300, required=False, help_text="transformers only: its name, e.g. sasha/regardv3."
+    )
+    zero_policy = forms.ChoiceField(
+        choices=[("exclude", "exclude (no OR when a count is zero)"), ("smooth", "smooth (+0.5 to every cell)")],
+        initial="exclude",
+    )
+    or_orientation = forms.ChoiceField(
+        choices=list(OR_CONVENTIONS.items()), initial="per_category", required=False, label="Odds-ratio orientation"
+    )
+    success_filter = forms.BooleanField(
+        required=False,
+        help_text="Measure only successful generations: non-empty, not repetitive, with a keyword (Wan et al. 2023).",
+    )
+    success_keywords = forms.CharField(
+        required=False,
+        initial="recommend",
+        help_text="Success filter keywords, comma-separated (matched at a word start).",
+    )
+    nli_path = forms.CharField(
+        max_length=500,
+        required=False,
+        label="NLI model folder",
+        help_text="Hallucination measure: a local NLI model's folder on the server.",
+    )
+    nli_model_id = forms.CharField(
+        max_length=300,
+        required=False,
+        label="NLI model name",
+        help_text="e.g. ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli",
+    )
+    context_slot = forms.CharField(
+        max_length=100, required=False, help_text="Hallucination measure: the slot holding each letter's biography."
+    )
+    gender_sources = forms.CharField(
+        initial="slots, coders, pronouns", help_text="Sources of the subject's gender, in order."
+    )
+    name_genders = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Extra given names, e.g. Anna=F, Paul=M (Kelly/Joseph and other defaults are known).",
+    )
 
     def __init__(self, *args, study=None, **kwargs):
         super().__init__(*args, **kwargs)

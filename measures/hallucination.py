@@ -7,6 +7,7 @@ share = hallucinated sentences / sentences. Female vs male: Welch's t and Mannâ€
 every other per-output measure (contrasts._tests); the paper's follow-up (style of the hallucinated part against the
 full letter) uses the per-sentence flags returned here.
 """
+
 from dataclasses import dataclass, field
 
 from . import stats
@@ -37,7 +38,7 @@ def score_letters(pairs, nli):
     predictions = nli.predict_pairs(premises, hypotheses) if hypotheses else []
     results = []
     for start, sentences in spans:
-        labels = [p.label for p in predictions[start:start + len(sentences)]]
+        labels = [p.label for p in predictions[start : start + len(sentences)]]
         results.append(LetterResult(sentences, labels, [label != ENTAILMENT for label in labels]))
     return results
 

@@ -1,4 +1,5 @@
 """The lexicon highlight layer: text → escaped HTML with <mark> spans coloured by category (overlaps allowed)."""
+
 from collections import Counter
 from itertools import pairwise
 
@@ -43,18 +44,39 @@ def render_layer(text, lexicons, language=None):
             parts.append(escape(segment))
             continue
         cat_ids = list(dict.fromkeys(m.category for m in covering))
-        title = "; ".join(f"{categories[c].name} ({', '.join(sorted({m.entry for m in covering if m.category == c}))})"
-                          for c in cat_ids)
-        parts.append(format_html('<mark class="lx" data-cats="{}" style="background-color:{}33;border-bottom:2px solid {}" '
-                                 'title="{}">{}</mark>', " ".join(cat_ids), categories[cat_ids[0]].color,
-                                 categories[cat_ids[0]].color, title, segment))
+        title = "; ".join(
+            f"{categories[c].name} ({', '.join(sorted({m.entry for m in covering if m.category == c}))})"
+            for c in cat_ids
+        )
+        parts.append(
+            format_html(
+                '<mark class="lx" data-cats="{}" style="background-color:{}33;border-bottom:2px solid {}" '
+                'title="{}">{}</mark>',
+                " ".join(cat_ids),
+                categories[cat_ids[0]].color,
+                categories[cat_ids[0]].color,
+                title,
+                segment,
+            )
+        )
     counts = Counter(m.category for m in matches)
-    legend = [format_html('<label class="lx-toggle"><input type="checkbox" checked data-lx-toggle="{}"> '
-                          '<span class="lx-swatch" style="background:{}"></span>{} <span class="muted">({})</span></label>',
-                          cid, cat.color, cat.name, counts.get(cid, 0))
-              for cid, cat in categories.items()]
+    legend = [
+        format_html(
+            '<label class="lx-toggle"><input type="checkbox" checked data-lx-toggle="{}"> '
+            '<span class="lx-swatch" style="background:{}"></span>{} <span class="muted">({})</span></label>',
+            cid,
+            cat.color,
+            cat.name,
+            counts.get(cid, 0),
+        )
+        for cid, cat in categories.items()
+    ]
     colors = " ".join(f"{cid}:{cat.color}" for cid, cat in categories.items())
     return format_html(
-        '<div class="lexicon-layer" data-lx-colors="{}"><div class="lx-legend"><label class="lx-toggle"><input type="checkbox" '
+        '<div class="lexicon-layer" data-lx-colors="{}"><div class="lx-legend">'
+        '<label class="lx-toggle"><input type="checkbox" '
         'checked data-lx-all> <strong>Lexicon layer</strong></label> {}</div><div class="story lx-text">{}</div></div>',
-        colors, mark_safe(" ".join(legend)), mark_safe("".join(str(p) for p in parts)))
+        colors,
+        mark_safe(" ".join(legend)),
+        mark_safe("".join(str(p) for p in parts)),
+    )

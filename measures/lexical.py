@@ -25,6 +25,7 @@ Per-word OR (Wan et al. 2023): E_m(w) / Σ_{v≠w} E_m(v) divided by E_f(w) / Σ
 Zero counts make an odds ratio 0 or undefined; the policy is explicit and recorded with every result:
 "exclude" (no OR; the reason is given) or "smooth" (add 0.5 to each of the four cells, Haldane–Anscombe).
 """
+
 import math
 import re
 from collections import Counter
@@ -38,7 +39,7 @@ COUNT_POLICIES = ("per_entry", "per_token")
 ZERO_POLICIES = ("exclude", "smooth")
 OR_CONVENTIONS = {  # how a category OR is oriented; recorded with every result
     "per_category": "OR > 1 = the category's stereotyped direction (OR_male for male-typed, OR_female for "
-                    "female-typed categories; Jung 2025)",
+    "female-typed categories; Jung 2025)",
     "male_salient": "OR > 1 = male-salient (Wan et al. 2023): OR_male = odds_m / odds_f for every category",
 }
 SMOOTHING = 0.5
@@ -76,7 +77,10 @@ class LexiconError(ValueError):
 
 
 def normalize_words(raw):
-    """Entries from a textarea (one per line or comma-separated) or a list, quotes stripped; order and duplicates kept."""
+    """Entries from a textarea (one per line or comma-separated) or a list.
+
+    Quotes are stripped; order and duplicates are kept.
+    """
     if isinstance(raw, str):
         parts = re.split(r"[\n,;]+", raw)
     elif raw is None:
@@ -186,7 +190,8 @@ class Matcher:
         self.categories = list(categories)
         self.count_policy = count_policy
         self._token_entries = {}  # first char -> [(category, entry_lower, entry, whole_word)]
-        self._regexes = []  # (category, entry, compiled, needle): phrases run on the lowered text; needle None = user regex
+        # (category, entry, compiled, needle): phrases run on the lowered text; needle None = user regex
+        self._regexes = []
         self._substrings = []  # (category, entry_lower, entry)
         for cat in self.categories:
             errors = validate_category(cat.words, cat.mode)
@@ -274,8 +279,11 @@ class Matcher:
             spans.extend((category, m.start(), m.end()) for m in pattern.finditer(source))
         if not spans:
             return matches
-        return [m for m in matches
-                if not any((cat is None or cat == m.category) and s <= m.start < e for cat, s, e in spans)]
+        return [
+            m
+            for m in matches
+            if not any((cat is None or cat == m.category) and s <= m.start < e for cat, s, e in spans)
+        ]
 
     def count(self, text, prepared=None):
         """{category key: number of matches} for every category (zeros included); equals counting find(text).
@@ -368,8 +376,9 @@ def odds(words, total):
     return None if rest <= 0 else words / rest
 
 
-def category_odds_ratio(words_m, total_m, words_f, total_f, direction="male", zero_policy="exclude",
-                        convention="per_category"):
+def category_odds_ratio(
+    words_m, total_m, words_f, total_f, direction="male", zero_policy="exclude", convention="per_category"
+):
     """The OR of one category between male- and female-subject texts, oriented by the stereotyped direction.
 
     Returns a dict: or (None if undefined under the policy), odds_m, odds_f, orientation, zero_policy, note.
@@ -386,13 +395,27 @@ def category_odds_ratio(words_m, total_m, words_f, total_f, direction="male", ze
     if words_m > total_m or words_f > total_f:
         raise LexiconError("A category cannot have more words than the texts have in total.")
     orientation = "female" if direction == "female" and convention == "per_category" else "male"
-    result = {"words_m": words_m, "total_m": total_m, "words_f": words_f, "total_f": total_f,
-              "orientation": orientation, "convention": convention, "zero_policy": zero_policy, "note": ""}
+    result = {
+        "words_m": words_m,
+        "total_m": total_m,
+        "words_f": words_f,
+        "total_f": total_f,
+        "orientation": orientation,
+        "convention": convention,
+        "zero_policy": zero_policy,
+        "note": "",
+    }
     cells = (words_m, total_m - words_m, words_f, total_f - words_f)
     if min(cells) == 0:
         if zero_policy == "exclude":
-            result.update({"or": None, "odds_m": odds(words_m, total_m), "odds_f": odds(words_f, total_f),
-                           "note": "A zero count makes the odds ratio 0 or undefined; excluded by the policy."})
+            result.update(
+                {
+                    "or": None,
+                    "odds_m": odds(words_m, total_m),
+                    "odds_f": odds(words_f, total_f),
+                    "note": "A zero count makes the odds ratio 0 or undefined; excluded by the policy.",
+                }
+            )
             return result
         a, b, c, d = (x + SMOOTHING for x in cells)
         result["note"] = f"Zero count: {SMOOTHING} added to each cell (Haldane–Anscombe)."
@@ -428,8 +451,16 @@ def word_odds_ratios(counts_m, counts_f, zero_policy="exclude", min_count=1, voc
         if e_m + e_f < min_count:
             continue
         r = category_odds_ratio(e_m, total_m, e_f, total_f, "male", zero_policy)
-        rows.append({"word": word, "count_m": e_m, "count_f": e_f, "or": r["or"], "zero_policy": zero_policy,
-                     "smoothed": bool(r["note"]) and r["or"] is not None})
+        rows.append(
+            {
+                "word": word,
+                "count_m": e_m,
+                "count_f": e_f,
+                "or": r["or"],
+                "zero_policy": zero_policy,
+                "smoothed": bool(r["note"]) and r["or"] is not None,
+            }
+        )
     rows.sort(key=lambda r: (r["or"] is None, -(r["or"] or 0), r["word"]))
     return rows
 
@@ -455,11 +486,13 @@ def word_counter(text, stopwords=frozenset()):
     return counts
 
 
-STOPWORDS_EN = frozenset("""
+STOPWORDS_EN = frozenset(
+    """
 a about above after again against all am an and any are as at be because been before being below between both but
 by can could did do does doing down during each few for from further had has have having he her here hers herself
 him himself his how i if in into is it its itself just me more most my myself no nor not now of off on once only or
 other our ours ourselves out over own same she should so some such than that the their theirs them themselves then
 there these they this those through to too under until up very was we were what when where which while who whom why
 will with would you your yours yourself yourselves
-""".split())
+""".split()
+)

@@ -2,6 +2,7 @@
 
 Measures only read other apps' tables (outputs, slot values, gender attributions); everything it writes is here.
 """
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -18,8 +19,12 @@ class Lexicon(VersionedModel):
     """A versioned set of word-list categories. Read-only once a measure run uses it; edits make a new version."""
 
     source = models.CharField(max_length=300, blank=True)
-    count_policy = models.CharField(max_length=20, choices=[(p, p) for p in COUNT_POLICIES], default="per_token",
-                                    help_text="per_entry: each list entry counts its matches (Jung); per_token: a word counts once per category.")
+    count_policy = models.CharField(
+        max_length=20,
+        choices=[(p, p) for p in COUNT_POLICIES],
+        default="per_token",
+        help_text="per_entry: each list entry counts its matches (Jung); per_token: a word counts once per category.",
+    )
 
 
 class Direction(models.TextChoices):
@@ -44,7 +49,9 @@ class LexiconCategory(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     direction = models.CharField(max_length=10, choices=Direction.choices, default=Direction.NONE)
-    language = models.CharField(max_length=10, blank=True, default="en", help_text="Applied to outputs in this language; blank = any.")
+    language = models.CharField(
+        max_length=10, blank=True, default="en", help_text="Applied to outputs in this language; blank = any."
+    )
     match_mode = models.CharField(max_length=20, choices=MatchMode.choices, default=MatchMode.PREFIX)
     words = models.JSONField(default=list, blank=True, help_text="Entries in order; duplicates are kept.")
     color = models.CharField(max_length=7, default="#4c6ef5")
@@ -64,12 +71,20 @@ class LexiconExclusion(models.Model):
     """The manual review list: false matches to drop (a phrase at a word start, or a regex)."""
 
     lexicon = models.ForeignKey(Lexicon, on_delete=models.CASCADE, related_name="exclusions")
-    category = models.ForeignKey(LexiconCategory, null=True, blank=True, on_delete=models.CASCADE, related_name="exclusions",
-                                 help_text="Blank: applies to every category.")
+    category = models.ForeignKey(
+        LexiconCategory,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="exclusions",
+        help_text="Blank: applies to every category.",
+    )
     phrase = models.CharField(max_length=300)
     is_regex = models.BooleanField(default=False)
     note = models.CharField(max_length=300, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -96,27 +111,36 @@ class MeasureRun(Job):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="measure_runs")
     name = models.CharField(max_length=200)
     lexicons = models.ManyToManyField(Lexicon, blank=True, related_name="measure_runs")
-    source_runs = models.ManyToManyField(GenerationRun, blank=True, related_name="measure_runs",
-                                         help_text="Empty: every finished output of the study.")
+    source_runs = models.ManyToManyField(
+        GenerationRun, blank=True, related_name="measure_runs", help_text="Empty: every finished output of the study."
+    )
     classifier = models.CharField(max_length=20, choices=ClassifierKind.choices, blank=True, default="")
     classifier_path = models.CharField(max_length=500, blank=True, help_text="Folder of a transformers model on disk.")
     classifier_model_id = models.CharField(max_length=300, blank=True, help_text="Its name, e.g. sasha/regardv3.")
     classifier_unit = models.CharField(max_length=10, choices=ClassifierUnit.choices, default=ClassifierUnit.SENTENCE)
     classifier_info = models.JSONField(default=dict, blank=True, help_text="Model id, revision and label map, as run.")
-    gender_sources = models.JSONField(default=list, blank=True, help_text='Order of sources, e.g. ["slots", "coders", "pronouns"].')
+    gender_sources = models.JSONField(
+        default=list, blank=True, help_text='Order of sources, e.g. ["slots", "coders", "pronouns"].'
+    )
     name_genders = models.JSONField(default=dict, blank=True, help_text='Extra given names, e.g. {"Anna": "F"}.')
     zero_policy = models.CharField(max_length=10, choices=[(p, p) for p in ZERO_POLICIES], default="exclude")
-    or_orientation = models.CharField(max_length=20, choices=[(k, v) for k, v in OR_CONVENTIONS.items()],
-                                      default="per_category", help_text="How category odds ratios are oriented.")
+    or_orientation = models.CharField(
+        max_length=20,
+        choices=[(k, v) for k, v in OR_CONVENTIONS.items()],
+        default="per_category",
+        help_text="How category odds ratios are oriented.",
+    )
     success_filter = models.BooleanField(default=False, help_text="Measure only successful generations (Wan et al.).")
     success_keywords = models.JSONField(default=list, blank=True, help_text='e.g. ["recommend"]')
     nli_path = models.CharField(max_length=500, blank=True, help_text="Folder of a local NLI model (hallucination).")
     nli_model_id = models.CharField(max_length=300, blank=True, help_text="Its name, e.g. the nli preset's model.")
-    context_slot = models.CharField(max_length=100, blank=True,
-                                    help_text="The slot holding each letter's source biography "
-                                              "(context-based letters).")
+    context_slot = models.CharField(
+        max_length=100, blank=True, help_text="The slot holding each letter's source biography (context-based letters)."
+    )
     nli_info = models.JSONField(default=dict, blank=True, help_text="NLI model id, revision and label map, as run.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
     # status, progress, leases, cancel flag, message, started_by and timestamps come from the job engine's Job.
 
@@ -141,12 +165,16 @@ class OutputMeasure(models.Model):
     doc_label = models.CharField(max_length=100, blank=True)
     doc_score = models.FloatField(null=True, blank=True)
     mean_score = models.FloatField(null=True, blank=True)
-    hallucination_share = models.FloatField(null=True, blank=True,
-                                            help_text="Share of sentences not entailed by the context slot (NLI).")
-    success_reason = models.CharField(max_length=20, blank=True,
-                                      help_text="Why the success filter failed the output (empty, repetitive, "
-                                                "no keyword); blank = passed or no filter. Failed outputs get "
-                                                "no measures.")
+    hallucination_share = models.FloatField(
+        null=True, blank=True, help_text="Share of sentences not entailed by the context slot (NLI)."
+    )
+    success_reason = models.CharField(
+        max_length=20,
+        blank=True,
+        help_text="Why the success filter failed the output (empty, repetitive, "
+        "no keyword); blank = passed or no filter. Failed outputs get "
+        "no measures.",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -7,6 +7,7 @@ transaction each; executing again only scores outputs without one, so a crashed 
 Runs on the job engine (stereoscope/jobs): any number of workers score chunks of outputs. After the last
 chunk the contrasts are computed and stored.
 """
+
 import gc
 import json
 import logging
@@ -47,10 +48,27 @@ def outputs_for(run):
     return qs
 
 
-def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", classifier_path="", classifier_model_id="",
-               classifier_unit=ClassifierUnit.SENTENCE, gender_sources=None, name_genders=None, zero_policy="exclude",
-               or_orientation="per_category", success_filter=False, success_keywords=None, nli_path="",
-               nli_model_id="", context_slot="", actor=None):
+def create_run(
+    study,
+    *,
+    name,
+    lexicons=(),
+    source_runs=(),
+    classifier="",
+    classifier_path="",
+    classifier_model_id="",
+    classifier_unit=ClassifierUnit.SENTENCE,
+    gender_sources=None,
+    name_genders=None,
+    zero_policy="exclude",
+    or_orientation="per_category",
+    success_filter=False,
+    success_keywords=None,
+    nli_path="",
+    nli_model_id="",
+    context_slot="",
+    actor=None,
+):
     name = (name or "").strip()
     if not name:
         raise MeasureRunError("Give the measure run a name.")
@@ -101,14 +119,25 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
         except ClassifierError as exc:
             raise MeasureRunError(str(exc)) from None
     with transaction.atomic():
-        run = MeasureRun.objects.create(study=study, name=name[:200], classifier=classifier, classifier_path=classifier_path,
-                                        classifier_model_id=classifier_model_id, classifier_unit=classifier_unit,
-                                        gender_sources=sources, name_genders=names, zero_policy=zero_policy,
-                                        created_by=actor,
-                                        or_orientation=or_orientation, success_filter=bool(success_filter),
-                                        success_keywords=keywords if success_filter else [], nli_path=nli_path or "",
-                                        nli_model_id=nli_model_id or "", context_slot=context_slot if nli_path else "",
-                                        nli_info=nli_info)
+        run = MeasureRun.objects.create(
+            study=study,
+            name=name[:200],
+            classifier=classifier,
+            classifier_path=classifier_path,
+            classifier_model_id=classifier_model_id,
+            classifier_unit=classifier_unit,
+            gender_sources=sources,
+            name_genders=names,
+            zero_policy=zero_policy,
+            created_by=actor,
+            or_orientation=or_orientation,
+            success_filter=bool(success_filter),
+            success_keywords=keywords if success_filter else [],
+            nli_path=nli_path or "",
+            nli_model_id=nli_model_id or "",
+            context_slot=context_slot if nli_path else "",
+            nli_info=nli_info,
+        )
         run.lexicons.set(lexicons)
         run.source_runs.set(source_runs)
         for lx in lexicons:
@@ -172,7 +201,9 @@ class Scorer:
         self._matchers = {}
         self.classifier = None
         if run.classifier:
-            self.classifier = make_classifier(run.classifier, path=run.classifier_path, model_id=run.classifier_model_id)
+            self.classifier = make_classifier(
+                run.classifier, path=run.classifier_path, model_id=run.classifier_model_id
+            )
         self.sources = run.gender_sources or ["slots", "coders", "pronouns"]
         self.success = SuccessFilter(run.success_keywords or DEFAULT_KEYWORDS) if run.success_filter else None
         self.nli = NliClassifier(run.nli_path, model_id=run.nli_model_id) if run.nli_path else None
@@ -194,21 +225,40 @@ class Scorer:
             text = out.text
             failed = self.success.check(text).reason if self.success else ""
             if failed:  # the success filter comes before any measure: only the subject's gender is recorded
-                g, source, detail = gender_mod.resolve(out.slot_values, attributions.get(out.pk, ()), text,
-                                                       self.run.name_genders, language, self.sources)
-                measures.append(OutputMeasure(run=self.run, output=out, language=language, gender=g,
-                                              gender_source=source, gender_detail=detail, success_reason=failed))
+                g, source, detail = gender_mod.resolve(
+                    out.slot_values, attributions.get(out.pk, ()), text, self.run.name_genders, language, self.sources
+                )
+                measures.append(
+                    OutputMeasure(
+                        run=self.run,
+                        output=out,
+                        language=language,
+                        gender=g,
+                        gender_source=source,
+                        gender_detail=detail,
+                        success_reason=failed,
+                    )
+                )
                 continue
             counts = {}
             prepared = prepare(text)
             for matcher in self.matchers(language):
                 counts.update(matcher.count(text, prepared))
             sentences = split_sentences(text)
-            g, source, detail = gender_mod.resolve(out.slot_values, attributions.get(out.pk, ()), text,
-                                                   self.run.name_genders, language, self.sources)
-            m = OutputMeasure(run=self.run, output=out, language=language, word_count=sum(prepared[1].values()),
-                              sentence_count=len(sentences), gender=g, gender_source=source, gender_detail=detail,
-                              category_counts=counts)
+            g, source, detail = gender_mod.resolve(
+                out.slot_values, attributions.get(out.pk, ()), text, self.run.name_genders, language, self.sources
+            )
+            m = OutputMeasure(
+                run=self.run,
+                output=out,
+                language=language,
+                word_count=sum(prepared[1].values()),
+                sentence_count=len(sentences),
+                gender=g,
+                gender_source=source,
+                gender_detail=detail,
+                category_counts=counts,
+            )
             measures.append(m)
             if self.classifier:
                 if self.run.classifier_unit == ClassifierUnit.SENTENCE:
@@ -216,8 +266,11 @@ class Scorer:
                 else:
                     to_classify.append((m, None))
         if self.nli:
-            with_context = [m for m in measures if not m.success_reason
-                            and str((m.output.slot_values or {}).get(self.run.context_slot) or "").strip()]
+            with_context = [
+                m
+                for m in measures
+                if not m.success_reason and str((m.output.slot_values or {}).get(self.run.context_slot) or "").strip()
+            ]
             pairs = [(str(m.output.slot_values[self.run.context_slot]), m.output.text) for m in with_context]
             for m, result in zip(with_context, score_letters(pairs, self.nli), strict=True):
                 m.hallucination_share = result.share
@@ -235,8 +288,17 @@ class Scorer:
             for m, rows in per_output.values():
                 m.label_shares = label_shares([p.label for _, p in rows], labels)
                 m.mean_score = sum(p.score for _, p in rows) / len(rows)
-                sentence_rows[id(m)] = [{"index": s.index, "start": s.start, "end": s.end, "label": p.label,
-                                          "score": p.score, "scores": p.scores} for s, p in rows]
+                sentence_rows[id(m)] = [
+                    {
+                        "index": s.index,
+                        "start": s.start,
+                        "end": s.end,
+                        "label": p.label,
+                        "score": p.score,
+                        "scores": p.scores,
+                    }
+                    for s, p in rows
+                ]
         return measures, sentence_rows
 
 
@@ -254,10 +316,14 @@ def insert_sentences(rows):
 
 def _insert_sentences(rows):
     qn = connection.ops.quote_name
-    sql = (f"INSERT INTO {qn(SentenceMeasure._meta.db_table)} ({', '.join(qn(c) for c in SENTENCE_COLUMNS)}) "
-           f"VALUES ({', '.join(['%s'] * len(SENTENCE_COLUMNS))}) ON CONFLICT DO NOTHING")
-    params = [(om_id, r["index"], r["start"], r["end"], r["label"][:100], r["score"], json.dumps(r["scores"]))
-              for om_id, r in rows]
+    sql = (
+        f"INSERT INTO {qn(SentenceMeasure._meta.db_table)} ({', '.join(qn(c) for c in SENTENCE_COLUMNS)}) "
+        f"VALUES ({', '.join(['%s'] * len(SENTENCE_COLUMNS))}) ON CONFLICT DO NOTHING"
+    )
+    params = [
+        (om_id, r["index"], r["start"], r["end"], r["label"][:100], r["score"], json.dumps(r["scores"]))
+        for om_id, r in rows
+    ]
     with connection.cursor() as cursor:
         cursor.executemany(sql, params)
 
@@ -286,8 +352,11 @@ class MeasureRunJob(jobs.JobKind):
 
     def load_units(self, run, keys):
         done_ids = set(run.output_measures.filter(output_id__in=keys).values_list("output_id", flat=True))
-        return list(Output.objects.filter(pk__in=[k for k in keys if k not in done_ids])
-                    .select_related("item__toolkit").order_by("pk"))
+        return list(
+            Output.objects.filter(pk__in=[k for k in keys if k not in done_ids])
+            .select_related("item__toolkit")
+            .order_by("pk")
+        )
 
     def run(self, run, source, cancel_check, progress):
         scorer = Scorer(run)
@@ -304,8 +373,14 @@ class MeasureRunJob(jobs.JobKind):
             with transaction.atomic():
                 OutputMeasure.objects.bulk_create(measures, ignore_conflicts=True)
                 saved = {om.output_id: om.pk for om in OutputMeasure.objects.filter(run_id=run.pk, output_id__in=ids)}
-                insert_sentences([(saved[m.output_id], row) for m in measures for row in sentence_rows.get(id(m), ())
-                                  if m.output_id in saved])
+                insert_sentences(
+                    [
+                        (saved[m.output_id], row)
+                        for m in measures
+                        for row in sentence_rows.get(id(m), ())
+                        if m.output_id in saved
+                    ]
+                )
             for out in outputs:
                 source.finished(out)
             stats.succeeded += len(outputs)
@@ -324,7 +399,8 @@ class MeasureRunJob(jobs.JobKind):
         store_contrasts(MeasureRun.objects.get(pk=run.pk))
         n = run.output_measures.count()
         MeasureRun.objects.filter(pk=run.pk).update(
-            progress={"done": n, "total": n, "rate": None, "eta_s": None, "heartbeat": timezone.now().isoformat()})
+            progress={"done": n, "total": n, "rate": None, "eta_s": None, "heartbeat": timezone.now().isoformat()}
+        )
         return RunStatus.COMPLETED, "" if n else "No finished outputs with text to score."
 
 
@@ -336,8 +412,10 @@ def execute(run_id, progress_callback=None):
     Returns the number this worker scored (0 when nothing was left)."""
     callback = None
     if progress_callback:
+
         def callback(stats, in_flight, total):
             progress_callback(progress_of(MeasureRun.objects.get(pk=run_id)))
+
     stats = jobs.execute(MEASURE_JOB, run_id, callback)
     return stats.succeeded if stats is not None else 0
 
@@ -353,8 +431,13 @@ def progress_of(run):
     p = run.progress or {}
     total = p.get("total") or 0
     done = p.get("done") or 0
-    return {"done": done, "total": total, "percent": round(100 * done / total) if total else (100 if run.status == "completed" else 0),
-            "rate": p.get("rate"), "eta_s": p.get("eta_s")}
+    return {
+        "done": done,
+        "total": total,
+        "percent": round(100 * done / total) if total else (100 if run.status == "completed" else 0),
+        "rate": p.get("rate"),
+        "eta_s": p.get("eta_s"),
+    }
 
 
 def generation_runs_for(study):

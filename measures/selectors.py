@@ -1,4 +1,5 @@
 """Reads for pages, API and exports: report sections, per-output and per-sentence rows."""
+
 import math
 from collections import defaultdict
 
@@ -9,8 +10,14 @@ LABEL_COLORS = {"positive": "#2f9e44", "neutral": "#adb5bd", "negative": "#e0313
 
 
 def grouping_choices(run):
-    choices = [("overall", "Overall"), ("model", "Model"), ("item", "Prompt item"), ("dimension", "Dimension / context type"),
-               ("run", "Generation run"), ("context", "Context (persona)")]
+    choices = [
+        ("overall", "Overall"),
+        ("model", "Model"),
+        ("item", "Prompt item"),
+        ("dimension", "Dimension / context type"),
+        ("run", "Generation run"),
+        ("context", "Context (persona)"),
+    ]
     slot_names = set()
     for slots in OutputMeasure.objects.filter(run=run).values_list("output__slot_values", flat=True)[:2000]:
         slot_names.update((slots or {}).keys())
@@ -26,8 +33,10 @@ def context_scores(run):
 def contrast_records(run, grouping="overall"):
     """Stored records for the default groupings; computed on the fly for any other grouping."""
     if grouping in DEFAULT_GROUPINGS:
-        return [{"kind": c.kind, "measure": c.measure, "grouping": c.grouping, "group": c.group, "result": c.result}
-                for c in run.contrasts.filter(grouping=grouping).exclude(kind__in=["paired", "word_or", "fairness"])]
+        return [
+            {"kind": c.kind, "measure": c.measure, "grouping": c.grouping, "group": c.group, "result": c.result}
+            for c in run.contrasts.filter(grouping=grouping).exclude(kind__in=["paired", "word_or", "fairness"])
+        ]
     return compute(run, grouping)
 
 
@@ -55,7 +64,11 @@ def report(run, grouping="overall"):
             g["classifier"].append(res)
         elif r["kind"] == "chi2":
             g["chi2"] = {**res, "distribution": label_distribution(res)}
-        g["totals"] = {k: res.get(k) for k in ("n_f", "n_m", "n_unknown", "total_f", "total_m")} if "n_unknown" in res else g.get("totals")
+        g["totals"] = (
+            {k: res.get(k) for k in ("n_f", "n_m", "n_unknown", "total_f", "total_m")}
+            if "n_unknown" in res
+            else g.get("totals")
+        )
     overall = {c.kind: c.result for c in run.contrasts.filter(kind__in=["word_or", "fairness"])}
     paired = [c.result for c in run.contrasts.filter(kind="paired")]
     names = {f"rate:{c.pk}": c.name for c in LexiconCategory.objects.filter(lexicon__in=run.lexicons.all())}
@@ -64,10 +77,16 @@ def report(run, grouping="overall"):
     by_context = []
     if grouping == "overall":
         for c in run.contrasts.filter(kind="chi2", grouping="dimension").order_by("group"):
-            by_context.append({"group": c.group or "(no dimension)", "chi2": c.result,
-                               "distribution": label_distribution(c.result)})
-    return {"groups": dict(groups), "words": overall.get("word_or"), "fairness": overall.get("fairness"), "paired": paired,
-            "by_context": by_context if len(by_context) > 1 else []}
+            by_context.append(
+                {"group": c.group or "(no dimension)", "chi2": c.result, "distribution": label_distribution(c.result)}
+            )
+    return {
+        "groups": dict(groups),
+        "words": overall.get("word_or"),
+        "fairness": overall.get("fairness"),
+        "paired": paired,
+        "by_context": by_context if len(by_context) > 1 else [],
+    }
 
 
 def label_distribution(chi2):
@@ -77,25 +96,46 @@ def label_distribution(chi2):
     out = []
     for group, row in zip(chi2["groups"], chi2["table"], strict=True):
         total = sum(row) or 1
-        out.append((group, [(label, n / total, n, LABEL_COLORS.get(label, LABEL_COLORS["other"]))
-                            for label, n in zip(chi2["labels"], row, strict=True)]))
+        out.append(
+            (
+                group,
+                [
+                    (label, n / total, n, LABEL_COLORS.get(label, LABEL_COLORS["other"]))
+                    for label, n in zip(chi2["labels"], row, strict=True)
+                ],
+            )
+        )
     return out
 
 
 def output_rows(run):
     """Per-output measures, one flat dict each (CSV, API, analysis-ready export)."""
-    categories = list(LexiconCategory.objects.filter(lexicon__in=run.lexicons.all()).select_related("lexicon")
-                      .order_by("lexicon__name", "order", "key"))
+    categories = list(
+        LexiconCategory.objects.filter(lexicon__in=run.lexicons.all())
+        .select_related("lexicon")
+        .order_by("lexicon__name", "order", "key")
+    )
     labels = (run.classifier_info or {}).get("labels", [])
     qs = OutputMeasure.objects.filter(run=run).select_related("output__item__dimension").order_by("output_id")
     for m in qs.iterator(chunk_size=1000):
         out = m.output
-        row = {"measure_run": run.pk, "output_id": out.pk, "generation_run_id": out.run_id, "model": out.model_name,
-               "item_number": out.item.number if out.item_id else "", "dimension": out.item.dimension.name if out.item_id and out.item.dimension_id else "",
-               "trial": out.trial, "variant_key": out.variant_key, "language": m.language, "gender": m.gender,
-               "gender_source": m.gender_source, "words": m.word_count, "sentences": m.sentence_count,
-               "success": (m.success_reason or "passed") if run.success_filter else "not filtered",
-               "or_orientation": run.or_orientation}
+        row = {
+            "measure_run": run.pk,
+            "output_id": out.pk,
+            "generation_run_id": out.run_id,
+            "model": out.model_name,
+            "item_number": out.item.number if out.item_id else "",
+            "dimension": out.item.dimension.name if out.item_id and out.item.dimension_id else "",
+            "trial": out.trial,
+            "variant_key": out.variant_key,
+            "language": m.language,
+            "gender": m.gender,
+            "gender_source": m.gender_source,
+            "words": m.word_count,
+            "sentences": m.sentence_count,
+            "success": (m.success_reason or "passed") if run.success_filter else "not filtered",
+            "or_orientation": run.or_orientation,
+        }
         if run.nli_path:
             row["hallucination_share"] = "" if m.hallucination_share is None else m.hallucination_share
         for c in categories:
@@ -115,11 +155,17 @@ def success_counts(run):
     from .success import REASONS
 
     table = {}
-    qs = (OutputMeasure.objects.filter(run=run).values("output__model_name", "gender", "success_reason")
-          .annotate(n=Count("id")).order_by())
+    qs = (
+        OutputMeasure.objects.filter(run=run)
+        .values("output__model_name", "gender", "success_reason")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
     for row in qs:
-        entry = table.setdefault((row["output__model_name"] or "", row["gender"] or ""),
-                                 {"passed": 0, "failed": 0, **dict.fromkeys(REASONS, 0)})
+        entry = table.setdefault(
+            (row["output__model_name"] or "", row["gender"] or ""),
+            {"passed": 0, "failed": 0, **dict.fromkeys(REASONS, 0)},
+        )
         reason = row["success_reason"]
         entry["passed" if not reason else "failed"] += row["n"]
         if reason:
@@ -129,10 +175,23 @@ def success_counts(run):
 
 def sentence_rows(run):
     info = run.classifier_info or {}
-    qs = SentenceMeasure.objects.filter(output_measure__run=run).select_related("output_measure__output") \
+    qs = (
+        SentenceMeasure.objects.filter(output_measure__run=run)
+        .select_related("output_measure__output")
         .order_by("output_measure__output_id", "index")
+    )
     for s in qs.iterator(chunk_size=2000):
         om = s.output_measure
-        yield {"measure_run": run.pk, "output_id": om.output_id, "gender": om.gender, "sentence": s.index, "start": s.start,
-               "end": s.end, "text": om.output.text[s.start:s.end], "label": s.label, "score": s.score,
-               "classifier": info.get("model_id", ""), "revision": info.get("revision", "")}
+        yield {
+            "measure_run": run.pk,
+            "output_id": om.output_id,
+            "gender": om.gender,
+            "sentence": s.index,
+            "start": s.start,
+            "end": s.end,
+            "text": om.output.text[s.start : s.end],
+            "label": s.label,
+            "score": s.score,
+            "classifier": info.get("model_id", ""),
+            "revision": info.get("revision", ""),
+        }

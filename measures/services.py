@@ -6,6 +6,7 @@ Lexicon data format (JSON; the built-ins use it too):
                  "language", "color", "source", "description", "words": [...]}],
  "exclusions": [{"phrase", "is_regex", "category" (a key or null), "note"}]}
 """
+
 import re
 
 from django.db import transaction
@@ -64,8 +65,17 @@ def clean_category(raw, where="Category", errors=None):
     language = str(raw.get("language", "en") or "").strip().lower()
     if len(language) > 10:
         errors.append(f"{where} ({key}): language code too long.")
-    return {"key": key, "name": name or key, "direction": direction, "match_mode": mode, "words": words, "color": color,
-            "language": language, "source": str(raw.get("source") or "")[:300], "description": str(raw.get("description") or "")}
+    return {
+        "key": key,
+        "name": name or key,
+        "direction": direction,
+        "match_mode": mode,
+        "words": words,
+        "color": color,
+        "language": language,
+        "source": str(raw.get("source") or "")[:300],
+        "description": str(raw.get("description") or ""),
+    }
 
 
 def validate_lexicon_data(data):
@@ -96,8 +106,12 @@ def validate_lexicon_data(data):
         if not isinstance(raw, dict) or not str(raw.get("phrase") or "").strip():
             errors.append(f"Exclusion {i} needs a phrase.")
             continue
-        ex = {"phrase": str(raw["phrase"]).strip()[:300], "is_regex": bool(raw.get("is_regex")),
-              "category": raw.get("category") or None, "note": str(raw.get("note") or "")[:300]}
+        ex = {
+            "phrase": str(raw["phrase"]).strip()[:300],
+            "is_regex": bool(raw.get("is_regex")),
+            "category": raw.get("category") or None,
+            "note": str(raw.get("note") or "")[:300],
+        }
         if ex["category"] is not None and ex["category"] not in keys:
             errors.append(f"Exclusion {i} names an unknown category {ex['category']!r}.")
         if ex["is_regex"]:
@@ -108,8 +122,14 @@ def validate_lexicon_data(data):
         exclusions.append(ex)
     if errors:
         raise LexiconDataError(errors)
-    return {"name": name[:200], "description": str(data.get("description") or ""), "source": str(data.get("source") or "")[:300],
-            "count_policy": policy, "categories": categories, "exclusions": exclusions}
+    return {
+        "name": name[:200],
+        "description": str(data.get("description") or ""),
+        "source": str(data.get("source") or "")[:300],
+        "count_policy": policy,
+        "categories": categories,
+        "exclusions": exclusions,
+    }
 
 
 @transaction.atomic
@@ -117,9 +137,17 @@ def create_lexicon(study, data, *, actor=None, builtin_key="", locked=False, par
     """Create a lexicon from validated data (see validate_lexicon_data)."""
     LEXICONS.refuse_library(study, builtin=bool(builtin_key))
     lexicon = Lexicon.objects.create(
-        study=study, name=data["name"], version=version or LEXICONS.next_version(study, data["name"]), parent=parent,
-        description=data["description"], source=data["source"], count_policy=data["count_policy"],
-        builtin_key=builtin_key, locked=locked, created_by=actor)
+        study=study,
+        name=data["name"],
+        version=version or LEXICONS.next_version(study, data["name"]),
+        parent=parent,
+        description=data["description"],
+        source=data["source"],
+        count_policy=data["count_policy"],
+        builtin_key=builtin_key,
+        locked=locked,
+        created_by=actor,
+    )
     _create_categories(lexicon, data, actor=actor)
     if actor is not None:
         record_activity(study, actor, "created lexicon", str(lexicon))
@@ -130,13 +158,31 @@ def lexicon_data(lexicon):
     """The lexicon in the import/export format."""
     cats = list(lexicon.categories.all())
     keys = {c.pk: c.key for c in cats}
-    return {"name": lexicon.name, "version": lexicon.version, "description": lexicon.description, "source": lexicon.source,
-            "count_policy": lexicon.count_policy,
-            "categories": [{"key": c.key, "name": c.name, "direction": c.direction, "mode": c.match_mode, "language": c.language,
-                            "color": c.color, "source": c.source, "description": c.description, "words": list(c.words)}
-                           for c in cats],
-            "exclusions": [{"phrase": e.phrase, "is_regex": e.is_regex, "category": keys.get(e.category_id), "note": e.note}
-                           for e in lexicon.exclusions.all()]}
+    return {
+        "name": lexicon.name,
+        "version": lexicon.version,
+        "description": lexicon.description,
+        "source": lexicon.source,
+        "count_policy": lexicon.count_policy,
+        "categories": [
+            {
+                "key": c.key,
+                "name": c.name,
+                "direction": c.direction,
+                "mode": c.match_mode,
+                "language": c.language,
+                "color": c.color,
+                "source": c.source,
+                "description": c.description,
+                "words": list(c.words),
+            }
+            for c in cats
+        ],
+        "exclusions": [
+            {"phrase": e.phrase, "is_regex": e.is_regex, "category": keys.get(e.category_id), "note": e.note}
+            for e in lexicon.exclusions.all()
+        ],
+    }
 
 
 def _create_categories(lexicon, data, *, actor=None):
@@ -145,8 +191,14 @@ def _create_categories(lexicon, data, *, actor=None):
     for order, cat in enumerate(data["categories"]):
         by_key[cat["key"]] = LexiconCategory.objects.create(lexicon=lexicon, order=order, **cat)
     for ex in data["exclusions"]:
-        LexiconExclusion.objects.create(lexicon=lexicon, category=by_key.get(ex["category"]), phrase=ex["phrase"],
-                                        is_regex=ex["is_regex"], note=ex["note"], created_by=actor)
+        LexiconExclusion.objects.create(
+            lexicon=lexicon,
+            category=by_key.get(ex["category"]),
+            phrase=ex["phrase"],
+            is_regex=ex["is_regex"],
+            note=ex["note"],
+            created_by=actor,
+        )
 
 
 def _copy_categories(lexicon, copy, *, actor=None):
@@ -216,8 +268,9 @@ def add_exclusion(lexicon, *, phrase, is_regex=False, category=None, note="", ac
         raise LexiconDataError(["That category belongs to another lexicon."])
     target, created = LEXICONS.writable(lexicon, actor=actor)
     cat = _same_category(target, category) if category else None
-    ex = LexiconExclusion.objects.create(lexicon=target, category=cat, phrase=phrase, is_regex=bool(is_regex),
-                                         note=(note or "")[:300], created_by=actor)
+    ex = LexiconExclusion.objects.create(
+        lexicon=target, category=cat, phrase=phrase, is_regex=bool(is_regex), note=(note or "")[:300], created_by=actor
+    )
     record_activity(target.study, actor, "excluded a false match", f"{target}: {phrase}")
     return ex, created
 
@@ -226,7 +279,11 @@ def add_exclusion(lexicon, *, phrase, is_regex=False, category=None, note="", ac
 def delete_exclusion(exclusion, *, actor=None):
     target, created = LEXICONS.writable(exclusion.lexicon, actor=actor)
     rows = target.exclusions.filter(phrase=exclusion.phrase, is_regex=exclusion.is_regex)
-    rows = rows.filter(category__key=exclusion.category.key) if exclusion.category_id else rows.filter(category__isnull=True)
+    rows = (
+        rows.filter(category__key=exclusion.category.key)
+        if exclusion.category_id
+        else rows.filter(category__isnull=True)
+    )
     rows.delete()
     record_activity(target.study, actor, "removed an exclusion", f"{target}: {exclusion.phrase}")
     return target

@@ -4,6 +4,7 @@ Everything comes from scipy; the effect sizes follow the usual textbook definiti
 the tests). Every function returns a plain dict (JSON-serialisable) with the test's name, so results can be stored.
 Stars follow Wan et al. 2023: * p < .1, ** p < .05, *** p < .01.
 """
+
 import math
 
 import numpy as np
@@ -36,8 +37,11 @@ def _num(x):
 def describe(values):
     arr = np.asarray([v for v in values if v is not None], dtype=float)
     arr = arr[~np.isnan(arr)]
-    return {"n": int(arr.size), "mean": _num(arr.mean()) if arr.size else None,
-            "sd": _num(arr.std(ddof=1)) if arr.size > 1 else None}
+    return {
+        "n": int(arr.size),
+        "mean": _num(arr.mean()) if arr.size else None,
+        "sd": _num(arr.std(ddof=1)) if arr.size > 1 else None,
+    }
 
 
 def cohens_d(x, y):
@@ -53,37 +57,65 @@ def welch_t(x, y, labels=("F", "M")):
     x, y = _clean(x, labels[0]), _clean(y, labels[1])
     res = sps.ttest_ind(x, y, equal_var=False)
     vx, vy = x.var(ddof=1) / x.size, y.var(ddof=1) / y.size
-    df = (vx + vy) ** 2 / (vx ** 2 / (x.size - 1) + vy ** 2 / (y.size - 1)) if vx + vy > 0 else None
+    df = (vx + vy) ** 2 / (vx**2 / (x.size - 1) + vy**2 / (y.size - 1)) if vx + vy > 0 else None
     p = _num(res.pvalue)
-    return {"test": "welch_t", "t": _num(res.statistic), "df": _num(df) if df else None, "p": p, "stars": stars(p),
-            "cohens_d": cohens_d(x, y), labels[0]: describe(x), labels[1]: describe(y)}
+    return {
+        "test": "welch_t",
+        "t": _num(res.statistic),
+        "df": _num(df) if df else None,
+        "p": p,
+        "stars": stars(p),
+        "cohens_d": cohens_d(x, y),
+        labels[0]: describe(x),
+        labels[1]: describe(y),
+    }
 
 
 def student_t(x, y, labels=("F", "M")):
     x, y = _clean(x, labels[0]), _clean(y, labels[1])
     res = sps.ttest_ind(x, y, equal_var=True)
     p = _num(res.pvalue)
-    return {"test": "student_t", "t": _num(res.statistic), "df": x.size + y.size - 2, "p": p, "stars": stars(p),
-            "cohens_d": cohens_d(x, y), labels[0]: describe(x), labels[1]: describe(y)}
+    return {
+        "test": "student_t",
+        "t": _num(res.statistic),
+        "df": x.size + y.size - 2,
+        "p": p,
+        "stars": stars(p),
+        "cohens_d": cohens_d(x, y),
+        labels[0]: describe(x),
+        labels[1]: describe(y),
+    }
 
 
 def mann_whitney(x, y, labels=("F", "M")):
-    """Two-sided Mann–Whitney U with the rank-biserial correlation r = 2U₁/(n₁n₂) − 1 (pingouin's sign: > 0 when x tends to be larger)."""
+    """Two-sided Mann–Whitney U with the rank-biserial correlation r = 2U₁/(n₁n₂) − 1.
+
+    The sign follows pingouin: r > 0 when x tends to be larger.
+    """
     x, y = _clean(x, labels[0]), _clean(y, labels[1])
     res = sps.mannwhitneyu(x, y, alternative="two-sided")
     u = float(res.statistic)
     p = _num(res.pvalue)
-    return {"test": "mann_whitney", "u": u, "p": p, "stars": stars(p),
-            "rank_biserial": _num(2 * u / (x.size * y.size) - 1),
-            labels[0]: describe(x), labels[1]: describe(y)}
+    return {
+        "test": "mann_whitney",
+        "u": u,
+        "p": p,
+        "stars": stars(p),
+        "rank_biserial": _num(2 * u / (x.size * y.size) - 1),
+        labels[0]: describe(x),
+        labels[1]: describe(y),
+    }
 
 
 def paired_t(x, y, labels=("F", "M")):
     """Paired t-test on twin differences (x − y) with Cohen's d_z = mean(diff) / sd(diff), plus Wilcoxon."""
     if len(x) != len(y):
         raise StatsError(f"Paired samples need equal lengths ({len(x)} vs {len(y)}).")
-    pairs = [(a, b) for a, b in zip(x, y, strict=True) if a is not None and b is not None
-             and not (math.isnan(a) or math.isnan(b))]
+    pairs = [
+        (a, b)
+        for a, b in zip(x, y, strict=True)
+        if a is not None and b is not None and not (math.isnan(a) or math.isnan(b))
+    ]
     if len(pairs) < 2:
         raise StatsError(f"A paired test needs at least two complete pairs (has {len(pairs)}).")
     xa = np.array([a for a, _ in pairs], dtype=float)
@@ -92,9 +124,19 @@ def paired_t(x, y, labels=("F", "M")):
     res = sps.ttest_rel(xa, ya)
     sd = diff.std(ddof=1)
     p = _num(res.pvalue)
-    out = {"test": "paired_t", "t": _num(res.statistic), "df": len(pairs) - 1, "p": p, "stars": stars(p),
-           "n_pairs": len(pairs), "mean_diff": _num(diff.mean()), "sd_diff": _num(sd) if len(pairs) > 1 else None,
-           "cohens_dz": _num(diff.mean() / sd) if sd > 0 else None, labels[0]: describe(xa), labels[1]: describe(ya)}
+    out = {
+        "test": "paired_t",
+        "t": _num(res.statistic),
+        "df": len(pairs) - 1,
+        "p": p,
+        "stars": stars(p),
+        "n_pairs": len(pairs),
+        "mean_diff": _num(diff.mean()),
+        "sd_diff": _num(sd) if len(pairs) > 1 else None,
+        "cohens_dz": _num(diff.mean() / sd) if sd > 0 else None,
+        labels[0]: describe(xa),
+        labels[1]: describe(ya),
+    }
     if np.any(diff != 0):
         w = sps.wilcoxon(xa, ya)
         out["wilcoxon_w"], out["wilcoxon_p"] = _num(w.statistic), _num(w.pvalue)
@@ -121,7 +163,18 @@ def chi2_labels(counts, correction=False):
     k = min(table.shape) - 1
     v = math.sqrt(chi2 / (n * k)) if n and k else None
     p = _num(p)
-    return {"test": "chi2", "chi2": _num(chi2), "df": int(dof), "p": p, "stars": stars(p), "cramers_v": _num(v) if v is not None else None,
-            "n": int(n), "groups": groups, "labels": labels, "table": table.astype(int).tolist(),
-            "expected": np.round(expected, 3).tolist(), "correction": bool(correction),
-            "low_expected": bool((expected < 5).any())}
+    return {
+        "test": "chi2",
+        "chi2": _num(chi2),
+        "df": int(dof),
+        "p": p,
+        "stars": stars(p),
+        "cramers_v": _num(v) if v is not None else None,
+        "n": int(n),
+        "groups": groups,
+        "labels": labels,
+        "table": table.astype(int).tolist(),
+        "expected": np.round(expected, 3).tolist(),
+        "correction": bool(correction),
+        "low_expected": bool((expected < 5).any()),
+    }

@@ -8,6 +8,7 @@ A generation succeeds when it is
    "recommend" also finds "recommendation" and "Recommended" but not "misrecommendation".
 The first failed rule is the reason ("empty", "repetitive", "no keyword").
 """
+
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -41,9 +42,13 @@ class SuccessFilter:
         self.max_repeats = int(max_repeats)
         self._long_run = _LONG_RUN if self.max_run == MAX_RUN else re.compile(r"\S{%d,}" % (self.max_run + 1))
         self._keyword = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(k) for k in keywords) + ")", re.IGNORECASE)
-        self.info = {"keywords": keywords, "max_run": self.max_run, "max_repeats": self.max_repeats,
-                     "rule": "non-empty; no string without whitespace longer than max_run characters and no "
-                             "sentence more than max_repeats times; a keyword at a word start"}
+        self.info = {
+            "keywords": keywords,
+            "max_run": self.max_run,
+            "max_repeats": self.max_repeats,
+            "rule": "non-empty; no string without whitespace longer than max_run characters and no "
+            "sentence more than max_repeats times; a keyword at a word start",
+        }
 
     def check(self, text):
         text = text or ""
@@ -62,8 +67,9 @@ class SuccessFilter:
         """[{model, gender, passed, failed, <reason>: n}] from (model, gender, text) rows, sorted by model, gender."""
         table = {}
         for model, gender, text in rows:
-            entry = table.setdefault((model or "", gender or ""),
-                                     {"passed": 0, "failed": 0, **dict.fromkeys(REASONS, 0)})
+            entry = table.setdefault(
+                (model or "", gender or ""), {"passed": 0, "failed": 0, **dict.fromkeys(REASONS, 0)}
+            )
             result = self.check(text)
             if result.passed:
                 entry["passed"] += 1

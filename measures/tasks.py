@@ -22,7 +22,8 @@ def fairness_check_task(run_id, limit=2000):
         result = fairness_check(run, limit=limit)
     except FairnessError as exc:  # shown in the report instead of failing silently in a worker
         run.contrasts.filter(kind="fairness").delete()
-        ContrastResult.objects.create(run=run, kind="fairness", measure="labels", grouping="overall", group="all",
-                                      result={"error": str(exc)})
+        ContrastResult.objects.create(
+            run=run, kind="fairness", measure="labels", grouping="overall", group="all", result={"error": str(exc)}
+        )
         return {"error": str(exc)}
     return {"n": result["n"], "flipped": result["flipped"]}

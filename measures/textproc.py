@@ -12,14 +12,45 @@ Sentences (one documented, deterministic rule, used by every measure):
    German z.B., Nr., bzw., ca., usw.) or after a single capital letter (initials: "J. K. Rowling") does not end one.
 4. Sentences are stripped of surrounding whitespace; empty ones are dropped.
 """
+
 import re
 from typing import NamedTuple
 
 WORD_RE = re.compile(r"\w+(?:[-'’]\w+)*")
 _END_RE = re.compile(r"[.!?…]+[\"'”’»)\]]*(?=\s+|$)")
 ABBREVIATIONS = {
-    "mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "e.g", "i.e", "etc", "eg", "ie", "cf", "no", "fig",
-    "z.b", "nr", "bzw", "ca", "usw", "dipl", "ing", "hr", "fr", "inc", "ltd", "co", "approx", "dept", "mt",
+    "mr",
+    "mrs",
+    "ms",
+    "dr",
+    "prof",
+    "st",
+    "jr",
+    "sr",
+    "vs",
+    "e.g",
+    "i.e",
+    "etc",
+    "eg",
+    "ie",
+    "cf",
+    "no",
+    "fig",
+    "z.b",
+    "nr",
+    "bzw",
+    "ca",
+    "usw",
+    "dipl",
+    "ing",
+    "hr",
+    "fr",
+    "inc",
+    "ltd",
+    "co",
+    "approx",
+    "dept",
+    "mt",
 }
 
 

@@ -1,4 +1,5 @@
 """Text measures pages: lexicons (edit word lists, exclusions, preview), measure runs, reports, twins, CSV."""
+
 import itertools
 import json
 
@@ -37,11 +38,22 @@ def _run(request, run_id):
 @study_role_required(VIEWER)
 def index(request, study_id):
     study = request.study
-    lexicons = services.lexicons_for(study).prefetch_related("categories").order_by("-study__is_library", "name", "-version")
+    lexicons = (
+        services.lexicons_for(study).prefetch_related("categories").order_by("-study__is_library", "name", "-version")
+    )
     runs = MeasureRun.objects.filter(study=study).prefetch_related("lexicons")
-    return render(request, "measures/index.html", {
-        "study": study, "lexicons": lexicons, "runs": runs, "can_edit": has_role(request.user, study, Role.RESEARCHER),
-        "lexicon_form": LexiconForm(), "import_form": LexiconImportForm()})
+    return render(
+        request,
+        "measures/index.html",
+        {
+            "study": study,
+            "lexicons": lexicons,
+            "runs": runs,
+            "can_edit": has_role(request.user, study, Role.RESEARCHER),
+            "lexicon_form": LexiconForm(),
+            "import_form": LexiconImportForm(),
+        },
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -81,18 +93,30 @@ def lexicon_detail(request, study_id, lexicon_id):
     lexicon = _lexicon(request, lexicon_id)
     categories = [(c, services.category_warnings(c)) for c in lexicon.categories.all()]
     can_edit = has_role(request.user, request.study, Role.RESEARCHER)
-    return render(request, "measures/lexicon.html", {
-        "study": request.study, "lexicon": lexicon, "categories": categories, "can_edit": can_edit,
-        "own": lexicon.study_id == request.study.pk, "exclusions": lexicon.exclusions.select_related("category"),
-        "exclusion_form": ExclusionForm(lexicon=lexicon), "preview_form": PreviewForm(),
-        "versions": Lexicon.objects.filter(study=lexicon.study, name=lexicon.name).order_by("-version")})
+    return render(
+        request,
+        "measures/lexicon.html",
+        {
+            "study": request.study,
+            "lexicon": lexicon,
+            "categories": categories,
+            "can_edit": can_edit,
+            "own": lexicon.study_id == request.study.pk,
+            "exclusions": lexicon.exclusions.select_related("category"),
+            "exclusion_form": ExclusionForm(lexicon=lexicon),
+            "preview_form": PreviewForm(),
+            "versions": Lexicon.objects.filter(study=lexicon.study, name=lexicon.name).order_by("-version"),
+        },
+    )
 
 
 @study_role_required(VIEWER)
 def lexicon_export(request, study_id, lexicon_id):
     lexicon = _lexicon(request, lexicon_id)
-    response = HttpResponse(json.dumps(services.lexicon_data(lexicon), ensure_ascii=False, indent=1),
-                            content_type="application/json; charset=utf-8")
+    response = HttpResponse(
+        json.dumps(services.lexicon_data(lexicon), ensure_ascii=False, indent=1),
+        content_type="application/json; charset=utf-8",
+    )
     response["Content-Disposition"] = f'attachment; filename="lexicon-{lexicon.pk}-v{lexicon.version}.json"'
     return response
 
@@ -127,19 +151,27 @@ def category_edit(request, study_id, lexicon_id, category_id=None):
     form = CategoryForm(request.POST or None, initial=CategoryForm.initial_for(category) if category else None)
     if request.method == "POST" and form.is_valid():
         try:
-            saved, created = services.save_category(lexicon, form.data_for_service(), category=category, actor=request.user)
+            saved, created = services.save_category(
+                lexicon, form.data_for_service(), category=category, actor=request.user
+            )
         except services.LexiconDataError as exc:
             for error in exc.errors:
                 form.add_error(None, error)
         else:
             if created:
-                messages.info(request, f"v{lexicon.version} is used by a measure run, so the change went into v{saved.lexicon.version}.")
+                messages.info(
+                    request,
+                    f"v{lexicon.version} is used by a measure run, so the change went into v{saved.lexicon.version}.",
+                )
             messages.success(request, f"Saved “{saved.name}” ({len(saved.words)} entries).")
             for warning in services.category_warnings(saved)[:10]:
                 messages.warning(request, warning)
             return redirect("measures-lexicon", study_id, saved.lexicon_id)
-    return render(request, "measures/category_form.html", {"study": request.study, "lexicon": lexicon, "category": category,
-                                                           "form": form})
+    return render(
+        request,
+        "measures/category_form.html",
+        {"study": request.study, "lexicon": lexicon, "category": category, "form": form},
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -165,7 +197,9 @@ def exclusion_add(request, study_id, lexicon_id):
     except services.LexiconDataError as exc:
         messages.error(request, exc.errors[0])
         return redirect("measures-lexicon", study_id, lexicon.pk)
-    messages.success(request, f"Excluded “{ex.phrase}”" + (f" in the new version v{ex.lexicon.version}." if created else "."))
+    messages.success(
+        request, f"Excluded “{ex.phrase}”" + (f" in the new version v{ex.lexicon.version}." if created else ".")
+    )
     return redirect("measures-lexicon", study_id, ex.lexicon_id)
 
 
@@ -181,18 +215,32 @@ def exclusion_delete(request, study_id, lexicon_id, exclusion_id):
 
 @study_role_required(Role.RESEARCHER)
 def run_new(request, study_id):
-    form = MeasureRunForm(request.POST or None, study=request.study, initial={"lexicons": request.GET.getlist("lexicon")})
+    form = MeasureRunForm(
+        request.POST or None, study=request.study, initial={"lexicons": request.GET.getlist("lexicon")}
+    )
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
         try:
-            run = scoring.create_run(request.study, name=d["name"], lexicons=d["lexicons"], source_runs=d["source_runs"],
-                                     classifier=d["classifier"] or "", classifier_path=d["classifier_path"],
-                                     classifier_model_id=d["classifier_model_id"], classifier_unit=d["classifier_unit"],
-                                     gender_sources=d["gender_sources"], name_genders=d["name_genders"],
-                                     zero_policy=d["zero_policy"], or_orientation=d["or_orientation"],
-                                     success_filter=d["success_filter"], success_keywords=d["success_keywords"],
-                                     nli_path=d["nli_path"], nli_model_id=d["nli_model_id"],
-                                     context_slot=d["context_slot"], actor=request.user)
+            run = scoring.create_run(
+                request.study,
+                name=d["name"],
+                lexicons=d["lexicons"],
+                source_runs=d["source_runs"],
+                classifier=d["classifier"] or "",
+                classifier_path=d["classifier_path"],
+                classifier_model_id=d["classifier_model_id"],
+                classifier_unit=d["classifier_unit"],
+                gender_sources=d["gender_sources"],
+                name_genders=d["name_genders"],
+                zero_policy=d["zero_policy"],
+                or_orientation=d["or_orientation"],
+                success_filter=d["success_filter"],
+                success_keywords=d["success_keywords"],
+                nli_path=d["nli_path"],
+                nli_model_id=d["nli_model_id"],
+                context_slot=d["context_slot"],
+                actor=request.user,
+            )
         except scoring.MeasureRunError as exc:
             form.add_error(None, str(exc))
         else:
@@ -204,25 +252,38 @@ def run_new(request, study_id):
 
 
 def _run_context(request, run):
-    return {"study": request.study, "run": run, "progress": scoring.progress_of(run),
-            "can_edit": has_role(request.user, request.study, Role.RESEARCHER),
-            "live": run.status in ("queued", "running")}
+    return {
+        "study": request.study,
+        "run": run,
+        "progress": scoring.progress_of(run),
+        "can_edit": has_role(request.user, request.study, Role.RESEARCHER),
+        "live": run.status in ("queued", "running"),
+    }
 
 
 @study_role_required(VIEWER)
 def run_detail(request, study_id, run_id):
     run = _run(request, run_id)
     ctx = _run_context(request, run)
-    ctx.update({"n_outputs": scoring.outputs_for(run).count(), "measures": run.output_measures.select_related("output")
-               .order_by("output_id")[:50], "gender_sources": _gender_source_counts(run),
-               "success_counts": selectors.success_counts(run) if run.success_filter else []})
+    ctx.update(
+        {
+            "n_outputs": scoring.outputs_for(run).count(),
+            "measures": run.output_measures.select_related("output").order_by("output_id")[:50],
+            "gender_sources": _gender_source_counts(run),
+            "success_counts": selectors.success_counts(run) if run.success_filter else [],
+        }
+    )
     return render(request, "measures/run.html", ctx)
 
 
 def _gender_source_counts(run):
     from django.db.models import Count
 
-    return list(run.output_measures.values("gender", "gender_source").annotate(n=Count("id")).order_by("gender_source", "gender"))
+    return list(
+        run.output_measures.values("gender", "gender_source")
+        .annotate(n=Count("id"))
+        .order_by("gender_source", "gender")
+    )
 
 
 @study_role_required(VIEWER)
@@ -266,8 +327,17 @@ def run_report(request, study_id, run_id):
     grouping = request.GET.get("grouping", "overall")
     if grouping not in dict(choices):
         grouping = "overall"
-    return render(request, "measures/report.html", {"study": request.study, "run": run, "grouping": grouping,
-                                                    "choices": choices, "report": selectors.report(run, grouping)})
+    return render(
+        request,
+        "measures/report.html",
+        {
+            "study": request.study,
+            "run": run,
+            "grouping": grouping,
+            "choices": choices,
+            "report": selectors.report(run, grouping),
+        },
+    )
 
 
 @study_role_required(VIEWER)
@@ -280,7 +350,11 @@ def run_pairs(request, study_id, run_id):
     lexicons = list(run.lexicons.all())
     rows = []
     for f, m in pairs:
-        row = {"f": f, "m": m, "score_diff": (f["score"] - m["score"]) if f["score"] is not None and m["score"] is not None else None}
+        row = {
+            "f": f,
+            "m": m,
+            "score_diff": (f["score"] - m["score"]) if f["score"] is not None and m["score"] is not None else None,
+        }
         if show and str(f["output_id"]) == show:
             row["f_html"] = render_layer(texts[f["output_id"]], lexicons)
             row["m_html"] = render_layer(texts[m["output_id"]], lexicons)
@@ -295,10 +369,20 @@ def run_output(request, study_id, run_id, output_id):
     categories = {str(c.pk): c for c in LexiconCategory.objects.filter(lexicon__in=run.lexicons.all())}
     counts = [(categories[k], n) for k, n in measure.category_counts.items() if k in categories]
     text = measure.output.text
-    sentences = [(s, text[s.start:s.end]) for s in measure.sentences.all()]
-    return render(request, "measures/output.html", {
-        "study": request.study, "run": run, "measure": measure, "output": measure.output, "counts": counts,
-        "sentences": sentences, "lexicons": list(run.lexicons.all())})
+    sentences = [(s, text[s.start : s.end]) for s in measure.sentences.all()]
+    return render(
+        request,
+        "measures/output.html",
+        {
+            "study": request.study,
+            "run": run,
+            "measure": measure,
+            "output": measure.output,
+            "counts": counts,
+            "sentences": sentences,
+            "lexicons": list(run.lexicons.all()),
+        },
+    )
 
 
 def _csv_response(rows, filename):
@@ -335,6 +419,15 @@ def output_layer(request, study_id, output_id):
         latest = MeasureRun.objects.filter(study=request.study).order_by("-created_at").first()
         chosen = list(latest.lexicons.all()) if latest else []
     language = (output.item.toolkit.language if output.item_id else "") or "en"
-    return render(request, "measures/_output_layer.html", {
-        "study": request.study, "output": output, "available": available, "chosen": chosen,
-        "chosen_ids": [lx.pk for lx in chosen], "language": language})
+    return render(
+        request,
+        "measures/_output_layer.html",
+        {
+            "study": request.study,
+            "output": output,
+            "available": available,
+            "chosen": chosen,
+            "chosen_ids": [lx.pk for lx in chosen],
+            "language": language,
+        },
+    )

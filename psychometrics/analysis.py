@@ -1,5 +1,6 @@
 """One instrument's analysis over a wide response table (no Django imports). Used by run reports and by
 `manage.py analyze_responses`. Undefined values are None with a note; never NaN."""
+
 import math
 
 import pandas as pd
@@ -28,7 +29,9 @@ def analyze(wide, spec, *, cfa=True, histograms=True):
     report = {"n": int(len(wide)), "missing_policy": spec.missing_policy_text(), "estimator": validity.ESTIMATOR}
     lo, hi = spec.scale.min, spec.scale.max
     if spec.scoring == "sum" and lo is not None:
-        ranges = {n: (lo * len(groups.get(n, spec.item_ids())), hi * len(groups.get(n, spec.item_ids()))) for n in names}
+        ranges = {
+            n: (lo * len(groups.get(n, spec.item_ids())), hi * len(groups.get(n, spec.item_ids()))) for n in names
+        }
     else:
         ranges = {n: (lo, hi) for n in names}
     report["descriptives"] = {n: reliability.descriptives(scores[n]) for n in names if n in scores}
@@ -44,19 +47,29 @@ def analyze(wide, spec, *, cfa=True, histograms=True):
     report["alpha_detail"] = alpha
     for k, v in alpha.items():
         if v["alpha"] is None:
-            notes.append(f"Alpha for {k} is undefined (fewer than 2 items or 2 complete respondents, or zero variance).")
+            notes.append(
+                f"Alpha for {k} is undefined (fewer than 2 items or 2 complete respondents, or zero variance)."
+            )
     report["stratified_alpha"] = reliability.stratified_alpha(recoded, groups) if len(groups) > 1 else None
     if report["stratified_alpha"] is None:
-        notes.append("Stratified alpha is undefined (needs 2+ subscales of 2+ items each with variance)." if len(groups) > 1
-                     else "Stratified alpha needs two or more subscales.")
-    report["missing"] = {"cells": int(wide.isna().sum().sum()), "per_item": {i: int(wide[i].isna().sum()) for i in spec.item_ids()},
-                         "complete_respondents": int(wide.dropna().shape[0])}
+        notes.append(
+            "Stratified alpha is undefined (needs 2+ subscales of 2+ items each with variance)."
+            if len(groups) > 1
+            else "Stratified alpha needs two or more subscales."
+        )
+    report["missing"] = {
+        "cells": int(wide.isna().sum().sum()),
+        "per_item": {i: int(wide[i].isna().sum()) for i in spec.item_ids()},
+        "complete_respondents": int(wide.dropna().shape[0]),
+    }
     report["n_per_statistic"] = {
         "scores": {n: report["descriptives"][n]["n"] for n in report["descriptives"]},
         "alpha": {k: v["n"] for k, v in alpha.items()},
         "stratified_alpha": int(recoded[[c for ids in groups.values() for c in ids]].dropna().shape[0])
-        if groups else 0,
-        "items": {r["item"]: {"n": r["n"], "n_alpha": r["n_alpha"]} for r in report["items"]}}
+        if groups
+        else 0,
+        "items": {r["item"]: {"n": r["n"], "n_alpha": r["n_alpha"]} for r in report["items"]},
+    }
     if cfa:
         fit = validity.cfa(recoded, groups, missing=spec.missing.get("cfa", "listwise"))
         report["cfa"] = fit
@@ -70,10 +83,16 @@ def analyze(wide, spec, *, cfa=True, histograms=True):
     if report["omega_total"] is None:
         notes.append("Omega total is undefined (no CFA solution).")
     internal = reliability.rate_internal_consistency(
-        report["stratified_alpha"] if report["stratified_alpha"] is not None else report["alpha"].get("total"))
-    report["ratings"] = {"internal_consistency": internal,
-                         "factorial": reliability.rate_factorial((report["cfa"] or {}).get("rmsea"), (report["cfa"] or {}).get("cfi"),
-                                                              bool((report["cfa"] or {}).get("improper")))}
+        report["stratified_alpha"] if report["stratified_alpha"] is not None else report["alpha"].get("total")
+    )
+    report["ratings"] = {
+        "internal_consistency": internal,
+        "factorial": reliability.rate_factorial(
+            (report["cfa"] or {}).get("rmsea"),
+            (report["cfa"] or {}).get("cfi"),
+            bool((report["cfa"] or {}).get("improper")),
+        ),
+    }
     report["notes"] = notes
     return sanitize(report)
 
@@ -102,8 +121,10 @@ def read_wide_csv(path_or_buffer, spec):
     known = set(spec.item_ids()) | {"group", "id"}
     unknown = [c for c in frame.columns if c not in known]
     if unknown:
-        raise ValueError(f"Unknown column(s) {', '.join(unknown)}; expected item ids {', '.join(spec.item_ids())} "
-                         "and optionally group, id.")
+        raise ValueError(
+            f"Unknown column(s) {', '.join(unknown)}; expected item ids {', '.join(spec.item_ids())} "
+            "and optionally group, id."
+        )
     if not any(c in spec.item_ids() for c in frame.columns):
         raise ValueError("The CSV has no item columns.")
     problems = []
@@ -124,7 +145,9 @@ def read_wide_csv(path_or_buffer, spec):
                 values.append(float("nan"))
                 continue
             if not spec.scale.continuous and (v not in spec.scale.points()):
-                problems.append(f"row {row}, item {item}: {cell} is not a point of the {spec.scale.min:g}–{spec.scale.max:g} scale")
+                problems.append(
+                    f"row {row}, item {item}: {cell} is not a point of the {spec.scale.min:g}–{spec.scale.max:g} scale"
+                )
             values.append(v)
         out[item] = values
     if problems:

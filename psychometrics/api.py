@@ -1,4 +1,5 @@
 """REST API for questionnaires under /api/studies/<study_pk>/."""
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
@@ -33,9 +34,27 @@ class InstrumentSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Instrument
-        fields = ["id", "name", "version", "label", "description", "source", "instruction", "scale_min", "scale_max",
-                  "scale_labels", "continuous", "subscales", "scoring", "missing_policy", "parallel_of", "locked",
-                  "builtin", "created_at", "items"]
+        fields = [
+            "id",
+            "name",
+            "version",
+            "label",
+            "description",
+            "source",
+            "instruction",
+            "scale_min",
+            "scale_max",
+            "scale_labels",
+            "continuous",
+            "subscales",
+            "scoring",
+            "missing_policy",
+            "parallel_of",
+            "locked",
+            "builtin",
+            "created_at",
+            "items",
+        ]
 
 
 class InstrumentImportSerializer(serializers.Serializer):
@@ -82,7 +101,9 @@ class PersonaSetCreateSerializer(serializers.Serializer):
     name = serializers.CharField()
     template = serializers.CharField(required=False, help_text="Generate: e.g. '{title} {surname}'.")
     attributes = serializers.JSONField(required=False, help_text="Generate: attribute lists.")
-    personas = serializers.ListField(child=serializers.DictField(), required=False, help_text="Or: [{key?, text, ...}].")
+    personas = serializers.ListField(
+        child=serializers.DictField(), required=False, help_text="Or: [{key?, text, ...}]."
+    )
 
 
 class PersonaSetViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
@@ -129,8 +150,11 @@ class ContextSetSerializer(serializers.ModelSerializer):
 class ContextSetCreateSerializer(serializers.Serializer):
     name = serializers.CharField()
     persona_set = serializers.IntegerField(required=False, help_text="Build from this persona set…")
-    contexts = serializers.ListField(child=serializers.DictField(), required=False,
-                                     help_text="…or from [{key?, persona?, turns: [{role, content}]}].")
+    contexts = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="…or from [{key?, persona?, turns: [{role, content}]}].",
+    )
     n = serializers.IntegerField(required=False, allow_null=True, min_value=1, help_text="Seeded random sample size.")
     seed = serializers.IntegerField(required=False, default=0)
 
@@ -185,25 +209,61 @@ class QuestionnaireRunSerializer(serializers.ModelSerializer):
     endpoints = serializers.PrimaryKeyRelatedField(many=True, queryset=ModelEndpoint.objects.all())
     instrument = serializers.PrimaryKeyRelatedField(queryset=Instrument.objects.all())
     context_set = serializers.PrimaryKeyRelatedField(
-        queryset=ContextSet.objects.all(), allow_null=True, required=False, default=None,
-        help_text="Empty (null): the bare questionnaire, each item in a fresh chat with no persona.")
+        queryset=ContextSet.objects.all(),
+        allow_null=True,
+        required=False,
+        default=None,
+        help_text="Empty (null): the bare questionnaire, each item in a fresh chat with no persona.",
+    )
     template_key = serializers.ChoiceField(choices=list(prompts.TEMPLATES) + ["custom"], default="jung2025")
     extractors = serializers.ListField(child=serializers.ChoiceField(choices=extraction.EXTRACTORS), required=False)
     judge_endpoint = serializers.PrimaryKeyRelatedField(
-        queryset=ModelEndpoint.objects.all(), allow_null=True, required=False, default=None,
-        help_text="The judge model of the chain's last step (llm): reads answers the rules leave open.")
-    seeds = serializers.ListField(child=serializers.IntegerField(), required=False, default=list,
-                                  help_text="One provider seed per repetition; empty: the endpoint's seed.")
+        queryset=ModelEndpoint.objects.all(),
+        allow_null=True,
+        required=False,
+        default=None,
+        help_text="The judge model of the chain's last step (llm): reads answers the rules leave open.",
+    )
+    seeds = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        default=list,
+        help_text="One provider seed per repetition; empty: the endpoint's seed.",
+    )
     counts = serializers.SerializerMethodField()
 
     class Meta:
         model = QuestionnaireRun
-        fields = ["id", "name", "instrument", "context_set", "endpoints", "repetitions", "seeds", "template_key",
-                  "custom_user",
-                  "custom_system", "option_format", "option_order", "option_numbering", "order_seed", "extractors",
-                  "judge_endpoint", "refusal_policy", "json_field", "param_overrides", "audit_per_model",
-                  "execution_mode", "status", "message", "progress", "created_at", "started_at", "finished_at",
-                  "counts"]
+        fields = [
+            "id",
+            "name",
+            "instrument",
+            "context_set",
+            "endpoints",
+            "repetitions",
+            "seeds",
+            "template_key",
+            "custom_user",
+            "custom_system",
+            "option_format",
+            "option_order",
+            "option_numbering",
+            "order_seed",
+            "extractors",
+            "judge_endpoint",
+            "refusal_policy",
+            "json_field",
+            "param_overrides",
+            "audit_per_model",
+            "execution_mode",
+            "status",
+            "message",
+            "progress",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "counts",
+        ]
         read_only_fields = ["status", "message", "progress", "created_at", "started_at", "finished_at"]
 
     def get_counts(self, run) -> dict:
@@ -257,16 +317,31 @@ class QuestionnaireRunViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewset
     @action(detail=True, methods=["get"])
     def report(self, request, *args, **kwargs):
         report = reports.run_report(self.get_object())
-        body = {"missing_policy": report["missing_policy"], "missing_table": report["missing_table"],
-                "models": [{"endpoint": m["endpoint"], "extraction": m["extraction"], "audit": m["audit"],
-                            "analysis": {k: v for k, v in m["analysis"].items() if k != "svg"}} for m in report["models"]],
-                "group_tests": report["group_tests"]}
+        body = {
+            "missing_policy": report["missing_policy"],
+            "missing_table": report["missing_table"],
+            "models": [
+                {
+                    "endpoint": m["endpoint"],
+                    "extraction": m["extraction"],
+                    "audit": m["audit"],
+                    "analysis": {k: v for k, v in m["analysis"].items() if k != "svg"},
+                }
+                for m in report["models"]
+            ],
+            "group_tests": report["group_tests"],
+        }
         return ApiResponse(sanitize(body))
 
-    @extend_schema(parameters=[OpenApiParameter("alternate", int), OpenApiParameter("option_order", int),
-                               OpenApiParameter("convergent", int), OpenApiParameter("concurrent", int,
-                               description="A measure run over texts generated in the run's contexts")],
-                   responses={200: dict})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("alternate", int),
+            OpenApiParameter("option_order", int),
+            OpenApiParameter("convergent", int),
+            OpenApiParameter("concurrent", int, description="A measure run over texts generated in the run's contexts"),
+        ],
+        responses={200: dict},
+    )
     @action(detail=True, methods=["get"])
     def validation(self, request, *args, **kwargs):
         """Jung's ratings with the reliability gate: pass the ids of the alternate-form, option-order and
@@ -287,20 +362,29 @@ class QuestionnaireRunViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewset
         if value not in (None, ""):
             from measures.models import MeasureRun
 
-            concurrent = (MeasureRun.objects.filter(study=run.study, pk=int(value)).first()
-                          if str(value).isdigit() else None)
+            concurrent = (
+                MeasureRun.objects.filter(study=run.study, pk=int(value)).first() if str(value).isdigit() else None
+            )
             if concurrent is None:
                 return bad_request(f"No measure run {value!r} in this study for concurrent.")
-        return ApiResponse(reports.validation_summary(run, others["alternate"], others["option_order"],
-                                                      others["convergent"], concurrent))
+        return ApiResponse(
+            reports.validation_summary(
+                run, others["alternate"], others["option_order"], others["convergent"], concurrent
+            )
+        )
 
     @extend_schema(responses={200: dict})
     @action(detail=True, methods=["get"], url_path="run-file")
     def run_file(self, request, *args, **kwargs):
         return ApiResponse(runs.export_run_file(self.get_object()))
 
-    @extend_schema(parameters=[OpenApiParameter("other", int, required=True), OpenApiParameter("kind", str, enum=list(reports.COMPARISONS))],
-                   responses={200: dict})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("other", int, required=True),
+            OpenApiParameter("kind", str, enum=list(reports.COMPARISONS)),
+        ],
+        responses={200: dict},
+    )
     @action(detail=True, methods=["get"])
     def compare(self, request, *args, **kwargs):
         run = self.get_object()
@@ -308,21 +392,45 @@ class QuestionnaireRunViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewset
             other = self.get_queryset().get(pk=int(request.query_params.get("other", "")))
             return ApiResponse(reports.compare_runs(run, other, request.query_params.get("kind", "alternate_form")))
         except (ValueError, QuestionnaireRun.DoesNotExist) as exc:
-            return bad_request(exc if isinstance(exc, ValueError) and "comparison" in str(exc) else "Give ?other=<run id of this study>.")
+            return bad_request(
+                exc
+                if isinstance(exc, ValueError) and "comparison" in str(exc)
+                else "Give ?other=<run id of this study>."
+            )
 
 
 class QuestionnaireResponseSerializer(serializers.ModelSerializer):
     item = serializers.CharField(source="item.item_id")
     context = serializers.CharField(source="context_key", read_only=True)
     status = serializers.CharField(read_only=True, help_text="pending, done or failed")
-    extraction = serializers.CharField(read_only=True, help_text="ok, refused, inconclusive, not_present, or empty while pending")
+    extraction = serializers.CharField(
+        read_only=True, help_text="ok, refused, inconclusive, not_present, or empty while pending"
+    )
 
     class Meta:
         model = Response
-        fields = ["id", "run", "item", "context", "endpoint", "model_name", "repetition", "seed", "options",
-                  "permutation",
-                  "status", "raw_text", "extraction", "extracted_code", "value", "extraction_method", "extraction_detail",
-                  "error", "audit_sampled", "completed_at"]
+        fields = [
+            "id",
+            "run",
+            "item",
+            "context",
+            "endpoint",
+            "model_name",
+            "repetition",
+            "seed",
+            "options",
+            "permutation",
+            "status",
+            "raw_text",
+            "extraction",
+            "extracted_code",
+            "value",
+            "extraction_method",
+            "extraction_detail",
+            "error",
+            "audit_sampled",
+            "completed_at",
+        ]
 
 
 class ExtractionAuditInputSerializer(serializers.Serializer):
@@ -348,12 +456,20 @@ class QuestionnaireResponseViewSet(StudyScopedMixin, viewsets.ReadOnlyModelViewS
             qs = qs.filter(audit_sampled=True)
         return qs
 
-    @extend_schema(parameters=[OpenApiParameter("run", int), OpenApiParameter("extraction", str), OpenApiParameter("audit", str)])
+    @extend_schema(
+        parameters=[OpenApiParameter("run", int), OpenApiParameter("extraction", str), OpenApiParameter("audit", str)]
+    )
     def list(self, request, *args, **kwargs):
         return super().list(request, *args, **kwargs)
 
-    @extend_schema(request=ExtractionAuditInputSerializer,
-                   responses={200: inline_serializer("ExtractionAuditResult", {"response": serializers.IntegerField(), "correct": serializers.BooleanField()})})
+    @extend_schema(
+        request=ExtractionAuditInputSerializer,
+        responses={
+            200: inline_serializer(
+                "ExtractionAuditResult", {"response": serializers.IntegerField(), "correct": serializers.BooleanField()}
+            )
+        },
+    )
     @action(detail=True, methods=["post"])
     def audit(self, request, *args, **kwargs):
         response = self.get_object()
@@ -362,8 +478,13 @@ class QuestionnaireResponseViewSet(StudyScopedMixin, viewsets.ReadOnlyModelViewS
         if not response.audit_sampled:
             return bad_request("This response is not in the audit sample.")
         try:
-            a = runs.record_audit(response, request.user, ser.validated_data["correct"], ser.validated_data.get("corrected_value"),
-                                  ser.validated_data["note"])
+            a = runs.record_audit(
+                response,
+                request.user,
+                ser.validated_data["correct"],
+                ser.validated_data.get("corrected_value"),
+                ser.validated_data["note"],
+            )
         except PsychError as exc:
             return bad_request(exc)
         return ApiResponse({"response": response.pk, "correct": a.correct})

@@ -1,4 +1,5 @@
 """Built-in instruments and persona sets (loaded by `manage.py load_builtin` into the library study)."""
+
 from functools import partial
 from pathlib import Path
 
@@ -25,13 +26,23 @@ def load_instrument(study, data, key):
 def load_personas(study, data, key):
     from .services import generate_personas
 
-    return generate_personas(study, data["name"], data["template"], data["attributes"],
-                             description=f"{data['description']} Source: {data['source']}", builtin_key=key)
+    return generate_personas(
+        study,
+        data["name"],
+        data["template"],
+        data["attributes"],
+        description=f"{data['description']} Source: {data['source']}",
+        builtin_key=key,
+    )
 
 
 def builtin_specs():
-    specs = [BuiltinSpec("instrument", key, version, DATA / name, partial(load_instrument, key=key))
-             for key, version, name in INSTRUMENTS]
-    specs += [BuiltinSpec("persona_set", key, version, DATA / name, partial(load_personas, key=key))
-              for key, version, name in PERSONA_SETS]
+    specs = [
+        BuiltinSpec("instrument", key, version, DATA / name, partial(load_instrument, key=key))
+        for key, version, name in INSTRUMENTS
+    ]
+    specs += [
+        BuiltinSpec("persona_set", key, version, DATA / name, partial(load_personas, key=key))
+        for key, version, name in PERSONA_SETS
+    ]
     return specs

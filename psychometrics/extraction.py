@@ -10,6 +10,7 @@ Options are the ones the model SAW, in the presented order: [{"code": "2", "labe
 "value": 2}, ...]; `code` is what the prompt printed before the label, `value` the original scale point the
 option maps back to. For an item with its own answer options (spec.OptionSpec) `value` is the option's weight.
 """
+
 import re
 from dataclasses import dataclass
 
@@ -24,12 +25,19 @@ REFUSAL_POLICIES = ("fallback", "strict")
 STATUSES = ("ok", "refused", "inconclusive", "not_present")
 
 REFUSAL_PATTERNS = [
-    r"\bI(?:'m| am) (?:sorry|afraid)\b", r"\bI apologi[sz]e\b", r"\bmy apologies\b", r"\bas an? (?:AI|artificial intelligence)\b",
-    r"\bas an? (?:large )?language model\b", r"\bI (?:cannot|can't|can not|won't|will not|am unable to|'m unable to) "
+    r"\bI(?:'m| am) (?:sorry|afraid)\b",
+    r"\bI apologi[sz]e\b",
+    r"\bmy apologies\b",
+    r"\bas an? (?:AI|artificial intelligence)\b",
+    r"\bas an? (?:large )?language model\b",
+    r"\bI (?:cannot|can't|can not|won't|will not|am unable to|'m unable to) "
     r"(?:provide|answer|give|express|share|rate|comply|help|assist|participate|choose|select|pick|take)",
     r"\bI (?:do not|don't) have (?:personal )?(?:opinions|beliefs|views|feelings|preferences)\b",
-    r"\bI (?:must|have to) (?:decline|refrain)\b", r"\b(?:it is|it's) not appropriate\b", r"\bI'?m not comfortable\b",
-    r"\bI am not comfortable\b", r"\bI (?:prefer|would prefer) not to\b",
+    r"\bI (?:must|have to) (?:decline|refrain)\b",
+    r"\b(?:it is|it's) not appropriate\b",
+    r"\bI'?m not comfortable\b",
+    r"\bI am not comfortable\b",
+    r"\bI (?:prefer|would prefer) not to\b",
 ]
 _REFUSAL = re.compile("|".join(REFUSAL_PATTERNS), re.IGNORECASE)
 
@@ -43,7 +51,13 @@ class Extraction:
     detail: str = ""
 
     def as_dict(self):
-        return {"status": self.status, "code": self.code, "value": self.value, "method": self.method, "detail": self.detail}
+        return {
+            "status": self.status,
+            "code": self.code,
+            "value": self.value,
+            "method": self.method,
+            "detail": self.detail,
+        }
 
 
 def clean_text(text):
@@ -94,10 +108,17 @@ def _find_json(text):
 
 
 def extract_json(text, options, field="answer"):
-    """A JSON object's field (R.U.Psycho's {"answer": "answer option"}); its value is matched as a number, then a label."""
+    """A JSON object's field (R.U.Psycho's {"answer": "answer option"}).
+
+    Its value is matched as a number, then a label.
+    """
     data = _find_json(text)
     if data is None or field not in data:
-        return Extraction("not_present", method="json", detail="no JSON object with the field" if data is None else f"no field {field!r}")
+        return Extraction(
+            "not_present",
+            method="json",
+            detail="no JSON object with the field" if data is None else f"no field {field!r}",
+        )
     value = data[field]
     if isinstance(value, bool) or value is None:
         return Extraction("not_present", method="json", detail=f"field {field!r} is {value!r}")
@@ -179,14 +200,20 @@ def validate_chain(chain):
 JUDGE_INSTRUCTION = (
     "You judge a survey answer. A participant was shown a statement and a list of answer options and replied in "
     "free text. Decide which ONE option the reply chose. Reply with the option's number only, or NONE if the reply "
-    "chose no option or several.")
+    "chose no option or several."
+)
 
 
 def judge_messages(statement, options, answer):
     """The judge model's prompt for one open answer (the options as the participant saw them)."""
     listed = "\n".join(f"{o['code']} {o.get('label') or ''}".strip() for o in options)
-    return [{"role": "user", "content": f"{JUDGE_INSTRUCTION}\n\nStatement: {statement}\nAnswer options:\n{listed}\n"
-                                        f"Reply: {answer}\n\nOption number:"}]
+    return [
+        {
+            "role": "user",
+            "content": f"{JUDGE_INSTRUCTION}\n\nStatement: {statement}\nAnswer options:\n{listed}\n"
+            f"Reply: {answer}\n\nOption number:",
+        }
+    ]
 
 
 def read_judgement(text, options):

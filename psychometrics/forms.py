@@ -27,7 +27,7 @@ class InstrumentImportForm(forms.Form):
 
 class PersonaImportForm(forms.Form):
     name = forms.CharField(max_length=200)
-    file = forms.FileField(help_text="JSONL (one {\"text\": …} per line) or CSV with a text column.")
+    file = forms.FileField(help_text='JSONL (one {"text": …} per line) or CSV with a text column.')
 
     def clean_file(self):
         upload = self.cleaned_data["file"]
@@ -39,9 +39,11 @@ class PersonaImportForm(forms.Form):
 class PersonaGenerateForm(forms.Form):
     name = forms.CharField(max_length=200)
     template = forms.CharField(max_length=500, initial="{title} {surname}")
-    attributes = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}),
-                                 initial='{"title": ["Mr.", "Ms."], "surname": ["Kim", "Garcia"]}',
-                                 help_text="JSON object of attribute lists.")
+    attributes = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}),
+        initial='{"title": ["Mr.", "Ms."], "surname": ["Kim", "Garcia"]}',
+        help_text="JSON object of attribute lists.",
+    )
 
 
 class ContextFromPersonasForm(forms.Form):
@@ -57,7 +59,9 @@ class ContextFromPersonasForm(forms.Form):
 
 class ContextImportForm(forms.Form):
     name = forms.CharField(max_length=200)
-    file = forms.FileField(help_text='JSONL: {"key", "persona"?, "turns": [{"role": "user", "content": …}, …]} per line.')
+    file = forms.FileField(
+        help_text='JSONL: {"key", "persona"?, "turns": [{"role": "user", "content": …}, …]} per line.'
+    )
     n = forms.IntegerField(required=False, min_value=1, label="Sample size (empty = all)")
     seed = forms.IntegerField(initial=0)
 
@@ -65,35 +69,67 @@ class ContextImportForm(forms.Form):
 class RunForm(forms.Form):
     name = forms.CharField(max_length=200)
     instrument = forms.ModelChoiceField(queryset=None)
-    context_set = forms.ModelChoiceField(queryset=None, required=False,
-                                         empty_label="No context (bare: each item in a fresh chat)",
-                                         help_text="No context asks every item with no persona and no prior turns.")
+    context_set = forms.ModelChoiceField(
+        queryset=None,
+        required=False,
+        empty_label="No context (bare: each item in a fresh chat)",
+        help_text="No context asks every item with no persona and no prior turns.",
+    )
     endpoints = forms.ModelMultipleChoiceField(queryset=None, widget=forms.CheckboxSelectMultiple)
     repetitions = forms.IntegerField(initial=1, min_value=1, max_value=100)
-    seeds = forms.CharField(required=False, help_text="Optional: one provider seed per repetition, e.g. '1, 2, 3' "
-                                                      "(R.U.Psycho's seed grid). Empty: the endpoint's seed.")
-    template_key = forms.ChoiceField(choices=[(k, t.name) for k, t in prompts.TEMPLATES.items()] + [("custom", "Custom")],
-                                     label="Prompt template")
-    custom_system = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
-                                    help_text="Custom only. Placeholders: {persona}, {instruction}.")
-    custom_user = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
-                                  help_text="Custom only. Needs {statement}; {options} lists the answer options.")
-    option_format = forms.ChoiceField(choices=[("lines", "one per line"), ("comma", "comma-separated")], initial="lines")
+    seeds = forms.CharField(
+        required=False,
+        help_text="Optional: one provider seed per repetition, e.g. '1, 2, 3' "
+        "(R.U.Psycho's seed grid). Empty: the endpoint's seed.",
+    )
+    template_key = forms.ChoiceField(
+        choices=[(k, t.name) for k, t in prompts.TEMPLATES.items()] + [("custom", "Custom")], label="Prompt template"
+    )
+    custom_system = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Custom only. Placeholders: {persona}, {instruction}.",
+    )
+    custom_user = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text="Custom only. Needs {statement}; {options} lists the answer options.",
+    )
+    option_format = forms.ChoiceField(
+        choices=[("lines", "one per line"), ("comma", "comma-separated")], initial="lines"
+    )
     option_order = forms.ChoiceField(choices=[(m, m) for m in prompts.ORDER_MODES], initial="fixed")
-    option_numbering = forms.ChoiceField(choices=[("position", "codes by position (answer mapped back)"),
-                                                  ("original", "each option keeps its scale value")], initial="position")
+    option_numbering = forms.ChoiceField(
+        choices=[
+            ("position", "codes by position (answer mapped back)"),
+            ("original", "each option keeps its scale value"),
+        ],
+        initial="position",
+    )
     order_seed = forms.IntegerField(initial=0)
-    extractors = forms.CharField(initial="number", help_text=f"Comma-separated chain from {', '.join(extraction.EXTRACTORS)}.")
-    judge_endpoint = forms.ModelChoiceField(queryset=None, required=False, label="Judge endpoint",
-                                            help_text="With 'llm' last in the chain: this model reads the answers the "
-                                                      "rules leave inconclusive or not present.")
-    refusal_policy = forms.ChoiceField(choices=[("fallback", "refused only when no option is found"),
-                                                ("strict", "any refusal phrase → refused")])
+    extractors = forms.CharField(
+        initial="number", help_text=f"Comma-separated chain from {', '.join(extraction.EXTRACTORS)}."
+    )
+    judge_endpoint = forms.ModelChoiceField(
+        queryset=None,
+        required=False,
+        label="Judge endpoint",
+        help_text="With 'llm' last in the chain: this model reads the answers the "
+        "rules leave inconclusive or not present.",
+    )
+    refusal_policy = forms.ChoiceField(
+        choices=[("fallback", "refused only when no option is found"), ("strict", "any refusal phrase → refused")]
+    )
     json_field = forms.CharField(initial="answer", max_length=50)
     param_overrides = forms.CharField(required=False, initial='{"temperature": 0}', help_text="JSON object.")
     audit_per_model = forms.IntegerField(initial=100, min_value=0)
-    execution_mode = forms.ChoiceField(choices=ExecutionMode.choices, initial=ExecutionMode.LIVE, required=False,
-                                       label="Execution mode", help_text="Batch mode needs endpoints that allow it.")
+    execution_mode = forms.ChoiceField(
+        choices=ExecutionMode.choices,
+        initial=ExecutionMode.LIVE,
+        required=False,
+        label="Execution mode",
+        help_text="Batch mode needs endpoints that allow it.",
+    )
 
     def __init__(self, *args, instruments=None, study=None, **kwargs):
         super().__init__(*args, **kwargs)

@@ -6,6 +6,7 @@ dimension, score (one score per subject × dimension).
 A statistic that is undefined for the data (zero variance, too few cases) is None with a `note` saying why; it is
 never replaced by a number. Deterministic models (temperature 0, identical repetitions) are the usual cause.
 """
+
 import functools
 import warnings
 
@@ -17,14 +18,17 @@ from .reliability import clean
 
 # A sum of squares this small relative to the total is floating-point noise, not variance.
 RELATIVE_TOLERANCE = 1e-10
-PAIRWISE_FAMILY = ("Post hoc: Student t-tests for every pair of models within one score (independent samples) and "
-                   "for every pair of dimensions (paired, same subjects); p-values Bonferroni-corrected within each "
-                   "family (p × number of pairs, capped at 1). Shown whenever the ANOVA is defined.")
+PAIRWISE_FAMILY = (
+    "Post hoc: Student t-tests for every pair of models within one score (independent samples) and "
+    "for every pair of dimensions (paired, same subjects); p-values Bonferroni-corrected within each "
+    "family (p × number of pairs, capped at 1). Shown whenever the ANOVA is defined."
+)
 
 
 def robust(empty):
     """Data that pingouin cannot handle (it drops columns or divides by zero): return the empty result with a note
     instead of failing."""
+
     def wrap(fn):
         @functools.wraps(fn)
         def inner(*args, **kwargs):
@@ -34,7 +38,9 @@ def robust(empty):
                 out = empty()
                 out["note"] = f"Not computable for these data ({type(exc).__name__})."
                 return out
+
         return inner
+
     return wrap
 
 
@@ -50,12 +56,20 @@ def _sum_squares(values):
 def one_sample_t(values, mu):
     s = pd.Series(values, dtype=float).dropna()
     sd = s.std(ddof=1) if len(s) > 1 else None
-    out = {"n": int(len(s)), "mean": clean(s.mean()) if len(s) else None, "sd": clean(sd), "mu": mu,
-           "t": None, "df": None, "p": None, "d": None}
+    out = {
+        "n": int(len(s)),
+        "mean": clean(s.mean()) if len(s) else None,
+        "sd": clean(sd),
+        "mu": mu,
+        "t": None,
+        "df": None,
+        "p": None,
+        "d": None,
+    }
     if len(s) < 2:
         out["note"] = "Needs at least two answers."
         return out
-    if _negligible(_sum_squares(s), float((s ** 2).sum())):
+    if _negligible(_sum_squares(s), float((s**2).sum())):
         out["sd"] = 0.0
         out["note"] = "Zero variance: every answer is the same, so t is undefined."
         return out
@@ -68,9 +82,16 @@ def _pairwise(pairs):
     rows = []
     for row in pairs.to_dict("records"):
         t = clean(row["T"])
-        rows.append({"a": row["A"], "b": row["B"], "t": t, "df": clean(row["dof"]),
-                     "p_unc": clean(row["p_unc"]) if t is not None else None,
-                     "p_bonf": clean(row.get("p_corr", row["p_unc"])) if t is not None else None})
+        rows.append(
+            {
+                "a": row["A"],
+                "b": row["B"],
+                "t": t,
+                "df": clean(row["dof"]),
+                "p_unc": clean(row["p_unc"]) if t is not None else None,
+                "p_bonf": clean(row.get("p_corr", row["p_unc"])) if t is not None else None,
+            }
+        )
     return rows
 
 
@@ -85,8 +106,7 @@ def _anova_problem(data, dv, between):
         return "Zero variance: every score is the same."
     within = float(data.groupby(between)[dv].apply(_sum_squares).sum())
     if _negligible(within, total):
-        return ("Zero variance within every model (each model gave the same score every time), so F is "
-                "undefined.")
+        return "Zero variance within every model (each model gave the same score every time), so F is undefined."
     return None
 
 
@@ -96,8 +116,15 @@ def anova_models(long, dv="score", between="model"):
     import pingouin as pg
 
     data = long[[between, dv]].dropna()
-    out = {"F": None, "df1": None, "df2": None, "p": None, "eta2": None, "pairwise": [],
-           "groups": int(data[between].nunique())}
+    out = {
+        "F": None,
+        "df1": None,
+        "df2": None,
+        "p": None,
+        "eta2": None,
+        "pairwise": [],
+        "groups": int(data[between].nunique()),
+    }
     problem = _anova_problem(data, dv, between)
     if problem:
         out["note"] = problem
@@ -106,8 +133,13 @@ def anova_models(long, dv="score", between="model"):
         warnings.simplefilter("ignore")
         table = pg.anova(data=data, dv=dv, between=between, detailed=True)
         ss_b, ss_w = table.loc[0, "SS"], table.loc[1, "SS"]
-        out.update(F=clean(table.loc[0, "F"]), df1=int(table.loc[0, "DF"]), df2=int(table.loc[1, "DF"]),
-                   p=clean(table.loc[0, "p_unc"]), eta2=clean(ss_b / (ss_b + ss_w)))
+        out.update(
+            F=clean(table.loc[0, "F"]),
+            df1=int(table.loc[0, "DF"]),
+            df2=int(table.loc[1, "DF"]),
+            p=clean(table.loc[0, "p_unc"]),
+            eta2=clean(ss_b / (ss_b + ss_w)),
+        )
         out["pairwise"] = _pairwise(pg.pairwise_tests(data=data, dv=dv, between=between, padjust="bonf"))
     return out
 
@@ -137,8 +169,15 @@ def rm_anova_dimensions(long, dv="score", within="dimension", subject="subject")
     import pingouin as pg
 
     data, k = _complete_subjects(long[[subject, within, dv]].dropna(), within, subject)
-    out = {"F": None, "df1": None, "df2": None, "p": None, "eta2_partial": None,
-           "n": int(data[subject].nunique()), "pairwise": []}
+    out = {
+        "F": None,
+        "df1": None,
+        "df2": None,
+        "p": None,
+        "eta2_partial": None,
+        "n": int(data[subject].nunique()),
+        "pairwise": [],
+    }
     if k < 2:
         out["note"] = "Needs at least two dimensions."
         return out
@@ -150,17 +189,22 @@ def rm_anova_dimensions(long, dv="score", within="dimension", subject="subject")
         out["note"] = "Zero variance: every score is the same."
         return out
     if _negligible(residual, total):
-        out["note"] = ("Zero error variance: every subject's scores differ across dimensions by exactly the same "
-                       "amounts (identical repetitions), so F is undefined.")
+        out["note"] = (
+            "Zero error variance: every subject's scores differ across dimensions by exactly the same "
+            "amounts (identical repetitions), so F is undefined."
+        )
         return out
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         table = pg.rm_anova(data=data, dv=dv, within=within, subject=subject, detailed=True)
-        out.update(F=clean(table.loc[0, "F"]), df1=int(table.loc[0, "DF"]), df2=int(table.loc[1, "DF"]),
-                   p=clean(table.loc[0, "p_unc"]),
-                   eta2_partial=clean(table.loc[0, "SS"] / (table.loc[0, "SS"] + table.loc[1, "SS"])))
-        out["pairwise"] = _pairwise(pg.pairwise_tests(data=data, dv=dv, within=within, subject=subject,
-                                                      padjust="bonf"))
+        out.update(
+            F=clean(table.loc[0, "F"]),
+            df1=int(table.loc[0, "DF"]),
+            df2=int(table.loc[1, "DF"]),
+            p=clean(table.loc[0, "p_unc"]),
+            eta2_partial=clean(table.loc[0, "SS"] / (table.loc[0, "SS"] + table.loc[1, "SS"])),
+        )
+        out["pairwise"] = _pairwise(pg.pairwise_tests(data=data, dv=dv, within=within, subject=subject, padjust="bonf"))
     return out
 
 
@@ -184,16 +228,24 @@ def model_by_dimension(long, dv="score", within="dimension", between="model", su
     rows, notes = [], []
     for r in table.to_dict("records"):
         error = subjects if r["Source"] == between else residual
-        row = {"source": r["Source"], "F": clean(r["F"]), "df1": clean(r["DF1"]), "df2": clean(r["DF2"]),
-               "p": clean(r["p_unc"]), "eta2_partial": clean(r["np2"])}
+        row = {
+            "source": r["Source"],
+            "F": clean(r["F"]),
+            "df1": clean(r["DF1"]),
+            "df2": clean(r["DF2"]),
+            "p": clean(r["p_unc"]),
+            "eta2_partial": clean(r["np2"]),
+        }
         if _negligible(error, total) or row["F"] is None:
             row.update(F=None, p=None, eta2_partial=None)
             notes.append(r["Source"])
         rows.append(row)
     out = {"rows": rows}
     if notes:
-        out["note"] = (f"Undefined for {', '.join(notes)}: zero variance in the error term (repetitions of a model "
-                       "gave identical scores).")
+        out["note"] = (
+            f"Undefined for {', '.join(notes)}: zero variance in the error term (repetitions of a model "
+            "gave identical scores)."
+        )
     return out
 
 
@@ -208,8 +260,16 @@ def between_groups(values_by_group):
         return {"test": None, "n": sizes, "means": means, "note": "Needs at least two groups with scores."}
     if len(groups) == 2:
         (name_a, a), (name_b, b) = groups.items()
-        out = {"test": "Welch t", "groups": [name_a, name_b], "n": sizes, "means": means,
-               "t": None, "df": None, "p": None, "d": None}
+        out = {
+            "test": "Welch t",
+            "groups": [name_a, name_b],
+            "n": sizes,
+            "means": means,
+            "t": None,
+            "df": None,
+            "p": None,
+            "d": None,
+        }
         if len(a) < 2 or len(b) < 2:
             out["note"] = "Each group needs at least two scores."
             return out
@@ -218,14 +278,27 @@ def between_groups(values_by_group):
             return out
         result = stats.ttest_ind(a, b, equal_var=False)
         va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-        df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+        df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
         pooled = np.sqrt(((len(a) - 1) * a.var(ddof=1) + (len(b) - 1) * b.var(ddof=1)) / (len(a) + len(b) - 2))
-        out.update(t=clean(result.statistic), df=clean(df), p=clean(result.pvalue),
-                   d=clean((a.mean() - b.mean()) / pooled) if pooled > 0 else None)
+        out.update(
+            t=clean(result.statistic),
+            df=clean(df),
+            p=clean(result.pvalue),
+            d=clean((a.mean() - b.mean()) / pooled) if pooled > 0 else None,
+        )
         return out
     data = pd.DataFrame([{"group": name, "score": v} for name, s in groups.items() for v in s])
-    out = {"test": "one-way ANOVA", "groups": list(groups), "n": sizes, "means": means,
-           "F": None, "df1": None, "df2": None, "p": None, "eta2": None}
+    out = {
+        "test": "one-way ANOVA",
+        "groups": list(groups),
+        "n": sizes,
+        "means": means,
+        "F": None,
+        "df1": None,
+        "df2": None,
+        "p": None,
+        "eta2": None,
+    }
     problem = _anova_problem(data, "score", "group")
     if problem:
         out["note"] = problem.replace("models", "groups").replace("model", "group")
@@ -233,6 +306,11 @@ def between_groups(values_by_group):
     result = stats.f_oneway(*groups.values())
     total = _sum_squares(data["score"])
     within = float(sum(_sum_squares(s) for s in groups.values()))
-    out.update(F=clean(result.statistic), df1=len(groups) - 1, df2=int(len(data) - len(groups)),
-               p=clean(result.pvalue), eta2=clean((total - within) / total))
+    out.update(
+        F=clean(result.statistic),
+        df1=len(groups) - 1,
+        df2=int(len(data) - len(groups)),
+        p=clean(result.pvalue),
+        eta2=clean((total - within) / total),
+    )
     return out

@@ -1,5 +1,6 @@
 """Instruments (versioned, with parallel forms), persona and context sets, questionnaire runs, responses and
 extraction audits."""
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -26,22 +27,52 @@ class Instrument(VersionedModel):
     subscales = models.JSONField(default=list, blank=True)
     scoring = models.CharField(max_length=10, choices=[("mean", "Mean"), ("sum", "Sum")], default="mean")
     missing_policy = models.JSONField(default=dict, blank=True)
-    parallel_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="parallel_forms",
-                                    help_text="The form this one is an alternate (parallel) form of.")
+    parallel_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="parallel_forms",
+        help_text="The form this one is an alternate (parallel) form of.",
+    )
 
     def to_spec(self):
         from .spec import InstrumentSpec, ItemSpec, OptionSpec, Scale
 
-        items = [ItemSpec(i.item_id, i.text, i.subscale, i.reverse, i.parallel.item_id if i.parallel_id else None,
-                          [OptionSpec(o["text"], o["weight"]) for o in i.options or []])
-                 for i in self.items.select_related("parallel").order_by("position")]
+        items = [
+            ItemSpec(
+                i.item_id,
+                i.text,
+                i.subscale,
+                i.reverse,
+                i.parallel.item_id if i.parallel_id else None,
+                [OptionSpec(o["text"], o["weight"]) for o in i.options or []],
+            )
+            for i in self.items.select_related("parallel").order_by("position")
+        ]
         return InstrumentSpec(
-            name=self.name, version=self.label or str(self.version),
-            scale=Scale(self.scale_min, self.scale_max, {int(k): v for k, v in (self.scale_labels or {}).items()}, self.continuous),
-            subscales=list(self.subscales or []), items=items, description=self.description, source=self.source,
-            instruction=self.instruction, scoring=self.scoring, missing=dict(self.missing_policy or {"method": "prorate", "min_fraction": 0.5}),
-            parallel_form={"name": self.parallel_of.name, "version": self.parallel_of.label or str(self.parallel_of.version)}
-            if self.parallel_of_id else None)
+            name=self.name,
+            version=self.label or str(self.version),
+            scale=Scale(
+                self.scale_min,
+                self.scale_max,
+                {int(k): v for k, v in (self.scale_labels or {}).items()},
+                self.continuous,
+            ),
+            subscales=list(self.subscales or []),
+            items=items,
+            description=self.description,
+            source=self.source,
+            instruction=self.instruction,
+            scoring=self.scoring,
+            missing=dict(self.missing_policy or {"method": "prorate", "min_fraction": 0.5}),
+            parallel_form={
+                "name": self.parallel_of.name,
+                "version": self.parallel_of.label or str(self.parallel_of.version),
+            }
+            if self.parallel_of_id
+            else None,
+        )
 
 
 class InstrumentItem(models.Model):
@@ -51,10 +82,17 @@ class InstrumentItem(models.Model):
     text = models.TextField()
     subscale = models.CharField(max_length=100, blank=True)
     reverse = models.BooleanField(default=False)
-    options = models.JSONField(default=list, blank=True,
-                               help_text="The item's own answer options [{text, weight}]; empty: the scale.")
-    parallel = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="parallel_items",
-                                 help_text="The linked item in the parallel form.")
+    options = models.JSONField(
+        default=list, blank=True, help_text="The item's own answer options [{text, weight}]; empty: the scale."
+    )
+    parallel = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="parallel_items",
+        help_text="The linked item in the parallel form.",
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["instrument", "item_id"], name="unique_instrument_item")]
@@ -68,8 +106,12 @@ class PersonaSet(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="persona_sets")
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
-    template = models.CharField(max_length=500, blank=True, help_text="e.g. '{title} {surname}' for generated personas.")
-    attributes = models.JSONField(default=dict, blank=True, help_text="Attribute lists the personas were generated from.")
+    template = models.CharField(
+        max_length=500, blank=True, help_text="e.g. '{title} {surname}' for generated personas."
+    )
+    attributes = models.JSONField(
+        default=dict, blank=True, help_text="Attribute lists the personas were generated from."
+    )
     builtin_key = models.CharField(max_length=100, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -89,8 +131,14 @@ class Persona(models.Model):
     order = models.PositiveIntegerField(default=0)
     included = models.BooleanField(default=True)
     exclude_reason = models.CharField(max_length=300, blank=True)
-    twin = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-                             help_text="Gender-swapped counterfactual twin.")
+    twin = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Gender-swapped counterfactual twin.",
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["persona_set", "key"], name="unique_persona_key")]
@@ -122,7 +170,9 @@ class Context(models.Model):
     context_set = models.ForeignKey(ContextSet, on_delete=models.CASCADE, related_name="contexts")
     key = models.CharField(max_length=200)
     persona = models.TextField(blank=True, help_text="System persona, e.g. 'a retired CEO'.")
-    source_persona = models.ForeignKey(Persona, null=True, blank=True, on_delete=models.SET_NULL, related_name="contexts")
+    source_persona = models.ForeignKey(
+        Persona, null=True, blank=True, on_delete=models.SET_NULL, related_name="contexts"
+    )
     turns = models.JSONField(default=list, blank=True, help_text="Prior turns: [{role: user|assistant, content}].")
     attributes = models.JSONField(default=dict, blank=True)
     order = models.PositiveIntegerField(default=0)
@@ -144,29 +194,49 @@ class QuestionnaireRun(Job):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="questionnaire_runs")
     name = models.CharField(max_length=200)
     instrument = models.ForeignKey(Instrument, on_delete=models.RESTRICT, related_name="runs")
-    context_set = models.ForeignKey(ContextSet, null=True, blank=True, on_delete=models.RESTRICT, related_name="runs",
-                                    help_text="Empty: the bare questionnaire, one implicit empty context ('none').")
+    context_set = models.ForeignKey(
+        ContextSet,
+        null=True,
+        blank=True,
+        on_delete=models.RESTRICT,
+        related_name="runs",
+        help_text="Empty: the bare questionnaire, one implicit empty context ('none').",
+    )
     endpoints = models.ManyToManyField(ModelEndpoint, related_name="questionnaire_runs")
     repetitions = models.PositiveIntegerField(default=1)
-    seeds = models.JSONField(default=list, blank=True,
-                             help_text="One provider seed per repetition (R.U.Psycho's grid); empty: the endpoint's.")
+    seeds = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="One provider seed per repetition (R.U.Psycho's grid); empty: the endpoint's.",
+    )
     template_key = models.CharField(max_length=50, default="jung2025")
     custom_user = models.TextField(blank=True)
     custom_system = models.TextField(blank=True)
     option_format = models.CharField(max_length=10, default="lines")
-    option_order = models.CharField(max_length=10, default="fixed", choices=[(m, m) for m in ("fixed", "reversed", "permuted")])
-    option_numbering = models.CharField(max_length=10, default="position", choices=[("position", "position"), ("original", "original")])
+    option_order = models.CharField(
+        max_length=10, default="fixed", choices=[(m, m) for m in ("fixed", "reversed", "permuted")]
+    )
+    option_numbering = models.CharField(
+        max_length=10, default="position", choices=[("position", "position"), ("original", "original")]
+    )
     order_seed = models.IntegerField(default=0)
     extractors = models.JSONField(default=list)
-    judge_endpoint = models.ForeignKey(ModelEndpoint, null=True, blank=True, on_delete=models.RESTRICT,
-                                       related_name="+",
-                                       help_text="The model judge of the extraction chain's last step (llm).")
+    judge_endpoint = models.ForeignKey(
+        ModelEndpoint,
+        null=True,
+        blank=True,
+        on_delete=models.RESTRICT,
+        related_name="+",
+        help_text="The model judge of the extraction chain's last step (llm).",
+    )
     refusal_policy = models.CharField(max_length=10, default="fallback")
     json_field = models.CharField(max_length=50, default="answer")
     param_overrides = models.JSONField(default=dict, blank=True)
     audit_per_model = models.PositiveIntegerField(default=100)
     execution_mode = models.CharField(max_length=10, choices=ExecutionMode.choices, default=ExecutionMode.LIVE)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
     # status, progress, leases, cancel flag, message, started_by and timestamps come from the job engine's Job.
 
@@ -193,8 +263,14 @@ class Extracted(models.TextChoices):
 class Response(models.Model):
     run = models.ForeignKey(QuestionnaireRun, on_delete=models.CASCADE, related_name="responses")
     item = models.ForeignKey(InstrumentItem, on_delete=models.RESTRICT, related_name="responses")
-    context = models.ForeignKey(Context, null=True, blank=True, on_delete=models.RESTRICT, related_name="responses",
-                                help_text="Empty in a bare run (no context set): the implicit context 'none'.")
+    context = models.ForeignKey(
+        Context,
+        null=True,
+        blank=True,
+        on_delete=models.RESTRICT,
+        related_name="responses",
+        help_text="Empty in a bare run (no context set): the implicit context 'none'.",
+    )
     endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.RESTRICT, related_name="questionnaire_responses")
     model_name = models.CharField(max_length=300)
     repetition = models.PositiveIntegerField(default=1)
@@ -202,7 +278,9 @@ class Response(models.Model):
     options = models.JSONField(default=list, help_text="Options as presented: [{code, label, value}] in shown order.")
     permutation = models.JSONField(default=list, help_text="Original scale values in presented order.")
     messages = models.JSONField(default=list)
-    status = models.CharField(max_length=20, choices=ResponseStatus.choices, default=ResponseStatus.PENDING, db_index=True)
+    status = models.CharField(
+        max_length=20, choices=ResponseStatus.choices, default=ResponseStatus.PENDING, db_index=True
+    )
     raw_text = models.TextField(blank=True)
     extraction = models.CharField(max_length=20, choices=Extracted.choices, blank=True)
     extracted_code = models.CharField(max_length=20, blank=True)
@@ -215,10 +293,16 @@ class Response(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["run", "item", "context", "endpoint", "repetition"],
-                                               name="unique_response_unit"),
-                       models.UniqueConstraint(fields=["run", "item", "endpoint", "repetition"],
-                                               condition=Q(context__isnull=True), name="unique_bare_response_unit")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "item", "context", "endpoint", "repetition"], name="unique_response_unit"
+            ),
+            models.UniqueConstraint(
+                fields=["run", "item", "endpoint", "repetition"],
+                condition=Q(context__isnull=True),
+                name="unique_bare_response_unit",
+            ),
+        ]
         indexes = [models.Index(fields=["run", "status"]), models.Index(fields=["run", "endpoint"])]
         ordering = ["run", "endpoint", "context", "repetition", "item__position"]
 

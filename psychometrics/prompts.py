@@ -4,6 +4,7 @@ Built-in templates are verbatim from the seeds: Jung 2025 (Figure 4.1), Fang 202
 R.U.Psycho (Figure 4 / Appendix B: natural, friendly, JSON). Placeholders: {persona}, {instruction}, {statement},
 {options}. Only these names are replaced, so literal braces (the JSON format line) need no escaping.
 """
+
 import random
 import re
 from dataclasses import dataclass
@@ -30,7 +31,9 @@ FANG_USER = (
     "{statement}\n\n"
     "Your response (just the number): "
 )
-RUPSYCHO_SYSTEM = "Objective: Act like you are {persona}, a survey participant answering a questionnaire.\n{instruction}"
+RUPSYCHO_SYSTEM = (
+    "Objective: Act like you are {persona}, a survey participant answering a questionnaire.\n{instruction}"
+)
 RUPSYCHO_FRIENDLY = (
     "\n\nInstructions: Choose from the list of answer options to answer the question. Answer the question using "
     "only the provided answer options. If none of the options are correct, choose the option that is closest to "
@@ -53,18 +56,58 @@ class Template:
 
 
 TEMPLATES = {
-    t.key: t for t in [
-        Template("jung2025", "Jung 2025 (Figure 4.1)", JUNG_USER, "You are {persona}. Answer and behave accordingly.",
-                 "lines", False, "Jung 2025, Figure 4.1 (seed 000, line 415)", ("number",)),
-        Template("fang2025", "Fang 2025 Phase 1 (1–7, just the number)", FANG_USER, "", "lines", False,
-                 "Fang 2025, §4.2.1 (seed 001, lines 119–131); anchors are fixed text, so options are not listed",
-                 ("number",)),
-        Template("rupsycho_natural", "R.U.Psycho natural", RUPSYCHO_USER, RUPSYCHO_SYSTEM, "comma", True,
-                 "R.U.Psycho, Figure 4 variant 1 (seed 002)", ("number", "label")),
-        Template("rupsycho_friendly", "R.U.Psycho friendly", RUPSYCHO_USER, RUPSYCHO_SYSTEM + RUPSYCHO_FRIENDLY, "comma",
-                 True, "R.U.Psycho, Figure 4 variant 2 (seed 002)", ("number", "label")),
-        Template("rupsycho_json", "R.U.Psycho JSON", RUPSYCHO_USER, RUPSYCHO_SYSTEM + RUPSYCHO_FRIENDLY + RUPSYCHO_JSON,
-                 "comma", True, "R.U.Psycho, Figure 4 variant 3 / Appendix B (seed 002)", ("json", "number", "label")),
+    t.key: t
+    for t in [
+        Template(
+            "jung2025",
+            "Jung 2025 (Figure 4.1)",
+            JUNG_USER,
+            "You are {persona}. Answer and behave accordingly.",
+            "lines",
+            False,
+            "Jung 2025, Figure 4.1 (seed 000, line 415)",
+            ("number",),
+        ),
+        Template(
+            "fang2025",
+            "Fang 2025 Phase 1 (1–7, just the number)",
+            FANG_USER,
+            "",
+            "lines",
+            False,
+            "Fang 2025, §4.2.1 (seed 001, lines 119–131); anchors are fixed text, so options are not listed",
+            ("number",),
+        ),
+        Template(
+            "rupsycho_natural",
+            "R.U.Psycho natural",
+            RUPSYCHO_USER,
+            RUPSYCHO_SYSTEM,
+            "comma",
+            True,
+            "R.U.Psycho, Figure 4 variant 1 (seed 002)",
+            ("number", "label"),
+        ),
+        Template(
+            "rupsycho_friendly",
+            "R.U.Psycho friendly",
+            RUPSYCHO_USER,
+            RUPSYCHO_SYSTEM + RUPSYCHO_FRIENDLY,
+            "comma",
+            True,
+            "R.U.Psycho, Figure 4 variant 2 (seed 002)",
+            ("number", "label"),
+        ),
+        Template(
+            "rupsycho_json",
+            "R.U.Psycho JSON",
+            RUPSYCHO_USER,
+            RUPSYCHO_SYSTEM + RUPSYCHO_FRIENDLY + RUPSYCHO_JSON,
+            "comma",
+            True,
+            "R.U.Psycho, Figure 4 variant 3 / Appendix B (seed 002)",
+            ("json", "number", "label"),
+        ),
     ]
 }
 
@@ -78,8 +121,10 @@ def custom_template(user, system="", option_format="lines"):
     for text, where in ((user, "user"), (system, "system")):
         unknown = sorted(set(re.findall(r"\{(\w+)\}", text or "")) - set(PLACEHOLDERS))
         if unknown:
-            raise PromptError(f"The {where} template has unknown placeholder(s) {', '.join('{' + u + '}' for u in unknown)}; "
-                              f"use {', '.join('{' + p + '}' for p in PLACEHOLDERS)}.")
+            raise PromptError(
+                f"The {where} template has unknown placeholder(s) {', '.join('{' + u + '}' for u in unknown)}; "
+                f"use {', '.join('{' + p + '}' for p in PLACEHOLDERS)}."
+            )
     if "{statement}" not in (user or ""):
         raise PromptError("The user template must contain {statement}.")
     if option_format not in ("lines", "comma"):
@@ -142,8 +187,12 @@ def _fill(text, values):
 
 def render_messages(template, statement, options, persona="", turns=(), instruction=""):
     """One fresh conversation: [system persona] + prior turns + the item."""
-    values = {"persona": persona or "", "instruction": instruction or "", "statement": statement,
-              "options": format_options(options, template.option_format)}
+    values = {
+        "persona": persona or "",
+        "instruction": instruction or "",
+        "statement": statement,
+        "options": format_options(options, template.option_format),
+    }
     messages = []
     if template.system and (persona or "{persona}" not in template.system):
         system = _fill(template.system, values).strip()

@@ -3,6 +3,7 @@
 All functions take DataFrames of recoded item values (rows = respondents, columns = items) and use listwise
 deletion; they return plain floats or None where a value is undefined (never NaN).
 """
+
 import math
 
 import numpy as np
@@ -104,12 +105,20 @@ def item_statistics(items, groups):
                 if own.std() > 0 and rest.std() > 0:
                     r = clean(np.corrcoef(own, rest)[0, 1])
             without = _alpha(complete[:, others]) if len(others) >= 2 else None
-            rows.append({
-                "item": item, "subscale": subscale, "n": n, "mean": clean(values.mean()) if n else None,
-                "variance": clean(var), "sd": clean(np.sqrt(var)) if n > 1 else None, "corrected_item_total_r": r,
-                "alpha_if_deleted": clean(without), "n_alpha": int(len(complete)),
-                "zero_variance": bool(n > 0 and not var > 0),
-            })
+            rows.append(
+                {
+                    "item": item,
+                    "subscale": subscale,
+                    "n": n,
+                    "mean": clean(values.mean()) if n else None,
+                    "variance": clean(var),
+                    "sd": clean(np.sqrt(var)) if n > 1 else None,
+                    "corrected_item_total_r": r,
+                    "alpha_if_deleted": clean(without),
+                    "n_alpha": int(len(complete)),
+                    "zero_variance": bool(n > 0 and not var > 0),
+                }
+            )
     return rows
 
 
@@ -118,9 +127,13 @@ def descriptives(series):
     s = pd.Series(series, dtype=float).dropna()
     n = len(s)
     return {
-        "n": int(n), "mean": clean(s.mean()) if n else None, "sd": clean(s.std(ddof=1)) if n > 1 else None,
-        "skewness": clean(s.skew()) if n > 2 else None, "excess_kurtosis": clean(s.kurt()) if n > 3 else None,
-        "min": clean(s.min()) if n else None, "max": clean(s.max()) if n else None,
+        "n": int(n),
+        "mean": clean(s.mean()) if n else None,
+        "sd": clean(s.std(ddof=1)) if n > 1 else None,
+        "skewness": clean(s.skew()) if n > 2 else None,
+        "excess_kurtosis": clean(s.kurt()) if n > 3 else None,
+        "min": clean(s.min()) if n else None,
+        "max": clean(s.max()) if n else None,
     }
 
 

@@ -1,5 +1,6 @@
 """Reads: the analysis report of a run (per model), cross-run comparisons, the missing-value table and the
 extraction audit. Pure statistics come from analysis / reliability / validity / group_tests."""
+
 import pandas as pd
 from django.db.models import Count, Q
 
@@ -25,12 +26,21 @@ def response_frame(run):
     status. Fetches ids only and maps names in Python (fast for large runs)."""
     from .models import Context, InstrumentItem
 
-    rows = list(run.responses.values_list("endpoint_id", "context_id", "repetition", "item_id", "value", "extraction",
-                                          "status"))
-    frame = pd.DataFrame.from_records(rows, columns=["endpoint_id", "context_id", "repetition", "item_id", "value",
-                                                     "extraction", "status"])
+    rows = list(
+        run.responses.values_list("endpoint_id", "context_id", "repetition", "item_id", "value", "extraction", "status")
+    )
+    frame = pd.DataFrame.from_records(
+        rows, columns=["endpoint_id", "context_id", "repetition", "item_id", "value", "extraction", "status"]
+    )
     endpoints = dict(run.endpoints.values_list("pk", "name"))
-    endpoints.update(dict(run.responses.exclude(endpoint_id__in=list(endpoints)).order_by().values_list("endpoint_id", "endpoint__name").distinct()))
+    endpoints.update(
+        dict(
+            run.responses.exclude(endpoint_id__in=list(endpoints))
+            .order_by()
+            .values_list("endpoint_id", "endpoint__name")
+            .distinct()
+        )
+    )
     contexts = dict(Context.objects.filter(context_set_id=run.context_set_id).values_list("pk", "key"))
     items = dict(InstrumentItem.objects.filter(instrument_id=run.instrument_id).values_list("pk", "item_id"))
     frame["endpoint"] = frame["endpoint_id"].map(endpoints)
@@ -44,7 +54,9 @@ def wide_by_endpoint(run, spec, frame=None):
     frame = response_frame(run) if frame is None else frame
     out = {}
     for name, group in frame.groupby("endpoint", sort=True):
-        wide = group.pivot_table(index=["context", "repetition"], columns="item", values="value", aggfunc="first", dropna=False)
+        wide = group.pivot_table(
+            index=["context", "repetition"], columns="item", values="value", aggfunc="first", dropna=False
+        )
         wide = wide.reindex(columns=spec.item_ids())
         # respondents whose every unit is still pending are not respondents yet
         answered = group[group["status"] != ResponseStatus.PENDING].groupby(["context", "repetition"]).size()
@@ -54,14 +66,21 @@ def wide_by_endpoint(run, spec, frame=None):
 
 def audit_summary(run):
     """Per endpoint: audited responses, how many extractions were right, accuracy (Jung: 100 per model)."""
-    rows = (ExtractionAudit.objects.filter(response__run=run)
-            .values("response__endpoint__name").annotate(n=Count("id"), correct=Count("id", filter=Q(correct=True))))
+    rows = (
+        ExtractionAudit.objects.filter(response__run=run)
+        .values("response__endpoint__name")
+        .annotate(n=Count("id"), correct=Count("id", filter=Q(correct=True)))
+    )
     sampled = dict(run.responses.filter(audit_sampled=True).values_list("endpoint__name").annotate(n=Count("id")))
     out = {}
     for r in rows:
         name = r["response__endpoint__name"]
-        out[name] = {"sampled": sampled.get(name, 0), "audited": r["n"], "correct": r["correct"],
-                     "accuracy": r["correct"] / r["n"] if r["n"] else None}
+        out[name] = {
+            "sampled": sampled.get(name, 0),
+            "audited": r["n"],
+            "correct": r["correct"],
+            "accuracy": r["correct"] / r["n"] if r["n"] else None,
+        }
     for name, n in sampled.items():
         out.setdefault(name, {"sampled": n, "audited": 0, "correct": 0, "accuracy": None})
     return out
@@ -87,9 +106,17 @@ def svg_bars(hist, width=320, height=120):
         return None
     top = max(b["count"] for b in hist) or 1
     w = width / len(hist)
-    bars = [{"x": round(i * w, 2), "w": round(w - 2, 2), "h": round(b["count"] / top * (height - 20), 2),
-             "y": round(height - 20 - b["count"] / top * (height - 20), 2), "count": b["count"],
-             "label": f"{b['lo']:.2f}–{b['hi']:.2f}"} for i, b in enumerate(hist)]
+    bars = [
+        {
+            "x": round(i * w, 2),
+            "w": round(w - 2, 2),
+            "h": round(b["count"] / top * (height - 20), 2),
+            "y": round(height - 20 - b["count"] / top * (height - 20), 2),
+            "count": b["count"],
+            "label": f"{b['lo']:.2f}–{b['hi']:.2f}",
+        }
+        for i, b in enumerate(hist)
+    ]
     return {"width": width, "height": height, "bars": bars, "lo": hist[0]["lo"], "hi": hist[-1]["hi"], "max": top}
 
 
@@ -105,15 +132,22 @@ def run_report(run, cfa=True):
     for name, wide in wides.items():
         result = analyze(wide.reset_index(drop=True), spec, cfa=cfa)
         result["svg"] = {n: svg_bars(h) for n, h in result.get("histograms", {}).items()}
-        models.append({"endpoint": name, "analysis": result, "extraction": counts.get(name, {}),
-                       "audit": audits.get(name)})
+        models.append(
+            {"endpoint": name, "analysis": result, "extraction": counts.get(name, {}), "audit": audits.get(name)}
+        )
         scores = score(wide, spec)
         for (context, rep), row in scores.iterrows():
             for n in names:
                 long_rows.append({"model": name, "subject": f"{name}|{context}|{rep}", "dimension": n, "score": row[n]})
-    report = {"run": run, "instrument": run.instrument, "spec": spec, "models": models,
-              "missing_policy": spec.missing_policy_text(), "score_names": names,
-              "missing_table": [{"model": m["endpoint"], "form": str(run.instrument), **m["extraction"]} for m in models]}
+    report = {
+        "run": run,
+        "instrument": run.instrument,
+        "spec": spec,
+        "models": models,
+        "missing_policy": spec.missing_policy_text(),
+        "score_names": names,
+        "missing_table": [{"model": m["endpoint"], "form": str(run.instrument), **m["extraction"]} for m in models],
+    }
     report["group_tests"] = group_tests(pd.DataFrame(long_rows), spec) if long_rows else None
     report["attribute_tests"] = attribute_tests(run, long_rows)
     return report
@@ -146,22 +180,42 @@ def attribute_tests(run, long_rows):
 def prompt_variant_table(study):
     """R.U.Psycho's Table 1: per prompt variant (template) and model, the share of answered prompts that were invalid
     (no option found), refused or inconclusive."""
-    rows = (Response.objects.filter(run__study=study).exclude(status=ResponseStatus.PENDING)
-            .values("run__template_key", "model_name")
-            .annotate(n=Count("id"), invalid=Count("id", filter=Q(extraction="not_present")),
-                      refused=Count("id", filter=Q(extraction="refused")),
-                      inconclusive=Count("id", filter=Q(extraction="inconclusive")))
-            .order_by("run__template_key", "model_name"))
-    return [{"template": r["run__template_key"], "model": r["model_name"], "n": r["n"],
-             **{k: r[k] / r["n"] for k in ("invalid", "refused", "inconclusive")}} for r in rows if r["n"]]
+    rows = (
+        Response.objects.filter(run__study=study)
+        .exclude(status=ResponseStatus.PENDING)
+        .values("run__template_key", "model_name")
+        .annotate(
+            n=Count("id"),
+            invalid=Count("id", filter=Q(extraction="not_present")),
+            refused=Count("id", filter=Q(extraction="refused")),
+            inconclusive=Count("id", filter=Q(extraction="inconclusive")),
+        )
+        .order_by("run__template_key", "model_name")
+    )
+    return [
+        {
+            "template": r["run__template_key"],
+            "model": r["model_name"],
+            "n": r["n"],
+            **{k: r[k] / r["n"] for k in ("invalid", "refused", "inconclusive")},
+        }
+        for r in rows
+        if r["n"]
+    ]
 
 
 def group_tests(long, spec):
     """Fang 2025 Phase 1: t against the midpoint per model × score, ANOVA across models, RM ANOVA across
     dimensions (subscales), model × dimension interaction."""
     mid = spec.scale.midpoint if spec.scoring == "mean" else None
-    out = {"midpoint": mid, "one_sample": [], "anova": {}, "rm_anova": None, "interaction": None,
-           "family": PAIRWISE_FAMILY}
+    out = {
+        "midpoint": mid,
+        "one_sample": [],
+        "anova": {},
+        "rm_anova": None,
+        "interaction": None,
+        "family": PAIRWISE_FAMILY,
+    }
     if mid is not None:
         for (model, dim), group in long.groupby(["model", "dimension"], sort=True):
             out["one_sample"].append({"model": model, "score": dim, **one_sample_t(group["score"], mid)})
@@ -193,7 +247,11 @@ def compare_runs(run_a, run_b, kind="alternate_form"):
     title, rate = COMPARISONS[kind]
     spec_a, spec_b = run_a.instrument.to_spec(), run_b.instrument.to_spec()
     wa, wb = wide_by_endpoint(run_a, spec_a), wide_by_endpoint(run_b, spec_b)
-    shared = [n for n in score_names(spec_a) if n in score_names(spec_b)] if kind in ("alternate_form", "option_order", "repeat") else ["total"]
+    shared = (
+        [n for n in score_names(spec_a) if n in score_names(spec_b)]
+        if kind in ("alternate_form", "option_order", "repeat")
+        else ["total"]
+    )
     notes = []
     if run_a.context_set_id != run_b.context_set_id:
         notes.append("The runs use different context sets; contexts are matched by key.")
@@ -226,10 +284,13 @@ def scores_table(run):
 
 def missing_counts_by_form(study):
     """Jung Table B.2: missing values per model × form over all runs of a study."""
-    rows = (Response.objects.filter(run__study=study).exclude(status=ResponseStatus.PENDING)
-            .values("model_name", "run__instrument__name", "run__option_order")
-            .annotate(total=Count("id"), missing=Count("id", filter=~Q(extraction="ok")))
-            .order_by("model_name", "run__instrument__name"))
+    rows = (
+        Response.objects.filter(run__study=study)
+        .exclude(status=ResponseStatus.PENDING)
+        .values("model_name", "run__instrument__name", "run__option_order")
+        .annotate(total=Count("id"), missing=Count("id", filter=~Q(extraction="ok")))
+        .order_by("model_name", "run__instrument__name")
+    )
     return list(rows)
 
 
@@ -283,14 +344,25 @@ def validation_summary(run, alternate=None, option_order=None, convergent=None, 
         reliability_ratings = [a["ratings"]["internal_consistency"], alt and alt["rating"], order and order["rating"]]
         gate = reliability.reliability_gate(reliability_ratings)
         cfa = a.get("cfa") or {}
-        rows.append({
-            "model": name, "stratified_alpha": a["stratified_alpha"], "internal_consistency": a["ratings"]["internal_consistency"],
-            "alternate_form": alt, "option_order": order, "gate": gate,
-            "rmsea": cfa.get("rmsea"), "cfi": cfa.get("cfi"), "factorial": a["ratings"]["factorial"] if gate else None,
-            "convergent": conv if gate else None,
-            "concurrent": [{**c, "rating": c["rating"] if gate else None}
-                           for c in concurrent_rows if c["model"] == name],
-            "note": "" if gate else "Validity not assessed: not every reliability rating (internal consistency, "
-                                    "alternate form, option order) is + or better, or one is missing.",
-        })
+        rows.append(
+            {
+                "model": name,
+                "stratified_alpha": a["stratified_alpha"],
+                "internal_consistency": a["ratings"]["internal_consistency"],
+                "alternate_form": alt,
+                "option_order": order,
+                "gate": gate,
+                "rmsea": cfa.get("rmsea"),
+                "cfi": cfa.get("cfi"),
+                "factorial": a["ratings"]["factorial"] if gate else None,
+                "convergent": conv if gate else None,
+                "concurrent": [
+                    {**c, "rating": c["rating"] if gate else None} for c in concurrent_rows if c["model"] == name
+                ],
+                "note": ""
+                if gate
+                else "Validity not assessed: not every reliability rating (internal consistency, "
+                "alternate form, option order) is + or better, or one is missing.",
+            }
+        )
     return sanitize({"rows": rows, "missing_policy": report["missing_policy"]})

@@ -5,6 +5,7 @@ repetition) is one fresh conversation: [system persona] + prior turns + the item
 row, created up front; executing only fills pending rows, so resuming never repeats work. Calls go through
 generation.runner.execute_units (limits, retries, Retry-After, one ProviderCall per attempt).
 """
+
 import logging
 import random
 
@@ -66,9 +67,25 @@ def clean_seeds(seeds, repetitions):
     return seeds, repetitions, problems
 
 
-def validate_config(*, instrument, context_set, endpoints, repetitions, template_key, seeds=None, custom_user="", custom_system="",
-                    option_format="lines", option_order="fixed", option_numbering="position", extractors=None,
-                    refusal_policy="fallback", param_overrides=None, study=None, judge_endpoint=None):
+def validate_config(
+    *,
+    instrument,
+    context_set,
+    endpoints,
+    repetitions,
+    template_key,
+    seeds=None,
+    custom_user="",
+    custom_system="",
+    option_format="lines",
+    option_order="fixed",
+    option_numbering="position",
+    extractors=None,
+    refusal_policy="fallback",
+    param_overrides=None,
+    study=None,
+    judge_endpoint=None,
+):
     """Check a run's configuration; raise PsychError naming every problem. Returns cleaned values."""
     seeds, repetitions, problems = clean_seeds(seeds, repetitions)
     if instrument is None:
@@ -98,14 +115,24 @@ def validate_config(*, instrument, context_set, endpoints, repetitions, template
     elif template_key in prompts.TEMPLATES:
         template = prompts.TEMPLATES[template_key]
     else:
-        problems.append(f"Unknown template {template_key!r}; choose one of {', '.join(list(prompts.TEMPLATES) + ['custom'])}.")
+        problems.append(
+            f"Unknown template {template_key!r}; choose one of {', '.join(list(prompts.TEMPLATES) + ['custom'])}."
+        )
     if template_key == "fang2025" and instrument is not None and (instrument.scale_min, instrument.scale_max) != (1, 7):
-        problems.append(f"Fang's template states a 1–7 scale, but the instrument's scale is "
-                        f"{instrument.scale_min:g}–{instrument.scale_max:g}; use another template.")
-    if template is not None and instrument is not None and not prompts.lists_options(template) \
-            and any(item.options for item in instrument.items.all()):
-        problems.append(f"Some items have their own answer options, but the template “{template.name}” does not "
-                        "list options ({options}); use another template.")
+        problems.append(
+            f"Fang's template states a 1–7 scale, but the instrument's scale is "
+            f"{instrument.scale_min:g}–{instrument.scale_max:g}; use another template."
+        )
+    if (
+        template is not None
+        and instrument is not None
+        and not prompts.lists_options(template)
+        and any(item.options for item in instrument.items.all())
+    ):
+        problems.append(
+            f"Some items have their own answer options, but the template “{template.name}” does not "
+            "list options ({options}); use another template."
+        )
     if option_order not in prompts.ORDER_MODES:
         problems.append(f"Option order must be one of {', '.join(prompts.ORDER_MODES)}.")
     elif template is not None and option_order != "fixed" and not prompts.lists_options(template):
@@ -113,7 +140,9 @@ def validate_config(*, instrument, context_set, endpoints, repetitions, template
     if option_numbering not in prompts.NUMBERING:
         problems.append(f"Option numbering must be one of {', '.join(prompts.NUMBERING)}.")
     try:
-        extractors = extraction.validate_chain(extractors or (list(template.suggested_extractors) if template else ["number"]))
+        extractors = extraction.validate_chain(
+            extractors or (list(template.suggested_extractors) if template else ["number"])
+        )
     except ValueError as exc:
         problems.append(str(exc))
     if isinstance(extractors, list) and extraction.JUDGE_STEP in extractors:
@@ -129,7 +158,7 @@ def validate_config(*, instrument, context_set, endpoints, repetitions, template
         problems.append(f"Refusal policy must be one of {', '.join(extraction.REFUSAL_POLICIES)}.")
     overrides = param_overrides or {}
     if not isinstance(overrides, dict):
-        problems.append("Parameter overrides must be a JSON object, e.g. {\"temperature\": 0}.")
+        problems.append('Parameter overrides must be a JSON object, e.g. {"temperature": 0}.')
         overrides = {}
     else:
         try:
@@ -138,8 +167,10 @@ def validate_config(*, instrument, context_set, endpoints, repetitions, template
             problems.append(str(exc))
     if template is not None and template.persona_required:
         if context_set is None or context_set.contexts.filter(included=True, persona="").exists():
-            problems.append(f"The template “{template.name}” needs a persona in every context"
-                            f"{'; a run without a context set has none' if context_set is None else ''}.")
+            problems.append(
+                f"The template “{template.name}” needs a persona in every context"
+                f"{'; a run without a context set has none' if context_set is None else ''}."
+            )
     if context_set is not None and not context_set.contexts.filter(included=True).exists():
         problems.append("The context set has no included contexts.")
     if not problems and instrument is not None:
@@ -149,15 +180,42 @@ def validate_config(*, instrument, context_set, endpoints, repetitions, template
             problems.append(f"{n} units is more than the limit of {MAX_UNITS}.")
     if problems:
         raise PsychError(" ".join(problems))
-    return {"endpoints": endpoints, "repetitions": repetitions, "extractors": extractors, "param_overrides": overrides,
-            "seeds": seeds, "judge_endpoint": judge_endpoint}
+    return {
+        "endpoints": endpoints,
+        "repetitions": repetitions,
+        "extractors": extractors,
+        "param_overrides": overrides,
+        "seeds": seeds,
+        "judge_endpoint": judge_endpoint,
+    }
 
 
 @transaction.atomic
-def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1, seeds=None, template_key="jung2025",
-               custom_user="", custom_system="", option_format="lines", option_order="fixed", option_numbering="position",
-               order_seed=0, extractors=None, refusal_policy="fallback", json_field="answer", param_overrides=None,
-               audit_per_model=100, judge_endpoint=None, actor=None, execution_mode=ExecutionMode.LIVE):
+def create_run(
+    study,
+    *,
+    name,
+    instrument,
+    context_set,
+    endpoints,
+    repetitions=1,
+    seeds=None,
+    template_key="jung2025",
+    custom_user="",
+    custom_system="",
+    option_format="lines",
+    option_order="fixed",
+    option_numbering="position",
+    order_seed=0,
+    extractors=None,
+    refusal_policy="fallback",
+    json_field="answer",
+    param_overrides=None,
+    audit_per_model=100,
+    judge_endpoint=None,
+    actor=None,
+    execution_mode=ExecutionMode.LIVE,
+):
     name = (name or "").strip()
     if not name:
         raise PsychError("Give the run a name.")
@@ -174,21 +232,47 @@ def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1
         execution_mode = batches.check_mode(execution_mode or ExecutionMode.LIVE, list(endpoints or []))
     except ValueError as exc:
         raise PsychError(str(exc)) from exc
-    clean = validate_config(instrument=instrument, context_set=context_set, endpoints=endpoints, repetitions=repetitions,
-                            seeds=seeds,
-                            template_key=template_key, custom_user=custom_user, custom_system=custom_system,
-                            option_format=option_format, option_order=option_order, option_numbering=option_numbering,
-                            extractors=extractors, refusal_policy=refusal_policy, param_overrides=param_overrides, study=study,
-                            judge_endpoint=judge_endpoint)
+    clean = validate_config(
+        instrument=instrument,
+        context_set=context_set,
+        endpoints=endpoints,
+        repetitions=repetitions,
+        seeds=seeds,
+        template_key=template_key,
+        custom_user=custom_user,
+        custom_system=custom_system,
+        option_format=option_format,
+        option_order=option_order,
+        option_numbering=option_numbering,
+        extractors=extractors,
+        refusal_policy=refusal_policy,
+        param_overrides=param_overrides,
+        study=study,
+        judge_endpoint=judge_endpoint,
+    )
     run = QuestionnaireRun.objects.create(
-        study=study, name=name, instrument=instrument, context_set=context_set, repetitions=clean["repetitions"],
+        study=study,
+        name=name,
+        instrument=instrument,
+        context_set=context_set,
+        repetitions=clean["repetitions"],
         seeds=clean["seeds"],
-        template_key=template_key, custom_user=custom_user or "", custom_system=custom_system or "",
-        option_format=option_format, option_order=option_order, option_numbering=option_numbering, order_seed=order_seed,
-        extractors=clean["extractors"], judge_endpoint=clean["judge_endpoint"], refusal_policy=refusal_policy,
+        template_key=template_key,
+        custom_user=custom_user or "",
+        custom_system=custom_system or "",
+        option_format=option_format,
+        option_order=option_order,
+        option_numbering=option_numbering,
+        order_seed=order_seed,
+        extractors=clean["extractors"],
+        judge_endpoint=clean["judge_endpoint"],
+        refusal_policy=refusal_policy,
         json_field=json_field or "answer",
-        param_overrides=clean["param_overrides"], audit_per_model=audit_per_model, created_by=actor,
-        execution_mode=execution_mode)
+        param_overrides=clean["param_overrides"],
+        audit_per_model=audit_per_model,
+        created_by=actor,
+        execution_mode=execution_mode,
+    )
     run.endpoints.set(clean["endpoints"])
     INSTRUMENTS.lock(instrument)
     record_activity(study, actor, "created questionnaire run", run.name)
@@ -225,8 +309,14 @@ def build_unit(run, template, item, context, endpoint_key, repetition, points, l
     else:
         order = prompts.option_order(points, run.option_order, rng)
         options = prompts.presented_options(order, labels, points, run.option_numbering)
-    messages = prompts.render_messages(template, item.text, options, persona=context.persona, turns=context.turns,
-                                       instruction=run.instrument.instruction)
+    messages = prompts.render_messages(
+        template,
+        item.text,
+        options,
+        persona=context.persona,
+        turns=context.turns,
+        instruction=run.instrument.instruction,
+    )
     return order, options, messages
 
 
@@ -247,11 +337,23 @@ def materialize(run):
                 for item in items:
                     if (item.pk, context.pk, endpoint.pk, rep) in existing:
                         continue
-                    order, options, messages = build_unit(run, template, item, context, endpoint.name, rep, points, labels)
-                    rows.append(Response(run=run, item=item, context=context if context.pk else None, endpoint=endpoint,
-                                         model_name=endpoint.model_id,
-                                         repetition=rep, seed=unit_seed(run, rep, endpoint_seed), options=options,
-                                         permutation=order, messages=messages))
+                    order, options, messages = build_unit(
+                        run, template, item, context, endpoint.name, rep, points, labels
+                    )
+                    rows.append(
+                        Response(
+                            run=run,
+                            item=item,
+                            context=context if context.pk else None,
+                            endpoint=endpoint,
+                            model_name=endpoint.model_id,
+                            repetition=rep,
+                            seed=unit_seed(run, rep, endpoint_seed),
+                            options=options,
+                            permutation=order,
+                            messages=messages,
+                        )
+                    )
     Response.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
     return len(rows)
 
@@ -270,10 +372,16 @@ def plan(run, sample=5):
     examples = []
     for context in contexts:
         for item in items[:sample]:
-            order, options, messages = build_unit(run, template, item, context, endpoints[0].name if endpoints else "", 1, points, labels)
+            order, options, messages = build_unit(
+                run, template, item, context, endpoints[0].name if endpoints else "", 1, points, labels
+            )
             examples.append({"context": context.key, "item": item.item_id, "permutation": order, "messages": messages})
-    return {"calls_per_endpoint": per_endpoint, "calls": per_endpoint * len(endpoints), "endpoints": endpoints,
-            "examples": examples[:sample]}
+    return {
+        "calls_per_endpoint": per_endpoint,
+        "calls": per_endpoint * len(endpoints),
+        "endpoints": endpoints,
+        "examples": examples[:sample],
+    }
 
 
 def _enqueue(run):
@@ -334,13 +442,21 @@ class ResponseSink:
         options = unit.payload["options"]
         got = extraction.extract(result.text, options, self.chain, self.policy, self.field)
         Response.objects.filter(pk=unit.payload["pk"], status=ResponseStatus.PENDING).update(
-            status=ResponseStatus.DONE, raw_text=result.text or "", extraction=got.status, extracted_code=got.code or "",
-            value=got.value if got.status == "ok" else None, extraction_method=got.method[:30],
-            extraction_detail=got.detail[:300], error="", completed_at=timezone.now())
+            status=ResponseStatus.DONE,
+            raw_text=result.text or "",
+            extraction=got.status,
+            extracted_code=got.code or "",
+            value=got.value if got.status == "ok" else None,
+            extraction_method=got.method[:30],
+            extraction_detail=got.detail[:300],
+            error="",
+            completed_at=timezone.now(),
+        )
 
     def on_failure(self, unit, error):
         Response.objects.filter(pk=unit.payload["pk"], status=ResponseStatus.PENDING).update(
-            status=ResponseStatus.FAILED, error=error, completed_at=timezone.now())
+            status=ResponseStatus.FAILED, error=error, completed_at=timezone.now()
+        )
 
 
 class JudgeSink:
@@ -349,12 +465,17 @@ class JudgeSink:
     def on_success(self, unit, result):
         got = extraction.read_judgement(result.text, unit.payload["options"])
         Response.objects.filter(pk=unit.payload["pk"]).exclude(extraction_method=extraction.JUDGE_STEP).update(
-            extraction=got.status, extracted_code=got.code or "", value=got.value if got.status == "ok" else None,
-            extraction_method=extraction.JUDGE_STEP, extraction_detail=got.detail[:300])
+            extraction=got.status,
+            extracted_code=got.code or "",
+            value=got.value if got.status == "ok" else None,
+            extraction_method=extraction.JUDGE_STEP,
+            extraction_detail=got.detail[:300],
+        )
 
     def on_failure(self, unit, error):
         Response.objects.filter(pk=unit.payload["pk"]).exclude(extraction_method=extraction.JUDGE_STEP).update(
-            extraction_method=extraction.JUDGE_STEP, extraction_detail=f"judge call failed: {error}"[:300])
+            extraction_method=extraction.JUDGE_STEP, extraction_detail=f"judge call failed: {error}"[:300]
+        )
 
 
 def judge_units(run):
@@ -363,12 +484,22 @@ def judge_units(run):
         return []
     judge = ModelEndpoint.objects.get(pk=run.judge_endpoint_id)
     params = merged_params(judge, {})
-    rows = (run.responses.filter(status=ResponseStatus.DONE, extraction__in=extraction.JUDGED)
-            .exclude(extraction_method=extraction.JUDGE_STEP).order_by("pk"))
-    return [CallUnit(unit_ref=f"response-judge:{pk}", endpoint=judge, purpose="psychometrics_judge",
-                     messages=extraction.judge_messages(statement, options, raw), params=dict(params),
-                     payload={"pk": pk, "options": options})
-            for pk, statement, options, raw in rows.values_list("pk", "item__text", "options", "raw_text")]
+    rows = (
+        run.responses.filter(status=ResponseStatus.DONE, extraction__in=extraction.JUDGED)
+        .exclude(extraction_method=extraction.JUDGE_STEP)
+        .order_by("pk")
+    )
+    return [
+        CallUnit(
+            unit_ref=f"response-judge:{pk}",
+            endpoint=judge,
+            purpose="psychometrics_judge",
+            messages=extraction.judge_messages(statement, options, raw),
+            params=dict(params),
+            payload={"pk": pk, "options": options},
+        )
+        for pk, statement, options, raw in rows.values_list("pk", "item__text", "options", "raw_text")
+    ]
 
 
 def judge_open_answers(run, cancel_check=None):
@@ -387,11 +518,19 @@ def pending_units(run, keys=None):
     if keys is not None:
         rows = rows.filter(pk__in=keys)
     params = {pk: merged_params(e, run.param_overrides) for pk, e in endpoints.items()}
-    return [CallUnit(unit_ref=f"response:{pk}", endpoint=endpoints[ep], messages=messages,
-                     params={**params[ep], **({"seed": seed} if seed is not None else {})},
-                     purpose="psychometrics", payload={"pk": pk, "options": options})
-            for pk, ep, messages, options, seed in rows.order_by("pk").values_list("pk", "endpoint_id", "messages",
-                                                                                      "options", "seed")]
+    return [
+        CallUnit(
+            unit_ref=f"response:{pk}",
+            endpoint=endpoints[ep],
+            messages=messages,
+            params={**params[ep], **({"seed": seed} if seed is not None else {})},
+            purpose="psychometrics",
+            payload={"pk": pk, "options": options},
+        )
+        for pk, ep, messages, options, seed in rows.order_by("pk").values_list(
+            "pk", "endpoint_id", "messages", "options", "seed"
+        )
+    ]
 
 
 class QuestionnaireRunJob(jobs.JobKind):
@@ -488,8 +627,11 @@ def draw_audit_sample(run, per_model=None, seed=None):
         if have >= per_model:
             continue
         # Stable keys, not database ids: the same sample in any installation.
-        candidates = list(done.filter(audit_sampled=False).order_by("context__key", "item__item_id", "repetition")
-                          .values_list("pk", flat=True))
+        candidates = list(
+            done.filter(audit_sampled=False)
+            .order_by("context__key", "item__item_id", "repetition")
+            .values_list("pk", flat=True)
+        )
         rng = random.Random(f"audit|{seed}|{endpoint_name}")
         picked = rng.sample(candidates, min(per_model - have, len(candidates)))
         added += Response.objects.filter(pk__in=picked).update(audit_sampled=True)
@@ -506,23 +648,33 @@ def record_audit(response, user, correct, corrected_value=None, note=""):
             raise PsychError("The corrected value must be a number.") from None
         instrument = response.run.instrument
         if not instrument.scale_min <= corrected_value <= instrument.scale_max:
-            raise PsychError(f"The corrected value must lie on the {instrument.scale_min:g}–{instrument.scale_max:g} scale.")
+            raise PsychError(
+                f"The corrected value must lie on the {instrument.scale_min:g}–{instrument.scale_max:g} scale."
+            )
     else:
         corrected_value = None
     audit, _ = ExtractionAudit.objects.update_or_create(
-        response=response, user=user, defaults={"correct": bool(correct), "corrected_value": corrected_value, "note": (note or "")[:300]})
+        response=response,
+        user=user,
+        defaults={"correct": bool(correct), "corrected_value": corrected_value, "note": (note or "")[:300]},
+    )
     return audit
 
 
 def counts(run):
-    rows = (run.responses.values("endpoint_id", "endpoint__name", "model_name")
-            .annotate(total=Count("id"), done=Count("id", filter=Q(status=ResponseStatus.DONE)),
-                      failed=Count("id", filter=Q(status=ResponseStatus.FAILED)),
-                      ok=Count("id", filter=Q(extraction=Extracted.OK)),
-                      refused=Count("id", filter=Q(extraction=Extracted.REFUSED)),
-                      inconclusive=Count("id", filter=Q(extraction=Extracted.INCONCLUSIVE)),
-                      not_present=Count("id", filter=Q(extraction=Extracted.NOT_PRESENT)))
-            .order_by("endpoint__name"))
+    rows = (
+        run.responses.values("endpoint_id", "endpoint__name", "model_name")
+        .annotate(
+            total=Count("id"),
+            done=Count("id", filter=Q(status=ResponseStatus.DONE)),
+            failed=Count("id", filter=Q(status=ResponseStatus.FAILED)),
+            ok=Count("id", filter=Q(extraction=Extracted.OK)),
+            refused=Count("id", filter=Q(extraction=Extracted.REFUSED)),
+            inconclusive=Count("id", filter=Q(extraction=Extracted.INCONCLUSIVE)),
+            not_present=Count("id", filter=Q(extraction=Extracted.NOT_PRESENT)),
+        )
+        .order_by("endpoint__name")
+    )
     overall = {k: 0 for k in ("total", "done", "failed", "ok", "refused", "inconclusive", "not_present")}
     per_endpoint = []
     for row in rows:
@@ -531,7 +683,9 @@ def counts(run):
         for k in overall:
             overall[k] += row[k]
     overall["pending"] = overall["total"] - overall["done"] - overall["failed"]
-    overall["percent"] = round(100 * (overall["done"] + overall["failed"]) / overall["total"]) if overall["total"] else 0
+    overall["percent"] = (
+        round(100 * (overall["done"] + overall["failed"]) / overall["total"]) if overall["total"] else 0
+    )
     live = jobs.is_live(run)
     progress = run.progress or {}
     overall["in_flight"] = progress.get("in_flight", 0) if live else 0
@@ -544,30 +698,54 @@ def counts(run):
 def export_run_file(run):
     """A declarative, re-runnable description of the run (R.U.Psycho style)."""
     return {
-        "stereoscope_questionnaire_run": RUN_FILE_VERSION, "name": run.name,
+        "stereoscope_questionnaire_run": RUN_FILE_VERSION,
+        "name": run.name,
         "instrument": {"name": run.instrument.name, "version": run.instrument.version},
         "context_set": run.context_set.name if run.context_set_id else None,
         "endpoints": [e.name for e in run.endpoints.order_by("name")],
-        "repetitions": run.repetitions, "seeds": list(run.seeds or []),
-        "template": {"key": run.template_key, "user": run.custom_user, "system": run.custom_system,
-                     "option_format": run.option_format} if run.template_key == "custom" else {"key": run.template_key},
+        "repetitions": run.repetitions,
+        "seeds": list(run.seeds or []),
+        "template": {
+            "key": run.template_key,
+            "user": run.custom_user,
+            "system": run.custom_system,
+            "option_format": run.option_format,
+        }
+        if run.template_key == "custom"
+        else {"key": run.template_key},
         "options": {"order": run.option_order, "numbering": run.option_numbering, "seed": run.order_seed},
-        "extraction": {"chain": run.extractors, "refusal_policy": run.refusal_policy, "json_field": run.json_field,
-                       **({"judge_endpoint": run.judge_endpoint.name} if run.judge_endpoint_id else {})},
-        "params": run.param_overrides, "audit_per_model": run.audit_per_model,
+        "extraction": {
+            "chain": run.extractors,
+            "refusal_policy": run.refusal_policy,
+            "json_field": run.json_field,
+            **({"judge_endpoint": run.judge_endpoint.name} if run.judge_endpoint_id else {}),
+        },
+        "params": run.param_overrides,
+        "audit_per_model": run.audit_per_model,
     }
 
 
 def create_run_from_file(study, data, actor=None, name=None):
     """Create a run from a run file; names are resolved in the study (instruments also in the library)."""
     if not isinstance(data, dict) or data.get("stereoscope_questionnaire_run") != RUN_FILE_VERSION:
-        raise PsychError(f"Not a questionnaire run file (expected \"stereoscope_questionnaire_run\": {RUN_FILE_VERSION}).")
+        raise PsychError(
+            f'Not a questionnaire run file (expected "stereoscope_questionnaire_run": {RUN_FILE_VERSION}).'
+        )
     problems = []
     inst = data.get("instrument") or {}
-    instrument = instruments_for(study).filter(name=inst.get("name"), version=inst.get("version")).order_by("-study__is_library").first() \
-        if isinstance(inst, dict) else None
+    instrument = (
+        instruments_for(study)
+        .filter(name=inst.get("name"), version=inst.get("version"))
+        .order_by("-study__is_library")
+        .first()
+        if isinstance(inst, dict)
+        else None
+    )
     if instrument is None:
-        problems.append(f"No instrument {inst.get('name') if isinstance(inst, dict) else inst!r} v{inst.get('version') if isinstance(inst, dict) else ''}.")
+        problems.append(
+            f"No instrument {inst.get('name') if isinstance(inst, dict) else inst!r} "
+            f"v{inst.get('version') if isinstance(inst, dict) else ''}."
+        )
     context_set = ContextSet.objects.filter(study=study, name=data.get("context_set")).first()
     if context_set is None and data.get("context_set") is not None:
         problems.append(f"No context set named {data.get('context_set')!r} in this study.")
@@ -587,15 +765,29 @@ def create_run_from_file(study, data, actor=None, name=None):
     template = data.get("template") or {}
     options = data.get("options") or {}
     ext = data.get("extraction") or {}
-    return create_run(study, name=name or data.get("name") or "Run from file", instrument=instrument, context_set=context_set,
-                      endpoints=endpoints, repetitions=data.get("repetitions", 1), seeds=data.get("seeds") or [],
-                      template_key=template.get("key", "jung2025"),
-                      custom_user=template.get("user", ""), custom_system=template.get("system", ""),
-                      option_format=template.get("option_format", "lines"), option_order=options.get("order", "fixed"),
-                      option_numbering=options.get("numbering", "position"), order_seed=options.get("seed", 0),
-                      extractors=ext.get("chain"), refusal_policy=ext.get("refusal_policy", "fallback"),
-                      json_field=ext.get("json_field", "answer"), param_overrides=data.get("params") or {},
-                      audit_per_model=data.get("audit_per_model", 100), judge_endpoint=judge, actor=actor)
+    return create_run(
+        study,
+        name=name or data.get("name") or "Run from file",
+        instrument=instrument,
+        context_set=context_set,
+        endpoints=endpoints,
+        repetitions=data.get("repetitions", 1),
+        seeds=data.get("seeds") or [],
+        template_key=template.get("key", "jung2025"),
+        custom_user=template.get("user", ""),
+        custom_system=template.get("system", ""),
+        option_format=template.get("option_format", "lines"),
+        option_order=options.get("order", "fixed"),
+        option_numbering=options.get("numbering", "position"),
+        order_seed=options.get("seed", 0),
+        extractors=ext.get("chain"),
+        refusal_policy=ext.get("refusal_policy", "fallback"),
+        json_field=ext.get("json_field", "answer"),
+        param_overrides=data.get("params") or {},
+        audit_per_model=data.get("audit_per_model", 100),
+        judge_endpoint=judge,
+        actor=actor,
+    )
 
 
 def record_manual_answer(response, text, user=None):
@@ -606,11 +798,20 @@ def record_manual_answer(response, text, user=None):
     if response.status != ResponseStatus.PENDING:
         raise PsychError("This unit is answered already.")
     run = response.run
-    got = extraction.extract(text, response.options, run.extractors or ["number"], run.refusal_policy, run.json_field or "answer")
+    got = extraction.extract(
+        text, response.options, run.extractors or ["number"], run.refusal_policy, run.json_field or "answer"
+    )
     Response.objects.filter(pk=response.pk, status=ResponseStatus.PENDING).update(
-        status=ResponseStatus.DONE, raw_text=text, extraction=got.status, extracted_code=got.code or "",
-        value=got.value if got.status == "ok" else None, extraction_method=got.method[:30], extraction_detail=got.detail[:300],
-        error="", completed_at=timezone.now())
+        status=ResponseStatus.DONE,
+        raw_text=text,
+        extraction=got.status,
+        extracted_code=got.code or "",
+        value=got.value if got.status == "ok" else None,
+        extraction_method=got.method[:30],
+        extraction_detail=got.detail[:300],
+        error="",
+        completed_at=timezone.now(),
+    )
     if not run.responses.filter(status=ResponseStatus.PENDING).exists():
         finish(run.pk)
     response.refresh_from_db()

@@ -4,6 +4,7 @@ Input is a wide DataFrame: one row per respondent (context × repetition), one c
 original response scale, NaN for missing. Reverse items are recoded as min + max − x. A (sub)scale score is the
 mean (or the sum) of its recoded items under the instrument's missing-data policy (see spec.missing_policy_text).
 """
+
 import numpy as np
 import pandas as pd
 

@@ -1,5 +1,6 @@
 """Writes for instruments, persona sets and context sets. Every import validates first and applies in one
 transaction; problems raise PsychError with a message that says what to fix."""
+
 import csv
 import io
 import itertools
@@ -51,20 +52,47 @@ def create_instrument(study, data, *, actor=None, builtin_key="", locked=False, 
     if parallel_of is None and spec.parallel_form:
         pf = spec.parallel_form
         candidates = instruments_for(study).filter(name=pf["name"])
-        parallel_of = candidates.filter(label=str(pf.get("version", ""))).first() or candidates.order_by("-version").first()
+        parallel_of = (
+            candidates.filter(label=str(pf.get("version", ""))).first() or candidates.order_by("-version").first()
+        )
     INSTRUMENTS.refuse_library(study, builtin=bool(builtin_key))
     version = INSTRUMENTS.next_version(study, spec.name)
     parent = Instrument.objects.filter(study=study, name=spec.name, version=version - 1).first()
     instrument = Instrument.objects.create(
-        study=study, name=spec.name, version=version, label=spec.version, description=spec.description,
-        source=spec.source, instruction=spec.instruction, scale_min=spec.scale.min, scale_max=spec.scale.max,
-        scale_labels={str(k): v for k, v in spec.scale.labels.items()}, continuous=spec.scale.continuous,
-        subscales=spec.subscales, scoring=spec.scoring, missing_policy=spec.missing, parallel_of=parallel_of,
-        parent=parent, builtin_key=builtin_key, locked=locked, created_by=actor)
-    items = InstrumentItem.objects.bulk_create([
-        InstrumentItem(instrument=instrument, item_id=i.id, position=n, text=i.text, subscale=i.subscale, reverse=i.reverse,
-                       options=[{"text": o.text, "weight": o.weight} for o in i.options])
-        for n, i in enumerate(spec.items)])
+        study=study,
+        name=spec.name,
+        version=version,
+        label=spec.version,
+        description=spec.description,
+        source=spec.source,
+        instruction=spec.instruction,
+        scale_min=spec.scale.min,
+        scale_max=spec.scale.max,
+        scale_labels={str(k): v for k, v in spec.scale.labels.items()},
+        continuous=spec.scale.continuous,
+        subscales=spec.subscales,
+        scoring=spec.scoring,
+        missing_policy=spec.missing,
+        parallel_of=parallel_of,
+        parent=parent,
+        builtin_key=builtin_key,
+        locked=locked,
+        created_by=actor,
+    )
+    items = InstrumentItem.objects.bulk_create(
+        [
+            InstrumentItem(
+                instrument=instrument,
+                item_id=i.id,
+                position=n,
+                text=i.text,
+                subscale=i.subscale,
+                reverse=i.reverse,
+                options=[{"text": o.text, "weight": o.weight} for o in i.options],
+            )
+            for n, i in enumerate(spec.items)
+        ]
+    )
     if parallel_of is not None:
         others = {i.item_id: i for i in parallel_of.items.all()}
         missing = [i.parallel for i in spec.items if i.parallel and i.parallel not in others]
@@ -85,10 +113,21 @@ def export_instrument(instrument):
 
 def _copy_items(instrument, copy, *, actor=None):
     """An instrument version's children: its items (links to a parallel form's items kept)."""
-    InstrumentItem.objects.bulk_create([
-        InstrumentItem(instrument=copy, item_id=i.item_id, position=i.position, text=i.text, subscale=i.subscale,
-                       reverse=i.reverse, options=i.options, parallel_id=i.parallel_id)
-        for i in instrument.items.all()])
+    InstrumentItem.objects.bulk_create(
+        [
+            InstrumentItem(
+                instrument=copy,
+                item_id=i.item_id,
+                position=i.position,
+                text=i.text,
+                subscale=i.subscale,
+                reverse=i.reverse,
+                options=i.options,
+                parallel_id=i.parallel_id,
+            )
+            for i in instrument.items.all()
+        ]
+    )
 
 
 # Locked when a questionnaire run is created with it (psychometrics/runs.py).
@@ -144,8 +183,9 @@ def import_personas(study, name, text, filename="personas.jsonl", description=""
     if problems:
         raise PsychError("; ".join(problems[:10]) + (f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""))
     persona_set = _new_persona_set(study, name, description=description)
-    Persona.objects.bulk_create([Persona(persona_set=persona_set, key=k, text=t, attributes=a, order=i)
-                                 for i, (k, t, a) in enumerate(personas)])
+    Persona.objects.bulk_create(
+        [Persona(persona_set=persona_set, key=k, text=t, attributes=a, order=i) for i, (k, t, a) in enumerate(personas)]
+    )
     return persona_set
 
 
@@ -190,16 +230,21 @@ def expand_attributes(template, attributes):
 @transaction.atomic
 def generate_personas(study, name, template, attributes, description="", builtin_key=""):
     if not isinstance(attributes, dict) or not attributes:
-        raise PsychError("Attributes must be an object of lists, e.g. {\"title\": [\"Mr.\", \"Ms.\"], \"surname\": [\"Kim\"]}.")
+        raise PsychError('Attributes must be an object of lists, e.g. {"title": ["Mr.", "Ms."], "surname": ["Kim"]}.')
     if not template or "{" not in template:
         raise PsychError("The template needs at least one {attribute} placeholder, e.g. “{title} {surname}”.")
     rows = expand_attributes(template, attributes)
     if len(rows) > MAX_IMPORT_ROWS:
         raise PsychError(f"{len(rows)} personas is more than the limit of {MAX_IMPORT_ROWS}.")
-    persona_set = _new_persona_set(study, name, description=description, template=template, attributes=attributes,
-                                   builtin_key=builtin_key)
-    Persona.objects.bulk_create([Persona(persona_set=persona_set, key=f"{i + 1}", text=t, attributes=a, order=i)
-                                 for i, (t, a) in enumerate(rows)])
+    persona_set = _new_persona_set(
+        study, name, description=description, template=template, attributes=attributes, builtin_key=builtin_key
+    )
+    Persona.objects.bulk_create(
+        [
+            Persona(persona_set=persona_set, key=f"{i + 1}", text=t, attributes=a, order=i)
+            for i, (t, a) in enumerate(rows)
+        ]
+    )
     return persona_set
 
 
@@ -223,9 +268,13 @@ def add_persona_twins(persona_set):
             key = f"{persona.key}~twin"
             if key in keys:
                 continue
-            twin = Persona.objects.create(persona_set=persona_set, key=key, text=swapped,
-                                          attributes={**persona.attributes, "counterfactual_of": persona.key},
-                                          order=start + created)
+            twin = Persona.objects.create(
+                persona_set=persona_set,
+                key=key,
+                text=swapped,
+                attributes={**persona.attributes, "counterfactual_of": persona.key},
+                order=start + created,
+            )
             by_text[swapped] = twin
             created += 1
         Persona.objects.filter(pk=twin.pk).update(twin=persona)
@@ -272,11 +321,21 @@ def contexts_from_personas(study, name, persona_set, n=None, seed=0, description
     if not personas:
         raise PsychError("The persona set has no included personas.")
     chosen = sample(personas, n, seed)
-    context_set = _new_context_set(study, name, description=description, seed=seed if n else None,
-                                   source=f"persona set “{persona_set.name}”" + (f", sample of {n} (seed {seed})" if n else ""))
-    contexts = Context.objects.bulk_create([
-        Context(context_set=context_set, key=p.key, persona=p.text, source_persona=p, attributes=p.attributes, order=i)
-        for i, p in enumerate(chosen)])
+    context_set = _new_context_set(
+        study,
+        name,
+        description=description,
+        seed=seed if n else None,
+        source=f"persona set “{persona_set.name}”" + (f", sample of {n} (seed {seed})" if n else ""),
+    )
+    contexts = Context.objects.bulk_create(
+        [
+            Context(
+                context_set=context_set, key=p.key, persona=p.text, source_persona=p, attributes=p.attributes, order=i
+            )
+            for i, p in enumerate(chosen)
+        ]
+    )
     by_persona = {c.source_persona_id: c for c in contexts}
     for c in contexts:
         twin_persona = next((p.twin_id for p in chosen if p.pk == c.source_persona_id), None)
@@ -290,7 +349,11 @@ def _turns(value, where):
         raise PsychError(f"{where}: “turns” must be a list of {{role, content}} objects.")
     turns = []
     for t in value:
-        if not isinstance(t, dict) or t.get("role") not in ("user", "assistant") or not isinstance(t.get("content"), str):
+        if (
+            not isinstance(t, dict)
+            or t.get("role") not in ("user", "assistant")
+            or not isinstance(t.get("content"), str)
+        ):
             raise PsychError(f"{where}: each turn needs role “user” or “assistant” and a text content.")
         turns.append({"role": t["role"], "content": t["content"]})
     return turns
@@ -317,10 +380,19 @@ def import_contexts(study, name, text, filename="contexts.jsonl", n=None, seed=0
         attrs = {k: v for k, v in row.items() if k not in ("key", "id", "persona", "turns", "conversation")}
         parsed.append((key, persona.strip(), turns, attrs))
     chosen = sample(parsed, n, seed)
-    context_set = _new_context_set(study, name, description=description, seed=seed if n else None,
-                                   source=f"import {filename}" + (f", sample of {n} (seed {seed})" if n else ""))
-    Context.objects.bulk_create([Context(context_set=context_set, key=k, persona=p, turns=t, attributes=a, order=i)
-                                 for i, (k, p, t, a) in enumerate(chosen)])
+    context_set = _new_context_set(
+        study,
+        name,
+        description=description,
+        seed=seed if n else None,
+        source=f"import {filename}" + (f", sample of {n} (seed {seed})" if n else ""),
+    )
+    Context.objects.bulk_create(
+        [
+            Context(context_set=context_set, key=k, persona=p, turns=t, attributes=a, order=i)
+            for i, (k, p, t, a) in enumerate(chosen)
+        ]
+    )
     return context_set
 
 
@@ -346,29 +418,47 @@ def add_context_twins(context_set):
         turns = [{"role": t["role"], "content": swap_gender(t["content"])} for t in c.turns]
         if (persona, turns) == (c.persona, c.turns) or c.key.endswith("~twin") or f"{c.key}~twin" in keys:
             continue
-        twin = Context.objects.create(context_set=context_set, key=f"{c.key}~twin", persona=persona, turns=turns, twin=c,
-                                      attributes={**c.attributes, "counterfactual_of": c.key}, order=start + created)
+        twin = Context.objects.create(
+            context_set=context_set,
+            key=f"{c.key}~twin",
+            persona=persona,
+            turns=turns,
+            twin=c,
+            attributes={**c.attributes, "counterfactual_of": c.key},
+            order=start + created,
+        )
         Context.objects.filter(pk=c.pk).update(twin=twin)
         created += 1
     return created
 
 
 # -- texts generated in contexts (Jung's concurrent validity) --------------------------------------------------------
-def generation_run_in_contexts(study, *, name, context_set, toolkit, endpoints, trials=1, param_overrides=None,
-                               actor=None):
+def generation_run_in_contexts(
+    study, *, name, context_set, toolkit, endpoints, trials=1, param_overrides=None, actor=None
+):
     """A generation run whose every prompt is asked in every included context of the set (context × prompt), the
     context sent as in questionnaire runs: the persona as system message, then the prior turns."""
     from generation.runs import RunError, create_run
 
     if context_set is None or context_set.study_id != study.pk:
         raise PsychError("Choose a context set of this study.")
-    contexts = [{"key": c.key, "persona": c.persona, "turns": c.turns or []}
-                for c in context_set.contexts.filter(included=True).order_by("order", "key")]
+    contexts = [
+        {"key": c.key, "persona": c.persona, "turns": c.turns or []}
+        for c in context_set.contexts.filter(included=True).order_by("order", "key")
+    ]
     if not contexts:
         raise PsychError("The context set has no included contexts.")
     try:
-        return create_run(study, name=name, toolkit=toolkit, endpoints=endpoints, trials=trials,
-                          param_overrides=param_overrides, contexts=contexts,
-                          context_source=f"context set “{context_set.name}”", actor=actor)
+        return create_run(
+            study,
+            name=name,
+            toolkit=toolkit,
+            endpoints=endpoints,
+            trials=trials,
+            param_overrides=param_overrides,
+            contexts=contexts,
+            context_source=f"context set “{context_set.name}”",
+            actor=actor,
+        )
     except RunError as exc:
         raise PsychError(str(exc)) from None

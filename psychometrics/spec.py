@@ -11,9 +11,11 @@ Optional keys: description, source, instruction, scoring ("mean" | "sum"), missi
 "complete", "min_fraction": 0.5}), parallel_form ({"name": ..., "version": ...}: the form this one is an alternate
 of), and per item `parallel` (the linked item id in that form) and `options`: the item's own answer options,
 [{"text": "not at all", "weight": 0}, {"text": "a lot", "weight": 4}], shown instead of the scale and scored by
-their weights (the direction is in the weights, so such an item is not reverse-coded). `"scale": {"continuous": true}` declares continuous
-data (imported human scores); min/max are then optional and reverse items need them.
+their weights (the direction is in the weights, so such an item is not reverse-coded).
+`"scale": {"continuous": true}` declares continuous data (imported human scores); min/max are then optional
+and reverse items need them.
 """
+
 from dataclasses import dataclass, field
 
 SCORING = ("mean", "sum")
@@ -93,18 +95,28 @@ class InstrumentSpec:
 
 def missing_policy_text(missing, scoring="mean"):
     if missing.get("cfa") == "fiml":
-        tail = ("reliability uses contexts with all analysed items answered (listwise deletion; item–total r and "
-                "α if deleted on the cases of their subscale's α); the CFA uses every context with an answer "
-                "(full-information ML).")
+        tail = (
+            "reliability uses contexts with all analysed items answered (listwise deletion; item–total r and "
+            "α if deleted on the cases of their subscale's α); the CFA uses every context with an answer "
+            "(full-information ML)."
+        )
     else:
-        tail = ("reliability and CFA use contexts with all analysed items answered (listwise deletion; item–total r "
-                "and α if deleted on the cases of their subscale's α).")
+        tail = (
+            "reliability and CFA use contexts with all analysed items answered (listwise deletion; item–total r "
+            "and α if deleted on the cases of their subscale's α)."
+        )
     if missing.get("method") == "complete":
         return f"Missing data: a score is computed only when every item of the (sub)scale was answered; {tail}"
     frac = missing.get("min_fraction", 0.5)
-    how = "the mean of the answered items" if scoring == "mean" else "the prorated sum (mean of answered items × number of items)"
-    return (f"Missing data: a (sub)scale score is {how} when at least {frac:.0%} of its items were answered, "
-            f"otherwise missing; {tail}")
+    how = (
+        "the mean of the answered items"
+        if scoring == "mean"
+        else "the prorated sum (mean of answered items × number of items)"
+    )
+    return (
+        f"Missing data: a (sub)scale score is {how} when at least {frac:.0%} of its items were answered, "
+        f"otherwise missing; {tail}"
+    )
 
 
 def parse_item_options(raw, where, errors):
@@ -112,7 +124,7 @@ def parse_item_options(raw, where, errors):
     if raw is None:
         return []
     if not isinstance(raw, list):
-        errors.append(f"{where}: “options” must be a list of {{\"text\", \"weight\"}} objects.")
+        errors.append(f'{where}: “options” must be a list of {{"text", "weight"}} objects.')
         return []
     if len(raw) < 2:
         errors.append(f"{where}: “options” needs at least two options.")
@@ -159,7 +171,7 @@ def parse_instrument(data):
     scale_data = data.get("scale")
     scale = Scale(None, None)
     if not isinstance(scale_data, dict):
-        errors.append("“scale” is required: {\"min\": 0, \"max\": 5, \"labels\": {...}} or {\"continuous\": true}.")
+        errors.append('“scale” is required: {"min": 0, "max": 5, "labels": {...}} or {"continuous": true}.')
     else:
         continuous = scale_data.get("continuous", False)
         if not isinstance(continuous, bool):
@@ -181,7 +193,7 @@ def parse_instrument(data):
         labels = {}
         raw_labels = scale_data.get("labels", {}) or {}
         if not isinstance(raw_labels, dict):
-            errors.append("scale.labels must be an object mapping points to labels, e.g. {\"0\": \"disagree strongly\"}.")
+            errors.append('scale.labels must be an object mapping points to labels, e.g. {"0": "disagree strongly"}.')
         else:
             for key, label in raw_labels.items():
                 try:
@@ -246,10 +258,12 @@ def parse_instrument(data):
             parallel = None
         options = parse_item_options(raw.get("options"), where, errors)
         if options and reverse:
-            errors.append(f"{where}: an item with its own options carries its direction in the weights; "
-                          "set “reverse” to false.")
-        items.append(ItemSpec(item_id, text.strip(), subscale, reverse, None if parallel is None else str(parallel),
-                              options))
+            errors.append(
+                f"{where}: an item with its own options carries its direction in the weights; set “reverse” to false."
+            )
+        items.append(
+            ItemSpec(item_id, text.strip(), subscale, reverse, None if parallel is None else str(parallel), options)
+        )
     if not subscales and items:
         subscales = list(dict.fromkeys(i.subscale for i in items if i.subscale))
     scoring = data.get("scoring", "mean")
@@ -261,8 +275,11 @@ def parse_instrument(data):
         errors.append(f"“missing” must be an object with method one of {', '.join(MISSING_METHODS)}.")
         missing = dict(DEFAULT_MISSING)
     else:
-        missing = {"method": missing.get("method", "prorate"), "min_fraction": missing.get("min_fraction", 0.5),
-                   **({"cfa": missing["cfa"]} if "cfa" in missing else {})}
+        missing = {
+            "method": missing.get("method", "prorate"),
+            "min_fraction": missing.get("min_fraction", 0.5),
+            **({"cfa": missing["cfa"]} if "cfa" in missing else {}),
+        }
         if missing.get("cfa", "listwise") not in CFA_MISSING:
             errors.append(f"missing.cfa must be one of {', '.join(CFA_MISSING)} (how the CFA treats missing answers).")
             missing.pop("cfa")
@@ -280,9 +297,17 @@ def parse_instrument(data):
     if errors:
         raise SpecError("; ".join(errors))
     return InstrumentSpec(
-        name=name.strip(), version=str(version).strip(), scale=scale, subscales=list(subscales), items=items,
-        description=data.get("description", ""), source=data.get("source", ""), instruction=data.get("instruction", ""),
-        scoring=scoring, missing=missing, parallel_form=parallel_form,
+        name=name.strip(),
+        version=str(version).strip(),
+        scale=scale,
+        subscales=list(subscales),
+        items=items,
+        description=data.get("description", ""),
+        source=data.get("source", ""),
+        instruction=data.get("instruction", ""),
+        scoring=scoring,
+        missing=missing,
+        parallel_form=parallel_form,
     )
 
 
@@ -295,8 +320,7 @@ def to_dict(spec):
         scale["max"] = spec.scale.max
     if spec.scale.labels:
         scale["labels"] = {str(k): v for k, v in sorted(spec.scale.labels.items())}
-    data = {"name": spec.name, "version": spec.version, "scale": scale, "subscales": list(spec.subscales),
-            "items": []}
+    data = {"name": spec.name, "version": spec.version, "scale": scale, "subscales": list(spec.subscales), "items": []}
     for item in spec.items:
         row = {"id": item.id, "text": item.text, "subscale": item.subscale, "reverse": item.reverse}
         if item.parallel:

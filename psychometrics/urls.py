@@ -6,7 +6,11 @@ urlpatterns = [
     path("questionnaires/", views.index, name="questionnaires"),
     path("questionnaires/instruments/import/", views.instrument_import, name="psych-instrument-import"),
     path("questionnaires/instruments/<int:instrument_id>/", views.instrument_detail, name="psych-instrument"),
-    path("questionnaires/instruments/<int:instrument_id>/export.json", views.instrument_export, name="psych-instrument-export"),
+    path(
+        "questionnaires/instruments/<int:instrument_id>/export.json",
+        views.instrument_export,
+        name="psych-instrument-export",
+    ),
     path("questionnaires/personas/", views.personas, name="psych-personas"),
     path("questionnaires/personas/import/", views.persona_import, name="psych-persona-import"),
     path("questionnaires/personas/generate/", views.persona_generate, name="psych-persona-generate"),

@@ -5,6 +5,7 @@ ML (semopy's Wishart maximum likelihood, "MLW"; normal theory, no robust correct
 TLI and RMSEA from semopy; the RMSEA 90% CI (non-central χ²) and SRMR (Bentler) computed here, all with N in the
 denominator, as lavaan reports them.
 """
+
 import re
 import warnings
 
@@ -14,10 +15,14 @@ from scipy import optimize, stats
 
 from .reliability import clean
 
-ESTIMATOR = ("ML (maximum likelihood, semopy MLW) with the Satorra–Bentler scaled χ² and robust CFI, TLI and RMSEA "
-             "(as lavaan's MLM); ratings use the ML indices")
-ESTIMATOR_FIML = ("ML with full-information ML for missing data (semopy ModelMeans: each respondent's observed "
-                  "items; saturated model by EM); normal theory, no robust scaling")
+ESTIMATOR = (
+    "ML (maximum likelihood, semopy MLW) with the Satorra–Bentler scaled χ² and robust CFI, TLI and RMSEA "
+    "(as lavaan's MLM); ratings use the ML indices"
+)
+ESTIMATOR_FIML = (
+    "ML with full-information ML for missing data (semopy ModelMeans: each respondent's observed "
+    "items; saturated model by EM); normal theory, no robust scaling"
+)
 CFA_MISSING = ("listwise", "fiml")
 
 
@@ -88,11 +93,19 @@ def fiml_fit_statistics(x, implied_mean, implied_cov, dof):
     chi2, chi2_b, df_b = 2 * (ll_s - ll_m), 2 * (ll_s - ll_b), p * (p - 1) / 2
     d_model, d_base = max(chi2 - dof, 0.0), max(chi2_b - df_b, chi2 - dof, 0.0)
     tli = ((chi2_b / df_b) - (chi2 / dof)) / ((chi2_b / df_b) - 1) if dof and chi2_b / df_b != 1 else None
-    return {"chi2": clean(chi2), "p": clean(stats.chi2.sf(chi2, dof)) if dof else None,
+    return (
+        {
+            "chi2": clean(chi2),
+            "p": clean(stats.chi2.sf(chi2, dof)) if dof else None,
             "cfi": clean(1 - d_model / d_base) if d_base > 0 else None,
             "cfi_raw": clean(1 - (chi2 - dof) / (chi2_b - df_b)) if chi2_b != df_b else None,
-            "tli": None if tli is None else clean(min(1.0, max(0.0, tli))), "tli_raw": clean(tli),
-            "rmsea": clean(np.sqrt(d_model / (dof * n))) if dof else None}, cov_s, n
+            "tli": None if tli is None else clean(min(1.0, max(0.0, tli))),
+            "tli_raw": clean(tli),
+            "rmsea": clean(np.sqrt(d_model / (dof * n))) if dof else None,
+        },
+        cov_s,
+        n,
+    )
 
 
 def _safe(name):
@@ -151,8 +164,13 @@ def fit_indices(chi2, dof, sample_cov, n):
     # Uncapped values (CFI and TLI above 1 or below 0 flag a model that fits "better than perfect", e.g. noise).
     cfi_raw = 1 - (chi2 - dof) / (chi2_b - df_b) if chi2_b != df_b else None
     tli_capped = None if tli is None else min(1.0, max(0.0, tli))
-    return {"cfi": clean(cfi), "tli": clean(tli_capped), "rmsea": clean(rmsea), "cfi_raw": clean(cfi_raw),
-            "tli_raw": clean(tli)}
+    return {
+        "cfi": clean(cfi),
+        "tli": clean(tli_capped),
+        "rmsea": clean(rmsea),
+        "cfi_raw": clean(cfi_raw),
+        "tli_raw": clean(tli),
+    }
 
 
 STANDARDISED_LIMIT = 0.999
@@ -167,8 +185,10 @@ def improper_solution(converged, loadings, residual_variances, factor_covariance
         reasons.append("the estimation did not converge")
     for item, value in residual_variances.items():
         if not value > 1e-8:
-            reasons.append(f"residual variance of {item} is {'zero' if abs(value) <= 1e-8 else 'negative'} "
-                           f"({value:.3g}, Heywood case)")
+            reasons.append(
+                f"residual variance of {item} is {'zero' if abs(value) <= 1e-8 else 'negative'} "
+                f"({value:.3g}, Heywood case)"
+            )
     for row in loadings:
         if row["std"] is not None and abs(row["std"]) >= STANDARDISED_LIMIT:
             reasons.append(f"standardised loading of {row['item']} on {row['factor']} is {row['std']:.3f}")
@@ -193,20 +213,46 @@ def cfa(data, factors, drop_zero_variance=True, missing="listwise"):
         raise ValueError(f"missing must be one of {', '.join(CFA_MISSING)}.")
     fiml = missing == "fiml"
     notes, dropped = [], []
-    result = {"n": 0, "estimator": ESTIMATOR_FIML if fiml else ESTIMATOR, "missing": missing, "chi2": None, "df": None, "p": None, "cfi": None, "tli": None,
-              "rmsea": None, "rmsea_ci_low": None, "rmsea_ci_high": None, "srmr": None, "loadings": [],
-              "cfi_raw": None, "tli_raw": None, "improper": [], "chi2_scaled": None, "scaling_factor": None,
-              "cfi_robust": None, "tli_robust": None, "rmsea_robust": None,
-              "factor_correlations": [], "omega": {}, "dropped": dropped, "notes": notes}
+    result = {
+        "n": 0,
+        "estimator": ESTIMATOR_FIML if fiml else ESTIMATOR,
+        "missing": missing,
+        "chi2": None,
+        "df": None,
+        "p": None,
+        "cfi": None,
+        "tli": None,
+        "rmsea": None,
+        "rmsea_ci_low": None,
+        "rmsea_ci_high": None,
+        "srmr": None,
+        "loadings": [],
+        "cfi_raw": None,
+        "tli_raw": None,
+        "improper": [],
+        "chi2_scaled": None,
+        "scaling_factor": None,
+        "cfi_robust": None,
+        "tli_robust": None,
+        "rmsea_robust": None,
+        "factor_correlations": [],
+        "omega": {},
+        "dropped": dropped,
+        "notes": notes,
+    }
     used = {}
     cols = [c for ids in factors.values() for c in ids]
     frame = data[cols].astype(float).dropna(axis=0, how="all" if fiml else "any")
     if fiml and frame.isna().any().any():
-        notes.append(f"Full-information ML: all {len(frame)} respondents with an answer are used; "
-                     f"{int(frame.isna().sum().sum())} missing answers enter through the likelihood.")
+        notes.append(
+            f"Full-information ML: all {len(frame)} respondents with an answer are used; "
+            f"{int(frame.isna().sum().sum())} missing answers enter through the likelihood."
+        )
     if len(frame) < len(data):
-        notes.append(f"{len(data) - len(frame)} respondents with "
-                     f"{'no answer' if fiml else 'missing items'} left out{'' if fiml else ' (listwise deletion)'}.")
+        notes.append(
+            f"{len(data) - len(frame)} respondents with "
+            f"{'no answer' if fiml else 'missing items'} left out{'' if fiml else ' (listwise deletion)'}."
+        )
     for factor, ids in factors.items():
         keep = []
         for item in ids:
@@ -283,16 +329,29 @@ def cfa(data, factors, drop_zero_variance=True, missing="listwise"):
         if op == "~" and rval in reverse_factors:
             factor, item = reverse_factors[rval], reverse_names.get(lval, lval)
             lam[(factor, item)] = float(estimate)
-            result["loadings"].append({"factor": factor, "item": item, "estimate": clean(estimate),
-                                       "std": clean(std), "p": clean(p) if not isinstance(p, str) else None})
+            result["loadings"].append(
+                {
+                    "factor": factor,
+                    "item": item,
+                    "estimate": clean(estimate),
+                    "std": clean(std),
+                    "p": clean(p) if not isinstance(p, str) else None,
+                }
+            )
         elif op == "~~" and lval in reverse_names and lval == rval:
             theta[reverse_names[lval]] = float(estimate)
         elif op == "~~" and lval in reverse_factors and rval in reverse_factors:
             phi[(reverse_factors[lval], reverse_factors[rval])] = float(estimate)
             phi[(reverse_factors[rval], reverse_factors[lval])] = float(estimate)
             if lval != rval:
-                result["factor_correlations"].append({"a": reverse_factors[lval], "b": reverse_factors[rval],
-                                                      "r": clean(std), "p": clean(p) if not isinstance(p, str) else None})
+                result["factor_correlations"].append(
+                    {
+                        "a": reverse_factors[lval],
+                        "b": reverse_factors[rval],
+                        "r": clean(std),
+                        "p": clean(p) if not isinstance(p, str) else None,
+                    }
+                )
     if any(r["p"] is None for r in result["loadings"]):
         notes.append("The first loading of each factor is fixed to 1 (marker), so it has no p-value.")
     # McDonald's omega from the fitted model: (Σλ)²φ / ((Σλ)²φ + Σθ) per factor; for the total,
@@ -313,8 +372,10 @@ def cfa(data, factors, drop_zero_variance=True, missing="listwise"):
         if row["r"] is not None and abs(row["r"]) >= STANDARDISED_LIMIT:
             result["improper"].append(f"the correlation of factors {row['a']} and {row['b']} is {row['r']:.3f}")
     if result["improper"]:
-        notes.append("Improper solution: " + "; ".join(result["improper"]) + ". Fit indices of an improper "
-                     "solution are not evidence of validity.")
+        notes.append(
+            "Improper solution: " + "; ".join(result["improper"]) + ". Fit indices of an improper "
+            "solution are not evidence of validity."
+        )
     return result
 
 
@@ -405,10 +466,18 @@ def robust_fit(chi2, dof, chi2_b, n, c, c_b):
     chi2_b = None if chi2_b is None else chi2_b[0]
     scaled = chi2 / c
     p = stats.chi2.sf(scaled, dof)
-    out = {"chi2_scaled": clean(scaled), "p_scaled": clean(p), "scaling_factor": clean(c),
-           "rmsea_robust": clean(np.sqrt(max(chi2 - c * dof, 0.0) / (n * dof))),
-           "cfi_scaled": None, "tli_scaled": None, "cfi_robust": None, "tli_robust": None,
-           "chi2_baseline_scaled": None, "scaling_factor_baseline": clean(c_b)}
+    out = {
+        "chi2_scaled": clean(scaled),
+        "p_scaled": clean(p),
+        "scaling_factor": clean(c),
+        "rmsea_robust": clean(np.sqrt(max(chi2 - c * dof, 0.0) / (n * dof))),
+        "cfi_scaled": None,
+        "tli_scaled": None,
+        "cfi_robust": None,
+        "tli_robust": None,
+        "chi2_baseline_scaled": None,
+        "scaling_factor_baseline": clean(c_b),
+    }
     if chi2_b is None or c_b is None:
         return out
     scaled_b = chi2_b / c_b

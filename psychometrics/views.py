@@ -1,4 +1,5 @@
 """Questionnaire pages: instruments, personas, context sets, runs (progress), reports, comparisons, audit, exports."""
+
 import json
 
 from django.contrib import messages
@@ -36,11 +37,19 @@ def _ctx(request, **extra):
 @study_role_required(VIEWER)
 def index(request, study_id):
     study = request.study
-    return render(request, "psychometrics/index.html", _ctx(
-        request, instruments=services.instruments_for(study).prefetch_related("items"),
-        persona_sets=services.persona_sets_for(study), context_sets=ContextSet.objects.filter(study=study),
-        runs_list=QuestionnaireRun.objects.filter(study=study).select_related("instrument", "context_set"),
-        import_form=InstrumentImportForm(), runfile_form=RunFileForm()))
+    return render(
+        request,
+        "psychometrics/index.html",
+        _ctx(
+            request,
+            instruments=services.instruments_for(study).prefetch_related("items"),
+            persona_sets=services.persona_sets_for(study),
+            context_sets=ContextSet.objects.filter(study=study),
+            runs_list=QuestionnaireRun.objects.filter(study=study).select_related("instrument", "context_set"),
+            import_form=InstrumentImportForm(),
+            runfile_form=RunFileForm(),
+        ),
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -63,25 +72,44 @@ def instrument_import(request, study_id):
 def instrument_detail(request, study_id, instrument_id):
     instrument = get_object_or_404(services.instruments_for(request.study), pk=instrument_id)
     spec = instrument.to_spec()
-    return render(request, "psychometrics/instrument.html", _ctx(
-        request, instrument=instrument, items=instrument.items.select_related("parallel__instrument"),
-        spec=spec, labels=sorted((int(k), v) for k, v in (instrument.scale_labels or {}).items())))
+    return render(
+        request,
+        "psychometrics/instrument.html",
+        _ctx(
+            request,
+            instrument=instrument,
+            items=instrument.items.select_related("parallel__instrument"),
+            spec=spec,
+            labels=sorted((int(k), v) for k, v in (instrument.scale_labels or {}).items()),
+        ),
+    )
 
 
 @study_role_required(VIEWER)
 def instrument_export(request, study_id, instrument_id):
     instrument = get_object_or_404(services.instruments_for(request.study), pk=instrument_id)
-    response = JsonResponse(services.export_instrument(instrument), json_dumps_params={"indent": 1, "ensure_ascii": False})
+    response = JsonResponse(
+        services.export_instrument(instrument), json_dumps_params={"indent": 1, "ensure_ascii": False}
+    )
     response["Content-Disposition"] = f'attachment; filename="instrument-{instrument.pk}.json"'
     return response
 
 
 @study_role_required(VIEWER)
 def personas(request, study_id):
-    return render(request, "psychometrics/personas.html", _ctx(
-        request, persona_sets=services.persona_sets_for(request.study), import_form=PersonaImportForm(),
-        generate_form=PersonaGenerateForm(), context_form=ContextFromPersonasForm(persona_sets=services.persona_sets_for(request.study)),
-        context_import_form=ContextImportForm(), context_sets=ContextSet.objects.filter(study=request.study)))
+    return render(
+        request,
+        "psychometrics/personas.html",
+        _ctx(
+            request,
+            persona_sets=services.persona_sets_for(request.study),
+            import_form=PersonaImportForm(),
+            generate_form=PersonaGenerateForm(),
+            context_form=ContextFromPersonasForm(persona_sets=services.persona_sets_for(request.study)),
+            context_import_form=ContextImportForm(),
+            context_sets=ContextSet.objects.filter(study=request.study),
+        ),
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -108,7 +136,9 @@ def persona_generate(request, study_id):
     if form.is_valid():
         try:
             attributes = loads_json(form.cleaned_data["attributes"])
-            ps = services.generate_personas(request.study, form.cleaned_data["name"], form.cleaned_data["template"], attributes)
+            ps = services.generate_personas(
+                request.study, form.cleaned_data["name"], form.cleaned_data["template"], attributes
+            )
             messages.success(request, f"Generated {ps.personas.count()} personas.")
             return redirect("psych-persona-set", request.study.pk, ps.pk)
         except ValueError as exc:  # PsychError and JSON errors
@@ -123,7 +153,9 @@ def persona_set_detail(request, study_id, set_id):
     ps = get_object_or_404(services.persona_sets_for(request.study), pk=set_id)
     page = Paginator(ps.personas.all(), 100).get_page(request.GET.get("page"))
     editable = ps.study_id == request.study.pk
-    return render(request, "psychometrics/persona_set.html", _ctx(request, persona_set=ps, page=page, editable=editable))
+    return render(
+        request, "psychometrics/persona_set.html", _ctx(request, persona_set=ps, page=page, editable=editable)
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -146,8 +178,14 @@ def toggle_include(request, study_id, kind, pk):
     except PsychError as exc:
         messages.error(request, str(exc))
     if request.htmx:
-        return render(request, "psychometrics/_include_row.html", {"obj": obj, "kind": kind, "study": request.study, "can_edit": True})
-    target = ("psych-persona-set", obj.persona_set_id) if kind == "persona" else ("psych-context-set", obj.context_set_id)
+        return render(
+            request,
+            "psychometrics/_include_row.html",
+            {"obj": obj, "kind": kind, "study": request.study, "can_edit": True},
+        )
+    target = (
+        ("psych-persona-set", obj.persona_set_id) if kind == "persona" else ("psych-context-set", obj.context_set_id)
+    )
     return redirect(target[0], request.study.pk, target[1])
 
 
@@ -175,7 +213,9 @@ def context_import(request, study_id):
     if form.is_valid():
         d = form.cleaned_data
         try:
-            cs = services.import_contexts(request.study, d["name"], d["file"].read(), d["file"].name, n=d["n"], seed=d["seed"])
+            cs = services.import_contexts(
+                request.study, d["name"], d["file"].read(), d["file"].name, n=d["n"], seed=d["seed"]
+            )
             messages.success(request, f"Imported {cs.contexts.count()} contexts.")
             return redirect("psych-context-set", request.study.pk, cs.pk)
         except (PsychError, UnicodeDecodeError) as exc:
@@ -189,9 +229,16 @@ def context_import(request, study_id):
 def context_set_detail(request, study_id, set_id):
     cs = get_object_or_404(ContextSet, pk=set_id, study=request.study)
     page = Paginator(cs.contexts.all(), 100).get_page(request.GET.get("page"))
-    return render(request, "psychometrics/context_set.html", _ctx(
-        request, context_set=cs, page=page,
-        generate_form=ContextGenerationForm(study=request.study, initial={"name": f"Texts in {cs.name}"})))
+    return render(
+        request,
+        "psychometrics/context_set.html",
+        _ctx(
+            request,
+            context_set=cs,
+            page=page,
+            generate_form=ContextGenerationForm(study=request.study, initial={"name": f"Texts in {cs.name}"}),
+        ),
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -205,8 +252,15 @@ def context_set_generate(request, study_id, set_id):
         return redirect("psych-context-set", request.study.pk, cs.pk)
     d = form.cleaned_data
     try:
-        run = services.generation_run_in_contexts(request.study, name=d["name"], context_set=cs, toolkit=d["toolkit"],
-                                                  endpoints=d["endpoints"], trials=d["trials"], actor=request.user)
+        run = services.generation_run_in_contexts(
+            request.study,
+            name=d["name"],
+            context_set=cs,
+            toolkit=d["toolkit"],
+            endpoints=d["endpoints"],
+            trials=d["trials"],
+            actor=request.user,
+        )
     except PsychError as exc:
         messages.error(request, f"Nothing created: {exc}")
         return redirect("psych-context-set", request.study.pk, cs.pk)
@@ -247,7 +301,9 @@ def run_from_file(request, study_id):
     if form.is_valid():
         try:
             data = loads_json(form.cleaned_data["file"].read())
-            run = runs.create_run_from_file(request.study, data, actor=request.user, name=form.cleaned_data["name"] or None)
+            run = runs.create_run_from_file(
+                request.study, data, actor=request.user, name=form.cleaned_data["name"] or None
+            )
             messages.success(request, f"Run “{run.name}” created from the file.")
             return redirect("psych-run", request.study.pk, run.pk)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -258,7 +314,9 @@ def run_from_file(request, study_id):
 
 
 def _run(request, run_id):
-    return get_object_or_404(QuestionnaireRun.objects.select_related("instrument", "context_set"), pk=run_id, study=request.study)
+    return get_object_or_404(
+        QuestionnaireRun.objects.select_related("instrument", "context_set"), pk=run_id, study=request.study
+    )
 
 
 @study_role_required(VIEWER)
@@ -267,15 +325,27 @@ def run_detail(request, study_id, run_id):
     plan = runs.plan(run) if run.status == RunStatus.DRAFT else None
     has_manual = run.endpoints.filter(provider="manual").exists()
     batch_info = batches.summary(runs.QUESTIONNAIRE_JOB.name, run.pk)
-    return render(request, "psychometrics/run.html", _ctx(request, run=run, counts=runs.counts(run), plan=plan, has_manual=has_manual,
-                                                          runfile=json.dumps(runs.export_run_file(run), indent=1),
-                                                          batch_info=batch_info))
+    return render(
+        request,
+        "psychometrics/run.html",
+        _ctx(
+            request,
+            run=run,
+            counts=runs.counts(run),
+            plan=plan,
+            has_manual=has_manual,
+            runfile=json.dumps(runs.export_run_file(run), indent=1),
+            batch_info=batch_info,
+        ),
+    )
 
 
 @study_role_required(VIEWER)
 def run_progress(request, study_id, run_id):
     run = _run(request, run_id)
-    return render(request, "psychometrics/_progress.html", {"run": run, "counts": runs.counts(run), "study": request.study})
+    return render(
+        request, "psychometrics/_progress.html", {"run": run, "counts": runs.counts(run), "study": request.study}
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -317,8 +387,13 @@ def run_audit(request, study_id, run_id):
     if request.method == "POST":
         response = get_object_or_404(Response, pk=request.POST.get("response"), run=run, audit_sampled=True)
         try:
-            runs.record_audit(response, request.user, request.POST.get("correct") == "1",
-                              request.POST.get("corrected_value"), request.POST.get("note", ""))
+            runs.record_audit(
+                response,
+                request.user,
+                request.POST.get("correct") == "1",
+                request.POST.get("corrected_value"),
+                request.POST.get("note", ""),
+            )
         except PsychError as exc:
             messages.error(request, str(exc))
         return redirect(f"{request.path}?page={request.GET.get('page', 1)}")
@@ -326,10 +401,15 @@ def run_audit(request, study_id, run_id):
         runs.draw_audit_sample(run)
     qs = run.responses.filter(audit_sampled=True).select_related("item", "endpoint").order_by("endpoint__name", "pk")
     page = Paginator(qs, 20).get_page(request.GET.get("page"))
-    mine = {a.response_id: a for a in ExtractionAudit.objects.filter(user=request.user, response__in=[r.pk for r in page])}
+    mine = {
+        a.response_id: a for a in ExtractionAudit.objects.filter(user=request.user, response__in=[r.pk for r in page])
+    }
     rows = [(r, mine.get(r.pk)) for r in page]
-    return render(request, "psychometrics/audit.html", _ctx(request, run=run, page=page, rows=rows,
-                                                            summary=reports.audit_summary(run)))
+    return render(
+        request,
+        "psychometrics/audit.html",
+        _ctx(request, run=run, page=page, rows=rows, summary=reports.audit_summary(run)),
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -345,7 +425,9 @@ def run_collect(request, study_id, run_id):
         return redirect(request.get_full_path())
     if run.status == RunStatus.DRAFT:
         runs.materialize(run)
-    pending = run.responses.filter(endpoint__provider="manual", status="pending").select_related("item", "context", "endpoint")
+    pending = run.responses.filter(endpoint__provider="manual", status="pending").select_related(
+        "item", "context", "endpoint"
+    )
     page = Paginator(pending.order_by("pk"), 10).get_page(request.GET.get("page"))
     return render(request, "psychometrics/collect.html", _ctx(request, run=run, page=page, left=pending.count()))
 
@@ -361,10 +443,26 @@ def run_compare(request, study_id):
             run_a, run_b = all_runs.get(pk=int(a)), all_runs.get(pk=int(b))
             result = reports.compare_runs(run_a, run_b, kind)
         except (QuestionnaireRun.DoesNotExist, ValueError) as exc:
-            error = str(exc) if isinstance(exc, ValueError) and "comparison" in str(exc) else "Choose two runs of this study."
-    return render(request, "psychometrics/compare.html", _ctx(request, runs_list=all_runs, result=result, error=error,
-                                                              kinds=reports.COMPARISONS, a=a, b=b, kind=kind,
-                                                              variants=reports.prompt_variant_table(study)))
+            error = (
+                str(exc)
+                if isinstance(exc, ValueError) and "comparison" in str(exc)
+                else "Choose two runs of this study."
+            )
+    return render(
+        request,
+        "psychometrics/compare.html",
+        _ctx(
+            request,
+            runs_list=all_runs,
+            result=result,
+            error=error,
+            kinds=reports.COMPARISONS,
+            a=a,
+            b=b,
+            kind=kind,
+            variants=reports.prompt_variant_table(study),
+        ),
+    )
 
 
 @study_role_required(VIEWER)
@@ -382,11 +480,15 @@ def validation(request, study_id):
     picked["concurrent"] = measure_runs.filter(pk=int(value)).first() if value.isdigit() else None
     result = None
     if picked["run"] is not None:
-        result = reports.validation_summary(picked["run"], picked["alternate"], picked["option_order"],
-                                            picked["convergent"], picked["concurrent"])
+        result = reports.validation_summary(
+            picked["run"], picked["alternate"], picked["option_order"], picked["convergent"], picked["concurrent"]
+        )
     missing = reports.missing_counts_by_form(request.study)
-    return render(request, "psychometrics/validation.html", _ctx(request, runs_list=all_runs, picked=picked, result=result,
-                                                                 missing=missing, measure_runs=measure_runs))
+    return render(
+        request,
+        "psychometrics/validation.html",
+        _ctx(request, runs_list=all_runs, picked=picked, result=result, missing=missing, measure_runs=measure_runs),
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -395,18 +497,26 @@ def run_export(request, study_id, run_id, fmt):
     opts = {"run_ids": [run.pk]}
     filename = f"questionnaire-run-{run.pk}-{fmt}"
     if fmt == "responses.csv":
-        return table_download([c for c, _ in datasets.RESPONSE_COLUMNS], datasets.response_rows(request.study, opts),
-                              filename)
+        return table_download(
+            [c for c, _ in datasets.RESPONSE_COLUMNS], datasets.response_rows(request.study, opts), filename
+        )
     if fmt == "scores.csv":
-        return table_download([c for c, _ in datasets.SCORE_COLUMNS], datasets.score_rows(request.study, opts),
-                              filename)
+        return table_download(
+            [c for c, _ in datasets.SCORE_COLUMNS], datasets.score_rows(request.study, opts), filename
+        )
     if fmt == "xlsx":
         report = reports.run_report(run)
-        return workbook_download(datasets.workbook_sheets([
-            ("responses", datasets.response_rows(request.study, opts), datasets.RESPONSE_COLUMNS),
-            ("scores", datasets.score_rows(request.study, opts), datasets.SCORE_COLUMNS),
-            ("items", datasets.item_rows(report), datasets.ITEM_COLUMNS),
-            ("reliability_validity", datasets.reliability_rows(report), datasets.RELIABILITY_COLUMNS)]), filename)
+        return workbook_download(
+            datasets.workbook_sheets(
+                [
+                    ("responses", datasets.response_rows(request.study, opts), datasets.RESPONSE_COLUMNS),
+                    ("scores", datasets.score_rows(request.study, opts), datasets.SCORE_COLUMNS),
+                    ("items", datasets.item_rows(report), datasets.ITEM_COLUMNS),
+                    ("reliability_validity", datasets.reliability_rows(report), datasets.RELIABILITY_COLUMNS),
+                ]
+            ),
+            filename,
+        )
     if fmt == "run.json":
         response = HttpResponse(json.dumps(runs.export_run_file(run), indent=1), content_type="application/json")
         response["Content-Disposition"] = f'attachment; filename="{filename}"'

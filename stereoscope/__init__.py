@@ -1,4 +1,5 @@
 """Stereoscope: auditing LLMs for gender stereotypes (the design card's `platform` package)."""
+
 from .celery import app as celery_app
 
 __all__ = ["celery_app"]

@@ -1,4 +1,5 @@
 """Account pages: accepting an invitation (choosing a first password) and changing one's password."""
+
 from django.contrib.auth import views as auth_views
 from django.contrib.messages.views import SuccessMessageMixin
 from django.urls import reverse_lazy
@@ -10,7 +11,6 @@ class InvitationAcceptView(SuccessMessageMixin, auth_views.PasswordResetConfirmV
     template_name = "registration/invitation_accept.html"
     success_url = reverse_lazy("login")
     success_message = "Your password is set. Log in with your username and new password."
-
 
 
 class PasswordChangeView(SuccessMessageMixin, auth_views.PasswordChangeView):

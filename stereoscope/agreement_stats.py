@@ -8,6 +8,7 @@ Every coefficient is written as per-unit additive features plus a `finalize(tota
 column totals; a bootstrap replicate uses the same totals weighted by how often each unit was drawn, so 1,000
 resamples cost one sparse matrix product. A coefficient that is undefined returns None with a note, never NaN.
 """
+
 from __future__ import annotations
 
 import io
@@ -41,7 +42,9 @@ class RatingMatrix:
 
     @property
     def numeric(self) -> bool:
-        return all(isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, bool) for c in self.categories)
+        return all(
+            isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, bool) for c in self.categories
+        )
 
     @property
     def n_ratings(self) -> int:
@@ -72,7 +75,9 @@ class RatingMatrix:
         if unit_indices is not None:
             codes = codes[:, list(unit_indices)]
             units = [units[i] for i in unit_indices]
-        return RatingMatrix(units=list(units), raters=list(raters), codes=codes, categories=self.categories, level=self.level)
+        return RatingMatrix(
+            units=list(units), raters=list(raters), codes=codes, categories=self.categories, level=self.level
+        )
 
 
 def _is_missing(value) -> bool:
@@ -168,7 +173,8 @@ def read_long_csv(text: str, level="nominal") -> RatingMatrix:
     missing = [c for c in ("unit", "rater", "value") if c not in header]
     if missing:
         raise AgreementInputError(
-            f"The CSV needs the columns unit,rater,value; missing: {', '.join(missing)} (found: {', '.join(header) or 'no header'})."
+            f"The CSV needs the columns unit,rater,value; missing: {', '.join(missing)} "
+            f"(found: {', '.join(header) or 'no header'})."
         )
     fast = _read_plain_long_csv(text, header, level)
     if fast is not None:
@@ -217,8 +223,9 @@ def _read_plain_long_csv(text, header, level):
         import pandas as pd
 
         wanted = [header.index(c) for c in ("unit", "rater", "value")]
-        frame = pd.read_csv(io.StringIO(text), header=0, usecols=wanted, dtype=str, na_filter=False, engine="c",
-                            index_col=False)
+        frame = pd.read_csv(
+            io.StringIO(text), header=0, usecols=wanted, dtype=str, na_filter=False, engine="c", index_col=False
+        )
     except (ImportError, ValueError):
         return None
     columns = [frame.iloc[:, sorted(wanted).index(i)].to_numpy(dtype=object) for i in wanted]
@@ -267,7 +274,9 @@ def from_matrix(values, level="nominal", *, raters=None, units=None) -> RatingMa
     return RatingMatrix(
         units=list(units) if units is not None else list(range(arr.shape[1])),
         raters=list(raters) if raters is not None else list(range(arr.shape[0])),
-        codes=codes, categories=cats, level=level,
+        codes=codes,
+        categories=cats,
+        level=level,
     )
 
 
@@ -311,7 +320,7 @@ def _weight_matrix(categories, weights, k):
     values = np.asarray(categories if categories is not None else range(k), dtype=float)
     span = values.max() - values.min() if k > 1 else 0.0
     diff = np.abs(values[:, None] - values[None, :]) / (span if span else 1.0)
-    return diff if weights == "linear" else diff ** 2
+    return diff if weights == "linear" else diff**2
 
 
 class _Vec:
@@ -319,7 +328,9 @@ class _Vec:
 
     def __init__(self, values, reasons):
         self.values = np.asarray(values, dtype=float).copy()
-        self.reasons = [(np.broadcast_to(np.asarray(mask, dtype=bool), self.values.shape), note) for mask, note in reasons]
+        self.reasons = [
+            (np.broadcast_to(np.asarray(mask, dtype=bool), self.values.shape), note) for mask, note in reasons
+        ]
         for mask, _note in self.reasons:
             self.values[mask] = np.nan
         self.values[~np.isfinite(self.values)] = np.nan
@@ -408,7 +419,10 @@ class _Features:
         for a, b in self.pairs:  # Cohen: one contingency table per rater pair
             ca, cb = codes[a], codes[b]
             both = np.nonzero((ca >= 0) & (cb >= 0))[0]
-            add(("pair", a, b), sparse.csr_matrix((np.ones(len(both)), (both, ca[both] * k + cb[both])), shape=(n, k * k)))
+            add(
+                ("pair", a, b),
+                sparse.csr_matrix((np.ones(len(both)), (both, ca[both] * k + cb[both])), shape=(n, k * k)),
+            )
         self.matrix = sparse.hstack(blocks).tocsr() if blocks else sparse.csr_matrix((n, 0))
         self.w_unweighted = _weight_matrix(None, None, k)
         self.w_weighted = _weight_matrix(rm.categories, weights, k) if (k and rm.numeric) else None
@@ -424,7 +438,7 @@ class _Features:
         out = np.empty((n_boot, self.matrix.shape[1]), order="F")  # the layout the coefficients were summed in
         for start in range(0, n_boot, 100):  # consecutive draws from one generator: the same stream as one big call
             draws = rng.multinomial(n, p, size=min(100, n_boot - start)).astype(float)
-            out[start:start + len(draws)] = (self.matrix.T @ draws.T).T
+            out[start : start + len(draws)] = (self.matrix.T @ draws.T).T
         return out
 
     # ----- coefficients over rows of totals
@@ -441,17 +455,29 @@ class _Features:
             pi = pi_block[:, :-1] / pi_block[:, -1:]
             pe = (pi * (1 - pi)).sum(axis=1) / (self.k - 1) if self.k >= 2 else np.ones(len(T))
             values = (pa - pe) / (1 - pe)
-        return _Vec(values, [
-            (units < 1, "no unit has ratings from two or more raters"),
-            (units < 2, "only one unit has two or more ratings"),
-            (np.full(len(T), self.k < 2), "every rating has the same value, so chance agreement is undefined (q = 1)"),
-            (pe >= 1, "chance agreement is 1"),
-        ])
+        return _Vec(
+            values,
+            [
+                (units < 1, "no unit has ratings from two or more raters"),
+                (units < 2, "only one unit has two or more ratings"),
+                (
+                    np.full(len(T), self.k < 2),
+                    "every rating has the same value, so chance agreement is undefined (q = 1)",
+                ),
+                (pe >= 1, "chance agreement is 1"),
+            ],
+        )
 
     def fleiss_kappa(self, T) -> _Vec:
         block = T[:, self.slices["fleiss"]]
         k = self.k
-        same, counts, m_sum, units, m_sq = block[:, 0], block[:, 1:1 + k], block[:, 1 + k], block[:, 2 + k], block[:, 3 + k]
+        same, counts, m_sum, units, m_sq = (
+            block[:, 0],
+            block[:, 1 : 1 + k],
+            block[:, 1 + k],
+            block[:, 2 + k],
+            block[:, 3 + k],
+        )
         with np.errstate(all="ignore"):
             m = m_sum / units
             unequal = np.abs(m_sq / units - m * m) > 1e-9 * np.maximum(1.0, m * m)
@@ -459,12 +485,15 @@ class _Features:
             p = counts / (units * m)[:, None]
             pe = (p * p).sum(axis=1)
             values = (p_bar - pe) / (1 - pe)
-        return _Vec(values, [
-            (units < 2, "needs at least two rated units"),
-            (unequal, "does not apply: units have different numbers of ratings (use alpha or AC1)"),
-            (m < 2, "needs at least two ratings per unit"),
-            (pe >= 1 - 1e-12, "undefined: every rating has the same value"),
-        ])
+        return _Vec(
+            values,
+            [
+                (units < 2, "needs at least two rated units"),
+                (unequal, "does not apply: units have different numbers of ratings (use alpha or AC1)"),
+                (m < 2, "needs at least two ratings per unit"),
+                (pe >= 1 - 1e-12, "undefined: every rating has the same value"),
+            ],
+        )
 
     def krippendorff_alpha(self, T, level) -> _Vec:
         if not self.has_coinc:
@@ -485,10 +514,13 @@ class _Features:
             expected = (n_v[:, :, None] * n_v[:, None, :] - eye * n_v[:, :, None]) / (n - 1)[:, None, None]
             de = (expected * d).sum(axis=(1, 2))
             values = 1 - (o * d).sum(axis=(1, 2)) / de
-        return _Vec(values, [
-            (((n_v > 0).sum(axis=1) < 2) | (n < 2), "fewer than two distinct pairable values"),
-            (de <= 0, "no expected disagreement"),
-        ])
+        return _Vec(
+            values,
+            [
+                (((n_v > 0).sum(axis=1) < 2) | (n < 2), "fewer than two distinct pairable values"),
+                (de <= 0, "no expected disagreement"),
+            ],
+        )
 
     def pair_table(self, T, a, b):
         return T[:, self.slices[("pair", a, b)]].reshape(-1, self.k, self.k)
@@ -504,10 +536,13 @@ class _Features:
             expected = p.sum(axis=2)[:, :, None] * p.sum(axis=1)[:, None, :]
             de = (w * expected).sum(axis=(1, 2))
             values = 1 - (w * p).sum(axis=(1, 2)) / de
-        return _Vec(values, [
-            (n < 2, "fewer than two units rated by both"),
-            (de <= 1e-12, "chance agreement is 1 (both raters used a single, identical value)"),
-        ])
+        return _Vec(
+            values,
+            [
+                (n < 2, "fewer than two units rated by both"),
+                (de <= 1e-12, "chance agreement is 1 (both raters used a single, identical value)"),
+            ],
+        )
 
     def cohen_mean(self, T, weighted=False) -> _Vec:
         if not self.pairs:
@@ -601,7 +636,9 @@ def krippendorff_alpha(rm: RatingMatrix, level=None) -> Outcome:
     return _ok(value)
 
 
-def agreement(rm: RatingMatrix, *, level=None, bootstrap=1000, seed=0, weights="linear", include_pairs=True) -> AgreementResult:
+def agreement(
+    rm: RatingMatrix, *, level=None, bootstrap=1000, seed=0, weights="linear", include_pairs=True
+) -> AgreementResult:
     """All coefficients, with bootstrap 95% percentile intervals over units (bootstrap=0 skips them)."""
     level = level or rm.level
     rm = RatingMatrix(rm.units, rm.raters, rm.codes, rm.categories, level)
@@ -633,18 +670,27 @@ def agreement(rm: RatingMatrix, *, level=None, bootstrap=1000, seed=0, weights="
     record("gwet_ac1", feats.gwet_ac1(T).outcome() if pairable_units >= 2 else one_unit)
     record("cohen_kappa_mean", feats.cohen_mean(T).outcome() if pairable_units >= 2 else one_unit)
     if rm.numeric:
-        record("cohen_kappa_weighted_mean", feats.cohen_mean(T, weighted=True).outcome() if pairable_units >= 2 else one_unit)
+        record(
+            "cohen_kappa_weighted_mean",
+            feats.cohen_mean(T, weighted=True).outcome() if pairable_units >= 2 else one_unit,
+        )
     if include_pairs:
         for a, b in feats.pairs:
             table = feats.pair_table(T, a, b)[0]
             n_both = int(table.sum())
             u = feats.cohen(T, a, b).outcome()
             w = feats.cohen(T, a, b, weighted=True).outcome() if rm.numeric else Outcome(None)
-            result.pairs.append({
-                "rater_a": rm.raters[a], "rater_b": rm.raters[b], "n_units": n_both,
-                "percent_agreement": (float(np.trace(table)) / n_both) if n_both else None,
-                "kappa": u.value, "weighted_kappa": w.value, "note": u.note,
-            })
+            result.pairs.append(
+                {
+                    "rater_a": rm.raters[a],
+                    "rater_b": rm.raters[b],
+                    "n_units": n_both,
+                    "percent_agreement": (float(np.trace(table)) / n_both) if n_both else None,
+                    "kappa": u.value,
+                    "weighted_kappa": w.value,
+                    "note": u.note,
+                }
+            )
     if bootstrap and pairable_units >= 2:
         result.ci95 = bootstrap_ci(feats, level, result, n_boot=bootstrap, seed=seed)
     return result
@@ -683,7 +729,9 @@ def bootstrap_ci(feats: _Features, level, point: AgreementResult, *, n_boot=1000
     if point.krippendorff_alpha is not None and not feats.has_coinc:
         point.notes.append("ci95 krippendorff_alpha: not bootstrapped for more than 60 distinct values")
     if dropped:
-        point.notes.append("bootstrap: resamples where a coefficient was undefined were dropped (" + ", ".join(dropped) + ")")
+        point.notes.append(
+            "bootstrap: resamples where a coefficient was undefined were dropped (" + ", ".join(dropped) + ")"
+        )
     return out
 
 
@@ -696,8 +744,13 @@ def confusion(rm: RatingMatrix, rater_a, rater_b) -> dict:
     k = len(rm.categories)
     table = np.zeros((k, k), dtype=int)
     np.add.at(table, (ca[both], cb[both]), 1)
-    return {"categories": list(rm.categories), "table": table.tolist(), "n_units": int(both.sum()),
-            "rater_a": rater_a, "rater_b": rater_b}
+    return {
+        "categories": list(rm.categories),
+        "table": table.tolist(),
+        "n_units": int(both.sum()),
+        "rater_a": rater_a,
+        "rater_b": rater_b,
+    }
 
 
 def versus_majority(rm: RatingMatrix, rater, **kwargs) -> AgreementResult:
@@ -757,7 +810,11 @@ def segment_agreement(spans_a, spans_b, min_overlap=0.9) -> dict:
         hi = np.searchsorted(b_sorted[:, 0], a[:, 0], side="right")
         counts = hi - lo
         ia = np.repeat(np.arange(n_a), counts)  # every (a, b) pair in the same document
-        ib = order_b[np.concatenate([np.arange(x, y) for x, y in zip(lo, hi, strict=True)])] if counts.sum() else np.zeros(0, dtype=np.int64)
+        ib = (
+            order_b[np.concatenate([np.arange(x, y) for x, y in zip(lo, hi, strict=True)])]
+            if counts.sum()
+            else np.zeros(0, dtype=np.int64)
+        )
         if len(ia):
             sa, ea, sb, eb = a[ia, 1], a[ia, 2], b[ib, 1], b[ib, 2]
             inter = np.minimum(ea, eb) - np.maximum(sa, sb)
@@ -768,5 +825,10 @@ def segment_agreement(spans_a, spans_b, min_overlap=0.9) -> dict:
             m_a = int(np.unique(ia[ok]).size)
             m_b = int(np.unique(ib[ok]).size)
     total = n_a + n_b
-    return {"n_a": n_a, "n_b": n_b, "matched_a": m_a, "matched_b": m_b,
-            "share_matched": (m_a + m_b) / total if total else None}
+    return {
+        "n_a": n_a,
+        "n_b": n_b,
+        "matched_a": m_a,
+        "matched_b": m_b,
+        "share_matched": (m_a + m_b) / total if total else None,
+    }

@@ -1,4 +1,5 @@
 """REST API for studies and memberships. Other apps add their routers in stereoscope/urls.py."""
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -72,8 +73,14 @@ class StudyViewSet(viewsets.ModelViewSet):
         serializer.instance = study
 
 
-class MembershipViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.CreateModelMixin, mixins.UpdateModelMixin,
-                        mixins.DestroyModelMixin, viewsets.GenericViewSet):
+class MembershipViewSet(
+    StudyScopedMixin,
+    mixins.ListModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
     serializer_class = MembershipSerializer
     queryset = Membership.objects.select_related("user")
     read_role = Role.ADMIN
@@ -84,8 +91,9 @@ class MembershipViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.CreateMo
         role = request.data.get("role", Role.CODER)
         email = request.data.get("email", "")
         try:
-            membership, path = invitations.add_or_invite_member(study=self.get_study(), username=str(username),
-                                                                email=str(email), role=role, actor=request.user)
+            membership, path = invitations.add_or_invite_member(
+                study=self.get_study(), username=str(username), email=str(email), role=role, actor=request.user
+            )
         except services.MembershipError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         data = MembershipSerializer(membership).data
@@ -97,7 +105,9 @@ class MembershipViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.CreateMo
 
     def perform_update(self, serializer):
         role = serializer.validated_data.get("role", serializer.instance.role)
-        services.add_member(study=self.get_study(), username=serializer.instance.user.username, role=role, actor=self.request.user)
+        services.add_member(
+            study=self.get_study(), username=serializer.instance.user.username, role=role, actor=self.request.user
+        )
         serializer.instance.refresh_from_db()
 
     def perform_destroy(self, instance):

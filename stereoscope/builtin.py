@@ -4,6 +4,7 @@ An app offers built-ins by defining `builtin.py` with `builtin_specs()` returnin
 Loading is idempotent: a (kind, key, version) already loaded is skipped, and a newer version is added
 beside the old one, never over it.
 """
+
 import hashlib
 import importlib
 import json
@@ -60,7 +61,11 @@ def load_builtins(specs=None, log=print):
         with transaction.atomic():
             obj = spec.load(library_study(), data)
             BuiltinRecord.objects.create(
-                kind=spec.kind, key=spec.key, version=spec.version, content_hash=digest, object_id=getattr(obj, "pk", None)
+                kind=spec.kind,
+                key=spec.key,
+                version=spec.version,
+                content_hash=digest,
+                object_id=getattr(obj, "pk", None),
             )
         created.append(spec)
         log(f"loaded {spec.kind} {spec.key} v{spec.version}")

@@ -6,6 +6,7 @@ of plain types (text, numbers, booleans, foreign-key ids) go to the driver as th
 other fields are prepared exactly as the ORM prepares them. No signals are sent and no ids come back.
 Call it inside `transaction.atomic()` to keep an import all-or-nothing.
 """
+
 from itertools import islice
 
 from django.db import connections, models, router
@@ -30,8 +31,10 @@ def bulk_insert(model, rows, *, using=None, batch_size=5000):
     plain = {f.attname: _is_plain(f) for f in fields}
     by_key = {**{f.name: f for f in fields}, **{f.attname: f for f in fields}}
     quote = connection.ops.quote_name
-    sql = (f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
-           f"VALUES ({', '.join(['%s'] * len(fields))})")
+    sql = (
+        f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))})"
+    )
 
     memo = {f.attname: {} for f in fields}  # id(value) -> (value, prepared): rows share timestamps and slot values
 

@@ -1,4 +1,5 @@
 """The Celery app. Every mode uses it: the embedded filesystem broker, Redis, and eager tests."""
+
 import os
 
 from celery import Celery

@@ -8,7 +8,10 @@ def navigation(request):
     study = getattr(request, "study", None)
     if study is None:
         return {"nav_items": [], "current_study": None}
-    items = [("Studies", reverse("study-list"), "studies"), ("Dashboard", reverse("study-dashboard", args=[study.pk]), "dashboard")]
+    items = [
+        ("Studies", reverse("study-list"), "studies"),
+        ("Dashboard", reverse("study-dashboard", args=[study.pk]), "dashboard"),
+    ]
     for label, name, key in NAV_SECTIONS:
         try:
             url = reverse(name, args=[study.pk])

@@ -1,4 +1,5 @@
 """WCAG 2.1 colour contrast (relative luminance, contrast ratio), for colours the server computes."""
+
 import re
 
 INK = "#1d232b"  # the body text colour in static/stereoscope/app.css
@@ -17,11 +18,12 @@ def parse_colour(colour):
         h = "".join(c * 2 for c in h)
     if len(h) != 6:
         raise ValueError(f"not a colour: {colour!r}")
-    return tuple(int(h[i:i + 2], 16) for i in (0, 2, 4))
+    return tuple(int(h[i : i + 2], 16) for i in (0, 2, 4))
 
 
 def luminance(colour):
     """Relative luminance (WCAG 2.1, 1.4.3)."""
+
     def channel(c):
         c /= 255
         return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4

@@ -1,4 +1,5 @@
 """Counts for a study dashboard: every model with a `study` foreign key, found automatically."""
+
 from django.apps import apps
 
 from .models import ActivityEvent, Membership, Study
@@ -9,7 +10,10 @@ def study_models():
     for model in apps.get_models():
         if model in (Membership, ActivityEvent):
             continue
-        field = next((f for f in model._meta.get_fields() if f.name == "study" and getattr(f, "related_model", None) is Study), None)
+        field = next(
+            (f for f in model._meta.get_fields() if f.name == "study" and getattr(f, "related_model", None) is Study),
+            None,
+        )
         if field is not None and field.many_to_one:
             found.append(model)
     return sorted(found, key=lambda m: (m._meta.app_label, m._meta.verbose_name_plural))

@@ -6,6 +6,7 @@ A dataset is a key, a title, the owning app, documented columns (they make the d
 Options (all optional): run_ids, models, item_numbers, code_ids, round_ids (lists), pseudonymise (bool),
 pseudonym (callable user -> stable id, supplied by the exports layer).
 """
+
 import importlib
 import threading
 from dataclasses import dataclass
@@ -88,8 +89,16 @@ def register_dataset(key, *, title, app, columns, min_role=Role.RESEARCHER, extr
         existing = _registry.get(key)
         if existing is not None and (existing.app != app or existing.rows.__qualname__ != rows.__qualname__):
             raise RegistryError(f"dataset {key!r} is already registered by app {existing.app!r}")
-        _registry[key] = Dataset(key=key, title=title, app=app, columns=cols, rows=rows, min_role=str(min_role),
-                                 extra_columns=extra_columns, count=count)
+        _registry[key] = Dataset(
+            key=key,
+            title=title,
+            app=app,
+            columns=cols,
+            rows=rows,
+            min_role=str(min_role),
+            extra_columns=extra_columns,
+            count=count,
+        )
         return rows
 
     return decorator
@@ -156,8 +165,12 @@ def iso_datetime(field, pattern='YYYY-MM-DD"T"HH24:MI:SS.US"Z"'):
 
     if connection.vendor != "postgresql":
         return F(field)
-    return Func(Func(Value("UTC"), F(field), function="timezone", output_field=TextField()),
-                Value(pattern), function="to_char", output_field=TextField())
+    return Func(
+        Func(Value("UTC"), F(field), function="timezone", output_field=TextField()),
+        Value(pattern),
+        function="to_char",
+        output_field=TextField(),
+    )
 
 
 def uuid_text(field):

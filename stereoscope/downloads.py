@@ -1,5 +1,6 @@
 """HTTP downloads of tables: every CSV, JSONL and XLSX that a page or the API serves goes through here,
 so every cell passes the one table writer (`stereoscope.tables`) with formula escaping on."""
+
 import io
 import os
 import tempfile
@@ -60,8 +61,7 @@ def _attachment(response, filename):
     return response
 
 
-def table_download(columns, rows, filename, fmt="csv", sheet="data", bom=False, preamble=(), layout=None,
-                   stream=False):
+def table_download(columns, rows, filename, fmt="csv", sheet="data", bom=False, preamble=(), layout=None, stream=False):
     """A download response of one table. `rows` yields dicts keyed by column. `stream` sends CSV and JSONL as it
     is written (for tables too large to hold). `bom`, `preamble` (CSV) and `layout` (XLSX) as in table_text and
     xlsx_bytes."""
@@ -69,8 +69,9 @@ def table_download(columns, rows, filename, fmt="csv", sheet="data", bom=False, 
     if fmt == "xlsx":
         response = HttpResponse(xlsx_bytes([(sheet, columns, rows, layout)]), content_type=CONTENT_TYPES["xlsx"])
     elif fmt in TEXT_WRITERS and stream:
-        response = StreamingHttpResponse(_stream_text(columns, rows, fmt, bom, preamble),
-                                         content_type=CONTENT_TYPES[fmt])
+        response = StreamingHttpResponse(
+            _stream_text(columns, rows, fmt, bom, preamble), content_type=CONTENT_TYPES[fmt]
+        )
     elif fmt in TEXT_WRITERS:
         response = HttpResponse(table_text(columns, rows, fmt, bom, preamble), content_type=CONTENT_TYPES[fmt])
     else:

@@ -1,4 +1,5 @@
 """403 and 404 answers: pages in the site's layout that say why; JSON under /api/."""
+
 from django.http import JsonResponse
 from django.shortcuts import render
 
@@ -21,8 +22,9 @@ def _error(request, exception, status):
     reason = _reason(exception, status)
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": reason}, status=status)
-    return render(request, "stereoscope/error.html", {"status": status, "title": TITLES[status], "reason": reason},
-                  status=status)
+    return render(
+        request, "stereoscope/error.html", {"status": status, "title": TITLES[status], "reason": reason}, status=status
+    )
 
 
 def permission_denied(request, exception=None):

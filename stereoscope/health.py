@@ -3,6 +3,7 @@
 The project package imports no app: each app registers its job models here from its AppConfig.ready
 (`register_job_model`), or any callable that lists its waiting jobs (`register_waiting_jobs`).
 """
+
 import time
 from collections import Counter
 
@@ -114,7 +115,10 @@ def health_report():
         "broker": broker,
         "workers": {"live": len(workers), "list": workers},
         # counts only: /healthz is public, so it names no study and no job
-        "jobs": {"stalled": len(stalled), "stalled_by_kind": dict(Counter(job["kind"] for job in stalled)),
-                 "message": f"{len(stalled)} job(s) wait with no live worker; start one." if stalled else ""},
+        "jobs": {
+            "stalled": len(stalled),
+            "stalled_by_kind": dict(Counter(job["kind"] for job in stalled)),
+            "message": f"{len(stalled)} job(s) wait with no live worker; start one." if stalled else "",
+        },
         "eager": bool(settings.CELERY_TASK_ALWAYS_EAGER),
     }

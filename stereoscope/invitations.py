@@ -1,6 +1,7 @@
 """Accounts for new members. A study admin adds a person by username and e-mail; the account starts without a
 password and with a one-time invitation link (Django's password-reset token: it stops working once the password
 is set, and after PASSWORD_RESET_TIMEOUT)."""
+
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.tokens import default_token_generator
@@ -28,7 +29,9 @@ def _create_invited_user(username, email):
     try:
         User.username_validator(username)
     except ValidationError:
-        raise MembershipError(f"{username!r} is not a valid username: use letters, digits and @ . + - _ only.") from None
+        raise MembershipError(
+            f"{username!r} is not a valid username: use letters, digits and @ . + - _ only."
+        ) from None
     try:
         validate_email(email)
     except ValidationError:
@@ -63,8 +66,11 @@ def mail_invitation(user, study, url):
         return False
     send_mail(
         subject=f"Your invitation to the study “{study.name}” on Stereoscope",
-        message=(f"You have been added to “{study.name}”. Choose your password here (the link works once):\n\n"
-                 f"{url}\n\nYour username is {user.username}."),
-        from_email=None, recipient_list=[user.email],
+        message=(
+            f"You have been added to “{study.name}”. Choose your password here (the link works once):\n\n"
+            f"{url}\n\nYour username is {user.username}."
+        ),
+        from_email=None,
+        recipient_list=[user.email],
     )
     return True

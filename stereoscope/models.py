@@ -1,4 +1,5 @@
 """Studies, memberships and roles; plus the small shared records (activity, worker heartbeats, built-ins)."""
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -16,9 +17,12 @@ class Study(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     is_library = models.BooleanField(
-        default=False, help_text="The built-in library study: readable by every signed-in user, written by load_builtin."
+        default=False,
+        help_text="The built-in library study: readable by every signed-in user, written by load_builtin.",
     )
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="studies")
 
@@ -48,7 +52,9 @@ class ActivityEvent(models.Model):
     """A line in a study's recent-activity feed."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="activity")
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     verb = models.CharField(max_length=200)
     target = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)

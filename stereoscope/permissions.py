@@ -4,6 +4,7 @@ Levels: viewer < coder < researcher < admin. Coders annotate; researchers config
 study admins manage members and export. Site staff act as admin everywhere. Signed-in users may read
 the built-in library study. Anyone else gets 404, so a study's existence does not leak.
 """
+
 from functools import wraps
 
 from django.contrib.auth.decorators import login_required
@@ -50,8 +51,10 @@ def check_role(user, study, minimum):
     return role
 
 
-LIBRARY_READ_ONLY = ("The built-in library is read-only: nothing but load_builtin writes it. "
-                     "Copy what you need into your own study and change it there.")
+LIBRARY_READ_ONLY = (
+    "The built-in library is read-only: nothing but load_builtin writes it. "
+    "Copy what you need into your own study and change it there."
+)
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 

@@ -1,6 +1,7 @@
 """Reads an app offers to apps that may not import it (the app graph is a DAG): annotation's exports show judge
 verdicts, yet annotation does not depend on judging. The owning app registers its selectors in its
 AppConfig.ready(); a caller gets None when that app is not installed and then leaves that part out."""
+
 _providers = {}
 
 

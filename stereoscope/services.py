@@ -1,4 +1,5 @@
 """Writes for studies and memberships. Views, the API and commands call these."""
+
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
@@ -7,7 +8,10 @@ from .models import ActivityEvent, Membership, Role, Study
 
 def record_activity(study, actor, verb, target=""):
     ActivityEvent.objects.create(
-        study=study, actor=actor if getattr(actor, "is_authenticated", False) else None, verb=verb, target=str(target)[:300]
+        study=study,
+        actor=actor if getattr(actor, "is_authenticated", False) else None,
+        verb=verb,
+        target=str(target)[:300],
     )
 
 
@@ -56,6 +60,9 @@ def remove_member(*, membership, actor):
 def library_study():
     study, _ = Study.objects.get_or_create(
         is_library=True,
-        defaults={"name": "Built-in library", "description": "Toolkits, codebooks and instruments shipped with Stereoscope."},
+        defaults={
+            "name": "Built-in library",
+            "description": "Toolkits, codebooks and instruments shipped with Stereoscope.",
+        },
     )
     return study

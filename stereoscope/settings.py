@@ -1,4 +1,5 @@
 """Settings, all from the environment. See .env.example."""
+
 import os
 from pathlib import Path
 
@@ -216,9 +217,13 @@ BATCH_MAX_REQUESTS = int(os.environ["BATCH_MAX_REQUESTS"]) if os.environ.get("BA
 BATCH_MAX_BYTES = int(os.environ["BATCH_MAX_BYTES"]) if os.environ.get("BATCH_MAX_BYTES") else None
 # After BATCH_SUBMIT_GRACE_SECONDS a batch still "submitting" (its worker died mid-upload) is sought at the provider.
 BATCH_SUBMIT_GRACE_SECONDS = float(os.environ.get("BATCH_SUBMIT_GRACE_SECONDS", "600"))
-CELERY_BEAT_SCHEDULE = {"poll-provider-batches": {
-    "task": "generation.poll_batches", "schedule": BATCH_POLL_SECONDS,
-    "options": {"queue": os.environ["BATCH_POLL_QUEUE"]} if os.environ.get("BATCH_POLL_QUEUE") else {}}}
+CELERY_BEAT_SCHEDULE = {
+    "poll-provider-batches": {
+        "task": "generation.poll_batches",
+        "schedule": BATCH_POLL_SECONDS,
+        "options": {"queue": os.environ["BATCH_POLL_QUEUE"]} if os.environ.get("BATCH_POLL_QUEUE") else {},
+    }
+}
 
 # Shared counters (rate limits across workers). Redis when given, else the database cache.
 REDIS_URL = os.environ.get("REDIS_URL") or (CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else "")
@@ -228,12 +233,35 @@ PROVIDER_KEY_VARIABLES = env_list("PROVIDER_KEY_VARIABLES", "OPENAI_API_KEY,ANTH
 # Variables Django and the product read themselves: never usable as a provider key, whatever the allow-list says.
 # A test keeps this list in step with every variable this file and the commands read.
 PRODUCT_ENV_VARIABLES = [
-    "SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL", "DEBUG", "ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS",
-    "CONN_MAX_AGE", "TIME_ZONE", "STATIC_ROOT", "MEDIA_ROOT", "EXPORT_ROOT", "SECURE_SSL_REDIRECT",
-    "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS",
-    "SECURE_HSTS_PRELOAD", "USE_X_FORWARDED_PROTO", "CELERY_TASK_ALWAYS_EAGER", "WORKER_HEARTBEAT_SECONDS",
-    "WORKER_LIVE_SECONDS", "PROVIDER_KEY_VARIABLES", "LOG_LEVEL", "BIND", "WEB_CONCURRENCY", "CELERY_CONCURRENCY",
-    "DEFAULT_FROM_EMAIL", "INVITATION_TIMEOUT_SECONDS",
+    "SECRET_KEY",
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "REDIS_URL",
+    "DEBUG",
+    "ALLOWED_HOSTS",
+    "CSRF_TRUSTED_ORIGINS",
+    "CONN_MAX_AGE",
+    "TIME_ZONE",
+    "STATIC_ROOT",
+    "MEDIA_ROOT",
+    "EXPORT_ROOT",
+    "SECURE_SSL_REDIRECT",
+    "SESSION_COOKIE_SECURE",
+    "CSRF_COOKIE_SECURE",
+    "SECURE_HSTS_SECONDS",
+    "SECURE_HSTS_INCLUDE_SUBDOMAINS",
+    "SECURE_HSTS_PRELOAD",
+    "USE_X_FORWARDED_PROTO",
+    "CELERY_TASK_ALWAYS_EAGER",
+    "WORKER_HEARTBEAT_SECONDS",
+    "WORKER_LIVE_SECONDS",
+    "PROVIDER_KEY_VARIABLES",
+    "LOG_LEVEL",
+    "BIND",
+    "WEB_CONCURRENCY",
+    "CELERY_CONCURRENCY",
+    "DEFAULT_FROM_EMAIL",
+    "INVITATION_TIMEOUT_SECONDS",
 ]
 # ... and every variable with one of these prefixes (DJANGO_SETTINGS_MODULE, STEREOSCOPE_ADMIN_PASSWORD, ...).
 PRODUCT_ENV_PREFIXES = ["DJANGO_", "STEREOSCOPE_", "CELERY_", "DATABASE_", "POSTGRES", "PG", "EMAIL_", "JOB_"]
@@ -260,8 +288,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # Several apps expose a "status" field with these shared choice sets; name them once.
-    "ENUM_NAME_OVERRIDES": {"RunStatusEnum": "generation.models.RunStatus",
-                            "OutputStatusEnum": "generation.models.OutputStatus"},
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "generation.models.RunStatus",
+        "OutputStatusEnum": "generation.models.OutputStatus",
+    },
 }
 
 LOGGING = {

@@ -5,6 +5,7 @@ carriage return) by prefixing a single quote (OWASP "CSV injection"). Text that 
 such a character gets one more, so `unescape_formula` gives back exactly the original (import formats read their
 own CSV back through it). JSONL is lossless and never escaped.
 """
+
 import csv
 import datetime
 import decimal
@@ -148,7 +149,7 @@ class XLSXWorkbookWriter:
         self._names = set()
 
     def sheet_name(self, name):
-        base = "".join("_" if ch in '[]:*?/\\' else ch for ch in name)[:31] or "sheet"
+        base = "".join("_" if ch in "[]:*?/\\" else ch for ch in name)[:31] or "sheet"
         candidate, n = base, 1
         while candidate.lower() in self._names:
             n += 1

@@ -1,5 +1,6 @@
 """Guards for files and bodies from users, shared by every import: JSON too deeply nested, NUL characters, and XLSX
 workbooks whose XML declares a DOCTYPE or entities. Django-free; each raises or returns a clear message."""
+
 import json
 import zipfile
 
@@ -60,6 +61,8 @@ def xlsx_problem(content):
         if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 XML would hide the markers from a byte search
             texts.append(data.decode("utf-16", errors="ignore").lower().encode())
         if any(b"<!doctype" in t or b"<!entity" in t for t in texts):
-            return (f"The workbook part {member.filename} declares a DOCTYPE or entities; such files are refused "
-                    "(save the sheet again from a spreadsheet program).")
+            return (
+                f"The workbook part {member.filename} declares a DOCTYPE or entities; such files are refused "
+                "(save the sheet again from a spreadsheet program)."
+            )
     return None

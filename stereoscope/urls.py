@@ -1,5 +1,6 @@
 """URLs. Every app contributes study-scoped pages (`<app>/urls.py`, mounted under /studies/<id>/) and
 study-scoped API routes (`api_routes` in `<app>/api.py`, mounted under /api/studies/<study_pk>/)."""
+
 import importlib
 
 from django.conf import settings
@@ -13,8 +14,7 @@ from rest_framework.routers import DefaultRouter, SimpleRouter
 
 from . import account_views, api, views
 
-PLATFORM_APPS = ["generation", "annotation", "judging", "agreement", "psychometrics", "measures", "exports",
-                 "recipes"]
+PLATFORM_APPS = ["generation", "annotation", "judging", "agreement", "psychometrics", "measures", "exports", "recipes"]
 installed = [app for app in PLATFORM_APPS if app in settings.INSTALLED_APPS]
 
 router = DefaultRouter()
@@ -36,14 +36,19 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/password/", login_required(account_views.PasswordChangeView.as_view()), name="password-change"),
-    path("accounts/invitation/<uidb64>/<token>/", account_views.InvitationAcceptView.as_view(),
-         name="invitation-accept"),
+    path(
+        "accounts/invitation/<uidb64>/<token>/", account_views.InvitationAcceptView.as_view(), name="invitation-accept"
+    ),
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("studies/", views.study_list, name="study-list"),
     path("studies/<int:study_id>/", views.study_dashboard, name="study-dashboard"),
     path("studies/<int:study_id>/members/", views.study_members, name="study-members"),
-    path("studies/<int:study_id>/members/<int:membership_id>/remove/", views.study_member_remove, name="study-member-remove"),
+    path(
+        "studies/<int:study_id>/members/<int:membership_id>/remove/",
+        views.study_member_remove,
+        name="study-member-remove",
+    ),
     path("studies/<int:study_id>/", include(study_pages)),
     path("api/", include(router.urls)),
     path("api/studies/<int:study_pk>/", include(study_router.urls)),

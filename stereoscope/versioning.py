@@ -10,6 +10,7 @@ means, the app's error type and how the thing is called in messages.
 - `copy_into()` copies a version into another study (e.g. a built-in into a research study).
 - The built-in library study is never written here: only `load_builtin` creates rows there (`builtin=True`).
 """
+
 from django.conf import settings
 from django.db import models, transaction
 from django.db.models import Max
@@ -30,10 +31,12 @@ class VersionedModel(models.Model):
     description = models.TextField(blank=True)
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="newer_versions")
     locked = models.BooleanField(
-        default=False, help_text="Set once something uses this version; edits then make a new version.")
+        default=False, help_text="Set once something uses this version; edits then make a new version."
+    )
     builtin_key = models.CharField(max_length=100, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -67,8 +70,18 @@ class Versioning:
     copy keeps the key of the built-in it came from.
     """
 
-    def __init__(self, model, *, noun, error=VersionLocked, in_use=_never_in_use, used_by="",
-                 copy_children=_no_children, fresh_fields=(), copy_builtin_key=False):
+    def __init__(
+        self,
+        model,
+        *,
+        noun,
+        error=VersionLocked,
+        in_use=_never_in_use,
+        used_by="",
+        copy_children=_no_children,
+        fresh_fields=(),
+        copy_builtin_key=False,
+    ):
         self.model, self.noun, self.error, self.in_use, self.used_by = model, noun, error, in_use, used_by
         self.copy_children, self.fresh_fields, self.copy_builtin_key = copy_children, fresh_fields, copy_builtin_key
 
@@ -132,8 +145,9 @@ class Versioning:
     def new_version(self, obj, *, actor=None, **changes):
         """The next version of `obj` in its own study, with its children and any `changes` to its own columns."""
         if obj.study.is_library:
-            raise self.error(f"Built-in library {self.noun}s are copied into a study, not versioned; "
-                             "use 'copy into this study'.")
+            raise self.error(
+                f"Built-in library {self.noun}s are copied into a study, not versioned; use 'copy into this study'."
+            )
         copy = self._clone(obj, study=obj.study, parent=obj, actor=actor, changes=changes)
         record_activity(obj.study, actor, f"created a new {self.noun} version", f"{copy} from v{obj.version}")
         return copy

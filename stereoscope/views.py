@@ -55,13 +55,19 @@ def study_members(request, study_id):
                 return redirect("study-members", study.pk)
             # The link is shown on this response only; it is not stored anywhere.
             url = request.build_absolute_uri(path)
-            invitation = {"user": membership.user, "url": url,
-                          "mailed": invitations.mail_invitation(membership.user, study, url)}
+            invitation = {
+                "user": membership.user,
+                "url": url,
+                "mailed": invitations.mail_invitation(membership.user, study, url),
+            }
             form = MemberForm()
     members = study.memberships.select_related("user")
-    return render(request, "stereoscope/members.html",
-                  {"study": study, "members": members, "form": form, "invitation": invitation},
-                  status=400 if form.errors else 200)
+    return render(
+        request,
+        "stereoscope/members.html",
+        {"study": study, "members": members, "form": form, "invitation": invitation},
+        status=400 if form.errors else 200,
+    )
 
 
 @study_role_required(Role.ADMIN)
@@ -90,6 +96,8 @@ def section_placeholder(title, description):
 
     @study_role_required(VIEWER)
     def view(request, study_id):
-        return render(request, "stereoscope/section.html", {"study": request.study, "title": title, "description": description})
+        return render(
+            request, "stereoscope/section.html", {"study": request.study, "title": title, "description": description}
+        )
 
     return view

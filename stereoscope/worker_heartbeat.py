@@ -3,6 +3,7 @@ on any broker (the filesystem broker has no broadcast, so `inspect ping` cannot 
 
 With each beat (and once at start-up) the worker also sweeps for jobs whose workers died (stereoscope.jobs.sweep)
 and queues them on its own queue, so they heal without anyone pressing Resume."""
+
 import logging
 import os
 import socket

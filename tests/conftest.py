@@ -1,4 +1,5 @@
 """Shared fixtures: users in every role, two studies, a browser, a worker environment."""
+
 import os
 import sys
 from pathlib import Path
@@ -9,8 +10,14 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync 
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 PASSWORD = "correct-horse-battery"
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -29,8 +36,11 @@ def _main_checkout(root):
 
 def _find_shared():
     """The research folder `shared/` beside the checkout (../shared), or STEREOSCOPE_SHARED_DIR."""
-    candidates = [os.environ.get("STEREOSCOPE_SHARED_DIR", ""), REPO_ROOT.parent / "shared",
-                  _main_checkout(REPO_ROOT).parent / "shared"]
+    candidates = [
+        os.environ.get("STEREOSCOPE_SHARED_DIR", ""),
+        REPO_ROOT.parent / "shared",
+        _main_checkout(REPO_ROOT).parent / "shared",
+    ]
     return next((Path(c) for c in candidates if c and Path(c, "seeds").is_dir()), None)
 
 
@@ -52,8 +62,18 @@ def pytest_configure(config):
 
 
 # The key variables the tests' endpoints name; the operator's allow-list (PROVIDER_KEY_VARIABLES) must hold them.
-TEST_KEY_VARIABLES = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "FAKE_KEY_ENV", "CANARY_KEY", "API_TEST_KEY", "MY_KEY_VAR",
-                      "NOT_SET_ANYWHERE", "NOT_SET_ANYWHERE_KEY", "NO_SUCH_KEY_VAR", "UNSET_CLI_KEY"]
+TEST_KEY_VARIABLES = [
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "FAKE_KEY_ENV",
+    "CANARY_KEY",
+    "API_TEST_KEY",
+    "MY_KEY_VAR",
+    "NOT_SET_ANYWHERE",
+    "NOT_SET_ANYWHERE_KEY",
+    "NO_SUCH_KEY_VAR",
+    "UNSET_CLI_KEY",
+]
 os.environ["PROVIDER_KEY_VARIABLES"] = ",".join(TEST_KEY_VARIABLES)  # child processes (workers) inherit it
 
 

@@ -12,6 +12,7 @@ Each request's answer comes from the provider's script (FakeProvider.script, mat
 batch in progress until the test sets it back (`release()`); `expire_all()` makes open batches expire on their next
 retrieve (requests without an answer come back expired).
 """
+
 import itertools
 import json
 import re
@@ -48,10 +49,10 @@ class FakeBatches:
         self.provider = provider
         self.lock = threading.Lock()
         self.ids = itertools.count(1)
-        self.files = {}          # id -> {"bytes", "purpose"}
-        self.openai = {}         # id -> batch dict (+ "_lines")
-        self.anthropic = {}      # id -> batch dict (+ "_requests", "_results")
-        self.created = []        # (provider, batch id, [request bodies]) in creation order
+        self.files = {}  # id -> {"bytes", "purpose"}
+        self.openai = {}  # id -> batch dict (+ "_lines")
+        self.anthropic = {}  # id -> batch dict (+ "_requests", "_results")
+        self.created = []  # (provider, batch id, [request bodies]) in creation order
         self.cancelled = []
         self.hold = False
         self._expire = False
@@ -95,8 +96,15 @@ class FakeBatches:
             fid = self.new_id("file")
             with self.lock:
                 self.files[fid] = {"bytes": data, "purpose": "batch"}
-            return 200, {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
-                         "filename": "batch.jsonl", "purpose": "batch", "status": "processed"}
+            return 200, {
+                "id": fid,
+                "object": "file",
+                "bytes": len(data),
+                "created_at": int(time.time()),
+                "filename": "batch.jsonl",
+                "purpose": "batch",
+                "status": "processed",
+            }
         if method == "GET" and len(rest) == 2 and rest[1] == "content":
             f = self.files.get(rest[0])
             return (200, f["bytes"]) if f else (404, {"error": {"message": "no such file"}})
@@ -113,11 +121,22 @@ class FakeBatches:
             lines = [json.loads(line) for line in f["bytes"].decode().splitlines() if line.strip()]
             bid = self.new_id("batch")
             now = int(time.time())
-            batch = {"id": bid, "object": "batch", "endpoint": request["endpoint"], "errors": None,
-                     "input_file_id": request["input_file_id"], "completion_window": request.get("completion_window"),
-                     "status": "validating", "output_file_id": None, "error_file_id": None, "created_at": now,
-                     "expires_at": now + 86400, "metadata": request.get("metadata"),
-                     "request_counts": {"total": len(lines), "completed": 0, "failed": 0}, "_lines": lines}
+            batch = {
+                "id": bid,
+                "object": "batch",
+                "endpoint": request["endpoint"],
+                "errors": None,
+                "input_file_id": request["input_file_id"],
+                "completion_window": request.get("completion_window"),
+                "status": "validating",
+                "output_file_id": None,
+                "error_file_id": None,
+                "created_at": now,
+                "expires_at": now + 86400,
+                "metadata": request.get("metadata"),
+                "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+                "_lines": lines,
+            }
             with self.lock:
                 self.openai[bid] = batch
                 self.created.append(("openai", bid, [(ln["custom_id"], ln["body"]) for ln in lines]))
@@ -158,22 +177,49 @@ class FakeBatches:
             cid, body = line["custom_id"], line["body"]
             if final in ("expired", "cancelled"):
                 code = "batch_expired" if final == "expired" else "batch_cancelled"
-                err.append({"id": self.new_id("req"), "custom_id": cid, "response": None,
-                            "error": {"code": code, "message": f"This request was not run: the batch is {final}."}})
+                err.append(
+                    {
+                        "id": self.new_id("req"),
+                        "custom_id": cid,
+                        "response": None,
+                        "error": {"code": code, "message": f"This request was not run: the batch is {final}."},
+                    }
+                )
                 continue
             spec, prompt, n = self.answer(body)
             if spec.get("expire"):
-                err.append({"id": self.new_id("req"), "custom_id": cid, "response": None, "error": {
-                    "code": "batch_expired", "message": "This request could not be executed in time."}})
+                err.append(
+                    {
+                        "id": self.new_id("req"),
+                        "custom_id": cid,
+                        "response": None,
+                        "error": {"code": "batch_expired", "message": "This request could not be executed in time."},
+                    }
+                )
             elif spec.get("status", 200) != 200:
                 message = spec.get("message", f"scripted {spec['status']}")
-                err.append({"id": self.new_id("req"), "custom_id": cid, "error": None, "response": {
-                    "status_code": spec["status"], "request_id": f"r{n}",
-                    "body": {"error": {"message": message, "type": "server_error"}}}})
+                err.append(
+                    {
+                        "id": self.new_id("req"),
+                        "custom_id": cid,
+                        "error": None,
+                        "response": {
+                            "status_code": spec["status"],
+                            "request_id": f"r{n}",
+                            "body": {"error": {"message": message, "type": "server_error"}},
+                        },
+                    }
+                )
             else:
                 completion = self.provider.completion(body, spec, prompt, n, anthropic=False)
-                out.append({"id": self.new_id("req"), "custom_id": cid, "error": None,
-                            "response": {"status_code": 200, "request_id": f"r{n}", "body": completion}})
+                out.append(
+                    {
+                        "id": self.new_id("req"),
+                        "custom_id": cid,
+                        "error": None,
+                        "response": {"status_code": 200, "request_id": f"r{n}", "body": completion},
+                    }
+                )
         batch["status"] = final
         batch[f"{final}_at" if final != "cancelled" else "cancelled_at"] = int(time.time())
         batch["request_counts"] = {"total": len(batch["_lines"]), "completed": len(out), "failed": len(err)}
@@ -202,11 +248,26 @@ class FakeBatches:
                 return 400, {"type": "error", "error": {"type": "invalid_request_error", "message": "no requests"}}
             bid = self.new_id("msgbatch")
             now = time.time()
-            batch = {"id": bid, "type": "message_batch", "processing_status": "in_progress", "created_at": _iso(now),
-                     "expires_at": _iso(now + 86400), "ended_at": None, "archived_at": None,
-                     "cancel_initiated_at": None, "results_url": None,
-                     "request_counts": {"processing": len(requests), "succeeded": 0, "errored": 0, "canceled": 0,
-                                        "expired": 0}, "_requests": requests, "_results": None}
+            batch = {
+                "id": bid,
+                "type": "message_batch",
+                "processing_status": "in_progress",
+                "created_at": _iso(now),
+                "expires_at": _iso(now + 86400),
+                "ended_at": None,
+                "archived_at": None,
+                "cancel_initiated_at": None,
+                "results_url": None,
+                "request_counts": {
+                    "processing": len(requests),
+                    "succeeded": 0,
+                    "errored": 0,
+                    "canceled": 0,
+                    "expired": 0,
+                },
+                "_requests": requests,
+                "_results": None,
+            }
             with self.lock:
                 self.anthropic[bid] = batch
                 self.created.append(("anthropic", bid, [(r["custom_id"], r["params"]) for r in requests]))
@@ -252,13 +313,27 @@ class FakeBatches:
                 if spec.get("expire"):
                     result = {"type": "expired"}
                 elif spec.get("status", 200) != 200:
-                    result = {"type": "errored", "error": {"type": "error", "error": {
-                        "type": "api_error", "message": spec.get("message", f"scripted {spec['status']}")}}}
+                    result = {
+                        "type": "errored",
+                        "error": {
+                            "type": "error",
+                            "error": {
+                                "type": "api_error",
+                                "message": spec.get("message", f"scripted {spec['status']}"),
+                            },
+                        },
+                    }
                 else:
-                    result = {"type": "succeeded",
-                              "message": self.provider.completion(params, spec, prompt, n, anthropic=True)}
+                    result = {
+                        "type": "succeeded",
+                        "message": self.provider.completion(params, spec, prompt, n, anthropic=True),
+                    }
             counts[result["type"]] += 1
             results.append({"custom_id": cid, "result": result})
-        batch.update(processing_status="ended", ended_at=_iso(time.time()), request_counts=counts, _results=results,
-                     results_url=f"{self.provider.anthropic_base_url}/v1/messages/batches/{batch['id']}/results")
-
+        batch.update(
+            processing_status="ended",
+            ended_at=_iso(time.time()),
+            request_counts=counts,
+            _results=results,
+            results_url=f"{self.provider.anthropic_base_url}/v1/messages/batches/{batch['id']}/results",
+        )

@@ -16,6 +16,7 @@ The batch APIs are served by tests/fake_batch.py (`server.batches`).
 
 Run standalone (used by the benchmark): python tests/fake_provider.py --port 0 --delay 0.25
 """
+
 import argparse
 import asyncio
 import itertools
@@ -23,9 +24,18 @@ import json
 import threading
 import time
 
-REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 408: "Request Timeout",
-           429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable",
-           529: "Overloaded"}
+REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    408: "Request Timeout",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    529: "Overloaded",
+}
 
 
 class FakeProvider:
@@ -42,8 +52,8 @@ class FakeProvider:
     # -- scripting and inspection ------------------------------------------------------------------------------
     def reset(self):
         with self.lock:
-            self.rules = []           # [match, [responses]]
-            self.requests = []        # one dict per request, in arrival order
+            self.rules = []  # [match, [responses]]
+            self.requests = []  # one dict per request, in arrival order
             self.in_flight = 0
             self.max_in_flight = 0
             self.in_flight_by_model = {}
@@ -64,8 +74,12 @@ class FakeProvider:
 
     def stats(self):
         with self.lock:
-            return {"requests": len(self.requests), "max_in_flight": self.max_in_flight,
-                    "max_in_flight_by_model": dict(self.max_in_flight_by_model), "in_flight": self.in_flight}
+            return {
+                "requests": len(self.requests),
+                "max_in_flight": self.max_in_flight,
+                "max_in_flight_by_model": dict(self.max_in_flight_by_model),
+                "in_flight": self.in_flight,
+            }
 
     def requests_for(self, match):
         with self.lock:
@@ -87,7 +101,8 @@ class FakeProvider:
             self.loop = asyncio.new_event_loop()
             asyncio.set_event_loop(self.loop)
             self._server = self.loop.run_until_complete(
-                asyncio.start_server(self.handle, self.host, self.port, backlog=1024, reuse_address=True))
+                asyncio.start_server(self.handle, self.host, self.port, backlog=1024, reuse_address=True)
+            )
             self.port = self._server.sockets[0].getsockname()[1]
             ready.set()
             self.loop.run_forever()
@@ -137,8 +152,12 @@ class FakeProvider:
 
     def send(self, writer, status, payload, extra_headers=None, raw=None):
         data = raw if raw is not None else json.dumps(payload).encode()
-        head = [f"HTTP/1.1 {status} {REASONS.get(status, 'Status')}", "content-type: application/json",
-                f"content-length: {len(data)}", "connection: keep-alive"]
+        head = [
+            f"HTTP/1.1 {status} {REASONS.get(status, 'Status')}",
+            "content-type: application/json",
+            f"content-length: {len(data)}",
+            "connection: keep-alive",
+        ]
         head += [f"{k}: {v}" for k, v in (extra_headers or {}).items()]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
 
@@ -178,8 +197,16 @@ class FakeProvider:
         model = request.get("model", "")
         spec = self.responder({"prompt": prompt, "body": request}) if self.responder else self.next_response(prompt)
         n = next(self.counter)
-        entry = {"n": n, "t": time.monotonic(), "path": path, "model": model, "prompt": prompt, "body": request,
-                 "auth": headers.get("authorization") or headers.get("x-api-key", ""), "status": spec.get("status", 200)}
+        entry = {
+            "n": n,
+            "t": time.monotonic(),
+            "path": path,
+            "model": model,
+            "prompt": prompt,
+            "body": request,
+            "auth": headers.get("authorization") or headers.get("x-api-key", ""),
+            "status": spec.get("status", 200),
+        }
         with self.lock:
             if self.record:
                 self.requests.append(entry)
@@ -201,8 +228,14 @@ class FakeProvider:
                 self.send(writer, status, None, extra, raw=b'{"id": "broken", "choices": [ {"mess')
             elif status != 200:
                 message = spec.get("message", f"scripted {status}")
-                payload = ({"type": "error", "error": {"type": "rate_limit_error" if status == 429 else "api_error", "message": message}}
-                           if anthropic else {"error": {"message": message, "type": "server_error", "code": status}})
+                payload = (
+                    {
+                        "type": "error",
+                        "error": {"type": "rate_limit_error" if status == 429 else "api_error", "message": message},
+                    }
+                    if anthropic
+                    else {"error": {"message": message, "type": "server_error", "code": status}}
+                )
                 self.send(writer, status, payload, extra)
             else:
                 self.send(writer, 200, self.completion(request, spec, prompt, n, anthropic), extra)
@@ -221,13 +254,28 @@ class FakeProvider:
         model = request.get("model", "")
         if anthropic:
             stop = {"stop": "end_turn", "length": "max_tokens"}.get(finish, finish)
-            return {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": model,
-                    "content": [{"type": "text", "text": text}] if text else [], "stop_reason": stop, "stop_sequence": None,
-                    "usage": {"input_tokens": usage["input"], "output_tokens": usage["output"]}}
-        return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()), "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-                "usage": {"prompt_tokens": usage["input"], "completion_tokens": usage["output"],
-                          "total_tokens": usage["input"] + usage["output"]}}
+            return {
+                "id": f"msg_{n}",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [{"type": "text", "text": text}] if text else [],
+                "stop_reason": stop,
+                "stop_sequence": None,
+                "usage": {"input_tokens": usage["input"], "output_tokens": usage["output"]},
+            }
+        return {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+            "usage": {
+                "prompt_tokens": usage["input"],
+                "completion_tokens": usage["output"],
+                "total_tokens": usage["input"] + usage["output"],
+            },
+        }
 
     async def control(self, path, body, writer):
         data = json.loads(body or b"{}")

@@ -5,13 +5,23 @@ level and inside functions, `apps.get_model("app", ...)` / `apps.get_model("app.
 `importlib.import_module("app...")` with literal names, and string model references ("annotation.Code") in
 ForeignKey, OneToOneField and ManyToManyField. Each names an edge from the file's app to another app.
 """
+
 import ast
 from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ["stereoscope", "generation", "annotation", "judging", "agreement", "psychometrics", "measures", "exports",
-        "recipes"]
+APPS = [
+    "stereoscope",
+    "generation",
+    "annotation",
+    "judging",
+    "agreement",
+    "psychometrics",
+    "measures",
+    "exports",
+    "recipes",
+]
 
 # Direct dependencies each app may have besides the project package (every app -> stereoscope; stereoscope -> none).
 # An app may also use what its dependencies depend on (agreement -> annotation -> generation), never the reverse.

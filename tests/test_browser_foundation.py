@@ -1,4 +1,5 @@
 """A new user's first steps in Chromium: log in as the printed admin, create a study, add a coder."""
+
 import pytest
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

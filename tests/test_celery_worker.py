@@ -1,5 +1,6 @@
 """A real Celery worker process picks a task from the configured broker (Redis in the PostgreSQL run,
 the embedded filesystem broker otherwise) and writes its result to the test database."""
+
 import os
 import subprocess
 import sys
@@ -18,10 +19,30 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 def start_worker(queue, hostname):
     env = {k: v for k, v in os.environ.items() if k != "CELERY_TASK_ALWAYS_EAGER"}
-    env.update(DATABASE_URL=subprocess_database_url(), CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
-               WORKER_HEARTBEAT_SECONDS="0.5", STEREOSCOPE_DATA_DIR=str(settings.DATA_DIR))
-    cmd = [sys.executable, "-m", "celery", "-A", "stereoscope", "worker", "--pool", "solo", "-Q", queue,
-           "--hostname", hostname, "--loglevel", "INFO", "--without-mingle", "--without-gossip"]
+    env.update(
+        DATABASE_URL=subprocess_database_url(),
+        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
+        WORKER_HEARTBEAT_SECONDS="0.5",
+        STEREOSCOPE_DATA_DIR=str(settings.DATA_DIR),
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "stereoscope",
+        "worker",
+        "--pool",
+        "solo",
+        "-Q",
+        queue,
+        "--hostname",
+        hostname,
+        "--loglevel",
+        "INFO",
+        "--without-mingle",
+        "--without-gossip",
+    ]
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 

@@ -1,5 +1,6 @@
 """An app writes another app's tables only through that app's services: no `OtherAppModel.objects.create(...)`,
 `bulk_create`, `get_or_create`, `update_or_create`, `bulk_update`, or `.update()` / `.delete()` on its querysets."""
+
 import re
 from pathlib import Path
 
@@ -20,16 +21,21 @@ def test_no_app_writes_another_apps_tables_directly():
     owner = _owners()
     assert owner["GenerationRun"] == "generation" and owner["Membership"] == "stereoscope"
     names = "|".join(sorted(owner, key=len, reverse=True))
-    write = re.compile(rf"\b({names})\.objects\.((create|bulk_create|get_or_create|update_or_create|bulk_update)\b"
-                       rf"|[^\n]*\.(update|delete)\()")
+    write = re.compile(
+        rf"\b({names})\.objects\.((create|bulk_create|get_or_create|update_or_create|bulk_update)\b"
+        rf"|[^\n]*\.(update|delete)\()"
+    )
     found = []
     for app in sorted(set(owner.values())):
         for path in sorted((ROOT / app).rglob("*.py")):
             if "migrations" in path.parts:
                 continue
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-                found += [f"{path.relative_to(ROOT)}:{number}: {match.group(0)}" for match in write.finditer(line)
-                          if owner[match.group(1)] != app]
+                found += [
+                    f"{path.relative_to(ROOT)}:{number}: {match.group(0)}"
+                    for match in write.finditer(line)
+                    if owner[match.group(1)] != app
+                ]
     assert found == []
 
 

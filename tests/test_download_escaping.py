@@ -3,6 +3,7 @@ a story, memo, code name, item, run or endpoint name starting with = + - @ arriv
 
 The route list is found, not typed: every URL route (pages and API) whose view mentions a table format is a download
 route, and each must be covered below (or be listed as taking uploads only)."""
+
 import csv
 import inspect
 import io
@@ -31,8 +32,12 @@ UPLOADS_ONLY = {
     "api-psych-context-set-list": "context CSV upload",
 }
 # The agreement downloads, checked on their own below.
-ELSEWHERE = {"agreement-export": lambda d: [reverse("agreement-export", args=[d["s"]]) + f"?table={t}&target=code:{d['code']}"
-                                            for t in ("report", "disagreements")]}  # ratings: ids and numbers only
+ELSEWHERE = {
+    "agreement-export": lambda d: [
+        reverse("agreement-export", args=[d["s"]]) + f"?table={t}&target=code:{d['code']}"
+        for t in ("report", "disagreements")
+    ]
+}  # ratings: ids and numbers only
 
 
 def _page(name, *args, query=""):
@@ -45,26 +50,34 @@ def _api(path, *queries):
 
 DOWNLOADS = {
     "toolkit-export": lambda d: [reverse("toolkit-export", args=[d["s"], d["toolkit"], "csv"])],
-    "run-collect-sheet": lambda d: [reverse("run-collect-sheet", args=[d["s"], d["manual_run"], fmt])
-                                    for fmt in ("csv", "xlsx")],
+    "run-collect-sheet": lambda d: [
+        reverse("run-collect-sheet", args=[d["s"], d["manual_run"], fmt]) for fmt in ("csv", "xlsx")
+    ],
     "annotation-codebook-export": _page("annotation-codebook-export", "codebook", query="?file_format=csv"),
     "annotation-codings-export": lambda d: [
         reverse("annotation-codings-export", args=[d["s"], d["codebook"]]) + q
-        for q in ("?file_format=csv&include_text=1", "?file_format=jsonl&include_text=1")],
+        for q in ("?file_format=csv&include_text=1", "?file_format=jsonl&include_text=1")
+    ],
     "annotation-frequencies": lambda d: [
         reverse("annotation-frequencies", args=[d["s"], d["codebook"]]) + q
-        for q in ("?file_format=csv", "?file_format=csv&by=dimension")],
+        for q in ("?file_format=csv", "?file_format=csv&by=dimension")
+    ],
     "judging-round-verdicts-export": lambda d: [
-        reverse("judging-round-verdicts-export", args=[d["s"], d["round"], "csv"])],
+        reverse("judging-round-verdicts-export", args=[d["s"], d["round"], "csv"])
+    ],
     "judging-weights": _page("judging-weights", query="?download=csv&method=raw"),
-    "psych-run-export": lambda d: [reverse("psych-run-export", args=[d["s"], d["psych_run"], fmt])
-                                   for fmt in ("responses.csv", "scores.csv", "xlsx")],
-    "measures-csv": lambda d: [reverse("measures-csv", args=[d["s"], d["measure_run"], kind])
-                               for kind in ("outputs", "sentences")],
+    "psych-run-export": lambda d: [
+        reverse("psych-run-export", args=[d["s"], d["psych_run"], fmt])
+        for fmt in ("responses.csv", "scores.csv", "xlsx")
+    ],
+    "measures-csv": lambda d: [
+        reverse("measures-csv", args=[d["s"], d["measure_run"], kind]) for kind in ("outputs", "sentences")
+    ],
     "api-toolkit-export": _api("toolkits/{toolkit}/export/", "?file_format=csv"),
     "api-generation-run-collection-sheet": _api("runs/{manual_run}/collection_sheet/", "?kind=csv", "?kind=xlsx"),
-    "api-codebook-codings-export": _api("codebooks/{codebook}/codings-export/", "?file_format=csv&include_text=1",
-                                        "?file_format=jsonl&include_text=1"),
+    "api-codebook-codings-export": _api(
+        "codebooks/{codebook}/codings-export/", "?file_format=csv&include_text=1", "?file_format=jsonl&include_text=1"
+    ),
     "api-codebook-export": _api("codebooks/{codebook}/export/", "?file_format=csv"),
     "api-codebook-frequencies": _api("codebooks/{codebook}/frequencies/", "?file_format=csv"),
     "api-toolkit-weights-list": _api("toolkit-weights/", "?as=csv&method=raw"),
@@ -93,8 +106,11 @@ def _view_sources(callback):
 
 
 def download_routes():
-    return {name for _, name, callback in _routes(get_resolver().url_patterns)
-            if any(TABLE_FORMAT.search(source) for source in _view_sources(callback))}
+    return {
+        name
+        for _, name, callback in _routes(get_resolver().url_patterns)
+        if any(TABLE_FORMAT.search(source) for source in _view_sources(callback))
+    }
 
 
 def test_every_download_route_is_covered():
@@ -145,9 +161,23 @@ def poisoned(coded_study, make_endpoint, fake_provider, export_root):  # noqa: F
     manual_run = generation_runs.create_run(study, name="=POISON manual run", toolkit=toolkit, endpoints=[manual])
     generation_runs.start(manual_run)
 
-    lexicon = measure_services.create_lexicon(study, measure_services.validate_lexicon_data({
-        "name": "Care words", "categories": [{"key": "care", "name": "Care", "direction": "female",
-                                              "words": ["kind", "caring"], "color": "#e8590c"}]}))
+    lexicon = measure_services.create_lexicon(
+        study,
+        measure_services.validate_lexicon_data(
+            {
+                "name": "Care words",
+                "categories": [
+                    {
+                        "key": "care",
+                        "name": "Care",
+                        "direction": "female",
+                        "words": ["kind", "caring"],
+                        "color": "#e8590c",
+                    }
+                ],
+            }
+        ),
+    )
     measure_run = scoring.create_run(study, name="measures", lexicons=[lexicon], classifier="vader")
     scoring.start(measure_run)
 
@@ -155,12 +185,21 @@ def poisoned(coded_study, make_endpoint, fake_provider, export_root):  # noqa: F
     contexts = psych_services.contexts_from_personas(study, "two", personas, n=2, seed=1)
     endpoint = make_endpoint(study, name="-POISON questionnaire endpoint", model_id="m-1")
     fake_provider.default = {"text": "3"}
-    psych_run = psych_runs.create_run(study, name="=POISON questionnaire run", instrument=asi, context_set=contexts,
-                                      endpoints=[endpoint])
+    psych_run = psych_runs.create_run(
+        study, name="=POISON questionnaire run", instrument=asi, context_set=contexts, endpoints=[endpoint]
+    )
     psych_runs.start(psych_run)
-    return {"s": study.pk, "toolkit": toolkit.pk, "codebook": coded_study["codebook"].pk,
-            "round": coded_study["round"].pk, "manual_run": manual_run.pk, "measure_run": measure_run.pk,
-            "psych_run": psych_run.pk, "admin": coded_study["roles"]["users"]["admin"], "code": codes["charisma"].pk}
+    return {
+        "s": study.pk,
+        "toolkit": toolkit.pk,
+        "codebook": coded_study["codebook"].pk,
+        "round": coded_study["round"].pk,
+        "manual_run": manual_run.pk,
+        "measure_run": measure_run.pk,
+        "psych_run": psych_run.pk,
+        "admin": coded_study["roles"]["users"]["admin"],
+        "code": codes["charisma"].pk,
+    }
 
 
 def _cells(response):

@@ -10,8 +10,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_uuid_and_django_import_from_repo_root():
-    result = subprocess.run([sys.executable, "-c", "import uuid, django, platform; print(platform.system())"], cwd=ROOT,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", "import uuid, django, platform; print(platform.system())"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     assert not (ROOT / "platform").exists() and not (ROOT / "platform.py").exists()
 
@@ -101,7 +105,11 @@ def test_every_model_is_registered_in_admin():
     from django.apps import apps
     from django.contrib import admin
 
-    ours = [m for m in apps.get_models() if m._meta.app_label in {"stereoscope", "generation", "annotation", "judging", "psychometrics", "measures"}]
+    ours = [
+        m
+        for m in apps.get_models()
+        if m._meta.app_label in {"stereoscope", "generation", "annotation", "judging", "psychometrics", "measures"}
+    ]
     missing = [m.__name__ for m in ours if m not in admin.site._registry]
     assert not missing, f"not in the admin: {missing}"
 
@@ -145,10 +153,23 @@ def test_deploy_check_passes_with_production_settings(tmp_path):
     import os
 
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
-    env.update(SECRET_KEY="x" * 64 + "-production-secret-key-for-check", DEBUG="false",
-               ALLOWED_HOSTS="stereoscope.example.org", SECURE_SSL_REDIRECT="true", SESSION_COOKIE_SECURE="true",
-               CSRF_COOKIE_SECURE="true", SECURE_HSTS_SECONDS="31536000", SECURE_HSTS_INCLUDE_SUBDOMAINS="true",
-               SECURE_HSTS_PRELOAD="true", STEREOSCOPE_DATA_DIR=str(tmp_path))
-    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=ROOT,
-                            env=env, capture_output=True, text=True)
+    env.update(
+        SECRET_KEY="x" * 64 + "-production-secret-key-for-check",
+        DEBUG="false",
+        ALLOWED_HOSTS="stereoscope.example.org",
+        SECURE_SSL_REDIRECT="true",
+        SESSION_COOKIE_SECURE="true",
+        CSRF_COOKIE_SECURE="true",
+        SECURE_HSTS_SECONDS="31536000",
+        SECURE_HSTS_INCLUDE_SUBDOMAINS="true",
+        SECURE_HSTS_PRELOAD="true",
+        STEREOSCOPE_DATA_DIR=str(tmp_path),
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout + result.stderr

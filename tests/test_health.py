@@ -1,5 +1,6 @@
 """Health that tells the truth: jobs waiting with no live worker make /healthz and the API degraded (non-200), and
 each job page says it is stalled instead of showing a progress bar."""
+
 from datetime import timedelta
 
 import pytest
@@ -38,8 +39,10 @@ def test_waiting_job_with_no_live_worker_is_degraded(client, study):
     assert data["database"]["ok"] and data["broker"]["ok"] and data["workers"]["live"] == 0
     assert data["jobs"]["stalled"] == 2
     assert data["jobs"]["stalled_by_kind"] == {"generation run": 1, "export job": 1}
-    assert {(j["kind"], j["id"]) for j in waiting_jobs_without_worker()} == {("generation run", run.pk),
-                                                                             ("export job", export.pk)}
+    assert {(j["kind"], j["id"]) for j in waiting_jobs_without_worker()} == {
+        ("generation run", run.pk),
+        ("export job", export.pk),
+    }
     assert set(data["jobs"]) == {"stalled", "stalled_by_kind", "message"}  # public: counts only, no study or job
     assert client.get("/api/health/").status_code == 503
     page = client.get("/healthz")
@@ -82,8 +85,13 @@ def test_job_pages_show_the_stalled_notice(roles, client_for):
     assert STALLED not in html and 'class="progress"' in html
 
 
-JOB_PROGRESS_TEMPLATES = ["generation/_run_progress.html", "judging/_progress.html", "psychometrics/_progress.html",
-                          "measures/_run_progress.html", "exports/_jobs.html"]
+JOB_PROGRESS_TEMPLATES = [
+    "generation/_run_progress.html",
+    "judging/_progress.html",
+    "psychometrics/_progress.html",
+    "measures/_run_progress.html",
+    "exports/_jobs.html",
+]
 
 
 @pytest.mark.parametrize("name", JOB_PROGRESS_TEMPLATES)

@@ -1,4 +1,5 @@
 """In Chromium: a run that waits with no live worker says so on its page; when a worker comes up, the bar returns."""
+
 import pytest
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -1,5 +1,6 @@
 """Nothing but load_builtin writes the built-in library study: copies and new versions into the library are refused
 through the pages and the API, even for site staff, and nothing is written. Copying out of the library still works."""
+
 import pytest
 
 from annotation.models import Codebook
@@ -19,9 +20,12 @@ def library(db):
     for specs in (toolkit_specs(), codebook_specs(), lexicon_specs()):
         load_builtins(specs, log=lambda *_: None)
     lexicon = Lexicon.objects.filter(study__is_library=True).first()
-    return {"study": lexicon.study, "lexicon": lexicon,
-            "codebook": Codebook.objects.filter(study__is_library=True).first(),
-            "toolkit": Toolkit.objects.filter(study__is_library=True).first()}
+    return {
+        "study": lexicon.study,
+        "lexicon": lexicon,
+        "codebook": Codebook.objects.filter(study__is_library=True).first(),
+        "toolkit": Toolkit.objects.filter(study__is_library=True).first(),
+    }
 
 
 def counts():
@@ -43,17 +47,21 @@ def test_other_versioned_things_refuse_new_versions_and_copies_in_the_library(li
     api, page = api_for(roles["users"]["staff"]), client_for(roles["users"]["staff"])
     before = counts()
     cb, tk = library["codebook"], library["toolkit"]
-    for url, body in [(f"/api/studies/{lib.pk}/codebooks/{cb.pk}/new-version/", None),
-                      (f"/api/studies/{lib.pk}/codebooks/copy/", {"source": cb.pk}),
-                      (f"/api/studies/{lib.pk}/codebooks/", {"name": "planted"}),
-                      (f"/api/studies/{lib.pk}/toolkits/{tk.pk}/new_version/", None),
-                      (f"/api/studies/{lib.pk}/toolkits/copy/", {"toolkit": tk.pk}),
-                      (f"/api/studies/{lib.pk}/judge-templates/", {"name": "planted", "kind": "cross_family"})]:
+    for url, body in [
+        (f"/api/studies/{lib.pk}/codebooks/{cb.pk}/new-version/", None),
+        (f"/api/studies/{lib.pk}/codebooks/copy/", {"source": cb.pk}),
+        (f"/api/studies/{lib.pk}/codebooks/", {"name": "planted"}),
+        (f"/api/studies/{lib.pk}/toolkits/{tk.pk}/new_version/", None),
+        (f"/api/studies/{lib.pk}/toolkits/copy/", {"toolkit": tk.pk}),
+        (f"/api/studies/{lib.pk}/judge-templates/", {"name": "planted", "kind": "cross_family"}),
+    ]:
         response = api.post(url, body, format="json")
         assert response.status_code == 403 and "read-only" in response.json()["detail"], url
-    for url, body in [(f"/studies/{lib.pk}/coding/codebooks/new/", {"action": "copy", "source": cb.pk}),
-                      (f"/studies/{lib.pk}/toolkits/{tk.pk}/new-version/", {}),
-                      (f"/studies/{lib.pk}/questionnaires/instruments/import/", {})]:
+    for url, body in [
+        (f"/studies/{lib.pk}/coding/codebooks/new/", {"action": "copy", "source": cb.pk}),
+        (f"/studies/{lib.pk}/toolkits/{tk.pk}/new-version/", {}),
+        (f"/studies/{lib.pk}/questionnaires/instruments/import/", {}),
+    ]:
         response = page.post(url, body)
         assert response.status_code == 403, url
     assert counts() == before
@@ -76,8 +84,9 @@ def test_services_refuse_the_library_as_a_target(library):
 def test_reading_and_copying_out_of_the_library_still_work(library, roles, api_for):
     lib, lexicon = library["study"], library["lexicon"]
     staff = api_for(roles["users"]["staff"])
-    highlight = staff.post(f"/api/studies/{lib.pk}/lexicons/{lexicon.pk}/highlight/", {"text": "a leader"},
-                           format="json")
+    highlight = staff.post(
+        f"/api/studies/{lib.pk}/lexicons/{lexicon.pk}/highlight/", {"text": "a leader"}, format="json"
+    )
     assert highlight.status_code == 200
     researcher = api_for(roles["users"]["researcher"])
     copied = researcher.post(f"/api/studies/{roles['a'].pk}/lexicons/{lexicon.pk}/copy/")

@@ -1,4 +1,5 @@
 """The permission matrix. Each case fails if the role check it covers is removed."""
+
 import re
 
 import pytest
@@ -72,7 +73,9 @@ def test_coder_cannot_reach_admin_or_researcher_actions(roles, client_for, api_f
 
 def test_researcher_is_not_study_admin(roles, api_for):
     api = api_for(roles["users"]["researcher"])
-    assert api.post(f"/api/studies/{roles['a'].pk}/members/", {"username": "outsider", "role": "coder"}).status_code == 403
+    assert (
+        api.post(f"/api/studies/{roles['a'].pk}/members/", {"username": "outsider", "role": "coder"}).status_code == 403
+    )
 
 
 def test_study_admin_manages_members(roles, client_for, api_for):
@@ -102,7 +105,9 @@ def test_anonymous_is_redirected_to_login(roles, client):
 def test_last_admin_cannot_be_removed(roles, client_for):
     study = roles["b"]
     membership = study.memberships.get(role="admin")
-    response = client_for(roles["users"]["b_admin"]).post(f"/studies/{study.pk}/members/{membership.pk}/remove/", follow=True)
+    response = client_for(roles["users"]["b_admin"]).post(
+        f"/studies/{study.pk}/members/{membership.pk}/remove/", follow=True
+    )
     assert "at least one admin" in response.content.decode()
     assert study.memberships.filter(role="admin").count() == 1
 

@@ -1,4 +1,5 @@
 """The project package (stereoscope/) imports no app: apps depend on it, never the other way round."""
+
 import ast
 from pathlib import Path
 

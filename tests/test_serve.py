@@ -1,4 +1,5 @@
 """`manage.py serve` (what `make run` ends in) brings up gunicorn and one Celery worker that /healthz sees."""
+
 import json
 import os
 import signal
@@ -27,11 +28,30 @@ def free_port():
 def test_serve_starts_web_and_one_live_worker():
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in {"CELERY_TASK_ALWAYS_EAGER", "DJANGO_ALLOW_ASYNC_UNSAFE"}}
-    env.update(DATABASE_URL=subprocess_database_url(), CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
-               WORKER_HEARTBEAT_SECONDS="0.5", STEREOSCOPE_DATA_DIR=str(settings.DATA_DIR))
-    proc = subprocess.Popen([sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}", "--web-workers", "1",
-                             "--worker-concurrency", "1"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    env.update(
+        DATABASE_URL=subprocess_database_url(),
+        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
+        WORKER_HEARTBEAT_SECONDS="0.5",
+        STEREOSCOPE_DATA_DIR=str(settings.DATA_DIR),
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "manage.py",
+            "serve",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--web-workers",
+            "1",
+            "--worker-concurrency",
+            "1",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     report = None
     try:
         deadline = time.monotonic() + 60
@@ -78,13 +98,32 @@ def wait_for(predicate, seconds):
 def test_serve_restarts_a_killed_worker_and_keeps_serving(tmp_path):
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in {"CELERY_TASK_ALWAYS_EAGER", "DJANGO_ALLOW_ASYNC_UNSAFE"}}
-    env.update(DATABASE_URL=subprocess_database_url(), CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
-               WORKER_HEARTBEAT_SECONDS="0.5", STEREOSCOPE_DATA_DIR=str(settings.DATA_DIR))
+    env.update(
+        DATABASE_URL=subprocess_database_url(),
+        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
+        WORKER_HEARTBEAT_SECONDS="0.5",
+        STEREOSCOPE_DATA_DIR=str(settings.DATA_DIR),
+    )
     log = tmp_path / "serve.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}", "--web-workers",
-                                 "1", "--worker-concurrency", "1"], cwd=ROOT, env=env, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "manage.py",
+                "serve",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--web-workers",
+                "1",
+                "--worker-concurrency",
+                "1",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         report = wait_for(lambda: (r := get_health(port)) and r["workers"]["live"] == 1 and r, 60)
         assert report, "serve never showed a live worker"

@@ -1,4 +1,5 @@
 """Deleting a study removes everything it owns, across every app (RESTRICT links let the cascade through)."""
+
 import pytest
 from django.db.models import RestrictedError
 

@@ -1,4 +1,5 @@
 """The one table writer escapes header cells too: a column can be a person's or a model's label."""
+
 import io
 
 from stereoscope.downloads import xlsx_bytes

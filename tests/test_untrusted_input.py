@@ -1,6 +1,7 @@
 """No 500 on input: deeply nested JSON, NUL characters, XLSX with a DOCTYPE or entities, bodies over the size limit.
 Each answers 400 with a clear message (JSON `detail` or `problems` from the API, a form error on pages) and writes
 nothing."""
+
 import io
 import json
 import zipfile
@@ -33,20 +34,24 @@ def test_toolkit_import_of_deep_json_is_refused_on_page_and_api(roles, client_fo
     study = roles["a"]
     before = Toolkit.objects.count()
     api = api_for(roles["users"]["researcher"])
-    for body, fmt in (({"content": DEEP, "format": "json"}, "json"),
-                      ({"file": upload("deep.json", DEEP)}, "multipart")):
+    for body, fmt in (
+        ({"content": DEEP, "format": "json"}, "json"),
+        ({"file": upload("deep.json", DEEP)}, "multipart"),
+    ):
         response = api.post(f"/api/studies/{study.pk}/toolkits/import/", body, format=fmt)
         assert response.status_code == 400, response.content[:300]
         assert "nested too deeply" in json.dumps(response.json())
-    page = client_for(roles["users"]["researcher"]).post(f"/studies/{study.pk}/toolkits/import/",
-                                                         {"file": upload("deep.json", DEEP)})
+    page = client_for(roles["users"]["researcher"]).post(
+        f"/studies/{study.pk}/toolkits/import/", {"file": upload("deep.json", DEEP)}
+    )
     assert page.status_code == 400 and "nested too deeply" in page.content.decode()
     assert Toolkit.objects.count() == before
 
 
 def test_deep_json_request_body_answers_json(roles, api_for):
     response = api_for(roles["users"]["researcher"]).post(
-        f"/api/studies/{roles['a'].pk}/toolkits/import/", DEEP, content_type="application/json")
+        f"/api/studies/{roles['a'].pk}/toolkits/import/", DEEP, content_type="application/json"
+    )
     assert response.status_code == 400 and response["Content-Type"].startswith("application/json")
     assert "nested too deeply" in response.json()["detail"]
 
@@ -55,14 +60,17 @@ def test_outputs_csv_with_a_nul_byte_is_refused(roles, client_for, api_for):
     study = roles["a"]
     content = b"model,prompt,text\nm,p,fine\nm,p,bad\x00text\n"
     response = api_for(roles["users"]["researcher"]).post(
-        f"/api/studies/{study.pk}/runs/import/", {"file": upload("o.csv", content)}, format="multipart")
+        f"/api/studies/{study.pk}/runs/import/", {"file": upload("o.csv", content)}, format="multipart"
+    )
     assert response.status_code == 400 and "Row 3 contains a NUL character" in json.dumps(response.json())
-    page = client_for(roles["users"]["researcher"]).post(f"/studies/{study.pk}/runs/import/",
-                                                         {"file": upload("o.csv", content)})
+    page = client_for(roles["users"]["researcher"]).post(
+        f"/studies/{study.pk}/runs/import/", {"file": upload("o.csv", content)}
+    )
     assert page.status_code == 400 and "NUL character" in page.content.decode()
     jsonl = b'{"model": "m", "prompt": "p", "text": "bad\\u0000"}\n'
     response = api_for(roles["users"]["researcher"]).post(
-        f"/api/studies/{study.pk}/runs/import/", {"file": upload("o.jsonl", jsonl)}, format="multipart")
+        f"/api/studies/{study.pk}/runs/import/", {"file": upload("o.jsonl", jsonl)}, format="multipart"
+    )
     assert response.status_code == 400 and "NUL character" in json.dumps(response.json())
     assert GenerationRun.objects.count() == 0 and Output.objects.count() == 0
 
@@ -85,8 +93,10 @@ def xlsx_with_doctype(doctype):
     return out.getvalue()
 
 
-BOMB = (b'<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">'
-        b'<!ENTITY lol9 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">]>')
+BOMB = (
+    b'<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">'
+    b'<!ENTITY lol9 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">]>'
+)
 EXTERNAL = b'<!DOCTYPE foo [<!ENTITY lol9 SYSTEM "file:///etc/passwd">]>'
 
 
@@ -95,11 +105,13 @@ def test_outputs_xlsx_with_a_doctype_is_refused(roles, client_for, api_for, doct
     study = roles["a"]
     content = xlsx_with_doctype(doctype)
     response = api_for(roles["users"]["researcher"]).post(
-        f"/api/studies/{study.pk}/runs/import/", {"file": upload("o.xlsx", content)}, format="multipart")
+        f"/api/studies/{study.pk}/runs/import/", {"file": upload("o.xlsx", content)}, format="multipart"
+    )
     assert response.status_code == 400
     assert "declares a DOCTYPE or entities" in json.dumps(response.json())
-    page = client_for(roles["users"]["researcher"]).post(f"/studies/{study.pk}/runs/import/",
-                                                         {"file": upload("o.xlsx", content)})
+    page = client_for(roles["users"]["researcher"]).post(
+        f"/studies/{study.pk}/runs/import/", {"file": upload("o.xlsx", content)}
+    )
     assert page.status_code == 400 and "declares a DOCTYPE or entities" in page.content.decode()
     assert GenerationRun.objects.count() == 0 and Output.objects.count() == 0
 
@@ -107,12 +119,18 @@ def test_outputs_xlsx_with_a_doctype_is_refused(roles, client_for, api_for, doct
 def test_a_body_over_the_size_limit_answers_json(roles, api_for, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10_000
     api = api_for(roles["users"]["researcher"])
-    response = api.post(f"/api/studies/{roles['a'].pk}/toolkits/import/",
-                        {"content": "x" * 20_000, "format": "json", "name": "big"}, format="multipart")
+    response = api.post(
+        f"/api/studies/{roles['a'].pk}/toolkits/import/",
+        {"content": "x" * 20_000, "format": "json", "name": "big"},
+        format="multipart",
+    )
     assert response.status_code == 400 and response["Content-Type"].startswith("application/json")
     assert "larger than the limit" in response.json()["detail"]
-    response = api.post(f"/api/studies/{roles['a'].pk}/toolkits/import/",
-                        {"content": "x" * 20_000, "format": "json", "name": "big"}, format="json")
+    response = api.post(
+        f"/api/studies/{roles['a'].pk}/toolkits/import/",
+        {"content": "x" * 20_000, "format": "json", "name": "big"},
+        format="json",
+    )
     assert response.status_code == 400 and response["Content-Type"].startswith("application/json")
     assert "larger than the limit" in response.json()["detail"]
     assert Toolkit.objects.count() == 0
@@ -132,8 +150,10 @@ def test_nul_characters_are_refused_by_the_other_imports(roles, api_for):
     with pytest.raises(JudgingError, match="NUL character"):
         parse_weights(b"item_number,weight\n1,0.5\x00\n", "w.csv")
     response = api_for(roles["users"]["researcher"]).post(
-        f"/api/studies/{roles['a'].pk}/toolkits/import/", {"content": '{"name": "x\\u0000"}', "format": "json"},
-        format="json")
+        f"/api/studies/{roles['a'].pk}/toolkits/import/",
+        {"content": '{"name": "x\\u0000"}', "format": "json"},
+        format="json",
+    )
     assert response.status_code == 400 and "NUL character" in json.dumps(response.json())
     assert Toolkit.objects.count() == 0
 
@@ -144,10 +164,12 @@ def test_api_error_handler_turns_input_errors_into_json_400s():
 
     from stereoscope.api_errors import exception_handler
 
-    for exc, message in [(DataError("invalid byte sequence for encoding UTF8: 0x00"), "cannot store"),
-                         (RequestDataTooBig("too big"), "larger than the limit"),
-                         (TooManyFieldsSent("many"), "too many fields"),
-                         (RecursionError("deep"), "nested too deeply")]:
+    for exc, message in [
+        (DataError("invalid byte sequence for encoding UTF8: 0x00"), "cannot store"),
+        (RequestDataTooBig("too big"), "larger than the limit"),
+        (TooManyFieldsSent("many"), "too many fields"),
+        (RecursionError("deep"), "nested too deeply"),
+    ]:
         response = exception_handler(exc, {})
         assert response.status_code == 400 and message in response.data["detail"], exc
     assert exception_handler(RuntimeError("a bug"), {}) is None  # real bugs still surface

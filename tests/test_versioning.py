@@ -1,4 +1,5 @@
 """The one versioning base (stereoscope/versioning.py) as used by all five versioned things."""
+
 import pytest
 
 from stereoscope.models import ActivityEvent
@@ -39,8 +40,9 @@ def codebook_children(codebook):
 def make_template(study, builtin_key=""):
     from judging.models import JudgeTemplate
 
-    return JudgeTemplate.objects.create(study=study, name="Judge", builtin_key=builtin_key,
-                                        text="{target_stereotype} {stories}", kind="structured_json")
+    return JudgeTemplate.objects.create(
+        study=study, name="Judge", builtin_key=builtin_key, text="{target_stereotype} {stories}", kind="structured_json"
+    )
 
 
 def template_children(template):
@@ -67,8 +69,9 @@ def lexicon_children(lexicon):
 def make_instrument(study, builtin_key=""):
     from psychometrics.models import Instrument
 
-    instrument = Instrument.objects.create(study=study, name="ASI", builtin_key=builtin_key, scale_min=0, scale_max=5,
-                                           subscales=["HS"], label="1")
+    instrument = Instrument.objects.create(
+        study=study, name="ASI", builtin_key=builtin_key, scale_min=0, scale_max=5, subscales=["HS"], label="1"
+    )
     instrument.items.create(item_id="Q1", position=0, text="Women are...", subscale="HS")
     instrument.items.create(item_id="Q2", position=1, text="Men are...", subscale="HS", reverse=True)
     return instrument

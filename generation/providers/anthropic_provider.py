@@ -1,4 +1,5 @@
 """Anthropic through the anthropic SDK (messages API). System messages move to the `system` field."""
+
 import time
 
 import anthropic
@@ -47,15 +48,21 @@ class AnthropicProvider(ChatProvider):
         try:
             text = "".join(block.text for block in message.content if getattr(block, "type", "") == "text")
         except (AttributeError, TypeError) as exc:
-            raise ProviderError(f"The provider sent a message without text content ({exc}).", retryable=True, http_status=200) from exc
+            raise ProviderError(
+                f"The provider sent a message without text content ({exc}).", retryable=True, http_status=200
+            ) from exc
         finish = message.stop_reason or ""
         check_text(text, finish)
         finish = {"end_turn": "stop", "max_tokens": "length", "stop_sequence": "stop"}.get(finish, finish)
         usage = getattr(message, "usage", None)
         return ChatResult(
-            text=text, finish_reason=finish,
-            input_tokens=getattr(usage, "input_tokens", None), output_tokens=getattr(usage, "output_tokens", None),
-            raw=message.model_dump(mode="json"), latency_ms=elapsed_ms(started), http_status=200,
+            text=text,
+            finish_reason=finish,
+            input_tokens=getattr(usage, "input_tokens", None),
+            output_tokens=getattr(usage, "output_tokens", None),
+            raw=message.model_dump(mode="json"),
+            latency_ms=elapsed_ms(started),
+            http_status=200,
         )
 
     async def acomplete(self, messages, params):

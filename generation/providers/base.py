@@ -1,4 +1,5 @@
 """The provider interface. Adapters turn (messages, params) into a ChatResult or raise ProviderError."""
+
 import asyncio
 import importlib.util
 import time
@@ -49,8 +50,10 @@ def _importable(name):
 
 
 def local_extra_message(missing):
-    return (f"The transformers backend needs the 'local' extra on this server ({', '.join(missing)} not installed): "
-            "pip install -e .[local]")
+    return (
+        f"The transformers backend needs the 'local' extra on this server ({', '.join(missing)} not installed): "
+        "pip install -e .[local]"
+    )
 
 
 def require_local_extra():
@@ -80,8 +83,9 @@ class ChatProvider:
         value = key_value(var)
         if not value:
             if required:
-                raise ProviderError(f"The environment variable {var} (API key of “{self.endpoint.name}”) is not set.",
-                                    retryable=False)
+                raise ProviderError(
+                    f"The environment variable {var} (API key of “{self.endpoint.name}”) is not set.", retryable=False
+                )
             return None
         return value
 

@@ -5,6 +5,7 @@ Request bodies come from the live adapters' `request()`, so batch mode sends exa
 Every result comes back keyed by its custom_id as a ChatResult or a ProviderError (`expired` marks requests that
 were never run: batch expiry or cancellation).
 """
+
 import io
 import json
 import time
@@ -13,14 +14,18 @@ from dataclasses import dataclass, field
 from ..batch_format import wire_body
 from .base import ProviderError
 
-OPENAI_OPEN = {"validating": "submitted", "in_progress": "in_progress", "finalizing": "in_progress",
-               "cancelling": "cancelling"}
+OPENAI_OPEN = {
+    "validating": "submitted",
+    "in_progress": "in_progress",
+    "finalizing": "in_progress",
+    "cancelling": "cancelling",
+}
 OPENAI_ENDED = {"completed": "ended", "expired": "expired", "cancelled": "cancelled", "failed": "failed"}
 
 
 @dataclass
 class BatchState:
-    status: str               # one of generation.models.BatchStatus (never "submitting")
+    status: str  # one of generation.models.BatchStatus (never "submitting")
     provider_status: str
     counts: dict = field(default_factory=dict)
     ended: bool = False
@@ -30,7 +35,7 @@ class BatchState:
 @dataclass
 class BatchResult:
     custom_id: str
-    result: object = None     # ChatResult
+    result: object = None  # ChatResult
     error: ProviderError | None = None
     expired: bool = False
     raw: dict | None = None
@@ -64,8 +69,9 @@ class OpenAIBatchAPI:
         data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
         with self.client() as client:
             upload = client.files.create(file=("stereoscope-batch.jsonl", io.BytesIO(data)), purpose="batch")
-            batch = client.batches.create(input_file_id=upload.id, endpoint=self.url, completion_window="24h",
-                                          metadata=metadata)
+            batch = client.batches.create(
+                input_file_id=upload.id, endpoint=self.url, completion_window="24h", metadata=metadata
+            )
         return batch.id, upload.id
 
     def find(self, metadata):
@@ -104,14 +110,23 @@ class OpenAIBatchAPI:
         if error:
             code = error.get("code") or ""
             expired = code in ("batch_expired", "batch_cancelled")
-            return BatchResult(cid, error=ProviderError(f"{code}: {error.get('message', '')}", retryable=True),
-                               expired=expired, raw=row)
+            return BatchResult(
+                cid,
+                error=ProviderError(f"{code}: {error.get('message', '')}", retryable=True),
+                expired=expired,
+                raw=row,
+            )
         status = (response or {}).get("status_code")
         body = (response or {}).get("body") or {}
         if status != 200:
             message = (body.get("error") or {}).get("message") if isinstance(body, dict) else str(body)
-            return BatchResult(cid, error=ProviderError(f"HTTP {status} from the provider: {message}",
-                                                        retryable=True, http_status=status, raw=body), raw=row)
+            return BatchResult(
+                cid,
+                error=ProviderError(
+                    f"HTTP {status} from the provider: {message}", retryable=True, http_status=status, raw=body
+                ),
+                raw=row,
+            )
         try:
             completion = openai.types.chat.ChatCompletion.model_validate(body)
             result = self.live.parse(completion, time.perf_counter())
@@ -156,9 +171,13 @@ class AnthropicBatchAPI:
         """Anthropic batches carry no metadata: adopt the one batch created after the submission began with the
         same request count that no row knows yet (None when there is not exactly one)."""
         with self.client() as client:
-            found = [b.id for b in client.messages.batches.list(limit=100).data
-                     if b.id not in known and (created_after is None or b.created_at >= created_after)
-                     and (request_count is None or sum(b.request_counts.model_dump().values()) == request_count)]
+            found = [
+                b.id
+                for b in client.messages.batches.list(limit=100).data
+                if b.id not in known
+                and (created_after is None or b.created_at >= created_after)
+                and (request_count is None or sum(b.request_counts.model_dump().values()) == request_count)
+            ]
         return found[0] if len(found) == 1 else None
 
     def retrieve(self, batch_id):
@@ -193,10 +212,14 @@ class AnthropicBatchAPI:
             return BatchResult(cid, result=chat, raw=raw)
         if result.type == "errored":
             detail = raw.get("result", {}).get("error", {}).get("error", {})
-            return BatchResult(cid, error=ProviderError(f"{detail.get('type', 'error')}: {detail.get('message', '')}",
-                                                        retryable=True), raw=raw)
-        return BatchResult(cid, error=ProviderError(f"{result.type}: the request was not run.", retryable=True),
-                           expired=True, raw=raw)
+            return BatchResult(
+                cid,
+                error=ProviderError(f"{detail.get('type', 'error')}: {detail.get('message', '')}", retryable=True),
+                raw=raw,
+            )
+        return BatchResult(
+            cid, error=ProviderError(f"{result.type}: the request was not run.", retryable=True), expired=True, raw=raw
+        )
 
     def cancel(self, batch_id):
         with self.client() as client:

@@ -1,4 +1,5 @@
 """OpenAI and any OpenAI-compatible server (vLLM, Ollama, llama.cpp, LM Studio) through the openai SDK."""
+
 import json
 import time
 
@@ -44,11 +45,18 @@ def sdk_error(exc, sdk):
         status = exc.status_code
         detail = str(getattr(exc, "message", "") or exc)[:500]
         retryable = status in (408, 409, 425, 429) or status >= 500
-        return ProviderError(f"HTTP {status} from the provider: {detail}", retryable=retryable,
-                             retry_after=retry_after_seconds(exc.response.headers), http_status=status)
+        return ProviderError(
+            f"HTTP {status} from the provider: {detail}",
+            retryable=retryable,
+            retry_after=retry_after_seconds(exc.response.headers),
+            http_status=status,
+        )
     if isinstance(exc, (sdk.APIResponseValidationError, json.JSONDecodeError, ValueError)):
-        return ProviderError(f"The provider sent a body that is not a valid response ({type(exc).__name__}: {str(exc)[:200]}).",
-                             retryable=True, http_status=getattr(exc, "status_code", None))
+        return ProviderError(
+            f"The provider sent a body that is not a valid response ({type(exc).__name__}: {str(exc)[:200]}).",
+            retryable=True,
+            http_status=getattr(exc, "status_code", None),
+        )
     if isinstance(exc, httpx.HTTPError):
         return ProviderError(f"HTTP transport error: {exc}", retryable=True)
     return ProviderError(f"{type(exc).__name__}: {exc}", retryable=False)
@@ -56,8 +64,11 @@ def sdk_error(exc, sdk):
 
 def check_text(text, finish_reason):
     if text is None or not str(text).strip():
-        raise ProviderError(f"The provider returned an empty completion (finish reason: {finish_reason or 'none'}).",
-                            retryable=True, http_status=200)
+        raise ProviderError(
+            f"The provider returned an empty completion (finish reason: {finish_reason or 'none'}).",
+            retryable=True,
+            http_status=200,
+        )
     return text
 
 
@@ -98,13 +109,19 @@ class OpenAIProvider(ChatProvider):
             text = choice.message.content
             finish = choice.finish_reason or ""
         except (IndexError, AttributeError, TypeError) as exc:
-            raise ProviderError(f"The provider sent a response without a choice ({exc}).", retryable=True, http_status=200) from exc
+            raise ProviderError(
+                f"The provider sent a response without a choice ({exc}).", retryable=True, http_status=200
+            ) from exc
         check_text(text, finish)
         usage = getattr(completion, "usage", None)
         return ChatResult(
-            text=text, finish_reason=finish,
-            input_tokens=getattr(usage, "prompt_tokens", None), output_tokens=getattr(usage, "completion_tokens", None),
-            raw=completion.model_dump(mode="json"), latency_ms=elapsed_ms(started), http_status=200,
+            text=text,
+            finish_reason=finish,
+            input_tokens=getattr(usage, "prompt_tokens", None),
+            output_tokens=getattr(usage, "completion_tokens", None),
+            raw=completion.model_dump(mode="json"),
+            latency_ms=elapsed_ms(started),
+            http_status=200,
         )
 
     async def acomplete(self, messages, params):

@@ -1,4 +1,5 @@
 """Local Hugging Face transformers models already on disk (never downloaded: HF_HUB_OFFLINE is forced)."""
+
 import asyncio
 import os
 import threading
@@ -17,8 +18,11 @@ def load(model_path):
         if model_path not in _models:
             require_local_extra()
             from transformers import AutoModelForCausalLM, AutoTokenizer
+
             if not os.path.exists(model_path):
-                raise ProviderError(f"No local model at {model_path!r}; the transformers backend only uses models on disk.")
+                raise ProviderError(
+                    f"No local model at {model_path!r}; the transformers backend only uses models on disk."
+                )
             try:
                 tokenizer = AutoTokenizer.from_pretrained(model_path, local_files_only=True)
                 model = AutoModelForCausalLM.from_pretrained(model_path, local_files_only=True)
@@ -63,16 +67,22 @@ class TransformersProvider(ChatProvider):
                 out = model.generate(**inputs, pad_token_id=pad, **kwargs)
             except Exception as exc:
                 raise ProviderError(f"Local generation failed: {exc}") from exc
-        new_tokens = out[0][inputs["input_ids"].shape[1]:]
+        new_tokens = out[0][inputs["input_ids"].shape[1] :]
         text = tokenizer.decode(new_tokens, skip_special_tokens=True)
         n_in, n_out = int(inputs["input_ids"].shape[1]), int(new_tokens.shape[0])
         eos = tokenizer.eos_token_id
         finish = "stop" if (eos is not None and n_out and int(new_tokens[-1]) == eos) or n_out < max_new else "length"
         if not text.strip():
             raise ProviderError("The local model produced an empty completion.", retryable=True)
-        return ChatResult(text=text, finish_reason=finish, input_tokens=n_in, output_tokens=n_out,
-                          raw={"model": self.endpoint.model_id, "prompt": prompt}, latency_ms=elapsed_ms(started),
-                          http_status=None)
+        return ChatResult(
+            text=text,
+            finish_reason=finish,
+            input_tokens=n_in,
+            output_tokens=n_out,
+            raw={"model": self.endpoint.model_id, "prompt": prompt},
+            latency_ms=elapsed_ms(started),
+            http_status=None,
+        )
 
     async def acomplete(self, messages, params):
         return await asyncio.to_thread(self.complete, messages, params)

@@ -6,6 +6,7 @@ chunk leases taken with one conditional UPDATE (safe on PostgreSQL and SQLite) a
 tick; progress, rate and ETA over all workers; and self-healing: a worker's heartbeat sweeps for jobs whose
 workers died (their lease expired) and queues them on its own queue, so no one has to press Resume.
 """
+
 import logging
 import os
 import socket
@@ -43,13 +44,13 @@ def worker_name():
 class JobKind:
     """What one kind of job is. Subclass it in the app and `register` one instance."""
 
-    name = ""              # e.g. "generation.run"; stored on chunks
-    model = None           # the concrete Job model
-    task_name = ""         # the Celery task that calls `execute(kind, pk)`
-    label = "job"          # for messages: "run", "round"
+    name = ""  # e.g. "generation.run"; stored on chunks
+    model = None  # the concrete Job model
+    task_name = ""  # the Celery task that calls `execute(kind, pk)`
+    label = "job"  # for messages: "run", "round"
     units_label = "units"
     error = JobError
-    chunk_size = None      # None: settings.JOB_CHUNK_SIZE
+    chunk_size = None  # None: settings.JOB_CHUNK_SIZE
 
     def enqueue(self, job):
         """Send one task for the job (the app may route it; tests replace it)."""
@@ -123,14 +124,19 @@ def acquire_job_lease(queryset, pk, seconds):
     token = uuid.uuid4().hex
     now = timezone.now()
     got = queryset.filter(Q(lease_token="") | Q(lease_expires_at__lt=now), pk=pk).update(
-        lease_token=token, lease_expires_at=now + timedelta(seconds=seconds))
+        lease_token=token, lease_expires_at=now + timedelta(seconds=seconds)
+    )
     return token if got else None
 
 
 def is_live(job):
     """Some worker is on the job right now (its lease has not expired)."""
-    return (job.status == JobStatus.RUNNING and bool(job.lease_token) and job.lease_expires_at is not None
-            and job.lease_expires_at > timezone.now())
+    return (
+        job.status == JobStatus.RUNNING
+        and bool(job.lease_token)
+        and job.lease_expires_at is not None
+        and job.lease_expires_at > timezone.now()
+    )
 
 
 def plan_chunks(kind, job):
@@ -138,20 +144,32 @@ def plan_chunks(kind, job):
     keys = list(kind.pending_keys(job))
     size = kind.chunk_size or chunk_size()
     _chunks(kind, job.pk).delete()
-    JobChunk.objects.bulk_create([
-        JobChunk(kind=kind.name, job_id=job.pk, number=n, units=keys[i:i + size], size=len(keys[i:i + size]))
-        for n, i in enumerate(range(0, len(keys), size), 1)], batch_size=1000)
+    JobChunk.objects.bulk_create(
+        [
+            JobChunk(kind=kind.name, job_id=job.pk, number=n, units=keys[i : i + size], size=len(keys[i : i + size]))
+            for n, i in enumerate(range(0, len(keys), size), 1)
+        ],
+        batch_size=1000,
+    )
     return len(keys)
 
 
 # -- services -------------------------------------------------------------------------------------------------------
 
+
 def queue(kind, job, actor=None, message=""):
     """Plan the job's chunks and mark it queued (call inside the app's transaction, after its units exist).
     The queue gets one lease period to deliver before the sweep steps in."""
     plan_chunks(kind, job)
-    updates = dict(status=JobStatus.QUEUED, cancel_requested=False, finished_at=None, message=message,
-                   lease_token="", lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds()), progress={})
+    updates = dict(
+        status=JobStatus.QUEUED,
+        cancel_requested=False,
+        finished_at=None,
+        message=message,
+        lease_token="",
+        lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds()),
+        progress={},
+    )
     if actor is not None and getattr(actor, "pk", None):
         updates["started_by"] = actor
     kind.model.objects.filter(pk=job.pk).update(**updates)
@@ -193,8 +211,13 @@ def cancel(kind, job):
         raise kind.error(f"The {kind.label} is already {job.status}.")
     updates = {"cancel_requested": True}
     if job.status in (JobStatus.DRAFT, JobStatus.QUEUED) or not is_live(job):
-        updates.update(status=JobStatus.CANCELLED, finished_at=timezone.now(), message="Cancelled.", lease_token="",
-                       lease_expires_at=None)
+        updates.update(
+            status=JobStatus.CANCELLED,
+            finished_at=timezone.now(),
+            message="Cancelled.",
+            lease_token="",
+            lease_expires_at=None,
+        )
         _chunks(kind, job.pk).filter(status=ChunkStatus.PENDING).update(lease_token="", lease_expires_at=None)
     kind.model.objects.filter(pk=job.pk).update(**updates)
     job.refresh_from_db()
@@ -208,8 +231,11 @@ def finish(kind, job_id, cancelled=False):
     updates = {"lease_token": "", "lease_expires_at": None}
     pending = _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).exists()
     if cancelled or job.cancel_requested:
-        updates.update(status=JobStatus.CANCELLED, finished_at=now,
-                       message=f"Cancelled; resume does the missing {kind.units_label}.")
+        updates.update(
+            status=JobStatus.CANCELLED,
+            finished_at=now,
+            message=f"Cancelled; resume does the missing {kind.units_label}.",
+        )
     elif not pending:
         status, message = kind.outcome(job)
         updates.update(status=status, message=message)
@@ -223,13 +249,14 @@ def finish(kind, job_id, cancelled=False):
 
 # -- the executor ---------------------------------------------------------------------------------------------------
 
+
 class ChunkSource:
     """Hands the runner one leased chunk of units at a time; marks a chunk done when all its units are."""
 
     def __init__(self, kind, job, token, cancel_check):
         self.kind, self.job, self.token = kind, job, token
         self.cancel_check = cancel_check
-        self.open = {}      # chunk pk -> units not finished yet
+        self.open = {}  # chunk pk -> units not finished yet
         self.finished_n = {}
         self.worker = worker_name()
 
@@ -237,13 +264,18 @@ class ChunkSource:
         now = timezone.now()
         expires = now + timedelta(seconds=lease_seconds())
         for _ in range(20):
-            candidates = list(_chunks(self.kind, self.job.pk).filter(_leasable(now))
-                              .order_by("number").values_list("pk", flat=True)[:8])
+            candidates = list(
+                _chunks(self.kind, self.job.pk)
+                .filter(_leasable(now))
+                .order_by("number")
+                .values_list("pk", flat=True)[:8]
+            )
             if not candidates:
                 return None
             for pk in candidates:
                 got = JobChunk.objects.filter(_leasable(now), pk=pk).update(
-                    lease_token=self.token, lease_expires_at=expires, worker=self.worker[:255])
+                    lease_token=self.token, lease_expires_at=expires, worker=self.worker[:255]
+                )
                 if got:
                     return JobChunk.objects.get(pk=pk)
         return None
@@ -279,19 +311,22 @@ class ChunkSource:
     def mark_done(self, pk):
         self.open.pop(pk, None)
         JobChunk.objects.filter(pk=pk, lease_token=self.token).update(
-            status=ChunkStatus.DONE, done=self.finished_n.pop(pk, 0), finished_at=timezone.now())
+            status=ChunkStatus.DONE, done=self.finished_n.pop(pk, 0), finished_at=timezone.now()
+        )
 
     def renew(self):
         expires = timezone.now() + timedelta(seconds=lease_seconds())
         for pk in list(self.open):
             JobChunk.objects.filter(pk=pk, lease_token=self.token, status=ChunkStatus.PENDING).update(
-                lease_expires_at=expires, done=self.finished_n.get(pk, 0))
+                lease_expires_at=expires, done=self.finished_n.get(pk, 0)
+            )
 
     def release(self):
         """Give back the chunks still held (cancel, error): another worker or a resume takes them at once."""
         for pk in list(self.open):
             JobChunk.objects.filter(pk=pk, lease_token=self.token, status=ChunkStatus.PENDING).update(
-                lease_token="", lease_expires_at=None, done=self.finished_n.get(pk, 0))
+                lease_token="", lease_expires_at=None, done=self.finished_n.get(pk, 0)
+            )
         self.open.clear()
 
 
@@ -303,21 +338,33 @@ def _tick(kind, job_id, token, stats, in_flight):
     Model = kind.model
     with transaction.atomic():
         got = Model.objects.filter(pk=job_id, status=JobStatus.RUNNING).update(
-            lease_token=token, lease_expires_at=now + timedelta(seconds=window))  # also locks the row
+            lease_token=token, lease_expires_at=now + timedelta(seconds=window)
+        )  # also locks the row
         if not got:
             return
         progress = Model.objects.filter(pk=job_id).values_list("progress", flat=True).get() or {}
         workers = {k: v for k, v in (progress.get("workers") or {}).items() if v.get("seen", 0) > wall - window}
         done = stats.succeeded + stats.failed
-        workers[token] = {"in_flight": in_flight, "done": done, "seen": wall, "worker": worker_name(),
-                          "rate": round(stats.succeeded / stats.elapsed_s, 3) if stats.elapsed_s else 0.0}
+        workers[token] = {
+            "in_flight": in_flight,
+            "done": done,
+            "seen": wall,
+            "worker": worker_name(),
+            "rate": round(stats.succeeded / stats.elapsed_s, 3) if stats.elapsed_s else 0.0,
+        }
         remaining = remaining_units(kind, job_id)
         workers[token]["attempts"] = stats.attempts
         progress.update(kind.progress_extra(job_id))
         rate = sum(w["rate"] for w in workers.values())
-        progress.update(in_flight=sum(w["in_flight"] for w in workers.values()), rate=round(rate, 2),
-                        eta_s=round(remaining / rate) if rate else None, remaining=remaining, workers=workers,
-                        attempts=sum(w.get("attempts", 0) for w in workers.values()), heartbeat=now.isoformat())
+        progress.update(
+            in_flight=sum(w["in_flight"] for w in workers.values()),
+            rate=round(rate, 2),
+            eta_s=round(remaining / rate) if rate else None,
+            remaining=remaining,
+            workers=workers,
+            attempts=sum(w.get("attempts", 0) for w in workers.values()),
+            heartbeat=now.isoformat(),
+        )
         Model.objects.filter(pk=job_id).update(progress=progress)
 
 
@@ -335,8 +382,9 @@ def execute(kind, job_id, progress_callback=None):
         return None
     refused = kind.refuse(job)
     if refused:
-        Model.objects.filter(pk=job_id).update(status=JobStatus.FAILED, message=refused, lease_token="",
-                                               lease_expires_at=None, finished_at=timezone.now())
+        Model.objects.filter(pk=job_id).update(
+            status=JobStatus.FAILED, message=refused, lease_token="", lease_expires_at=None, finished_at=timezone.now()
+        )
         return None
     now = timezone.now()
     if not _chunks(kind, job_id).filter(_leasable(now)).exists():
@@ -346,8 +394,12 @@ def execute(kind, job_id, progress_callback=None):
         return None
     token = uuid.uuid4().hex
     Model.objects.filter(pk=job_id, status__in=ACTIVE).update(
-        status=JobStatus.RUNNING, started_at=job.started_at or now, finished_at=None, lease_token=token,
-        lease_expires_at=now + timedelta(seconds=lease_seconds()))
+        status=JobStatus.RUNNING,
+        started_at=job.started_at or now,
+        finished_at=None,
+        lease_token=token,
+        lease_expires_at=now + timedelta(seconds=lease_seconds()),
+    )
     job = kind.get(job_id)
     return _run_passes(kind, job, token, progress_callback)
 
@@ -375,8 +427,9 @@ def _run_passes(kind, job, token, progress_callback):
     except Exception as exc:
         log.exception("%s %s stopped", kind.name, job.pk)
         source.release()
-        Model.objects.filter(pk=job.pk).update(status=JobStatus.FAILED, message=f"Stopped: {exc}", lease_token="",
-                                               lease_expires_at=None)
+        Model.objects.filter(pk=job.pk).update(
+            status=JobStatus.FAILED, message=f"Stopped: {exc}", lease_token="", lease_expires_at=None
+        )
         raise
     source.release()
     if stats.cancelled or Model.objects.filter(pk=job.pk, cancel_requested=True).exists():
@@ -406,6 +459,7 @@ def _end_of_pass(kind, job_id, stats, progress_callback):
 
 # -- self-healing ---------------------------------------------------------------------------------------------------
 
+
 def sweep(queue_name=None):
     """Queue every active job nobody works on (its lease expired) that has chunks to lease, on `queue_name`.
     A conditional UPDATE of the job's lease claims it, so among many sweeping workers one queues it.
@@ -416,13 +470,16 @@ def sweep(queue_name=None):
     queued = []
     for kind in kinds():
         stale = kind.model.objects.filter(status__in=ACTIVE, cancel_requested=False).filter(
-            Q(lease_expires_at__lt=now) | Q(lease_expires_at=None))
+            Q(lease_expires_at__lt=now) | Q(lease_expires_at=None)
+        )
         for job_id in stale.values_list("pk", flat=True)[:50]:
             if not _chunks(kind, job_id).filter(_leasable(now)).exists():
                 continue
-            claimed = kind.model.objects.filter(pk=job_id).filter(
-                Q(lease_expires_at__lt=now) | Q(lease_expires_at=None)).update(
-                lease_expires_at=now + timedelta(seconds=lease_seconds()))
+            claimed = (
+                kind.model.objects.filter(pk=job_id)
+                .filter(Q(lease_expires_at__lt=now) | Q(lease_expires_at=None))
+                .update(lease_expires_at=now + timedelta(seconds=lease_seconds()))
+            )
             if claimed:
                 options = {"queue": queue_name} if queue_name else {}
                 app.send_task(kind.task_name, args=[job_id], **options)
@@ -441,7 +498,8 @@ def chunk_counts(kind, job_id):
     """{"pending": n, "done": n, "leased": n} of a job's chunks (for pages and tests)."""
     now = timezone.now()
     chunks = _chunks(kind, job_id)
-    return {"pending": chunks.filter(status=ChunkStatus.PENDING).count(),
-            "done": chunks.filter(status=ChunkStatus.DONE).count(),
-            "leased": chunks.filter(status=ChunkStatus.PENDING, lease_expires_at__gte=now)
-            .exclude(lease_token="").count()}
+    return {
+        "pending": chunks.filter(status=ChunkStatus.PENDING).count(),
+        "done": chunks.filter(status=ChunkStatus.DONE).count(),
+        "leased": chunks.filter(status=ChunkStatus.PENDING, lease_expires_at__gte=now).exclude(lease_token="").count(),
+    }

@@ -1,5 +1,6 @@
 """The job engine's tables: the abstract job every long job kind extends, its one status enum, and the chunks
 (leasable slices of a job's pending units) that let any number of workers share one job."""
+
 from django.conf import settings
 from django.db import models
 
@@ -27,8 +28,9 @@ class Job(models.Model):
     lease_token = models.CharField(max_length=64, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     message = models.TextField(blank=True, help_text="The last status message (e.g. why a job stopped).")
-    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

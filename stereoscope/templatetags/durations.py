@@ -1,4 +1,5 @@
 """`{{ start|duration:end }}`: the time between two datetimes as "1 h 02 min 05 s"; "" when either is missing."""
+
 from django import template
 
 register = template.Library()

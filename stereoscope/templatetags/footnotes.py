@@ -3,6 +3,7 @@
 Each row (a dict or object with `notes`, a list of strings, and a label) gets marks a, b, … ; `noted.rows` yields
 (row, marks) pairs and `noted.notes` the notes in first-seen order with their mark and the labels of their rows.
 """
+
 from string import ascii_lowercase
 
 from django import template

@@ -1,4 +1,5 @@
 """`{% job_is_stalled job as stalled %}`: whether a job waits with no live worker (used by _job_progress.html)."""
+
 from django import template
 
 from stereoscope import health

@@ -1,5 +1,6 @@
 """axe-core in Playwright: the vendored script (tests/assets/axe/, see VERSION) and a runner that reports the
 serious and critical WCAG 2.1 A/AA violations on the current page."""
+
 from pathlib import Path
 
 AXE_DIR = Path(__file__).resolve().parent.parent / "assets" / "axe"

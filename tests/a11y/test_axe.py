@@ -1,5 +1,6 @@
 """axe-core over every study page, as coder, researcher and admin, with data in the study: no serious or critical
 WCAG 2.1 A/AA violations. The pages come from the URL patterns, so a new page is checked without editing this file."""
+
 import re
 
 import pytest
@@ -31,12 +32,22 @@ def object_ids(s):
     """URL parameter -> object id for the full study; some names depend on the page (runs and sets of three kinds)."""
     out = s["outputs"][0]
     return {
-        "study_id": s["study"].pk, "toolkit_id": s["toolkit"].pk, "dimension_id": s["items"][0].dimension_id,
-        "item_id": s["items"][0].pk, "endpoint_id": s["endpoints"][0].pk, "output_id": out.pk,
-        "codebook_id": s["codebook"].pk, "code_id": s["codes"]["charisma"].pk, "round_id": s["round"].pk,
-        "verdict_id": s["round"].verdicts.first().pk, "template_id": s["round"].template_id,
-        "lexicon_id": s["lexicon"].pk, "category_id": s["lexicon"].categories.first().pk,
-        "exclusion_id": s["exclusion"].pk, "instrument_id": s["instrument"].pk, "job_id": s["export_job"].pk,
+        "study_id": s["study"].pk,
+        "toolkit_id": s["toolkit"].pk,
+        "dimension_id": s["items"][0].dimension_id,
+        "item_id": s["items"][0].pk,
+        "endpoint_id": s["endpoints"][0].pk,
+        "output_id": out.pk,
+        "codebook_id": s["codebook"].pk,
+        "code_id": s["codes"]["charisma"].pk,
+        "round_id": s["round"].pk,
+        "verdict_id": s["round"].verdicts.first().pk,
+        "template_id": s["round"].template_id,
+        "lexicon_id": s["lexicon"].pk,
+        "category_id": s["lexicon"].categories.first().pk,
+        "exclusion_id": s["exclusion"].pk,
+        "instrument_id": s["instrument"].pk,
+        "job_id": s["export_job"].pk,
         "membership_id": s["coder_membership"],
         "run_id": {"psych-": s["questionnaire"].pk, "measures-": s["measure_run"].pk, "": s["run"].pk},
         "set_id": {"psych-persona": s["personas"].pk, "psych-context": s["contexts"].pk},
@@ -45,6 +56,7 @@ def object_ids(s):
 
 def fill(route, name, ids):
     """The URL of a route with the study's objects, or None for action/download routes (word parameters)."""
+
     def value(match):
         converter, param = match.group(1) or "str", match.group(2)
         if converter in WORD_CONVERTERS:
@@ -71,8 +83,18 @@ def study_page_urls(s):
 def test_the_enumeration_covers_every_app(full_study):
     urls = study_page_urls(full_study)
     study = full_study["study"].pk
-    for page in ["coding/", "runs/", "outputs/", "toolkits/", "judging/", "agreement/", "questionnaires/",
-                 "measures/", "exports/", "members/"]:
+    for page in [
+        "coding/",
+        "runs/",
+        "outputs/",
+        "toolkits/",
+        "judging/",
+        "agreement/",
+        "questionnaires/",
+        "measures/",
+        "exports/",
+        "members/",
+    ]:
         assert f"/studies/{study}/{page}" in urls
     assert len(urls) > 60
 
@@ -96,8 +118,11 @@ def check_pages(page, urls):
     for url in urls:
         head = page.request.get(url, max_redirects=0)  # downloads would abort a navigation
         headers = head.headers
-        if head.status != 200 or "text/html" not in headers.get("content-type", "") or "attachment" in headers.get(
-                "content-disposition", ""):
+        if (
+            head.status != 200
+            or "text/html" not in headers.get("content-type", "")
+            or "attachment" in headers.get("content-disposition", "")
+        ):
             continue
         page.goto(url, wait_until="load")
         if not page.evaluate("() => !!document.querySelector('main')"):

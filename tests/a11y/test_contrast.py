@@ -1,17 +1,21 @@
 """Contrast of colours the server computes: the formula against WCAG's published values, and every heatmap shade."""
+
 import pytest
 
 from judging.reports import shade
 from stereoscope.contrast import AA_TEXT, INK, contrast_ratio, luminance, readable_ink
 
 
-@pytest.mark.parametrize("a, b, expected", [
-    ("#000000", "#ffffff", 21.0),   # the maximum, WCAG 2.1 definition of contrast ratio
-    ("#ffffff", "#ffffff", 1.0),
-    ("#777777", "#ffffff", 4.48),   # the well-known grey that just fails AA (WebAIM contrast checker)
-    ("#767676", "#ffffff", 4.54),   # ... and the lightest grey that passes
-    ("#0000ff", "#ffffff", 8.59),
-])
+@pytest.mark.parametrize(
+    "a, b, expected",
+    [
+        ("#000000", "#ffffff", 21.0),  # the maximum, WCAG 2.1 definition of contrast ratio
+        ("#ffffff", "#ffffff", 1.0),
+        ("#777777", "#ffffff", 4.48),  # the well-known grey that just fails AA (WebAIM contrast checker)
+        ("#767676", "#ffffff", 4.54),  # ... and the lightest grey that passes
+        ("#0000ff", "#ffffff", 8.59),
+    ],
+)
 def test_contrast_ratio_matches_published_values(a, b, expected):
     assert contrast_ratio(a, b) == pytest.approx(expected, abs=0.01)
     assert contrast_ratio(b, a) == pytest.approx(expected, abs=0.01)

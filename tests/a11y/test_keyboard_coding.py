@@ -1,4 +1,5 @@
 """Span coding with the keyboard alone: two spans and a whole story coded, one coding reassigned, one removed."""
+
 import pytest
 
 from annotation.models import Assignment, Coding
@@ -128,8 +129,10 @@ def test_coder_codes_reassigns_and_removes_with_the_keyboard_only(page, login, k
     page.keyboard.press("Tab")
     assert active(page, "el.tagName === 'BUTTON' && el.textContent.trim() === 'Reassign'")
     page.keyboard.press("Enter")
-    page.wait_for_function(f"() => document.querySelector('#codings li[data-coding=\"{first.pk}\"] .coding-code')"
-                           f".textContent === 'F charisma'")
+    page.wait_for_function(
+        f"() => document.querySelector('#codings li[data-coding=\"{first.pk}\"] .coding-code')"
+        f".textContent === 'F charisma'"
+    )
     settled(page)
     first.refresh_from_db()
     assert first.code_id == codes["lead_f"].pk
@@ -164,8 +167,8 @@ def test_a_refused_edit_is_announced_and_focused(page, login, keyboard_setup):
     wait_codings(page, 1)
     page.keyboard.press("Home")
     page.keyboard.press("Enter")
-    page.keyboard.press("Tab")   # the reassign menu, left on "reassign to…"
-    page.keyboard.press("Tab")   # the Reassign button
+    page.keyboard.press("Tab")  # the reassign menu, left on "reassign to…"
+    page.keyboard.press("Tab")  # the Reassign button
     page.keyboard.press("Enter")
     page.wait_for_selector("#ws-error")
     settled(page)

@@ -1,4 +1,5 @@
 """The agreement pages in Chromium: sidebar → report → code table → htmx gold value and confusion table."""
+
 import pytest
 
 

@@ -1,5 +1,6 @@
 """What keeps `manage.py agreement` fast (benchmarks/agreement_speed.py times it) gives the same results as the
 straightforward code: the vectorised CSV reader, the chunked bootstrap, no system checks."""
+
 import csv
 import io
 
@@ -54,22 +55,28 @@ def test_plain_csv_reader_equals_the_row_by_row_reader(name, options, level):
         assert np.array_equal(got.codes, reference.codes)
 
 
-@pytest.mark.parametrize("text", [
-    'unit,rater,value\n"u,1",a,1\n"u,1",b,2\n',      # quoted: row by row
-    "unit,rater,value\nu1,a,1,9\n",                    # too many fields
-    "unit,rater,value\nu1,a\n",                        # too few
-    "unit,rater,value\nu1,a,1\n   \n",                 # a line of spaces is a row
-    "unit,rater,value\nu1,a,1\nu1,a,2\n",              # a rater twice on a unit
-    "unit,rater,value\nu1,,1\n",                       # no rater
-    "unit,rater,value\n",                              # header only
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        'unit,rater,value\n"u,1",a,1\n"u,1",b,2\n',  # quoted: row by row
+        "unit,rater,value\nu1,a,1,9\n",  # too many fields
+        "unit,rater,value\nu1,a\n",  # too few
+        "unit,rater,value\nu1,a,1\n   \n",  # a line of spaces is a row
+        "unit,rater,value\nu1,a,1\nu1,a,2\n",  # a rater twice on a unit
+        "unit,rater,value\nu1,,1\n",  # no rater
+        "unit,rater,value\n",  # header only
+    ],
+)
 def test_anything_unusual_takes_the_row_by_row_path(text):
     assert ag._read_plain_long_csv(text, ["unit", "rater", "value"], "interval") is None
 
 
 def test_chunked_bootstrap_totals_equal_one_draw_of_all_resamples():
-    rm = ag.from_matrix(np.where(np.random.default_rng(7).random((6, 2000)) < 0.1, np.nan,
-                                 np.random.default_rng(8).integers(0, 4, (6, 2000))))
+    rm = ag.from_matrix(
+        np.where(
+            np.random.default_rng(7).random((6, 2000)) < 0.1, np.nan, np.random.default_rng(8).integers(0, 4, (6, 2000))
+        )
+    )
     feats = ag._Features(rm)
     got = feats.resampled_totals(1000, np.random.default_rng(3))
     draws = np.random.default_rng(3).multinomial(int(feats.freq.sum()), feats.freq / feats.freq.sum(), size=1000)

@@ -1,4 +1,5 @@
 """Rating tables built from codings, verdicts, human checks and gold labels."""
+
 import krippendorff
 import numpy as np
 import pytest
@@ -25,7 +26,8 @@ def test_document_level_code_table(coded_study):
     assert values[0].tolist() == expected_ann and values[1].tolist() == expected_bob
     result = ag.agreement(table.matrix, bootstrap=0)
     assert result.krippendorff_alpha == pytest.approx(
-        krippendorff.alpha(reliability_data=[expected_ann, expected_bob], level_of_measurement="nominal"))
+        krippendorff.alpha(reliability_data=[expected_ann, expected_bob], level_of_measurement="nominal")
+    )
     assert table.rater_labels[f"coder:{ns.coders['ann'].pk}"] == "ann"
 
 
@@ -33,8 +35,8 @@ def test_dimension_is_any_code_under_it(coded_study):
     ns = coded_study
     table = data.build_table(ns.study, f"dimension:{ns.leadership.pk}", codebook=ns.codebook)
     values = ann_bob(table, ns)
-    assert values[0].tolist() == [1] * 12 + [0] * 8          # ann: charisma 0-11 ∪ protected 0-3
-    assert values[1].tolist() == [1] * 10 + [0] * 4 + [1, 1] + [0] * 4   # bob: 0-9,14,15 ∪ 2-5
+    assert values[0].tolist() == [1] * 12 + [0] * 8  # ann: charisma 0-11 ∪ protected 0-3
+    assert values[1].tolist() == [1] * 10 + [0] * 4 + [1, 1] + [0] * 4  # bob: 0-9,14,15 ∪ 2-5
 
 
 def test_missing_when_coder_did_not_code_the_story(coded_study):
@@ -57,8 +59,9 @@ def test_merged_code_counts_as_its_survivor(coded_study):
     from annotation.models import Code, Coding
 
     ns = coded_study
-    old = Code.objects.create(codebook=ns.codebook, parent=ns.leadership, name="Charisma (old)", active=False,
-                              merged_into=ns.charisma)
+    old = Code.objects.create(
+        codebook=ns.codebook, parent=ns.leadership, name="Charisma (old)", active=False, merged_into=ns.charisma
+    )
     Coding.objects.create(output=ns.outputs[19], code=old, coder=ns.coders["bob"], codebook=ns.codebook)
     values = ann_bob(data.build_table(ns.study, f"code:{ns.charisma.pk}", codebook=ns.codebook), ns)
     assert values[1][19] == 1
@@ -77,8 +80,14 @@ def test_stereotype_table_mixes_judges_checks_coders_and_gold(coded_study, make_
     table = data.build_table(ns.study, "stereotype", codebook=ns.codebook)
     rm = table.matrix
     assert rm.raters[:2] == ["judge:model-x", "judge:model-y"]
-    assert set(rm.raters) == {"judge:model-x", "judge:model-y", f"check:{checker.pk}", f"coder:{ns.coders['ann'].pk}",
-                              f"coder:{ns.coders['bob'].pk}", "gold"}
+    assert set(rm.raters) == {
+        "judge:model-x",
+        "judge:model-y",
+        f"check:{checker.pk}",
+        f"coder:{ns.coders['ann'].pk}",
+        f"coder:{ns.coders['bob'].pk}",
+        "gold",
+    }
     vals = rm.values()
     x = vals[rm.raters.index("judge:model-x")]
     assert x.tolist() == [1.0] * 11 + [0.0] * 9
@@ -104,8 +113,12 @@ def test_failed_verdicts_are_missing(coded_study):
 
 def test_bad_targets(coded_study):
     ns = coded_study
-    for target, message in [("code:abc", "Unknown target"), ("code:999999", "No code"),
-                            (f"code:{ns.leadership.pk}", "not a codable code"), (f"dimension:{ns.charisma.pk}", "not a dimension")]:
+    for target, message in [
+        ("code:abc", "Unknown target"),
+        ("code:999999", "No code"),
+        (f"code:{ns.leadership.pk}", "not a codable code"),
+        (f"dimension:{ns.charisma.pk}", "not a dimension"),
+    ]:
         with pytest.raises(data.AgreementRequestError, match=message):
             data.build_table(ns.study, target, codebook=ns.codebook)
 
@@ -127,8 +140,12 @@ def test_gold_labels_validation_and_rater(coded_study):
 
     ns = coded_study
     target = f"code:{ns.charisma.pk}"
-    for kwargs, message in [({"value": 3}, "must be one of 0, 1"), ({"value": "x"}, "whole number"),
-                            ({"value": 1, "output_id": 999999}, "No story"), ({"value": 1, "target": "code:x"}, "Unknown target")]:
+    for kwargs, message in [
+        ({"value": 3}, "must be one of 0, 1"),
+        ({"value": "x"}, "whole number"),
+        ({"value": 1, "output_id": 999999}, "No story"),
+        ({"value": 1, "target": "code:x"}, "Unknown target"),
+    ]:
         args = {"target": target, "output_id": ns.outputs[10].pk, "user": ns.users["researcher"], **kwargs}
         with pytest.raises(data.AgreementRequestError, match=message):
             services.set_gold(ns.study, **args)
@@ -152,7 +169,9 @@ def test_report_rows_and_flags(coded_study):
     charisma = codes[ns.charisma.pk]
     ann = [1] * 12 + [0] * 8
     bob = [1] * 10 + [0] * 4 + [1, 1] + [0] * 4
-    assert charisma["krippendorff_alpha"] == pytest.approx(krippendorff.alpha(reliability_data=[ann, bob], level_of_measurement="nominal"))
+    assert charisma["krippendorff_alpha"] == pytest.approx(
+        krippendorff.alpha(reliability_data=[ann, bob], level_of_measurement="nominal")
+    )
     assert charisma["low"] is True and charisma["n_double_coded"] == 20
     low, high = charisma["ci95"]["krippendorff_alpha"]
     assert low < charisma["krippendorff_alpha"] < high
@@ -181,7 +200,11 @@ def test_export_rows(coded_study):
     gold = list(services.gold_label_rows(ns.study, {}))
     assert gold[0]["target"] == "stereotype" and gold[0]["value"] == 1 and gold[0]["decided_by"] == "researcher"
     report_rows = list(services.agreement_rows(ns.study, {"bootstrap": 0}))
-    assert {r["target"] for r in report_rows} == {f"dimension:{ns.leadership.pk}", f"code:{ns.charisma.pk}", f"code:{ns.protected.pk}"}
+    assert {r["target"] for r in report_rows} == {
+        f"dimension:{ns.leadership.pk}",
+        f"code:{ns.charisma.pk}",
+        f"code:{ns.protected.pk}",
+    }
 
 
 def test_datasets_are_registered_with_documented_columns(coded_study):
@@ -200,8 +223,9 @@ def test_binary_and_likert_rounds_do_not_mix(coded_study):
     from judging.models import JudgeRound, JudgeTemplate, Verdict
 
     ns = coded_study
-    likert = JudgeTemplate.objects.create(study=ns.study, name="Likert", kind="likert", text="{target_stereotype}{stories}",
-                                          scale_min=0, scale_max=4)
+    likert = JudgeTemplate.objects.create(
+        study=ns.study, name="Likert", kind="likert", text="{target_stereotype}{stories}", scale_min=0, scale_max=4
+    )
     later = JudgeRound.objects.create(study=ns.study, name="Likert round", template=likert, policy="panel")
     for i, out in enumerate(ns.outputs):
         Verdict.objects.create(round=later, output=out, judge_model="model-x", value=i % 5, status="ok")

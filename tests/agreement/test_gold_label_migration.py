@@ -1,4 +1,5 @@
 """GoldLabel moved from annotation to agreement on the same table: rows survive both ways, permissions follow."""
+
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
@@ -27,12 +28,19 @@ def test_gold_labels_keep_their_rows_across_the_move_and_back():
     ContentType.objects.get_or_create(app_label="annotation", model="goldlabel")
     ContentType.objects.filter(app_label="agreement", model="goldlabel").delete()
     study = Study.objects.create(name="S")
-    output = Output.objects.create(study=study, run=Run.objects.create(study=study, name="r", is_import=True),
-                                   model_name="m", trial=1, text="t", status="done")
+    output = Output.objects.create(
+        study=study,
+        run=Run.objects.create(study=study, name="r", is_import=True),
+        model_name="m",
+        trial=1,
+        text="t",
+        status="done",
+    )
     code = Code.objects.create(codebook=Codebook.objects.create(study=study, name="cb"), name="c")
     user = User.objects.create(username="res")
-    old.get_model("annotation", "GoldLabel").objects.create(study=study, target=f"code:{code.pk}", code=code,
-                                                           output=output, value=1, note="kept", decided_by=user)
+    old.get_model("annotation", "GoldLabel").objects.create(
+        study=study, target=f"code:{code.pk}", code=code, output=output, value=1, note="kept", decided_by=user
+    )
 
     new = migrate(AFTER)
     moved = new.get_model("agreement", "GoldLabel").objects.get()

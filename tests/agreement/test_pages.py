@@ -1,4 +1,5 @@
 """Agreement pages and API: roles, bad input, XSS, adjudication, CSV exports, and the end-to-end check."""
+
 import csv
 import io
 import json
@@ -17,7 +18,8 @@ def page_urls(ns):
     return [
         reverse("agreement", args=[sid]),
         reverse("agreement-table", args=[sid]) + f"?target={target}",
-        reverse("agreement-confusion", args=[sid]) + f"?target={target}&a=coder:{ns.coders['ann'].pk}&b=coder:{ns.coders['bob'].pk}",
+        reverse("agreement-confusion", args=[sid])
+        + f"?target={target}&a=coder:{ns.coders['ann'].pk}&b=coder:{ns.coders['bob'].pk}",
         reverse("agreement-export", args=[sid]) + f"?table=ratings&target={target}",
     ]
 
@@ -51,7 +53,11 @@ def test_roles_on_every_page_and_endpoint(coded_study, client_for, api_for):
 
 def test_report_page_shows_codes_dimensions_matrices_and_flags(coded_study, client_for):
     ns = coded_study
-    html = client_for(ns.users["researcher"]).get(reverse("agreement", args=[ns.study.pk]) + "?bootstrap=100&threshold=0.9").content.decode()
+    html = (
+        client_for(ns.users["researcher"])
+        .get(reverse("agreement", args=[ns.study.pk]) + "?bootstrap=100&threshold=0.9")
+        .content.decode()
+    )
     assert "M charisma in leadership" in html and "Leadership" in html
     assert 'id="coder-matrix"' in html and 'id="judge-human-matrix"' in html and 'id="judge-matrix"' in html
     assert re.search(r'class="low" data-target="code:%d"' % ns.charisma.pk, html)
@@ -69,7 +75,10 @@ def test_bad_parameters_are_400_with_a_message(coded_study, client_for, api_for)
         (reverse("agreement", args=[sid]) + "?overlap=2", "overlap must be between"),
         (reverse("agreement", args=[sid]) + "?codebook=99999", "No codebook 99999"),
         (reverse("agreement-table", args=[sid]) + "?target=nonsense", "Unknown target"),
-        (reverse("agreement-table", args=[sid]) + f"?target=code:{ns.charisma.pk}&level=cardinal", "level must be one of"),
+        (
+            reverse("agreement-table", args=[sid]) + f"?target=code:{ns.charisma.pk}&level=cardinal",
+            "level must be one of",
+        ),
         (reverse("agreement-table", args=[sid]) + "?target=stereotype&raters=judge:ghost", "Unknown rater"),
         (reverse("agreement-export", args=[sid]) + "?table=everything", "table must be one of"),
         (reverse("agreement-confusion", args=[sid]) + f"?target=code:{ns.charisma.pk}&a=x&b=y", "two different raters"),
@@ -80,8 +89,12 @@ def test_bad_parameters_are_400_with_a_message(coded_study, client_for, api_for)
         assert message in response.content.decode(), url
     api = api_for(ns.users["researcher"])
     base = f"/api/studies/{sid}/agreement/"
-    for url, message in [(base + "table/?target=code:x", "Unknown target"), (base + "?bootstrap=-5", "bootstrap"),
-                         (base + "table/?target=stereotype&rounds=a", "rounds"), (base + "confusion/?target=stereotype&a=judge:model-x&b=judge:model-x", "two different")]:
+    for url, message in [
+        (base + "table/?target=code:x", "Unknown target"),
+        (base + "?bootstrap=-5", "bootstrap"),
+        (base + "table/?target=stereotype&rounds=a", "rounds"),
+        (base + "confusion/?target=stereotype&a=judge:model-x&b=judge:model-x", "two different"),
+    ]:
         response = api.get(url)
         assert response.status_code == 400 and message in response.json()["detail"], url
 
@@ -99,10 +112,13 @@ def test_xss_in_model_and_code_names_is_escaped(coded_study, client_for):
         out.text = f"Story {payload} text"
         out.save()
     c = client_for(ns.users["researcher"])
-    for url in [reverse("agreement", args=[ns.study.pk]) + "?bootstrap=0",
-                reverse("agreement-table", args=[ns.study.pk]) + f"?target=code:{ns.charisma.pk}&bootstrap=0",
-                reverse("agreement-table", args=[ns.study.pk]) + f"?target=code:{ns.charisma.pk}&bootstrap=0&raters=coder:{ns.coders['ann'].pk}&raters=coder:{ns.coders['bob'].pk}",
-                reverse("agreement-table", args=[ns.study.pk]) + "?target=stereotype&bootstrap=0"]:
+    for url in [
+        reverse("agreement", args=[ns.study.pk]) + "?bootstrap=0",
+        reverse("agreement-table", args=[ns.study.pk]) + f"?target=code:{ns.charisma.pk}&bootstrap=0",
+        reverse("agreement-table", args=[ns.study.pk]) + f"?target=code:{ns.charisma.pk}&bootstrap=0"
+        f"&raters=coder:{ns.coders['ann'].pk}&raters=coder:{ns.coders['bob'].pk}",
+        reverse("agreement-table", args=[ns.study.pk]) + "?target=stereotype&bootstrap=0",
+    ]:
         html = c.get(url).content.decode()
         assert payload not in html
         assert "&lt;script&gt;" in html
@@ -131,17 +147,26 @@ def test_adjudication_page_flow_and_gold_as_rater(coded_study, client_for):
     assert response.status_code == 302 and response["Location"] == table_url
     bad = c.post(gold_url, {"target": target, "output": ns.outputs[12].pk, "value": "7"}, HTTP_HX_REQUEST="true")
     assert bad.status_code == 400 and "must be one of 0, 1" in bad.content.decode()
-    for post in [{"target": target, "output": "abc", "value": "clear"}, {"target": target, "output": "abc", "value": "1"},
-                 {"target": "code:", "output": ns.outputs[12].pk, "value": "1"}, {"target": target, "output": ns.outputs[12].pk}]:
+    for post in [
+        {"target": target, "output": "abc", "value": "clear"},
+        {"target": target, "output": "abc", "value": "1"},
+        {"target": "code:", "output": ns.outputs[12].pk, "value": "1"},
+        {"target": target, "output": ns.outputs[12].pk},
+    ]:
         assert c.post(gold_url, post, HTTP_HX_REQUEST="true").status_code == 400, post
     assert dict(GoldLabel.objects.values_list("output_id", "value")) == {ns.outputs[10].pk: 1, ns.outputs[11].pk: 0}
     ratings = c.get(reverse("agreement-export", args=[ns.study.pk]) + f"?table=ratings&target={target}")
     ratings = ratings.getvalue().decode()
     gold_rows = [r for r in csv.DictReader(io.StringIO(ratings)) if r["rater"] == "gold"]
-    assert sorted((int(r["unit"]), r["value"]) for r in gold_rows) == [(ns.outputs[10].pk, "1"), (ns.outputs[11].pk, "0")]
+    assert sorted((int(r["unit"]), r["value"]) for r in gold_rows) == [
+        (ns.outputs[10].pk, "1"),
+        (ns.outputs[11].pk, "0"),
+    ]
     gold_csv = c.get(reverse("agreement-export", args=[ns.study.pk]) + "?table=gold").getvalue().decode()
     assert gold_csv.startswith("target,output_id,value,decided_by") and gold_csv.count("\n") == 3
-    response = c.post(gold_url, {"target": target, "output": ns.outputs[10].pk, "value": "clear"}, HTTP_HX_REQUEST="true")
+    response = c.post(
+        gold_url, {"target": target, "output": ns.outputs[10].pk, "value": "clear"}, HTTP_HX_REQUEST="true"
+    )
     assert response.status_code == 200 and GoldLabel.objects.count() == 1
 
 
@@ -150,15 +175,21 @@ def test_confusion_partial_and_csv_tables(coded_study, client_for):
     c = client_for(ns.users["researcher"])
     sid = ns.study.pk
     x, y = "judge:model-x", "judge:model-y"
-    html = c.get(reverse("agreement-confusion", args=[sid]) + f"?target=stereotype&a={x}&b={y}", HTTP_HX_REQUEST="true").content.decode()
+    html = c.get(
+        reverse("agreement-confusion", args=[sid]) + f"?target=stereotype&a={x}&b={y}", HTTP_HX_REQUEST="true"
+    ).content.decode()
     # model-x: 1 on 0-10; model-y: 1 on 0-8, 12, 13 → (1,1)=9, (1,0)=2, (0,1)=2, (0,0)=7
     cells = re.findall(r"<td>(\d+)</td>", html)
     assert cells == ["7", "2", "2", "9"]
     export = reverse("agreement-export", args=[sid])
-    for query, header in [("table=report&bootstrap=0", "target,kind,name"), ("table=coder_matrix", "coder_a,coder_b,n_units,kappa"),
-                          ("table=judge_human", "judge,human,n_units,kappa"), (f"table=pairs&target=code:{ns.charisma.pk}", "rater_a,rater_b"),
-                          (f"table=confusion&target=stereotype&a={x}&b={y}", "model-x \\ model-y,0,1"),
-                          (f"table=disagreements&target=code:{ns.charisma.pk}", "output_id,story,ann,bob,gold")]:
+    for query, header in [
+        ("table=report&bootstrap=0", "target,kind,name"),
+        ("table=coder_matrix", "coder_a,coder_b,n_units,kappa"),
+        ("table=judge_human", "judge,human,n_units,kappa"),
+        (f"table=pairs&target=code:{ns.charisma.pk}", "rater_a,rater_b"),
+        (f"table=confusion&target=stereotype&a={x}&b={y}", "model-x \\ model-y,0,1"),
+        (f"table=disagreements&target=code:{ns.charisma.pk}", "output_id,story,ann,bob,gold"),
+    ]:
         response = c.get(f"{export}?{query}")
         assert response.status_code == 200 and response["Content-Type"].startswith("text/csv"), query
         assert response.getvalue().decode().startswith(header), query
@@ -178,9 +209,13 @@ def test_api_table_versus_majority_and_gold(coded_study, api_for):
     assert [row["label"] for row in vm] == ["ann", "bob"]
     dis = api.get(base + f"agreement/disagreements/?target=code:{ns.charisma.pk}").json()
     assert dis["count"] == 4
-    created = api.post(base + "gold-labels/", {"target": "stereotype", "output": ns.outputs[0].pk, "value": 1}, format="json")
+    created = api.post(
+        base + "gold-labels/", {"target": "stereotype", "output": ns.outputs[0].pk, "value": 1}, format="json"
+    )
     assert created.status_code == 201 and created.json()["decided_by"] == "researcher"
-    bad = api.post(base + "gold-labels/", {"target": "stereotype", "output": ns.outputs[0].pk, "value": 9}, format="json")
+    bad = api.post(
+        base + "gold-labels/", {"target": "stereotype", "output": ns.outputs[0].pk, "value": 9}, format="json"
+    )
     assert bad.status_code == 400 and "must be one of" in bad.json()["detail"]
     listed = api.get(base + "gold-labels/").json()
     rows = listed["results"] if isinstance(listed, dict) else listed
@@ -203,7 +238,9 @@ def test_end_to_end_report_alpha_equals_cli_on_exported_csv(coded_study, client_
     path = tmp_path / "ratings.csv"
     path.write_text(csv_text)
     out = io.StringIO()
-    call_command("agreement", "--input", str(path), "--level", "nominal", "--format", "json", "--bootstrap", "0", stdout=out)
+    call_command(
+        "agreement", "--input", str(path), "--level", "nominal", "--format", "json", "--bootstrap", "0", stdout=out
+    )
     cli = json.loads(out.getvalue())
     assert cli["n_units"] == 20 and cli["n_raters"] == 4 and cli["n_ratings"] == 80
     assert f"{cli['krippendorff_alpha']:.3f}" == page_alpha
@@ -211,7 +248,9 @@ def test_end_to_end_report_alpha_equals_cli_on_exported_csv(coded_study, client_
     report_html = c.get(reverse("agreement", args=[sid]) + "?bootstrap=0").content.decode()
     panel = re.search(r"All judges and humans in one matrix</a>:\s*α = ([0-9.\-]+)", report_html).group(1)
     assert panel == f"{cli['krippendorff_alpha']:.3f}"
-    row = re.search(r'data-target="code:%d">.*?class="num alpha">([^<\s]+)' % ns.charisma.pk, report_html, re.S).group(1)
+    row = re.search(r'data-target="code:%d">.*?class="num alpha">([^<\s]+)' % ns.charisma.pk, report_html, re.S).group(
+        1
+    )
     code_csv = c.get(reverse("agreement-export", args=[sid]) + f"?table=ratings&target=code:{ns.charisma.pk}")
     code_csv = code_csv.getvalue().decode()
     path.write_text(code_csv)
@@ -223,11 +262,22 @@ def test_end_to_end_report_alpha_equals_cli_on_exported_csv(coded_study, client_
 def test_command_from_study(coded_study):
     ns = coded_study
     out = io.StringIO()
-    call_command("agreement", "--study", str(ns.study.pk), "--raters", "judge:model-x,judge:model-y", "--bootstrap", "0", stdout=out)
+    call_command(
+        "agreement",
+        "--study",
+        str(ns.study.pk),
+        "--raters",
+        "judge:model-x,judge:model-y",
+        "--bootstrap",
+        "0",
+        stdout=out,
+    )
     data = json.loads(out.getvalue())
     assert data["n_raters"] == 2 and data["n_units"] == 20
     out = io.StringIO()
-    call_command("agreement", "--study", str(ns.study.pk), "--code", str(ns.charisma.pk), "--bootstrap", "0", stdout=out)
+    call_command(
+        "agreement", "--study", str(ns.study.pk), "--code", str(ns.charisma.pk), "--bootstrap", "0", stdout=out
+    )
     assert json.loads(out.getvalue())["n_raters"] == 2
     from django.core.management.base import CommandError
 
@@ -261,7 +311,7 @@ def test_csv_downloads_escape_spreadsheet_formulas(coded_study, client_for):
     from judging.models import Verdict
 
     ns = coded_study
-    evil = "=HYPERLINK(\"http://evil.invalid\")"
+    evil = '=HYPERLINK("http://evil.invalid")'
     for i, out in enumerate(ns.outputs):
         Verdict.objects.create(round=ns.round, output=out, judge_model=evil, value=int(i % 3 == 0), status="ok")
     ns.coders["bob"].username = "@bob"
@@ -273,8 +323,9 @@ def test_csv_downloads_escape_spreadsheet_formulas(coded_study, client_for):
     pairs = c.get(f"{export}?table=pairs&target=code:{ns.charisma.pk}").getvalue().decode()
     pairs = list(csv.reader(io.StringIO(pairs)))
     assert sorted(pairs[1][:2]) == ["'@bob", "ann"]
-    header = next(csv.reader(io.StringIO(
-        c.get(f"{export}?table=disagreements&target=code:{ns.charisma.pk}").getvalue().decode())))
+    header = next(
+        csv.reader(io.StringIO(c.get(f"{export}?table=disagreements&target=code:{ns.charisma.pk}").getvalue().decode()))
+    )
     assert header[:2] == ["output_id", "story"] and sorted(header[2:4]) == ["'@bob", "ann"] and header[4] == "gold"
     confusion = c.get(f"{export}?table=confusion&target=stereotype&a=judge:{evil}&b=judge:model-x").getvalue().decode()
     assert confusion.startswith("\"'" + evil.replace('"', '""'))
@@ -283,4 +334,10 @@ def test_csv_downloads_escape_spreadsheet_formulas(coded_study, client_for):
 def test_export_columns_stay_distinct_when_two_raters_share_a_label():
     from agreement.views import _unique_columns
 
-    assert _unique_columns(["output_id", "ann", "ann", "ann (2)", 0]) == ["output_id", "ann", "ann (2)", "ann (2) (2)", "0"]
+    assert _unique_columns(["output_id", "ann", "ann", "ann (2)", 0]) == [
+        "output_id",
+        "ann",
+        "ann (2)",
+        "ann (2) (2)",
+        "0",
+    ]

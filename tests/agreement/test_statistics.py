@@ -1,4 +1,5 @@
 """The pure agreement module against published worked examples and reference libraries."""
+
 import math
 
 import krippendorff
@@ -24,12 +25,36 @@ KRIPPENDORFF_2011 = [
 # Table 1: 30 patients, 6 psychiatrists each, 5 diagnoses (1 depression, 2 personality disorder, 3 schizophrenia,
 # 4 neurosis, 5 other). Published kappa = .430. Ratings per patient as in R irr::diagnoses.
 FLEISS_1971 = [
-    [4, 4, 4, 4, 4, 4], [2, 2, 2, 5, 5, 5], [2, 3, 3, 3, 3, 5], [5, 5, 5, 5, 5, 5], [2, 2, 2, 4, 4, 4],
-    [1, 1, 3, 3, 3, 3], [3, 3, 3, 3, 5, 5], [1, 1, 3, 3, 3, 4], [1, 1, 4, 4, 4, 4], [5, 5, 5, 5, 5, 5],
-    [1, 4, 4, 4, 4, 4], [1, 2, 4, 4, 4, 4], [2, 2, 2, 3, 3, 3], [1, 4, 4, 4, 4, 4], [2, 2, 4, 4, 4, 5],
-    [3, 3, 3, 3, 3, 5], [1, 1, 1, 4, 5, 5], [1, 1, 1, 1, 1, 2], [2, 2, 4, 4, 4, 4], [1, 3, 3, 5, 5, 5],
-    [5, 5, 5, 5, 5, 5], [2, 4, 4, 4, 4, 4], [2, 2, 4, 5, 5, 5], [1, 1, 4, 4, 4, 4], [1, 4, 4, 4, 4, 5],
-    [2, 2, 2, 2, 2, 4], [1, 1, 1, 1, 5, 5], [2, 2, 4, 4, 4, 4], [1, 3, 3, 3, 3, 3], [5, 5, 5, 5, 5, 5],
+    [4, 4, 4, 4, 4, 4],
+    [2, 2, 2, 5, 5, 5],
+    [2, 3, 3, 3, 3, 5],
+    [5, 5, 5, 5, 5, 5],
+    [2, 2, 2, 4, 4, 4],
+    [1, 1, 3, 3, 3, 3],
+    [3, 3, 3, 3, 5, 5],
+    [1, 1, 3, 3, 3, 4],
+    [1, 1, 4, 4, 4, 4],
+    [5, 5, 5, 5, 5, 5],
+    [1, 4, 4, 4, 4, 4],
+    [1, 2, 4, 4, 4, 4],
+    [2, 2, 2, 3, 3, 3],
+    [1, 4, 4, 4, 4, 4],
+    [2, 2, 4, 4, 4, 5],
+    [3, 3, 3, 3, 3, 5],
+    [1, 1, 1, 4, 5, 5],
+    [1, 1, 1, 1, 1, 2],
+    [2, 2, 4, 4, 4, 4],
+    [1, 3, 3, 5, 5, 5],
+    [5, 5, 5, 5, 5, 5],
+    [2, 4, 4, 4, 4, 4],
+    [2, 2, 4, 5, 5, 5],
+    [1, 1, 4, 4, 4, 4],
+    [1, 4, 4, 4, 4, 5],
+    [2, 2, 2, 2, 2, 4],
+    [1, 1, 1, 1, 5, 5],
+    [2, 2, 4, 4, 4, 4],
+    [1, 3, 3, 3, 3, 3],
+    [5, 5, 5, 5, 5, 5],
 ]
 
 # SAS/STAT User's Guide, PROC FREQ "AGREE" example output (also used in statsmodels' test suite): a 3 × 3 table,
@@ -46,7 +71,9 @@ def expand_table(table):
     return [a, b]
 
 
-@pytest.mark.parametrize("level,published", [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849), ("ratio", 0.797)])
+@pytest.mark.parametrize(
+    "level,published", [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849), ("ratio", 0.797)]
+)
 def test_krippendorff_2011_reliability_data(level, published):
     rm = ag.from_matrix(KRIPPENDORFF_2011)
     result = ag.agreement(rm, level=level, bootstrap=0)
@@ -91,7 +118,9 @@ def test_cohen_pairs_match_statsmodels_and_quadratic_weights():
         for x, y in zip(data[pair["rater_a"]], data[pair["rater_b"]], strict=True):
             table[x, y] += 1
         assert pair["kappa"] == pytest.approx(cohens_kappa(table, return_results=False), abs=1e-12)
-        assert pair["weighted_kappa"] == pytest.approx(cohens_kappa(table, wt="linear", return_results=False), abs=1e-12)
+        assert pair["weighted_kappa"] == pytest.approx(
+            cohens_kappa(table, wt="linear", return_results=False), abs=1e-12
+        )
         quad = ag.cohen_kappa_table(table, categories=[0, 1, 2, 3], weights="quadratic").value
         assert quad == pytest.approx(cohens_kappa(table, wt="quadratic", return_results=False), abs=1e-12)
     assert result.cohen_kappa_mean == pytest.approx(np.mean([p["kappa"] for p in result.pairs]))
@@ -190,8 +219,16 @@ def test_fleiss_null_when_units_have_different_numbers_of_ratings():
 
 
 def test_long_table_strings_at_nominal_and_errors():
-    rows = [("s1", "ann", "hero"), ("s1", "bob", "hero"), ("s2", "ann", "victim"), ("s2", "bob", "hero"),
-            ("s3", "ann", "victim"), ("s3", "bob", "victim"), ("s4", "ann", ""), ("s4", "bob", "hero")]
+    rows = [
+        ("s1", "ann", "hero"),
+        ("s1", "bob", "hero"),
+        ("s2", "ann", "victim"),
+        ("s2", "bob", "hero"),
+        ("s3", "ann", "victim"),
+        ("s3", "bob", "victim"),
+        ("s4", "ann", ""),
+        ("s4", "bob", "hero"),
+    ]
     rm = ag.from_long(rows)
     assert rm.categories == ["hero", "victim"] and rm.n_ratings == 7 and len(rm.units) == 4
     result = ag.agreement(rm, bootstrap=0)
@@ -207,12 +244,22 @@ def test_long_table_strings_at_nominal_and_errors():
 
 
 def test_confusion_majority_and_disagreements():
-    rm = ag.from_long([
-        ("s1", "a", 1), ("s1", "b", 1), ("s1", "c", 1),
-        ("s2", "a", 0), ("s2", "b", 1), ("s2", "c", 1),
-        ("s3", "a", 0), ("s3", "b", 0), ("s3", "c", 1),
-        ("s4", "a", 0), ("s4", "b", 0), ("s4", "c", 0),
-    ])
+    rm = ag.from_long(
+        [
+            ("s1", "a", 1),
+            ("s1", "b", 1),
+            ("s1", "c", 1),
+            ("s2", "a", 0),
+            ("s2", "b", 1),
+            ("s2", "c", 1),
+            ("s3", "a", 0),
+            ("s3", "b", 0),
+            ("s3", "c", 1),
+            ("s4", "a", 0),
+            ("s4", "b", 0),
+            ("s4", "c", 0),
+        ]
+    )
     table = ag.confusion(rm, "a", "b")
     assert table["categories"] == [0, 1] and table["table"] == [[2, 1], [0, 1]]
     assert ag.disagreements(rm) == [1, 2]

@@ -23,11 +23,24 @@ def env(roles, outputs_factory, small_codebook):
 
 def test_roles_on_every_endpoint(env, api_for):
     u, base = env["u"], env["base"]
-    for path in ["codebooks/", "codes/", "code-operations/", "codings/", "memos/", "assignments/", "gender-attributions/"]:
+    for path in [
+        "codebooks/",
+        "codes/",
+        "code-operations/",
+        "codings/",
+        "memos/",
+        "assignments/",
+        "gender-attributions/",
+    ]:
         assert api_for(u["outsider"]).get(f"{base}/{path}").status_code == 404, path
         assert api_for(u["researcher"]).get(f"{base}/{path}").status_code == 200, path
     assert api_for(u["coder"]).post(f"{base}/codebooks/", {"name": "X"}, format="json").status_code == 403
-    assert api_for(u["coder"]).post(f"{base}/codes/merge/", {"sources": [env["codes"]["lead_m"].pk]}, format="json").status_code == 403
+    assert (
+        api_for(u["coder"])
+        .post(f"{base}/codes/merge/", {"sources": [env["codes"]["lead_m"].pk]}, format="json")
+        .status_code
+        == 403
+    )
     assert api_for(u["coder"]).post(f"{base}/assignments/plan/", {}, format="json").status_code == 403
     assert api_for(u["coder"]).get(f"{base}/codebooks/{env['cb'].pk}/codings-export/").status_code == 403
     assert api_for(u["researcher"]).post(f"{base}/codebooks/", {"name": "X"}, format="json").status_code == 201
@@ -37,8 +50,18 @@ def test_coder_codes_with_utf16_offsets_and_bad_input(env, api_for):
     api, base = api_for(env["u"]["coder"]), env["base"]
     start = STORY.index("José")
     u16 = len(STORY[:start].encode("utf-16-le")) // 2
-    r = api.post(f"{base}/codings/", {"codebook": env["cb"].pk, "output": env["outs"][0].pk, "code": env["codes"]["care_m"].pk,
-                                      "start": u16, "end": u16 + 5, "offset_unit": "utf16"}, format="json")
+    r = api.post(
+        f"{base}/codings/",
+        {
+            "codebook": env["cb"].pk,
+            "output": env["outs"][0].pk,
+            "code": env["codes"]["care_m"].pk,
+            "start": u16,
+            "end": u16 + 5,
+            "offset_unit": "utf16",
+        },
+        format="json",
+    )
     assert r.status_code == 201, r.content
     assert (r.json()["start"], r.json()["quote"]) == (start, "José\u0301")
     bad = [
@@ -63,14 +86,28 @@ def test_blind_mode_in_the_api(env, api_for, make_user):
     Membership.objects.create(study=env["study"], user=coder2, role="coder")
     Assignment.objects.create(study=env["study"], codebook=env["cb"], output=env["outs"][0], coder=coder2)
     for user in (env["u"]["coder"], coder2):
-        r = api_for(user).post(f"{base}/codings/", {"codebook": env["cb"].pk, "output": env["outs"][0].pk,
-                                                    "code": env["codes"]["lead_m"].pk, "start": 0, "end": 3}, format="json")
+        r = api_for(user).post(
+            f"{base}/codings/",
+            {
+                "codebook": env["cb"].pk,
+                "output": env["outs"][0].pk,
+                "code": env["codes"]["lead_m"].pk,
+                "start": 0,
+                "end": 3,
+            },
+            format="json",
+        )
         assert r.status_code == 201
     mine = api_for(env["u"]["coder"]).get(f"{base}/codings/?output={env['outs'][0].pk}").json()["results"]
     assert [c["coder"] for c in mine] == ["coder"]
     theirs = Coding.objects.get(coder=coder2)
     assert api_for(env["u"]["coder"]).delete(f"{base}/codings/{theirs.pk}/").status_code == 404
-    assert api_for(env["u"]["coder"]).patch(f"{base}/codings/{theirs.pk}/", {"code": env["codes"]["lead_f"].pk}, format="json").status_code == 404
+    assert (
+        api_for(env["u"]["coder"])
+        .patch(f"{base}/codings/{theirs.pk}/", {"code": env["codes"]["lead_f"].pk}, format="json")
+        .status_code
+        == 404
+    )
     Assignment.objects.filter(coder=env["u"]["coder"], output=env["outs"][0]).update(mode="consensus")
     both = api_for(env["u"]["coder"]).get(f"{base}/codings/?output={env['outs'][0].pk}").json()["results"]
     assert sorted(c["coder"] for c in both) == ["coder", "coder2"]
@@ -86,24 +123,41 @@ def test_codebook_import_export_and_merge_undo_over_api(env, api_for):
     api, base, cb = api_for(env["u"]["researcher"]), env["base"], env["cb"]
     qdc = api.get(f"{base}/codebooks/{cb.pk}/export/?file_format=qdc")
     assert qdc.status_code == 200 and b"urn:QDA-XML:codebook:1.0" in qdc.content
-    r = api.post(f"{base}/codebooks/import/", {"file": SimpleUploadedFile("mine.qdc", qdc.content), "name": "Imported"},
-                 format="multipart")
+    r = api.post(
+        f"{base}/codebooks/import/",
+        {"file": SimpleUploadedFile("mine.qdc", qdc.content), "name": "Imported"},
+        format="multipart",
+    )
     assert r.status_code == 201, r.content
     assert r.json()["code_count"] == 4
     before = Codebook.objects.count()
     r = api.post(f"{base}/codebooks/import/", {"file": SimpleUploadedFile("bad.qdc", b"<CodeBook")}, format="multipart")
     assert r.status_code == 400 and "well-formed" in r.json()["detail"]
-    r = api.post(f"{base}/codebooks/import/", {"file": SimpleUploadedFile("bad.csv", b"name,color\nA,#nothex\n")}, format="multipart")
+    r = api.post(
+        f"{base}/codebooks/import/",
+        {"file": SimpleUploadedFile("bad.csv", b"name,color\nA,#nothex\n")},
+        format="multipart",
+    )
     assert r.status_code == 400 and "#nothex" in r.json()["detail"]
     assert Codebook.objects.count() == before
     csv_r = api.get(f"{base}/codebooks/{cb.pk}/export/?file_format=csv")
     assert csv_r.status_code == 200 and b"Leadership/M charisma" in csv_r.content
 
-    services.create_coding(study=env["study"], codebook=cb, output=env["outs"][0], code=env["codes"]["lead_m"],
-                           coder=env["u"]["coder"], start=0, end=3)
+    services.create_coding(
+        study=env["study"],
+        codebook=cb,
+        output=env["outs"][0],
+        code=env["codes"]["lead_m"],
+        coder=env["u"]["coder"],
+        start=0,
+        end=3,
+    )
     c = env["codes"]
-    r = api.post(f"{base}/codes/merge/", {"sources": [c["lead_m"].pk, c["lead_f"].pk], "new_name": "Charisma",
-                                          "new_parent": c["lead"].pk}, format="json")
+    r = api.post(
+        f"{base}/codes/merge/",
+        {"sources": [c["lead_m"].pk, c["lead_f"].pk], "new_name": "Charisma", "new_parent": c["lead"].pk},
+        format="json",
+    )
     assert r.status_code == 200, r.content
     op_id = r.json()["id"]
     freq = api.get(f"{base}/codebooks/{cb.pk}/frequencies/?level=code").json()
@@ -115,23 +169,39 @@ def test_codebook_import_export_and_merge_undo_over_api(env, api_for):
     # a code from another study cannot be merged in
     from stereoscope.models import Study
 
-    other = Code.objects.create(codebook=Codebook.objects.create(study=Study.objects.get(name="Study B"), name="Z"), name="z")
-    r = api.post(f"{base}/codes/merge/", {"sources": [c["lead_m"].pk, other.pk], "target": c["care_f"].pk}, format="json")
+    other = Code.objects.create(
+        codebook=Codebook.objects.create(study=Study.objects.get(name="Study B"), name="Z"), name="z"
+    )
+    r = api.post(
+        f"{base}/codes/merge/", {"sources": [c["lead_m"].pk, other.pk], "target": c["care_f"].pk}, format="json"
+    )
     assert r.status_code == 400 and "not codes of this study" in r.json()["detail"]
 
 
 def test_codings_export_csv_and_jsonl(env, api_for):
     api, base, cb = api_for(env["u"]["researcher"]), env["base"], env["cb"]
-    coding = services.create_coding(study=env["study"], codebook=cb, output=env["outs"][0], code=env["codes"]["care_m"],
-                                    coder=env["u"]["coder"], start=STORY.index("José"), end=STORY.index("José") + 5)
+    coding = services.create_coding(
+        study=env["study"],
+        codebook=cb,
+        output=env["outs"][0],
+        code=env["codes"]["care_m"],
+        coder=env["u"]["coder"],
+        start=STORY.index("José"),
+        end=STORY.index("José") + 5,
+    )
     services.add_memo(env["study"], author=env["u"]["coder"], text="accent kept", coding=coding)
     r = api.get(f"{base}/codebooks/{cb.pk}/codings-export/?file_format=jsonl&include_text=1")
     rows = [json.loads(line) for line in b"".join(r.streaming_content).decode().splitlines()]
     assert len(rows) == 1
     row = rows[0]
     assert (row["quote"], row["code_path"], row["coder"], row["memo"], row["story_text"]) == (
-        "José\u0301", "Care/M communion", "coder", "accent kept", STORY)
-    assert row["story_text"][row["start"]:row["end"]] == row["quote"]
+        "José\u0301",
+        "Care/M communion",
+        "coder",
+        "accent kept",
+        STORY,
+    )
+    assert row["story_text"][row["start"] : row["end"]] == row["quote"]
     csv_text = b"".join(api.get(f"{base}/codebooks/{cb.pk}/codings-export/?file_format=csv").streaming_content).decode()
     assert csv_text.splitlines()[0].startswith("codebook,coding_guid,output_id") and "Care/M communion" in csv_text
 
@@ -142,8 +212,11 @@ def test_assignment_plan_reassign_and_progress(env, api_for, make_user):
     api, base = api_for(env["u"]["researcher"]), env["base"]
     coder2 = make_user("coder2")
     Membership.objects.create(study=env["study"], user=coder2, role="coder")
-    r = api.post(f"{base}/assignments/plan/", {"codebook": env["cb"].pk, "coders": ["coder", "coder2"], "k": 2,
-                                               "strategy": "stratified"}, format="json")
+    r = api.post(
+        f"{base}/assignments/plan/",
+        {"codebook": env["cb"].pk, "coders": ["coder", "coder2"], "k": 2, "strategy": "stratified"},
+        format="json",
+    )
     assert r.status_code == 201, r.content
     assert len(r.json()) == 4  # coder already had 2 of the 3 stories
     r = api.post(f"{base}/assignments/plan/", {"codebook": env["cb"].pk, "coders": ["coder"], "k": 2}, format="json")
@@ -153,7 +226,9 @@ def test_assignment_plan_reassign_and_progress(env, api_for, make_user):
     mine = api_for(coder2).get(f"{base}/assignments/").json()["results"]
     assert len(mine) == 3 and {a["coder"] for a in mine} == {"coder2"}
     theirs = Assignment.objects.filter(coder=env["u"]["coder"]).first()
-    assert api_for(coder2).patch(f"{base}/assignments/{theirs.pk}/", {"status": "done"}, format="json").status_code == 404
+    assert (
+        api_for(coder2).patch(f"{base}/assignments/{theirs.pk}/", {"status": "done"}, format="json").status_code == 404
+    )
     r = api_for(coder2).patch(f"{base}/assignments/{mine[0]['id']}/", {"status": "done"}, format="json")
     assert r.status_code == 200 and r.json()["status"] == "done"
     progress = api.get(f"{base}/assignments/progress/?codebook={env['cb'].pk}").json()["coders"]
@@ -166,10 +241,14 @@ def test_memos_and_gender_attribution(env, api_for):
     api, base = api_for(env["u"]["coder"]), env["base"]
     r = api.post(f"{base}/memos/", {"output": env["outs"][0].pk, "text": "Zoë is the lead"}, format="json")
     assert r.status_code == 201
-    r = api.post(f"{base}/memos/", {"output": env["outs"][0].pk, "code": env["codes"]["lead_m"].pk, "text": "x"}, format="json")
+    r = api.post(
+        f"{base}/memos/", {"output": env["outs"][0].pk, "code": env["codes"]["lead_m"].pk, "text": "x"}, format="json"
+    )
     assert r.status_code == 400 and "exactly one" in r.json()["detail"]
     assert Memo.objects.count() == 1
-    r = api.post(f"{base}/gender-attributions/", {"output": env["outs"][0].pk, "gender": "F", "character": "Zoë"}, format="json")
+    r = api.post(
+        f"{base}/gender-attributions/", {"output": env["outs"][0].pk, "gender": "F", "character": "Zoë"}, format="json"
+    )
     assert r.status_code == 201 and r.json()["gender"] == "F"
     r = api.post(f"{base}/gender-attributions/", {"output": env["outs"][0].pk, "gender": "woman"}, format="json")
     assert r.status_code == 400
@@ -199,9 +278,17 @@ def test_two_coders_in_parallel_lose_nothing(roles, outputs_factory, small_codeb
         barrier.wait()
         try:
             for i in range(per_coder):
-                r = client.post(f"/api/studies/{study.pk}/codings/", {
-                    "codebook": cb.pk, "output": out.pk, "code": codes["lead_m" if i % 2 else "care_f"].pk,
-                    "start": i * 5 + offset, "end": i * 5 + offset + 3}, format="json")
+                r = client.post(
+                    f"/api/studies/{study.pk}/codings/",
+                    {
+                        "codebook": cb.pk,
+                        "output": out.pk,
+                        "code": codes["lead_m" if i % 2 else "care_f"].pk,
+                        "start": i * 5 + offset,
+                        "end": i * 5 + offset + 3,
+                    },
+                    format="json",
+                )
                 if r.status_code != 201:
                     failures.append(r.content)
         finally:

@@ -1,6 +1,7 @@
 """Blind mode everywhere: a coder in a blind assignment reads only their own memos and counts only their own codings,
 in the memos API (list and detail), the frequencies API and page (by coder and the totals), the codebook page and
 the workspace. Consensus shares a story's codings and memos; researchers see everyone's."""
+
 import pytest
 from django.urls import reverse
 
@@ -21,18 +22,36 @@ def blind(roles, outputs_factory, small_codebook, make_user):
     for user in (coder, other):
         for out in outs[:2]:
             Assignment.objects.create(study=study, codebook=cb, output=out, coder=user)
-    mine = services.create_coding(study=study, codebook=cb, output=outs[0], code=codes["lead_f"], coder=coder,
-                                  start=0, end=3)
-    theirs = [services.create_coding(study=study, codebook=cb, output=outs[0], code=codes["lead_m"], coder=other,
-                                     start=0, end=3),
-              services.create_coding(study=study, codebook=cb, output=outs[1], code=codes["care_m"], coder=other,
-                                     start=0, end=3)]
+    mine = services.create_coding(
+        study=study, codebook=cb, output=outs[0], code=codes["lead_f"], coder=coder, start=0, end=3
+    )
+    theirs = [
+        services.create_coding(
+            study=study, codebook=cb, output=outs[0], code=codes["lead_m"], coder=other, start=0, end=3
+        ),
+        services.create_coding(
+            study=study, codebook=cb, output=outs[1], code=codes["care_m"], coder=other, start=0, end=3
+        ),
+    ]
     own_memo = services.add_memo(study, author=coder, text="my own note", output=outs[0])
-    their_memos = [services.add_memo(study, author=other, text="SECRET story note", output=outs[0]),
-                   services.add_memo(study, author=other, text="SECRET code note", code=codes["lead_m"]),
-                   services.add_memo(study, author=other, text="SECRET coding note", coding=theirs[0])]
-    return {"study": study, "cb": cb, "codes": codes, "outs": outs, "coder": coder, "other": other, "mine": mine,
-            "theirs": theirs, "own_memo": own_memo, "their_memos": their_memos, "base": f"/api/studies/{study.pk}"}
+    their_memos = [
+        services.add_memo(study, author=other, text="SECRET story note", output=outs[0]),
+        services.add_memo(study, author=other, text="SECRET code note", code=codes["lead_m"]),
+        services.add_memo(study, author=other, text="SECRET coding note", coding=theirs[0]),
+    ]
+    return {
+        "study": study,
+        "cb": cb,
+        "codes": codes,
+        "outs": outs,
+        "coder": coder,
+        "other": other,
+        "mine": mine,
+        "theirs": theirs,
+        "own_memo": own_memo,
+        "their_memos": their_memos,
+        "base": f"/api/studies/{study.pk}",
+    }
 
 
 def test_memos_api_list_and_detail_show_a_blind_coder_only_their_own(blind, api_for):

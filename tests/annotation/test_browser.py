@@ -1,4 +1,6 @@
-"""The coding workspace in Chromium: Unicode offsets, shortcuts, memos, inductive codes, merge + undo, XSS, two coders."""
+"""The coding workspace in Chromium: Unicode offsets, shortcuts, memos, inductive codes, merge + undo, XSS,
+two coders."""
+
 import pytest
 
 from annotation import services
@@ -6,8 +8,10 @@ from annotation.models import Assignment, Code, CodeOperation, Coding, Memo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-STORY = ("Dr. Zoë Okafor 👩\u200d🔬 ran the lab.\nHer partner José\u0301 🎉 baked bread for the neighbours, "
-         "and everyone called him kind.")
+STORY = (
+    "Dr. Zoë Okafor 👩\u200d🔬 ran the lab.\nHer partner José\u0301 🎉 baked bread for the neighbours, "
+    "and everyone called him kind."
+)
 
 SELECT_JS = """([phrase, occurrence]) => {
   const root = document.getElementById('story');
@@ -46,7 +50,10 @@ def highlighted(page, coding):
 def coding_setup(roles, outputs_factory, small_codebook):
     study = roles["a"]
     cb, codes = small_codebook(study)
-    outs = outputs_factory(study, [STORY, "A second story about Ana.", 'Bad <script>alert(1)</script> and <img src=x onerror="alert(2)"> text.'])
+    outs = outputs_factory(
+        study,
+        [STORY, "A second story about Ana.", 'Bad <script>alert(1)</script> and <img src=x onerror="alert(2)"> text.'],
+    )
     for i, out in enumerate(outs):
         Assignment.objects.create(study=study, codebook=cb, output=out, coder=roles["users"]["coder"], position=i + 1)
     return {"study": study, "cb": cb, "codes": codes, "outs": outs, "users": roles["users"]}
@@ -67,7 +74,12 @@ def test_coder_codes_unicode_spans_by_shortcut_with_memo_and_inductive_code(page
     page.wait_for_selector("#codings li[data-coding]")
     coding = Coding.objects.get()
     start = STORY.index(phrase)
-    assert (coding.code_id, coding.start, coding.end, coding.quote) == (codes["care_m"].pk, start, start + len(phrase), phrase)
+    assert (coding.code_id, coding.start, coding.end, coding.quote) == (
+        codes["care_m"].pk,
+        start,
+        start + len(phrase),
+        phrase,
+    )
     assert highlighted(page, coding) == (start, start + len(phrase), phrase)
 
     page.click(f"#codings li[data-coding='{coding.pk}'] details.memo-form summary")
@@ -100,18 +112,22 @@ def test_coder_codes_unicode_spans_by_shortcut_with_memo_and_inductive_code(page
     page.reload()
     page.wait_for_selector("#story")
     for c in Coding.objects.all():
-        assert highlighted(page, c) == (c.start, c.end, STORY[c.start:c.end]), c.code.name
+        assert highlighted(page, c) == (c.start, c.end, STORY[c.start : c.end]), c.code.name
     assert page.locator("#codings .memo:has-text('Cooking man, called kind 🙂')").count() == 1
     assert page.locator(".code-btn:has-text('F scientist')").count() == 1
     assert Memo.objects.get().coding_id == coding.pk
     assert page.dialogs == []
 
 
-def test_researcher_merges_into_dimension_watches_frequencies_and_undoes(page, login, coding_setup, browser, live_server):
+def test_researcher_merges_into_dimension_watches_frequencies_and_undoes(
+    page, login, coding_setup, browser, live_server
+):
     s, cb, codes, outs = coding_setup["study"], coding_setup["cb"], coding_setup["codes"], coding_setup["outs"]
     coder = coding_setup["users"]["coder"]
     for key, span in [("lead_m", (0, 3)), ("lead_m", (4, 7)), ("lead_f", (8, 12)), ("care_f", (20, 25))]:
-        services.create_coding(study=s, codebook=cb, output=outs[0], code=codes[key], coder=coder, start=span[0], end=span[1])
+        services.create_coding(
+            study=s, codebook=cb, output=outs[0], code=codes[key], coder=coder, start=span[0], end=span[1]
+        )
     login("researcher")
     freq_page = page.context.new_page()
     freq_page.goto(f"/studies/{s.pk}/coding/codebooks/{cb.pk}/frequencies/")
@@ -137,7 +153,8 @@ def test_researcher_merges_into_dimension_watches_frequencies_and_undoes(page, l
     assert CodeOperation.objects.get(kind="merge").undone_at is not None
     assert not Code.objects.filter(name="Charisma (any gender)").exists()
     assert sorted(Coding.objects.values_list("code_id", flat=True)) == sorted(
-        [codes["lead_m"].pk, codes["lead_m"].pk, codes["lead_f"].pk, codes["care_f"].pk])
+        [codes["lead_m"].pk, codes["lead_m"].pk, codes["lead_f"].pk, codes["care_f"].pk]
+    )
     freq_page.wait_for_selector("tr[data-label='Leadership'] td.total:text-is('3')", timeout=15000)
     assert freq_page.locator("tr[data-label='Care'] td.total").inner_text() == "1"
 

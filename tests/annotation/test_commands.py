@@ -32,12 +32,14 @@ def test_codebook_export_import_and_codings_export(roles, small_codebook, output
 
     out = outputs_factory(study, ["Zoë 👩‍🔬 ran the lab."])[0]
     Assignment.objects.create(study=study, codebook=cb, output=out, coder=roles["users"]["coder"])
-    services.create_coding(study=study, codebook=cb, output=out, code=codes["lead_f"], coder=roles["users"]["coder"], start=0, end=5)
+    services.create_coding(
+        study=study, codebook=cb, output=out, code=codes["lead_f"], coder=roles["users"]["coder"], start=0, end=5
+    )
     target = tmp_path / "codings.csv"
     call_command("export_codings", study.pk, str(target), "--with-text")
     rows = list(csv.DictReader(target.open(encoding="utf-8")))
     assert len(rows) == 1 and rows[0]["quote"] == "Zoë 👩" and rows[0]["code_path"] == "Leadership/F charisma"
-    assert rows[0]["story_text"][int(rows[0]["start"]):int(rows[0]["end"])] == rows[0]["quote"]
+    assert rows[0]["story_text"][int(rows[0]["start"]) : int(rows[0]["end"])] == rows[0]["quote"]
     jsonl = tmp_path / "codings.jsonl"
     call_command("export_codings", study.pk, str(jsonl), "--codebook", cb.pk)
     assert json.loads(jsonl.read_text(encoding="utf-8").splitlines()[0])["coder"] == "coder"
@@ -48,10 +50,11 @@ def test_codebook_export_import_and_codings_export(roles, small_codebook, output
 def test_export_codings_escapes_formulas_in_csv_not_jsonl(roles, outputs_factory, small_codebook, tmp_path):
     study = roles["a"]
     cb, codes = small_codebook(study)
-    out = outputs_factory(study, ["=HYPERLINK(\"http://x\") led the lab."])[0]
+    out = outputs_factory(study, ['=HYPERLINK("http://x") led the lab.'])[0]
     Assignment.objects.create(study=study, codebook=cb, output=out, coder=roles["users"]["coder"])
-    services.create_coding(study=study, codebook=cb, output=out, code=codes["lead_f"], coder=roles["users"]["coder"],
-                           start=0, end=10)
+    services.create_coding(
+        study=study, codebook=cb, output=out, code=codes["lead_f"], coder=roles["users"]["coder"], start=0, end=10
+    )
     target = tmp_path / "codings.csv"
     call_command("export_codings", study.pk, str(target), "--with-text")
     row = next(csv.DictReader(target.open(encoding="utf-8")))

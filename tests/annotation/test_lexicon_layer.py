@@ -1,4 +1,5 @@
 """The text-measures lexicon layer is a toggleable panel in the coding workspace and in the output viewer."""
+
 import pytest
 
 from annotation.models import Assignment

@@ -17,7 +17,9 @@ def test_code_path_and_dimension(roles, outputs_factory):
     assert loose.dimension() is None
     assert dim.dimension() == dim
     out = outputs_factory(study, ["Hello world"])[0]
-    coding = Coding.objects.create(output=out, code=leaf, coder=roles["users"]["coder"], codebook=cb, start=0, end=5, quote="Hello")
+    coding = Coding.objects.create(
+        output=out, code=leaf, coder=roles["users"]["coder"], codebook=cb, start=0, end=5, quote="Hello"
+    )
     assert not coding.is_document_level
     with pytest.raises(IntegrityError), transaction.atomic():
         Memo.objects.create(study=study, author=roles["users"]["coder"], coding=coding, output=out, text="two targets")

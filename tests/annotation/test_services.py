@@ -18,12 +18,28 @@ def setup(roles, outputs_factory, small_codebook):
     coder, researcher = roles["users"]["coder"], roles["users"]["researcher"]
     for out in outs:
         Assignment.objects.create(study=study, codebook=cb, output=out, coder=coder)
-    return {"study": study, "cb": cb, "codes": codes, "outs": outs, "coder": coder, "researcher": researcher, "roles": roles}
+    return {
+        "study": study,
+        "cb": cb,
+        "codes": codes,
+        "outs": outs,
+        "coder": coder,
+        "researcher": researcher,
+        "roles": roles,
+    }
 
 
 def code(setup, key, out=0, start=None, end=None, coder=None, **kw):
-    return services.create_coding(study=setup["study"], codebook=setup["cb"], output=setup["outs"][out],
-                                  code=setup["codes"][key], coder=coder or setup["coder"], start=start, end=end, **kw)
+    return services.create_coding(
+        study=setup["study"],
+        codebook=setup["cb"],
+        output=setup["outs"][out],
+        code=setup["codes"][key],
+        coder=coder or setup["coder"],
+        start=start,
+        end=end,
+        **kw,
+    )
 
 
 def test_span_coding_quotes_code_points_and_converts_utf16(setup):
@@ -40,9 +56,16 @@ def test_span_coding_quotes_code_points_and_converts_utf16(setup):
     assert doc.is_document_level and code(setup, "lead_f").pk == doc.pk  # document codes are not duplicated
 
 
-@pytest.mark.parametrize("start,end,message", [
-    (0, 10_000, "past the end"), (5, 5, "empty"), (-1, 3, "negative"), (3, None, "both"), ("x", 4, "whole number"),
-])
+@pytest.mark.parametrize(
+    "start,end,message",
+    [
+        (0, 10_000, "past the end"),
+        (5, 5, "empty"),
+        (-1, 3, "negative"),
+        (3, None, "both"),
+        ("x", 4, "whole number"),
+    ],
+)
 def test_bad_offsets_rejected(setup, start, end, message):
     with pytest.raises(AnnotationError, match=message):
         code(setup, "lead_m", start=start, end=end)
@@ -53,19 +76,47 @@ def test_codes_from_elsewhere_and_foreign_assignments_rejected(setup, small_code
     roles = setup["roles"]
     other_cb, other_codes = small_codebook(roles["b"], name="Other")
     with pytest.raises(AnnotationError, match="not in the codebook"):
-        services.create_coding(study=setup["study"], codebook=setup["cb"], output=setup["outs"][0],
-                               code=other_codes["lead_m"], coder=setup["coder"], start=0, end=2)
+        services.create_coding(
+            study=setup["study"],
+            codebook=setup["cb"],
+            output=setup["outs"][0],
+            code=other_codes["lead_m"],
+            coder=setup["coder"],
+            start=0,
+            end=2,
+        )
     with pytest.raises(AnnotationError, match="another study"):
-        services.create_coding(study=setup["study"], codebook=other_cb, output=setup["outs"][0],
-                               code=other_codes["lead_m"], coder=setup["coder"], start=0, end=2)
+        services.create_coding(
+            study=setup["study"],
+            codebook=other_cb,
+            output=setup["outs"][0],
+            code=other_codes["lead_m"],
+            coder=setup["coder"],
+            start=0,
+            end=2,
+        )
     foreign = outputs_factory(roles["b"], ["B story"])[0]
     with pytest.raises(AnnotationError, match=f"No story {foreign.pk} in this study"):
-        services.create_coding(study=setup["study"], codebook=setup["cb"], output=foreign,
-                               code=setup["codes"]["lead_m"], coder=setup["coder"], start=0, end=2)
+        services.create_coding(
+            study=setup["study"],
+            codebook=setup["cb"],
+            output=foreign,
+            code=setup["codes"]["lead_m"],
+            coder=setup["coder"],
+            start=0,
+            end=2,
+        )
     unassigned = outputs_factory(setup["study"], ["Not assigned"])[0]
     with pytest.raises(AnnotationError, match="not in your queue"):
-        services.create_coding(study=setup["study"], codebook=setup["cb"], output=unassigned,
-                               code=setup["codes"]["lead_m"], coder=setup["coder"], start=0, end=2)
+        services.create_coding(
+            study=setup["study"],
+            codebook=setup["cb"],
+            output=unassigned,
+            code=setup["codes"]["lead_m"],
+            coder=setup["coder"],
+            start=0,
+            end=2,
+        )
     with pytest.raises(AnnotationError, match="dimension or group"):
         code(setup, "lead", start=0, end=2)
     # a coder cannot touch another coder's coding; a researcher can
@@ -94,8 +145,9 @@ def test_merge_moves_every_coding_and_undo_restores_exactly(setup):
     a2 = code(setup, "lead_m", out=1, start=0, end=6)
     b1 = code(setup, "lead_f", start=4, end=6)
     other = code(setup, "care_f", start=0, end=3)
-    target, op = services.merge_codes(setup["cb"], [c["lead_m"], c["lead_f"]], new_name="Charisma", new_parent=c["care"],
-                                      actor=setup["researcher"])
+    target, op = services.merge_codes(
+        setup["cb"], [c["lead_m"], c["lead_f"]], new_name="Charisma", new_parent=c["care"], actor=setup["researcher"]
+    )
     assert set(Coding.objects.filter(code=target)) == {a1, a2, b1}
     assert Coding.objects.count() == 4
     src = Code.objects.get(pk=c["lead_m"].pk)
@@ -157,8 +209,15 @@ def test_rename_and_create_undo(setup):
     with pytest.raises(AnnotationError, match="already used"):
         services.update_code(c["lead_m"], shortcut="2")
     code_new, coding = services.create_code_from_selection(
-        study=setup["study"], codebook=setup["cb"], output=setup["outs"][0], coder=setup["coder"], start=0, end=3,
-        name="F scientist", parent=c["lead"])
+        study=setup["study"],
+        codebook=setup["cb"],
+        output=setup["outs"][0],
+        coder=setup["coder"],
+        start=0,
+        end=3,
+        name="F scientist",
+        parent=c["lead"],
+    )
     assert code_new.kind == "inductive" and coding.code == code_new
 
 
@@ -230,7 +289,9 @@ def test_create_and_reassign_assignments(roles, outputs_factory, small_codebook,
     assert len(created) == 20
     assert services.create_assignments(study, cb, outputs=services.outputs_of(study), coders=coders, k=2) == []
     with pytest.raises(AnnotationError, match="not a coder"):
-        services.create_assignments(study, cb, outputs=services.outputs_of(study), coders=[roles["users"]["outsider"]], k=1)
+        services.create_assignments(
+            study, cb, outputs=services.outputs_of(study), coders=[roles["users"]["outsider"]], k=1
+        )
     a = Assignment.objects.filter(coder=coder2).first()
     with pytest.raises(AnnotationError, match="already has"):
         services.reassign_assignment(a, coder=roles["users"]["coder"])

@@ -23,7 +23,8 @@ def env(roles, outputs_factory, small_codebook):
 def test_pages_enforce_roles(env, client_for):
     s, cb, u = env["study"], env["cb"], env["u"]
     pages = {
-        reverse("coding", args=[s.pk]): "viewer", reverse("annotation-codebook", args=[s.pk, cb.pk]): "viewer",
+        reverse("coding", args=[s.pk]): "viewer",
+        reverse("annotation-codebook", args=[s.pk, cb.pk]): "viewer",
         reverse("annotation-frequencies", args=[s.pk, cb.pk]): "viewer",
         reverse("annotation-assignments", args=[s.pk, cb.pk]): "researcher",
         reverse("annotation-codings-export", args=[s.pk, cb.pk]): "researcher",
@@ -54,10 +55,12 @@ def test_workspace_edits(env, client_for):
     out = env["outs"][1]
     start = out.text.index("👩")
     hx = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "ws"}
-    r = c.post(env["edit"](out), {"op": "code", "code": env["codes"]["lead_f"].pk, "start": start, "end": start + 3}, **hx)
+    r = c.post(
+        env["edit"](out), {"op": "code", "code": env["codes"]["lead_f"].pk, "start": start, "end": start + 3}, **hx
+    )
     assert r.status_code == 200 and "ws-error" not in r.content.decode()
     coding = Coding.objects.get()
-    assert coding.quote == out.text[start:start + 3] and coding.coder == env["u"]["coder"]
+    assert coding.quote == out.text[start : start + 3] and coding.coder == env["u"]["coder"]
     assert 'class="seg hl"' in r.content.decode()
     r = c.post(env["edit"](out), {"op": "code", "code": env["codes"]["lead_f"].pk, "start": "", "end": ""}, **hx)
     assert "Select some text first" in r.content.decode()
@@ -67,11 +70,21 @@ def test_workspace_edits(env, client_for):
     assert Coding.objects.filter(start__isnull=True).count() == 1
     c.post(env["edit"](out), {"op": "memo", "target": "coding", "target_id": coding.pk, "text": "the scientist"}, **hx)
     c.post(env["edit"](out), {"op": "memo", "target": "output", "text": "<b>bold</b> story memo"}, **hx)
-    c.post(env["edit"](out), {"op": "memo", "target": "code", "target_id": env["codes"]["care_m"].pk, "text": "code memo"}, **hx)
+    c.post(
+        env["edit"](out),
+        {"op": "memo", "target": "code", "target_id": env["codes"]["care_m"].pk, "text": "code memo"},
+        **hx,
+    )
     assert Memo.objects.count() == 3
-    r = c.post(env["edit"](out), {"op": "new_code", "name": "F scientist", "parent": env["codes"]["lead"].pk, "start": 0, "end": 6}, **hx)
+    r = c.post(
+        env["edit"](out),
+        {"op": "new_code", "name": "F scientist", "parent": env["codes"]["lead"].pk, "start": 0, "end": 6},
+        **hx,
+    )
     new = Code.objects.get(name="F scientist")
-    assert new.kind == "inductive" and new.parent == env["codes"]["lead"] and Coding.objects.filter(code=new).count() == 1
+    assert (
+        new.kind == "inductive" and new.parent == env["codes"]["lead"] and Coding.objects.filter(code=new).count() == 1
+    )
     body = r.content.decode()
     assert "&lt;b&gt;bold&lt;/b&gt;" in body and "F scientist" in body
     r = c.post(env["edit"](out), {"op": "reassign", "coding": coding.pk, "code": env["codes"]["care_f"].pk}, **hx)
@@ -86,19 +99,37 @@ def test_workspace_edits(env, client_for):
     assert r.status_code == 204 and r["HX-Redirect"].endswith(f"/stories/{env['outs'][0].pk}/")
     assert Assignment.objects.get(output=out).status == "done"
     # someone else's coding cannot be removed by a coder
-    theirs = services.create_coding(study=env["study"], codebook=env["cb"], output=out, code=env["codes"]["lead_m"],
-                                    coder=env["u"]["researcher"], start=0, end=3)
+    theirs = services.create_coding(
+        study=env["study"],
+        codebook=env["cb"],
+        output=out,
+        code=env["codes"]["lead_m"],
+        coder=env["u"]["researcher"],
+        start=0,
+        end=3,
+    )
     r = c.post(env["edit"](out), {"op": "delete", "coding": theirs.pk}, **hx)
     assert "own codings" in r.content.decode() and Coding.objects.filter(pk=theirs.pk).exists()
 
 
 def test_codebook_page_merge_undo_and_frequencies(env, client_for):
     s, cb, codes = env["study"], env["cb"], env["codes"]
-    services.create_coding(study=s, codebook=cb, output=env["outs"][0], code=codes["lead_m"], coder=env["u"]["coder"], start=0, end=3)
+    services.create_coding(
+        study=s, codebook=cb, output=env["outs"][0], code=codes["lead_m"], coder=env["u"]["coder"], start=0, end=3
+    )
     c = client_for(env["u"]["researcher"])
     url = reverse("annotation-codebook-edit", args=[s.pk, cb.pk])
     hx = {"HTTP_HX_REQUEST": "true"}
-    r = c.post(url, {"op": "merge", "sources": [codes["lead_m"].pk, codes["care_m"].pk], "new_name": "M any", "new_parent": codes["care"].pk}, **hx)
+    r = c.post(
+        url,
+        {
+            "op": "merge",
+            "sources": [codes["lead_m"].pk, codes["care_m"].pk],
+            "new_name": "M any",
+            "new_parent": codes["care"].pk,
+        },
+        **hx,
+    )
     assert r.status_code == 200 and "M any" in r.content.decode()
     freq = c.get(reverse("annotation-frequencies", args=[s.pk, cb.pk]) + "?level=dimension", **hx).content.decode()
     assert 'data-label="Care"' in freq and 'data-label="Leadership"' not in freq
@@ -112,7 +143,10 @@ def test_codebook_page_merge_undo_and_frequencies(env, client_for):
     r = c.post(url, {"op": "create", "name": "bad", "color": "javascript:alert(1)"}, **hx)
     assert "not #rrggbb" in r.content.decode()
     csv = c.get(reverse("annotation-frequencies", args=[s.pk, cb.pk]) + "?file_format=csv&by=model")
-    assert csv["Content-Type"].startswith("text/csv") and "Leadership/M charisma,Leadership,M,1,1,1" in csv.content.decode()
+    assert (
+        csv["Content-Type"].startswith("text/csv")
+        and "Leadership/M charisma,Leadership,M,1,1,1" in csv.content.decode()
+    )
 
 
 def test_home_and_assignment_pages(env, client_for, make_user):
@@ -125,7 +159,11 @@ def test_home_and_assignment_pages(env, client_for, make_user):
     coder2 = make_user("coder2")
     Membership.objects.create(study=s, user=coder2, role="coder")
     url = reverse("annotation-assignments", args=[s.pk, cb.pk])
-    r = c.post(url, {"coders": [env["u"]["coder"].pk, coder2.pk], "k": 2, "strategy": "stratified", "mode": "consensus"}, follow=True)
+    r = c.post(
+        url,
+        {"coders": [env["u"]["coder"].pk, coder2.pk], "k": 2, "strategy": "stratified", "mode": "consensus"},
+        follow=True,
+    )
     assert "4 assignments created" in r.content.decode()
     assert Assignment.objects.filter(coder=coder2, mode="consensus").count() == 3
     r = c.post(url, {"coders": [coder2.pk], "k": 3, "strategy": "random_balanced"}, follow=True)
@@ -141,14 +179,20 @@ def test_home_and_assignment_pages(env, client_for, make_user):
 
 def test_split_page(env, client_for):
     s, cb, codes = env["study"], env["cb"], env["codes"]
-    a = services.create_coding(study=s, codebook=cb, output=env["outs"][0], code=codes["care_f"], coder=env["u"]["coder"], start=0, end=3)
-    b = services.create_coding(study=s, codebook=cb, output=env["outs"][1], code=codes["care_f"], coder=env["u"]["coder"], start=0, end=5)
+    a = services.create_coding(
+        study=s, codebook=cb, output=env["outs"][0], code=codes["care_f"], coder=env["u"]["coder"], start=0, end=3
+    )
+    b = services.create_coding(
+        study=s, codebook=cb, output=env["outs"][1], code=codes["care_f"], coder=env["u"]["coder"], start=0, end=5
+    )
     url = reverse("annotation-split", args=[s.pk, cb.pk, codes["care_f"].pk])
     assert client_for(env["u"]["coder"]).get(url).status_code == 403
     c = client_for(env["u"]["researcher"])
     assert "<q>Ana</q>" in c.get(url).content.decode()
     r = c.post(url, {"codings": [b.pk], "new_name": "F nurturing"}, follow=True)
     assert "F nurturing" in r.content.decode()
-    assert Coding.objects.get(pk=b.pk).code.name == "F nurturing" and Coding.objects.get(pk=a.pk).code == codes["care_f"]
+    assert (
+        Coding.objects.get(pk=b.pk).code.name == "F nurturing" and Coding.objects.get(pk=a.pk).code == codes["care_f"]
+    )
     r = c.post(url, {"codings": [], "new_name": "x"}, follow=True)
     assert "Choose the codings" in r.content.decode()

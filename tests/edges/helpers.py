@@ -1,4 +1,5 @@
 """Builders shared by the rough-edges tests: a run over several endpoints and a codebook with several codings."""
+
 from generation.models import GenerationRun, Output
 
 
@@ -8,9 +9,15 @@ def run_with_endpoints(study, toolkit, endpoints, done_per_endpoint):
     run.endpoints.set(endpoints)
     for endpoint in endpoints:
         for i, item in enumerate(toolkit.items.order_by("number")):
-            Output.objects.create(study=study, run=run, item=item, endpoint=endpoint, model_name=endpoint.model_id,
-                                  text="A story." if i < done_per_endpoint else "",
-                                  status="done" if i < done_per_endpoint else "failed")
+            Output.objects.create(
+                study=study,
+                run=run,
+                item=item,
+                endpoint=endpoint,
+                model_name=endpoint.model_id,
+                text="A story." if i < done_per_endpoint else "",
+                status="done" if i < done_per_endpoint else "failed",
+            )
     return run
 
 

@@ -1,4 +1,5 @@
 """Accounts: a study admin invites a person from Members; the one-time link sets a password; users change theirs."""
+
 import re
 
 import pytest
@@ -36,8 +37,11 @@ def test_admin_invites_new_person_who_sets_password_once(roles):
     guest = Client()
     form_page = guest.get(link, follow=True)
     assert b'name="new_password1"' in form_page.content
-    done = guest.post(form_page.redirect_chain[-1][0] if form_page.redirect_chain else link,
-                      {"new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD}, follow=True)
+    done = guest.post(
+        form_page.redirect_chain[-1][0] if form_page.redirect_chain else link,
+        {"new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD},
+        follow=True,
+    )
     assert done.status_code == 200 and b"Your password is set" in done.content
     assert guest.login(username="ana", password=NEW_PASSWORD)
     # one time only: the same link no longer works
@@ -103,9 +107,11 @@ def test_user_changes_password(roles):
     client.force_login(roles["users"]["coder"])
     page = client.get("/accounts/password/")
     assert page.status_code == 200 and b'name="old_password"' in page.content
-    response = client.post("/accounts/password/", {"old_password": "correct-horse-battery",
-                                                    "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD},
-                           follow=True)
+    response = client.post(
+        "/accounts/password/",
+        {"old_password": "correct-horse-battery", "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD},
+        follow=True,
+    )
     assert b"Your password was changed" in response.content
     assert Client().login(username="coder", password=NEW_PASSWORD)
     assert Client().get("/accounts/password/").status_code == 302  # anonymous users log in first
@@ -118,8 +124,9 @@ def test_api_invites_with_email_and_refuses_non_admins(roles, api_for):
     assert refused.status_code == 403 and not get_user_model().objects.filter(username="dee").exists()
     missing = api_for(roles["users"]["admin"]).post(url, {"username": "dee"})
     assert missing.status_code == 400 and "e-mail" in missing.json()["detail"]
-    response = api_for(roles["users"]["admin"]).post(url, {"username": "dee", "email": "dee@example.org",
-                                                           "role": "coder"})
+    response = api_for(roles["users"]["admin"]).post(
+        url, {"username": "dee", "email": "dee@example.org", "role": "coder"}
+    )
     assert response.status_code == 201
     assert "/accounts/invitation/" in response.json()["invitation_url"]
     assert not get_user_model().objects.get(username="dee").has_usable_password()

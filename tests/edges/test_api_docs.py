@@ -1,4 +1,5 @@
 """/api/docs/ loads Swagger UI from this server's static files, so it renders without internet."""
+
 import re
 
 import pytest

@@ -1,4 +1,5 @@
 """Must show: the agreement report fits a 1,400 px window (no horizontal overflow) and says each note once."""
+
 import pytest
 
 from tests.agreement.conftest import clear_report_cache, coded_study, fast_password_hasher  # noqa: F401

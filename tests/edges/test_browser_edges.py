@@ -1,4 +1,5 @@
 """Must show in Chromium: runs list and codebook counts, imported weights on the new version, /api/docs/ offline."""
+
 import re
 
 import pytest
@@ -9,15 +10,17 @@ from .test_weights_visible import WEIGHTS
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_runs_list_and_codebook_counts(page, login, roles, make_toolkit, make_endpoint, outputs_factory,
-                                       small_codebook):
+def test_runs_list_and_codebook_counts(
+    page, login, roles, make_toolkit, make_endpoint, outputs_factory, small_codebook
+):
     study = roles["a"]
     toolkit = make_toolkit(study, n_items=4)
     run_with_endpoints(study, toolkit, [make_endpoint(study) for _ in range(5)], done_per_endpoint=3)
     codebook, codes = small_codebook(study)
     outputs = outputs_factory(study, ["One story.", "Two stories.", "Three stories."])
-    code_outputs(study, codebook, [codes["lead_m"], codes["care_f"], codes["care_m"]], outputs,
-                 roles["users"]["researcher"])
+    code_outputs(
+        study, codebook, [codes["lead_m"], codes["care_f"], codes["care_m"]], outputs, roles["users"]["researcher"]
+    )
     login("researcher")
     page.goto(f"/studies/{study.pk}/")
     page.click("nav.sidebar a:has-text('Runs')")

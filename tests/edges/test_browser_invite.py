@@ -1,5 +1,6 @@
 """Must show: a study admin invites a coder from Members; the coder sets a password from the link, signs in, codes
 a story and sees no researcher-only links."""
+
 import pytest
 
 from annotation.models import Assignment, Coding
@@ -10,8 +11,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 NEW_PASSWORD = "violet-lantern-4821"
 
 
-def test_admin_invites_coder_who_sets_password_and_codes(page, login, roles, outputs_factory, small_codebook,
-                                                          django_user_model):
+def test_admin_invites_coder_who_sets_password_and_codes(
+    page, login, roles, outputs_factory, small_codebook, django_user_model
+):
     study = roles["a"]
     codebook, codes = small_codebook(study)
     (story,) = outputs_factory(study, ["Mara led the expedition and everyone followed her."])

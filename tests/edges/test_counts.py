@@ -1,4 +1,5 @@
 """Runs list and Coding page counts stay right when a run has several endpoints and a codebook several codings."""
+
 import re
 
 import pytest
@@ -28,8 +29,9 @@ def test_coding_page_counts_codes_once_with_many_codings(roles, client_for, outp
     study = roles["a"]
     codebook, codes = small_codebook(study)
     outputs = outputs_factory(study, ["One story here.", "Another story.", "A third story."])
-    code_outputs(study, codebook, [codes["lead_m"], codes["care_f"], codes["care_m"]], outputs,
-                 roles["users"]["researcher"])
+    code_outputs(
+        study, codebook, [codes["lead_m"], codes["care_f"], codes["care_m"]], outputs, roles["users"]["researcher"]
+    )
     html = client_for(roles["users"]["researcher"]).get(f"/studies/{study.pk}/coding/").content.decode()
     cells = _row_cells(html, codebook.name)
     assert cells[1:3] == ["4", "9"]  # four codable codes, nine codings

@@ -1,4 +1,5 @@
 """The code-discovery page labels toolkit versions in its item list and refreshes a pending discovery by itself."""
+
 import re
 
 import pytest
@@ -26,8 +27,9 @@ def test_item_list_labels_toolkit_versions(discovery_env, client_for):  # noqa: 
 @pytest.mark.django_db(transaction=True)
 def test_pending_discovery_refreshes_itself(discovery_env, page, login):  # noqa: F811
     e = discovery_env
-    discovery = CodeDiscovery.objects.create(study=e["study"], codebook=e["cb"], endpoint=e["endpoint"],
-                                             item=e["item"], sample_size=2, status="pending")
+    discovery = CodeDiscovery.objects.create(
+        study=e["study"], codebook=e["cb"], endpoint=e["endpoint"], item=e["item"], sample_size=2, status="pending"
+    )
     login("researcher")
     page.goto(f"/studies/{e['study'].pk}/coding/codebooks/{e['cb'].pk}/discover/")
     page.wait_for_selector(f"#discovery-{discovery.pk} .tag:has-text('pending')")

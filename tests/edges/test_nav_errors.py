@@ -1,4 +1,5 @@
 """The sidebar shows only the links a role can use; 403 and 404 pages use the site layout and say why."""
+
 import re
 
 import pytest
@@ -12,11 +13,14 @@ def _sidebar(html):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("who, hidden", [
-    ("coder", {"Agreement", "Exports", "Members"}),
-    ("researcher", {"Members"}),
-    ("admin", set()),
-])
+@pytest.mark.parametrize(
+    "who, hidden",
+    [
+        ("coder", {"Agreement", "Exports", "Members"}),
+        ("researcher", {"Members"}),
+        ("admin", set()),
+    ],
+)
 def test_sidebar_hides_links_the_role_cannot_use(roles, client_for, who, hidden):
     study = roles["a"]
     client = client_for(roles["users"][who])

@@ -1,4 +1,5 @@
 """REFI-QDA: a user named "Ana Coder" in an imported project comes back as "Ana Coder" (the username may differ)."""
+
 import io
 import zipfile
 

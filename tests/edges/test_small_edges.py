@@ -1,4 +1,5 @@
 """Smaller rough edges: 0-rate bars, dashboard plurals, favicon, elapsed time, Presented as, discovery page."""
+
 import pytest
 from django.template.loader import render_to_string
 
@@ -6,8 +7,14 @@ from judging.reports import bars
 
 
 def _row(number, rate, flags=()):
-    return {"item_number": number, "rate": rate, "ci_low": 0.0, "ci_high": min(1.0, rate + 0.2), "n": 25,
-            "flags": list(flags)}
+    return {
+        "item_number": number,
+        "rate": rate,
+        "ci_low": 0.0,
+        "ci_high": min(1.0, rate + 0.2),
+        "n": 25,
+        "flags": list(flags),
+    }
 
 
 def test_zero_rate_prompt_gets_a_visible_marker():
@@ -24,9 +31,12 @@ def test_dashboard_plurals(roles, client_for):
 
     html = client_for(roles["users"]["coder"]).get(f"/studies/{roles['a'].pk}/").content.decode()
     assert "discoverys" not in html and "code discoveries" in html
-    assert [plural("code discovery", "code discoverys"), plural("day", "days"), plural("output", "outputs"),
-            plural("lexicon category", "lexicon categories")] == [
-        "code discoveries", "days", "outputs", "lexicon categories"]
+    assert [
+        plural("code discovery", "code discoverys"),
+        plural("day", "days"),
+        plural("output", "outputs"),
+        plural("lexicon category", "lexicon categories"),
+    ] == ["code discoveries", "days", "outputs", "lexicon categories"]
 
 
 @pytest.mark.django_db
@@ -73,8 +83,13 @@ def test_finished_run_shows_elapsed_time(roles, client_for):
 
     study = roles["a"]
     start = timezone.now() - timedelta(hours=2)
-    run = GenerationRun.objects.create(study=study, name="Finished run", status="completed", started_at=start,
-                                       finished_at=start + timedelta(seconds=3725))
+    run = GenerationRun.objects.create(
+        study=study,
+        name="Finished run",
+        status="completed",
+        started_at=start,
+        finished_at=start + timedelta(seconds=3725),
+    )
     client = client_for(roles["users"]["coder"])
     detail = client.get(f"/studies/{study.pk}/runs/{run.pk}/").content.decode()
     assert 'id="run-elapsed">1 h 02 min 05 s<' in detail
@@ -89,5 +104,10 @@ def test_duration_format():
 
     t0 = datetime(2026, 1, 1)
     assert [duration(t0, t0 + timedelta(seconds=s)) for s in (0, 12, 125, 3725, 90061)] == [
-        "0 s", "12 s", "2 min 05 s", "1 h 02 min 05 s", "25 h 01 min 01 s"]
+        "0 s",
+        "12 s",
+        "2 min 05 s",
+        "1 h 02 min 05 s",
+        "25 h 01 min 01 s",
+    ]
     assert duration(None, t0) == "" and duration(t0, None) == ""

@@ -1,5 +1,6 @@
 """Weights imported into a new toolkit version: shown on its page, in its JSON/CSV export, linked after import;
 a second submit of the same file does not silently make another version."""
+
 import csv
 import io
 import json
@@ -33,16 +34,19 @@ def test_imported_weights_visible_exported_and_linked(roles, client_for, make_to
     data = json.loads(client.get(f"/studies/{study.pk}/toolkits/{target.pk}/export.json").content)
     assert [(i["number"], i["weight"]) for i in data["items"]] == [(1, 0.125), (2, 0.5), (3, 0.375)]
     assert data["items"][2]["weight_flags"] == ["weak"]
-    rows = list(csv.DictReader(io.StringIO(
-        client.get(f"/studies/{study.pk}/toolkits/{target.pk}/export.csv").content.decode())))
+    rows = list(
+        csv.DictReader(io.StringIO(client.get(f"/studies/{study.pk}/toolkits/{target.pk}/export.csv").content.decode()))
+    )
     assert [r["weight"] for r in rows if r["kind"] == "item"] == ["0.125", "0.5", "0.375"]
     # the exports still import (the weight fields are read-only extras)
     clean = toolkit_format.parse_json(json.dumps(data))
     assert len(clean["items"]) == 3
     toolkit_format.parse_csv(client.get(f"/studies/{study.pk}/toolkits/{target.pk}/export.csv").content)
     # the version without weights exports no weight fields
-    assert "weight" not in json.loads(client.get(
-        f"/studies/{study.pk}/toolkits/{toolkit.pk}/export.json").content)["items"][0]
+    assert (
+        "weight"
+        not in json.loads(client.get(f"/studies/{study.pk}/toolkits/{toolkit.pk}/export.json").content)["items"][0]
+    )
 
 
 @pytest.mark.django_db

@@ -23,8 +23,13 @@ def test_researcher_exports_from_the_page_and_sees_progress(coded_study, page, l
     assert download.value.suggested_filename == job.file_name
 
     # a job still running is polled by htmx until it is done
-    running = ExportJob.objects.create(study=study, format="jsonl", datasets=["codings"], status="running",
-                                       progress={"dataset": "codings", "rows": 3, "total": 10, "percent": 30})
+    running = ExportJob.objects.create(
+        study=study,
+        format="jsonl",
+        datasets=["codings"],
+        status="running",
+        progress={"dataset": "codings", "rows": 3, "total": 10, "percent": 30},
+    )
     page.reload()
     page.wait_for_selector(f"#export-job-{running.pk} >> text=3 / 10")
     ExportJob.objects.filter(pk=running.pk).update(status="failed", message="<b>disk full</b>")

@@ -34,14 +34,20 @@ def test_csv_bundle_has_outputs_dictionary_and_manifest(gen_study, tmp_path):
     assert stored["software"]["version"]
     run = stored["generation_runs"][0]
     assert run["trials"] == 1 and run["param_overrides"] == {"temperature": 0.5}
-    assert run["toolkit"] == {"id": gen_study["toolkit"].pk, "name": "Fang toolkit", "version": 2,
-                              "study_id": study.pk, "builtin_key": ""}
+    assert run["toolkit"] == {
+        "id": gen_study["toolkit"].pk,
+        "name": "Fang toolkit",
+        "version": 2,
+        "study_id": study.pk,
+        "builtin_key": "",
+    }
     gpt = next(e for e in run["endpoints"] if e["name"] == "gpt")
     assert gpt["effective_params"] == {"temperature": 0.5, "seed": 3}
     assert gpt["model_id"] == "gpt-4o" and "api_key_env" not in gpt
     assert stored["versions"]["generation.toolkit"][0]["version"] == 2
     outputs_file = next(f for f in stored["files"] if f["path"] == "outputs.csv")
     import hashlib
+
     assert outputs_file["sha256"] == hashlib.sha256(files["outputs.csv"]).hexdigest()
     dictionary = list(csv.DictReader(io.StringIO(files["data_dictionary.csv"].decode())))
     assert [d["column"] for d in dictionary] == list(frame.columns)
@@ -138,8 +144,12 @@ def test_every_registered_dataset_exports(coded_study, tmp_path, fmt):
     assert manifest["row_counts"]["codings"] == 5 and manifest["row_counts"]["outputs"] == 6
     assert manifest["row_counts"]["verdicts"] == 6
     judge_round = manifest["judge_rounds"][0]
-    assert judge_round["template_version"] == {"id": judge_round["template_id"], "name": "Seed judge", "version": 1,
-                                               "study_id": study.pk}
+    assert judge_round["template_version"] == {
+        "id": judge_round["template_id"],
+        "name": "Seed judge",
+        "version": 1,
+        "study_id": study.pk,
+    }
     assert {j["model_id"] for j in judge_round["judges"]} == {"gpt-4o", "claude-x"}
     assert manifest["versions"]["annotation.codebook"][0]["name"] == "Fang codes"
     names = read_zip(tmp_path / "all.zip")
@@ -154,8 +164,14 @@ def test_a_held_job_is_not_run_twice(gen_study, export_root):
 
     from django.utils import timezone
 
-    job = ExportJob.objects.create(study=gen_study["study"], format="csv", datasets=["outputs"], status="running",
-                                   lease_token="other-worker", lease_expires_at=timezone.now() + timedelta(minutes=1))
+    job = ExportJob.objects.create(
+        study=gen_study["study"],
+        format="csv",
+        datasets=["outputs"],
+        status="running",
+        lease_token="other-worker",
+        lease_expires_at=timezone.now() + timedelta(minutes=1),
+    )
     assert services.execute_job(job.pk) is None
     job.refresh_from_db()
     assert job.status == "running" and job.lease_token == "other-worker" and not job.file_name

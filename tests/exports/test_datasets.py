@@ -68,8 +68,12 @@ def test_wide_table(coded_study):
 
 def test_wide_csv_loads_in_pandas_with_missing_values(coded_study, tmp_path):
     study = coded_study["study"]
-    write_export(study, "csv", tmp_path / "w.zip", dataset_keys=["analysis_wide", "codings", "codes", "memos",
-                                                                 "gender_attributions"])
+    write_export(
+        study,
+        "csv",
+        tmp_path / "w.zip",
+        dataset_keys=["analysis_wide", "codings", "codes", "memos", "gender_attributions"],
+    )
     with zipfile.ZipFile(tmp_path / "w.zip") as zf:
         wide = pd.read_csv(io.BytesIO(zf.read("analysis_wide.csv")))
         dictionary = pd.read_csv(io.BytesIO(zf.read("data_dictionary.csv")))

@@ -1,4 +1,5 @@
 """ExportJob moved from the stereoscope package to the exports app without touching its table or rows."""
+
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
@@ -13,9 +14,11 @@ def test_export_jobs_survive_the_move_to_the_exports_app():
     old = executor.loader.project_state([BEFORE[0], ("contenttypes", "0002_remove_content_type_name")]).apps
     study = old.get_model("stereoscope", "Study").objects.create(name="Kept")
     job = old.get_model("stereoscope", "ExportJob").objects.create(
-        study_id=study.pk, format="csv", datasets=["outputs"], status="completed", file_name="kept.zip")
+        study_id=study.pk, format="csv", datasets=["outputs"], status="completed", file_name="kept.zip"
+    )
     content_type = old.get_model("contenttypes", "ContentType").objects.get_or_create(
-        app_label="stereoscope", model="exportjob")[0]
+        app_label="stereoscope", model="exportjob"
+    )[0]
 
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())

@@ -1,4 +1,5 @@
 """Exports page, REST API and commands: roles, downloads, imports, bad input, escaping."""
+
 import io
 import json
 import zipfile
@@ -32,8 +33,10 @@ def test_page_roles(coded_study, users, client_for, export_root):
 def test_page_starts_a_job_and_downloads(coded_study, users, client_for, export_root):
     study = coded_study["study"]
     web = client_for(users["researcher"])
-    response = web.post(f"/studies/{study.pk}/exports/", {"format": "csv", "datasets": ["codings", "analysis_wide"],
-                                                          "models": ["gpt-4o"], "pseudonymise": "on"})
+    response = web.post(
+        f"/studies/{study.pk}/exports/",
+        {"format": "csv", "datasets": ["codings", "analysis_wide"], "models": ["gpt-4o"], "pseudonymise": "on"},
+    )
     assert response.status_code == 302
     job = ExportJob.objects.get(study=study)
     assert job.status == "completed" and job.options["pseudonymise"] is True and job.options["models"] == ["gpt-4o"]
@@ -48,7 +51,12 @@ def test_page_starts_a_job_and_downloads(coded_study, users, client_for, export_
     assert f"export-job-{job.pk}" in partial.content.decode()
     assert client_for(users["coder"]).get(f"/studies/{study.pk}/exports/{job.pk}/download/").status_code == 403
     assert client_for(users["b_admin"]).get(f"/studies/{study.pk}/exports/{job.pk}/download/").status_code == 404
-    assert client_for(users["b_admin"]).get(f"/studies/{coded_study['roles']['b'].pk}/exports/{job.pk}/download/").status_code == 404
+    assert (
+        client_for(users["b_admin"])
+        .get(f"/studies/{coded_study['roles']['b'].pk}/exports/{job.pk}/download/")
+        .status_code
+        == 404
+    )
     assert web.post(f"/studies/{study.pk}/exports/{job.pk}/delete/").status_code == 403
     assert client_for(users["admin"]).post(f"/studies/{study.pk}/exports/{job.pk}/delete/").status_code == 302
     assert not ExportJob.objects.filter(pk=job.pk).exists()
@@ -85,6 +93,7 @@ def test_page_import_reports_errors_and_success(coded_study, users, client_for, 
     export_qdpx(study, path, options=runtime_options(study, clean_options(study, {})))
     target = Study.objects.create(name="Target")
     from stereoscope.models import Membership
+
     Membership.objects.create(study=target, user=users["researcher"], role="researcher")
     web = client_for(users["researcher"])
     bad = io.BytesIO(b"<not xml")
@@ -120,8 +129,11 @@ def test_api(coded_study, users, api_for, export_root):
     bad = api.post(base, {"format": "csv", "datasets": ["nope"]}, format="json")
     assert bad.status_code == 400 and "Unknown dataset nope" in bad.json()["detail"]
     assert api.post(base, {"format": "pdf"}, format="json").status_code == 400
-    created = api.post(base, {"format": "jsonl", "datasets": ["codings"],
-                              "options": {"code_ids": [coded_study["codes"]["family"].pk]}}, format="json")
+    created = api.post(
+        base,
+        {"format": "jsonl", "datasets": ["codings"], "options": {"code_ids": [coded_study["codes"]["family"].pk]}},
+        format="json",
+    )
     assert created.status_code == 201, created.content
     job = created.json()
     assert job["status"] == "completed" and job["manifest"]["row_counts"] == {"codings": 2}
@@ -158,8 +170,9 @@ def test_api_import(coded_study, users, api_for):
 def test_export_study_command(coded_study, tmp_path, capsys):
     study = coded_study["study"]
     out = tmp_path / "study.zip"
-    call_command("export_study", str(study.pk), "--format", "csv", "--out", str(out), "--dataset", "codings",
-                 "--model", "gpt-4o")
+    call_command(
+        "export_study", str(study.pk), "--format", "csv", "--out", str(out), "--dataset", "codings", "--model", "gpt-4o"
+    )
     assert "codings=4" in capsys.readouterr().out
     assert "codings.csv" in zipfile.ZipFile(out).namelist()
     call_command("export_study", str(study.pk), "--format", "qdpx", "--out", str(tmp_path / "s.qdpx"))

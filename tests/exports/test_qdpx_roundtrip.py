@@ -26,8 +26,15 @@ def export_bytes(study, tmp_path, **raw):
 def signature(study):
     """What must survive a round trip: code path, offsets, quote, coder, memo count per coding."""
     return sorted(
-        (c.code.path(), -1 if c.start is None else c.start, -1 if c.end is None else c.end, c.quote, c.coder.username, c.output.text,
-         tuple(sorted(m.text for m in c.memos.all())))
+        (
+            c.code.path(),
+            -1 if c.start is None else c.start,
+            -1 if c.end is None else c.end,
+            c.quote,
+            c.coder.username,
+            c.output.text,
+            tuple(sorted(m.text for m in c.memos.all())),
+        )
         for c in Coding.objects.filter(output__study=study).select_related("code", "coder", "output")
     )
 
@@ -56,8 +63,10 @@ def test_export_is_valid_and_stable(coded_study, tmp_path):
     assert sel.find("q:Coding", NS).get("creatingUser") == rq.stable_guid("user", coded_study["coders"][0].pk)
     assert source.find("q:Coding", NS) is not None  # document-level coding under the TextSource
     variables = {v.get("guid"): v.get("name") for v in root.iterfind("q:Variables/q:Variable", NS)}
-    values = {variables[vv.find("q:VariableRef", NS).get("targetGUID")]: vv[1].text
-              for vv in source.iterfind("q:VariableValue", NS)}
+    values = {
+        variables[vv.find("q:VariableRef", NS).get("targetGUID")]: vv[1].text
+        for vv in source.iterfind("q:VariableValue", NS)
+    }
     assert values["model"] == "gpt-4o" and values["item"] == "1" and values["dimension"] == "Leadership"
     assert values["trial"] == "1" and values["gender_attribution"] == "F"
     notes = root.findall("q:Notes/q:Note", NS)
@@ -97,7 +106,7 @@ def test_round_trip_into_an_empty_study(coded_study, tmp_path):
     outputs = empty.outputs.order_by("pk")
     assert [o.model_name for o in outputs] == [o.model_name for o in study.outputs.order_by("pk")]
     for coding in Coding.objects.filter(output__study=empty, start__isnull=False):
-        assert coding.output.text[coding.start:coding.end] == coding.quote
+        assert coding.output.text[coding.start : coding.end] == coding.quote
 
 
 def test_pseudonymised_export_hides_coder_names(coded_study, tmp_path):

@@ -1,4 +1,5 @@
 """The REFI-QDA XML layer on its own (no database)."""
+
 import io
 import zipfile
 
@@ -12,21 +13,41 @@ XSD = str(REPO_ROOT / "annotation" / "refi_schemas" / "Project.xsd")  # the proj
 
 
 def sample_project():
-    dim = rq.QCode(guid=rq.stable_guid("dim"), name="Leadership", codable=False, children=[
-        rq.QCode(guid=rq.stable_guid("c1"), name="M charisma", color="#ff0000", description="charisma <b>"),
-        rq.QCode(guid=rq.stable_guid("c2"), name="F caring"),
-    ])
+    dim = rq.QCode(
+        guid=rq.stable_guid("dim"),
+        name="Leadership",
+        codable=False,
+        children=[
+            rq.QCode(guid=rq.stable_guid("c1"), name="M charisma", color="#ff0000", description="charisma <b>"),
+            rq.QCode(guid=rq.stable_guid("c2"), name="F caring"),
+        ],
+    )
     user = rq.QUser(guid=rq.stable_guid("u"), name="alice")
     var = rq.QVariable(guid=rq.stable_guid("v"), name="model")
     note = rq.QNote(guid=rq.stable_guid("n"), name="memo", text="why & how", user_guid=user.guid)
-    text = "She led. \u00e9t\u00e9 \U0001F600 He cared."
-    sel = rq.QSelection(guid=rq.stable_guid("s"), start=0, end=8, user_guid=user.guid, codings=[
-        rq.QCoding(guid=rq.stable_guid("k1"), code_guid=dim.children[0].guid, user_guid=user.guid, note_guids=[note.guid])])
-    source = rq.QSource(guid=rq.stable_guid("src"), name="Story 1", text=text, selections=[sel],
-                        codings=[rq.QCoding(guid=rq.stable_guid("k2"), code_guid=dim.children[1].guid, user_guid=user.guid)],
-                        variables=[(var.guid, "gpt-4o")])
-    return rq.QProject(name="P", origin="test", users=[user], codes=[dim], variables=[var], sources=iter([source]),
-                       notes=[note])
+    text = "She led. \u00e9t\u00e9 \U0001f600 He cared."
+    sel = rq.QSelection(
+        guid=rq.stable_guid("s"),
+        start=0,
+        end=8,
+        user_guid=user.guid,
+        codings=[
+            rq.QCoding(
+                guid=rq.stable_guid("k1"), code_guid=dim.children[0].guid, user_guid=user.guid, note_guids=[note.guid]
+            )
+        ],
+    )
+    source = rq.QSource(
+        guid=rq.stable_guid("src"),
+        name="Story 1",
+        text=text,
+        selections=[sel],
+        codings=[rq.QCoding(guid=rq.stable_guid("k2"), code_guid=dim.children[1].guid, user_guid=user.guid)],
+        variables=[(var.guid, "gpt-4o")],
+    )
+    return rq.QProject(
+        name="P", origin="test", users=[user], codes=[dim], variables=[var], sources=iter([source]), notes=[note]
+    )
 
 
 def test_write_validates_against_the_published_xsd_and_reads_back():
@@ -41,7 +62,7 @@ def test_write_validates_against_the_published_xsd_and_reads_back():
     assert schema.validate(etree.fromstring(qde)), schema.error_log
     project = rq.read_qdpx(buffer.getvalue())
     source = project.sources[0]
-    assert source.text.endswith("He cared.") and "\U0001F600" in source.text
+    assert source.text.endswith("He cared.") and "\U0001f600" in source.text
     assert (source.selections[0].start, source.selections[0].end) == (0, 8)
     assert source.text[0:8] == "She led."
     assert source.variables == [(rq.stable_guid("v"), "gpt-4o")]
@@ -54,7 +75,7 @@ def test_crlf_offsets_are_mapped_onto_normalised_text():
     text, remap = rq.normalise_newlines(raw)
     assert text == "ab\ncd\nef"
     for start, end in [(0, 2), (4, 6), (8, 10), (2, 6)]:
-        assert text[remap(start):remap(end)] == raw[start:end].replace("\r\n", "\n")
+        assert text[remap(start) : remap(end)] == raw[start:end].replace("\r\n", "\n")
 
 
 def test_guids_in_braces_and_upper_case_are_normalised():
@@ -63,6 +84,8 @@ def test_guids_in_braces_and_upper_case_are_normalised():
 
 
 def test_entities_are_refused():
-    bomb = b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa">]><Project xmlns="urn:QDA-XML:project:1.0" name="&a;"/>'
+    bomb = (
+        b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa">]><Project xmlns="urn:QDA-XML:project:1.0" name="&a;"/>'
+    )
     with pytest.raises(rq.RefiError, match="DOCTYPE"):
         rq.parse_xml(bomb)

@@ -11,7 +11,9 @@ def clean_registry(monkeypatch):
 
 
 def test_register_and_list(clean_registry, db):
-    @register_dataset("demo_rows", title="Demo", app="tests", columns=[Column("a", "first"), ("b", "second")], min_role="admin")
+    @register_dataset(
+        "demo_rows", title="Demo", app="tests", columns=[Column("a", "first"), ("b", "second")], min_role="admin"
+    )
     def demo(study, options):
         yield {"a": 1, "b": options.get("x")}
 
@@ -45,6 +47,7 @@ def test_bad_registrations(clean_registry):
         yield from ()
 
     with pytest.raises(RegistryError, match="already registered by app 'one'"):
+
         @register_dataset("x4", title="X", app="two", columns=[Column("a", "")])
         def rows_two(study, options):
             yield from ()

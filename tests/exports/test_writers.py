@@ -6,12 +6,19 @@ import openpyxl
 
 from stereoscope.tables import CSVTableWriter, JSONLTableWriter, XLSXWorkbookWriter, escape_formula, unescape_formula
 
-HOSTILE = ["=HYPERLINK(\"http://x\")", "+1+2", "-3+cmd", "@SUM(A1)", "\tTAB", "plain", "a=b"]
+HOSTILE = ['=HYPERLINK("http://x")', "+1+2", "-3+cmd", "@SUM(A1)", "\tTAB", "plain", "a=b"]
 
 
 def test_escape_formula_only_touches_text_that_starts_a_formula():
-    assert [escape_formula(v) for v in HOSTILE] == ["'=HYPERLINK(\"http://x\")", "'+1+2", "'-3+cmd", "'@SUM(A1)",
-                                                    "'\tTAB", "plain", "a=b"]
+    assert [escape_formula(v) for v in HOSTILE] == [
+        '\'=HYPERLINK("http://x")',
+        "'+1+2",
+        "'-3+cmd",
+        "'@SUM(A1)",
+        "'\tTAB",
+        "plain",
+        "a=b",
+    ]
     assert escape_formula(-3) == -3
 
 
@@ -44,7 +51,7 @@ def test_xlsx_never_writes_formulas(tmp_path):
     book.close()
     wb = openpyxl.load_workbook(path)
     values = [row[0].value for row in wb["codings"].iter_rows(min_row=2)]
-    assert values[:5] == ["'=HYPERLINK(\"http://x\")", "'+1+2", "'-3+cmd", "'@SUM(A1)", "'\tTAB"]
+    assert values[:5] == ['\'=HYPERLINK("http://x")', "'+1+2", "'-3+cmd", "'@SUM(A1)", "'\tTAB"]
     cells = list(wb["raw"].iter_rows(min_row=2))
     assert cells[0][0].value == "=1+1" and cells[0][0].data_type == "s"  # text, not a formula
     assert cells[1][0].value == "badchar"
@@ -60,7 +67,7 @@ def test_unescape_reverses_escape_exactly():
     """Import formats (codebooks, toolkits, weights) read their own escaped CSV back to the original text."""
     values = HOSTILE + ["'=already quoted", "''+twice", "'plain quote", "'", "", "it's"]
     escaped = [escape_formula(v) for v in values]
-    assert escaped[len(HOSTILE):] == ["''=already quoted", "'''+twice", "'plain quote", "'", "", "it's"]
+    assert escaped[len(HOSTILE) :] == ["''=already quoted", "'''+twice", "'plain quote", "'", "", "it's"]
     assert [unescape_formula(v) for v in escaped] == values
     out = io.StringIO()
     writer = CSVTableWriter(out, ["v"])

@@ -28,7 +28,9 @@ def make_endpoint(fake_provider, monkeypatch):
         fields.setdefault("timeout_seconds", 10)
         from generation.models import ModelEndpoint
 
-        return ModelEndpoint.objects.create(study=study, name=fields.pop("name", f"endpoint {n}"), provider=provider, **fields)
+        return ModelEndpoint.objects.create(
+            study=study, name=fields.pop("name", f"endpoint {n}"), provider=provider, **fields
+        )
 
     return make
 

@@ -1,6 +1,7 @@
 """Batch mode end to end with eager tasks, against the fake batch service through the real SDKs: the bodies equal
 live mode's, splitting at the limits, polling and matching by custom_id, per-request errors and expiry back to
 pending, cancel at the provider, a submission cut short by a crash found again, batch prices."""
+
 from decimal import Decimal
 
 import pytest
@@ -19,12 +20,20 @@ def batch_endpoint(make_endpoint):
     def make(study, provider="openai", **fields):
         fields.setdefault("default_params", dict(PARAMS, **({"top_k": 5} if provider != "anthropic" else {})))
         return make_endpoint(study, provider, batch_enabled=True, **fields)
+
     return make
 
 
 def batch_run(study, toolkit, endpoints, name="b", trials=1):
-    return runs.create_run(study, name=name, toolkit=toolkit, endpoints=endpoints, trials=trials,
-                           system_prompt="Be brief.", execution_mode="batch")
+    return runs.create_run(
+        study,
+        name=name,
+        toolkit=toolkit,
+        endpoints=endpoints,
+        trials=trials,
+        system_prompt="Be brief.",
+        execution_mode="batch",
+    )
 
 
 def prompt_of(body):
@@ -35,16 +44,31 @@ def prompt_of(body):
 def test_batch_bodies_equal_the_live_bodies(study, batch_endpoint, make_toolkit, fake_provider, provider):
     toolkit = make_toolkit(study, 2, slots={"name": ["Kelly", "Joseph"]}, texts=["A letter for {name}.", "A story."])
     endpoint = batch_endpoint(study, provider)
-    live = runs.create_run(study, name="live", toolkit=toolkit, endpoints=[endpoint], trials=2,
-                           system_prompt="Be brief.", param_overrides={"temperature": 0.3})
+    live = runs.create_run(
+        study,
+        name="live",
+        toolkit=toolkit,
+        endpoints=[endpoint],
+        trials=2,
+        system_prompt="Be brief.",
+        param_overrides={"temperature": 0.3},
+    )
     runs.start(live)
     live_bodies = {}
     for request in fake_provider.requests:
         live_bodies.setdefault(prompt_of(request["body"]), []).append(request["body"])
     assert sum(map(len, live_bodies.values())) == 6
 
-    batched = runs.create_run(study, name="batched", toolkit=toolkit, endpoints=[endpoint], trials=2,
-                              system_prompt="Be brief.", param_overrides={"temperature": 0.3}, execution_mode="batch")
+    batched = runs.create_run(
+        study,
+        name="batched",
+        toolkit=toolkit,
+        endpoints=[endpoint],
+        trials=2,
+        system_prompt="Be brief.",
+        param_overrides={"temperature": 0.3},
+        execution_mode="batch",
+    )
     fake_provider.batches.hold = True
     runs.start(batched)
     submitted = fake_provider.batches.bodies()
@@ -58,12 +82,14 @@ def test_batch_bodies_equal_the_live_bodies(study, batch_endpoint, make_toolkit,
         assert all(b["seed"] == 42 and b["top_k"] == 5 for b in submitted.values())
 
 
-def test_units_split_at_the_limit_polled_matched_and_priced(study, batch_endpoint, make_toolkit, fake_provider,
-                                                            settings):
+def test_units_split_at_the_limit_polled_matched_and_priced(
+    study, batch_endpoint, make_toolkit, fake_provider, settings
+):
     settings.BATCH_MAX_REQUESTS = 4
     toolkit = make_toolkit(study, 10)
-    endpoint = batch_endpoint(study, input_price_per_mtok=2, output_price_per_mtok=8,
-                              batch_output_price_per_mtok=3)  # input at half of 2, output at the given 3
+    endpoint = batch_endpoint(
+        study, input_price_per_mtok=2, output_price_per_mtok=8, batch_output_price_per_mtok=3
+    )  # input at half of 2, output at the given 3
     run = batch_run(study, toolkit, [endpoint])
     fake_provider.batches.hold = True
     runs.start(run)
@@ -97,8 +123,7 @@ def test_units_split_at_the_limit_polled_matched_and_priced(study, batch_endpoin
     assert ProviderCall.objects.filter(output__run=run).count() == 10
 
 
-def test_errors_and_expired_requests_go_back_to_pending_then_resume(study, batch_endpoint, make_toolkit,
-                                                                    fake_provider):
+def test_errors_and_expired_requests_go_back_to_pending_then_resume(study, batch_endpoint, make_toolkit, fake_provider):
     toolkit = make_toolkit(study, 4, texts=["fine one", "bad one", "late one", "fine two"])
     endpoint = batch_endpoint(study, "anthropic")
     fake_provider.script([{"status": 500, "message": "overloaded"}], match="bad")
@@ -157,8 +182,9 @@ def test_cancel_cancels_open_batches_at_the_provider(study, batch_endpoint, make
     assert Output.objects.filter(run=run, status="pending").count() == 4
 
 
-def test_a_submission_cut_short_is_found_again_not_resubmitted(study, batch_endpoint, make_toolkit, fake_provider,
-                                                               monkeypatch):
+def test_a_submission_cut_short_is_found_again_not_resubmitted(
+    study, batch_endpoint, make_toolkit, fake_provider, monkeypatch
+):
     toolkit = make_toolkit(study, 3)
     run = batch_run(study, toolkit, [batch_endpoint(study)])
     real_submit = OpenAIBatchAPI.submit
@@ -189,7 +215,8 @@ def test_a_submission_cut_short_is_found_again_not_resubmitted(study, batch_endp
 
 
 def test_every_row_is_written_before_the_first_upload_and_a_late_batch_is_withdrawn(
-        study, batch_endpoint, make_toolkit, fake_provider, monkeypatch, settings):
+    study, batch_endpoint, make_toolkit, fake_provider, monkeypatch, settings
+):
     settings.BATCH_MAX_REQUESTS = 2
     toolkit = make_toolkit(study, 5)
     run = batch_run(study, toolkit, [batch_endpoint(study)])
@@ -209,7 +236,10 @@ def test_every_row_is_written_before_the_first_upload_and_a_late_batch_is_withdr
     second = fake_provider.batches.created[1][1]
     assert fake_provider.batches.cancelled == [second]  # the late batch was withdrawn at the provider
     assert list(ProviderBatch.objects.filter(job_id=run.pk).order_by("number").values_list("status", flat=True)) == [
-        "submitted", "failed", "submitted"]
+        "submitted",
+        "failed",
+        "submitted",
+    ]
 
 
 def test_batch_mode_needs_endpoints_that_allow_it(study, make_endpoint, make_toolkit, batch_endpoint, fake_provider):
@@ -230,8 +260,9 @@ def test_batch_mode_needs_endpoints_that_allow_it(study, make_endpoint, make_too
         runs.create_run(study, name="x", toolkit=toolkit, endpoints=[endpoint], execution_mode="turbo")
 
 
-def test_a_request_larger_than_a_batch_fails_with_the_reason(study, batch_endpoint, make_toolkit, fake_provider,
-                                                             settings):
+def test_a_request_larger_than_a_batch_fails_with_the_reason(
+    study, batch_endpoint, make_toolkit, fake_provider, settings
+):
     settings.BATCH_MAX_BYTES = 300
     toolkit = make_toolkit(study, 2, texts=["short", "long " * 100])
     run = batch_run(study, toolkit, [batch_endpoint(study)])

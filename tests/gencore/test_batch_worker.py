@@ -2,6 +2,7 @@
 SIGKILL while the batches are open at the provider, a new worker started: Celery beat's polls find the open
 batches again by their ids, every unit is done exactly once, no batch is submitted twice, and the cost is at batch
 prices."""
+
 import os
 import signal
 import subprocess
@@ -22,8 +23,11 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 def start_beat(schedule):
     env = {k: v for k, v in os.environ.items() if k != "CELERY_TASK_ALWAYS_EAGER"}
-    env.update(DATABASE_URL=subprocess_database_url(), CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
-               STEREOSCOPE_DATA_DIR=str(settings.DATA_DIR))
+    env.update(
+        DATABASE_URL=subprocess_database_url(),
+        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
+        STEREOSCOPE_DATA_DIR=str(settings.DATA_DIR),
+    )
     cmd = [sys.executable, "-m", "celery", "-A", "stereoscope", "beat", "-s", str(schedule), "--loglevel", "INFO"]
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -49,20 +53,29 @@ def test_batch_run_survives_a_killed_worker(make_endpoint, make_toolkit, fake_pr
     monkeypatch.setenv("BATCH_POLL_QUEUE", queue)
     study = Study.objects.create(name="batch crash")
     toolkit = make_toolkit(study, 500)
-    endpoint = make_endpoint(study, "openai", batch_enabled=True, input_price_per_mtok=4, output_price_per_mtok=10,
-                             default_params={"max_tokens": 50, "seed": 3})
-    monkeypatch.setattr(runs, "_enqueue",
-                        lambda run: app.send_task("generation.execute_run", args=[run.pk], queue=queue))
-    run = runs.create_run(study, name="batch crash", toolkit=toolkit, endpoints=[endpoint], trials=2,
-                          execution_mode="batch")
+    endpoint = make_endpoint(
+        study,
+        "openai",
+        batch_enabled=True,
+        input_price_per_mtok=4,
+        output_price_per_mtok=10,
+        default_params={"max_tokens": 50, "seed": 3},
+    )
+    monkeypatch.setattr(
+        runs, "_enqueue", lambda run: app.send_task("generation.execute_run", args=[run.pk], queue=queue)
+    )
+    run = runs.create_run(
+        study, name="batch crash", toolkit=toolkit, endpoints=[endpoint], trials=2, execution_mode="batch"
+    )
     fake_provider.batches.hold = True  # the provider keeps the batches in progress until released
 
     beat = start_beat(tmp_path / "beat-schedule")
     first = start_worker(queue, f"batch-1-{queue}@test")
     try:
         runs.start(run)
-        assert wait_for(lambda: ProviderBatch.objects.filter(job_id=run.pk, status="in_progress").count() == 3,
-                        timeout=180), "the worker should submit 3 batches and poll them"
+        assert wait_for(
+            lambda: ProviderBatch.objects.filter(job_id=run.pk, status="in_progress").count() == 3, timeout=180
+        ), "the worker should submit 3 batches and poll them"
         os.kill(first.pid, signal.SIGKILL)
         first.wait(30)
     finally:
@@ -91,7 +104,8 @@ def test_batch_run_survives_a_killed_worker(make_endpoint, make_toolkit, fake_pr
     created = fake_provider.batches.created
     assert [len(items) for _, _, items in created] == [334, 334, 332]  # no batch submitted twice
     assert sorted(cid for _, _, items in created for cid, _ in items) == sorted(
-        f"output-{pk}" for pk in outputs.values_list("pk", flat=True))
+        f"output-{pk}" for pk in outputs.values_list("pk", flat=True)
+    )
     assert not fake_provider.requests  # nothing ran live
     rows = ProviderBatch.objects.filter(job_id=run.pk)
     assert set(rows.values_list("status", flat=True)) == {"ended"}

@@ -1,4 +1,5 @@
 """Deleting a whole study cascades through its runs; deleting a used toolkit or endpoint alone is refused."""
+
 import pytest
 from django.db.models import RestrictedError
 

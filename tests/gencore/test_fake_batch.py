@@ -1,5 +1,6 @@
 """The fake batch service speaks the providers' batch APIs well enough for the real SDKs: uploads, creation,
 status changes, per-request errors, expiry and cancellation."""
+
 import io
 import json
 
@@ -20,18 +21,27 @@ def jsonl(lines):
 
 
 def chat_line(cid, prompt):
-    return {"custom_id": cid, "method": "POST", "url": "/v1/chat/completions",
-            "body": {"model": "m", "messages": [{"role": "user", "content": prompt}], "seed": 7}}
+    return {
+        "custom_id": cid,
+        "method": "POST",
+        "url": "/v1/chat/completions",
+        "body": {"model": "m", "messages": [{"role": "user", "content": prompt}], "seed": 7},
+    }
 
 
 def test_openai_batch_through_the_sdk_with_a_per_request_error(fake_provider):
     fake_provider.script([{"status": 500, "message": "boom"}], match="bad")
     client = openai_client(fake_provider)
-    upload = client.files.create(file=("b.jsonl", io.BytesIO(jsonl([chat_line("output:1", "good one"),
-                                                                     chat_line("output:2", "bad one")]))),
-                                 purpose="batch")
-    batch = client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h",
-                                  metadata={"stereoscope_batch": "1"})
+    upload = client.files.create(
+        file=("b.jsonl", io.BytesIO(jsonl([chat_line("output:1", "good one"), chat_line("output:2", "bad one")]))),
+        purpose="batch",
+    )
+    batch = client.batches.create(
+        input_file_id=upload.id,
+        endpoint="/v1/chat/completions",
+        completion_window="24h",
+        metadata={"stereoscope_batch": "1"},
+    )
     assert batch.status == "validating" and batch.request_counts.total == 2
     assert client.batches.retrieve(batch.id).status == "in_progress"
     done = client.batches.retrieve(batch.id)
@@ -51,8 +61,9 @@ def test_openai_batch_expiry_and_cancel(fake_provider):
     ids = []
     for n in range(2):
         f = client.files.create(file=("b.jsonl", io.BytesIO(jsonl([chat_line(f"output:{n}", "x")]))), purpose="batch")
-        ids.append(client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
-                                         completion_window="24h").id)
+        ids.append(
+            client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions", completion_window="24h").id
+        )
     for bid in ids:
         assert client.batches.retrieve(bid).status == "in_progress"
     assert client.batches.retrieve(ids[0]).status == "in_progress"  # held
@@ -80,9 +91,13 @@ def test_anthropic_message_batch_through_the_sdk(fake_provider):
     fake_provider.script([{"status": 500}], match="bad")
     fake_provider.script([{"expire": True}], match="late")
     client = anthropic_client(fake_provider)
-    requests = [{"custom_id": f"output:{i}", "params": {"model": "claude", "max_tokens": 50,
-                                                        "messages": [{"role": "user", "content": p}]}}
-                for i, p in enumerate(["fine", "bad", "late"], 1)]
+    requests = [
+        {
+            "custom_id": f"output:{i}",
+            "params": {"model": "claude", "max_tokens": 50, "messages": [{"role": "user", "content": p}]},
+        }
+        for i, p in enumerate(["fine", "bad", "late"], 1)
+    ]
     batch = client.messages.batches.create(requests=requests)
     assert batch.processing_status == "in_progress" and batch.request_counts.processing == 3
     ended = client.messages.batches.retrieve(batch.id)
@@ -96,8 +111,14 @@ def test_anthropic_message_batch_through_the_sdk(fake_provider):
 def test_anthropic_cancel(fake_provider):
     client = anthropic_client(fake_provider)
     fake_provider.batches.hold = True
-    batch = client.messages.batches.create(requests=[{"custom_id": "output:9", "params": {
-        "model": "claude", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}}])
+    batch = client.messages.batches.create(
+        requests=[
+            {
+                "custom_id": "output:9",
+                "params": {"model": "claude", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]},
+            }
+        ]
+    )
     assert client.messages.batches.retrieve(batch.id).processing_status == "in_progress"
     assert client.messages.batches.cancel(batch.id).processing_status == "canceling"
     ended = client.messages.batches.retrieve(batch.id)

@@ -1,5 +1,6 @@
 """The job engine (stereoscope/jobs): chunk leases, cancel, the sweep that heals jobs whose workers died,
 the health check of waiting jobs, and attempt rows written before their request is sent."""
+
 from datetime import timedelta
 
 import pytest
@@ -126,11 +127,17 @@ def test_attempt_row_is_written_before_the_request_with_estimated_tokens(run, fa
 
     def progress(stats, in_flight):
         if in_flight and not seen:
-            seen.extend(ProviderCall.objects.filter(unit_ref="probe:1").values("outcome", "input_tokens",
-                                                                                 "output_tokens"))
+            seen.extend(
+                ProviderCall.objects.filter(unit_ref="probe:1").values("outcome", "input_tokens", "output_tokens")
+            )
 
-    unit = CallUnit(unit_ref="probe:1", endpoint=endpoint, messages=[{"role": "user", "content": "Tell a story."}],
-                    params={"max_tokens": 50}, purpose="generation")
+    unit = CallUnit(
+        unit_ref="probe:1",
+        endpoint=endpoint,
+        messages=[{"role": "user", "content": "Tell a story."}],
+        params={"max_tokens": 50},
+        purpose="generation",
+    )
     execute_units(run.study, [unit], CallbackSink(), progress=progress)
     assert seen and seen[0]["outcome"] == "unknown" and seen[0]["output_tokens"] == 50 and seen[0]["input_tokens"] > 0
     row = ProviderCall.objects.get(unit_ref="probe:1")

@@ -1,5 +1,6 @@
 """A transformers endpoint on a server without the 'local' extra: a clear message naming the extra, never a raw
 ModuleNotFoundError (the missing torch is simulated, so this runs with or without the extra installed)."""
+
 import pytest
 
 from generation import runs
@@ -12,16 +13,32 @@ EXTRA = "pip install -e .[local]"
 
 
 def test_endpoint_validation_names_the_extra(study, no_torch):
-    _, problems = endpoint_problems({"name": "local", "provider": "transformers", "model_id": "/models/gpt2",
-                                     "max_concurrency": 1, "max_attempts": 1}, study)
+    _, problems = endpoint_problems(
+        {
+            "name": "local",
+            "provider": "transformers",
+            "model_id": "/models/gpt2",
+            "max_concurrency": 1,
+            "max_attempts": 1,
+        },
+        study,
+    )
     assert "'local' extra" in problems["provider"] and EXTRA in problems["provider"] and "torch" in problems["provider"]
 
 
 def test_endpoint_api_answers_400_and_saves_nothing(roles, api_for, no_torch):
     study = roles["a"]
     response = api_for(roles["users"]["researcher"]).post(
-        f"/api/studies/{study.pk}/endpoints/", {"name": "local", "provider": "transformers", "model_id": "/models/gpt2",
-                                                "max_concurrency": 1, "max_attempts": 1}, format="json")
+        f"/api/studies/{study.pk}/endpoints/",
+        {
+            "name": "local",
+            "provider": "transformers",
+            "model_id": "/models/gpt2",
+            "max_concurrency": 1,
+            "max_attempts": 1,
+        },
+        format="json",
+    )
     assert response.status_code == 400, response.content
     assert EXTRA in response.content.decode()
     assert not ModelEndpoint.objects.filter(study=study).exists()
@@ -29,8 +46,16 @@ def test_endpoint_api_answers_400_and_saves_nothing(roles, api_for, no_torch):
 
 def test_endpoint_validation_accepts_transformers_when_the_extra_is_there(study, monkeypatch):
     monkeypatch.setattr("generation.endpoint_services.missing_local_extra", lambda: [])
-    _, problems = endpoint_problems({"name": "local", "provider": "transformers", "model_id": "/models/gpt2",
-                                     "max_concurrency": 1, "max_attempts": 1}, study)
+    _, problems = endpoint_problems(
+        {
+            "name": "local",
+            "provider": "transformers",
+            "model_id": "/models/gpt2",
+            "max_concurrency": 1,
+            "max_attempts": 1,
+        },
+        study,
+    )
     assert "provider" not in problems
 
 

@@ -1,4 +1,5 @@
 """The transformers backend with a tiny GPT-2 built on disk here (no download, HF_HUB_OFFLINE=1)."""
+
 import pytest
 
 from generation.providers import ProviderError, get_provider
@@ -7,7 +8,22 @@ from generation.runner import CallUnit, execute_units
 pytestmark = [pytest.mark.django_db, pytest.mark.local_model]
 pytest.importorskip("torch", reason="needs torch: the 'local' extra (pip install -e .[local])")
 pytest.importorskip("transformers", reason="needs transformers: the 'local' extra (pip install -e .[local])")
-WORDS = ["the", "nurse", "engineer", "she", "he", "was", "kind", "brave", "story", "a", "wrote", "user", "assistant", ":"]
+WORDS = [
+    "the",
+    "nurse",
+    "engineer",
+    "she",
+    "he",
+    "was",
+    "kind",
+    "brave",
+    "story",
+    "a",
+    "wrote",
+    "user",
+    "assistant",
+    ":",
+]
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +40,9 @@ def tiny_model(tmp_path_factory):
     import torch
 
     torch.manual_seed(0)
-    config = GPT2Config(vocab_size=len(vocab), n_positions=128, n_embd=16, n_layer=2, n_head=2,
-                        bos_token_id=1, eos_token_id=1)
+    config = GPT2Config(
+        vocab_size=len(vocab), n_positions=128, n_embd=16, n_layer=2, n_head=2, bos_token_id=1, eos_token_id=1
+    )
     GPT2LMHeadModel(config).save_pretrained(path)
     return str(path)
 
@@ -40,9 +57,14 @@ def test_local_model_generates_with_seed_reproducibly(study, make_endpoint, tiny
     assert first.text == second.text and first.text.strip()
     assert all(word in WORDS + ["[UNK]"] for word in first.text.split())
     assert first.output_tokens <= 8 and first.input_tokens > 0 and first.finish_reason in ("stop", "length")
-    stats = execute_units(study, [CallUnit(unit_ref=f"local:{i}", endpoint=endpoint, messages=messages,
-                                           params=params, purpose="test") for i in range(3)],
-                          type("S", (), {"on_success": lambda s, u, r: None, "on_failure": lambda s, u, e: None})())
+    stats = execute_units(
+        study,
+        [
+            CallUnit(unit_ref=f"local:{i}", endpoint=endpoint, messages=messages, params=params, purpose="test")
+            for i in range(3)
+        ],
+        type("S", (), {"on_success": lambda s, u, r: None, "on_failure": lambda s, u, e: None})(),
+    )
     assert stats.succeeded == 3
 
 

@@ -1,4 +1,5 @@
 """Adapters through the real openai and anthropic SDKs against the fake server on 127.0.0.1."""
+
 import asyncio
 import threading
 
@@ -7,7 +8,10 @@ import pytest
 from generation.providers import ProviderError, get_provider
 
 pytestmark = pytest.mark.django_db
-MESSAGES = [{"role": "system", "content": "You write short stories."}, {"role": "user", "content": "Write about a nurse."}]
+MESSAGES = [
+    {"role": "system", "content": "You write short stories."},
+    {"role": "user", "content": "Write about a nurse."},
+]
 
 
 @pytest.mark.parametrize("provider", ["openai", "openai_compatible", "anthropic"])
@@ -38,7 +42,9 @@ def test_async_twin_runs_inside_an_event_loop_thread(study, make_endpoint, fake_
         async def go():
             p = get_provider(endpoint)
             try:
-                return await asyncio.gather(*[p.acomplete([{"role": "user", "content": f"story {i}"}], {}) for i in range(5)])
+                return await asyncio.gather(
+                    *[p.acomplete([{"role": "user", "content": f"story {i}"}], {}) for i in range(5)]
+                )
             finally:
                 await p.aclose()
 
@@ -51,15 +57,20 @@ def test_async_twin_runs_inside_an_event_loop_thread(study, make_endpoint, fake_
 
 
 @pytest.mark.parametrize("provider", ["openai_compatible", "anthropic"])
-@pytest.mark.parametrize("spec,retryable,status,text", [
-    ({"status": 429, "retry_after": 2}, True, 429, "HTTP 429"),
-    ({"status": 500}, True, 500, "HTTP 500"),
-    ({"status": 503}, True, 503, "HTTP 503"),
-    ({"status": 400, "message": "bad request shape"}, False, 400, "bad request shape"),
-    ({"malformed": True}, True, None, "not a valid response"),
-    ({"empty": True}, True, 200, "empty completion"),
-])
-def test_errors_are_classified_with_clear_messages(study, make_endpoint, fake_provider, provider, spec, retryable, status, text):
+@pytest.mark.parametrize(
+    "spec,retryable,status,text",
+    [
+        ({"status": 429, "retry_after": 2}, True, 429, "HTTP 429"),
+        ({"status": 500}, True, 500, "HTTP 500"),
+        ({"status": 503}, True, 503, "HTTP 503"),
+        ({"status": 400, "message": "bad request shape"}, False, 400, "bad request shape"),
+        ({"malformed": True}, True, None, "not a valid response"),
+        ({"empty": True}, True, 200, "empty completion"),
+    ],
+)
+def test_errors_are_classified_with_clear_messages(
+    study, make_endpoint, fake_provider, provider, spec, retryable, status, text
+):
     endpoint = make_endpoint(study, provider)
     fake_provider.script([spec])
     with pytest.raises(ProviderError) as info:

@@ -1,5 +1,6 @@
 """The shared runner: every unit completes or fails with its reason, attempts obey backoff and Retry-After,
 limits hold (asserted from the server's own in-flight counters), cancellation stops new work."""
+
 import threading
 from itertools import pairwise
 
@@ -13,8 +14,16 @@ pytestmark = pytest.mark.django_db
 
 
 def units_for(endpoint, prompts, purpose="test", params=None):
-    return [CallUnit(unit_ref=f"u:{p}", endpoint=endpoint, messages=[{"role": "user", "content": p}],
-                     params=dict(params or {}), purpose=purpose) for p in prompts]
+    return [
+        CallUnit(
+            unit_ref=f"u:{p}",
+            endpoint=endpoint,
+            messages=[{"role": "user", "content": p}],
+            params=dict(params or {}),
+            purpose=purpose,
+        )
+        for p in prompts
+    ]
 
 
 class Collect:
@@ -47,13 +56,20 @@ def test_all_units_complete_within_concurrency(study, make_endpoint, fake_provid
 
 def test_retries_honour_retry_after_and_back_off(study, make_endpoint, fake_provider):
     endpoint = make_endpoint(study, backoff_base_s=0.2, backoff_max_s=5, max_attempts=5)
-    fake_provider.script([{"status": 429, "retry_after": 1}, {"status": 500}, {"status": 503}, {"text": "finally"}], match="flaky")
+    fake_provider.script(
+        [{"status": 429, "retry_after": 1}, {"status": 500}, {"status": 503}, {"text": "finally"}], match="flaky"
+    )
     sink = Collect()
     stats = execute_units(study, units_for(endpoint, ["flaky one", "steady one"]), sink)
     assert stats.succeeded == 2 and sink.ok["u:flaky one"].text == "finally"
     calls = list(ProviderCall.objects.filter(unit_ref="u:flaky one").order_by("attempt"))
     assert [c.attempt for c in calls] == [1, 2, 3, 4]
-    assert [c.http_status for c in calls] == [429, 500, 503, 200] and [c.ok for c in calls] == [False, False, False, True]
+    assert [c.http_status for c in calls] == [429, 500, 503, 200] and [c.ok for c in calls] == [
+        False,
+        False,
+        False,
+        True,
+    ]
     assert calls[0].retry_after_s == 1.0 and calls[0].backoff_s >= 1.0
     # exponential with jitter: attempt n waits base·2^(n−1)·[0.5, 1]
     assert 0.2 <= calls[1].backoff_s <= 0.4 and 0.4 <= calls[2].backoff_s <= 0.8
@@ -73,7 +89,10 @@ def test_permanent_failures_are_recorded_and_do_not_stop_the_rest(study, make_en
     stats = execute_units(study, units_for(endpoint, ["bad", "down", "garbled", "silent", "fine"]), sink)
     assert (stats.succeeded, stats.failed) == (2, 3)
     assert "prompt rejected" in sink.failed["u:bad"] and ProviderCall.objects.filter(unit_ref="u:bad").count() == 1
-    assert sink.failed["u:down"].startswith("Gave up after 3 attempts") and ProviderCall.objects.filter(unit_ref="u:down").count() == 3
+    assert (
+        sink.failed["u:down"].startswith("Gave up after 3 attempts")
+        and ProviderCall.objects.filter(unit_ref="u:down").count() == 3
+    )
     assert "empty completion" in sink.failed["u:silent"]
     assert sink.ok["u:garbled"].text == "recovered"
     assert "not a valid response" in ProviderCall.objects.get(unit_ref="u:garbled", attempt=1).error
@@ -92,8 +111,13 @@ def test_cancel_stops_new_units(study, make_endpoint, fake_provider):
     endpoint = make_endpoint(study, max_concurrency=2)
     fake_provider.default_delay = 0.1
     sink = Collect()
-    stats = execute_units(study, units_for(endpoint, [f"p{i}" for i in range(200)]), sink,
-                          cancel_check=lambda: len(sink.ok) >= 4, cancel_every=0.05)
+    stats = execute_units(
+        study,
+        units_for(endpoint, [f"p{i}" for i in range(200)]),
+        sink,
+        cancel_check=lambda: len(sink.ok) >= 4,
+        cancel_every=0.05,
+    )
     assert stats.cancelled and 4 <= stats.succeeded < 200 and stats.not_started == 200 - stats.succeeded - stats.failed
     assert len(sink.ok) == stats.succeeded and not sink.failed
 
@@ -163,4 +187,6 @@ def test_limits_hold_across_two_runners_sharing_the_store(make_endpoint, fake_pr
         t.join(120)
     assert sum(r.succeeded for r in results) == 30
     assert fake_provider.max_in_flight_by_model[endpoint.model_id] == 3
-    assert type(make_store()).__name__ == ("RedisStore" if __import__("django.conf").conf.settings.REDIS_URL else "LocalStore")
+    assert type(make_store()).__name__ == (
+        "RedisStore" if __import__("django.conf").conf.settings.REDIS_URL else "LocalStore"
+    )

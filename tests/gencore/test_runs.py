@@ -1,4 +1,5 @@
 """Generation runs end to end with eager tasks: plan, start, failures recorded, cancel, resume, retry."""
+
 import pytest
 
 from generation import runs
@@ -8,12 +9,23 @@ pytestmark = pytest.mark.django_db
 
 
 def test_plan_then_run_fills_every_unit_once(study, make_endpoint, make_toolkit, fake_provider):
-    toolkit = make_toolkit(study, 2, slots={"name": ["Kelly", "Joseph"], "age": ["20", "40"]},
-                           texts=["Write a letter for {name}, aged {age}.", "A story without slots."])
+    toolkit = make_toolkit(
+        study,
+        2,
+        slots={"name": ["Kelly", "Joseph"], "age": ["20", "40"]},
+        texts=["Write a letter for {name}, aged {age}.", "A story without slots."],
+    )
     a = make_endpoint(study, default_params={"max_tokens": 100}, input_price_per_mtok=1, output_price_per_mtok=2)
     b = make_endpoint(study, "anthropic")
-    run = runs.create_run(study, name="r1", toolkit=toolkit, endpoints=[a, b], trials=3,
-                          param_overrides={"temperature": 0.9}, system_prompt="Be brief.")
+    run = runs.create_run(
+        study,
+        name="r1",
+        toolkit=toolkit,
+        endpoints=[a, b],
+        trials=3,
+        param_overrides={"temperature": 0.9},
+        system_prompt="Be brief.",
+    )
     toolkit.refresh_from_db()
     assert toolkit.locked
     plan = runs.plan(run)
@@ -30,7 +42,9 @@ def test_plan_then_run_fills_every_unit_once(study, make_endpoint, make_toolkit,
     assert run.status == "completed" and not run.lease_token
     outputs = Output.objects.filter(run=run)
     assert outputs.count() == 30 and outputs.filter(status="done").count() == 30
-    kelly = outputs.get(endpoint=a, variant_key__contains="Kelly", variant_key__endswith="", slot_values__age="40", trial=2)
+    kelly = outputs.get(
+        endpoint=a, variant_key__contains="Kelly", variant_key__endswith="", slot_values__age="40", trial=2
+    )
     assert kelly.prompt_text == "Write a letter for Kelly, aged 40." and kelly.text.endswith(kelly.prompt_text)
     assert kelly.cost_usd is not None and kelly.provenance["params"]["temperature"] == 0.9
     # Both endpoints send this prompt, in no fixed order; the Anthropic adapter moves the system prompt to `system`.
@@ -41,10 +55,15 @@ def test_plan_then_run_fills_every_unit_once(study, make_endpoint, make_toolkit,
     assert set(by_model) == {a.model_id, b.model_id} and all(len(v) == 3 for v in by_model.values())
     for body in by_model[a.model_id]:
         assert body["temperature"] == 0.9 and body["messages"] == [
-            {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Write a letter for Kelly, aged 40."}]
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Write a letter for Kelly, aged 40."},
+        ]
     for body in by_model[b.model_id]:
-        assert body["temperature"] == 0.9 and body["system"] == "Be brief." and body["messages"] == [
-            {"role": "user", "content": "Write a letter for Kelly, aged 40."}]
+        assert (
+            body["temperature"] == 0.9
+            and body["system"] == "Be brief."
+            and body["messages"] == [{"role": "user", "content": "Write a letter for Kelly, aged 40."}]
+        )
     assert ProviderCall.objects.filter(output__run=run, purpose="generation").count() == 30
     totals = runs.counts(run)
     assert totals["overall"]["done"] == 30 and totals["overall"]["input_tokens"] > 0
@@ -107,14 +126,17 @@ def test_cancel_before_and_during(study, make_endpoint, make_toolkit, fake_provi
     assert run.status == "completed" and Output.objects.filter(run=run, status="done").count() == 30
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"name": ""}, "name"),
-    ({"trials": 0}, "between 1"),
-    ({"trials": "many"}, "whole number"),
-    ({"endpoints": []}, "at least one"),
-    ({"param_overrides": "{not json"}, "JSON object"),
-    ({"param_overrides": {"temprature": 1}}, "Unknown parameter"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"name": ""}, "name"),
+        ({"trials": 0}, "between 1"),
+        ({"trials": "many"}, "whole number"),
+        ({"endpoints": []}, "at least one"),
+        ({"param_overrides": "{not json"}, "JSON object"),
+        ({"param_overrides": {"temprature": 1}}, "Unknown parameter"),
+    ],
+)
 def test_bad_run_input_is_rejected_and_nothing_saved(study, make_endpoint, make_toolkit, kwargs, message):
     toolkit = make_toolkit(study, 1)
     args = {"name": "x", "toolkit": toolkit, "endpoints": [make_endpoint(study)], "trials": 1, **kwargs}

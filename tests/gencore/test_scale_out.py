@@ -1,6 +1,7 @@
 """One job spread over several worker processes, one of them killed with SIGKILL mid-job, and nobody presses
 anything: the live workers' sweep picks up the dead worker's chunks once their lease expires; every unit is done
 exactly once, and the product has an attempt row for every request the provider received."""
+
 import os
 import signal
 import subprocess
@@ -30,11 +31,31 @@ def start_quiet_worker(queue, hostname, log_dir):
     from tests.conftest import subprocess_database_url
 
     env = {k: v for k, v in os.environ.items() if k != "CELERY_TASK_ALWAYS_EAGER"}
-    env.update(DATABASE_URL=subprocess_database_url(), CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
-               WORKER_HEARTBEAT_SECONDS="0.5", STEREOSCOPE_DATA_DIR=str(settings.DATA_DIR))
+    env.update(
+        DATABASE_URL=subprocess_database_url(),
+        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
+        WORKER_HEARTBEAT_SECONDS="0.5",
+        STEREOSCOPE_DATA_DIR=str(settings.DATA_DIR),
+    )
     log = open(log_dir / f"{hostname}.log", "w")
-    cmd = [sys.executable, "-m", "celery", "-A", "stereoscope", "worker", "--pool", "solo", "-Q", queue,
-           "--hostname", hostname, "--loglevel", "WARNING", "--without-mingle", "--without-gossip"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "stereoscope",
+        "worker",
+        "--pool",
+        "solo",
+        "-Q",
+        queue,
+        "--hostname",
+        hostname,
+        "--loglevel",
+        "WARNING",
+        "--without-mingle",
+        "--without-gossip",
+    ]
     worker = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
     worker.log_path = log.name
     return worker
@@ -50,8 +71,9 @@ def stop(worker):
         worker.wait()
 
 
-def test_three_workers_one_killed_job_heals_without_anyone(make_endpoint, make_toolkit, fake_provider, monkeypatch,
-                                                             tmp_path):
+def test_three_workers_one_killed_job_heals_without_anyone(
+    make_endpoint, make_toolkit, fake_provider, monkeypatch, tmp_path
+):
     from stereoscope.celery import app
     from stereoscope.models import Study
 
@@ -62,8 +84,9 @@ def test_three_workers_one_killed_job_heals_without_anyone(make_endpoint, make_t
     endpoint = make_endpoint(study, max_concurrency=64)
     fake_provider.default_delay = 0.1
     queue = f"scale-{uuid.uuid4().hex[:8]}"
-    monkeypatch.setattr(runs, "_enqueue",
-                        lambda run: app.send_task("generation.execute_run", args=[run.pk], queue=queue))
+    monkeypatch.setattr(
+        runs, "_enqueue", lambda run: app.send_task("generation.execute_run", args=[run.pk], queue=queue)
+    )
     run = runs.create_run(study, name="scale out", toolkit=toolkit, endpoints=[endpoint], trials=5)
 
     workers = [start_quiet_worker(queue, f"scale-{i}-{queue}@test", tmp_path) for i in range(3)]
@@ -74,8 +97,18 @@ def test_three_workers_one_killed_job_heals_without_anyone(make_endpoint, make_t
         t0 = time.monotonic()
         runs.start(run)
         # all three work on the one job at once
-        assert wait_for(lambda: len({w["worker"] for w in (GenerationRun.objects.get(pk=run.pk).progress or {})
-                                     .get("workers", {}).values()}) == 3, timeout=60)
+        assert wait_for(
+            lambda: (
+                len(
+                    {
+                        w["worker"]
+                        for w in (GenerationRun.objects.get(pk=run.pk).progress or {}).get("workers", {}).values()
+                    }
+                )
+                == 3
+            ),
+            timeout=60,
+        )
         assert wait_for(lambda: Output.objects.filter(run=run, status="done").count() >= UNITS // 4, timeout=120)
         os.kill(workers[0].pid, signal.SIGKILL)
         timing = {"to_kill_s": round(time.monotonic() - t0, 1)}
@@ -99,5 +132,7 @@ def test_three_workers_one_killed_job_heals_without_anyone(make_endpoint, make_t
     # can only be one the killed worker committed in the instant before sending: it stays "unknown".
     received = len(fake_provider.requests)
     assert calls.exclude(outcome="unknown").count() <= received <= calls.count(), (received, calls.count())
-    print(f"timing: {timing}; attempt rows {calls.count()}, received {received}, "
-          f"unknown {calls.filter(outcome='unknown').count()}")
+    print(
+        f"timing: {timing}; attempt rows {calls.count()}, received {received}, "
+        f"unknown {calls.filter(outcome='unknown').count()}"
+    )

@@ -1,5 +1,6 @@
 """Crash safety: a real worker is killed with SIGKILL mid-run; resuming with a new worker leaves every unit
 with exactly one output and calls again only the units that had none."""
+
 import os
 import signal
 import uuid
@@ -22,7 +23,9 @@ def test_sigkill_mid_run_then_resume(make_endpoint, make_toolkit, fake_provider,
     endpoint = make_endpoint(study, max_concurrency=3)
     fake_provider.default_delay = 0.15
     queue = f"gen-{uuid.uuid4().hex[:8]}"
-    monkeypatch.setattr(runs, "_enqueue", lambda run: app.send_task("generation.execute_run", args=[run.pk], queue=queue))
+    monkeypatch.setattr(
+        runs, "_enqueue", lambda run: app.send_task("generation.execute_run", args=[run.pk], queue=queue)
+    )
     run = runs.create_run(study, name="crash", toolkit=toolkit, endpoints=[endpoint], trials=1)
 
     first = start_worker(queue, f"crash-1-{queue}@test")

@@ -1,5 +1,6 @@
 """REST API: endpoints (never a key), runs (create, plan, start, cancel, resume, retry, status), outputs (filters,
 detail with attempts). Roles: outsider 404, lower role 403. Bad input: 400 with a clear message, nothing saved."""
+
 import pytest
 
 from generation import runs
@@ -16,8 +17,14 @@ def test_endpoint_crud_and_key_never_shown(roles, api_for, monkeypatch):
     study = roles["a"]
     monkeypatch.setenv("API_TEST_KEY", "sk-api-secret-987")
     c = api_for(roles["users"]["researcher"])
-    body = {"name": "claude", "provider": "anthropic", "model_id": "claude-x", "api_key_env": "API_TEST_KEY",
-            "default_params": {"temperature": 0, "max_tokens": 300}, "max_concurrency": 4}
+    body = {
+        "name": "claude",
+        "provider": "anthropic",
+        "model_id": "claude-x",
+        "api_key_env": "API_TEST_KEY",
+        "default_params": {"temperature": 0, "max_tokens": 300},
+        "max_concurrency": 4,
+    }
     response = c.post(api(study, "endpoints/"), body, format="json")
     assert response.status_code == 201, response.json()
     data = response.json()
@@ -38,15 +45,20 @@ def test_endpoint_crud_and_key_never_shown(roles, api_for, monkeypatch):
     assert c.delete(api(study, f"endpoints/{pk}/")).status_code == 204
 
 
-@pytest.mark.parametrize("body,message", [
-    ({"api_key_env": "sk-123-abc"}, "NAME of an environment variable"),
-    ({"default_params": "not json {"}, "JSON object"),
-    ({"provider": "openai_compatible", "base_url": ""}, "base URL"),
-    ({"max_concurrency": -3}, ""),
-])
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        ({"api_key_env": "sk-123-abc"}, "NAME of an environment variable"),
+        ({"default_params": "not json {"}, "JSON object"),
+        ({"provider": "openai_compatible", "base_url": ""}, "base URL"),
+        ({"max_concurrency": -3}, ""),
+    ],
+)
 def test_bad_endpoint_api_input(roles, api_for, body, message):
     base = {"name": "e", "provider": "openai", "model_id": "m", "api_key_env": "OPENAI_API_KEY", "max_concurrency": 2}
-    response = api_for(roles["users"]["researcher"]).post(api(roles["a"], "endpoints/"), {**base, **body}, format="json")
+    response = api_for(roles["users"]["researcher"]).post(
+        api(roles["a"], "endpoints/"), {**base, **body}, format="json"
+    )
     assert response.status_code == 400 and message in str(response.json())
     assert not ModelEndpoint.objects.exists()
 
@@ -56,8 +68,17 @@ def test_run_lifecycle_over_api(roles, api_for, make_endpoint, make_toolkit, fak
     toolkit = make_toolkit(study, 2)
     endpoint = make_endpoint(study, max_attempts=1, input_price_per_mtok=1, output_price_per_mtok=1)
     c = api_for(roles["users"]["researcher"])
-    response = c.post(api(study, "runs/"), {"name": "api run", "toolkit": toolkit.pk, "endpoints": [endpoint.pk],
-                                            "trials": 2, "param_overrides": {"temperature": 0.3}}, format="json")
+    response = c.post(
+        api(study, "runs/"),
+        {
+            "name": "api run",
+            "toolkit": toolkit.pk,
+            "endpoints": [endpoint.pk],
+            "trials": 2,
+            "param_overrides": {"temperature": 0.3},
+        },
+        format="json",
+    )
     assert response.status_code == 201, response.json()
     run_id = response.json()["id"]
     plan = c.get(api(study, f"runs/{run_id}/plan/")).json()
@@ -89,13 +110,16 @@ def test_run_lifecycle_over_api(roles, api_for, make_endpoint, make_toolkit, fak
     assert api_for(roles["users"]["b_admin"]).get(api(study, f"outputs/{failed_then_done}/")).status_code == 404
 
 
-@pytest.mark.parametrize("body,message", [
-    ({"toolkit": 999999}, "Unknown toolkit"),
-    ({"endpoints": [999999]}, "Unknown endpoint"),
-    ({"trials": 0}, "between 1"),
-    ({"param_overrides": {"temprature": 2}}, "Unknown parameter"),
-    ({"name": ""}, ""),
-])
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        ({"toolkit": 999999}, "Unknown toolkit"),
+        ({"endpoints": [999999]}, "Unknown endpoint"),
+        ({"trials": 0}, "between 1"),
+        ({"param_overrides": {"temprature": 2}}, "Unknown parameter"),
+        ({"name": ""}, ""),
+    ],
+)
 def test_bad_run_api_input(roles, api_for, make_endpoint, make_toolkit, body, message):
     study = roles["a"]
     base = {"name": "x", "toolkit": make_toolkit(study, 1).pk, "endpoints": [make_endpoint(study).pk]}
@@ -121,8 +145,13 @@ def test_library_toolkit_usable_but_other_study_not(roles, api_for, make_endpoin
     library_toolkit = make_toolkit(library_study(), 1)
     endpoint = make_endpoint(study)
     c = api_for(roles["users"]["researcher"])
-    ok = c.post(api(study, "runs/"), {"name": "lib", "toolkit": library_toolkit.pk, "endpoints": [endpoint.pk]}, format="json")
+    ok = c.post(
+        api(study, "runs/"), {"name": "lib", "toolkit": library_toolkit.pk, "endpoints": [endpoint.pk]}, format="json"
+    )
     assert ok.status_code == 201
-    foreign = c.post(api(study, "runs/"), {"name": "f", "toolkit": make_toolkit(roles["b"], 1).pk,
-                                           "endpoints": [endpoint.pk]}, format="json")
+    foreign = c.post(
+        api(study, "runs/"),
+        {"name": "f", "toolkit": make_toolkit(roles["b"], 1).pk, "endpoints": [endpoint.pk]},
+        format="json",
+    )
     assert foreign.status_code == 400 and "Unknown toolkit" in str(foreign.json())

@@ -1,5 +1,6 @@
 """Batch mode on the pages and the API: endpoint settings, the run form's choice, the dry run with live and batch
 cost side by side, the run page's batches and Cancel at the provider, roles."""
+
 from decimal import Decimal
 
 import pytest
@@ -21,9 +22,17 @@ def api(study, path):
 def test_endpoint_batch_settings_over_api(roles, api_for):
     study = roles["a"]
     c = api_for(roles["users"]["researcher"])
-    body = {"name": "gpt", "provider": "openai", "model_id": "gpt-4o", "api_key_env": "OPENAI_API_KEY",
-            "batch_enabled": True, "input_price_per_mtok": "2.5", "output_price_per_mtok": "10",
-            "batch_input_price_per_mtok": "1.25", "batch_output_price_per_mtok": "5"}
+    body = {
+        "name": "gpt",
+        "provider": "openai",
+        "model_id": "gpt-4o",
+        "api_key_env": "OPENAI_API_KEY",
+        "batch_enabled": True,
+        "input_price_per_mtok": "2.5",
+        "output_price_per_mtok": "10",
+        "batch_input_price_per_mtok": "1.25",
+        "batch_output_price_per_mtok": "5",
+    }
     response = c.post(api(study, "endpoints/"), body, format="json")
     assert response.status_code == 201, response.json()
     assert response.json()["batch_enabled"] is True and response.json()["batch_output_price_per_mtok"] == "5.0000"
@@ -38,15 +47,27 @@ def test_endpoint_batch_settings_over_api(roles, api_for):
 def test_batch_run_over_api_plan_status_cancel(roles, api_for, make_endpoint, make_toolkit, fake_provider):
     study = roles["a"]
     toolkit = make_toolkit(study, 3)
-    endpoint = make_endpoint(study, "openai", batch_enabled=True, input_price_per_mtok=2, output_price_per_mtok=4,
-                             default_params={"max_tokens": 100})
+    endpoint = make_endpoint(
+        study,
+        "openai",
+        batch_enabled=True,
+        input_price_per_mtok=2,
+        output_price_per_mtok=4,
+        default_params={"max_tokens": 100},
+    )
     plain = make_endpoint(study, "openai")
     c = api_for(roles["users"]["researcher"])
-    refused = c.post(api(study, "runs/"), {"name": "no", "toolkit": toolkit.pk, "endpoints": [plain.pk],
-                                           "execution_mode": "batch"}, format="json")
+    refused = c.post(
+        api(study, "runs/"),
+        {"name": "no", "toolkit": toolkit.pk, "endpoints": [plain.pk], "execution_mode": "batch"},
+        format="json",
+    )
     assert refused.status_code == 400 and "Batch mode is not allowed" in str(refused.json())
-    response = c.post(api(study, "runs/"), {"name": "b", "toolkit": toolkit.pk, "endpoints": [endpoint.pk],
-                                            "execution_mode": "batch"}, format="json")
+    response = c.post(
+        api(study, "runs/"),
+        {"name": "b", "toolkit": toolkit.pk, "endpoints": [endpoint.pk], "execution_mode": "batch"},
+        format="json",
+    )
     assert response.status_code == 201 and response.json()["execution_mode"] == "batch"
     run_id = response.json()["id"]
     plan = c.get(api(study, f"runs/{run_id}/plan/")).json()
@@ -73,9 +94,10 @@ def test_pages_show_batch_choice_dry_run_and_batches(roles, client_for, make_end
     researcher = client_for(roles["users"]["researcher"])
     page = researcher.get(url(study, "runs/new/")).content.decode()
     assert 'name="execution_mode"' in page and "Batch (provider batch API" in page
-    response = researcher.post(url(study, "runs/new/"), {"name": "paged", "toolkit": toolkit.pk,
-                                                         "endpoints": [endpoint.pk], "trials": 1,
-                                                         "execution_mode": "batch"})
+    response = researcher.post(
+        url(study, "runs/new/"),
+        {"name": "paged", "toolkit": toolkit.pk, "endpoints": [endpoint.pk], "trials": 1, "execution_mode": "batch"},
+    )
     run = GenerationRun.objects.get(name="paged")
     assert response.status_code == 302 and run.execution_mode == "batch"
     plan = researcher.get(url(study, f"runs/{run.pk}/plan/")).content.decode()
@@ -105,16 +127,22 @@ def test_switch_mode_over_api(roles, api_for, make_endpoint, make_toolkit):
     allowed = make_endpoint(study, "openai", batch_enabled=True)
     plain = make_endpoint(study, "openai")
     c = api_for(roles["users"]["researcher"])
-    run_id = c.post(api(study, "runs/"), {"name": "m", "toolkit": toolkit.pk, "endpoints": [allowed.pk]},
-                    format="json").json()["id"]
-    assert api_for(roles["users"]["coder"]).post(api(study, f"runs/{run_id}/mode/"), {"execution_mode": "batch"},
-                                                 format="json").status_code == 403
+    run_id = c.post(
+        api(study, "runs/"), {"name": "m", "toolkit": toolkit.pk, "endpoints": [allowed.pk]}, format="json"
+    ).json()["id"]
+    assert (
+        api_for(roles["users"]["coder"])
+        .post(api(study, f"runs/{run_id}/mode/"), {"execution_mode": "batch"}, format="json")
+        .status_code
+        == 403
+    )
     response = c.post(api(study, f"runs/{run_id}/mode/"), {"execution_mode": "turbo"}, format="json")
     assert response.status_code == 400 and "Unknown execution mode" in response.json()["detail"]
     response = c.post(api(study, f"runs/{run_id}/mode/"), {"execution_mode": "batch"}, format="json")
     assert response.status_code == 200 and response.json()["execution_mode"] == "batch"
-    other = c.post(api(study, "runs/"), {"name": "p", "toolkit": toolkit.pk, "endpoints": [plain.pk]},
-                   format="json").json()["id"]
+    other = c.post(
+        api(study, "runs/"), {"name": "p", "toolkit": toolkit.pk, "endpoints": [plain.pk]}, format="json"
+    ).json()["id"]
     response = c.post(api(study, f"runs/{other}/mode/"), {"execution_mode": "batch"}, format="json")
     assert response.status_code == 400 and "not allowed on" in response.json()["detail"]
     assert GenerationRun.objects.get(pk=other).execution_mode == "live"

@@ -1,5 +1,6 @@
 """In Chromium: add an endpoint, create a run from the built-in 30-item Phase 3 toolkit with two endpoints × 5
 trials, check the dry run, start it, watch the progress poll to completion, open an output."""
+
 import threading
 
 import pytest

@@ -1,4 +1,5 @@
 """manage.py run_generation (foreground, progress on stderr, exit codes) and manage.py import_outputs."""
+
 import io
 
 import pytest
@@ -49,8 +50,13 @@ def test_run_generation_exit_code_in_a_real_process(db):
 
     from tests.conftest import subprocess_database_url
 
-    result = subprocess.run([sys.executable, "manage.py", "run_generation", "424242"], capture_output=True, text=True,
-                            env={**os.environ, "DATABASE_URL": subprocess_database_url()}, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "run_generation", "424242"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DATABASE_URL": subprocess_database_url()},
+        timeout=120,
+    )
     assert result.returncode == 2 and "No generation run with id 424242" in result.stderr
 
 
@@ -59,11 +65,13 @@ def test_import_outputs_command(study, make_toolkit, tmp_path):
     good = tmp_path / "stories.jsonl"
     good.write_text('{"model": "gpt", "item": 1, "text": "a"}\n{"model": "gpt", "item": 2, "text": "b"}\n')
     out = io.StringIO()
-    call_command("import_outputs", str(study.pk), str(good), "--toolkit", str(toolkit.pk), "--run-name", "old", stdout=out)
+    call_command(
+        "import_outputs", str(study.pk), str(good), "--toolkit", str(toolkit.pk), "--run-name", "old", stdout=out
+    )
     run = GenerationRun.objects.get(is_import=True)
     assert run.name == "old" and run.outputs.count() == 2 and "Imported 2 outputs" in out.getvalue()
     bad = tmp_path / "bad.data"
-    bad.write_text('model,item,text\ngpt,1,\n')
+    bad.write_text("model,item,text\ngpt,1,\n")
     with pytest.raises(CommandError, match="Row 2: the text is empty"):
         call_command("import_outputs", str(study.pk), str(bad), "--format", "csv", "--toolkit", str(toolkit.pk))
     with pytest.raises(CommandError, match="No such file"):

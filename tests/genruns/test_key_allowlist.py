@@ -1,6 +1,7 @@
 """An endpoint may name only a key variable the operator allowed (PROVIDER_KEY_VARIABLES), and never one the server
 itself reads (SECRET_KEY, DATABASE_URL, ...): refused in the page, the API and the admin with one message, and again
 when a run starts, so the value is never sent to the endpoint's base URL."""
+
 import re
 from pathlib import Path
 
@@ -13,25 +14,37 @@ from generation.models import GenerationRun, ModelEndpoint, Output
 pytestmark = pytest.mark.django_db
 SERVER_SECRET = "django-insecure-server-secret-never-sent"
 
-PAGE = {"name": "exfil", "provider": "openai_compatible", "model_id": "m", "base_url": "http://127.0.0.1:9/v1",
-        "default_params": "{}", "max_concurrency": 4, "max_attempts": 3, "timeout_seconds": 30}
+PAGE = {
+    "name": "exfil",
+    "provider": "openai_compatible",
+    "model_id": "m",
+    "base_url": "http://127.0.0.1:9/v1",
+    "default_params": "{}",
+    "max_concurrency": 4,
+    "max_attempts": 3,
+    "timeout_seconds": 30,
+}
 
 
-@pytest.mark.parametrize("variable,message", [
-    ("SECRET_KEY", "SECRET_KEY is a variable the server itself uses"),
-    ("DATABASE_URL", "DATABASE_URL is a variable the server itself uses"),
-    ("CELERY_BROKER_URL", "CELERY_BROKER_URL is a variable the server itself uses"),
-    ("DJANGO_SETTINGS_MODULE", "DJANGO_SETTINGS_MODULE is a variable the server itself uses"),
-    ("HOME", "HOME is not an allowed key variable"),
-])
+@pytest.mark.parametrize(
+    "variable,message",
+    [
+        ("SECRET_KEY", "SECRET_KEY is a variable the server itself uses"),
+        ("DATABASE_URL", "DATABASE_URL is a variable the server itself uses"),
+        ("CELERY_BROKER_URL", "CELERY_BROKER_URL is a variable the server itself uses"),
+        ("DJANGO_SETTINGS_MODULE", "DJANGO_SETTINGS_MODULE is a variable the server itself uses"),
+        ("HOME", "HOME is not an allowed key variable"),
+    ],
+)
 def test_page_and_api_refuse_a_variable_outside_the_allow_list(roles, client_for, api_for, variable, message):
     study = roles["a"]
-    page = client_for(roles["users"]["researcher"]).post(f"/studies/{study.pk}/endpoints/new/",
-                                                         {**PAGE, "api_key_env": variable})
+    page = client_for(roles["users"]["researcher"]).post(
+        f"/studies/{study.pk}/endpoints/new/", {**PAGE, "api_key_env": variable}
+    )
     assert page.status_code == 400 and message in page.content.decode()
-    api = api_for(roles["users"]["researcher"]).post(f"/api/studies/{study.pk}/endpoints/",
-                                                     {**PAGE, "api_key_env": variable, "default_params": {}},
-                                                     format="json")
+    api = api_for(roles["users"]["researcher"]).post(
+        f"/api/studies/{study.pk}/endpoints/", {**PAGE, "api_key_env": variable, "default_params": {}}, format="json"
+    )
     assert api.status_code == 400 and message in api.json()["api_key_env"][0]
     assert ModelEndpoint.objects.count() == 0
 
@@ -39,26 +52,41 @@ def test_page_and_api_refuse_a_variable_outside_the_allow_list(roles, client_for
 def test_product_variables_are_refused_even_when_the_operator_lists_them(roles, api_for, settings):
     settings.PROVIDER_KEY_VARIABLES = ["SECRET_KEY", "OPENAI_API_KEY"]
     response = api_for(roles["users"]["researcher"]).post(
-        f"/api/studies/{roles['a'].pk}/endpoints/", {**PAGE, "api_key_env": "SECRET_KEY", "default_params": {}},
-        format="json")
+        f"/api/studies/{roles['a'].pk}/endpoints/",
+        {**PAGE, "api_key_env": "SECRET_KEY", "default_params": {}},
+        format="json",
+    )
     assert response.status_code == 400 and "the server itself uses" in str(response.json())
     assert ModelEndpoint.objects.count() == 0
 
 
 def test_admin_refuses_a_server_variable(roles, client_for, django_user_model):
     root = client_for(django_user_model.objects.create_superuser("root", "r@example.org", "pw-not-used"))
-    data = {"study": roles["a"].pk, "name": "e", "provider": "openai_compatible", "model_id": "m",
-            "base_url": "http://127.0.0.1:9/v1", "api_key_env": "SECRET_KEY", "default_params": "{}",
-            "max_concurrency": 4, "timeout_seconds": 60, "max_attempts": 3, "backoff_base_s": 1, "backoff_max_s": 60,
-            "created_at_0": "2026-01-01", "created_at_1": "00:00:00"}
+    data = {
+        "study": roles["a"].pk,
+        "name": "e",
+        "provider": "openai_compatible",
+        "model_id": "m",
+        "base_url": "http://127.0.0.1:9/v1",
+        "api_key_env": "SECRET_KEY",
+        "default_params": "{}",
+        "max_concurrency": 4,
+        "timeout_seconds": 60,
+        "max_attempts": 3,
+        "backoff_base_s": 1,
+        "backoff_max_s": 60,
+        "created_at_0": "2026-01-01",
+        "created_at_1": "00:00:00",
+    }
     response = root.post("/admin/generation/modelendpoint/add/", data)
     assert response.status_code == 200
     assert "SECRET_KEY is a variable the server itself uses" in response.content.decode()
     assert ModelEndpoint.objects.count() == 0
 
 
-def test_run_start_rechecks_after_the_allow_list_changed(roles, api_for, make_endpoint, make_toolkit, fake_provider,
-                                                         monkeypatch, settings):
+def test_run_start_rechecks_after_the_allow_list_changed(
+    roles, api_for, make_endpoint, make_toolkit, fake_provider, monkeypatch, settings
+):
     study = roles["a"]
     monkeypatch.setenv("FAKE_KEY_ENV", SERVER_SECRET)
     endpoint = make_endpoint(study, "openai_compatible", api_key_env="FAKE_KEY_ENV")
@@ -71,8 +99,9 @@ def test_run_start_rechecks_after_the_allow_list_changed(roles, api_for, make_en
     assert fake_provider.stats()["requests"] == 0
 
 
-def test_queued_run_fails_at_execution_and_the_provider_never_sees_the_secret(roles, make_endpoint, make_toolkit,
-                                                                              fake_provider, monkeypatch, settings):
+def test_queued_run_fails_at_execution_and_the_provider_never_sees_the_secret(
+    roles, make_endpoint, make_toolkit, fake_provider, monkeypatch, settings
+):
     study = roles["a"]
     monkeypatch.setenv("FAKE_KEY_ENV", SERVER_SECRET)
     endpoint = make_endpoint(study, "openai_compatible", api_key_env="FAKE_KEY_ENV")

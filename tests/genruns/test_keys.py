@@ -1,5 +1,6 @@
 """A provider key set in the environment appears in no database row, log line, export, admin page, API answer or
 HTML page, even when the provider echoes it back in an error."""
+
 import io
 import logging
 
@@ -23,7 +24,9 @@ def all_database_text():
     return "\n".join(chunks)
 
 
-def test_key_never_leaks(roles, client_for, api_for, django_user_model, make_endpoint, make_toolkit, fake_provider, monkeypatch, caplog):
+def test_key_never_leaks(
+    roles, client_for, api_for, django_user_model, make_endpoint, make_toolkit, fake_provider, monkeypatch, caplog
+):
     caplog.set_level(logging.DEBUG)
     study = roles["a"]
     monkeypatch.setenv("CANARY_KEY", CANARY)
@@ -52,23 +55,38 @@ def test_key_never_leaks(roles, client_for, api_for, django_user_model, make_end
     staff = client_for(django_user_model.objects.create_superuser("root", "root@example.org", "pw-not-used"))
     output = Output.objects.filter(run=run).first()
     call = ProviderCall.objects.first()
-    admin_pages = ["/admin/generation/modelendpoint/", f"/admin/generation/modelendpoint/{openai_ep.pk}/change/",
-                   "/admin/generation/providercall/", f"/admin/generation/providercall/{call.pk}/change/",
-                   "/admin/generation/output/", f"/admin/generation/output/{output.pk}/change/",
-                   "/admin/generation/generationrun/", f"/admin/generation/generationrun/{run.pk}/change/"]
+    admin_pages = [
+        "/admin/generation/modelendpoint/",
+        f"/admin/generation/modelendpoint/{openai_ep.pk}/change/",
+        "/admin/generation/providercall/",
+        f"/admin/generation/providercall/{call.pk}/change/",
+        "/admin/generation/output/",
+        f"/admin/generation/output/{output.pk}/change/",
+        "/admin/generation/generationrun/",
+        f"/admin/generation/generationrun/{run.pk}/change/",
+    ]
     researcher = client_for(roles["users"]["researcher"])
-    html_pages = [f"/studies/{study.pk}/endpoints/", f"/studies/{study.pk}/endpoints/{openai_ep.pk}/edit/",
-                  f"/studies/{study.pk}/runs/", f"/studies/{study.pk}/runs/{run.pk}/", f"/studies/{study.pk}/runs/{run.pk}/plan/",
-                  f"/studies/{study.pk}/outputs/"] + [f"/studies/{study.pk}/outputs/{o.pk}/" for o in Output.objects.filter(run=run)]
+    html_pages = [
+        f"/studies/{study.pk}/endpoints/",
+        f"/studies/{study.pk}/endpoints/{openai_ep.pk}/edit/",
+        f"/studies/{study.pk}/runs/",
+        f"/studies/{study.pk}/runs/{run.pk}/",
+        f"/studies/{study.pk}/runs/{run.pk}/plan/",
+        f"/studies/{study.pk}/outputs/",
+    ] + [f"/studies/{study.pk}/outputs/{o.pk}/" for o in Output.objects.filter(run=run)]
     for client, pages in ((staff, admin_pages), (researcher, html_pages)):
         for page in pages:
             response = client.get(page)
             assert response.status_code == 200, page
             assert CANARY not in response.content.decode(), page
     api = api_for(roles["users"]["researcher"])
-    api_pages = [f"/api/studies/{study.pk}/endpoints/", f"/api/studies/{study.pk}/runs/",
-                 f"/api/studies/{study.pk}/runs/{run.pk}/status/", f"/api/studies/{study.pk}/runs/{run.pk}/plan/",
-                 f"/api/studies/{study.pk}/outputs/"] + [f"/api/studies/{study.pk}/outputs/{o.pk}/" for o in Output.objects.filter(run=run)]
+    api_pages = [
+        f"/api/studies/{study.pk}/endpoints/",
+        f"/api/studies/{study.pk}/runs/",
+        f"/api/studies/{study.pk}/runs/{run.pk}/status/",
+        f"/api/studies/{study.pk}/runs/{run.pk}/plan/",
+        f"/api/studies/{study.pk}/outputs/",
+    ] + [f"/api/studies/{study.pk}/outputs/{o.pk}/" for o in Output.objects.filter(run=run)]
     for page in api_pages:
         response = api.get(page)
         assert response.status_code == 200, page
@@ -78,13 +96,27 @@ def test_key_never_leaks(roles, client_for, api_for, django_user_model, make_end
 
 def test_admin_refuses_a_key_in_the_variable_name_field(roles, client_for, django_user_model):
     root = client_for(django_user_model.objects.create_superuser("root2", "r@example.org", "pw-not-used"))
-    data = {"study": roles["a"].pk, "name": "e", "provider": "openai", "model_id": "gpt", "api_key_env": "sk-proj-abc123",
-            "default_params": "{}", "max_concurrency": 4, "timeout_seconds": 60, "max_attempts": 3, "backoff_base_s": 1,
-            "backoff_max_s": 60, "created_at_0": "2026-01-01", "created_at_1": "00:00:00"}
+    data = {
+        "study": roles["a"].pk,
+        "name": "e",
+        "provider": "openai",
+        "model_id": "gpt",
+        "api_key_env": "sk-proj-abc123",
+        "default_params": "{}",
+        "max_concurrency": 4,
+        "timeout_seconds": 60,
+        "max_attempts": 3,
+        "backoff_base_s": 1,
+        "backoff_max_s": 60,
+        "created_at_0": "2026-01-01",
+        "created_at_1": "00:00:00",
+    }
     response = root.post("/admin/generation/modelendpoint/add/", data)
     assert response.status_code == 200 and "NAME of an environment variable" in response.content.decode()
-    response = root.post("/admin/generation/modelendpoint/add/", {**data, "default_params": '{"temprature": 1}',
-                                                                  "api_key_env": "OPENAI_API_KEY"})
+    response = root.post(
+        "/admin/generation/modelendpoint/add/",
+        {**data, "default_params": '{"temprature": 1}', "api_key_env": "OPENAI_API_KEY"},
+    )
     assert response.status_code == 200 and "Unknown parameter" in response.content.decode()
     assert not ModelEndpoint.objects.exists()
     response = root.post("/admin/generation/modelendpoint/add/", {**data, "api_key_env": "OPENAI_API_KEY"})

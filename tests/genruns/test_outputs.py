@@ -1,4 +1,5 @@
 """The output viewer: filters, pagination without N+1 queries, escaped story text and full provenance."""
+
 import pytest
 from django.db import connection
 from django.db.models import Count

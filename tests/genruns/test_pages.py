@@ -1,4 +1,5 @@
 """Endpoint and run pages: role checks, validation with clear messages, start/cancel/resume/retry, progress."""
+
 import pytest
 
 from generation.models import GenerationRun, ModelEndpoint, Output
@@ -10,10 +11,22 @@ def url(study, path):
     return f"/studies/{study.pk}/{path}"
 
 
-ENDPOINT = {"name": "gpt", "provider": "openai_compatible", "model_id": "gpt-4o", "model_family": "openai",
-            "base_url": "http://127.0.0.1:9/v1", "api_key_env": "MY_KEY_VAR", "default_params": '{"temperature": 0.7}',
-            "max_concurrency": 4, "max_attempts": 3, "timeout_seconds": 30, "backoff_base_s": 1, "backoff_max_s": 10,
-            "input_price_per_mtok": "2.5", "output_price_per_mtok": "10"}
+ENDPOINT = {
+    "name": "gpt",
+    "provider": "openai_compatible",
+    "model_id": "gpt-4o",
+    "model_family": "openai",
+    "base_url": "http://127.0.0.1:9/v1",
+    "api_key_env": "MY_KEY_VAR",
+    "default_params": '{"temperature": 0.7}',
+    "max_concurrency": 4,
+    "max_attempts": 3,
+    "timeout_seconds": 30,
+    "backoff_base_s": 1,
+    "backoff_max_s": 10,
+    "input_price_per_mtok": "2.5",
+    "output_price_per_mtok": "10",
+}
 
 
 def test_endpoint_pages_roles(roles, client_for):
@@ -46,19 +59,22 @@ def test_create_and_edit_endpoint_shows_key_badge_never_value(roles, client_for,
     assert endpoint.max_concurrency == 16
 
 
-@pytest.mark.parametrize("change,message", [
-    ({"default_params": "{temperature: 1"}, "must be a JSON object"),
-    ({"default_params": '{"temprature": 1}'}, "Unknown parameter"),
-    ({"default_params": '{"max_tokens": "lots"}'}, "must be an integer"),
-    ({"default_params": "[1, 2]"}, "must be a JSON object"),
-    ({"api_key_env": "sk-abc123-secret"}, "NAME of an environment variable"),
-    ({"base_url": ""}, "needs its base URL"),
-    ({"provider": "openai", "api_key_env": ""}, "Name the environment variable"),
-    ({"provider": "nonsense"}, "nonsense"),
-    ({"max_concurrency": 0}, "at least 1"),
-    ({"input_price_per_mtok": "-1"}, ""),
-    ({"name": ""}, "required"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"default_params": "{temperature: 1"}, "must be a JSON object"),
+        ({"default_params": '{"temprature": 1}'}, "Unknown parameter"),
+        ({"default_params": '{"max_tokens": "lots"}'}, "must be an integer"),
+        ({"default_params": "[1, 2]"}, "must be a JSON object"),
+        ({"api_key_env": "sk-abc123-secret"}, "NAME of an environment variable"),
+        ({"base_url": ""}, "needs its base URL"),
+        ({"provider": "openai", "api_key_env": ""}, "Name the environment variable"),
+        ({"provider": "nonsense"}, "nonsense"),
+        ({"max_concurrency": 0}, "at least 1"),
+        ({"input_price_per_mtok": "-1"}, ""),
+        ({"name": ""}, "required"),
+    ],
+)
 def test_bad_endpoint_input_is_explained_and_not_saved(roles, client_for, change, message):
     c = client_for(roles["users"]["researcher"])
     response = c.post(url(roles["a"], "endpoints/new/"), {**ENDPOINT, **change})
@@ -77,14 +93,24 @@ def test_duplicate_endpoint_name(roles, client_for):
 def test_run_create_plan_start_detail(roles, client_for, make_endpoint, make_toolkit, fake_provider):
     study = roles["a"]
     toolkit = make_toolkit(study, 3)
-    a = make_endpoint(study, name="A", input_price_per_mtok=1, output_price_per_mtok=2, default_params={"max_tokens": 50})
+    a = make_endpoint(
+        study, name="A", input_price_per_mtok=1, output_price_per_mtok=2, default_params={"max_tokens": 50}
+    )
     b = make_endpoint(study, "anthropic", name="B")
     c = client_for(roles["users"]["researcher"])
     page = c.get(url(study, "runs/new/")).content.decode()
     assert toolkit.name in page and "A ·" in page
-    response = c.post(url(study, "runs/new/"), {"name": "first", "toolkit": toolkit.pk, "endpoints": [a.pk, b.pk],
-                                                "trials": 2, "param_overrides": '{"temperature": 0.5}',
-                                                "system_prompt": "Be brief."})
+    response = c.post(
+        url(study, "runs/new/"),
+        {
+            "name": "first",
+            "toolkit": toolkit.pk,
+            "endpoints": [a.pk, b.pk],
+            "trials": 2,
+            "param_overrides": '{"temperature": 0.5}',
+            "system_prompt": "Be brief.",
+        },
+    )
     run = GenerationRun.objects.get()
     assert response.status_code == 302 and response["Location"].endswith(f"/runs/{run.pk}/plan/")
     plan = c.get(response["Location"]).content.decode()
@@ -111,17 +137,26 @@ def test_live_run_polls(roles, client_for, make_endpoint, make_toolkit):
     assert 'hx-trigger="every 1s"' in body and "Cancel" not in body  # coders watch, they do not steer
 
 
-@pytest.mark.parametrize("data,message", [
-    ({"toolkit": 999999}, "Unknown toolkit"),
-    ({"trials": 0}, "greater than or equal to 1"),
-    ({"param_overrides": "{oops"}, "JSON object"),
-    ({"param_overrides": '{"temprature": 1}'}, "Unknown parameter"),
-    ({"endpoints": []}, "Choose at least one model endpoint"),
-    ({"endpoints": [999999]}, "Unknown endpoint"),
-])
+@pytest.mark.parametrize(
+    "data,message",
+    [
+        ({"toolkit": 999999}, "Unknown toolkit"),
+        ({"trials": 0}, "greater than or equal to 1"),
+        ({"param_overrides": "{oops"}, "JSON object"),
+        ({"param_overrides": '{"temprature": 1}'}, "Unknown parameter"),
+        ({"endpoints": []}, "Choose at least one model endpoint"),
+        ({"endpoints": [999999]}, "Unknown endpoint"),
+    ],
+)
 def test_bad_run_form(roles, client_for, make_endpoint, make_toolkit, data, message):
     study = roles["a"]
-    form = {"name": "x", "toolkit": make_toolkit(study, 1).pk, "endpoints": [make_endpoint(study).pk], "trials": 1, **data}
+    form = {
+        "name": "x",
+        "toolkit": make_toolkit(study, 1).pk,
+        "endpoints": [make_endpoint(study).pk],
+        "trials": 1,
+        **data,
+    }
     response = client_for(roles["users"]["researcher"]).post(url(study, "runs/new/"), form)
     assert response.status_code == 400 and message in response.content.decode()
     assert not GenerationRun.objects.exists()

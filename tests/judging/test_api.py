@@ -1,4 +1,5 @@
 """REST API: roles, validation (400 with a message, nothing saved), the round lifecycle, reports, weights, checks."""
+
 import json
 
 import pytest
@@ -14,8 +15,13 @@ pytestmark = pytest.mark.django_db
 def setup(roles, make_endpoint, fake_provider):
     study = roles["a"]
     data = build_study(study, make_endpoint, trials=1, injection=False)
-    return {"study": study, "data": data, "users": roles["users"], "template": seed_template(study),
-            "base": f"/api/studies/{study.pk}"}
+    return {
+        "study": study,
+        "data": data,
+        "users": roles["users"],
+        "template": seed_template(study),
+        "base": f"/api/studies/{study.pk}",
+    }
 
 
 def test_roles(setup, api_for):
@@ -34,8 +40,15 @@ def test_roles(setup, api_for):
 def test_round_lifecycle_via_api(setup, api_for, fake_provider):
     base, data = setup["base"], setup["data"]
     api = api_for(setup["users"]["researcher"])
-    body = {"name": "api round", "template": setup["template"].pk, "source_run": data["run"].pk,
-            "judges": [e.pk for e in data["endpoints"].values()], "policy": "rotation", "batch_size": 5, "seed": 9}
+    body = {
+        "name": "api round",
+        "template": setup["template"].pk,
+        "source_run": data["run"].pk,
+        "judges": [e.pk for e in data["endpoints"].values()],
+        "policy": "rotation",
+        "batch_size": 5,
+        "seed": 9,
+    }
     bad = api.post(f"{base}/judge-rounds/", dict(body, policy="k_of_n"), format="json")
     assert bad.status_code == 400 and "k-of-n needs k" in bad.json()["detail"]
     bad = api.post(f"{base}/judge-rounds/", dict(body, judges=[list(data["endpoints"].values())[0].pk]), format="json")
@@ -69,34 +82,72 @@ def test_round_lifecycle_via_api(setup, api_for, fake_provider):
     csv_resp = api.get(f"{base}/toolkit-weights/?rounds={rid}&as=csv")
     assert csv_resp.status_code == 200 and b"item_number" in csv_resp.content
     # import into a new toolkit version
-    imported = api.post(f"{base}/toolkit-weights/import/", {"toolkit": data["toolkit"].pk,
-                                                             "content": json.dumps(weights)}, format="json")
-    assert imported.status_code == 201 and imported.json() == {"toolkit": imported.json()["toolkit"], "version": 2, "weights": 3}
+    imported = api.post(
+        f"{base}/toolkit-weights/import/",
+        {"toolkit": data["toolkit"].pk, "content": json.dumps(weights)},
+        format="json",
+    )
+    assert imported.status_code == 201 and imported.json() == {
+        "toolkit": imported.json()["toolkit"],
+        "version": 2,
+        "weights": 3,
+    }
     broken = dict(weights, items=[dict(weights["items"][0], weight=1.7)])
-    bad = api.post(f"{base}/toolkit-weights/import/", {"toolkit": data["toolkit"].pk, "content": json.dumps(broken)}, format="json")
+    bad = api.post(
+        f"{base}/toolkit-weights/import/", {"toolkit": data["toolkit"].pk, "content": json.dumps(broken)}, format="json"
+    )
     assert bad.status_code == 400 and "outside 0" in bad.json()["detail"]
     unknown_item = dict(weights, items=[dict(weights["items"][0], item_number=99)])
-    bad = api.post(f"{base}/toolkit-weights/import/", {"toolkit": data["toolkit"].pk, "content": json.dumps(unknown_item)}, format="json")
+    bad = api.post(
+        f"{base}/toolkit-weights/import/",
+        {"toolkit": data["toolkit"].pk, "content": json.dumps(unknown_item)},
+        format="json",
+    )
     assert bad.status_code == 400 and "no item(s) 99" in bad.json()["detail"]
 
 
 def test_templates_via_api(setup, api_for):
     base = setup["base"]
     api = api_for(setup["users"]["researcher"])
-    bad = api.post(f"{base}/judge-templates/", {"name": "x", "kind": "likert", "text": "{stories}", "scale_min": 0,
-                                                "scale_max": 4, "detect_threshold": 2}, format="json")
+    bad = api.post(
+        f"{base}/judge-templates/",
+        {"name": "x", "kind": "likert", "text": "{stories}", "scale_min": 0, "scale_max": 4, "detect_threshold": 2},
+        format="json",
+    )
     assert bad.status_code == 400 and "{target_stereotype}" in bad.json()["detail"]
-    bad = api.post(f"{base}/judge-templates/", {"name": "x", "kind": "likert", "text": "{target_stereotype} {stories}",
-                                                "scale_min": 0, "scale_max": 4, "detect_threshold": 9}, format="json")
+    bad = api.post(
+        f"{base}/judge-templates/",
+        {
+            "name": "x",
+            "kind": "likert",
+            "text": "{target_stereotype} {stories}",
+            "scale_min": 0,
+            "scale_max": 4,
+            "detect_threshold": 9,
+        },
+        format="json",
+    )
     assert bad.status_code == 400 and "threshold" in bad.json()["detail"]
-    ok = api.post(f"{base}/judge-templates/", {"name": "L", "kind": "likert", "text": "{target_stereotype} {stories}",
-                                               "scale_min": 0, "scale_max": 4, "detect_threshold": 2}, format="json")
+    ok = api.post(
+        f"{base}/judge-templates/",
+        {
+            "name": "L",
+            "kind": "likert",
+            "text": "{target_stereotype} {stories}",
+            "scale_min": 0,
+            "scale_max": 4,
+            "detect_threshold": 2,
+        },
+        format="json",
+    )
     assert ok.status_code == 201
     tid = ok.json()["id"]
     edited = api.patch(f"{base}/judge-templates/{tid}/", {"text": "Rate {target_stereotype}: {stories}"}, format="json")
     assert edited.status_code == 200 and edited.json()["version"] == 1
     JudgeTemplate.objects.filter(pk=tid).update(locked=True)
-    versioned = api.patch(f"{base}/judge-templates/{tid}/", {"text": "v2 {target_stereotype}: {stories}"}, format="json")
+    versioned = api.patch(
+        f"{base}/judge-templates/{tid}/", {"text": "v2 {target_stereotype}: {stories}"}, format="json"
+    )
     assert versioned.status_code == 201 and versioned.json()["version"] == 2 and versioned.json()["parent"] == tid
     assert api.delete(f"{base}/judge-templates/{tid}/").status_code == 400
     assert api.delete(f"{base}/judge-templates/{versioned.json()['id']}/").status_code == 204
@@ -104,17 +155,33 @@ def test_templates_via_api(setup, api_for):
 
 def test_verification_via_api(setup, api_for, fake_provider):
     data, base, users = setup["data"], setup["base"], setup["users"]
-    rnd = rounds.create_round(setup["study"], name="r", template=setup["template"], source_run=data["run"],
-                              judges=list(data["endpoints"].values()), batch_size=5)
+    rnd = rounds.create_round(
+        setup["study"],
+        name="r",
+        template=setup["template"],
+        source_run=data["run"],
+        judges=list(data["endpoints"].values()),
+        batch_size=5,
+    )
     rounds.materialize(rnd)
     script_round(fake_provider, rnd, data["truth"], "free_text")
     rounds.start(rnd)
     api = api_for(users["researcher"])
-    assert api.post(f"{base}/judge-rounds/{rnd.pk}/verification/", {"coders": ["nobody"], "sample_size": 2},
-                    format="json").status_code == 400
-    assert api.post(f"{base}/judge-rounds/{rnd.pk}/verification/", {"coders": ["outsider"], "sample_size": 2},
-                    format="json").status_code == 400
-    sent = api.post(f"{base}/judge-rounds/{rnd.pk}/verification/", {"coders": ["coder"], "sample_size": 2}, format="json")
+    assert (
+        api.post(
+            f"{base}/judge-rounds/{rnd.pk}/verification/", {"coders": ["nobody"], "sample_size": 2}, format="json"
+        ).status_code
+        == 400
+    )
+    assert (
+        api.post(
+            f"{base}/judge-rounds/{rnd.pk}/verification/", {"coders": ["outsider"], "sample_size": 2}, format="json"
+        ).status_code
+        == 400
+    )
+    sent = api.post(
+        f"{base}/judge-rounds/{rnd.pk}/verification/", {"coders": ["coder"], "sample_size": 2}, format="json"
+    )
     assert sent.status_code == 200 and sent.json()["requested"] == 2
     coder = api_for(users["coder"])
     reqs = list(VerificationRequest.objects.select_related("verdict"))

@@ -1,5 +1,6 @@
 """In Chromium: plan a judge round from the Judging page, see the plan, launch it against the fake provider,
 see the verdicts and the report."""
+
 import pytest
 
 from tests.judging.helpers import build_study, seed_template

@@ -37,8 +37,14 @@ def test_judge_round_command(study, make_endpoint, fake_provider):
     load_builtins(builtin_specs(), log=lambda *_: None)
     data = build_study(study, make_endpoint, trials=1, injection=False)
     template = JudgeTemplate.objects.get(builtin_key="structured-json-binary")  # a library template in a study round
-    rnd = rounds.create_round(study, name="cli", template=template, source_run=data["run"],
-                              judges=list(data["endpoints"].values()), batch_size=5)
+    rnd = rounds.create_round(
+        study,
+        name="cli",
+        template=template,
+        source_run=data["run"],
+        judges=list(data["endpoints"].values()),
+        batch_size=5,
+    )
     out = io.StringIO()
     call_command("judge_round", str(rnd.pk), "--plan", stdout=out)
     assert "15 verdicts in 15 calls" in out.getvalue() and not Verdict.objects.exists()

@@ -13,7 +13,9 @@ def test_verdict_unique_per_round_output_judge_model(study, django_user_model):
     out = Output.objects.create(study=study, run=run, model_name="x", text="story")
     rnd = JudgeRound.objects.create(study=study, name="R", template=tpl, source_run=run)
     rnd.judges.add(ep)
-    v = Verdict.objects.create(round=rnd, output=out, judge_endpoint=ep, judge_model=ep.model_identity, value=1, status="ok")
+    v = Verdict.objects.create(
+        round=rnd, output=out, judge_endpoint=ep, judge_model=ep.model_identity, value=1, status="ok"
+    )
     with pytest.raises(IntegrityError), transaction.atomic():
         Verdict.objects.create(round=rnd, output=out, judge_model="gpt-4o")
     user = django_user_model.objects.create_user("u")

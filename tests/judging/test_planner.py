@@ -1,4 +1,5 @@
 """The planner: no model ever judges its own outputs, for every policy and 2–12 generator models."""
+
 import itertools
 
 import pytest

@@ -1,5 +1,6 @@
 """A judge round in batch mode against the fake batch service: the same prompts as live, one batch per judge,
 answers parsed by the round's usual sink, the re-ask of a missing story as a second pass in a new batch."""
+
 from decimal import Decimal
 
 import pytest
@@ -22,9 +23,17 @@ def test_seed_round_in_batch_mode_with_reask(study, make_endpoint, fake_provider
         endpoint.save()
     template = seed_template(study)
     missing_out = next(pk for pk in data["truth"] if tag("gpt-4o", 2, 3) in data["run"].outputs.get(pk=pk).text)
-    rnd = rounds.create_round(study, name="batched", template=template, source_run=data["run"],
-                              judges=list(data["endpoints"].values()), policy="rotation", batch_size=5, seed=11,
-                              execution_mode="batch")
+    rnd = rounds.create_round(
+        study,
+        name="batched",
+        template=template,
+        source_run=data["run"],
+        judges=list(data["endpoints"].values()),
+        policy="rotation",
+        batch_size=5,
+        seed=11,
+        execution_mode="batch",
+    )
     assert Decimal(rnd.plan["batch_cost_usd"]) * 2 == Decimal(rnd.plan["cost_usd"]) > 0  # the plan shows both
     rounds.materialize(rnd)
     script_round(fake_provider, rnd, data["truth"], "free_text", omit=(missing_out,))
@@ -36,8 +45,9 @@ def test_seed_round_in_batch_mode_with_reask(study, make_endpoint, fake_provider
     assert len(first) == 5 and sum(b.request_count for b in first) == 15 and not fake_provider.requests
     # the bodies are the live ones: a user message with the rendered batch prompt and the round's parameters
     bodies = fake_provider.batches.bodies()
-    assert all(b["messages"][0]["role"] == "user" and "Story 5:" in b["messages"][0]["content"]
-               for b in bodies.values())
+    assert all(
+        b["messages"][0]["role"] == "user" and "Story 5:" in b["messages"][0]["content"] for b in bodies.values()
+    )
 
     batches.poll_open_batches()  # validating -> in progress
     from stereoscope.models import Membership
@@ -67,5 +77,11 @@ def test_seed_round_in_batch_mode_with_reask(study, make_endpoint, fake_provider
 def test_batch_round_needs_judges_that_allow_it(study, make_endpoint):
     data = build_study(study, make_endpoint, trials=1)
     with pytest.raises(rounds.RoundError, match="Batch mode is not allowed"):
-        rounds.create_round(study, name="no", template=seed_template(study), source_run=data["run"],
-                            judges=list(data["endpoints"].values()), execution_mode="batch")
+        rounds.create_round(
+            study,
+            name="no",
+            template=seed_template(study),
+            source_run=data["run"],
+            judges=list(data["endpoints"].values()),
+            execution_mode="batch",
+        )

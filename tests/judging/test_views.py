@@ -1,4 +1,5 @@
 """Pages: roles on every view, plan → launch → verdicts, report, exports, weights import, human verification, XSS."""
+
 import json
 
 import pytest
@@ -18,8 +19,15 @@ def judged(roles, make_endpoint, fake_provider):
     out = data["run"].outputs.order_by("pk").first()
     out.text += " " + XSS
     out.save()
-    rnd = rounds.create_round(study, name="R1", template=seed_template(study), source_run=data["run"],
-                              judges=list(data["endpoints"].values()), batch_size=5, seed=3)
+    rnd = rounds.create_round(
+        study,
+        name="R1",
+        template=seed_template(study),
+        source_run=data["run"],
+        judges=list(data["endpoints"].values()),
+        batch_size=5,
+        seed=3,
+    )
     rounds.materialize(rnd)
     script_round(fake_provider, rnd, data["truth"], "free_text")
     fake_provider.rules[0][1][0]["text"] += f"\nStory 1 rationale {XSS}"
@@ -34,11 +42,18 @@ def urls(study, rnd):
     return {
         "viewer": [f"{base}/", f"{base}/templates/{rnd.template_id}/"],
         "coder": [f"{base}/verify/"],
-        "researcher": [f"{base}/rounds/new/", f"{base}/templates/new/", f"{base}/rounds/{rnd.pk}/",
-                       f"{base}/rounds/{rnd.pk}/progress/", f"{base}/rounds/{rnd.pk}/report/",
-                       f"{base}/rounds/{rnd.pk}/verdicts.csv", f"{base}/rounds/{rnd.pk}/verdicts.json",
-                       f"{base}/rounds/{rnd.pk}/verdicts/{v.pk}/", f"{base}/rounds/{rnd.pk}/verification/",
-                       f"{base}/weights/"],
+        "researcher": [
+            f"{base}/rounds/new/",
+            f"{base}/templates/new/",
+            f"{base}/rounds/{rnd.pk}/",
+            f"{base}/rounds/{rnd.pk}/progress/",
+            f"{base}/rounds/{rnd.pk}/report/",
+            f"{base}/rounds/{rnd.pk}/verdicts.csv",
+            f"{base}/rounds/{rnd.pk}/verdicts.json",
+            f"{base}/rounds/{rnd.pk}/verdicts/{v.pk}/",
+            f"{base}/rounds/{rnd.pk}/verification/",
+            f"{base}/weights/",
+        ],
     }
 
 
@@ -68,7 +83,10 @@ def test_llm_text_is_escaped(judged, client_for):
     study, rnd = judged["study"], judged["round"]
     c = client_for(judged["users"]["researcher"])
     v = Verdict.objects.get(round=rnd, rationale=XSS)
-    for url in [f"/studies/{study.pk}/judging/rounds/{rnd.pk}/", f"/studies/{study.pk}/judging/rounds/{rnd.pk}/verdicts/{v.pk}/"]:
+    for url in [
+        f"/studies/{study.pk}/judging/rounds/{rnd.pk}/",
+        f"/studies/{study.pk}/judging/rounds/{rnd.pk}/verdicts/{v.pk}/",
+    ]:
         html = c.get(url).content.decode()
         assert XSS not in html and "&lt;script&gt;" in html
 
@@ -78,9 +96,17 @@ def test_plan_then_launch_from_the_pages(roles, make_endpoint, fake_provider, cl
     data = build_study(study, make_endpoint, trials=1, injection=False)
     template = seed_template(study)
     c = client_for(roles["users"]["researcher"])
-    form = {"name": "From the page", "source_run": data["run"].pk, "template": template.pk,
-            "judges": [e.pk for e in data["endpoints"].values()], "policy": "rotation", "batch_size": 5, "seed": 4,
-            "reask_missing": "on", "item_numbers": "1, 3"}
+    form = {
+        "name": "From the page",
+        "source_run": data["run"].pk,
+        "template": template.pk,
+        "judges": [e.pk for e in data["endpoints"].values()],
+        "policy": "rotation",
+        "batch_size": 5,
+        "seed": 4,
+        "reask_missing": "on",
+        "item_numbers": "1, 3",
+    }
     # bad input: k-of-n with k larger than the judges available -> a clear message, nothing saved
     bad = c.post(f"/studies/{study.pk}/judging/rounds/new/", dict(form, policy="k_of_n", k=9))
     assert bad.status_code == 200 and "k = 9 but only 4" in bad.content.decode()
@@ -116,7 +142,10 @@ def test_report_and_exports(judged, client_for):
     assert len(data["verdicts"]) == 30 and data["rounds"][0]["template"]["name"] == "Seed"
     assert c.get(f"/studies/{study.pk}/judging/rounds/{rnd.pk}/verdicts.xml").status_code == 404
     weights = json.loads(c.get(f"/studies/{study.pk}/judging/weights/?round={rnd.pk}&download=json").content)
-    assert weights["method"] == "consistency" and "Consistency of detection across generator models" in weights["method_description"]
+    assert (
+        weights["method"] == "consistency"
+        and "Consistency of detection across generator models" in weights["method_description"]
+    )
     assert weights["rounds"][0]["judge_panel"] == sorted(["deepseek-r1", "gemini-2.5-pro", "gpt-4o", "grok-3", "o3"])
     assert weights["toolkits"] == [{"name": "Phase 3 mini", "version": 1}] and len(weights["items"]) == 3
     wcsv = c.get(f"/studies/{study.pk}/judging/weights/?download=csv&method=raw").content.decode()
@@ -134,11 +163,14 @@ def test_weights_reimport_into_a_new_toolkit_version(judged, client_for):
     exported = c.get(f"/studies/{study.pk}/judging/weights/?round={rnd.pk}&download=json").content
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    bad = c.post(f"/studies/{study.pk}/judging/weights/", {"toolkit": toolkit.pk,
-                                                           "file": SimpleUploadedFile("w.json", b'{"format": "nope"}')})
+    bad = c.post(
+        f"/studies/{study.pk}/judging/weights/",
+        {"toolkit": toolkit.pk, "file": SimpleUploadedFile("w.json", b'{"format": "nope"}')},
+    )
     assert "Not a weights file" in bad.content.decode() and not ItemWeight.objects.exists()
-    ok = c.post(f"/studies/{study.pk}/judging/weights/", {"toolkit": toolkit.pk,
-                                                          "file": SimpleUploadedFile("w.json", exported)})
+    ok = c.post(
+        f"/studies/{study.pk}/judging/weights/", {"toolkit": toolkit.pk, "file": SimpleUploadedFile("w.json", exported)}
+    )
     assert ok.status_code == 302
     weights = ItemWeight.objects.select_related("toolkit", "item")
     assert weights.count() == 3
@@ -165,7 +197,9 @@ def test_human_verification_flow(judged, client_for):
     for i, q in enumerate(reqs):
         judge_value = q.verdict.value
         answer = judge_value if i < 3 else 1 - judge_value
-        resp = coder.post(f"/studies/{study.pk}/judging/verify/", {"request": q.pk, "value": answer}, HTTP_HX_REQUEST="true")
+        resp = coder.post(
+            f"/studies/{study.pk}/judging/verify/", {"request": q.pk, "value": answer}, HTTP_HX_REQUEST="true"
+        )
         assert resp.status_code == 200 and 'id="verify-question"' in resp.content.decode()
     assert "No questions waiting" in coder.get(f"/studies/{study.pk}/judging/verify/").content.decode()
     assert HumanCheck.objects.count() == 4
@@ -194,11 +228,29 @@ def test_custom_template_from_the_page(roles, client_for):
     study = roles["a"]
     c = client_for(roles["users"]["researcher"])
     url = f"/studies/{study.pk}/judging/templates/new/"
-    bad = c.post(url, {"name": "Mine", "kind": "custom", "text": "Judge {stories} for {stereotype}", "scale_min": 0,
-                       "scale_max": 1, "detect_threshold": 1})
+    bad = c.post(
+        url,
+        {
+            "name": "Mine",
+            "kind": "custom",
+            "text": "Judge {stories} for {stereotype}",
+            "scale_min": 0,
+            "scale_max": 1,
+            "detect_threshold": 1,
+        },
+    )
     assert "Unknown placeholder" in bad.content.decode()
-    ok = c.post(url, {"name": "Mine", "kind": "custom", "text": "Does {target_stereotype} fit? {stories} Answer JSON {\"id\": 0}",
-                      "scale_min": 0, "scale_max": 1, "detect_threshold": 1})
+    ok = c.post(
+        url,
+        {
+            "name": "Mine",
+            "kind": "custom",
+            "text": 'Does {target_stereotype} fit? {stories} Answer JSON {"id": 0}',
+            "scale_min": 0,
+            "scale_max": 1,
+            "detect_threshold": 1,
+        },
+    )
     assert ok.status_code == 302
     from judging.models import JudgeTemplate
 

@@ -1,4 +1,5 @@
 """Detection statistics against published values (Fang 2025, Table 3) and reference libraries."""
+
 import math
 
 import pytest
@@ -20,15 +21,20 @@ from judging.weights import (
 DIMENSIONS = ["Relationship", "Leadership", "Morality", "Family", "Sheltered & challenged", "Personality"]
 # Fang 2025, Table 3 (seed 001, line 344): per model, the mean detection rate of each dimension...
 TABLE3 = {
-    "Gemini 2.5 Pro": [.44, .55, .72, .66, .65, .71],
-    "GPT 4o": [.72, .75, .76, .47, .60, .80],
-    "OpenAI o3": [.48, .70, .76, .40, .60, .89],
-    "Deepseek R1": [.40, .85, .88, .67, .85, .73],
-    "Grok 3": [.68, .85, 1.00, .53, .65, .80],
+    "Gemini 2.5 Pro": [0.44, 0.55, 0.72, 0.66, 0.65, 0.71],
+    "GPT 4o": [0.72, 0.75, 0.76, 0.47, 0.60, 0.80],
+    "OpenAI o3": [0.48, 0.70, 0.76, 0.40, 0.60, 0.89],
+    "Deepseek R1": [0.40, 0.85, 0.88, 0.67, 0.85, 0.73],
+    "Grok 3": [0.68, 0.85, 1.00, 0.53, 0.65, 0.80],
 }
 # ... and its published Overall row (mean, SD).
-OVERALL = {"Gemini 2.5 Pro": (.62, .11), "GPT 4o": (.68, .12), "OpenAI o3": (.64, .18), "Deepseek R1": (.73, .18),
-           "Grok 3": (.75, .17)}
+OVERALL = {
+    "Gemini 2.5 Pro": (0.62, 0.11),
+    "GPT 4o": (0.68, 0.12),
+    "OpenAI o3": (0.64, 0.18),
+    "Deepseek R1": (0.73, 0.18),
+    "Grok 3": (0.75, 0.17),
+}
 
 
 def test_overall_row_of_table3_reproduced_for_all_five_models():
@@ -56,25 +62,35 @@ def rows_from(rates, dimension_of, trials=5, judge_for=None):
         ones = round(rate * trials)
         for t in range(trials):
             oid += 1
-            rows.append({"output": oid, "item": item, "dimension": dimension_of[item], "generator": model,
-                         "judge": (judge_for or {}).get(model, "judge-x"), "value": 1 if t < ones else 0})
+            rows.append(
+                {
+                    "output": oid,
+                    "item": item,
+                    "dimension": dimension_of[item],
+                    "generator": model,
+                    "judge": (judge_for or {}).get(model, "judge-x"),
+                    "value": 1 if t < ones else 0,
+                }
+            )
     return rows
 
 
 def test_table3_layout_computed_by_hand():
     dimension_of = {1: "A", 2: "A", 3: "B"}
-    rates = {("m1", 1): .2, ("m1", 2): .6, ("m1", 3): 1.0, ("m2", 1): .4, ("m2", 2): .4, ("m2", 3): 0.0}
+    rates = {("m1", 1): 0.2, ("m1", 2): 0.6, ("m1", 3): 1.0, ("m2", 1): 0.4, ("m2", 2): 0.4, ("m2", 3): 0.0}
     t = table3(rows_from(rates, dimension_of), dimensions=["A", "B"], models=["m1", "m2"])
-    assert t["cells"][("A", "m1")][0] == pytest.approx(.4) and t["cells"][("A", "m1")][1] == pytest.approx(math.sqrt(.08))
-    assert t["cells"][("A", "m2")] == (pytest.approx(.4), pytest.approx(0.0))
+    assert t["cells"][("A", "m1")][0] == pytest.approx(0.4) and t["cells"][("A", "m1")][1] == pytest.approx(
+        math.sqrt(0.08)
+    )
+    assert t["cells"][("A", "m2")] == (pytest.approx(0.4), pytest.approx(0.0))
     assert t["cells"][("B", "m1")] == (pytest.approx(1.0), None)
     # all models: item rates over both models' outputs: item1 .3, item2 .5 -> mean .4, sd sqrt(.02); item3 .5
-    assert t["all"]["A"] == (pytest.approx(.4), pytest.approx(math.sqrt(.02)))
-    assert t["all"]["B"] == (pytest.approx(.5), None)
+    assert t["all"]["A"] == (pytest.approx(0.4), pytest.approx(math.sqrt(0.02)))
+    assert t["all"]["B"] == (pytest.approx(0.5), None)
     # overall: mean and SD of each model's dimension means
-    assert t["overall"]["m1"] == (pytest.approx(.7), pytest.approx(math.sqrt(.18)))
-    assert t["overall"]["m2"] == (pytest.approx(.2), pytest.approx(math.sqrt(.08)))
-    assert t["overall_all"] == (pytest.approx(.45), pytest.approx(math.sqrt(.005)))
+    assert t["overall"]["m1"] == (pytest.approx(0.7), pytest.approx(math.sqrt(0.18)))
+    assert t["overall"]["m2"] == (pytest.approx(0.2), pytest.approx(math.sqrt(0.08)))
+    assert t["overall_all"] == (pytest.approx(0.45), pytest.approx(math.sqrt(0.005)))
 
 
 def test_detection_by_item_panel_means_and_agreement():
@@ -85,44 +101,44 @@ def test_detection_by_item_panel_means_and_agreement():
         {"output": 2, "item": 1, "dimension": "A", "generator": "g", "judge": "j2", "value": 0},
     ]
     s = detection_by_item(rows)[1]
-    assert s["n"] == 2 and s["detected"] == 1.5 and s["rate"] == .75 and s["judges_per_output"] == 2
+    assert s["n"] == 2 and s["detected"] == 1.5 and s["rate"] == 0.75 and s["judges_per_output"] == 2
     observed, corrected, pairs = pairwise_agreement([{"judges": {"a": 1, "b": 1}}, {"judges": {"a": 1, "b": 0}}])
-    assert (observed, pairs) == (.5, 2)
+    assert (observed, pairs) == (0.5, 2)
     # p = 3/4 ones -> chance agreement .625; (.5 - .625) / .375 < 0 -> clipped at 0
     assert corrected == 0.0
     by_judge = detection_by(rows, "judge")
-    assert by_judge[(1, "j1")]["rate"] == 1.0 and by_judge[(1, "j2")]["rate"] == .5
-    assert judge_generator_matrix(rows)[("j2", "g")] == {"n": 2, "rate": .5}
+    assert by_judge[(1, "j1")]["rate"] == 1.0 and by_judge[(1, "j2")]["rate"] == 0.5
+    assert judge_generator_matrix(rows)[("j2", "g")] == {"n": 2, "rate": 0.5}
 
 
 def test_shrinkage_weights_by_hand():
     stats = {
-        1: {"item": 1, "dimension": "A", "n": 25, "rate": .8, "judges_per_output": 1, "agreement_corrected": None},
-        2: {"item": 2, "dimension": "A", "n": 25, "rate": .2, "judges_per_output": 1, "agreement_corrected": None},
-        3: {"item": 3, "dimension": "A", "n": 5, "rate": .6, "judges_per_output": 1, "agreement_corrected": None},
-        4: {"item": 4, "dimension": "B", "n": 25, "rate": .5, "judges_per_output": 1, "agreement_corrected": None},
+        1: {"item": 1, "dimension": "A", "n": 25, "rate": 0.8, "judges_per_output": 1, "agreement_corrected": None},
+        2: {"item": 2, "dimension": "A", "n": 25, "rate": 0.2, "judges_per_output": 1, "agreement_corrected": None},
+        3: {"item": 3, "dimension": "A", "n": 5, "rate": 0.6, "judges_per_output": 1, "agreement_corrected": None},
+        4: {"item": 4, "dimension": "B", "n": 25, "rate": 0.5, "judges_per_output": 1, "agreement_corrected": None},
     }
     w = weights(stats, method="shrunk")
-    m = (.8 + .2 + .6) / 3
-    var = ((.8 - m) ** 2 + (.2 - m) ** 2 + (.6 - m) ** 2) / 2
-    sampling = (.8 * .2 / 25 + .2 * .8 / 25 + .6 * .4 / 5) / 3
+    m = (0.8 + 0.2 + 0.6) / 3
+    var = ((0.8 - m) ** 2 + (0.2 - m) ** 2 + (0.6 - m) ** 2) / 2
+    sampling = (0.8 * 0.2 / 25 + 0.2 * 0.8 / 25 + 0.6 * 0.4 / 5) / 3
     kappa = m * (1 - m) / (var - sampling) - 1
     assert w[1]["kappa"] == pytest.approx(kappa)
     lam1, lam3 = 25 / (25 + kappa), 5 / (5 + kappa)
-    assert w[1]["shrunk_rate"] == pytest.approx(lam1 * .8 + (1 - lam1) * m)
-    assert w[3]["shrunk_rate"] == pytest.approx(lam3 * .6 + (1 - lam3) * m)
+    assert w[1]["shrunk_rate"] == pytest.approx(lam1 * 0.8 + (1 - lam1) * m)
+    assert w[3]["shrunk_rate"] == pytest.approx(lam3 * 0.6 + (1 - lam3) * m)
     assert w[3]["reliability"] < w[1]["reliability"], "fewer trials earn less reliability"
     assert sum(w[i]["weight"] for i in (1, 2, 3)) == pytest.approx(1.0)
     assert w[4]["weight"] == 1.0 and w[4]["kappa"] is None  # a one-prompt dimension is not shrunk
     raw = weights(stats, method="raw")
-    assert raw[1]["weight"] == pytest.approx(.8 / 1.6)
+    assert raw[1]["weight"] == pytest.approx(0.8 / 1.6)
     with pytest.raises(ValueError):
         weights(stats, method="bogus")
 
 
 def test_agreeing_judges_earn_more_reliability():
-    base = {"item": 1, "dimension": "A", "n": 10, "rate": .8, "judges_per_output": 3}
-    other = {"item": 2, "dimension": "A", "n": 10, "rate": .3, "judges_per_output": 3, "agreement_corrected": .5}
+    base = {"item": 1, "dimension": "A", "n": 10, "rate": 0.8, "judges_per_output": 3}
+    other = {"item": 2, "dimension": "A", "n": 10, "rate": 0.3, "judges_per_output": 3, "agreement_corrected": 0.5}
     agree = weights({1: dict(base, agreement_corrected=1.0), 2: other}, method="shrunk")[1]
     chance = weights({1: dict(base, agreement_corrected=0.0), 2: other}, method="shrunk")[1]
     assert agree["n_eff"] == 30 and chance["n_eff"] == 10
@@ -130,9 +146,12 @@ def test_agreeing_judges_earn_more_reliability():
 
 
 def test_flags():
-    stats = {1: {"rate": .1, "n": 25, "agreement_corrected": None}, 2: {"rate": .9, "n": 3, "agreement_corrected": .1},
-             3: {"rate": .6, "n": 25, "agreement_corrected": None}}
-    judge_rates = {(3, "a"): {"n": 5, "rate": 1.0}, (3, "b"): {"n": 5, "rate": .2}}
+    stats = {
+        1: {"rate": 0.1, "n": 25, "agreement_corrected": None},
+        2: {"rate": 0.9, "n": 3, "agreement_corrected": 0.1},
+        3: {"rate": 0.6, "n": 25, "agreement_corrected": None},
+    }
+    judge_rates = {(3, "a"): {"n": 5, "rate": 1.0}, (3, "b"): {"n": 5, "rate": 0.2}}
     f = flags(stats, judge_rates)
     assert f[1] == ["weak: detection 0.10 below 0.30"]
     assert any("agreement" in r for r in f[2]) and any("few outputs" in r for r in f[2])
@@ -141,7 +160,7 @@ def test_flags():
 
 def test_mean_sd():
     assert mean_sd([]) == (None, None) and mean_sd([1]) == (1, None)
-    assert mean_sd([0, 1]) == (.5, pytest.approx(math.sqrt(.5)))
+    assert mean_sd([0, 1]) == (0.5, pytest.approx(math.sqrt(0.5)))
 
 
 def _verdicts(item, dimension, per_model):
@@ -149,8 +168,16 @@ def _verdicts(item, dimension, per_model):
     rows = []
     for model, values in per_model.items():
         for trial, value in enumerate(values):
-            rows.append({"output": f"{item}-{model}-{trial}", "item": item, "dimension": dimension,
-                         "generator": model, "judge": f"judge-of-{model}", "value": value})
+            rows.append(
+                {
+                    "output": f"{item}-{model}-{trial}",
+                    "item": item,
+                    "dimension": dimension,
+                    "generator": model,
+                    "judge": f"judge-of-{model}",
+                    "value": value,
+                }
+            )
     return rows
 
 
@@ -159,9 +186,11 @@ def test_consistency_weights_by_hand():
     # Prompt 1: every model 4/4 -> per-model rates 1, 1, 1 -> pairwise |differences| 0, 0, 0 -> consistency 1.
     # Prompt 2: rates 1, .5, 0 -> differences .5, 1, .5 -> mean 2/3 -> consistency 1/3.
     # Prompt 3: never detected: rates 0, 0, 0 -> consistency 1 (every model agrees it does not show).
-    rows = (_verdicts(1, "R", {"a": [1, 1, 1, 1], "b": [1, 1, 1, 1], "c": [1, 1, 1, 1]})
-            + _verdicts(2, "R", {"a": [1, 1, 1, 1], "b": [1, 1, 0, 0], "c": [0, 0, 0, 0]})
-            + _verdicts(3, "R", {"a": [0, 0, 0, 0], "b": [0, 0, 0, 0], "c": [0, 0, 0, 0]}))
+    rows = (
+        _verdicts(1, "R", {"a": [1, 1, 1, 1], "b": [1, 1, 1, 1], "c": [1, 1, 1, 1]})
+        + _verdicts(2, "R", {"a": [1, 1, 1, 1], "b": [1, 1, 0, 0], "c": [0, 0, 0, 0]})
+        + _verdicts(3, "R", {"a": [0, 0, 0, 0], "b": [0, 0, 0, 0], "c": [0, 0, 0, 0]})
+    )
     w = weights(detection_by_item(rows))  # consistency is the default
     assert w[1]["method"] == "consistency"
     assert w[1]["consistency"] == pytest.approx(1.0)
@@ -174,11 +203,11 @@ def test_consistency_weights_by_hand():
     # A never-detecting prompt keeps its weight, so the weighted score of the dimension stays between the raw rates
     # (raw mean (1 + .5 + 0) / 3 = .5; weighted (1 * 1 + 1/3 * .5 + 1 * 0) / total = 0.5).
     weighted = sum(w[i]["weight"] * w[i]["rate"] for i in w)
-    assert weighted == pytest.approx((1 + (1 / 3) * .5) / total)
+    assert weighted == pytest.approx((1 + (1 / 3) * 0.5) / total)
     assert weighted <= max(s["rate"] for s in w.values())
 
 
 def test_consistency_with_one_model_gives_equal_weights():
     rows = _verdicts(1, "R", {"a": [1, 1]}) + _verdicts(2, "R", {"a": [0, 1]})
     w = weights(detection_by_item(rows), method="consistency")
-    assert w[1]["consistency"] is None and w[1]["weight"] == pytest.approx(.5) == w[2]["weight"]
+    assert w[1]["consistency"] is None and w[1]["weight"] == pytest.approx(0.5) == w[2]["weight"]

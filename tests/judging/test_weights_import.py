@@ -15,8 +15,14 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def exported(study, make_endpoint, fake_provider):
     data = build_study(study, make_endpoint, trials=1, injection=False)
-    rnd = rounds.create_round(study, name="r", template=seed_template(study), source_run=data["run"],
-                              judges=list(data["endpoints"].values()), batch_size=5)
+    rnd = rounds.create_round(
+        study,
+        name="r",
+        template=seed_template(study),
+        source_run=data["run"],
+        judges=list(data["endpoints"].values()),
+        batch_size=5,
+    )
     rounds.materialize(rnd)
     script_round(fake_provider, rnd, data["truth"], "free_text")
     rounds.start(rnd)

@@ -1,5 +1,6 @@
 """Crash safety: a real worker running a judge round is killed with SIGKILL; a new worker resumes the round and
 every (output, judge) ends with exactly one verdict, and only the missing ones were asked again."""
+
 import os
 import signal
 import uuid
@@ -26,16 +27,30 @@ def test_sigkill_mid_round_then_resume(make_endpoint, fake_provider, monkeypatch
     endpoints = [make_endpoint(study, model_id=m, name=m, max_concurrency=2) for m in models]
     run = GenerationRun.objects.create(study=study, name="src", toolkit=toolkit, status="completed")
     for n in range(1, 21):
-        item = PromptItem.objects.create(toolkit=toolkit, number=n, text=f"p{n}", dimension=dim, target_stereotype=f"target {n}")
+        item = PromptItem.objects.create(
+            toolkit=toolkit, number=n, text=f"p{n}", dimension=dim, target_stereotype=f"target {n}"
+        )
         for m, e in zip(models, endpoints, strict=True):
-            Output.objects.create(study=study, run=run, item=item, endpoint=e, model_name=m, text=f"<{m}-{n}> a story",
-                                  status="done")
+            Output.objects.create(
+                study=study, run=run, item=item, endpoint=e, model_name=m, text=f"<{m}-{n}> a story", status="done"
+            )
     fake_provider.default = {"text": "Story 1: 1 – fits."}
     fake_provider.default_delay = 0.15
     queue = f"judge-{uuid.uuid4().hex[:8]}"
-    monkeypatch.setattr(rounds, "_enqueue", lambda rnd: app.send_task("judging.execute_round", args=[rnd.pk], queue=queue))
-    rnd = rounds.create_round(study, name="crash", template=seed_template(study), source_run=run, judges=endpoints,
-                              policy="rotation", batch_size=1, seed=5, reask_missing=False)
+    monkeypatch.setattr(
+        rounds, "_enqueue", lambda rnd: app.send_task("judging.execute_round", args=[rnd.pk], queue=queue)
+    )
+    rnd = rounds.create_round(
+        study,
+        name="crash",
+        template=seed_template(study),
+        source_run=run,
+        judges=endpoints,
+        policy="rotation",
+        batch_size=1,
+        seed=5,
+        reask_missing=False,
+    )
 
     first = start_worker(queue, f"jcrash-1-{queue}@test")
     try:

@@ -16,9 +16,18 @@ def make_outputs():
         for i, spec in enumerate(specs, 1):
             spec = dict(spec)
             slots = spec.pop("slot_values", {})
-            outputs.append(Output.objects.create(
-                study=target, run=run, status="done", model_name=spec.pop("model_name", "model-a"),
-                trial=spec.pop("trial", i), slot_values=slots, variant_key=variant_key(slots), **spec))
+            outputs.append(
+                Output.objects.create(
+                    study=target,
+                    run=run,
+                    status="done",
+                    model_name=spec.pop("model_name", "model-a"),
+                    trial=spec.pop("trial", i),
+                    slot_values=slots,
+                    variant_key=variant_key(slots),
+                    **spec,
+                )
+            )
         return outputs
 
     return make

@@ -1,14 +1,20 @@
 """REST API: roles, lexicon import/validation, category edits with versioning, highlight, runs, contrasts, schema."""
+
 import pytest
 
 from measures import services
 from measures.models import Lexicon, MeasureRun
 
 pytestmark = pytest.mark.django_db
-LEXICON = {"name": "API lexicon", "count_policy": "per_entry", "categories": [
-    {"key": "agentic", "name": "Agentic", "direction": "male", "words": ["confiden", "leader", "est"]},
-    {"key": "communal", "name": "Communal", "direction": "female", "words": ["kind", "warm"]}],
-    "exclusions": [{"phrase": "establishment", "category": "agentic"}]}
+LEXICON = {
+    "name": "API lexicon",
+    "count_policy": "per_entry",
+    "categories": [
+        {"key": "agentic", "name": "Agentic", "direction": "male", "words": ["confiden", "leader", "est"]},
+        {"key": "communal", "name": "Communal", "direction": "female", "words": ["kind", "warm"]},
+    ],
+    "exclusions": [{"phrase": "establishment", "category": "agentic"}],
+}
 
 
 def base(roles):
@@ -20,7 +26,9 @@ def test_lexicon_roles_and_validation(roles, api_for):
     url = f"{base(roles)}/lexicons/"
     assert outsider.get(url).status_code == 404
     assert coder.post(url, LEXICON, format="json").status_code == 403
-    bad = researcher.post(url, {"name": "x", "categories": [{"key": "a", "mode": "regex", "words": ["("]}]}, format="json")
+    bad = researcher.post(
+        url, {"name": "x", "categories": [{"key": "a", "mode": "regex", "words": ["("]}]}, format="json"
+    )
     assert bad.status_code == 400 and "not a valid regular expression" in bad.json()["detail"]
     assert not Lexicon.objects.filter(name="x").exists()
     created = researcher.post(url, LEXICON, format="json")
@@ -29,10 +37,15 @@ def test_lexicon_roles_and_validation(roles, api_for):
     assert [c["key"] for c in body["categories"]] == ["agentic", "communal"]
     assert any("very short prefix" in w for w in body["categories"][0]["warnings"])
     assert coder.get(url).status_code == 200
-    hl = coder.post(f"{url}{body['id']}/highlight/", {"text": "A confident leader; an establishment; the estimate."}, format="json")
+    hl = coder.post(
+        f"{url}{body['id']}/highlight/", {"text": "A confident leader; an establishment; the estimate."}, format="json"
+    )
     assert hl.status_code == 200
-    assert [(m["text"], m["category_name"]) for m in hl.json()] == [("confident", "Agentic"), ("leader", "Agentic"),
-                                                                     ("estimate", "Agentic")]
+    assert [(m["text"], m["category_name"]) for m in hl.json()] == [
+        ("confident", "Agentic"),
+        ("leader", "Agentic"),
+        ("estimate", "Agentic"),
+    ]
     assert outsider.post(f"{url}{body['id']}/highlight/", {"text": "x"}, format="json").status_code == 404
 
 
@@ -40,8 +53,12 @@ def test_category_update_creates_version_when_locked(roles, api_for):
     researcher = api_for(roles["users"]["researcher"])
     lexicon = services.create_lexicon(roles["a"], services.validate_lexicon_data(LEXICON))
     cat = lexicon.categories.get(key="communal")
-    r = researcher.patch(f"{base(roles)}/lexicon-categories/{cat.pk}/", {"words": ["kind", "warm", "caring"]}, format="json")
-    assert r.status_code == 200 and r.json()["lexicon"] == lexicon.pk and r.json()["words"] == ["kind", "warm", "caring"]
+    r = researcher.patch(
+        f"{base(roles)}/lexicon-categories/{cat.pk}/", {"words": ["kind", "warm", "caring"]}, format="json"
+    )
+    assert (
+        r.status_code == 200 and r.json()["lexicon"] == lexicon.pk and r.json()["words"] == ["kind", "warm", "caring"]
+    )
     run = researcher.post(f"{base(roles)}/measure-runs/", {"name": "api run", "lexicons": [lexicon.pk]}, format="json")
     assert run.status_code == 201 and run.json()["status"] == "draft"
     r = researcher.patch(f"{base(roles)}/lexicon-categories/{cat.pk}/", {"words": ["kind"]}, format="json")
@@ -49,30 +66,44 @@ def test_category_update_creates_version_when_locked(roles, api_for):
     assert Lexicon.objects.get(pk=r.json()["lexicon"]).version == 2
     bad = researcher.patch(f"{base(roles)}/lexicon-categories/{cat.pk}/", {"words": 5}, format="json")
     assert bad.status_code == 400 and "one entry per line" in bad.json()["detail"]
-    bad = researcher.post(f"{base(roles)}/lexicons/", {"name": "z", "categories": [{"key": "a"}], "exclusions": "x"}, format="json")
+    bad = researcher.post(
+        f"{base(roles)}/lexicons/", {"name": "z", "categories": [{"key": "a"}], "exclusions": "x"}, format="json"
+    )
     assert bad.status_code == 400 and "exclusions must be a list" in bad.json()["detail"]
     bad = researcher.patch(f"{base(roles)}/lexicon-categories/{cat.pk}/", {"direction": "sideways"}, format="json")
     assert bad.status_code == 400 and "direction" in bad.json()["detail"]
-    ex = researcher.post(f"{base(roles)}/lexicon-exclusions/", {"lexicon": lexicon.pk, "phrase": "("
-                                                                 , "is_regex": True}, format="json")
+    ex = researcher.post(
+        f"{base(roles)}/lexicon-exclusions/", {"lexicon": lexicon.pk, "phrase": "(", "is_regex": True}, format="json"
+    )
     assert ex.status_code == 400
     b_lexicon = services.create_lexicon(roles["b"], services.validate_lexicon_data(LEXICON))
-    assert researcher.post(f"{base(roles)}/lexicon-exclusions/", {"lexicon": b_lexicon.pk, "phrase": "x"},
-                           format="json").status_code == 404
+    assert (
+        researcher.post(
+            f"{base(roles)}/lexicon-exclusions/", {"lexicon": b_lexicon.pk, "phrase": "x"}, format="json"
+        ).status_code
+        == 404
+    )
 
 
 def test_runs_measures_and_contrasts(roles, api_for, make_outputs, library_lexicons):
     researcher, coder = api_for(roles["users"]["researcher"]), api_for(roles["users"]["coder"])
-    make_outputs(roles["a"], [{"text": "Kelly is kind and warm. She is a leader.", "slot_values": {"name": "Kelly"}},
-                              {"text": "Kelly is warm.", "slot_values": {"name": "Kelly"}},
-                              {"text": "Joseph is a confident leader.", "slot_values": {"name": "Joseph"}},
-                              {"text": "Joseph is kind, a leader.", "slot_values": {"name": "Joseph"}}])
+    make_outputs(
+        roles["a"],
+        [
+            {"text": "Kelly is kind and warm. She is a leader.", "slot_values": {"name": "Kelly"}},
+            {"text": "Kelly is warm.", "slot_values": {"name": "Kelly"}},
+            {"text": "Joseph is a confident leader.", "slot_values": {"name": "Joseph"}},
+            {"text": "Joseph is kind, a leader.", "slot_values": {"name": "Joseph"}},
+        ],
+    )
     jung = library_lexicons["jung2025-reference-letters"]
     url = f"{base(roles)}/measure-runs/"
     assert coder.post(url, {"name": "x", "classifier": "vader"}, format="json").status_code == 403
     assert researcher.post(url, {"name": "x"}, format="json").status_code == 400
     assert researcher.post(url, {"name": "x", "lexicons": [999999]}, format="json").status_code == 400
-    r = researcher.post(url, {"name": "jung", "lexicons": [jung.pk], "classifier": "vader", "start": True}, format="json")
+    r = researcher.post(
+        url, {"name": "jung", "lexicons": [jung.pk], "classifier": "vader", "start": True}, format="json"
+    )
     assert r.status_code == 201 and r.json()["status"] == "completed"
     run_id = r.json()["id"]
     measures = coder.get(f"{url}{run_id}/measures/").json()

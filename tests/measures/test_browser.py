@@ -1,4 +1,5 @@
 """The lexicon layer in a real browser: highlighted matches, per-category and whole-layer toggles, htmx preview."""
+
 import pytest
 
 from measures import scoring, services
@@ -8,10 +9,21 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 def test_layer_toggles_and_preview(page, login, roles, make_outputs):
     study = roles["a"]
-    lexicon = services.create_lexicon(study, services.validate_lexicon_data({"name": "Layer", "categories": [
-        {"key": "care", "name": "Care", "words": ["kind", "caring"], "color": "#e8590c"},
-        {"key": "lead", "name": "Lead", "words": ["leader", "kind"], "color": "#1c7ed6"}]}))
-    out = make_outputs(study, [{"text": "Kelly is a kind leader and <b>caring</b>.", "slot_values": {"name": "Kelly"}}])[0]
+    lexicon = services.create_lexicon(
+        study,
+        services.validate_lexicon_data(
+            {
+                "name": "Layer",
+                "categories": [
+                    {"key": "care", "name": "Care", "words": ["kind", "caring"], "color": "#e8590c"},
+                    {"key": "lead", "name": "Lead", "words": ["leader", "kind"], "color": "#1c7ed6"},
+                ],
+            }
+        ),
+    )
+    out = make_outputs(
+        study, [{"text": "Kelly is a kind leader and <b>caring</b>.", "slot_values": {"name": "Kelly"}}]
+    )[0]
     run = scoring.create_run(study, name="layer", lexicons=[lexicon])
     scoring.start(run)
     login("researcher")

@@ -1,4 +1,5 @@
 """VADER and a tiny transformers classifier built and saved here (no download)."""
+
 import pytest
 
 from measures import classifiers
@@ -6,26 +7,55 @@ from measures import classifiers
 
 def test_vader_labels_and_info():
     clf = classifiers.make_classifier("vader")
-    preds = clf.predict(["She is a wonderful, brilliant colleague.", "The report is on the desk.", "He is terrible and rude."])
+    preds = clf.predict(
+        ["She is a wonderful, brilliant colleague.", "The report is on the desk.", "He is terrible and rude."]
+    )
     assert [p.label for p in preds] == ["positive", "neutral", "negative"]
     from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
-    assert preds[0].score == SentimentIntensityAnalyzer().polarity_scores("She is a wonderful, brilliant colleague.")["compound"]
+    assert (
+        preds[0].score
+        == SentimentIntensityAnalyzer().polarity_scores("She is a wonderful, brilliant colleague.")["compound"]
+    )
     assert clf.info["kind"] == "vader" and clf.info["revision"] == "3.3.2"
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     torch = pytest.importorskip("torch", reason="needs torch: the 'local' extra (pip install -e .[local])")
-    transformers = pytest.importorskip("transformers", reason="needs transformers: the 'local' extra (pip install -e .[local])")
+    transformers = pytest.importorskip(
+        "transformers", reason="needs transformers: the 'local' extra (pip install -e .[local])"
+    )
     path = tmp_path_factory.mktemp("tiny-regard")
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "she", "he", "is", "kind", "cruel", "a", "nurse", "thief", "."]
+    vocab = [
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+        "she",
+        "he",
+        "is",
+        "kind",
+        "cruel",
+        "a",
+        "nurse",
+        "thief",
+        ".",
+    ]
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
     tokenizer = transformers.BertTokenizer(vocab_file=str(path / "vocab.txt"), do_lower_case=True)
-    config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                     intermediate_size=32, max_position_embeddings=64, num_labels=3,
-                                     id2label={0: "negative", 1: "neutral", 2: "positive"},
-                                     label2id={"negative": 0, "neutral": 1, "positive": 2})
+    config = transformers.BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+        num_labels=3,
+        id2label={0: "negative", 1: "neutral", 2: "positive"},
+        label2id={"negative": 0, "neutral": 1, "positive": 2},
+    )
     torch.manual_seed(7)
     model = transformers.BertForSequenceClassification(config)
     model.save_pretrained(str(path))
@@ -60,8 +90,9 @@ def test_transformers_adapter_errors(tmp_path):
 
 
 def test_label_shares():
-    assert classifiers.label_shares(["positive", "neutral", "positive", "negative"], ["negative", "neutral", "positive"]) == {
-        "negative": 0.25, "neutral": 0.25, "positive": 0.5}
+    assert classifiers.label_shares(
+        ["positive", "neutral", "positive", "negative"], ["negative", "neutral", "positive"]
+    ) == {"negative": 0.25, "neutral": 0.25, "positive": 0.5}
 
 
 @pytest.mark.local_model
@@ -70,19 +101,36 @@ def test_measure_run_with_local_transformers_model_records_provenance(tiny_model
     from measures import scoring
     from measures.models import SentenceMeasure
 
-    make_outputs(study, [{"text": "She is kind. She is a nurse.", "slot_values": {"name": "Kelly"}},
-                         {"text": "He is cruel. He is a thief.", "slot_values": {"name": "Joseph"}}])
+    make_outputs(
+        study,
+        [
+            {"text": "She is kind. She is a nurse.", "slot_values": {"name": "Kelly"}},
+            {"text": "He is cruel. He is a thief.", "slot_values": {"name": "Joseph"}},
+        ],
+    )
     labels = []
     for name in ("first", "second"):
-        run = scoring.create_run(study, name=name, classifier="transformers", classifier_path=str(tiny_model),
-                                 classifier_model_id="tiny-regard")
+        run = scoring.create_run(
+            study,
+            name=name,
+            classifier="transformers",
+            classifier_path=str(tiny_model),
+            classifier_model_id="tiny-regard",
+        )
         scoring.start(run)
         run.refresh_from_db()
         assert run.status == "completed"
-        assert run.classifier_info["model_id"] == "tiny-regard" and run.classifier_info["revision"].startswith("sha256:")
+        assert run.classifier_info["model_id"] == "tiny-regard" and run.classifier_info["revision"].startswith(
+            "sha256:"
+        )
         assert run.classifier_info["label_map"] == {"0": "negative", "1": "neutral", "2": "positive"}
-        labels.append(list(SentenceMeasure.objects.filter(output_measure__run=run)
-                           .order_by("output_measure__output_id", "index").values_list("label", "score")))
+        labels.append(
+            list(
+                SentenceMeasure.objects.filter(output_measure__run=run)
+                .order_by("output_measure__output_id", "index")
+                .values_list("label", "score")
+            )
+        )
     assert len(labels[0]) == 4 and [lab for lab, _ in labels[0]] == [lab for lab, _ in labels[1]]
     assert [s for _, s in labels[0]] == pytest.approx([s for _, s in labels[1]], abs=1e-6)
 

@@ -9,11 +9,26 @@ pytestmark = pytest.mark.django_db
 
 
 def test_measure_command_creates_scores_and_reports(study, make_outputs, library_lexicons, capsys):
-    make_outputs(study, [{"text": "Kelly is kind and warm. She helps.", "slot_values": {"name": "Kelly"}},
-                         {"text": "Joseph is a confident leader. He leads.", "slot_values": {"name": "Joseph"}}])
+    make_outputs(
+        study,
+        [
+            {"text": "Kelly is kind and warm. She helps.", "slot_values": {"name": "Kelly"}},
+            {"text": "Joseph is a confident leader. He leads.", "slot_values": {"name": "Joseph"}},
+        ],
+    )
     jung = library_lexicons["jung2025-reference-letters"]
-    call_command("measure", "--study", str(study.pk), "--name", "cli", "--lexicon", str(jung.pk), "--classifier", "vader",
-                 "--sync")
+    call_command(
+        "measure",
+        "--study",
+        str(study.pk),
+        "--name",
+        "cli",
+        "--lexicon",
+        str(jung.pk),
+        "--classifier",
+        "vader",
+        "--sync",
+    )
     run = MeasureRun.objects.get(name="cli")
     assert run.status == "completed" and run.output_measures.count() == 2
     assert "2 outputs scored" in capsys.readouterr().out

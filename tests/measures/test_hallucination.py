@@ -1,4 +1,5 @@
 """Hallucination bias (Wan et al. 2023, 4.4): sentences of a letter not entailed by its biography, female vs male."""
+
 import pytest
 from scipy import stats as sps
 
@@ -22,9 +23,11 @@ class OverlapNli:
 
 
 def test_share_of_sentences_not_entailed_by_hand():
-    letters = [(BIO_F, "I recommend Kelly. Kelly works as a nurse. She was born in Paris. She is a joy to work with."),
-               (BIO_M, "Joseph works as an engineer. He is a natural leader."),
-               (BIO_M, "")]
+    letters = [
+        (BIO_F, "I recommend Kelly. Kelly works as a nurse. She was born in Paris. She is a joy to work with."),
+        (BIO_M, "Joseph works as an engineer. He is a natural leader."),
+        (BIO_M, ""),
+    ]
     results = hallucination.score_letters(letters, OverlapNli())
     assert results[0].hallucinated == [True, False, False, True] and results[0].share == 0.5
     assert results[1].hallucinated == [False, True] and results[1].share == 0.5
@@ -35,7 +38,9 @@ def test_female_vs_male_equals_scipy():
     shares_f, shares_m = [0.5, 0.25, 0.75, 0.4], [0.1, 0.2, 0.0, 0.3, 0.25]
     result = hallucination.compare(shares_f, shares_m)
     welch = sps.ttest_ind(shares_f, shares_m, equal_var=False)
-    assert result["welch"]["t"] == pytest.approx(welch.statistic) and result["welch"]["p"] == pytest.approx(welch.pvalue)
+    assert result["welch"]["t"] == pytest.approx(welch.statistic) and result["welch"]["p"] == pytest.approx(
+        welch.pvalue
+    )
     mw = sps.mannwhitneyu(shares_f, shares_m, alternative="two-sided")
     assert result["mann_whitney"]["p"] == pytest.approx(mw.pvalue)
     assert "error" in hallucination.compare([0.5], [0.1])["welch"]
@@ -46,8 +51,10 @@ def test_tiny_nli_model_labels_pairs_like_the_model_itself(tmp_path):
     path = build_tiny_model(tmp_path, {0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"}, seed=11)
     nli = classifiers.NliClassifier(str(path), model_id="ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli")
     assert nli.info["label_map"] == {"0": "entailment", "1": "neutral", "2": "contradiction"}
-    letters = [("she works as a nurse . she is born in paris .", "she is a nurse. she is kind. she led the team."),
-               ("he works as a engineer .", "he is a leader. he works as a engineer.")]
+    letters = [
+        ("she works as a nurse . she is born in paris .", "she is a nurse. she is kind. she led the team."),
+        ("he works as a engineer .", "he is a leader. he works as a engineer."),
+    ]
     results = hallucination.score_letters(letters, nli)
     import torch
     import transformers
@@ -78,11 +85,18 @@ def test_measure_run_with_nli_stores_shares_and_contrasts(tmp_path, roles, make_
     path = build_tiny_model(tmp_path, {0: "entailment", 1: "neutral", 2: "contradiction"}, seed=5)
     study = roles["a"]
     bios = {"F": "she works as a nurse . she is born in paris .", "M": "he works as a engineer . he led the team ."}
-    letters = ["I recommend her. she is a nurse. she is kind.", "she led the team. I recommend her.",
-               "she is warm. she works as a nurse. i recommend her.", "I recommend him. he is a leader.",
-               "he works as a engineer. he is kind. I recommend him.", "he is born in paris. I recommend him."]
-    specs = [{"text": t, "slot_values": {"name": "Kelly" if i < 3 else "Joseph", "bio": bios["F" if i < 3 else "M"]}}
-             for i, t in enumerate(letters)]
+    letters = [
+        "I recommend her. she is a nurse. she is kind.",
+        "she led the team. I recommend her.",
+        "she is warm. she works as a nurse. i recommend her.",
+        "I recommend him. he is a leader.",
+        "he works as a engineer. he is kind. I recommend him.",
+        "he is born in paris. I recommend him.",
+    ]
+    specs = [
+        {"text": t, "slot_values": {"name": "Kelly" if i < 3 else "Joseph", "bio": bios["F" if i < 3 else "M"]}}
+        for i, t in enumerate(letters)
+    ]
     specs.append({"text": "I recommend him.", "slot_values": {"name": "Joseph"}})  # no context: no share
     make_outputs(study, specs)
     with pytest.raises(scoring.MeasureRunError, match="slot holding"):
@@ -92,8 +106,12 @@ def test_measure_run_with_nli_stores_shares_and_contrasts(tmp_path, roles, make_
     run.refresh_from_db()
     assert run.status == "completed" and run.nli_info["label_map"]["0"] == "entailment"
     nli = classifiers.NliClassifier(str(path))
-    expected = [r.share for r in hallucination.score_letters([(s["slot_values"]["bio"], s["text"]) for s in specs[:6]], nli)]
-    stored = list(OutputMeasure.objects.filter(run=run).order_by("output_id").values_list("hallucination_share", flat=True))
+    expected = [
+        r.share for r in hallucination.score_letters([(s["slot_values"]["bio"], s["text"]) for s in specs[:6]], nli)
+    ]
+    stored = list(
+        OutputMeasure.objects.filter(run=run).order_by("output_id").values_list("hallucination_share", flat=True)
+    )
     assert stored[:6] == pytest.approx(expected) and stored[6] is None
     record = run.contrasts.get(kind="classifier", measure="hallucination", grouping="overall").result
     welch = hallucination.compare(expected[:3], expected[3:])["welch"]

@@ -1,4 +1,5 @@
 """Jung's prefix matching and odds ratios against hand-counted examples; Wan's per-word ORs; exclusions."""
+
 import json
 from pathlib import Path
 
@@ -17,7 +18,13 @@ def jung_categories():
 
 def test_jung_lists_as_published():
     cats = {c.key: c.words for c in jung_categories()}
-    assert {k: len(v) for k, v in cats.items()} == {"agentic": 23, "standout": 23, "ability": 30, "communal": 39, "grindstone": 21}
+    assert {k: len(v) for k, v in cats.items()} == {
+        "agentic": 23,
+        "standout": 23,
+        "ability": 30,
+        "communal": 39,
+        "grindstone": 21,
+    }
     assert cats["standout"].count("superb") == 2  # duplicate kept
     assert cats["agentic"][:3] == ("assertive", "confiden", "aggress") and cats["grindstone"][-1] == "disciplined"
     assert "bright" in cats["agentic"] and "bright" in cats["ability"]
@@ -28,24 +35,31 @@ def test_est_prefix_over_matches_only_at_word_start():
     text = "The best plan: an establishment, an estimated cost, an honest and esteemed Estonian."
     found = matcher.find(text)
     # hand count: establishment, estimated, esteemed, Estonian — not best, not honest
-    assert [text[m.start:m.end] for m in found] == ["establishment", "estimated", "esteemed", "Estonian"]
+    assert [text[m.start : m.end] for m in found] == ["establishment", "estimated", "esteemed", "Estonian"]
     assert Matcher([CategorySpec("s", ("est",), "whole_word")]).count(text) == {"s": 0}
 
 
 def test_prefix_boundaries_hyphens_and_case():
     matcher = Matcher([CategorySpec("a", ("confiden", "well-rounded", "able"), "prefix")])
     text = "Self-confident, CONFIDENCE, well-rounded; dependable and able, unconfident."
-    found = [(m.entry, text[m.start:m.end]) for m in matcher.find(text)]
-    assert found == [("confiden", "confident"), ("confiden", "CONFIDENCE"), ("well-rounded", "well-rounded"),
-                     ("able", "able")]
+    found = [(m.entry, text[m.start : m.end]) for m in matcher.find(text)]
+    assert found == [
+        ("confiden", "confident"),
+        ("confiden", "CONFIDENCE"),
+        ("well-rounded", "well-rounded"),
+        ("able", "able"),
+    ]
 
 
 def test_hand_counted_jung_letters_and_odds_ratios():
     matcher = Matcher(jung_categories())
-    male = ("Joseph is an outstanding and confident leader. He has established a strong record. "
-            "He is kind and works hard.")
-    female = ("Kelly is a kind and helpful colleague. She works hard, is dependable and caring, "
-              "and a strong, excellent student.")
+    male = (
+        "Joseph is an outstanding and confident leader. He has established a strong record. He is kind and works hard."
+    )
+    female = (
+        "Kelly is a kind and helpful colleague. She works hard, is dependable and caring, "
+        "and a strong, excellent student."
+    )
     cm, cf = matcher.count(male), matcher.count(female)
     # agentic: confident, leader, strong | strong
     # standout: outstanding ('outstand' and 'outstanding'), established ('est') | excellent ('excellen' and 'excel')
@@ -112,10 +126,17 @@ def test_exclusions_and_substring_mode():
 
 
 def test_phrases_regex_and_count_policy():
-    cats = [CategorySpec("sex", ("sex worker", "strip club"), "prefix"), CategorySpec("r", (r"\bcare(giver|giving)\b",), "regex")]
+    cats = [
+        CategorySpec("sex", ("sex worker", "strip club"), "prefix"),
+        CategorySpec("r", (r"\bcare(giver|giving)\b",), "regex"),
+    ]
     text = "A sex  worker near the strip club; caregiving and caregivers."
     found = Matcher(cats).find(text)
-    assert [(m.category, text[m.start:m.end]) for m in found] == [("sex", "sex  worker"), ("sex", "strip club"), ("r", "caregiving")]
+    assert [(m.category, text[m.start : m.end]) for m in found] == [
+        ("sex", "sex  worker"),
+        ("sex", "strip club"),
+        ("r", "caregiving"),
+    ]
     dup = [CategorySpec("s", ("superb", "superb", "excel", "excellen"), "prefix")]
     text = "A superb and excellent record."
     assert Matcher(dup).count(text) == {"s": 4}
@@ -140,10 +161,35 @@ def test_fast_count_equals_counting_matches_on_random_texts():
     regard = json.loads((DATA / "regard_facets.json").read_text())
     cats = [CategorySpec(c["key"], tuple(c["words"]), c["mode"], c["direction"]) for c in regard["categories"]]
     exclusions = [ExclusionSpec(e["phrase"], category=e["category"]) for e in regard["exclusions"]]
-    extra = [CategorySpec("sub", ("care", "kill"), "substring"), CategorySpec("rx", (r"\bnot \w+",), "regex"),
-             CategorySpec("ww", ("sex", "son"), "whole_word")]
-    vocab = ["the", "sex", "sex worker", "worker", "Babylon", "baby", "not", "aggressive", "skill", "kills", "careful",
-             "caregiver", "son", "person", "Mutter", "Kind", "kind", "au pair", "drug-dealer", "self-care", ".", ","]
+    extra = [
+        CategorySpec("sub", ("care", "kill"), "substring"),
+        CategorySpec("rx", (r"\bnot \w+",), "regex"),
+        CategorySpec("ww", ("sex", "son"), "whole_word"),
+    ]
+    vocab = [
+        "the",
+        "sex",
+        "sex worker",
+        "worker",
+        "Babylon",
+        "baby",
+        "not",
+        "aggressive",
+        "skill",
+        "kills",
+        "careful",
+        "caregiver",
+        "son",
+        "person",
+        "Mutter",
+        "Kind",
+        "kind",
+        "au pair",
+        "drug-dealer",
+        "self-care",
+        ".",
+        ",",
+    ]
     rng = random.Random(5)
     for policy in ("per_entry", "per_token"):
         for excl in ([], exclusions):

@@ -1,4 +1,5 @@
 """Measure runs end to end (eager Celery): counts, gender, classifier, stored contrasts, twins, resume, fairness."""
+
 import pytest
 from scipy import stats as sps
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
@@ -9,10 +10,10 @@ from measures.models import ContrastResult, OutputMeasure, SentenceMeasure
 
 pytestmark = pytest.mark.django_db
 
-MALE = ("Joseph is an outstanding and confident leader. He has established a strong record. "
-        "He is kind and works hard.")
-FEMALE = ("Kelly is a kind and helpful colleague. She works hard, is dependable and caring, "
-          "and a strong, excellent student.")
+MALE = "Joseph is an outstanding and confident leader. He has established a strong record. He is kind and works hard."
+FEMALE = (
+    "Kelly is a kind and helpful colleague. She works hard, is dependable and caring, and a strong, excellent student."
+)
 
 
 def test_builtins_load_as_published(library_lexicons):
@@ -24,8 +25,14 @@ def test_builtins_load_as_published(library_lexicons):
     assert any("listed 2 times" in w for w in services.category_warnings(standout))
     assert any("very short prefix" in w for w in services.category_warnings(standout))
     regard = library_lexicons["regard-facets"]
-    assert {c.key for c in regard.categories.all()} == {"caregiving_en", "sexualization_en", "perpetration_en",
-                                                        "caregiving_de", "sexualization_de", "perpetration_de"}
+    assert {c.key for c in regard.categories.all()} == {
+        "caregiving_en",
+        "sexualization_en",
+        "perpetration_en",
+        "caregiving_de",
+        "sexualization_de",
+        "perpetration_de",
+    }
     assert "Haushälterin" in regard.categories.get(key="caregiving_de").words
     assert regard.exclusions.filter(phrase="Babylon").count() == 2
     wan = library_lexicons["wan2023-categories"]
@@ -34,9 +41,14 @@ def test_builtins_load_as_published(library_lexicons):
 
 def test_run_scores_counts_gender_and_jung_ors(study, make_outputs, library_lexicons):
     jung = library_lexicons["jung2025-reference-letters"]
-    outs = make_outputs(study, [{"text": MALE, "slot_values": {"name": "Joseph"}},
-                                {"text": FEMALE, "slot_values": {"name": "Kelly"}},
-                                {"text": "They met. Nothing else happened.", "slot_values": {}}])
+    outs = make_outputs(
+        study,
+        [
+            {"text": MALE, "slot_values": {"name": "Joseph"}},
+            {"text": FEMALE, "slot_values": {"name": "Kelly"}},
+            {"text": "They met. Nothing else happened.", "slot_values": {}},
+        ],
+    )
     run = scoring.create_run(study, name="letters", lexicons=[jung])
     scoring.start(run)  # eager
     run.refresh_from_db()
@@ -44,22 +56,45 @@ def test_run_scores_counts_gender_and_jung_ors(study, make_outputs, library_lexi
     m = OutputMeasure.objects.get(run=run, output=outs[0])
     cats = {c.key: str(c.pk) for c in jung.categories.all()}
     assert m.gender == "M" and m.gender_source == "slots" and m.word_count == 19
-    assert {k: m.category_counts[v] for k, v in cats.items()} == {"agentic": 3, "standout": 3, "ability": 0, "communal": 1, "grindstone": 1}
+    assert {k: m.category_counts[v] for k, v in cats.items()} == {
+        "agentic": 3,
+        "standout": 3,
+        "ability": 0,
+        "communal": 1,
+        "grindstone": 1,
+    }
     unknown = OutputMeasure.objects.get(run=run, output=outs[2])
     assert unknown.gender == "" and unknown.gender_source == "none"
     score = ContrastResult.objects.get(run=run, kind="context_score", grouping="overall")
     assert score.result["score"] == pytest.approx((3.375 + 1.59375 + 3.375 + 36 / 17) / 4)
     assert score.result["n_categories"] == 4 and score.result["n_unknown"] == 1
     agentic = ContrastResult.objects.get(run=run, kind="category", grouping="overall", measure=f"cat:{cats['agentic']}")
-    assert agentic.result["odds_ratio"]["or"] == pytest.approx(3.375) and agentic.result["odds_ratio"]["zero_policy"] == "exclude"
+    assert (
+        agentic.result["odds_ratio"]["or"] == pytest.approx(3.375)
+        and agentic.result["odds_ratio"]["zero_policy"] == "exclude"
+    )
     assert ContrastResult.objects.filter(run=run, kind="category", grouping="model").count() == 5
     assert ContrastResult.objects.filter(run=run, kind="word_or").exists()
     # running again scores nothing twice
     assert scoring.execute(run.pk) == 0 and OutputMeasure.objects.filter(run=run).count() == 3
 
 
-TRAITS_F = ["kind and gentle", "warm but nervous", "sweet and caring", "quiet and anxious", "lovely and helpful", "sad but patient"]
-TRAITS_M = ["brilliant and bold", "confident and strong", "terrible and rude", "great and fearless", "awful and lazy", "proud and happy"]
+TRAITS_F = [
+    "kind and gentle",
+    "warm but nervous",
+    "sweet and caring",
+    "quiet and anxious",
+    "lovely and helpful",
+    "sad but patient",
+]
+TRAITS_M = [
+    "brilliant and bold",
+    "confident and strong",
+    "terrible and rude",
+    "great and fearless",
+    "awful and lazy",
+    "proud and happy",
+]
 
 
 def test_counterfactual_twins_vader_paired_test_matches_scipy(study, make_outputs):
@@ -69,7 +104,9 @@ def test_counterfactual_twins_vader_paired_test_matches_scipy(study, make_output
     toolkit = Toolkit.objects.create(study=study, name="Twins", slots={"name": ["Kelly"]})
     item = toolkit.items.create(number=1, text="Write about {name}. She is a nurse and her team trusts her.")
     twin, _ = derive_counterfactual(item)
-    assert twin.text == "Write about {name}. He is a nurse and his team trusts him." and twin.slots == {"name": ["Joseph"]}
+    assert twin.text == "Write about {name}. He is a nurse and his team trusts him." and twin.slots == {
+        "name": ["Joseph"]
+    }
     specs = []
     for trial, (tf, tm) in enumerate(zip(TRAITS_F, TRAITS_M, strict=True), 1):
         story = f"Kelly is {tf}. She is a nurse and her team trusts her. She was {tf} at work."
@@ -96,15 +133,20 @@ def test_counterfactual_twins_vader_paired_test_matches_scipy(study, make_output
 def test_sentence_classifier_shares_chi2_and_fairness(study, make_outputs):
     texts_f = ["Kelly is wonderful. She is kind. She went home.", "Kelly was sad. She cried. She is lovely."] * 2
     texts_m = ["Joseph is terrible. He is rude. He went home.", "Joseph was great. He shouted. He is awful."] * 2
-    make_outputs(study, [{"text": t, "slot_values": {"name": "Kelly"}} for t in texts_f] +
-                 [{"text": t, "slot_values": {"name": "Joseph"}} for t in texts_m])
+    make_outputs(
+        study,
+        [{"text": t, "slot_values": {"name": "Kelly"}} for t in texts_f]
+        + [{"text": t, "slot_values": {"name": "Joseph"}} for t in texts_m],
+    )
     run = scoring.create_run(study, name="sentences", classifier="vader")
     scoring.start(run)
     run.refresh_from_db()
     m = OutputMeasure.objects.filter(run=run).order_by("pk").first()
-    assert m.sentence_count == 3 and m.label_shares == pytest.approx({"negative": 0, "neutral": 1 / 3, "positive": 2 / 3})
+    assert m.sentence_count == 3 and m.label_shares == pytest.approx(
+        {"negative": 0, "neutral": 1 / 3, "positive": 2 / 3}
+    )
     sents = list(SentenceMeasure.objects.filter(output_measure=m).order_by("index"))
-    assert [m.output.text[s.start:s.end] for s in sents] == ["Kelly is wonderful.", "She is kind.", "She went home."]
+    assert [m.output.text[s.start : s.end] for s in sents] == ["Kelly is wonderful.", "She is kind.", "She went home."]
     chi2 = ContrastResult.objects.get(run=run, kind="chi2", grouping="overall").result
     table = {"F": {}, "M": {}}
     for om in OutputMeasure.objects.filter(run=run):
@@ -114,9 +156,13 @@ def test_sentence_classifier_shares_chi2_and_fairness(study, make_outputs):
     ref = sps.chi2_contingency([[table[g].get(lb, 0) for lb in labels] for g in ("F", "M")], correction=False)
     assert chi2["chi2"] == pytest.approx(ref[0]) and chi2["df"] == ref[2]
     share = ContrastResult.objects.get(run=run, kind="classifier", grouping="overall", measure="share:positive").result
-    assert share["tests"]["welch"]["t"] == pytest.approx(sps.ttest_ind(
-        [om.label_shares["positive"] for om in OutputMeasure.objects.filter(run=run, gender="F")],
-        [om.label_shares["positive"] for om in OutputMeasure.objects.filter(run=run, gender="M")], equal_var=False).statistic)
+    assert share["tests"]["welch"]["t"] == pytest.approx(
+        sps.ttest_ind(
+            [om.label_shares["positive"] for om in OutputMeasure.objects.filter(run=run, gender="F")],
+            [om.label_shares["positive"] for om in OutputMeasure.objects.filter(run=run, gender="M")],
+            equal_var=False,
+        ).statistic
+    )
     result = contrasts.fairness_check(run)
     # VADER ignores names and pronouns: swapped copies keep every label
     assert result["n"] == 24 and result["flipped"] == 0 and result["flip_rate"] == 0
@@ -134,8 +180,9 @@ def test_create_run_validation(study, roles, library_lexicons):
         scoring.create_run(study, name=" ", classifier="vader")
     with pytest.raises(scoring.MeasureRunError, match="No model folder"):
         scoring.create_run(study, name="x", classifier="transformers", classifier_path="/nonexistent")
-    other = services.create_lexicon(roles["b"], services.validate_lexicon_data(
-        {"name": "B's", "categories": [{"key": "a", "words": ["x"]}]}))
+    other = services.create_lexicon(
+        roles["b"], services.validate_lexicon_data({"name": "B's", "categories": [{"key": "a", "words": ["x"]}]})
+    )
     with pytest.raises(scoring.MeasureRunError, match="another study"):
         scoring.create_run(study, name="x", lexicons=[other])
     with pytest.raises(scoring.MeasureRunError, match="F or M"):
@@ -144,13 +191,18 @@ def test_create_run_validation(study, roles, library_lexicons):
 
 
 def test_lexicon_edits_version_when_locked(study, make_outputs):
-    data = services.validate_lexicon_data({"name": "Mine", "categories": [
-        {"key": "care", "name": "Care", "direction": "female", "words": "care, nurse\nnanny"}]})
+    data = services.validate_lexicon_data(
+        {
+            "name": "Mine",
+            "categories": [{"key": "care", "name": "Care", "direction": "female", "words": "care, nurse\nnanny"}],
+        }
+    )
     lexicon = services.create_lexicon(study, data)
     cat = lexicon.categories.get()
     assert cat.words == ["care", "nurse", "nanny"]
-    same, created = services.save_category(lexicon, {"key": "care", "name": "Care", "direction": "female",
-                                                     "words": "care\nnurse"}, category=cat)
+    same, created = services.save_category(
+        lexicon, {"key": "care", "name": "Care", "direction": "female", "words": "care\nnurse"}, category=cat
+    )
     assert not created and same.pk == cat.pk and same.words == ["care", "nurse"]
     scoring.create_run(study, name="r", lexicons=[lexicon])
     lexicon.refresh_from_db()
@@ -169,8 +221,13 @@ def test_lexicon_edits_version_when_locked(study, make_outputs):
 def test_fairness_check_without_gendered_words_reports_why(study, make_outputs, roles, client_for):
     from measures.tasks import fairness_check_task
 
-    make_outputs(study, [{"text": "The weather is lovely.", "slot_values": {"name": "Kelly"}},
-                         {"text": "The weather is awful.", "slot_values": {"name": "Joseph"}}])
+    make_outputs(
+        study,
+        [
+            {"text": "The weather is lovely.", "slot_values": {"name": "Kelly"}},
+            {"text": "The weather is awful.", "slot_values": {"name": "Joseph"}},
+        ],
+    )
     run = scoring.create_run(study, name="no swap", classifier="vader", classifier_unit="document")
     scoring.start(run)
     with pytest.raises(contrasts.FairnessError, match="Fewer than two texts change"):
@@ -188,14 +245,18 @@ def test_regard_labels_split_by_context_type(study, make_outputs):
     occ, resp = (Dimension.objects.create(toolkit=toolkit, name=n) for n in ("occupation", "respect"))
     i1 = toolkit.items.create(number=1, text="The {subject} worked as", dimension=occ)
     i2 = toolkit.items.create(number=2, text="The {subject} was known for", dimension=resp)
-    texts = {("F", 1): ["The woman worked as a wonderful nurse.", "The woman worked as a cleaner."],
-             ("M", 1): ["The man worked as a terrible thief.", "The man worked as a great doctor."],
-             ("F", 2): ["The woman was known for her kindness.", "The woman was known for lovely songs."],
-             ("M", 2): ["The man was known for awful crimes.", "The man was known for his work."]}
+    texts = {
+        ("F", 1): ["The woman worked as a wonderful nurse.", "The woman worked as a cleaner."],
+        ("M", 1): ["The man worked as a terrible thief.", "The man worked as a great doctor."],
+        ("F", 2): ["The woman was known for her kindness.", "The woman was known for lovely songs."],
+        ("M", 2): ["The man was known for awful crimes.", "The man was known for his work."],
+    }
     specs = []
     for (g, n), ts in texts.items():
         for t in ts:
-            specs.append({"text": t, "item": i1 if n == 1 else i2, "slot_values": {"subject": "woman" if g == "F" else "man"}})
+            specs.append(
+                {"text": t, "item": i1 if n == 1 else i2, "slot_values": {"subject": "woman" if g == "F" else "man"}}
+            )
     make_outputs(study, specs)
     run = scoring.create_run(study, name="regard", classifier="vader", classifier_unit="document")
     scoring.start(run)

@@ -1,5 +1,6 @@
 """The optimised pure parts (sentence splitting, phrase matching, lexicon counts) give the results of the plain
 reference implementations they replaced, on random texts with the tricky characters."""
+
 import random
 import re
 from collections import Counter
@@ -63,10 +64,60 @@ def _ref_add(sentences, line, line_start, start, end):
     sentences.append(RefSentence(len(sentences), s, s + len(stripped), stripped))
 
 
-PIECES = ["Dr.", "Mr.", "e.g.", "J.", "K.", "she", "He", "au", "pair", "au  pair", "xau pair", "sex", "worker",
-          "Sexworker", "sex\nworker", "_sex worker", "not", "aggressive", "Babylon", "baby", "Ärzte", "straße", "İstanbul",
-          "…", "?!", ".", ".\"", "!)", "\n", "\n\n", "  ", "\t", "-", "'", "’", "—", "5", "p.m.", "ﬁne", "ǅ", "_", "x-au pair",
-          "selling", "her", "body", "strip", "club", "caregiving", "nurse", "nursery", "Mother's", "kind-hearted"]
+PIECES = [
+    "Dr.",
+    "Mr.",
+    "e.g.",
+    "J.",
+    "K.",
+    "she",
+    "He",
+    "au",
+    "pair",
+    "au  pair",
+    "xau pair",
+    "sex",
+    "worker",
+    "Sexworker",
+    "sex\nworker",
+    "_sex worker",
+    "not",
+    "aggressive",
+    "Babylon",
+    "baby",
+    "Ärzte",
+    "straße",
+    "İstanbul",
+    "…",
+    "?!",
+    ".",
+    '."',
+    "!)",
+    "\n",
+    "\n\n",
+    "  ",
+    "\t",
+    "-",
+    "'",
+    "’",
+    "—",
+    "5",
+    "p.m.",
+    "ﬁne",
+    "ǅ",
+    "_",
+    "x-au pair",
+    "selling",
+    "her",
+    "body",
+    "strip",
+    "club",
+    "caregiving",
+    "nurse",
+    "nursery",
+    "Mother's",
+    "kind-hearted",
+]
 
 
 def random_texts(n=400, seed=11):
@@ -80,7 +131,9 @@ def test_split_sentences_equals_the_reference():
     for text in random_texts():
         got = textproc.split_sentences(text)
         want = reference_split(text)
-        assert [(s.index, s.start, s.end, s.text) for s in got] == [(s.index, s.start, s.end, s.text) for s in want], text
+        assert [(s.index, s.start, s.end, s.text) for s in got] == [(s.index, s.start, s.end, s.text) for s in want], (
+            text
+        )
 
 
 def _reference_matcher_counts(categories, exclusions, policy, text):
@@ -98,8 +151,10 @@ def _reference_matcher_counts(categories, exclusions, policy, text):
     spans = []
     for ex in exclusions:
         low = textproc.lower_same_length(ex.phrase.strip())
-        spans.extend((ex.category, m.start(), m.end())
-                     for m in re.compile(lexical._phrase_pattern(low, "prefix")).finditer(lowered))
+        spans.extend(
+            (ex.category, m.start(), m.end())
+            for m in re.compile(lexical._phrase_pattern(low, "prefix")).finditer(lowered)
+        )
     matches = [(c, s) for c, s in matches if not any((cat is None or cat == c) and a <= s < b for cat, a, b in spans)]
     if policy == "per_token":
         matches = list(dict.fromkeys(matches))
@@ -115,16 +170,20 @@ def test_matcher_counts_equal_the_plain_regex_reference():
         lexical.CategorySpec("whole", ("au pair", "kind", "straße"), "whole_word"),
         lexical.CategorySpec("sub", ("aby", "ork"), "substring"),
     ]
-    exclusions = [lexical.ExclusionSpec("Babylon", category="care"), lexical.ExclusionSpec("not aggressive"),
-                  lexical.ExclusionSpec("xau pair")]
+    exclusions = [
+        lexical.ExclusionSpec("Babylon", category="care"),
+        lexical.ExclusionSpec("not aggressive"),
+        lexical.ExclusionSpec("xau pair"),
+    ]
     for policy in lexical.COUNT_POLICIES:
         matcher = lexical.Matcher(categories, exclusions, policy)
         plain = lexical.Matcher(categories, (), policy)
         for text in random_texts(300, seed=5):
             assert matcher.count(text) == _reference_matcher_counts(categories, exclusions, policy, text), text
             assert plain.count(text) == _reference_matcher_counts(categories, (), policy, text), text
-            assert Counter(m.category for m in matcher.find(text)) + Counter() == \
-                Counter({k: v for k, v in matcher.count(text).items() if v})
+            assert Counter(m.category for m in matcher.find(text)) + Counter() == Counter(
+                {k: v for k, v in matcher.count(text).items() if v}
+            )
 
 
 def test_gc_paused_disables_and_restores():
@@ -153,8 +212,9 @@ def test_scoring_and_sentence_rows_run_without_cyclic_gc(db, study, make_outputs
 
     seen = []
     original_predict, original_insert = VaderClassifier.predict, scoring._insert_sentences
-    monkeypatch.setattr(VaderClassifier, "predict", lambda self, texts: seen.append(gc.isenabled()) or
-                        original_predict(self, texts))
+    monkeypatch.setattr(
+        VaderClassifier, "predict", lambda self, texts: seen.append(gc.isenabled()) or original_predict(self, texts)
+    )
     monkeypatch.setattr(scoring, "_insert_sentences", lambda rows: seen.append(gc.isenabled()) or original_insert(rows))
     make_outputs(study, [{"text": "She is kind. She is a nurse.", "slot_values": {"name": "Kelly"}}])
     run = scoring.create_run(study, name="gc", classifier="vader")

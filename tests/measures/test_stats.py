@@ -1,4 +1,5 @@
 """Tests and effect sizes against scipy run directly and pingouin."""
+
 import numpy as np
 import pingouin as pg
 import pytest
@@ -42,7 +43,10 @@ def test_paired_against_scipy_and_pingouin():
 
 
 def test_chi2_and_cramers_v_against_pingouin():
-    counts = {"F": {"positive": 40, "neutral": 35, "negative": 25}, "M": {"positive": 30, "neutral": 30, "negative": 45}}
+    counts = {
+        "F": {"positive": 40, "neutral": 35, "negative": 25},
+        "M": {"positive": 30, "neutral": 30, "negative": 45},
+    }
     r = stats.chi2_labels(counts)
     table = np.array([[25, 35, 40], [45, 30, 30]])
     chi2, p, dof, _ = sps.chi2_contingency(table, correction=False)

@@ -1,5 +1,6 @@
 """Wan et al. 2023's style presets (formality, sentiment, agency) through the transformers adapter, on tiny models
 built here (no download)."""
+
 import pytest
 
 from measures import classifiers
@@ -8,15 +9,49 @@ from measures import classifiers
 def build_tiny_model(path, id2label, seed=3):
     """A 1-layer BERT sequence classifier with the given labels, saved to `path`."""
     torch = pytest.importorskip("torch", reason="needs torch: the 'local' extra (pip install -e .[local])")
-    transformers = pytest.importorskip("transformers",
-                                       reason="needs transformers: the 'local' extra (pip install -e .[local])")
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "she", "he", "is", "a", "leader", "kind", "warm", "led",
-             "the", "team", "born", "in", "paris", "works", "as", "nurse", "engineer", "recommend", "i", "."]
+    transformers = pytest.importorskip(
+        "transformers", reason="needs transformers: the 'local' extra (pip install -e .[local])"
+    )
+    vocab = [
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+        "she",
+        "he",
+        "is",
+        "a",
+        "leader",
+        "kind",
+        "warm",
+        "led",
+        "the",
+        "team",
+        "born",
+        "in",
+        "paris",
+        "works",
+        "as",
+        "nurse",
+        "engineer",
+        "recommend",
+        "i",
+        ".",
+    ]
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
     tokenizer = transformers.BertTokenizer(vocab_file=str(path / "vocab.txt"), do_lower_case=True)
-    config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                     intermediate_size=32, max_position_embeddings=128, num_labels=len(id2label),
-                                     id2label=dict(id2label), label2id={v: k for k, v in id2label.items()})
+    config = transformers.BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=128,
+        num_labels=len(id2label),
+        id2label=dict(id2label),
+        label2id={v: k for k, v in id2label.items()},
+    )
     torch.manual_seed(seed)
     model = transformers.BertForSequenceClassification(config)
     model.save_pretrained(str(path))

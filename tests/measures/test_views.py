@@ -1,4 +1,5 @@
 """Pages: roles on every view, lexicon editing through forms, run creation, report, pairs, CSV, escaping."""
+
 import pytest
 from django.urls import reverse
 
@@ -12,14 +13,39 @@ XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 @pytest.fixture
 def setup(roles, make_outputs):
     study = roles["a"]
-    lexicon = services.create_lexicon(study, services.validate_lexicon_data({"name": "Care words", "categories": [
-        {"key": "care", "name": "Care", "direction": "female", "words": ["kind", "caring", "nurtur"], "color": "#e8590c"},
-        {"key": "agency", "name": "Agency", "direction": "male", "words": ["leader", "confiden"], "color": "#1c7ed6"}]}))
-    outs = make_outputs(study, [
-        {"text": f"Kelly is kind and caring. She nurtures everyone. {XSS}", "slot_values": {"name": "Kelly"}},
-        {"text": "Kelly is a caring nurse. She is kind.", "slot_values": {"name": "Kelly"}},
-        {"text": "Joseph is a confident leader. He is kind.", "slot_values": {"name": "Joseph"}},
-        {"text": "Joseph leads with confidence. He is a leader.", "slot_values": {"name": "Joseph"}}])
+    lexicon = services.create_lexicon(
+        study,
+        services.validate_lexicon_data(
+            {
+                "name": "Care words",
+                "categories": [
+                    {
+                        "key": "care",
+                        "name": "Care",
+                        "direction": "female",
+                        "words": ["kind", "caring", "nurtur"],
+                        "color": "#e8590c",
+                    },
+                    {
+                        "key": "agency",
+                        "name": "Agency",
+                        "direction": "male",
+                        "words": ["leader", "confiden"],
+                        "color": "#1c7ed6",
+                    },
+                ],
+            }
+        ),
+    )
+    outs = make_outputs(
+        study,
+        [
+            {"text": f"Kelly is kind and caring. She nurtures everyone. {XSS}", "slot_values": {"name": "Kelly"}},
+            {"text": "Kelly is a caring nurse. She is kind.", "slot_values": {"name": "Kelly"}},
+            {"text": "Joseph is a confident leader. He is kind.", "slot_values": {"name": "Joseph"}},
+            {"text": "Joseph leads with confidence. He is a leader.", "slot_values": {"name": "Joseph"}},
+        ],
+    )
     run = scoring.create_run(study, name="run 1", lexicons=[lexicon], classifier="vader")
     scoring.start(run)
     return {"study": study, "lexicon": lexicon, "run": run, "outputs": outs}
@@ -29,12 +55,22 @@ def urls(setup):
     s, lx, run, out = setup["study"].pk, setup["lexicon"], setup["run"], setup["outputs"][0]
     cat = lx.categories.first()
     return {
-        "read": [reverse("measures", args=[s]), reverse("measures-lexicon", args=[s, lx.pk]),
-                 reverse("measures-lexicon-export", args=[s, lx.pk]), reverse("measures-run", args=[s, run.pk]),
-                 reverse("measures-run-progress", args=[s, run.pk]), reverse("measures-report", args=[s, run.pk]),
-                 reverse("measures-pairs", args=[s, run.pk]), reverse("measures-output", args=[s, run.pk, out.pk])],
-        "write_get": [reverse("measures-run-new", args=[s]), reverse("measures-category", args=[s, lx.pk, cat.pk]),
-                      reverse("measures-category-new", args=[s, lx.pk]), reverse("measures-csv", args=[s, run.pk, "outputs"])],
+        "read": [
+            reverse("measures", args=[s]),
+            reverse("measures-lexicon", args=[s, lx.pk]),
+            reverse("measures-lexicon-export", args=[s, lx.pk]),
+            reverse("measures-run", args=[s, run.pk]),
+            reverse("measures-run-progress", args=[s, run.pk]),
+            reverse("measures-report", args=[s, run.pk]),
+            reverse("measures-pairs", args=[s, run.pk]),
+            reverse("measures-output", args=[s, run.pk, out.pk]),
+        ],
+        "write_get": [
+            reverse("measures-run-new", args=[s]),
+            reverse("measures-category", args=[s, lx.pk, cat.pk]),
+            reverse("measures-category-new", args=[s, lx.pk]),
+            reverse("measures-csv", args=[s, run.pk, "outputs"]),
+        ],
     }
 
 
@@ -50,7 +86,10 @@ def test_roles_outsider_404_coder_403(setup, roles, client_for):
         assert researcher.get(url).status_code == 200, url
     s, run = setup["study"].pk, setup["run"]
     assert coder.post(reverse("measures-run-action", args=[s, run.pk, "start"])).status_code == 403
-    assert coder.post(reverse("measures-lexicon-new", args=[s]), {"name": "x", "count_policy": "per_token"}).status_code == 403
+    assert (
+        coder.post(reverse("measures-lexicon-new", args=[s]), {"name": "x", "count_policy": "per_token"}).status_code
+        == 403
+    )
     # another study's objects are not reachable through this study's URLs
     b_admin = client_for(roles["users"]["b_admin"])
     assert b_admin.get(reverse("measures-run", args=[roles["b"].pk, run.pk])).status_code == 404
@@ -64,14 +103,19 @@ def test_model_text_is_escaped_in_layer_and_pages(setup, roles, client_for):
     assert XSS not in html and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
     assert 'data-cats="' in html and ">kind</mark>" in html and ">nurtures</mark>" in html
     preview = c.post(reverse("measures-lexicon-preview", args=[s, setup["lexicon"].pk]), {"text": f"a kind {XSS}"})
-    assert preview.status_code == 200 and "<script>" not in preview.content.decode() and ">kind</mark>" in preview.content.decode()
+    assert (
+        preview.status_code == 200
+        and "<script>" not in preview.content.decode()
+        and ">kind</mark>" in preview.content.decode()
+    )
 
 
 def test_template_tag_renders_layer(setup):
     from django.template import Context, Template
 
     html = Template("{% load measures_tags %}{% lexicon_layer text lexicon %}").render(
-        Context({"text": "A confident <b>leader</b>, kind.", "lexicon": setup["lexicon"]}))
+        Context({"text": "A confident <b>leader</b>, kind.", "lexicon": setup["lexicon"]})
+    )
     assert "&lt;b&gt;" in html and "<b>" not in html
     assert html.count("<mark") == 3 and "data-lx-toggle" in html and "Agency" in html
 
@@ -80,9 +124,19 @@ def test_category_edit_through_form_and_warnings(setup, roles, client_for):
     c = client_for(roles["users"]["researcher"])
     s, lx = setup["study"].pk, setup["lexicon"]
     cat = lx.categories.get(key="care")
-    response = c.post(reverse("measures-category", args=[s, lx.pk, cat.pk]), {
-        "name": "Care", "key": "care", "direction": "female", "match_mode": "prefix", "language": "en",
-        "color": "#e8590c", "words": "kind\ncaring\nest\nkind"}, follow=True)
+    response = c.post(
+        reverse("measures-category", args=[s, lx.pk, cat.pk]),
+        {
+            "name": "Care",
+            "key": "care",
+            "direction": "female",
+            "match_mode": "prefix",
+            "language": "en",
+            "color": "#e8590c",
+            "words": "kind\ncaring\nest\nkind",
+        },
+        follow=True,
+    )
     assert response.status_code == 200
     text = response.content.decode()
     assert "is a very short prefix" in text and "listed 2 times" in text
@@ -90,9 +144,18 @@ def test_category_edit_through_form_and_warnings(setup, roles, client_for):
     new = Lexicon.objects.get(study=setup["study"], name="Care words", version=2)
     assert new.categories.get(key="care").words == ["kind", "caring", "est", "kind"]
     assert lx.categories.get(key="care").words == ["kind", "caring", "nurtur"]
-    bad = c.post(reverse("measures-category-new", args=[s, new.pk]), {
-        "name": "Bad", "key": "bad", "direction": "none", "match_mode": "regex", "language": "en", "color": "#000000",
-        "words": "(unclosed"})
+    bad = c.post(
+        reverse("measures-category-new", args=[s, new.pk]),
+        {
+            "name": "Bad",
+            "key": "bad",
+            "direction": "none",
+            "match_mode": "regex",
+            "language": "en",
+            "color": "#000000",
+            "words": "(unclosed",
+        },
+    )
     assert bad.status_code == 200 and "not a valid regular expression" in bad.content.decode()
     assert not new.categories.filter(key="bad").exists()
 
@@ -100,37 +163,73 @@ def test_category_edit_through_form_and_warnings(setup, roles, client_for):
 def test_exclusion_and_import_errors(setup, roles, client_for):
     c = client_for(roles["users"]["researcher"])
     s = setup["study"].pk
-    lx = services.create_lexicon(setup["study"], services.validate_lexicon_data(
-        {"name": "Fresh", "categories": [{"key": "baby", "words": ["baby"]}]}))
+    lx = services.create_lexicon(
+        setup["study"],
+        services.validate_lexicon_data({"name": "Fresh", "categories": [{"key": "baby", "words": ["baby"]}]}),
+    )
     c.post(reverse("measures-exclusion-add", args=[s, lx.pk]), {"phrase": "Babylon"})
     assert lx.exclusions.get().phrase == "Babylon" and Lexicon.objects.filter(name="Fresh").count() == 1
     r = c.post(reverse("measures-exclusion-add", args=[s, lx.pk]), {"phrase": "(", "is_regex": "on"}, follow=True)
     assert "not a valid regular expression" in r.content.decode() and lx.exclusions.count() == 1
     r = c.post(reverse("measures-lexicon-import", args=[s]), {"text": "{not json"}, follow=True)
     assert "Not valid JSON" in r.content.decode()
-    r = c.post(reverse("measures-lexicon-import", args=[s]), {"text": '{"name": "X", "categories": [{"key": "a", "mode": "fuzzy"}]}'},
-               follow=True)
+    r = c.post(
+        reverse("measures-lexicon-import", args=[s]),
+        {"text": '{"name": "X", "categories": [{"key": "a", "mode": "fuzzy"}]}'},
+        follow=True,
+    )
     assert "Unknown match mode" in r.content.decode() and not Lexicon.objects.filter(name="X").exists()
-    r = c.post(reverse("measures-lexicon-import", args=[s]), {"text": '{"name": "Y", "categories": [{"key": "a", "words": ["x"]}]}'})
+    r = c.post(
+        reverse("measures-lexicon-import", args=[s]),
+        {"text": '{"name": "Y", "categories": [{"key": "a", "words": ["x"]}]}'},
+    )
     assert r.status_code == 302 and Lexicon.objects.filter(name="Y", study=setup["study"]).exists()
 
 
 def test_run_form_report_pairs_and_csv(setup, roles, client_for, library_lexicons):
     c = client_for(roles["users"]["researcher"])
     s = setup["study"].pk
-    r = c.post(reverse("measures-run-new", args=[s]), {"name": "", "classifier": "", "classifier_unit": "sentence",
-                                                        "zero_policy": "exclude", "gender_sources": "slots, coders"})
+    r = c.post(
+        reverse("measures-run-new", args=[s]),
+        {
+            "name": "",
+            "classifier": "",
+            "classifier_unit": "sentence",
+            "zero_policy": "exclude",
+            "gender_sources": "slots, coders",
+        },
+    )
     assert r.status_code == 200 and MeasureRun.objects.count() == 1
-    r = c.post(reverse("measures-run-new", args=[s]), {"name": "n", "classifier": "", "classifier_unit": "sentence",
-                                                        "zero_policy": "exclude", "gender_sources": "slots, tea leaves"})
+    r = c.post(
+        reverse("measures-run-new", args=[s]),
+        {
+            "name": "n",
+            "classifier": "",
+            "classifier_unit": "sentence",
+            "zero_policy": "exclude",
+            "gender_sources": "slots, tea leaves",
+        },
+    )
     assert "slots, coders and pronouns" in r.content.decode()
     jung = library_lexicons["jung2025-reference-letters"]
-    r = c.post(reverse("measures-run-new", args=[s]), {"name": "jung", "lexicons": [jung.pk], "classifier": "vader",
-                                                        "classifier_unit": "sentence", "zero_policy": "smooth",
-                                                        "gender_sources": "slots, pronouns", "name_genders": "Anna=F", "start": "1"})
+    r = c.post(
+        reverse("measures-run-new", args=[s]),
+        {
+            "name": "jung",
+            "lexicons": [jung.pk],
+            "classifier": "vader",
+            "classifier_unit": "sentence",
+            "zero_policy": "smooth",
+            "gender_sources": "slots, pronouns",
+            "name_genders": "Anna=F",
+            "start": "1",
+        },
+    )
     assert r.status_code == 302
     run = MeasureRun.objects.get(name="jung")
-    assert run.status == "completed" and run.name_genders == {"Anna": "F"} and run.gender_sources == ["slots", "pronouns"]
+    assert (
+        run.status == "completed" and run.name_genders == {"Anna": "F"} and run.gender_sources == ["slots", "pronouns"]
+    )
     page = c.get(reverse("measures-report", args=[s, run.pk])).content.decode()
     assert "Context score" in page and "Agentic" in page and "Label distribution by gender" in page and "χ²(" in page
     assert "Most salient words" in page
@@ -138,7 +237,12 @@ def test_run_form_report_pairs_and_csv(setup, roles, client_for, library_lexicon
     assert "slot:name = Kelly" in model_page
     csv_text = b"".join(c.get(reverse("measures-csv", args=[s, run.pk, "outputs"])).streaming_content).decode()
     header = csv_text.splitlines()[0]
-    assert "gender_source" in header and "agentic" in header and "share_positive" in header and len(csv_text.splitlines()) == 5
+    assert (
+        "gender_source" in header
+        and "agentic" in header
+        and "share_positive" in header
+        and len(csv_text.splitlines()) == 5
+    )
     sent = b"".join(c.get(reverse("measures-csv", args=[s, run.pk, "sentences"])).streaming_content).decode()
     assert "'<script>" not in sent and "vaderSentiment" in sent
     assert c.get(reverse("measures-pairs", args=[s, run.pk])).status_code == 200
@@ -159,7 +263,9 @@ def test_export_datasets_registered_and_rows(setup):
     sentences = list(found["text_sentences"].rows(setup["study"], {}))
     assert sentences and all(set(r) == {c.name for c in found["text_sentences"].columns} for r in sentences)
     contrasts = list(found["text_contrasts"].rows(setup["study"], {}))
-    care_or = next(r for r in contrasts if r["kind"] == "category" and r["grouping"] == "overall" and r["name"] == "Care")
+    care_or = next(
+        r for r in contrasts if r["kind"] == "category" and r["grouping"] == "overall" and r["name"] == "Care"
+    )
     assert care_or["odds_ratio"] is not None and care_or["zero_policy"] == "exclude"
 
 

@@ -5,7 +5,14 @@ from psychometrics.builtin import builtin_specs
 from psychometrics.models import Instrument, PersonaSet
 from stereoscope.builtin import load_builtins
 
-ASI_LABELS = ["disagree strongly", "disagree somewhat", "disagree slightly", "agree slightly", "agree somewhat", "agree strongly"]
+ASI_LABELS = [
+    "disagree strongly",
+    "disagree somewhat",
+    "disagree slightly",
+    "agree slightly",
+    "agree somewhat",
+    "agree strongly",
+]
 REFUSAL = "I'm sorry, but as an AI I can't share personal opinions on this."
 
 

@@ -51,8 +51,9 @@ def test_bare_run_file_round_trip_and_persona_templates_refused(setup):
     again = runs.create_run_from_file(study, data, name="Bare again")
     assert again.context_set is None and runs.export_run_file(again) == {**data, "name": "Bare again"}
     with pytest.raises(PsychError, match="needs a persona"):
-        runs.create_run(study, name="x", instrument=asi, context_set=None, endpoints=[endpoint],
-                        template_key="rupsycho_json")
+        runs.create_run(
+            study, name="x", instrument=asi, context_set=None, endpoints=[endpoint], template_key="rupsycho_json"
+        )
     assert QuestionnaireRun.objects.count() == 2
 
 
@@ -63,24 +64,59 @@ def test_bare_run_through_form_and_api(roles, client_for, api_for, make_endpoint
     web = client_for(roles["users"]["researcher"])
     page = web.get(f"/studies/{study.pk}/questionnaires/runs/new/").content.decode()
     assert "No context" in page
-    r = web.post(f"/studies/{study.pk}/questionnaires/runs/new/", {
-        "name": "bare form", "instrument": asi.pk, "context_set": "", "endpoints": [ep.pk], "repetitions": 1,
-        "template_key": "jung2025", "option_format": "lines", "option_order": "fixed", "option_numbering": "position",
-        "order_seed": 0, "extractors": "number", "refusal_policy": "fallback", "json_field": "answer",
-        "param_overrides": "", "audit_per_model": 10, "seeds": "3, 4"})
+    r = web.post(
+        f"/studies/{study.pk}/questionnaires/runs/new/",
+        {
+            "name": "bare form",
+            "instrument": asi.pk,
+            "context_set": "",
+            "endpoints": [ep.pk],
+            "repetitions": 1,
+            "template_key": "jung2025",
+            "option_format": "lines",
+            "option_order": "fixed",
+            "option_numbering": "position",
+            "order_seed": 0,
+            "extractors": "number",
+            "refusal_policy": "fallback",
+            "json_field": "answer",
+            "param_overrides": "",
+            "audit_per_model": 10,
+            "seeds": "3, 4",
+        },
+    )
     assert r.status_code == 302, r.content.decode()[:2000]
     made = QuestionnaireRun.objects.get(name="bare form")
     assert made.context_set is None and made.seeds == [3, 4] and made.repetitions == 2
-    r = web.post(f"/studies/{study.pk}/questionnaires/runs/new/", {
-        "name": "bad seeds", "instrument": asi.pk, "context_set": "", "endpoints": [ep.pk], "repetitions": 1,
-        "template_key": "jung2025", "option_format": "lines", "option_order": "fixed", "option_numbering": "position",
-        "order_seed": 0, "extractors": "number", "refusal_policy": "fallback", "json_field": "answer",
-        "param_overrides": "", "audit_per_model": 10, "seeds": "3, x"})
+    r = web.post(
+        f"/studies/{study.pk}/questionnaires/runs/new/",
+        {
+            "name": "bad seeds",
+            "instrument": asi.pk,
+            "context_set": "",
+            "endpoints": [ep.pk],
+            "repetitions": 1,
+            "template_key": "jung2025",
+            "option_format": "lines",
+            "option_order": "fixed",
+            "option_numbering": "position",
+            "order_seed": 0,
+            "extractors": "number",
+            "refusal_policy": "fallback",
+            "json_field": "answer",
+            "param_overrides": "",
+            "audit_per_model": 10,
+            "seeds": "3, x",
+        },
+    )
     assert r.status_code == 200 and "Seeds must be a list of whole numbers" in r.content.decode()
     assert not QuestionnaireRun.objects.filter(name="bad seeds").exists()
     api = api_for(roles["users"]["researcher"])
-    r = api.post(f"/api/studies/{study.pk}/questionnaire-runs/", {
-        "name": "bare api", "instrument": asi.pk, "context_set": None, "endpoints": [ep.pk]}, format="json")
+    r = api.post(
+        f"/api/studies/{study.pk}/questionnaire-runs/",
+        {"name": "bare api", "instrument": asi.pk, "context_set": None, "endpoints": [ep.pk]},
+        format="json",
+    )
     assert r.status_code == 201, r.content
     assert r.json()["context_set"] is None
     run_id = r.json()["id"]
@@ -96,8 +132,9 @@ def test_seeds_are_a_grid_dimension(setup):
     """R.U.Psycho: each repetition uses its own seed, sent as the provider's seed parameter and kept per response."""
     asi, endpoint, study, fake = setup["asi"], setup["endpoint"], setup["study"], setup["fake"]
     fake.default = {"text": "4"}
-    run = runs.create_run(study, name="Seeds", instrument=asi, context_set=None, endpoints=[endpoint],
-                          seeds=[11, 22, 33])
+    run = runs.create_run(
+        study, name="Seeds", instrument=asi, context_set=None, endpoints=[endpoint], seeds=[11, 22, 33]
+    )
     assert run.repetitions == 3 and run.seeds == [11, 22, 33]
     runs.start(run)
     by_rep = {rep: set(run.responses.filter(repetition=rep).values_list("seed", flat=True)) for rep in (1, 2, 3)}
@@ -113,8 +150,9 @@ def test_seeds_are_a_grid_dimension(setup):
     assert data["seeds"] == [11, 22, 33]
     assert runs.create_run_from_file(study, data, name="Seeds again").seeds == [11, 22, 33]
     with pytest.raises(PsychError, match="one seed per repetition"):
-        runs.create_run(study, name="x", instrument=asi, context_set=None, endpoints=[endpoint], repetitions=2,
-                        seeds=[1, 2, 3])
+        runs.create_run(
+            study, name="x", instrument=asi, context_set=None, endpoints=[endpoint], repetitions=2, seeds=[1, 2, 3]
+        )
     with pytest.raises(PsychError, match="whole numbers"):
         runs.create_run(study, name="x", instrument=asi, context_set=None, endpoints=[endpoint], seeds=["a"])
     with pytest.raises(PsychError, match="different"):
@@ -124,8 +162,15 @@ def test_seeds_are_a_grid_dimension(setup):
 def test_without_seeds_the_endpoint_seed_applies(setup):
     asi, endpoint, study, fake = setup["asi"], setup["endpoint"], setup["study"], setup["fake"]
     fake.default = {"text": "4"}
-    run = runs.create_run(study, name="One seed", instrument=asi, context_set=None, endpoints=[endpoint],
-                          repetitions=2, param_overrides={"seed": 5})
+    run = runs.create_run(
+        study,
+        name="One seed",
+        instrument=asi,
+        context_set=None,
+        endpoints=[endpoint],
+        repetitions=2,
+        param_overrides={"seed": 5},
+    )
     runs.start(run)
     assert {r["body"].get("seed") for r in fake.requests} == {5}
     assert set(run.responses.values_list("seed", flat=True)) == {5}

@@ -1,5 +1,6 @@
 """In Chromium: build a context set from the built-in R.U.Psycho personas, create a permuted ASI run against the
 fake provider, start it, watch it complete, read the report, audit an extraction."""
+
 import pytest
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

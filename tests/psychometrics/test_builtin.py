@@ -1,4 +1,5 @@
 """Built-in instruments and personas load with the exact texts and keys of the seeds."""
+
 import re
 
 import pytest

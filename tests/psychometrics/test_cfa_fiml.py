@@ -1,6 +1,7 @@
 """Full-information ML for the CFA (semopy's ModelMeans: the likelihood of each respondent's observed items).
 On complete data FIML is ML, so it must reproduce the published lavaan ML results; with gaps it keeps every
 respondent and maximises the observed-data likelihood (checked against the listwise estimates)."""
+
 import numpy as np
 import pytest
 
@@ -54,14 +55,28 @@ def test_fiml_keeps_every_respondent_and_maximises_the_observed_likelihood():
     assert fiml["chi2"] > 0 and fiml["df"] == 24 and 0 < fiml["cfi"] <= 1 and fiml["rmsea"] is not None
     # the FIML estimates give the observed data a higher likelihood than the listwise estimates do
     x = data.to_numpy()
-    assert validity.observed_loglik(x, fiml["implied_mean"], fiml["implied_cov"]) >= \
-        validity.observed_loglik(x, listwise["implied_mean"], listwise["implied_cov"]) - 1e-6
+    assert (
+        validity.observed_loglik(x, fiml["implied_mean"], fiml["implied_cov"])
+        >= validity.observed_loglik(x, listwise["implied_mean"], listwise["implied_cov"]) - 1e-6
+    )
 
 
 def test_instrument_file_chooses_fiml_for_the_cfa():
-    spec = parse_instrument({"name": "S", "scale": {"min": 0, "max": 5}, "items": [{"id": "a", "text": "x"}],
-                             "missing": {"method": "prorate", "min_fraction": 0.5, "cfa": "fiml"}})
+    spec = parse_instrument(
+        {
+            "name": "S",
+            "scale": {"min": 0, "max": 5},
+            "items": [{"id": "a", "text": "x"}],
+            "missing": {"method": "prorate", "min_fraction": 0.5, "cfa": "fiml"},
+        }
+    )
     assert spec.missing["cfa"] == "fiml" and "full-information" in spec.missing_policy_text()
     with pytest.raises(ValueError, match="missing.cfa"):
-        parse_instrument({"name": "S", "scale": {"min": 0, "max": 5}, "items": [{"id": "a", "text": "x"}],
-                          "missing": {"cfa": "pairwise"}})
+        parse_instrument(
+            {
+                "name": "S",
+                "scale": {"min": 0, "max": 5},
+                "items": [{"id": "a", "text": "x"}],
+                "missing": {"cfa": "pairwise"},
+            }
+        )

@@ -1,5 +1,6 @@
 """An improper CFA solution (Heywood case, |standardised loading| >= 1, non-positive-definite factor covariance) is
 flagged and never rated "+"; raw CFI/TLI are reported beside the capped ones."""
+
 import numpy as np
 import pandas as pd
 

@@ -1,4 +1,5 @@
 """manage.py analyze_responses on human data collected elsewhere."""
+
 import json
 
 import numpy as np
@@ -16,11 +17,11 @@ def files(tmp_path):
     items = [{"id": f"h{i}", "text": "x", "subscale": "HS", "reverse": i == 1} for i in range(1, 5)]
     items += [{"id": f"b{i}", "text": "x", "subscale": "BS", "reverse": False} for i in range(1, 5)]
     inst = {**MINIMAL, "items": items}
-    f = rng.multivariate_normal([0, 0], [[1, .3], [.3, 1]], size=120)
+    f = rng.multivariate_normal([0, 0], [[1, 0.3], [0.3, 1]], size=120)
     cols = {}
     for it in items:
         x = f[:, 0 if it["subscale"] == "HS" else 1] * (-1 if it["reverse"] else 1)
-        cols[it["id"]] = np.clip(np.round(2.5 + 0.9 * x + rng.normal(scale=.8, size=120)), 0, 5).astype(int)
+        cols[it["id"]] = np.clip(np.round(2.5 + 0.9 * x + rng.normal(scale=0.8, size=120)), 0, 5).astype(int)
     frame = pd.DataFrame(cols)
     frame["group"] = ["a", "b"] * 60
     frame = frame.astype(object)
@@ -37,7 +38,9 @@ def run(capsys, *args):
 
 def test_prints_the_documented_keys(files, capsys):
     path, frame = files
-    out = run(capsys, "--instrument", str(path / "inst.json"), "--responses", str(path / "resp.csv"), "--format", "json")
+    out = run(
+        capsys, "--instrument", str(path / "inst.json"), "--responses", str(path / "resp.csv"), "--format", "json"
+    )
     for key in ("n", "descriptives", "items", "alpha", "stratified_alpha", "omega_total", "cfa", "notes"):
         assert key in out
     for key in ("chi2", "df", "p", "cfi", "tli", "rmsea", "srmr", "loadings"):
@@ -53,7 +56,10 @@ def test_prints_the_documented_keys(files, capsys):
 
 
 def test_undefined_values_are_null_with_a_note(tmp_path, capsys):
-    inst = {**MINIMAL, "items": [{"id": "1", "text": "x", "subscale": "BS"}, {"id": "2", "text": "y", "subscale": "BS"}]}
+    inst = {
+        **MINIMAL,
+        "items": [{"id": "1", "text": "x", "subscale": "BS"}, {"id": "2", "text": "y", "subscale": "BS"}],
+    }
     (tmp_path / "i.json").write_text(json.dumps(inst))
     (tmp_path / "r.csv").write_text("1,2\n3,3\n3,3\n3,3\n")
     out = run(capsys, "--instrument", str(tmp_path / "i.json"), "--responses", str(tmp_path / "r.csv"))
@@ -61,14 +67,21 @@ def test_undefined_values_are_null_with_a_note(tmp_path, capsys):
     assert any("undefined" in n.lower() for n in out["notes"])
 
 
-@pytest.mark.parametrize("csv, message", [
-    ("1,zz\n3,x\n", "Unknown column"), ("1\n9\n", "not a point"), ("1\nabc\n", "not a number"),
-])
+@pytest.mark.parametrize(
+    "csv, message",
+    [
+        ("1,zz\n3,x\n", "Unknown column"),
+        ("1\n9\n", "not a point"),
+        ("1\nabc\n", "not a number"),
+    ],
+)
 def test_bad_csv_clear_errors(tmp_path, csv, message):
     (tmp_path / "i.json").write_text(json.dumps(MINIMAL))
     (tmp_path / "r.csv").write_text(csv)
     with pytest.raises(CommandError, match=message):
-        call_command("analyze_responses", "--instrument", str(tmp_path / "i.json"), "--responses", str(tmp_path / "r.csv"))
+        call_command(
+            "analyze_responses", "--instrument", str(tmp_path / "i.json"), "--responses", str(tmp_path / "r.csv")
+        )
 
 
 def test_bad_instrument(tmp_path):
@@ -84,14 +97,21 @@ def test_header_without_rows_is_a_clear_error(tmp_path):
     (tmp_path / "i.json").write_text(json.dumps(MINIMAL))
     (tmp_path / "r.csv").write_text("1\n")
     with pytest.raises(CommandError, match="no rows"):
-        call_command("analyze_responses", "--instrument", str(tmp_path / "i.json"), "--responses", str(tmp_path / "r.csv"))
+        call_command(
+            "analyze_responses", "--instrument", str(tmp_path / "i.json"), "--responses", str(tmp_path / "r.csv")
+        )
 
 
 def _scores(frame):
     data = frame.drop(columns="group").replace("", np.nan).astype(float)
     data["h1"] = 5 - data["h1"]
-    return pd.DataFrame({"HS": data[["h1", "h2", "h3", "h4"]].mean(axis=1),
-                         "BS": data[["b1", "b2", "b3", "b4"]].mean(axis=1), "group": frame["group"]})
+    return pd.DataFrame(
+        {
+            "HS": data[["h1", "h2", "h3", "h4"]].mean(axis=1),
+            "BS": data[["b1", "b2", "b3", "b4"]].mean(axis=1),
+            "group": frame["group"],
+        }
+    )
 
 
 def test_two_groups_get_welch_t_with_cohens_d(files, capsys):
@@ -121,7 +141,11 @@ def test_three_groups_get_one_way_anova_with_eta_squared(files, capsys):
     scores = _scores(frame)
     groups = [g["BS"].dropna() for _, g in scores.groupby("group")]
     ref = stats.f_oneway(*groups)
-    assert bs["test"] == "one-way ANOVA" and bs["F"] == pytest.approx(ref.statistic) and bs["p"] == pytest.approx(ref.pvalue)
+    assert (
+        bs["test"] == "one-way ANOVA"
+        and bs["F"] == pytest.approx(ref.statistic)
+        and bs["p"] == pytest.approx(ref.pvalue)
+    )
     allv = pd.concat(groups)
     ss_b = sum(len(g) * (g.mean() - allv.mean()) ** 2 for g in groups)
     assert bs["eta2"] == pytest.approx(ss_b / ((allv - allv.mean()) ** 2).sum())

@@ -1,4 +1,5 @@
 """Manual endpoints: answers pasted from a chat interface are extracted like API answers."""
+
 import pytest
 
 from generation.models import ModelEndpoint
@@ -14,7 +15,9 @@ def test_paste_manual_answers_completes_the_run(roles, client_for):
     asi, _ = load_library()
     manual = ModelEndpoint.objects.create(study=study, name="ChatGPT web", provider="manual", model_id="gpt-4o (chat)")
     ctx = services.empty_context_set(study)
-    run = runs.create_run(study, name="Manual", instrument=asi, context_set=ctx, endpoints=[manual], template_key="jung2025")
+    run = runs.create_run(
+        study, name="Manual", instrument=asi, context_set=ctx, endpoints=[manual], template_key="jung2025"
+    )
     runs.start(run)
     run.refresh_from_db()
     assert run.status == "running" and "Waiting for 22 manual answers" in run.message

@@ -1,5 +1,6 @@
 """Jung's concurrent validity inside the product: an ASI run and a reference-letters run in the same 10 persona
 contexts; the validation page's concurrent r equals the r computed here from the exported per-context scores."""
+
 import random
 import re
 
@@ -21,10 +22,34 @@ from stereoscope.builtin import load_builtins
 from .helpers import load_library
 
 pytestmark = pytest.mark.django_db
-AGENTIC = ["assertive", "confident", "ambitious", "independent", "leader", "strong", "outstanding", "excellent",
-           "talented", "brilliant", "skilled", "intelligent"]
-COMMUNAL = ["kind", "warm", "caring", "helpful", "friendly", "gentle", "hardworking", "dedicated", "reliable",
-            "meticulous", "thorough", "diligent"]
+AGENTIC = [
+    "assertive",
+    "confident",
+    "ambitious",
+    "independent",
+    "leader",
+    "strong",
+    "outstanding",
+    "excellent",
+    "talented",
+    "brilliant",
+    "skilled",
+    "intelligent",
+]
+COMMUNAL = [
+    "kind",
+    "warm",
+    "caring",
+    "helpful",
+    "friendly",
+    "gentle",
+    "hardworking",
+    "dedicated",
+    "reliable",
+    "meticulous",
+    "thorough",
+    "diligent",
+]
 NEUTRAL = ["the", "student", "project", "team", "year", "city", "course", "paper", "office", "report", "plan", "day"]
 
 
@@ -70,14 +95,17 @@ def test_concurrent_validity_end_to_end(roles, client_for, api_for, make_endpoin
     web = client_for(roles["users"]["researcher"])
     page = web.get(f"/studies/{study.pk}/questionnaires/contexts/{ctx.pk}/").content.decode()
     assert "Generate texts in these contexts" in page
-    r = web.post(f"/studies/{study.pk}/questionnaires/contexts/{ctx.pk}/generate/",
-                 {"name": "Letters in personas", "toolkit": toolkit.pk, "endpoints": [endpoint.pk], "trials": 1})
+    r = web.post(
+        f"/studies/{study.pk}/questionnaires/contexts/{ctx.pk}/generate/",
+        {"name": "Letters in personas", "toolkit": toolkit.pk, "endpoints": [endpoint.pk], "trials": 1},
+    )
     assert r.status_code == 302
     letters_run = GenerationRun.objects.get(name="Letters in personas")
     assert r.url.endswith(f"/runs/{letters_run.pk}/") and letters_run.context_source == "context set “10 personas”"
     with pytest.raises(services.PsychError, match="context set of this study"):
-        services.generation_run_in_contexts(study, name="x", context_set=services.empty_context_set(roles["b"]),
-                                            toolkit=toolkit, endpoints=[endpoint])
+        services.generation_run_in_contexts(
+            study, name="x", context_set=services.empty_context_set(roles["b"]), toolkit=toolkit, endpoints=[endpoint]
+        )
     assert gen_runs.plan(letters_run)["units_per_endpoint"] == 48 * 10
     gen_runs.start(letters_run)
     letters_run.refresh_from_db()
@@ -85,7 +113,9 @@ def test_concurrent_validity_end_to_end(roles, client_for, api_for, make_endpoin
     out = letters_run.outputs.filter(context_key=keys[0]).first()
     persona = ctx.contexts.get(key=keys[0]).persona
     assert fake_provider.requests_for(out.prompt_text)[0]["body"]["messages"][0] == {
-        "role": "system", "content": f"You are {persona}. Answer and behave accordingly."}
+        "role": "system",
+        "content": f"You are {persona}. Answer and behave accordingly.",
+    }
     assert letters_run.outputs.count() == 480
     assert set(letters_run.outputs.values_list("context_key", flat=True)) == set(keys)
     exported = list(output_rows(study, {"run_ids": [letters_run.pk]}))
@@ -120,11 +150,15 @@ def test_concurrent_validity_end_to_end(roles, client_for, api_for, make_endpoin
     assert bad.status_code == 400
 
 
-@pytest.mark.parametrize("contexts, message", [
-    ("persona", "must be a list"), ([{"persona": "a nurse"}], "needs a key"),
-    ([{"key": "a"}, {"key": "a"}], "appears twice"),
-    ([{"key": "a", "turns": [{"role": "system", "content": "x"}]}], "user|assistant"),
-])
+@pytest.mark.parametrize(
+    "contexts, message",
+    [
+        ("persona", "must be a list"),
+        ([{"persona": "a nurse"}], "needs a key"),
+        ([{"key": "a"}, {"key": "a"}], "appears twice"),
+        ([{"key": "a", "turns": [{"role": "system", "content": "x"}]}], "user|assistant"),
+    ],
+)
 def test_generation_contexts_are_validated(contexts, message):
     with pytest.raises(gen_runs.RunError, match=message):
         gen_runs.clean_contexts(contexts)
@@ -132,9 +166,13 @@ def test_generation_contexts_are_validated(contexts, message):
 
 def test_generation_messages_in_a_context():
     turns = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
-    run = GenerationRun(contexts=[{"key": "c1", "persona": "a judge", "turns": turns},
-                                  {"key": "c2", "persona": "", "turns": []}], system_prompt="")
+    run = GenerationRun(
+        contexts=[{"key": "c1", "persona": "a judge", "turns": turns}, {"key": "c2", "persona": "", "turns": []}],
+        system_prompt="",
+    )
     assert gen_runs.messages_for(run, "Write.", "c1") == [
         {"role": "system", "content": "You are a judge. Answer and behave accordingly."},
-        *turns, {"role": "user", "content": "Write."}]
+        *turns,
+        {"role": "user", "content": "Write."},
+    ]
     assert gen_runs.messages_for(run, "Write.", "c2") == [{"role": "user", "content": "Write."}]

@@ -1,5 +1,6 @@
 """A model-based judge as the last step of the extraction chain: only answers the rule chain leaves inconclusive
 or not present go to the judge endpoint; its calls are ProviderCalls with their own purpose."""
+
 import pytest
 
 from generation.models import ProviderCall
@@ -34,8 +35,15 @@ def test_judge_resolves_only_what_the_rules_left_open(study, make_endpoint, fake
     fake_provider.script([{"text": "It depends on the situation."}], match=f"Statement: {items[2].text}\n")
     fake_provider.script([{"text": "3"}, {"text": "NONE"}], match="You judge a survey answer")
     fake_provider.default = {"text": "2"}
-    run = runs.create_run(study, name="judged", instrument=asi, context_set=None, endpoints=[model],
-                          extractors=["number", "llm"], judge_endpoint=judge)
+    run = runs.create_run(
+        study,
+        name="judged",
+        instrument=asi,
+        context_set=None,
+        endpoints=[model],
+        extractors=["number", "llm"],
+        judge_endpoint=judge,
+    )
     assert runs.export_run_file(run)["extraction"]["judge_endpoint"] == "judge"
     runs.start(run)
     run.refresh_from_db()
@@ -57,9 +65,17 @@ def test_llm_step_needs_a_judge_endpoint_of_the_study(study, roles, make_endpoin
     asi, _ = load_library()
     model = make_endpoint(study, name="subject")
     with pytest.raises(PsychError, match="judge endpoint"):
-        runs.create_run(study, name="x", instrument=asi, context_set=None, endpoints=[model],
-                        extractors=["number", "llm"])
+        runs.create_run(
+            study, name="x", instrument=asi, context_set=None, endpoints=[model], extractors=["number", "llm"]
+        )
     foreign = make_endpoint(roles["b"], name="foreign")
     with pytest.raises(PsychError, match="judge endpoint belongs to another study"):
-        runs.create_run(study, name="x", instrument=asi, context_set=None, endpoints=[model],
-                        extractors=["number", "llm"], judge_endpoint=foreign)
+        runs.create_run(
+            study,
+            name="x",
+            instrument=asi,
+            context_set=None,
+            endpoints=[model],
+            extractors=["number", "llm"],
+            judge_endpoint=foreign,
+        )

@@ -1,5 +1,6 @@
 """Missing data: item–total r and α-if-item-deleted use the same cases as the subscale α they explain; every
 statistic reports its n. Reference values from pingouin (an independent implementation)."""
+
 import numpy as np
 import pandas as pd
 import pingouin as pg
@@ -14,8 +15,9 @@ from .test_pure import small_spec
 def data_with_gaps(seed=1, n=60):
     rng = np.random.default_rng(seed)
     trait = rng.normal(size=n)
-    frame = pd.DataFrame({f"i{j}": np.clip(np.round(2.5 + trait + rng.normal(scale=1.0, size=n)), 0, 5)
-                          for j in range(1, 5)})
+    frame = pd.DataFrame(
+        {f"i{j}": np.clip(np.round(2.5 + trait + rng.normal(scale=1.0, size=n)), 0, 5) for j in range(1, 5)}
+    )
     for col, rows in (("i1", [0, 1, 2, 3]), ("i2", [4, 5, 6]), ("i3", [7, 8]), ("i4", [9, 10, 11, 12, 13])):
         frame.loc[rows, col] = np.nan
     return frame

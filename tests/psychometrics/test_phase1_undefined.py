@@ -1,5 +1,6 @@
 """Fang Phase 1 statistics on constant, near-constant and tiny data: an undefined statistic is None with a note
 saying why (rendered "—"), never a number; defined ones still match scipy."""
+
 import re
 
 import numpy as np
@@ -20,8 +21,14 @@ DIMS = ("HS", "BS", "DS")
 
 
 def _long(score, models=3, subjects=2, dims=DIMS):
-    return pd.DataFrame([{"model": f"m{m}", "subject": f"m{m}-s{s}", "dimension": dim, "score": score(m, s, d)}
-                         for m in range(models) for s in range(subjects) for d, dim in enumerate(dims)])
+    return pd.DataFrame(
+        [
+            {"model": f"m{m}", "subject": f"m{m}-s{s}", "dimension": dim, "score": score(m, s, d)}
+            for m in range(models)
+            for s in range(subjects)
+            for d, dim in enumerate(dims)
+        ]
+    )
 
 
 def _deterministic():
@@ -47,8 +54,7 @@ def test_rm_anova_and_interaction_with_deterministic_models_are_undefined():
     assert rm_anova_dimensions(_deterministic())["F"] is not None
     # ... but the mixed ANOVA's error terms (repetitions within a model) have no variance.
     inter = model_by_dimension(_deterministic())
-    assert inter["rows"] and all(r["F"] is None and r["p"] is None and r["eta2_partial"] is None
-                                 for r in inter["rows"])
+    assert inter["rows"] and all(r["F"] is None and r["p"] is None and r["eta2_partial"] is None for r in inter["rows"])
     assert inter["note"]
 
 
@@ -92,9 +98,14 @@ def test_rm_anova_defined_on_noisy_data_with_pairwise_family():
 
 def test_report_prints_no_number_where_undefined():
     long = _long(lambda m, s, d: 4.0 + 0.5 * m + 0.25 * d)
-    g = {"midpoint": 4, "one_sample": [{"model": "m0", "score": "HS", **one_sample_t([4.0, 4.0], 4)}],
-         "anova": {"HS": anova_models(long.query("dimension == 'HS'"))}, "rm_anova": rm_anova_dimensions(long),
-         "interaction": model_by_dimension(long), "family": PAIRWISE_FAMILY}
+    g = {
+        "midpoint": 4,
+        "one_sample": [{"model": "m0", "score": "HS", **one_sample_t([4.0, 4.0], 4)}],
+        "anova": {"HS": anova_models(long.query("dimension == 'HS'"))},
+        "rm_anova": rm_anova_dimensions(long),
+        "interaction": model_by_dimension(long),
+        "family": PAIRWISE_FAMILY,
+    }
     html = render_to_string("psychometrics/_group_tests.html", {"g": g})
     text = re.sub(r"<[^>]+>", " ", html)
     assert "None" not in text and "F( ," not in text and "= ," not in text

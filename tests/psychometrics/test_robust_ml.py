@@ -4,6 +4,7 @@ No published lavaan MLM output for a dataset available here could be found and c
 implementation's internal consistency only: the algebraic identities of the scaling (c = 1 exactly when Γ is the
 normal-theory matrix), its behaviour on simulated normal and heavy-tailed data, scale invariance, and the formulas
 of the robust indices recomputed by hand."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -68,8 +69,9 @@ def test_scaling_is_scale_invariant_and_indices_follow_their_formulas():
     s = np.linspace(0.5, 5, 9)
     t = np.diag([s[i] * s[j] for i, j in validity._vech_index(9)])
     c = validity.satorra_bentler_scaling(validity.normal_theory_weight(sigma), delta, validity.empirical_gamma(x), 24)
-    c_scaled = validity.satorra_bentler_scaling(validity.normal_theory_weight(np.outer(s, s) * sigma), t @ delta,
-                                                validity.empirical_gamma(x * s), 24)
+    c_scaled = validity.satorra_bentler_scaling(
+        validity.normal_theory_weight(np.outer(s, s) * sigma), t @ delta, validity.empirical_gamma(x * s), 24
+    )
     assert c_scaled == pytest.approx(c, rel=1e-9) and c == pytest.approx(fit["scaling_factor"], rel=1e-6)
     c, t, df, n = fit["scaling_factor"], fit["chi2"], fit["df"], fit["n"]
     assert fit["chi2_scaled"] == pytest.approx(t / c)

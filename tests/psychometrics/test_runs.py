@@ -1,4 +1,5 @@
 """Questionnaire runs end to end against the fake provider server."""
+
 import statistics
 
 import pytest
@@ -25,8 +26,18 @@ def test_asi_end_to_end_20_personas_permuted_with_refusals(setup):
     asi, ctx, endpoint, study, fake = setup["asi"], setup["ctx"], setup["endpoint"], setup["study"], setup["fake"]
     assert ctx.contexts.count() == 20
     script_asi(fake, asi)
-    run = runs.create_run(study, name="ASI permuted", instrument=asi, context_set=ctx, endpoints=[endpoint],
-                          template_key="jung2025", option_order="permuted", order_seed=5, extractors=["number"], audit_per_model=30)
+    run = runs.create_run(
+        study,
+        name="ASI permuted",
+        instrument=asi,
+        context_set=ctx,
+        endpoints=[endpoint],
+        template_key="jung2025",
+        option_order="permuted",
+        order_seed=5,
+        extractors=["number"],
+        audit_per_model=30,
+    )
     runs.start(run)
     run.refresh_from_db()
     assert run.status == "completed", run.message
@@ -34,7 +45,10 @@ def test_asi_end_to_end_20_personas_permuted_with_refusals(setup):
     assert len(responses) == 22 * 20 and ProviderCall.objects.filter(purpose="psychometrics").count() == 440
     # every prompt is a fresh conversation: system persona, then the item
     r0 = responses[0]
-    assert r0.messages[0] == {"role": "system", "content": f"You are {r0.context.persona}. Answer and behave accordingly."}
+    assert r0.messages[0] == {
+        "role": "system",
+        "content": f"You are {r0.context.persona}. Answer and behave accordingly.",
+    }
     assert len(r0.messages) == 2
     # the permutation is stored, differs between prompts, and the answer maps back to the original option
     assert len({tuple(r.permutation) for r in responses}) > 50
@@ -61,7 +75,9 @@ def test_asi_end_to_end_20_personas_permuted_with_refusals(setup):
     subs = {}
     for r in responses:
         if r.value is not None:
-            subs.setdefault((r.item.subscale, r.context.key), []).append(5 - r.value if r.item.item_id in reverse else r.value)
+            subs.setdefault((r.item.subscale, r.context.key), []).append(
+                5 - r.value if r.item.item_id in reverse else r.value
+            )
     for name in ("HS", "BS"):  # a subscale score needs ≥ 50% of its 11 items (6)
         means = [sum(v) / len(v) for (s, _), v in subs.items() if s == name and len(v) >= 6]
         assert model["analysis"]["descriptives"][name]["mean"] == pytest.approx(statistics.mean(means))
@@ -78,7 +94,9 @@ def test_resume_only_runs_missing_units(setup):
     fake.default = {"text": "2"}
     run = runs.create_run(study, name="R", instrument=asi, context_set=ctx, endpoints=[endpoint])
     runs.materialize(run)
-    Response.objects.filter(run=run).exclude(pk__in=list(run.responses.values_list("pk", flat=True)[:100])).update(status="done", value=2, extraction="ok")
+    Response.objects.filter(run=run).exclude(pk__in=list(run.responses.values_list("pk", flat=True)[:100])).update(
+        status="done", value=2, extraction="ok"
+    )
     calls = len(fake.requests)
     runs.start(run)
     assert len(fake.requests) - calls == 100
@@ -92,7 +110,9 @@ def test_failed_units_recorded_and_retried(setup):
     item = asi.items.get(item_id="5")
     fake.default = {"text": "1"}
     fake.script([{"status": 400, "message": "bad"}] * 3, match=item.text)
-    one = services.import_contexts(study, "three", '{"persona": "a nurse"}\n{"persona": "a pilot"}\n{"persona": "a cook"}\n')
+    one = services.import_contexts(
+        study, "three", '{"persona": "a nurse"}\n{"persona": "a pilot"}\n{"persona": "a cook"}\n'
+    )
     run = runs.create_run(study, name="F", instrument=asi, context_set=one, endpoints=[endpoint])
     runs.start(run)
     assert run.responses.filter(status="failed").count() == 3
@@ -105,17 +125,28 @@ def test_run_validation_messages(setup, roles):
     with pytest.raises(PsychError, match="Choose at least one model endpoint"):
         runs.create_run(study, name="x", instrument=asi, context_set=ctx, endpoints=[])
     with pytest.raises(PsychError, match="cannot change"):
-        runs.create_run(study, name="x", instrument=asi, context_set=ctx, endpoints=[endpoint], template_key="fang2025",
-                        option_order="permuted")
+        runs.create_run(
+            study,
+            name="x",
+            instrument=asi,
+            context_set=ctx,
+            endpoints=[endpoint],
+            template_key="fang2025",
+            option_order="permuted",
+        )
     with pytest.raises(PsychError, match="states a 1–7 scale"):
         runs.create_run(study, name="x", instrument=asi, context_set=ctx, endpoints=[endpoint], template_key="fang2025")
     with pytest.raises(PsychError, match="Unknown extractor"):
         runs.create_run(study, name="x", instrument=asi, context_set=ctx, endpoints=[endpoint], extractors=["magic"])
     with pytest.raises(PsychError, match="Repetitions"):
         runs.create_run(study, name="x", instrument=asi, context_set=ctx, endpoints=[endpoint], repetitions=0)
-    bare = services.import_contexts(study, "turns", '{"turns": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hey"}]}\n')
+    bare = services.import_contexts(
+        study, "turns", '{"turns": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hey"}]}\n'
+    )
     with pytest.raises(PsychError, match="needs a persona"):
-        runs.create_run(study, name="x", instrument=asi, context_set=bare, endpoints=[endpoint], template_key="rupsycho_json")
+        runs.create_run(
+            study, name="x", instrument=asi, context_set=bare, endpoints=[endpoint], template_key="rupsycho_json"
+        )
     other = services.empty_context_set(roles["b"])
     with pytest.raises(PsychError, match="another study"):
         runs.create_run(study, name="x", instrument=asi, context_set=other, endpoints=[endpoint])
@@ -125,18 +156,33 @@ def test_run_validation_messages(setup, roles):
 def test_run_file_round_trip_and_prior_turns(setup):
     asi, endpoint, study, fake = setup["asi"], setup["endpoint"], setup["study"], setup["fake"]
     fake.default = {"text": '{"answer": "agree somewhat"}'}
-    ctx = services.import_contexts(study, "arena", '{"key": "c1", "conversation": [{"role": "user", "content": "Write a sonnet about cats."}, '
-                                                   '{"role": "assistant", "content": "You are my love"}]}\n')
-    run = runs.create_run(study, name="Arena", instrument=asi, context_set=ctx, endpoints=[endpoint], template_key="custom",
-                          custom_user="{statement}\n{options}", option_order="reversed", extractors=["json", "number"])
+    ctx = services.import_contexts(
+        study,
+        "arena",
+        '{"key": "c1", "conversation": [{"role": "user", "content": "Write a sonnet about cats."}, '
+        '{"role": "assistant", "content": "You are my love"}]}\n',
+    )
+    run = runs.create_run(
+        study,
+        name="Arena",
+        instrument=asi,
+        context_set=ctx,
+        endpoints=[endpoint],
+        template_key="custom",
+        custom_user="{statement}\n{options}",
+        option_order="reversed",
+        extractors=["json", "number"],
+    )
     data = runs.export_run_file(run)
     again = runs.create_run_from_file(study, data, name="Arena again")
     assert runs.export_run_file(again) == {**data, "name": "Arena again"}
     runs.start(again)
     r = again.responses.first()
     assert [m["role"] for m in r.messages] == ["user", "assistant", "user"]
-    assert r.messages[-1]["content"].endswith("0 agree strongly\n1 agree somewhat\n2 agree slightly\n3 disagree slightly\n"
-                                              "4 disagree somewhat\n5 disagree strongly")
+    assert r.messages[-1]["content"].endswith(
+        "0 agree strongly\n1 agree somewhat\n2 agree slightly\n3 disagree slightly\n"
+        "4 disagree somewhat\n5 disagree strongly"
+    )
     assert set(again.responses.values_list("value", flat=True)) == {float(ASI_LABELS.index("agree somewhat"))}
     with pytest.raises(PsychError, match="No context set"):
         runs.create_run_from_file(study, {**data, "context_set": "nope"})
@@ -172,7 +218,9 @@ def test_jung_validation_gate_with_alternate_order_and_convergent_runs(setup, ma
     from psychometrics.models import Instrument
 
     asi, study, fake = setup["asi"], setup["study"], setup["fake"]
-    ctx = services.import_contexts(study, "twenty", "".join(f'{{"key": "k{i:02d}", "persona": "person {i}"}}\n' for i in range(20)))
+    ctx = services.import_contexts(
+        study, "twenty", "".join(f'{{"key": "k{i:02d}", "persona": "person {i}"}}\n' for i in range(20))
+    )
     ep = make_endpoint(study, name="seq", model_id="seq-model", max_concurrency=1)
     alt = Instrument.objects.get(builtin_key="asi-alternate-jung2025")
     mss = Instrument.objects.get(builtin_key="mss-jung2025")
@@ -199,7 +247,9 @@ def test_jung_validation_gate_with_alternate_order_and_convergent_runs(setup, ma
     alt_run = runs.create_run(study, name="alt", instrument=alt, context_set=ctx, endpoints=[ep])
     runs.start(alt_run)
     script(asi, "Statement: ", reverse_codes=True)
-    order_run = runs.create_run(study, name="order", instrument=asi, context_set=ctx, endpoints=[ep], option_order="reversed")
+    order_run = runs.create_run(
+        study, name="order", instrument=asi, context_set=ctx, endpoints=[ep], option_order="reversed"
+    )
     runs.start(order_run)
     script(mss, "Statement: ", lo=1, hi=5)
     conv = runs.create_run(study, name="mss", instrument=mss, context_set=ctx, endpoints=[ep])
@@ -219,8 +269,9 @@ def test_permutations_do_not_depend_on_database_ids(setup, make_endpoint):
     from stereoscope.models import Study
 
     asi, ctx, endpoint, study = setup["asi"], setup["ctx"], setup["endpoint"], setup["study"]
-    first = runs.create_run(study, name="A", instrument=asi, context_set=ctx, endpoints=[endpoint],
-                            option_order="permuted", order_seed=11)
+    first = runs.create_run(
+        study, name="A", instrument=asi, context_set=ctx, endpoints=[endpoint], option_order="permuted", order_seed=11
+    )
     runs.materialize(first)
     other = Study.objects.create(name="Elsewhere")
     for n in range(3):  # shift the primary keys of the second installation's endpoints and contexts
@@ -229,12 +280,15 @@ def test_permutations_do_not_depend_on_database_ids(setup, make_endpoint):
     ctx2 = services.contexts_from_personas(other, "20 personas", personas, n=20, seed=42)
     twin = make_endpoint(other, name="fake-gpt", model_id="fake-gpt", default_params={"temperature": 0})
     assert twin.pk != endpoint.pk
-    second = runs.create_run(other, name="A", instrument=asi, context_set=ctx2, endpoints=[twin],
-                             option_order="permuted", order_seed=11)
+    second = runs.create_run(
+        other, name="A", instrument=asi, context_set=ctx2, endpoints=[twin], option_order="permuted", order_seed=11
+    )
     runs.materialize(second)
 
     def rendered(run):
-        return sorted((r.context.key, r.item.item_id, r.repetition, tuple(r.permutation), str(r.messages))
-                      for r in run.responses.select_related("context", "item"))
+        return sorted(
+            (r.context.key, r.item.item_id, r.repetition, tuple(r.permutation), str(r.messages))
+            for r in run.responses.select_related("context", "item")
+        )
 
     assert rendered(first) == rendered(second)

@@ -1,4 +1,5 @@
 """A questionnaire run in batch mode: the same messages as live, answers extracted by the run's usual sink."""
+
 import pytest
 
 from generation import batches
@@ -15,24 +16,41 @@ def test_asi_run_in_batch_mode(study, make_endpoint, fake_provider, settings, ma
     settings.BATCH_MAX_REQUESTS = 50
     asi, personas = load_library()
     ctx = services.contexts_from_personas(study, "5 personas", personas, n=5, seed=42)
-    endpoint = make_endpoint(study, "openai", name="fake-gpt", model_id="fake-gpt", default_params={"temperature": 0},
-                             batch_enabled=True)
+    endpoint = make_endpoint(
+        study, "openai", name="fake-gpt", model_id="fake-gpt", default_params={"temperature": 0}, batch_enabled=True
+    )
     script_asi(fake_provider, asi)
     plain = make_endpoint(study, "openai", name="plain")
     with pytest.raises(PsychError, match="Batch mode is not allowed on: plain"):
-        runs.create_run(study, name="no", instrument=asi, context_set=ctx, endpoints=[plain], extractors=["number"],
-                        execution_mode="batch")
-    run = runs.create_run(study, name="ASI batched", instrument=asi, context_set=ctx, endpoints=[endpoint],
-                          template_key="jung2025", option_order="permuted", order_seed=5, extractors=["number"],
-                          audit_per_model=10, execution_mode="batch")
+        runs.create_run(
+            study,
+            name="no",
+            instrument=asi,
+            context_set=ctx,
+            endpoints=[plain],
+            extractors=["number"],
+            execution_mode="batch",
+        )
+    run = runs.create_run(
+        study,
+        name="ASI batched",
+        instrument=asi,
+        context_set=ctx,
+        endpoints=[endpoint],
+        template_key="jung2025",
+        option_order="permuted",
+        order_seed=5,
+        extractors=["number"],
+        audit_per_model=10,
+        execution_mode="batch",
+    )
     runs.start(run)
     run.refresh_from_db()
     assert run.status == "running" and "Waiting for 3 batches" in run.message  # 110 units, 50 per batch
     bodies = fake_provider.batches.bodies()
     responses = {f"response-{r.pk}": r for r in run.responses.all()}
     assert set(bodies) == set(responses)
-    assert all(body["messages"] == responses[cid].messages and body["temperature"] == 0
-               for cid, body in bodies.items())
+    assert all(body["messages"] == responses[cid].messages and body["temperature"] == 0 for cid, body in bodies.items())
     batches.poll_open_batches()
     from stereoscope.models import Membership
 
@@ -49,7 +67,8 @@ def test_asi_run_in_batch_mode(study, make_endpoint, fake_provider, settings, ma
         assert (r.extraction, r.value) == (("refused", None) if expected is None else ("ok", expected))
     calls = ProviderCall.objects.filter(purpose="psychometrics")
     assert calls.count() == 110 and set(calls.values_list("batch_id", flat=True)) == set(
-        ProviderBatch.objects.filter(job_kind="psychometrics.run").values_list("provider_batch_id", flat=True))
+        ProviderBatch.objects.filter(job_kind="psychometrics.run").values_list("provider_batch_id", flat=True)
+    )
 
 
 def test_the_judge_step_follows_the_last_batch(study, make_endpoint, fake_provider):
@@ -60,8 +79,16 @@ def test_the_judge_step_follows_the_last_batch(study, make_endpoint, fake_provid
     fake_provider.script([{"text": "It depends on the situation."}], match=f"Statement: {items[2].text}\n")
     fake_provider.script([{"text": "3"}], match="You judge a survey answer")
     fake_provider.default = {"text": "2"}
-    run = runs.create_run(study, name="judged in batch", instrument=asi, context_set=None, endpoints=[model],
-                          extractors=["number", "llm"], judge_endpoint=judge, execution_mode="batch")
+    run = runs.create_run(
+        study,
+        name="judged in batch",
+        instrument=asi,
+        context_set=None,
+        endpoints=[model],
+        extractors=["number", "llm"],
+        judge_endpoint=judge,
+        execution_mode="batch",
+    )
     runs.start(run)
     assert not ProviderCall.objects.filter(purpose="psychometrics_judge").exists()  # nothing to judge yet
     batches.poll_open_batches()

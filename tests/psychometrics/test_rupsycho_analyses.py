@@ -1,5 +1,6 @@
 """R.U.Psycho's analyses inside the product: persona attributes exported and compared (Welch t / ANOVA with effect
 sizes), the rendered prompt exported per response, and the prompt-variant table (invalid / refused / inconclusive)."""
+
 import json
 
 import pytest
@@ -20,8 +21,16 @@ def finished(study, make_endpoint, fake_provider):
     ctx = services.contexts_from_personas(study, "personas", personas, n=16, seed=3)
     endpoint = make_endpoint(study, name="fake-gpt", model_id="fake-gpt", default_params={"temperature": 0})
     script_asi(fake_provider, asi, per_item=16, refusal_every=7)
-    run = runs.create_run(study, name="ASI", instrument=asi, context_set=ctx, endpoints=[endpoint],
-                          template_key="jung2025", extractors=["number"], audit_per_model=0)
+    run = runs.create_run(
+        study,
+        name="ASI",
+        instrument=asi,
+        context_set=ctx,
+        endpoints=[endpoint],
+        template_key="jung2025",
+        extractors=["number"],
+        audit_per_model=0,
+    )
     runs.start(run)
     run.refresh_from_db()
     assert run.status == "completed", run.message
@@ -52,7 +61,11 @@ def test_scores_compared_across_each_persona_attribute(finished):
     if len(groups) == 2:
         a, b = groups.values()
         ref = stats.ttest_ind(a, b, equal_var=False)
-        assert row["test"] == "Welch t" and row["t"] == pytest.approx(ref.statistic) and row["p"] == pytest.approx(ref.pvalue)
+        assert (
+            row["test"] == "Welch t"
+            and row["t"] == pytest.approx(ref.statistic)
+            and row["p"] == pytest.approx(ref.pvalue)
+        )
     else:
         ref = stats.f_oneway(*groups.values())
         assert row["test"] == "one-way ANOVA" and row["F"] == pytest.approx(ref.statistic)

@@ -1,4 +1,5 @@
 """Pages and API: roles, bad input, escaping, exports."""
+
 import csv
 import io
 import json
@@ -23,8 +24,15 @@ def done_run(roles, make_endpoint, fake_provider):
     ctx = services.contexts_from_personas(study, "five", personas, n=5, seed=1)
     endpoint = make_endpoint(study, name="ep", model_id="m-1")
     fake_provider.default = {"text": f"3 {XSS}"}
-    run = runs.create_run(study, name="Run <b>1</b>", instrument=asi, context_set=ctx, endpoints=[endpoint],
-                          option_order="permuted", audit_per_model=10)
+    run = runs.create_run(
+        study,
+        name="Run <b>1</b>",
+        instrument=asi,
+        context_set=ctx,
+        endpoints=[endpoint],
+        option_order="permuted",
+        audit_per_model=10,
+    )
     runs.start(run)
     run.refresh_from_db()
     return run
@@ -34,11 +42,20 @@ def test_pages_render_for_viewer_roles_and_escape_model_text(done_run, roles, cl
     study = roles["a"]
     web = client_for(roles["users"]["coder"])
     base = f"/studies/{study.pk}/questionnaires/"
-    for url in ["", "personas/", f"runs/{done_run.pk}/", f"runs/{done_run.pk}/report/", f"runs/{done_run.pk}/responses/",
-                f"runs/{done_run.pk}/audit/", f"runs/compare/?a={done_run.pk}&b={done_run.pk}&kind=option_order",
-                f"instruments/{done_run.instrument_id}/", f"contexts/{done_run.context_set_id}/",
-                f"validation/?run={done_run.pk}&option_order={done_run.pk}", "validation/?run=abc",
-                f"personas/{PersonaSet.objects.get(builtin_key='rupsycho-personas').pk}/"]:
+    for url in [
+        "",
+        "personas/",
+        f"runs/{done_run.pk}/",
+        f"runs/{done_run.pk}/report/",
+        f"runs/{done_run.pk}/responses/",
+        f"runs/{done_run.pk}/audit/",
+        f"runs/compare/?a={done_run.pk}&b={done_run.pk}&kind=option_order",
+        f"instruments/{done_run.instrument_id}/",
+        f"contexts/{done_run.context_set_id}/",
+        f"validation/?run={done_run.pk}&option_order={done_run.pk}",
+        "validation/?run=abc",
+        f"personas/{PersonaSet.objects.get(builtin_key='rupsycho-personas').pk}/",
+    ]:
         r = web.get(base + url)
         assert r.status_code == 200, url
         body = r.content.decode()
@@ -46,7 +63,7 @@ def test_pages_render_for_viewer_roles_and_escape_model_text(done_run, roles, cl
     body = web.get(base + f"runs/{done_run.pk}/responses/").content.decode()
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in body
     report = web.get(base + f"runs/{done_run.pk}/report/").content.decode()
-    assert "Missing data:" in report and "<svg class=\"hist\"" in report and "Stratified α" in report
+    assert "Missing data:" in report and '<svg class="hist"' in report and "Stratified α" in report
     # coders may not launch or export
     assert web.post(base + f"runs/{done_run.pk}/start/").status_code == 403
     assert web.get(base + f"runs/{done_run.pk}/export/responses.csv").status_code == 403
@@ -97,20 +114,37 @@ def test_persona_and_context_pages(roles, client_for):
     study = roles["a"]
     web = client_for(roles["users"]["researcher"])
     base = f"/studies/{study.pk}/questionnaires/"
-    r = web.post(base + "personas/generate/", {"name": "g", "template": "{title} {surname}",
-                                               "attributes": '{"title": ["Mr.", "Ms."], "surname": ["Kim", "Lu"]}'}, follow=True)
+    r = web.post(
+        base + "personas/generate/",
+        {
+            "name": "g",
+            "template": "{title} {surname}",
+            "attributes": '{"title": ["Mr.", "Ms."], "surname": ["Kim", "Lu"]}',
+        },
+        follow=True,
+    )
     ps = PersonaSet.objects.get(study=study, name="g")
     assert ps.personas.count() == 4
-    r = web.post(base + "personas/generate/", {"name": "h", "template": "{title} {name}", "attributes": '{"title": ["Mr."]}'}, follow=True)
+    r = web.post(
+        base + "personas/generate/",
+        {"name": "h", "template": "{title} {name}", "attributes": '{"title": ["Mr."]}'},
+        follow=True,
+    )
     assert "Nothing generated" in r.content.decode() and not PersonaSet.objects.filter(name="h").exists()
     web.post(base + f"personas/{ps.pk}/twins/")
     assert ps.personas.count() == 4  # Mr. Kim ↔ Ms. Kim exist already: linked, not duplicated
     kim = ps.personas.get(text="Mr. Kim")
     assert kim.twin.text == "Ms. Kim" and kim.twin.twin_id == kim.pk
-    web.post(base + "personas/import/", {"name": "nurses", "file": _file(b'{"text": "a nurse who loves her job"}\n', "p.jsonl")})
+    web.post(
+        base + "personas/import/",
+        {"name": "nurses", "file": _file(b'{"text": "a nurse who loves her job"}\n', "p.jsonl")},
+    )
     nurses = PersonaSet.objects.get(name="nurses")
     web.post(base + f"personas/{nurses.pk}/twins/")
-    assert sorted(nurses.personas.values_list("text", flat=True)) == ["a nurse who loves her job", "a nurse who loves his job"]
+    assert sorted(nurses.personas.values_list("text", flat=True)) == [
+        "a nurse who loves her job",
+        "a nurse who loves his job",
+    ]
     p = ps.personas.first()
     r = web.post(base + f"include/persona/{p.pk}/", {"included": "0", "reason": ""}, follow=True)
     assert "reason is required" in r.content.decode()
@@ -138,11 +172,26 @@ def test_run_form_errors(roles, client_for, make_endpoint):
     ctx = services.empty_context_set(study)
     ep = make_endpoint(study)
     web = client_for(roles["users"]["researcher"])
-    r = web.post(f"/studies/{study.pk}/questionnaires/runs/new/", {
-        "name": "x", "instrument": asi.pk, "context_set": ctx.pk, "endpoints": [ep.pk], "repetitions": 1,
-        "template_key": "fang2025", "option_format": "lines", "option_order": "permuted", "option_numbering": "position",
-        "order_seed": 0, "extractors": "number, bogus", "refusal_policy": "fallback", "json_field": "answer",
-        "param_overrides": "{", "audit_per_model": 10})
+    r = web.post(
+        f"/studies/{study.pk}/questionnaires/runs/new/",
+        {
+            "name": "x",
+            "instrument": asi.pk,
+            "context_set": ctx.pk,
+            "endpoints": [ep.pk],
+            "repetitions": 1,
+            "template_key": "fang2025",
+            "option_format": "lines",
+            "option_order": "permuted",
+            "option_numbering": "position",
+            "order_seed": 0,
+            "extractors": "number, bogus",
+            "refusal_policy": "fallback",
+            "json_field": "answer",
+            "param_overrides": "{",
+            "audit_per_model": 10,
+        },
+    )
     body = r.content.decode()
     assert r.status_code == 200 and "Unknown extractor" in body and "Not valid JSON" in body
     assert not QuestionnaireRun.objects.exists()
@@ -163,12 +212,32 @@ def test_api_end_to_end(roles, api_for, make_endpoint, fake_provider):
     assert r.status_code == 201 and len(r.json()["contexts"]) == 3
     cs_id = r.json()["id"]
     fake_provider.default = {"text": '{"answer": "agree somewhat"}'}
-    bad = api.post(base + "questionnaire-runs/", {"name": "r", "instrument": asi.pk, "context_set": cs_id, "endpoints": [ep.pk],
-                                                  "template_key": "fang2025", "option_order": "reversed"}, format="json")
+    bad = api.post(
+        base + "questionnaire-runs/",
+        {
+            "name": "r",
+            "instrument": asi.pk,
+            "context_set": cs_id,
+            "endpoints": [ep.pk],
+            "template_key": "fang2025",
+            "option_order": "reversed",
+        },
+        format="json",
+    )
     assert bad.status_code == 400 and "cannot change" in bad.json()["detail"]
-    r = api.post(base + "questionnaire-runs/", {"name": "r", "instrument": asi.pk, "context_set": cs_id, "endpoints": [ep.pk],
-                                                "template_key": "rupsycho_json", "option_order": "reversed",
-                                                "extractors": ["json", "label"]}, format="json")
+    r = api.post(
+        base + "questionnaire-runs/",
+        {
+            "name": "r",
+            "instrument": asi.pk,
+            "context_set": cs_id,
+            "endpoints": [ep.pk],
+            "template_key": "rupsycho_json",
+            "option_order": "reversed",
+            "extractors": ["json", "label"],
+        },
+        format="json",
+    )
     assert r.status_code == 201, r.json()
     run_id = r.json()["id"]
     r = api.post(base + f"questionnaire-runs/{run_id}/start/")
@@ -180,9 +249,16 @@ def test_api_end_to_end(roles, api_for, make_endpoint, fake_provider):
     rid = responses["results"][0]["id"]
     assert responses["results"][0]["value"] == 4.0
     coder = api_for(roles["users"]["coder"])
-    assert coder.post(base + f"questionnaire-responses/{rid}/audit/", {"correct": True}, format="json").status_code == 200
+    assert (
+        coder.post(base + f"questionnaire-responses/{rid}/audit/", {"correct": True}, format="json").status_code == 200
+    )
     assert coder.post(base + "questionnaire-runs/", {}, format="json").status_code == 403
-    assert coder.post(base + f"questionnaire-responses/{rid}/audit/", {"correct": True, "corrected_value": 99}, format="json").status_code == 400
+    assert (
+        coder.post(
+            base + f"questionnaire-responses/{rid}/audit/", {"correct": True, "corrected_value": 99}, format="json"
+        ).status_code
+        == 400
+    )
     cmp = api.get(base + f"questionnaire-runs/{run_id}/compare/?other={run_id}&kind=option_order").json()
     assert cmp["rows"][0]["n"] == 3
     assert api.get(base + f"questionnaire-runs/{run_id}/compare/?other=x").status_code == 400

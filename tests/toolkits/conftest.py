@@ -33,6 +33,7 @@ def phase3(db):
 @pytest.fixture
 def lock_with_run():
     """Lock a toolkit the way the platform does: a generation run uses it."""
+
     def lock(toolkit):
         from generation.models import GenerationRun
         from generation.toolkit_services import TOOLKITS

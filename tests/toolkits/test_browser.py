@@ -1,5 +1,6 @@
 """In Chromium: open the built-in Phase 3 toolkit, copy it into a study, edit an item, add a slot,
 see the expansion preview, derive a twin, export JSON."""
+
 import json
 
 import pytest
@@ -65,7 +66,9 @@ def test_phase3_copy_edit_slot_preview_twin_export(page, login, make_user, tmp_p
     # Reorder with htmx: the twin moves up one place without a page load.
     page.evaluate("window.__marker = 1")
     page.click("#item-31 button[title='Move up']")
-    page.wait_for_function("document.querySelector('#item-30') && document.querySelector('#item-30').innerText.includes('twin of item 1')")
+    page.wait_for_function(
+        "document.querySelector('#item-30') && document.querySelector('#item-30').innerText.includes('twin of item 1')"
+    )
     assert page.evaluate("window.__marker") == 1
 
     # Export JSON.

@@ -1,4 +1,5 @@
 """toolkit_import / toolkit_export commands: round trip, clear errors, nothing half-imported."""
+
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -30,7 +31,9 @@ def test_import_errors_name_the_lines_and_save_nothing(roles, tmp_path):
     good.write_text("number,text\n1,Hello.\n", encoding="utf-8")
     with pytest.raises(CommandError, match="Cannot tell the format"):
         call_command("toolkit_import", roles["a"].pk, str(good))
-    call_command("toolkit_import", roles["a"].pk, str(good), "--format", "csv", "--name", "Plain", stdout=open("/dev/null", "w"))
+    call_command(
+        "toolkit_import", roles["a"].pk, str(good), "--format", "csv", "--name", "Plain", stdout=open("/dev/null", "w")
+    )
     assert Toolkit.objects.get(study=roles["a"], name="Plain").items.get().text == "Hello."
     with pytest.raises(CommandError, match="No study with id"):
         call_command("toolkit_import", 999999, str(good))

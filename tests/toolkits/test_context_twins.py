@@ -1,4 +1,5 @@
 """swap_gender as other apps use it: persona/context texts (psychometrics), both directions, idempotent pairs."""
+
 from generation.counterfactual import parse_name_pairs, swap_gender, swap_template
 
 

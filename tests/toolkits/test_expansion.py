@@ -13,15 +13,21 @@ LETTER = "Generate a detailed reference letter for {name}, a {age} year old {gen
 
 def test_cartesian_product_with_item_override(make_toolkit):
     toolkit = make_toolkit(
-        items=[{"number": 1, "text": "{subject} worked as {context}."},
-               {"number": 2, "text": "{subject} was known for {context}.", "slots": {"context": ["kindness"]}},
-               {"number": 3, "text": "No slots."}],
+        items=[
+            {"number": 1, "text": "{subject} worked as {context}."},
+            {"number": 2, "text": "{subject} was known for {context}.", "slots": {"context": ["kindness"]}},
+            {"number": 3, "text": "No slots."},
+        ],
         slots={"subject": ["The woman", "The man"], "context": ["a nurse", "a pilot", "a chef"], "unused": ["x", "y"]},
     )
     units = list(expand_units(toolkit))
     assert count_units(toolkit) == len(units) == 6 + 2 + 1
     prompts = [u.prompt for u in units]
-    assert prompts[:3] == ["The woman worked as a nurse.", "The woman worked as a pilot.", "The woman worked as a chef."]
+    assert prompts[:3] == [
+        "The woman worked as a nurse.",
+        "The woman worked as a pilot.",
+        "The woman worked as a chef.",
+    ]
     assert prompts[6:8] == ["The woman was known for kindness.", "The man was known for kindness."]
     assert units[-1].slot_values == {} and units[-1].variant_key == ""  # unused toolkit slots do not multiply it
     assert len({(u.item.number, u.variant_key) for u in units}) == len(units)
@@ -45,7 +51,8 @@ def test_listed_combinations_cross_remaining_slots(make_toolkit):
 def test_item_combinations_replace_toolkit_combinations(make_toolkit):
     toolkit = make_toolkit(
         items=[{"number": 1, "text": "{subject} is {adj}.", "combinations": [{"subject": "Die Frau", "adj": "klug"}]}],
-        slots={"adj": ["kind", "brave"]}, combinations=[{"subject": "The woman"}, {"subject": "The man"}],
+        slots={"adj": ["kind", "brave"]},
+        combinations=[{"subject": "The woman"}, {"subject": "The man"}],
     )
     assert [u.prompt for u in expand_units(toolkit)] == ["Die Frau is klug."]
 
@@ -66,8 +73,9 @@ def test_unknown_slot_names_the_item(make_toolkit):
 
 
 def test_locked_toolkit_edits_go_to_a_new_version(make_toolkit):
-    toolkit = make_toolkit(items=[{"number": 1, "text": "A {x}", "dimension": "D"}, {"number": 2, "text": "B"}],
-                           slots={"x": ["1"]})
+    toolkit = make_toolkit(
+        items=[{"number": 1, "text": "A {x}", "dimension": "D"}, {"number": 2, "text": "B"}], slots={"x": ["1"]}
+    )
     twin = toolkit.items.get(number=2)
     twin.counterfactual_of = toolkit.items.get(number=1)
     twin.save()

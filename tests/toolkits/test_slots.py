@@ -11,7 +11,12 @@ from generation.slots import (
 
 
 def test_parse_slots_in_order_without_repeats():
-    assert parse_slots("Letter for {name}, a {age} year old {gender} {occupation}. {name}!") == ["name", "age", "gender", "occupation"]
+    assert parse_slots("Letter for {name}, a {age} year old {gender} {occupation}. {name}!") == [
+        "name",
+        "age",
+        "gender",
+        "occupation",
+    ]
     assert parse_slots("No slots here.") == []
 
 
@@ -25,12 +30,15 @@ def test_unknown_slot_names_the_known_ones():
         render("{name} {age} {occupation}", {"name": "Kelly", "age": "20"})
 
 
-@pytest.mark.parametrize("text, message", [
-    ("Hello {name", "Invalid placeholder"),
-    ("Hello {first name}", "Invalid placeholder '{first name}'"),
-    ("Hello {1st}", "Invalid placeholder"),
-    ("Hello name}", "Unmatched '}'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("Hello {name", "Invalid placeholder"),
+        ("Hello {first name}", "Invalid placeholder '{first name}'"),
+        ("Hello {1st}", "Invalid placeholder"),
+        ("Hello name}", "Unmatched '}'"),
+    ],
+)
 def test_stray_braces_are_errors(text, message):
     with pytest.raises(SlotError, match=message):
         parse_slots(text)
@@ -43,8 +51,13 @@ def test_escape_braces_round_trips_through_render():
 
 def test_slot_values_are_validated_and_stringified():
     assert normalize_slot_values({"age": [20, 40], "name": "Kelly"}) == {"age": ["20", "40"], "name": ["Kelly"]}
-    for bad, message in [([1], "must be an object"), ({"a b": ["x"]}, "not a valid slot name"), ({"a": []}, "non-empty list"),
-                         ({"a": ["x", "x"]}, "twice"), ({"a": [None]}, "not text or a number")]:
+    for bad, message in [
+        ([1], "must be an object"),
+        ({"a b": ["x"]}, "not a valid slot name"),
+        ({"a": []}, "non-empty list"),
+        ({"a": ["x", "x"]}, "twice"),
+        ({"a": [None]}, "not text or a number"),
+    ]:
         with pytest.raises(SlotError, match=message):
             normalize_slot_values(bad)
 

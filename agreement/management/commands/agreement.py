@@ -1,4 +1,5 @@
 """manage.py agreement --input FILE.csv --level nominal --format json  (or --study ID for a study's codings)."""
+
 import json
 import sys
 
@@ -8,7 +9,9 @@ from stereoscope import agreement_stats as ag
 
 
 class Command(BaseCommand):
-    help = "Inter-rater agreement from a CSV with the columns unit,rater,value (empty value = missing), or from a study."
+    help = (
+        "Inter-rater agreement from a CSV with the columns unit,rater,value (empty value = missing), or from a study."
+    )
     requires_system_checks = []  # a read-only computation; the URL checks alone import every app's API (~1.4 s)
 
     def add_arguments(self, parser):
@@ -17,12 +20,16 @@ class Command(BaseCommand):
         source.add_argument("--study", type=int, help="Compute from a study's codings and verdicts instead of a file.")
         parser.add_argument("--level", default="nominal", choices=ag.LEVELS)
         parser.add_argument("--format", default="json", choices=["json", "text"])
-        parser.add_argument("--bootstrap", type=int, default=1000, help="Bootstrap resamples for the 95%% CIs (0 = none).")
+        parser.add_argument(
+            "--bootstrap", type=int, default=1000, help="Bootstrap resamples for the 95%% CIs (0 = none)."
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--code", type=int, help="With --study: one code id.")
         parser.add_argument("--dimension", type=int, help="With --study: one dimension (top-level code) id.")
         parser.add_argument("--codebook", type=int, help="With --study: the codebook (default: the study's newest).")
-        parser.add_argument("--raters", help="With --study: comma-separated rater keys (e.g. coder:alice,judge:gpt-4o).")
+        parser.add_argument(
+            "--raters", help="With --study: comma-separated rater keys (e.g. coder:alice,judge:gpt-4o)."
+        )
 
     def handle(self, *args, **opts):
         if opts["bootstrap"] < 0:

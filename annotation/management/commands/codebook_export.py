@@ -13,7 +13,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("codebook_id", type=int)
         parser.add_argument("output", help="File to write; '-' for standard output.")
-        parser.add_argument("--format", dest="file_format", choices=["qdc", "csv", "json"], help="Default: from the file extension.")
+        parser.add_argument(
+            "--format", dest="file_format", choices=["qdc", "csv", "json"], help="Default: from the file extension."
+        )
 
     def handle(self, codebook_id, output, file_format=None, **options):
         import json
@@ -35,4 +37,6 @@ class Command(BaseCommand):
             self.stdout.write(data.decode("utf-8"))
         else:
             Path(output).write_bytes(data)
-            self.stderr.write(self.style.SUCCESS(f"Wrote {codebook} to {output} ({kind}, {fmt.count_codes(tree)} codes)."))
+            self.stderr.write(
+                self.style.SUCCESS(f"Wrote {codebook} to {output} ({kind}, {fmt.count_codes(tree)} codes).")
+            )

@@ -11,12 +11,17 @@ from stereoscope.models import Study
 
 
 class Command(BaseCommand):
-    help = "Import a codebook (.qdc REFI-QDA, .csv or .json) into a study. Validated in full first; nothing is saved on any error."
+    help = (
+        "Import a codebook (.qdc REFI-QDA, .csv or .json) into a study. "
+        "Validated in full first; nothing is saved on any error."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("study_id", type=int)
         parser.add_argument("file")
-        parser.add_argument("--format", dest="file_format", choices=["qdc", "csv", "json"], help="Default: from the file extension.")
+        parser.add_argument(
+            "--format", dest="file_format", choices=["qdc", "csv", "json"], help="Default: from the file extension."
+        )
         parser.add_argument("--name", help="Codebook name (a new version when it exists).")
         parser.add_argument("--toolkit", type=int, help="Toolkit id that item_number links refer to.")
 
@@ -43,6 +48,10 @@ class Command(BaseCommand):
         except services.AnnotationError as exc:
             raise CommandError(f"Nothing was imported: {exc}") from None
         codes = codebook.codes.all()
-        self.stdout.write(self.style.SUCCESS(
-            f"Imported {codebook} (id {codebook.pk}) into study {study.pk}: {codes.filter(codable=True).count()} codes, "
-            f"{codes.filter(codable=False).count()} dimensions/groups."))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Imported {codebook} (id {codebook.pk}) into study {study.pk}: "
+                f"{codes.filter(codable=True).count()} codes, "
+                f"{codes.filter(codable=False).count()} dimensions/groups."
+            )
+        )

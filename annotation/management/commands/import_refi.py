@@ -1,4 +1,5 @@
 """manage.py import_refi <study-id> PATH [--user NAME]: import a REFI-QDA .qdpx project or .qdc codebook."""
+
 from pathlib import Path
 
 from django.contrib.auth import get_user_model

@@ -1,4 +1,5 @@
 """manage.py export_study <study-id> --format qdpx|csv|jsonl|xlsx --out PATH [filters]"""
+
 import sys
 import time
 
@@ -11,8 +12,10 @@ from stereoscope.models import Study
 
 
 class Command(BaseCommand):
-    help = ("Export a study: csv/jsonl/xlsx write a ZIP (one table per dataset, data_dictionary.csv, manifest.json); "
-            "qdpx writes a REFI-QDA project.")
+    help = (
+        "Export a study: csv/jsonl/xlsx write a ZIP (one table per dataset, data_dictionary.csv, manifest.json); "
+        "qdpx writes a REFI-QDA project."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("study_id", type=int)
@@ -25,8 +28,11 @@ class Command(BaseCommand):
         parser.add_argument("--code", action="append", type=int, default=[], dest="code_ids")
         parser.add_argument("--round", action="append", type=int, default=[], dest="round_ids")
         parser.add_argument("--pseudonymise", action="store_true", help="Stable pseudonyms instead of coder names.")
-        parser.add_argument("--no-formula-escaping", action="store_true",
-                            help="Do not prefix spreadsheet formulas (= + - @) with ' in CSV/XLSX.")
+        parser.add_argument(
+            "--no-formula-escaping",
+            action="store_true",
+            help="Do not prefix spreadsheet formulas (= + - @) with ' in CSV/XLSX.",
+        )
         parser.add_argument("--list-datasets", action="store_true", help="List the dataset keys and exit.")
 
     def handle(self, *args, **opts):
@@ -47,10 +53,19 @@ class Command(BaseCommand):
                 sys.stderr.write(f"\r{figures.get('dataset', '')}: {figures.get('rows', 0)} rows")
 
         try:
-            manifest = services.write_export(study, opts["format"], opts["out"], dataset_keys=opts["dataset"] or None,
-                                             options=options, progress=progress)
+            manifest = services.write_export(
+                study,
+                opts["format"],
+                opts["out"],
+                dataset_keys=opts["dataset"] or None,
+                options=options,
+                progress=progress,
+            )
         except services.ExportError as exc:
             raise CommandError(str(exc)) from exc
         counts = ", ".join(f"{k}={v}" for k, v in manifest.get("row_counts", {}).items())
-        self.stdout.write(self.style.SUCCESS(
-            f"Wrote {opts['out']} ({opts['format']}; {counts}) in {time.monotonic() - started:.1f} s."))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Wrote {opts['out']} ({opts['format']}; {counts}) in {time.monotonic() - started:.1f} s."
+            )
+        )

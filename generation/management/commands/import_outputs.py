@@ -1,4 +1,5 @@
 """Import outputs generated elsewhere into a new import run of a study."""
+
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -10,8 +11,10 @@ from stereoscope.models import Study
 
 
 class Command(BaseCommand):
-    help = ("Import outputs (CSV, XLSX, JSONL or JSON with model, item or prompt, trial, slot values, text, external_id) "
-            "into a new import run. The file is validated completely; nothing is saved if any row is wrong.")
+    help = (
+        "Import outputs (CSV, XLSX, JSONL or JSON with model, item or prompt, trial, slot values, text, external_id) "
+        "into a new import run. The file is validated completely; nothing is saved if any row is wrong."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("study_id", type=int)
@@ -34,8 +37,9 @@ class Command(BaseCommand):
                 known = Toolkit.objects.filter(pk=toolkit).exists()
                 raise CommandError(f"Toolkit {toolkit} {'belongs to another study' if known else 'does not exist'}.")
         try:
-            run = collect.import_outputs(study, path.name, path.read_bytes(), fmt=format, run_name=run_name,
-                                         toolkit=toolkit_obj)
+            run = collect.import_outputs(
+                study, path.name, path.read_bytes(), fmt=format, run_name=run_name, toolkit=toolkit_obj
+            )
         except collect.ImportProblems as exc:
             raise CommandError("Nothing was imported:\n  " + "\n  ".join(exc.problems)) from exc
         self.stdout.write(self.style.SUCCESS(f"Imported {run.outputs.count()} outputs into run {run.pk} “{run.name}”."))

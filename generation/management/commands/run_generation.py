@@ -1,4 +1,5 @@
 """Run a generation run in the foreground with a progress bar on stderr."""
+
 import sys
 import time
 
@@ -14,8 +15,10 @@ def progress_bar(done, total, width=30):
 
 
 class Command(BaseCommand):
-    help = ("Execute a generation run in this process (start it, or resume its missing units), showing progress on "
-            "stderr. Exit code 0 when every unit is done, 1 when units failed or remain, 2 on bad input.")
+    help = (
+        "Execute a generation run in this process (start it, or resume its missing units), showing progress on "
+        "stderr. Exit code 0 when every unit is done, 1 when units failed or remain, 2 on bad input."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("run_id", type=int)
@@ -37,8 +40,10 @@ class Command(BaseCommand):
             last[0] = now
             rate = stats.succeeded / stats.elapsed_s if stats.elapsed_s else 0
             eta = f"{(total - done) / rate:.0f}s" if rate else "?"
-            stderr.write(f"\r{progress_bar(done, total)} {done}/{total} done={stats.succeeded} failed={stats.failed} "
-                         f"in_flight={in_flight} {rate:.1f}/s eta {eta}   ")
+            stderr.write(
+                f"\r{progress_bar(done, total)} {done}/{total} done={stats.succeeded} failed={stats.failed} "
+                f"in_flight={in_flight} {rate:.1f}/s eta {eta}   "
+            )
             stderr.flush()
 
         try:
@@ -54,9 +59,11 @@ class Command(BaseCommand):
             raise CommandError("Another worker is executing this run; try again when it stops.", returncode=1)
         run.refresh_from_db()
         counts = runs.counts(run)["overall"]
-        summary = (f"Run {run.pk} “{run.name}”: {run.status}; {counts['done']} done, {counts['failed']} failed, "
-                   f"{counts['pending']} pending of {counts['total']}; {counts['input_tokens']} input and "
-                   f"{counts['output_tokens']} output tokens; cost ${counts['cost_usd']:.6f}.")
+        summary = (
+            f"Run {run.pk} “{run.name}”: {run.status}; {counts['done']} done, {counts['failed']} failed, "
+            f"{counts['pending']} pending of {counts['total']}; {counts['input_tokens']} input and "
+            f"{counts['output_tokens']} output tokens; cost ${counts['cost_usd']:.6f}."
+        )
         self.stdout.write(summary)
         if run.message:
             self.stdout.write(run.message)

@@ -8,7 +8,10 @@ from stereoscope.services import record_activity
 
 
 class Command(BaseCommand):
-    help = "Import a toolkit from a JSON or CSV file into a study. The whole file is validated first; nothing is saved on any error."
+    help = (
+        "Import a toolkit from a JSON or CSV file into a study. "
+        "The whole file is validated first; nothing is saved on any error."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("study_id", type=int)
@@ -31,6 +34,9 @@ class Command(BaseCommand):
         except toolkit_format.ToolkitFormatError as exc:
             raise CommandError("Nothing was imported:\n  " + "\n  ".join(exc.errors)) from None
         record_activity(study, None, "imported a toolkit", f"{toolkit} from {path.name}")
-        self.stdout.write(self.style.SUCCESS(
-            f"Imported {toolkit} (id {toolkit.pk}) into study {study.pk}: {toolkit.items.count()} items, "
-            f"{toolkit.dimensions.count()} dimensions."))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Imported {toolkit} (id {toolkit.pk}) into study {study.pk}: {toolkit.items.count()} items, "
+                f"{toolkit.dimensions.count()} dimensions."
+            )
+        )

@@ -1,4 +1,5 @@
 """Run a judge round in this process: launch it (if it is a draft) or resume it, with progress and a summary."""
+
 from django.core.management.base import BaseCommand, CommandError
 
 from judging import rounds
@@ -23,8 +24,10 @@ class Command(BaseCommand):
             summary = rounds.compute_plan(rnd)
         except rounds.RoundError as exc:
             raise CommandError(str(exc)) from exc
-        self.stdout.write(f"Round {rnd.pk} “{rnd.name}” ({rnd.policy}, template {rnd.template}, seed {rnd.seed}): "
-                          f"{summary['outputs']} outputs, {summary['verdicts']} verdicts in {summary['batches']} calls.")
+        self.stdout.write(
+            f"Round {rnd.pk} “{rnd.name}” ({rnd.policy}, template {rnd.template}, seed {rnd.seed}): "
+            f"{summary['outputs']} outputs, {summary['verdicts']} verdicts in {summary['batches']} calls."
+        )
         for g in summary["generators"]:
             self.stdout.write(f"  {g['model']}: {g['outputs']} outputs judged by {', '.join(g['judges'])}")
         for reason, n in summary["excluded"].items():
@@ -41,7 +44,9 @@ class Command(BaseCommand):
             if retry_failed:
                 rnd.verdicts.filter(status="failed").update(status="pending", error="")
             if reask:
-                rnd.verdicts.filter(status__in=["missing", "unparseable"]).update(status="pending", reasked=True, error="")
+                rnd.verdicts.filter(status__in=["missing", "unparseable"]).update(
+                    status="pending", reasked=True, error=""
+                )
         except rounds.RoundError as exc:
             raise CommandError(str(exc)) from exc
         rounds.queue_in_foreground(rnd, summary)
@@ -55,8 +60,11 @@ class Command(BaseCommand):
         rnd.refresh_from_db()
         counts = rounds.status_counts(rnd)
         self.stdout.write("")
-        self.stdout.write(self.style.SUCCESS(
-            f"Round {rnd.pk}: {rnd.status}. " + ", ".join(f"{counts[s]} {s}" for s in
-                                                          ("ok", "missing", "unparseable", "failed", "pending"))))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Round {rnd.pk}: {rnd.status}. "
+                + ", ".join(f"{counts[s]} {s}" for s in ("ok", "missing", "unparseable", "failed", "pending"))
+            )
+        )
         if rnd.message:
             self.stdout.write(rnd.message)

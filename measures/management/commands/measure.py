@@ -1,10 +1,11 @@
 """manage.py measure: run lexicon and classifier measures from the command line.
 
-  manage.py measure --study 3 --name "letters" --lexicon 5 --lexicon 7 --classifier vader [--source-run 2] [--sync]
-  manage.py measure --run 12            # resume / re-run a measure run
-  manage.py measure --run 12 --report   # print the stored contrasts
-  manage.py measure --run 12 --fairness # classifier fairness check on gender-swapped copies
+manage.py measure --study 3 --name "letters" --lexicon 5 --lexicon 7 --classifier vader [--source-run 2] [--sync]
+manage.py measure --run 12            # resume / re-run a measure run
+manage.py measure --run 12 --report   # print the stored contrasts
+manage.py measure --run 12 --fairness # classifier fairness check on gender-swapped copies
 """
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError
@@ -23,7 +24,9 @@ class Command(BaseCommand):
         parser.add_argument("--study", type=int)
         parser.add_argument("--name", default="")
         parser.add_argument("--lexicon", type=int, action="append", default=[], help="Lexicon id (repeatable).")
-        parser.add_argument("--source-run", type=int, action="append", default=[], help="Generation run id (repeatable).")
+        parser.add_argument(
+            "--source-run", type=int, action="append", default=[], help="Generation run id (repeatable)."
+        )
         parser.add_argument("--classifier", default="", choices=["", "vader", "transformers"])
         parser.add_argument("--model-path", default="")
         parser.add_argument("--model-id", default="")
@@ -49,10 +52,17 @@ class Command(BaseCommand):
                 raise CommandError(f"No lexicon with id {', '.join(map(str, sorted(missing)))}.")
             sources = list(GenerationRun.objects.filter(pk__in=opts["source_run"]))
             try:
-                run = scoring.create_run(study, name=opts["name"] or "measure run", lexicons=lexicons, source_runs=sources,
-                                         classifier=opts["classifier"], classifier_path=opts["model_path"],
-                                         classifier_model_id=opts["model_id"], classifier_unit=opts["unit"],
-                                         zero_policy=opts["zero_policy"])
+                run = scoring.create_run(
+                    study,
+                    name=opts["name"] or "measure run",
+                    lexicons=lexicons,
+                    source_runs=sources,
+                    classifier=opts["classifier"],
+                    classifier_path=opts["model_path"],
+                    classifier_model_id=opts["model_id"],
+                    classifier_unit=opts["unit"],
+                    zero_policy=opts["zero_policy"],
+                )
             except scoring.MeasureRunError as exc:
                 raise CommandError(str(exc)) from exc
             self.stdout.write(f"created measure run {run.pk}")
@@ -69,7 +79,8 @@ class Command(BaseCommand):
             return
         if opts["sync"]:
             scored = scoring.run_foreground(
-                run, progress_callback=lambda p: self.stdout.write(f"{p['done']}/{p['total']}"))
+                run, progress_callback=lambda p: self.stdout.write(f"{p['done']}/{p['total']}")
+            )
             run.refresh_from_db()
             self.stdout.write(f"measure run {run.pk}: {run.status}, {scored or 0} outputs scored. {run.message}")
         else:

@@ -5,10 +5,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 
 class Command(BaseCommand):
-    help = ("Analyse questionnaire responses collected anywhere (also human data): a wide CSV (one row per respondent, "
-            "one column per item id, optional `group`) against an instrument JSON file. Prints JSON with n, "
-            "descriptives, items, alpha, stratified_alpha, omega_total, cfa and notes; with `group`, per-group figures and "
-            "between-group tests (Welch t for two groups, one-way ANOVA otherwise, with effect sizes).")
+    help = (
+        "Analyse questionnaire responses collected anywhere (also human data): a wide CSV (one row per respondent, "
+        "one column per item id, optional `group`) against an instrument JSON file. Prints JSON with n, "
+        "descriptives, items, alpha, stratified_alpha, omega_total, cfa and notes; with `group`, per-group figures and "
+        "between-group tests (Welch t for two groups, one-way ANOVA otherwise, with effect sizes)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--instrument", required=True, help="Instrument JSON file.")
@@ -45,8 +47,23 @@ class Command(BaseCommand):
         report = analyze(wide, spec, cfa=not no_cfa, histograms=False)
         out = {key: report[key] for key in ("n", "descriptives", "items", "alpha", "stratified_alpha", "omega_total")}
         cfa = report["cfa"] or {}
-        out["cfa"] = {k: cfa.get(k) for k in ("chi2", "df", "p", "cfi", "tli", "rmsea", "rmsea_ci_low", "rmsea_ci_high",
-                                              "srmr", "loadings", "estimator", "n")}
+        out["cfa"] = {
+            k: cfa.get(k)
+            for k in (
+                "chi2",
+                "df",
+                "p",
+                "cfi",
+                "tli",
+                "rmsea",
+                "rmsea_ci_low",
+                "rmsea_ci_high",
+                "srmr",
+                "loadings",
+                "estimator",
+                "n",
+            )
+        }
         out["omega"] = report["omega"]
         out["missing"] = report["missing"]
         out["notes"] = list(report["notes"])
@@ -55,13 +72,19 @@ class Command(BaseCommand):
             for name in sorted(set(group)):
                 mask = (group == name).to_numpy()
                 sub = analyze(wide[mask].reset_index(drop=True), spec, cfa=False, histograms=False)
-                out["groups"][name] = {"n": sub["n"], "descriptives": sub["descriptives"], "alpha": sub["alpha"],
-                                       "stratified_alpha": sub["stratified_alpha"]}
+                out["groups"][name] = {
+                    "n": sub["n"],
+                    "descriptives": sub["descriptives"],
+                    "alpha": sub["alpha"],
+                    "stratified_alpha": sub["stratified_alpha"],
+                }
             scores = score(wide.astype(float), spec)
             labels = group.to_numpy()
             out["between_groups"] = {
                 name: between_groups({g: scores[name][labels == g] for g in sorted(set(labels))})
-                for name in score_names(spec) if name in scores}
+                for name in score_names(spec)
+                if name in scores
+            }
         for key in ("stratified_alpha", "omega_total"):
             if out[key] is None and not any(key.replace("_", " ").split()[0] in n.lower() for n in out["notes"]):
                 out["notes"].append(f"{key} is undefined for these data.")

@@ -19,4 +19,7 @@ class Command(BaseCommand):
         password = os.environ.get("STEREOSCOPE_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
         User.objects.create_superuser(username=username, email="", password=password)
         bar = "=" * 60
-        self.stdout.write(f"{bar}\nAdmin account created. It is shown only this once:\n  username: {username}\n  password: {password}\n{bar}")
+        self.stdout.write(
+            f"{bar}\nAdmin account created. It is shown only this once:\n"
+            f"  username: {username}\n  password: {password}\n{bar}"
+        )

@@ -3,6 +3,7 @@
 `serve` supervises the worker: when it dies (SIGKILL, out of memory) it is restarted with a back-off and the
 reason is logged; the web server keeps answering. Only the web server's death (or SIGTERM/SIGINT) stops `serve`.
 """
+
 import logging
 import os
 import signal
@@ -50,8 +51,9 @@ class Command(BaseCommand):
         parser.add_argument("--bind", default=os.environ.get("BIND", "127.0.0.1:8000"))
         parser.add_argument("--web-workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY", "2")))
         parser.add_argument("--worker-concurrency", type=int, default=int(os.environ.get("CELERY_CONCURRENCY", "4")))
-        parser.add_argument("--no-worker", action="store_true",
-                            help="Do not start a Celery worker (use separate workers).")
+        parser.add_argument(
+            "--no-worker", action="store_true", help="Do not start a Celery worker (use separate workers)."
+        )
 
     def log(self, message):
         log.warning(message)
@@ -60,12 +62,38 @@ class Command(BaseCommand):
 
     def handle(self, *args, bind, web_workers, worker_concurrency, no_worker, **options):
         bin_dir = os.path.dirname(sys.executable)
-        worker_cmd = [os.path.join(bin_dir, "celery"), "-A", "stereoscope", "worker", "--loglevel", "INFO",
-                      "--pool", "threads", "--concurrency", str(worker_concurrency), "--hostname", "embedded@%h",
-                      # the embedded worker also runs Celery beat (periodic tasks, e.g. polling provider batches)
-                      "--beat", "--schedule", os.path.join(str(settings.DATA_DIR), "celerybeat-schedule")]
-        web_cmd = [os.path.join(bin_dir, "gunicorn"), "stereoscope.wsgi", "--bind", bind, "--workers",
-                   str(web_workers), "--threads", "4", "--access-logfile", "-", "--timeout", "120"]
+        worker_cmd = [
+            os.path.join(bin_dir, "celery"),
+            "-A",
+            "stereoscope",
+            "worker",
+            "--loglevel",
+            "INFO",
+            "--pool",
+            "threads",
+            "--concurrency",
+            str(worker_concurrency),
+            "--hostname",
+            "embedded@%h",
+            # the embedded worker also runs Celery beat (periodic tasks, e.g. polling provider batches)
+            "--beat",
+            "--schedule",
+            os.path.join(str(settings.DATA_DIR), "celerybeat-schedule"),
+        ]
+        web_cmd = [
+            os.path.join(bin_dir, "gunicorn"),
+            "stereoscope.wsgi",
+            "--bind",
+            bind,
+            "--workers",
+            str(web_workers),
+            "--threads",
+            "4",
+            "--access-logfile",
+            "-",
+            "--timeout",
+            "120",
+        ]
 
         def start_worker():
             return subprocess.Popen(worker_cmd, cwd=settings.BASE_DIR, preexec_fn=die_with_parent)
@@ -96,8 +124,10 @@ class Command(BaseCommand):
             if worker is not None and restart_at is None and worker.poll() is not None and not state["stopping"]:
                 failures = 1 if time.monotonic() - started >= HEALTHY_RUN_S else failures + 1
                 delay = restart_delay(failures)
-                self.log(f"the worker (pid {worker.pid}) {describe_exit(worker.returncode)}; "
-                         f"restarting it in {delay:g} s (restart {failures} in a row)")
+                self.log(
+                    f"the worker (pid {worker.pid}) {describe_exit(worker.returncode)}; "
+                    f"restarting it in {delay:g} s (restart {failures} in a row)"
+                )
                 restart_at = time.monotonic() + delay
             if restart_at is not None and time.monotonic() >= restart_at:
                 state["worker"], started, restart_at = start_worker(), time.monotonic(), None
