@@ -28,7 +28,30 @@ class JudgingError(ValueError):
 
 
 # -- templates ------------------------------------------------------------------------------------------------------
-def _clean_template(kind, text, scale_min, scale_max, detect_threshold):
+def clean_labels(labels):
+    """A categorical template's labels: at least two, distinct ignoring case, each at most 200 characters."""
+    if isinstance(labels, str):
+        labels = [part for part in labels.replace("\n", ",").split(",")]
+    if not isinstance(labels, (list, tuple)):
+        raise JudgingError("Labels must be a list of words.")
+    labels = [str(label).strip() for label in labels if str(label).strip()]
+    if len(labels) < 2:
+        raise JudgingError("A categorical template needs at least two labels.")
+    seen = set()
+    for label in labels:
+        if label.lower() in seen:
+            raise JudgingError(f"The label '{label}' appears twice.")
+        if len(label) > 200:
+            raise JudgingError("A label is at most 200 characters.")
+        seen.add(label.lower())
+    return labels
+
+
+def _clean_template(kind, text, scale_min, scale_max, detect_threshold, labels=None):
+    if kind == TemplateKind.CATEGORICAL:
+        labels = clean_labels(labels or [])
+        _clean_template(TemplateKind.CUSTOM, text, 0, len(labels) - 1, 1)
+        return 0, len(labels) - 1, 1, labels
     if kind not in TemplateKind.values:
         raise JudgingError(f"Unknown template kind {kind!r}; choose one of {', '.join(TemplateKind.values)}.")
     try:
@@ -45,22 +68,24 @@ def _clean_template(kind, text, scale_min, scale_max, detect_threshold):
         raise JudgingError(f"The detection threshold must be above {scale_min} and at most {scale_max}.")
     if kind in (TemplateKind.SEED_BINARY, TemplateKind.STRUCTURED_JSON) and (scale_min, scale_max) != (0, 1):
         raise JudgingError("Binary templates use the scale 0–1.")
-    return scale_min, scale_max, detect_threshold
+    return scale_min, scale_max, detect_threshold, []
 
 
 def create_template(study, *, name, kind, text, scale_min=0, scale_max=1, detect_threshold=1, description="",
-                    builtin_key="", locked=False, actor=None, parent=None):
+                    builtin_key="", locked=False, actor=None, parent=None, labels=None):
     name = (name or "").strip()
     if not name:
         raise JudgingError("Give the template a name.")
     if study.is_library and not builtin_key:
         raise JudgingError("The built-in library is read-only.")
-    scale_min, scale_max, detect_threshold = _clean_template(kind, text, scale_min, scale_max, detect_threshold)
+    scale_min, scale_max, detect_threshold, labels = _clean_template(kind, text, scale_min, scale_max,
+                                                                     detect_threshold, labels)
     with transaction.atomic():
         version = (JudgeTemplate.objects.filter(study=study, name=name).aggregate(v=Max("version"))["v"] or 0) + 1
         template = JudgeTemplate.objects.create(
             study=study, name=name, version=version, kind=kind, text=text, scale_min=scale_min, scale_max=scale_max,
-            detect_threshold=detect_threshold, description=description or "", builtin_key=builtin_key, locked=locked,
+            detect_threshold=detect_threshold, labels=labels, description=description or "", builtin_key=builtin_key,
+            locked=locked,
             parent=parent, created_by=actor if getattr(actor, "is_authenticated", False) else None)
         if not study.is_library:
             record_activity(study, actor, "created judge template", f"{template}")
@@ -70,19 +95,21 @@ def create_template(study, *, name, kind, text, scale_min=0, scale_max=1, detect
 def update_template(template, *, study, actor=None, **fields):
     """Edit a template; a locked one (used by a round, or built-in) gets a new version in `study` instead."""
     values = {k: fields.get(k, getattr(template, k)) for k in ("name", "kind", "text", "scale_min", "scale_max",
-                                                               "detect_threshold", "description")}
+                                                               "detect_threshold", "description", "labels")}
     if template.locked or template.rounds.exists() or template.study_id != study.pk:
         parent = template if template.study_id == study.pk else None
         return create_template(study, actor=actor, parent=parent, **values), True
     if values["name"] != template.name and JudgeTemplate.objects.filter(study=study, name=values["name"].strip(),
                                                                           version=template.version).exists():
         raise JudgingError("Another template has this name and version.")
-    scale_min, scale_max, threshold = _clean_template(values["kind"], values["text"], values["scale_min"],
-                                                      values["scale_max"], values["detect_threshold"])
+    scale_min, scale_max, threshold, labels = _clean_template(values["kind"], values["text"], values["scale_min"],
+                                                              values["scale_max"], values["detect_threshold"],
+                                                              values["labels"])
     if not (values["name"] or "").strip():
         raise JudgingError("Give the template a name.")
     template.name, template.kind, template.text = values["name"].strip(), values["kind"], values["text"]
     template.scale_min, template.scale_max, template.detect_threshold = scale_min, scale_max, threshold
+    template.labels = labels
     template.description = values["description"] or ""
     template.save()
     record_activity(study, actor, "edited judge template", f"{template}")
