@@ -1,7 +1,8 @@
 """Rendering judge prompts. Pure: no Django imports.
 
 A template is text with placeholders in braces. Known placeholders: {target_stereotype}, {stories}, {n_stories},
-{story_ids}, {scale_min}, {scale_max}, {answer_example}, {labels} (categorical: "a / b / c"). Other braces (e.g. a JSON example) are left alone.
+{story_ids}, {scale_min}, {scale_max}, {answer_example}, {labels} (categorical: "a / b / c"). Other braces (e.g. a
+JSON example) are left alone.
 
 Stories are data, not instructions: in the structured styles each story sits between <story id="..."> markers whose
 id is random per round (derived from the round's seed), and any marker-like text inside a story is defused, so a
@@ -84,4 +85,5 @@ def render(template_text, kind, target_stereotype, stories, scale=(0, 1), labels
 
 def answer_style(kind):
     """How answers of a template kind are parsed."""
-    return {"seed_binary": "free_text", "structured_json": "json", "likert": "json", "categorical": "auto"}.get(kind, "auto")
+    styles = {"seed_binary": "free_text", "structured_json": "json", "likert": "json", "categorical": "auto"}
+    return styles.get(kind, "auto")
