@@ -52,3 +52,22 @@ def label_contrast(study, variable, *, source="gold", by="gender", round_ids=Non
         result.notes.append(f"{unknown} unit(s) without a {by} left out")
     return {"variable": variable, "source": source, "by": by, "contrast": result, "n_excluded": report["n_excluded"],
             "n_unknown": unknown}
+
+
+def counts_by_model(study, variable, *, source="gold", round_ids=None) -> dict:
+    """Fang's layout: one row per value, one column per model (in order of the first story), and a total column;
+    from the gold labels (a single coder's labels are their own majority) or from one judge."""
+    report = variables.variable_report(study, variable, round_ids=round_ids)
+    if source == "gold":
+        labels = {g["output_id"]: g["gold"] for g in report["gold"] if g["gold"]}
+    else:
+        labels = {u: v for u, r, v in report["ratings"] if r == source}
+    models = output_groups(labels, "model")
+    order = list(dict.fromkeys(models[u] for u in sorted(labels)))
+    rows = []
+    for value in report["values"]:
+        counts = [sum(1 for u, v in labels.items() if v == value and models[u] == m) for m in order]
+        rows.append({"value": value, "counts": counts, "total": sum(counts)})
+    totals = [sum(row["counts"][i] for row in rows) for i in range(len(order))]
+    return {"variable": variable, "source": source, "models": order, "rows": rows, "totals": totals,
+            "n": sum(totals), "n_ties": report["n_ties"], "n_excluded": report["n_excluded"]}

@@ -29,11 +29,21 @@ def variable_detail(request, study_id, variable_id):
                                            include_judges=request.GET.get("judges", "1") != "0")
     except AgreementRequestError as exc:
         return render(request, "agreement/variable.html", {"study": request.study, "error": str(exc)}, status=400)
+    from . import contrasts
+
+    by = request.GET.get("by", "gender")
+    try:
+        contrast = contrasts.label_contrast(request.study, variable, by=by) if report["gold"] else None
+    except AgreementRequestError as exc:
+        return render(request, "agreement/variable.html", {"study": request.study, "error": str(exc)}, status=400)
     show = request.GET.get("show", "ties")
     gold = [g for g in report["gold"] if g["tie"]] if show == "ties" else report["gold"]
     return render(request, "agreement/variable.html", {
         "study": request.study, "report": report, "summary": list(variables.summary_rows(report)),
-        "gold_rows": gold, "show": show, "variable": variable,
+        "gold_rows": gold, "show": show, "variable": variable, "by": by, "groupings": contrasts.GROUPINGS,
+        "by_model": contrasts.counts_by_model(request.study, variable) if report["gold"] else None,
+        "contrast": contrast["contrast"] if contrast else None,
+        "contrast_rows": list(zip(contrast["contrast"].groups, contrast["contrast"].table)) if contrast else [],
     })
 
 
