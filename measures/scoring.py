@@ -43,9 +43,17 @@ def outputs_for(run):
     return qs
 
 
+def trained_info(trained):
+    """What a measure run records about a trained classifier it used."""
+    return {"kind": "trained", "model_id": str(trained), "trained_classifier": trained.pk, "revision": f"v{trained.version}",
+            "labels": list(trained.labels), "features": trained.features, "k": trained.k, "seed": trained.seed,
+            "cv_accuracy": trained.metrics.get("accuracy"), "cv_macro_f1": trained.metrics.get("macro_f1"),
+            "score": "probability of the predicted label"}
+
+
 def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", classifier_path="", classifier_model_id="",
                classifier_unit=ClassifierUnit.SENTENCE, gender_sources=None, name_genders=None, zero_policy="exclude",
-               actor=None):
+               actor=None, trained_classifier=None):
     name = (name or "").strip()
     if not name:
         raise MeasureRunError("Give the measure run a name.")
@@ -59,11 +67,16 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
     if bad:
         raise MeasureRunError(f"Generation runs of another study: {', '.join(bad)}.")
     if classifier not in ClassifierKind.values:
-        raise MeasureRunError(f"Unknown classifier {classifier!r}; choose vader, transformers or none.")
+        raise MeasureRunError(f"Unknown classifier {classifier!r}; choose vader, transformers, trained or none.")
     if not lexicons and not classifier:
         raise MeasureRunError("Choose at least one lexicon or a classifier.")
     if classifier_unit not in ClassifierUnit.values:
         raise MeasureRunError("The classifier scores each sentence or the whole document.")
+    if classifier == ClassifierKind.TRAINED:
+        if trained_classifier is None or trained_classifier.study_id != study.pk:
+            raise MeasureRunError("Choose a classifier trained in this study.")
+    elif trained_classifier is not None:
+        raise MeasureRunError("A trained classifier is used with the classifier kind 'trained'.")
     if classifier == ClassifierKind.TRANSFORMERS:
         try:  # fail early with a clear message rather than in the worker
             make_classifier("transformers", path=classifier_path, model_id=classifier_model_id)
@@ -81,6 +94,7 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
     with transaction.atomic():
         run = MeasureRun.objects.create(study=study, name=name[:200], classifier=classifier, classifier_path=classifier_path,
                                         classifier_model_id=classifier_model_id, classifier_unit=classifier_unit,
+                                        trained_classifier=trained_classifier,
                                         gender_sources=sources, name_genders=names, zero_policy=zero_policy, created_by=actor)
         run.lexicons.set(lexicons)
         run.source_runs.set(source_runs)
@@ -143,7 +157,11 @@ class Scorer:
         self.lexicons = [(lx, list(lx.categories.all()), list(lx.exclusions.all())) for lx in run.lexicons.all()]
         self._matchers = {}
         self.classifier = None
-        if run.classifier:
+        if run.classifier == ClassifierKind.TRAINED:
+            trained = run.trained_classifier
+            self.classifier = make_classifier("trained", model_blob=trained.model_blob if trained else b"",
+                                              info=trained_info(trained) if trained else {})
+        elif run.classifier:
             self.classifier = make_classifier(run.classifier, path=run.classifier_path, model_id=run.classifier_model_id)
         self.sources = run.gender_sources or ["slots", "coders", "pronouns"]
 
