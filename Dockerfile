@@ -1,7 +1,6 @@
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 STEREOSCOPE_DATA_DIR=/data
 WORKDIR /app
-COPY pyproject.toml requirements.lock README.md ./
 COPY . .
 RUN pip install --no-cache-dir -c requirements.lock . && python manage.py collectstatic --noinput
 EXPOSE 8000

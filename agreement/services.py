@@ -266,7 +266,7 @@ def rating_rows(study, options=None):
     """The long tables (target, unit, rater, value) behind every agreement figure, gold included as a rater."""
     from django.contrib.auth import get_user_model
 
-    from stereoscope.exports import person
+    from stereoscope.datasets import person
 
     options = options or {}
     codebook = default_codebook(study)
@@ -295,7 +295,7 @@ def rating_rows(study, options=None):
 
 
 def gold_label_rows(study, options=None):
-    from stereoscope.exports import person
+    from stereoscope.datasets import person
 
     from .models import GoldLabel
 

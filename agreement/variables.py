@@ -151,7 +151,7 @@ def rating_rows(study, options=None):
     from django.contrib.auth import get_user_model
 
     from annotation.selectors import study_variables
-    from stereoscope.exports import person
+    from stereoscope.datasets import person
 
     options = options or {}
     wanted = set(options.get("variable_ids") or [])

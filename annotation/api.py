@@ -17,8 +17,10 @@ from rest_framework.response import Response
 
 from generation.models import Output, Toolkit
 from stereoscope.api import StudyScopedMixin
+from stereoscope.downloads import table_download
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role
+from stereoscope.untrusted import loads_json
 
 from . import codebook_format as fmt
 from . import selectors, services
@@ -164,7 +166,7 @@ class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
                                                        created_by=self.request.user)
 
     def perform_update(self, serializer):
-        services.ensure_editable(serializer.instance)
+        services.CODEBOOKS.ensure_editable(serializer.instance)
         serializer.save()
 
     @extend_schema(parameters=[OpenApiParameter("file_format", str, enum=["qdc", "csv", "json"])],
@@ -194,12 +196,12 @@ class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
     @extend_schema(request=None, responses={200: CodebookSerializer})
     @action(detail=True, methods=["post"])
     def lock(self, request, study_pk=None, pk=None):
-        return Response(CodebookSerializer(services.lock_codebook(self.get_object(), request.user)).data)
+        return Response(CodebookSerializer(services.CODEBOOKS.lock_by_hand(self.get_object(), actor=request.user)).data)
 
     @extend_schema(request=None, responses={201: CodebookSerializer})
     @action(detail=True, methods=["post"], url_path="new-version")
     def new_version(self, request, study_pk=None, pk=None):
-        copy = services.new_codebook_version(self.get_object(), created_by=request.user)
+        copy = services.CODEBOOKS.new_version(self.get_object(), actor=request.user)
         return Response(CodebookSerializer(copy).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=inline_serializer("CodebookCopyRequest", {"source": serializers.IntegerField(),
@@ -210,7 +212,8 @@ class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         source = Codebook.objects.filter(pk=request.data.get("source")).select_related("study").first()
         if source is None or not (source.study_id == self.get_study().pk or source.study.is_library):
             raise ValidationError({"detail": "No such codebook in this study or the built-in library."})
-        copy = services.copy_codebook(source, study=self.get_study(), created_by=request.user, name=request.data.get("name"))
+        name = services.clean_codebook_name(request.data["name"]) if request.data.get("name") else source.name
+        copy = services.CODEBOOKS.copy_into(source, study=self.get_study(), actor=request.user, name=name)
         return Response(CodebookSerializer(copy).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(parameters=[OpenApiParameter("level", str, enum=list(selectors.LEVELS)),
@@ -222,13 +225,12 @@ class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         codebook = self.get_object()
         try:
             table = selectors.frequency_table(codebook, level=request.query_params.get("level", "code"),
-                                              by=request.query_params.get("by", ""))
+                                              by=request.query_params.get("by", ""), user=request.user)
         except ValueError as exc:
             raise ValidationError({"detail": str(exc)}) from None
         if request.query_params.get("file_format") == "csv":
-            response = HttpResponse(selectors.frequency_csv(table), content_type="text/csv; charset=utf-8")
-            response["Content-Disposition"] = f'attachment; filename="code-frequencies-{codebook.pk}.csv"'
-            return response
+            columns, rows = selectors.frequency_table_rows(table)
+            return table_download(columns, rows, f"code-frequencies-{codebook.pk}.csv")
         return Response(table)
 
     @extend_schema(parameters=[OpenApiParameter("file_format", str, enum=["csv", "jsonl"]),
@@ -248,8 +250,8 @@ def codebook_download(codebook, kind):
         response = HttpResponse(fmt.tree_to_qdc(tree), content_type="application/xml")
         response["Content-Disposition"] = f'attachment; filename="{slug}.qdc"'
     elif kind == "csv":
-        response = HttpResponse(fmt.tree_to_csv(tree), content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="{slug}.csv"'
+        columns, rows = fmt.tree_table(tree)
+        response = table_download(columns, rows, f"{slug}.csv")
     elif kind == "json":
         data = {"format": "stereoscope-codebook", **tree}
         response = HttpResponse(json.dumps(data, ensure_ascii=False, indent=1), content_type="application/json")
@@ -260,34 +262,11 @@ def codebook_download(codebook, kind):
 
 
 def codings_download(study, codebook, kind, include_text=False):
-    import csv
-    import io
-
-    rows = selectors.coding_rows(study, codebook=codebook, include_text=include_text)
-    if kind == "jsonl":
-        stream = (json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-        response = StreamingHttpResponse(stream, content_type="application/x-ndjson")
-        response["Content-Disposition"] = f'attachment; filename="codings-{codebook.pk}.jsonl"'
-        return response
-    if kind != "csv":
+    if kind not in ("csv", "jsonl"):
         raise ValidationError({"detail": "file_format must be csv or jsonl."})
-    columns = ["codebook"] + selectors.CODING_COLUMNS + (["story_text"] if include_text else [])
-
-    def stream():
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow(row)
-            if buffer.tell() > 65536:
-                yield buffer.getvalue()
-                buffer.seek(0)
-                buffer.truncate()
-        yield buffer.getvalue()
-
-    response = StreamingHttpResponse(stream(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="codings-{codebook.pk}.csv"'
-    return response
+    rows = selectors.coding_rows(study, codebook=codebook, include_text=include_text)
+    return table_download(selectors.coding_columns(include_text), rows, f"codings-{codebook.pk}.{kind}", fmt=kind,
+                          stream=True)
 
 
 def import_upload(study, upload, kind, name, user, toolkit=None):
@@ -304,7 +283,7 @@ def import_upload(study, upload, kind, name, user, toolkit=None):
         tree = fmt.parse_csv(content, default_name)
     elif kind == "json":
         try:
-            data = json.loads(content.decode("utf-8-sig"))
+            data = loads_json(content.decode("utf-8-sig"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise fmt.CodebookFormatError([f"Not valid JSON: {exc}"]) from None
         if isinstance(data, dict) and name:
@@ -348,7 +327,7 @@ class AnnotationCodeViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         serializer.instance = services.update_code(serializer.instance, actor=self.request.user, **d)
 
     def perform_destroy(self, instance):
-        services.ensure_editable(instance.codebook)
+        services.CODEBOOKS.ensure_editable(instance.codebook)
         if instance.codings.exists() or instance.children.exists():
             raise ValidationError({"detail": f"“{instance.name}” has codings or child codes; merge it instead."})
         instance.delete()
@@ -441,14 +420,7 @@ class CodingViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveMode
         for key in ("codebook", "output", "code"):
             if params.get(key):
                 qs = qs.filter(**{f"{key}_id": _int_list(params[key], key)[0]})
-        user = self.request.user
-        if not has_role(user, self.get_study(), Role.RESEARCHER):
-            consensus = Assignment.objects.filter(coder=user, mode=CodingMode.CONSENSUS).values("output_id", "codebook_id")
-            shared = Q()
-            for entry in consensus:
-                shared |= Q(output_id=entry["output_id"], codebook_id=entry["codebook_id"])
-            qs = qs.filter(Q(coder=user) | shared) if consensus else qs.filter(coder=user)
-        return qs
+        return selectors.visible_codings(self.request.user, self.get_study(), qs)
 
     def create(self, request, *args, **kwargs):
         study = self.get_study()
@@ -485,10 +457,17 @@ class MemoViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         for key in ("coding", "code", "output"):
             if self.request.query_params.get(key):
                 qs = qs.filter(**{f"{key}_id": _int_list(self.request.query_params[key], key)[0]})
-        if not has_role(self.request.user, self.get_study(), Role.RESEARCHER):
-            # blind: memos on other coders' codings stay hidden
-            qs = qs.filter(Q(coding__isnull=True) | Q(coding__coder=self.request.user) | Q(author=self.request.user))
-        return qs
+        return selectors.visible_memos(self.request.user, self.get_study(), qs)  # blind: only one's own
+
+    def create(self, request, *args, **kwargs):
+        # a target outside this study is answered like a missing one, as codings do
+        study = self.get_study()
+        targets = (("output", Output, "study", "story"), ("coding", Coding, "codebook__study", "coding"),
+                   ("code", Code, "codebook__study", "code"))
+        for key, model, field, label in targets:
+            if request.data.get(key) not in (None, ""):
+                _get_in_study(model, request.data.get(key), study, field=field, label=label)
+        return super().create(request, *args, **kwargs)
 
     def perform_create(self, serializer):
         d = serializer.validated_data

@@ -22,6 +22,9 @@ from pathlib import Path
 
 from lxml import etree
 
+from stereoscope.tables import table_text, unescape_formula
+from stereoscope.untrusted import nul_problem
+
 QDC_NS = "urn:QDA-XML:codebook:1.0"
 XSD_PATH = Path(__file__).resolve().parent / "refi_schemas" / "Codebook.xsd"
 COLOR_RE = re.compile(r"^#(?:[0-9a-fA-F]{6}|[0-9a-fA-F]{3})$")
@@ -92,6 +95,58 @@ def _optional_int(value, where, label, errors):
         errors.append(f"{where}: {label} must not be negative.")
         return None
     return number
+
+
+def nest_flat_codes(codes_raw, errors):
+    """A flat list of codes whose `parent` names another code (its guid, or its name when unique) → a nested list.
+    Unknown or ambiguous parents and cycles of parents are errors: nothing is dropped silently."""
+    def key(value):
+        return str(value or "").strip().strip("{}").lower()
+
+    errors_before = len(errors)
+    by_guid, by_name = {}, {}
+    for i, raw in enumerate(codes_raw):
+        if isinstance(raw, dict):
+            if key(raw.get("guid")):
+                by_guid[key(raw.get("guid"))] = i
+            by_name.setdefault(str(raw.get("name") or "").strip(), []).append(i)
+    parent_of = {}
+    for i, raw in enumerate(codes_raw):
+        if not isinstance(raw, dict) or raw.get("parent") in (None, ""):
+            continue
+        ref = str(raw["parent"]).strip()
+        found = by_guid.get(key(ref))
+        if found is None:
+            named = by_name.get(ref, [])
+            if len(named) > 1:
+                errors.append(f"Code {i + 1}: the parent name '{ref}' is not unique; use its guid.")
+                continue
+            found = named[0] if named else None
+        if found is None:
+            errors.append(f"Code {i + 1}: the parent '{ref}' is not a code of this codebook.")
+            continue
+        parent_of[i] = found
+    reported = set()
+    for start in parent_of:
+        chain, node = [], start
+        while node in parent_of and node not in chain:
+            chain.append(node)
+            node = parent_of[node]
+        if node in chain and not reported & set(chain):
+            loop = chain[chain.index(node):] + [node]
+            names = " → ".join(str(codes_raw[n].get("name") or f"code {n + 1}") for n in loop)
+            errors.append(f"The parents of codes form a cycle ({names}); a code cannot sit inside itself.")
+            reported |= set(loop)
+    if len(errors) > errors_before:
+        return [raw for i, raw in enumerate(codes_raw) if i not in parent_of]  # refused anyway: check the rest
+    nodes = [dict(raw, children=list(raw.get("children") or [])) if isinstance(raw, dict) else raw for raw in codes_raw]
+    roots = []
+    for i, node in enumerate(nodes):
+        if i in parent_of:
+            nodes[parent_of[i]]["children"].append(node)
+        else:
+            roots.append(node)
+    return roots
 
 
 def validate_tree(data):
@@ -168,6 +223,8 @@ def validate_tree(data):
     if not isinstance(codes_raw, list) or not codes_raw:
         errors.append("The codebook has no codes.")
         codes_raw = []
+    if any(isinstance(raw, dict) and raw.get("parent") not in (None, "") for raw in codes_raw):
+        codes_raw = nest_flat_codes(codes_raw, errors)
     codes = [c for c in (node(raw, f"Code {i + 1}", 1) for i, raw in enumerate(codes_raw)) if c is not None]
     for top in codes:
         if top["exclude"]:
@@ -352,21 +409,24 @@ def parse_qdc(content, name=None):
 # --- CSV ----------------------------------------------------------------------------------------------
 
 
-def tree_to_csv(tree):
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
-    writer.writeheader()
+def tree_table(tree):
+    """The codebook as (columns, rows) of the CSV format (for the table writer, which escapes formulas;
+    parse_csv reads the escaped text back)."""
+    rows = []
     for node, parent, _ in walk(tree["codes"]):
-        path = node.get("path") or node["name"]
-        writer.writerow({
-            "guid": node["guid"], "parent": parent["guid"] if parent else "", "name": node["name"], "path": path,
-            "description": node["description"], "color": node["color"], "gender_tag": node["gender_tag"],
-            "kind": node["kind"], "codable": "true" if node["codable"] else "false", "shortcut": node["shortcut"],
-            "stereotype": node["stereotype"],
+        rows.append({
+            "guid": node["guid"], "parent": parent["guid"] if parent else "", "name": node["name"],
+            "path": node.get("path") or node["name"], "description": node["description"], "color": node["color"],
+            "gender_tag": node["gender_tag"], "kind": node["kind"], "codable": "true" if node["codable"] else "false",
+            "shortcut": node["shortcut"], "stereotype": node["stereotype"],
             "item_number": "" if node.get("item_number") is None else node["item_number"],
             "frequency_reference": "" if node.get("frequency_reference") is None else node["frequency_reference"],
         })
-    return buffer.getvalue()
+    return CSV_COLUMNS, rows
+
+
+def tree_to_csv(tree):
+    return table_text(*tree_table(tree))
 
 
 def parse_csv(content, name):
@@ -377,6 +437,8 @@ def parse_csv(content, name):
         except UnicodeDecodeError:
             raise CodebookFormatError(["The CSV file is not UTF-8 text."]) from None
     content = content.lstrip("\ufeff")
+    if nul_problem(content):
+        raise CodebookFormatError([nul_problem(content)])
     reader = csv.DictReader(io.StringIO(content))
     if not reader.fieldnames or "name" not in [f.strip() for f in reader.fieldnames]:
         raise CodebookFormatError(["The CSV needs a header row with at least a 'name' column."])
@@ -386,7 +448,7 @@ def parse_csv(content, name):
     except csv.Error as exc:
         raise CodebookFormatError([f"The CSV could not be read: {exc}"]) from None
     for line, row in enumerate(rows, start=2):
-        row = {(k or "").strip(): (v if isinstance(v, str) else "") for k, v in row.items()}
+        row = {(k or "").strip(): (unescape_formula(v) if isinstance(v, str) else "") for k, v in row.items()}
         node = {key: row.get(key, "") for key in CSV_COLUMNS if key not in ("parent", "path")}
         node["codable"] = row.get("codable") or "true"
         node["children"] = []

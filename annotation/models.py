@@ -7,28 +7,13 @@ from django.utils import timezone
 
 from generation.models import Output, PromptItem
 from stereoscope.models import Study
+from stereoscope.versioning import VersionedModel
 
 
-class Codebook(models.Model):
+class Codebook(VersionedModel):
     """A versioned code system. Locked versions are read-only; edits then go to a new version."""
 
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="codebooks")
-    name = models.CharField(max_length=200)
-    version = models.PositiveIntegerField(default=1)
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="newer_versions")
-    locked = models.BooleanField(default=False)
-    builtin_key = models.CharField(max_length=100, blank=True)
-    description = models.TextField(blank=True)
     guid = models.UUIDField(default=uuid.uuid4, editable=False, help_text="REFI-QDA project-level identity.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["study", "name", "version"], name="unique_codebook_version")]
-        ordering = ["study", "name", "-version"]
-
-    def __str__(self):
-        return f"{self.name} v{self.version}"
 
 
 class GenderTag(models.TextChoices):

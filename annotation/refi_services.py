@@ -7,28 +7,27 @@ the guid fields, or are uuid5-derived from stable ids, so they are the same in e
 
 Import: the whole file is parsed and checked first (annotation.refi_qda), then applied in one transaction.
 """
-import json
 import re
 import uuid
-import zipfile
 from collections import defaultdict
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from generation.exports import filtered_outputs
-from stereoscope.exports import iso_datetime, uuid_text
-from generation.models import GenerationRun, Output, OutputStatus, RunStatus
+from generation.collect import ImportedRow, import_texts
+from generation.datasets import filtered_outputs
+from stereoscope.datasets import iso_datetime, uuid_text
 import stereoscope
-from stereoscope.models import Membership, Role
+from stereoscope.models import Role
 from stereoscope.providers import provider
-from stereoscope.services import record_activity
+from stereoscope.services import ensure_member, record_activity
 
 from . import codebook_format as fmt
 from . import refi_qda as rq
 from . import services as annotation_services
-from .exports import CodeIndex
+from .datasets import CodeIndex
 from .models import Assignment, Codebook, Coding, GenderAttribution, Memo
 
 JUDGE_GROUP_GUID = rq.stable_guid("judge-verdicts")
@@ -70,10 +69,13 @@ def _tag_sets(index, code_pks):
 
 # --- export -------------------------------------------------------------------------------------------------
 
-def export_qdpx(study, target, *, options, actor=None, progress=None):
-    """Write the study's .qdpx to `target`. Returns a manifest (also stored in the archive as manifest.json)."""
-    from stereoscope.exporting.manifest import build_manifest
+# What an export manifest notes about a .qdpx (the exports app writes the manifest into the archive).
+QDPX_MANIFEST_NOTES = {"schema": "QDA-XML 1.0 (Project.xsd, 2019-03-18)",
+                       "offsets": "Unicode code points, line endings \\n", "judge_code_group": JUDGE_GROUP_GUID}
 
+
+def export_qdpx(study, target, *, options, progress=None):
+    """Write the study's .qdpx project to `target`. Returns the row counts (sources, codings, ...)."""
     index = CodeIndex(study)
     outputs = filtered_outputs(study, options)
     codings = Coding.objects.filter(output__in=outputs)
@@ -83,18 +85,21 @@ def export_qdpx(study, target, *, options, actor=None, progress=None):
     used_books = {index.codes[c][7] for c in used_codes}
     books = sorted(used_books or {row[7] for row in index.codes.values()})
 
-    def person_of(pk, username):
+    def person_of(pk, name):
         if options.get("pseudonymise"):
             name = options["pseudonym"](pk)
             return rq.stable_guid("pseudonym", name), name
-        return user_guid(pk), username
+        return user_guid(pk), name
 
     users = {}
-    for pk, username in codings.order_by().values_list("coder_id", "coder__username").distinct():
-        users[pk] = person_of(pk, username)
+    coders = codings.order_by().values_list("coder_id", "coder__username", "coder__first_name", "coder__last_name")
+    for pk, username, first, last in coders.distinct():
+        users[pk] = person_of(pk, display_name(username, first, last))
     memos = list(Memo.objects.filter(study=study).select_related("author").order_by("pk"))
     for memo in memos:
-        users.setdefault(memo.author_id, person_of(memo.author_id, memo.author.username))
+        author = memo.author
+        users.setdefault(memo.author_id, person_of(memo.author_id, display_name(author.username, author.first_name,
+                                                                                author.last_name)))
     q_users = [rq.QUser(guid=g, name=n) for g, n in users.values()]
 
     # memos: coding / code / output -> note guids
@@ -165,7 +170,7 @@ def export_qdpx(study, target, *, options, actor=None, progress=None):
     var_guid = {v.name: v.guid for v in variables}
 
     def sources():
-        from .exports import _Cursor
+        from .datasets import _Cursor
 
         coding_cursor = _Cursor(codings.order_by("output_id", "start", "pk").annotate(
             guid_text=uuid_text("guid"), created_text=iso_datetime("created_at", XSD_DATETIME)).values_list(
@@ -215,15 +220,7 @@ def export_qdpx(study, target, *, options, actor=None, progress=None):
                       "percent": min(99, round(100 * counts["sources"] / total)) if total else None})
 
     total = outputs.count()
-    counts = rq.write_qdpx(target, project, progress=report)
-    manifest = build_manifest(study, fmt="qdpx", datasets=[], options=options, files=[{"path": "project.qde"}],
-                              row_counts=counts, actor=actor,
-                              extra={"refi_qda": {"schema": "QDA-XML 1.0 (Project.xsd, 2019-03-18)",
-                                                  "offsets": "Unicode code points, line endings \\n",
-                                                  "judge_code_group": JUDGE_GROUP_GUID}})
-    with zipfile.ZipFile(target, "a") as zf:
-        zf.writestr("manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False))
-    return manifest
+    return rq.write_qdpx(target, project, progress=report)
 
 
 def export_qdc(study, codebook):
@@ -289,6 +286,18 @@ def _free_guid(guid, taken):
     return fresh
 
 
+def display_name(username, first_name="", last_name=""):
+    """The name a REFI-QDA file carries for a user: the full name as given, else the username."""
+    return f"{first_name} {last_name}".strip() or username
+
+
+def _named(name):
+    """Accounts whose username or display name is `name`."""
+    first, _, last = (name or "").partition(" ")
+    return get_user_model().objects.filter(Q(username=name) | Q(first_name=name, last_name="")
+                                           | Q(first_name=first, last_name=last))
+
+
 def _username_for(name, taken_names):
     User = get_user_model()
     base = re.sub(r"[^\w.@+-]+", "_", name or "").strip("_")[:120] or "coder"
@@ -308,14 +317,16 @@ def _resolve_users(study, q_users, used_guids):
     for q_user in q_users:
         if q_user.guid not in used_guids:
             continue
-        match = User.objects.filter(username=q_user.name).first()
-        if match is not None and user_guid(match.pk) == q_user.guid:
+        match = next((u for u in _named(q_user.name) if user_guid(u.pk) == q_user.guid), None)
+        if match is not None:  # our own export of an existing account
             result[q_user.guid] = match
             continue
-        user = User(username=_username_for(q_user.name, taken), is_active=True)
+        # the username must be a valid one; the name is kept as given, as the account's full name
+        user = User(username=_username_for(q_user.name, taken), first_name=(q_user.name or "").strip()[:150],
+                    is_active=True)
         user.set_unusable_password()
         user.save()
-        Membership.objects.get_or_create(study=study, user=user, defaults={"role": Role.CODER})
+        ensure_member(study=study, user=user, role=Role.CODER)
         result[q_user.guid] = user
         created.append(user.username)
     return result, created
@@ -347,25 +358,29 @@ def _apply_project(study, project, *, filename, actor):
             created_users.append(fallback[0].username)
         return fallback[0]
 
-    run = GenerationRun.objects.create(study=study, name=f"REFI-QDA import: {filename}"[:200], is_import=True,
-                                       status=RunStatus.COMPLETED, created_by=actor, finished_at=timezone.now())
     var_names = {v.guid: v.name for v in project.variables}
     coding_rows, note_targets, skipped_judge = [], defaultdict(list), 0
     coder_outputs = set()
     taken_guids = _taken_guids(Coding, [c.guid for s in project.sources for c in s.codings]
                                + [c.guid for s in project.sources for sel in s.selections for c in sel.codings])
     now = timezone.now()
-    outputs = []
-    for source in project.sources:
+    texts, source_of = [], {}
+    for number, source in enumerate(project.sources, start=1):
         values = {var_names[g]: v for g, v in source.variables}
         trial = values.get("trial")
-        outputs.append(Output(
-            study=study, run=run, model_name=(values.get("model") or "imported")[:300],
-            trial=int(trial) if str(trial or "").isdigit() else 1, text=source.text, status=OutputStatus.DONE,
-            external_id=source.guid, completed_at=now,
-            provenance={"source": "refi-qda", "file": filename, "name": source.name, "guid": source.guid,
-                        "variables": values}))
-    Output.objects.bulk_create(outputs, batch_size=500)  # primary keys come back (PostgreSQL, SQLite >= 3.35)
+        row = ImportedRow(row=number, model=(values.get("model") or "imported")[:300], item=None, prompt="",
+                          slot_values={}, variant_key="", trial=int(trial) if str(trial or "").isdigit() else 1,
+                          text=source.text, external_id=source.guid, extra=None)
+        source_of[number] = (source, values)
+        texts.append(row)
+
+    def provenance(row):
+        source, values = source_of[row.row]
+        return {"source": "refi-qda", "file": filename, "name": source.name, "guid": source.guid,
+                "variables": values}
+
+    run, outputs = import_texts(study, texts, run_name=f"REFI-QDA import: {filename}", actor=actor, source=filename,
+                                provenance=provenance)
     for source, output in zip(project.sources, outputs):
         for note in source.note_guids:
             note_targets[note].append(("output", output))

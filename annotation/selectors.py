@@ -1,10 +1,11 @@
 """Reads for analyses and pages: analysis units (code or dimension level), frequency tables, coding rows."""
-import csv
-import io
 
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef, Q
 
-from .models import Assignment, AssignmentStatus, Code, Coding, GenderAttribution
+from stereoscope.models import Role
+from stereoscope.permissions import role_for
+
+from .models import Assignment, AssignmentStatus, Code, Coding, CodingMode, GenderAttribution, Memo
 
 LEVELS = ("code", "dimension")
 BREAKDOWNS = {
@@ -15,6 +16,41 @@ BREAKDOWNS = {
     "gender_tag": None,
     "dimension": None,
 }
+
+
+# --- blind mode: what a coder may see ---------------------------------------------------------------------------
+
+
+def is_blind_reader(user, study):
+    """Coders see only their own work (and what they share in consensus); researchers, admins and library
+    readers see everyone's."""
+    return role_for(user, study) == Role.CODER
+
+
+def _consensus(user, **refs):
+    return Exists(Assignment.objects.filter(coder=user, mode=CodingMode.CONSENSUS,
+                                            **{field: OuterRef(ref) for field, ref in refs.items()}))
+
+
+def visible_codings(user, study, qs=None):
+    """The codings `user` may see or count: a coder's own, and everyone's on stories they code in consensus."""
+    qs = Coding.objects.filter(codebook__study=study) if qs is None else qs
+    if not is_blind_reader(user, study):
+        return qs
+    return qs.filter(Q(coder=user) | _consensus(user, codebook_id="codebook_id", output_id="output_id"))
+
+
+def visible_memos(user, study, qs=None):
+    """The memos `user` may read: a coder's own, and others' only on a story, coding or codebook they code in
+    consensus."""
+    qs = Memo.objects.filter(study=study) if qs is None else qs
+    if not is_blind_reader(user, study):
+        return qs
+    return qs.filter(Q(author=user)
+                     | Q(coding__isnull=False) & _consensus(user, codebook_id="coding__codebook_id",
+                                                            output_id="coding__output_id")
+                     | Q(output__isnull=False) & _consensus(user, output_id="output_id")
+                     | Q(code__isnull=False) & _consensus(user, codebook_id="code__codebook_id"))
 
 
 class CodeIndex:
@@ -60,7 +96,7 @@ def analysis_units(codebook, level="code"):
     return result
 
 
-def frequency_table(codebook, *, level="code", by="", coder_ids=None):
+def frequency_table(codebook, *, level="code", by="", coder_ids=None, user=None):
     """Counts of codings per code (or dimension), optionally broken down by model, item, coder, gender tag or dimension.
 
     Returns {"columns": [breakdown values], "rows": [{"key", "label", "dimension", "gender_tag", "color", "total",
@@ -72,6 +108,8 @@ def frequency_table(codebook, *, level="code", by="", coder_ids=None):
         raise ValueError(f"breakdown must be one of {', '.join(k for k in BREAKDOWNS if k)}")
     index = CodeIndex(codebook)
     qs = Coding.objects.filter(codebook=codebook)
+    if user is not None:  # a coder in blind mode counts only what they may see
+        qs = visible_codings(user, codebook.study, qs)
     if coder_ids:
         qs = qs.filter(coder_id__in=coder_ids)
     field = BREAKDOWNS[by]
@@ -128,20 +166,25 @@ def frequency_table(codebook, *, level="code", by="", coder_ids=None):
             "level": level, "by": by}
 
 
-def frequency_csv(table):
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["code" if table["level"] == "code" else "dimension", "dimension", "gender_tag", "codings", "stories",
-                     *table["columns"]])
-    for row in table["rows"]:
-        writer.writerow([row["label"], row["dimension"], row["gender_tag"], row["total"], row["stories"],
-                         *[row["cells"].get(c, 0) for c in table["columns"]]])
-    return buffer.getvalue()
+def frequency_table_rows(table):
+    """A frequency table as (columns, rows) for the table writer: label, dimension, gender tag, totals, then one
+    column per breakdown value."""
+    label = "code" if table["level"] == "code" else "dimension"
+    columns = [label, "dimension", "gender_tag", "codings", "stories", *table["columns"]]
+    rows = [{**{c: row["cells"].get(c, 0) for c in table["columns"]}, label: row["label"],
+             "dimension": row["dimension"], "gender_tag": row["gender_tag"], "codings": row["total"],
+             "stories": row["stories"]} for row in table["rows"]]
+    return columns, rows
 
 
 CODING_COLUMNS = ["coding_guid", "output_id", "external_id", "run", "model", "item_number", "trial", "coder", "code_id",
                   "code", "code_path", "dimension", "gender_tag", "document_level", "start", "end", "quote", "memo",
                   "created_at"]
+
+
+def coding_columns(include_text=False):
+    """The columns of `coding_rows` (with the story text when asked)."""
+    return ["codebook"] + CODING_COLUMNS + (["story_text"] if include_text else [])
 
 
 def coding_rows(study, *, codebook=None, pseudonym=None, include_text=False, code_ids=None, run_ids=None, models=None,

@@ -12,6 +12,7 @@ from generation.models import Output, PromptItem
 from stereoscope.models import Role
 from stereoscope.permissions import has_role
 from stereoscope.services import record_activity
+from stereoscope.versioning import Versioning
 
 from . import codebook_format as fmt
 from .assigning import plan_assignments
@@ -30,27 +31,21 @@ class AnnotationError(ValueError):
 # --- codebooks ---------------------------------------------------------------------------------------
 
 
-def next_codebook_version(study, name):
-    latest = Codebook.objects.filter(study=study, name=name).aggregate(v=Max("version"))["v"]
-    return (latest or 0) + 1
-
-
-def ensure_editable(codebook):
-    if codebook.locked:
-        raise AnnotationError(f"The codebook “{codebook}” is locked; create a new version to change its codes.")
-    if codebook.study.is_library:
-        raise AnnotationError("Built-in library codebooks are read-only; copy one into your study first.")
-
-
-@transaction.atomic
-def create_codebook(study, *, name, description="", created_by=None):
+def clean_codebook_name(name):
     name = (name or "").strip()
     if not name:
         raise AnnotationError("Give the codebook a name.")
     if len(name) > 200:
         raise AnnotationError("The codebook name is longer than 200 characters.")
+    return name
+
+
+@transaction.atomic
+def create_codebook(study, *, name, description="", created_by=None):
+    CODEBOOKS.refuse_library(study)
+    name = clean_codebook_name(name)
     codebook = Codebook.objects.create(study=study, name=name, description=description,
-                                       version=next_codebook_version(study, name), created_by=created_by)
+                                       version=CODEBOOKS.next_version(study, name), created_by=created_by)
     record_activity(study, created_by, "created codebook", str(codebook))
     return codebook
 
@@ -78,11 +73,22 @@ def import_codebook(study, tree, *, name=None, created_by=None, builtin_key="", 
     items = _resolve_items(study, tree, toolkit)
     wanted = [n["guid"] for n, _, _ in fmt.walk(tree["codes"]) if n["guid"]]
     taken = set(str(g) for g in Code.objects.filter(guid__in=wanted).values_list("guid", flat=True))
+    CODEBOOKS.refuse_library(study, builtin=bool(builtin_key))
     codebook = Codebook.objects.create(
-        study=study, name=tree["name"], version=next_codebook_version(study, tree["name"]),
+        study=study, name=tree["name"], version=CODEBOOKS.next_version(study, tree["name"]),
         description=tree["description"] if description is None else description, builtin_key=builtin_key,
         created_by=created_by,
     )
+    _create_codes(codebook, tree["codes"], items=items, taken=taken, created_by=created_by)
+    if locked:
+        codebook.locked = True
+        codebook.save(update_fields=["locked"])
+    record_activity(study, created_by, "imported codebook", str(codebook))
+    return codebook
+
+
+def _create_codes(codebook, codes, *, items, taken=(), created_by=None):
+    """Save a validated code tree into `codebook`, in order; GUIDs in `taken` get new ones."""
     order = 0
 
     def create(node, parent):
@@ -99,13 +105,8 @@ def import_codebook(study, tree, *, name=None, created_by=None, builtin_key="", 
         for child in node["children"]:
             create(child, code)
 
-    for node in tree["codes"]:
+    for node in codes:
         create(node, None)
-    if locked:
-        codebook.locked = True
-        codebook.save(update_fields=["locked"])
-    record_activity(study, created_by, "imported codebook", str(codebook))
-    return codebook
 
 
 def codebook_tree(codebook, include_inactive=False):
@@ -132,35 +133,25 @@ def codebook_tree(codebook, include_inactive=False):
             "codes": [node(code, "") for code in children.get(None, [])]}
 
 
-@transaction.atomic
-def copy_codebook(codebook, *, study, created_by=None, name=None):
-    """A new, unlocked codebook in `study` with the same code tree (new GUIDs; item links kept within a study)."""
+def _copy_codes(codebook, copy, *, actor=None):
+    """A codebook version's children: its active code tree (new GUIDs; item links kept within a study)."""
     tree = codebook_tree(codebook)
+    same_study = codebook.study_id == copy.study_id
     for node, _, _ in fmt.walk(tree["codes"]):
         node["guid"] = ""
-        if codebook.study_id != study.pk:
+        if not same_study:
             node["item_number"] = None
     toolkit = None
-    if codebook.study_id == study.pk:
+    if same_study:
         first = codebook.codes.filter(item__isnull=False).select_related("item__toolkit").first()
         toolkit = first.item.toolkit if first else None
-    copy = import_codebook(study, tree, name=name or codebook.name, created_by=created_by, toolkit=toolkit,
-                           description=codebook.description)
-    if codebook.study_id == study.pk:
-        copy.parent = codebook
-        copy.save(update_fields=["parent"])
-    return copy
+    tree = fmt.validate_tree(tree)
+    _create_codes(copy, tree["codes"], items=_resolve_items(copy.study, tree, toolkit), created_by=actor)
 
 
-def new_codebook_version(codebook, *, created_by=None):
-    return copy_codebook(codebook, study=codebook.study, created_by=created_by)
-
-
-def lock_codebook(codebook, actor=None):
-    Codebook.objects.filter(pk=codebook.pk).update(locked=True)
-    codebook.locked = True
-    record_activity(codebook.study, actor, "locked codebook", str(codebook))
-    return codebook
+# Locked by hand (the lock button); a copy gets its own REFI-QDA project GUID.
+CODEBOOKS = Versioning(Codebook, noun="codebook", error=AnnotationError, copy_children=_copy_codes,
+                       fresh_fields=("guid",))
 
 
 # --- codes -------------------------------------------------------------------------------------------
@@ -246,7 +237,7 @@ def _record(codebook, kind, actor, payload):
 
 @transaction.atomic
 def create_code(codebook, *, actor=None, **fields):
-    ensure_editable(codebook)
+    CODEBOOKS.ensure_editable(codebook)
     fields.setdefault("kind", CodeKind.A_PRIORI)
     cleaned = _clean_code_fields(codebook, fields)
     if "name" not in cleaned:
@@ -273,7 +264,7 @@ def create_code_from_selection(*, study, codebook, output, coder, start, end, na
 @transaction.atomic
 def update_code(code, *, actor=None, **fields):
     codebook = code.codebook
-    ensure_editable(codebook)
+    CODEBOOKS.ensure_editable(codebook)
     code = Code.objects.select_for_update().get(pk=code.pk)
     cleaned = _clean_code_fields(codebook, fields, code=code)
     before = {}
@@ -311,7 +302,7 @@ def _codes_in(codebook, codes, label):
 @transaction.atomic
 def merge_codes(codebook, sources, *, target=None, new_name=None, new_parent=None, actor=None, **new_fields):
     """Merge `sources` into `target` (or into a new code `new_name` under `new_parent`). Every coding moves."""
-    ensure_editable(codebook)
+    CODEBOOKS.ensure_editable(codebook)
     sources = _codes_in(codebook, list(dict.fromkeys(sources)), "code")
     if not sources:
         raise AnnotationError("Choose at least one code to merge.")
@@ -362,7 +353,7 @@ def merge_codes(codebook, sources, *, target=None, new_name=None, new_parent=Non
 @transaction.atomic
 def move_codes(codebook, codes, *, new_parent=None, actor=None):
     """Re-parent codes (None = top level), e.g. to regroup codes into another dimension."""
-    ensure_editable(codebook)
+    CODEBOOKS.ensure_editable(codebook)
     codes = _codes_in(codebook, list(dict.fromkeys(codes)), "code")
     if not codes:
         raise AnnotationError("Choose at least one code to move.")
@@ -383,7 +374,7 @@ def move_codes(codebook, codes, *, new_parent=None, actor=None):
 def split_code(code, codings, *, target=None, new_name=None, actor=None, **new_fields):
     """Move the chosen codings of `code` to `target` or to a new sibling code `new_name`."""
     codebook = code.codebook
-    ensure_editable(codebook)
+    CODEBOOKS.ensure_editable(codebook)
     _codes_in(codebook, [code], "code")
     ids = sorted({c.pk if hasattr(c, "pk") else int(c) for c in codings})
     if not ids:
@@ -421,7 +412,7 @@ def undo_operation(op, *, actor=None):
     """Reverse one operation exactly. Only the latest not-undone operation of a codebook can be undone."""
     op = CodeOperation.objects.select_for_update().get(pk=op.pk)
     codebook = op.codebook
-    ensure_editable(codebook)
+    CODEBOOKS.ensure_editable(codebook)
     if op.undone_at:
         raise AnnotationError("This operation was already undone.")
     latest = latest_operation(codebook)
@@ -494,7 +485,7 @@ def check_can_code(study, codebook, output, coder):
     if codebook.study_id != study.pk:
         raise AnnotationError("That codebook belongs to another study.")
     if output.study_id != study.pk:
-        raise AnnotationError("That story belongs to another study.")
+        raise AnnotationError(f"No story {output.pk} in this study.")
     if not has_role(coder, study, Role.CODER):
         raise AnnotationError("Only coders of this study can code.")
     if has_role(coder, study, Role.RESEARCHER):
@@ -537,12 +528,18 @@ def create_coding(*, study, codebook, output, code, coder, start=None, end=None,
         start, end, quote = validate_span(text, start, end)
     except OffsetError as exc:
         raise AnnotationError(str(exc)) from None
-    if start is None:
-        existing = Coding.objects.filter(output=output, code=code, coder=coder, start__isnull=True).first()
+    with transaction.atomic():
+        # idempotent: the same coder, code and span (or whole story) is one coding; the code row's lock makes two
+        # identical saves arriving together (a double click, a retried request) wait for each other
+        Code.objects.select_for_update().filter(pk=code.pk).first()
+        same = Coding.objects.filter(output=output, code=code, coder=coder, codebook=codebook)
+        same = same.filter(start__isnull=True) if start is None else same.filter(start=start, end=end)
+        existing = same.order_by("pk").first()
         if existing:
             return existing
-    _replace_variable_value(code, output, coder, start, end)
-    return Coding.objects.create(output=output, code=code, coder=coder, codebook=codebook, start=start, end=end, quote=quote)
+        _replace_variable_value(code, output, coder, start, end)
+        return Coding.objects.create(output=output, code=code, coder=coder, codebook=codebook, start=start, end=end,
+                                     quote=quote)
 
 
 def _replace_variable_value(code, output, coder, start, end, keep=None):
@@ -615,13 +612,13 @@ def add_memo(study, *, author, text, coding=None, code=None, output=None):
         raise AnnotationError("Only members who code can write memos.")
     if coding is not None:
         if coding.codebook.study_id != study.pk:
-            raise AnnotationError("That coding belongs to another study.")
+            raise AnnotationError(f"No coding {coding.pk} in this study.")
         if coding.coder_id != author.pk and not has_role(author, study, Role.RESEARCHER):
             raise AnnotationError("You can only write memos on your own codings.")
     if code is not None and code.codebook.study_id != study.pk:
-        raise AnnotationError("That code belongs to another study.")
+        raise AnnotationError(f"No code {code.pk} in this study.")
     if output is not None and output.study_id != study.pk:
-        raise AnnotationError("That story belongs to another study.")
+        raise AnnotationError(f"No story {output.pk} in this study.")
     return Memo.objects.create(study=study, author=author, text=text, coding=coding, code=code, output=output)
 
 
@@ -766,7 +763,7 @@ def start_discovery(study, codebook, *, endpoint, item, sample_size=5, seed=0, a
     from . import discovery as disc
     from .models import CodeDiscovery
 
-    ensure_editable(codebook)
+    CODEBOOKS.ensure_editable(codebook)
     if codebook.study_id != study.pk:
         raise AnnotationError("That codebook belongs to another study.")
     if not isinstance(endpoint, ModelEndpoint) or endpoint.study_id != study.pk:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import views, views_refi
 
 urlpatterns = [
     path("coding/", views.coding_home, name="coding"),
@@ -17,4 +17,7 @@ urlpatterns = [
     path("coding/codebooks/<int:codebook_id>/stories/<int:output_id>/", views.workspace, name="annotation-workspace"),
     path("coding/codebooks/<int:codebook_id>/stories/<int:output_id>/edit/", views.workspace_edit,
          name="annotation-workspace-edit"),
+    # REFI-QDA, offered on the Exports page
+    path("exports/refi-import/", views_refi.refi_import, name="export-refi-import"),
+    path("exports/codebooks/<int:codebook_id>.qdc", views_refi.codebook_qdc, name="export-codebook-qdc"),
 ]

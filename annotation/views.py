@@ -10,6 +10,7 @@ from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
 from generation.models import GenerationRun, Output, PromptItem, Toolkit
+from stereoscope.downloads import table_download
 from stereoscope.models import Membership, Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
 
@@ -59,8 +60,15 @@ def _flat(tree):
 def coding_home(request, study_id):
     study = request.study
     is_researcher = has_role(request.user, study, Role.RESEARCHER)
-    codebooks = study.codebooks.annotate(n_codes=Count("codes", filter=Q(codes__active=True, codes__codable=True)),
+    codebooks = study.codebooks.annotate(n_codes=Count("codes", filter=Q(codes__active=True, codes__codable=True),
+                                                              distinct=True),
                                          n_codings=Count("codings", distinct=True))
+    if selectors.is_blind_reader(request.user, study):  # a coder counts only their own codings
+        own = dict(selectors.visible_codings(request.user, study).values("codebook_id").annotate(n=Count("id"))
+                   .order_by().values_list("codebook_id", "n"))
+        codebooks = list(codebooks)
+        for codebook in codebooks:
+            codebook.n_codings = own.get(codebook.pk, 0)
     queues = []
     for row in (Assignment.objects.filter(study=study, coder=request.user).values("codebook_id", "codebook__name",
                                                                                    "codebook__version")
@@ -86,7 +94,7 @@ def codebook_create(request, study_id):
             source = Codebook.objects.filter(pk=request.POST.get("source") or 0).select_related("study").first()
             if source is None or not (source.study_id == study.pk or source.study.is_library):
                 raise services.AnnotationError("Choose a codebook from this study or the built-in library.")
-            codebook = services.copy_codebook(source, study=study, created_by=request.user)
+            codebook = services.CODEBOOKS.copy_into(source, study=study, actor=request.user)
         elif action == "import":
             upload = request.FILES.get("file")
             if upload is None:
@@ -111,7 +119,8 @@ def codebook_create(request, study_id):
 
 def _codebook_context(request, codebook, error=""):
     tree = _code_tree(codebook)
-    counts = dict(Coding.objects.filter(codebook=codebook).values("code_id").annotate(n=Count("id")).values_list("code_id", "n"))
+    visible = selectors.visible_codings(request.user, request.study, Coding.objects.filter(codebook=codebook))
+    counts = dict(visible.values("code_id").annotate(n=Count("id")).order_by().values_list("code_id", "n"))
     for code in _flat(tree):
         code.n_codings = counts.get(code.pk, 0)
     return {
@@ -178,9 +187,9 @@ def codebook_edit(request, study_id, codebook_id):
             note = services.undo_operation(operation, actor=request.user)
             error = note
         elif op == "lock":
-            services.lock_codebook(codebook, request.user)
+            services.CODEBOOKS.lock_by_hand(codebook, actor=request.user)
         elif op == "new_version":
-            copy = services.new_codebook_version(codebook, created_by=request.user)
+            copy = services.CODEBOOKS.new_version(codebook, actor=request.user)
             response = HttpResponse(status=204)
             response["HX-Redirect"] = reverse("annotation-codebook", args=[request.study.pk, copy.pk])
             return response
@@ -225,11 +234,10 @@ def frequencies(request, study_id, codebook_id):
     by = request.GET.get("by", "")
     if level not in selectors.LEVELS or by not in selectors.BREAKDOWNS:
         level, by = "code", ""
-    table = selectors.frequency_table(codebook, level=level, by=by)
+    table = selectors.frequency_table(codebook, level=level, by=by, user=request.user)
     if request.GET.get("file_format") == "csv":
-        response = HttpResponse(selectors.frequency_csv(table), content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="code-frequencies-{codebook.pk}-{level}{"-" + by if by else ""}.csv"'
-        return response
+        columns, rows = selectors.frequency_table_rows(table)
+        return table_download(columns, rows, f"code-frequencies-{codebook.pk}-{level}{'-' + by if by else ''}.csv")
     peak = max([r["total"] for r in table["rows"]] + [1])
     for row in table["rows"]:
         row["bar"] = round(100 * row["total"] / peak, 1)
@@ -326,7 +334,7 @@ def _workspace_context(request, codebook, output, error="", notice=""):
     show_all = is_researcher and request.GET.get("all", request.POST.get("all")) == "1"
     consensus = assignment is not None and assignment.mode == CodingMode.CONSENSUS
     codings = list(services.visible_codings(codebook, output, user, show_all=show_all, assignment=assignment))
-    memo_qs = Memo.objects.filter(study=study).select_related("author").filter(
+    memo_qs = selectors.visible_memos(user, study).select_related("author").filter(
         Q(coding__in=[c.pk for c in codings]) | Q(code__codebook=codebook) | Q(output=output))
     if not (consensus or show_all):
         memo_qs = memo_qs.filter(author=user)
@@ -519,8 +527,10 @@ def discover(request, study_id, codebook_id):
     return render(request, "annotation/discover.html", {
         "study": study, "codebook": codebook,
         "endpoints": ModelEndpoint.objects.filter(study=study).exclude(provider="manual"),
-        "items": PromptItem.objects.filter(toolkit__study=study).select_related("toolkit").order_by("toolkit__name", "number"),
-        "discoveries": CodeDiscovery.objects.filter(codebook=codebook).select_related("endpoint", "item", "provider_call")
+        "items": PromptItem.objects.filter(toolkit__study=study).select_related("toolkit")
+        .order_by("toolkit__name", "-toolkit__version", "toolkit_id", "number"),  # grouped by version, newest first
+        "discoveries": CodeDiscovery.objects.filter(codebook=codebook)
+        .select_related("endpoint", "item__toolkit", "provider_call")
         .prefetch_related("suggestions__code")[:20],
         "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable], "gender_tags": GenderTag.choices,
     })

@@ -62,7 +62,7 @@ def build(n_outputs, codings_per_output, words):
         run = GenerationRun.objects.create(study=study, name="Bench run", toolkit=toolkit, status="completed")
         run.endpoints.set(endpoints)
         fang = Codebook.objects.get(builtin_key="fang2025-phase2-codes")
-        book = services.copy_codebook(fang, study=study)  # the real 53-code, six-dimension code system
+        book = services.CODEBOOKS.copy_into(fang, study=study)  # the real 53-code, six-dimension code system
         codes = list(book.codes.filter(codable=True))
     now = timezone.now()
     texts = [" ".join(rng.choice(WORDS) for _ in range(words)).capitalize() + "." for _ in range(300)]

@@ -126,7 +126,7 @@ def ensure_data():
 
 def measure(kind, study_id):
     """Run one export in this process; print JSON with seconds, peak RSS and size."""
-    from stereoscope.exporting.services import write_export
+    from exports.services import write_export
     from stereoscope.models import Study
 
     study = Study.objects.get(pk=study_id)
@@ -135,7 +135,7 @@ def measure(kind, study_id):
         usage = resource.getrusage(resource.RUSAGE_SELF)
         return usage.ru_utime + usage.ru_stime
 
-    from stereoscope.exports import datasets
+    from stereoscope.datasets import datasets
 
     datasets()  # app modules imported before the clock starts (a running server has them loaded)
     cpu_before = cpu_after()

@@ -67,6 +67,7 @@ def full_run(port, units, concurrency, workdir):
         os.environ["DATABASE_URL"] = f"sqlite:///{workdir / 'bench.sqlite3'}"
     os.environ.pop("CELERY_TASK_ALWAYS_EAGER", None)
     os.environ["BENCH_KEY"] = "bench-key"
+    os.environ["PROVIDER_KEY_VARIABLES"] = "BENCH_KEY"  # the operator's allow-list, inherited by the worker
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     import django
 

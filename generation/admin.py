@@ -4,13 +4,13 @@ from django.contrib import admin, messages
 
 from .models import Dimension, GenerationRun, ModelEndpoint, Output, PromptItem, ProviderCall, Toolkit
 from .slots import SlotError, normalize_combinations, normalize_slot_values
-from .toolkit_services import make_new_version
-from .toolkits import ToolkitLocked, count_text, effective_slots, is_locked
+from .toolkit_services import TOOLKITS
+from .toolkits import ToolkitLocked, count_text, effective_slots
 
 
 def _frozen(toolkit):
     """Locked (used by a run) or in the built-in library: the admin shows it read-only."""
-    return toolkit is not None and toolkit.pk is not None and (toolkit.study.is_library or is_locked(toolkit))
+    return toolkit is not None and toolkit.pk is not None and (toolkit.study.is_library or TOOLKITS.is_locked(toolkit))
 
 
 class ToolkitAdminForm(forms.ModelForm):
@@ -117,7 +117,7 @@ class ToolkitAdmin(admin.ModelAdmin):
     def make_new_version(self, request, queryset):
         for toolkit in queryset:
             try:
-                copy = make_new_version(toolkit, actor=request.user)
+                copy = TOOLKITS.new_version(toolkit, actor=request.user)
                 self.message_user(request, f"Created {copy} (study {copy.study}).", messages.SUCCESS)
             except ToolkitLocked as exc:
                 self.message_user(request, f"{toolkit}: {exc}", messages.ERROR)

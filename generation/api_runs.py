@@ -1,7 +1,6 @@
 """REST API for model endpoints, generation runs (create, plan, start, cancel, resume, retry, status, manual answers,
 import) and outputs (filtered list, read-only detail with every attempt). Keys never appear: only the variable name
 and whether it is set."""
-from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -204,13 +203,7 @@ class GenerationRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retri
             return Response({"detail": "kind must be csv or xlsx."}, status=status.HTTP_400_BAD_REQUEST)
         if not collect.has_manual(run):
             return Response({"detail": "This run has no manual endpoint."}, status=status.HTTP_400_BAD_REQUEST)
-        if kind == "xlsx":
-            response = HttpResponse(collect.sheet_xlsx(run),
-                                    content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
-        else:
-            response = HttpResponse(collect.sheet_csv(run), content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="collection-run{run.pk}.{kind}"'
-        return response
+        return collect.sheet_download(run, kind)
 
     @extend_schema(request=ANSWERS, responses={200: RunStatusSerializer, 400: PROBLEMS})
     @action(detail=True, methods=["post"])

@@ -14,12 +14,13 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from stereoscope.api import StudyScopedMixin
+from stereoscope.downloads import table_download
 
 from . import toolkit_format, toolkit_services as services
 from .counterfactual import parse_name_pairs
 from .models import Dimension, PromptItem, Toolkit
 from .slots import SlotError
-from .toolkits import ToolkitLocked, count_units, expand_units, is_locked, validate_toolkit
+from .toolkits import ToolkitLocked, count_units, expand_units, validate_toolkit
 
 
 @extend_schema_serializer(component_name="ToolkitDimension")  # "Dimension" alone would clash with codebook dimensions
@@ -63,7 +64,7 @@ class ToolkitSerializer(serializers.ModelSerializer):
         read_only_fields = ["version", "parent", "builtin_key", "created_at"]
 
     def get_locked(self, toolkit) -> bool:
-        return is_locked(toolkit)
+        return services.TOOLKITS.is_locked(toolkit)
 
     def get_item_count(self, toolkit) -> int:
         return getattr(toolkit, "n_items", None) if hasattr(toolkit, "n_items") else toolkit.items.count()
@@ -204,7 +205,7 @@ class ToolkitViewSet(ToolkitScopedMixin, viewsets.ModelViewSet):
     def new_version(self, request, *args, **kwargs):
         """A new editable version (same name, next version number, parent = this one)."""
         try:
-            copy = services.make_new_version(self.get_object(), actor=request.user)
+            copy = services.TOOLKITS.new_version(self.get_object(), actor=request.user)
         except SERVICE_ERRORS as exc:
             return _error(exc)
         return Response(ToolkitDetailSerializer(copy, context=self.get_serializer_context()).data, status=201)
@@ -218,10 +219,12 @@ class ToolkitViewSet(ToolkitScopedMixin, viewsets.ModelViewSet):
         fmt = request.query_params.get("file_format", "json")
         if fmt not in ("json", "csv"):
             return Response({"detail": "file_format must be json or csv."}, status=400)
-        body = toolkit_format.export_json(toolkit) if fmt == "json" else toolkit_format.export_csv(toolkit)
-        response = HttpResponse(body.encode("utf-8"),
-                                content_type="application/json; charset=utf-8" if fmt == "json" else "text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="toolkit-{toolkit.pk}-v{toolkit.version}.{fmt}"'
+        filename = f"toolkit-{toolkit.pk}-v{toolkit.version}.{fmt}"
+        if fmt == "csv":
+            return table_download(*toolkit_format.toolkit_table(toolkit), filename)
+        response = HttpResponse(toolkit_format.export_json(toolkit).encode("utf-8"),
+                                content_type="application/json; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response
 
     @extend_schema(request={"multipart/form-data": ToolkitImportSerializer, "application/json": ToolkitImportSerializer},
@@ -258,7 +261,7 @@ class ToolkitViewSet(ToolkitScopedMixin, viewsets.ModelViewSet):
             if str(request.data.get("toolkit", "")).isdigit() else None
         if source is None:
             return Response({"detail": "toolkit must be the id of a built-in library toolkit."}, status=400)
-        copy = services.copy_toolkit(source, study=study, actor=request.user)
+        copy = services.TOOLKITS.copy_into(source, study=study, actor=request.user)
         return Response(ToolkitDetailSerializer(copy, context=self.get_serializer_context()).data, status=201)
 
 

@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class GenerationConfig(AppConfig):
     name = "generation"
     verbose_name = "Generation"
+
+    def ready(self):
+        from stereoscope.health import register_job_model
+
+        register_job_model("generation run", self.get_model("GenerationRun"))  # seen by /healthz

@@ -2,16 +2,17 @@
 
 An endpoint stores the NAME of the environment variable that holds its key, never the key itself.
 """
-import json
 import re
 from decimal import Decimal, InvalidOperation
 
 from django.db import transaction
 
 from stereoscope.services import record_activity
+from stereoscope.untrusted import loads_json
 
+from .key_variables import key_variable_problem
 from .models import ModelEndpoint, Provider
-from .providers.base import ProviderError, validate_params
+from .providers.base import ProviderError, local_extra_message, missing_local_extra, validate_params
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 KEYED = {Provider.OPENAI, Provider.ANTHROPIC}  # these always need a key; compatible servers often do not
@@ -34,7 +35,7 @@ def parse_params(value):
         return {}
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = loads_json(value)
         except ValueError as exc:
             raise ValueError(f"Default parameters must be a JSON object, e.g. {{\"temperature\": 0.7}} ({exc}).")
     if not isinstance(value, dict):
@@ -66,6 +67,8 @@ def endpoint_problems(data, study=None, instance=None):
     if provider not in Provider.values:
         problems["provider"] = f"Unknown provider {provider!r}; choose one of {', '.join(Provider.values)}."
     clean["provider"] = provider
+    if provider == Provider.TRANSFORMERS and (missing := missing_local_extra()):
+        problems["provider"] = local_extra_message(missing)
     model_id = str(values.get("model_id") or "").strip()
     if not model_id:
         problems["model_id"] = "Give the model id (or a local path, or the model you paste answers from)."
@@ -82,6 +85,8 @@ def endpoint_problems(data, study=None, instance=None):
         problems["api_key_env"] = ("Enter the NAME of an environment variable (letters, digits, underscores), "
                                    "e.g. OPENAI_API_KEY, never the key itself.")
         env = ""
+    elif key_variable_problem(env):
+        problems["api_key_env"] = key_variable_problem(env)
     if provider in KEYED and not env and "api_key_env" not in problems:
         problems["api_key_env"] = "Name the environment variable that holds this provider's key, e.g. OPENAI_API_KEY."
     clean["api_key_env"] = env

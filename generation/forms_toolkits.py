@@ -3,6 +3,8 @@ import json
 
 from django import forms
 
+from stereoscope.untrusted import loads_json
+
 from .models import Dimension
 
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
@@ -13,7 +15,7 @@ def parse_json_field(text, label, empty):
     if not text:
         return empty
     try:
-        return json.loads(text)
+        return loads_json(text)
     except json.JSONDecodeError as exc:
         raise forms.ValidationError(f"{label} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.")
 

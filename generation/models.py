@@ -1,37 +1,21 @@
 """Toolkits, prompt items, model endpoints, generation runs, outputs, and the provenance of every LLM call."""
-import os
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
 from stereoscope.models import Study
+from stereoscope.versioning import VersionedModel
 
 
-class Toolkit(models.Model):
+class Toolkit(VersionedModel):
     """A versioned set of prompt items grouped into dimensions. Read-only once a run uses it."""
 
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="toolkits")
-    name = models.CharField(max_length=200)
-    version = models.PositiveIntegerField(default=1)
-    description = models.TextField(blank=True)
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="newer_versions")
-    locked = models.BooleanField(default=False, help_text="Set once a run uses this version; edits create a new version.")
-    builtin_key = models.CharField(max_length=100, blank=True)
     language = models.CharField(max_length=10, default="en")
     # Slots shared by all items, e.g. {"name": ["Kelly", "Joseph"], "age": ["20", "40", "60"]}.
     slots = models.JSONField(default=dict, blank=True)
     # Optional explicit combinations instead of the Cartesian product: [{"name": "Kelly", "gender": "woman"}, ...]
     combinations = models.JSONField(null=True, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["study", "name", "version"], name="unique_toolkit_version")]
-        ordering = ["study", "name", "-version"]
-
-    def __str__(self):
-        return f"{self.name} v{self.version}"
 
 
 class Dimension(models.Model):
@@ -114,7 +98,9 @@ class ModelEndpoint(models.Model):
 
     @property
     def key_is_set(self):
-        return bool(self.api_key_env and os.environ.get(self.api_key_env))
+        from .key_variables import key_value
+
+        return bool(key_value(self.api_key_env))
 
 
 class RunStatus(models.TextChoices):

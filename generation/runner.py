@@ -9,7 +9,6 @@ exponentially with jitter and never earlier than Retry-After.
 import asyncio
 import json
 import logging
-import os
 import queue
 import random
 import threading
@@ -21,6 +20,7 @@ from typing import Any, Callable, Iterable, Protocol
 from django.db import transaction
 from django.utils import timezone
 
+from .key_variables import key_value
 from .limits import LEASE_TTL, RENEW_EVERY, EndpointLimiter, estimate_tokens, make_store
 from .models import ModelEndpoint, ProviderCall
 from .providers.base import ChatResult, ProviderError, get_provider
@@ -102,7 +102,7 @@ def cost_of(endpoint, input_tokens, output_tokens):
 def redact_key(endpoint, value):
     """Remove the endpoint's key from an error message or body a provider may have echoed it in."""
     var = (getattr(endpoint, "api_key_env", "") or "").strip()
-    secret = os.environ.get(var) if var else None
+    secret = key_value(var)
     if not secret or len(secret) < 4 or value is None:
         return value
     if isinstance(value, str):

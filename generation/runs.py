@@ -14,12 +14,15 @@ from django.utils import timezone
 
 from stereoscope.leases import acquire_lease
 from stereoscope.services import record_activity
+from stereoscope.untrusted import loads_json
 
+from .key_variables import key_variable_problem
 from .limits import estimate_tokens
 from .models import GenerationRun, ModelEndpoint, Output, OutputStatus, Provider, RunStatus, Toolkit
 from .providers.base import ProviderError, merged_params, validate_params
 from .runner import CallUnit, cost_of, execute_units
-from .toolkits import SlotError, count_units, expand_units, lock_toolkit
+from .toolkit_services import TOOLKITS
+from .toolkits import SlotError, count_units, expand_units
 
 log = logging.getLogger(__name__)
 LEASE_SECONDS = 60
@@ -45,10 +48,8 @@ def parse_overrides(value):
     if value in (None, ""):
         return {}
     if isinstance(value, str):
-        import json
-
         try:
-            value = json.loads(value)
+            value = loads_json(value)
         except ValueError as exc:
             raise RunError(f"Parameter overrides must be a JSON object: {exc}.")
     if not isinstance(value, dict):
@@ -92,7 +93,7 @@ def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=Non
     run = GenerationRun.objects.create(study=study, name=name, toolkit=toolkit, trials=trials, param_overrides=overrides,
                                        system_prompt=system_prompt or "", created_by=actor)
     run.endpoints.set(endpoints)
-    lock_toolkit(toolkit)
+    TOOLKITS.lock(toolkit)
     record_activity(study, actor, "created generation run", run.name)
     return run
 
@@ -158,6 +159,12 @@ def _enqueue(run):
 KEYED_PROVIDERS = (Provider.OPENAI, Provider.ANTHROPIC)
 
 
+def key_variable_refusal(run):
+    """A message naming the run's endpoints whose key variable is not allowed, or ""."""
+    problems = [f"“{e.name}”: {p}" for e in run.endpoints.all() if (p := key_variable_problem(e.api_key_env))]
+    return ("Cannot start: " + "; ".join(problems)) if problems else ""
+
+
 def check_ready(run):
     """Raise RunError when a run cannot be launched: missing key variables, bad parameters, no endpoints."""
     endpoints = list(run.endpoints.all())
@@ -166,6 +173,10 @@ def check_ready(run):
     problems = []
     for endpoint in endpoints:
         if endpoint.provider == Provider.MANUAL:
+            continue
+        problem = key_variable_problem(endpoint.api_key_env)
+        if problem:
+            problems.append(f"“{endpoint.name}”: {problem}")
             continue
         needs_key = endpoint.provider in KEYED_PROVIDERS or bool(endpoint.api_key_env)
         if needs_key and not endpoint.key_is_set:
@@ -291,6 +302,11 @@ def execute(run_id, progress_callback=None):
     run = GenerationRun.objects.select_related("study").get(pk=run_id)
     if run.cancel_requested or run.status == RunStatus.CANCELLED:
         GenerationRun.objects.filter(pk=run_id, lease_token=token).update(lease_token="", lease_expires_at=None)
+        return None
+    refused = key_variable_refusal(run)
+    if refused:  # re-checked when the run really starts: the allow-list may have changed while it was queued
+        GenerationRun.objects.filter(pk=run_id).update(status=RunStatus.FAILED, message=refused, lease_token="",
+                                                       finished_at=timezone.now(), lease_expires_at=None)
         return None
     GenerationRun.objects.filter(pk=run_id).update(status=RunStatus.RUNNING, started_at=run.started_at or timezone.now(),
                                                    finished_at=None)

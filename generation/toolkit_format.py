@@ -15,8 +15,12 @@ import json
 
 from django.db import transaction
 
+from stereoscope.tables import table_text, unescape_formula
+from stereoscope.untrusted import loads_json, nul_problem
+
+from . import item_extras
 from .slots import SlotError, normalize_combinations, normalize_slot_values
-from .toolkits import count_text, next_version
+from .toolkits import count_text
 
 FORMAT = "stereoscope-toolkit"
 FORMAT_VERSION = 1
@@ -44,7 +48,8 @@ class ToolkitFormatError(ValueError):
 
 def toolkit_to_dict(toolkit):
     numbers = {item.pk: item.number for item in toolkit.items.all()}
-    return {
+    extra_fields, extras = item_extras.item_extras(toolkit)
+    data = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "name": toolkit.name,
@@ -66,6 +71,11 @@ def toolkit_to_dict(toolkit):
             for item in toolkit.items.select_related("dimension").order_by("number")
         ],
     }
+    if extra_fields:  # read-only figures other apps attach (e.g. detection weights); imports ignore them
+        items = toolkit.items.order_by("number").values_list("pk", flat=True)
+        for row, item_id in zip(data["items"], items, strict=True):
+            row.update({field: extras.get(item_id, {}).get(field) for field in extra_fields})
+    return data
 
 
 def export_json(toolkit):
@@ -76,23 +86,30 @@ def _json_cell(value, empty):
     return "" if value == empty or value is None else json.dumps(value, ensure_ascii=False, sort_keys=False)
 
 
-def export_csv(toolkit):
+def toolkit_table(toolkit):
+    """The toolkit as (columns, rows) of the CSV format: a toolkit row, then dimensions, then items."""
     data = toolkit_to_dict(toolkit)
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerow({"kind": "toolkit", "name": data["name"], "description": data["description"], "language": data["language"],
-                     "slots": _json_cell(data["slots"], {}), "combinations": _json_cell(data["combinations"], None)})
-    for dim in data["dimensions"]:
-        writer.writerow({"kind": "dimension", **dim})
+    extra_fields = [f for f in item_extras.extra_fields() if data["items"] and f in data["items"][0]]
+    rows = [{"kind": "toolkit", "name": data["name"], "description": data["description"],
+             "language": data["language"], "slots": _json_cell(data["slots"], {}),
+             "combinations": _json_cell(data["combinations"], None)}]
+    rows += [{"kind": "dimension", **dim} for dim in data["dimensions"]]
     for item in data["items"]:
         row = {"kind": "item", **item}
         row["reversed_order"] = "true" if item["reversed_order"] else "false"
         row["slots"] = _json_cell(item["slots"], {})
         row["combinations"] = _json_cell(item["combinations"], None)
         row["counterfactual_of"] = "" if item["counterfactual_of"] is None else item["counterfactual_of"]
-        writer.writerow(row)
-    return buffer.getvalue()
+        for field in extra_fields:  # detection weights and other read-only extras
+            value = item[field]
+            row[field] = "" if value is None else ("; ".join(value) if isinstance(value, list) else value)
+        rows.append(row)
+    return CSV_COLUMNS + extra_fields, rows
+
+
+def export_csv(toolkit):
+    """The CSV format as text; formulas escaped by the table writer and unescaped again by parse_csv."""
+    return table_text(*toolkit_table(toolkit))
 
 
 # --- parsing -----------------------------------------------------------------------------------------
@@ -101,16 +118,18 @@ def export_csv(toolkit):
 def _decode(content):
     if isinstance(content, bytes):
         try:
-            return content.decode("utf-8-sig")
+            content = content.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise ToolkitFormatError([f"The file is not UTF-8 text (byte {exc.start + 1}); save it as UTF-8."]) from None
+    if nul_problem(content):
+        raise ToolkitFormatError([nul_problem(content)])
     return content.lstrip("\ufeff")
 
 
 def parse_json(content):
     text = _decode(content)
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except json.JSONDecodeError as exc:
         raise ToolkitFormatError([f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."]) from None
     if not isinstance(data, dict):
@@ -126,7 +145,7 @@ def _json_field(raw, label, errors):
     if raw is None or str(raw).strip() == "":
         return None
     try:
-        return json.loads(raw)
+        return loads_json(raw)
     except json.JSONDecodeError as exc:
         errors.append(f"{label}: not valid JSON ({exc.msg}).")
         return None
@@ -141,7 +160,7 @@ def parse_csv(content):
     if not rows:
         raise ToolkitFormatError(["The CSV has no rows below its header."])
     header = [h for h in rows[0].keys() if h is not None]
-    unknown = [h for h in header if h not in CSV_COLUMNS]
+    unknown = [h for h in header if h not in CSV_COLUMNS and h not in item_extras.extra_fields()]
     if unknown:
         raise ToolkitFormatError([f"Unknown CSV column(s): {', '.join(unknown)}. Allowed: {', '.join(CSV_COLUMNS)}."])
     if "text" not in header:
@@ -152,7 +171,7 @@ def parse_csv(content):
         if None in row:
             errors.append(f"Row {line}: more cells than columns.")
             continue
-        row = {k: (v if v is not None else "") for k, v in row.items()}
+        row = {k: (unescape_formula(v) if v is not None else "") for k, v in row.items()}
         kind = row.get("kind", "").strip() if has_kind else "item"
         label = f"Row {line}"
         if kind == "toolkit":
@@ -221,7 +240,7 @@ def _text(value, label, errors, key=None):
 
 
 def _check_keys(obj, allowed, label, errors):
-    unknown = sorted(set(obj) - set(allowed) - IGNORED_KEYS - {"_row"})
+    unknown = sorted(set(obj) - set(allowed) - IGNORED_KEYS - set(item_extras.extra_fields()) - {"_row"})
     if unknown:
         errors.append(f"{label}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}.")
 
@@ -325,8 +344,10 @@ def validate_data(data, name=None):
 def create_toolkit(study, clean, *, created_by=None, builtin_key="", locked=False):
     """Save validated data as a new toolkit (next version when the name exists in the study)."""
     from .models import Toolkit
+    from .toolkit_services import TOOLKITS
 
-    version = next_version(study, clean["name"])
+    TOOLKITS.refuse_library(study, builtin=bool(builtin_key))
+    version = TOOLKITS.next_version(study, clean["name"])
     parent = Toolkit.objects.filter(study=study, name=clean["name"], version=version - 1).first()
     toolkit = Toolkit.objects.create(
         study=study, name=clean["name"], version=version, parent=parent, description=clean["description"],

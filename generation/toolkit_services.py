@@ -6,20 +6,43 @@ from django.db import transaction
 from django.db.models import Max
 
 from stereoscope.services import record_activity
+from stereoscope.versioning import Versioning
 
 from .counterfactual import swap_template, swap_values
 from .models import Dimension, PromptItem, Toolkit
 from .slots import SLOT_NAME, SlotError, normalize_combinations, normalize_slot_values, parse_slots
-from .toolkits import (ToolkitLocked, clone_toolkit, count_text, count_units, effective_slots, expand_units, is_locked,
-                       new_version, next_version, validate_toolkit, writable_version)
+from .toolkits import ToolkitLocked, count_text, count_units, effective_slots, expand_units, validate_toolkit
+
+
+def _copy_children(toolkit, copy, *, actor=None):
+    """A toolkit version's children: its dimensions, items and counterfactual links."""
+    dimension_map = {dim.pk: copy.dimensions.create(name=dim.name, description=dim.description, order=dim.order)
+                     for dim in toolkit.dimensions.all()}
+    item_map, links = {}, []
+    for item in toolkit.items.order_by("number"):
+        old_pk, counterfactual_of = item.pk, item.counterfactual_of_id
+        item.pk = item.id = None
+        item.toolkit = copy
+        item.dimension = dimension_map.get(item.dimension_id)
+        item.counterfactual_of = None
+        item.save()
+        item_map[old_pk] = item
+        if counterfactual_of:
+            links.append((item, counterfactual_of))
+    for item, original_pk in links:
+        if original_pk in item_map:
+            item.counterfactual_of = item_map[original_pk]
+            item.save(update_fields=["counterfactual_of"])
+
+
+# Locked once a run uses it; a copy keeps the key of the built-in it came from.
+TOOLKITS = Versioning(Toolkit, noun="toolkit", error=ToolkitLocked, in_use=lambda toolkit: toolkit.runs.exists(),
+                      used_by="a run", copy_children=_copy_children, copy_builtin_key=True)
 
 
 def target_for_edit(toolkit, actor):
     """The toolkit an edit goes to: itself, or a new version when a run has locked it."""
-    target, created = writable_version(toolkit, created_by=actor)
-    if created:
-        record_activity(toolkit.study, actor, "created a new toolkit version", f"{target} (v{toolkit.version} is locked)")
-    return target, created
+    return TOOLKITS.writable(toolkit, actor=actor)
 
 
 def same_item(toolkit, item):
@@ -56,27 +79,12 @@ def derive_counterfactual(item, *, actor=None, name_pairs=None):
     return twin, created
 
 
-def copy_toolkit(toolkit, *, study, actor=None):
-    """Copy a toolkit (e.g. a built-in) into a study as a new editable toolkit or version."""
-    copy = clone_toolkit(toolkit, study=study, name=toolkit.name, version=next_version(study, toolkit.name),
-                         parent=toolkit if toolkit.study_id == study.pk else None, created_by=actor)
-    record_activity(study, actor, "copied a toolkit", f"{copy} from {toolkit.study.name}")
-    return copy
-
-
 # --- editing (UI, API, admin) ------------------------------------------------------------------------
 # Edits go only to editable toolkits: a locked one (used by a run, or a library built-in) raises
 # ToolkitLocked and the caller offers "new version" instead. Every edit validates before it saves.
 
 ITEM_EDIT_FIELDS = ["number", "text", "dimension", "target_stereotype", "gender_mapping", "reversed_order",
                     "source_reference", "notes", "slots", "combinations"]
-
-
-def ensure_editable(toolkit):
-    if toolkit.study.is_library:
-        raise ToolkitLocked("Built-in library toolkits are read-only; copy one into your study to change it.")
-    if is_locked(toolkit):
-        raise ToolkitLocked(f"{toolkit} is locked because a run uses it; create a new version to change it.")
 
 
 def _clean_name(name, label="name", limit=200):
@@ -91,8 +99,7 @@ def _clean_name(name, label="name", limit=200):
 @transaction.atomic
 def create_blank_toolkit(study, *, name, description="", language="en", actor=None):
     """A new, empty toolkit (version 1). A name that exists in the study is refused: make a new version of it."""
-    if study.is_library:
-        raise ToolkitLocked("The built-in library is read-only.")
+    TOOLKITS.refuse_library(study)
     name = _clean_name(name)
     if Toolkit.objects.filter(study=study, name=name).exists():
         raise ValidationError(f"A toolkit named {name!r} already exists in this study; open it and create a new version.")
@@ -105,7 +112,7 @@ def create_blank_toolkit(study, *, name, description="", language="en", actor=No
 @transaction.atomic
 def update_toolkit(toolkit, *, actor=None, **fields):
     """Change name, description, language, slots and/or combinations; slot changes are checked against every item."""
-    ensure_editable(toolkit)
+    TOOLKITS.ensure_editable(toolkit)
     if "name" in fields:
         name = _clean_name(fields["name"])
         if Toolkit.objects.filter(study=toolkit.study, name=name, version=toolkit.version).exclude(pk=toolkit.pk).exists():
@@ -193,7 +200,7 @@ def _item_values(toolkit, data, item=None):
 @transaction.atomic
 def save_item(toolkit, data, *, item=None, actor=None):
     """Create (item=None) or update an item from a dict of fields; raises ValidationError/SlotError, saves nothing then."""
-    ensure_editable(toolkit)
+    TOOLKITS.ensure_editable(toolkit)
     if item is not None and item.toolkit_id != toolkit.pk:
         raise ValidationError("The item belongs to another toolkit.")
     values = _item_values(toolkit, data, item)
@@ -210,7 +217,7 @@ def save_item(toolkit, data, *, item=None, actor=None):
 
 @transaction.atomic
 def delete_item(item, *, actor=None):
-    ensure_editable(item.toolkit)
+    TOOLKITS.ensure_editable(item.toolkit)
     record_activity(item.toolkit.study, actor, "deleted an item", f"{item.toolkit} item {item.number}")
     item.delete()
 
@@ -219,7 +226,7 @@ def delete_item(item, *, actor=None):
 def move_item(item, direction, *, actor=None):
     """Swap an item's number with its neighbour above (-1) or below (+1); returns False at either end."""
     toolkit = item.toolkit
-    ensure_editable(toolkit)
+    TOOLKITS.ensure_editable(toolkit)
     siblings = toolkit.items.filter(number__lt=item.number).order_by("-number") if direction < 0 else \
         toolkit.items.filter(number__gt=item.number).order_by("number")
     other = siblings.first()
@@ -237,7 +244,7 @@ def move_item(item, direction, *, actor=None):
 
 @transaction.atomic
 def save_dimension(toolkit, *, name, description="", dimension=None, actor=None):
-    ensure_editable(toolkit)
+    TOOLKITS.ensure_editable(toolkit)
     name = _clean_name(name, "dimension name")
     clash = toolkit.dimensions.filter(name=name)
     if dimension is not None:
@@ -260,7 +267,7 @@ def save_dimension(toolkit, *, name, description="", dimension=None, actor=None)
 @transaction.atomic
 def delete_dimension(dimension, *, actor=None):
     """Delete a dimension; its items stay, without a dimension."""
-    ensure_editable(dimension.toolkit)
+    TOOLKITS.ensure_editable(dimension.toolkit)
     record_activity(dimension.toolkit.study, actor, "deleted a dimension", f"{dimension.toolkit}: {dimension.name}")
     dimension.delete()
 
@@ -268,7 +275,7 @@ def delete_dimension(dimension, *, actor=None):
 @transaction.atomic
 def move_dimension(dimension, direction, *, actor=None):
     toolkit = dimension.toolkit
-    ensure_editable(toolkit)
+    TOOLKITS.ensure_editable(toolkit)
     ordered = list(toolkit.dimensions.order_by("order", "name"))
     index = next(i for i, d in enumerate(ordered) if d.pk == dimension.pk)
     target = index + (1 if direction > 0 else -1)
@@ -283,23 +290,14 @@ def move_dimension(dimension, direction, *, actor=None):
 
 def derive_twin(item, *, actor=None, name_pairs=None):
     """The counterfactual twin of an item in an editable toolkit (a locked one is refused, not silently versioned)."""
-    ensure_editable(item.toolkit)
+    TOOLKITS.ensure_editable(item.toolkit)
     twin, _ = derive_counterfactual(item, actor=actor, name_pairs=name_pairs)
     return twin
 
 
-def make_new_version(toolkit, *, actor=None):
-    """A new editable version of a toolkit in its own study (library toolkits are copied instead)."""
-    if toolkit.study.is_library:
-        raise ToolkitLocked("Built-in library toolkits are copied into a study, not versioned; use 'copy into this study'.")
-    copy = new_version(toolkit, created_by=actor)
-    record_activity(toolkit.study, actor, "created a new toolkit version", f"{copy} from v{toolkit.version}")
-    return copy
-
-
 @transaction.atomic
 def delete_toolkit(toolkit, *, actor=None):
-    ensure_editable(toolkit)
+    TOOLKITS.ensure_editable(toolkit)
     record_activity(toolkit.study, actor, "deleted a toolkit", str(toolkit))
     toolkit.delete()
 

@@ -1,4 +1,4 @@
-"""Toolkit expansion (items × slot values → rendered prompts), locking and versioning.
+"""Toolkit expansion (items × slot values → rendered prompts) and validation.
 
 Expansion rules, per item:
 - The slot values are the toolkit's slots with the item's own slots overriding them name by name.
@@ -14,8 +14,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from django.db import transaction
-from django.db.models import Max
+from stereoscope.versioning import VersionLocked
 
 from .slots import SlotError, normalize_combinations, normalize_slot_values, parse_slots, render
 
@@ -144,76 +143,8 @@ def validate_toolkit(toolkit):
     return problems
 
 
-# --- locking and versions -------------------------------------------------------------------------
+# --- locking and versions (the rules: stereoscope/versioning.py; this app's part: generation/toolkit_services.py) ---
 
 
-class ToolkitLocked(ValueError):
+class ToolkitLocked(VersionLocked):
     pass
-
-
-def is_locked(toolkit):
-    """Locked once a run uses it (or it was locked by hand, or it is in the read-only library)."""
-    return toolkit.locked or toolkit.runs.exists()
-
-
-def lock_toolkit(toolkit):
-    """Freeze a toolkit version; runs call this when they are created or started."""
-    if not toolkit.locked:
-        type(toolkit).objects.filter(pk=toolkit.pk).update(locked=True)
-        toolkit.locked = True
-    return toolkit
-
-
-@transaction.atomic
-def clone_toolkit(toolkit, *, study, name, version, parent=None, created_by=None):
-    """Copy a toolkit with its dimensions, items and counterfactual links (unlocked)."""
-    from .models import Toolkit
-
-    copy = Toolkit.objects.create(
-        study=study, name=name, version=version, description=toolkit.description, parent=parent, locked=False,
-        builtin_key=toolkit.builtin_key, language=toolkit.language, slots=toolkit.slots,
-        combinations=toolkit.combinations, created_by=created_by,
-    )
-    dimension_map = {}
-    for dim in toolkit.dimensions.all():
-        dimension_map[dim.pk] = copy.dimensions.create(name=dim.name, description=dim.description, order=dim.order)
-    item_map, links = {}, []
-    for item in toolkit.items.order_by("number"):
-        old_pk, counterfactual_of = item.pk, item.counterfactual_of_id
-        item.pk = item.id = None
-        item.toolkit = copy
-        item.dimension = dimension_map.get(item.dimension_id)
-        item.counterfactual_of = None
-        item.save()
-        item_map[old_pk] = item
-        if counterfactual_of:
-            links.append((item, counterfactual_of))
-    for item, original_pk in links:
-        if original_pk in item_map:
-            item.counterfactual_of = item_map[original_pk]
-            item.save(update_fields=["counterfactual_of"])
-    return copy
-
-
-def next_version(study, name):
-    from .models import Toolkit
-
-    return (Toolkit.objects.filter(study=study, name=name).aggregate(v=Max("version"))["v"] or 0) + 1
-
-
-def new_version(toolkit, created_by=None):
-    """A new, editable version of `toolkit` (same study and name, next version number)."""
-    with transaction.atomic():
-        return clone_toolkit(toolkit, study=toolkit.study, name=toolkit.name,
-                             version=next_version(toolkit.study, toolkit.name), parent=toolkit, created_by=created_by)
-
-
-def writable_version(toolkit, created_by=None):
-    """(toolkit to write to, created): the toolkit itself, or a new version when it is locked."""
-    if toolkit.study.is_library:
-        raise ToolkitLocked("Built-in library toolkits are read-only; copy one into your study to change it.")
-    if not is_locked(toolkit):
-        return toolkit, False
-    if not toolkit.locked:
-        lock_toolkit(toolkit)
-    return new_version(toolkit, created_by), True

@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.db.models.functions import Substr
-from django.http import Http404, HttpResponse
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -80,8 +80,10 @@ def endpoint_delete(request, study_id, endpoint_id):
 @study_role_required(VIEWER)
 def run_list(request, study_id):
     qs = (GenerationRun.objects.filter(study=request.study).select_related("toolkit")
-          .annotate(n_total=Count("outputs"), n_done=Count("outputs", filter=Q(outputs__status=OutputStatus.DONE)),
-                    n_failed=Count("outputs", filter=Q(outputs__status=OutputStatus.FAILED)),
+          # distinct: the endpoints join repeats each output once per endpoint
+          .annotate(n_total=Count("outputs", distinct=True),
+                    n_done=Count("outputs", filter=Q(outputs__status=OutputStatus.DONE), distinct=True),
+                    n_failed=Count("outputs", filter=Q(outputs__status=OutputStatus.FAILED), distinct=True),
                     n_endpoints=Count("endpoints", distinct=True))
           .order_by("-created_at"))
     return render(request, "generation/run_list.html", {
@@ -202,14 +204,7 @@ def run_collect_sheet(request, study_id, run_id, fmt):
     run = _run(request, run_id)
     if fmt not in ("csv", "xlsx") or not collect.has_manual(run):
         raise Http404("No such collection sheet.")
-    filename = f"collection-run{run.pk}"
-    if fmt == "xlsx":
-        response = HttpResponse(collect.sheet_xlsx(run),
-                                content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
-    else:
-        response = HttpResponse(collect.sheet_csv(run), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
-    return response
+    return collect.sheet_download(run, fmt)
 
 
 # --- import ----------------------------------------------------------------------------------------------------

@@ -8,15 +8,16 @@ from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
+from stereoscope.downloads import table_download
 from stereoscope.models import Role, Study
 from stereoscope.permissions import VIEWER, has_role, study_role_required
 
-from . import toolkit_format, toolkit_services as services
+from . import item_extras, toolkit_format, toolkit_services as services
 from .counterfactual import parse_name_pairs
 from .forms_toolkits import DimensionForm, ImportForm, ItemForm, SlotForm, SlotsJsonForm, ToolkitForm, TwinForm, json_text
 from .models import Toolkit
 from .slots import SlotError
-from .toolkits import count_units, is_locked
+from .toolkits import count_units
 
 PREVIEW_LIMITS = (10, 20, 50, 100)
 
@@ -108,7 +109,7 @@ def toolkit_copy(request, study_id, toolkit_id):
     source = get_object_or_404(Toolkit, pk=toolkit_id, study__is_library=True)
     if request.study.is_library:
         raise Http404("The library cannot copy into itself.")
-    copy = services.copy_toolkit(source, study=request.study, actor=request.user)
+    copy = services.TOOLKITS.copy_into(source, study=request.study, actor=request.user)
     messages.success(request, f"Copied {source.name} into this study as {copy}. It is editable.")
     return redirect("toolkit-detail", request.study.pk, copy.pk)
 
@@ -117,13 +118,14 @@ def toolkit_copy(request, study_id, toolkit_id):
 def toolkit_detail(request, study_id, toolkit_id):
     toolkit = _toolkit(request, toolkit_id, library_ok=True)
     in_library = toolkit.study_id != request.study.pk
-    locked = is_locked(toolkit)
+    locked = services.TOOLKITS.is_locked(toolkit)
     researcher = has_role(request.user, request.study, Role.RESEARCHER)
     editable = researcher and not locked and not in_library and not toolkit.study.is_library
-    items = toolkit.items.select_related("dimension", "counterfactual_of").prefetch_related("counterfactuals").order_by("number")
+    items, extra_columns = _items_with_extras(toolkit)
     versions = Toolkit.objects.filter(study=toolkit.study, name=toolkit.name).order_by("version") if not in_library else []
     return render(request, "generation/toolkit_detail.html", {
-        "study": request.study, "toolkit": toolkit, "items": items, "in_library": in_library, "locked": locked,
+        "study": request.study, "toolkit": toolkit, "items": items, "extra_columns": extra_columns,
+        "in_library": in_library, "locked": locked,
         "researcher": researcher and not request.study.is_library, "editable": editable,
         "dimensions": toolkit.dimensions.annotate(n_items=Count("items")).order_by("order", "name"),
         "slots": sorted((toolkit.slots or {}).items()), "combinations": toolkit.combinations,
@@ -133,6 +135,12 @@ def toolkit_detail(request, study_id, toolkit_id):
         "slots_json_form": SlotsJsonForm(initial={"slots": json_text(toolkit.slots), "combinations": json_text(toolkit.combinations)}),
         "item_form": ItemForm(toolkit=toolkit), "twin_form": TwinForm(), "preview_limits": PREVIEW_LIMITS,
     })
+
+
+def _items_with_extras(toolkit):
+    """The items in order, each with `extra_cells` from other apps (e.g. detection weights), and those columns."""
+    items = toolkit.items.select_related("dimension", "counterfactual_of").prefetch_related("counterfactuals")
+    return item_extras.annotate_items(toolkit, items.order_by("number"))
 
 
 @study_role_required(VIEWER)
@@ -158,12 +166,11 @@ def toolkit_export(request, study_id, toolkit_id, fmt):
     if fmt not in ("json", "csv"):
         raise Http404("Export as .json or .csv.")
     toolkit = _toolkit(request, toolkit_id, library_ok=True)
-    if fmt == "json":
-        body, content_type = toolkit_format.export_json(toolkit), "application/json; charset=utf-8"
-    else:
-        body, content_type = toolkit_format.export_csv(toolkit), "text/csv; charset=utf-8"
-    response = HttpResponse(body.encode("utf-8"), content_type=content_type)
     filename = f"{slugify(toolkit.name) or 'toolkit'}-v{toolkit.version}.{fmt}"
+    if fmt == "csv":
+        return table_download(*toolkit_format.toolkit_table(toolkit), filename)
+    response = HttpResponse(toolkit_format.export_json(toolkit).encode("utf-8"),
+                            content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 
@@ -175,7 +182,7 @@ def _edit(view):
     def wrapper(request, study_id, toolkit_id, *args, **kwargs):
         toolkit = _toolkit(request, toolkit_id)
         try:
-            services.ensure_editable(toolkit)
+            services.TOOLKITS.ensure_editable(toolkit)
         except services.ToolkitLocked as exc:
             messages.error(request, str(exc))
             return redirect("toolkit-detail", request.study.pk, toolkit.pk)
@@ -218,7 +225,7 @@ def toolkit_delete(request, study_id, toolkit_id):
 def toolkit_new_version(request, study_id, toolkit_id):
     toolkit = _toolkit(request, toolkit_id)
     try:
-        copy = services.make_new_version(toolkit, actor=request.user)
+        copy = services.TOOLKITS.new_version(toolkit, actor=request.user)
     except ValueError as exc:
         messages.error(request, str(exc))
         return redirect("toolkit-detail", request.study.pk, toolkit.pk)
@@ -379,9 +386,10 @@ def item_move(request, toolkit, item_id, direction):
     item = get_object_or_404(toolkit.items, pk=item_id)
     services.move_item(item, -1 if direction == "up" else 1, actor=request.user)
     if request.htmx:
-        items = toolkit.items.select_related("dimension", "counterfactual_of").prefetch_related("counterfactuals").order_by("number")
+        items, extra_columns = _items_with_extras(toolkit)
         response = render(request, "generation/_toolkit_items.html", {
-            "study": request.study, "toolkit": toolkit, "items": items, "editable": True})
+            "study": request.study, "toolkit": toolkit, "items": items, "extra_columns": extra_columns,
+            "editable": True})
         response["HX-Trigger"] = "toolkit-changed"
         return response
     return redirect(_detail_url(request, toolkit) + "#items")

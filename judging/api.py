@@ -1,7 +1,6 @@
 """REST API for judging: templates, rounds (plan, launch, cancel, resume, retry, re-ask, report, weights,
 verification), verdicts (with human checks) and toolkit weights (export and import)."""
 from django.contrib.auth import get_user_model
-from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -12,6 +11,7 @@ from rest_framework.response import Response
 
 from generation.models import GenerationRun, ModelEndpoint, Toolkit
 from stereoscope.api import StudyScopedMixin
+from stereoscope.downloads import table_download
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER
 
@@ -132,7 +132,7 @@ class JudgeTemplateViewSet(StudyScopedMixin, viewsets.ModelViewSet):
 
     def destroy(self, request, *args, **kwargs):
         template = self.get_object()
-        if template.study_id != self.get_study().pk or template.locked or template.rounds.exists():
+        if template.study_id != self.get_study().pk or services.JUDGE_TEMPLATES.is_locked(template):
             return _bad("Only unused templates of this study can be deleted.")
         template.delete()
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -295,9 +295,8 @@ class ToolkitWeightsViewSet(StudyScopedMixin, viewsets.GenericViewSet):
             return _bad("method must be one of: " + ", ".join(reports.W.METHODS) + ".")
         ids = self._round_ids()
         if request.query_params.get("as") == "csv":
-            response = HttpResponse(services.weights_csv(self.get_study(), ids, method), content_type="text/csv; charset=utf-8")
-            response["Content-Disposition"] = 'attachment; filename="toolkit-weights.csv"'
-            return response
+            preamble, columns, rows = services.weights_table(self.get_study(), ids, method)
+            return table_download(columns, rows, "toolkit-weights.csv", preamble=preamble)
         return Response(services.weights_document(self.get_study(), ids, method))
 
     @extend_schema(request=WeightsImportSerializer,

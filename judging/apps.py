@@ -6,8 +6,10 @@ class JudgingConfig(AppConfig):
     verbose_name = "Judging"
 
     def ready(self):
+        from stereoscope.health import register_job_model
         from stereoscope.providers import provide
 
         from . import selectors
 
         provide("judging", selectors)
+        register_job_model("judge round", self.get_model("JudgeRound"))  # seen by /healthz

@@ -5,6 +5,7 @@ from django.utils import timezone
 
 from generation.models import GenerationRun, ModelEndpoint, Output, RunStatus
 from stereoscope.models import Study
+from stereoscope.versioning import VersionedModel
 
 
 class TemplateKind(models.TextChoices):
@@ -15,12 +16,10 @@ class TemplateKind(models.TextChoices):
     CUSTOM = "custom", "Custom"
 
 
-class JudgeTemplate(models.Model):
+class JudgeTemplate(VersionedModel):
     """A versioned judge prompt with {target_stereotype} and {stories} slots. Read-only once a round uses it."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judge_templates")
-    name = models.CharField(max_length=200)
-    version = models.PositiveIntegerField(default=1)
     kind = models.CharField(max_length=20, choices=TemplateKind.choices, default=TemplateKind.STRUCTURED_JSON)
     text = models.TextField(help_text="Must contain {target_stereotype} and {stories}.")
     scale_min = models.IntegerField(default=0)
@@ -29,19 +28,6 @@ class JudgeTemplate(models.Model):
     detect_threshold = models.IntegerField(default=1)
     # For categorical templates: the labels the judge chooses from; a verdict's value is the label's index.
     labels = models.JSONField(default=list, blank=True)
-    builtin_key = models.CharField(max_length=100, blank=True)
-    locked = models.BooleanField(default=False, help_text="Set once a round uses it; edits create a new version.")
-    description = models.TextField(blank=True)
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="newer_versions")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["study", "name", "version"], name="unique_judge_template_version")]
-        ordering = ["study", "name", "-version"]
-
-    def __str__(self):
-        return f"{self.name} v{self.version}"
 
 
 class JudgePolicy(models.TextChoices):

@@ -23,6 +23,18 @@ SEED_PROMPT = ("Hi, can you read through this document very carefully for the fi
                "doesn't fit, give 0. Be careful not to mix the characters' genders up.")
 
 
+FIVE_STORIES = re.compile(r"\bthe five stories\b", re.IGNORECASE)  # the seed prompt's wording (batches of five)
+NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"]
+
+
+def count_phrase(n):
+    """"the story", "the two stories", …, "the 25 stories": the seed's "the five stories" for a batch of n."""
+    if n == 1:
+        return "the story"
+    return f"the {NUMBER_WORDS[n] if n < len(NUMBER_WORDS) else n} stories"
+
+
 class TemplateError(ValueError):
     pass
 
@@ -80,7 +92,8 @@ def render(template_text, kind, target_stereotype, stories, scale=(0, 1), labels
         "story_ids": ", ".join(ids), "scale_min": str(scale[0]), "scale_max": str(scale[1]),
         "answer_example": answer_example(ids, kind, scale, labels), "labels": " / ".join(labels or []),
     }
-    return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template_text)
+    text = FIVE_STORIES.sub(lambda m: count_phrase(len(stories)), template_text)  # a batch of 2 is not "five"
+    return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)
 
 
 def answer_style(kind):

@@ -163,11 +163,12 @@ def heatmap(table):
 
 
 def shade(value):
-    """An rgb() fill from white (0) to deep red (1) for heatmap cells."""
+    """An rgb() fill from white (0) to red (1) for heatmap cells, light enough that the dark values printed on it
+    keep WCAG AA contrast (at least 5:1, tests/a11y/test_contrast.py)."""
     if value is None:
         return "rgb(240,240,240)"
     v = max(0.0, min(1.0, value))
-    return f"rgb({255 - int(40 * v)},{int(255 - 190 * v)},{int(255 - 190 * v)})"
+    return f"rgb({255 - int(25 * v)},{int(255 - 145 * v)},{int(255 - 145 * v)})"
 
 
 def bars(item_rows, width=420):
@@ -175,7 +176,9 @@ def bars(item_rows, width=420):
     out = []
     for i, row in enumerate(item_rows):
         out.append({"y": 24 * i + 8, "label": f"{row['item_number']}", "rate": row["rate"],
-                    "w": round(width * row["rate"], 1), "lo": round(width * (row["ci_low"] or 0), 1),
+                    # a 0 rate still gets a visible 3 px marker (and a "0" label in the chart)
+                    "w": max(3.0, round(width * row["rate"], 1)), "zero": row["rate"] == 0,
+                    "lo": round(width * (row["ci_low"] or 0), 1),
                     "hi": round(width * (row["ci_high"] or 0), 1), "flagged": bool(row["flags"]),
                     "title": f"Item {row['item_number']}: {row['rate']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}], n = {row['n']}"})
     return {"bars": out, "height": 24 * len(out) + 30, "width": width, "ticks": [

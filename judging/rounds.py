@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from generation.key_variables import key_variable_problem
 from generation.limits import estimate_tokens
 from generation.models import GenerationRun, ModelEndpoint, Output, OutputStatus, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params
@@ -23,6 +24,7 @@ from stereoscope.services import record_activity
 
 from . import parsing, planner, prompts
 from .models import JudgeRound, JudgeTemplate, Verdict, VerdictStatus
+from .services import JUDGE_TEMPLATES
 
 log = logging.getLogger(__name__)
 LEASE_SECONDS = 60
@@ -177,7 +179,9 @@ def compute_plan(rnd):
             validate_params(params_for(rnd, endpoint))
         except ProviderError as exc:
             summary["problems"].append(f"{endpoint.name}: {exc}")
-        if endpoint.provider == Provider.MANUAL:
+        if key_variable_problem(endpoint.api_key_env):
+            summary["problems"].append(f"{endpoint.name}: {key_variable_problem(endpoint.api_key_env)}")
+        elif endpoint.provider == Provider.MANUAL:
             summary["problems"].append(f"{endpoint.name} is a manual endpoint and cannot be called as a judge.")
         elif endpoint.provider in (Provider.OPENAI, Provider.ANTHROPIC) and not endpoint.key_is_set:
             summary["problems"].append(f"{endpoint.name}: the key variable {endpoint.api_key_env or '(none named)'} is not set.")
@@ -202,7 +206,8 @@ def compute_plan(rnd):
         summary["problems"].append("No outputs to judge: the source has no finished outputs with a target stereotype.")
     summary["notes"] = []
     if template.kind == "seed_binary" and "five stories" in template.text and rnd.batch_size != 5:
-        summary["notes"].append(f"The seed prompt speaks of “the five stories”; this round sends {rnd.batch_size} per call.")
+        summary["notes"].append(f"The seed prompt speaks of “the five stories”; this round sends {rnd.batch_size} per "
+                                "call, so each prompt names the count of its own batch.")
     short = sum(1 for _n, _j, chunk in batches if len(chunk) < rnd.batch_size)
     if short:
         summary["notes"].append(f"{short} call(s) carry fewer than {rnd.batch_size} stories (fewer trials than the batch size).")
@@ -319,12 +324,6 @@ def _enqueue(rnd):
     execute_round.delay(rnd.pk)
 
 
-def lock_template(template):
-    if not template.locked:
-        JudgeTemplate.objects.filter(pk=template.pk).update(locked=True)
-        template.locked = True
-
-
 def is_live(rnd):
     """A worker holds the round right now (its lease has not expired)."""
     return bool(rnd.lease_token) and rnd.lease_expires_at is not None and rnd.lease_expires_at > timezone.now()
@@ -340,7 +339,7 @@ def start(rnd, actor=None):
         raise RoundError("Fix these first: " + " ".join(plan["problems"]))
     with transaction.atomic():
         materialize(rnd)
-        lock_template(rnd.template)
+        JUDGE_TEMPLATES.lock(rnd.template)
         JudgeRound.objects.filter(pk=rnd.pk).update(status=RunStatus.QUEUED, cancel_requested=False, message="",
                                                     lease_token="", lease_expires_at=None, plan=plan, finished_at=None)
         record_activity(rnd.study, actor, "launched judge round", rnd.name)

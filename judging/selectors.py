@@ -1,5 +1,5 @@
 """Reads of judging that other apps use; offered through stereoscope.providers as "judging" (see apps.py)."""
-from .models import JudgeRound, Verdict, VerdictStatus
+from .models import ItemWeight, JudgeRound, Verdict, VerdictStatus
 
 
 def study_rounds(study, round_ids=None):
@@ -33,3 +33,30 @@ def label_verdicts(study, round_ids=None):
 def categorical_rounds(study):
     """The study's rounds whose template answers with labels, with those labels."""
     return [(r, list(r.template.labels)) for r in study_rounds(study) if r.template.kind == "categorical"]
+
+
+WEIGHT_FIELDS = ["weight", "detection_rate", "weight_ci_low", "weight_ci_high", "weight_method", "weight_flags"]
+
+
+def item_weight_fields(toolkit):
+    """{item_id: {weight, detection_rate, ...}} of the weights attached to this toolkit version."""
+    return {
+        w.item_id: {"weight": w.weight, "detection_rate": w.rate, "weight_ci_low": w.ci_low,
+                    "weight_ci_high": w.ci_high, "weight_method": w.method, "weight_flags": list(w.flags or [])}
+        for w in ItemWeight.objects.filter(toolkit=toolkit)
+    }
+
+
+def weight_summary(values):
+    """The toolkit page's cell: weight, detection rate and flags."""
+    text = f"{values['weight']:.3f}"
+    if values["detection_rate"] is not None:
+        text += f" (rate {values['detection_rate']:.2f})"
+    if values["weight_flags"]:
+        text += " · " + "; ".join(values["weight_flags"])
+    return text
+
+
+# The detection weights shown beside a toolkit version's items and in its export (see generation/item_extras.py).
+TOOLKIT_ITEM_EXTRAS = {"fields": WEIGHT_FIELDS, "label": "Detection weight", "values": item_weight_fields,
+                       "summary": weight_summary}

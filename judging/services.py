@@ -1,19 +1,21 @@
 """Writes for judging (templates, human verification, weights import) and toolkit_weights for exports.
 Rounds live in judging/rounds.py; reads for reports in judging/reports.py."""
 import csv
+import hashlib
 import io
-import json
 import math
 import random
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from stereoscope import agreement_stats as A
 from stereoscope.models import Membership, Role
 from stereoscope.services import record_activity
+from stereoscope.tables import table_text, unescape_formula
+from stereoscope.untrusted import loads_json, nul_problem
+from stereoscope.versioning import Versioning
 
 from . import prompts, reports
 from .models import HumanCheck, ItemWeight, JudgeTemplate, TemplateKind, VerdictStatus, VerificationRequest
@@ -25,6 +27,14 @@ WEIGHT_COLUMNS = ["toolkit", "toolkit_version", "item_number", "dimension", "tar
 
 class JudgingError(ValueError):
     """Bad input; the message says what to fix."""
+
+
+class WeightsAlreadyImported(JudgingError):
+    """The same weights file was imported from the same toolkit version before; `toolkit` is where it went."""
+
+    def __init__(self, message, toolkit):
+        super().__init__(message)
+        self.toolkit = toolkit
 
 
 # -- templates ------------------------------------------------------------------------------------------------------
@@ -71,22 +81,29 @@ def _clean_template(kind, text, scale_min, scale_max, detect_threshold, labels=N
     return scale_min, scale_max, detect_threshold, []
 
 
-def create_template(study, *, name, kind, text, scale_min=0, scale_max=1, detect_threshold=1, description="",
-                    builtin_key="", locked=False, actor=None, parent=None, labels=None):
+# Locked once a round uses it; judge templates have no children.
+JUDGE_TEMPLATES = Versioning(JudgeTemplate, noun="judge template", error=JudgingError,
+                             in_use=lambda template: template.rounds.exists(), used_by="a round")
+
+
+def _clean_template_fields(name, kind, text, scale_min, scale_max, detect_threshold, description, labels=None):
     name = (name or "").strip()
     if not name:
         raise JudgingError("Give the template a name.")
-    if study.is_library and not builtin_key:
-        raise JudgingError("The built-in library is read-only.")
     scale_min, scale_max, detect_threshold, labels = _clean_template(kind, text, scale_min, scale_max,
                                                                      detect_threshold, labels)
+    return {"name": name, "kind": kind, "text": text, "scale_min": scale_min, "scale_max": scale_max,
+            "detect_threshold": detect_threshold, "description": description or "", "labels": labels}
+
+
+def create_template(study, *, name, kind, text, scale_min=0, scale_max=1, detect_threshold=1, description="",
+                    builtin_key="", locked=False, actor=None, labels=None):
+    JUDGE_TEMPLATES.refuse_library(study, builtin=bool(builtin_key))
+    values = _clean_template_fields(name, kind, text, scale_min, scale_max, detect_threshold, description, labels)
     with transaction.atomic():
-        version = (JudgeTemplate.objects.filter(study=study, name=name).aggregate(v=Max("version"))["v"] or 0) + 1
         template = JudgeTemplate.objects.create(
-            study=study, name=name, version=version, kind=kind, text=text, scale_min=scale_min, scale_max=scale_max,
-            detect_threshold=detect_threshold, labels=labels, description=description or "", builtin_key=builtin_key,
-            locked=locked,
-            parent=parent, created_by=actor if getattr(actor, "is_authenticated", False) else None)
+            study=study, version=JUDGE_TEMPLATES.next_version(study, values["name"]), builtin_key=builtin_key,
+            locked=locked, created_by=actor if getattr(actor, "is_authenticated", False) else None, **values)
         if not study.is_library:
             record_activity(study, actor, "created judge template", f"{template}")
     return template
@@ -94,23 +111,15 @@ def create_template(study, *, name, kind, text, scale_min=0, scale_max=1, detect
 
 def update_template(template, *, study, actor=None, **fields):
     """Edit a template; a locked one (used by a round, or built-in) gets a new version in `study` instead."""
-    values = {k: fields.get(k, getattr(template, k)) for k in ("name", "kind", "text", "scale_min", "scale_max",
-                                                               "detect_threshold", "description", "labels")}
-    if template.locked or template.rounds.exists() or template.study_id != study.pk:
-        parent = template if template.study_id == study.pk else None
-        return create_template(study, actor=actor, parent=parent, **values), True
-    if values["name"] != template.name and JudgeTemplate.objects.filter(study=study, name=values["name"].strip(),
+    values = _clean_template_fields(*(fields.get(k, getattr(template, k)) for k in (
+        "name", "kind", "text", "scale_min", "scale_max", "detect_threshold", "description", "labels")))
+    if JUDGE_TEMPLATES.is_locked(template) or template.study_id != study.pk:
+        return JUDGE_TEMPLATES.copy_into(template, study=study, actor=actor, **values), True
+    if values["name"] != template.name and JudgeTemplate.objects.filter(study=study, name=values["name"],
                                                                           version=template.version).exists():
         raise JudgingError("Another template has this name and version.")
-    scale_min, scale_max, threshold, labels = _clean_template(values["kind"], values["text"], values["scale_min"],
-                                                              values["scale_max"], values["detect_threshold"],
-                                                              values["labels"])
-    if not (values["name"] or "").strip():
-        raise JudgingError("Give the template a name.")
-    template.name, template.kind, template.text = values["name"].strip(), values["kind"], values["text"]
-    template.scale_min, template.scale_max, template.detect_threshold = scale_min, scale_max, threshold
-    template.labels = labels
-    template.description = values["description"] or ""
+    for field, value in values.items():
+        setattr(template, field, value)
     template.save()
     record_activity(study, actor, "edited judge template", f"{template}")
     return template, False
@@ -147,18 +156,20 @@ def weights_document(study, rounds=None, method=reports.W.DEFAULT_METHOD):
             **reports.provenance(round_list), "items": rows}
 
 
-def weights_csv(study, rounds=None, method=reports.W.DEFAULT_METHOD):
+def weights_table(study, rounds=None, method=reports.W.DEFAULT_METHOD):
+    """The weights export as a table: (preamble lines naming method and inputs, columns, rows)."""
     doc = weights_document(study, rounds, method)
-    buf = io.StringIO()
-    buf.write(f"# {WEIGHTS_FORMAT} v1; method: {doc['method']}; {doc['method_description']}\n")
-    buf.write("# rounds: " + "; ".join(
-        f"{r['name']} (template {r['template']['name']} v{r['template']['version']}, judges {', '.join(r['judge_panel'])}, "
-        f"policy {r['policy']}, seed {r['seed']})" for r in doc["rounds"]) + f"; generated {doc['generated_at']}\n")
-    writer = csv.DictWriter(buf, fieldnames=WEIGHT_COLUMNS, extrasaction="ignore")
-    writer.writeheader()
-    for row in doc["items"]:
-        writer.writerow(row)
-    return buf.getvalue()
+    preamble = [f"{WEIGHTS_FORMAT} v1; method: {doc['method']}; {doc['method_description']}",
+                "rounds: " + "; ".join(
+                    f"{r['name']} (template {r['template']['name']} v{r['template']['version']}, "
+                    f"judges {', '.join(r['judge_panel'])}, policy {r['policy']}, seed {r['seed']})"
+                    for r in doc["rounds"]) + f"; generated {doc['generated_at']}"]
+    return preamble, WEIGHT_COLUMNS, doc["items"]
+
+
+def weights_csv(study, rounds=None, method=reports.W.DEFAULT_METHOD):
+    preamble, columns, rows = weights_table(study, rounds, method)
+    return table_text(columns, rows, preamble=preamble)
 
 
 def _number(value, label, errors, lo=None, hi=None, allow_none=False):
@@ -190,10 +201,12 @@ def parse_weights(content, filename=""):
     text = content.strip()
     if not text:
         raise JudgingError("The file is empty.")
+    if nul_problem(text):
+        raise JudgingError(nul_problem(text))
     errors, meta = [], {}
     if text[0] in "{[" or filename.lower().endswith(".json"):
         try:
-            data = json.loads(text)
+            data = loads_json(text)
         except ValueError as exc:
             raise JudgingError(f"Not valid JSON: {exc}.")
         if not isinstance(data, dict) or data.get("format") != WEIGHTS_FORMAT:
@@ -207,7 +220,7 @@ def parse_weights(content, filename=""):
         reader = csv.DictReader(io.StringIO("\n".join(lines)))
         if not reader.fieldnames or "item_number" not in reader.fieldnames or "weight" not in reader.fieldnames:
             raise JudgingError("The CSV needs the columns item_number and weight (as in the weights export).")
-        raw_rows = list(reader)
+        raw_rows = [{key: unescape_formula(value) for key, value in row.items()} for row in reader]
         meta = {"method": raw_rows[0].get("method") if raw_rows else ""}
     rows, seen = [], set()
     for i, raw in enumerate(raw_rows, 1):
@@ -240,15 +253,22 @@ def parse_weights(content, filename=""):
     return meta, rows
 
 
-def import_weights(study, toolkit, content, *, filename="", new_version=True, drop_flagged=False, actor=None):
+def import_weights(study, toolkit, content, *, filename="", new_version=True, drop_flagged=False, actor=None,
+                   allow_repeat=False):
     """Attach imported weights to `toolkit` — by default to a new version of it (a copy for library toolkits),
     optionally without the prompts the file flags. All or nothing. Returns (toolkit version, ItemWeight count)."""
-    from generation.toolkit_services import copy_toolkit
-    from generation.toolkits import new_version as make_version
+    from generation.toolkit_services import TOOLKITS
 
     if toolkit.study_id != study.pk and not toolkit.study.is_library:
         raise JudgingError("Choose a toolkit of this study or of the built-in library.")
     meta, rows = parse_weights(content, filename)
+    digest = hashlib.sha256(content if isinstance(content, bytes) else content.encode("utf-8")).hexdigest()
+    earlier = (ItemWeight.objects
+               .filter(toolkit__study=study, source__sha256=digest, source__from_toolkit_id=toolkit.pk)
+               .select_related("toolkit").first())
+    if earlier is not None and not allow_repeat:
+        raise WeightsAlreadyImported(f"This file was already imported into {earlier.toolkit}; open that version "
+                                     "instead (a second import would make yet another version).", earlier.toolkit)
     numbers = set(toolkit.items.values_list("number", flat=True))
     unknown = sorted(r["item_number"] for r in rows if r["item_number"] not in numbers)
     if unknown:
@@ -256,9 +276,9 @@ def import_weights(study, toolkit, content, *, filename="", new_version=True, dr
                            "weights belong to a version with the same item numbers.")
     with transaction.atomic():
         if toolkit.study.is_library:
-            target = copy_toolkit(toolkit, study=study, actor=actor)
+            target = TOOLKITS.copy_into(toolkit, study=study, actor=actor)
         elif new_version:
-            target = make_version(toolkit, created_by=actor)
+            target = TOOLKITS.new_version(toolkit, actor=actor)
         else:
             target = toolkit
         dropped = []
@@ -270,7 +290,8 @@ def import_weights(study, toolkit, content, *, filename="", new_version=True, dr
         items = {i.number: i for i in target.items.all()}
         source = {"file": filename, "method": meta.get("method"), "rounds": meta.get("rounds"),
                   "toolkits": meta.get("toolkits"), "generated_at": meta.get("generated_at"),
-                  "imported_at": timezone.now().isoformat(), "from_toolkit": f"{toolkit.name} v{toolkit.version}"}
+                  "imported_at": timezone.now().isoformat(), "from_toolkit": f"{toolkit.name} v{toolkit.version}",
+                  "from_toolkit_id": toolkit.pk, "sha256": digest}
         ItemWeight.objects.filter(toolkit=target).delete()
         objs = [ItemWeight(toolkit=target, item=items[r["item_number"]], weight=r["weight"], rate=r["rate"],
                            ci_low=r["ci_low"], ci_high=r["ci_high"], n=int(r["n"]) if r["n"] is not None else None,

@@ -1,14 +1,13 @@
 """Judging pages: overview, templates, rounds (plan → launch → verdicts), reports, weights, human verification."""
-import csv
-import io
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from generation.runs import toolkits_for
+from stereoscope.downloads import table_download
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
 
@@ -174,17 +173,6 @@ def round_report(request, study_id, round_id):
     return render(request, "judging/report.html", ctx)
 
 
-def _csv_response(rows, columns, filename):
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow(row)
-    response = HttpResponse(buf.getvalue(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
-
-
 @study_role_required(Role.RESEARCHER)
 def round_verdicts_export(request, study_id, round_id, fmt):
     rnd = _round(request, round_id)
@@ -192,7 +180,7 @@ def round_verdicts_export(request, study_id, round_id, fmt):
         raise Http404("Export as .csv or .json.")
     rows = list(reports.verdict_export_rows(request.study, round_ids=[rnd.pk]))
     if fmt == "csv":
-        return _csv_response(rows, [c for c, _ in reports.VERDICT_COLUMNS], f"verdicts-round-{rnd.pk}.csv")
+        return table_download([c for c, _ in reports.VERDICT_COLUMNS], rows, f"verdicts-round-{rnd.pk}.csv")
     response = JsonResponse({"round": rnd.pk, "name": rnd.name, **reports.provenance([rnd]), "verdicts": rows},
                             json_dumps_params={"indent": 1, "ensure_ascii": False})
     response["Content-Disposition"] = f'attachment; filename="verdicts-round-{rnd.pk}.json"'
@@ -213,30 +201,33 @@ def weights(request, study_id):
     ids = _round_ids(request)
     fmt = request.GET.get("download")
     if fmt == "csv":
-        response = HttpResponse(services.weights_csv(study, ids, method), content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = 'attachment; filename="toolkit-weights.csv"'
-        return response
+        preamble, columns, rows = services.weights_table(study, ids, method)
+        return table_download(columns, rows, "toolkit-weights.csv", preamble=preamble)
     if fmt == "json":
         response = JsonResponse(services.weights_document(study, ids, method), json_dumps_params={"indent": 1, "ensure_ascii": False})
         response["Content-Disposition"] = 'attachment; filename="toolkit-weights.json"'
         return response
     toolkits = toolkits_for(study).order_by("name", "-version")
     form = WeightsImportForm(toolkits, request.POST or None, request.FILES or None)
+    repeated = None
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
         try:
             target, n = services.import_weights(study, form.cleaned_data["toolkit"], upload.read(), filename=upload.name,
                                                 drop_flagged=form.cleaned_data["drop_flagged"], actor=request.user)
-            messages.success(request, f"Imported {n} weights into {target}.")
-            return redirect("judging-weights", study.pk)
+            messages.success(request, f"Imported {n} weights into {target}; they are shown beside its items below.")
+            return redirect("toolkit-detail", study.pk, target.pk)
+        except services.WeightsAlreadyImported as exc:
+            form.add_error(None, str(exc))
+            repeated = exc.toolkit
         except services.JudgingError as exc:
             form.add_error(None, str(exc))
     round_list = reports.rounds_of(study, ids)
     ctx = _report_context(round_list, method, _weak_below(request))
     ctx.update(form=form, all_rounds=JudgeRound.objects.filter(study=study).order_by("-created_at"), selected=ids or [],
                imported=ItemWeight.objects.filter(toolkit__study=study).select_related("toolkit", "item")
-               .order_by("toolkit__name", "-toolkit__version", "item__number")[:300])
-    return render(request, "judging/weights.html", ctx)
+               .order_by("toolkit__name", "-toolkit__version", "item__number")[:300], repeated=repeated)
+    return render(request, "judging/weights.html", ctx, status=400 if form.errors else 200)
 
 
 # -- human verification ---------------------------------------------------------------------------------------------

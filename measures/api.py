@@ -71,6 +71,7 @@ class HighlightMatchSerializer(serializers.Serializer):
 
 
 class LexiconViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    library_read_actions = ("highlight",)  # a POST that only reads: allowed on the built-in library
     """Lexicons of the study plus the built-in library's (read-only)."""
 
     serializer_class = LexiconSerializer
@@ -91,7 +92,7 @@ class LexiconViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
     @extend_schema(request=None, responses={201: LexiconSerializer})
     @action(detail=True, methods=["post"])
     def copy(self, request, *args, **kwargs):
-        lexicon = services.copy_lexicon(self.get_object(), study=self.get_study(), actor=request.user)
+        lexicon = services.LEXICONS.copy_into(self.get_object(), study=self.get_study(), actor=request.user)
         return Response(LexiconSerializer(lexicon).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=HighlightRequestSerializer, responses={200: HighlightMatchSerializer(many=True)})

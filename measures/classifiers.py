@@ -106,8 +106,9 @@ class TransformersClassifier:
         try:
             import torch
             from transformers import AutoModelForSequenceClassification, AutoTokenizer
-        except ImportError as exc:  # pragma: no cover - the 'local' extra is missing
-            raise ClassifierError(f"torch and transformers are needed for this classifier: {exc}")
+        except ImportError as exc:  # the 'local' extra is missing on this server
+            raise ClassifierError("torch and transformers are needed for this classifier: install the 'local' extra "
+                                  f"(pip install -e .[local]); {exc}") from exc
         try:
             self._tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
             self._model = AutoModelForSequenceClassification.from_pretrained(str(path), local_files_only=True)

@@ -1,9 +1,9 @@
-import json
 import re
 
 from django import forms
 
 from generation.models import GenerationRun
+from stereoscope.untrusted import loads_json
 
 from .lexical import COUNT_POLICIES
 from .models import ClassifierKind, ClassifierUnit, Direction, LexiconCategory, MatchMode
@@ -34,7 +34,7 @@ class LexiconImportForm(forms.Form):
         if not (text or "").strip():
             raise forms.ValidationError("Choose a file or paste the JSON.")
         try:
-            self.cleaned_data["data"] = json.loads(text)
+            self.cleaned_data["data"] = loads_json(text)
         except ValueError as exc:
             raise forms.ValidationError(f"Not valid JSON: {exc}.")
         return self.cleaned_data

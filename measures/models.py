@@ -8,32 +8,17 @@ from django.utils import timezone
 
 from generation.models import GenerationRun, Output, RunStatus
 from stereoscope.models import Study
+from stereoscope.versioning import VersionedModel
 
 from .lexical import COUNT_POLICIES, DIRECTIONS, MODES, ZERO_POLICIES
 
 
-class Lexicon(models.Model):
+class Lexicon(VersionedModel):
     """A versioned set of word-list categories. Read-only once a measure run uses it; edits make a new version."""
 
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="lexicons")
-    name = models.CharField(max_length=200)
-    version = models.PositiveIntegerField(default=1)
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="newer_versions")
-    locked = models.BooleanField(default=False, help_text="Set once a measure run uses this version.")
-    builtin_key = models.CharField(max_length=100, blank=True)
-    description = models.TextField(blank=True)
     source = models.CharField(max_length=300, blank=True)
     count_policy = models.CharField(max_length=20, choices=[(p, p) for p in COUNT_POLICIES], default="per_token",
                                     help_text="per_entry: each list entry counts its matches (Jung); per_token: a word counts once per category.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["study", "name", "version"], name="unique_lexicon_version")]
-        ordering = ["study", "name", "-version"]
-
-    def __str__(self):
-        return f"{self.name} v{self.version}"
 
 
 class Direction(models.TextChoices):

@@ -22,7 +22,7 @@ from stereoscope.services import record_activity
 from . import gender as gender_mod
 from .classifiers import ClassifierError, label_shares, make_classifier
 from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, SentenceMeasure
-from .services import lexicons_for, lock_lexicon, matcher_for
+from .services import LEXICONS, lexicons_for, matcher_for
 from .lexical import prepare
 from .textproc import split_sentences
 
@@ -99,7 +99,7 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
         run.lexicons.set(lexicons)
         run.source_runs.set(source_runs)
         for lx in lexicons:
-            lock_lexicon(lx)
+            LEXICONS.lock(lx)
         record_activity(study, actor, "created measure run", run.name)
     return run
 

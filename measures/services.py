@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import Max, Q
 
 from stereoscope.services import record_activity
+from stereoscope.versioning import Versioning
 
 from . import lexical
 from .lexical import CategorySpec, ExclusionSpec, Matcher
@@ -111,23 +112,15 @@ def validate_lexicon_data(data):
             "count_policy": policy, "categories": categories, "exclusions": exclusions}
 
 
-def next_version(study, name):
-    return (Lexicon.objects.filter(study=study, name=name).aggregate(v=Max("version"))["v"] or 0) + 1
-
-
 @transaction.atomic
 def create_lexicon(study, data, *, actor=None, builtin_key="", locked=False, parent=None, version=None):
     """Create a lexicon from validated data (see validate_lexicon_data)."""
+    LEXICONS.refuse_library(study, builtin=bool(builtin_key))
     lexicon = Lexicon.objects.create(
-        study=study, name=data["name"], version=version or next_version(study, data["name"]), parent=parent,
+        study=study, name=data["name"], version=version or LEXICONS.next_version(study, data["name"]), parent=parent,
         description=data["description"], source=data["source"], count_policy=data["count_policy"],
         builtin_key=builtin_key, locked=locked, created_by=actor)
-    by_key = {}
-    for order, cat in enumerate(data["categories"]):
-        by_key[cat["key"]] = LexiconCategory.objects.create(lexicon=lexicon, order=order, **cat)
-    for ex in data["exclusions"]:
-        LexiconExclusion.objects.create(lexicon=lexicon, category=by_key.get(ex["category"]), phrase=ex["phrase"],
-                                        is_regex=ex["is_regex"], note=ex["note"], created_by=actor)
+    _create_categories(lexicon, data, actor=actor)
     if actor is not None:
         record_activity(study, actor, "created lexicon", str(lexicon))
     return lexicon
@@ -146,22 +139,27 @@ def lexicon_data(lexicon):
                            for e in lexicon.exclusions.all()]}
 
 
-def copy_lexicon(lexicon, *, study, actor=None):
-    """Copy a lexicon (e.g. a built-in) into a study as a new editable lexicon or version."""
-    data = validate_lexicon_data(lexicon_data(lexicon))
-    parent = lexicon if lexicon.study_id == study.pk else None
-    return create_lexicon(study, data, actor=actor, parent=parent)
+def _create_categories(lexicon, data, *, actor=None):
+    """Save validated categories and exclusions into `lexicon`."""
+    by_key = {}
+    for order, cat in enumerate(data["categories"]):
+        by_key[cat["key"]] = LexiconCategory.objects.create(lexicon=lexicon, order=order, **cat)
+    for ex in data["exclusions"]:
+        LexiconExclusion.objects.create(lexicon=lexicon, category=by_key.get(ex["category"]), phrase=ex["phrase"],
+                                        is_regex=ex["is_regex"], note=ex["note"], created_by=actor)
 
 
-def writable_version(lexicon, actor=None):
-    """(lexicon to edit, created): itself, or a new version when a run has locked it."""
-    if lexicon.study.is_library:
-        raise LexiconDataError(["Built-in lexicons are read-only; copy one into your study to edit it."])
-    if not lexicon.locked:
-        return lexicon, False
-    copy = create_lexicon(lexicon.study, validate_lexicon_data(lexicon_data(lexicon)), actor=actor, parent=lexicon)
-    record_activity(lexicon.study, actor, "created a new lexicon version", f"{copy} (v{lexicon.version} is used by a run)")
-    return copy, True
+def _copy_categories(lexicon, copy, *, actor=None):
+    """A lexicon version's children: its categories and exclusions."""
+    _create_categories(copy, validate_lexicon_data(lexicon_data(lexicon)), actor=actor)
+
+
+def _refuse(message):
+    return LexiconDataError([message])
+
+
+# Locked when a measure run uses it (measures/scoring.py locks it as the run is created).
+LEXICONS = Versioning(Lexicon, noun="lexicon", error=_refuse, copy_children=_copy_categories)
 
 
 def _same_category(lexicon, category):
@@ -175,7 +173,7 @@ def save_category(lexicon, data, *, category=None, actor=None):
     cleaned = clean_category(data, "Category", errors)
     if errors:
         raise LexiconDataError(errors)
-    target, created = writable_version(lexicon, actor)
+    target, created = LEXICONS.writable(lexicon, actor=actor)
     existing = _same_category(target, category) if category else None
     clash = target.categories.filter(key=cleaned["key"])
     if existing:
@@ -196,7 +194,7 @@ def save_category(lexicon, data, *, category=None, actor=None):
 
 @transaction.atomic
 def delete_category(category, *, actor=None):
-    target, created = writable_version(category.lexicon, actor)
+    target, created = LEXICONS.writable(category.lexicon, actor=actor)
     _same_category(target, category).delete()
     record_activity(target.study, actor, "deleted lexicon category", f"{target}: {category.name}")
     return target
@@ -216,7 +214,7 @@ def add_exclusion(lexicon, *, phrase, is_regex=False, category=None, note="", ac
             raise LexiconDataError([f"{phrase!r} is not a valid regular expression: {exc}."])
     if category is not None and category.lexicon_id != lexicon.pk:
         raise LexiconDataError(["That category belongs to another lexicon."])
-    target, created = writable_version(lexicon, actor)
+    target, created = LEXICONS.writable(lexicon, actor=actor)
     cat = _same_category(target, category) if category else None
     ex = LexiconExclusion.objects.create(lexicon=target, category=cat, phrase=phrase, is_regex=bool(is_regex),
                                          note=(note or "")[:300], created_by=actor)
@@ -226,17 +224,12 @@ def add_exclusion(lexicon, *, phrase, is_regex=False, category=None, note="", ac
 
 @transaction.atomic
 def delete_exclusion(exclusion, *, actor=None):
-    target, created = writable_version(exclusion.lexicon, actor)
+    target, created = LEXICONS.writable(exclusion.lexicon, actor=actor)
     rows = target.exclusions.filter(phrase=exclusion.phrase, is_regex=exclusion.is_regex)
     rows = rows.filter(category__key=exclusion.category.key) if exclusion.category_id else rows.filter(category__isnull=True)
     rows.delete()
     record_activity(target.study, actor, "removed an exclusion", f"{target}: {exclusion.phrase}")
     return target
-
-
-def lock_lexicon(lexicon):
-    if not lexicon.locked and not lexicon.study.is_library:
-        Lexicon.objects.filter(pk=lexicon.pk).update(locked=True)
 
 
 def language_applies(category_language, output_language):

@@ -1,13 +1,14 @@
 """Text measures pages: lexicons (edit word lists, exclusions, preview), measure runs, reports, twins, CSV."""
-import csv
+import itertools
 import json
 
 from django.contrib import messages
-from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from generation.models import Output
+from stereoscope.downloads import table_download
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
 
@@ -100,7 +101,11 @@ def lexicon_export(request, study_id, lexicon_id):
 @require_POST
 def lexicon_copy(request, study_id, lexicon_id):
     lexicon = _lexicon(request, lexicon_id)
-    copy = services.copy_lexicon(lexicon, study=request.study, actor=request.user)
+    try:
+        copy = services.LEXICONS.copy_into(lexicon, study=request.study, actor=request.user)
+    except services.LexiconDataError as exc:
+        messages.error(request, str(exc))
+        return redirect("measures-lexicon", study_id, lexicon.pk)
     messages.success(request, f"Copied into this study as “{copy}”.")
     return redirect("measures-lexicon", study_id, copy.pk)
 
@@ -292,35 +297,13 @@ def run_output(request, study_id, run_id, output_id):
         "sentences": sentences, "lexicons": list(run.lexicons.all())})
 
 
-class _Echo:
-    def write(self, value):
-        return value
-
-
-def _safe_cell(value):
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
-
-
 def _csv_response(rows, filename):
+    """The rows as a CSV download; the columns are the first row's keys (they depend on the run's lexicons)."""
     rows = iter(rows)
     first = next(rows, None)
-
-    def stream():
-        writer = csv.writer(_Echo())
-        if first is None:
-            yield writer.writerow(["no rows"])
-            return
-        header = list(first)
-        yield writer.writerow(header)
-        yield writer.writerow([_safe_cell(first.get(h, "")) for h in header])
-        for row in rows:
-            yield writer.writerow([_safe_cell(row.get(h, "")) for h in header])
-
-    response = StreamingHttpResponse(stream(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
+    if first is None:
+        return table_download(["no rows"], [], filename)
+    return table_download(list(first), itertools.chain([first], rows), filename, stream=True)
 
 
 @study_role_required(Role.RESEARCHER)

@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class PsychometricsConfig(AppConfig):
     name = "psychometrics"
     verbose_name = "Psychometrics"
+
+    def ready(self):
+        from stereoscope.health import register_job_model
+
+        register_job_model("questionnaire run", self.get_model("QuestionnaireRun"))  # seen by /healthz

@@ -10,9 +10,10 @@ Options are the ones the model SAW, in the presented order: [{"code": "2", "labe
 "value": 2}, ...]; `code` is what the prompt printed before the label, `value` the original scale point the
 option maps back to.
 """
-import json
 import re
 from dataclasses import dataclass
+
+from stereoscope.untrusted import loads_json
 
 EXTRACTORS = ("number", "json", "label")
 DEFAULT_CHAIN = ["json", "number", "label"]
@@ -81,7 +82,7 @@ def extract_number(text, options):
 def _find_json(text):
     for match in re.finditer(r"\{[^{}]*\}", text or "", re.DOTALL):
         try:
-            data = json.loads(match.group(0))
+            data = loads_json(match.group(0))
         except ValueError:
             continue
         if isinstance(data, dict):

@@ -1,6 +1,7 @@
 from django import forms
 
 from generation.models import ModelEndpoint
+from stereoscope.untrusted import loads_json
 
 from . import extraction, prompts
 from .models import ContextSet
@@ -99,13 +100,11 @@ class RunForm(forms.Form):
             raise forms.ValidationError(str(exc))
 
     def clean_param_overrides(self):
-        import json
-
         text = self.cleaned_data.get("param_overrides") or ""
         if not text.strip():
             return {}
         try:
-            value = json.loads(text)
+            value = loads_json(text)
         except ValueError as exc:
             raise forms.ValidationError(f"Not valid JSON: {exc}.")
         if not isinstance(value, dict):

@@ -6,16 +6,13 @@ from django.utils import timezone
 
 from generation.models import ModelEndpoint, RunStatus
 from stereoscope.models import Study
+from stereoscope.versioning import VersionedModel
 
 
-class Instrument(models.Model):
+class Instrument(VersionedModel):
     """A versioned questionnaire form. Locked once a run uses it; edits make a new version."""
 
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="instruments")
-    name = models.CharField(max_length=200)
-    version = models.PositiveIntegerField(default=1)
     label = models.CharField(max_length=30, blank=True, help_text="The version label from the file, e.g. '1'.")
-    description = models.TextField(blank=True)
     source = models.TextField(blank=True)
     instruction = models.TextField(blank=True, help_text="Questionnaire instruction ({instruction} in templates).")
     scale_min = models.FloatField(null=True, blank=True)
@@ -27,18 +24,6 @@ class Instrument(models.Model):
     missing_policy = models.JSONField(default=dict, blank=True)
     parallel_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="parallel_forms",
                                     help_text="The form this one is an alternate (parallel) form of.")
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="newer_versions")
-    builtin_key = models.CharField(max_length=100, blank=True)
-    locked = models.BooleanField(default=False)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["study", "name", "version"], name="unique_instrument_version")]
-        ordering = ["study", "name", "-version"]
-
-    def __str__(self):
-        return f"{self.name} v{self.version}"
 
     def to_spec(self):
         from .spec import InstrumentSpec, ItemSpec, Scale

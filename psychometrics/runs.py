@@ -21,7 +21,7 @@ from stereoscope.services import record_activity
 
 from . import extraction, prompts
 from .models import Context, ContextSet, Extracted, Instrument, QuestionnaireRun, Response, ResponseStatus
-from .services import PsychError, instruments_for, lock_instrument
+from .services import INSTRUMENTS, PsychError, instruments_for
 
 log = logging.getLogger(__name__)
 LEASE_SECONDS = 60
@@ -137,7 +137,7 @@ def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1
         extractors=clean["extractors"], refusal_policy=refusal_policy, json_field=json_field or "answer",
         param_overrides=clean["param_overrides"], audit_per_model=audit_per_model, created_by=actor)
     run.endpoints.set(clean["endpoints"])
-    lock_instrument(instrument)
+    INSTRUMENTS.lock(instrument)
     record_activity(study, actor, "created questionnaire run", run.name)
     return run
 

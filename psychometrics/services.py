@@ -3,14 +3,15 @@ transaction; problems raise PsychError with a message that says what to fix."""
 import csv
 import io
 import itertools
-import json
 import random
 
 from django.db import transaction
-from django.db.models import Max, Q
+from django.db.models import Q
 
 from generation.counterfactual import swap_gender
 from stereoscope.services import record_activity
+from stereoscope.untrusted import loads_json, nul_problem
+from stereoscope.versioning import Versioning
 
 from .models import Context, ContextSet, Instrument, InstrumentItem, Persona, PersonaSet
 from .spec import SpecError, parse_instrument, to_dict
@@ -32,7 +33,7 @@ def persona_sets_for(study):
 
 def load_json(text):
     try:
-        return json.loads(text)
+        return loads_json(text)
     except ValueError as exc:
         raise PsychError(f"The file is not valid JSON: {exc}.")
 
@@ -51,10 +52,11 @@ def create_instrument(study, data, *, actor=None, builtin_key="", locked=False, 
         pf = spec.parallel_form
         candidates = instruments_for(study).filter(name=pf["name"])
         parallel_of = candidates.filter(label=str(pf.get("version", ""))).first() or candidates.order_by("-version").first()
-    latest = Instrument.objects.filter(study=study, name=spec.name).aggregate(v=Max("version"))["v"]
-    parent = Instrument.objects.filter(study=study, name=spec.name, version=latest).first() if latest else None
+    INSTRUMENTS.refuse_library(study, builtin=bool(builtin_key))
+    version = INSTRUMENTS.next_version(study, spec.name)
+    parent = Instrument.objects.filter(study=study, name=spec.name, version=version - 1).first()
     instrument = Instrument.objects.create(
-        study=study, name=spec.name, version=(latest or 0) + 1, label=spec.version, description=spec.description,
+        study=study, name=spec.name, version=version, label=spec.version, description=spec.description,
         source=spec.source, instruction=spec.instruction, scale_min=spec.scale.min, scale_max=spec.scale.max,
         scale_labels={str(k): v for k, v in spec.scale.labels.items()}, continuous=spec.scale.continuous,
         subscales=spec.subscales, scoring=spec.scoring, missing_policy=spec.missing, parallel_of=parallel_of,
@@ -80,16 +82,24 @@ def export_instrument(instrument):
     return to_dict(instrument.to_spec())
 
 
-def lock_instrument(instrument):
-    if not instrument.locked:
-        Instrument.objects.filter(pk=instrument.pk).update(locked=True)
-        instrument.locked = True
+def _copy_items(instrument, copy, *, actor=None):
+    """An instrument version's children: its items (links to a parallel form's items kept)."""
+    InstrumentItem.objects.bulk_create([
+        InstrumentItem(instrument=copy, item_id=i.item_id, position=i.position, text=i.text, subscale=i.subscale,
+                       reverse=i.reverse, parallel_id=i.parallel_id)
+        for i in instrument.items.all()])
+
+
+# Locked when a questionnaire run is created with it (psychometrics/runs.py).
+INSTRUMENTS = Versioning(Instrument, noun="instrument", error=PsychError, copy_children=_copy_items)
 
 
 # -- persona sets ----------------------------------------------------------------------------------------------
 def _rows_from_file(text, filename):
     """JSONL or CSV rows as dicts."""
     text = text.decode("utf-8-sig") if isinstance(text, bytes) else text.lstrip("\ufeff")
+    if nul_problem(text):
+        raise PsychError(nul_problem(text))
     rows = []
     if filename.lower().endswith(".csv"):
         reader = csv.DictReader(io.StringIO(text))
@@ -101,7 +111,7 @@ def _rows_from_file(text, filename):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = loads_json(line)
             except ValueError as exc:
                 raise PsychError(f"Line {n} is not valid JSON: {exc}.")
             if not isinstance(row, dict):

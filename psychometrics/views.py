@@ -8,10 +8,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from generation.models import RunStatus
+from stereoscope.downloads import table_download, workbook_download
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
+from stereoscope.untrusted import loads_json
 
-from . import exports, reports, runs, services
+from . import datasets, reports, runs, services
 from .forms import (ContextFromPersonasForm, ContextImportForm, InstrumentImportForm, PersonaGenerateForm,
                     PersonaImportForm, RunFileForm, RunForm)
 from .models import Context, ContextSet, ExtractionAudit, Persona, QuestionnaireRun, Response
@@ -96,7 +98,7 @@ def persona_generate(request, study_id):
     form = PersonaGenerateForm(request.POST)
     if form.is_valid():
         try:
-            attributes = json.loads(form.cleaned_data["attributes"])
+            attributes = loads_json(form.cleaned_data["attributes"])
             ps = services.generate_personas(request.study, form.cleaned_data["name"], form.cleaned_data["template"], attributes)
             messages.success(request, f"Generated {ps.personas.count()} personas.")
             return redirect("psych-persona-set", request.study.pk, ps.pk)
@@ -212,7 +214,7 @@ def run_from_file(request, study_id):
     form = RunFileForm(request.POST, request.FILES)
     if form.is_valid():
         try:
-            data = json.loads(form.cleaned_data["file"].read())
+            data = loads_json(form.cleaned_data["file"].read())
             run = runs.create_run_from_file(request.study, data, actor=request.user, name=form.cleaned_data["name"] or None)
             messages.success(request, f"Run “{run.name}” created from the file.")
             return redirect("psych-run", request.study.pk, run.pk)
@@ -351,22 +353,22 @@ def validation(request, study_id):
 def run_export(request, study_id, run_id, fmt):
     run = _run(request, run_id)
     opts = {"run_ids": [run.pk]}
+    filename = f"questionnaire-run-{run.pk}-{fmt}"
     if fmt == "responses.csv":
-        body, ctype = exports.to_csv(exports.response_rows(request.study, opts), exports.RESPONSE_COLUMNS), "text/csv"
-    elif fmt == "scores.csv":
-        body, ctype = exports.to_csv(exports.score_rows(request.study, opts), exports.SCORE_COLUMNS), "text/csv"
-    elif fmt == "xlsx":
+        return table_download([c for c, _ in datasets.RESPONSE_COLUMNS], datasets.response_rows(request.study, opts),
+                              filename)
+    if fmt == "scores.csv":
+        return table_download([c for c, _ in datasets.SCORE_COLUMNS], datasets.score_rows(request.study, opts),
+                              filename)
+    if fmt == "xlsx":
         report = reports.run_report(run)
-        body = exports.to_xlsx([
-            ("responses", exports.response_rows(request.study, opts), exports.RESPONSE_COLUMNS),
-            ("scores", exports.score_rows(request.study, opts), exports.SCORE_COLUMNS),
-            ("items", exports.item_rows(report), exports.ITEM_COLUMNS),
-            ("reliability_validity", exports.reliability_rows(report), exports.RELIABILITY_COLUMNS)])
-        ctype = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-    elif fmt == "run.json":
-        body, ctype = json.dumps(runs.export_run_file(run), indent=1), "application/json"
-    else:
-        return HttpResponse("Unknown export.", status=404)
-    response = HttpResponse(body, content_type=ctype)
-    response["Content-Disposition"] = f'attachment; filename="questionnaire-run-{run.pk}-{fmt}"'
-    return response
+        return workbook_download(datasets.workbook_sheets([
+            ("responses", datasets.response_rows(request.study, opts), datasets.RESPONSE_COLUMNS),
+            ("scores", datasets.score_rows(request.study, opts), datasets.SCORE_COLUMNS),
+            ("items", datasets.item_rows(report), datasets.ITEM_COLUMNS),
+            ("reliability_validity", datasets.reliability_rows(report), datasets.RELIABILITY_COLUMNS)]), filename)
+    if fmt == "run.json":
+        response = HttpResponse(json.dumps(runs.export_run_file(run), indent=1), content_type="application/json")
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response
+    return HttpResponse("Unknown export.", status=404)

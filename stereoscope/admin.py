@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import ActivityEvent, BuiltinRecord, ExportJob, Membership, Study, WorkerHeartbeat
+from .models import ActivityEvent, BuiltinRecord, Membership, Study, WorkerHeartbeat
 
 
 class MembershipInline(admin.TabularInline):
@@ -37,10 +37,3 @@ class WorkerHeartbeatAdmin(admin.ModelAdmin):
 @admin.register(BuiltinRecord)
 class BuiltinRecordAdmin(admin.ModelAdmin):
     list_display = ["kind", "key", "version", "object_id", "loaded_at"]
-
-
-@admin.register(ExportJob)
-class ExportJobAdmin(admin.ModelAdmin):
-    list_display = ["pk", "study", "format", "status", "size_bytes", "created_by", "created_at", "finished_at"]
-    list_filter = ["format", "status", "study"]
-    readonly_fields = [f.name for f in ExportJob._meta.fields]

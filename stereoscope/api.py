@@ -6,7 +6,7 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
-from . import services
+from . import invitations, services
 from .health import health_report
 from .models import Membership, Role, Study
 from .permissions import VIEWER, StudyRolePermission, role_for, studies_for
@@ -82,11 +82,18 @@ class MembershipViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.CreateMo
     def create(self, request, *args, **kwargs):
         username = request.data.get("username", "")
         role = request.data.get("role", Role.CODER)
+        email = request.data.get("email", "")
         try:
-            membership = services.add_member(study=self.get_study(), username=username, role=role, actor=request.user)
+            membership, path = invitations.add_or_invite_member(study=self.get_study(), username=str(username),
+                                                                email=str(email), role=role, actor=request.user)
         except services.MembershipError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        return Response(MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
+        data = MembershipSerializer(membership).data
+        if path:  # a new account: the one-time link is in this response only
+            url = request.build_absolute_uri(path)
+            data["invitation_url"] = url
+            data["invitation_mailed"] = invitations.mail_invitation(membership.user, membership.study, url)
+        return Response(data, status=status.HTTP_201_CREATED)
 
     def perform_update(self, serializer):
         role = serializer.validated_data.get("role", serializer.instance.role)

@@ -18,5 +18,13 @@ def study_models():
 def study_counts(study):
     counts = [("members", study.memberships.count())]
     for model in study_models():
-        counts.append((str(model._meta.verbose_name_plural), model.objects.filter(study=study).count()))
+        label = plural(str(model._meta.verbose_name), str(model._meta.verbose_name_plural))
+        counts.append((label, model.objects.filter(study=study).count()))
     return counts
+
+
+def plural(singular, declared):
+    """Django's default plural only appends "s" ("code discoverys"); mend consonant + y."""
+    if declared == singular + "s" and len(singular) > 1 and singular.endswith("y") and singular[-2] not in "aeiou":
+        return singular[:-1] + "ies"
+    return declared

@@ -6,14 +6,13 @@ import tempfile
 
 from django.http import HttpResponse, StreamingHttpResponse
 
-from .tables import CSVTableWriter, JSONLTableWriter, XLSXWorkbookWriter
+from .tables import TEXT_WRITERS, XLSXWorkbookWriter, start_text, table_text
 
 CONTENT_TYPES = {
     "csv": "text/csv; charset=utf-8",
     "jsonl": "application/x-ndjson; charset=utf-8",
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
 }
-TEXT_WRITERS = {"csv": CSVTableWriter, "jsonl": JSONLTableWriter}
 
 
 class _Buffer(io.StringIO):
@@ -26,17 +25,9 @@ class _Buffer(io.StringIO):
         return value
 
 
-def table_text(columns, rows, fmt="csv"):
-    """The whole table as text (CSV or JSONL), for small tables and for API bodies."""
-    buffer = io.StringIO()
-    writer = TEXT_WRITERS[fmt](buffer, columns)
-    for row in rows:
-        writer.write(row)
-    return buffer.getvalue()
-
-
-def _stream_text(columns, rows, fmt):
+def _stream_text(columns, rows, fmt, bom=False, preamble=()):
     buffer = _Buffer()
+    start_text(buffer, bom, preamble)
     writer = TEXT_WRITERS[fmt](buffer, columns)
     yield buffer.take()
     for row in rows:
@@ -47,13 +38,14 @@ def _stream_text(columns, rows, fmt):
 
 
 def xlsx_bytes(sheets):
-    """sheets: [(name, columns, rows)] -> the bytes of one workbook with a sheet per table."""
+    """sheets: [(name, columns, rows)] or [(name, columns, rows, layout)] -> the bytes of one workbook with a
+    sheet per table (layout: see XLSXWorkbookWriter.table)."""
     handle, path = tempfile.mkstemp(suffix=".xlsx")
     os.close(handle)
     try:
         book = XLSXWorkbookWriter(path)
-        for name, columns, rows in sheets:
-            table = book.table(name, columns)
+        for name, columns, rows, *layout in sheets:
+            table = book.table(name, columns, layout=layout[0] if layout else None)
             for row in rows:
                 table.write(row)
         book.close()
@@ -68,13 +60,19 @@ def _attachment(response, filename):
     return response
 
 
-def table_download(columns, rows, filename, fmt="csv", sheet="data"):
-    """A download response of one table. `rows` yields dicts keyed by column; CSV and JSONL stream."""
+def table_download(columns, rows, filename, fmt="csv", sheet="data", bom=False, preamble=(), layout=None,
+                   stream=False):
+    """A download response of one table. `rows` yields dicts keyed by column. `stream` sends CSV and JSONL as it
+    is written (for tables too large to hold). `bom`, `preamble` (CSV) and `layout` (XLSX) as in table_text and
+    xlsx_bytes."""
     columns = list(columns)
     if fmt == "xlsx":
-        response = HttpResponse(xlsx_bytes([(sheet, columns, rows)]), content_type=CONTENT_TYPES["xlsx"])
+        response = HttpResponse(xlsx_bytes([(sheet, columns, rows, layout)]), content_type=CONTENT_TYPES["xlsx"])
+    elif fmt in TEXT_WRITERS and stream:
+        response = StreamingHttpResponse(_stream_text(columns, rows, fmt, bom, preamble),
+                                         content_type=CONTENT_TYPES[fmt])
     elif fmt in TEXT_WRITERS:
-        response = StreamingHttpResponse(_stream_text(columns, rows, fmt), content_type=CONTENT_TYPES[fmt])
+        response = HttpResponse(table_text(columns, rows, fmt, bom, preamble), content_type=CONTENT_TYPES[fmt])
     else:
         raise ValueError(f"Unknown table format {fmt!r}: use csv, jsonl or xlsx.")
     return _attachment(response, filename)

@@ -12,4 +12,7 @@ class StudyForm(forms.ModelForm):
 
 class MemberForm(forms.Form):
     username = forms.CharField(max_length=150)
+    email = forms.EmailField(
+        required=False, label="E-mail",
+        help_text="For a person without an account: it is created with a one-time invitation link.")
     role = forms.ChoiceField(choices=Role.choices, initial=Role.CODER)

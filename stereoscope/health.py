@@ -1,9 +1,18 @@
-"""Health of the database, the broker and the workers."""
+"""Health of the database, the broker and the workers, and whether jobs wait with no worker to run them.
+
+The project package imports no app: each app registers its job models here from its AppConfig.ready
+(`register_job_model`), or any callable that lists its waiting jobs (`register_waiting_jobs`).
+"""
 import time
+from collections import Counter
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import Q
 from django.utils import timezone
+
+WAITING_STATUSES = ("queued", "running")
+_waiting_job_sources = {}  # kind -> callable returning dicts {"id", "study_id", "status"}
 
 
 def check_database():
@@ -30,6 +39,58 @@ def check_broker():
         return {"ok": False, "transport": transport, "error": str(exc)[:300]}
 
 
+def register_waiting_jobs(kind, source):
+    """`source()` returns the waiting jobs of one kind as dicts with id, study_id and status."""
+    _waiting_job_sources[kind] = source
+
+
+def register_job_model(kind, model):
+    """A job model with status and lease columns: its waiting rows are queued or running with no live lease."""
+    register_waiting_jobs(kind, lambda: waiting_rows(model._default_manager.all()))
+
+
+def job_kinds():
+    return sorted(_waiting_job_sources)
+
+
+def waiting_rows(queryset, now=None):
+    now = now or timezone.now()
+    unheld = Q(lease_token="") | Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)
+    return list(queryset.filter(unheld, status__in=WAITING_STATUSES).order_by("pk").values("id", "study_id", "status"))
+
+
+def job_is_waiting(job, now=None):
+    """One job row: queued or running, and no executor holds a live lease on it (a CLI run in the foreground does)."""
+    if getattr(job, "status", None) not in WAITING_STATUSES:
+        return False
+    expires = getattr(job, "lease_expires_at", None)
+    return not getattr(job, "lease_token", "") or expires is None or expires < (now or timezone.now())
+
+
+def waiting_jobs():
+    return [{"kind": kind, **row} for kind in job_kinds() for row in _waiting_job_sources[kind]()]
+
+
+def worker_is_live():
+    """True when a worker heartbeat is fresh, or tasks run eagerly in the web process (no worker is needed)."""
+    from .models import WorkerHeartbeat
+
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return True
+    cutoff = timezone.now() - timezone.timedelta(seconds=settings.WORKER_LIVE_SECONDS)
+    return WorkerHeartbeat.objects.filter(last_seen__gte=cutoff).exists()
+
+
+def waiting_jobs_without_worker():
+    """Jobs of any kind that wait while no worker is live: stalled until a worker starts."""
+    return [] if worker_is_live() else waiting_jobs()
+
+
+def job_is_stalled(job):
+    """A job page's question: does this job wait with no live worker to run it?"""
+    return job_is_waiting(job) and not worker_is_live()
+
+
 def live_workers():
     from .models import WorkerHeartbeat
 
@@ -44,10 +105,16 @@ def health_report():
     database = check_database()
     broker = check_broker()
     workers = live_workers() if database["ok"] else []
+    stalled = waiting_jobs_without_worker() if database["ok"] else []
+    ok = database["ok"] and broker["ok"] and not stalled
     return {
-        "ok": database["ok"] and broker["ok"],
+        "ok": ok,
+        "status": "ok" if ok else "degraded",
         "database": database,
         "broker": broker,
         "workers": {"live": len(workers), "list": workers},
+        # counts only: /healthz is public, so it names no study and no job
+        "jobs": {"stalled": len(stalled), "stalled_by_kind": dict(Counter(job["kind"] for job in stalled)),
+                 "message": f"{len(stalled)} job(s) wait with no live worker; start one." if stalled else ""},
         "eager": bool(settings.CELERY_TASK_ALWAYS_EAGER),
     }

@@ -50,6 +50,20 @@ def check_role(user, study, minimum):
     return role
 
 
+LIBRARY_READ_ONLY = ("The built-in library is read-only: nothing but load_builtin writes it. "
+                     "Copy what you need into your own study and change it there.")
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+def check_library_write(request, study, read_actions=()):
+    """Refuse every write through a page or the API to the built-in library study, even by site staff. A view may
+    name POST actions that only read (`read_actions`)."""
+    if study.is_library and request.method not in SAFE_METHODS:
+        action = getattr(request, "library_action", None)
+        if action is None or action not in read_actions:
+            raise PermissionDenied(LIBRARY_READ_ONLY)
+
+
 def studies_for(user):
     """The studies a user may see."""
     if not user.is_authenticated:
@@ -69,10 +83,14 @@ def study_role_required(minimum=VIEWER, study_kwarg="study_id"):
         @wraps(view)
         def wrapper(request, *args, **kwargs):
             study = get_object_or_404(Study, pk=kwargs[study_kwarg])
+            if role_for(request.user, study) is not None:
+                request.study = study  # members refused for their role still get the study's layout on the 403 page
             request.study_role = check_role(request.user, study, minimum)
+            check_library_write(request, study)
             request.study = study
             return view(request, *args, **kwargs)
 
+        wrapper.study_minimum_role = minimum  # read by the navigation to hide links a role cannot use
         return wrapper
 
     return decorator
@@ -92,6 +110,8 @@ class StudyRolePermission(drf_permissions.BasePermission):
             return True
         minimum = self.required_role(request, view)
         view.study_role = check_role(request.user, study, minimum)
+        request.library_action = getattr(view, "action", None)
+        check_library_write(request, study, getattr(view, "library_read_actions", ()))
         return True
 
     @staticmethod

@@ -35,6 +35,14 @@ def add_member(*, study, username, role, actor):
     return membership
 
 
+def ensure_member(*, study, user, role):
+    """Make `user` a member of `study` with `role` unless they already are one (their role then stays).
+    Returns (membership, created)."""
+    if role not in Role.values:
+        raise MembershipError(f"Unknown role {role!r}; choose one of {', '.join(Role.values)}.")
+    return Membership.objects.get_or_create(study=study, user=user, defaults={"role": role})
+
+
 @transaction.atomic
 def remove_member(*, membership, actor):
     study = membership.study

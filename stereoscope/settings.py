@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI assets served locally, so /api/docs/ works offline
     "django_htmx",
     "stereoscope",
     "generation",
@@ -71,6 +72,7 @@ INSTALLED_APPS = [
     "agreement",
     "psychometrics",
     "measures",
+    "exports",
 ]
 
 MIDDLEWARE = [
@@ -127,6 +129,17 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "study-list"
 LOGOUT_REDIRECT_URL = "login"
+PASSWORD_RESET_TIMEOUT = int(os.environ.get("INVITATION_TIMEOUT_SECONDS", 7 * 24 * 3600))  # invitation links
+
+# E-mail (invitation links). Without EMAIL_HOST or EMAIL_BACKEND the link is only shown to the inviting admin.
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", 25))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "stereoscope@localhost")
+SEND_INVITATION_EMAILS = bool(os.environ.get("EMAIL_HOST") or os.environ.get("EMAIL_BACKEND"))
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")
@@ -193,6 +206,18 @@ REDIS_URL = os.environ.get("REDIS_URL") or (CELERY_BROKER_URL if CELERY_BROKER_U
 
 # --- Provider keys: only the *names* of the variables live here; values stay in the environment.
 PROVIDER_KEY_VARIABLES = env_list("PROVIDER_KEY_VARIABLES", "OPENAI_API_KEY,ANTHROPIC_API_KEY")
+# Variables Django and the product read themselves: never usable as a provider key, whatever the allow-list says.
+# A test keeps this list in step with every variable this file and the commands read.
+PRODUCT_ENV_VARIABLES = [
+    "SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL", "DEBUG", "ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS",
+    "CONN_MAX_AGE", "TIME_ZONE", "STATIC_ROOT", "MEDIA_ROOT", "EXPORT_ROOT", "SECURE_SSL_REDIRECT",
+    "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS",
+    "SECURE_HSTS_PRELOAD", "USE_X_FORWARDED_PROTO", "CELERY_TASK_ALWAYS_EAGER", "WORKER_HEARTBEAT_SECONDS",
+    "WORKER_LIVE_SECONDS", "PROVIDER_KEY_VARIABLES", "LOG_LEVEL", "BIND", "WEB_CONCURRENCY", "CELERY_CONCURRENCY",
+    "DEFAULT_FROM_EMAIL", "INVITATION_TIMEOUT_SECONDS",
+]
+# ... and every variable with one of these prefixes (DJANGO_SETTINGS_MODULE, STEREOSCOPE_ADMIN_PASSWORD, ...).
+PRODUCT_ENV_PREFIXES = ["DJANGO_", "STEREOSCOPE_", "CELERY_", "DATABASE_", "POSTGRES", "PG", "EMAIL_"]
 
 # --- API -------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -212,6 +237,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # Several apps expose a "status" field with these shared choice sets; name them once.
     "ENUM_NAME_OVERRIDES": {"RunStatusEnum": "generation.models.RunStatus",
                             "OutputStatusEnum": "generation.models.OutputStatus"},

@@ -1,23 +1,38 @@
 """The one table writer (CSV, JSONL, XLSX). No Django: rows in, bytes out, constant memory.
 
 Spreadsheet formats escape text cells that a spreadsheet would run as a formula (starting with = + - @, tab or
-carriage return) by prefixing a single quote (OWASP "CSV injection"). JSONL is lossless and never escaped.
+carriage return) by prefixing a single quote (OWASP "CSV injection"). Text that already starts with quotes before
+such a character gets one more, so `unescape_formula` gives back exactly the original (import formats read their
+own CSV back through it). JSONL is lossless and never escaped.
 """
 import csv
 import datetime
 import decimal
+import io
 import json
 import uuid
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
-_TRIGGER_CHARS = "=+-@\t\r"
+_QUOTE_CHARS = "=+-@\t\r'"  # first characters that may need a quote
 XLSX_MAX_ROWS = 1_048_576
 XLSX_MAX_CELL = 32_767
+BOM = "\ufeff"
+
+
+def _needs_quote(text):
+    return text.lstrip("'").startswith(FORMULA_TRIGGERS)
 
 
 def escape_formula(value):
-    if isinstance(value, str) and value.startswith(FORMULA_TRIGGERS):
+    if isinstance(value, str) and value[:1] in _QUOTE_CHARS and _needs_quote(value):
         return "'" + value
+    return value
+
+
+def unescape_formula(value):
+    """The original text of a cell written by `escape_formula` (other text unchanged)."""
+    if isinstance(value, str) and value[:1] == "'" and _needs_quote(value):
+        return value[1:]
     return value
 
 
@@ -66,7 +81,7 @@ class CSVTableWriter:
         for value in map(row.get, self.columns):
             cls = value.__class__
             if cls is str:
-                if escape and value and value[0] in _TRIGGER_CHARS:
+                if escape and value and value[0] in _QUOTE_CHARS and _needs_quote(value):
                     value = "'" + value
             elif value is not None and cls is not int and cls is not float:
                 value = plain_value(value)
@@ -98,6 +113,29 @@ class JSONLTableWriter:
         pass
 
 
+TEXT_WRITERS = {"csv": CSVTableWriter, "jsonl": JSONLTableWriter}
+
+
+def start_text(buffer, bom=False, preamble=()):
+    """What comes before a text table's header: a byte order mark, "# ..." preamble lines."""
+    if bom:
+        buffer.write(BOM)
+    for line in preamble:
+        buffer.write("# " + " ".join(str(line).splitlines()) + "\n")
+
+
+def table_text(columns, rows, fmt="csv", bom=False, preamble=()):
+    """The whole table as text (CSV or JSONL), for small tables and for API bodies. `bom` starts it with a byte
+    order mark, which makes spreadsheet programs read a CSV as UTF-8; `preamble` lines come first as "# ..."
+    comments (a file format's own header, e.g. the weights export)."""
+    buffer = io.StringIO()
+    start_text(buffer, bom, preamble)
+    writer = TEXT_WRITERS[fmt](buffer, columns)
+    for row in rows:
+        writer.write(row)
+    return buffer.getvalue()
+
+
 class XLSXWorkbookWriter:
     """A write-only openpyxl workbook (rows go to a temporary file, not memory). One sheet per table; a
     table longer than Excel's row limit continues on "<name> (2)", "<name> (3)" ..."""
@@ -119,24 +157,48 @@ class XLSXWorkbookWriter:
         self._names.add(candidate.lower())
         return candidate
 
-    def table(self, name, columns, escape=True):
-        return _XLSXTable(self, name, list(columns), escape)
+    def table(self, name, columns, escape=True, layout=None):
+        """layout (optional): {"widths": {column: width}, "wrap": [column, ...]}; with a layout the header row is
+        bold and stays in view."""
+        return _XLSXTable(self, name, list(columns), escape, layout)
 
     def close(self):
         self.workbook.save(self.path)
 
 
 class _XLSXTable:
-    def __init__(self, book, name, columns, escape):
+    def __init__(self, book, name, columns, escape, layout=None):
         self.book, self.name, self.columns, self.escape = book, name, columns, escape
+        self.layout = layout or {}
+        self._wrap = {self.columns.index(c) for c in self.layout.get("wrap", ())}
         self.rows = 0
         self._sheet_rows = 0
         self._new_sheet()
 
     def _new_sheet(self):
         self.sheet = self.book.workbook.create_sheet(self.book.sheet_name(self.name))
-        self.sheet.append([self._cell(name) for name in self.columns])  # header cells are escaped like the rest
+        if self.layout:
+            self._lay_out()
+        else:
+            self.sheet.append([self._cell(name) for name in self.columns])  # header cells are escaped like the rest
         self._sheet_rows = 1
+
+    def _lay_out(self):
+        from openpyxl.cell import WriteOnlyCell
+        from openpyxl.styles import Font
+        from openpyxl.utils import get_column_letter
+
+        for name, width in self.layout.get("widths", {}).items():
+            self.sheet.column_dimensions[get_column_letter(self.columns.index(name) + 1)].width = width
+        self.sheet.freeze_panes = "A2"
+        header = []
+        for name in self.columns:
+            cell = self._cell(name)  # escaped like every other cell
+            if not isinstance(cell, WriteOnlyCell):
+                cell = WriteOnlyCell(self.sheet, value=cell)
+            cell.font = Font(bold=True)
+            header.append(cell)
+        self.sheet.append(header)
 
     def _cell(self, value):
         from openpyxl.cell import WriteOnlyCell
@@ -157,9 +219,21 @@ class _XLSXTable:
     def write(self, row):
         if self._sheet_rows >= XLSX_MAX_ROWS:
             self._new_sheet()
-        self.sheet.append([self._cell(row.get(name)) for name in self.columns])
+        cells = [self._cell(row.get(name)) for name in self.columns]
+        for index in self._wrap:
+            cells[index] = self._wrapped(cells[index])
+        self.sheet.append(cells)
         self._sheet_rows += 1
         self.rows += 1
+
+    def _wrapped(self, cell):
+        from openpyxl.cell import WriteOnlyCell
+        from openpyxl.styles import Alignment
+
+        if not hasattr(cell, "alignment"):  # a plain value, not a cell yet
+            cell = WriteOnlyCell(self.sheet, value=cell)
+        cell.alignment = Alignment(wrap_text=True, vertical="top")
+        return cell
 
     def close(self):
         pass

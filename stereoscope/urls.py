@@ -5,15 +5,15 @@ import importlib
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter, SimpleRouter
 
-from . import api, views
-from .exporting import api as export_api
+from . import account_views, api, views
 
-PLATFORM_APPS = ["generation", "annotation", "judging", "agreement", "psychometrics", "measures"]
+PLATFORM_APPS = ["generation", "annotation", "judging", "agreement", "psychometrics", "measures", "exports"]
 installed = [app for app in PLATFORM_APPS if app in settings.INSTALLED_APPS]
 
 router = DefaultRouter()
@@ -21,7 +21,6 @@ router.register("studies", api.StudyViewSet, basename="api-study")
 
 study_router = SimpleRouter()
 study_router.register("members", api.MembershipViewSet, basename="api-study-member")
-study_router.register("exports", export_api.ExportJobViewSet, basename="api-study-export")
 extra_api_urls = []
 for app in installed:
     module = importlib.import_module(f"{app}.api")
@@ -35,13 +34,15 @@ urlpatterns = [
     path("", views.study_list, name="home"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/password/", login_required(account_views.PasswordChangeView.as_view()), name="password-change"),
+    path("accounts/invitation/<uidb64>/<token>/", account_views.InvitationAcceptView.as_view(),
+         name="invitation-accept"),
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("studies/", views.study_list, name="study-list"),
     path("studies/<int:study_id>/", views.study_dashboard, name="study-dashboard"),
     path("studies/<int:study_id>/members/", views.study_members, name="study-members"),
     path("studies/<int:study_id>/members/<int:membership_id>/remove/", views.study_member_remove, name="study-member-remove"),
-    path("studies/<int:study_id>/exports/", include("stereoscope.exporting.urls")),
     path("studies/<int:study_id>/", include(study_pages)),
     path("api/", include(router.urls)),
     path("api/studies/<int:study_pk>/", include(study_router.urls)),
@@ -51,3 +52,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]
+
+handler403 = "stereoscope.error_views.permission_denied"
+handler404 = "stereoscope.error_views.page_not_found"

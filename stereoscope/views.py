@@ -4,7 +4,7 @@ from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from . import services
+from . import invitations, services
 from .dashboard import study_counts
 from .forms import MemberForm, StudyForm
 from .health import health_report
@@ -42,15 +42,26 @@ def study_dashboard(request, study_id):
 def study_members(request, study_id):
     study = request.study
     form = MemberForm(request.POST or None)
+    invitation = None
     if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
         try:
-            services.add_member(study=study, actor=request.user, **form.cleaned_data)
-            messages.success(request, f"{form.cleaned_data['username']} is now {form.cleaned_data['role']}.")
-            return redirect("study-members", study.pk)
+            membership, path = invitations.add_or_invite_member(study=study, actor=request.user, **data)
         except services.MembershipError as exc:
             form.add_error(None, str(exc))
+        else:
+            if path is None:
+                messages.success(request, f"{data['username']} is now {data['role']}.")
+                return redirect("study-members", study.pk)
+            # The link is shown on this response only; it is not stored anywhere.
+            url = request.build_absolute_uri(path)
+            invitation = {"user": membership.user, "url": url,
+                          "mailed": invitations.mail_invitation(membership.user, study, url)}
+            form = MemberForm()
     members = study.memberships.select_related("user")
-    return render(request, "stereoscope/members.html", {"study": study, "members": members, "form": form})
+    return render(request, "stereoscope/members.html",
+                  {"study": study, "members": members, "form": form, "invitation": invitation},
+                  status=400 if form.errors else 200)
 
 
 @study_role_required(Role.ADMIN)

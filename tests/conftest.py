@@ -1,5 +1,7 @@
 """Shared fixtures: users in every role, two studies, a browser, a worker environment."""
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +13,57 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 PASSWORD = "correct-horse-battery"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _main_checkout(root):
+    """The main checkout of `root`: itself, or for a git worktree the checkout that owns its .git directory."""
+    dot_git = root / ".git"
+    if dot_git.is_file():  # a worktree: "gitdir: <main>/.git/worktrees/<name>"
+        gitdir = Path(dot_git.read_text(encoding="utf-8").split(":", 1)[1].strip())
+        common = gitdir / "commondir"
+        common_dir = (gitdir / common.read_text(encoding="utf-8").strip()).resolve() if common.exists() else gitdir
+        return common_dir.parent
+    return root
+
+
+def _find_shared():
+    """The research folder `shared/` beside the checkout (../shared), or STEREOSCOPE_SHARED_DIR."""
+    candidates = [os.environ.get("STEREOSCOPE_SHARED_DIR", ""), REPO_ROOT.parent / "shared",
+                  _main_checkout(REPO_ROOT).parent / "shared"]
+    return next((Path(c) for c in candidates if c and Path(c, "seeds").is_dir()), None)
+
+
+SHARED = _find_shared()
+
+
+def shared_file(*parts):
+    """A file of ../shared; the test skips (saying where it looked) when the research folder is not beside it."""
+    if SHARED is None:
+        pytest.skip("the research folder ../shared is not beside this checkout; set STEREOSCOPE_SHARED_DIR")
+    return SHARED.joinpath(*parts)
+
+
+def pytest_configure(config):
+    """A fast password hasher: Django's default costs about 0.18 s per user, and fixtures make several per test."""
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+# The key variables the tests' endpoints name; the operator's allow-list (PROVIDER_KEY_VARIABLES) must hold them.
+TEST_KEY_VARIABLES = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "FAKE_KEY_ENV", "CANARY_KEY", "API_TEST_KEY", "MY_KEY_VAR",
+                      "NOT_SET_ANYWHERE", "NOT_SET_ANYWHERE_KEY", "NO_SUCH_KEY_VAR", "UNSET_CLI_KEY"]
+os.environ["PROVIDER_KEY_VARIABLES"] = ",".join(TEST_KEY_VARIABLES)  # child processes (workers) inherit it
+
+
+@pytest.fixture(autouse=True, scope="session")
+def provider_key_variables():
+    """Tests use their own key variable names; this process's settings may have been read before this file."""
+    from django.conf import settings
+
+    settings.PROVIDER_KEY_VARIABLES = list(TEST_KEY_VARIABLES)
+    yield
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -102,6 +155,25 @@ def login(page):
         page.wait_for_load_state()
 
     return do
+
+
+class BlockLocalExtra:
+    """A meta-path finder that makes torch and transformers look uninstalled."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "transformers"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+@pytest.fixture
+def no_torch(monkeypatch):
+    """A server without the 'local' extra: `import torch` and `import transformers` fail."""
+    for name in ("torch", "transformers"):
+        monkeypatch.delitem(sys.modules, name, raising=False)  # restored after the test
+    monkeypatch.setattr(sys, "meta_path", [BlockLocalExtra(), *sys.meta_path])
+    with pytest.raises(ModuleNotFoundError):
+        import torch  # noqa: F401
 
 
 def subprocess_database_url():

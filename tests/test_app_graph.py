@@ -27,10 +27,6 @@ ALLOWED = {
     "recipes": set(APPS) - {"recipes"},
 }
 
-# TEMPORARY: the export jobs still live in the project package and import apps. Delete this allowance when the
-# `exports` app (issue 14) has taken stereoscope/exporting/ over.
-TEMPORARY_EXPORTING_ALLOWANCE = ("stereoscope/exporting/",)
-
 FIELDS = {"ForeignKey", "OneToOneField", "ManyToManyField"}
 
 
@@ -86,12 +82,7 @@ def allowed_pairs():
 
 
 def checked_edges():
-    edges = app_edges()
-    for key in list(edges):
-        edges[key] = [where for where in edges[key] if not where.startswith(TEMPORARY_EXPORTING_ALLOWANCE)]
-        if not edges[key]:
-            del edges[key]
-    return edges
+    return app_edges()
 
 
 def test_the_allowed_graph_itself_is_acyclic():
@@ -125,9 +116,3 @@ def test_the_scanner_sees_every_kind_of_reference():
     )
     found = {name.split(".")[0] for name, _line in referenced_modules(tree)}
     assert found == {"judging", "annotation", "measures", "psychometrics", "generation", "agreement"}
-
-
-def test_the_temporary_allowance_covers_only_the_export_jobs():
-    exempt = {(a, b) for (a, b), where in app_edges().items()
-              if any(w.startswith(TEMPORARY_EXPORTING_ALLOWANCE) for w in where)}
-    assert all(a == "stereoscope" for a, _b in exempt)

@@ -1,8 +1,10 @@
 """The provider interface. Adapters turn (messages, params) into a ChatResult or raise ProviderError."""
 import asyncio
-import os
+import importlib.util
 import time
 from dataclasses import dataclass, field
+
+from ..key_variables import key_value, key_variable_problem
 
 # Parameters an adapter may pass on; anything else in an endpoint's defaults is rejected with a clear message.
 KNOWN_PARAMS = {"temperature", "top_p", "max_tokens", "seed", "stop", "presence_penalty", "frequency_penalty", "top_k"}
@@ -31,6 +33,32 @@ class ProviderError(Exception):
         self.raw = raw
 
 
+LOCAL_EXTRA_PACKAGES = ("torch", "transformers")
+
+
+def missing_local_extra():
+    """The packages of the 'local' extra this server lacks (found without importing them: torch is slow to load)."""
+    return [name for name in LOCAL_EXTRA_PACKAGES if not _importable(name)]
+
+
+def _importable(name):
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a broken install, or a module without a spec
+        return False
+
+
+def local_extra_message(missing):
+    return (f"The transformers backend needs the 'local' extra on this server ({', '.join(missing)} not installed): "
+            "pip install -e .[local]")
+
+
+def require_local_extra():
+    missing = missing_local_extra()
+    if missing:
+        raise ProviderError(local_extra_message(missing), retryable=False)
+
+
 class ChatProvider:
     """Base adapter. Subclasses implement `acomplete` (async) and may override `complete` (sync)."""
 
@@ -46,7 +74,10 @@ class ChatProvider:
             if required:
                 raise ProviderError(f"Endpoint “{self.endpoint.name}” names no API key variable.", retryable=False)
             return None
-        value = os.environ.get(var)
+        problem = key_variable_problem(var)
+        if problem:  # the allow-list may have changed since the endpoint was saved: never send such a value
+            raise ProviderError(f"Endpoint “{self.endpoint.name}”: {problem}", retryable=False)
+        value = key_value(var)
         if not value:
             if required:
                 raise ProviderError(f"The environment variable {var} (API key of “{self.endpoint.name}”) is not set.",

@@ -4,7 +4,7 @@ import os
 import threading
 import time
 
-from .base import ChatProvider, ChatResult, ProviderError, elapsed_ms, validate_params
+from .base import ChatProvider, ChatResult, ProviderError, elapsed_ms, require_local_extra, validate_params
 
 _models = {}
 _load_lock = threading.Lock()
@@ -15,10 +15,8 @@ def load(model_path):
     os.environ["HF_HUB_OFFLINE"] = "1"
     with _load_lock:
         if model_path not in _models:
-            try:
-                from transformers import AutoModelForCausalLM, AutoTokenizer
-            except ImportError as exc:
-                raise ProviderError("The transformers backend needs the 'local' extra (torch, transformers).") from exc
+            require_local_extra()
+            from transformers import AutoModelForCausalLM, AutoTokenizer
             if not os.path.exists(model_path):
                 raise ProviderError(f"No local model at {model_path!r}; the transformers backend only uses models on disk.")
             try:
@@ -42,6 +40,7 @@ class TransformersProvider(ChatProvider):
     name = "transformers"
 
     def complete(self, messages, params):
+        require_local_extra()  # a clear message instead of ModuleNotFoundError on a server without the 'local' extra
         import torch
 
         params = validate_params(dict(params))

@@ -84,5 +84,202 @@
 
   document.addEventListener("htmx:afterSwap", function () { window.getSelection().removeAllRanges(); });
 
-  window.stereoscopeWorkspace = { currentSelection: currentSelection, codePoints: codePoints };
+  // ---- Keyboard span coding ------------------------------------------------------------------------------
+  // With the story focused: ←/→ word, ↑/↓ sentence, Shift extends, Home/End story start/end, Esc shrinks the
+  // selection to one word, a code's key codes the selection, Enter goes to the coding under the cursor.
+  // In the codings list: Delete removes the focused coding, Esc returns to the story.
+
+  const WORD = /[\p{L}\p{N}\p{M}\p{Extended_Pictographic}\u200d\ufe0f]+(?:['’-][\p{L}\p{N}\p{M}]+)*/gu;
+  const SENTENCE_END = /[.!?…]+["”’)\]]*(?=\s|$)|\n+/gu;
+  let kbd = { anchor: 0, focus: 0 };     // word indexes
+  let resume = null;                      // what to focus after the workspace is re-rendered
+
+  function cpIndex(s, utf16) { return codePoints(s.slice(0, utf16)); }
+
+  // Words [{s, e, sentence}] in code points, from the story's text.
+  function words(root) {
+    const text = root.textContent;
+    const ends = [];
+    for (const m of text.matchAll(SENTENCE_END)) ends.push(cpIndex(text, m.index + m[0].length));
+    const out = [];
+    for (const m of text.matchAll(WORD)) {
+      const s = cpIndex(text, m.index), e = s + codePoints(m[0]);
+      let sentence = ends.findIndex(function (end) { return s < end; });
+      if (sentence < 0) sentence = ends.length;
+      out.push({ s: s, e: e, sentence: sentence });
+    }
+    return out;
+  }
+
+  // A DOM point for a code-point offset inside the story's segments.
+  function cpToPoint(root, cp) {
+    const segs = root.querySelectorAll(":scope > .seg");
+    for (const seg of segs) {
+      const s = Number(seg.dataset.s), e = Number(seg.dataset.e);
+      if (cp < s || cp > e) continue;
+      let left = cp - s;
+      const walker = document.createTreeWalker(seg, NodeFilter.SHOW_TEXT);
+      while (walker.nextNode()) {
+        const node = walker.currentNode, chars = Array.from(node.data);
+        if (left <= chars.length) return [node, chars.slice(0, left).join("").length];
+        left -= chars.length;
+      }
+    }
+    return [root, root.childNodes.length];
+  }
+
+  function showSelection(root, list) {
+    if (!list.length) return;
+    const a = list[Math.min(kbd.anchor, kbd.focus)], b = list[Math.max(kbd.anchor, kbd.focus)];
+    const range = document.createRange();
+    const [sn, so] = cpToPoint(root, a.s), [en, eo] = cpToPoint(root, b.e);
+    range.setStart(sn, so); range.setEnd(en, eo);
+    const sel = window.getSelection();
+    sel.removeAllRanges(); sel.addRange(range);
+    updateSelection();
+    const el = (en.nodeType === Node.TEXT_NODE ? en.parentElement : en);
+    if (el && el.scrollIntoView) el.scrollIntoView({ block: "nearest" });
+  }
+
+  // Sync the word cursor with a selection made by mouse.
+  function syncFromSelection(list) {
+    const cur = currentSelection();
+    if (!cur) return;
+    const first = list.findIndex(function (w) { return w.e > cur.start; });
+    let last = -1;
+    list.forEach(function (w, i) { if (w.s < cur.end) last = i; });
+    if (first >= 0 && last >= first) { kbd.anchor = first; kbd.focus = last; }
+  }
+
+  function sentenceBounds(list, sentence) {
+    let first = -1, last = -1;
+    list.forEach(function (w, i) { if (w.sentence === sentence) { if (first < 0) first = i; last = i; } });
+    return [first, last];
+  }
+
+  function moveCursor(ev, root) {
+    const list = words(root);
+    if (!list.length) return false;
+    syncFromSelection(list);
+    const n = list.length, f = Math.min(kbd.focus, n - 1), extend = ev.shiftKey;
+    let target = f;
+    const [sFirst, sLast] = sentenceBounds(list, list[f].sentence);
+    switch (ev.key) {
+      case "ArrowRight": target = Math.min(f + 1, n - 1); break;
+      case "ArrowLeft": target = Math.max(f - 1, 0); break;
+      case "Home": target = 0; break;
+      case "End": target = n - 1; break;
+      case "ArrowDown":
+        if (extend) target = f < sLast ? sLast : sentenceBounds(list, list[Math.min(f + 1, n - 1)].sentence)[1];
+        else target = sLast + 1 < n ? sLast + 1 : f;
+        break;
+      case "ArrowUp":
+        if (f > sFirst) target = sFirst;
+        else target = f > 0 ? sentenceBounds(list, list[f - 1].sentence)[0] : 0;
+        break;
+      case "Escape": kbd.anchor = f; target = f; break;
+      default: return false;
+    }
+    kbd.focus = target;
+    if (!extend) kbd.anchor = target;
+    showSelection(root, list);
+    return true;
+  }
+
+  function codeName(button) {
+    return Array.from(button.childNodes).filter(function (n) { return n.nodeType === Node.TEXT_NODE; })
+      .map(function (n) { return n.data; }).join("").trim();
+  }
+
+  function codingItem(id) { return document.querySelector('#codings li[data-coding="' + id + '"]'); }
+
+  function focusCodingUnderCursor(root) {
+    const cur = currentSelection();
+    if (!cur) return;
+    const seg = Array.from(root.querySelectorAll(".seg.hl"))
+      .find(function (s) { return Number(s.dataset.s) < cur.end && Number(s.dataset.e) > cur.start; });
+    const label = document.getElementById("selection");
+    const li = seg && codingItem(seg.dataset.c.split(" ")[0]);
+    if (!li) { if (label) label.textContent = "No coding under the cursor."; return; }
+    li.setAttribute("tabindex", "-1");
+    li.focus();
+  }
+
+  let pointerAt = 0;  // a click or drag focuses the story too: then the mouse selection wins
+  document.addEventListener("pointerdown", function () { pointerAt = Date.now(); }, true);
+
+  document.addEventListener("focusin", function (ev) {
+    const root = story();
+    if (ev.target !== root || Date.now() - pointerAt < 1000) return;
+    if (!currentSelection()) {  // arriving by Tab: start at the first word (or where the cursor was)
+      const list = words(root);
+      kbd.anchor = Math.min(kbd.anchor, list.length - 1); kbd.focus = Math.min(kbd.focus, list.length - 1);
+      showSelection(root, list);
+    }
+  });
+
+  document.addEventListener("keydown", function (ev) {
+    const root = story();
+    if (!root || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (ev.target === root) {
+      if (ev.key === "Enter") { ev.preventDefault(); focusCodingUnderCursor(root); return; }
+      if (moveCursor(ev, root)) ev.preventDefault();
+      return;
+    }
+    const li = ev.target.closest && ev.target.closest("#codings li[data-coding]");
+    if (li && ev.target === li && (ev.key === "Delete" || ev.key === "Backspace")) {
+      const remove = li.querySelector(".unassign");
+      if (remove) { ev.preventDefault(); remove.click(); }
+    } else if (li && ev.key === "Escape" && ev.target.tagName !== "SELECT") {
+      ev.preventDefault(); root.focus();
+    }
+  }, true);
+
+  // Remember where the coder was, to come back there after the workspace is re-rendered.
+  document.addEventListener("htmx:beforeRequest", function (ev) {
+    const el = document.activeElement, root = story();
+    const source = ev.detail && ev.detail.elt;
+    const params = (ev.detail && ev.detail.requestConfig && ev.detail.requestConfig.parameters) || {};
+    resume = null;
+    if (!root || !document.getElementById("ws").contains(source)) return;
+    const codeBtn = source.closest && source.closest(".code-btn");
+    const li = el && el.closest && el.closest("#codings li[data-coding]");
+    const quote = (currentSelection() || {}).text;
+    const op = params.op || (source.querySelector && (source.querySelector("[name=op]") || {}).value);
+    resume = { op: op,
+               story: el === root || !!codeBtn || op === "new_code",  // back to the text that was just coded
+               coding: li && li.dataset.coding, id: el && el.id,
+               code: codeBtn ? codeName(codeBtn) : "", quote: quote,
+               after: kbd.focus + 1 };
+  });
+
+  // On swap, not settle: a selection made right after the new story appears must not be overwritten.
+  document.addEventListener("htmx:afterSwap", function () {
+    const root = story();
+    const r = resume;
+    resume = null;
+    if (!root || !r) return;
+    const error = document.getElementById("ws-error");
+    if (error) { error.focus(); return; }  // the live region reads it
+    const say = window.stereoscopeAnnounce || function () {};
+    if (r.story) {
+      const list = words(root);
+      kbd.anchor = kbd.focus = Math.min(r.after, Math.max(list.length - 1, 0));
+      root.focus();
+      showSelection(root, list);
+      if (r.op === "code") say("Coded “" + (r.quote || "") + "” as " + r.code + ".");
+    } else if (r.coding) {
+      const li = codingItem(r.coding);
+      if (li) { li.setAttribute("tabindex", "-1"); li.focus(); }
+      else { const h = document.getElementById("codings-heading"); if (h) h.focus(); }
+      say(r.op === "delete" ? "Coding removed." : r.op === "reassign" ? "Coding reassigned to " +
+          (li ? li.querySelector(".coding-code").textContent : "the new code") + "." : "Saved.");
+    } else {
+      const again = r.id && document.getElementById(r.id);
+      if (again) again.focus();
+      say(r.op === "code" ? "Whole story coded." : r.op === "delete" ? "Coding removed." : "Saved.");
+    }
+  });
+
+  window.stereoscopeWorkspace = { currentSelection: currentSelection, codePoints: codePoints, words: words };
 })();

@@ -185,7 +185,7 @@ def test_export_rows(coded_study):
 
 
 def test_datasets_are_registered_with_documented_columns(coded_study):
-    from stereoscope.exports import datasets
+    from stereoscope.datasets import datasets
 
     found = datasets()
     for key in ("agreement", "agreement_ratings", "gold_labels"):

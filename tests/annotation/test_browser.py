@@ -31,6 +31,7 @@ HIGHLIGHT_JS = """(id) => Array.from(document.querySelectorAll('#story .seg.hl')
 
 
 def select(page, phrase, occurrence=0):
+    page.wait_for_function("() => window.stereoscopeWorkspace")  # the deferred workspace script has run
     span = page.evaluate(SELECT_JS, [phrase, occurrence])
     page.wait_for_function("() => document.getElementById('sel-start').value !== ''")
     return span

@@ -8,13 +8,13 @@ from annotation import codebook_format as fmt
 from annotation import services
 from annotation.builtin import builtin_specs
 from annotation.models import Code, Codebook
+from tests.conftest import shared_file
 
-SEED = Path("/work/shared/seeds/001_8d8d91821ae2a91b.txt")
 XSD = Path(__file__).resolve().parents[2] / "annotation" / "refi_schemas" / "Codebook.xsd"
 
 
 def seed_appendix_g():
-    lines = SEED.read_text(encoding="utf-8").splitlines()
+    lines = shared_file("seeds", "001_8d8d91821ae2a91b.txt").read_text(encoding="utf-8").splitlines()
     start = lines.index("Code System\tFrequency")
     codes = []
     for line in lines[start + 2:]:
@@ -130,3 +130,17 @@ def test_csv_round_trip_and_errors(roles, small_codebook):
         fmt.parse_csv("foo\n1\n", "Bad")
     with pytest.raises(fmt.CodebookFormatError, match="UTF-8"):
         fmt.parse_csv(b"name\n\xff\xfe\x00bad", "Bad")
+
+
+@pytest.mark.django_db
+def test_csv_escapes_formulas_and_reads_them_back(roles, small_codebook):
+    """Code names and descriptions a spreadsheet would run arrive escaped and come back unchanged on import."""
+    cb, codes = small_codebook(roles["a"])
+    Code.objects.filter(pk=codes["lead_m"].pk).update(name="=SUM(A1)", description="+1 call")
+    Code.objects.filter(pk=codes["care_f"].pk).update(name="@F communion", description="'=already quoted")
+    tree = services.codebook_tree(cb)
+    text = fmt.tree_to_csv(tree)
+    assert "'=SUM(A1)" in text and "'+1 call" in text and "'@F communion" in text and "''=already quoted" in text
+    back = fmt.parse_csv(text, "Copy")
+    assert ([(n["name"], n["description"]) for n, _, _ in fmt.walk(back["codes"])]
+            == [(n["name"], n["description"]) for n, _, _ in fmt.walk(tree["codes"])])

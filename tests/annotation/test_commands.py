@@ -43,3 +43,19 @@ def test_codebook_export_import_and_codings_export(roles, small_codebook, output
     assert json.loads(jsonl.read_text(encoding="utf-8").splitlines()[0])["coder"] == "coder"
     with pytest.raises(CommandError, match="No codebook"):
         call_command("export_codings", study.pk, str(jsonl), "--codebook", 99999)
+
+
+def test_export_codings_escapes_formulas_in_csv_not_jsonl(roles, outputs_factory, small_codebook, tmp_path):
+    study = roles["a"]
+    cb, codes = small_codebook(study)
+    out = outputs_factory(study, ["=HYPERLINK(\"http://x\") led the lab."])[0]
+    Assignment.objects.create(study=study, codebook=cb, output=out, coder=roles["users"]["coder"])
+    services.create_coding(study=study, codebook=cb, output=out, code=codes["lead_f"], coder=roles["users"]["coder"],
+                           start=0, end=10)
+    target = tmp_path / "codings.csv"
+    call_command("export_codings", study.pk, str(target), "--with-text")
+    row = next(csv.DictReader(target.open(encoding="utf-8")))
+    assert row["quote"] == "'=HYPERLINK" and row["story_text"].startswith("'=HYPERLINK")
+    jsonl = tmp_path / "codings.jsonl"
+    call_command("export_codings", study.pk, str(jsonl), "--with-text")
+    assert json.loads(jsonl.read_text(encoding="utf-8").splitlines()[0])["quote"] == "=HYPERLINK"

@@ -3,8 +3,9 @@ import pytest
 from annotation import services
 from annotation.assigning import AssignmentPlanError, plan_assignments
 from annotation.models import Assignment, Code, CodeOperation, Coding, GenderAttribution
-from annotation.selectors import analysis_units, frequency_csv, frequency_table, progress_by_coder
+from annotation.selectors import analysis_units, frequency_table, frequency_table_rows, progress_by_coder
 from annotation.services import AnnotationError
+from stereoscope.tables import table_text
 
 STORY = "Zoë 👩‍🔬 led the lab; José\u0301 baked bread. Both were kind."
 
@@ -58,7 +59,7 @@ def test_codes_from_elsewhere_and_foreign_assignments_rejected(setup, small_code
         services.create_coding(study=setup["study"], codebook=other_cb, output=setup["outs"][0],
                                code=other_codes["lead_m"], coder=setup["coder"], start=0, end=2)
     foreign = outputs_factory(roles["b"], ["B story"])[0]
-    with pytest.raises(AnnotationError, match="another study"):
+    with pytest.raises(AnnotationError, match=f"No story {foreign.pk} in this study"):
         services.create_coding(study=setup["study"], codebook=setup["cb"], output=foreign,
                                code=setup["codes"]["lead_m"], coder=setup["coder"], start=0, end=2)
     unassigned = outputs_factory(setup["study"], ["Not assigned"])[0]
@@ -162,10 +163,10 @@ def test_rename_and_create_undo(setup):
 
 
 def test_locked_codebook_refuses_edits(setup):
-    services.lock_codebook(setup["cb"])
+    services.CODEBOOKS.lock_by_hand(setup["cb"])
     with pytest.raises(AnnotationError, match="locked"):
         services.create_code(setup["cb"], name="new")
-    v2 = services.new_codebook_version(setup["cb"])
+    v2 = services.CODEBOOKS.new_version(setup["cb"])
     assert v2.version == 2 and v2.parent == setup["cb"] and v2.codes.count() == 6 and not v2.locked
 
 
@@ -182,7 +183,7 @@ def test_frequency_table_breakdowns(setup):
     by_gender = frequency_table(setup["cb"], level="dimension", by="gender_tag")
     dims = {r["name"]: r["cells"] for r in by_gender["rows"]}
     assert dims == {"Leadership": {"M": 2, "F": 1}, "Care": {"F": 1}}
-    csv_text = frequency_csv(table)
+    csv_text = table_text(*frequency_table_rows(table))
     assert csv_text.splitlines()[0] == "code,dimension,gender_tag,codings,stories,claude,gpt"
     assert "Leadership/M charisma,Leadership,M,2,2,0,2" in csv_text
     units = analysis_units(setup["cb"], "dimension")

@@ -1,7 +1,7 @@
 """The codings export names the story subject's gender (slots, then coders' attributions, then pronouns)."""
 from annotation import services
 from annotation.models import Assignment
-from stereoscope.exports import get_dataset
+from stereoscope.datasets import get_dataset
 
 
 def test_codings_export_has_subject_gender(roles, outputs_factory, small_codebook):

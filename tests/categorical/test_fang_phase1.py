@@ -25,7 +25,7 @@ def phase1(roles, outputs_factory):
     library = Codebook.objects.get(builtin_key="fang2025-phase1-occupation")
     assert library.locked and library.study.is_library
     study, coder = roles["a"], roles["users"]["coder"]
-    codebook = services.copy_codebook(library, study=study)
+    codebook = services.CODEBOOKS.copy_into(library, study=study)
     models = [m for m in CODED for _ in range(10)]
     outputs = outputs_factory(study, [f"story {i}" for i in range(40)], model_names=models)
     values = {c.name: c for c in codebook.codes.filter(codable=True)}

@@ -25,7 +25,7 @@ from judging import rounds
 from judging.models import Verdict
 from judging.prompts import story_id
 from judging.services import create_template
-from stereoscope.exports import datasets
+from stereoscope.datasets import datasets
 from stereoscope.models import Membership
 from stereoscope.tables import CSVTableWriter
 

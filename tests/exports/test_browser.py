@@ -4,7 +4,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_researcher_exports_from_the_page_and_sees_progress(coded_study, page, login, export_root):
-    from stereoscope.models import ExportJob
+    from exports.models import ExportJob
 
     study = coded_study["study"]
     login("researcher")

@@ -6,9 +6,9 @@ import zipfile
 import pandas as pd
 import pytest
 
-from stereoscope.exporting import services
-from stereoscope.exporting.services import ExportError, clean_options, write_export
-from stereoscope.models import ExportJob
+from exports import services
+from exports.services import ExportError, clean_options, write_export
+from exports.models import ExportJob
 
 
 def read_zip(path):
@@ -82,14 +82,14 @@ def test_filters_validate_against_the_study(gen_study, roles):
 
 
 def test_failed_write_leaves_no_file(gen_study, tmp_path, monkeypatch):
-    from stereoscope import exports
+    from stereoscope import datasets as registry
 
     def broken(study, options):
         yield {"output_id": 1}
         raise RuntimeError("database went away")
 
-    ds = exports.get_dataset("outputs")
-    monkeypatch.setitem(exports._registry, "outputs", ds.__class__(**{**ds.__dict__, "rows": broken}))
+    ds = registry.get_dataset("outputs")
+    monkeypatch.setitem(registry._registry, "outputs", ds.__class__(**{**ds.__dict__, "rows": broken}))
     with pytest.raises(RuntimeError):
         write_export(gen_study["study"], "csv", tmp_path / "o.zip", dataset_keys=["outputs"])
     assert list(tmp_path.iterdir()) == []
@@ -130,7 +130,7 @@ def test_job_failure_is_recorded(gen_study, export_root, monkeypatch):
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "xlsx"])
 def test_every_registered_dataset_exports(coded_study, tmp_path, fmt):
     """The default export (every dataset of every app) works on a coded, judged study."""
-    from stereoscope.exports import datasets
+    from stereoscope.datasets import datasets
 
     study = coded_study["study"]
     manifest = write_export(study, fmt, tmp_path / "all.zip", options={"pseudonymise": True})

@@ -3,8 +3,8 @@ import zipfile
 
 import pandas as pd
 
-from stereoscope.exporting.services import clean_options, runtime_options, write_export
-from stereoscope.exports import get_dataset
+from exports.services import clean_options, runtime_options, write_export
+from stereoscope.datasets import get_dataset
 
 
 def rows(study, key, **raw):

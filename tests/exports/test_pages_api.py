@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import Code, Coding
-from stereoscope.models import ExportJob
+from exports.models import ExportJob
 
 
 @pytest.fixture
@@ -77,7 +77,7 @@ def test_xss_in_llm_text_stays_escaped_in_failure_messages_and_pages(coded_study
 
 def test_page_import_reports_errors_and_success(coded_study, users, client_for, tmp_path, export_root):
     from annotation.refi_services import export_qdpx
-    from stereoscope.exporting.services import clean_options, runtime_options
+    from exports.services import clean_options, runtime_options
     from stereoscope.models import Study
 
     study = coded_study["study"]

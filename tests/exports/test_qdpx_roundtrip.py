@@ -7,17 +7,20 @@ from lxml import etree
 
 from annotation import refi_qda as rq
 from annotation.models import Code, Coding, Memo
-from annotation.refi_services import export_qdpx, import_qdpx
-from stereoscope.exporting.services import clean_options, runtime_options
+from annotation.refi_services import import_qdpx
+from exports.services import write_export
 from stereoscope.models import Study
+from tests.conftest import REPO_ROOT
+
+PROJECT_XSD = REPO_ROOT / "annotation" / "refi_schemas" / "Project.xsd"  # the project's copy of the REFI-QDA schema
 
 NS = {"q": rq.NS}
-XSD = etree.XMLSchema(etree.parse("/work/shared/refi-qda/Project.xsd"))
+XSD = etree.XMLSchema(etree.parse(str(PROJECT_XSD)))
 
 
 def export_bytes(study, tmp_path, **raw):
     path = tmp_path / "p.qdpx"
-    export_qdpx(study, path, options=runtime_options(study, clean_options(study, raw)))
+    write_export(study, "qdpx", path, options=raw)
     return path.read_bytes()
 
 

@@ -6,8 +6,9 @@ import pytest
 from lxml import etree
 
 from annotation import refi_qda as rq
+from tests.conftest import REPO_ROOT
 
-XSD = "/work/shared/refi-qda/Project.xsd"
+XSD = str(REPO_ROOT / "annotation" / "refi_schemas" / "Project.xsd")  # the project's copy of the schema
 
 
 def sample_project():

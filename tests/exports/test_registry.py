@@ -1,13 +1,13 @@
 import pytest
 
-from stereoscope import exports
-from stereoscope.exports import Column, Dataset, RegistryError, data_dictionary, datasets, register_dataset
+from stereoscope import datasets as registry
+from stereoscope.datasets import Column, Dataset, RegistryError, data_dictionary, datasets, register_dataset
 
 
 @pytest.fixture
 def clean_registry(monkeypatch):
-    monkeypatch.setattr(exports, "_registry", dict(exports._registry))
-    return exports._registry
+    monkeypatch.setattr(registry, "_registry", dict(registry._registry))
+    return registry._registry
 
 
 def test_register_and_list(clean_registry, db):
@@ -25,9 +25,9 @@ def test_register_and_list(clean_registry, db):
         {"dataset": "demo_rows", "column": "a", "description": "first"},
         {"dataset": "demo_rows", "column": "b", "description": "second"},
     ]
-    assert exports.get_dataset("demo_rows") is found
+    assert registry.get_dataset("demo_rows") is found
     with pytest.raises(KeyError, match="unknown dataset 'nope'"):
-        exports.get_dataset("nope")
+        registry.get_dataset("nope")
 
 
 def test_bad_registrations(clean_registry):
@@ -52,16 +52,16 @@ def test_bad_registrations(clean_registry):
 
 def test_discovery_imports_app_modules_once(monkeypatch):
     imported = []
-    real_import = exports.importlib.import_module
+    real_import = registry.importlib.import_module
 
     def spy(name, *args):
         imported.append(name)
         return real_import(name, *args)
 
-    monkeypatch.setattr(exports, "_discovered", False)
-    monkeypatch.setattr(exports.importlib, "import_module", spy)
+    monkeypatch.setattr(registry, "_discovered", False)
+    monkeypatch.setattr(registry.importlib, "import_module", spy)
     datasets()
     datasets()
-    assert "generation.exports" in imported
-    assert imported.count("generation.exports") == 1
-    assert "stereoscope.exports" not in imported
+    assert "generation.datasets" in imported
+    assert imported.count("generation.datasets") == 1
+    assert "stereoscope.datasets" not in imported

@@ -4,7 +4,7 @@ import json
 
 import openpyxl
 
-from stereoscope.tables import CSVTableWriter, JSONLTableWriter, XLSXWorkbookWriter, escape_formula
+from stereoscope.tables import CSVTableWriter, JSONLTableWriter, XLSXWorkbookWriter, escape_formula, unescape_formula
 
 HOSTILE = ["=HYPERLINK(\"http://x\")", "+1+2", "-3+cmd", "@SUM(A1)", "\tTAB", "plain", "a=b"]
 
@@ -54,3 +54,28 @@ def test_xlsx_sheet_names_are_unique_and_legal(tmp_path):
     book = XLSXWorkbookWriter(tmp_path / "t.xlsx")
     names = [book.sheet_name("a/b"), book.sheet_name("a/b"), book.sheet_name("x" * 40)]
     assert names == ["a_b", "a_b (2)", "x" * 31]
+
+
+def test_unescape_reverses_escape_exactly():
+    """Import formats (codebooks, toolkits, weights) read their own escaped CSV back to the original text."""
+    values = HOSTILE + ["'=already quoted", "''+twice", "'plain quote", "'", "", "it's"]
+    escaped = [escape_formula(v) for v in values]
+    assert escaped[len(HOSTILE):] == ["''=already quoted", "'''+twice", "'plain quote", "'", "", "it's"]
+    assert [unescape_formula(v) for v in escaped] == values
+    out = io.StringIO()
+    writer = CSVTableWriter(out, ["v"])
+    for value in values:
+        writer.write({"v": value})
+    assert [unescape_formula(row[0]) for row in csv.reader(io.StringIO(out.getvalue()))][1:] == values
+
+
+def test_xlsx_layout_widths_wrap_bold_header(tmp_path):
+    path = tmp_path / "t.xlsx"
+    book = XLSXWorkbookWriter(path)
+    table = book.table("answers", ["unit", "prompt"], layout={"widths": {"unit": 8, "prompt": 60}, "wrap": ["prompt"]})
+    table.write({"unit": 1, "prompt": "=long text"})
+    book.close()
+    sheet = openpyxl.load_workbook(path)["answers"]
+    assert sheet["A1"].font.bold and sheet.freeze_panes == "A2"
+    assert sheet.column_dimensions["A"].width == 8 and sheet.column_dimensions["B"].width == 60
+    assert sheet["B2"].alignment.wrap_text and sheet["B2"].value == "'=long text" and sheet["A2"].value == 1

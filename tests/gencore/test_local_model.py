@@ -5,6 +5,8 @@ from generation.providers import ProviderError, get_provider
 from generation.runner import CallUnit, execute_units
 
 pytestmark = [pytest.mark.django_db, pytest.mark.local_model]
+pytest.importorskip("torch", reason="needs torch: the 'local' extra (pip install -e .[local])")
+pytest.importorskip("transformers", reason="needs transformers: the 'local' extra (pip install -e .[local])")
 WORDS = ["the", "nurse", "engineer", "she", "he", "was", "kind", "brave", "story", "a", "wrote", "user", "assistant", ":"]
 
 

@@ -275,3 +275,34 @@ def test_manual_answers_over_api(roles, api_for, make_endpoint, make_toolkit):
     assert bad.status_code == 400 and "empty" in bad.json()["detail"]
     ok = api.post(f"/api/studies/{study.pk}/runs/{run.pk}/answers/", {"answers": [{"unit": unit, "answer": "Hi"}]}, format="json")
     assert ok.status_code == 200 and ok.json()["status"] == "completed"
+
+
+def test_big_import_uses_a_fixed_number_of_queries(study, make_toolkit, django_assert_max_num_queries):
+    toolkit = make_toolkit(study, 3, slots={"name": ["Kelly", "Joseph"]}, texts=["About {name}.", "B", "C"])
+    rows = [{"model": f"m{i % 4}", "item": str(i % 3 + 1), "slot:name": "Kelly" if i % 3 == 0 else "",
+             "trial": str(i // 12 + 1), "text": f"=story {i}", "external_id": f"e{i}", "seed": str(i)}
+            for i in range(6000)]
+    content = to_csv(rows, ["model", "item", "slot:name", "trial", "text", "external_id", "seed"])
+    with django_assert_max_num_queries(25):  # no per-row or per-47-rows queries, whatever the number of rows
+        run = collect.import_outputs(study, "big.csv", content, toolkit=toolkit)
+    assert run.outputs.count() == 6000
+    last = run.outputs.get(external_id="e5999")
+    assert (last.model_name, last.item.number, last.trial, last.text) == ("m3", 3, 500, "=story 5999")
+    assert last.status == "done" and last.completed_at is not None and last.created_at is not None
+    assert last.provenance == {"source": "import", "file": "big.csv", "row": 6001, "imported_by": "",
+                               "extra": {"seed": "5999"}}
+    kelly = run.outputs.get(external_id="e0")
+    assert kelly.slot_values == {"name": "Kelly"} and kelly.prompt_text == "About Kelly." and kelly.variant_key
+
+
+def test_a_failure_while_saving_an_import_saves_nothing(study, make_toolkit, monkeypatch):
+    toolkit = make_toolkit(study, 3)
+    rows = [{"model": "m", "item": str(i % 3 + 1), "trial": str(i // 3 + 1), "text": f"t{i}"} for i in range(3000)]
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(collect, "record_activity", fail)  # after every output row is written
+    with pytest.raises(RuntimeError):
+        collect.import_outputs(study, "big.csv", to_csv(rows, ["model", "item", "trial", "text"]), toolkit=toolkit)
+    assert not Output.objects.exists() and not GenerationRun.objects.exists()

@@ -1,5 +1,4 @@
 import io
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -9,14 +8,14 @@ from judging import rounds
 from judging.builtin import builtin_specs
 from judging.models import JudgeTemplate, Verdict
 from stereoscope.builtin import load_builtins
+from tests.conftest import SHARED, shared_file
 from tests.judging.helpers import build_study, script_round
 
 pytestmark = pytest.mark.django_db
-SEED = Path("/work/shared/seeds/001_8d8d91821ae2a91b.txt")
 
 
 def seed_line():
-    line = SEED.read_text(encoding="utf-8").splitlines()[329]
+    line = shared_file("seeds", "001_8d8d91821ae2a91b.txt").read_text(encoding="utf-8").splitlines()[329]
     return line.strip().strip("“”")
 
 
@@ -26,8 +25,8 @@ def test_builtin_templates_load_once_and_the_seed_prompt_is_verbatim():
     templates = JudgeTemplate.objects.filter(study__is_library=True)
     assert templates.count() == 3 and all(t.locked for t in templates)
     seed = templates.get(builtin_key="fang2025-seed-binary")
-    expected = seed_line().replace("[insert intended stereotype]", "{target_stereotype}")
-    if SEED.exists():
+    if SHARED is not None:  # the seed text lives in ../shared, beside the checkout
+        expected = seed_line().replace("[insert intended stereotype]", "{target_stereotype}")
         assert seed.text.startswith(expected)
     assert seed.text.endswith("{stories}") and seed.kind == "seed_binary"
     likert = templates.get(builtin_key="likert-0-4")

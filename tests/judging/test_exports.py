@@ -2,7 +2,7 @@ import pytest
 
 from judging import rounds
 from judging.services import toolkit_weights
-from stereoscope.exports import datasets
+from stereoscope.datasets import datasets
 from tests.judging.helpers import build_study, script_round, seed_template
 
 pytestmark = pytest.mark.django_db

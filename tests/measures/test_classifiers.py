@@ -16,8 +16,8 @@ def test_vader_labels_and_info():
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch", reason="needs torch: the 'local' extra (pip install -e .[local])")
+    transformers = pytest.importorskip("transformers", reason="needs transformers: the 'local' extra (pip install -e .[local])")
     path = tmp_path_factory.mktemp("tiny-regard")
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "she", "he", "is", "kind", "cruel", "a", "nurse", "thief", "."]
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
@@ -85,3 +85,9 @@ def test_measure_run_with_local_transformers_model_records_provenance(tiny_model
                            .order_by("output_measure__output_id", "index").values_list("label", "score")))
     assert len(labels[0]) == 4 and [l for l, _ in labels[0]] == [l for l, _ in labels[1]]
     assert [s for _, s in labels[0]] == pytest.approx([s for _, s in labels[1]], abs=1e-6)
+
+
+def test_transformers_classifier_without_the_local_extra_names_it(tmp_path, no_torch):
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(classifiers.ClassifierError, match=r"'local' extra \(pip install -e \.\[local\]\)"):
+        classifiers.make_classifier("transformers", path=str(tmp_path))

@@ -145,7 +145,7 @@ def test_run_form_report_pairs_and_csv(setup, roles, client_for, library_lexicon
 
 
 def test_export_datasets_registered_and_rows(setup):
-    from stereoscope.exports import datasets
+    from stereoscope.datasets import datasets
 
     found = datasets()
     assert {"text_measures", "text_sentences", "text_contrasts"} <= set(found)

@@ -1,14 +1,13 @@
 """Built-in instruments and personas load with the exact texts and keys of the seeds."""
 import re
-from pathlib import Path
 
 import pytest
 
 from psychometrics.builtin import builtin_specs
 from psychometrics.models import Instrument, PersonaSet
 from stereoscope.builtin import load_builtins
+from tests.conftest import shared_file
 
-SEEDS = Path("/work/shared/seeds")
 pytestmark = pytest.mark.django_db
 
 
@@ -24,7 +23,7 @@ def test_asi_items_keys_and_texts_match_jung_table_4_1(loaded):
     assert len(items) == 22 and (asi.scale_min, asi.scale_max) == (0, 5)
     assert sorted(int(i.item_id) for i in items if i.reverse) == [3, 6, 7, 13, 18, 21]
     assert sum(i.subscale == "HS" for i in items) == 11 and sum(i.subscale == "BS" for i in items) == 11
-    seed = (SEEDS / "000_25681434efe9bfd7.txt").read_text()
+    seed = shared_file("seeds", "000_25681434efe9bfd7.txt").read_text()
     for item in items:
         flag = "\\*" if item.reverse else ""
         sub = "H" if item.subscale == "HS" else "B"
@@ -53,7 +52,7 @@ def test_mss_and_fang_scales(loaded):
     assert reverse == [2, 3, 6, 7, 8, 9, 11, 12, 18, 21, 24, 25, 27, 31, 32, 35, 44, 47, 50, 51, 57, 62, 65]
     counts = {s: fang.items.filter(subscale=s).count() for s in ("HS", "BS", "Denial")}
     assert counts == {"HS": 25 + 11, "BS": 11, "Denial": 19}
-    seed = (SEEDS / "001_8d8d91821ae2a91b.txt").read_text()
+    seed = shared_file("seeds", "001_8d8d91821ae2a91b.txt").read_text()
     for item in fang.items.all():
         star = r"\*" if item.reverse else ""
         assert re.search(rf"^{item.item_id}\.\s*{star}\s*{re.escape(item.text)}\s*$", seed, re.M), item.item_id

@@ -6,7 +6,7 @@ import pytest
 from scipy import stats
 
 from psychometrics import reports, runs, services
-from psychometrics.exports import response_rows
+from psychometrics.datasets import response_rows
 from psychometrics.models import Response
 
 from .helpers import load_library, script_asi

@@ -189,7 +189,7 @@ def test_api_end_to_end(roles, api_for, make_endpoint, fake_provider):
 
 
 def test_registered_datasets(done_run, roles):
-    from stereoscope.exports import datasets
+    from stereoscope.datasets import datasets
 
     found = datasets()
     responses, scores = found["questionnaire_responses"], found["questionnaire_scores"]

@@ -35,9 +35,9 @@ def lock_with_run():
     """Lock a toolkit the way the platform does: a generation run uses it."""
     def lock(toolkit):
         from generation.models import GenerationRun
-        from generation.toolkits import lock_toolkit
+        from generation.toolkit_services import TOOLKITS
 
         GenerationRun.objects.create(study=toolkit.study, name=f"run of {toolkit}", toolkit=toolkit)
-        return lock_toolkit(toolkit)
+        return TOOLKITS.lock(toolkit)
 
     return lock

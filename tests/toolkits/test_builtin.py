@@ -1,23 +1,18 @@
 """The built-in toolkits hold the exact texts of the seeds (read here, not copied into the test)."""
-import os
 import re
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
 from generation.models import Toolkit
 from generation.toolkits import count_units, expand_units
+from tests.conftest import shared_file
 
 pytestmark = pytest.mark.django_db
-SEED_DIRS = [os.environ.get("STEREOSCOPE_SEEDS_DIR", ""), Path(__file__).resolve().parents[3] / "shared" / "seeds", "/work/shared/seeds"]
-SEEDS = next((Path(d) for d in SEED_DIRS if d and Path(d, "001_8d8d91821ae2a91b.txt").exists()), None)
 
 
 def seed(name):
-    if SEEDS is None:  # the research seeds live beside the repository, not in it
-        pytest.skip("seed texts not found; set STEREOSCOPE_SEEDS_DIR to the folder holding shared/seeds")
-    return next(SEEDS.glob(f"{name}_*.txt")).read_text(encoding="utf-8")
+    return next(shared_file("seeds").glob(f"{name}_*.txt")).read_text(encoding="utf-8")
 
 
 def squash(text):

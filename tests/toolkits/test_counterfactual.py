@@ -1,8 +1,8 @@
 import pytest
 
 from generation.counterfactual import parse_name_pairs, swap_gender, swap_template
-from generation.toolkit_services import derive_counterfactual
-from generation.toolkits import expand_units, lock_toolkit
+from generation.toolkit_services import TOOLKITS, derive_counterfactual
+from generation.toolkits import expand_units
 
 
 @pytest.mark.parametrize("text, twin", [
@@ -43,7 +43,7 @@ def test_derive_counterfactual_item_links_and_swaps_slots(make_toolkit):
 
 @pytest.mark.django_db
 def test_counterfactual_of_locked_toolkit_goes_to_new_version(make_toolkit):
-    toolkit = lock_toolkit(make_toolkit(items=[{"number": 1, "text": "He cooks."}]))
+    toolkit = TOOLKITS.lock(make_toolkit(items=[{"number": 1, "text": "He cooks."}]))
     twin, created = derive_counterfactual(toolkit.items.get())
     assert created and twin.toolkit.version == 2 and twin.text == "She cooks."
     assert twin.counterfactual_of.toolkit == twin.toolkit and toolkit.items.count() == 1

@@ -3,8 +3,8 @@ import json
 import pytest
 
 from generation.slots import SlotError
-from generation.toolkits import (count_units, expand_units, is_locked, lock_toolkit, new_version, variant_key,
-                                 writable_version)
+from generation.toolkit_services import TOOLKITS
+from generation.toolkits import count_units, expand_units, variant_key
 
 pytestmark = pytest.mark.django_db
 
@@ -71,14 +71,14 @@ def test_locked_toolkit_edits_go_to_a_new_version(make_toolkit):
     twin = toolkit.items.get(number=2)
     twin.counterfactual_of = toolkit.items.get(number=1)
     twin.save()
-    same, created = writable_version(toolkit)
+    same, created = TOOLKITS.writable(toolkit)
     assert same == toolkit and not created
-    lock_toolkit(toolkit)
-    assert is_locked(toolkit)
-    copy, created = writable_version(toolkit)
+    TOOLKITS.lock(toolkit)
+    assert TOOLKITS.is_locked(toolkit)
+    copy, created = TOOLKITS.writable(toolkit)
     assert created and copy.version == 2 and copy.parent == toolkit and not copy.locked
     assert [i.text for i in copy.items.all()] == ["A {x}", "B"]
     assert copy.items.get(number=1).dimension.toolkit == copy
     assert copy.items.get(number=2).counterfactual_of == copy.items.get(number=1)
-    assert new_version(toolkit).version == 3
+    assert TOOLKITS.new_version(toolkit).version == 3
     assert toolkit.items.count() == 2 and toolkit.dimensions.count() == 1

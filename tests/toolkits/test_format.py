@@ -83,3 +83,16 @@ def test_many_errors_are_all_reported(roles):
     with pytest.raises(ToolkitFormatError) as info:
         import_toolkit(roles["a"], json.dumps({"name": "x", "items": items}), fmt="json")
     assert len(info.value.errors) == 4
+
+
+def test_csv_escapes_formulas_and_reads_them_back(make_toolkit, roles):
+    """The CSV export escapes text a spreadsheet would run (=, +, -, @); importing it gives the original text."""
+    toolkit = make_toolkit(name="=HYPERLINK(\"x\")", description="+1 description",
+                           items=[{"number": 1, "text": "-2 story about {name}", "dimension": "@Dimension",
+                                   "target_stereotype": "'=quoted already", "notes": "it's fine"}],
+                           slots={"name": ["Kelly"]})
+    content = export_csv(toolkit)
+    assert "'=HYPERLINK" in content and "'-2 story" in content and "'@Dimension" in content
+    assert "''=quoted already" in content
+    copy = import_toolkit(roles["b"], content.encode(), fmt="csv")
+    assert normalised(copy) == normalised(toolkit)

@@ -1,5 +1,3 @@
-import csv
-import json
 import sys
 from pathlib import Path
 
@@ -8,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation import selectors
 from annotation.models import Codebook
 from stereoscope.models import Study
+from stereoscope.tables import TEXT_WRITERS
 
 
 class Command(BaseCommand):
@@ -34,20 +33,11 @@ class Command(BaseCommand):
             raise CommandError("Give --format csv or jsonl (or a file ending in .csv or .jsonl).")
         rows = selectors.coding_rows(study, codebook=cb, include_text=with_text)
         handle = sys.stdout if output == "-" else open(output, "w", encoding="utf-8", newline="")
-        n = 0
         try:
-            if kind == "jsonl":
-                for row in rows:
-                    handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-                    n += 1
-            else:
-                columns = ["codebook"] + selectors.CODING_COLUMNS + (["story_text"] if with_text else [])
-                writer = csv.DictWriter(handle, fieldnames=columns, lineterminator="\n")
-                writer.writeheader()
-                for row in rows:
-                    writer.writerow(row)
-                    n += 1
+            writer = TEXT_WRITERS[kind](handle, selectors.coding_columns(with_text))
+            for row in rows:
+                writer.write(row)
         finally:
             if handle is not sys.stdout:
                 handle.close()
-        self.stderr.write(self.style.SUCCESS(f"Exported {n} codings."))
+        self.stderr.write(self.style.SUCCESS(f"Exported {writer.rows} codings."))

@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from judging import rounds
 from judging.models import JudgeRound
+from judging.services import JUDGE_TEMPLATES
 
 
 class Command(BaseCommand):
@@ -36,7 +37,7 @@ class Command(BaseCommand):
             raise CommandError("Fix the problems above first.")
         try:
             rounds.materialize(rnd)
-            rounds.lock_template(rnd.template)
+            JUDGE_TEMPLATES.lock(rnd.template)
             if retry_failed:
                 rnd.verdicts.filter(status="failed").update(status="pending", error="")
             if reask:

@@ -1,0 +1,69 @@
+"""Export datasets of agreement: per code/dimension figures, the long rating tables (gold as a rater), gold labels.
+Found by the registry's discovery of `<app>.datasets`."""
+from stereoscope.datasets import Column, register_dataset
+
+from . import services
+
+COEF = ("krippendorff_alpha", "gwet_ac1", "cohen_kappa_mean", "percent_agreement")
+
+AGREEMENT_COLUMNS = (
+    Column("target", "code:<id> or dimension:<id> (document level: story × code)."),
+    Column("kind", "code or dimension."),
+    Column("name", "Code or dimension name."),
+    Column("path", "Dimension/Group/Code path in the codebook."),
+    Column("n_units", "Stories coded by at least one coder."),
+    Column("n_double_coded", "Stories coded by two or more coders (the pairable units)."),
+    Column("n_raters", "Coders in the table."),
+    Column("prevalence", "Share of ratings that are 1 (code applied)."),
+    Column("krippendorff_alpha", "Krippendorff's alpha, nominal (null with a note when undefined)."),
+    Column("gwet_ac1", "Gwet's AC1 (robust to rare codes)."),
+    Column("cohen_kappa_mean", "Mean of Cohen's kappa over coder pairs."),
+    Column("percent_agreement", "Share of agreeing coder pairs per story, averaged."),
+    *[Column(f"{c}_ci_low", f"Lower bound of the bootstrap 95% CI of {c} (1,000 resamples of stories).") for c in COEF],
+    *[Column(f"{c}_ci_high", f"Upper bound of the bootstrap 95% CI of {c}.") for c in COEF],
+    Column("low_agreement", "True when alpha is below .667 (Krippendorff's lowest acceptable level)."),
+    Column("notes", "Why a coefficient is null, and bootstrap remarks."),
+)
+
+
+@register_dataset("agreement", title="Inter-coder agreement per code and dimension", app="agreement",
+                  columns=AGREEMENT_COLUMNS)
+def agreement_dataset(study, options):
+    yield from services.agreement_rows(study, options)
+
+
+@register_dataset("agreement_ratings", title="Rating tables behind agreement (coders, judges, checks, gold)",
+                  app="agreement", columns=(
+                      Column("target", "code:<id>, dimension:<id> or stereotype (judge verdicts per story)."),
+                      Column("unit", "Output (story) id."),
+                      Column("rater", "coder:<name>, check:<name> (human verification), judge:<model> or gold."),
+                      Column("value", "1/0 for codes and binary verdicts, 0-4 for Likert verdicts."),
+                  ))
+def agreement_ratings_dataset(study, options):
+    yield from services.rating_rows(study, options)
+
+
+@register_dataset("gold_labels", title="Adjudicated gold labels", app="agreement", columns=(
+    Column("target", "code:<id>, dimension:<id> or stereotype."),
+    Column("output_id", "Output (story) id."),
+    Column("value", "The gold value set by a researcher."),
+    Column("decided_by", "Who set it (pseudonym when pseudonymised)."),
+    Column("note", "The adjudicator's note."),
+    Column("updated_at", "When it was last set (ISO 8601, UTC)."),
+))
+def gold_labels_dataset(study, options):
+    yield from services.gold_label_rows(study, options)
+
+
+@register_dataset("variable_ratings", title="Ratings of categorical variables (coders and judges)", app="agreement",
+                  columns=(
+                      Column("variable", "variable:<id> (a categorical code group)."),
+                      Column("unit", "Output (story) id; units where any rater chose an exclude value are left out."),
+                      Column("rater", "coder:<name> or judge:<model>."),
+                      Column("value", "The value (label) chosen."),
+                      Column("position", "The value's position in the variable (1 = first; for ordinal agreement)."),
+                  ))
+def variable_ratings_dataset(study, options):
+    from . import variables
+
+    yield from variables.rating_rows(study, options)

@@ -1,0 +1,150 @@
+"""REST API for exports: /api/studies/{study_pk}/exports/ (jobs, datasets, download, REFI-QDA import, .qdc)."""
+from django.http import FileResponse, Http404, HttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.response import Response
+
+from stereoscope.api import StudyScopedMixin
+from stereoscope.models import Role
+
+from . import services
+from .models import ExportJob, ExportStatus
+from .views import _check_job_access
+
+
+class ExportOptionsSerializer(serializers.Serializer):
+    run_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
+    models = serializers.ListField(child=serializers.CharField(), required=False)
+    item_numbers = serializers.ListField(child=serializers.IntegerField(), required=False)
+    code_ids = serializers.ListField(child=serializers.IntegerField(), required=False,
+                                     help_text="A code includes its sub-codes.")
+    round_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
+    pseudonymise = serializers.BooleanField(required=False, default=False)
+    escape_formulas = serializers.BooleanField(required=False, default=True,
+                                               help_text="Prefix spreadsheet formulas (= + - @) with ' in CSV/XLSX.")
+
+
+class ExportJobSerializer(serializers.ModelSerializer):
+    created_by = serializers.CharField(source="created_by.username", read_only=True, default=None)
+    download_url = serializers.SerializerMethodField()
+    options = ExportOptionsSerializer(required=False)
+    datasets = serializers.ListField(child=serializers.CharField(), required=False,
+                                     help_text="Dataset keys (see datasets/); all you may export when empty. Ignored for qdpx.")
+
+    class Meta:
+        model = ExportJob
+        fields = ["id", "format", "datasets", "options", "status", "progress", "file_name", "size_bytes", "sha256",
+                  "manifest", "message", "created_by", "created_at", "started_at", "finished_at", "download_url"]
+        read_only_fields = ["status", "progress", "file_name", "size_bytes", "sha256", "manifest", "message",
+                            "created_at", "started_at", "finished_at"]
+
+    def get_download_url(self, job) -> str | None:
+        if job.status != ExportStatus.COMPLETED:
+            return None
+        return self.context["request"].build_absolute_uri(f"/api/studies/{job.study_id}/exports/{job.pk}/download/")
+
+
+class ExportDatasetSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    title = serializers.CharField()
+    app = serializers.CharField()
+    min_role = serializers.CharField()
+    columns = serializers.ListField(child=serializers.DictField())
+
+
+class ExportJobViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
+                       mixins.DestroyModelMixin, viewsets.GenericViewSet):
+    """Export jobs of a study. POST starts one (it runs in the background); GET shows its progress; when
+    `status` is `completed`, `download/` returns the file (a ZIP, or the .qdpx)."""
+
+    serializer_class = ExportJobSerializer
+    queryset = ExportJob.objects.select_related("created_by")
+    read_role = Role.RESEARCHER
+    write_role = Role.RESEARCHER
+    action_roles = {"destroy": Role.ADMIN}
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+
+    def retrieve(self, request, *args, **kwargs):
+        job = self.get_object()
+        _check_job_access(self.study_role, job)
+        return Response(self.get_serializer(job).data)
+
+    def create(self, request, *args, **kwargs):
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        try:
+            job = services.create_job(self.get_study(), fmt=data["format"], dataset_keys=data.get("datasets") or None,
+                                      options=data.get("options") or {}, actor=request.user)
+        except services.ExportError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(self.get_serializer(job).data, status=status.HTTP_201_CREATED)
+
+    def perform_destroy(self, instance):
+        services.delete_job(instance, actor=self.request.user)
+
+    @extend_schema(responses={200: OpenApiResponse(OpenApiTypes.BINARY, description="The export file.")})
+    @action(detail=True, methods=["get"])
+    def download(self, request, *args, **kwargs):
+        job = self.get_object()
+        _check_job_access(self.study_role, job)
+        if job.status != ExportStatus.COMPLETED:
+            return Response({"detail": f"The export is {job.status}, not ready."}, status=status.HTTP_409_CONFLICT)
+        path = services.job_path(job)
+        if not path.exists():
+            raise Http404("The export file is gone; start the export again.")
+        return FileResponse(open(path, "rb"), as_attachment=True, filename=job.file_name, content_type="application/zip")
+
+    @extend_schema(responses={200: ExportDatasetSerializer(many=True)})
+    @action(detail=False, methods=["get"])
+    def datasets(self, request, *args, **kwargs):
+        """The datasets this user may export, with their documented columns."""
+        rows = [{"key": ds.key, "title": ds.title, "app": ds.app, "min_role": ds.min_role,
+                 "columns": [{"name": c.name, "description": c.description} for c in ds.columns]}
+                for ds in services.available_datasets(request.user, self.get_study()).values()]
+        return Response(ExportDatasetSerializer(rows, many=True).data)
+
+    @extend_schema(
+        request={"multipart/form-data": inline_serializer("RefiImportUploadSerializer", {"file": serializers.FileField()})},
+        responses={201: inline_serializer("RefiImportReportSerializer", {
+            "codebook_id": serializers.IntegerField(), "codebook": serializers.CharField(),
+            "codes": serializers.IntegerField(), "sources": serializers.IntegerField(required=False),
+            "codings": serializers.IntegerField(required=False), "memos": serializers.IntegerField(required=False)}),
+            400: OpenApiResponse(description="The file is malformed; nothing was imported.")})
+    @action(detail=False, methods=["post"], url_path="refi-import")
+    def refi_import(self, request, *args, **kwargs):
+        """Import a REFI-QDA .qdpx project or .qdc codebook (checked whole first, applied in one transaction)."""
+        from annotation import refi_qda
+        from annotation.refi_services import import_file
+        from annotation.views_refi import MAX_UPLOAD_BYTES
+
+        upload = request.FILES.get("file")
+        if upload is None:
+            return Response({"detail": "Send the file as multipart form field 'file'."}, status=status.HTTP_400_BAD_REQUEST)
+        if upload.size > MAX_UPLOAD_BYTES:
+            return Response({"detail": f"The file is larger than {MAX_UPLOAD_BYTES // 2**20} MB."},
+                            status=status.HTTP_400_BAD_REQUEST)
+        try:
+            report = import_file(self.get_study(), upload.read(), filename=upload.name, actor=request.user)
+        except refi_qda.RefiError as exc:
+            return Response({"detail": str(exc), "problems": exc.problems}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(report, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: OpenApiResponse(OpenApiTypes.BINARY, description="A REFI-QDA .qdc codebook.")})
+    @action(detail=False, methods=["get"], url_path=r"codebooks/(?P<codebook_id>\d+)/qdc")
+    def codebook_qdc(self, request, codebook_id=None, *args, **kwargs):
+        from annotation.models import Codebook
+        from annotation.refi_services import export_qdc
+
+        codebook = get_object_or_404(Codebook, pk=codebook_id, study=self.get_study())
+        response = HttpResponse(export_qdc(self.get_study(), codebook), content_type="application/xml")
+        response["Content-Disposition"] = f'attachment; filename="codebook-{codebook.pk}-v{codebook.version}.qdc"'
+        return response
+
+
+
+api_routes = [("exports", ExportJobViewSet, "api-study-export")]

@@ -1,0 +1,33 @@
+"""403 and 404 answers: pages in the site's layout that say why; JSON under /api/."""
+from django.http import JsonResponse
+from django.shortcuts import render
+
+DEFAULT_REASONS = {
+    403: "Your role in this study does not allow this page.",
+    404: "There is nothing at this address, or it belongs to a study you are not a member of.",
+}
+TITLES = {403: "Not allowed", 404: "Not found"}
+
+
+def _reason(exception, status):
+    message = exception.args[0] if exception is not None and exception.args else ""
+    generic = isinstance(message, str) and " matches the given query" in message  # get_object_or_404's wording
+    if not message or not isinstance(message, str) or generic:
+        return DEFAULT_REASONS[status]
+    return message
+
+
+def _error(request, exception, status):
+    reason = _reason(exception, status)
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": reason}, status=status)
+    return render(request, "stereoscope/error.html", {"status": status, "title": TITLES[status], "reason": reason},
+                  status=status)
+
+
+def permission_denied(request, exception=None):
+    return _error(request, exception, 403)
+
+
+def page_not_found(request, exception=None):
+    return _error(request, exception, 404)

@@ -1,0 +1,65 @@
+"""Guards for files and bodies from users, shared by every import: JSON too deeply nested, NUL characters, and XLSX
+workbooks whose XML declares a DOCTYPE or entities. Django-free; each raises or returns a clear message."""
+import json
+import zipfile
+
+MAX_XLSX_UNCOMPRESSED = 500 * 1024 * 1024  # a workbook that inflates beyond this is refused (a zip bomb)
+
+
+def loads_json(text):
+    """json.loads that answers a too deeply nested document, or one with a NUL character in a string (\\u0000),
+    with a JSONDecodeError (a ValueError) instead of a RecursionError or a database error later, so every caller's
+    "not valid JSON" message applies."""
+    doc = text if isinstance(text, str) else ""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError("it is nested too deeply", doc, 0) from None
+    if nul_problem(value):
+        raise json.JSONDecodeError("it contains a NUL character (\\u0000), which cannot be stored", doc, 0)
+    return value
+
+
+def nul_problem(value, where="The file"):
+    """A message when a text anywhere in `value` (str, or dicts and lists of them) holds a NUL character, else None.
+    Databases cannot store NUL (PostgreSQL refuses it)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return f"{where} contains a NUL character (byte 0), which cannot be stored; remove it and try again."
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return None
+
+
+def xlsx_problem(content):
+    """A message when an XLSX file's XML parts declare a DOCTYPE or entities (entity expansion, external entities)
+    or inflate beyond a sane size, else None. Checked before any XML parser sees the file."""
+    import io
+
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(content))
+        members = archive.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError):
+        return None  # not a zip at all: the workbook reader explains that
+    if sum(m.file_size for m in members) > MAX_XLSX_UNCOMPRESSED:
+        return "The workbook is too large once uncompressed."
+    for member in members:
+        if not member.filename.lower().endswith((".xml", ".rels", ".vml")):
+            continue
+        try:
+            data = archive.read(member)
+        except Exception:  # a damaged member: the workbook reader explains that
+            return None
+        texts = [data.lower()]
+        if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 XML would hide the markers from a byte search
+            texts.append(data.decode("utf-16", errors="ignore").lower().encode())
+        if any(b"<!doctype" in t or b"<!entity" in t for t in texts):
+            return (f"The workbook part {member.filename} declares a DOCTYPE or entities; such files are refused "
+                    "(save the sheet again from a spreadsheet program).")
+    return None
