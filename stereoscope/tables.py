@@ -194,7 +194,7 @@ class _XLSXTable:
         header = []
         for name in self.columns:
             cell = self._cell(name)  # escaped like every other cell
-            if not isinstance(cell, WriteOnlyCell):
+            if not hasattr(cell, "font"):
                 cell = WriteOnlyCell(self.sheet, value=cell)
             cell.font = Font(bold=True)
             header.append(cell)

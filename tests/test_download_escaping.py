@@ -30,9 +30,9 @@ UPLOADS_ONLY = {
     "api-psych-persona-set-list": "persona CSV upload",
     "api-psych-context-set-list": "context CSV upload",
 }
-# Converted by the engineer who moves agreement into its own app (see the xfail below).
-ELSEWHERE = {"agreement-export": lambda d: [reverse("agreement-export", args=[d["s"]]) + f"?table={t}"
-                                            for t in ("report", "ratings", "disagreements")]}
+# The agreement downloads, checked on their own below.
+ELSEWHERE = {"agreement-export": lambda d: [reverse("agreement-export", args=[d["s"]]) + f"?table={t}&target=code:{d['code']}"
+                                            for t in ("report", "disagreements")]}  # ratings: ids and numbers only
 
 
 def _page(name, *args, query=""):
@@ -133,6 +133,9 @@ def poisoned(coded_study, make_endpoint, fake_provider, export_root):  # noqa: F
         codes[key].save()
     codes["caring"].description = "@POISON description"
     codes["caring"].save()
+    coder = coded_study["roles"]["users"]["coder"]
+    coder.username = "-POISON-coder"  # rater labels head the agreement tables' columns
+    coder.save()
     Memo.objects.filter(study=study).update(text="=POISON memo")
     outputs[5].text = "=POISON story. She is kind and caring."
     outputs[5].save()
@@ -157,7 +160,7 @@ def poisoned(coded_study, make_endpoint, fake_provider, export_root):  # noqa: F
     psych_runs.start(psych_run)
     return {"s": study.pk, "toolkit": toolkit.pk, "codebook": coded_study["codebook"].pk,
             "round": coded_study["round"].pk, "manual_run": manual_run.pk, "measure_run": measure_run.pk,
-            "psych_run": psych_run.pk, "admin": coded_study["roles"]["users"]["admin"]}
+            "psych_run": psych_run.pk, "admin": coded_study["roles"]["users"]["admin"], "code": codes["charisma"].pk}
 
 
 def _cells(response):
@@ -196,7 +199,6 @@ def test_every_download_escapes_formulas(poisoned, client_for):
     assert problems == [], "\n".join(problems)
 
 
-@pytest.mark.xfail(strict=True, reason="the agreement CSV is converted where agreement/ is extracted (another branch)")
 def test_agreement_download_escapes_formulas(poisoned, client_for):
     client = client_for(poisoned["admin"])
     problems = [problem for urls in ELSEWHERE.values() for url in urls(poisoned) for problem in _problems(client, url)]
