@@ -47,6 +47,7 @@ def labelled(roles, outputs_factory):
     Assignment.objects.create(study=study, codebook=codebook, output=extra, coder=coder)
     services.create_coding(study=study, codebook=codebook, output=extra, code=values["uncertain"], coder=coder)
     return {"study": study, "variable": codebook.codes.get(name="Regard"), "outputs": outputs, "labels": labels,
+            "roles": roles,
             "texts": texts, "extra": extra, "coder": coder}
 
 
@@ -102,3 +103,26 @@ def test_bad_training_requests_save_nothing(labelled, roles):
     with pytest.raises(scoring.MeasureRunError, match="trained in this study"):
         scoring.create_run(s["study"], name="r", classifier="trained")
     assert not TrainedClassifier.objects.exists()
+
+
+def test_train_and_use_through_the_api(labelled, api_for):
+    s = labelled
+    roles = s["roles"]
+    base = f"/api/studies/{s['study'].pk}/"
+    researcher = api_for(roles["users"]["researcher"])
+    assert api_for(roles["users"]["coder"]).post(base + "trained-classifiers/", {
+        "name": "r", "variable": s["variable"].pk}, format="json").status_code == 403
+    bad = researcher.post(base + "trained-classifiers/", {"name": "r", "variable": s["variable"].pk, "k": 50},
+                          format="json")
+    assert bad.status_code == 400 and "folds" in bad.json()["detail"]
+    made = researcher.post(base + "trained-classifiers/", {"name": "r", "variable": s["variable"].pk, "k": 3,
+                                                           "seed": 2}, format="json")
+    assert made.status_code == 201, made.content
+    body = made.json()
+    assert body["k"] == 3 and len(body["folds"]) == 3 and "model_blob" not in body
+    run = researcher.post(base + "measure-runs/", {"name": "t", "classifier": "trained", "classifier_unit": "document",
+                                                   "trained_classifier": body["id"]}, format="json")
+    assert run.status_code == 201 and run.json()["trained_classifier"] == body["id"]
+    unknown = researcher.post(base + "measure-runs/", {"name": "t", "classifier": "trained",
+                                                       "trained_classifier": 999999}, format="json")
+    assert unknown.status_code == 400
