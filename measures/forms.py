@@ -6,7 +6,7 @@ from generation.models import GenerationRun
 from stereoscope.untrusted import loads_json
 
 from .lexical import COUNT_POLICIES
-from .models import ClassifierKind, ClassifierUnit, Direction, LexiconCategory, MatchMode
+from .models import ClassifierKind, ClassifierUnit, Direction, LexiconCategory, MatchMode, TrainedClassifier
 from .services import lexicons_for
 
 MAX_IMPORT_BYTES = 2 * 1024 * 1024
@@ -103,6 +103,8 @@ class MeasureRunForm(forms.Form):
     classifier_unit = forms.ChoiceField(choices=ClassifierUnit.choices, initial=ClassifierUnit.SENTENCE)
     classifier_path = forms.CharField(max_length=500, required=False, help_text="transformers only: the model folder on the server.")
     classifier_model_id = forms.CharField(max_length=300, required=False, help_text="transformers only: its name, e.g. sasha/regardv3.")
+    trained_classifier = forms.ModelChoiceField(queryset=None, required=False,
+                                                help_text="trained only: a classifier trained on gold labels here.")
     zero_policy = forms.ChoiceField(choices=[("exclude", "exclude (no OR when a count is zero)"),
                                              ("smooth", "smooth (+0.5 to every cell)")], initial="exclude")
     gender_sources = forms.CharField(initial="slots, coders, pronouns", help_text="Sources of the subject's gender, in order.")
@@ -113,6 +115,7 @@ class MeasureRunForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["lexicons"].queryset = lexicons_for(study).order_by("-study__is_library", "name", "-version")
         self.fields["source_runs"].queryset = GenerationRun.objects.filter(study=study).order_by("-created_at")
+        self.fields["trained_classifier"].queryset = TrainedClassifier.objects.filter(study=study)
 
     def clean_gender_sources(self):
         sources = [s.strip() for s in re.split(r"[,\s]+", self.cleaned_data["gender_sources"]) if s.strip()]

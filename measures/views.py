@@ -189,7 +189,8 @@ def run_new(request, study_id):
                                      classifier=d["classifier"] or "", classifier_path=d["classifier_path"],
                                      classifier_model_id=d["classifier_model_id"], classifier_unit=d["classifier_unit"],
                                      gender_sources=d["gender_sources"], name_genders=d["name_genders"],
-                                     zero_policy=d["zero_policy"], actor=request.user)
+                                     zero_policy=d["zero_policy"], trained_classifier=d["trained_classifier"],
+                                     actor=request.user)
         except scoring.MeasureRunError as exc:
             form.add_error(None, str(exc))
         else:

@@ -126,3 +126,21 @@ def test_train_and_use_through_the_api(labelled, api_for):
     unknown = researcher.post(base + "measure-runs/", {"name": "t", "classifier": "trained",
                                                        "trained_classifier": 999999}, format="json")
     assert unknown.status_code == 400
+
+
+def test_measure_run_form_offers_trained_classifiers(labelled, client_for):
+    from django.urls import reverse
+
+    from measures.models import MeasureRun
+
+    s = labelled
+    model = trained.train_classifier(s["study"], s["variable"], name="regard-tfidf", k=3, seed=0)
+    client = client_for(s["roles"]["users"]["researcher"])
+    url = reverse("measures-run-new", args=[s["study"].pk])
+    assert "regard-tfidf v1" in client.get(url).content.decode()
+    form = {"name": "t", "classifier": "trained", "classifier_unit": "document", "zero_policy": "exclude",
+            "gender_sources": "slots, coders, pronouns"}
+    missing = client.post(url, form)
+    assert missing.status_code == 200 and "trained in this study" in missing.content.decode()
+    assert client.post(url, {**form, "trained_classifier": model.pk}).status_code == 302
+    assert MeasureRun.objects.get(study=s["study"]).trained_classifier == model
