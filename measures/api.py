@@ -195,8 +195,9 @@ class MeasureRunSerializer(serializers.ModelSerializer):
         model = MeasureRun
         fields = ["id", "name", "lexicons", "source_runs", "classifier", "classifier_path", "classifier_model_id",
                   "classifier_unit", "trained_classifier", "classifier_info", "gender_sources", "name_genders",
-                  "zero_policy", "status", "progress_summary", "message", "created_at", "started_at", "finished_at"]
-        read_only_fields = ["classifier_info", "status", "message", "created_at", "started_at", "finished_at"]
+                  "zero_policy", "or_orientation", "success_filter", "filter_report", "status", "progress_summary", "message", "created_at", "started_at", "finished_at"]
+        read_only_fields = ["classifier_info", "filter_report", "status", "message", "created_at", "started_at",
+                            "finished_at"]
 
     def get_progress_summary(self, obj) -> dict:
         return scoring.progress_of(obj)
@@ -215,6 +216,9 @@ class MeasureRunCreateSerializer(serializers.Serializer):
     gender_sources = serializers.ListField(child=serializers.CharField(), required=False)
     name_genders = serializers.DictField(child=serializers.CharField(), required=False)
     zero_policy = serializers.ChoiceField(choices=["exclude", "smooth"], required=False, default="exclude")
+    or_orientation = serializers.ChoiceField(choices=["category", "male"], required=False, default="category")
+    success_filter = serializers.DictField(required=False, default=dict,
+                                           help_text='{} = off; {"keywords": ["recommend"], "min_distinct_trigrams": 0.5}')
     start = serializers.BooleanField(required=False, default=False)
 
 

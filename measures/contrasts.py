@@ -95,7 +95,7 @@ def _tests(female, male):
     return out
 
 
-def category_results(rows, categories, zero_policy):
+def category_results(rows, categories, zero_policy, orientation="category"):
     """Per category: pooled odds ratio (Jung) and Welch / Mann–Whitney on per-output rates per 100 words."""
     female = [r for r in rows if r["gender"] == "F"]
     male = [r for r in rows if r["gender"] == "M"]
@@ -116,7 +116,8 @@ def category_results(rows, categories, zero_policy):
         words_m = sum(r["counts"][key] for r in applicable_m)
         tf, tm = sum(r["words"] for r in applicable_f), sum(r["words"] for r in applicable_m)
         if tf and tm and words_f <= tf and words_m <= tm:
-            odds_ratio = lexical.category_odds_ratio(words_m, tm, words_f, tf, cat.direction, zero_policy)
+            direction = "male" if orientation == "male" else cat.direction  # Wan: OR > 1 = male-salient
+            odds_ratio = lexical.category_odds_ratio(words_m, tm, words_f, tf, direction, zero_policy)
         else:
             odds_ratio = {"or": None, "note": "No female or no male texts in this category's language.",
                           "zero_policy": zero_policy, "words_m": words_m, "words_f": words_f, "total_m": tm, "total_f": tf,
@@ -246,7 +247,8 @@ def compute(run, grouping="overall", rows=None, categories=None):
     labels = (run.classifier_info or {}).get("labels", [])
     records = []
     for group, members in groups(rows, grouping).items():
-        cat_res, totals = category_results(members, categories, run.zero_policy)
+        cat_res, totals = category_results(members, categories, run.zero_policy, run.or_orientation)
+        totals = {**totals, "or_orientation": run.or_orientation}
         for res in cat_res:
             records.append({"kind": "category", "measure": f"cat:{res['category_id']}", "grouping": grouping, "group": group,
                             "result": {**res, **totals}})

@@ -6,7 +6,8 @@ from generation.models import GenerationRun
 from stereoscope.untrusted import loads_json
 
 from .lexical import COUNT_POLICIES
-from .models import ClassifierKind, ClassifierUnit, Direction, LexiconCategory, MatchMode, TrainedClassifier
+from .models import (OR_ORIENTATIONS, ClassifierKind, ClassifierUnit, Direction, LexiconCategory, MatchMode,
+                     TrainedClassifier)
 from .services import lexicons_for
 
 MAX_IMPORT_BYTES = 2 * 1024 * 1024
@@ -107,6 +108,11 @@ class MeasureRunForm(forms.Form):
                                                 help_text="trained only: a classifier trained on gold labels here.")
     zero_policy = forms.ChoiceField(choices=[("exclude", "exclude (no OR when a count is zero)"),
                                              ("smooth", "smooth (+0.5 to every cell)")], initial="exclude")
+    or_orientation = forms.ChoiceField(choices=OR_ORIENTATIONS, initial="category", required=False,
+                                       label="Odds-ratio orientation")
+    success_keywords = forms.CharField(required=False, label="Success filter keywords",
+                                       help_text="Wan's filter before any measure: texts must be non-empty, not "
+                                                 "repetitive and contain one of these (e.g. recommend). Empty = off.")
     gender_sources = forms.CharField(initial="slots, coders, pronouns", help_text="Sources of the subject's gender, in order.")
     name_genders = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
                                    help_text="Extra given names, e.g. Anna=F, Paul=M (Kelly/Joseph and other defaults are known).")

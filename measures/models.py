@@ -121,6 +121,10 @@ class TrainedClassifier(models.Model):
         return f"{self.name} v{self.version}"
 
 
+OR_ORIENTATIONS = [("category", "Per category (OR > 1 = the category's stereotyped direction)"),
+                   ("male", "Wan's convention (OR > 1 = male-salient)")]
+
+
 class MeasureRun(models.Model):
     """Lexicons and an optional classifier applied to a study's outputs (all, or those of chosen generation runs)."""
 
@@ -139,6 +143,12 @@ class MeasureRun(models.Model):
     gender_sources = models.JSONField(default=list, blank=True, help_text='Order of sources, e.g. ["slots", "coders", "pronouns"].')
     name_genders = models.JSONField(default=dict, blank=True, help_text='Extra given names, e.g. {"Anna": "F"}.')
     zero_policy = models.CharField(max_length=10, choices=[(p, p) for p in ZERO_POLICIES], default="exclude")
+    or_orientation = models.CharField(max_length=10, choices=OR_ORIENTATIONS, default="category",
+                                      help_text="category: OR > 1 = the category's stereotyped direction; male: Wan's "
+                                                "convention, OR > 1 = male-salient for every category.")
+    success_filter = models.JSONField(default=dict, blank=True, help_text='Wan\'s success filter before any measure: '
+                                      '{} = off, else {"keywords": [...], "min_distinct_trigrams": 0.5}.')
+    filter_report = models.JSONField(default=dict, blank=True, help_text="What the success filter let through.")
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.DRAFT)
     cancel_requested = models.BooleanField(default=False)
     progress = models.JSONField(default=dict, blank=True)

@@ -20,6 +20,7 @@ from stereoscope.leases import acquire_lease
 from stereoscope.services import record_activity
 
 from . import gender as gender_mod
+from . import success
 from .classifiers import ClassifierError, label_shares, make_classifier
 from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, SentenceMeasure
 from .services import LEXICONS, lexicons_for, matcher_for
@@ -53,7 +54,7 @@ def trained_info(trained):
 
 def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", classifier_path="", classifier_model_id="",
                classifier_unit=ClassifierUnit.SENTENCE, gender_sources=None, name_genders=None, zero_policy="exclude",
-               actor=None, trained_classifier=None):
+               actor=None, trained_classifier=None, success_filter=None, or_orientation="category"):
     name = (name or "").strip()
     if not name:
         raise MeasureRunError("Give the measure run a name.")
@@ -72,6 +73,12 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
         raise MeasureRunError("Choose at least one lexicon or a classifier.")
     if classifier_unit not in ClassifierUnit.values:
         raise MeasureRunError("The classifier scores each sentence or the whole document.")
+    try:
+        success_filter = success.clean_settings(success_filter)
+    except success.FilterError as exc:
+        raise MeasureRunError(str(exc)) from None
+    if or_orientation not in ("category", "male"):
+        raise MeasureRunError("The odds-ratio orientation is category or male.")
     if classifier == ClassifierKind.TRAINED:
         if trained_classifier is None or trained_classifier.study_id != study.pk:
             raise MeasureRunError("Choose a classifier trained in this study.")
@@ -94,7 +101,8 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
     with transaction.atomic():
         run = MeasureRun.objects.create(study=study, name=name[:200], classifier=classifier, classifier_path=classifier_path,
                                         classifier_model_id=classifier_model_id, classifier_unit=classifier_unit,
-                                        trained_classifier=trained_classifier,
+                                        trained_classifier=trained_classifier, success_filter=success_filter,
+                                        or_orientation=or_orientation,
                                         gender_sources=sources, name_genders=names, zero_policy=zero_policy, created_by=actor)
         run.lexicons.set(lexicons)
         run.source_runs.set(source_runs)
@@ -246,6 +254,8 @@ def execute(run_id, progress_callback=None):
             MeasureRun.objects.filter(pk=run_id).update(classifier_info=scorer.classifier.info)
         done_ids = set(run.output_measures.values_list("output_id", flat=True))
         todo = [pk for pk in outputs_for(run).order_by("pk").values_list("pk", flat=True) if pk not in done_ids]
+        if run.success_filter:
+            todo = _filtered(run, todo)
         total, scored, began = len(todo) + len(done_ids), 0, time.monotonic()
         for i in range(0, len(todo), BATCH):
             if MeasureRun.objects.filter(pk=run_id, cancel_requested=True).exists():
@@ -284,6 +294,14 @@ def execute(run_id, progress_callback=None):
         progress={"done": n, "total": n, "rate": None, "eta_s": None, "heartbeat": timezone.now().isoformat()},
         message="" if n else "No finished outputs with text to score.")
     return scored
+
+
+def _filtered(run, ids):
+    """The outputs that pass the run's success filter; the counts (and failed ids) are kept on the run."""
+    texts = Output.objects.filter(pk__in=ids).order_by("pk").values_list("pk", "text")
+    passed, report = success.apply(texts.iterator(chunk_size=2000), run.success_filter)
+    MeasureRun.objects.filter(pk=run.pk).update(filter_report=report)
+    return passed
 
 
 def progress_of(run):

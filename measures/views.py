@@ -190,6 +190,8 @@ def run_new(request, study_id):
                                      classifier_model_id=d["classifier_model_id"], classifier_unit=d["classifier_unit"],
                                      gender_sources=d["gender_sources"], name_genders=d["name_genders"],
                                      zero_policy=d["zero_policy"], trained_classifier=d["trained_classifier"],
+                                     or_orientation=d["or_orientation"] or "category",
+                                     success_filter={"keywords": d["success_keywords"]} if d["success_keywords"] else {},
                                      actor=request.user)
         except scoring.MeasureRunError as exc:
             form.add_error(None, str(exc))
