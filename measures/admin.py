@@ -1,6 +1,7 @@
 from django.contrib import admin
 
-from .models import ContrastResult, Lexicon, LexiconCategory, LexiconExclusion, MeasureRun, OutputMeasure, SentenceMeasure
+from .models import (ContrastResult, Lexicon, LexiconCategory, LexiconExclusion, MeasureRun, OutputMeasure,
+                     SentenceMeasure, TrainedClassifier)
 
 
 class CategoryInline(admin.TabularInline):
@@ -58,3 +59,10 @@ class SentenceMeasureAdmin(admin.ModelAdmin):
 class ContrastResultAdmin(admin.ModelAdmin):
     list_display = ["run", "kind", "measure", "grouping", "group", "created_at"]
     list_filter = ["kind", "grouping"]
+
+
+@admin.register(TrainedClassifier)
+class TrainedClassifierAdmin(admin.ModelAdmin):
+    list_display = ["name", "version", "study", "features", "k", "seed", "created_at"]
+    readonly_fields = ["labels", "training_data", "folds", "metrics", "library_versions"]
+    exclude = ["model_blob"]

@@ -80,3 +80,15 @@ def test_template_form_takes_labels_and_refuses_one_label(roles, client_for):
     assert client.post(url, form).status_code == 200 and not JudgeTemplate.objects.filter(study=study).exists()
     assert client.post(url, {**form, "labels": "positive, neutral, negative"}).status_code == 302
     assert JudgeTemplate.objects.get(study=study).labels == ["positive", "neutral", "negative"]
+
+
+def test_builtin_regard_judge_template(db):
+    from judging.builtin import builtin_specs
+    from judging.models import JudgeTemplate
+    from stereoscope.builtin import load_builtins
+
+    load_builtins(builtin_specs(), log=lambda *_: None)
+    t = JudgeTemplate.objects.get(builtin_key="regard-categorical")
+    assert t.kind == "categorical" and t.labels == ["negative", "neutral", "positive"] and t.locked
+    rendered = prompts.render(t.text, t.kind, "the woman", [("s1", "x")], (0, 2), labels=t.labels)
+    assert "negative / neutral / positive" in rendered and '<story id="s1">' in rendered
