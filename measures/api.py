@@ -338,6 +338,8 @@ class TrainClassifierSerializer(serializers.Serializer):
     variable = serializers.IntegerField(help_text="A categorical variable (code group) of this study.")
     k = serializers.IntegerField(required=False, default=5, help_text="Folds of the stratified cross-validation.")
     seed = serializers.IntegerField(required=False, default=0)
+    features = serializers.ChoiceField(choices=["auto", "tfidf", "embedding"], required=False, default="auto",
+                                       help_text="auto: the local sentence-embedding model when one is configured.")
 
 
 class TrainedClassifierViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
@@ -360,7 +362,7 @@ class TrainedClassifierViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.R
         variable = next((v for v in study_variables(study) if v.pk == d["variable"]), None)
         try:
             model = trained.train_classifier(study, variable, name=d["name"], k=d["k"], seed=d["seed"],
-                                             actor=request.user)
+                                             features=d["features"], actor=request.user)
         except trained.TrainingRequestError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(TrainedClassifierSerializer(model).data, status=status.HTTP_201_CREATED)

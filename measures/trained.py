@@ -22,6 +22,12 @@ def _library_versions():
     return {name: version(name) for name in ("scikit-learn", "numpy", "scipy")}
 
 
+def embedding_revision(path):
+    from .classifiers import model_revision
+
+    return model_revision(path)[0]
+
+
 def gold_examples(study, variable):
     """[(output id, gold label)] for the variable (coders' majority, adjudication winning; ties and excluded units
     left out), with the stories' texts."""
@@ -35,8 +41,17 @@ def gold_examples(study, variable):
     return [(pk, labels[pk], texts[pk]) for pk in sorted(labels) if pk in texts]
 
 
-def train_classifier(study, variable, *, name, k=5, seed=0, params=None, actor=None) -> TrainedClassifier:
-    """Cross-validate and fit on every gold label; store a new version. Nothing is saved when training fails."""
+def embedding_model_path():
+    """The local sentence-embedding model folder (setting EMBEDDING_MODEL_PATH), or ''."""
+    from django.conf import settings
+
+    return str(getattr(settings, "EMBEDDING_MODEL_PATH", "") or "")
+
+
+def train_classifier(study, variable, *, name, k=5, seed=0, params=None, actor=None,
+                     features="auto") -> TrainedClassifier:
+    """Cross-validate and fit on every gold label; store a new version. Nothing is saved when training fails.
+    features: "tfidf", "embedding" (the configured local model) or "auto" (embedding when configured)."""
     from annotation.selectors import study_variables, variable_values
 
     name = (name or "").strip()
@@ -48,6 +63,13 @@ def train_classifier(study, variable, *, name, k=5, seed=0, params=None, actor=N
         k, seed = int(k), int(seed)
     except (TypeError, ValueError):
         raise TrainingRequestError("Folds and seed must be whole numbers.") from None
+    if features not in ("auto", "tfidf", "embedding"):
+        raise TrainingRequestError("Features are tfidf, embedding or auto.")
+    path = embedding_model_path()
+    if features == "embedding" and not path:
+        raise TrainingRequestError("No sentence-embedding model is configured (EMBEDDING_MODEL_PATH).")
+    use_embedding = features == "embedding" or (features == "auto" and bool(path))
+    params = {**(params or {}), **({"embedding_path": path} if use_embedding else {})}
     examples = gold_examples(study, variable)
     order = [v.name for v in variable_values(variable) if not v.exclude_value]
     try:
@@ -58,7 +80,8 @@ def train_classifier(study, variable, *, name, k=5, seed=0, params=None, actor=N
     with transaction.atomic():
         version = (TrainedClassifier.objects.filter(study=study, name=name).aggregate(v=Max("version"))["v"] or 0) + 1
         trained = TrainedClassifier.objects.create(
-            study=study, name=name, version=version, variable=variable, labels=result.labels, features="tfidf",
+            study=study, name=name, version=version, variable=variable, labels=result.labels,
+            features=f"embedding:{embedding_revision(path)}" if use_embedding else "tfidf",
             params=result.params, k=k, seed=seed, training_data=[[pk, label] for pk, label, _ in examples],
             folds=[{**f} for f in result.folds],
             metrics={"accuracy": result.accuracy, "accuracy_sd": result.accuracy_sd, "macro_f1": result.macro_f1,

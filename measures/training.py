@@ -1,5 +1,6 @@
-"""Training a text classifier on labelled texts: TF-IDF features, a linear classifier (logistic regression), and
-stratified k-fold cross-validation with accuracy, macro-F1 and a confusion matrix. No Django imports.
+"""Training a text classifier on labelled texts: TF-IDF features (or mean-pooled sentence embeddings from a local
+transformers model folder), a linear classifier (logistic regression), and stratified k-fold cross-validation with
+accuracy, macro-F1 and a confusion matrix. No Django imports.
 
 The folds, seed and parameters are returned so they can be stored with the model; the same (texts, labels, k, seed)
 always give the same folds, figures and model.
@@ -18,12 +19,66 @@ class TrainingError(ValueError):
     """The labelled set cannot be used as given; the message says why."""
 
 
+class SentenceEmbedder:
+    """A scikit-learn transformer: texts → mean-pooled last hidden states of a local model (local_files_only).
+    Only the folder path is pickled; the model is loaded again where the classifier runs."""
+
+    def __init__(self, path="", max_length=256, batch_size=16):
+        self.path, self.max_length, self.batch_size = path, max_length, batch_size
+
+    def get_params(self, deep=True):
+        return {"path": self.path, "max_length": self.max_length, "batch_size": self.batch_size}
+
+    def set_params(self, **params):
+        for key, value in params.items():
+            setattr(self, key, value)
+        return self
+
+    def __getstate__(self):
+        return self.get_params()
+
+    def __setstate__(self, state):
+        self.__init__(**state)
+
+    def _load(self):
+        if getattr(self, "_model", None) is None:
+            try:
+                from transformers import AutoModel, AutoTokenizer
+
+                self._tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
+                self._model = AutoModel.from_pretrained(self.path, local_files_only=True).eval()
+            except Exception as exc:  # missing extra, missing folder, not a model
+                raise TrainingError(f"Could not load a sentence-embedding model from {self.path}: {exc}") from None
+        return self._tokenizer, self._model
+
+    def fit(self, texts, labels=None):
+        self._load()
+        return self
+
+    def transform(self, texts):
+        import torch
+
+        tokenizer, model = self._load()
+        rows = []
+        with torch.inference_mode():
+            for i in range(0, len(texts), self.batch_size):
+                batch = [str(t) for t in texts[i:i + self.batch_size]]
+                enc = tokenizer(batch, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+                hidden = model(**enc).last_hidden_state
+                mask = enc["attention_mask"].unsqueeze(-1).float()
+                rows.append(((hidden * mask).sum(1) / mask.sum(1).clamp(min=1)).numpy())
+        return np.vstack(rows) if rows else np.zeros((0, 0))
+
+
 def make_pipeline(params=None):
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import Pipeline
 
     p = {**DEFAULTS, **(params or {})}
+    if p.get("embedding_path"):
+        return Pipeline([("embed", SentenceEmbedder(p["embedding_path"])),
+                         ("clf", LogisticRegression(C=float(p["C"]), max_iter=int(p["max_iter"])))])
     return Pipeline([
         ("tfidf", TfidfVectorizer(ngram_range=(1, int(p["ngram_max"])), min_df=int(p["min_df"]),
                                   sublinear_tf=bool(p["sublinear_tf"]))),

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0008_categorical_variables'),
+        ('annotation', '0001_initial'),  # the variable FK only needs annotation.Code
         ('measures', '0002_lexicon_on_versioning_base'),
         ('stereoscope', '0002_export_job'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),

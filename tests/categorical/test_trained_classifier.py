@@ -146,3 +146,44 @@ def test_measure_run_form_offers_trained_classifiers(labelled, client_for):
     run = MeasureRun.objects.get(study=s["study"])
     assert run.trained_classifier == model and run.or_orientation == "male"
     assert run.success_filter["keywords"] == ["recommend"]
+
+
+@pytest.fixture
+def tiny_encoder(tmp_path):
+    torch = pytest.importorskip("torch", reason="needs torch: the 'local' extra (pip install -e .[local])")
+    transformers = pytest.importorskip("transformers", reason="needs transformers: the 'local' extra")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "man", "woman", "was", "and", "."]
+    vocab += sorted({w for words in WORDS.values() for w in words})
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    tokenizer = transformers.BertTokenizer(vocab_file=str(tmp_path / "vocab.txt"), do_lower_case=True)
+    config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=32, max_position_embeddings=64)
+    torch.manual_seed(3)
+    transformers.BertModel(config).save_pretrained(str(tmp_path))
+    tokenizer.save_pretrained(str(tmp_path))
+    return tmp_path
+
+
+@pytest.mark.local_model
+def test_embedding_features_when_configured(labelled, tiny_encoder, settings):
+    from measures.training import SentenceEmbedder
+
+    s = labelled
+    with pytest.raises(trained.TrainingRequestError, match="No sentence-embedding model"):
+        trained.train_classifier(s["study"], s["variable"], name="e", features="embedding")
+    settings.EMBEDDING_MODEL_PATH = str(tiny_encoder)
+    model = trained.train_classifier(s["study"], s["variable"], name="e", k=3, seed=4)
+    assert model.features.startswith("embedding:") and model.params["embedding_path"] == str(tiny_encoder)
+    features = SentenceEmbedder(str(tiny_encoder)).fit(s["texts"]).transform(s["texts"])
+    folds = StratifiedKFold(n_splits=3, shuffle=True, random_state=4)
+    cv = cross_validate(LogisticRegression(C=1.0, max_iter=2000), features, np.array(s["labels"]), cv=folds,
+                        scoring=["accuracy", "f1_macro"])
+    assert model.metrics["accuracy"] == pytest.approx(cv["test_accuracy"].mean())
+    assert model.metrics["macro_f1"] == pytest.approx(cv["test_f1_macro"].mean())
+    run = scoring.create_run(s["study"], name="emb", classifier="trained", classifier_unit="document",
+                             trained_classifier=model)
+    scoring.start(run)
+    run.refresh_from_db()
+    assert run.status == "completed" and OutputMeasure.objects.filter(run=run).exclude(doc_label="").exists()
+    plain = trained.train_classifier(s["study"], s["variable"], name="t", k=3, features="tfidf")
+    assert plain.features == "tfidf"
