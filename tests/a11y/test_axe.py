@@ -37,7 +37,7 @@ def object_ids(s):
         "verdict_id": s["round"].verdicts.first().pk, "template_id": s["round"].template_id,
         "lexicon_id": s["lexicon"].pk, "category_id": s["lexicon"].categories.first().pk,
         "exclusion_id": s["exclusion"].pk, "instrument_id": s["instrument"].pk, "job_id": s["export_job"].pk,
-        "membership_id": s["coder_membership"],
+        "membership_id": s["coder_membership"], "variable_id": s["variable"].pk,
         "run_id": {"psych-": s["questionnaire"].pk, "measures-": s["measure_run"].pk, "": s["run"].pk},
         "set_id": {"psych-persona": s["personas"].pk, "psych-context": s["contexts"].pk},
     }
