@@ -355,12 +355,13 @@ def save_answers(run, answers, *, actor=None, source="form"):
         updated = Output.objects.filter(pk=out.pk, status__in=[OutputStatus.PENDING, OutputStatus.FAILED]).update(
             text=answer.text, status=OutputStatus.DONE, error="", finish_reason="manual", completed_at=now,
             provenance={"source": "manual", "entered_by": who, "via": source, "row": answer.row,
-                        "messages": messages_for(run, out.prompt_text), "model": out.model_name})
+                        "messages": messages_for(run, out.prompt_text, out.context_key), "model": out.model_name})
         if not updated:
             raise ImportProblems([f"Row {answer.row}: unit {out.pk} was answered meanwhile; nothing was saved."])
         calls.append(ProviderCall(study_id=run.study_id, endpoint=out.endpoint, purpose="generation",
                                   unit_ref=f"output:{out.pk}", output_id=out.pk, provider=Provider.MANUAL,
-                                  model=out.model_name, messages=messages_for(run, out.prompt_text), params={},
+                                  model=out.model_name, params={},
+                                  messages=messages_for(run, out.prompt_text, out.context_key),
                                   attempt=1, ok=True, response_text=answer.text, finish_reason="manual",
                                   raw_response={"entered_by": who, "via": source}, started_at=now))
     ProviderCall.objects.bulk_create(calls)

@@ -18,6 +18,7 @@ OUTPUT_COLUMNS = (
     Column("provider", "Provider adapter (openai, anthropic, openai_compatible, transformers, manual)."),
     Column("model", "Model that wrote the text (declared model for manual or imported text)."),
     Column("trial", "Trial (repetition) number, from 1."),
+    Column("context", "Key of the context (e.g. persona) the prompt was asked in; empty without contexts."),
     Column("variant_key", "Canonical slot values of this prompt variant; empty without slots."),
     Column("slot_values", "Slot values as JSON."),
     Column("prompt", "The rendered prompt sent to the model."),
@@ -52,7 +53,7 @@ def filtered_outputs(study, options):
 
 FIELDS = ["pk", "run_id", "run__name", "run__toolkit__name", "run__toolkit__version", "item__number",
           "item__dimension__name", "item__target_stereotype", "item__gender_mapping", "item__reversed_order",
-          "endpoint__name", "endpoint__provider", "model_name", "trial", "variant_key", "slot_values", "prompt_text",
+          "endpoint__name", "endpoint__provider", "model_name", "trial", "context_key", "variant_key", "slot_values", "prompt_text",
           "text", "status", "error", "finish_reason", "input_tokens", "output_tokens", "cost_usd", "latency_ms",
           "provenance", "external_id", "created_at", "completed_at"]
 
@@ -62,14 +63,14 @@ FIELDS = ["pk", "run_id", "run__name", "run__toolkit__name", "run__toolkit__vers
 def output_rows(study, options):
     qs = filtered_outputs(study, options).order_by("pk").values_list(*FIELDS)
     for (pk, run_id, run_name, toolkit, toolkit_version, number, dimension, target, mapping, reversed_order, endpoint,
-         provider, model, trial, variant_key, slot_values, prompt, text, status, error, finish_reason, input_tokens,
+         provider, model, trial, context, variant_key, slot_values, prompt, text, status, error, finish_reason, input_tokens,
          output_tokens, cost, latency, provenance, external_id, created_at, completed_at) in qs.iterator(chunk_size=2000):
         provenance = provenance or {}
         yield {
             "output_id": pk, "run_id": run_id, "run_name": run_name, "toolkit": toolkit, "toolkit_version": toolkit_version,
             "item_number": number, "dimension": dimension, "target_stereotype": target, "gender_mapping": mapping,
             "reversed_order": reversed_order, "endpoint": endpoint, "provider": provider or provenance.get("provider"),
-            "model": model, "trial": trial, "variant_key": variant_key, "slot_values": slot_values, "prompt": prompt,
+            "model": model, "trial": trial, "context": context, "variant_key": variant_key, "slot_values": slot_values, "prompt": prompt,
             "text": text, "status": status, "error": error, "finish_reason": finish_reason,
             "input_tokens": input_tokens, "output_tokens": output_tokens, "cost_usd": cost, "latency_ms": latency,
             "params": provenance.get("params"), "source": provenance.get("source", ""), "provenance": provenance,

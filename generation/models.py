@@ -122,6 +122,10 @@ class GenerationRun(models.Model):
     trials = models.PositiveIntegerField(default=1)
     param_overrides = models.JSONField(default=dict, blank=True)
     system_prompt = models.TextField(blank=True)
+    contexts = models.JSONField(default=list, blank=True,
+                                help_text="Contexts the prompts are asked in: [{key, persona, turns}]; empty: none. "
+                                          "Each unit is context × prompt; the persona is the system message.")
+    context_source = models.CharField(max_length=300, blank=True, help_text="Where the contexts came from, e.g. a set.")
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.DRAFT)
     is_import = models.BooleanField(default=False, help_text="Holds outputs imported from elsewhere.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -159,6 +163,7 @@ class Output(models.Model):
     endpoint = models.ForeignKey(ModelEndpoint, null=True, blank=True, on_delete=models.RESTRICT, related_name="outputs")
     model_name = models.CharField(max_length=300, help_text="The model that wrote it (declared for manual/imported text).")
     trial = models.PositiveIntegerField(default=1)
+    context_key = models.CharField(max_length=200, default="", blank=True, help_text="The run context it was asked in.")
     variant_key = models.CharField(max_length=500, default="", blank=True, help_text="Canonical slot values; '' without slots.")
     slot_values = models.JSONField(default=dict, blank=True)
     prompt_text = models.TextField(blank=True, help_text="The rendered prompt.")
@@ -177,7 +182,8 @@ class Output(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["run", "item", "variant_key", "endpoint", "trial"], name="unique_output_unit"),
+            models.UniqueConstraint(fields=["run", "item", "variant_key", "endpoint", "trial", "context_key"],
+                                    name="unique_output_unit_in_context"),
         ]
         indexes = [models.Index(fields=["run", "status"]), models.Index(fields=["study", "item"]),
                    models.Index(fields=["study", "model_name"], name="output_study_model"),

@@ -61,8 +61,39 @@ def parse_overrides(value):
     return value
 
 
+CONTEXT_SYSTEM = "You are {persona}. Answer and behave accordingly."  # as questionnaire runs send a persona (Jung)
+MAX_CONTEXTS = 5000
+
+
+def clean_contexts(contexts):
+    """A run's contexts: [{key, persona, turns}] with distinct non-empty keys and user/assistant turns."""
+    if contexts in (None, []):
+        return []
+    if not isinstance(contexts, list):
+        raise RunError("Contexts must be a list of {key, persona, turns}.")
+    if len(contexts) > MAX_CONTEXTS:
+        raise RunError(f"At most {MAX_CONTEXTS} contexts.")
+    out, keys = [], set()
+    for n, c in enumerate(contexts, 1):
+        key = str(c.get("key", "")).strip() if isinstance(c, dict) else ""
+        if not key:
+            raise RunError(f"Context {n} needs a key.")
+        if key in keys:
+            raise RunError(f"Context key {key!r} appears twice.")
+        keys.add(key)
+        persona, turns = c.get("persona") or "", c.get("turns") or []
+        if not isinstance(persona, str) or not isinstance(turns, list) or not all(
+                isinstance(t, dict) and t.get("role") in ("user", "assistant") and isinstance(t.get("content"), str)
+                for t in turns):
+            raise RunError(f"Context {key!r}: persona is text and turns are [{{role: user|assistant, content}}].")
+        out.append({"key": key[:200], "persona": persona,
+                    "turns": [{"role": t["role"], "content": t["content"]} for t in turns]})
+    return out
+
+
 @transaction.atomic
-def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=None, system_prompt="", actor=None):
+def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=None, system_prompt="", contexts=None,
+               context_source="", actor=None):
     """A draft run. Validates everything a launch would need, so a bad run is never saved."""
     name = (name or "").strip()
     if not name:
@@ -88,28 +119,45 @@ def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=Non
         raise RunError(f"The toolkit cannot be expanded: {exc}")
     if n == 0:
         raise RunError("The toolkit has no items.")
+    contexts = clean_contexts(contexts)
+    if contexts and system_prompt and any(c["persona"] for c in contexts):
+        raise RunError("The contexts' personas are the system messages; leave the system prompt empty.")
+    n *= max(1, len(contexts))
     if n * len(endpoints) * trials > MAX_UNITS:
         raise RunError(f"{n * len(endpoints) * trials} units is more than the limit of {MAX_UNITS}.")
     run = GenerationRun.objects.create(study=study, name=name, toolkit=toolkit, trials=trials, param_overrides=overrides,
-                                       system_prompt=system_prompt or "", created_by=actor)
+                                       system_prompt=system_prompt or "", contexts=contexts,
+                                       context_source=(context_source or "")[:300], created_by=actor)
     run.endpoints.set(endpoints)
     TOOLKITS.lock(toolkit)
     record_activity(study, actor, "created generation run", run.name)
     return run
 
 
-def messages_for(run, prompt):
-    """One fresh single-turn conversation: an optional system prompt and the rendered prompt."""
-    messages = [{"role": "system", "content": run.system_prompt}] if run.system_prompt else []
+def run_contexts(run):
+    """The contexts a run asks its prompts in; one empty context ('') when it has none."""
+    return run.contexts or [{"key": "", "persona": "", "turns": []}]
+
+
+def messages_for(run, prompt, context_key=""):
+    """One fresh conversation: the context's persona as system message (else the run's system prompt), the
+    context's prior turns, then the rendered prompt — as a questionnaire run sends a context."""
+    context = next((c for c in run.contexts or () if c["key"] == context_key), None) if context_key else None
+    if context and context["persona"]:
+        messages = [{"role": "system", "content": CONTEXT_SYSTEM.replace("{persona}", context["persona"])}]
+    else:
+        messages = [{"role": "system", "content": run.system_prompt}] if run.system_prompt else []
+    messages += list(context["turns"]) if context else []
     return messages + [{"role": "user", "content": prompt}]
 
 
 def plan(run, sample=50):
     """The dry run: calls, rendered prompts and estimated tokens and cost, before anything is spent."""
     units = list(expand_units(run.toolkit))
+    contexts = run_contexts(run)
     endpoints = list(run.endpoints.order_by("name"))
     rows, totals = [], {"calls": 0, "manual": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": Decimal("0"), "priced": True}
-    prompt_tokens = sum(estimate_tokens(run.system_prompt) + estimate_tokens(u.prompt) for u in units)
+    prompt_tokens = sum(estimate_tokens(run.system_prompt) + estimate_tokens(u.prompt) for u in units) * len(contexts)
     problems = []
     for endpoint in endpoints:
         params = merged_params(endpoint, run.param_overrides)
@@ -117,7 +165,7 @@ def plan(run, sample=50):
             validate_params(params)
         except ProviderError as exc:
             problems.append(f"{endpoint.name}: {exc}")
-        calls = len(units) * run.trials
+        calls = len(units) * len(contexts) * run.trials
         out_tokens = calls * int(params.get("max_tokens") or DEFAULT_OUTPUT_TOKENS)
         in_tokens = prompt_tokens * run.trials
         cost = cost_of(endpoint, in_tokens, out_tokens)
@@ -134,9 +182,11 @@ def plan(run, sample=50):
             totals["priced"] = False
         else:
             totals["cost_usd"] += cost
-    return {"units_per_endpoint": len(units) * run.trials, "prompts": len(units), "endpoints": rows, "totals": totals,
-            "problems": problems, "sample": [{"item": u.item.number, "slot_values": u.slot_values, "prompt": u.prompt,
-                                              "messages": messages_for(run, u.prompt)} for u in units[:sample]]}
+    return {"units_per_endpoint": len(units) * len(contexts) * run.trials, "prompts": len(units),
+            "contexts": len(run.contexts or []), "endpoints": rows, "totals": totals, "problems": problems,
+            "sample": [{"item": u.item.number, "slot_values": u.slot_values, "prompt": u.prompt, "context": c["key"],
+                        "messages": messages_for(run, u.prompt, c["key"])}
+                       for c in contexts[:2] for u in units][:sample]}
 
 
 def materialize(run):
@@ -144,8 +194,8 @@ def materialize(run):
     units = list(expand_units(run.toolkit))
     endpoints = list(run.endpoints.all())
     rows = [Output(study_id=run.study_id, run=run, item=u.item, endpoint=e, model_name=e.model_id, trial=t,
-                   variant_key=u.variant_key, slot_values=u.slot_values, prompt_text=u.prompt)
-            for e in endpoints for u in units for t in range(1, run.trials + 1)]
+                   context_key=c["key"], variant_key=u.variant_key, slot_values=u.slot_values, prompt_text=u.prompt)
+            for e in endpoints for c in run_contexts(run) for u in units for t in range(1, run.trials + 1)]
     Output.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
     return len(rows)
 
@@ -288,9 +338,10 @@ def pending_units(run):
     endpoints = {e.pk: e for e in run.endpoints.exclude(provider=Provider.MANUAL)}
     params = {pk: merged_params(e, run.param_overrides) for pk, e in endpoints.items()}
     rows = run.outputs.filter(status__in=[OutputStatus.PENDING, OutputStatus.IN_FLIGHT], endpoint_id__in=list(endpoints))
-    return [CallUnit(unit_ref=f"output:{pk}", endpoint=endpoints[ep], messages=messages_for(run, prompt),
+    return [CallUnit(unit_ref=f"output:{pk}", endpoint=endpoints[ep], messages=messages_for(run, prompt, context_key),
                      params=dict(params[ep]), purpose="generation", payload=pk)
-            for pk, ep, prompt in rows.order_by("pk").values_list("pk", "endpoint_id", "prompt_text")]
+            for pk, ep, prompt, context_key in rows.order_by("pk").values_list("pk", "endpoint_id", "prompt_text",
+                                                                                "context_key")]
 
 
 def execute(run_id, progress_callback=None):

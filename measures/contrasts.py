@@ -30,7 +30,8 @@ def rows_for(run):
         "pk", "output_id", "gender", "gender_source", "word_count", "sentence_count", "category_counts", "label_shares",
         "mean_score", "doc_label", "language", "output__model_name", "output__item__number", "output__item_id",
         "output__item__counterfactual_of_id", "output__item__dimension__name", "output__run_id", "output__run__name",
-        "output__endpoint_id", "output__trial", "output__slot_values", "output__variant_key")
+        "output__endpoint_id", "output__endpoint__name", "output__trial", "output__slot_values", "output__variant_key",
+        "output__context_key")
     rows = []
     for v in values:
         rows.append({
@@ -40,7 +41,9 @@ def rows_for(run):
             "model": v["output__model_name"], "item": v["output__item__number"], "item_id": v["output__item_id"],
             "twin_of": v["output__item__counterfactual_of_id"], "dimension": v["output__item__dimension__name"] or "",
             "run": v["output__run__name"], "run_id": v["output__run_id"], "endpoint_id": v["output__endpoint_id"],
-            "trial": v["output__trial"], "slots": v["output__slot_values"] or {}, "variant_key": v["output__variant_key"]})
+            "trial": v["output__trial"], "slots": v["output__slot_values"] or {},
+            "variant_key": v["output__variant_key"], "context": v["output__context_key"] or "",
+            "endpoint": v["output__endpoint__name"] or v["output__model_name"]})
     return rows
 
 
@@ -60,9 +63,12 @@ def group_key(row, grouping):
         return row["dimension"]
     if grouping == "run":
         return row["run"]
+    if grouping == "context":
+        return row["context"]
     if grouping.startswith("slot:"):
         return str(row["slots"].get(grouping[5:], ""))
-    raise ValueError(f"Unknown grouping {grouping!r}; use overall, model, item, dimension, run or slot:<name>.")
+    raise ValueError(f"Unknown grouping {grouping!r}; "
+                     "use overall, model, item, dimension, run, context or slot:<name>.")
 
 
 def groups(rows, grouping):
@@ -142,6 +148,25 @@ def context_scores(cat_results):
         out.append({"lexicon_id": lexicon_id, "lexicon": name, "score": lexical.context_score(ors),
                     "n_categories": sum(1 for v in ors if v is not None), "of": len(ors),
                     "ors": {r["category"]: r["odds_ratio"]["or"] for r in results}})
+    return out
+
+
+def per_context_scores(run, rows=None, categories=None):
+    """Jung's context score per (endpoint, context) of texts generated in contexts: for each lexicon the mean of
+    its category ORs between the female- and male-subject texts of that context. Texts without a context are
+    left out."""
+    rows = rows_for(run) if rows is None else rows
+    categories = categories_for(run) if categories is None else categories
+    cells = defaultdict(list)
+    for row in rows:
+        if row["context"]:
+            cells[(row["endpoint"], row["context"])].append(row)
+    out = []
+    for (endpoint, context), members in sorted(cells.items()):
+        cat_res, totals = category_results(members, categories, run.zero_policy)
+        for score in context_scores(cat_res):
+            out.append({"endpoint": endpoint, "model": members[0]["model"], "context": context, **score,
+                        "n_f": totals["n_f"], "n_m": totals["n_m"]})
     return out
 
 

@@ -1,4 +1,7 @@
-"""Export datasets of the measures app: per-output measures (long format), per-sentence labels, stored contrasts."""
+"""Export datasets of the measures app: per-output measures (long format), per-sentence labels, stored contrasts,
+Jung's per-context scores."""
+import json
+
 from stereoscope.datasets import Column, register_dataset
 
 from .models import ContrastResult, LexiconCategory, MeasureRun, OutputMeasure, SentenceMeasure
@@ -149,3 +152,33 @@ def text_contrast_rows(study, options):
                     "group": c.group, "n_f": c.result.get("n_f"), "n_m": c.result.get("n_m"), "result": c.result})
         row.update({k: v for k, v in _summary(c.kind, c.result).items() if v is not None or k not in row})
         yield row
+
+
+CONTEXT_SCORE_COLUMNS = (
+    Column("measure_run_id", "Measure run id."),
+    Column("endpoint", "Endpoint name of the generation run that wrote the texts."),
+    Column("model", "Model id that wrote the texts."),
+    Column("context", "Context key the texts were generated in (e.g. a persona)."),
+    Column("lexicon", "Lexicon whose category ORs are averaged."),
+    Column("context_score", "Jung's context score: mean of the category ORs in this context (empty = undefined)."),
+    Column("n_categories", "Categories with a defined OR (of all male- or female-typed categories)."),
+    Column("n_f", "Female-subject texts in this context."),
+    Column("n_m", "Male-subject texts in this context."),
+    Column("ors", "The category ORs (JSON)."),
+)
+
+
+@register_dataset("text_context_scores", title="Jung's context scores of texts generated in contexts (per context)",
+                  app="measures", columns=CONTEXT_SCORE_COLUMNS)
+def text_context_score_rows(study, options):
+    from .contrasts import json_clean, per_context_scores
+
+    options = options or {}
+    runs = MeasureRun.objects.filter(study=study).order_by("pk")
+    if options.get("run_ids"):
+        runs = runs.filter(pk__in=options["run_ids"])
+    for run in runs:
+        for s in per_context_scores(run):
+            yield {"measure_run_id": run.pk, "endpoint": s["endpoint"], "model": s["model"], "context": s["context"],
+                   "lexicon": s["lexicon"], "context_score": s["score"], "n_categories": s["n_categories"],
+                   "n_f": s["n_f"], "n_m": s["n_m"], "ors": json.dumps(json_clean(s["ors"]), sort_keys=True)}

@@ -2,7 +2,7 @@
 import math
 from collections import defaultdict
 
-from .contrasts import DEFAULT_GROUPINGS, compute, rows_for
+from .contrasts import DEFAULT_GROUPINGS, compute, per_context_scores, rows_for
 from .models import ContrastResult, LexiconCategory, OutputMeasure, SentenceMeasure
 
 LABEL_COLORS = {"positive": "#2f9e44", "neutral": "#adb5bd", "negative": "#e03131", "other": "#845ef7"}
@@ -10,12 +10,17 @@ LABEL_COLORS = {"positive": "#2f9e44", "neutral": "#adb5bd", "negative": "#e0313
 
 def grouping_choices(run):
     choices = [("overall", "Overall"), ("model", "Model"), ("item", "Prompt item"), ("dimension", "Dimension / context type"),
-               ("run", "Generation run")]
+               ("run", "Generation run"), ("context", "Context (persona)")]
     slot_names = set()
     for slots in OutputMeasure.objects.filter(run=run).values_list("output__slot_values", flat=True)[:2000]:
         slot_names.update((slots or {}).keys())
     choices += [(f"slot:{name}", f"Slot: {name}") for name in sorted(slot_names)]
     return choices
+
+
+def context_scores(run):
+    """Jung's context score per (endpoint, context) of a measure run over texts generated in contexts."""
+    return per_context_scores(run)
 
 
 def contrast_records(run, grouping="overall"):

@@ -52,14 +52,22 @@ def analyze(wide, spec, *, cfa=True, histograms=True):
                      else "Stratified alpha needs two or more subscales.")
     report["missing"] = {"cells": int(wide.isna().sum().sum()), "per_item": {i: int(wide[i].isna().sum()) for i in spec.item_ids()},
                          "complete_respondents": int(wide.dropna().shape[0])}
+    report["n_per_statistic"] = {
+        "scores": {n: report["descriptives"][n]["n"] for n in report["descriptives"]},
+        "alpha": {k: v["n"] for k, v in alpha.items()},
+        "stratified_alpha": int(recoded[[c for ids in groups.values() for c in ids]].dropna().shape[0])
+        if groups else 0,
+        "items": {r["item"]: {"n": r["n"], "n_alpha": r["n_alpha"]} for r in report["items"]}}
     if cfa:
-        fit = validity.cfa(recoded, groups)
+        fit = validity.cfa(recoded, groups, missing=spec.missing.get("cfa", "listwise"))
         report["cfa"] = fit
+        report["estimator"] = fit["estimator"]
         report["omega_total"] = fit["omega"].get("total")
         report["omega"] = fit["omega"]
         notes.extend(f"CFA: {n}" for n in fit["notes"])
     else:
         report["cfa"], report["omega_total"], report["omega"] = None, None, {}
+    report["n_per_statistic"]["cfa"] = (report["cfa"] or {}).get("n")
     if report["omega_total"] is None:
         notes.append("Omega total is undefined (no CFA solution).")
     internal = reliability.rate_internal_consistency(

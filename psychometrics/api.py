@@ -184,15 +184,24 @@ class ContextSetViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewsets.Read
 class QuestionnaireRunSerializer(serializers.ModelSerializer):
     endpoints = serializers.PrimaryKeyRelatedField(many=True, queryset=ModelEndpoint.objects.all())
     instrument = serializers.PrimaryKeyRelatedField(queryset=Instrument.objects.all())
-    context_set = serializers.PrimaryKeyRelatedField(queryset=ContextSet.objects.all())
+    context_set = serializers.PrimaryKeyRelatedField(
+        queryset=ContextSet.objects.all(), allow_null=True, required=False, default=None,
+        help_text="Empty (null): the bare questionnaire, each item in a fresh chat with no persona.")
     template_key = serializers.ChoiceField(choices=list(prompts.TEMPLATES) + ["custom"], default="jung2025")
     extractors = serializers.ListField(child=serializers.ChoiceField(choices=extraction.EXTRACTORS), required=False)
+    judge_endpoint = serializers.PrimaryKeyRelatedField(
+        queryset=ModelEndpoint.objects.all(), allow_null=True, required=False, default=None,
+        help_text="The judge model of the chain's last step (llm): reads answers the rules leave open.")
+    seeds = serializers.ListField(child=serializers.IntegerField(), required=False, default=list,
+                                  help_text="One provider seed per repetition; empty: the endpoint's seed.")
     counts = serializers.SerializerMethodField()
 
     class Meta:
         model = QuestionnaireRun
-        fields = ["id", "name", "instrument", "context_set", "endpoints", "repetitions", "template_key", "custom_user",
+        fields = ["id", "name", "instrument", "context_set", "endpoints", "repetitions", "seeds", "template_key",
+                  "custom_user",
                   "custom_system", "option_format", "option_order", "option_numbering", "order_seed", "extractors",
+                  "judge_endpoint",
                   "refusal_policy", "json_field", "param_overrides", "audit_per_model", "status", "message", "progress",
                   "created_at", "started_at", "finished_at", "counts"]
         read_only_fields = ["status", "message", "progress", "created_at", "started_at", "finished_at"]
@@ -255,7 +264,9 @@ class QuestionnaireRunViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewset
         return ApiResponse(sanitize(body))
 
     @extend_schema(parameters=[OpenApiParameter("alternate", int), OpenApiParameter("option_order", int),
-                               OpenApiParameter("convergent", int)], responses={200: dict})
+                               OpenApiParameter("convergent", int), OpenApiParameter("concurrent", int,
+                               description="A measure run over texts generated in the run's contexts")],
+                   responses={200: dict})
     @action(detail=True, methods=["get"])
     def validation(self, request, *args, **kwargs):
         """Jung's ratings with the reliability gate: pass the ids of the alternate-form, option-order and
@@ -271,7 +282,17 @@ class QuestionnaireRunViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewset
             if found is None:
                 return bad_request(f"No run {value!r} in this study for {key}.")
             others[key] = found
-        return ApiResponse(reports.validation_summary(run, others["alternate"], others["option_order"], others["convergent"]))
+        concurrent = None
+        value = request.query_params.get("concurrent")
+        if value not in (None, ""):
+            from measures.models import MeasureRun
+
+            concurrent = (MeasureRun.objects.filter(study=run.study, pk=int(value)).first()
+                          if str(value).isdigit() else None)
+            if concurrent is None:
+                return bad_request(f"No measure run {value!r} in this study for concurrent.")
+        return ApiResponse(reports.validation_summary(run, others["alternate"], others["option_order"],
+                                                      others["convergent"], concurrent))
 
     @extend_schema(responses={200: dict})
     @action(detail=True, methods=["get"], url_path="run-file")
@@ -292,13 +313,14 @@ class QuestionnaireRunViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewset
 
 class QuestionnaireResponseSerializer(serializers.ModelSerializer):
     item = serializers.CharField(source="item.item_id")
-    context = serializers.CharField(source="context.key")
+    context = serializers.CharField(source="context_key", read_only=True)
     status = serializers.CharField(read_only=True, help_text="pending, done or failed")
     extraction = serializers.CharField(read_only=True, help_text="ok, refused, inconclusive, not_present, or empty while pending")
 
     class Meta:
         model = Response
-        fields = ["id", "run", "item", "context", "endpoint", "model_name", "repetition", "options", "permutation",
+        fields = ["id", "run", "item", "context", "endpoint", "model_name", "repetition", "seed", "options",
+                  "permutation",
                   "status", "raw_text", "extraction", "extracted_code", "value", "extraction_method", "extraction_detail",
                   "error", "audit_sampled", "completed_at"]
 

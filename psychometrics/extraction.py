@@ -8,14 +8,17 @@ is kept by the caller.
 
 Options are the ones the model SAW, in the presented order: [{"code": "2", "label": "disagree slightly",
 "value": 2}, ...]; `code` is what the prompt printed before the label, `value` the original scale point the
-option maps back to.
+option maps back to. For an item with its own answer options (spec.OptionSpec) `value` is the option's weight.
 """
 import re
 from dataclasses import dataclass
 
 from stereoscope.untrusted import loads_json
 
-EXTRACTORS = ("number", "json", "label")
+EXTRACTORS = ("number", "json", "label", "llm")
+RULE_EXTRACTORS = ("number", "json", "label")
+JUDGE_STEP = "llm"  # last in a chain: a judge model reads the answers the rules leave inconclusive or not present
+JUDGED = ("inconclusive", "not_present")
 DEFAULT_CHAIN = ["json", "number", "label"]
 REFUSAL_POLICIES = ("fallback", "strict")
 STATUSES = ("ok", "refused", "inconclusive", "not_present")
@@ -147,6 +150,8 @@ def extract(text, options, chain=None, refusal_policy="fallback", json_field="an
             got = extract_json(text, options, json_field)
         elif name == "label":
             got = extract_label(text, options)
+        elif name == JUDGE_STEP:
+            continue  # the run asks the judge endpoint afterwards (psychometrics.runs.judge_open_answers)
         else:
             raise ValueError(f"Unknown extractor {name!r}; choose from {', '.join(EXTRACTORS)}.")
         if got.status == "ok":
@@ -157,7 +162,7 @@ def extract(text, options, chain=None, refusal_policy="fallback", json_field="an
     if refused:
         return Extraction("refused", method="validator", detail="refusal or apology phrase and no option found")
     tie = next((r for r in results if r.status == "inconclusive"), None)
-    return tie or Extraction("not_present", method=",".join(chain))
+    return tie or Extraction("not_present", method=",".join(c for c in chain if c != JUDGE_STEP))
 
 
 def validate_chain(chain):
@@ -166,4 +171,29 @@ def validate_chain(chain):
     bad = [c for c in chain if c not in EXTRACTORS]
     if bad:
         raise ValueError(f"Unknown extractor(s) {', '.join(map(str, bad))}; choose from {', '.join(EXTRACTORS)}.")
+    if JUDGE_STEP in chain and (chain[-1] != JUDGE_STEP or chain.count(JUDGE_STEP) > 1):
+        raise ValueError("The model judge (llm) is the last step of the chain, once.")
     return list(chain)
+
+
+JUDGE_INSTRUCTION = (
+    "You judge a survey answer. A participant was shown a statement and a list of answer options and replied in "
+    "free text. Decide which ONE option the reply chose. Reply with the option's number only, or NONE if the reply "
+    "chose no option or several.")
+
+
+def judge_messages(statement, options, answer):
+    """The judge model's prompt for one open answer (the options as the participant saw them)."""
+    listed = "\n".join(f"{o['code']} {o.get('label') or ''}".strip() for o in options)
+    return [{"role": "user", "content": f"{JUDGE_INSTRUCTION}\n\nStatement: {statement}\nAnswer options:\n{listed}\n"
+                                        f"Reply: {answer}\n\nOption number:"}]
+
+
+def read_judgement(text, options):
+    """The judge's reply mapped to an option: a leading or lone option number, else not present."""
+    if re.match(r"^\s*none\b", clean_text(text), re.IGNORECASE):
+        return Extraction("not_present", method=JUDGE_STEP, detail="judge: no option")
+    got = extract_number(text, options)
+    got.method = JUDGE_STEP
+    got.detail = f"judge: {got.detail or got.status}"
+    return got

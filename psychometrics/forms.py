@@ -65,9 +65,13 @@ class ContextImportForm(forms.Form):
 class RunForm(forms.Form):
     name = forms.CharField(max_length=200)
     instrument = forms.ModelChoiceField(queryset=None)
-    context_set = forms.ModelChoiceField(queryset=None)
+    context_set = forms.ModelChoiceField(queryset=None, required=False,
+                                         empty_label="No context (bare: each item in a fresh chat)",
+                                         help_text="No context asks every item with no persona and no prior turns.")
     endpoints = forms.ModelMultipleChoiceField(queryset=None, widget=forms.CheckboxSelectMultiple)
     repetitions = forms.IntegerField(initial=1, min_value=1, max_value=100)
+    seeds = forms.CharField(required=False, help_text="Optional: one provider seed per repetition, e.g. '1, 2, 3' "
+                                                      "(R.U.Psycho's seed grid). Empty: the endpoint's seed.")
     template_key = forms.ChoiceField(choices=[(k, t.name) for k, t in prompts.TEMPLATES.items()] + [("custom", "Custom")],
                                      label="Prompt template")
     custom_system = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
@@ -80,6 +84,9 @@ class RunForm(forms.Form):
                                                   ("original", "each option keeps its scale value")], initial="position")
     order_seed = forms.IntegerField(initial=0)
     extractors = forms.CharField(initial="number", help_text=f"Comma-separated chain from {', '.join(extraction.EXTRACTORS)}.")
+    judge_endpoint = forms.ModelChoiceField(queryset=None, required=False, label="Judge endpoint",
+                                            help_text="With 'llm' last in the chain: this model reads the answers the "
+                                                      "rules leave inconclusive or not present.")
     refusal_policy = forms.ChoiceField(choices=[("fallback", "refused only when no option is found"),
                                                 ("strict", "any refusal phrase → refused")])
     json_field = forms.CharField(initial="answer", max_length=50)
@@ -91,6 +98,7 @@ class RunForm(forms.Form):
         self.fields["instrument"].queryset = instruments
         self.fields["context_set"].queryset = ContextSet.objects.filter(study=study)
         self.fields["endpoints"].queryset = ModelEndpoint.objects.filter(study=study).order_by("name")
+        self.fields["judge_endpoint"].queryset = ModelEndpoint.objects.filter(study=study).order_by("name")
 
     def clean_extractors(self):
         chain = [c.strip() for c in self.cleaned_data["extractors"].split(",") if c.strip()]
@@ -110,6 +118,22 @@ class RunForm(forms.Form):
         if not isinstance(value, dict):
             raise forms.ValidationError("Must be a JSON object.")
         return value
+
+
+class ContextGenerationForm(forms.Form):
+    """Texts (e.g. Jung's reference letters) generated in every context of a set: each unit is context × prompt."""
+
+    name = forms.CharField(max_length=200)
+    toolkit = forms.ModelChoiceField(queryset=None)
+    endpoints = forms.ModelMultipleChoiceField(queryset=None, widget=forms.CheckboxSelectMultiple)
+    trials = forms.IntegerField(initial=1, min_value=1, max_value=100)
+
+    def __init__(self, *args, study=None, **kwargs):
+        from generation.runs import toolkits_for
+
+        super().__init__(*args, **kwargs)
+        self.fields["toolkit"].queryset = toolkits_for(study)
+        self.fields["endpoints"].queryset = ModelEndpoint.objects.filter(study=study).order_by("name")
 
 
 class RunFileForm(forms.Form):

@@ -2,11 +2,15 @@
 extraction audits."""
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 
 from generation.models import ModelEndpoint, RunStatus
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
+
+
+BARE_CONTEXT_KEY = "none"  # the one implicit empty context of a run without a context set
 
 
 class Instrument(VersionedModel):
@@ -26,9 +30,10 @@ class Instrument(VersionedModel):
                                     help_text="The form this one is an alternate (parallel) form of.")
 
     def to_spec(self):
-        from .spec import InstrumentSpec, ItemSpec, Scale
+        from .spec import InstrumentSpec, ItemSpec, OptionSpec, Scale
 
-        items = [ItemSpec(i.item_id, i.text, i.subscale, i.reverse, i.parallel.item_id if i.parallel_id else None)
+        items = [ItemSpec(i.item_id, i.text, i.subscale, i.reverse, i.parallel.item_id if i.parallel_id else None,
+                          [OptionSpec(o["text"], o["weight"]) for o in i.options or []])
                  for i in self.items.select_related("parallel").order_by("position")]
         return InstrumentSpec(
             name=self.name, version=self.label or str(self.version),
@@ -46,6 +51,8 @@ class InstrumentItem(models.Model):
     text = models.TextField()
     subscale = models.CharField(max_length=100, blank=True)
     reverse = models.BooleanField(default=False)
+    options = models.JSONField(default=list, blank=True,
+                               help_text="The item's own answer options [{text, weight}]; empty: the scale.")
     parallel = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="parallel_items",
                                  help_text="The linked item in the parallel form.")
 
@@ -137,9 +144,12 @@ class QuestionnaireRun(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="questionnaire_runs")
     name = models.CharField(max_length=200)
     instrument = models.ForeignKey(Instrument, on_delete=models.RESTRICT, related_name="runs")
-    context_set = models.ForeignKey(ContextSet, on_delete=models.RESTRICT, related_name="runs")
+    context_set = models.ForeignKey(ContextSet, null=True, blank=True, on_delete=models.RESTRICT, related_name="runs",
+                                    help_text="Empty: the bare questionnaire, one implicit empty context ('none').")
     endpoints = models.ManyToManyField(ModelEndpoint, related_name="questionnaire_runs")
     repetitions = models.PositiveIntegerField(default=1)
+    seeds = models.JSONField(default=list, blank=True,
+                             help_text="One provider seed per repetition (R.U.Psycho's grid); empty: the endpoint's.")
     template_key = models.CharField(max_length=50, default="jung2025")
     custom_user = models.TextField(blank=True)
     custom_system = models.TextField(blank=True)
@@ -148,6 +158,9 @@ class QuestionnaireRun(models.Model):
     option_numbering = models.CharField(max_length=10, default="position", choices=[("position", "position"), ("original", "original")])
     order_seed = models.IntegerField(default=0)
     extractors = models.JSONField(default=list)
+    judge_endpoint = models.ForeignKey(ModelEndpoint, null=True, blank=True, on_delete=models.RESTRICT,
+                                       related_name="+",
+                                       help_text="The model judge of the extraction chain's last step (llm).")
     refusal_policy = models.CharField(max_length=10, default="fallback")
     json_field = models.CharField(max_length=50, default="answer")
     param_overrides = models.JSONField(default=dict, blank=True)
@@ -186,10 +199,12 @@ class Extracted(models.TextChoices):
 class Response(models.Model):
     run = models.ForeignKey(QuestionnaireRun, on_delete=models.CASCADE, related_name="responses")
     item = models.ForeignKey(InstrumentItem, on_delete=models.RESTRICT, related_name="responses")
-    context = models.ForeignKey(Context, on_delete=models.RESTRICT, related_name="responses")
+    context = models.ForeignKey(Context, null=True, blank=True, on_delete=models.RESTRICT, related_name="responses",
+                                help_text="Empty in a bare run (no context set): the implicit context 'none'.")
     endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.RESTRICT, related_name="questionnaire_responses")
     model_name = models.CharField(max_length=300)
     repetition = models.PositiveIntegerField(default=1)
+    seed = models.IntegerField(null=True, blank=True, help_text="The provider seed this unit was sent with.")
     options = models.JSONField(default=list, help_text="Options as presented: [{code, label, value}] in shown order.")
     permutation = models.JSONField(default=list, help_text="Original scale values in presented order.")
     messages = models.JSONField(default=list)
@@ -206,12 +221,19 @@ class Response(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["run", "item", "context", "endpoint", "repetition"], name="unique_response_unit")]
+        constraints = [models.UniqueConstraint(fields=["run", "item", "context", "endpoint", "repetition"],
+                                               name="unique_response_unit"),
+                       models.UniqueConstraint(fields=["run", "item", "endpoint", "repetition"],
+                                               condition=Q(context__isnull=True), name="unique_bare_response_unit")]
         indexes = [models.Index(fields=["run", "status"]), models.Index(fields=["run", "endpoint"])]
         ordering = ["run", "endpoint", "context", "repetition", "item__position"]
 
+    @property
+    def context_key(self):
+        return self.context.key if self.context_id else BARE_CONTEXT_KEY
+
     def __str__(self):
-        return f"{self.model_name} · {self.context_id} · item {self.item_id}"
+        return f"{self.model_name} · {self.context_key} · item {self.item_id}"
 
 
 class ExtractionAudit(models.Model):

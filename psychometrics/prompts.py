@@ -112,6 +112,22 @@ def presented_options(order, labels, points, numbering="position"):
     return out
 
 
+def item_option_keys(item_options):
+    """The keys an item's own options are ordered by: their 1-based positions in the instrument file."""
+    return list(range(1, len(item_options) + 1))
+
+
+def presented_item_options(order, item_options, numbering="position"):
+    """An item's own options as the model sees them. `order` holds file positions (1-based) in shown order; the
+    code is the shown position ("position") or the file position ("original"); value is the option's weight."""
+    out = []
+    for shown, key in enumerate(order, 1):
+        option = item_options[key - 1]
+        text, weight = (option.text, option.weight) if hasattr(option, "weight") else (option["text"], option["weight"])
+        out.append({"code": str(shown if numbering == "position" else key), "label": text, "value": weight})
+    return out
+
+
 def format_options(options, style="lines"):
     if style == "comma":
         return ", ".join(f"{o['code']}. {o['label']}".strip() for o in options)

@@ -82,12 +82,15 @@ def stratified_alpha(items, groups):
 
 
 def item_statistics(items, groups):
-    """Per item: mean, variance, n, corrected item–subscale correlation (the item vs the sum of the OTHER items of
-    its subscale, pairwise complete), alpha of the subscale without the item, and a zero-variance flag."""
+    """Per item: mean, variance and n over all its answers; the corrected item–subscale correlation (the item vs
+    the sum of the OTHER items of its subscale) and the subscale's alpha without the item, both on the cases the
+    subscale's alpha uses (respondents with every item of the subscale answered; their number is n_alpha), so
+    they explain that alpha; and a zero-variance flag."""
     rows = []
     for subscale, ids in groups.items():
         arr = items[ids].to_numpy(dtype=float)
         present = ~np.isnan(arr)
+        complete = arr[present.all(axis=1)]
         for j, item in enumerate(ids):
             col = arr[:, j]
             ok = present[:, j]
@@ -96,17 +99,16 @@ def item_statistics(items, groups):
             var = values.var(ddof=1) if n > 1 else float("nan")
             others = [i for i in range(len(ids)) if i != j]
             r = None
-            if others:
-                rest_ok = present[:, others].all(axis=1)
-                rest = np.where(rest_ok, np.nan_to_num(arr[:, others]).sum(axis=1), np.nan)
-                mask = ok & rest_ok
-                if mask.sum() > 2 and col[mask].std() > 0 and rest[mask].std() > 0:
-                    r = clean(np.corrcoef(col[mask], rest[mask])[0, 1])
-            without = _alpha(_complete(arr[:, others])) if len(others) >= 2 else None
+            if others and len(complete) > 2:
+                own, rest = complete[:, j], complete[:, others].sum(axis=1)
+                if own.std() > 0 and rest.std() > 0:
+                    r = clean(np.corrcoef(own, rest)[0, 1])
+            without = _alpha(complete[:, others]) if len(others) >= 2 else None
             rows.append({
                 "item": item, "subscale": subscale, "n": n, "mean": clean(values.mean()) if n else None,
                 "variance": clean(var), "sd": clean(np.sqrt(var)) if n > 1 else None, "corrected_item_total_r": r,
-                "alpha_if_deleted": clean(without), "zero_variance": bool(n > 0 and not var > 0),
+                "alpha_if_deleted": clean(without), "n_alpha": int(len(complete)),
+                "zero_variance": bool(n > 0 and not var > 0),
             })
     return rows
 

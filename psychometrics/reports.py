@@ -6,7 +6,7 @@ from django.db.models import Count, Q
 from . import reliability
 from .analysis import analyze, sanitize
 from .group_tests import PAIRWISE_FAMILY, anova_models, between_groups, model_by_dimension, one_sample_t, rm_anova_dimensions
-from .models import ExtractionAudit, Response, ResponseStatus
+from .models import BARE_CONTEXT_KEY, ExtractionAudit, Response, ResponseStatus
 from .scoring import score, score_names
 from .validity import correlation
 
@@ -27,7 +27,7 @@ def response_frame(run):
     contexts = dict(Context.objects.filter(context_set_id=run.context_set_id).values_list("pk", "key"))
     items = dict(InstrumentItem.objects.filter(instrument_id=run.instrument_id).values_list("pk", "item_id"))
     frame["endpoint"] = frame["endpoint_id"].map(endpoints)
-    frame["context"] = frame["context_id"].map(contexts)
+    frame["context"] = frame["context_id"].map(contexts).where(frame["context_id"].notna(), BARE_CONTEXT_KEY)
     frame["item"] = frame["item_id"].map(items)
     return frame
 
@@ -226,13 +226,43 @@ def missing_counts_by_form(study):
     return list(rows)
 
 
-def validation_summary(run, alternate=None, option_order=None, convergent=None):
+def questionnaire_context_scores(run, score_name="total"):
+    """{endpoint name: Series (index = context key) of the score, averaged over repetitions}."""
+    spec = run.instrument.to_spec()
+    out = {}
+    for name, wide in wide_by_endpoint(run, spec).items():
+        scores = score(wide, spec)
+        if score_name in scores:
+            out[name] = scores[score_name].groupby(level="context").mean()
+    return out
+
+
+def concurrent_validity(run, measure_run):
+    """Jung's concurrent validity: per model (matched by endpoint name) and lexicon, Pearson r over contexts between
+    the questionnaire total (mean over repetitions) and the context score of texts written in the same contexts."""
+    from measures.selectors import context_scores
+
+    questionnaire = questionnaire_context_scores(run)
+    letters = {}
+    for row in context_scores(measure_run):
+        letters.setdefault((row["endpoint"], row["lexicon"]), {})[row["context"]] = row["score"]
+    rows = []
+    for (endpoint, lexicon), by_context in sorted(letters.items()):
+        if endpoint not in questionnaire:
+            continue
+        c = correlation(questionnaire[endpoint], pd.Series(by_context, dtype=float))
+        rows.append({"model": endpoint, "lexicon": lexicon, **c, "rating": reliability.rate_concurrent(c["r"])})
+    return rows
+
+
+def validation_summary(run, alternate=None, option_order=None, convergent=None, concurrent=None):
     """Jung 2025's validation per model (Table 4.2 ratings): internal consistency (stratified alpha of `run`),
     alternate-form r (`alternate`: the parallel form over the same contexts), option-order r (`option_order`: the
     same form with permuted options), then — only when all three reliability ratings are "+" or better — factorial
     validity (CFA of `run`) and convergent r (`convergent`: another scale, e.g. the MSS)."""
     report = run_report(run)
     comparisons = {}
+    concurrent_rows = concurrent_validity(run, concurrent) if concurrent is not None else []
     for key, other in (("alternate_form", alternate), ("option_order", option_order), ("convergent", convergent)):
         if other is not None:
             comparisons[key] = {(r["model"], r["score"]): r for r in compare_runs(run, other, key)["rows"]}
@@ -251,6 +281,8 @@ def validation_summary(run, alternate=None, option_order=None, convergent=None):
             "alternate_form": alt, "option_order": order, "gate": gate,
             "rmsea": cfa.get("rmsea"), "cfi": cfa.get("cfi"), "factorial": a["ratings"]["factorial"] if gate else None,
             "convergent": conv if gate else None,
+            "concurrent": [{**c, "rating": c["rating"] if gate else None}
+                           for c in concurrent_rows if c["model"] == name],
             "note": "" if gate else "Validity not assessed: not every reliability rating (internal consistency, "
                                     "alternate form, option order) is + or better, or one is missing.",
         })

@@ -20,7 +20,7 @@ from stereoscope.leases import acquire_lease
 from stereoscope.services import record_activity
 
 from . import extraction, prompts
-from .models import Context, ContextSet, Extracted, Instrument, QuestionnaireRun, Response, ResponseStatus
+from .models import BARE_CONTEXT_KEY, Context, ContextSet, Extracted, Instrument, QuestionnaireRun, Response, ResponseStatus
 from .services import INSTRUMENTS, PsychError, instruments_for
 
 log = logging.getLogger(__name__)
@@ -36,18 +36,39 @@ def template_for(run):
     return prompts.TEMPLATES[run.template_key]
 
 
-def validate_config(*, instrument, context_set, endpoints, repetitions, template_key, custom_user="", custom_system="",
-                    option_format="lines", option_order="fixed", option_numbering="position", extractors=None,
-                    refusal_policy="fallback", param_overrides=None, study=None):
-    """Check a run's configuration; raise PsychError naming every problem. Returns cleaned values."""
+def clean_seeds(seeds, repetitions):
+    """A run's seed grid: distinct whole numbers, one per repetition. Returns (seeds, repetitions, problems); a run
+    that lists seeds and keeps the default of one repetition gets one repetition per seed."""
+    if seeds in (None, "", []):
+        return [], repetitions, []
+    if isinstance(seeds, str):
+        seeds = [s for s in seeds.replace(",", " ").split() if s]
+    try:
+        if not isinstance(seeds, (list, tuple)) or any(isinstance(s, (bool, float)) for s in seeds):
+            raise ValueError
+        seeds = [int(s) for s in seeds]
+    except (TypeError, ValueError):
+        return [], repetitions, ["Seeds must be a list of whole numbers."]
     problems = []
+    if len(set(seeds)) != len(seeds):
+        problems.append("Seeds must be different from each other.")
+    if repetitions in (1, "1", None, ""):
+        repetitions = len(seeds)
+    elif str(repetitions).strip() != str(len(seeds)):
+        problems.append(f"List one seed per repetition: {len(seeds)} seeds for {repetitions} repetitions.")
+    return seeds, repetitions, problems
+
+
+def validate_config(*, instrument, context_set, endpoints, repetitions, template_key, seeds=None, custom_user="", custom_system="",
+                    option_format="lines", option_order="fixed", option_numbering="position", extractors=None,
+                    refusal_policy="fallback", param_overrides=None, study=None, judge_endpoint=None):
+    """Check a run's configuration; raise PsychError naming every problem. Returns cleaned values."""
+    seeds, repetitions, problems = clean_seeds(seeds, repetitions)
     if instrument is None:
         problems.append("Choose an instrument.")
     elif instrument.continuous:
         problems.append("A continuous instrument holds imported human data; it cannot be asked as options.")
-    if context_set is None:
-        problems.append("Choose a context set.")
-    elif study is not None and context_set.study_id != study.pk:
+    if context_set is not None and study is not None and context_set.study_id != study.pk:
         problems.append("The context set belongs to another study.")
     endpoints = list(endpoints or [])
     if not endpoints:
@@ -74,6 +95,10 @@ def validate_config(*, instrument, context_set, endpoints, repetitions, template
     if template_key == "fang2025" and instrument is not None and (instrument.scale_min, instrument.scale_max) != (1, 7):
         problems.append(f"Fang's template states a 1–7 scale, but the instrument's scale is "
                         f"{instrument.scale_min:g}–{instrument.scale_max:g}; use another template.")
+    if template is not None and instrument is not None and not prompts.lists_options(template) \
+            and any(item.options for item in instrument.items.all()):
+        problems.append(f"Some items have their own answer options, but the template “{template.name}” does not "
+                        "list options ({options}); use another template.")
     if option_order not in prompts.ORDER_MODES:
         problems.append(f"Option order must be one of {', '.join(prompts.ORDER_MODES)}.")
     elif template is not None and option_order != "fixed" and not prompts.lists_options(template):
@@ -84,6 +109,15 @@ def validate_config(*, instrument, context_set, endpoints, repetitions, template
         extractors = extraction.validate_chain(extractors or (list(template.suggested_extractors) if template else ["number"]))
     except ValueError as exc:
         problems.append(str(exc))
+    if isinstance(extractors, list) and extraction.JUDGE_STEP in extractors:
+        if judge_endpoint is None:
+            problems.append("The model judge step (llm) needs a judge endpoint.")
+        elif study is not None and judge_endpoint.study_id != study.pk:
+            problems.append("The judge endpoint belongs to another study.")
+        elif judge_endpoint.provider == Provider.MANUAL:
+            problems.append("The judge endpoint must be callable (not a manual endpoint).")
+    elif judge_endpoint is not None:
+        judge_endpoint = None  # no llm step: the judge is not used
     if refusal_policy not in extraction.REFUSAL_POLICIES:
         problems.append(f"Refusal policy must be one of {', '.join(extraction.REFUSAL_POLICIES)}.")
     overrides = param_overrides or {}
@@ -95,25 +129,28 @@ def validate_config(*, instrument, context_set, endpoints, repetitions, template
             validate_params({k: v for k, v in overrides.items() if v not in (None, "")})
         except ProviderError as exc:
             problems.append(str(exc))
-    if template is not None and template.persona_required and context_set is not None:
-        if context_set.contexts.filter(included=True, persona="").exists():
-            problems.append(f"The template “{template.name}” needs a persona in every context.")
+    if template is not None and template.persona_required:
+        if context_set is None or context_set.contexts.filter(included=True, persona="").exists():
+            problems.append(f"The template “{template.name}” needs a persona in every context"
+                            f"{'; a run without a context set has none' if context_set is None else ''}.")
     if context_set is not None and not context_set.contexts.filter(included=True).exists():
         problems.append("The context set has no included contexts.")
-    if not problems and instrument is not None and context_set is not None:
-        n = instrument.items.count() * context_set.contexts.filter(included=True).count() * len(endpoints) * repetitions
+    if not problems and instrument is not None:
+        n_contexts = context_set.contexts.filter(included=True).count() if context_set is not None else 1
+        n = instrument.items.count() * n_contexts * len(endpoints) * repetitions
         if n > MAX_UNITS:
             problems.append(f"{n} units is more than the limit of {MAX_UNITS}.")
     if problems:
         raise PsychError(" ".join(problems))
-    return {"endpoints": endpoints, "repetitions": repetitions, "extractors": extractors, "param_overrides": overrides}
+    return {"endpoints": endpoints, "repetitions": repetitions, "extractors": extractors, "param_overrides": overrides,
+            "seeds": seeds, "judge_endpoint": judge_endpoint}
 
 
 @transaction.atomic
-def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1, template_key="jung2025",
+def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1, seeds=None, template_key="jung2025",
                custom_user="", custom_system="", option_format="lines", option_order="fixed", option_numbering="position",
                order_seed=0, extractors=None, refusal_policy="fallback", json_field="answer", param_overrides=None,
-               audit_per_model=100, actor=None):
+               audit_per_model=100, judge_endpoint=None, actor=None):
     name = (name or "").strip()
     if not name:
         raise PsychError("Give the run a name.")
@@ -127,19 +164,31 @@ def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1
     if audit_per_model < 0:
         raise PsychError("The audit sample size cannot be negative.")
     clean = validate_config(instrument=instrument, context_set=context_set, endpoints=endpoints, repetitions=repetitions,
+                            seeds=seeds,
                             template_key=template_key, custom_user=custom_user, custom_system=custom_system,
                             option_format=option_format, option_order=option_order, option_numbering=option_numbering,
-                            extractors=extractors, refusal_policy=refusal_policy, param_overrides=param_overrides, study=study)
+                            extractors=extractors, refusal_policy=refusal_policy, param_overrides=param_overrides, study=study,
+                            judge_endpoint=judge_endpoint)
     run = QuestionnaireRun.objects.create(
         study=study, name=name, instrument=instrument, context_set=context_set, repetitions=clean["repetitions"],
+        seeds=clean["seeds"],
         template_key=template_key, custom_user=custom_user or "", custom_system=custom_system or "",
         option_format=option_format, option_order=option_order, option_numbering=option_numbering, order_seed=order_seed,
-        extractors=clean["extractors"], refusal_policy=refusal_policy, json_field=json_field or "answer",
+        extractors=clean["extractors"], judge_endpoint=clean["judge_endpoint"], refusal_policy=refusal_policy,
+        json_field=json_field or "answer",
         param_overrides=clean["param_overrides"], audit_per_model=audit_per_model, created_by=actor)
     run.endpoints.set(clean["endpoints"])
     INSTRUMENTS.lock(instrument)
     record_activity(study, actor, "created questionnaire run", run.name)
     return run
+
+
+def run_contexts(run):
+    """The contexts a run asks, in order; a run without a context set asks one implicit empty context ('none'),
+    an unsaved Context whose responses store no context row."""
+    if run.context_set_id is None:
+        return [Context(key=BARE_CONTEXT_KEY)]
+    return list(run.context_set.contexts.filter(included=True).order_by("order", "key"))
 
 
 def unit_rng(run, context_key, item_id, endpoint_key, repetition):
@@ -148,9 +197,22 @@ def unit_rng(run, context_key, item_id, endpoint_key, repetition):
     return random.Random(f"{run.order_seed}|{context_key}|{item_id}|{endpoint_key}|{repetition}")
 
 
+def unit_seed(run, repetition, endpoint_seed=None):
+    """The provider seed of a repetition: its own from the run's seed grid, else the endpoint's (or none)."""
+    if run.seeds:
+        return run.seeds[repetition - 1]
+    return endpoint_seed if isinstance(endpoint_seed, int) and not isinstance(endpoint_seed, bool) else None
+
+
 def build_unit(run, template, item, context, endpoint_key, repetition, points, labels):
-    order = prompts.option_order(points, run.option_order, unit_rng(run, context.key, item.item_id, endpoint_key, repetition))
-    options = prompts.presented_options(order, labels, points, run.option_numbering)
+    """One unit's option order (scale points, or file positions of the item's own options), options and messages."""
+    rng = unit_rng(run, context.key, item.item_id, endpoint_key, repetition)
+    if item.options:
+        order = prompts.option_order(prompts.item_option_keys(item.options), run.option_order, rng)
+        options = prompts.presented_item_options(order, item.options, run.option_numbering)
+    else:
+        order = prompts.option_order(points, run.option_order, rng)
+        options = prompts.presented_options(order, labels, points, run.option_numbering)
     messages = prompts.render_messages(template, item.text, options, persona=context.persona, turns=context.turns,
                                        instruction=run.instrument.instruction)
     return order, options, messages
@@ -163,18 +225,21 @@ def materialize(run):
     points = list(range(int(instrument.scale_min), int(instrument.scale_max) + 1))
     labels = {int(k): v for k, v in (instrument.scale_labels or {}).items()}
     items = list(instrument.items.order_by("position"))
-    contexts = list(run.context_set.contexts.filter(included=True).order_by("order", "key"))
+    contexts = run_contexts(run)
     existing = set(run.responses.values_list("item_id", "context_id", "endpoint_id", "repetition"))
     rows = []
     for endpoint in run.endpoints.all():
+        endpoint_seed = merged_params(endpoint, run.param_overrides).get("seed")
         for context in contexts:
             for rep in range(1, run.repetitions + 1):
                 for item in items:
                     if (item.pk, context.pk, endpoint.pk, rep) in existing:
                         continue
                     order, options, messages = build_unit(run, template, item, context, endpoint.name, rep, points, labels)
-                    rows.append(Response(run=run, item=item, context=context, endpoint=endpoint, model_name=endpoint.model_id,
-                                         repetition=rep, options=options, permutation=order, messages=messages))
+                    rows.append(Response(run=run, item=item, context=context if context.pk else None, endpoint=endpoint,
+                                         model_name=endpoint.model_id,
+                                         repetition=rep, seed=unit_seed(run, rep, endpoint_seed), options=options,
+                                         permutation=order, messages=messages))
     Response.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
     return len(rows)
 
@@ -186,8 +251,8 @@ def plan(run, sample=5):
     points = list(range(int(instrument.scale_min), int(instrument.scale_max) + 1))
     labels = {int(k): v for k, v in (instrument.scale_labels or {}).items()}
     items = list(instrument.items.order_by("position"))
-    contexts = list(run.context_set.contexts.filter(included=True).order_by("order", "key")[:2])
-    n_contexts = run.context_set.contexts.filter(included=True).count()
+    all_contexts = run_contexts(run)
+    contexts, n_contexts = all_contexts[:2], len(all_contexts)
     endpoints = list(run.endpoints.order_by("name"))
     per_endpoint = len(items) * n_contexts * run.repetitions
     examples = []
@@ -266,13 +331,48 @@ class ResponseSink:
             status=ResponseStatus.FAILED, error=error, completed_at=timezone.now())
 
 
+class JudgeSink:
+    """Stores the judge model's reading of an open answer (method "llm"); the raw answer stays as it was."""
+
+    def on_success(self, unit, result):
+        got = extraction.read_judgement(result.text, unit.payload["options"])
+        Response.objects.filter(pk=unit.payload["pk"]).exclude(extraction_method=extraction.JUDGE_STEP).update(
+            extraction=got.status, extracted_code=got.code or "", value=got.value if got.status == "ok" else None,
+            extraction_method=extraction.JUDGE_STEP, extraction_detail=got.detail[:300])
+
+    def on_failure(self, unit, error):
+        Response.objects.filter(pk=unit.payload["pk"]).exclude(extraction_method=extraction.JUDGE_STEP).update(
+            extraction_method=extraction.JUDGE_STEP, extraction_detail=f"judge call failed: {error}"[:300])
+
+
+def judge_units(run):
+    """One judge call per finished answer the rule chain left inconclusive or not present (never twice)."""
+    if extraction.JUDGE_STEP not in (run.extractors or []) or run.judge_endpoint_id is None:
+        return []
+    judge = ModelEndpoint.objects.get(pk=run.judge_endpoint_id)
+    params = merged_params(judge, {})
+    rows = (run.responses.filter(status=ResponseStatus.DONE, extraction__in=extraction.JUDGED)
+            .exclude(extraction_method=extraction.JUDGE_STEP).order_by("pk"))
+    return [CallUnit(unit_ref=f"response-judge:{pk}", endpoint=judge, purpose="psychometrics_judge",
+                     messages=extraction.judge_messages(statement, options, raw), params=dict(params),
+                     payload={"pk": pk, "options": options})
+            for pk, statement, options, raw in rows.values_list("pk", "item__text", "options", "raw_text")]
+
+
+def judge_open_answers(run, cancel_check=None):
+    """The extraction chain's last step: the judge endpoint reads the answers the rules left open."""
+    units = judge_units(run)
+    return execute_units(run.study, units, JudgeSink(), cancel_check=cancel_check) if units else None
+
+
 def pending_units(run):
     endpoints = {e.pk: e for e in run.endpoints.exclude(provider=Provider.MANUAL)}
     params = {pk: merged_params(e, run.param_overrides) for pk, e in endpoints.items()}
     rows = run.responses.filter(status=ResponseStatus.PENDING, endpoint_id__in=list(endpoints)).order_by("pk")
-    return [CallUnit(unit_ref=f"response:{pk}", endpoint=endpoints[ep], messages=messages, params=dict(params[ep]),
+    return [CallUnit(unit_ref=f"response:{pk}", endpoint=endpoints[ep], messages=messages,
+                     params={**params[ep], **({"seed": seed} if seed is not None else {})},
                      purpose="psychometrics", payload={"pk": pk, "options": options})
-            for pk, ep, messages, options in rows.values_list("pk", "endpoint_id", "messages", "options")]
+            for pk, ep, messages, options, seed in rows.values_list("pk", "endpoint_id", "messages", "options", "seed")]
 
 
 def execute(run_id, progress_callback=None):
@@ -306,6 +406,8 @@ def execute(run_id, progress_callback=None):
 
     try:
         stats = execute_units(run.study, units, ResponseSink(run), cancel_check=cancel_check, progress=progress)
+        if not stats.cancelled:
+            judge_open_answers(run, cancel_check)
     except Exception as exc:
         log.exception("questionnaire run %s stopped", run_id)
         QuestionnaireRun.objects.filter(pk=run_id).update(status=RunStatus.FAILED, message=f"Stopped: {exc}",
@@ -408,13 +510,14 @@ def export_run_file(run):
     return {
         "stereoscope_questionnaire_run": RUN_FILE_VERSION, "name": run.name,
         "instrument": {"name": run.instrument.name, "version": run.instrument.version},
-        "context_set": run.context_set.name,
+        "context_set": run.context_set.name if run.context_set_id else None,
         "endpoints": [e.name for e in run.endpoints.order_by("name")],
-        "repetitions": run.repetitions,
+        "repetitions": run.repetitions, "seeds": list(run.seeds or []),
         "template": {"key": run.template_key, "user": run.custom_user, "system": run.custom_system,
                      "option_format": run.option_format} if run.template_key == "custom" else {"key": run.template_key},
         "options": {"order": run.option_order, "numbering": run.option_numbering, "seed": run.order_seed},
-        "extraction": {"chain": run.extractors, "refusal_policy": run.refusal_policy, "json_field": run.json_field},
+        "extraction": {"chain": run.extractors, "refusal_policy": run.refusal_policy, "json_field": run.json_field,
+                       **({"judge_endpoint": run.judge_endpoint.name} if run.judge_endpoint_id else {})},
         "params": run.param_overrides, "audit_per_model": run.audit_per_model,
     }
 
@@ -430,26 +533,33 @@ def create_run_from_file(study, data, actor=None, name=None):
     if instrument is None:
         problems.append(f"No instrument {inst.get('name') if isinstance(inst, dict) else inst!r} v{inst.get('version') if isinstance(inst, dict) else ''}.")
     context_set = ContextSet.objects.filter(study=study, name=data.get("context_set")).first()
-    if context_set is None:
+    if context_set is None and data.get("context_set") is not None:
         problems.append(f"No context set named {data.get('context_set')!r} in this study.")
     names = data.get("endpoints") or []
     endpoints = list(ModelEndpoint.objects.filter(study=study, name__in=names)) if isinstance(names, list) else []
     missing = sorted(set(names if isinstance(names, list) else []) - {e.name for e in endpoints})
     if missing or not isinstance(names, list):
         problems.append(f"No endpoint(s) named {', '.join(map(str, missing)) or names!r} in this study.")
+    ext = data.get("extraction") or {}
+    judge = None
+    if isinstance(ext, dict) and ext.get("judge_endpoint"):
+        judge = ModelEndpoint.objects.filter(study=study, name=ext["judge_endpoint"]).first()
+        if judge is None:
+            problems.append(f"No judge endpoint named {ext['judge_endpoint']!r} in this study.")
     if problems:
         raise PsychError(" ".join(problems))
     template = data.get("template") or {}
     options = data.get("options") or {}
     ext = data.get("extraction") or {}
     return create_run(study, name=name or data.get("name") or "Run from file", instrument=instrument, context_set=context_set,
-                      endpoints=endpoints, repetitions=data.get("repetitions", 1), template_key=template.get("key", "jung2025"),
+                      endpoints=endpoints, repetitions=data.get("repetitions", 1), seeds=data.get("seeds") or [],
+                      template_key=template.get("key", "jung2025"),
                       custom_user=template.get("user", ""), custom_system=template.get("system", ""),
                       option_format=template.get("option_format", "lines"), option_order=options.get("order", "fixed"),
                       option_numbering=options.get("numbering", "position"), order_seed=options.get("seed", 0),
                       extractors=ext.get("chain"), refusal_policy=ext.get("refusal_policy", "fallback"),
                       json_field=ext.get("json_field", "answer"), param_overrides=data.get("params") or {},
-                      audit_per_model=data.get("audit_per_model", 100), actor=actor)
+                      audit_per_model=data.get("audit_per_model", 100), judge_endpoint=judge, actor=actor)
 
 
 def record_manual_answer(response, text, user=None):

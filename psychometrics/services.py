@@ -62,7 +62,8 @@ def create_instrument(study, data, *, actor=None, builtin_key="", locked=False, 
         subscales=spec.subscales, scoring=spec.scoring, missing_policy=spec.missing, parallel_of=parallel_of,
         parent=parent, builtin_key=builtin_key, locked=locked, created_by=actor)
     items = InstrumentItem.objects.bulk_create([
-        InstrumentItem(instrument=instrument, item_id=i.id, position=n, text=i.text, subscale=i.subscale, reverse=i.reverse)
+        InstrumentItem(instrument=instrument, item_id=i.id, position=n, text=i.text, subscale=i.subscale, reverse=i.reverse,
+                       options=[{"text": o.text, "weight": o.weight} for o in i.options])
         for n, i in enumerate(spec.items)])
     if parallel_of is not None:
         others = {i.item_id: i for i in parallel_of.items.all()}
@@ -86,7 +87,7 @@ def _copy_items(instrument, copy, *, actor=None):
     """An instrument version's children: its items (links to a parallel form's items kept)."""
     InstrumentItem.objects.bulk_create([
         InstrumentItem(instrument=copy, item_id=i.item_id, position=i.position, text=i.text, subscale=i.subscale,
-                       reverse=i.reverse, parallel_id=i.parallel_id)
+                       reverse=i.reverse, options=i.options, parallel_id=i.parallel_id)
         for i in instrument.items.all()])
 
 
@@ -350,3 +351,24 @@ def add_context_twins(context_set):
         Context.objects.filter(pk=c.pk).update(twin=twin)
         created += 1
     return created
+
+
+# -- texts generated in contexts (Jung's concurrent validity) --------------------------------------------------------
+def generation_run_in_contexts(study, *, name, context_set, toolkit, endpoints, trials=1, param_overrides=None,
+                               actor=None):
+    """A generation run whose every prompt is asked in every included context of the set (context × prompt), the
+    context sent as in questionnaire runs: the persona as system message, then the prior turns."""
+    from generation.runs import RunError, create_run
+
+    if context_set is None or context_set.study_id != study.pk:
+        raise PsychError("Choose a context set of this study.")
+    contexts = [{"key": c.key, "persona": c.persona, "turns": c.turns or []}
+                for c in context_set.contexts.filter(included=True).order_by("order", "key")]
+    if not contexts:
+        raise PsychError("The context set has no included contexts.")
+    try:
+        return create_run(study, name=name, toolkit=toolkit, endpoints=endpoints, trials=trials,
+                          param_overrides=param_overrides, contexts=contexts,
+                          context_source=f"context set “{context_set.name}”", actor=actor)
+    except RunError as exc:
+        raise PsychError(str(exc))

@@ -9,13 +9,16 @@ Minimal file::
 
 Optional keys: description, source, instruction, scoring ("mean" | "sum"), missing ({"method": "prorate" |
 "complete", "min_fraction": 0.5}), parallel_form ({"name": ..., "version": ...}: the form this one is an alternate
-of), and per item `parallel` (the linked item id in that form). `"scale": {"continuous": true}` declares continuous
+of), and per item `parallel` (the linked item id in that form) and `options`: the item's own answer options,
+[{"text": "not at all", "weight": 0}, {"text": "a lot", "weight": 4}], shown instead of the scale and scored by
+their weights (the direction is in the weights, so such an item is not reverse-coded). `"scale": {"continuous": true}` declares continuous
 data (imported human scores); min/max are then optional and reverse items need them.
 """
 from dataclasses import dataclass, field
 
 SCORING = ("mean", "sum")
 MISSING_METHODS = ("prorate", "complete")
+CFA_MISSING = ("listwise", "fiml")
 DEFAULT_MISSING = {"method": "prorate", "min_fraction": 0.5}
 
 
@@ -40,6 +43,12 @@ class Scale:
         return None if self.min is None or self.max is None else (self.min + self.max) / 2
 
 
+@dataclass(frozen=True)
+class OptionSpec:
+    text: str
+    weight: float
+
+
 @dataclass
 class ItemSpec:
     id: str
@@ -47,6 +56,7 @@ class ItemSpec:
     subscale: str
     reverse: bool = False
     parallel: str | None = None
+    options: list = field(default_factory=list)  # [OptionSpec]: the item's own answer options, empty = the scale
 
 
 @dataclass
@@ -74,20 +84,56 @@ class InstrumentSpec:
         return {s: ids for s, ids in groups.items() if ids}
 
     def reverse_ids(self):
-        return {item.id for item in self.items if item.reverse}
+        """Reverse-coded items; an item with its own weighted options is never recoded."""
+        return {item.id for item in self.items if item.reverse and not item.options}
 
     def missing_policy_text(self):
         return missing_policy_text(self.missing, self.scoring)
 
 
 def missing_policy_text(missing, scoring="mean"):
+    if missing.get("cfa") == "fiml":
+        tail = ("reliability uses contexts with all analysed items answered (listwise deletion; item–total r and "
+                "α if deleted on the cases of their subscale's α); the CFA uses every context with an answer "
+                "(full-information ML).")
+    else:
+        tail = ("reliability and CFA use contexts with all analysed items answered (listwise deletion; item–total r "
+                "and α if deleted on the cases of their subscale's α).")
     if missing.get("method") == "complete":
-        return ("Missing data: a score is computed only when every item of the (sub)scale was answered; "
-                "reliability and CFA use contexts with all analysed items answered (listwise deletion).")
+        return f"Missing data: a score is computed only when every item of the (sub)scale was answered; {tail}"
     frac = missing.get("min_fraction", 0.5)
     how = "the mean of the answered items" if scoring == "mean" else "the prorated sum (mean of answered items × number of items)"
-    return (f"Missing data: a (sub)scale score is {how} when at least {frac:.0%} of its items were answered, otherwise "
-            "missing; reliability and CFA use contexts with all analysed items answered (listwise deletion).")
+    return (f"Missing data: a (sub)scale score is {how} when at least {frac:.0%} of its items were answered, "
+            f"otherwise missing; {tail}")
+
+
+def parse_item_options(raw, where, errors):
+    """An item's own answer options: a list of at least two {"text", "weight"} with distinct texts."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        errors.append(f"{where}: “options” must be a list of {{\"text\", \"weight\"}} objects.")
+        return []
+    if len(raw) < 2:
+        errors.append(f"{where}: “options” needs at least two options.")
+    options = []
+    for n, option in enumerate(raw, 1):
+        if not isinstance(option, dict):
+            errors.append(f"{where}, option {n}: must be an object with text and weight.")
+            continue
+        text = option.get("text")
+        if not isinstance(text, str) or not text.strip():
+            errors.append(f"{where}, option {n} needs a text.")
+            continue
+        weight = option.get("weight")
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+            errors.append(f"{where}, option {n}: weight must be a number, got {weight!r}.")
+            continue
+        options.append(OptionSpec(text.strip(), weight))
+    texts = [o.text.lower() for o in options]
+    if len(set(texts)) != len(texts):
+        errors.append(f"{where}: duplicate option texts.")
+    return options
 
 
 def _number(value, what, errors):
@@ -198,7 +244,12 @@ def parse_instrument(data):
         if parallel is not None and not isinstance(parallel, (str, int)):
             errors.append(f"{where}: “parallel” must be the id of the linked item in the parallel form.")
             parallel = None
-        items.append(ItemSpec(item_id, text.strip(), subscale, reverse, None if parallel is None else str(parallel)))
+        options = parse_item_options(raw.get("options"), where, errors)
+        if options and reverse:
+            errors.append(f"{where}: an item with its own options carries its direction in the weights; "
+                          "set “reverse” to false.")
+        items.append(ItemSpec(item_id, text.strip(), subscale, reverse, None if parallel is None else str(parallel),
+                              options))
     if not subscales and items:
         subscales = list(dict.fromkeys(i.subscale for i in items if i.subscale))
     scoring = data.get("scoring", "mean")
@@ -210,7 +261,11 @@ def parse_instrument(data):
         errors.append(f"“missing” must be an object with method one of {', '.join(MISSING_METHODS)}.")
         missing = dict(DEFAULT_MISSING)
     else:
-        missing = {"method": missing.get("method", "prorate"), "min_fraction": missing.get("min_fraction", 0.5)}
+        missing = {"method": missing.get("method", "prorate"), "min_fraction": missing.get("min_fraction", 0.5),
+                   **({"cfa": missing["cfa"]} if "cfa" in missing else {})}
+        if missing.get("cfa", "listwise") not in CFA_MISSING:
+            errors.append(f"missing.cfa must be one of {', '.join(CFA_MISSING)} (how the CFA treats missing answers).")
+            missing.pop("cfa")
         frac = missing["min_fraction"]
         if isinstance(frac, bool) or not isinstance(frac, (int, float)) or not 0 < frac <= 1:
             errors.append("missing.min_fraction must be a number in (0, 1].")
@@ -246,6 +301,8 @@ def to_dict(spec):
         row = {"id": item.id, "text": item.text, "subscale": item.subscale, "reverse": item.reverse}
         if item.parallel:
             row["parallel"] = item.parallel
+        if item.options:
+            row["options"] = [{"text": o.text, "weight": o.weight} for o in item.options]
         data["items"].append(row)
     for key in ("description", "source", "instruction"):
         if getattr(spec, key):

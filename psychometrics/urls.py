@@ -17,6 +17,7 @@ urlpatterns = [
     path("questionnaires/contexts/import/", views.context_import, name="psych-context-import"),
     path("questionnaires/contexts/<int:set_id>/", views.context_set_detail, name="psych-context-set"),
     path("questionnaires/contexts/<int:set_id>/twins/", views.context_set_twins, name="psych-context-twins"),
+    path("questionnaires/contexts/<int:set_id>/generate/", views.context_set_generate, name="psych-context-generate"),
     path("questionnaires/runs/new/", views.run_new, name="psych-run-new"),
     path("questionnaires/runs/from-file/", views.run_from_file, name="psych-run-from-file"),
     path("questionnaires/runs/compare/", views.run_compare, name="psych-compare"),

@@ -14,7 +14,7 @@ from stereoscope.permissions import VIEWER, has_role, study_role_required
 from stereoscope.untrusted import loads_json
 
 from . import datasets, reports, runs, services
-from .forms import (ContextFromPersonasForm, ContextImportForm, InstrumentImportForm, PersonaGenerateForm,
+from .forms import (ContextFromPersonasForm, ContextGenerationForm, ContextImportForm, InstrumentImportForm, PersonaGenerateForm,
                     PersonaImportForm, RunFileForm, RunForm)
 from .models import Context, ContextSet, ExtractionAudit, Persona, QuestionnaireRun, Response
 from .services import PsychError
@@ -180,7 +180,30 @@ def context_import(request, study_id):
 def context_set_detail(request, study_id, set_id):
     cs = get_object_or_404(ContextSet, pk=set_id, study=request.study)
     page = Paginator(cs.contexts.all(), 100).get_page(request.GET.get("page"))
-    return render(request, "psychometrics/context_set.html", _ctx(request, context_set=cs, page=page))
+    return render(request, "psychometrics/context_set.html", _ctx(
+        request, context_set=cs, page=page,
+        generate_form=ContextGenerationForm(study=request.study, initial={"name": f"Texts in {cs.name}"})))
+
+
+@study_role_required(Role.RESEARCHER)
+@require_POST
+def context_set_generate(request, study_id, set_id):
+    """A generation run asked in every included context of the set (Jung's letters per context)."""
+    cs = get_object_or_404(ContextSet, pk=set_id, study=request.study)
+    form = ContextGenerationForm(request.POST, study=request.study)
+    if not form.is_valid():
+        messages.error(request, "Nothing created: " + " ".join(e for errs in form.errors.values() for e in errs))
+        return redirect("psych-context-set", request.study.pk, cs.pk)
+    d = form.cleaned_data
+    try:
+        run = services.generation_run_in_contexts(request.study, name=d["name"], context_set=cs, toolkit=d["toolkit"],
+                                                  endpoints=d["endpoints"], trials=d["trials"], actor=request.user)
+    except PsychError as exc:
+        messages.error(request, f"Nothing created: {exc}")
+        return redirect("psych-context-set", request.study.pk, cs.pk)
+    n = cs.contexts.filter(included=True).count()
+    messages.success(request, f"Generation run “{run.name}” created in {n} contexts.")
+    return redirect("run-detail", request.study.pk, run.pk)
 
 
 @study_role_required(Role.RESEARCHER)
@@ -341,12 +364,18 @@ def validation(request, study_id):
     for key in ("run", "alternate", "option_order", "convergent"):
         value = request.GET.get(key, "")
         picked[key] = all_runs.filter(pk=int(value)).first() if value.isdigit() else None
+    from measures.models import MeasureRun
+
+    measure_runs = MeasureRun.objects.filter(study=request.study).order_by("-pk")
+    value = request.GET.get("concurrent", "")
+    picked["concurrent"] = measure_runs.filter(pk=int(value)).first() if value.isdigit() else None
     result = None
     if picked["run"] is not None:
-        result = reports.validation_summary(picked["run"], picked["alternate"], picked["option_order"], picked["convergent"])
+        result = reports.validation_summary(picked["run"], picked["alternate"], picked["option_order"],
+                                            picked["convergent"], picked["concurrent"])
     missing = reports.missing_counts_by_form(request.study)
     return render(request, "psychometrics/validation.html", _ctx(request, runs_list=all_runs, picked=picked, result=result,
-                                                                 missing=missing))
+                                                                 missing=missing, measure_runs=measure_runs))
 
 
 @study_role_required(Role.RESEARCHER)

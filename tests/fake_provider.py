@@ -8,8 +8,9 @@ Scriptable per test (in-process through methods, or from another process through
 queues responses for requests whose last user message contains "nurse" (any request without `match`). A response
 may set: text, delay (s), status, retry_after, finish_reason, usage, empty (no content), malformed (a non-JSON
 body), hang (sleep this long before answering: a client timeout), close (drop the connection).
-Unscripted requests get `default` after `default_delay` seconds. The server counts requests in flight (overall and
-per model) so tests assert concurrency limits from the server's side, not from wall-clock timings.
+Unscripted requests get `default` after `default_delay` seconds; a test may set `responder(request)` to compute
+each answer instead. The server counts requests in flight (overall and per model) so tests assert concurrency
+limits from the server's side, not from wall-clock timings.
 
 Run standalone (used by the benchmark): python tests/fake_provider.py --port 0 --delay 0.25
 """
@@ -47,6 +48,7 @@ class FakeProvider:
             self.max_in_flight_by_model = {}
             self.counter = itertools.count(1)
             self.default = {}
+            self.responder = None  # optional fn({"prompt", "body"}) -> response: answers computed per request
 
     def script(self, responses, match=None):
         with self.lock:
@@ -157,7 +159,7 @@ class FakeProvider:
         content = user[-1]["content"] if user else ""
         prompt = content if isinstance(content, str) else json.dumps(content)
         model = request.get("model", "")
-        spec = self.next_response(prompt)
+        spec = self.responder({"prompt": prompt, "body": request}) if self.responder else self.next_response(prompt)
         n = next(self.counter)
         entry = {"n": n, "t": time.monotonic(), "path": path, "model": model, "prompt": prompt, "body": request,
                  "auth": headers.get("authorization") or headers.get("x-api-key", ""), "status": spec.get("status", 200)}

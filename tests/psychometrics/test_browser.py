@@ -64,6 +64,9 @@ def test_questionnaire_run_and_report_pages(page, login, make_user, make_endpoin
     assert page.locator("svg.hist").count() >= 3
     report_text = page.locator("main").inner_text()
     assert "Stratified α" in report_text and "Extraction audit" in report_text and page.dialogs == []
+    # R.U.Psycho's persona-attribute comparison: the personas' title and surname group are compared
+    attributes = page.locator("#attribute-tests").inner_text()
+    assert "Scores by persona attribute" in attributes and "title" in attributes
 
     run = QuestionnaireRun.objects.get(study=study)
     page.goto(f"/studies/{study.pk}/questionnaires/runs/{run.pk}/responses/")
@@ -74,3 +77,23 @@ def test_questionnaire_run_and_report_pages(page, login, make_user, make_endpoin
     page.locator("#audit tbody tr").first.locator("button:has-text('Right')").click()
     page.wait_for_selector("#audit >> text=right")
     assert ExtractionAudit.objects.filter(user=user, correct=True).count() == 1
+
+    # the bare condition: no context set, each item in a fresh chat with no persona (Fang Phase 1)
+    page.goto(f"/studies/{study.pk}/questionnaires/runs/new/")
+    page.fill("#run-form input[name=name]", "ASI bare")
+    page.select_option("#run-form select[name=instrument]", label="Ambivalent Sexism Inventory v1")
+    page.select_option("#run-form select[name=context_set]", label="No context (bare: each item in a fresh chat)")
+    page.fill("#run-form input[name=repetitions]", "2")
+    page.check("#run-form input[name=endpoints]")
+    page.click("#run-form button[type=submit]")
+    page.wait_for_selector("text=Plan (dry run)")
+    main = page.locator("main").inner_text()
+    assert "44 calls" in main and "no context (bare)" in main  # 22 items × 2 repetitions
+    page.click("#start-run")
+    page.wait_for_selector("#progress >> text=Completed")
+    bare = QuestionnaireRun.objects.get(study=study, name="ASI bare")
+    assert bare.context_set is None
+    assert all([m["role"] for m in r.messages] == ["user"] for r in bare.responses.all())
+    page.click("#report-link")
+    page.wait_for_selector("#missing-table")
+    assert "no context (bare)" in page.locator("main").inner_text()

@@ -197,7 +197,9 @@ def test_correlation_with_df_and_p():
     out = validity.correlation(x, y)
     from scipy.stats import pearsonr
     r, p = pearsonr([1, 2, 3, 4, 5], [2, 1, 4, 3, 6])
-    assert out == {"r": pytest.approx(r), "df": 3, "p": pytest.approx(p), "n": 5}
+    z, half = np.arctanh(r), 1.959963984540054 / np.sqrt(5 - 3)  # Fisher z interval, computed by hand
+    assert out == {"r": pytest.approx(r), "df": 3, "p": pytest.approx(p), "n": 5,
+                   "ci_low": pytest.approx(np.tanh(z - half)), "ci_high": pytest.approx(np.tanh(z + half))}
     assert validity.correlation([1, 1, 1], [1, 2, 3])["r"] is None
 
 
