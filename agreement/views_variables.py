@@ -43,7 +43,8 @@ def variable_detail(request, study_id, variable_id):
         "gold_rows": gold, "show": show, "variable": variable, "by": by, "groupings": contrasts.GROUPINGS,
         "by_model": contrasts.counts_by_model(request.study, variable) if report["gold"] else None,
         "contrast": contrast["contrast"] if contrast else None,
-        "contrast_rows": list(zip(contrast["contrast"].groups, contrast["contrast"].table)) if contrast else [],
+        "contrast_rows": (list(zip(contrast["contrast"].groups, contrast["contrast"].table, strict=True))
+                          if contrast else []),
     })
 
 

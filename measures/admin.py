@@ -1,7 +1,15 @@
 from django.contrib import admin
 
-from .models import (ContrastResult, Lexicon, LexiconCategory, LexiconExclusion, MeasureRun, OutputMeasure,
-                     SentenceMeasure, TrainedClassifier)
+from .models import (
+    ContrastResult,
+    Lexicon,
+    LexiconCategory,
+    LexiconExclusion,
+    MeasureRun,
+    OutputMeasure,
+    SentenceMeasure,
+    TrainedClassifier,
+)
 
 
 class CategoryInline(admin.TabularInline):

@@ -10,8 +10,15 @@ from stereoscope.api import StudyScopedMixin
 from stereoscope.models import Role
 
 from . import scoring, selectors, services, trained
-from .models import (ContrastResult, Lexicon, LexiconCategory, LexiconExclusion, MeasureRun, OutputMeasure,
-                     TrainedClassifier)
+from .models import (
+    ContrastResult,
+    Lexicon,
+    LexiconCategory,
+    LexiconExclusion,
+    MeasureRun,
+    OutputMeasure,
+    TrainedClassifier,
+)
 
 
 class LexiconCategorySerializer(serializers.ModelSerializer):
@@ -195,7 +202,8 @@ class MeasureRunSerializer(serializers.ModelSerializer):
         model = MeasureRun
         fields = ["id", "name", "lexicons", "source_runs", "classifier", "classifier_path", "classifier_model_id",
                   "classifier_unit", "trained_classifier", "classifier_info", "gender_sources", "name_genders",
-                  "zero_policy", "or_orientation", "success_filter", "filter_report", "status", "progress_summary", "message", "created_at", "started_at", "finished_at"]
+                  "zero_policy", "or_orientation", "success_filter", "filter_report", "status", "progress_summary",
+                  "message", "created_at", "started_at", "finished_at"]
         read_only_fields = ["classifier_info", "filter_report", "status", "message", "created_at", "started_at",
                             "finished_at"]
 
@@ -217,8 +225,8 @@ class MeasureRunCreateSerializer(serializers.Serializer):
     name_genders = serializers.DictField(child=serializers.CharField(), required=False)
     zero_policy = serializers.ChoiceField(choices=["exclude", "smooth"], required=False, default="exclude")
     or_orientation = serializers.ChoiceField(choices=["category", "male"], required=False, default="category")
-    success_filter = serializers.DictField(required=False, default=dict,
-                                           help_text='{} = off; {"keywords": ["recommend"], "min_distinct_trigrams": 0.5}')
+    success_filter = serializers.DictField(
+        required=False, default=dict, help_text='{} = off; {"keywords": ["recommend"], "min_distinct_trigrams": 0.5}')
     start = serializers.BooleanField(required=False, default=False)
 
 

@@ -6,8 +6,15 @@ from generation.models import GenerationRun
 from stereoscope.untrusted import loads_json
 
 from .lexical import COUNT_POLICIES
-from .models import (OR_ORIENTATIONS, ClassifierKind, ClassifierUnit, Direction, LexiconCategory, MatchMode,
-                     TrainedClassifier)
+from .models import (
+    OR_ORIENTATIONS,
+    ClassifierKind,
+    ClassifierUnit,
+    Direction,
+    LexiconCategory,
+    MatchMode,
+    TrainedClassifier,
+)
 from .services import lexicons_for
 
 MAX_IMPORT_BYTES = 2 * 1024 * 1024

@@ -1,2 +1,10 @@
 """The subject-gender resolver lives in generation.subject_gender (agreement's label contrasts use it too)."""
-from generation.subject_gender import FEMALE, MALE, SOURCES, from_attributions, from_pronouns, from_slots, resolve  # noqa: F401
+from generation.subject_gender import (  # noqa: F401
+    FEMALE,
+    MALE,
+    SOURCES,
+    from_attributions,
+    from_pronouns,
+    from_slots,
+    resolve,
+)

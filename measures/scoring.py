@@ -22,9 +22,9 @@ from stereoscope.services import record_activity
 from . import gender as gender_mod
 from . import success
 from .classifiers import ClassifierError, label_shares, make_classifier
+from .lexical import prepare
 from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, SentenceMeasure
 from .services import LEXICONS, lexicons_for, matcher_for
-from .lexical import prepare
 from .textproc import split_sentences
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,8 @@ def outputs_for(run):
 
 def trained_info(trained):
     """What a measure run records about a trained classifier it used."""
-    return {"kind": "trained", "model_id": str(trained), "trained_classifier": trained.pk, "revision": f"v{trained.version}",
+    return {"kind": "trained", "model_id": str(trained), "trained_classifier": trained.pk,
+            "revision": f"v{trained.version}",
             "labels": list(trained.labels), "features": trained.features, "k": trained.k, "seed": trained.seed,
             "cv_accuracy": trained.metrics.get("accuracy"), "cv_macro_f1": trained.metrics.get("macro_f1"),
             "score": "probability of the predicted label"}

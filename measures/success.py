@@ -41,7 +41,7 @@ def is_repetitive(text, min_distinct=MIN_DISTINCT_TRIGRAMS):
     words = WORD.findall((text or "").lower())
     if len(words) < MIN_WORDS_FOR_REPETITION:
         return False
-    trigrams = Counter(zip(words, words[1:], words[2:]))
+    trigrams = Counter(zip(words, words[1:], words[2:], strict=False))
     return len(trigrams) / (len(words) - 2) < min_distinct
 
 

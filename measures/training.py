@@ -140,7 +140,7 @@ def train(texts, labels, *, k=5, seed=0, params=None, label_order=None) -> Train
     for train_idx, test_idx in stratified_folds(labels, k, seed):
         model = clone(base).fit(x[train_idx], y[train_idx])
         predicted = model.predict(x[test_idx])
-        for i, value in zip(test_idx, predicted):
+        for i, value in zip(test_idx, predicted, strict=True):
             predictions[i] = str(value)
         folds.append({"train": train_idx, "test": test_idx,
                       "accuracy": float(accuracy_score(y[test_idx], predicted)),
@@ -151,7 +151,7 @@ def train(texts, labels, *, k=5, seed=0, params=None, label_order=None) -> Train
     return TrainingResult(
         labels=order, k=k, seed=seed, params={**DEFAULTS, **(params or {})}, folds=folds,
         accuracy=float(accuracies.mean()), macro_f1=float(f1s.mean()),
-        accuracy_sd=float(accuracies.std(ddof=1)) if k > 1 else 0.0, macro_f1_sd=float(f1s.std(ddof=1)) if k > 1 else 0.0,
+        accuracy_sd=float(accuracies.std(ddof=1)), macro_f1_sd=float(f1s.std(ddof=1)),
         confusion=confusion_matrix(labels, predictions, labels=order).tolist(), predictions=predictions, model=final)
 
 

@@ -191,7 +191,8 @@ def run_new(request, study_id):
                                      gender_sources=d["gender_sources"], name_genders=d["name_genders"],
                                      zero_policy=d["zero_policy"], trained_classifier=d["trained_classifier"],
                                      or_orientation=d["or_orientation"] or "category",
-                                     success_filter={"keywords": d["success_keywords"]} if d["success_keywords"] else {},
+                                     success_filter=({"keywords": d["success_keywords"]} if d["success_keywords"]
+                                                     else {}),
                                      actor=request.user)
         except scoring.MeasureRunError as exc:
             form.add_error(None, str(exc))

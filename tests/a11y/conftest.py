@@ -65,7 +65,7 @@ def _regard_variable(study, outputs, users):
         {"name": "Regard", "codable": False, "variable": "story",
          "children": [{"name": "negative"}, {"name": "positive"}, {"name": "uncertain", "exclude": True}]}]})
     values = {c.name: c for c in codebook.codes.filter(codable=True)}
-    for output, (first, second) in zip(outputs, [("positive", "positive"), ("positive", "negative")]):
+    for output, (first, second) in zip(outputs, [("positive", "positive"), ("positive", "negative")], strict=True):
         Assignment.objects.create(study=study, codebook=codebook, output=output, coder=users["coder"])
         for user, value in ((users["coder"], first), (users["researcher"], second)):
             services.create_coding(study=study, codebook=codebook, output=output, code=values[value], coder=user)

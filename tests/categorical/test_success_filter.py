@@ -24,7 +24,7 @@ def test_filter_rules():
         success.clean_settings({"min_distinct_trigrams": 0})
 
 
-def test_filter_before_measures_and_orientation(make_outputs, library_lexicons, roles, client_for):
+def test_filter_before_measures_and_orientation(make_outputs, library_lexicons, roles, client_for):  # noqa: F811
     study = roles["a"]
     jung = library_lexicons["jung2025-reference-letters"]
     outs = make_outputs(study, [

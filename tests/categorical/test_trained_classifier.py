@@ -55,7 +55,7 @@ def test_cv_figures_equal_scikit_learn(labelled):
     s = labelled
     model = trained.train_classifier(s["study"], s["variable"], name="regard-tfidf", k=5, seed=7, actor=s["coder"])
     assert model.version == 1 and (model.k, model.seed, model.features) == (5, 7, "tfidf")
-    assert model.training_data == [[o.pk, label] for o, label in zip(s["outputs"], s["labels"])]
+    assert model.training_data == [[o.pk, label] for o, label in zip(s["outputs"], s["labels"], strict=True)]
     assert s["extra"].pk not in {pk for pk, _ in model.training_data}
 
     reference = Pipeline([("tfidf", TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)),
@@ -89,7 +89,7 @@ def test_trained_classifier_in_a_measure_run(labelled):
     fitted = Pipeline([("tfidf", TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)),
                        ("clf", LogisticRegression(C=1.0, max_iter=2000))]).fit(s["texts"], s["labels"])
     got = dict(OutputMeasure.objects.filter(run=run, output__in=s["outputs"]).values_list("output_id", "doc_label"))
-    assert got == {o.pk: label for o, label in zip(s["outputs"], fitted.predict(s["texts"]))}
+    assert got == {o.pk: label for o, label in zip(s["outputs"], fitted.predict(s["texts"]), strict=True)}
 
 
 def test_bad_training_requests_save_nothing(labelled, roles):
