@@ -11,6 +11,7 @@ from stereoscope.providers import provider
 
 from .models import Assignment, Code, Coding, GenderAttribution, Memo
 
+
 # --- shared helpers -----------------------------------------------------------------------------------------
 
 class CodeIndex:
