@@ -53,6 +53,15 @@ def trained_info(trained):
             "score": "probability of the predicted label"}
 
 
+def classifier_for(run):
+    """The run's classifier plug-in (a trained classifier's stored model, or vader / transformers)."""
+    if run.classifier == ClassifierKind.TRAINED:
+        trained = run.trained_classifier
+        return make_classifier("trained", model_blob=trained.model_blob if trained else b"",
+                               info=trained_info(trained) if trained else {})
+    return make_classifier(run.classifier, path=run.classifier_path, model_id=run.classifier_model_id)
+
+
 def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", classifier_path="", classifier_model_id="",
                classifier_unit=ClassifierUnit.SENTENCE, gender_sources=None, name_genders=None, zero_policy="exclude",
                actor=None, trained_classifier=None, success_filter=None, or_orientation="category"):
@@ -166,12 +175,8 @@ class Scorer:
         self.lexicons = [(lx, list(lx.categories.all()), list(lx.exclusions.all())) for lx in run.lexicons.all()]
         self._matchers = {}
         self.classifier = None
-        if run.classifier == ClassifierKind.TRAINED:
-            trained = run.trained_classifier
-            self.classifier = make_classifier("trained", model_blob=trained.model_blob if trained else b"",
-                                              info=trained_info(trained) if trained else {})
-        elif run.classifier:
-            self.classifier = make_classifier(run.classifier, path=run.classifier_path, model_id=run.classifier_model_id)
+        if run.classifier:
+            self.classifier = classifier_for(run)
         self.sources = run.gender_sources or ["slots", "coders", "pronouns"]
 
     def matchers(self, language):

@@ -90,6 +90,12 @@ def test_trained_classifier_in_a_measure_run(labelled):
                        ("clf", LogisticRegression(C=1.0, max_iter=2000))]).fit(s["texts"], s["labels"])
     got = dict(OutputMeasure.objects.filter(run=run, output__in=s["outputs"]).values_list("output_id", "doc_label"))
     assert got == {o.pk: label for o, label in zip(s["outputs"], fitted.predict(s["texts"]), strict=True)}
+    # the counterfactual fairness check scores gender-swapped copies with the same trained model
+    from measures import contrasts
+
+    fairness = contrasts.fairness_check(run)
+    assert fairness["classifier"]["trained_classifier"] == model.pk
+    assert fairness["n"] == len(s["outputs"]) + 1  # every story is gendered; the uncertain one is measured too
 
 
 def test_bad_training_requests_save_nothing(labelled, roles):
