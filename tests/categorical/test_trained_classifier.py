@@ -193,3 +193,19 @@ def test_embedding_features_when_configured(labelled, tiny_encoder, settings):
     assert run.status == "completed" and OutputMeasure.objects.filter(run=run).exclude(doc_label="").exists()
     plain = trained.train_classifier(s["study"], s["variable"], name="t", k=3, features="tfidf")
     assert plain.features == "tfidf"
+
+
+def test_classifier_page_trains_and_shows_cv(labelled, client_for):
+    from django.urls import reverse
+
+    s = labelled
+    url = reverse("measures-classifiers", args=[s["study"].pk])
+    assert client_for(s["coder"]).get(url).status_code == 403
+    client = client_for(s["roles"]["users"]["researcher"])
+    bad = client.post(url, {"name": "x", "variable": s["variable"].pk, "k": "30"})
+    assert bad.status_code == 400 and 'id="train-error"' in bad.content.decode()
+    assert not TrainedClassifier.objects.exists()
+    assert client.post(url, {"name": "page", "variable": s["variable"].pk, "k": "4", "seed": "3"}).status_code == 302
+    model = TrainedClassifier.objects.get()
+    html = client.get(url).content.decode()
+    assert f"accuracy <strong>{model.metrics['accuracy']:.3f}</strong>" in html and "Confusion matrix" in html
