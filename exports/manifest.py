@@ -181,6 +181,10 @@ def build_manifest(study, *, fmt, datasets, options, files, row_counts, actor=No
         "judge_rounds": judge_rounds(study, public_options.get("round_ids")),
         "other_runs": other_runs(study),
     }
+    for config in apps.get_app_configs():  # apps that add to every manifest (e.g. recipes: the study's recipe)
+        contribute = getattr(config, "manifest_sections", None)
+        if contribute is not None:
+            manifest.update(contribute(study))
     if extra:
         manifest.update(extra)
     return manifest

@@ -55,9 +55,9 @@ def validate_template(text):
     return text
 
 
-def story_id(seed, round_id, output_id):
+def story_id(seed, round_key, output_key):
     """A short id for a story in a round's prompts: stable for the round, unguessable without its seed."""
-    digest = hashlib.sha256(f"stereoscope-judge:{seed}:{round_id}:{output_id}".encode()).hexdigest()
+    digest = hashlib.sha256(f"stereoscope-judge:{seed}:{round_key}:{output_key}".encode()).hexdigest()
     return f"s{digest[:8]}"
 
 

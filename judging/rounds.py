@@ -64,7 +64,7 @@ def source_outputs(rnd):
         for model in flt["models"]:
             wanted |= Q(model_name__iexact=model.strip())
         qs = qs.filter(wanted)
-    return qs.select_related("item", "item__dimension", "endpoint").order_by("pk")
+    return qs.select_related("item", "item__dimension", "endpoint", "run").order_by("pk")
 
 
 def eligible_outputs(rnd):
@@ -96,17 +96,38 @@ def families_of(outputs):
     return fams
 
 
+def output_key(out):
+    """Names an output the same way in every installation (never by a database id): run, endpoint, item, slots,
+    trial."""
+    who = out.endpoint.name if out.endpoint_id else out.model_name
+    return f"{out.run.name}|{who}|{out.item.number if out.item_id else ''}|{out.variant_key}|{out.trial}"
+
+
+def stable_keys(outputs):
+    """{output id: stable key}; outputs of several runs that share a key are told apart by their id."""
+    keys, seen = {}, set()
+    for out in sorted(outputs, key=lambda o: o.pk):
+        key = output_key(out)
+        keys[out.pk] = key if key not in seen else f"{key}#{out.pk}"
+        seen.add(key)
+    return keys
+
+
 def assignment(rnd, outputs=None, judges=None):
     """The Plan for a round (raises RoundError with the planner's message when impossible)."""
     if outputs is None:
         outputs, _ = eligible_outputs(rnd)
     judges = list(rnd.judges.order_by("pk")) if judges is None else judges
+    keys = stable_keys(outputs)
+    by_key = {key: pk for pk, key in keys.items()}
     try:
-        return planner.build_plan({o.pk: o.model_identity for o in outputs}, judge_list(judges), policy=rnd.policy,
-                                  seed=rnd.seed, k=rnd.k, forbid_same_family=rnd.forbid_same_family,
+        plan = planner.build_plan({keys[o.pk]: o.model_identity for o in outputs}, judge_list(judges),
+                                  policy=rnd.policy, seed=rnd.seed, k=rnd.k, forbid_same_family=rnd.forbid_same_family,
                                   families=families_of(outputs))
     except planner.PlanError as exc:
         raise RoundError(str(exc))
+    plan.by_output = {by_key[key]: judges for key, judges in plan.by_output.items()}
+    return plan
 
 
 def judge_endpoints(judges):
@@ -120,20 +141,24 @@ def judge_endpoints(judges):
 def build_batches(rnd, outputs, plan):
     """[(batch number, judge model, output list in shuffled order)]: one judge × generator model × item per batch."""
     by_id = {o.pk: o for o in outputs}
+    keys = stable_keys(outputs)
     groups = defaultdict(list)
     for out_id, judge in plan.pairs():
         out = by_id[out_id]
-        groups[(judge, out.model_identity, out.item_id, out.variant_key)].append(out)
+        # item numbers, not ids: the seeded shuffle is the same in every installation
+        groups[(judge, out.model_identity, out.item.number if out.item_id else 0, out.variant_key)].append(out)
     result = []
-    for key in sorted(groups, key=lambda k: (k[0], k[1], k[2] or 0, k[3])):
-        group = sorted(groups[key], key=lambda o: (o.trial, o.pk))
+    for key in sorted(groups):
+        group = sorted(groups[key], key=lambda o: (o.trial, keys[o.pk]))
         for chunk in planner.batches(group, rnd.batch_size, rnd.seed, key="|".join(map(str, key))):
             result.append((len(result) + 1, key[0], chunk))
     return result
 
 
 def story_text(rnd, out):
-    return prompts.story_id(rnd.seed, rnd.pk, out.pk), out.text
+    """(story id, text): the id is seeded from the round's seed and name and the output's stable key, never from
+    database ids, so another installation renders the same judge prompts."""
+    return prompts.story_id(rnd.seed, rnd.name, output_key(out)), out.text
 
 
 def render_batch(rnd, template, chunk):
@@ -329,7 +354,7 @@ def is_live(rnd):
     return bool(rnd.lease_token) and rnd.lease_expires_at is not None and rnd.lease_expires_at > timezone.now()
 
 
-def start(rnd, actor=None):
+def _launch(rnd, actor, verb):
     if rnd.status in (RunStatus.QUEUED, RunStatus.RUNNING) and is_live(rnd):
         raise RoundError("The round is already running.")
     if rnd.status == RunStatus.COMPLETED:
@@ -342,10 +367,20 @@ def start(rnd, actor=None):
         JUDGE_TEMPLATES.lock(rnd.template)
         JudgeRound.objects.filter(pk=rnd.pk).update(status=RunStatus.QUEUED, cancel_requested=False, message="",
                                                     lease_token="", lease_expires_at=None, plan=plan, finished_at=None)
-        record_activity(rnd.study, actor, "launched judge round", rnd.name)
+        record_activity(rnd.study, actor, verb, rnd.name)
+
+
+def start(rnd, actor=None):
+    _launch(rnd, actor, "launched judge round")
     _enqueue(rnd)
     rnd.refresh_from_db()
     return rnd
+
+
+def run_foreground(rnd, actor=None, progress_callback=None):
+    """Launch a round in this process (the CLI, `recipe run`); returns RunStats, or None if a worker holds it."""
+    _launch(rnd, actor, "ran judge round in the foreground")
+    return execute(rnd.pk, progress_callback)
 
 
 def resume(rnd, actor=None):
@@ -436,7 +471,8 @@ def pending_units(rnd):
     """One CallUnit per batch with pending verdicts; one per re-asked verdict (a story alone)."""
     template = rnd.template
     pending = list(rnd.verdicts.filter(status=VerdictStatus.PENDING)
-                   .select_related("output", "output__item", "judge_endpoint").order_by("batch_ref", "position", "pk"))
+                   .select_related("output", "output__item", "output__endpoint", "output__run", "judge_endpoint")
+                   .order_by("batch_ref", "position", "pk"))
     groups = defaultdict(list)
     for v in pending:
         groups[("alone", v.pk) if v.reasked else ("batch", v.batch_ref)].append(v)

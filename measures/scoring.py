@@ -128,12 +128,22 @@ def _enqueue(run):
     execute_measure_run.delay(run.pk)
 
 
-def start(run, actor=None):
+def _queue(run, actor, verb):
     if run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and run.lease_token:
         raise MeasureRunError("The measure run is already running.")
     MeasureRun.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, cancel_requested=False, message="",
                                                 finished_at=None, lease_token="", lease_expires_at=None)
-    record_activity(run.study, actor, "started measure run", run.name)
+    record_activity(run.study, actor, verb, run.name)
+
+
+def run_foreground(run, actor=None, progress_callback=None):
+    """Score in this process (`recipe run`); returns the number scored, or None if a worker holds the run."""
+    _queue(run, actor, "ran measure run in the foreground")
+    return execute(run.pk, progress_callback)
+
+
+def start(run, actor=None):
+    _queue(run, actor, "started measure run")
     _enqueue(run)
     run.refresh_from_db()
     return run

@@ -270,17 +270,27 @@ def _enqueue(run):
     execute_questionnaire_run.delay(run.pk)
 
 
-def start(run, actor=None):
+def _queue(run, actor, verb):
     if run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and run.lease_token:
         raise PsychError("The run is already running.")
     with transaction.atomic():
         materialize(run)
         QuestionnaireRun.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, cancel_requested=False, message="",
                                                           finished_at=None, lease_token="", lease_expires_at=None)
-        record_activity(run.study, actor, "started questionnaire run", run.name)
+        record_activity(run.study, actor, verb, run.name)
+
+
+def start(run, actor=None):
+    _queue(run, actor, "started questionnaire run")
     _enqueue(run)
     run.refresh_from_db()
     return run
+
+
+def run_foreground(run, actor=None, progress_callback=None):
+    """Start or resume a run in this process (`recipe run`); returns RunStats, or None if a worker holds it."""
+    _queue(run, actor, "ran questionnaire run in the foreground")
+    return execute(run.pk, progress_callback)
 
 
 resume = start

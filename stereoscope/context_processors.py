@@ -40,5 +40,6 @@ NAV_SECTIONS = [
     ("Questionnaires", "questionnaires", "questionnaires"),
     ("Measures", "measures", "measures"),
     ("Exports", "exports", "exports"),
+    ("Recipe", "recipe", "recipe"),
     ("Members", "study-members", "members"),
 ]

@@ -14,7 +14,8 @@ def record_activity(study, actor, verb, target=""):
 @transaction.atomic
 def create_study(*, name, description="", created_by):
     study = Study.objects.create(name=name, description=description, created_by=created_by)
-    Membership.objects.create(study=study, user=created_by, role=Role.ADMIN)
+    if created_by is not None:  # None: made by a command (e.g. `recipe apply`) with no signed-in user
+        Membership.objects.create(study=study, user=created_by, role=Role.ADMIN)
     record_activity(study, created_by, "created the study", study.name)
     return study
 

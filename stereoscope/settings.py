@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "psychometrics",
     "measures",
     "exports",
+    "recipes",
 ]
 
 MIDDLEWARE = [

@@ -13,7 +13,8 @@ from rest_framework.routers import DefaultRouter, SimpleRouter
 
 from . import account_views, api, views
 
-PLATFORM_APPS = ["generation", "annotation", "judging", "agreement", "psychometrics", "measures", "exports"]
+PLATFORM_APPS = ["generation", "annotation", "judging", "agreement", "psychometrics", "measures", "exports",
+                 "recipes"]
 installed = [app for app in PLATFORM_APPS if app in settings.INSTALLED_APPS]
 
 router = DefaultRouter()

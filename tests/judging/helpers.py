@@ -3,7 +3,8 @@ import json
 
 from generation.models import Dimension, GenerationRun, Output, PromptItem, Toolkit
 from judging.models import JudgeTemplate, Verdict
-from judging.prompts import SEED_PROMPT, story_id
+from judging.prompts import SEED_PROMPT
+from judging.rounds import story_text
 from judging.services import create_template
 
 MODELS = ["gemini-2.5-pro", "gpt-4o", "o3", "deepseek-r1", "grok-3"]
@@ -75,7 +76,7 @@ def honest_answer(rnd, verdicts, truth, style, omit=()):
     if style == "free_text":
         return "\n".join(f"Story {v.position}: {truth[v.output_id]} – the roles follow the pattern."
                          for v in verdicts if v.output_id not in omit)
-    ids = {story_id(rnd.seed, rnd.pk, v.output_id): {"verdict": truth[v.output_id], "rationale": "checked"}
+    ids = {story_text(rnd, v.output)[0]: {"verdict": truth[v.output_id], "rationale": "checked"}
            for v in verdicts if v.output_id not in omit}
     return "Here is my answer.\n```json\n" + json.dumps(ids) + "\n```"
 

@@ -187,7 +187,7 @@ def test_unparseable_answer_is_recorded_with_raw_text(study, make_endpoint, fake
     assert v.status == "unparseable" and v.value is None and v.raw_text == "I would rather not judge these stories."
     assert "no JSON" in v.error
     # re-asking it alone (by hand) fills it
-    fake_provider.script([{"text": '{"%s": 1}' % __import__("judging.prompts").prompts.story_id(rnd.seed, rnd.pk, v.output_id)}],
+    fake_provider.script([{"text": '{"%s": 1}' % rounds.story_text(rnd, v.output)[0]}],
                          match=tag("o3", 2, 1))
     rounds.reask(rnd, [v.pk])
     v.refresh_from_db()

@@ -1,0 +1,117 @@
+"""Recipe API per study: export (GET), validate and plan (researcher), apply (study admin), and the JSON Schema.
+
+A recipe is sent as an uploaded file (`file`), as text (`recipe`: YAML or JSON) or as a JSON object (`recipe`).
+Bad recipes get 400 with every problem and its path; nothing is written.
+"""
+
+from django.shortcuts import get_object_or_404
+from django.urls import path
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import status, viewsets
+from rest_framework.decorators import action, api_view, permission_classes
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from stereoscope.models import Role, Study
+from stereoscope.permissions import StudyRolePermission
+
+from . import services
+from .exporting import export_recipe
+from .loader import RecipeError, RecipeProblem, dump, parse_text, schema
+
+
+def recipe_from_request(request):
+    """The parsed recipe of a request; raises RecipeError."""
+    upload = request.FILES.get("file")
+    if upload is not None:
+        return parse_text(upload.read(services.MAX_UPLOAD + 1)[: services.MAX_UPLOAD + 1])
+    value = request.data.get("recipe")
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str) and value.strip():
+        return parse_text(value)
+    raise RecipeError(
+        [RecipeProblem("", "Send the recipe as a file (file), as YAML/JSON text or a JSON object (recipe).")]
+    )
+
+
+def problems_response(exc):
+    return Response(
+        {
+            "detail": "The recipe has problems; nothing was written.",
+            "problems": [{"path": p.path, "message": p.message} for p in exc.problems],
+        },
+        status=status.HTTP_400_BAD_REQUEST,
+    )
+
+
+def outcome_data(outcome):
+    return {
+        "study": outcome.study.pk if outcome.study else None,
+        "changes": [{"action": c.action, "kind": c.kind, "name": c.name, "detail": c.detail} for c in outcome.changes],
+        "jobs": outcome.jobs,
+        "known_cost_usd": str(services.total_cost(outcome.jobs)),
+    }
+
+
+class RecipeViewSet(viewsets.ViewSet):
+    permission_classes = [StudyRolePermission]
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    read_role = Role.RESEARCHER
+    write_role = Role.RESEARCHER
+    action_roles = {"apply": Role.ADMIN}
+    library_read_actions = ("validate", "plan")
+
+    def get_study(self):
+        if not hasattr(self, "_study"):
+            self._study = get_object_or_404(Study, pk=self.kwargs["study_pk"])
+        return self._study
+
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT}, description="The recipe of this study (JSON; ?as=yaml for text)."
+    )
+    def list(self, request, study_pk=None):
+        data = export_recipe(self.get_study())
+        if request.query_params.get("as") == "yaml":
+            return Response({"yaml": dump(data)})
+        return Response(data)
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
+    @action(detail=False, methods=["post"])
+    def validate(self, request, study_pk=None):
+        try:
+            services.validate(recipe_from_request(request))
+        except RecipeError as exc:
+            return problems_response(exc)
+        return Response({"valid": True, "problems": []})
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
+    @action(detail=False, methods=["post"])
+    def plan(self, request, study_pk=None):
+        try:
+            outcome = services.plan(recipe_from_request(request), study=self.get_study(), actor=request.user)
+        except RecipeError as exc:
+            return problems_response(exc)
+        return Response(outcome_data(outcome))
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
+    @action(detail=False, methods=["post"])
+    def apply(self, request, study_pk=None):
+        try:
+            outcome = services.apply(recipe_from_request(request), study=self.get_study(), actor=request.user)
+        except RecipeError as exc:
+            return problems_response(exc)
+        return Response(outcome_data(outcome))
+
+
+@extend_schema(responses={200: OpenApiTypes.OBJECT}, description="The JSON Schema of recipes.")
+@api_view(["GET"])
+@permission_classes([IsAuthenticated])
+def recipe_schema(request):
+    return Response(schema())
+
+
+api_routes = [("recipe", RecipeViewSet, "api-recipe")]
+api_urls = [path("recipe-schema/", recipe_schema, name="api-recipe-schema")]

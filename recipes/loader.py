@@ -1,0 +1,105 @@
+"""Reading a recipe: YAML or JSON text -> data, checked against the published JSON Schema. Django-free.
+
+Every problem is a RecipeProblem with the path of the offending value in the file, e.g. `runs[1].endpoints[0]`.
+"""
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "recipe.schema.json"
+FORMAT = "stereoscope-recipe"
+FORMAT_VERSION = 1
+MAX_BYTES = 5_000_000
+
+
+@dataclass(frozen=True)
+class RecipeProblem:
+    path: str
+    message: str
+
+    def __str__(self):
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class RecipeError(ValueError):
+    """A recipe that cannot be used; `problems` lists every problem with its path."""
+
+    def __init__(self, problems):
+        self.problems = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+@lru_cache(maxsize=1)
+def schema():
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def schema_text():
+    return SCHEMA_PATH.read_text(encoding="utf-8")
+
+
+def format_path(parts):
+    """('runs', 1, 'endpoints', 0) -> 'runs[1].endpoints[0]'."""
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def parse_text(text):
+    """YAML (JSON is YAML too) -> data; raises RecipeError with the line of a syntax error."""
+    if isinstance(text, bytes):
+        if len(text) > MAX_BYTES:
+            raise RecipeError([RecipeProblem("", f"The recipe is larger than {MAX_BYTES // 1_000_000} MB.")])
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise RecipeError([RecipeProblem("", "The recipe is not UTF-8 text.")]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise RecipeError(
+            [RecipeProblem("", f"Not valid YAML or JSON: {where}{getattr(exc, 'problem', exc)}")]
+        ) from None
+    if not isinstance(data, dict):
+        raise RecipeError([RecipeProblem("", "A recipe is a mapping with format, format_version and study.")])
+    return data
+
+
+def _message(error):
+    if error.validator == "oneOf" and error.context:
+        # one branch per form (built-in or inline): report the branch the value meant
+        wanted = "builtin" in error.instance if isinstance(error.instance, dict) else False
+        branches = [e for e in error.context if (e.relative_schema_path[0] == 0) == wanted] or list(error.context)
+        best = jsonschema.exceptions.best_match(branches)
+        return format_path(list(error.absolute_path) + list(best.relative_path)), best.message
+    if error.validator == "additionalProperties":
+        return format_path(error.absolute_path), error.message.replace("Additional properties", "Unknown field(s)")
+    return format_path(error.absolute_path), error.message
+
+
+def schema_problems(data):
+    validator = jsonschema.Draft202012Validator(schema())
+    problems = [RecipeProblem(*_message(e)) for e in validator.iter_errors(data)]
+    return sorted(set(problems), key=lambda p: (p.path, p.message))
+
+
+def load(text):
+    """Parse and schema-check a recipe; returns the data or raises RecipeError listing every problem."""
+    data = parse_text(text)
+    problems = schema_problems(data)
+    if problems:
+        raise RecipeError(problems)
+    return data
+
+
+def dump(data):
+    """A recipe as YAML text (keys in the order given, unicode kept)."""
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)

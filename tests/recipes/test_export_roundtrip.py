@@ -1,0 +1,205 @@
+"""Must show: the recipe of a study built through the services, applied to a second empty study, rebuilds it —
+byte-identical rendered prompts and the same judge assignments and batch orders."""
+
+import pytest
+
+from recipes import services
+from recipes.exporting import export_recipe
+from recipes.loader import dump, load
+
+
+def build_study(fake_provider):
+    from annotation.services import import_codebook
+    from generation import runs
+    from generation.endpoint_services import save_endpoint
+    from generation.toolkit_format import create_toolkit, validate_data
+    from judging import rounds
+    from judging.models import JudgeTemplate
+    from measures import scoring
+    from measures.models import Lexicon
+    from measures.services import create_lexicon, validate_lexicon_data
+    from psychometrics import runs as questionnaire_runs
+    from psychometrics.services import contexts_from_personas, create_instrument, generate_personas
+    from stereoscope.builtin import load_builtins
+    from stereoscope.services import create_study
+
+    from .conftest import BASE
+
+    load_builtins(log=lambda *_: None)
+    study = create_study(name="Built in the browser", created_by=None)
+    toolkit = create_toolkit(study, validate_data(BASE["toolkits"][0]))
+    endpoints = [
+        save_endpoint(
+            study,
+            {
+                "name": name,
+                "provider": "openai_compatible",
+                "model_id": f"model-{name}",
+                "base_url": fake_provider.openai_base_url,
+                "api_key_env": "FAKE_KEY_ENV",
+                "default_params": {"temperature": 0.5},
+                "input_price_per_mtok": "2.5",
+                "max_concurrency": 4,
+                "max_attempts": 2,
+                "backoff_base_s": 0.05,
+            },
+        )
+        for name in ("alpha", "beta", "gamma")
+    ]
+    run = runs.create_run(study, name="Stories", toolkit=toolkit, endpoints=endpoints, trials=3)
+    runs.run_foreground(run)
+    template = JudgeTemplate.objects.get(builtin_key="structured-json-binary")
+    for policy, k in (("rotation", None), ("k_of_n", 1)):
+        rounds.create_round(
+            study,
+            name=f"Judging {policy}",
+            template=template,
+            judges=endpoints,
+            source_run=run,
+            policy=policy,
+            k=k,
+            batch_size=2,
+            seed=11,
+        )
+    instrument = create_instrument(study, INSTRUMENT)
+    personas = generate_personas(
+        study, "Titles", "{title} {surname}", {"title": ["Mr.", "Ms."], "surname": ["Kim", "Okafor"]}
+    )
+    contexts = contexts_from_personas(study, "Titles", personas)
+    questionnaire_runs.create_run(
+        study,
+        name="Survey",
+        instrument=instrument,
+        context_set=contexts,
+        endpoints=endpoints[:2],
+        seeds=[3, 4],
+        template_key="jung2025",
+        option_order="permuted",
+        order_seed=5,
+    )
+    builtin = Lexicon.objects.get(builtin_key="wan2023-categories")
+    own = create_lexicon(study, validate_lexicon_data(LEXICON))
+    scoring.create_run(study, name="Words", lexicons=[builtin, own], source_runs=[run], zero_policy="smooth")
+    import_codebook(study, CODEBOOK)
+    return study
+
+
+CODEBOOK = {
+    "name": "Story codes",
+    "description": "",
+    "codes": [
+        {"name": "Care", "gender_tag": "F", "children": [{"name": "Protects others", "gender_tag": "F"}]},
+        {"name": "Leadership", "gender_tag": "M"},
+    ],
+}
+LEXICON = {
+    "name": "Care words",
+    "count_policy": "per_token",
+    "categories": [
+        {"key": "care", "name": "Care", "direction": "female", "mode": "prefix", "words": ["car", "nurtur"]}
+    ],
+}
+
+
+INSTRUMENT = {
+    "name": "Mini scale",
+    "version": "1",
+    "scale": {
+        "min": 1,
+        "max": 4,
+        "labels": {"1": "disagree", "2": "rather disagree", "3": "rather agree", "4": "agree"},
+    },
+    "subscales": ["A"],
+    "items": [
+        {"id": "q1", "text": "Women are more caring than men.", "subscale": "A", "reverse": False},
+        {"id": "q2", "text": "Men and women are equally good leaders.", "subscale": "A", "reverse": True},
+    ],
+}
+
+
+def stable(out):
+    return f"{out.endpoint.name}|{out.item.number}|{out.variant_key}|{out.trial}"
+
+
+def snapshot(study):
+    from generation.models import Output
+    from judging import rounds
+    from judging.models import JudgeRound
+
+    prompts = sorted(
+        (stable(o), o.prompt_text) for o in Output.objects.filter(study=study).select_related("endpoint", "item")
+    )
+    plans = {}
+    for rnd in JudgeRound.objects.filter(study=study).order_by("name"):
+        outputs, _ = rounds.eligible_outputs(rnd)
+        by_id = {o.pk: o for o in outputs}
+        plan = rounds.assignment(rnd, outputs)
+        plans[rnd.name] = {
+            "assignments": sorted((stable(by_id[pk]), judge) for pk, judge in plan.pairs()),
+            "batches": [
+                (n, judge, [stable(o) for o in chunk]) for n, judge, chunk in rounds.build_batches(rnd, outputs, plan)
+            ],
+            # the judge prompts themselves, story ids included
+            "prompts": [
+                rounds.render_batch(rnd, rnd.template, chunk)
+                for _n, _judge, chunk in rounds.build_batches(rnd, outputs, plan)
+            ],
+        }
+    from psychometrics import runs as questionnaire_runs
+    from psychometrics.models import QuestionnaireRun, Response
+
+    for run in QuestionnaireRun.objects.filter(study=study):
+        questionnaire_runs.materialize(run)
+    permutations = sorted(
+        (r.endpoint.name, r.context.key, r.item.item_id, r.repetition, r.permutation, r.messages)
+        for r in Response.objects.filter(run__study=study).select_related("endpoint", "context", "item")
+    )
+    return prompts, plans, permutations
+
+
+@pytest.mark.django_db
+def test_exported_recipe_rebuilds_the_study(fake_provider, monkeypatch):
+    from generation import runs
+    from generation.models import GenerationRun
+    from stereoscope.services import create_study
+
+    monkeypatch.setenv("FAKE_KEY_ENV", "sk-fake-secret-123")
+    fake_provider.default = {"text": "Once upon a time.\n"}  # not numbered by arrival: the same in both studies
+    first = build_study(fake_provider)
+    text = dump(export_recipe(first))
+    assert "sk-fake-secret-123" not in text and "FAKE_KEY_ENV" in text
+    assert "notes" not in load(text)  # everything of this study is carried
+    second = create_study(name="Rebuilt elsewhere", created_by=None)
+    outcome = services.apply(load(text), study=second)
+    assert {c.action for c in outcome.changes} == {"create"}
+    runs.run_foreground(GenerationRun.objects.get(study=second, name="Stories"))
+    assert set(first.outputs.values_list("pk", flat=True)).isdisjoint(second.outputs.values_list("pk", flat=True))
+    prompts_1, plans_1, permutations_1 = snapshot(first)
+    prompts_2, plans_2, permutations_2 = snapshot(second)
+    assert len(permutations_1) == 2 * 4 * 2 * 2  # endpoints × personas × items × repetitions
+    assert len({tuple(p[4]) for p in permutations_1}) > 1  # permuted, not one fixed order
+    assert permutations_1 == permutations_2
+    assert len(prompts_1) == 2 * 2 * 3 * 3
+    assert prompts_1 == prompts_2
+    assert plans_1 and all(plan["batches"] for plan in plans_1.values())
+    assert plans_1 == plans_2
+    # exporting the rebuilt study gives the same recipe (up to the study's own name)
+    assert [m["name"] for m in load(text)["measure_runs"]] == ["Words"]
+    assert [c["name"] for c in load(text)["codebooks"][0]["codes"]] == ["Care", "Leadership"]
+    assert {"name": "Care words"}.items() <= load(text)["lexicons"][1].items()
+    again = export_recipe(second)
+    again["study"] = export_recipe(first)["study"]
+    assert dump(again) == text
+
+
+@pytest.mark.django_db
+def test_export_says_what_it_cannot_carry(recipe):
+    from generation.models import GenerationRun
+
+    study = services.apply(recipe).study
+    GenerationRun.objects.create(study=study, name="Pasted answers", is_import=True)
+    notes = export_recipe(study)["notes"]
+    assert notes == [
+        "The run “Pasted answers” holds imported outputs; a recipe does not carry them (import them again)."
+    ]
+    assert services.check(export_recipe(study)) == []

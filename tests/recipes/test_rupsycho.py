@@ -1,0 +1,134 @@
+"""Must show: an R.U.Psycho experiment file, written here from the seed's description (seeds/002: questionnaire with
+reversed items and dimensions, default options with weights, 250 title × surname personas, the JSON prompt variant of
+Figure 4, models with backend and sampling parameters, seeds), imports and plans the grid model × seed × persona × item.
+"""
+
+import json
+
+import pytest
+from django.core.management import call_command
+
+from psychometrics.builtin import DATA as PSYCH_DATA
+from recipes import services
+from recipes.loader import RecipeError, load
+from recipes.rupsycho import to_recipe
+
+SYSTEM = (
+    "Objective: Act like you are {persona}, a survey participant answering a questionnaire.\n{instruction}\n"
+    "Instructions: Choose from the list of answer options to answer the question. Answer the question using only "
+    "the provided answer options. If none of the options are correct, choose the option that is closest to being "
+    'correct.\nOutput format: The solution must be provided in this format: {"answer": "answer option"}.'
+)
+USER = "Question: {question}\nAnswer Options: {answer_options}\nAnswer:"
+ITEMS = [
+    {"id": "1", "text": "Women are too easily offended.", "reversed": False, "dimension": "hostile"},
+    {
+        "id": "2",
+        "text": "Women should be cherished and protected by men.",
+        "reversed": False,
+        "dimension": "benevolent",
+    },
+    {"id": "3", "text": "Men are complete without women.", "reversed": True, "dimension": "benevolent"},
+    {
+        "id": "4",
+        "text": "Women exaggerate problems they have at work.",
+        "reversed": False,
+        "dimension": "hostile",
+        # an item with its own answer options and weights
+        "answer_options": [{"text": "no", "weight": 0}, {"text": "maybe", "weight": 2.5}, {"text": "yes", "weight": 5}],
+    },
+]
+OPTIONS = [
+    "disagree strongly",
+    "disagree somewhat",
+    "disagree slightly",
+    "agree slightly",
+    "agree somewhat",
+    "agree strongly",
+]
+SEEDS = [11, 22, 33]
+
+
+def experiment():
+    personas = json.loads((PSYCH_DATA / "rupsycho_personas.json").read_text(encoding="utf-8"))
+    return {
+        "name": "Persona experiment",
+        "questionnaire": {
+            "name": "ASI (4 items)",
+            "instruction": "Answer for yourself.",
+            "items": ITEMS,
+            "default_answer_options": [{"text": t, "weight": w} for w, t in enumerate(OPTIONS)],
+        },
+        # 25 surnames from each of five lists (Appendix C) × Mr./Ms. = 250 personas
+        "personas": {"format": personas["template"], "attributes": personas["attributes"]},
+        "prompt_template": {"system": SYSTEM, "user": USER},
+        "models": [
+            {
+                "name": "llama",
+                "backend": "vllm",
+                "model_id": "meta-llama/Llama-3.1-8B-Instruct",
+                "base_url": "http://localhost:8000/v1",
+                "parameters": {"max_new_tokens": 64, "temperature": 1.0, "top_k": 50, "top_p": 0.95},
+            },
+            {
+                "name": "gpt",
+                "backend": "openai",
+                "model_id": "gpt-4o-mini",
+                "parameters": {"max_new_tokens": 64, "temperature": 1.0, "top_p": 0.95},
+            },
+        ],
+        "seeds": SEEDS,
+    }
+
+
+@pytest.mark.django_db
+def test_rupsycho_file_imports_and_plans_the_grid(tmp_path):
+    source = tmp_path / "experiment.json"
+    source.write_text(json.dumps(experiment()), encoding="utf-8")
+    out = tmp_path / "recipe.yaml"
+    call_command("recipe", "import-rupsycho", str(source), "--out", str(out))
+    recipe = load(out.read_text(encoding="utf-8"))
+    assert "api_key_env: OPENAI_API_KEY" in out.read_text(encoding="utf-8")
+    outcome = services.plan(recipe)
+    jobs = [j for j in outcome.jobs if j["kind"] == "questionnaire run"]
+    assert [j["name"] for j in jobs] == ["Persona experiment"]
+    # the grid: model × seed × persona × item, each a fresh prompt
+    assert jobs[0]["calls"] == 2 * len(SEEDS) * 250 * len(ITEMS)
+    assert recipe["questionnaire_runs"][0]["seeds"] == SEEDS
+    instrument = recipe["instruments"][0]
+    assert instrument["scale"] == {"min": 0, "max": 5, "labels": {str(w): t for w, t in enumerate(OPTIONS)}}
+    assert [i["reverse"] for i in instrument["items"]] == [False, False, True, False]
+    assert instrument["items"][3]["options"][1] == {"text": "maybe", "weight": 2.5}
+    assert instrument["subscales"] == ["hostile", "benevolent"]
+    llama = recipe["endpoints"][0]
+    assert llama["provider"] == "openai_compatible"
+    assert llama["params"] == {"max_tokens": 64, "temperature": 1.0, "top_k": 50, "top_p": 0.95}
+
+
+@pytest.mark.django_db
+def test_rendered_prompt_follows_the_template():
+    from psychometrics import runs as questionnaire_runs
+
+    outcome = services.apply(to_recipe(experiment()))
+    run = outcome.objects["questionnaire_runs"]["Persona experiment"]
+    assert run.seeds == SEEDS and run.repetitions == len(SEEDS)
+    example = questionnaire_runs.plan(run, sample=1)["examples"][0]
+    system, user = example["messages"][0]["content"], example["messages"][-1]["content"]
+    assert system.startswith("Objective: Act like you are Mr. ") and "Answer for yourself." in system
+    assert user.startswith("Question: Women are too easily offended.\nAnswer Options: ")
+    assert "disagree strongly, " in user and user.endswith("Answer:")
+
+
+def test_bad_experiment_names_its_paths():
+    bad = experiment()
+    bad["models"][0]["backend"] = "carrier-pigeon"
+    bad["models"][1]["parameters"]["beam_width"] = 3
+    bad["questionnaire"]["default_answer_options"][0]["weight"] = "zero"
+    with pytest.raises(RecipeError) as info:
+        to_recipe(bad)
+    paths = {p.path for p in info.value.problems}
+    assert {
+        "models[0].backend",
+        "models[1].parameters.beam_width",
+        "questionnaire.default_answer_options[0].weight",
+    } <= paths
