@@ -5,7 +5,6 @@ import pytest
 
 from judging import parsing, prompts, rounds
 from judging.models import Verdict
-from judging.prompts import story_id
 from judging.services import JudgingError, create_template
 from tests.judging.helpers import build_study, tag
 
@@ -54,11 +53,11 @@ def test_round_stores_labels_and_reasks_a_missing_one(study, make_endpoint, fake
     for v in Verdict.objects.filter(round=rnd).select_related("output").order_by("batch_ref", "position"):
         batches.setdefault(v.batch_ref, []).append(v)
     for verdicts in batches.values():
-        answer = {story_id(rnd.seed, rnd.pk, v.output_id): {"label": want[v.output_id]}
+        answer = {rounds.story_text(rnd, v.output)[0]: {"label": want[v.output_id]}
                   for v in verdicts if v.output_id != left_out}
         fake_provider.script([{"text": json.dumps(answer)}], match=verdicts[0].output.text.split("]")[0] + "]")
-    alone = story_id(rnd.seed, rnd.pk, left_out)
     out = data["run"].outputs.get(pk=left_out)
+    alone = rounds.story_text(rnd, out)[0]
     fake_provider.script([{"text": json.dumps({alone: "FEMALE"})}], match=tag(out.model_name, out.item.number, 1))
     rounds.start(rnd)
     got = {v.output_id: (v.status, v.label, v.value, v.reasked) for v in Verdict.objects.filter(round=rnd)}

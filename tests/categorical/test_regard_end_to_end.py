@@ -23,7 +23,6 @@ from annotation.models import Assignment
 from generation.models import GenerationRun, Output, PromptItem, Toolkit
 from judging import rounds
 from judging.models import Verdict
-from judging.prompts import story_id
 from judging.services import create_template
 from stereoscope.datasets import datasets
 from stereoscope.models import Membership
@@ -85,14 +84,14 @@ def regard_study(roles, make_user, make_endpoint, fake_provider):
         answer = {}
         for out in outputs:
             label = truth[out.pk] if rng.random() < 0.8 else rng.choice(VALUES)
-            answer[story_id(rnd.seed, rnd.pk, out.pk)] = {"label": label.upper() if j else label}
+            answer[rounds.story_text(rnd, out)[0]] = {"label": label.upper() if j else label}
             judges[(out.pk, model)] = label
         firsts = {}
-        for v in Verdict.objects.filter(round=rnd).order_by("batch_ref", "position"):
-            firsts.setdefault(v.batch_ref, v.output_id)
+        for v in Verdict.objects.filter(round=rnd).select_related("output__run").order_by("batch_ref", "position"):
+            firsts.setdefault(v.batch_ref, v.output)
         for first in firsts.values():  # each batch answers with every id; only its own ids count
             fake_provider.script([{"text": "Labels:\n" + json.dumps(answer)}],
-                                 match=story_id(rnd.seed, rnd.pk, first))
+                                 match=rounds.story_text(rnd, first)[0])
         rounds.start(rnd)
     variable = codebook.codes.get(name="Regard")
     return {"study": study, "variable": variable, "outputs": outputs, "given": given, "judges": judges,
