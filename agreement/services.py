@@ -8,8 +8,16 @@ from stereoscope import agreement_stats as ag
 from stereoscope.services import record_activity
 
 from .rating_tables import (
-    GOLD, AgreementRequestError, CodingData, Table, build_table, default_codebook, output_labels, parse_target,
-    segment_report, stereotype_table,
+    GOLD,
+    AgreementRequestError,
+    CodingData,
+    Table,
+    build_table,
+    default_codebook,
+    output_labels,
+    parse_target,
+    segment_report,
+    stereotype_table,
 )
 
 __all__ = ["AgreementRequestError", "study_report", "table_result", "set_gold", "clear_gold"]

@@ -149,7 +149,7 @@ def _confusion_context(table, confusion):
     if not confusion:
         return None
     return dict(confusion, label_a=table.label(confusion["rater_a"]), label_b=table.label(confusion["rater_b"]),
-                rows=list(zip(confusion["categories"], confusion["table"])))
+                rows=list(zip(confusion["categories"], confusion["table"], strict=True)))
 
 
 @study_role_required(Role.RESEARCHER)
@@ -211,7 +211,7 @@ def agreement_export(request, study_id):
     except AgreementRequestError as exc:
         return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
     columns = _unique_columns(header)
-    return table_download(columns, (dict(zip(columns, row)) for row in rows),
+    return table_download(columns, (dict(zip(columns, row, strict=True)) for row in rows),
                           f"agreement-{kind}-study{request.study.pk}.csv")
 
 
@@ -246,7 +246,7 @@ def _export_rows(request, kind):
         report = services.study_report(study, codebook=_codebook(request), bootstrap=0)
         out = []
         for name, cells in report["coder_matrix"]:
-            for other, cell in zip(report["coders"], cells):
+            for other, cell in zip(report["coders"], cells, strict=True):
                 if cell:
                     out.append([name, other, cell["n_units"], cell["kappa"], cell["percent_agreement"]])
         return ["coder_a", "coder_b", "n_units", "kappa", "percent_agreement"], out
@@ -254,7 +254,7 @@ def _export_rows(request, kind):
         matrix = services.judge_human_matrix(study, _codebook(request))
         out = []
         for judge, cells in (matrix or {}).get("rows", []):
-            for human, cell in zip(matrix["humans"], cells):
+            for human, cell in zip(matrix["humans"], cells, strict=True):
                 out.append([judge, human, cell["n_units"] if cell else 0, cell["kappa"] if cell else None,
                             cell["weighted_kappa"] if cell else None, cell["percent_agreement"] if cell else None])
         return ["judge", "human", "n_units", "kappa", "weighted_kappa", "percent_agreement"], out
@@ -272,7 +272,7 @@ def _export_rows(request, kind):
             raise AgreementRequestError("Choose two different raters of this table with a= and b=.")
         conf = ag.confusion(table.matrix, a, b)
         header = [f"{table.label(a)} \\ {table.label(b)}"] + [str(c) for c in conf["categories"]]
-        return header, [[c] + row for c, row in zip(conf["categories"], conf["table"])]
+        return header, [[c] + row for c, row in zip(conf["categories"], conf["table"], strict=True)]
     if kind == "disagreements":
         rows, _n = services.disagreement_rows(table)
         raters = [k for k in table.matrix.raters if k != GOLD]

@@ -1,7 +1,16 @@
 from django.contrib import admin
 
-from .models import (Assignment, Code, Codebook, CodeDiscovery, CodeOperation, Coding, CodeSuggestion, GenderAttribution,
-                     Memo)
+from .models import (
+    Assignment,
+    Code,
+    Codebook,
+    CodeDiscovery,
+    CodeOperation,
+    CodeSuggestion,
+    Coding,
+    GenderAttribution,
+    Memo,
+)
 
 
 class CodeInline(admin.TabularInline):

@@ -5,8 +5,7 @@ here too: a coder lists only their own codings unless their assignment for that 
 """
 import json
 
-from django.db.models import Q
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
@@ -25,8 +24,19 @@ from stereoscope.untrusted import loads_json
 from . import codebook_format as fmt
 from . import selectors, services
 from .assigning import STRATEGIES
-from .models import (Assignment, AttributedGender, Code, Codebook, CodeDiscovery, CodeOperation, CodeSuggestion, Coding,
-                     CodingMode, GenderAttribution, Memo)
+from .models import (
+    Assignment,
+    AttributedGender,
+    Code,
+    Codebook,
+    CodeDiscovery,
+    CodeOperation,
+    CodeSuggestion,
+    Coding,
+    CodingMode,
+    GenderAttribution,
+    Memo,
+)
 
 
 def _int_list(value, label):

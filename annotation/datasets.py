@@ -11,7 +11,6 @@ from stereoscope.providers import provider
 
 from .models import Assignment, Code, Coding, GenderAttribution, Memo
 
-
 # --- shared helpers -----------------------------------------------------------------------------------------
 
 class CodeIndex:

@@ -4,6 +4,8 @@ Browsers count UTF-16 code units; an emoji outside the BMP is two units but one 
 their own code points in both, so only surrogate pairs need converting.
 """
 
+from itertools import pairwise
+
 
 class OffsetError(ValueError):
     pass
@@ -62,7 +64,7 @@ def segments(text, spans):
         if start is not None and end is not None and 0 <= start < end <= len(text):
             starts.setdefault(start, []).append((key, end))
     active, result = [], []
-    for left, right in zip(points, points[1:]):
+    for left, right in pairwise(points):
         active = [(k, e) for k, e in active if e > left] + starts.get(left, [])
         result.append((left, right, [k for k, _ in active]))
     if not text:

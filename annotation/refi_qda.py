@@ -344,7 +344,7 @@ def parse_xml(data: bytes, what="project.qde"):
     try:
         return etree.fromstring(data, parser=safe_parser())
     except etree.XMLSyntaxError as exc:
-        raise RefiError(f"{what} is not well-formed XML: {exc}")
+        raise RefiError(f"{what} is not well-formed XML: {exc}") from exc
 
 
 def validate(root, schema_name, what):
@@ -357,7 +357,7 @@ def validate(root, schema_name, what):
         raise RefiError(problems)
 
 
-def _q(tag, ns=NS):  # noqa: E302
+def _q(tag, ns=NS):
     return f"{{{ns}}}{tag}"
 
 
@@ -444,7 +444,7 @@ def read_qdpx(data) -> QProject:
     try:
         zf = zipfile.ZipFile(stream)
     except zipfile.BadZipFile:
-        raise RefiError("The file is not a .qdpx: it is not a ZIP archive.")
+        raise RefiError("The file is not a .qdpx: it is not a ZIP archive.") from None
     with zf:
         infos = zf.infolist()
         if sum(i.file_size for i in infos) > MAX_TOTAL_BYTES:
@@ -459,7 +459,7 @@ def read_qdpx(data) -> QProject:
         try:
             raw = zf.read(qde_name)
         except (zipfile.BadZipFile, OSError) as exc:
-            raise RefiError(f"project.qde cannot be read from the ZIP: {exc}")
+            raise RefiError(f"project.qde cannot be read from the ZIP: {exc}") from exc
         root = parse_xml(raw)
         if root.tag != _q("Project"):
             raise RefiError(f"project.qde: the root element is {etree.QName(root).localname!r} in namespace "

@@ -16,10 +16,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+import stereoscope
 from generation.collect import ImportedRow, import_texts
 from generation.datasets import filtered_outputs
 from stereoscope.datasets import iso_datetime, uuid_text
-import stereoscope
 from stereoscope.models import Role
 from stereoscope.providers import provider
 from stereoscope.services import ensure_member, record_activity
@@ -257,14 +257,14 @@ def _create_codebook(study, project, *, name, actor, skip):
     try:
         tree = fmt.validate_tree(_code_tree(project, (name or "Imported codebook")[:200], skip))
     except fmt.CodebookFormatError as exc:
-        raise rq.RefiError([f"CodeBook: {error}" for error in exc.errors])
+        raise rq.RefiError([f"CodeBook: {error}" for error in exc.errors]) from None
     try:
         codebook = annotation_services.import_codebook(study, tree, created_by=actor)
     except annotation_services.AnnotationError as exc:
-        raise rq.RefiError(f"CodeBook: {exc}")
+        raise rq.RefiError(f"CodeBook: {exc}") from None
     created = list(codebook.codes.order_by("order", "pk"))  # the service creates codes in document order
     file_guids = [n["guid"] for n, _, _ in fmt.walk(tree["codes"])]
-    return codebook, dict(zip(file_guids, created))
+    return codebook, dict(zip(file_guids, created, strict=True))
 
 
 def _taken_guids(model, guids):
@@ -381,7 +381,7 @@ def _apply_project(study, project, *, filename, actor):
 
     run, outputs = import_texts(study, texts, run_name=f"REFI-QDA import: {filename}", actor=actor, source=filename,
                                 provenance=provenance)
-    for source, output in zip(project.sources, outputs):
+    for source, output in zip(project.sources, outputs, strict=True):
         for note in source.note_guids:
             note_targets[note].append(("output", output))
         spans = [(sel, c) for sel in source.selections for c in sel.codings] + [(None, c) for c in source.codings]
@@ -443,9 +443,9 @@ def import_qdc(study, data, *, filename="codebook.qdc", actor=None):
         tree = fmt.parse_qdc(data, name=name)
         codebook = annotation_services.import_codebook(study, tree, created_by=actor)
     except fmt.CodebookFormatError as exc:
-        raise rq.RefiError([f"the .qdc codebook: {error}" for error in exc.errors])
+        raise rq.RefiError([f"the .qdc codebook: {error}" for error in exc.errors]) from None
     except annotation_services.AnnotationError as exc:
-        raise rq.RefiError(f"the .qdc codebook: {exc}")
+        raise rq.RefiError(f"the .qdc codebook: {exc}") from None
     return {"codebook_id": codebook.pk, "codebook": f"{codebook.name} v{codebook.version}",
             "codes": codebook.codes.count()}
 

@@ -16,8 +16,22 @@ from stereoscope.versioning import Versioning
 
 from . import codebook_format as fmt
 from .assigning import plan_assignments
-from .models import (Assignment, AssignmentStatus, AttributedGender, Code, Codebook, CodeKind, CodeOperation, Coding,
-                     CodingMode, GenderAttribution, GenderTag, Memo, OperationKind, VariableScope)
+from .models import (
+    Assignment,
+    AssignmentStatus,
+    AttributedGender,
+    Code,
+    Codebook,
+    CodeKind,
+    CodeOperation,
+    Coding,
+    CodingMode,
+    GenderAttribution,
+    GenderTag,
+    Memo,
+    OperationKind,
+    VariableScope,
+)
 from .offsets import OffsetError, utf16_to_codepoint, validate_span
 
 CODE_FIELDS = ["name", "description", "color", "gender_tag", "kind", "codable", "stereotype", "shortcut", "order",

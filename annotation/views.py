@@ -18,8 +18,19 @@ from . import codebook_format as fmt
 from . import selectors, services
 from .api import codebook_download, codings_download, import_upload
 from .assigning import STRATEGIES
-from .models import (Assignment, AssignmentStatus, AttributedGender, Code, Codebook, CodeOperation, Coding, CodingMode,
-                     GenderAttribution, GenderTag, Memo)
+from .models import (
+    Assignment,
+    AssignmentStatus,
+    AttributedGender,
+    Code,
+    Codebook,
+    CodeOperation,
+    Coding,
+    CodingMode,
+    GenderAttribution,
+    GenderTag,
+    Memo,
+)
 from .offsets import segments
 
 

@@ -109,7 +109,7 @@ def bench_page(n_stories=10_000, n_codes=50, n_coders=2):
     for coder in coders:
         seen = rng.random((n_codes, n_stories)) < 0.85
         applied = np.where(seen, truth, rng.random((n_codes, n_stories)) < prevalence[:, None])
-        for c, s in zip(*np.nonzero(applied)):
+        for c, s in zip(*np.nonzero(applied), strict=True):
             span = bool(rng.random() < 0.5)
             codings.append(Coding(output_id=outputs[s], code=codes[c], coder=coder, codebook=codebook,
                                   start=0 if span else None, end=int(100 + rng.integers(0, 10)) if span else None))

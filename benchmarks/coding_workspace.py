@@ -36,12 +36,11 @@ def build(n_outputs, codings_per_output, words):
     from django.utils import timezone
 
     from annotation import services
+    from annotation.builtin import builtin_specs
     from annotation.models import Codebook
     from generation.models import Dimension, GenerationRun, ModelEndpoint, PromptItem, Toolkit
     from stereoscope.builtin import load_builtins
     from stereoscope.models import Membership, Study
-
-    from annotation.builtin import builtin_specs
 
     rng = random.Random(11)
     User = get_user_model()

@@ -14,13 +14,14 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from stereoscope.datasets import data_dictionary, datasets
-from stereoscope.leases import acquire_lease
+from stereoscope.jobs import acquire_job_lease as acquire_lease
 from .models import ExportFormat, ExportJob, ExportStatus
 from stereoscope.permissions import LEVELS, role_for
 from stereoscope.services import record_activity
+from stereoscope.tables import CSVTableWriter, JSONLTableWriter, XLSXWorkbookWriter
 
 from .manifest import build_manifest
-from stereoscope.tables import CSVTableWriter, JSONLTableWriter, XLSXWorkbookWriter
+from .models import ExportFormat, ExportJob, ExportStatus
 
 log = logging.getLogger(__name__)
 LEASE_SECONDS = 120
@@ -69,7 +70,7 @@ def _as_list(name, value, kind):
                     raise ValueError
                 result.append(int(raw))
             except (TypeError, ValueError):
-                raise ExportError(f"{name}: {raw!r} is not a whole number.")
+                raise ExportError(f"{name}: {raw!r} is not a whole number.") from None
         else:
             result.append(str(raw))
     return result

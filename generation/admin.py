@@ -1,6 +1,6 @@
 from django import forms
-from django.core.exceptions import ObjectDoesNotExist
 from django.contrib import admin, messages
+from django.core.exceptions import ObjectDoesNotExist
 
 from .models import Dimension, GenerationRun, ModelEndpoint, Output, PromptItem, ProviderCall, Toolkit
 from .slots import SlotError, normalize_combinations, normalize_slot_values

@@ -16,7 +16,8 @@ from rest_framework.response import Response
 from stereoscope.api import StudyScopedMixin
 from stereoscope.downloads import table_download
 
-from . import toolkit_format, toolkit_services as services
+from . import toolkit_format
+from . import toolkit_services as services
 from .counterfactual import parse_name_pairs
 from .models import Dimension, PromptItem, Toolkit
 from .slots import SlotError

@@ -9,3 +9,4 @@ class GenerationConfig(AppConfig):
         from stereoscope.health import register_job_model
 
         register_job_model("generation run", self.get_model("GenerationRun"))  # seen by /healthz
+        from . import runs  # noqa: F401  (registers generation runs with the job engine)

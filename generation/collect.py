@@ -70,7 +70,7 @@ def read_records(filename, content, fmt=None):
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ImportProblems([f"The file is not UTF-8 text ({exc.reason} at byte {exc.start})."])
+        raise ImportProblems([f"The file is not UTF-8 text ({exc.reason} at byte {exc.start})."]) from None
     if fmt == "csv":
         return _read_csv(text)
     if fmt == "jsonl":
@@ -83,7 +83,7 @@ def _read_csv(text):
         reader = csv.reader(io.StringIO(text, newline=""))
         rows = list(reader)
     except csv.Error as exc:
-        raise ImportProblems([f"The CSV file cannot be parsed: {exc}."])
+        raise ImportProblems([f"The CSV file cannot be parsed: {exc}."]) from None
     rows = [r for r in rows if "".join(r).strip()] if rows else []  # drop blank lines
     if not rows:
         raise ImportProblems(["The CSV file has no header row."])
@@ -94,7 +94,8 @@ def _read_csv(text):
         if len(row) > len(header):
             raise ImportProblems([f"Row {number} has {len(row)} cells but the header has {len(header)} columns "
                                   "(an unquoted comma or line break?)."])
-        records.append((number, {h: v for h, v in zip(header, row) if h}))
+        # rows shorter than the header are allowed (missing trailing cells)
+        records.append((number, {h: v for h, v in zip(header, row, strict=False) if h}))
     return _limit(records)
 
 
@@ -107,7 +108,7 @@ def _read_xlsx(content):
     try:
         workbook = load_workbook(io.BytesIO(content), read_only=True, data_only=True)
     except Exception as exc:  # zipfile.BadZipFile, KeyError, InvalidFileException...
-        raise ImportProblems([f"The file is not a valid XLSX workbook ({type(exc).__name__})."])
+        raise ImportProblems([f"The file is not a valid XLSX workbook ({type(exc).__name__})."]) from exc
     try:
         sheet = workbook.worksheets[0]
         rows = iter(sheet.iter_rows(values_only=True))
@@ -124,7 +125,7 @@ def _read_xlsx(content):
             if not row or all(c in (None, "") for c in row):
                 continue
             values = {}
-            for h, v in zip(header, row):
+            for h, v in zip(header, row, strict=False):  # ragged sheets allowed
                 if not h:
                     continue
                 if isinstance(v, float) and v.is_integer():
@@ -163,7 +164,7 @@ def _read_json(text):
     try:
         value = loads_json(text)
     except ValueError as exc:
-        raise ImportProblems([f"The file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})."])
+        raise ImportProblems([f"The file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})."]) from None
     if isinstance(value, dict):
         for key in ("outputs", "answers", "records", "rows"):
             if isinstance(value.get(key), list):
@@ -273,7 +274,7 @@ def sheet_rows(run, pending_only=True):
 
 
 # The XLSX sheet's look: widths fit the columns, long prompts and answers wrap.
-SHEET_LAYOUT = {"widths": dict(zip(SHEET_COLUMNS, (8, 18, 18, 6, 18, 6, 24, 60, 80))), "wrap": ["prompt", "answer"]}
+SHEET_LAYOUT = {"widths": dict(zip(SHEET_COLUMNS, (8, 18, 18, 6, 18, 6, 24, 60, 80), strict=True)), "wrap": ["prompt", "answer"]}
 
 
 def sheet_csv(run):
@@ -362,7 +363,7 @@ def save_answers(run, answers, *, actor=None, source="form"):
                                   unit_ref=f"output:{out.pk}", output_id=out.pk, provider=Provider.MANUAL,
                                   model=out.model_name, params={},
                                   messages=messages_for(run, out.prompt_text, out.context_key),
-                                  attempt=1, ok=True, response_text=answer.text, finish_reason="manual",
+                                  attempt=1, ok=True, outcome="ok", response_text=answer.text, finish_reason="manual",
                                   raw_response={"entered_by": who, "via": source}, started_at=now))
     ProviderCall.objects.bulk_create(calls)
     record_activity(run.study, actor, f"entered {len(answers)} manual answers for", run.name)
@@ -445,7 +446,7 @@ def validate_import(records, toolkit=None):
                 units_by_item.setdefault(unit.item.number, {})[unit.variant_key] = unit
                 units_by_prompt.setdefault(unit.prompt.strip(), unit)
         except SlotError as exc:
-            raise ImportProblems([f"The toolkit cannot be expanded: {exc}"])
+            raise ImportProblems([f"The toolkit cannot be expanded: {exc}"]) from None
     columns = set().union(*(values.keys() for _, values in records)) if records else set()
     if not columns & set(IMPORT_ALIASES["model"]):
         raise ImportProblems(["The file has no 'model' column."])

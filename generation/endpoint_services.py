@@ -37,13 +37,13 @@ def parse_params(value):
         try:
             value = loads_json(value)
         except ValueError as exc:
-            raise ValueError(f"Default parameters must be a JSON object, e.g. {{\"temperature\": 0.7}} ({exc}).")
+            raise ValueError(f"Default parameters must be a JSON object, e.g. {{\"temperature\": 0.7}} ({exc}).") from None
     if not isinstance(value, dict):
         raise ValueError("Default parameters must be a JSON object, e.g. {\"temperature\": 0.7}.")
     try:
         validate_params(value)
     except ProviderError as exc:
-        raise ValueError(str(exc))
+        raise ValueError(str(exc)) from None
     return value
 
 

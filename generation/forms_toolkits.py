@@ -17,7 +17,7 @@ def parse_json_field(text, label, empty):
     try:
         return loads_json(text)
     except json.JSONDecodeError as exc:
-        raise forms.ValidationError(f"{label} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.")
+        raise forms.ValidationError(f"{label} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.") from None
 
 
 def json_text(value):

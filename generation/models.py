@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from stereoscope.jobs.models import Job, JobStatus
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
 
@@ -103,16 +104,10 @@ class ModelEndpoint(models.Model):
         return bool(key_value(self.api_key_env))
 
 
-class RunStatus(models.TextChoices):
-    DRAFT = "draft", "Draft"
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    COMPLETED = "completed", "Completed"
-    CANCELLED = "cancelled", "Cancelled"
-    FAILED = "failed", "Failed"
+RunStatus = JobStatus  # the one status enum of every job
 
 
-class GenerationRun(models.Model):
+class GenerationRun(Job):
     """A toolkit version × endpoints × trials. Each unit (item, slot values, endpoint, trial) yields one Output."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="generation_runs")
@@ -126,19 +121,10 @@ class GenerationRun(models.Model):
                                 help_text="Contexts the prompts are asked in: [{key, persona, turns}]; empty: none. "
                                           "Each unit is context × prompt; the persona is the system message.")
     context_source = models.CharField(max_length=300, blank=True, help_text="Where the contexts came from, e.g. a set.")
-    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.DRAFT)
     is_import = models.BooleanField(default=False, help_text="Holds outputs imported from elsewhere.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    cancel_requested = models.BooleanField(default=False)
-    # Live figures written by the executing worker: in_flight, rate, eta_s, heartbeat.
-    progress = models.JSONField(default=dict, blank=True)
-    # Only one executor per run: a worker holds the lease while it runs and renews it with each progress tick.
-    lease_token = models.CharField(max_length=64, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    message = models.TextField(blank=True, help_text="The last status message (e.g. why a run stopped).")
+    # status, progress, leases, cancel flag, message, started_by and timestamps come from the job engine's Job.
 
     class Meta:
         ordering = ["-created_at"]
@@ -198,8 +184,17 @@ class Output(models.Model):
         return self.model_name.strip().lower()
 
 
+class CallOutcome(models.TextChoices):
+    UNKNOWN = "unknown", "Unknown (sent, no answer recorded)"
+    OK = "ok", "Answered"
+    ERROR = "error", "Error"
+
+
 class ProviderCall(models.Model):
-    """One attempt of one LLM call, from any step (generation, judging, psychometrics, code discovery)."""
+    """One attempt of one LLM call, from any step (generation, judging, psychometrics, code discovery).
+
+    Written before the request is sent (outcome unknown, estimated tokens and cost) and completed after, so a worker
+    that dies mid-call leaves an attempt that still counts in the totals."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="provider_calls")
     endpoint = models.ForeignKey(ModelEndpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="calls")
@@ -223,7 +218,9 @@ class ProviderCall(models.Model):
     error = models.TextField(blank=True)
     retry_after_s = models.FloatField(null=True, blank=True)
     backoff_s = models.FloatField(null=True, blank=True, help_text="Wait before the next attempt.")
+    outcome = models.CharField(max_length=10, choices=CallOutcome.choices, default=CallOutcome.UNKNOWN, db_index=True)
     started_at = models.DateTimeField(default=timezone.now)
+    completed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at"]

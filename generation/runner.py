@@ -1,10 +1,12 @@
 """The one runner for LLM calls. Generation, judging, psychometrics and code discovery all use it.
 
-`execute_units` takes CallUnits and a ResultSink. Network I/O runs on a private asyncio loop in a helper thread
-(so it works under any outer event loop, e.g. Playwright's); every database write (one ProviderCall per attempt,
-then the sink's callbacks) happens on the caller's thread in small batched transactions, so the caller's
-connection and transaction see them. Limits per endpoint come from `generation.limits`; retries back off
-exponentially with jitter and never earlier than Retry-After.
+`execute_units` takes CallUnits (a list, or a UnitSource the job engine feeds chunk by chunk) and a ResultSink.
+Network I/O runs on a private asyncio loop in a helper thread (so it works under any outer event loop, e.g.
+Playwright's); every database write happens on the caller's thread in small batched transactions, so the
+caller's connection and transaction see them. Each attempt's ProviderCall row is committed BEFORE its request is
+sent (outcome "unknown", estimated tokens and cost) and completed after, so a crash leaves a row for every call the
+provider may have received. Limits per endpoint come from `generation.limits`; retries back off exponentially with
+jitter and never earlier than Retry-After.
 """
 import asyncio
 import json
@@ -15,14 +17,15 @@ import threading
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Callable, Protocol
 
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
 from django.utils import timezone
 
 from .key_variables import key_value
 from .limits import LEASE_TTL, RENEW_EVERY, EndpointLimiter, estimate_tokens, make_store
-from .models import ModelEndpoint, ProviderCall
+from .models import CallOutcome, ModelEndpoint, ProviderCall
 from .providers.base import ChatResult, ProviderError, get_provider
 
 log = logging.getLogger(__name__)
@@ -44,6 +47,28 @@ class ResultSink(Protocol):
     def on_success(self, unit: CallUnit, result: ChatResult) -> None: ...
 
     def on_failure(self, unit: CallUnit, error: str) -> None: ...
+
+
+class UnitSource(Protocol):
+    """Units handed out a chunk at a time, on the caller's thread. `take()` returns [] once nothing is left."""
+
+    def take(self) -> list[CallUnit]: ...
+
+    def finished(self, unit: CallUnit) -> None: ...
+
+
+class ListSource:
+    """A fixed list of units, handed out at once."""
+
+    def __init__(self, units):
+        self.units = list(units)
+
+    def take(self):
+        units, self.units = self.units, []
+        return units
+
+    def finished(self, unit):
+        pass
 
 
 class CallbackSink:
@@ -117,98 +142,181 @@ def output_id_from_ref(unit_ref):
 
 
 class _Loop:
-    """The asyncio side: per-endpoint workers pull units, respect limits, retry, and report events."""
+    """The asyncio side: per-endpoint workers pull units, respect limits, retry, and report events.
 
-    def __init__(self, units, events, stop, max_attempts):
-        self.units = units
+    Units arrive in batches from the caller's thread (`add`); when fewer than `low_water` are queued the loop asks
+    for more with a "more" event, so a job's chunks stream through without a pause between them."""
+
+    def __init__(self, events, stop, max_attempts, per_endpoint_cap=None):
         self.events = events
         self.stop = stop
         self.max_attempts = max_attempts
+        self.cap = per_endpoint_cap
         self.in_flight = 0
+        self.queues = {}        # endpoint pk -> list of units (popped from the end)
+        self.workers = {}       # endpoint pk -> [tasks]
+        self.limiters = {}
+        self.providers = {}
+        self.exhausted = False
+        self.asked = False
+        self.low_water = 1
+        self.loop = None
+        self.changed = None
+
+    def add_threadsafe(self, units):
+        self.call_threadsafe(self._add, units)
+
+    def call_threadsafe(self, fn, *args):
+        """Schedule on the loop from the caller's thread; a loop that already ended (stopped) needs nothing."""
+        try:
+            self.loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:
+            pass
+
+    def _add(self, units):
+        self.asked = False
+        if not units:
+            self.exhausted = True
+        for unit in units:
+            pk = unit.endpoint.pk
+            if pk not in self.queues:
+                self.queues[pk] = []
+                self.workers[pk] = []
+                self.limiters[pk] = EndpointLimiter(unit.endpoint, self.store)
+                self.providers[pk] = get_provider(unit.endpoint)
+            self.queues[pk].insert(0, unit)
+        for pk, pending in self.queues.items():
+            limit = self.limiters[pk].max_concurrency
+            if self.cap:
+                limit = min(limit, self.cap)
+            alive = [t for t in self.workers[pk] if not t.done()]
+            for _ in range(min(len(pending), limit - len(alive))):
+                alive.append(asyncio.create_task(self.worker(pk)))
+            self.workers[pk] = alive
+        self.low_water = max(1, sum(min(self.cap or lim.max_concurrency, lim.max_concurrency)
+                                    for lim in self.limiters.values()))
+        self.changed.set()
+
+    def queued(self):
+        return sum(len(q) for q in self.queues.values())
+
+    def ask_more(self):
+        if not self.asked and not self.exhausted and not self.stop.is_set():
+            self.asked = True
+            self.events.put(("more", None, None))
 
     async def main(self):
-        store = make_store()
-        by_endpoint = {}
-        for unit in self.units:
-            by_endpoint.setdefault(unit.endpoint.pk, []).append(unit)
-        limiters, providers, workers = [], [], []
+        self.loop = asyncio.get_running_loop()
+        self.changed = asyncio.Event()
+        self.store = make_store()
         try:
-            for units in by_endpoint.values():
-                endpoint = units[0].endpoint
-                limiter = EndpointLimiter(endpoint, store)
-                provider = get_provider(endpoint)
-                limiters.append(limiter)
-                providers.append(provider)
-                pending = list(reversed(units))
-                for _ in range(min(len(units), limiter.max_concurrency)):
-                    workers.append(asyncio.create_task(self.worker(pending, limiter, provider)))
-            renewer = asyncio.create_task(self.renew(limiters))
-            watcher = asyncio.create_task(self.watch_stop(workers))
-            await asyncio.gather(*workers, return_exceptions=True)
+            renewer = asyncio.create_task(self.renew())
+            self.ask_more()
+            while True:
+                if self.stop.is_set():
+                    for tasks in self.workers.values():
+                        for task in tasks:
+                            task.cancel()
+                running = [t for tasks in self.workers.values() for t in tasks if not t.done()]
+                if (self.exhausted or self.stop.is_set()) and not running and (self.stop.is_set() or not self.queued()):
+                    break
+                if self.queued() < self.low_water:
+                    self.ask_more()
+                self.changed.clear()
+                try:
+                    await asyncio.wait_for(self.changed.wait(), 0.05)
+                except asyncio.TimeoutError:
+                    pass
+            await asyncio.gather(*[t for tasks in self.workers.values() for t in tasks], return_exceptions=True)
             renewer.cancel()
-            watcher.cancel()
         finally:
-            for provider in providers:
+            for provider in self.providers.values():
                 try:
                     await provider.aclose()
                 except Exception:  # closing a pool must not hide the run's outcome
                     log.exception("closing a provider client failed")
-            await store.close()
+            await self.store.close()
 
-    async def renew(self, limiters):
+    async def renew(self):
         while True:
             await asyncio.sleep(min(RENEW_EVERY, LEASE_TTL / 3))
-            for limiter in limiters:
+            for limiter in list(self.limiters.values()):
                 try:
                     await limiter.renew()
                 except Exception:
                     log.warning("could not renew concurrency leases", exc_info=True)
 
-    async def watch_stop(self, workers):
-        while not self.stop.is_set():
-            await asyncio.sleep(0.05)
-        for task in workers:
-            task.cancel()
+    async def worker(self, pk):
+        pending = self.queues[pk]
+        limiter, provider = self.limiters[pk], self.providers[pk]
+        try:
+            while not self.stop.is_set():
+                if not pending:
+                    if self.exhausted:
+                        return
+                    self.ask_more()
+                    self.changed.set()
+                    try:
+                        await asyncio.wait_for(self.changed.wait(), 0.05)
+                    except asyncio.TimeoutError:
+                        pass
+                    continue
+                unit = pending.pop()
+                if len(pending) < self.low_water:
+                    self.ask_more()
+                try:
+                    await self.run_unit(unit, limiter, provider)
+                except asyncio.CancelledError:
+                    self.events.put(("cancelled", unit, None))
+                    raise
+                except Exception as exc:  # a bug must fail the unit, not the run
+                    log.exception("unit %s crashed", unit.unit_ref)
+                    self.events.put(("failed", unit, f"Internal error: {type(exc).__name__}: {exc}"))
+        finally:
+            self.changed.set()
 
-    async def worker(self, pending, limiter, provider):
-        while pending and not self.stop.is_set():
-            unit = pending.pop()
-            try:
-                await self.run_unit(unit, limiter, provider)
-            except asyncio.CancelledError:
-                self.events.put(("cancelled", unit, None))
-                raise
-            except Exception as exc:  # a bug must fail the unit, not the run
-                log.exception("unit %s crashed", unit.unit_ref)
-                self.events.put(("failed", unit, f"Internal error: {type(exc).__name__}: {exc}"))
+    async def open_attempt(self, record):
+        """Have the caller's thread commit the attempt row; only then may the request go out."""
+        record["written"] = self.loop.create_future()
+        self.events.put(("open", record["unit"], record))
+        await record["written"]
 
     async def run_unit(self, unit, limiter, provider):
         endpoint = unit.endpoint
         max_attempts = max(1, self.max_attempts or endpoint.max_attempts or 1)
-        est = sum(estimate_tokens(str(m.get("content", ""))) for m in unit.messages) + int(unit.params.get("max_tokens") or 256)
+        est_in = sum(estimate_tokens(str(m.get("content", ""))) for m in unit.messages)
+        est_out = int(unit.params.get("max_tokens") or 256)
+        est = est_in + est_out
         for attempt in range(1, max_attempts + 1):
             lease = await limiter.acquire(est, stop=self.stop)
             if lease is None:
                 self.events.put(("cancelled", unit, None))
                 return
-            started_at = timezone.now()
-            record = {"unit": unit, "attempt": attempt, "started_at": started_at}
-            self.in_flight += 1
+            record = {"unit": unit, "attempt": attempt, "started_at": timezone.now(), "estimate": (est_in, est_out)}
             actual = None
-            t0 = time.perf_counter()
             try:
-                result = await provider.acomplete(unit.messages, unit.params)
-                actual = (result.input_tokens or 0) + (result.output_tokens or 0) or None
-            except ProviderError as exc:
-                result, error = None, exc
-            except asyncio.CancelledError:
-                record.update(error="Cancelled while in flight.", latency_ms=int((time.perf_counter() - t0) * 1000))
-                self.events.put(("attempt", unit, record))
-                raise
-            except Exception as exc:
-                result, error = None, ProviderError(f"{type(exc).__name__}: {exc}", retryable=False)
+                try:
+                    await self.open_attempt(record)
+                except asyncio.CancelledError:
+                    record["not_sent"] = True
+                    self.events.put(("attempt", unit, record))
+                    raise
+                self.in_flight += 1
+                t0 = time.perf_counter()
+                try:
+                    result = await provider.acomplete(unit.messages, unit.params)
+                    actual = (result.input_tokens or 0) + (result.output_tokens or 0) or None
+                except ProviderError as exc:
+                    result, error = None, exc
+                except asyncio.CancelledError:
+                    record.update(error="Cancelled while in flight.", latency_ms=int((time.perf_counter() - t0) * 1000))
+                    self.events.put(("attempt", unit, record))
+                    raise
+                except Exception as exc:
+                    result, error = None, ProviderError(f"{type(exc).__name__}: {exc}", retryable=False)
+                finally:
+                    self.in_flight -= 1
             finally:
-                self.in_flight -= 1
                 await limiter.release(lease, est, actual)
             if result is not None:
                 result.cost_usd = cost_of(endpoint, result.input_tokens, result.output_tokens)
@@ -232,81 +340,121 @@ class _Loop:
             await asyncio.sleep(delay)
 
 
-def _provider_call(study, record):
+def _opened_call(study, record):
+    """The attempt row as written before the request: outcome unknown, with the estimated tokens and cost."""
     unit = record["unit"]
     endpoint = unit.endpoint
-    result = record.get("result")
-    row = ProviderCall(
+    est_in, est_out = record["estimate"]
+    return ProviderCall(
         study=study, endpoint=endpoint, purpose=unit.purpose, unit_ref=unit.unit_ref[:200],
         output_id=output_id_from_ref(unit.unit_ref), provider=endpoint.provider, model=endpoint.model_id,
         messages=unit.messages, params=unit.params, attempt=record["attempt"], started_at=record["started_at"],
-    )
+        outcome=CallOutcome.UNKNOWN, input_tokens=est_in, output_tokens=est_out,
+        cost_usd=cost_of(endpoint, est_in, est_out))
+
+
+def _closed_fields(record):
+    """The columns an attempt row gets once its answer (or error) is known."""
+    result = record.get("result")
     if result is not None:
-        row.ok = True
-        row.response_text = result.text
-        row.raw_response = result.raw
-        row.finish_reason = (result.finish_reason or "")[:50]
-        row.input_tokens, row.output_tokens = result.input_tokens, result.output_tokens
-        row.cost_usd = result.cost_usd
-        row.latency_ms = result.latency_ms
-        row.http_status = result.http_status
-    else:
-        row.error = record.get("error", "")
-        row.http_status = record.get("http_status")
-        row.retry_after_s = record.get("retry_after")
-        row.backoff_s = record.get("backoff")
-        row.latency_ms = record.get("latency_ms")
-        row.raw_response = record.get("raw")
-    return row
+        return {"outcome": CallOutcome.OK, "ok": True, "response_text": result.text, "raw_response": result.raw,
+                "finish_reason": (result.finish_reason or "")[:50], "input_tokens": result.input_tokens,
+                "output_tokens": result.output_tokens, "cost_usd": result.cost_usd, "latency_ms": result.latency_ms,
+                "http_status": result.http_status, "completed_at": timezone.now()}
+    return {"outcome": CallOutcome.ERROR, "ok": False, "error": record.get("error", ""),
+            "http_status": record.get("http_status"), "retry_after_s": record.get("retry_after"),
+            "backoff_s": record.get("backoff"), "latency_ms": record.get("latency_ms"),
+            "raw_response": record.get("raw"), "input_tokens": None, "output_tokens": None, "cost_usd": None,
+            "completed_at": timezone.now()}
 
 
-def execute_units(study, units: Iterable[CallUnit], sink: ResultSink, *, cancel_check: Callable[[], bool] | None = None,
+def execute_units(study, units, sink: ResultSink, *, cancel_check: Callable[[], bool] | None = None,
                   progress: Callable[[RunStats, int], None] | None = None, max_attempts: int | None = None,
-                  cancel_every: float = 0.5) -> RunStats:
-    """Run every unit to success or recorded failure. Returns the totals. Thread-safe for the caller."""
-    units = list(units)
-    stats = RunStats(total=len(units))
-    if not units:
-        return stats
+                  cancel_every: float = 0.5, per_endpoint_cap: int | None = None) -> RunStats:
+    """Run every unit to success or recorded failure. Returns the totals. Thread-safe for the caller.
+
+    `units` is a list of CallUnits or a UnitSource; `per_endpoint_cap` bounds this process's concurrent calls per
+    endpoint (default settings.JOB_WORKER_CONCURRENCY; the endpoint's own limit holds across all processes)."""
+    source = units if hasattr(units, "take") else ListSource(units)
+    if per_endpoint_cap is None:
+        per_endpoint_cap = getattr(settings, "JOB_WORKER_CONCURRENCY", None)
+    stats = RunStats()
     events, stop = queue.SimpleQueue(), threading.Event()
-    loop_runner = _Loop(units, events, stop, max_attempts)
+    loop_runner = _Loop(events, stop, max_attempts, per_endpoint_cap)
     crashed = {}
+    first = source.take()
+    stats.total = len(first)
+    if not first:
+        return stats
+    started_loop = threading.Event()
 
     def run_loop():
         try:
-            asyncio.run(loop_runner.main())
+            async def main():
+                loop_runner.loop = asyncio.get_running_loop()
+                task = asyncio.create_task(loop_runner.main())
+                await asyncio.sleep(0)
+                started_loop.set()
+                await task
+            asyncio.run(main())
         except BaseException as exc:
             crashed["error"] = exc
         finally:
+            started_loop.set()
             events.put(("end", None, None))
 
     started = time.perf_counter()
     thread = threading.Thread(target=run_loop, name="llm-runner", daemon=True)
     thread.start()
+    started_loop.wait()
+    pending_first = [first]
     finished = set()
     last_check = last_progress = time.perf_counter()
     ended = False
+    rest, rest_since = [], None
     try:
         while not ended:
+            # Attempt rows to open are written at once (their requests wait for them); results are gathered for
+            # up to BATCH_SECONDS and written together.
             batch = []
+            wait = BATCH_SECONDS if rest_since is None else max(0.0, rest_since + BATCH_SECONDS - time.perf_counter())
             try:
-                batch.append(events.get(timeout=BATCH_SECONDS))
-                deadline = time.perf_counter() + BATCH_SECONDS
-                while len(batch) < BATCH_SIZE and time.perf_counter() < deadline:
+                batch.append(events.get(timeout=wait))
+                while len(batch) < BATCH_SIZE:
                     try:
-                        batch.append(events.get(timeout=max(0.0, deadline - time.perf_counter())))
+                        batch.append(events.get_nowait())
                     except queue.Empty:
                         break
             except queue.Empty:
                 pass
             ended = any(kind == "end" for kind, _, _ in batch)
-            _write_batch(study, batch, sink, stats, finished)
+            wants_more = any(kind == "more" for kind, _, _ in batch)
+            _open_attempts(study, [e for e in batch if e[0] == "open"], loop_runner)
+            others = [e for e in batch if e[0] != "open"]
+            if others and rest_since is None:
+                rest_since = time.perf_counter()
+            rest.extend(others)
+            if rest and (ended or wants_more or len(rest) >= BATCH_SIZE
+                         or time.perf_counter() - rest_since >= BATCH_SECONDS):
+                _write_batch(study, rest, sink, stats, finished, loop_runner, source)
+                rest, rest_since = [], None
+            if wants_more and not ended:
+                if pending_first:
+                    more = pending_first.pop()
+                elif stop.is_set():
+                    more = []
+                else:
+                    more = source.take()
+                    stats.total += len(more)
+                if "error" not in crashed:
+                    loop_runner.add_threadsafe(more)
             now = time.perf_counter()
             if cancel_check is not None and not stop.is_set() and now - last_check >= cancel_every:
                 last_check = now
                 if cancel_check():
                     stats.cancelled = True
                     stop.set()
+                    loop_runner.add_threadsafe([])
             if progress is not None and (now - last_progress >= 1.0 or ended):
                 last_progress = now
                 stats.elapsed_s = now - started
@@ -323,18 +471,55 @@ def execute_units(study, units: Iterable[CallUnit], sink: ResultSink, *, cancel_
     return stats
 
 
-def _write_batch(study, batch, sink, stats, finished):
+CLOSE_FIELDS = ["outcome", "ok", "response_text", "raw_response", "finish_reason", "input_tokens", "output_tokens",
+                "cost_usd", "latency_ms", "http_status", "error", "retry_after_s", "backoff_s", "completed_at"]
+
+
+def _close_calls(records):
+    """Complete the attempt rows: one prepared UPDATE run for many rows (ORM bulk_update is slow here)."""
+    meta = ProviderCall._meta
+    fields = [meta.get_field(name) for name in CLOSE_FIELDS]
+    sets = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields)
+    sql = f"UPDATE {connection.ops.quote_name(meta.db_table)} SET {sets} WHERE {connection.ops.quote_name('id')} = %s"
+    params = []
+    for record in records:
+        values = _closed_fields(record)
+        params.append([f.get_db_prep_save(values.get(f.name, f.get_default()), connection) for f in fields]
+                      + [record["row_id"]])
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
+def _open_attempts(study, events, loop_runner):
+    """Commit the attempt rows of requests about to be sent, then let those requests go."""
+    if not events:
+        return
+    opened = [(record, _opened_call(study, record)) for _, _, record in events]
+    with transaction.atomic():
+        rows = ProviderCall.objects.bulk_create([row for _, row in opened])
+    for (record, _), row in zip(opened, rows):
+        record["row_id"] = row.pk
+        if loop_runner is not None:
+            loop_runner.call_threadsafe(_resolve, record["written"])
+
+
+def _write_batch(study, batch, sink, stats, finished, loop_runner=None, source=None):
     if not batch:
         return
-    calls = [_provider_call(study, record) for kind, _, record in batch if kind == "attempt"]
+    _open_attempts(study, [e for e in batch if e[0] == "open"], loop_runner)
+    closing = [record for kind, _, record in batch if kind == "attempt"]
     with transaction.atomic():
-        if calls:
-            ProviderCall.objects.bulk_create(calls)
-            stats.attempts += len(calls)
+        unsent = [r["row_id"] for r in closing if r.get("not_sent") and r.get("row_id")]
+        if unsent:  # cancelled before the request went out: it was never an attempt
+            ProviderCall.objects.filter(pk__in=unsent).delete()
+        done = [r for r in closing if not r.get("not_sent") and r.get("row_id") is not None]
+        if done:
+            _close_calls(done)
+            stats.attempts += len(done)
         for kind, unit, value in batch:
-            if kind not in ("succeeded", "failed") or id(unit) in finished:
+            if kind not in ("succeeded", "failed") or getattr(unit, "_finished", False):
                 continue
-            finished.add(id(unit))
+            unit._finished = True  # on the unit itself: ids of finished units are reused once they are freed
             try:
                 with transaction.atomic():
                     if kind == "succeeded":
@@ -346,6 +531,8 @@ def _write_batch(study, batch, sink, stats, finished):
                 kind = "failed"
                 with transaction.atomic():
                     sink.on_failure(unit, f"Could not store the result: {type(exc).__name__}: {exc}")
+            if source is not None:
+                source.finished(unit)
             if kind == "succeeded":
                 stats.succeeded += 1
                 stats.input_tokens += value.input_tokens or 0
@@ -353,3 +540,8 @@ def _write_batch(study, batch, sink, stats, finished):
                 stats.cost_usd += value.cost_usd or 0
             else:
                 stats.failed += 1
+
+
+def _resolve(future):
+    if not future.done():
+        future.set_result(True)

@@ -5,14 +5,13 @@ single-turn conversation and owns exactly one Output row: the rows are created u
 makes duplicates impossible) and executing a run only fills rows still pending, so resuming never repeats work.
 """
 import logging
-from datetime import timedelta
 from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from stereoscope.leases import acquire_lease
+from stereoscope import jobs
 from stereoscope.services import record_activity
 from stereoscope.untrusted import loads_json
 
@@ -25,7 +24,6 @@ from .toolkit_services import TOOLKITS
 from .toolkits import SlotError, count_units, expand_units
 
 log = logging.getLogger(__name__)
-LEASE_SECONDS = 60
 MAX_TRIALS = 1000
 MAX_UNITS = 500_000
 DEFAULT_OUTPUT_TOKENS = 400
@@ -51,13 +49,13 @@ def parse_overrides(value):
         try:
             value = loads_json(value)
         except ValueError as exc:
-            raise RunError(f"Parameter overrides must be a JSON object: {exc}.")
+            raise RunError(f"Parameter overrides must be a JSON object: {exc}.") from None
     if not isinstance(value, dict):
         raise RunError("Parameter overrides must be a JSON object, e.g. {\"temperature\": 0.7}.")
     try:
         validate_params({k: v for k, v in value.items() if v not in (None, "")})
     except ProviderError as exc:
-        raise RunError(str(exc))
+        raise RunError(str(exc)) from None
     return value
 
 
@@ -109,14 +107,14 @@ def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=Non
     try:
         trials = int(trials)
     except (TypeError, ValueError):
-        raise RunError("Trials must be a whole number.")
+        raise RunError("Trials must be a whole number.") from None
     if not 1 <= trials <= MAX_TRIALS:
         raise RunError(f"Trials must be between 1 and {MAX_TRIALS}.")
     overrides = parse_overrides(param_overrides)
     try:
         n = count_units(toolkit)
     except SlotError as exc:
-        raise RunError(f"The toolkit cannot be expanded: {exc}")
+        raise RunError(f"The toolkit cannot be expanded: {exc}") from None
     if n == 0:
         raise RunError("The toolkit has no items.")
     contexts = clean_contexts(contexts)
@@ -240,52 +238,43 @@ def check_ready(run):
         raise RunError("Cannot start: " + "; ".join(problems) + ".")
 
 
-def _queue(run, actor, verb, message=""):
-    with transaction.atomic():
-        materialize(run)
-        GenerationRun.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, cancel_requested=False, finished_at=None,
-                                                       message=message, lease_token="", lease_expires_at=None)
-        record_activity(run.study, actor, verb, run.name)
-
-
 def run_foreground(run, actor=None, progress_callback=None):
-    """Start or resume a run in this process (the CLI). Returns RunStats, or None if a worker holds the run."""
+    """Start or resume a run in this process (the CLI). Returns RunStats, or None if workers hold all of it."""
     if run.is_import:
         raise RunError("An import run holds imported outputs; it has nothing to run.")
     check_ready(run)
-    _queue(run, actor, "ran generation run in the foreground")
+    with transaction.atomic():
+        materialize(run)
+        jobs.queue(RUN_JOB, run, actor)
+        record_activity(run.study, actor, "ran generation run in the foreground", run.name)
     return execute(run.pk, progress_callback)
 
 
 def start(run, actor=None):
     if run.is_import:
         raise RunError("An import run holds imported outputs; it has nothing to start.")
-    if run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and run.lease_token:
+    if run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and jobs.is_live(run):
         raise RunError("The run is already running.")
     check_ready(run)
+    return _queue_and_launch(run, actor, "started generation run")
+
+
+def _queue_and_launch(run, actor, verb, message=""):
     with transaction.atomic():
         materialize(run)
-        GenerationRun.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, cancel_requested=False, message="",
-                                                       lease_token="", lease_expires_at=None)
-        record_activity(run.study, actor, "started generation run", run.name)
-    _enqueue(run)
+        jobs.queue(RUN_JOB, run, actor, message)
+        record_activity(run.study, actor, verb, run.name)
+    jobs.launch(RUN_JOB, run)
     run.refresh_from_db()
     return run
 
 
 def resume(run, actor=None):
-    """Re-enqueue the run; only units without an output (pending) are executed."""
+    """Queue the run again; only units without an output (pending) are executed."""
     if run.is_import:
         raise RunError("An import run has nothing to resume.")
     check_ready(run)
-    with transaction.atomic():
-        materialize(run)
-        GenerationRun.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, cancel_requested=False, finished_at=None,
-                                                       lease_token="", lease_expires_at=None, message="Resumed.")
-        record_activity(run.study, actor, "resumed generation run", run.name)
-    _enqueue(run)
-    run.refresh_from_db()
-    return run
+    return _queue_and_launch(run, actor, "resumed generation run", "Resumed.")
 
 
 def retry_failed(run, actor=None):
@@ -293,7 +282,7 @@ def retry_failed(run, actor=None):
     if run.is_import:
         raise RunError("An import run has nothing to retry.")
     check_ready(run)
-    n = run.outputs.filter(status=OutputStatus.FAILED).update(status=OutputStatus.PENDING, error="")
+    n = RUN_JOB.reset_failed(run)
     if n == 0:
         raise RunError("No failed units to retry.")
     record_activity(run.study, actor, f"retried {n} failed units of", run.name)
@@ -301,19 +290,9 @@ def retry_failed(run, actor=None):
 
 
 def cancel(run, actor=None):
-    if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
-        raise RunError(f"The run is already {run.status}.")
-    updates = {"cancel_requested": True}
-    if run.status in (RunStatus.DRAFT, RunStatus.QUEUED) or not run.lease_token:
-        updates.update(status=RunStatus.CANCELLED, finished_at=timezone.now(), message="Cancelled.")
-    GenerationRun.objects.filter(pk=run.pk).update(**updates)
+    jobs.cancel(RUN_JOB, run)
     record_activity(run.study, actor, "cancelled generation run", run.name)
-    run.refresh_from_db()
     return run
-
-
-def _acquire_lease(run_id):
-    return acquire_lease(GenerationRun.objects, run_id, LEASE_SECONDS)
 
 
 class OutputSink:
@@ -334,80 +313,73 @@ class OutputSink:
             status=OutputStatus.FAILED, error=error, completed_at=timezone.now())
 
 
-def pending_units(run):
+def _callable_outputs(run):
     endpoints = {e.pk: e for e in run.endpoints.exclude(provider=Provider.MANUAL)}
-    params = {pk: merged_params(e, run.param_overrides) for pk, e in endpoints.items()}
     rows = run.outputs.filter(status__in=[OutputStatus.PENDING, OutputStatus.IN_FLIGHT], endpoint_id__in=list(endpoints))
-    return [CallUnit(unit_ref=f"output:{pk}", endpoint=endpoints[ep], messages=messages_for(run, prompt, context_key),
-                     params=dict(params[ep]), purpose="generation", payload=pk)
-            for pk, ep, prompt, context_key in rows.order_by("pk").values_list("pk", "endpoint_id", "prompt_text",
-                                                                                "context_key")]
+    return endpoints, rows
+
+
+class GenerationRunJob(jobs.JobKind):
+    """A generation run for the job engine: a unit is one pending Output of a called (not manual) endpoint."""
+
+    name = "generation.run"
+    model = GenerationRun
+    task_name = "generation.execute_run"
+    label = "run"
+    error = RunError
+
+    def enqueue(self, job):
+        _enqueue(job)
+
+    def get(self, job_id):
+        return GenerationRun.objects.select_related("study").get(pk=job_id)
+
+    def pending_keys(self, run):
+        return list(_callable_outputs(run)[1].order_by("pk").values_list("pk", flat=True))
+
+    def load_units(self, run, keys):
+        endpoints, rows = _callable_outputs(run)
+        params = {pk: merged_params(e, run.param_overrides) for pk, e in endpoints.items()}
+        return [CallUnit(unit_ref=f"output:{pk}", endpoint=endpoints[ep],
+                         messages=messages_for(run, prompt, context_key),
+                         params=dict(params[ep]), purpose="generation", payload=pk)
+                for pk, ep, prompt, context_key in rows.filter(pk__in=keys).order_by("pk").values_list(
+                    "pk", "endpoint_id", "prompt_text", "context_key")]
+
+    def run(self, run, source, cancel_check, progress):
+        return execute_units(run.study, source, OutputSink(), cancel_check=cancel_check, progress=progress)
+
+    def reset_failed(self, run):
+        return run.outputs.filter(status=OutputStatus.FAILED).update(status=OutputStatus.PENDING, error="")
+
+    def refuse(self, run):
+        # re-checked when the run really starts: the allow-list may have changed while it was queued
+        return key_variable_refusal(run)
+
+    def outcome(self, run):
+        pending = run.outputs.filter(status__in=[OutputStatus.PENDING, OutputStatus.IN_FLIGHT])
+        left = pending.count()
+        if left == 0:
+            failed = run.outputs.filter(status=OutputStatus.FAILED).count()
+            return RunStatus.COMPLETED, f"{failed} units failed; see their reasons and retry them." if failed else ""
+        manual = pending.filter(endpoint__provider=Provider.MANUAL).count()
+        if manual == left:
+            return RunStatus.RUNNING, f"Waiting for {manual} manual answers."
+        return run.status, "Stopped with units left; resume to run them."
+
+
+RUN_JOB = jobs.register(GenerationRunJob())
 
 
 def execute(run_id, progress_callback=None):
-    """Run every pending unit of a run in this process. Returns RunStats, or None if another worker holds it."""
-    token = _acquire_lease(run_id)
-    if token is None:
-        log.info("run %s is held by another worker", run_id)
-        return None
-    run = GenerationRun.objects.select_related("study").get(pk=run_id)
-    if run.cancel_requested or run.status == RunStatus.CANCELLED:
-        GenerationRun.objects.filter(pk=run_id, lease_token=token).update(lease_token="", lease_expires_at=None)
-        return None
-    refused = key_variable_refusal(run)
-    if refused:  # re-checked when the run really starts: the allow-list may have changed while it was queued
-        GenerationRun.objects.filter(pk=run_id).update(status=RunStatus.FAILED, message=refused, lease_token="",
-                                                       finished_at=timezone.now(), lease_expires_at=None)
-        return None
-    GenerationRun.objects.filter(pk=run_id).update(status=RunStatus.RUNNING, started_at=run.started_at or timezone.now(),
-                                                   finished_at=None)
-    units = pending_units(run)
-    total_left = len(units)
-
-    def progress(stats, in_flight):
-        done = stats.succeeded + stats.failed
-        rate = stats.succeeded / stats.elapsed_s if stats.elapsed_s else 0
-        eta = (total_left - done) / rate if rate else None
-        GenerationRun.objects.filter(pk=run_id, lease_token=token).update(
-            lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS),
-            progress={"in_flight": in_flight, "rate": round(rate, 2), "eta_s": round(eta) if eta is not None else None,
-                      "this_session_done": done, "this_session_total": total_left, "attempts": stats.attempts,
-                      "heartbeat": timezone.now().isoformat()})
-        if progress_callback:
-            progress_callback(stats, in_flight, total_left)
-
-    def cancel_check():
-        return GenerationRun.objects.filter(pk=run_id, cancel_requested=True).exists()
-
-    try:
-        stats = execute_units(run.study, units, OutputSink(), cancel_check=cancel_check, progress=progress)
-    except Exception as exc:
-        log.exception("generation run %s stopped", run_id)
-        GenerationRun.objects.filter(pk=run_id).update(status=RunStatus.FAILED, message=f"Stopped: {exc}",
-                                                       lease_token="", lease_expires_at=None)
-        raise
-    finish(run_id, cancelled=stats.cancelled)
-    return stats
+    """Work on a run in this process (with any other workers on it). Returns RunStats, or None if nothing was left
+    for this worker."""
+    return jobs.execute(RUN_JOB, run_id, progress_callback)
 
 
 def finish(run_id, cancelled=False):
     """Set the run's final status from its units."""
-    run = GenerationRun.objects.get(pk=run_id)
-    pending = run.outputs.filter(status__in=[OutputStatus.PENDING, OutputStatus.IN_FLIGHT])
-    manual_pending = pending.filter(endpoint__provider=Provider.MANUAL).count()
-    now = timezone.now()
-    updates = {"lease_token": "", "lease_expires_at": None}
-    if cancelled or run.cancel_requested:
-        updates.update(status=RunStatus.CANCELLED, finished_at=now, message="Cancelled; resume runs the missing units.")
-    elif pending.count() == 0:
-        failed = run.outputs.filter(status=OutputStatus.FAILED).count()
-        updates.update(status=RunStatus.COMPLETED, finished_at=now,
-                       message=f"{failed} units failed; see their reasons and retry them." if failed else "")
-    elif manual_pending == pending.count():
-        updates.update(status=RunStatus.RUNNING, message=f"Waiting for {manual_pending} manual answers.")
-    else:
-        updates.update(message="Stopped with units left; resume to run them.")
-    GenerationRun.objects.filter(pk=run_id).update(**updates)
+    jobs.finish(RUN_JOB, run_id, cancelled)
 
 
 def counts(run):
@@ -427,7 +399,7 @@ def counts(run):
             overall[key] += row[key] or 0
     overall["pending"] = overall["total"] - overall["done"] - overall["failed"]
     progress = run.progress or {}
-    live = run.status == RunStatus.RUNNING and bool(run.lease_token)
+    live = jobs.is_live(run)
     overall["in_flight"] = progress.get("in_flight", 0) if live else 0
     overall["rate"] = progress.get("rate") if live else None
     overall["eta_s"] = progress.get("eta_s") if live else None

@@ -88,7 +88,7 @@ def expand_text(text, slots=None, combinations=None, where="item"):
     result = []
     for combo in fixed:
         for values in itertools.product(*[vals for _, vals in crossed]):
-            slot_values = {**combo, **dict(zip(names, values))}
+            slot_values = {**combo, **dict(zip(names, values, strict=True))}
             result.append((slot_values, render(text, slot_values)))
     return result
 

@@ -12,9 +12,19 @@ from stereoscope.downloads import table_download
 from stereoscope.models import Role, Study
 from stereoscope.permissions import VIEWER, has_role, study_role_required
 
-from . import item_extras, toolkit_format, toolkit_services as services
+from . import item_extras, toolkit_format
+from . import toolkit_services as services
 from .counterfactual import parse_name_pairs
-from .forms_toolkits import DimensionForm, ImportForm, ItemForm, SlotForm, SlotsJsonForm, ToolkitForm, TwinForm, json_text
+from .forms_toolkits import (
+    DimensionForm,
+    ImportForm,
+    ItemForm,
+    SlotForm,
+    SlotsJsonForm,
+    ToolkitForm,
+    TwinForm,
+    json_text,
+)
 from .models import Toolkit
 from .slots import SlotError
 from .toolkits import count_units

@@ -1,7 +1,6 @@
 """REST API for judging: templates, rounds (plan, launch, cancel, resume, retry, re-ask, report, weights,
 verification), verdicts (with human checks) and toolkit weights (export and import)."""
 from django.contrib.auth import get_user_model
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
@@ -9,14 +8,13 @@ from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
-from generation.models import GenerationRun, ModelEndpoint, Toolkit
+from generation.models import ModelEndpoint, Toolkit
 from stereoscope.api import StudyScopedMixin
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
-from stereoscope.permissions import VIEWER
 
 from . import reports, rounds, services
-from .models import JudgeRound, JudgeTemplate, TemplateKind, Verdict, VerificationRequest
+from .models import JudgeRound, JudgeTemplate, Verdict, VerificationRequest
 
 
 class JudgeTemplateSerializer(serializers.ModelSerializer):

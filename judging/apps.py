@@ -13,3 +13,4 @@ class JudgingConfig(AppConfig):
 
         provide("judging", selectors)
         register_job_model("judge round", self.get_model("JudgeRound"))  # seen by /healthz
+        from . import rounds  # noqa: F401  (registers judge rounds with the job engine)

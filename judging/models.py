@@ -3,7 +3,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from generation.models import GenerationRun, ModelEndpoint, Output, RunStatus
+from generation.models import GenerationRun, ModelEndpoint, Output
+from stereoscope.jobs.models import Job
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
 
@@ -36,7 +37,7 @@ class JudgePolicy(models.TextChoices):
     K_OF_N = "k_of_n", "k of n (k other models per output)"
 
 
-class JudgeRound(models.Model):
+class JudgeRound(Job):
     """Judges × outputs of a source run under an assignment policy; a judge never rates its own model's outputs."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judge_rounds")
@@ -53,17 +54,10 @@ class JudgeRound(models.Model):
     reask_missing = models.BooleanField(default=True, help_text="Ask once more, one story alone, when a verdict is missing.")
     # Optional narrowing of the source outputs: {"output_ids": [...], "item_numbers": [...], "models": [...]}.
     output_filter = models.JSONField(default=dict, blank=True)
-    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.DRAFT)
     plan = models.JSONField(default=dict, blank=True)
-    progress = models.JSONField(default=dict, blank=True)
-    cancel_requested = models.BooleanField(default=False)
-    lease_token = models.CharField(max_length=64, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    message = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    # status, progress, leases, cancel flag, message, started_by and timestamps come from the job engine's Job.
 
     class Meta:
         ordering = ["-created_at"]

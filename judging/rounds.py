@@ -7,7 +7,6 @@ without duplicates (the unique constraint on (round, output, judge_model) makes 
 """
 import logging
 from collections import Counter, defaultdict
-from datetime import timedelta
 from decimal import Decimal
 
 from django.db import transaction
@@ -19,7 +18,7 @@ from generation.limits import estimate_tokens
 from generation.models import GenerationRun, ModelEndpoint, Output, OutputStatus, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params
 from generation.runner import CallUnit, RunStats, cost_of, execute_units
-from stereoscope.leases import acquire_lease
+from stereoscope import jobs
 from stereoscope.services import record_activity
 
 from . import parsing, planner, prompts
@@ -27,7 +26,6 @@ from .models import JudgeRound, JudgeTemplate, Verdict, VerdictStatus
 from .services import JUDGE_TEMPLATES
 
 log = logging.getLogger(__name__)
-LEASE_SECONDS = 60
 MAX_BATCH = 50
 TOKENS_PER_VERDICT = 60
 POLICY_CHOICES = ("rotation", "panel", "k_of_n")
@@ -125,7 +123,7 @@ def assignment(rnd, outputs=None, judges=None):
                                   policy=rnd.policy, seed=rnd.seed, k=rnd.k, forbid_same_family=rnd.forbid_same_family,
                                   families=families_of(outputs))
     except planner.PlanError as exc:
-        raise RoundError(str(exc))
+        raise RoundError(str(exc)) from None
     plan.by_output = {by_key[key]: judges for key, judges in plan.by_output.items()}
     return plan
 
@@ -249,7 +247,7 @@ def _int(value, label, minimum=None, maximum=None, allow_none=False):
         if isinstance(value, float) and not value.is_integer():
             raise ValueError
     except (TypeError, ValueError):
-        raise RoundError(f"{label} must be a whole number.")
+        raise RoundError(f"{label} must be a whole number.") from None
     if minimum is not None and number < minimum or maximum is not None and number > maximum:
         raise RoundError(f"{label} must be between {minimum} and {maximum}.")
     return number
@@ -310,7 +308,7 @@ def create_round(study, *, name, template, judges, source_run=None, policy="rota
         try:
             temperature = float(temperature)
         except (TypeError, ValueError):
-            raise RoundError("Temperature must be a number.")
+            raise RoundError("Temperature must be a number.") from None
         if not 0 <= temperature <= 2:
             raise RoundError("Temperature must be between 0 and 2.")
     else:
@@ -350,7 +348,7 @@ def _enqueue(rnd):
 
 
 def is_live(rnd):
-    """A worker holds the round right now (its lease has not expired)."""
+    """A worker is on the round right now (its lease has not expired)."""
     return bool(rnd.lease_token) and rnd.lease_expires_at is not None and rnd.lease_expires_at > timezone.now()
 
 
@@ -365,14 +363,14 @@ def _launch(rnd, actor, verb):
     with transaction.atomic():
         materialize(rnd)
         JUDGE_TEMPLATES.lock(rnd.template)
-        JudgeRound.objects.filter(pk=rnd.pk).update(status=RunStatus.QUEUED, cancel_requested=False, message="",
-                                                    lease_token="", lease_expires_at=None, plan=plan, finished_at=None)
+        JudgeRound.objects.filter(pk=rnd.pk).update(plan=plan)
+        jobs.queue(ROUND_JOB, rnd, actor)
         record_activity(rnd.study, actor, verb, rnd.name)
 
 
 def start(rnd, actor=None):
     _launch(rnd, actor, "launched judge round")
-    _enqueue(rnd)
+    jobs.launch(ROUND_JOB, rnd)
     rnd.refresh_from_db()
     return rnd
 
@@ -383,22 +381,28 @@ def run_foreground(rnd, actor=None, progress_callback=None):
     return execute(rnd.pk, progress_callback)
 
 
+def queue_in_foreground(rnd, plan, actor=None):
+    """Queue the round for this process to execute (the CLI), with no task sent."""
+    with transaction.atomic():
+        JudgeRound.objects.filter(pk=rnd.pk).update(plan=plan)
+        jobs.queue(ROUND_JOB, rnd, actor)
+
+
 def resume(rnd, actor=None):
-    """Re-enqueue the round; only pending verdicts are asked."""
+    """Queue the round again; only pending verdicts are asked."""
     if rnd.status == RunStatus.DRAFT:
         raise RoundError("The round has not been launched yet.")
     with transaction.atomic():
-        JudgeRound.objects.filter(pk=rnd.pk).update(status=RunStatus.QUEUED, cancel_requested=False, finished_at=None,
-                                                    lease_token="", lease_expires_at=None, message="Resumed.")
+        jobs.queue(ROUND_JOB, rnd, actor, "Resumed.")
         record_activity(rnd.study, actor, "resumed judge round", rnd.name)
-    _enqueue(rnd)
+    jobs.launch(ROUND_JOB, rnd)
     rnd.refresh_from_db()
     return rnd
 
 
 def retry_failed(rnd, actor=None):
     """Verdicts whose call failed go back to pending (their attempts stay on record) and the round resumes."""
-    n = rnd.verdicts.filter(status=VerdictStatus.FAILED).update(status=VerdictStatus.PENDING, error="")
+    n = ROUND_JOB.reset_failed(rnd)
     if n == 0:
         raise RoundError("No failed verdicts to retry.")
     record_activity(rnd.study, actor, f"retried {n} failed verdicts of", rnd.name)
@@ -418,19 +422,9 @@ def reask(rnd, verdict_ids=None, actor=None):
 
 
 def cancel(rnd, actor=None):
-    if rnd.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
-        raise RoundError(f"The round is already {rnd.status}.")
-    updates = {"cancel_requested": True}
-    if rnd.status in (RunStatus.DRAFT, RunStatus.QUEUED) or not rnd.lease_token:
-        updates.update(status=RunStatus.CANCELLED, finished_at=timezone.now(), message="Cancelled.")
-    JudgeRound.objects.filter(pk=rnd.pk).update(**updates)
+    jobs.cancel(ROUND_JOB, rnd)
     record_activity(rnd.study, actor, "cancelled judge round", rnd.name)
-    rnd.refresh_from_db()
     return rnd
-
-
-def _acquire_lease(round_id):
-    return acquire_lease(JudgeRound.objects, round_id, LEASE_SECONDS)
 
 
 class VerdictSink:
@@ -449,7 +443,7 @@ class VerdictSink:
         parsed = parsing.parse_answer(result.text, story_ids, self.style, self.scale, self.labels)
         verdicts = {v.pk: v for v in Verdict.objects.filter(pk__in=ids, status=VerdictStatus.PENDING)}
         now = timezone.now()
-        for vid, sid in zip(ids, story_ids):
+        for vid, sid in zip(ids, story_ids, strict=True):
             v = verdicts.get(vid)
             if v is None:
                 continue
@@ -467,17 +461,29 @@ class VerdictSink:
             status=VerdictStatus.FAILED, error=error[:2000], updated_at=timezone.now())
 
 
-def pending_units(rnd):
+def _unit_key(verdict):
+    return f"v:{verdict.pk}" if verdict.reasked else f"b:{verdict.batch_ref}"
+
+
+def _pending_groups(rnd, keys=None):
+    """{unit key: [pending verdicts]}: one key per batch, one per re-asked verdict (a story alone)."""
+    pending = rnd.verdicts.filter(status=VerdictStatus.PENDING)
+    if keys is not None:
+        refs = [k[2:] for k in keys if k.startswith("b:")]
+        ids = [int(k[2:]) for k in keys if k.startswith("v:")]
+        pending = pending.filter(Q(batch_ref__in=refs, reasked=False) | Q(pk__in=ids, reasked=True))
+    groups = defaultdict(list)
+    related = ("output", "output__item", "output__endpoint", "output__run", "judge_endpoint")  # story ids read them
+    for v in pending.select_related(*related).order_by("batch_ref", "position", "pk"):
+        groups[_unit_key(v)].append(v)
+    return groups
+
+
+def pending_units(rnd, keys=None):
     """One CallUnit per batch with pending verdicts; one per re-asked verdict (a story alone)."""
     template = rnd.template
-    pending = list(rnd.verdicts.filter(status=VerdictStatus.PENDING)
-                   .select_related("output", "output__item", "output__endpoint", "output__run", "judge_endpoint")
-                   .order_by("batch_ref", "position", "pk"))
-    groups = defaultdict(list)
-    for v in pending:
-        groups[("alone", v.pk) if v.reasked else ("batch", v.batch_ref)].append(v)
     units = []
-    for (mode, ref), verdicts in groups.items():
+    for key, verdicts in _pending_groups(rnd, keys).items():
         endpoint = verdicts[0].judge_endpoint
         if endpoint is None:
             Verdict.objects.filter(pk__in=[v.pk for v in verdicts]).update(
@@ -486,80 +492,73 @@ def pending_units(rnd):
         chunk = [v.output for v in verdicts]
         prompt = render_batch(rnd, template, chunk)
         units.append(CallUnit(
-            unit_ref=f"verdict:{verdicts[0].pk}" if mode == "alone" else f"verdict-batch:{ref}",
+            unit_ref=f"verdict:{verdicts[0].pk}" if key.startswith("v:") else f"verdict-batch:{key[2:]}",
             endpoint=endpoint, messages=[{"role": "user", "content": prompt}], params=dict(params_for(rnd, endpoint)),
             purpose="judging",
             payload={"verdict_ids": [v.pk for v in verdicts], "story_ids": [story_text(rnd, o)[0] for o in chunk]}))
     return units
 
 
+class JudgeRoundJob(jobs.JobKind):
+    """A judge round for the job engine: a unit is one batch of pending verdicts (or one re-asked verdict).
+    The second pass re-asks missing and unparseable stories alone, when the round says so."""
+
+    name = "judging.round"
+    model = JudgeRound
+    task_name = "judging.execute_round"
+    label = "round"
+    units_label = "verdicts"
+    error = RoundError
+    chunk_size = 20
+
+    def enqueue(self, job):
+        _enqueue(job)
+
+    def get(self, job_id):
+        return JudgeRound.objects.select_related("study", "template").get(pk=job_id)
+
+    def pending_keys(self, rnd):
+        return list(_pending_groups(rnd))
+
+    def load_units(self, rnd, keys):
+        return pending_units(rnd, keys)
+
+    def run(self, rnd, source, cancel_check, progress):
+        return execute_units(rnd.study, source, VerdictSink(rnd), cancel_check=cancel_check, progress=progress)
+
+    def next_pass(self, rnd):
+        if not rnd.reask_missing:
+            return False
+        return rnd.verdicts.filter(status__in=[VerdictStatus.MISSING, VerdictStatus.UNPARSEABLE], reasked=False).update(
+            status=VerdictStatus.PENDING, reasked=True) > 0
+
+    def reset_failed(self, rnd):
+        return rnd.verdicts.filter(status=VerdictStatus.FAILED).update(status=VerdictStatus.PENDING, error="")
+
+    def outcome(self, rnd):
+        c = status_counts(rnd)
+        if c["pending"] == 0:
+            notes = [f"{c[s]} {s}" for s in ("failed", "missing", "unparseable") if c[s]]
+            message = ("Finished with " + ", ".join(notes) + "; retry or re-ask them.") if notes else ""
+            return RunStatus.COMPLETED, message
+        return rnd.status, "Stopped with verdicts left; resume to ask them."
+
+
+ROUND_JOB = jobs.register(JudgeRoundJob())
+
+
 def execute(round_id, progress_callback=None):
-    """Ask every pending batch of a round in this process, then re-ask missing stories alone (when the round says
-    so). Returns RunStats of the last pass, or None if another worker holds the round."""
-    token = _acquire_lease(round_id)
-    if token is None:
-        log.info("judge round %s is held by another worker", round_id)
-        return None
-    rnd = JudgeRound.objects.select_related("study", "template").get(pk=round_id)
-    if rnd.cancel_requested or rnd.status == RunStatus.CANCELLED:
-        JudgeRound.objects.filter(pk=round_id, lease_token=token).update(lease_token="", lease_expires_at=None)
-        return None
-    if rnd.status == RunStatus.COMPLETED and not rnd.verdicts.filter(status=VerdictStatus.PENDING).exists():
-        # a duplicate delivery of a finished round: nothing to ask, nothing to change
-        JudgeRound.objects.filter(pk=round_id, lease_token=token).update(lease_token="", lease_expires_at=None)
+    """Ask the round's pending batches in this process (with any other workers on it), then re-ask missing stories
+    alone when the round says so. Returns RunStats of this worker's last pass (empty for a finished round), or None
+    when every chunk is held by another worker."""
+    stats = jobs.execute(ROUND_JOB, round_id, progress_callback)
+    if stats is None and JudgeRound.objects.filter(pk=round_id, status=RunStatus.COMPLETED).exists():
         return RunStats()
-    JudgeRound.objects.filter(pk=round_id).update(status=RunStatus.RUNNING, started_at=rnd.started_at or timezone.now(),
-                                                  finished_at=None)
-
-    def cancel_check():
-        return JudgeRound.objects.filter(pk=round_id, cancel_requested=True).exists()
-
-    stats = None
-    try:
-        for phase in ("batches", "re-ask"):
-            if phase == "re-ask":
-                if not rnd.reask_missing or stats.cancelled:
-                    break
-                n = rnd.verdicts.filter(status__in=[VerdictStatus.MISSING, VerdictStatus.UNPARSEABLE], reasked=False).update(
-                    status=VerdictStatus.PENDING, reasked=True)
-                if not n:
-                    break
-            units = pending_units(rnd)
-            total_left = sum(len(u.payload["verdict_ids"]) for u in units)
-
-            def progress(run_stats, in_flight, phase=phase, total_left=total_left, calls=len(units)):
-                JudgeRound.objects.filter(pk=round_id, lease_token=token).update(
-                    lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS),
-                    progress={"phase": phase, "in_flight": in_flight, "calls_done": run_stats.succeeded + run_stats.failed,
-                              "calls_total": calls, "verdicts_total": total_left, "attempts": run_stats.attempts,
-                              "rate": round(run_stats.rate, 2), "heartbeat": timezone.now().isoformat()})
-                if progress_callback:
-                    progress_callback(run_stats, in_flight, calls)
-
-            stats = execute_units(rnd.study, units, VerdictSink(rnd), cancel_check=cancel_check, progress=progress)
-    except Exception as exc:
-        log.exception("judge round %s stopped", round_id)
-        JudgeRound.objects.filter(pk=round_id).update(status=RunStatus.FAILED, message=f"Stopped: {exc}",
-                                                      lease_token="", lease_expires_at=None)
-        raise
-    finish(round_id, cancelled=bool(stats and stats.cancelled))
     return stats
 
 
 def finish(round_id, cancelled=False):
-    rnd = JudgeRound.objects.get(pk=round_id)
-    c = status_counts(rnd)
-    now = timezone.now()
-    updates = {"lease_token": "", "lease_expires_at": None}
-    if cancelled or rnd.cancel_requested:
-        updates.update(status=RunStatus.CANCELLED, finished_at=now, message="Cancelled; resume asks the missing verdicts.")
-    elif c["pending"] == 0:
-        notes = [f"{c[s]} {s}" for s in ("failed", "missing", "unparseable") if c[s]]
-        updates.update(status=RunStatus.COMPLETED, finished_at=now,
-                       message=("Finished with " + ", ".join(notes) + "; retry or re-ask them.") if notes else "")
-    else:
-        updates.update(message="Stopped with verdicts left; resume to ask them.")
-    JudgeRound.objects.filter(pk=round_id).update(**updates)
+    jobs.finish(ROUND_JOB, round_id, cancelled)
 
 
 def status_counts(rnd):

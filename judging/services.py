@@ -67,11 +67,11 @@ def _clean_template(kind, text, scale_min, scale_max, detect_threshold, labels=N
     try:
         prompts.validate_template(text)
     except prompts.TemplateError as exc:
-        raise JudgingError(str(exc))
+        raise JudgingError(str(exc)) from None
     try:
         scale_min, scale_max, detect_threshold = int(scale_min), int(scale_max), int(detect_threshold)
     except (TypeError, ValueError):
-        raise JudgingError("Scale bounds and the detection threshold must be whole numbers.")
+        raise JudgingError("Scale bounds and the detection threshold must be whole numbers.") from None
     if scale_min >= scale_max:
         raise JudgingError("The scale minimum must be below its maximum.")
     if not scale_min < detect_threshold <= scale_max:
@@ -197,7 +197,7 @@ def parse_weights(content, filename=""):
         try:
             content = content.decode("utf-8-sig")
         except UnicodeDecodeError:
-            raise JudgingError("The file is not UTF-8 text.")
+            raise JudgingError("The file is not UTF-8 text.") from None
     text = content.strip()
     if not text:
         raise JudgingError("The file is empty.")
@@ -208,7 +208,7 @@ def parse_weights(content, filename=""):
         try:
             data = loads_json(text)
         except ValueError as exc:
-            raise JudgingError(f"Not valid JSON: {exc}.")
+            raise JudgingError(f"Not valid JSON: {exc}.") from None
         if not isinstance(data, dict) or data.get("format") != WEIGHTS_FORMAT:
             raise JudgingError(f"Not a weights file: expected an object with \"format\": \"{WEIGHTS_FORMAT}\".")
         if not isinstance(data.get("items"), list) or not data["items"]:
@@ -316,7 +316,7 @@ def request_verification(rnd, *, coders, sample_size, seed=0, actor=None):
     try:
         sample_size = int(sample_size)
     except (TypeError, ValueError):
-        raise JudgingError("The sample size must be a whole number.")
+        raise JudgingError("The sample size must be a whole number.") from None
     if sample_size < 1:
         raise JudgingError("The sample size must be at least 1.")
     verdicts = list(rnd.verdicts.filter(status=VerdictStatus.OK).order_by("pk").values_list("pk", flat=True))

@@ -179,7 +179,7 @@ def prior_strength(rates, ns):
     if m <= 0 or m >= 1:
         return None
     observed_var = stdev(rates) ** 2
-    sampling_var = mean(r * (1 - r) / n for r, n in zip(rates, ns))
+    sampling_var = mean(r * (1 - r) / n for r, n in zip(rates, ns, strict=True))
     tau2 = observed_var - sampling_var
     if tau2 <= 0:
         return KAPPA_MAX
@@ -203,7 +203,7 @@ def weights(item_stats, method=DEFAULT_METHOD):
     for item, s in item_stats.items():
         by_dim[s["dimension"]].append(item)
     out = {}
-    for dim, items in by_dim.items():
+    for items in by_dim.values():
         rates = [item_stats[i]["rate"] for i in items]
         ns = [item_stats[i]["n"] for i in items]
         m = mean(rates)

@@ -10,15 +10,9 @@ from stereoscope.api import StudyScopedMixin
 from stereoscope.models import Role
 
 from . import scoring, selectors, services, trained
-from .models import (
-    ContrastResult,
-    Lexicon,
-    LexiconCategory,
-    LexiconExclusion,
-    MeasureRun,
-    OutputMeasure,
-    TrainedClassifier,
-)
+from .lexical import OR_CONVENTIONS
+from .models import (ContrastResult, Lexicon, LexiconCategory, LexiconExclusion, MeasureRun, OutputMeasure,
+                     TrainedClassifier)
 
 
 class LexiconCategorySerializer(serializers.ModelSerializer):
@@ -201,10 +195,10 @@ class MeasureRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = MeasureRun
         fields = ["id", "name", "lexicons", "source_runs", "classifier", "classifier_path", "classifier_model_id",
-                  "classifier_unit", "trained_classifier", "classifier_info", "gender_sources", "name_genders",
-                  "zero_policy", "or_orientation", "success_filter", "filter_report", "status", "progress_summary",
-                  "message", "created_at", "started_at", "finished_at"]
-        read_only_fields = ["classifier_info", "filter_report", "status", "message", "created_at", "started_at",
+                  "classifier_unit", "trained_classifier", "classifier_info", "gender_sources", "name_genders", "zero_policy",
+                  "or_orientation", "success_filter", "success_keywords", "nli_path", "nli_model_id", "context_slot",
+                  "nli_info", "status", "progress_summary", "message", "created_at", "started_at", "finished_at"]
+        read_only_fields = ["classifier_info", "nli_info", "status", "message", "created_at", "started_at",
                             "finished_at"]
 
     def get_progress_summary(self, obj) -> dict:
@@ -224,9 +218,12 @@ class MeasureRunCreateSerializer(serializers.Serializer):
     gender_sources = serializers.ListField(child=serializers.CharField(), required=False)
     name_genders = serializers.DictField(child=serializers.CharField(), required=False)
     zero_policy = serializers.ChoiceField(choices=["exclude", "smooth"], required=False, default="exclude")
-    or_orientation = serializers.ChoiceField(choices=["category", "male"], required=False, default="category")
-    success_filter = serializers.DictField(
-        required=False, default=dict, help_text='{} = off; {"keywords": ["recommend"], "min_distinct_trigrams": 0.5}')
+    or_orientation = serializers.ChoiceField(choices=list(OR_CONVENTIONS), required=False, default="per_category")
+    success_filter = serializers.BooleanField(required=False, default=False)
+    success_keywords = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
+    nli_path = serializers.CharField(required=False, allow_blank=True, default="")
+    nli_model_id = serializers.CharField(required=False, allow_blank=True, default="")
+    context_slot = serializers.CharField(required=False, allow_blank=True, default="")
     start = serializers.BooleanField(required=False, default=False)
 
 
@@ -236,7 +233,8 @@ class OutputMeasureSerializer(serializers.ModelSerializer):
     class Meta:
         model = OutputMeasure
         fields = ["id", "output", "model_name", "language", "word_count", "sentence_count", "gender", "gender_source",
-                  "gender_detail", "category_counts", "label_shares", "doc_label", "doc_score", "mean_score"]
+                  "gender_detail", "category_counts", "label_shares", "doc_label", "doc_score", "mean_score",
+                  "hallucination_share", "success_reason"]
 
 
 class ContrastResultSerializer(serializers.ModelSerializer):

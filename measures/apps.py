@@ -9,3 +9,4 @@ class MeasuresConfig(AppConfig):
         from stereoscope.health import register_job_model
 
         register_job_model("measure run", self.get_model("MeasureRun"))  # seen by /healthz
+        from . import scoring  # noqa: F401  (registers measure runs with the job engine)

@@ -8,6 +8,12 @@ thresholds) and `predict(texts) -> [Prediction]`. Built in:
   local_files_only; label = id2label[argmax softmax]; score = that probability; scores = every label's probability.
   The revision is the Hugging Face snapshot hash when the path is a hub-cache snapshot, the git HEAD when the folder
   is a git checkout, else "sha256:" + a hash of its config and weight files, so a changed model is noticed.
+
+Style presets (Wan et al. 2023): the published formality, sentiment and agency classifiers and the NLI model of the
+hallucination measure, each with its label map. A preset applies when asked for by key or when the model id given is
+the preset's published id; the model is still only loaded from a local folder. The preset's label map replaces
+generic config labels ("LABEL_0"), and the preset's target label (the one whose per-document share is the measure,
+e.g. % formal sentences) must be among the model's labels, else the folder holds some other model.
 """
 import hashlib
 import re
@@ -26,6 +32,53 @@ class Prediction:
     label: str
     score: float
     scores: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StylePreset:
+    key: str
+    model_id: str
+    measures: str
+    label_map: dict  # class index -> label, as published
+    target: str  # the label whose share per document is the measure
+    source: str = ""
+
+
+STYLE_PRESETS = {p.key: p for p in (
+    StylePreset("formality", "s-nlp/roberta-base-formality-ranker", "share of formal sentences",
+                {0: "formal", 1: "informal"}, "formal", "RoBERTa fine-tuned on GYAFC (Wan et al. 2023, 4.3.4)"),
+    StylePreset("sentiment", "distilbert-base-uncased-finetuned-sst-2-english", "share of positive sentences",
+                {0: "NEGATIVE", 1: "POSITIVE"}, "POSITIVE", "DistilBERT fine-tuned on SST-2 (Wan et al. 2023, 4.3.4)"),
+    StylePreset("agency", "emmatliu/language-agency-classifier", "share of agentic sentences",
+                {0: "agentic", 1: "communal"}, "agentic", "Wan et al. 2023's agency classifier (appendix F.2)"),
+    StylePreset("nli", "ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli",
+                "entailment of a sentence by its context", {0: "entailment", 1: "neutral", 2: "contradiction"},
+                "entailment", "RoBERTa-large on SNLI, MNLI, FEVER-NLI, ANLI (Wan et al. 2023, 4.4.1)"),
+)}
+_GENERIC_LABEL = re.compile(r"^LABEL_\d+$")
+
+
+def preset_for(preset="", model_id=""):
+    """The StylePreset asked for by key, else the one whose published id is model_id, else None."""
+    if preset:
+        if preset not in STYLE_PRESETS:
+            raise ClassifierError(f"Unknown preset {preset!r}; choose one of {', '.join(STYLE_PRESETS)}.")
+        return STYLE_PRESETS[preset]
+    for found in STYLE_PRESETS.values():
+        if model_id and model_id.strip().lower() == found.model_id.lower():
+            return found
+    return None
+
+
+def apply_preset(id2label, preset):
+    """{index: label} with the preset's names for generic labels; ClassifierError if the target label is missing."""
+    if preset is None:
+        return dict(id2label)
+    labels = {k: (preset.label_map.get(k, v) if _GENERIC_LABEL.match(v) else v) for k, v in id2label.items()}
+    if preset.target.lower() not in {v.lower() for v in labels.values()}:
+        raise ClassifierError(f"The model folder does not look like {preset.model_id}: its labels are "
+                              f"{', '.join(labels.values())}, without {preset.target!r}.")
+    return {k: (preset.target if v.lower() == preset.target.lower() else v) for k, v in labels.items()}
 
 
 class VaderClassifier:
@@ -97,7 +150,8 @@ def model_revision(path):
 class TransformersClassifier:
     key = "transformers"
 
-    def __init__(self, path, model_id="", batch_size=16, max_length=512):
+    def __init__(self, path, model_id="", batch_size=16, max_length=512, preset=""):
+        style = preset_for(preset, model_id)
         path = Path(path or "")
         if not str(path) or not path.is_dir():
             raise ClassifierError(f"No model folder at {str(path)!r}; download the model first and give its folder.")
@@ -113,18 +167,21 @@ class TransformersClassifier:
             self._tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
             self._model = AutoModelForSequenceClassification.from_pretrained(str(path), local_files_only=True)
         except Exception as exc:
-            raise ClassifierError(f"Could not load a text-classification model from {path}: {exc}")
+            raise ClassifierError(f"Could not load a text-classification model from {path}: {exc}") from exc
         self._model.eval()
         self._torch = torch
         self.batch_size = max(1, int(batch_size))
         self.max_length = int(max_length)
-        id2label = {int(k): str(v) for k, v in (self._model.config.id2label or {}).items()}
+        id2label = apply_preset({int(k): str(v) for k, v in (self._model.config.id2label or {}).items()}, style)
         revision, how = model_revision(path)
         self.info = {"kind": "transformers", "model_id": model_id or getattr(self._model.config, "_name_or_path", "") or path.name,
                      "path": str(path), "revision": revision, "revision_source": how,
                      "label_map": {str(k): v for k, v in sorted(id2label.items())},
                      "labels": [id2label[k] for k in sorted(id2label)], "score": "probability of the predicted label",
                      "max_length": self.max_length}
+        if style is not None:
+            self.info.update(preset=style.key, preset_model_id=style.model_id, target_label=style.target,
+                             measure=style.measures)
         self._id2label = id2label
 
     def predict(self, texts):
@@ -169,6 +226,36 @@ class TrainedModelClassifier:
         return out
 
 
+class NliClassifier(TransformersClassifier):
+    """A local NLI model (sequence classification over premise/hypothesis pairs) with entailment / neutral /
+    contradiction labels; the "nli" preset's label map names generic labels."""
+
+    def __init__(self, path, model_id="", batch_size=16, max_length=512, preset="nli"):
+        super().__init__(path, model_id=model_id, batch_size=batch_size, max_length=max_length, preset=preset)
+        if "entailment" not in self._id2label.values():
+            raise ClassifierError(f"{path} is not an NLI model: its labels are {', '.join(self._id2label.values())}, "
+                                  "without 'entailment'.")
+
+    def predict_pairs(self, premises, hypotheses):
+        """One Prediction per (premise, hypothesis) pair; the premise is truncated first when too long."""
+        torch = self._torch
+        premises, hypotheses = [p or "" for p in premises], [h or "" for h in hypotheses]
+        if len(premises) != len(hypotheses):
+            raise ClassifierError("Give one premise per hypothesis.")
+        out = []
+        with torch.inference_mode():
+            for i in range(0, len(premises), self.batch_size):
+                enc = self._tokenizer(premises[i:i + self.batch_size], hypotheses[i:i + self.batch_size],
+                                      padding=True, truncation="only_first", max_length=self.max_length,
+                                      return_tensors="pt")
+                probs = torch.softmax(self._model(**enc).logits.float(), dim=-1)
+                for row in probs.tolist():
+                    best = max(range(len(row)), key=row.__getitem__)
+                    out.append(Prediction(self._id2label.get(best, str(best)), float(row[best]),
+                                          {self._id2label.get(j, str(j)): float(p) for j, p in enumerate(row)}))
+        return out
+
+
 def make_classifier(kind, path="", model_id="", **options):
     if kind == "vader":
         return VaderClassifier()
@@ -177,6 +264,14 @@ def make_classifier(kind, path="", model_id="", **options):
     if kind == "transformers":
         return TransformersClassifier(path, model_id=model_id, **options)
     raise ClassifierError(f"Unknown classifier {kind!r}; choose one of {', '.join(KINDS)}.")
+
+
+def target_share(predictions, target):
+    """The share of predictions labelled `target` (Wan's per-document % formal / positive / agentic); None if none."""
+    predictions = list(predictions)
+    if not predictions:
+        return None
+    return sum(1 for p in predictions if p.label == target) / len(predictions)
 
 
 def label_shares(labels, all_labels=()):

@@ -25,10 +25,11 @@ TOP_K = 15
 
 
 def rows_for(run):
-    """One dict per scored output with what the contrasts need."""
-    values = OutputMeasure.objects.filter(run=run).values(
+    """One dict per scored output with what the contrasts need (outputs failed by the success filter left out)."""
+    values = OutputMeasure.objects.filter(run=run, success_reason="").values(
         "pk", "output_id", "gender", "gender_source", "word_count", "sentence_count", "category_counts", "label_shares",
-        "mean_score", "doc_label", "language", "output__model_name", "output__item__number", "output__item_id",
+        "mean_score", "doc_label", "language", "hallucination_share",
+        "output__model_name", "output__item__number", "output__item_id",
         "output__item__counterfactual_of_id", "output__item__dimension__name", "output__run_id", "output__run__name",
         "output__endpoint_id", "output__endpoint__name", "output__trial", "output__slot_values", "output__variant_key",
         "output__context_key")
@@ -37,7 +38,8 @@ def rows_for(run):
         rows.append({
             "pk": v["pk"], "output_id": v["output_id"], "gender": v["gender"], "gender_source": v["gender_source"],
             "words": v["word_count"], "sentences": v["sentence_count"], "counts": v["category_counts"] or {},
-            "shares": v["label_shares"] or {}, "score": v["mean_score"], "doc_label": v["doc_label"], "language": v["language"],
+            "shares": v["label_shares"] or {}, "score": v["mean_score"],
+            "hallucination": v["hallucination_share"], "doc_label": v["doc_label"], "language": v["language"],
             "model": v["output__model_name"], "item": v["output__item__number"], "item_id": v["output__item_id"],
             "twin_of": v["output__item__counterfactual_of_id"], "dimension": v["output__item__dimension__name"] or "",
             "run": v["output__run__name"], "run_id": v["output__run_id"], "endpoint_id": v["output__endpoint_id"],
@@ -101,7 +103,7 @@ def _tests(female, male):
     return out
 
 
-def category_results(rows, categories, zero_policy, orientation="category"):
+def category_results(rows, categories, zero_policy, convention="per_category"):
     """Per category: pooled odds ratio (Jung) and Welch / Mann–Whitney on per-output rates per 100 words."""
     female = [r for r in rows if r["gender"] == "F"]
     male = [r for r in rows if r["gender"] == "M"]
@@ -122,18 +124,27 @@ def category_results(rows, categories, zero_policy, orientation="category"):
         words_m = sum(r["counts"][key] for r in applicable_m)
         tf, tm = sum(r["words"] for r in applicable_f), sum(r["words"] for r in applicable_m)
         if tf and tm and words_f <= tf and words_m <= tm:
-            direction = "male" if orientation == "male" else cat.direction  # Wan: OR > 1 = male-salient
-            odds_ratio = lexical.category_odds_ratio(words_m, tm, words_f, tf, direction, zero_policy)
+            odds_ratio = lexical.category_odds_ratio(words_m, tm, words_f, tf, cat.direction, zero_policy,
+                                                     convention)
         else:
             odds_ratio = {"or": None, "note": "No female or no male texts in this category's language.",
                           "zero_policy": zero_policy, "words_m": words_m, "words_f": words_f, "total_m": tm, "total_f": tf,
-                          "orientation": "female" if cat.direction == "female" else "male"}
+                          "convention": convention,
+                          "orientation": "female" if cat.direction == "female" and convention == "per_category"
+                          else "male"}
         tests = _tests([_rate(r, key) for r in applicable_f], [_rate(r, key) for r in applicable_m])
         results.append({"category_id": cat.pk, "category": cat.name, "key": cat.key, "lexicon": str(cat.lexicon),
                         "lexicon_id": cat.lexicon_id, "direction": cat.direction, "color": cat.color,
                         "odds_ratio": odds_ratio, "rate_tests": tests, "n_f": len(applicable_f), "n_m": len(applicable_m)})
     return results, {"n_f": len(female), "n_m": len(male), "total_f": total_f, "total_m": total_m,
                      "n_unknown": sum(1 for r in rows if r["gender"] not in ("F", "M"))}
+
+
+def _stereotyped_or(res):
+    """The category OR in its stereotyped direction (Jung's context score needs it under either orientation)."""
+    value = res["odds_ratio"].get("or")
+    flipped = res["odds_ratio"].get("orientation") == "male" and res["direction"] == "female"
+    return 1 / value if flipped and value else value
 
 
 def context_scores(cat_results):
@@ -144,10 +155,10 @@ def context_scores(cat_results):
             by_lexicon[(res["lexicon_id"], res["lexicon"])].append(res)
     out = []
     for (lexicon_id, name), results in by_lexicon.items():
-        ors = [r["odds_ratio"]["or"] for r in results]
+        ors = [_stereotyped_or(r) for r in results]
         out.append({"lexicon_id": lexicon_id, "lexicon": name, "score": lexical.context_score(ors),
                     "n_categories": sum(1 for v in ors if v is not None), "of": len(ors),
-                    "ors": {r["category"]: r["odds_ratio"]["or"] for r in results}})
+                    "ors": {r["category"]: v for r, v in zip(results, ors)}})
     return out
 
 
@@ -183,6 +194,14 @@ def label_counts(rows, unit):
             for label, share in r["shares"].items():
                 counts[r["gender"]][label] += round(share * r["sentences"])
     return counts
+
+
+def hallucination_result(rows):
+    """Female vs male share of letter sentences not entailed by the context (Wan et al. 2023, 4.4)."""
+    shares_f = [r["hallucination"] for r in rows if r["gender"] == "F" and r["hallucination"] is not None]
+    shares_m = [r["hallucination"] for r in rows if r["gender"] == "M" and r["hallucination"] is not None]
+    return {"measure": "hallucination", "label": "hallucinated", "tests": _tests(shares_f, shares_m),
+            "rule": "share of a letter's sentences not entailed by its context (NLI)"}
 
 
 def classifier_results(rows, labels, unit):
@@ -258,7 +277,10 @@ def word_results(run, rows, k=TOP_K, zero_policy=None, min_count=5):
     english = all((r["language"] or "en").startswith("en") for r in rows)
     stop = lexical.STOPWORDS_EN if english else frozenset()
     for pk, text in Output.objects.filter(pk__in=list(ids)).values_list("pk", "text").iterator(chunk_size=2000):
-        counters[ids[pk]].update(lexical.word_counter(text, stop))
+        counters[ids[pk]].update(lexical.lower_words(text))  # stop words dropped once below: same counts, faster
+    for counter in counters.values():
+        for word in stop & counter.keys():
+            del counter[word]
     word_rows = lexical.word_odds_ratios(counters["M"], counters["F"], zero_policy, min_count=min_count)
     male, female = lexical.top_salient(word_rows, k)
     return {"zero_policy": zero_policy, "min_count": min_count, "stopwords": "english" if stop else "none",
@@ -273,7 +295,6 @@ def compute(run, grouping="overall", rows=None, categories=None):
     records = []
     for group, members in groups(rows, grouping).items():
         cat_res, totals = category_results(members, categories, run.zero_policy, run.or_orientation)
-        totals = {**totals, "or_orientation": run.or_orientation}
         for res in cat_res:
             records.append({"kind": "category", "measure": f"cat:{res['category_id']}", "grouping": grouping, "group": group,
                             "result": {**res, **totals}})
@@ -287,6 +308,9 @@ def compute(run, grouping="overall", rows=None, categories=None):
                                 "result": {**t, **totals}})
             records.append({"kind": "chi2", "measure": "labels", "grouping": grouping, "group": group,
                             "result": {**chi2, **totals}})
+        if run.nli_path:
+            records.append({"kind": "classifier", "measure": "hallucination", "grouping": grouping, "group": group,
+                            "result": {**hallucination_result(members), **totals}})
     return records
 
 
@@ -355,11 +379,11 @@ def fairness_check(run, limit=2000):
         paired = stats.paired_t([row[3] for row in changed], [p.score for p in preds], labels=("original", "swapped"))
     except stats.StatsError as exc:
         paired = {"error": str(exc)}
-    flips = sum(1 for row, p in zip(changed, preds) if row[2] != p.label)
+    flips = sum(1 for row, p in zip(changed, preds, strict=True) if row[2] != p.label)
     result = {"n": len(changed), "unit": run.classifier_unit, "flipped": flips, "flip_rate": flips / len(changed),
               "chi2": chi2, "paired_scores": paired, "classifier": clf.info,
               "examples": [{"original": row[0][:300], "swapped": row[1][:300], "label_before": row[2], "label_after": p.label}
-                           for row, p in list(zip(changed, preds))[:10]]}
+                           for row, p in list(zip(changed, preds, strict=True))[:10]]}
     with transaction.atomic():
         run.contrasts.filter(kind="fairness").delete()
         ContrastResult.objects.create(run=run, kind="fairness", measure="labels", grouping="overall", group="all",

@@ -5,16 +5,8 @@ from django import forms
 from generation.models import GenerationRun
 from stereoscope.untrusted import loads_json
 
-from .lexical import COUNT_POLICIES
-from .models import (
-    OR_ORIENTATIONS,
-    ClassifierKind,
-    ClassifierUnit,
-    Direction,
-    LexiconCategory,
-    MatchMode,
-    TrainedClassifier,
-)
+from .lexical import COUNT_POLICIES, OR_CONVENTIONS
+from .models import ClassifierKind, ClassifierUnit, Direction, LexiconCategory, MatchMode, TrainedClassifier
 from .services import lexicons_for
 
 MAX_IMPORT_BYTES = 2 * 1024 * 1024
@@ -38,13 +30,13 @@ class LexiconImportForm(forms.Form):
             try:
                 text = upload.read().decode("utf-8")
             except UnicodeDecodeError:
-                raise forms.ValidationError("The file is not UTF-8 text.")
+                raise forms.ValidationError("The file is not UTF-8 text.") from None
         if not (text or "").strip():
             raise forms.ValidationError("Choose a file or paste the JSON.")
         try:
             self.cleaned_data["data"] = loads_json(text)
         except ValueError as exc:
-            raise forms.ValidationError(f"Not valid JSON: {exc}.")
+            raise forms.ValidationError(f"Not valid JSON: {exc}.") from None
         return self.cleaned_data
 
 
@@ -115,11 +107,18 @@ class MeasureRunForm(forms.Form):
                                                 help_text="trained only: a classifier trained on gold labels here.")
     zero_policy = forms.ChoiceField(choices=[("exclude", "exclude (no OR when a count is zero)"),
                                              ("smooth", "smooth (+0.5 to every cell)")], initial="exclude")
-    or_orientation = forms.ChoiceField(choices=OR_ORIENTATIONS, initial="category", required=False,
+    or_orientation = forms.ChoiceField(choices=list(OR_CONVENTIONS.items()), initial="per_category", required=False,
                                        label="Odds-ratio orientation")
-    success_keywords = forms.CharField(required=False, label="Success filter keywords",
-                                       help_text="Wan's filter before any measure: texts must be non-empty, not "
-                                                 "repetitive and contain one of these (e.g. recommend). Empty = off.")
+    success_filter = forms.BooleanField(required=False, help_text="Measure only successful generations: non-empty, "
+                                        "not repetitive, with a keyword (Wan et al. 2023).")
+    success_keywords = forms.CharField(required=False, initial="recommend",
+                                       help_text="Success filter keywords, comma-separated (matched at a word start).")
+    nli_path = forms.CharField(max_length=500, required=False, label="NLI model folder",
+                               help_text="Hallucination measure: a local NLI model's folder on the server.")
+    nli_model_id = forms.CharField(max_length=300, required=False, label="NLI model name",
+                                   help_text="e.g. ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli")
+    context_slot = forms.CharField(max_length=100, required=False,
+                                   help_text="Hallucination measure: the slot holding each letter's biography.")
     gender_sources = forms.CharField(initial="slots, coders, pronouns", help_text="Sources of the subject's gender, in order.")
     name_genders = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
                                    help_text="Extra given names, e.g. Anna=F, Paul=M (Kelly/Joseph and other defaults are known).")
@@ -137,8 +136,14 @@ class MeasureRunForm(forms.Form):
             raise forms.ValidationError("Use slots, coders and pronouns, in your order of preference.")
         return sources
 
+    def clean_or_orientation(self):
+        return self.cleaned_data["or_orientation"] or "per_category"
+
+    def clean_success_keywords(self):
+        return [k.strip() for k in re.split(r"[,\n]+", self.cleaned_data["success_keywords"] or "") if k.strip()]
+
     def clean_name_genders(self):
         try:
             return parse_name_genders(self.cleaned_data["name_genders"])
         except ValueError as exc:
-            raise forms.ValidationError(str(exc))
+            raise forms.ValidationError(str(exc)) from None

@@ -1,5 +1,6 @@
 """The lexicon highlight layer: text → escaped HTML with <mark> spans coloured by category (overlaps allowed)."""
 from collections import Counter
+from itertools import pairwise
 
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
@@ -35,7 +36,7 @@ def render_layer(text, lexicons, language=None):
     matches, categories = layer_matches(text, lexicons, language)
     bounds = sorted({0, len(text)} | {m.start for m in matches} | {m.end for m in matches})
     parts = []
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in pairwise(bounds):
         covering = [m for m in matches if m.start <= a and m.end >= b]
         segment = text[a:b]
         if not covering:

@@ -28,7 +28,7 @@ Zero counts make an odds ratio 0 or undefined; the policy is explicit and record
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .textproc import WORD_RE, lower_same_length
 
@@ -36,6 +36,11 @@ MODES = ("prefix", "whole_word", "substring", "regex")
 DIRECTIONS = ("male", "female", "none")
 COUNT_POLICIES = ("per_entry", "per_token")
 ZERO_POLICIES = ("exclude", "smooth")
+OR_CONVENTIONS = {  # how a category OR is oriented; recorded with every result
+    "per_category": "OR > 1 = the category's stereotyped direction (OR_male for male-typed, OR_female for "
+                    "female-typed categories; Jung 2025)",
+    "male_salient": "OR > 1 = male-salient (Wan et al. 2023): OR_male = odds_m / odds_f for every category",
+}
 SMOOTHING = 0.5
 SHORT_PREFIX = 3  # prefixes this short or shorter over-match; the UI warns
 _SIMPLE_ENTRY = re.compile(r"^\w+(?:[-'’]\w+)*$")
@@ -137,6 +142,41 @@ def _phrase_pattern(entry, mode):
     return r"(?<!\w)" + body + tail
 
 
+_WORD_CHAR = re.compile(r"\w")
+
+
+class WordStartPattern:
+    """A phrase pattern that must start at a word start: the same matches as `(?<!\w)body`, found ~10x faster
+    because a pattern that begins with a literal lets the regex engine skip ahead (a leading lookbehind does not)."""
+
+    def __init__(self, body):
+        self._body = re.compile(body)
+
+    def finditer(self, text):
+        search, pos, n = self._body.search, 0, len(text)
+        while pos <= n:
+            m = search(text, pos)
+            if m is None:
+                return
+            s = m.start()
+            if s and _WORD_CHAR.match(text, s - 1):
+                pos = s + 1
+                continue
+            yield m
+            pos = m.end() if m.end() > s else s + 1
+
+    def search(self, text):
+        return next(self.finditer(text), None)
+
+
+def _compile_phrase(entry, mode):
+    """A compiled phrase (finditer/search) equal to re.compile(_phrase_pattern(entry, mode))."""
+    body = r"\s+".join(re.escape(part) for part in entry.split())
+    if mode == "substring":
+        return re.compile(body)
+    return WordStartPattern(body + (r"(?!\w)" if mode == "whole_word" else ""))
+
+
 class Matcher:
     """Finds the matches of a lexicon's categories in texts (build once, use for many texts)."""
 
@@ -161,9 +201,10 @@ class Matcher:
                 elif _SIMPLE_ENTRY.match(low):
                     self._token_entries.setdefault(low[0], []).append((cat.key, low, entry, cat.mode == "whole_word"))
                 else:
-                    self._regexes.append((cat.key, entry, re.compile(_phrase_pattern(low, cat.mode)), low.split()[0]))
+                    self._regexes.append((cat.key, entry, _compile_phrase(low, cat.mode), low.split()[0]))
         self._chunk_cache = {}
-        self._agg_cache = {}
+        self._agg_cache = {}  # word -> ((category, n), ...), () for most words
+        self._hits = set()  # the cached words with matches
         self._keys = [c.key for c in self.categories]
         literal, regex = [], []
         self._needles = []
@@ -172,10 +213,10 @@ class Matcher:
                 try:
                     regex.append((ex.category, re.compile(ex.phrase, re.IGNORECASE)))
                 except re.error as exc:
-                    raise LexiconError(f"Exclusion {ex.phrase!r} is not a valid regular expression: {exc}.")
+                    raise LexiconError(f"Exclusion {ex.phrase!r} is not a valid regular expression: {exc}.") from None
             elif ex.phrase.strip():
                 low = lower_same_length(ex.phrase.strip())
-                literal.append((ex.category, re.compile(_phrase_pattern(low, "prefix"))))
+                literal.append((ex.category, _compile_phrase(low, "prefix")))
                 self._needles.append(low.split()[0])
         self._exclusions = literal + regex
         self._exclusions_on_lowered = len(literal)
@@ -255,12 +296,16 @@ class Matcher:
                         counts[match.category] += 1
                     return counts
         if self._token_entries:
-            agg_get = self._agg_cache.get
-            for chunk, k in chunk_counts.items():
-                agg = agg_get(chunk)
-                if agg is None:
-                    agg = self._aggregate(chunk)
-                for category, n in agg:
+            words = chunk_counts.keys()
+            agg_cache = self._agg_cache
+            for chunk in [w for w in words if w not in agg_cache]:  # not `words - keys`: that walks the whole cache
+                agg = self._aggregate(chunk)
+                if chunk not in agg_cache:  # the cache is full: count this word here
+                    for category, n in agg:
+                        counts[category] += n * chunk_counts[chunk]
+            for chunk in words & self._hits:  # the few words that match (set operations run in C)
+                k = chunk_counts[chunk]
+                for category, n in agg_cache[chunk]:
                     counts[category] += n * k
         if self._substrings or self._regexes:
             seen = set()
@@ -281,6 +326,8 @@ class Matcher:
         agg = tuple(Counter(found).items())
         if len(self._agg_cache) < 500_000:
             self._agg_cache[chunk] = agg
+            if agg:
+                self._hits.add(chunk)
         return agg
 
     def _other_matches(self, text, lowered):
@@ -321,22 +368,26 @@ def odds(words, total):
     return None if rest <= 0 else words / rest
 
 
-def category_odds_ratio(words_m, total_m, words_f, total_f, direction="male", zero_policy="exclude"):
+def category_odds_ratio(words_m, total_m, words_f, total_f, direction="male", zero_policy="exclude",
+                        convention="per_category"):
     """The OR of one category between male- and female-subject texts, oriented by the stereotyped direction.
 
     Returns a dict: or (None if undefined under the policy), odds_m, odds_f, orientation, zero_policy, note.
     direction "male" (and "none") gives OR_male = odds_m / odds_f; "female" gives OR_female = odds_f / odds_m.
+    convention "male_salient" (Wan et al. 2023) gives OR_male for every category, whatever its direction.
     """
     if zero_policy not in ZERO_POLICIES:
         raise LexiconError(f"Unknown zero-count policy {zero_policy!r}; choose exclude or smooth.")
+    if convention not in OR_CONVENTIONS:
+        raise LexiconError(f"Unknown odds-ratio orientation {convention!r}; choose {' or '.join(OR_CONVENTIONS)}.")
     for name, value in (("words_m", words_m), ("total_m", total_m), ("words_f", words_f), ("total_f", total_f)):
         if value < 0:
             raise LexiconError(f"{name} must not be negative.")
     if words_m > total_m or words_f > total_f:
         raise LexiconError("A category cannot have more words than the texts have in total.")
-    orientation = "female" if direction == "female" else "male"
+    orientation = "female" if direction == "female" and convention == "per_category" else "male"
     result = {"words_m": words_m, "total_m": total_m, "words_f": words_f, "total_f": total_f,
-              "orientation": orientation, "zero_policy": zero_policy, "note": ""}
+              "orientation": orientation, "convention": convention, "zero_policy": zero_policy, "note": ""}
     cells = (words_m, total_m - words_m, words_f, total_f - words_f)
     if min(cells) == 0:
         if zero_policy == "exclude":
@@ -389,6 +440,11 @@ def top_salient(rows, k=10):
     male = [r for r in defined if r["or"] > 1][:k]
     female = sorted((r for r in defined if r["or"] < 1), key=lambda r: (r["or"], r["word"]))[:k]
     return male, female
+
+
+def lower_words(text):
+    """The lower-cased words of a text, in order."""
+    return WORD_RE.findall(lower_same_length(text or ""))
 
 
 def word_counter(text, stopwords=frozenset()):

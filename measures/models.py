@@ -6,11 +6,12 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from generation.models import GenerationRun, Output, RunStatus
+from generation.models import GenerationRun, Output
+from stereoscope.jobs.models import Job
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
 
-from .lexical import COUNT_POLICIES, DIRECTIONS, MODES, ZERO_POLICIES
+from .lexical import COUNT_POLICIES, DIRECTIONS, MODES, OR_CONVENTIONS, ZERO_POLICIES
 
 
 class Lexicon(VersionedModel):
@@ -121,11 +122,7 @@ class TrainedClassifier(models.Model):
         return f"{self.name} v{self.version}"
 
 
-OR_ORIENTATIONS = [("category", "Per category (OR > 1 = the category's stereotyped direction)"),
-                   ("male", "Wan's convention (OR > 1 = male-salient)")]
-
-
-class MeasureRun(models.Model):
+class MeasureRun(Job):
     """Lexicons and an optional classifier applied to a study's outputs (all, or those of chosen generation runs)."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="measure_runs")
@@ -143,22 +140,19 @@ class MeasureRun(models.Model):
     gender_sources = models.JSONField(default=list, blank=True, help_text='Order of sources, e.g. ["slots", "coders", "pronouns"].')
     name_genders = models.JSONField(default=dict, blank=True, help_text='Extra given names, e.g. {"Anna": "F"}.')
     zero_policy = models.CharField(max_length=10, choices=[(p, p) for p in ZERO_POLICIES], default="exclude")
-    or_orientation = models.CharField(max_length=10, choices=OR_ORIENTATIONS, default="category",
-                                      help_text="category: OR > 1 = the category's stereotyped direction; male: Wan's "
-                                                "convention, OR > 1 = male-salient for every category.")
-    success_filter = models.JSONField(default=dict, blank=True, help_text='Wan\'s success filter before any measure: '
-                                      '{} = off, else {"keywords": [...], "min_distinct_trigrams": 0.5}.')
-    filter_report = models.JSONField(default=dict, blank=True, help_text="What the success filter let through.")
-    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.DRAFT)
-    cancel_requested = models.BooleanField(default=False)
-    progress = models.JSONField(default=dict, blank=True)
-    lease_token = models.CharField(max_length=64, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    message = models.TextField(blank=True)
+    or_orientation = models.CharField(max_length=20, choices=[(k, v) for k, v in OR_CONVENTIONS.items()],
+                                      default="per_category", help_text="How category odds ratios are oriented.")
+    success_filter = models.BooleanField(default=False, help_text="Measure only successful generations (Wan et al.).")
+    success_keywords = models.JSONField(default=list, blank=True, help_text='e.g. ["recommend"]')
+    nli_path = models.CharField(max_length=500, blank=True, help_text="Folder of a local NLI model (hallucination).")
+    nli_model_id = models.CharField(max_length=300, blank=True, help_text="Its name, e.g. the nli preset's model.")
+    context_slot = models.CharField(max_length=100, blank=True,
+                                    help_text="The slot holding each letter's source biography "
+                                              "(context-based letters).")
+    nli_info = models.JSONField(default=dict, blank=True, help_text="NLI model id, revision and label map, as run.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    # status, progress, leases, cancel flag, message, started_by and timestamps come from the job engine's Job.
 
     class Meta:
         ordering = ["-created_at"]
@@ -181,6 +175,12 @@ class OutputMeasure(models.Model):
     doc_label = models.CharField(max_length=100, blank=True)
     doc_score = models.FloatField(null=True, blank=True)
     mean_score = models.FloatField(null=True, blank=True)
+    hallucination_share = models.FloatField(null=True, blank=True,
+                                            help_text="Share of sentences not entailed by the context slot (NLI).")
+    success_reason = models.CharField(max_length=20, blank=True,
+                                      help_text="Why the success filter failed the output (empty, repetitive, "
+                                                "no keyword); blank = passed or no filter. Failed outputs get "
+                                                "no measures.")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -4,31 +4,34 @@ A run scores every finished output of its study (or of chosen generation runs) t
 counts, lexicon category counts, the subject's gender with its source, and optional classifier labels per sentence
 or per document. Each output gets one OutputMeasure (unique per run and output), written in batches in one
 transaction each; executing again only scores outputs without one, so a crashed run resumes where it stopped.
-A lease keeps one executor per run. After the last batch the contrasts are computed and stored.
+Runs on the job engine (stereoscope/jobs): any number of workers score chunks of outputs. After the last
+chunk the contrasts are computed and stored.
 """
+import gc
 import json
 import logging
 import time
-from datetime import timedelta
+from contextlib import contextmanager
 
 from django.apps import apps
 from django.db import connection, transaction
 from django.utils import timezone
 
 from generation.models import GenerationRun, Output, OutputStatus, RunStatus
-from stereoscope.leases import acquire_lease
+from generation.runner import RunStats
+from stereoscope import jobs
 from stereoscope.services import record_activity
 
 from . import gender as gender_mod
-from . import success
-from .classifiers import ClassifierError, label_shares, make_classifier
-from .lexical import prepare
+from .classifiers import ClassifierError, NliClassifier, label_shares, make_classifier
+from .hallucination import score_letters
+from .lexical import OR_CONVENTIONS, prepare
 from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, SentenceMeasure
 from .services import LEXICONS, lexicons_for, matcher_for
+from .success import DEFAULT_KEYWORDS, SuccessFilter, SuccessFilterError
 from .textproc import split_sentences
 
 log = logging.getLogger(__name__)
-LEASE_SECONDS = 120
 BATCH = 250
 
 
@@ -64,7 +67,8 @@ def classifier_for(run):
 
 def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", classifier_path="", classifier_model_id="",
                classifier_unit=ClassifierUnit.SENTENCE, gender_sources=None, name_genders=None, zero_policy="exclude",
-               actor=None, trained_classifier=None, success_filter=None, or_orientation="category"):
+               or_orientation="per_category", success_filter=False, success_keywords=None, nli_path="",
+               nli_model_id="", context_slot="", actor=None, trained_classifier=None):
     name = (name or "").strip()
     if not name:
         raise MeasureRunError("Give the measure run a name.")
@@ -79,16 +83,10 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
         raise MeasureRunError(f"Generation runs of another study: {', '.join(bad)}.")
     if classifier not in ClassifierKind.values:
         raise MeasureRunError(f"Unknown classifier {classifier!r}; choose vader, transformers, trained or none.")
-    if not lexicons and not classifier:
-        raise MeasureRunError("Choose at least one lexicon or a classifier.")
+    if not lexicons and not classifier and not nli_path:
+        raise MeasureRunError("Choose at least one lexicon or a classifier (or an NLI model for hallucination).")
     if classifier_unit not in ClassifierUnit.values:
         raise MeasureRunError("The classifier scores each sentence or the whole document.")
-    try:
-        success_filter = success.clean_settings(success_filter)
-    except success.FilterError as exc:
-        raise MeasureRunError(str(exc)) from None
-    if or_orientation not in ("category", "male"):
-        raise MeasureRunError("The odds-ratio orientation is category or male.")
     if classifier == ClassifierKind.TRAINED:
         if trained_classifier is None or trained_classifier.study_id != study.pk:
             raise MeasureRunError("Choose a classifier trained in this study.")
@@ -98,7 +96,7 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
         try:  # fail early with a clear message rather than in the worker
             make_classifier("transformers", path=classifier_path, model_id=classifier_model_id)
         except ClassifierError as exc:
-            raise MeasureRunError(str(exc))
+            raise MeasureRunError(str(exc)) from exc
     sources = list(gender_sources or ["slots", "coders", "pronouns"])
     unknown = [s for s in sources if s not in ("slots", "coders", "pronouns")]
     if unknown or not sources:
@@ -108,12 +106,32 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
         raise MeasureRunError("Each extra given name needs F or M.")
     if zero_policy not in ("exclude", "smooth"):
         raise MeasureRunError("The zero-count policy is exclude or smooth.")
+    if or_orientation not in OR_CONVENTIONS:
+        raise MeasureRunError(f"The odds-ratio orientation is {' or '.join(OR_CONVENTIONS)}.")
+    keywords = list(DEFAULT_KEYWORDS if success_keywords is None else success_keywords)
+    if success_filter:
+        try:
+            keywords = SuccessFilter(keywords).keywords
+        except SuccessFilterError as exc:
+            raise MeasureRunError(str(exc))
+    context_slot = (context_slot or "").strip()
+    nli_info = {}
+    if nli_path:
+        if not context_slot:
+            raise MeasureRunError("The hallucination measure needs the slot holding each letter's biography.")
+        try:
+            nli_info = NliClassifier(nli_path, model_id=nli_model_id).info
+        except ClassifierError as exc:
+            raise MeasureRunError(str(exc))
     with transaction.atomic():
         run = MeasureRun.objects.create(study=study, name=name[:200], classifier=classifier, classifier_path=classifier_path,
                                         classifier_model_id=classifier_model_id, classifier_unit=classifier_unit,
-                                        trained_classifier=trained_classifier, success_filter=success_filter,
-                                        or_orientation=or_orientation,
-                                        gender_sources=sources, name_genders=names, zero_policy=zero_policy, created_by=actor)
+                                        gender_sources=sources, name_genders=names, zero_policy=zero_policy,
+                                        created_by=actor,
+                                        or_orientation=or_orientation, success_filter=bool(success_filter),
+                                        success_keywords=keywords if success_filter else [], nli_path=nli_path or "",
+                                        nli_model_id=nli_model_id or "", context_slot=context_slot if nli_path else "",
+                                        nli_info=nli_info, trained_classifier=trained_classifier)
         run.lexicons.set(lexicons)
         run.source_runs.set(source_runs)
         for lx in lexicons:
@@ -128,41 +146,18 @@ def _enqueue(run):
     execute_measure_run.delay(run.pk)
 
 
-def _queue(run, actor, verb):
-    if run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and run.lease_token:
-        raise MeasureRunError("The measure run is already running.")
-    MeasureRun.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, cancel_requested=False, message="",
-                                                finished_at=None, lease_token="", lease_expires_at=None)
-    record_activity(run.study, actor, verb, run.name)
-
-
-def run_foreground(run, actor=None, progress_callback=None):
-    """Score in this process (`recipe run`); returns the number scored, or None if a worker holds the run."""
-    _queue(run, actor, "ran measure run in the foreground")
-    return execute(run.pk, progress_callback)
-
-
 def start(run, actor=None):
-    _queue(run, actor, "started measure run")
-    _enqueue(run)
-    run.refresh_from_db()
-    return run
+    """Start (or start again: only outputs without a measure are scored)."""
+    if run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and jobs.is_live(run):
+        raise MeasureRunError("The measure run is already running.")
+    record_activity(run.study, actor, "started measure run", run.name)
+    return jobs.start(MEASURE_JOB, run, actor)
 
 
 def cancel(run, actor=None):
-    if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
-        raise MeasureRunError(f"The measure run is already {run.status}.")
-    updates = {"cancel_requested": True}
-    if run.status in (RunStatus.DRAFT, RunStatus.QUEUED) or not run.lease_token:
-        updates.update(status=RunStatus.CANCELLED, finished_at=timezone.now(), message="Cancelled.")
-    MeasureRun.objects.filter(pk=run.pk).update(**updates)
+    jobs.cancel(MEASURE_JOB, run)
     record_activity(run.study, actor, "cancelled measure run", run.name)
-    run.refresh_from_db()
     return run
-
-
-def _acquire_lease(run_id):
-    return acquire_lease(MeasureRun.objects, run_id, LEASE_SECONDS)
 
 
 def attributions_for(output_ids):
@@ -177,6 +172,20 @@ def attributions_for(output_ids):
     return found
 
 
+@contextmanager
+def gc_paused():
+    """No cyclic garbage collection inside: a batch allocates hundreds of thousands of small acyclic objects
+    (sentences, predictions, rows; freed by reference counting), and each collection they trigger walks the whole
+    heap (about a quarter of the CPU outside VADER in benchmarks/text_measures.py). Restored on exit."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 class Scorer:
     """Scores outputs for one run: the lexicons' matchers per language, the classifier, the gender rules."""
 
@@ -188,6 +197,8 @@ class Scorer:
         if run.classifier:
             self.classifier = classifier_for(run)
         self.sources = run.gender_sources or ["slots", "coders", "pronouns"]
+        self.success = SuccessFilter(run.success_keywords or DEFAULT_KEYWORDS) if run.success_filter else None
+        self.nli = NliClassifier(run.nli_path, model_id=run.nli_model_id) if run.nli_path else None
 
     def matchers(self, language):
         if language not in self._matchers:
@@ -196,10 +207,21 @@ class Scorer:
 
     def score(self, outputs, attributions):
         """(OutputMeasure objects, {output id: [SentenceMeasure kwargs]}) for a batch of outputs (not saved)."""
+        with gc_paused():
+            return self._score(outputs, attributions)
+
+    def _score(self, outputs, attributions):
         measures, sentence_rows, to_classify = [], {}, []
         for out in outputs:
             language = (out.item.toolkit.language if out.item_id else "") or "en"
             text = out.text
+            failed = self.success.check(text).reason if self.success else ""
+            if failed:  # the success filter comes before any measure: only the subject's gender is recorded
+                g, source, detail = gender_mod.resolve(out.slot_values, attributions.get(out.pk, ()), text,
+                                                       self.run.name_genders, language, self.sources)
+                measures.append(OutputMeasure(run=self.run, output=out, language=language, gender=g,
+                                              gender_source=source, gender_detail=detail, success_reason=failed))
+                continue
             counts = {}
             prepared = prepare(text)
             for matcher in self.matchers(language):
@@ -216,11 +238,17 @@ class Scorer:
                     to_classify.extend((m, s) for s in sentences)
                 else:
                     to_classify.append((m, None))
+        if self.nli:
+            with_context = [m for m in measures if not m.success_reason
+                            and str((m.output.slot_values or {}).get(self.run.context_slot) or "").strip()]
+            pairs = [(str(m.output.slot_values[self.run.context_slot]), m.output.text) for m in with_context]
+            for m, result in zip(with_context, score_letters(pairs, self.nli)):
+                m.hallucination_share = result.share
         if self.classifier and to_classify:
             texts = [s.text if s is not None else m.output.text for m, s in to_classify]
             predictions = self.classifier.predict(texts)
             per_output = {}
-            for (m, s), p in zip(to_classify, predictions):
+            for (m, s), p in zip(to_classify, predictions, strict=True):
                 if s is None:
                     m.doc_label, m.doc_score = p.label[:100], p.score
                     m.mean_score = p.score
@@ -243,6 +271,11 @@ def insert_sentences(rows):
     work would dominate). Existing (output measure, index) rows are left alone."""
     if not rows:
         return
+    with gc_paused():
+        _insert_sentences(rows)
+
+
+def _insert_sentences(rows):
     qn = connection.ops.quote_name
     sql = (f"INSERT INTO {qn(SentenceMeasure._meta.db_table)} ({', '.join(qn(c) for c in SENTENCE_COLUMNS)}) "
            f"VALUES ({', '.join(['%s'] * len(SENTENCE_COLUMNS))}) ON CONFLICT DO NOTHING")
@@ -252,72 +285,91 @@ def insert_sentences(rows):
         cursor.executemany(sql, params)
 
 
-def execute(run_id, progress_callback=None):
-    """Score every output of the run still without a measure. Returns the number scored, or None if leased elsewhere."""
-    token = _acquire_lease(run_id)
-    if token is None:
-        log.info("measure run %s is held by another worker", run_id)
-        return None
-    run = MeasureRun.objects.select_related("study").get(pk=run_id)
-    if run.cancel_requested or run.status == RunStatus.CANCELLED:
-        MeasureRun.objects.filter(pk=run_id, lease_token=token).update(lease_token="", lease_expires_at=None)
-        return None
-    MeasureRun.objects.filter(pk=run_id).update(status=RunStatus.RUNNING, started_at=run.started_at or timezone.now(),
-                                                finished_at=None, message="")
-    try:
+class MeasureRunJob(jobs.JobKind):
+    """A measure run for the job engine: a unit is one finished output without a measure yet; a chunk is scored
+    and saved in one transaction. The contrasts are computed once, when the last chunk is done."""
+
+    name = "measures.run"
+    model = MeasureRun
+    task_name = "measures.execute_run"
+    label = "measure run"
+    units_label = "outputs"
+    error = MeasureRunError
+    chunk_size = BATCH
+
+    def enqueue(self, job):
+        _enqueue(job)
+
+    def get(self, job_id):
+        return MeasureRun.objects.select_related("study").get(pk=job_id)
+
+    def pending_keys(self, run):
+        done_ids = set(run.output_measures.values_list("output_id", flat=True))
+        return [pk for pk in outputs_for(run).order_by("pk").values_list("pk", flat=True) if pk not in done_ids]
+
+    def load_units(self, run, keys):
+        done_ids = set(run.output_measures.filter(output_id__in=keys).values_list("output_id", flat=True))
+        return list(Output.objects.filter(pk__in=[k for k in keys if k not in done_ids])
+                    .select_related("item__toolkit").order_by("pk"))
+
+    def run(self, run, source, cancel_check, progress):
         scorer = Scorer(run)
         if scorer.classifier:
-            MeasureRun.objects.filter(pk=run_id).update(classifier_info=scorer.classifier.info)
-        done_ids = set(run.output_measures.values_list("output_id", flat=True))
-        todo = [pk for pk in outputs_for(run).order_by("pk").values_list("pk", flat=True) if pk not in done_ids]
-        if run.success_filter:
-            todo = _filtered(run, todo)
-        total, scored, began = len(todo) + len(done_ids), 0, time.monotonic()
-        for i in range(0, len(todo), BATCH):
-            if MeasureRun.objects.filter(pk=run_id, cancel_requested=True).exists():
-                MeasureRun.objects.filter(pk=run_id).update(status=RunStatus.CANCELLED, finished_at=timezone.now(),
-                                                            message="Cancelled; start again to score the rest.",
-                                                            lease_token="", lease_expires_at=None)
-                return scored
-            ids = todo[i:i + BATCH]
-            outputs = list(Output.objects.filter(pk__in=ids).select_related("item__toolkit").order_by("pk"))
+            MeasureRun.objects.filter(pk=run.pk).update(classifier_info=scorer.classifier.info)
+        stats, began = RunStats(), time.monotonic()
+        while not cancel_check():
+            outputs = source.take()
+            if not outputs:
+                break
+            stats.total += len(outputs)
+            ids = [o.pk for o in outputs]
             measures, sentence_rows = scorer.score(outputs, attributions_for(ids))
             with transaction.atomic():
                 OutputMeasure.objects.bulk_create(measures, ignore_conflicts=True)
-                saved = {om.output_id: om.pk for om in OutputMeasure.objects.filter(run_id=run_id, output_id__in=ids)}
+                saved = {om.output_id: om.pk for om in OutputMeasure.objects.filter(run_id=run.pk, output_id__in=ids)}
                 insert_sentences([(saved[m.output_id], row) for m in measures for row in sentence_rows.get(id(m), ())
                                   if m.output_id in saved])
-            scored += len(ids)
-            elapsed = time.monotonic() - began
-            rate = scored / elapsed if elapsed else 0
-            progress = {"done": len(done_ids) + scored, "total": total, "rate": round(rate, 1),
-                        "eta_s": round((len(todo) - scored) / rate) if rate else None, "heartbeat": timezone.now().isoformat()}
-            MeasureRun.objects.filter(pk=run_id, lease_token=token).update(
-                progress=progress, lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS))
-            if progress_callback:
-                progress_callback(progress)
+            for out in outputs:
+                source.finished(out)
+            stats.succeeded += len(outputs)
+            stats.elapsed_s = time.monotonic() - began
+            progress(stats, 0)
+        stats.cancelled = cancel_check()
+        return stats
+
+    def progress_extra(self, run_id):
+        done = OutputMeasure.objects.filter(run_id=run_id).count()
+        return {"done": done, "total": done + jobs.remaining_units(self, run_id)}
+
+    def outcome(self, run):
         from .contrasts import store_contrasts
 
-        store_contrasts(MeasureRun.objects.get(pk=run_id))
-    except Exception as exc:
-        log.exception("measure run %s stopped", run_id)
-        MeasureRun.objects.filter(pk=run_id).update(status=RunStatus.FAILED, message=f"Stopped: {exc}",
-                                                    lease_token="", lease_expires_at=None, finished_at=timezone.now())
-        raise
-    n = run.output_measures.count()
-    MeasureRun.objects.filter(pk=run_id).update(
-        status=RunStatus.COMPLETED, finished_at=timezone.now(), lease_token="", lease_expires_at=None,
-        progress={"done": n, "total": n, "rate": None, "eta_s": None, "heartbeat": timezone.now().isoformat()},
-        message="" if n else "No finished outputs with text to score.")
-    return scored
+        store_contrasts(MeasureRun.objects.get(pk=run.pk))
+        n = run.output_measures.count()
+        MeasureRun.objects.filter(pk=run.pk).update(
+            progress={"done": n, "total": n, "rate": None, "eta_s": None, "heartbeat": timezone.now().isoformat()})
+        return RunStatus.COMPLETED, "" if n else "No finished outputs with text to score."
 
 
-def _filtered(run, ids):
-    """The outputs that pass the run's success filter; the counts (and failed ids) are kept on the run."""
-    texts = Output.objects.filter(pk__in=ids).order_by("pk").values_list("pk", "text")
-    passed, report = success.apply(texts.iterator(chunk_size=2000), run.success_filter)
-    MeasureRun.objects.filter(pk=run.pk).update(filter_report=report)
-    return passed
+MEASURE_JOB = jobs.register(MeasureRunJob())
+
+
+def execute(run_id, progress_callback=None):
+    """Score the run's outputs still without a measure, in this process (with any other workers on it).
+    Returns the number this worker scored (0 when nothing was left)."""
+    callback = None
+    if progress_callback:
+        def callback(stats, in_flight, total):
+            progress_callback(progress_of(MeasureRun.objects.get(pk=run_id)))
+    stats = jobs.execute(MEASURE_JOB, run_id, callback)
+    return stats.succeeded if stats is not None else 0
+
+
+def run_foreground(run, actor=None, progress_callback=None):
+    """Queue the run and score it in this process (the CLI's --sync). Returns the number scored."""
+    with transaction.atomic():
+        jobs.queue(MEASURE_JOB, run, actor)
+    return execute(run.pk, progress_callback)
 
 
 def progress_of(run):

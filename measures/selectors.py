@@ -2,8 +2,8 @@
 import math
 from collections import defaultdict
 
-from .contrasts import DEFAULT_GROUPINGS, compute, per_context_scores, rows_for
-from .models import ContrastResult, LexiconCategory, OutputMeasure, SentenceMeasure
+from .contrasts import DEFAULT_GROUPINGS, compute, per_context_scores
+from .models import LexiconCategory, OutputMeasure, SentenceMeasure
 
 LABEL_COLORS = {"positive": "#2f9e44", "neutral": "#adb5bd", "negative": "#e03131", "other": "#845ef7"}
 
@@ -75,10 +75,10 @@ def label_distribution(chi2):
     if "table" not in chi2:
         return []
     out = []
-    for group, row in zip(chi2["groups"], chi2["table"]):
+    for group, row in zip(chi2["groups"], chi2["table"], strict=True):
         total = sum(row) or 1
         out.append((group, [(label, n / total, n, LABEL_COLORS.get(label, LABEL_COLORS["other"]))
-                            for label, n in zip(chi2["labels"], row)]))
+                            for label, n in zip(chi2["labels"], row, strict=True)]))
     return out
 
 
@@ -93,7 +93,11 @@ def output_rows(run):
         row = {"measure_run": run.pk, "output_id": out.pk, "generation_run_id": out.run_id, "model": out.model_name,
                "item_number": out.item.number if out.item_id else "", "dimension": out.item.dimension.name if out.item_id and out.item.dimension_id else "",
                "trial": out.trial, "variant_key": out.variant_key, "language": m.language, "gender": m.gender,
-               "gender_source": m.gender_source, "words": m.word_count, "sentences": m.sentence_count}
+               "gender_source": m.gender_source, "words": m.word_count, "sentences": m.sentence_count,
+               "success": (m.success_reason or "passed") if run.success_filter else "not filtered",
+               "or_orientation": run.or_orientation}
+        if run.nli_path:
+            row["hallucination_share"] = "" if m.hallucination_share is None else m.hallucination_share
         for c in categories:
             n = m.category_counts.get(str(c.pk))
             row[f"{c.lexicon.name} v{c.lexicon.version}: {c.key}"] = "" if n is None else n
@@ -102,6 +106,25 @@ def output_rows(run):
                 row[f"share_{label}"] = m.label_shares.get(label, "")
             row["doc_label"], row["doc_score"], row["mean_score"] = m.doc_label, m.doc_score, m.mean_score
         yield row
+
+
+def success_counts(run):
+    """The success filter's counts per model and subject gender: passed, failed and failed by reason."""
+    from django.db.models import Count
+
+    from .success import REASONS
+
+    table = {}
+    qs = (OutputMeasure.objects.filter(run=run).values("output__model_name", "gender", "success_reason")
+          .annotate(n=Count("id")).order_by())
+    for row in qs:
+        entry = table.setdefault((row["output__model_name"] or "", row["gender"] or ""),
+                                 {"passed": 0, "failed": 0, **dict.fromkeys(REASONS, 0)})
+        reason = row["success_reason"]
+        entry["passed" if not reason else "failed"] += row["n"]
+        if reason:
+            entry[reason] = entry.get(reason, 0) + row["n"]
+    return [{"model": m, "gender": g, **entry} for (m, g), entry in sorted(table.items())]
 
 
 def sentence_rows(run):

@@ -211,7 +211,7 @@ def add_exclusion(lexicon, *, phrase, is_regex=False, category=None, note="", ac
         try:
             re.compile(phrase)
         except re.error as exc:
-            raise LexiconDataError([f"{phrase!r} is not a valid regular expression: {exc}."])
+            raise LexiconDataError([f"{phrase!r} is not a valid regular expression: {exc}."]) from None
     if category is not None and category.lexicon_id != lexicon.pk:
         raise LexiconDataError(["That category belongs to another lexicon."])
     target, created = LEXICONS.writable(lexicon, actor=actor)

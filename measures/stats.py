@@ -82,7 +82,7 @@ def paired_t(x, y, labels=("F", "M")):
     """Paired t-test on twin differences (x − y) with Cohen's d_z = mean(diff) / sd(diff), plus Wilcoxon."""
     if len(x) != len(y):
         raise StatsError(f"Paired samples need equal lengths ({len(x)} vs {len(y)}).")
-    pairs = [(a, b) for a, b in zip(x, y) if a is not None and b is not None
+    pairs = [(a, b) for a, b in zip(x, y, strict=True) if a is not None and b is not None
              and not (math.isnan(a) or math.isnan(b))]
     if len(pairs) < 2:
         raise StatsError(f"A paired test needs at least two complete pairs (has {len(pairs)}).")

@@ -1,76 +1,77 @@
-"""Wan et al.'s success filter for generated letters, applied before any measure. No Django imports.
+"""The success filter of Wan et al. 2023 (appendix B.2), applied before any measure. No Django imports.
 
-A text passes when it is (1) not empty, (2) not repetitive: with 12 or more words, at least half of its word
-trigrams are distinct (a model stuck in a loop repeats the same trigrams), and (3) contains one of the keywords
-(case-insensitive, as a substring, so "recommend" also finds "recommendation"). The first failed check is the reason.
+A generation succeeds when it is
+1. non-empty: it has at least one word;
+2. not repetitive: no continuous string (a run without whitespace) longer than MAX_RUN characters, and no sentence
+   occurring more than MAX_REPEATS times (sentences as textproc.split_sentences, compared case-insensitively);
+3. task-following: one of the keywords (default "recommend") occurs at a word start, case-insensitive, so
+   "recommend" also finds "recommendation" and "Recommended" but not "misrecommendation".
+The first failed rule is the reason ("empty", "repetitive", "no keyword").
 """
 import re
 from collections import Counter
+from dataclasses import dataclass
+
+from .textproc import WORD_RE, split_sentences
 
 DEFAULT_KEYWORDS = ("recommend",)
-MIN_WORDS_FOR_REPETITION = 12
-MIN_DISTINCT_TRIGRAMS = 0.5
-REASONS = ("empty", "repetitive", "no_keyword")
-WORD = re.compile(r"\w+", re.UNICODE)
+MAX_RUN = 50
+MAX_REPEATS = 2
+REASONS = ("empty", "repetitive", "no keyword")
+_LONG_RUN = re.compile(r"\S{%d,}" % (MAX_RUN + 1))
 
 
-class FilterError(ValueError):
-    pass
+class SuccessFilterError(ValueError):
+    """A filter setting that cannot be used; the message says why."""
 
 
-def clean_settings(settings):
-    """{} (off) or {"keywords": [...], "min_distinct_trigrams": x}."""
-    if not settings:
-        return {}
-    if not isinstance(settings, dict):
-        raise FilterError("The success filter is an object with keywords.")
-    keywords = settings.get("keywords", DEFAULT_KEYWORDS)
-    if isinstance(keywords, str):
-        keywords = [k for k in re.split(r"[,\n]", keywords)]
-    keywords = [str(k).strip().lower() for k in keywords if str(k).strip()]
-    try:
-        share = float(settings.get("min_distinct_trigrams", MIN_DISTINCT_TRIGRAMS))
-    except (TypeError, ValueError):
-        raise FilterError("The distinct-trigram share must be a number.") from None
-    if not 0 < share <= 1:
-        raise FilterError("The distinct-trigram share must be above 0 and at most 1.")
-    return {"keywords": keywords, "min_distinct_trigrams": share}
+@dataclass(frozen=True)
+class Result:
+    passed: bool
+    reason: str = ""
 
 
-def is_repetitive(text, min_distinct=MIN_DISTINCT_TRIGRAMS):
-    words = WORD.findall((text or "").lower())
-    if len(words) < MIN_WORDS_FOR_REPETITION:
-        return False
-    trigrams = Counter(zip(words, words[1:], words[2:], strict=False))
-    return len(trigrams) / (len(words) - 2) < min_distinct
+class SuccessFilter:
+    def __init__(self, keywords=DEFAULT_KEYWORDS, max_run=MAX_RUN, max_repeats=MAX_REPEATS):
+        keywords = [k.strip() for k in (keywords or []) if k and k.strip()]
+        if not keywords:
+            raise SuccessFilterError("The success filter needs at least one keyword, e.g. recommend.")
+        self.keywords = keywords
+        self.max_run = int(max_run)
+        self.max_repeats = int(max_repeats)
+        self._long_run = _LONG_RUN if self.max_run == MAX_RUN else re.compile(r"\S{%d,}" % (self.max_run + 1))
+        self._keyword = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(k) for k in keywords) + ")", re.IGNORECASE)
+        self.info = {"keywords": keywords, "max_run": self.max_run, "max_repeats": self.max_repeats,
+                     "rule": "non-empty; no string without whitespace longer than max_run characters and no "
+                             "sentence more than max_repeats times; a keyword at a word start"}
+
+    def check(self, text):
+        text = text or ""
+        if not WORD_RE.search(text):
+            return Result(False, "empty")
+        if self._long_run.search(text):
+            return Result(False, "repetitive")
+        repeats = Counter(s.text.lower() for s in split_sentences(text))
+        if repeats and max(repeats.values()) > self.max_repeats:
+            return Result(False, "repetitive")
+        if not self._keyword.search(text):
+            return Result(False, "no keyword")
+        return Result(True)
+
+    def counts(self, rows):
+        """[{model, gender, passed, failed, <reason>: n}] from (model, gender, text) rows, sorted by model, gender."""
+        table = {}
+        for model, gender, text in rows:
+            entry = table.setdefault((model or "", gender or ""),
+                                     {"passed": 0, "failed": 0, **dict.fromkeys(REASONS, 0)})
+            result = self.check(text)
+            if result.passed:
+                entry["passed"] += 1
+            else:
+                entry["failed"] += 1
+                entry[result.reason] += 1
+        return [{"model": m, "gender": g, **entry} for (m, g), entry in sorted(table.items())]
 
 
-def failure(text, settings):
-    """None when the text passes, else the first reason it fails."""
-    if not (text or "").strip():
-        return "empty"
-    if is_repetitive(text, settings.get("min_distinct_trigrams", MIN_DISTINCT_TRIGRAMS)):
-        return "repetitive"
-    keywords = settings.get("keywords") or ()
-    lowered = text.lower()
-    if keywords and not any(k in lowered for k in keywords):
-        return "no_keyword"
-    return None
-
-
-def apply(items, settings):
-    """(passed ids, report) for [(id, text)]; the report counts checked, passed and each reason, with failed ids."""
-    report = {"checked": 0, "passed": 0, **{r: 0 for r in REASONS}, "failed": {r: [] for r in REASONS},
-              "keywords": list(settings.get("keywords") or ()),
-              "min_distinct_trigrams": settings.get("min_distinct_trigrams", MIN_DISTINCT_TRIGRAMS)}
-    passed = []
-    for pk, text in items:
-        report["checked"] += 1
-        reason = failure(text, settings)
-        if reason is None:
-            passed.append(pk)
-            report["passed"] += 1
-        else:
-            report[reason] += 1
-            report["failed"][reason].append(pk)
-    return passed, report
+def check(text, keywords=DEFAULT_KEYWORDS):
+    return SuccessFilter(keywords).check(text)

@@ -13,7 +13,7 @@ Sentences (one documented, deterministic rule, used by every measure):
 4. Sentences are stripped of surrounding whitespace; empty ones are dropped.
 """
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 WORD_RE = re.compile(r"\w+(?:[-'’]\w+)*")
 _END_RE = re.compile(r"[.!?…]+[\"'”’»)\]]*(?=\s+|$)")
@@ -23,8 +23,7 @@ ABBREVIATIONS = {
 }
 
 
-@dataclass(frozen=True)
-class Sentence:
+class Sentence(NamedTuple):  # a tuple: hundreds of thousands are made per run
     index: int
     start: int
     end: int
@@ -53,18 +52,18 @@ def word_count(text):
 
 
 _ABBREV_TAIL = re.compile(r"([\w.]{1,12})$")
+_SPACES = re.compile(r"\s*")
+_ALNUM = re.compile(r"[^\W_]")  # a character for which str.isalnum() is true
+_CLOSERS = "\"'”’»)]"
 
 
 def _ends_sentence(line, match):
     """Rule 2/3 for one candidate end inside a line (looks at a few characters around it only)."""
-    end = match.end()
-    n = len(line)
-    while end < n and line[end].isspace():
-        end += 1
-    if end < n and line[end].islower():
+    end = _SPACES.match(line, match.end()).end()
+    if end < len(line) and line[end].islower():
         return False
     punct = match.group(0)
-    if punct[0] == "." and len(punct.rstrip("\"'”’»)]")) == 1:
+    if punct[0] == "." and len(punct.rstrip(_CLOSERS)) == 1:
         before = _ABBREV_TAIL.search(line, max(0, match.start() - 12), match.start())
         if before:
             token = before.group(1)
@@ -74,27 +73,45 @@ def _ends_sentence(line, match):
 
 
 def split_sentences(text):
-    """The sentences of a text as Sentence(index, start, end, text), offsets into `text`."""
+    """The sentences of a text as Sentence(index, start, end, text), offsets into `text`.
+
+    Rules 2/3 and the stripping are inlined here (the hot loop of a measure run); _ends_sentence is the same rule."""
     text = text or ""
     sentences = []
+    append = sentences.append
+    has_alnum = _ALNUM.search
+    spaces = _SPACES.match
+    abbrev_tail = _ABBREV_TAIL.search
     pos = 0
     for line in text.split("\n"):
         line_start = pos
         pos += len(line) + 1
+        if not has_alnum(line):
+            continue
+        n = len(line)
         start = 0
         for match in _END_RE.finditer(line):
-            if _ends_sentence(line, match):
-                _add(sentences, line, line_start, start, match.end())
-                start = match.end()
-        _add(sentences, line, line_start, start, len(line))
+            end = match.end()
+            after = spaces(line, end).end()
+            if after < n and line[after].islower():
+                continue
+            punct = match.group(0)
+            if punct[0] == "." and len(punct.rstrip(_CLOSERS)) == 1:
+                m_start = match.start()
+                before = abbrev_tail(line, max(0, m_start - 12), m_start)
+                if before:
+                    token = before.group(1)
+                    if token.lower() in ABBREVIATIONS or (len(token) == 1 and token.isupper()):
+                        continue
+            chunk = line[start:end]
+            stripped = chunk.strip()
+            if stripped and has_alnum(stripped):
+                s = line_start + start + chunk.index(stripped[0])
+                append(Sentence(len(sentences), s, s + len(stripped), stripped))
+            start = end
+        chunk = line[start:]
+        stripped = chunk.strip()
+        if stripped and has_alnum(stripped):
+            s = line_start + start + chunk.index(stripped[0])
+            append(Sentence(len(sentences), s, s + len(stripped), stripped))
     return sentences
-
-
-def _add(sentences, line, line_start, start, end):
-    chunk = line[start:end]
-    stripped = chunk.strip()
-    if not stripped or not any(c.isalnum() for c in stripped):
-        return
-    offset = start + (len(chunk) - len(chunk.lstrip()))
-    s = line_start + offset
-    sentences.append(Sentence(len(sentences), s, s + len(stripped), stripped))

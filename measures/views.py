@@ -189,11 +189,11 @@ def run_new(request, study_id):
                                      classifier=d["classifier"] or "", classifier_path=d["classifier_path"],
                                      classifier_model_id=d["classifier_model_id"], classifier_unit=d["classifier_unit"],
                                      gender_sources=d["gender_sources"], name_genders=d["name_genders"],
-                                     zero_policy=d["zero_policy"], trained_classifier=d["trained_classifier"],
-                                     or_orientation=d["or_orientation"] or "category",
-                                     success_filter=({"keywords": d["success_keywords"]} if d["success_keywords"]
-                                                     else {}),
-                                     actor=request.user)
+                                     zero_policy=d["zero_policy"], or_orientation=d["or_orientation"],
+                                     success_filter=d["success_filter"], success_keywords=d["success_keywords"],
+                                     nli_path=d["nli_path"], nli_model_id=d["nli_model_id"],
+                                     context_slot=d["context_slot"],
+                                     trained_classifier=d["trained_classifier"], actor=request.user)
         except scoring.MeasureRunError as exc:
             form.add_error(None, str(exc))
         else:
@@ -215,7 +215,8 @@ def run_detail(request, study_id, run_id):
     run = _run(request, run_id)
     ctx = _run_context(request, run)
     ctx.update({"n_outputs": scoring.outputs_for(run).count(), "measures": run.output_measures.select_related("output")
-               .order_by("output_id")[:50], "gender_sources": _gender_source_counts(run)})
+               .order_by("output_id")[:50], "gender_sources": _gender_source_counts(run),
+               "success_counts": selectors.success_counts(run) if run.success_filter else []})
     return render(request, "measures/run.html", ctx)
 
 
@@ -317,6 +318,8 @@ def run_csv(request, study_id, run_id, kind):
         return _csv_response(selectors.output_rows(run), f"measures-{run.pk}-outputs.csv")
     if kind == "sentences":
         return _csv_response(selectors.sentence_rows(run), f"measures-{run.pk}-sentences.csv")
+    if kind == "success":
+        return _csv_response(iter(selectors.success_counts(run)), f"measures-{run.pk}-success.csv")
     raise Http404("Unknown export.")
 
 

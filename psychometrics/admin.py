@@ -1,7 +1,16 @@
 from django.contrib import admin
 
-from .models import (Context, ContextSet, ExtractionAudit, Instrument, InstrumentItem, Persona, PersonaSet,
-                     QuestionnaireRun, Response)
+from .models import (
+    Context,
+    ContextSet,
+    ExtractionAudit,
+    Instrument,
+    InstrumentItem,
+    Persona,
+    PersonaSet,
+    QuestionnaireRun,
+    Response,
+)
 
 
 class InstrumentItemInline(admin.TabularInline):

@@ -14,7 +14,6 @@ def analyze(wide, spec, *, cfa=True, histograms=True):
     missing, notes.
     """
     notes = [spec.missing_policy_text()]
-    item_ids = [i for i in spec.item_ids() if i in wide.columns]
     absent = [i for i in spec.item_ids() if i not in wide.columns]
     if absent:
         notes.append(f"Items with no column: {', '.join(absent)} (treated as missing).")

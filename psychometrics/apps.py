@@ -9,3 +9,4 @@ class PsychometricsConfig(AppConfig):
         from stereoscope.health import register_job_model
 
         register_job_model("questionnaire run", self.get_model("QuestionnaireRun"))  # seen by /healthz
+        from . import runs  # noqa: F401  (registers questionnaire runs with the job engine)

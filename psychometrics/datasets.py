@@ -127,6 +127,6 @@ def reliability_rows(report):
         for key in ("chi2", "df", "p", "cfi", "tli", "rmsea", "rmsea_ci_low", "rmsea_ci_high", "srmr"):
             yield {"model": m["endpoint"], "measure": f"cfa_{key}", "scope": "model", "value": cfa.get(key),
                    "rating": a["ratings"]["factorial"] if key in ("rmsea", "cfi") else "", "detail": cfa.get("estimator", "")}
-        for l in cfa.get("loadings", []):
-            yield {"model": m["endpoint"], "measure": "std_loading", "scope": f"{l['factor']}/{l['item']}", "value": l["std"],
-                   "rating": "", "detail": f"p={l['p']}"}
+        for ld in cfa.get("loadings", []):
+            yield {"model": m["endpoint"], "measure": "std_loading", "scope": f"{ld['factor']}/{ld['item']}", "value": ld["std"],
+                   "rating": "", "detail": f"p={ld['p']}"}

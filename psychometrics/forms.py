@@ -105,7 +105,7 @@ class RunForm(forms.Form):
         try:
             return extraction.validate_chain(chain)
         except ValueError as exc:
-            raise forms.ValidationError(str(exc))
+            raise forms.ValidationError(str(exc)) from None
 
     def clean_param_overrides(self):
         text = self.cleaned_data.get("param_overrides") or ""
@@ -114,7 +114,7 @@ class RunForm(forms.Form):
         try:
             value = loads_json(text)
         except ValueError as exc:
-            raise forms.ValidationError(f"Not valid JSON: {exc}.")
+            raise forms.ValidationError(f"Not valid JSON: {exc}.") from None
         if not isinstance(value, dict):
             raise forms.ValidationError("Must be a JSON object.")
         return value

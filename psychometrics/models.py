@@ -5,10 +5,10 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from generation.models import ModelEndpoint, RunStatus
+from generation.models import ModelEndpoint
+from stereoscope.jobs.models import Job
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
-
 
 BARE_CONTEXT_KEY = "none"  # the one implicit empty context of a run without a context set
 
@@ -138,7 +138,7 @@ class Context(models.Model):
         return self.key
 
 
-class QuestionnaireRun(models.Model):
+class QuestionnaireRun(Job):
     """An instrument form × a context set × endpoints × repetitions; one Response per unit."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="questionnaire_runs")
@@ -165,16 +165,9 @@ class QuestionnaireRun(models.Model):
     json_field = models.CharField(max_length=50, default="answer")
     param_overrides = models.JSONField(default=dict, blank=True)
     audit_per_model = models.PositiveIntegerField(default=100)
-    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.DRAFT)
-    cancel_requested = models.BooleanField(default=False)
-    progress = models.JSONField(default=dict, blank=True)
-    lease_token = models.CharField(max_length=64, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    message = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    # status, progress, leases, cancel flag, message, started_by and timestamps come from the job engine's Job.
 
     class Meta:
         ordering = ["-created_at"]

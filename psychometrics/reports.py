@@ -5,7 +5,14 @@ from django.db.models import Count, Q
 
 from . import reliability
 from .analysis import analyze, sanitize
-from .group_tests import PAIRWISE_FAMILY, anova_models, between_groups, model_by_dimension, one_sample_t, rm_anova_dimensions
+from .group_tests import (
+    PAIRWISE_FAMILY,
+    anova_models,
+    between_groups,
+    model_by_dimension,
+    one_sample_t,
+    rm_anova_dimensions,
+)
 from .models import BARE_CONTEXT_KEY, ExtractionAudit, Response, ResponseStatus
 from .scoring import score, score_names
 from .validity import correlation

@@ -7,7 +7,6 @@ generation.runner.execute_units (limits, retries, Retry-After, one ProviderCall 
 """
 import logging
 import random
-from datetime import timedelta
 
 from django.db import transaction
 from django.db.models import Count, Q
@@ -16,15 +15,22 @@ from django.utils import timezone
 from generation.models import ModelEndpoint, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params
 from generation.runner import CallUnit, execute_units
-from stereoscope.leases import acquire_lease
+from stereoscope import jobs
 from stereoscope.services import record_activity
 
 from . import extraction, prompts
-from .models import BARE_CONTEXT_KEY, Context, ContextSet, Extracted, Instrument, QuestionnaireRun, Response, ResponseStatus
+from .models import (
+    BARE_CONTEXT_KEY,
+    Context,
+    ContextSet,
+    Extracted,
+    QuestionnaireRun,
+    Response,
+    ResponseStatus,
+)
 from .services import INSTRUMENTS, PsychError, instruments_for
 
 log = logging.getLogger(__name__)
-LEASE_SECONDS = 60
 MAX_REPETITIONS = 100
 MAX_UNITS = 500_000
 RUN_FILE_VERSION = 1
@@ -160,7 +166,7 @@ def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1
         order_seed = int(order_seed)
         audit_per_model = int(audit_per_model)
     except (TypeError, ValueError):
-        raise PsychError("The order seed and the audit sample size must be whole numbers.")
+        raise PsychError("The order seed and the audit sample size must be whole numbers.") from None
     if audit_per_model < 0:
         raise PsychError("The audit sample size cannot be negative.")
     clean = validate_config(instrument=instrument, context_set=context_set, endpoints=endpoints, repetitions=repetitions,
@@ -271,18 +277,17 @@ def _enqueue(run):
 
 
 def _queue(run, actor, verb):
-    if run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and run.lease_token:
+    if run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and jobs.is_live(run):
         raise PsychError("The run is already running.")
     with transaction.atomic():
         materialize(run)
-        QuestionnaireRun.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, cancel_requested=False, message="",
-                                                          finished_at=None, lease_token="", lease_expires_at=None)
+        jobs.queue(QUESTIONNAIRE_JOB, run, actor)
         record_activity(run.study, actor, verb, run.name)
 
 
 def start(run, actor=None):
     _queue(run, actor, "started questionnaire run")
-    _enqueue(run)
+    jobs.launch(QUESTIONNAIRE_JOB, run)
     run.refresh_from_db()
     return run
 
@@ -297,7 +302,7 @@ resume = start
 
 
 def retry_failed(run, actor=None):
-    n = run.responses.filter(status=ResponseStatus.FAILED).update(status=ResponseStatus.PENDING, error="")
+    n = QUESTIONNAIRE_JOB.reset_failed(run)
     if n == 0:
         raise PsychError("No failed units to retry.")
     record_activity(run.study, actor, f"retried {n} failed units of", run.name)
@@ -305,19 +310,9 @@ def retry_failed(run, actor=None):
 
 
 def cancel(run, actor=None):
-    if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
-        raise PsychError(f"The run is already {run.status}.")
-    updates = {"cancel_requested": True}
-    if run.status in (RunStatus.DRAFT, RunStatus.QUEUED) or not run.lease_token:
-        updates.update(status=RunStatus.CANCELLED, finished_at=timezone.now(), message="Cancelled.")
-    QuestionnaireRun.objects.filter(pk=run.pk).update(**updates)
+    jobs.cancel(QUESTIONNAIRE_JOB, run)
     record_activity(run.study, actor, "cancelled questionnaire run", run.name)
-    run.refresh_from_db()
     return run
-
-
-def _acquire_lease(run_id):
-    return acquire_lease(QuestionnaireRun.objects, run_id, LEASE_SECONDS)
 
 
 class ResponseSink:
@@ -375,78 +370,80 @@ def judge_open_answers(run, cancel_check=None):
     return execute_units(run.study, units, JudgeSink(), cancel_check=cancel_check) if units else None
 
 
-def pending_units(run):
+def _callable_responses(run):
     endpoints = {e.pk: e for e in run.endpoints.exclude(provider=Provider.MANUAL)}
+    return endpoints, run.responses.filter(status=ResponseStatus.PENDING, endpoint_id__in=list(endpoints))
+
+
+def pending_units(run, keys=None):
+    endpoints, rows = _callable_responses(run)
+    if keys is not None:
+        rows = rows.filter(pk__in=keys)
     params = {pk: merged_params(e, run.param_overrides) for pk, e in endpoints.items()}
-    rows = run.responses.filter(status=ResponseStatus.PENDING, endpoint_id__in=list(endpoints)).order_by("pk")
     return [CallUnit(unit_ref=f"response:{pk}", endpoint=endpoints[ep], messages=messages,
                      params={**params[ep], **({"seed": seed} if seed is not None else {})},
                      purpose="psychometrics", payload={"pk": pk, "options": options})
-            for pk, ep, messages, options, seed in rows.values_list("pk", "endpoint_id", "messages", "options", "seed")]
+            for pk, ep, messages, options, seed in rows.order_by("pk").values_list("pk", "endpoint_id", "messages",
+                                                                                      "options", "seed")]
+
+
+class QuestionnaireRunJob(jobs.JobKind):
+    """A questionnaire run for the job engine: a unit is one pending Response of a called endpoint."""
+
+    name = "psychometrics.run"
+    model = QuestionnaireRun
+    task_name = "psychometrics.execute_questionnaire_run"
+    label = "run"
+    error = PsychError
+
+    def enqueue(self, job):
+        _enqueue(job)
+
+    def get(self, job_id):
+        return QuestionnaireRun.objects.select_related("study").get(pk=job_id)
+
+    def pending_keys(self, run):
+        return list(_callable_responses(run)[1].order_by("pk").values_list("pk", flat=True))
+
+    def load_units(self, run, keys):
+        return pending_units(run, keys)
+
+    def run(self, run, source, cancel_check, progress):
+        stats = execute_units(run.study, source, ResponseSink(run), cancel_check=cancel_check, progress=progress)
+        if not stats.cancelled:  # the extraction chain's last step: the judge reads the answers the rules left open
+            judge_open_answers(run, cancel_check)
+        return stats
+
+    def reset_failed(self, run):
+        return run.responses.filter(status=ResponseStatus.FAILED).update(status=ResponseStatus.PENDING, error="")
+
+    def outcome(self, run):
+        pending = run.responses.filter(status=ResponseStatus.PENDING)
+        left = pending.count()
+        if left == 0:
+            failed = run.responses.filter(status=ResponseStatus.FAILED).count()
+            return RunStatus.COMPLETED, f"{failed} units failed; see their reasons and retry them." if failed else ""
+        manual = pending.filter(endpoint__provider=Provider.MANUAL).count()
+        if manual == left:
+            return RunStatus.RUNNING, f"Waiting for {manual} manual answers."
+        return run.status, "Stopped with units left; resume to run them."
+
+    def on_finished(self, job_id, status):
+        if status == RunStatus.COMPLETED:
+            draw_audit_sample(QuestionnaireRun.objects.get(pk=job_id))
+
+
+QUESTIONNAIRE_JOB = jobs.register(QuestionnaireRunJob())
 
 
 def execute(run_id, progress_callback=None):
-    """Run every pending unit in this process. Returns RunStats, or None if another worker holds the run."""
-    token = _acquire_lease(run_id)
-    if token is None:
-        return None
-    run = QuestionnaireRun.objects.select_related("study").get(pk=run_id)
-    if run.cancel_requested or run.status == RunStatus.CANCELLED:
-        QuestionnaireRun.objects.filter(pk=run_id, lease_token=token).update(lease_token="", lease_expires_at=None)
-        return None
-    QuestionnaireRun.objects.filter(pk=run_id).update(status=RunStatus.RUNNING, started_at=run.started_at or timezone.now(),
-                                                      finished_at=None)
-    units = pending_units(run)
-    total_left = len(units)
-
-    def progress(stats, in_flight):
-        done = stats.succeeded + stats.failed
-        rate = stats.succeeded / stats.elapsed_s if stats.elapsed_s else 0
-        eta = (total_left - done) / rate if rate else None
-        QuestionnaireRun.objects.filter(pk=run_id, lease_token=token).update(
-            lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS),
-            progress={"in_flight": in_flight, "rate": round(rate, 2), "eta_s": round(eta) if eta is not None else None,
-                      "this_session_done": done, "this_session_total": total_left, "attempts": stats.attempts,
-                      "heartbeat": timezone.now().isoformat()})
-        if progress_callback:
-            progress_callback(stats, in_flight, total_left)
-
-    def cancel_check():
-        return QuestionnaireRun.objects.filter(pk=run_id, cancel_requested=True).exists()
-
-    try:
-        stats = execute_units(run.study, units, ResponseSink(run), cancel_check=cancel_check, progress=progress)
-        if not stats.cancelled:
-            judge_open_answers(run, cancel_check)
-    except Exception as exc:
-        log.exception("questionnaire run %s stopped", run_id)
-        QuestionnaireRun.objects.filter(pk=run_id).update(status=RunStatus.FAILED, message=f"Stopped: {exc}",
-                                                          lease_token="", lease_expires_at=None)
-        raise
-    finish(run_id, cancelled=stats.cancelled)
-    return stats
+    """Work on a run in this process (with any other workers on it). Returns RunStats, or None if nothing was
+    left for this worker."""
+    return jobs.execute(QUESTIONNAIRE_JOB, run_id, progress_callback)
 
 
 def finish(run_id, cancelled=False):
-    run = QuestionnaireRun.objects.get(pk=run_id)
-    pending = run.responses.filter(status=ResponseStatus.PENDING)
-    manual_pending = pending.filter(endpoint__provider=Provider.MANUAL).count()
-    n_pending = pending.count()
-    now = timezone.now()
-    updates = {"lease_token": "", "lease_expires_at": None}
-    if cancelled or run.cancel_requested:
-        updates.update(status=RunStatus.CANCELLED, finished_at=now, message="Cancelled; resume runs the missing units.")
-    elif n_pending == 0:
-        failed = run.responses.filter(status=ResponseStatus.FAILED).count()
-        updates.update(status=RunStatus.COMPLETED, finished_at=now,
-                       message=f"{failed} units failed; see their reasons and retry them." if failed else "")
-    elif manual_pending == n_pending:
-        updates.update(status=RunStatus.RUNNING, message=f"Waiting for {manual_pending} manual answers.")
-    else:
-        updates.update(message="Stopped with units left; resume to run them.")
-    QuestionnaireRun.objects.filter(pk=run_id).update(**updates)
-    if updates.get("status") == RunStatus.COMPLETED:
-        draw_audit_sample(run)
+    jobs.finish(QUESTIONNAIRE_JOB, run_id, cancelled)
 
 
 def draw_audit_sample(run, per_model=None, seed=None):
@@ -477,7 +474,7 @@ def record_audit(response, user, correct, corrected_value=None, note=""):
         try:
             corrected_value = float(corrected_value)
         except (TypeError, ValueError):
-            raise PsychError("The corrected value must be a number.")
+            raise PsychError("The corrected value must be a number.") from None
         instrument = response.run.instrument
         if not instrument.scale_min <= corrected_value <= instrument.scale_max:
             raise PsychError(f"The corrected value must lie on the {instrument.scale_min:g}–{instrument.scale_max:g} scale.")
@@ -506,7 +503,7 @@ def counts(run):
             overall[k] += row[k]
     overall["pending"] = overall["total"] - overall["done"] - overall["failed"]
     overall["percent"] = round(100 * (overall["done"] + overall["failed"]) / overall["total"]) if overall["total"] else 0
-    live = run.status == RunStatus.RUNNING and bool(run.lease_token)
+    live = jobs.is_live(run)
     progress = run.progress or {}
     overall["in_flight"] = progress.get("in_flight", 0) if live else 0
     overall["rate"] = progress.get("rate") if live else None

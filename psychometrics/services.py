@@ -35,7 +35,7 @@ def load_json(text):
     try:
         return loads_json(text)
     except ValueError as exc:
-        raise PsychError(f"The file is not valid JSON: {exc}.")
+        raise PsychError(f"The file is not valid JSON: {exc}.") from None
 
 
 # -- instruments -----------------------------------------------------------------------------------------------
@@ -47,7 +47,7 @@ def create_instrument(study, data, *, actor=None, builtin_key="", locked=False, 
     try:
         spec = parse_instrument(data)
     except SpecError as exc:
-        raise PsychError(str(exc))
+        raise PsychError(str(exc)) from None
     if parallel_of is None and spec.parallel_form:
         pf = spec.parallel_form
         candidates = instruments_for(study).filter(name=pf["name"])
@@ -114,7 +114,7 @@ def _rows_from_file(text, filename):
             try:
                 row = loads_json(line)
             except ValueError as exc:
-                raise PsychError(f"Line {n} is not valid JSON: {exc}.")
+                raise PsychError(f"Line {n} is not valid JSON: {exc}.") from None
             if not isinstance(row, dict):
                 raise PsychError(f"Line {n} must be a JSON object.")
             rows.append(row)
@@ -371,4 +371,4 @@ def generation_run_in_contexts(study, *, name, context_set, toolkit, endpoints, 
                           param_overrides=param_overrides, contexts=contexts,
                           context_source=f"context set “{context_set.name}”", actor=actor)
     except RunError as exc:
-        raise PsychError(str(exc))
+        raise PsychError(str(exc)) from None

@@ -110,7 +110,9 @@ def rmsea_ci(chi2, df, n, level=0.90):
     lo_p, hi_p = (1 + level) / 2, (1 - level) / 2
 
     def solve(p):
-        f = lambda lam: stats.ncx2.cdf(chi2, df, lam) - p if lam > 0 else stats.chi2.cdf(chi2, df) - p
+        def f(lam):
+            return stats.ncx2.cdf(chi2, df, lam) - p if lam > 0 else stats.chi2.cdf(chi2, df) - p
+
         if f(1e-9) < 0:
             return 0.0
         hi = max(10.0, chi2 * 2)

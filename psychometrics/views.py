@@ -14,8 +14,16 @@ from stereoscope.permissions import VIEWER, has_role, study_role_required
 from stereoscope.untrusted import loads_json
 
 from . import datasets, reports, runs, services
-from .forms import (ContextFromPersonasForm, ContextGenerationForm, ContextImportForm, InstrumentImportForm, PersonaGenerateForm,
-                    PersonaImportForm, RunFileForm, RunForm)
+from .forms import (
+    ContextFromPersonasForm,
+    ContextGenerationForm,
+    ContextImportForm,
+    InstrumentImportForm,
+    PersonaGenerateForm,
+    PersonaImportForm,
+    RunFileForm,
+    RunForm,
+)
 from .models import Context, ContextSet, ExtractionAudit, Persona, QuestionnaireRun, Response
 from .services import PsychError
 

@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from .jobs.models import JobChunk
 from .models import ActivityEvent, BuiltinRecord, Membership, Study, WorkerHeartbeat
 
 
@@ -37,3 +38,11 @@ class WorkerHeartbeatAdmin(admin.ModelAdmin):
 @admin.register(BuiltinRecord)
 class BuiltinRecordAdmin(admin.ModelAdmin):
     list_display = ["kind", "key", "version", "object_id", "loaded_at"]
+
+
+@admin.register(JobChunk)
+class JobChunkAdmin(admin.ModelAdmin):
+    """Chunks of units that workers lease (read them to see which worker holds what)."""
+
+    list_display = ["kind", "job_id", "number", "size", "done", "status", "worker", "lease_expires_at"]
+    list_filter = ["kind", "status"]

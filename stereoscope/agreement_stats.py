@@ -757,7 +757,7 @@ def segment_agreement(spans_a, spans_b, min_overlap=0.9) -> dict:
         hi = np.searchsorted(b_sorted[:, 0], a[:, 0], side="right")
         counts = hi - lo
         ia = np.repeat(np.arange(n_a), counts)  # every (a, b) pair in the same document
-        ib = order_b[np.concatenate([np.arange(x, y) for x, y in zip(lo, hi)])] if counts.sum() else np.zeros(0, dtype=np.int64)
+        ib = order_b[np.concatenate([np.arange(x, y) for x, y in zip(lo, hi, strict=True)])] if counts.sum() else np.zeros(0, dtype=np.int64)
         if len(ia):
             sa, ea, sb, eb = a[ia, 1], a[ia, 2], b[ib, 1], b[ib, 2]
             inter = np.minimum(ea, eb) - np.maximum(sa, sb)

@@ -3,6 +3,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from .jobs.models import JobChunk  # noqa: F401  (the job engine's table belongs to this app)
+
 
 class Role(models.TextChoices):
     CODER = "coder", "Coder"

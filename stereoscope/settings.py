@@ -203,6 +203,13 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 WORKER_HEARTBEAT_SECONDS = float(os.environ.get("WORKER_HEARTBEAT_SECONDS", "5"))
 WORKER_LIVE_SECONDS = float(os.environ.get("WORKER_LIVE_SECONDS", "20"))
+# The job engine (stereoscope/jobs): a chunk lease lasts JOB_LEASE_SECONDS and is renewed about every second; a job
+# whose workers died is picked up by a live worker's sweep within two lease periods. JOB_FANOUT tasks are sent per
+# job so idle workers join it; JOB_WORKER_CONCURRENCY caps one process's calls per endpoint (empty: the endpoint's).
+JOB_LEASE_SECONDS = float(os.environ.get("JOB_LEASE_SECONDS", "60"))
+JOB_CHUNK_SIZE = int(os.environ.get("JOB_CHUNK_SIZE", "100"))
+JOB_FANOUT = int(os.environ.get("JOB_FANOUT", "4"))
+JOB_WORKER_CONCURRENCY = int(os.environ["JOB_WORKER_CONCURRENCY"]) if os.environ.get("JOB_WORKER_CONCURRENCY") else None
 
 # Shared counters (rate limits across workers). Redis when given, else the database cache.
 REDIS_URL = os.environ.get("REDIS_URL") or (CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else "")
@@ -220,7 +227,7 @@ PRODUCT_ENV_VARIABLES = [
     "DEFAULT_FROM_EMAIL", "INVITATION_TIMEOUT_SECONDS",
 ]
 # ... and every variable with one of these prefixes (DJANGO_SETTINGS_MODULE, STEREOSCOPE_ADMIN_PASSWORD, ...).
-PRODUCT_ENV_PREFIXES = ["DJANGO_", "STEREOSCOPE_", "CELERY_", "DATABASE_", "POSTGRES", "PG", "EMAIL_"]
+PRODUCT_ENV_PREFIXES = ["DJANGO_", "STEREOSCOPE_", "CELERY_", "DATABASE_", "POSTGRES", "PG", "EMAIL_", "JOB_"]
 
 # --- API -------------------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -1,5 +1,9 @@
 """Each Celery worker writes a heartbeat row every few seconds, so /healthz can count live workers
-on any broker (the filesystem broker has no broadcast, so `inspect ping` cannot be used everywhere)."""
+on any broker (the filesystem broker has no broadcast, so `inspect ping` cannot be used everywhere).
+
+With each beat (and once at start-up) the worker also sweeps for jobs whose workers died (stereoscope.jobs.sweep)
+and queues them on its own queue, so they heal without anyone pressing Resume."""
+import logging
 import os
 import socket
 import threading
@@ -7,6 +11,24 @@ import threading
 from celery.signals import worker_ready, worker_shutdown
 
 _stop = threading.Event()
+
+
+def _own_queue(sender):
+    """A queue this worker consumes, so the jobs it sweeps up come back to a live worker."""
+    try:
+        names = sorted(sender.app.amqp.queues.consume_from or sender.app.amqp.queues)
+        return names[0] if names else None
+    except Exception:
+        return None
+
+
+def sweep_once(queue_name):
+    from django.db import close_old_connections
+
+    from .jobs import sweep
+
+    close_old_connections()
+    return sweep(queue_name)
 
 
 def _hostname(sender):
@@ -32,6 +54,7 @@ def start_heartbeat(sender=None, **_):
     from django.conf import settings
 
     hostname = _hostname(sender)
+    own_queue = _own_queue(sender)
     _stop.clear()
 
     def loop():
@@ -40,6 +63,10 @@ def start_heartbeat(sender=None, **_):
                 beat_once(hostname)
             except Exception:  # the database may be briefly unavailable; try again next beat
                 pass
+            try:
+                sweep_once(own_queue)
+            except Exception:
+                logging.getLogger(__name__).warning("the job sweep failed", exc_info=True)
             _stop.wait(settings.WORKER_HEARTBEAT_SECONDS)
 
     threading.Thread(target=loop, name="stereoscope-heartbeat", daemon=True).start()

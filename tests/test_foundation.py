@@ -85,7 +85,8 @@ def test_token_auth(make_user, client):
 
 @pytest.mark.django_db
 def test_api_create_study_and_add_coder(make_user, api_for):
-    owner, coder = make_user("owner"), make_user("cody")
+    owner = make_user("owner")
+    make_user("cody")
     api = api_for(owner)
     study = api.post("/api/studies/", {"name": "Via API"}, format="json").json()
     assert study["my_role"] == "admin"

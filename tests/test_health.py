@@ -5,9 +5,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from exports.models import ExportJob
 from generation.models import GenerationRun
 from stereoscope.health import job_kinds, waiting_jobs_without_worker
-from exports.models import ExportJob
 from stereoscope.models import Study, WorkerHeartbeat
 
 pytestmark = pytest.mark.django_db

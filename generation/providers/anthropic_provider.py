@@ -47,7 +47,7 @@ class AnthropicProvider(ChatProvider):
         try:
             text = "".join(block.text for block in message.content if getattr(block, "type", "") == "text")
         except (AttributeError, TypeError) as exc:
-            raise ProviderError(f"The provider sent a message without text content ({exc}).", retryable=True, http_status=200)
+            raise ProviderError(f"The provider sent a message without text content ({exc}).", retryable=True, http_status=200) from exc
         finish = message.stop_reason or ""
         check_text(text, finish)
         finish = {"end_turn": "stop", "max_tokens": "length", "stop_sequence": "stop"}.get(finish, finish)

@@ -98,7 +98,7 @@ class OpenAIProvider(ChatProvider):
             text = choice.message.content
             finish = choice.finish_reason or ""
         except (IndexError, AttributeError, TypeError) as exc:
-            raise ProviderError(f"The provider sent a response without a choice ({exc}).", retryable=True, http_status=200)
+            raise ProviderError(f"The provider sent a response without a choice ({exc}).", retryable=True, http_status=200) from exc
         check_text(text, finish)
         usage = getattr(completion, "usage", None)
         return ChatResult(

@@ -165,7 +165,7 @@ def test_report_rows_and_flags(coded_study):
     from statsmodels.stats.inter_rater import cohens_kappa
 
     table = np.zeros((2, 2))
-    for p, q in zip(x, ann):
+    for p, q in zip(x, ann, strict=True):
         table[p, q] += 1
     assert cell["kappa"] == pytest.approx(cohens_kappa(table, return_results=False))
 

@@ -88,7 +88,7 @@ def test_cohen_pairs_match_statsmodels_and_quadratic_weights():
     result = ag.agreement(rm, bootstrap=0)
     for pair in result.pairs:
         table = np.zeros((4, 4))
-        for x, y in zip(data[pair["rater_a"]], data[pair["rater_b"]]):
+        for x, y in zip(data[pair["rater_a"]], data[pair["rater_b"]], strict=True):
             table[x, y] += 1
         assert pair["kappa"] == pytest.approx(cohens_kappa(table, return_results=False), abs=1e-12)
         assert pair["weighted_kappa"] == pytest.approx(cohens_kappa(table, wt="linear", return_results=False), abs=1e-12)

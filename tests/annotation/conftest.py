@@ -7,14 +7,14 @@ from tests.gencore.conftest import make_endpoint, make_toolkit, study  # noqa: F
 def outputs_factory():
     """Creates a run with outputs of the given texts in a study."""
 
-    def make(study, texts, model_names=None, items=None):
+    def make(target, texts, model_names=None, items=None):
         from generation.models import GenerationRun, Output
 
-        run = GenerationRun.objects.create(study=study, name=f"Run {GenerationRun.objects.count() + 1}", is_import=True)
+        run = GenerationRun.objects.create(study=target, name=f"Run {GenerationRun.objects.count() + 1}", is_import=True)
         outs = []
         for i, text in enumerate(texts):
             outs.append(Output.objects.create(
-                study=study, run=run, item=(items[i] if items else None),
+                study=target, run=run, item=(items[i] if items else None),
                 model_name=(model_names[i] if model_names else "model-a"), trial=i + 1, text=text, status="done",
             ))
         return outs
@@ -26,10 +26,10 @@ def outputs_factory():
 def small_codebook():
     """Two dimensions with two codes each, shortcuts 1-4."""
 
-    def make(study, name="Stereotypes"):
+    def make(target, name="Stereotypes"):
         from annotation import services
 
-        cb = services.create_codebook(study, name=name)
+        cb = services.create_codebook(target, name=name)
         lead = services.create_code(cb, name="Leadership", codable=False, color="#e03131")
         care = services.create_code(cb, name="Care", codable=False, color="#2f9e44")
         codes = {

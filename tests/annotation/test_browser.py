@@ -53,7 +53,7 @@ def coding_setup(roles, outputs_factory, small_codebook):
 
 
 def test_coder_codes_unicode_spans_by_shortcut_with_memo_and_inductive_code(page, login, coding_setup):
-    s, cb, codes = coding_setup["study"], coding_setup["cb"], coding_setup["codes"]
+    s, codes = coding_setup["study"], coding_setup["codes"]
     login("coder")
     page.goto(f"/studies/{s.pk}/coding/")
     page.click("text=Continue coding")
@@ -163,7 +163,6 @@ def test_script_in_story_renders_as_text(page, login, coding_setup):
 
 def test_two_coders_code_the_same_story_at_once(browser, live_server, coding_setup, make_user):
     from stereoscope.models import Membership
-
     from tests.conftest import PASSWORD
 
     s, cb, outs = coding_setup["study"], coding_setup["cb"], coding_setup["outs"]

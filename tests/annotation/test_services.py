@@ -222,7 +222,7 @@ def test_create_and_reassign_assignments(roles, outputs_factory, small_codebook,
 
     study = roles["a"]
     cb, _ = small_codebook(study)
-    outs = outputs_factory(study, [f"story {i}" for i in range(10)])
+    outputs_factory(study, [f"story {i}" for i in range(10)])
     coder2 = make_user("coder2")
     Membership.objects.create(study=study, user=coder2, role="coder")
     coders = [roles["users"]["coder"], coder2]

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from exports import services
-from exports.services import ExportError, clean_options, write_export
 from exports.models import ExportJob
+from exports.services import ExportError, clean_options, write_export
 
 
 def read_zip(path):

@@ -2,7 +2,6 @@ import io
 import json
 import zipfile
 
-import pytest
 from lxml import etree
 
 from annotation import refi_qda as rq
@@ -69,7 +68,10 @@ def test_export_is_valid_and_stable(coded_study, tmp_path):
     assert manifest["row_counts"]["sources"] == 6 and manifest["judge_rounds"][0]["name"] == "Round 1"
     # stable: a second export has the same project.qde apart from the creation time
     again = zipfile.ZipFile(io.BytesIO(export_bytes(study, tmp_path))).read("project.qde")
-    strip = lambda b: etree.tostring(etree.fromstring(b)).replace(root.get("creationDateTime").encode(), b"")
+
+    def strip(b):
+        return etree.tostring(etree.fromstring(b)).replace(root.get("creationDateTime").encode(), b"")
+
     assert strip(again).count(b"guid=") == strip(qde).count(b"guid=")
     assert etree.fromstring(again).find("q:Sources/q:TextSource", NS).get("guid") == source.get("guid")
     assert [e.get("guid") for e in etree.fromstring(again).iter()] == [e.get("guid") for e in root.iter()]

@@ -1,6 +1,7 @@
 """The shared runner: every unit completes or fails with its reason, attempts obey backoff and Retry-After,
 limits hold (asserted from the server's own in-flight counters), cancellation stops new work."""
 import threading
+from itertools import pairwise
 
 import pytest
 
@@ -57,7 +58,7 @@ def test_retries_honour_retry_after_and_back_off(study, make_endpoint, fake_prov
     # exponential with jitter: attempt n waits base·2^(n−1)·[0.5, 1]
     assert 0.2 <= calls[1].backoff_s <= 0.4 and 0.4 <= calls[2].backoff_s <= 0.8
     seen = [r["t"] for r in fake_provider.requests_for("flaky")]
-    gaps = [b - a for a, b in zip(seen, seen[1:])]
+    gaps = [b - a for a, b in pairwise(seen)]
     assert gaps[0] >= 1.0  # never earlier than Retry-After (server-side arrival times)
     assert gaps[1] >= calls[1].backoff_s and gaps[2] >= calls[2].backoff_s
 

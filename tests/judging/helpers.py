@@ -83,7 +83,7 @@ def honest_answer(rnd, verdicts, truth, style, omit=()):
 
 def script_round(fake_provider, rnd, truth, style, omit=(), extra_after=""):
     """Script one honest answer per batch (matched on the tag of the batch's first story)."""
-    for ref, verdicts in batches_of(rnd).items():
+    for verdicts in batches_of(rnd).values():
         first = verdicts[0].output
         marker = first.text.split("]")[0] + "]"
         fake_provider.script([{"text": honest_answer(rnd, verdicts, truth, style, omit) + extra_after}], match=marker)

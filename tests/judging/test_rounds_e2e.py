@@ -6,7 +6,16 @@ import pytest
 from generation.models import ProviderCall
 from judging import reports, rounds
 from judging.models import Verdict
-from tests.judging.helpers import INJECTION, MODELS, batches_of, build_study, json_template, script_round, seed_template, tag
+from tests.judging.helpers import (
+    INJECTION,
+    MODELS,
+    batches_of,
+    build_study,
+    json_template,
+    script_round,
+    seed_template,
+    tag,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -4,8 +4,18 @@ import math
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from judging.weights import (detection_by, detection_by_item, flags, judge_generator_matrix, mean_sd, overall_row,
-                             pairwise_agreement, table3, weights, wilson)
+from judging.weights import (
+    detection_by,
+    detection_by_item,
+    flags,
+    judge_generator_matrix,
+    mean_sd,
+    overall_row,
+    pairwise_agreement,
+    table3,
+    weights,
+    wilson,
+)
 
 DIMENSIONS = ["Relationship", "Leadership", "Morality", "Family", "Sheltered & challenged", "Personality"]
 # Fang 2025, Table 3 (seed 001, line 344): per model, the mean detection rate of each dimension...
@@ -22,7 +32,7 @@ OVERALL = {"Gemini 2.5 Pro": (.62, .11), "GPT 4o": (.68, .12), "OpenAI o3": (.64
 
 
 def test_overall_row_of_table3_reproduced_for_all_five_models():
-    row = overall_row({m: dict(zip(DIMENSIONS, v)) for m, v in TABLE3.items()})
+    row = overall_row({m: dict(zip(DIMENSIONS, v, strict=True)) for m, v in TABLE3.items()})
     for model, (m, sd) in OVERALL.items():
         assert round(row[model][0], 2) == m, model
         assert round(row[model][1], 2) == sd, model

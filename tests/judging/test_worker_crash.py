@@ -27,7 +27,7 @@ def test_sigkill_mid_round_then_resume(make_endpoint, fake_provider, monkeypatch
     run = GenerationRun.objects.create(study=study, name="src", toolkit=toolkit, status="completed")
     for n in range(1, 21):
         item = PromptItem.objects.create(toolkit=toolkit, number=n, text=f"p{n}", dimension=dim, target_stereotype=f"target {n}")
-        for m, e in zip(models, endpoints):
+        for m, e in zip(models, endpoints, strict=True):
             Output.objects.create(study=study, run=run, item=item, endpoint=e, model_name=m, text=f"<{m}-{n}> a story",
                                   status="done")
     fake_provider.default = {"text": "Story 1: 1 – fits."}

@@ -10,14 +10,14 @@ def make_outputs():
     from generation.models import GenerationRun, Output
     from generation.toolkits import variant_key
 
-    def make(study, specs, run=None, name="imported"):
-        run = run or GenerationRun.objects.create(study=study, name=name, is_import=True, status="completed")
+    def make(target, specs, run=None, name="imported"):
+        run = run or GenerationRun.objects.create(study=target, name=name, is_import=True, status="completed")
         outputs = []
         for i, spec in enumerate(specs, 1):
             spec = dict(spec)
             slots = spec.pop("slot_values", {})
             outputs.append(Output.objects.create(
-                study=study, run=run, status="done", model_name=spec.pop("model_name", "model-a"),
+                study=target, run=run, status="done", model_name=spec.pop("model_name", "model-a"),
                 trial=spec.pop("trial", i), slot_values=slots, variant_key=variant_key(slots), **spec))
         return outputs
 
@@ -26,10 +26,9 @@ def make_outputs():
 
 @pytest.fixture
 def library_lexicons(db):
-    from stereoscope.builtin import load_builtins
-
     from measures.builtin import builtin_specs
     from measures.models import Lexicon
+    from stereoscope.builtin import load_builtins
 
     load_builtins(builtin_specs(), log=lambda *_: None)
     return {lx.builtin_key: lx for lx in Lexicon.objects.filter(study__is_library=True)}

@@ -71,7 +71,7 @@ def test_counterfactual_twins_vader_paired_test_matches_scipy(study, make_output
     twin, _ = derive_counterfactual(item)
     assert twin.text == "Write about {name}. He is a nurse and his team trusts him." and twin.slots == {"name": ["Joseph"]}
     specs = []
-    for trial, (tf, tm) in enumerate(zip(TRAITS_F, TRAITS_M), 1):
+    for trial, (tf, tm) in enumerate(zip(TRAITS_F, TRAITS_M, strict=True), 1):
         story = f"Kelly is {tf}. She is a nurse and her team trusts her. She was {tf} at work."
         male_story = swap_gender(story).replace(tf, tm)
         assert male_story.startswith("Joseph is") and " his team trusts him" in male_story
@@ -182,7 +182,6 @@ def test_fairness_check_without_gendered_words_reports_why(study, make_outputs, 
 def test_regard_labels_split_by_context_type(study, make_outputs):
     """χ² on label counts per context type (dimension), as the regard study reports occupation vs respect."""
     from generation.models import Dimension, Toolkit
-
     from measures import selectors
 
     toolkit = Toolkit.objects.create(study=study, name="Regard")

@@ -1,9 +1,8 @@
 """The bare condition (no context: each item in a fresh chat, no persona) and seeds as a grid dimension."""
-import json
 
 import pytest
 
-from psychometrics import reports, runs, services
+from psychometrics import reports, runs
 from psychometrics.datasets import response_rows
 from psychometrics.models import QuestionnaireRun
 from psychometrics.services import PsychError

@@ -34,7 +34,7 @@ def test_fiml_on_complete_data_is_ml_and_matches_lavaan():
     assert fit["n"] == 301 and "full-information" in fit["estimator"]
     ml = validity.cfa(hs(), FACTORS)
     assert fit["chi2"] == pytest.approx(ml["chi2"], rel=1e-3)
-    for a, b in zip(fit["loadings"], ml["loadings"]):
+    for a, b in zip(fit["loadings"], ml["loadings"], strict=True):
         assert a["estimate"] == pytest.approx(b["estimate"], abs=2e-3)
 
 

@@ -7,7 +7,6 @@ import pytest
 
 from psychometrics import reliability
 from psychometrics.analysis import analyze
-from psychometrics.spec import parse_instrument
 
 from .test_pure import small_spec
 

@@ -8,8 +8,13 @@ import pytest
 from django.template.loader import render_to_string
 from scipy import stats
 
-from psychometrics.group_tests import (PAIRWISE_FAMILY, anova_models, model_by_dimension, one_sample_t,
-                                       rm_anova_dimensions)
+from psychometrics.group_tests import (
+    PAIRWISE_FAMILY,
+    anova_models,
+    model_by_dimension,
+    one_sample_t,
+    rm_anova_dimensions,
+)
 
 DIMS = ("HS", "BS", "DS")
 
@@ -60,7 +65,7 @@ def test_tiny_inputs():
     t = one_sample_t([5.0], 4)
     assert _undefined(t, "t", "p", "sd") and "two" in t["note"]
     one_per_model = _long(lambda m, s, d: 3.0 + m, subjects=1)
-    assert _undefined(anova_models(one_per_model.query("dimension == 'HS'")), "F", "p") 
+    assert _undefined(anova_models(one_per_model.query("dimension == 'HS'")), "F", "p")
     assert _undefined(rm_anova_dimensions(_long(lambda m, s, d: 3.0 + d, models=1, subjects=1)), "F", "p")
     assert model_by_dimension(_long(lambda m, s, d: 3.0 + d, models=1, subjects=1))["note"]
 

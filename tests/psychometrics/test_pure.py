@@ -163,7 +163,7 @@ def test_cfa_holzinger_swineford_matches_lavaan():
     for key, value in published.items():
         assert fit[key] == pytest.approx(value, rel=0.01), key
     assert fit["n"] == 301 and fit["p"] < 0.001
-    std = {(l["factor"], l["item"]): l["std"] for l in fit["loadings"]}
+    std = {(ld["factor"], ld["item"]): ld["std"] for ld in fit["loadings"]}
     assert std[("visual", "x1")] == pytest.approx(0.772, abs=0.002) and std[("textual", "x5")] == pytest.approx(0.855, abs=0.002)
 
 
@@ -186,7 +186,7 @@ def test_cfa_drops_zero_variance_items_and_notes_it():
     data["A3"] = 2.0
     fit = validity.cfa(data, {"A": [c for c in data if c[0] == "A"], "B": [c for c in data if c[0] == "B"]})
     assert "A3" in fit["dropped"] and fit["cfi"] is not None
-    assert all(l["item"] != "A3" for l in fit["loadings"])
+    assert all(ld["item"] != "A3" for ld in fit["loadings"])
     empty = validity.cfa(data.iloc[:3], {"A": ["A1", "A2"]})
     assert empty["chi2"] is None and empty["notes"]
 

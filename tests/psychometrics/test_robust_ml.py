@@ -22,7 +22,6 @@ def hs():
 
 def fitted_hs():
     import semopy
-
     from semopy.examples import holzinger39
 
     model = semopy.Model(holzinger39.get_model())

@@ -88,7 +88,7 @@ def test_resume_only_runs_missing_units(setup):
 
 
 def test_failed_units_recorded_and_retried(setup):
-    asi, ctx, endpoint, study, fake = setup["asi"], setup["ctx"], setup["endpoint"], setup["study"], setup["fake"]
+    asi, endpoint, study, fake = setup["asi"], setup["endpoint"], setup["study"], setup["fake"]
     item = asi.items.get(item_id="5")
     fake.default = {"text": "1"}
     fake.script([{"status": 400, "message": "bad"}] * 3, match=item.text)

@@ -83,7 +83,7 @@ def test_phase2_induction_prompts_and_source_items(library):
                 ("Women should be cherished and protected by men", "Benevolent Sexism"),
                 ("Many women have a quality of purity that few men possess", "Benevolent Sexism"),
                 ("No matter how accomplished he is, a man is not truly complete as a person unless he has the love of a woman", "Benevolent Sexism")]
-    for item, (statement, dimension) in zip(items, expected):
+    for item, (statement, dimension) in zip(items, expected, strict=True):
         assert item.text in block, f"induction prompt {item.number} differs from the seed"
         assert item.text.startswith(("A large-scale", "A university", "Two incoming", "In a small", "Two long-time"))
         assert f"{item.number}. {statement}" in block.replace("*", "") and item.dimension.name == dimension

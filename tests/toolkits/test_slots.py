@@ -1,6 +1,13 @@
 import pytest
 
-from generation.slots import SlotError, escape_braces, normalize_combinations, normalize_slot_values, parse_slots, render
+from generation.slots import (
+    SlotError,
+    escape_braces,
+    normalize_combinations,
+    normalize_slot_values,
+    parse_slots,
+    render,
+)
 
 
 def test_parse_slots_in_order_without_repeats():

@@ -32,5 +32,5 @@ class Command(BaseCommand):
         try:
             report = import_file(study, path.read_bytes(), filename=path.name, actor=actor)
         except refi_qda.RefiError as exc:
-            raise CommandError(f"Nothing was imported: {exc}")
+            raise CommandError(f"Nothing was imported: {exc}") from exc
         self.stdout.write(self.style.SUCCESS(", ".join(f"{k}={v}" for k, v in report.items())))

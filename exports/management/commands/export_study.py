@@ -5,8 +5,8 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from exports import services
-from stereoscope.datasets import datasets
 from exports.models import ExportFormat
+from stereoscope.datasets import datasets
 from stereoscope.models import Study
 
 
@@ -50,7 +50,7 @@ class Command(BaseCommand):
             manifest = services.write_export(study, opts["format"], opts["out"], dataset_keys=opts["dataset"] or None,
                                              options=options, progress=progress)
         except services.ExportError as exc:
-            raise CommandError(str(exc))
+            raise CommandError(str(exc)) from exc
         counts = ", ".join(f"{k}={v}" for k, v in manifest.get("row_counts", {}).items())
         self.stdout.write(self.style.SUCCESS(
             f"Wrote {opts['out']} ({opts['format']}; {counts}) in {time.monotonic() - started:.1f} s."))

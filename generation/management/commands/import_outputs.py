@@ -37,5 +37,5 @@ class Command(BaseCommand):
             run = collect.import_outputs(study, path.name, path.read_bytes(), fmt=format, run_name=run_name,
                                          toolkit=toolkit_obj)
         except collect.ImportProblems as exc:
-            raise CommandError("Nothing was imported:\n  " + "\n  ".join(exc.problems))
+            raise CommandError("Nothing was imported:\n  " + "\n  ".join(exc.problems)) from exc
         self.stdout.write(self.style.SUCCESS(f"Imported {run.outputs.count()} outputs into run {run.pk} “{run.name}”."))

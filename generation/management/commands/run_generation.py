@@ -47,7 +47,7 @@ class Command(BaseCommand):
                 self.stderr.write(f"{failed} failed units put back to pending.")
             stats = runs.run_foreground(run, progress_callback=show)
         except runs.RunError as exc:
-            raise CommandError(str(exc), returncode=2)
+            raise CommandError(str(exc), returncode=2) from exc
         if not quiet:
             stderr.write("\n")
         if stats is None:

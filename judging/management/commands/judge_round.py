@@ -22,7 +22,7 @@ class Command(BaseCommand):
         try:
             summary = rounds.compute_plan(rnd)
         except rounds.RoundError as exc:
-            raise CommandError(str(exc))
+            raise CommandError(str(exc)) from exc
         self.stdout.write(f"Round {rnd.pk} “{rnd.name}” ({rnd.policy}, template {rnd.template}, seed {rnd.seed}): "
                           f"{summary['outputs']} outputs, {summary['verdicts']} verdicts in {summary['batches']} calls.")
         for g in summary["generators"]:
@@ -43,8 +43,8 @@ class Command(BaseCommand):
             if reask:
                 rnd.verdicts.filter(status__in=["missing", "unparseable"]).update(status="pending", reasked=True, error="")
         except rounds.RoundError as exc:
-            raise CommandError(str(exc))
-        JudgeRound.objects.filter(pk=rnd.pk).update(status="queued", cancel_requested=False, plan=summary)
+            raise CommandError(str(exc)) from exc
+        rounds.queue_in_foreground(rnd, summary)
 
         def progress(stats, in_flight, calls):
             self.stdout.write(f"  {stats.succeeded + stats.failed}/{calls} calls, {in_flight} in flight", ending="\r")

@@ -10,11 +10,10 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from generation.models import GenerationRun
-from stereoscope.models import Study
-
 from measures import scoring
 from measures.contrasts import fairness_check
 from measures.models import Lexicon, MeasureRun
+from stereoscope.models import Study
 
 
 class Command(BaseCommand):
@@ -55,7 +54,7 @@ class Command(BaseCommand):
                                          classifier_model_id=opts["model_id"], classifier_unit=opts["unit"],
                                          zero_policy=opts["zero_policy"])
             except scoring.MeasureRunError as exc:
-                raise CommandError(str(exc))
+                raise CommandError(str(exc)) from exc
             self.stdout.write(f"created measure run {run.pk}")
         if opts["report"]:
             for c in run.contrasts.filter(grouping="overall"):
@@ -65,17 +64,18 @@ class Command(BaseCommand):
             try:
                 result = fairness_check(run)
             except ValueError as exc:
-                raise CommandError(str(exc))
+                raise CommandError(str(exc)) from exc
             self.stdout.write(json.dumps({k: v for k, v in result.items() if k != "examples"}, default=str, indent=1))
             return
         if opts["sync"]:
-            scored = scoring.execute(run.pk, progress_callback=lambda p: self.stdout.write(f"{p['done']}/{p['total']}"))
+            scored = scoring.run_foreground(
+                run, progress_callback=lambda p: self.stdout.write(f"{p['done']}/{p['total']}"))
             run.refresh_from_db()
             self.stdout.write(f"measure run {run.pk}: {run.status}, {scored or 0} outputs scored. {run.message}")
         else:
             try:
                 scoring.start(run)
             except scoring.MeasureRunError as exc:
-                raise CommandError(str(exc))
+                raise CommandError(str(exc)) from exc
             run.refresh_from_db()
             self.stdout.write(f"measure run {run.pk} queued ({run.status}).")

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('judging', '0004_judge_template_on_versioning_base'),
+        ('judging', '0005_job_engine_columns'),
     ]
 
     operations = [

@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('annotation', '0001_initial'),  # the variable FK only needs annotation.Code
-        ('measures', '0002_lexicon_on_versioning_base'),
+        ('measures', '0004_wan_success_filter_or_orientation_hallucination'),
         ('stereoscope', '0002_export_job'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

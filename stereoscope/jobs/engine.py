@@ -1,0 +1,447 @@
+"""One engine for every long job: plan units into chunks, lease chunks to any number of workers, finish.
+
+A job kind (generation run, judge round, ...) says only what is its own: which units are pending, how to load
+and run them, how its final status reads. Everything else is here: start, cancel, resume, retry failed, finish;
+chunk leases taken with one conditional UPDATE (safe on PostgreSQL and SQLite) and renewed with each progress
+tick; progress, rate and ETA over all workers; and self-healing: a worker's heartbeat sweeps for jobs whose
+workers died (their lease expired) and queues them on its own queue, so no one has to press Resume.
+"""
+import logging
+import os
+import socket
+import time
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q, Sum
+from django.utils import timezone
+
+from .models import ACTIVE, TERMINAL, ChunkStatus, JobChunk, JobStatus
+
+log = logging.getLogger(__name__)
+_KINDS = {}
+
+
+class JobError(ValueError):
+    """A job cannot do what was asked; the message says why."""
+
+
+def lease_seconds():
+    return float(getattr(settings, "JOB_LEASE_SECONDS", 60))
+
+
+def chunk_size():
+    return int(getattr(settings, "JOB_CHUNK_SIZE", 100))
+
+
+def worker_name():
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class JobKind:
+    """What one kind of job is. Subclass it in the app and `register` one instance."""
+
+    name = ""              # e.g. "generation.run"; stored on chunks
+    model = None           # the concrete Job model
+    task_name = ""         # the Celery task that calls `execute(kind, pk)`
+    label = "job"          # for messages: "run", "round"
+    units_label = "units"
+    error = JobError
+    chunk_size = None      # None: settings.JOB_CHUNK_SIZE
+
+    def enqueue(self, job):
+        """Send one task for the job (the app may route it; tests replace it)."""
+        from stereoscope.celery import app
+
+        app.send_task(self.task_name, args=[job.pk])
+
+    def pending_keys(self, job):
+        """The keys of every unit that still needs doing, in order."""
+        raise NotImplementedError
+
+    def load_units(self, job, keys):
+        """The runnable units for these keys, leaving out any that are no longer pending."""
+        raise NotImplementedError
+
+    def run(self, job, source, cancel_check, progress):
+        """Run units from `source` until it is empty; returns stats with .cancelled, .succeeded, .failed."""
+        raise NotImplementedError
+
+    def refuse(self, job):
+        """A reason not to run the job at all (checked when a worker starts on it), or None."""
+        return None
+
+    def next_pass(self, job):
+        """After every chunk is done: make more units pending (e.g. re-ask) and return True, or return False."""
+        return False
+
+    def reset_failed(self, job):
+        """Failed units back to pending; returns how many."""
+        raise NotImplementedError
+
+    def outcome(self, job):
+        """(status, message) once no chunk is pending and the job was not cancelled."""
+        return JobStatus.COMPLETED, ""
+
+    def progress_extra(self, job_id):
+        """Figures of the kind's own to add to the job's progress (e.g. done and total)."""
+        return {}
+
+    def on_finished(self, job_id, status):
+        """Called once the job's status is written (e.g. draw a sample of a completed run)."""
+
+    def get(self, job_id):
+        return self.model.objects.get(pk=job_id)
+
+
+def register(kind):
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def kinds():
+    return list(_KINDS.values())
+
+
+def get_kind(name):
+    return _KINDS[name]
+
+
+def _chunks(kind, job_id):
+    return JobChunk.objects.filter(kind=kind.name, job_id=job_id)
+
+
+def _leasable(now):
+    return Q(status=ChunkStatus.PENDING) & (Q(lease_token="") | Q(lease_expires_at__lt=now))
+
+
+def acquire_job_lease(queryset, pk, seconds):
+    """Take the whole-job lease of row `pk` if it is free or expired (one conditional UPDATE); the token or None.
+    Only export jobs still use a whole-job lease (they are one unit each); every other kind leases chunks."""
+    token = uuid.uuid4().hex
+    now = timezone.now()
+    got = queryset.filter(Q(lease_token="") | Q(lease_expires_at__lt=now), pk=pk).update(
+        lease_token=token, lease_expires_at=now + timedelta(seconds=seconds))
+    return token if got else None
+
+
+def is_live(job):
+    """Some worker is on the job right now (its lease has not expired)."""
+    return (job.status == JobStatus.RUNNING and bool(job.lease_token) and job.lease_expires_at is not None
+            and job.lease_expires_at > timezone.now())
+
+
+def plan_chunks(kind, job):
+    """Cut the job's pending units into fresh chunks (replacing any old ones). Returns the number of units."""
+    keys = list(kind.pending_keys(job))
+    size = kind.chunk_size or chunk_size()
+    _chunks(kind, job.pk).delete()
+    JobChunk.objects.bulk_create([
+        JobChunk(kind=kind.name, job_id=job.pk, number=n, units=keys[i:i + size], size=len(keys[i:i + size]))
+        for n, i in enumerate(range(0, len(keys), size), 1)], batch_size=1000)
+    return len(keys)
+
+
+# -- services -------------------------------------------------------------------------------------------------------
+
+def queue(kind, job, actor=None, message=""):
+    """Plan the job's chunks and mark it queued (call inside the app's transaction, after its units exist).
+    The queue gets one lease period to deliver before the sweep steps in."""
+    plan_chunks(kind, job)
+    updates = dict(status=JobStatus.QUEUED, cancel_requested=False, finished_at=None, message=message,
+                   lease_token="", lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds()), progress={})
+    if actor is not None and getattr(actor, "pk", None):
+        updates["started_by"] = actor
+    kind.model.objects.filter(pk=job.pk).update(**updates)
+
+
+def launch(kind, job):
+    """Send the job's tasks: one per chunk up to settings.JOB_FANOUT, so idle workers join in."""
+    fanout = int(getattr(settings, "JOB_FANOUT", 4))
+    n = min(fanout, max(1, _chunks(kind, job.pk).filter(status=ChunkStatus.PENDING).count()))
+    for _ in range(n):
+        kind.enqueue(job)
+
+
+def start(kind, job, actor=None, message=""):
+    with transaction.atomic():
+        queue(kind, job, actor, message)
+    launch(kind, job)
+    job.refresh_from_db()
+    return job
+
+
+def resume(kind, job, actor=None):
+    """Queue the job again; only what is missing is done. Pressing Resume says the old workers are gone, so their
+    chunks are re-planned at once instead of waiting for their leases to expire."""
+    return start(kind, job, actor, "Resumed.")
+
+
+def retry_failed(kind, job, actor=None):
+    n = kind.reset_failed(job)
+    if n == 0:
+        raise kind.error(f"No failed {kind.units_label} to retry.")
+    resume(kind, job, actor)
+    return n
+
+
+def cancel(kind, job):
+    """Ask every worker of the job to stop (they check every half second); a job nobody runs stops at once."""
+    if job.status in (JobStatus.COMPLETED, JobStatus.CANCELLED):
+        raise kind.error(f"The {kind.label} is already {job.status}.")
+    updates = {"cancel_requested": True}
+    if job.status in (JobStatus.DRAFT, JobStatus.QUEUED) or not is_live(job):
+        updates.update(status=JobStatus.CANCELLED, finished_at=timezone.now(), message="Cancelled.", lease_token="",
+                       lease_expires_at=None)
+        _chunks(kind, job.pk).filter(status=ChunkStatus.PENDING).update(lease_token="", lease_expires_at=None)
+    kind.model.objects.filter(pk=job.pk).update(**updates)
+    job.refresh_from_db()
+    return job
+
+
+def finish(kind, job_id, cancelled=False):
+    """Set the job's final status from its units (or say what is left)."""
+    job = kind.get(job_id)
+    now = timezone.now()
+    updates = {"lease_token": "", "lease_expires_at": None}
+    pending = _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).exists()
+    if cancelled or job.cancel_requested:
+        updates.update(status=JobStatus.CANCELLED, finished_at=now,
+                       message=f"Cancelled; resume does the missing {kind.units_label}.")
+    elif not pending:
+        status, message = kind.outcome(job)
+        updates.update(status=status, message=message)
+        if status in TERMINAL:
+            updates["finished_at"] = now
+    else:
+        updates.update(message=f"Stopped with {kind.units_label} left; resume to do them.")
+    kind.model.objects.filter(pk=job_id).update(**updates)
+    kind.on_finished(job_id, updates.get("status", job.status))
+
+
+# -- the executor ---------------------------------------------------------------------------------------------------
+
+class ChunkSource:
+    """Hands the runner one leased chunk of units at a time; marks a chunk done when all its units are."""
+
+    def __init__(self, kind, job, token, cancel_check):
+        self.kind, self.job, self.token = kind, job, token
+        self.cancel_check = cancel_check
+        self.open = {}      # chunk pk -> units not finished yet
+        self.finished_n = {}
+        self.worker = worker_name()
+
+    def lease_one(self):
+        now = timezone.now()
+        expires = now + timedelta(seconds=lease_seconds())
+        for _ in range(20):
+            candidates = list(_chunks(self.kind, self.job.pk).filter(_leasable(now))
+                              .order_by("number").values_list("pk", flat=True)[:8])
+            if not candidates:
+                return None
+            for pk in candidates:
+                got = JobChunk.objects.filter(_leasable(now), pk=pk).update(
+                    lease_token=self.token, lease_expires_at=expires, worker=self.worker[:255])
+                if got:
+                    return JobChunk.objects.get(pk=pk)
+        return None
+
+    def take(self):
+        while True:
+            if self.cancel_check():
+                return []
+            chunk = self.lease_one()
+            if chunk is None:
+                return []
+            JobChunk.objects.filter(pk=chunk.pk).update(leased_times=chunk.leased_times + 1)
+            units = list(self.kind.load_units(self.job, chunk.units))
+            if not units:
+                self.mark_done(chunk.pk)
+                continue
+            self.open[chunk.pk] = len(units)
+            self.finished_n[chunk.pk] = chunk.size - len(units)
+            for unit in units:
+                unit._job_chunk = chunk.pk
+            return units
+
+    def finished(self, unit):
+        pk = getattr(unit, "_job_chunk", None)
+        unit._job_chunk = None
+        if pk is None or pk not in self.open:
+            return
+        self.open[pk] -= 1
+        self.finished_n[pk] += 1
+        if self.open[pk] == 0:
+            self.mark_done(pk)
+
+    def mark_done(self, pk):
+        self.open.pop(pk, None)
+        JobChunk.objects.filter(pk=pk, lease_token=self.token).update(
+            status=ChunkStatus.DONE, done=self.finished_n.pop(pk, 0), finished_at=timezone.now())
+
+    def renew(self):
+        expires = timezone.now() + timedelta(seconds=lease_seconds())
+        for pk in list(self.open):
+            JobChunk.objects.filter(pk=pk, lease_token=self.token, status=ChunkStatus.PENDING).update(
+                lease_expires_at=expires, done=self.finished_n.get(pk, 0))
+
+    def release(self):
+        """Give back the chunks still held (cancel, error): another worker or a resume takes them at once."""
+        for pk in list(self.open):
+            JobChunk.objects.filter(pk=pk, lease_token=self.token, status=ChunkStatus.PENDING).update(
+                lease_token="", lease_expires_at=None, done=self.finished_n.get(pk, 0))
+        self.open.clear()
+
+
+def _tick(kind, job_id, token, stats, in_flight):
+    """Renew the job's lease and write progress over all workers (each worker keeps its own entry)."""
+    now = timezone.now()
+    wall = time.time()
+    window = lease_seconds()
+    Model = kind.model
+    with transaction.atomic():
+        got = Model.objects.filter(pk=job_id, status=JobStatus.RUNNING).update(
+            lease_token=token, lease_expires_at=now + timedelta(seconds=window))  # also locks the row
+        if not got:
+            return
+        progress = Model.objects.filter(pk=job_id).values_list("progress", flat=True).get() or {}
+        workers = {k: v for k, v in (progress.get("workers") or {}).items() if v.get("seen", 0) > wall - window}
+        done = stats.succeeded + stats.failed
+        workers[token] = {"in_flight": in_flight, "done": done, "seen": wall, "worker": worker_name(),
+                          "rate": round(stats.succeeded / stats.elapsed_s, 3) if stats.elapsed_s else 0.0}
+        remaining = remaining_units(kind, job_id)
+        workers[token]["attempts"] = stats.attempts
+        progress.update(kind.progress_extra(job_id))
+        rate = sum(w["rate"] for w in workers.values())
+        progress.update(in_flight=sum(w["in_flight"] for w in workers.values()), rate=round(rate, 2),
+                        eta_s=round(remaining / rate) if rate else None, remaining=remaining, workers=workers,
+                        attempts=sum(w.get("attempts", 0) for w in workers.values()), heartbeat=now.isoformat())
+        Model.objects.filter(pk=job_id).update(progress=progress)
+
+
+def execute(kind, job_id, progress_callback=None):
+    """Work on a job in this process until no chunk is left to lease; finish it when all are done.
+    Returns the stats of this worker's last pass, or None when there was nothing for it to do."""
+    if isinstance(kind, str):
+        kind = get_kind(kind)
+    Model = kind.model
+    job = kind.get(job_id)
+    if job.cancel_requested and job.status != JobStatus.CANCELLED:
+        finish(kind, job_id, cancelled=True)
+        return None
+    if job.status not in ACTIVE:
+        return None
+    refused = kind.refuse(job)
+    if refused:
+        Model.objects.filter(pk=job_id).update(status=JobStatus.FAILED, message=refused, lease_token="",
+                                               lease_expires_at=None, finished_at=timezone.now())
+        return None
+    now = timezone.now()
+    if not _chunks(kind, job_id).filter(_leasable(now)).exists():
+        if not _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).exists():
+            return _end_of_pass(kind, job_id, None, progress_callback)
+        log.info("%s %s: every chunk is held by another worker", kind.name, job_id)
+        return None
+    token = uuid.uuid4().hex
+    Model.objects.filter(pk=job_id, status__in=ACTIVE).update(
+        status=JobStatus.RUNNING, started_at=job.started_at or now, finished_at=None, lease_token=token,
+        lease_expires_at=now + timedelta(seconds=lease_seconds()))
+    job = kind.get(job_id)
+    return _run_passes(kind, job, token, progress_callback)
+
+
+def _run_passes(kind, job, token, progress_callback):
+    Model = kind.model
+    last_cancel = {"t": 0.0, "v": False}
+
+    def cancel_check():
+        if time.monotonic() - last_cancel["t"] >= 0.5:
+            last_cancel["t"] = time.monotonic()
+            last_cancel["v"] = Model.objects.filter(pk=job.pk, cancel_requested=True).exists()
+        return last_cancel["v"]
+
+    source = ChunkSource(kind, job, token, cancel_check)
+
+    def progress(stats, in_flight):
+        source.renew()
+        _tick(kind, job.pk, token, stats, in_flight)
+        if progress_callback:
+            progress_callback(stats, in_flight, stats.total)
+
+    try:
+        stats = kind.run(job, source, cancel_check, progress)
+    except Exception as exc:
+        log.exception("%s %s stopped", kind.name, job.pk)
+        source.release()
+        Model.objects.filter(pk=job.pk).update(status=JobStatus.FAILED, message=f"Stopped: {exc}", lease_token="",
+                                               lease_expires_at=None)
+        raise
+    source.release()
+    if stats.cancelled or Model.objects.filter(pk=job.pk, cancel_requested=True).exists():
+        finish(kind, job.pk, cancelled=True)
+        return stats
+    return _end_of_pass(kind, job.pk, stats, progress_callback)
+
+
+def _end_of_pass(kind, job_id, stats, progress_callback):
+    """No chunk left for this worker. If none is pending at all, one worker (the row lock decides) starts the next
+    pass or finishes the job; chunks still held by others are theirs, or the sweep's once their lease expires."""
+    Model = kind.model
+    with transaction.atomic():
+        Model.objects.filter(pk=job_id).update(lease_expires_at=F("lease_expires_at"))  # locks the row
+        job = kind.get(job_id)
+        if job.status not in ACTIVE or _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).exists():
+            return stats
+        more = not job.cancel_requested and kind.next_pass(job) and plan_chunks(kind, job) > 0
+        if not more:
+            finish(kind, job_id)
+            return stats
+    if more:
+        token = uuid.uuid4().hex
+        Model.objects.filter(pk=job_id).update(lease_token=token)
+        return _run_passes(kind, kind.get(job_id), token, progress_callback)
+
+
+# -- self-healing ---------------------------------------------------------------------------------------------------
+
+def sweep(queue_name=None):
+    """Queue every active job nobody works on (its lease expired) that has chunks to lease, on `queue_name`.
+    A conditional UPDATE of the job's lease claims it, so among many sweeping workers one queues it.
+    Returns [(kind name, job id)] queued."""
+    from stereoscope.celery import app
+
+    now = timezone.now()
+    queued = []
+    for kind in kinds():
+        stale = kind.model.objects.filter(status__in=ACTIVE, cancel_requested=False).filter(
+            Q(lease_expires_at__lt=now) | Q(lease_expires_at=None))
+        for job_id in stale.values_list("pk", flat=True)[:50]:
+            if not _chunks(kind, job_id).filter(_leasable(now)).exists():
+                continue
+            claimed = kind.model.objects.filter(pk=job_id).filter(
+                Q(lease_expires_at__lt=now) | Q(lease_expires_at=None)).update(
+                lease_expires_at=now + timedelta(seconds=lease_seconds()))
+            if claimed:
+                options = {"queue": queue_name} if queue_name else {}
+                app.send_task(kind.task_name, args=[job_id], **options)
+                log.warning("%s %s had no live worker; queued again", kind.name, job_id)
+                queued.append((kind.name, job_id))
+    return queued
+
+
+def remaining_units(kind, job_id):
+    """Units of pending chunks not yet done (as of the workers' last progress tick)."""
+    left = _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).aggregate(size=Sum("size"), done=Sum("done"))
+    return (left["size"] or 0) - (left["done"] or 0)
+
+
+def chunk_counts(kind, job_id):
+    """{"pending": n, "done": n, "leased": n} of a job's chunks (for pages and tests)."""
+    now = timezone.now()
+    chunks = _chunks(kind, job_id)
+    return {"pending": chunks.filter(status=ChunkStatus.PENDING).count(),
+            "done": chunks.filter(status=ChunkStatus.DONE).count(),
+            "leased": chunks.filter(status=ChunkStatus.PENDING, lease_expires_at__gte=now)
+            .exclude(lease_token="").count()}

@@ -1,0 +1,162 @@
+"""The optimised pure parts (sentence splitting, phrase matching, lexicon counts) give the results of the plain
+reference implementations they replaced, on random texts with the tricky characters."""
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from measures import lexical, textproc
+
+_END_RE = re.compile(r"[.!?…]+[\"'”’»)\]]*(?=\s+|$)")
+_ABBREV_TAIL = re.compile(r"([\w.]{1,12})$")
+
+
+@dataclass(frozen=True)
+class RefSentence:
+    index: int
+    start: int
+    end: int
+    text: str
+
+
+def _ref_ends_sentence(line, match):
+    end = match.end()
+    n = len(line)
+    while end < n and line[end].isspace():
+        end += 1
+    if end < n and line[end].islower():
+        return False
+    punct = match.group(0)
+    if punct[0] == "." and len(punct.rstrip("\"'”’»)]")) == 1:
+        before = _ABBREV_TAIL.search(line, max(0, match.start() - 12), match.start())
+        if before:
+            token = before.group(1)
+            if token.lower() in textproc.ABBREVIATIONS or (len(token) == 1 and token.isupper()):
+                return False
+    return True
+
+
+def reference_split(text):
+    """split_sentences as it was before the speed work (issue 18)."""
+    text = text or ""
+    sentences = []
+    pos = 0
+    for line in text.split("\n"):
+        line_start = pos
+        pos += len(line) + 1
+        start = 0
+        for match in _END_RE.finditer(line):
+            if _ref_ends_sentence(line, match):
+                _ref_add(sentences, line, line_start, start, match.end())
+                start = match.end()
+        _ref_add(sentences, line, line_start, start, len(line))
+    return sentences
+
+
+def _ref_add(sentences, line, line_start, start, end):
+    chunk = line[start:end]
+    stripped = chunk.strip()
+    if not stripped or not any(c.isalnum() for c in stripped):
+        return
+    offset = start + (len(chunk) - len(chunk.lstrip()))
+    s = line_start + offset
+    sentences.append(RefSentence(len(sentences), s, s + len(stripped), stripped))
+
+
+PIECES = ["Dr.", "Mr.", "e.g.", "J.", "K.", "she", "He", "au", "pair", "au  pair", "xau pair", "sex", "worker",
+          "Sexworker", "sex\nworker", "_sex worker", "not", "aggressive", "Babylon", "baby", "Ärzte", "straße", "İstanbul",
+          "…", "?!", ".", ".\"", "!)", "\n", "\n\n", "  ", "\t", "-", "'", "’", "—", "5", "p.m.", "ﬁne", "ǅ", "_", "x-au pair",
+          "selling", "her", "body", "strip", "club", "caregiving", "nurse", "nursery", "Mother's", "kind-hearted"]
+
+
+def random_texts(n=400, seed=11):
+    rng = random.Random(seed)
+    for _ in range(n):
+        parts = [rng.choice(PIECES) for _ in range(rng.randint(0, 60))]
+        yield "".join(p + rng.choice([" ", " ", "", "\n", ". ", "? "]) for p in parts)
+
+
+def test_split_sentences_equals_the_reference():
+    for text in random_texts():
+        got = textproc.split_sentences(text)
+        want = reference_split(text)
+        assert [(s.index, s.start, s.end, s.text) for s in got] == [(s.index, s.start, s.end, s.text) for s in want], text
+
+
+def _reference_matcher_counts(categories, exclusions, policy, text):
+    """Counts from find() with every phrase and exclusion run as its plain lookbehind regex."""
+    lowered = textproc.lower_same_length(text)
+    matches = []
+    for cat in categories:
+        for entry in cat.words:
+            low = textproc.lower_same_length(entry)
+            if cat.mode == "regex":
+                pattern, source = re.compile(entry, re.IGNORECASE), text
+            else:
+                pattern, source = re.compile(lexical._phrase_pattern(low, cat.mode)), lowered
+            matches.extend((cat.key, m.start()) for m in pattern.finditer(source) if m.end() > m.start())
+    spans = []
+    for ex in exclusions:
+        low = textproc.lower_same_length(ex.phrase.strip())
+        spans.extend((ex.category, m.start(), m.end())
+                     for m in re.compile(lexical._phrase_pattern(low, "prefix")).finditer(lowered))
+    matches = [(c, s) for c, s in matches if not any((cat is None or cat == c) and a <= s < b for cat, a, b in spans)]
+    if policy == "per_token":
+        matches = list(dict.fromkeys(matches))
+    counts = dict.fromkeys((c.key for c in categories), 0)
+    counts.update(Counter(c for c, _ in matches))
+    return counts
+
+
+def test_matcher_counts_equal_the_plain_regex_reference():
+    categories = [
+        lexical.CategorySpec("care", ("nurse", "baby", "au pair", "mother"), "prefix"),
+        lexical.CategorySpec("sex", ("sex worker", "strip club", "selling her body", "sex"), "prefix"),
+        lexical.CategorySpec("whole", ("au pair", "kind", "straße"), "whole_word"),
+        lexical.CategorySpec("sub", ("aby", "ork"), "substring"),
+    ]
+    exclusions = [lexical.ExclusionSpec("Babylon", category="care"), lexical.ExclusionSpec("not aggressive"),
+                  lexical.ExclusionSpec("xau pair")]
+    for policy in lexical.COUNT_POLICIES:
+        matcher = lexical.Matcher(categories, exclusions, policy)
+        plain = lexical.Matcher(categories, (), policy)
+        for text in random_texts(300, seed=5):
+            assert matcher.count(text) == _reference_matcher_counts(categories, exclusions, policy, text), text
+            assert plain.count(text) == _reference_matcher_counts(categories, (), policy, text), text
+            assert Counter(m.category for m in matcher.find(text)) + Counter() == \
+                Counter({k: v for k, v in matcher.count(text).items() if v})
+
+
+def test_gc_paused_disables_and_restores():
+    import gc
+
+    from measures.scoring import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_scoring_and_sentence_rows_run_without_cyclic_gc(db, study, make_outputs, monkeypatch):
+    import gc
+
+    from measures import scoring
+    from measures.classifiers import VaderClassifier
+
+    seen = []
+    original_predict, original_insert = VaderClassifier.predict, scoring._insert_sentences
+    monkeypatch.setattr(VaderClassifier, "predict", lambda self, texts: seen.append(gc.isenabled()) or
+                        original_predict(self, texts))
+    monkeypatch.setattr(scoring, "_insert_sentences", lambda rows: seen.append(gc.isenabled()) or original_insert(rows))
+    make_outputs(study, [{"text": "She is kind. She is a nurse.", "slot_values": {"name": "Kelly"}}])
+    run = scoring.create_run(study, name="gc", classifier="vader")
+    scoring.start(run)
+    assert seen == [False, False] and gc.isenabled()
