@@ -15,7 +15,6 @@ from django.utils.text import slugify
 
 from stereoscope.datasets import data_dictionary, datasets
 from stereoscope.jobs import acquire_job_lease as acquire_lease
-from .models import ExportFormat, ExportJob, ExportStatus
 from stereoscope.permissions import LEVELS, role_for
 from stereoscope.services import record_activity
 from stereoscope.tables import CSVTableWriter, JSONLTableWriter, XLSXWorkbookWriter

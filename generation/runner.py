@@ -497,7 +497,7 @@ def _open_attempts(study, events, loop_runner):
     opened = [(record, _opened_call(study, record)) for _, _, record in events]
     with transaction.atomic():
         rows = ProviderCall.objects.bulk_create([row for _, row in opened])
-    for (record, _), row in zip(opened, rows):
+    for (record, _), row in zip(opened, rows, strict=True):
         record["row_id"] = row.pk
         if loop_runner is not None:
             loop_runner.call_threadsafe(_resolve, record["written"])

@@ -158,7 +158,7 @@ def context_scores(cat_results):
         ors = [_stereotyped_or(r) for r in results]
         out.append({"lexicon_id": lexicon_id, "lexicon": name, "score": lexical.context_score(ors),
                     "n_categories": sum(1 for v in ors if v is not None), "of": len(ors),
-                    "ors": {r["category"]: v for r, v in zip(results, ors)}})
+                    "ors": {r["category"]: v for r, v in zip(results, ors, strict=True)}})
     return out
 
 

@@ -113,7 +113,7 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
         try:
             keywords = SuccessFilter(keywords).keywords
         except SuccessFilterError as exc:
-            raise MeasureRunError(str(exc))
+            raise MeasureRunError(str(exc)) from None
     context_slot = (context_slot or "").strip()
     nli_info = {}
     if nli_path:
@@ -122,7 +122,7 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
         try:
             nli_info = NliClassifier(nli_path, model_id=nli_model_id).info
         except ClassifierError as exc:
-            raise MeasureRunError(str(exc))
+            raise MeasureRunError(str(exc)) from None
     with transaction.atomic():
         run = MeasureRun.objects.create(study=study, name=name[:200], classifier=classifier, classifier_path=classifier_path,
                                         classifier_model_id=classifier_model_id, classifier_unit=classifier_unit,
@@ -242,7 +242,7 @@ class Scorer:
             with_context = [m for m in measures if not m.success_reason
                             and str((m.output.slot_values or {}).get(self.run.context_slot) or "").strip()]
             pairs = [(str(m.output.slot_values[self.run.context_slot]), m.output.text) for m in with_context]
-            for m, result in zip(with_context, score_letters(pairs, self.nli)):
+            for m, result in zip(with_context, score_letters(pairs, self.nli), strict=True):
                 m.hallucination_share = result.share
         if self.classifier and to_classify:
             texts = [s.text if s is not None else m.output.text for m, s in to_classify]

@@ -118,7 +118,7 @@ def test_execute_completes_the_job_and_a_second_execute_finds_nothing(run, fake_
 def test_attempt_row_is_written_before_the_request_with_estimated_tokens(run, fake_provider):
     """While a request is in flight its attempt row already exists, outcome unknown, with estimated tokens;
     it is completed with the real figures after the answer."""
-    from generation.runner import CallUnit, CallbackSink, execute_units
+    from generation.runner import CallbackSink, CallUnit, execute_units
 
     endpoint = run.endpoints.get()
     fake_provider.script([{"text": "late answer", "delay": 2.5, "usage": {"input": 7, "output": 3}}])

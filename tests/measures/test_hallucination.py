@@ -14,7 +14,7 @@ class OverlapNli:
 
     def predict_pairs(self, premises, hypotheses):
         out = []
-        for p, h in zip(premises, hypotheses):
+        for p, h in zip(premises, hypotheses, strict=True):
             words = {w.strip(".").lower() for w in p.split()}
             entailed = all(w.strip(".").lower() in words for w in h.split())
             out.append(classifiers.Prediction("entailment" if entailed else "neutral", 1.0))
@@ -55,8 +55,8 @@ def test_tiny_nli_model_labels_pairs_like_the_model_itself(tmp_path):
     tokenizer = transformers.BertTokenizer.from_pretrained(str(path))
     model = transformers.BertForSequenceClassification.from_pretrained(str(path)).eval()
     names = {0: "entailment", 1: "neutral", 2: "contradiction"}
-    for (context, _), result in zip(letters, results):
-        for sentence, label, flag in zip(result.sentences, result.labels, result.hallucinated):
+    for (context, _), result in zip(letters, results, strict=True):
+        for sentence, label, flag in zip(result.sentences, result.labels, result.hallucinated, strict=True):
             with torch.no_grad():
                 logits = model(**tokenizer(context, sentence, return_tensors="pt")).logits[0]
             assert label == names[int(logits.argmax())] and flag == (label != "entailment")
