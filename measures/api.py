@@ -11,8 +11,15 @@ from stereoscope.models import Role
 
 from . import scoring, selectors, services, trained
 from .lexical import OR_CONVENTIONS
-from .models import (ContrastResult, Lexicon, LexiconCategory, LexiconExclusion, MeasureRun, OutputMeasure,
-                     TrainedClassifier)
+from .models import (
+    ContrastResult,
+    Lexicon,
+    LexiconCategory,
+    LexiconExclusion,
+    MeasureRun,
+    OutputMeasure,
+    TrainedClassifier,
+)
 
 
 class LexiconCategorySerializer(serializers.ModelSerializer):

@@ -222,7 +222,7 @@ class TrainedModelClassifier:
         out = []
         for row in probabilities:
             best = max(range(len(row)), key=row.__getitem__)
-            out.append(Prediction(classes[best], float(row[best]), {c: float(p) for c, p in zip(classes, row)}))
+            out.append(Prediction(classes[best], float(row[best]), {c: float(p) for c, p in zip(classes, row, strict=True)}))
         return out
 
 
