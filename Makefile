@@ -1,4 +1,4 @@
-.PHONY: run test lint test-postgres worker migrate builtin bench
+.PHONY: run test lint test-postgres worker beat migrate builtin bench
 
 run:            ## set up and start the platform on the embedded default (SQLite, filesystem broker, one worker)
 	scripts/run.sh
@@ -11,6 +11,9 @@ test-postgres:  ## the suite on PostgreSQL + Redis (servers on 127.0.0.1)
 
 worker:         ## one more Celery worker (set CELERY_BROKER_URL to share work across machines)
 	.venv/bin/celery -A stereoscope worker --loglevel INFO
+
+beat:           ## Celery beat: periodic tasks (polling open provider batches); run exactly one beside the workers
+	.venv/bin/celery -A stereoscope beat --loglevel INFO
 
 migrate:
 	.venv/bin/python manage.py migrate

@@ -13,7 +13,7 @@ from stereoscope.api import StudyScopedMixin
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER
 
-from . import collect, runs
+from . import batches, collect, runs
 from .endpoint_services import EndpointError, delete_endpoint, endpoint_problems, save_endpoint
 from .models import GenerationRun, ModelEndpoint, Output, ProviderCall
 from .views_runs import filtered_outputs
@@ -29,7 +29,7 @@ class EndpointSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "provider", "model_id", "model_family", "base_url", "api_key_env", "key_is_set",
                   "default_params", "max_concurrency", "requests_per_minute", "tokens_per_minute", "timeout_seconds",
                   "max_attempts", "backoff_base_s", "backoff_max_s", "input_price_per_mtok", "output_price_per_mtok",
-                  "created_at"]
+                  "batch_enabled", "batch_input_price_per_mtok", "batch_output_price_per_mtok", "created_at"]
         read_only_fields = ["created_at"]
         validators = []  # uniqueness is checked with a clear message in endpoint_problems
 
@@ -51,8 +51,8 @@ class GenerationRunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = GenerationRun
-        fields = ["id", "name", "toolkit", "endpoints", "trials", "param_overrides", "system_prompt", "status", "is_import",
-                  "message", "created_at", "started_at", "finished_at"]
+        fields = ["id", "name", "toolkit", "endpoints", "trials", "param_overrides", "system_prompt", "execution_mode",
+                  "status", "is_import", "message", "created_at", "started_at", "finished_at"]
         read_only_fields = ["status", "is_import", "message", "created_at", "started_at", "finished_at"]
 
     def get_fields(self):
@@ -68,8 +68,15 @@ class RunStatusSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     status = serializers.CharField()
     message = serializers.CharField()
+    execution_mode = serializers.CharField(help_text="live or batch")
     overall = serializers.DictField()
     per_endpoint = serializers.ListField(child=serializers.DictField())
+    batches = serializers.ListField(child=serializers.DictField(), help_text="Provider batches (batch mode).")
+    batch_cost = serializers.DictField(help_text="Estimated and actual cost of the batches, at batch prices.")
+
+
+def _money(value):
+    return None if value is None else str(value)
 
 
 def run_status(run):
@@ -78,7 +85,15 @@ def run_status(run):
     for row in counts["per_endpoint"]:
         row["cost_usd"] = None if row["cost_usd"] is None else str(row["cost_usd"])
     counts["overall"]["cost_usd"] = str(counts["overall"]["cost_usd"])
-    return {"id": run.pk, "status": run.status, "message": run.message, **counts}
+    info = batches.summary(runs.RUN_JOB.name, run.pk)
+    counts["batches"] = [{"number": b.number, "endpoint": b.endpoint_id, "provider": b.provider,
+                          "provider_batch_id": b.provider_batch_id, "status": b.status, "requests": b.request_count,
+                          "provider_counts": b.counts, "succeeded": b.succeeded, "errored": b.errored,
+                          "estimated_cost_usd": _money(b.estimated_cost_usd), "cost_usd": _money(b.cost_usd),
+                          "submitted_at": b.submitted_at, "ended_at": b.ended_at} for b in info["batches"]]
+    counts["batch_cost"] = {"estimated_usd": str(info["estimated_cost_usd"]), "actual_usd": str(info["cost_usd"])}
+    return {"id": run.pk, "status": run.status, "message": run.message, "execution_mode": run.execution_mode,
+            **counts}
 
 
 def problems_response(exc):
@@ -139,7 +154,9 @@ class GenerationRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retri
         serializer.instance = runs.create_run(self.get_study(), name=data["name"], toolkit=data["toolkit"],
                                               endpoints=data["endpoints"], trials=data.get("trials", 1),
                                               param_overrides=data.get("param_overrides"),
-                                              system_prompt=data.get("system_prompt", ""), actor=self.request.user)
+                                              system_prompt=data.get("system_prompt", ""),
+                                              execution_mode=data.get("execution_mode", "live"),
+                                              actor=self.request.user)
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, parameters=[
         OpenApiParameter("sample", int, description="How many rendered prompts to include (default 20).")])
@@ -157,8 +174,11 @@ class GenerationRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retri
         for row in plan["endpoints"]:
             endpoint = row.pop("endpoint")
             row.update(endpoint_id=endpoint.pk, endpoint_name=endpoint.name,
-                       cost_usd=None if row["cost_usd"] is None else str(row["cost_usd"]))
+                       cost_usd=None if row["cost_usd"] is None else str(row["cost_usd"]),
+                       batch_cost_usd=None if row["batch_cost_usd"] is None else str(row["batch_cost_usd"]))
         plan["totals"]["cost_usd"] = str(plan["totals"]["cost_usd"]) if plan["totals"]["priced"] else None
+        totals = plan["totals"]
+        totals["batch_cost_usd"] = str(totals["batch_cost_usd"]) if totals["batch_priced"] else None
         return Response(plan)
 
     @extend_schema(responses={200: RunStatusSerializer})
@@ -191,6 +211,14 @@ class GenerationRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retri
     @action(detail=True, methods=["post"])
     def retry_failed(self, request, study_pk=None, pk=None):
         return self._act(runs.retry_failed)
+
+    @extend_schema(request=inline_serializer("RunModeSwitch", {"execution_mode": serializers.CharField()}),
+                   responses={200: RunStatusSerializer})
+    @action(detail=True, methods=["post"])
+    def mode(self, request, study_pk=None, pk=None):
+        """Switch the run between live and batch mode (e.g. to call units back from an expired batch live)."""
+        mode = request.data.get("execution_mode") if hasattr(request.data, "get") else None
+        return self._act(lambda run, actor: runs.set_mode(run, mode, actor))
 
     @extend_schema(responses={(200, "text/csv"): OpenApiTypes.BINARY}, parameters=[
         OpenApiParameter("kind", str, enum=["csv", "xlsx"], description="Sheet format (default csv).")])
@@ -260,7 +288,7 @@ class ProviderCallSerializer(serializers.ModelSerializer):
         model = ProviderCall
         fields = ["id", "attempt", "ok", "provider", "model", "messages", "params", "response_text", "raw_response",
                   "finish_reason", "input_tokens", "output_tokens", "cost_usd", "latency_ms", "http_status", "error",
-                  "retry_after_s", "backoff_s", "started_at"]
+                  "retry_after_s", "backoff_s", "started_at", "batch_id", "custom_id"]
 
 
 class OutputSerializer(serializers.ModelSerializer):

@@ -11,16 +11,19 @@ from stereoscope.services import record_activity
 from stereoscope.untrusted import loads_json
 
 from .key_variables import key_variable_problem
-from .models import ModelEndpoint, Provider
+from .models import BATCH_PROVIDERS, ModelEndpoint, Provider
 from .providers.base import ProviderError, local_extra_message, missing_local_extra, validate_params
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 KEYED = {Provider.OPENAI, Provider.ANTHROPIC}  # these always need a key; compatible servers often do not
 LIMIT_FIELDS = ("max_concurrency", "requests_per_minute", "tokens_per_minute", "max_attempts")
 FLOAT_FIELDS = ("timeout_seconds", "backoff_base_s", "backoff_max_s")
-PRICE_FIELDS = ("input_price_per_mtok", "output_price_per_mtok")
+PRICE_FIELDS = ("input_price_per_mtok", "output_price_per_mtok", "batch_input_price_per_mtok",
+                "batch_output_price_per_mtok")
 EDITABLE = ("name", "provider", "model_id", "model_family", "base_url", "api_key_env", "default_params",
-            *LIMIT_FIELDS, *FLOAT_FIELDS, *PRICE_FIELDS)
+            *LIMIT_FIELDS, *FLOAT_FIELDS, *PRICE_FIELDS, "batch_enabled")
+TRUE = ("1", "true", "on", "yes")
+FALSE = ("", "0", "false", "off", "no")
 
 
 class EndpointError(ValueError):
@@ -138,6 +141,17 @@ def endpoint_problems(data, study=None, instance=None):
         if price < 0 or price >= Decimal("1000000"):
             problems[field] = "Must be between 0 and 999999."
         clean[field] = price
+    batch = values.get("batch_enabled")
+    if isinstance(batch, str) and batch.strip().lower() in TRUE + FALSE:
+        batch = batch.strip().lower() in TRUE
+    if batch is None:
+        batch = False
+    if not isinstance(batch, bool):
+        problems["batch_enabled"] = f"Must be true or false, got {batch!r}."
+    elif batch and provider in Provider.values and provider not in BATCH_PROVIDERS:
+        problems["batch_enabled"] = ("Batch mode needs a provider with a batch API: OpenAI, Anthropic or an "
+                                     "OpenAI-compatible server that implements it.")
+    clean["batch_enabled"] = batch if isinstance(batch, bool) else False
     return clean, problems
 
 

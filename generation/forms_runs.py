@@ -4,7 +4,7 @@ import json
 from django import forms
 
 from .endpoint_services import EDITABLE
-from .models import ModelEndpoint, Provider
+from .models import ExecutionMode, ModelEndpoint, Provider
 from .runs import toolkits_for
 
 ENDPOINT_FIELDS = [f for f in EDITABLE if f != "default_params"]
@@ -53,6 +53,9 @@ class RunForm(forms.Form):
                                       help_text="Override the endpoints' defaults for this run; null removes a default.")
     system_prompt = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
                                     help_text="Optional; sent as the system message of every fresh conversation.")
+    execution_mode = forms.ChoiceField(choices=ExecutionMode.choices, initial=ExecutionMode.LIVE, required=False,
+                                       label="Execution mode",
+                                       help_text="Batch mode needs endpoints that allow it; see the README.")
 
     def __init__(self, *args, study, **kwargs):
         super().__init__(*args, **kwargs)

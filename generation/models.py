@@ -83,6 +83,14 @@ class ModelEndpoint(models.Model):
                                                help_text="USD per million input tokens, for cost estimates.")
     output_price_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True,
                                                 help_text="USD per million output tokens.")
+    batch_enabled = models.BooleanField(default=False, help_text="Runs may use the provider's batch API "
+                                        "(OpenAI, Anthropic, OpenAI-compatible servers that implement it).")
+    batch_input_price_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True,
+                                                     help_text="USD per million input tokens in batch mode "
+                                                               "(empty: half the normal price).")
+    batch_output_price_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True,
+                                                      help_text="USD per million output tokens in batch mode "
+                                                                "(empty: half the normal price).")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -105,6 +113,12 @@ class ModelEndpoint(models.Model):
 
 
 RunStatus = JobStatus  # the one status enum of every job
+BATCH_PROVIDERS = (Provider.OPENAI, Provider.OPENAI_COMPATIBLE, Provider.ANTHROPIC)
+
+
+class ExecutionMode(models.TextChoices):
+    LIVE = "live", "Live (one call at a time, results within minutes)"
+    BATCH = "batch", "Batch (provider batch API: about half the price, results within 24 hours)"
 
 
 class GenerationRun(Job):
@@ -122,6 +136,7 @@ class GenerationRun(Job):
                                           "Each unit is context × prompt; the persona is the system message.")
     context_source = models.CharField(max_length=300, blank=True, help_text="Where the contexts came from, e.g. a set.")
     is_import = models.BooleanField(default=False, help_text="Holds outputs imported from elsewhere.")
+    execution_mode = models.CharField(max_length=10, choices=ExecutionMode.choices, default=ExecutionMode.LIVE)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
     # status, progress, leases, cancel flag, message, started_by and timestamps come from the job engine's Job.
@@ -221,6 +236,8 @@ class ProviderCall(models.Model):
     outcome = models.CharField(max_length=10, choices=CallOutcome.choices, default=CallOutcome.UNKNOWN, db_index=True)
     started_at = models.DateTimeField(default=timezone.now)
     completed_at = models.DateTimeField(null=True, blank=True)
+    batch_id = models.CharField(max_length=200, blank=True, help_text="The provider's batch id (batch mode).")
+    custom_id = models.CharField(max_length=200, blank=True, help_text="The request's custom_id in its batch.")
 
     class Meta:
         ordering = ["-started_at"]
@@ -228,3 +245,60 @@ class ProviderCall(models.Model):
 
     def __str__(self):
         return f"{self.purpose} {self.model} attempt {self.attempt}"
+
+
+class BatchStatus(models.TextChoices):
+    SUBMITTING = "submitting", "Submitting"
+    SUBMITTED = "submitted", "Submitted"
+    IN_PROGRESS = "in_progress", "In progress"
+    CANCELLING = "cancelling", "Cancelling"
+    ENDED = "ended", "Ended"
+    EXPIRED = "expired", "Expired"
+    CANCELLED = "cancelled", "Cancelled"
+    FAILED = "failed", "Failed"
+
+
+OPEN_BATCH = (BatchStatus.SUBMITTING, BatchStatus.SUBMITTED, BatchStatus.IN_PROGRESS, BatchStatus.CANCELLING)
+
+
+class ProviderBatch(models.Model):
+    """One batch submitted to a provider's batch API for the units of one job (any job kind).
+
+    The row is written before the upload (status submitting, with its units), so a crash never leaves a batch
+    the database does not know; resume finds open batches by their provider ids and never submits a unit twice."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="provider_batches")
+    job_kind = models.CharField(max_length=50)
+    job_id = models.PositiveBigIntegerField()
+    endpoint = models.ForeignKey(ModelEndpoint, null=True, on_delete=models.SET_NULL, related_name="batches")
+    provider = models.CharField(max_length=30)
+    number = models.PositiveIntegerField(default=1)
+    provider_batch_id = models.CharField(max_length=200, blank=True)
+    input_file_id = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=20, choices=BatchStatus.choices, default=BatchStatus.SUBMITTING)
+    provider_status = models.CharField(max_length=30, blank=True)
+    units = models.JSONField(default=list, help_text="[[custom_id, unit key], ...] of the requests in the batch.")
+    request_count = models.PositiveIntegerField(default=0)
+    size_bytes = models.PositiveBigIntegerField(default=0)
+    counts = models.JSONField(default=dict, blank=True, help_text="Request counts from the provider.")
+    succeeded = models.PositiveIntegerField(default=0)
+    errored = models.PositiveIntegerField(default=0)
+    estimated_cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    polled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job_kind", "job_id", "number"]
+        indexes = [models.Index(fields=["job_kind", "job_id"], name="batch_job"),
+                   models.Index(fields=["status"], name="batch_status")]
+
+    def __str__(self):
+        return f"{self.provider} batch {self.provider_batch_id or '(submitting)'}"
+
+    @property
+    def is_open(self):
+        return self.status in OPEN_BATCH

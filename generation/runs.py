@@ -15,9 +15,20 @@ from stereoscope import jobs
 from stereoscope.services import record_activity
 from stereoscope.untrusted import loads_json
 
+from . import batches
 from .key_variables import key_variable_problem
 from .limits import estimate_tokens
-from .models import GenerationRun, ModelEndpoint, Output, OutputStatus, Provider, RunStatus, Toolkit
+from .models import (
+    BATCH_PROVIDERS,
+    ExecutionMode,
+    GenerationRun,
+    ModelEndpoint,
+    Output,
+    OutputStatus,
+    Provider,
+    RunStatus,
+    Toolkit,
+)
 from .providers.base import ProviderError, merged_params, validate_params
 from .runner import CallUnit, cost_of, execute_units
 from .toolkit_services import TOOLKITS
@@ -91,7 +102,7 @@ def clean_contexts(contexts):
 
 @transaction.atomic
 def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=None, system_prompt="", contexts=None,
-               context_source="", actor=None):
+               context_source="", actor=None, execution_mode=ExecutionMode.LIVE):
     """A draft run. Validates everything a launch would need, so a bad run is never saved."""
     name = (name or "").strip()
     if not name:
@@ -111,6 +122,7 @@ def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=Non
     if not 1 <= trials <= MAX_TRIALS:
         raise RunError(f"Trials must be between 1 and {MAX_TRIALS}.")
     overrides = parse_overrides(param_overrides)
+    execution_mode = check_mode(execution_mode or ExecutionMode.LIVE, endpoints)
     try:
         n = count_units(toolkit)
     except SlotError as exc:
@@ -125,11 +137,26 @@ def create_run(study, *, name, toolkit, endpoints, trials=1, param_overrides=Non
         raise RunError(f"{n * len(endpoints) * trials} units is more than the limit of {MAX_UNITS}.")
     run = GenerationRun.objects.create(study=study, name=name, toolkit=toolkit, trials=trials, param_overrides=overrides,
                                        system_prompt=system_prompt or "", contexts=contexts,
-                                       context_source=(context_source or "")[:300], created_by=actor)
+                                       context_source=(context_source or "")[:300], created_by=actor,
+                                       execution_mode=execution_mode)
     run.endpoints.set(endpoints)
     TOOLKITS.lock(toolkit)
     record_activity(study, actor, "created generation run", run.name)
     return run
+
+
+def check_mode(mode, endpoints):
+    """The execution mode if every endpoint allows it; RunError otherwise."""
+    try:
+        return batches.check_mode(mode, endpoints)
+    except ValueError as exc:
+        raise RunError(str(exc)) from exc
+
+
+def batch_allowed(run):
+    """Every called endpoint of the run allows batch mode."""
+    called = [e for e in run.endpoints.all() if e.provider != Provider.MANUAL]
+    return bool(called) and all(e.batch_enabled and e.provider in BATCH_PROVIDERS for e in called)
 
 
 def run_contexts(run):
@@ -154,7 +181,9 @@ def plan(run, sample=50):
     units = list(expand_units(run.toolkit))
     contexts = run_contexts(run)
     endpoints = list(run.endpoints.order_by("name"))
-    rows, totals = [], {"calls": 0, "manual": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": Decimal("0"), "priced": True}
+    rows = []
+    totals = {"calls": 0, "manual": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": Decimal("0"), "priced": True,
+              "batch_cost_usd": Decimal("0"), "batch_priced": True}
     prompt_tokens = sum(estimate_tokens(run.system_prompt) + estimate_tokens(u.prompt) for u in units) * len(contexts)
     problems = []
     for endpoint in endpoints:
@@ -167,12 +196,19 @@ def plan(run, sample=50):
         out_tokens = calls * int(params.get("max_tokens") or DEFAULT_OUTPUT_TOKENS)
         in_tokens = prompt_tokens * run.trials
         cost = cost_of(endpoint, in_tokens, out_tokens)
+        batch_allowed = endpoint.batch_enabled and endpoint.provider in BATCH_PROVIDERS
+        batch_cost = batches.batch_cost_of(endpoint, in_tokens, out_tokens) if batch_allowed else None
         manual = endpoint.provider == Provider.MANUAL
         if not manual and endpoint.provider != Provider.TRANSFORMERS and endpoint.provider != Provider.OPENAI_COMPATIBLE \
                 and not endpoint.key_is_set:
             problems.append(f"{endpoint.name}: the key variable {endpoint.api_key_env or '(none named)'} is not set.")
         rows.append({"endpoint": endpoint, "calls": calls, "manual": manual, "params": params,
-                     "input_tokens": in_tokens, "output_tokens": out_tokens, "cost_usd": cost})
+                     "input_tokens": in_tokens, "output_tokens": out_tokens, "cost_usd": cost,
+                     "batch_allowed": batch_allowed, "batch_cost_usd": batch_cost})
+        if batch_cost is None:
+            totals["batch_priced"] = False
+        else:
+            totals["batch_cost_usd"] += batch_cost
         totals["manual" if manual else "calls"] += calls
         totals["input_tokens"] += in_tokens
         totals["output_tokens"] += out_tokens
@@ -234,6 +270,10 @@ def check_ready(run):
             validate_params(merged_params(endpoint, run.param_overrides))
         except ProviderError as exc:
             problems.append(f"“{endpoint.name}”: {exc}")
+        if run.execution_mode == ExecutionMode.BATCH and not (endpoint.batch_enabled
+                                                              and endpoint.provider in BATCH_PROVIDERS):
+            problems.append(f"“{endpoint.name}” no longer allows batch mode (allow it again, or switch the run to "
+                            "live mode)")
     if problems:
         raise RunError("Cannot start: " + "; ".join(problems) + ".")
 
@@ -269,6 +309,17 @@ def _queue_and_launch(run, actor, verb, message=""):
     return run
 
 
+def set_mode(run, mode, actor=None):
+    """Switch a run between live and batch mode (e.g. units back from an expired batch run live)."""
+    if jobs.is_live(run):
+        raise RunError("Stop the run (or wait for its workers) before switching its execution mode.")
+    mode = check_mode(mode, list(run.endpoints.exclude(provider=Provider.MANUAL)))
+    GenerationRun.objects.filter(pk=run.pk).update(execution_mode=mode)
+    run.execution_mode = mode
+    record_activity(run.study, actor, f"switched to {mode} mode:", run.name)
+    return run
+
+
 def resume(run, actor=None):
     """Queue the run again; only units without an output (pending) are executed."""
     if run.is_import:
@@ -291,6 +342,7 @@ def retry_failed(run, actor=None):
 
 def cancel(run, actor=None):
     jobs.cancel(RUN_JOB, run)
+    batches.cancel_open(RUN_JOB.name, run.pk)
     record_activity(run.study, actor, "cancelled generation run", run.name)
     return run
 
@@ -320,7 +372,8 @@ def _callable_outputs(run):
 
 
 class GenerationRunJob(jobs.JobKind):
-    """A generation run for the job engine: a unit is one pending Output of a called (not manual) endpoint."""
+    """A generation run for the job engine: a unit is one pending Output of a called (not manual) endpoint.
+    In batch mode the units go to the providers' batch APIs (generation.batches) instead of live calls."""
 
     name = "generation.run"
     model = GenerationRun
@@ -334,19 +387,30 @@ class GenerationRunJob(jobs.JobKind):
     def get(self, job_id):
         return GenerationRun.objects.select_related("study").get(pk=job_id)
 
-    def pending_keys(self, run):
-        return list(_callable_outputs(run)[1].order_by("pk").values_list("pk", flat=True))
+    def _held(self, run):
+        return batches.held_keys(self.name, run.pk) if run.execution_mode == ExecutionMode.BATCH else set()
 
-    def load_units(self, run, keys):
+    def pending_keys(self, run):
+        held = self._held(run)
+        return [pk for pk in _callable_outputs(run)[1].order_by("pk").values_list("pk", flat=True) if pk not in held]
+
+    def load_units(self, run, keys, include_held=False):
         endpoints, rows = _callable_outputs(run)
+        held = set() if include_held else self._held(run)
         params = {pk: merged_params(e, run.param_overrides) for pk, e in endpoints.items()}
         return [CallUnit(unit_ref=f"output:{pk}", endpoint=endpoints[ep],
                          messages=messages_for(run, prompt, context_key),
                          params=dict(params[ep]), purpose="generation", payload=pk)
                 for pk, ep, prompt, context_key in rows.filter(pk__in=keys).order_by("pk").values_list(
-                    "pk", "endpoint_id", "prompt_text", "context_key")]
+                    "pk", "endpoint_id", "prompt_text", "context_key")
+                if pk not in held]
+
+    def batch_sink(self, run):
+        return OutputSink()
 
     def run(self, run, source, cancel_check, progress):
+        if run.execution_mode == ExecutionMode.BATCH:
+            return batches.run_in_batches(self, run, source, cancel_check, progress)
         return execute_units(run.study, source, OutputSink(), cancel_check=cancel_check, progress=progress)
 
     def reset_failed(self, run):
@@ -362,9 +426,16 @@ class GenerationRunJob(jobs.JobKind):
         if left == 0:
             failed = run.outputs.filter(status=OutputStatus.FAILED).count()
             return RunStatus.COMPLETED, f"{failed} units failed; see their reasons and retry them." if failed else ""
+        if run.execution_mode == ExecutionMode.BATCH:
+            waiting = batches.open_count(self.name, run.pk)
+            if waiting:
+                return RunStatus.RUNNING, f"Waiting for {waiting} batches at the provider ({left} units)."
         manual = pending.filter(endpoint__provider=Provider.MANUAL).count()
         if manual == left:
             return RunStatus.RUNNING, f"Waiting for {manual} manual answers."
+        if run.execution_mode == ExecutionMode.BATCH:
+            return run.status, (f"{left - manual} units came back from their batches without an answer (errors or "
+                                "expiry); resume to submit them in a new batch, or switch the run to live.")
         return run.status, "Stopped with units left; resume to run them."
 
 

@@ -2,6 +2,7 @@
 the work is done in endpoint_services, runs and collect."""
 import json
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
@@ -14,7 +15,7 @@ from django.views.decorators.http import require_POST
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
 
-from . import collect, runs
+from . import batches, collect, runs
 from .endpoint_services import EndpointError, delete_endpoint, save_endpoint
 from .forms_runs import AnswerFileForm, EndpointForm, OutputImportForm, RunForm
 from .models import Dimension, GenerationRun, ModelEndpoint, Output, OutputStatus, ProviderCall, RunStatus
@@ -98,7 +99,8 @@ def run_create(request, study_id):
         try:
             run = runs.create_run(request.study, name=data["name"], toolkit=data["toolkit"], endpoints=data["endpoints"],
                                   trials=data["trials"], param_overrides=data["param_overrides"],
-                                  system_prompt=data["system_prompt"], actor=request.user)
+                                  system_prompt=data["system_prompt"], actor=request.user,
+                                  execution_mode=data.get("execution_mode") or "live")
         except runs.RunError as exc:
             form.add_error(None, str(exc))
         else:
@@ -121,7 +123,8 @@ def run_plan(request, study_id, run_id):
 def _progress_context(request, run):
     return {"study": request.study, "run": run, "counts": runs.counts(run), "has_manual": collect.has_manual(run),
             "can_launch": has_role(request.user, request.study, Role.RESEARCHER),
-            "live": is_live(run)}
+            "live": is_live(run), "batch_info": batches.summary(runs.RUN_JOB.name, run.pk),
+            "batch_allowed": runs.batch_allowed(run), "poll_seconds": int(settings.BATCH_POLL_SECONDS)}
 
 
 def is_live(run):
@@ -147,8 +150,11 @@ def run_progress(request, study_id, run_id):
     return render(request, "generation/_run_progress.html", _progress_context(request, run))
 
 
-RUN_ACTIONS = {"start": runs.start, "cancel": runs.cancel, "resume": runs.resume, "retry": runs.retry_failed}
-ACTION_DONE = {"start": "started", "cancel": "cancelled", "resume": "resumed", "retry": "retrying its failed units"}
+RUN_ACTIONS = {"start": runs.start, "cancel": runs.cancel, "resume": runs.resume, "retry": runs.retry_failed,
+               "to-live": lambda run, actor: runs.set_mode(run, "live", actor),
+               "to-batch": lambda run, actor: runs.set_mode(run, "batch", actor)}
+ACTION_DONE = {"start": "started", "cancel": "cancelled", "resume": "resumed", "retry": "retrying its failed units",
+               "to-live": "switched to live mode", "to-batch": "switched to batch mode"}
 
 
 @study_role_required(Role.RESEARCHER)

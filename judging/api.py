@@ -37,7 +37,8 @@ class JudgeRoundSerializer(serializers.ModelSerializer):
     class Meta:
         model = JudgeRound
         fields = ["id", "name", "template", "source_run", "judges", "policy", "k", "forbid_same_family", "batch_size",
-                  "temperature", "seed", "reask_missing", "output_filter", "status", "plan", "progress", "message",
+                  "temperature", "seed", "reask_missing", "output_filter", "execution_mode", "status", "plan",
+                  "progress", "message",
                   "created_at", "started_at", "finished_at", "counts"]
         read_only_fields = ["status", "plan", "progress", "message", "created_at", "started_at", "finished_at"]
 

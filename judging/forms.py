@@ -1,5 +1,7 @@
 from django import forms
 
+from generation.models import ExecutionMode
+
 from .models import JudgePolicy, TemplateKind
 from .rounds import judge_choices, runs_for, templates_for
 
@@ -32,6 +34,8 @@ class JudgeRoundForm(forms.Form):
     temperature = forms.FloatField(required=False, min_value=0, max_value=2)
     seed = forms.IntegerField(initial=0, help_text="Seeds the assignment and the order of stories in each batch.")
     reask_missing = forms.BooleanField(required=False, initial=True, label="Re-ask missing/unparseable stories alone")
+    execution_mode = forms.ChoiceField(choices=ExecutionMode.choices, initial=ExecutionMode.LIVE, required=False,
+                                       label="Execution mode", help_text="Batch mode needs judges that allow it.")
     item_numbers = forms.CharField(required=False, help_text="Optional: only these prompt items, e.g. 1, 4, 17.")
     models = forms.CharField(required=False, help_text="Optional: only outputs written by these models, comma-separated.")
 

@@ -3,7 +3,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from generation.models import GenerationRun, ModelEndpoint, Output
+from generation.models import ExecutionMode, GenerationRun, ModelEndpoint, Output
 from stereoscope.jobs.models import Job
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
@@ -52,6 +52,7 @@ class JudgeRound(Job):
     temperature = models.FloatField(null=True, blank=True)
     seed = models.IntegerField(default=0, help_text="Seeds the assignment and the story order in each batch.")
     reask_missing = models.BooleanField(default=True, help_text="Ask once more, one story alone, when a verdict is missing.")
+    execution_mode = models.CharField(max_length=10, choices=ExecutionMode.choices, default=ExecutionMode.LIVE)
     # Optional narrowing of the source outputs: {"output_ids": [...], "item_numbers": [...], "models": [...]}.
     output_filter = models.JSONField(default=dict, blank=True)
     plan = models.JSONField(default=dict, blank=True)

@@ -13,9 +13,10 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from generation import batches as batch_mode
 from generation.key_variables import key_variable_problem
 from generation.limits import estimate_tokens
-from generation.models import GenerationRun, ModelEndpoint, Output, OutputStatus, Provider, RunStatus
+from generation.models import ExecutionMode, GenerationRun, ModelEndpoint, Output, OutputStatus, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params
 from generation.runner import CallUnit, RunStats, cost_of, execute_units
 from stereoscope import jobs
@@ -189,6 +190,7 @@ def compute_plan(rnd):
         row["input_tokens"] += estimate_tokens(render_batch(rnd, template, chunk))
         row["output_tokens"] += TOKENS_PER_VERDICT * len(chunk)
     total_cost, priced = Decimal("0"), True
+    batch_total, batch_priced = Decimal("0"), True
     judge_rows = []
     for judge in sorted(endpoints):
         endpoint = endpoints[judge]
@@ -198,6 +200,12 @@ def compute_plan(rnd):
             priced = False
         else:
             total_cost += cost
+        batch_cost = (batch_mode.batch_cost_of(endpoint, row["input_tokens"], row["output_tokens"])
+                      if endpoint.batch_enabled else None)
+        if batch_cost is None:
+            batch_priced = False
+        else:
+            batch_total += batch_cost
         try:
             validate_params(params_for(rnd, endpoint))
         except ProviderError as exc:
@@ -211,7 +219,8 @@ def compute_plan(rnd):
         served = sorted(e.name for e in judges if e.model_identity == judge)
         judge_rows.append(dict(row, judge=judge, endpoint=endpoint.name, endpoints=served,
                                family=(endpoint.model_family or planner.guess_family(judge)),
-                               cost_usd=str(cost) if cost is not None else None))
+                               cost_usd=str(cost) if cost is not None else None,
+                               batch_cost_usd=str(batch_cost) if batch_cost is not None else None))
     generators = Counter(o.model_identity for o in outputs)
     matrix = Counter()
     by_id = {o.pk: o for o in outputs}
@@ -222,6 +231,7 @@ def compute_plan(rnd):
         judges=judge_rows, batches=len(batches), verdicts=sum(len(c) for _, _, c in batches),
         matrix=[{"judge": j, "generator": g, "verdicts": n} for (j, g), n in sorted(matrix.items())],
         cost_usd=str(total_cost) if priced else None,
+        batch_cost_usd=str(batch_total) if batch_priced else None,
         input_tokens=sum(r["input_tokens"] for r in judge_rows), output_tokens=sum(r["output_tokens"] for r in judge_rows),
         sample_prompt=render_batch(rnd, template, batches[0][2]) if batches else "",
     )
@@ -276,7 +286,8 @@ def clean_filter(value):
 
 @transaction.atomic
 def create_round(study, *, name, template, judges, source_run=None, policy="rotation", k=None, forbid_same_family=False,
-                 batch_size=5, temperature=None, seed=0, reask_missing=True, output_filter=None, actor=None):
+                 batch_size=5, temperature=None, seed=0, reask_missing=True, output_filter=None, actor=None,
+                 execution_mode="live"):
     """A draft round with its plan. Validates everything a launch needs, so a bad round is never saved."""
     name = (name or "").strip()
     if not name:
@@ -302,6 +313,10 @@ def create_round(study, *, name, template, judges, source_run=None, policy="rota
     k = _int(k, "k", minimum=1, maximum=100, allow_none=True)
     if policy == "k_of_n" and k is None:
         raise RoundError("k-of-n needs k, the number of judges per output.")
+    try:
+        execution_mode = batch_mode.check_mode(execution_mode or ExecutionMode.LIVE, judges)
+    except ValueError as exc:
+        raise RoundError(str(exc)) from exc
     batch_size = _int(batch_size, "Batch size", minimum=1, maximum=MAX_BATCH)
     seed = _int(seed, "Seed", minimum=-(2 ** 31), maximum=2 ** 31 - 1)
     if temperature not in (None, ""):
@@ -316,7 +331,7 @@ def create_round(study, *, name, template, judges, source_run=None, policy="rota
     rnd = JudgeRound.objects.create(study=study, name=name, template=template, source_run=source_run, policy=policy, k=k,
                                     forbid_same_family=bool(forbid_same_family), batch_size=batch_size,
                                     temperature=temperature, seed=seed, reask_missing=bool(reask_missing),
-                                    output_filter=output_filter, created_by=actor)
+                                    output_filter=output_filter, created_by=actor, execution_mode=execution_mode)
     rnd.judges.set(judges)
     rnd.plan = compute_plan(rnd)  # raises RoundError (rolls back) when the policy cannot be satisfied
     rnd.save(update_fields=["plan"])
@@ -423,6 +438,7 @@ def reask(rnd, verdict_ids=None, actor=None):
 
 def cancel(rnd, actor=None):
     jobs.cancel(ROUND_JOB, rnd)
+    batch_mode.cancel_open(ROUND_JOB.name, rnd.pk)
     record_activity(rnd.study, actor, "cancelled judge round", rnd.name)
     return rnd
 
@@ -517,13 +533,29 @@ class JudgeRoundJob(jobs.JobKind):
     def get(self, job_id):
         return JudgeRound.objects.select_related("study", "template").get(pk=job_id)
 
-    def pending_keys(self, rnd):
-        return list(_pending_groups(rnd))
+    def _held(self, rnd):
+        return batch_mode.held_keys(self.name, rnd.pk) if rnd.execution_mode == ExecutionMode.BATCH else set()
 
-    def load_units(self, rnd, keys):
-        return pending_units(rnd, keys)
+    def pending_keys(self, rnd):
+        held = self._held(rnd)
+        return [key for key in _pending_groups(rnd) if key not in held]
+
+    def load_units(self, rnd, keys, include_held=False):
+        held = set() if include_held else self._held(rnd)
+        return [u for u in pending_units(rnd, keys) if self.batch_key(u) not in held]
+
+    @staticmethod
+    def batch_key(unit):
+        """The unit's key from its ref: verdict:<id> is a re-asked verdict, verdict-batch:<ref> a batch."""
+        prefix, _, rest = unit.unit_ref.partition(":")
+        return f"v:{rest}" if prefix == "verdict" else f"b:{rest}"
+
+    def batch_sink(self, rnd):
+        return VerdictSink(rnd)
 
     def run(self, rnd, source, cancel_check, progress):
+        if rnd.execution_mode == ExecutionMode.BATCH:
+            return batch_mode.run_in_batches(self, rnd, source, cancel_check, progress)
         return execute_units(rnd.study, source, VerdictSink(rnd), cancel_check=cancel_check, progress=progress)
 
     def next_pass(self, rnd):
@@ -541,6 +573,12 @@ class JudgeRoundJob(jobs.JobKind):
             notes = [f"{c[s]} {s}" for s in ("failed", "missing", "unparseable") if c[s]]
             message = ("Finished with " + ", ".join(notes) + "; retry or re-ask them.") if notes else ""
             return RunStatus.COMPLETED, message
+        if rnd.execution_mode == ExecutionMode.BATCH:
+            waiting = batch_mode.open_count(self.name, rnd.pk)
+            if waiting:
+                return RunStatus.RUNNING, f"Waiting for {waiting} batches at the provider ({c['pending']} verdicts)."
+            return rnd.status, (f"{c['pending']} verdicts came back from their batches without an answer (errors or "
+                                "expiry); resume to submit them in a new batch.")
         return rnd.status, "Stopped with verdicts left; resume to ask them."
 
 

@@ -6,6 +6,7 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from generation import batches
 from generation.runs import toolkits_for
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
@@ -76,7 +77,7 @@ def round_new(request, study_id):
                                       forbid_same_family=d["forbid_same_family"], batch_size=d["batch_size"],
                                       temperature=d["temperature"], seed=d["seed"], reask_missing=d["reask_missing"],
                                       output_filter={k: d[k] for k in ("item_numbers", "models") if d[k]},
-                                      actor=request.user)
+                                      actor=request.user, execution_mode=d.get("execution_mode") or "live")
             messages.success(request, "Round created. Check the plan, then launch it.")
             return redirect("judging-round", study.pk, rnd.pk)
         except rounds.RoundError as exc:
@@ -101,6 +102,7 @@ def round_detail(request, study_id, round_id):
     return render(request, "judging/round_detail.html", {
         "round": rnd, "plan": plan, "plan_error": plan_error, "counts": rounds.status_counts(rnd), "page": page,
         "status_filter": status_filter, "statuses": VerdictStatus.values, "judges": rnd.judges.order_by("name"),
+        "batch_info": batches.summary(rounds.ROUND_JOB.name, rnd.pk),
     })
 
 

@@ -201,9 +201,9 @@ class QuestionnaireRunSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "instrument", "context_set", "endpoints", "repetitions", "seeds", "template_key",
                   "custom_user",
                   "custom_system", "option_format", "option_order", "option_numbering", "order_seed", "extractors",
-                  "judge_endpoint",
-                  "refusal_policy", "json_field", "param_overrides", "audit_per_model", "status", "message", "progress",
-                  "created_at", "started_at", "finished_at", "counts"]
+                  "judge_endpoint", "refusal_policy", "json_field", "param_overrides", "audit_per_model",
+                  "execution_mode", "status", "message", "progress", "created_at", "started_at", "finished_at",
+                  "counts"]
         read_only_fields = ["status", "message", "progress", "created_at", "started_at", "finished_at"]
 
     def get_counts(self, run) -> dict:

@@ -1,6 +1,6 @@
 from django import forms
 
-from generation.models import ModelEndpoint
+from generation.models import ExecutionMode, ModelEndpoint
 from stereoscope.untrusted import loads_json
 
 from . import extraction, prompts
@@ -92,6 +92,8 @@ class RunForm(forms.Form):
     json_field = forms.CharField(initial="answer", max_length=50)
     param_overrides = forms.CharField(required=False, initial='{"temperature": 0}', help_text="JSON object.")
     audit_per_model = forms.IntegerField(initial=100, min_value=0)
+    execution_mode = forms.ChoiceField(choices=ExecutionMode.choices, initial=ExecutionMode.LIVE, required=False,
+                                       label="Execution mode", help_text="Batch mode needs endpoints that allow it.")
 
     def __init__(self, *args, instruments=None, study=None, **kwargs):
         super().__init__(*args, **kwargs)

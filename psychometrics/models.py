@@ -5,7 +5,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from generation.models import ModelEndpoint
+from generation.models import ExecutionMode, ModelEndpoint
 from stereoscope.jobs.models import Job
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
@@ -165,6 +165,7 @@ class QuestionnaireRun(Job):
     json_field = models.CharField(max_length=50, default="answer")
     param_overrides = models.JSONField(default=dict, blank=True)
     audit_per_model = models.PositiveIntegerField(default=100)
+    execution_mode = models.CharField(max_length=10, choices=ExecutionMode.choices, default=ExecutionMode.LIVE)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
     # status, progress, leases, cancel flag, message, started_by and timestamps come from the job engine's Job.

@@ -12,7 +12,8 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from generation.models import ModelEndpoint, Provider, RunStatus
+from generation import batches
+from generation.models import ExecutionMode, ModelEndpoint, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params
 from generation.runner import CallUnit, execute_units
 from stereoscope import jobs
@@ -156,7 +157,7 @@ def validate_config(*, instrument, context_set, endpoints, repetitions, template
 def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1, seeds=None, template_key="jung2025",
                custom_user="", custom_system="", option_format="lines", option_order="fixed", option_numbering="position",
                order_seed=0, extractors=None, refusal_policy="fallback", json_field="answer", param_overrides=None,
-               audit_per_model=100, judge_endpoint=None, actor=None):
+               audit_per_model=100, judge_endpoint=None, actor=None, execution_mode=ExecutionMode.LIVE):
     name = (name or "").strip()
     if not name:
         raise PsychError("Give the run a name.")
@@ -169,6 +170,10 @@ def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1
         raise PsychError("The order seed and the audit sample size must be whole numbers.") from None
     if audit_per_model < 0:
         raise PsychError("The audit sample size cannot be negative.")
+    try:
+        execution_mode = batches.check_mode(execution_mode or ExecutionMode.LIVE, list(endpoints or []))
+    except ValueError as exc:
+        raise PsychError(str(exc)) from exc
     clean = validate_config(instrument=instrument, context_set=context_set, endpoints=endpoints, repetitions=repetitions,
                             seeds=seeds,
                             template_key=template_key, custom_user=custom_user, custom_system=custom_system,
@@ -182,7 +187,8 @@ def create_run(study, *, name, instrument, context_set, endpoints, repetitions=1
         option_format=option_format, option_order=option_order, option_numbering=option_numbering, order_seed=order_seed,
         extractors=clean["extractors"], judge_endpoint=clean["judge_endpoint"], refusal_policy=refusal_policy,
         json_field=json_field or "answer",
-        param_overrides=clean["param_overrides"], audit_per_model=audit_per_model, created_by=actor)
+        param_overrides=clean["param_overrides"], audit_per_model=audit_per_model, created_by=actor,
+        execution_mode=execution_mode)
     run.endpoints.set(clean["endpoints"])
     INSTRUMENTS.lock(instrument)
     record_activity(study, actor, "created questionnaire run", run.name)
@@ -311,6 +317,7 @@ def retry_failed(run, actor=None):
 
 def cancel(run, actor=None):
     jobs.cancel(QUESTIONNAIRE_JOB, run)
+    batches.cancel_open(QUESTIONNAIRE_JOB.name, run.pk)
     record_activity(run.study, actor, "cancelled questionnaire run", run.name)
     return run
 
@@ -402,17 +409,35 @@ class QuestionnaireRunJob(jobs.JobKind):
     def get(self, job_id):
         return QuestionnaireRun.objects.select_related("study").get(pk=job_id)
 
-    def pending_keys(self, run):
-        return list(_callable_responses(run)[1].order_by("pk").values_list("pk", flat=True))
+    def _held(self, run):
+        return batches.held_keys(self.name, run.pk) if run.execution_mode == ExecutionMode.BATCH else set()
 
-    def load_units(self, run, keys):
-        return pending_units(run, keys)
+    def pending_keys(self, run):
+        held = self._held(run)
+        return [pk for pk in _callable_responses(run)[1].order_by("pk").values_list("pk", flat=True) if pk not in held]
+
+    def load_units(self, run, keys, include_held=False):
+        held = set() if include_held else self._held(run)
+        return [u for u in pending_units(run, keys) if u.payload["pk"] not in held]
+
+    @staticmethod
+    def batch_key(unit):
+        return unit.payload["pk"]
+
+    def batch_sink(self, run):
+        return ResponseSink(run)
 
     def run(self, run, source, cancel_check, progress):
+        if run.execution_mode == ExecutionMode.BATCH:  # the judge step follows once the batches have ended
+            return batches.run_in_batches(self, run, source, cancel_check, progress)
         stats = execute_units(run.study, source, ResponseSink(run), cancel_check=cancel_check, progress=progress)
         if not stats.cancelled:  # the extraction chain's last step: the judge reads the answers the rules left open
             judge_open_answers(run, cancel_check)
         return stats
+
+    def after_batches(self, run):
+        """Once the last batch has ended: the judge reads the answers the rules left open (live calls)."""
+        judge_open_answers(run, lambda: False)
 
     def reset_failed(self, run):
         return run.responses.filter(status=ResponseStatus.FAILED).update(status=ResponseStatus.PENDING, error="")
@@ -426,6 +451,10 @@ class QuestionnaireRunJob(jobs.JobKind):
         manual = pending.filter(endpoint__provider=Provider.MANUAL).count()
         if manual == left:
             return RunStatus.RUNNING, f"Waiting for {manual} manual answers."
+        if run.execution_mode == ExecutionMode.BATCH:
+            waiting = batches.open_count(self.name, run.pk)
+            if waiting:
+                return RunStatus.RUNNING, f"Waiting for {waiting} batches at the provider ({left} units)."
         return run.status, "Stopped with units left; resume to run them."
 
     def on_finished(self, job_id, status):

@@ -7,6 +7,7 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from generation import batches
 from generation.models import RunStatus
 from stereoscope.downloads import table_download, workbook_download
 from stereoscope.models import Role
@@ -265,8 +266,10 @@ def run_detail(request, study_id, run_id):
     run = _run(request, run_id)
     plan = runs.plan(run) if run.status == RunStatus.DRAFT else None
     has_manual = run.endpoints.filter(provider="manual").exists()
+    batch_info = batches.summary(runs.QUESTIONNAIRE_JOB.name, run.pk)
     return render(request, "psychometrics/run.html", _ctx(request, run=run, counts=runs.counts(run), plan=plan, has_manual=has_manual,
-                                                          runfile=json.dumps(runs.export_run_file(run), indent=1)))
+                                                          runfile=json.dumps(runs.export_run_file(run), indent=1),
+                                                          batch_info=batch_info))
 
 
 @study_role_required(VIEWER)

@@ -210,6 +210,17 @@ JOB_LEASE_SECONDS = float(os.environ.get("JOB_LEASE_SECONDS", "60"))
 JOB_CHUNK_SIZE = int(os.environ.get("JOB_CHUNK_SIZE", "100"))
 JOB_FANOUT = int(os.environ.get("JOB_FANOUT", "4"))
 JOB_WORKER_CONCURRENCY = int(os.environ["JOB_WORKER_CONCURRENCY"]) if os.environ.get("JOB_WORKER_CONCURRENCY") else None
+# Batch mode (generation/batches.py): Celery beat polls open provider batches every BATCH_POLL_SECONDS (on
+# BATCH_POLL_QUEUE when set). One batch holds at most BATCH_MAX_REQUESTS requests and BATCH_MAX_BYTES bytes; empty
+# means the provider's own limits (OpenAI 50,000 / 200 MB, Anthropic 100,000 / 256 MB), a value only lowers them.
+BATCH_POLL_SECONDS = float(os.environ.get("BATCH_POLL_SECONDS", "60"))
+BATCH_MAX_REQUESTS = int(os.environ["BATCH_MAX_REQUESTS"]) if os.environ.get("BATCH_MAX_REQUESTS") else None
+BATCH_MAX_BYTES = int(os.environ["BATCH_MAX_BYTES"]) if os.environ.get("BATCH_MAX_BYTES") else None
+# After BATCH_SUBMIT_GRACE_SECONDS a batch still "submitting" (its worker died mid-upload) is sought at the provider.
+BATCH_SUBMIT_GRACE_SECONDS = float(os.environ.get("BATCH_SUBMIT_GRACE_SECONDS", "600"))
+CELERY_BEAT_SCHEDULE = {"poll-provider-batches": {
+    "task": "generation.poll_batches", "schedule": BATCH_POLL_SECONDS,
+    "options": {"queue": os.environ["BATCH_POLL_QUEUE"]} if os.environ.get("BATCH_POLL_QUEUE") else {}}}
 
 # Shared counters (rate limits across workers). Redis when given, else the database cache.
 REDIS_URL = os.environ.get("REDIS_URL") or (CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else "")

@@ -12,6 +12,8 @@ Unscripted requests get `default` after `default_delay` seconds; a test may set 
 each answer instead. The server counts requests in flight (overall and per model) so tests assert concurrency
 limits from the server's side, not from wall-clock timings.
 
+The batch APIs are served by tests/fake_batch.py (`server.batches`).
+
 Run standalone (used by the benchmark): python tests/fake_provider.py --port 0 --delay 0.25
 """
 import argparse
@@ -49,6 +51,12 @@ class FakeProvider:
             self.counter = itertools.count(1)
             self.default = {}
             self.responder = None  # optional fn({"prompt", "body"}) -> response: answers computed per request
+        try:  # the batch APIs (OpenAI files + batches, Anthropic message batches)
+            from tests.fake_batch import FakeBatches
+        except ImportError:  # run standalone from tests/
+            from fake_batch import FakeBatches
+
+        self.batches = FakeBatches(self)
 
     def script(self, responses, match=None):
         with self.lock:
@@ -145,6 +153,15 @@ class FakeProvider:
         path = path.split("?")[0]
         if path.startswith("/_control/"):
             return await self.control(path, body, writer)
+        routed = self.batches.route(method, path, headers, body)
+        if routed is not None:
+            status, payload = routed
+            if isinstance(payload, bytes):
+                self.send(writer, status, None, raw=payload)
+            else:
+                self.send(writer, status, payload)
+            await writer.drain()
+            return True
         if method != "POST" or path not in ("/v1/chat/completions", "/v1/messages", "/chat/completions", "/messages"):
             self.send(writer, 404, {"error": {"message": f"no route {method} {path}"}})
             return True

@@ -61,7 +61,9 @@ class Command(BaseCommand):
     def handle(self, *args, bind, web_workers, worker_concurrency, no_worker, **options):
         bin_dir = os.path.dirname(sys.executable)
         worker_cmd = [os.path.join(bin_dir, "celery"), "-A", "stereoscope", "worker", "--loglevel", "INFO",
-                      "--pool", "threads", "--concurrency", str(worker_concurrency), "--hostname", "embedded@%h"]
+                      "--pool", "threads", "--concurrency", str(worker_concurrency), "--hostname", "embedded@%h",
+                      # the embedded worker also runs Celery beat (periodic tasks, e.g. polling provider batches)
+                      "--beat", "--schedule", os.path.join(str(settings.DATA_DIR), "celerybeat-schedule")]
         web_cmd = [os.path.join(bin_dir, "gunicorn"), "stereoscope.wsgi", "--bind", bind, "--workers",
                    str(web_workers), "--threads", "4", "--access-logfile", "-", "--timeout", "120"]
 
