@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('judging', '0005_job_engine_columns'),
+        ('judging', '0006_judge_round_execution_mode'),
     ]
 
     operations = [
