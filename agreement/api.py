@@ -211,6 +211,26 @@ class AgreementViewSet(viewsets.ViewSet):
         return Response(services.rater_comparisons(table, level=level))
 
 
+    @extend_schema(parameters=[OpenApiParameter("variable", int, required=True),
+                               OpenApiParameter("rounds", str, description="Comma-separated judge round ids"),
+                               OpenApiParameter("judges", bool, description="Include judges (default true)")],
+                   responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
+                   description="Agreement on a categorical variable: coders and judges in one table, excluded units "
+                               "dropped and counted, full agreement, majority gold with ties flagged.")
+    @action(detail=False, methods=["get"])
+    def variable(self, request, study_pk=None):
+        from . import variables
+
+        try:
+            variable = variables.get_variable(self.get_study(), request.query_params.get("variable", ""))
+            report = variables.variable_report(
+                self.get_study(), variable, round_ids=_ids(request.query_params.get("rounds"), "rounds") or None,
+                include_judges=request.query_params.get("judges", "true").lower() not in ("0", "false", "no"))
+        except AgreementRequestError as exc:
+            return self._bad(exc)
+        return Response(variables.report_json(report))
+
+
 class GoldLabelSerializer(serializers.ModelSerializer):
     output = serializers.IntegerField(source="output_id")
     decided_by = serializers.CharField(source="decided_by.username", read_only=True, default=None)

@@ -7,3 +7,10 @@ class AgreementConfig(AppConfig):
 
     name = "agreement"
     verbose_name = "Agreement"
+
+    def ready(self):
+        from stereoscope.providers import provide
+
+        from . import variables
+
+        provide("agreement", variables)  # gold labels of categorical variables, for classifier training

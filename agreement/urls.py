@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import views, views_variables
 
 urlpatterns = [
     path("agreement/", views.agreement_report, name="agreement"),
@@ -8,4 +8,7 @@ urlpatterns = [
     path("agreement/confusion/", views.agreement_confusion, name="agreement-confusion"),
     path("agreement/gold/", views.agreement_gold, name="agreement-gold"),
     path("agreement/export.csv", views.agreement_export, name="agreement-export"),
+    path("agreement/variables/", views_variables.variable_list, name="agreement-variables"),
+    path("agreement/variables/<int:variable_id>/", views_variables.variable_detail, name="agreement-variable"),
+    path("agreement/variables/<int:variable_id>/gold/", views_variables.variable_gold, name="agreement-variable-gold"),
 ]

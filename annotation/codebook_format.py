@@ -4,7 +4,9 @@ Everything is parsed into one normalised tree, validated in full, and only then 
 creates the codebook, so a bad file changes nothing.
 
 Normalised tree: {"name", "description", "codes": [node]}; node = {"name", "description", "color", "gender_tag",
-"kind", "codable", "shortcut", "stereotype", "guid", "item_number", "frequency_reference", "children": [node]}.
+"kind", "codable", "shortcut", "stereotype", "guid", "item_number", "frequency_reference", "variable", "ordered",
+"exclude", "children": [node]}. A group with "variable" ("story" or "span") is one categorical variable whose values
+are its codable children ("ordered": values in order); one child may be the "exclude" value (e.g. "uncertain").
 
 .qdc carries what REFI-QDA knows (guid, name, isCodable, color, Description, nesting). Gender tags and the
 inductive flag travel as REFI-QDA Sets ("Gender F", "Gender M", "Inductive"); the shortcut, stereotype and item
@@ -46,6 +48,7 @@ CSV_COLUMNS = [
     "frequency_reference",
 ]
 DEFAULT_COLOR = "#4c6ef5"
+META_KEYS = ("shortcut", "stereotype", "item_number", "frequency_reference", "variable", "ordered", "exclude")
 MAX_ERRORS = 50
 MAX_DEPTH = 20
 MAX_BYTES = 20 * 1024 * 1024
@@ -225,11 +228,10 @@ def validate_tree(data):
             "item_number": _optional_int(raw.get("item_number"), label, "item number", errors),
             "frequency_reference": _optional_int(raw.get("frequency_reference"), label, "frequency", errors),
         }
-        result["children"] = [
-            c
-            for c in (node(child, f"{label} › code {i + 1}", depth + 1) for i, child in enumerate(children_raw))
-            if c is not None
-        ]
+        result.update(_variable_fields(raw, label, errors))
+        result["children"] = [c for c in (node(child, f"{label} › code {i + 1}", depth + 1)
+                                          for i, child in enumerate(children_raw)) if c is not None]
+        _check_variable(result, label, errors)
         return result
 
     codes_raw = data.get("codes")
@@ -239,9 +241,46 @@ def validate_tree(data):
     if any(isinstance(raw, dict) and raw.get("parent") not in (None, "") for raw in codes_raw):
         codes_raw = nest_flat_codes(codes_raw, errors)
     codes = [c for c in (node(raw, f"Code {i + 1}", 1) for i, raw in enumerate(codes_raw)) if c is not None]
+    for top in codes:
+        if top["exclude"]:
+            errors.append(f"'{top['name']}' is an exclude value outside a categorical variable.")
     if errors:
         raise CodebookFormatError(errors)
     return {"name": name, "description": str(data.get("description") or ""), "codes": codes}
+
+
+VARIABLE_SCOPES = ("story", "span")
+
+
+def _variable_fields(raw, label, errors):
+    scope = str(raw.get("variable") or "").strip().lower()
+    if scope not in ("",) + VARIABLE_SCOPES:
+        errors.append(f"{label}: variable '{raw.get('variable')}' must be story, span or empty.")
+        scope = ""
+    return {"variable": scope, "ordered": _bool(raw.get("ordered", False), label, errors),
+            "exclude": _bool(raw.get("exclude", False), label, errors)}
+
+
+def _check_variable(node, label, errors):
+    """A variable is a non-codable group of at least two codable values, one of them at most the exclude value."""
+    children = node["children"]
+    if node["variable"]:
+        if node["codable"]:
+            errors.append(f"{label}: a categorical variable is a group; set codable to false.")
+        values = [c for c in children if c["codable"]]
+        if len(values) < 2 or len(values) != len(children):
+            errors.append(f"{label}: a categorical variable needs at least two values, all codable codes without "
+                          f"children.")
+        if sum(1 for c in children if c["exclude"]) > 1:
+            errors.append(f"{label}: a categorical variable has at most one exclude value.")
+        for child in children:
+            if child["children"]:
+                errors.append(f"{label}: the value '{child['name']}' must not have codes below it.")
+    elif node["ordered"]:
+        errors.append(f"{label}: only a categorical variable can be ordered.")
+    for child in children:
+        if child["exclude"] and not node["variable"]:
+            errors.append(f"{label}: '{child['name']}' is an exclude value but '{node['name']}' is not a variable.")
 
 
 def walk(codes, parent=None, depth=0):
@@ -276,8 +315,10 @@ def _safe_parser():
 
 def _meta_line(node):
     parts = []
-    for key in ("shortcut", "stereotype", "item_number", "frequency_reference"):
+    for key in META_KEYS:
         value = node.get(key)
+        if value is False:
+            continue
         if value not in (None, ""):
             parts.append(f"{key}={str(value).replace(';', ',').replace(chr(10), ' ')}")
     return META_PREFIX + "; ".join(parts) if parts else ""
@@ -289,7 +330,7 @@ def _split_meta(description):
     if lines and lines[-1].startswith(META_PREFIX):
         for part in lines.pop()[len(META_PREFIX) :].split("; "):
             key, _, value = part.partition("=")
-            if key in ("shortcut", "stereotype", "item_number", "frequency_reference"):
+            if key in META_KEYS:
                 meta[key] = value
     return "\n".join(lines), meta
 

@@ -28,6 +28,12 @@ class CodeKind(models.TextChoices):
     INDUCTIVE = "inductive", "Inductive"
 
 
+class VariableScope(models.TextChoices):
+    NONE = "", "—"
+    STORY = "story", "One value per story"
+    SPAN = "span", "One value per span"
+
+
 class Code(models.Model):
     codebook = models.ForeignKey(Codebook, on_delete=models.CASCADE, related_name="codes")
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
@@ -46,12 +52,13 @@ class Code(models.Model):
     )
     active = models.BooleanField(default=True, help_text="False after being merged away; undo re-activates.")
     guid = models.UUIDField(default=uuid.uuid4, unique=True, help_text="Stable REFI-QDA GUID.")
-    frequency_reference = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Published frequency (built-ins)."
-    )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    frequency_reference = models.PositiveIntegerField(null=True, blank=True, help_text="Published frequency (built-ins).")
+    # A group with a scope is one categorical variable whose values are its codable children.
+    variable_scope = models.CharField(max_length=5, choices=VariableScope.choices, default="", blank=True)
+    variable_ordered = models.BooleanField(default=False, help_text="The variable's values are ordered (by position).")
+    exclude_value = models.BooleanField(default=False, help_text="A value such as 'uncertain': any rater choosing it "
+                                                                 "drops the unit from agreement and contrasts.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -77,6 +84,10 @@ class Code(models.Model):
         if root.parent_id is None and not root.codable:
             return root
         return None
+
+    @property
+    def is_variable(self):
+        return bool(self.variable_scope) and not self.codable
 
     def path(self):
         return "/".join(c.name for c in self.ancestors() + [self])

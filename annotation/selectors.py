@@ -5,7 +5,7 @@ from django.db.models import Count, Exists, OuterRef, Q
 from stereoscope.models import Role
 from stereoscope.permissions import role_for
 
-from .models import Assignment, AssignmentStatus, Code, Coding, CodingMode, Memo
+from .models import Assignment, AssignmentStatus, Code, Coding, CodingMode, GenderAttribution, Memo
 
 LEVELS = ("code", "dimension")
 BREAKDOWNS = {
@@ -339,3 +339,37 @@ def progress_by_output(codebook, limit=None):
         row["coders"].append((coder, status))
     result = list(rows.values())
     return result[:limit] if limit else result
+
+
+# --- categorical variables ----------------------------------------------------------------------------------
+
+
+def study_variables(study):
+    """Every categorical variable (a group with a scope) in the study's codebooks, newest codebook first."""
+    return list(Code.objects.filter(codebook__study=study, codable=False, active=True).exclude(variable_scope="")
+                .select_related("codebook").order_by("codebook__name", "-codebook__version", "order", "id"))
+
+
+def variable_values(variable):
+    """The variable's values (active codes) in order."""
+    return list(Code.objects.filter(parent=variable, active=True, codable=True).order_by("order", "id"))
+
+
+def variable_codings(variable):
+    """(output id, coder username, value name) for each story-level value coders gave; a coder's newest wins."""
+    rows = (Coding.objects.filter(code__parent=variable, code__active=True, start__isnull=True)
+            .order_by("output_id", "coder_id", "created_at", "id")
+            .values_list("output_id", "coder__username", "code__name"))
+    latest = {}
+    for output_id, coder, value in rows:
+        latest[(output_id, coder)] = value
+    return [(output_id, coder, value) for (output_id, coder), value in latest.items()]
+
+
+def gender_answers(output_ids):
+    """{output id: [coders' subject-gender answers]}."""
+    found = {}
+    rows = GenderAttribution.objects.filter(output_id__in=list(output_ids)).values_list("output_id", "gender")
+    for output_id, answer in rows.order_by("output_id", "id"):
+        found.setdefault(output_id, []).append(answer)
+    return found

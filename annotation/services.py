@@ -31,6 +31,7 @@ from .models import (
     GenderTag,
     Memo,
     OperationKind,
+    VariableScope,
 )
 from .offsets import OffsetError, utf16_to_codepoint, validate_span
 
@@ -128,20 +129,10 @@ def _create_codes(codebook, codes, *, items, taken=(), created_by=None):
     def create(node, parent):
         nonlocal order
         order += 1
-        fields = {
-            key: node[key]
-            for key in (
-                "name",
-                "description",
-                "color",
-                "gender_tag",
-                "kind",
-                "codable",
-                "shortcut",
-                "stereotype",
-                "frequency_reference",
-            )
-        }
+        fields = {key: node[key] for key in ("name", "description", "color", "gender_tag", "kind", "codable",
+                                             "shortcut", "stereotype", "frequency_reference")}
+        fields.update(variable_scope=node.get("variable", ""), variable_ordered=node.get("ordered", False),
+                      exclude_value=node.get("exclude", False))
         if node["guid"] and node["guid"] not in taken:
             fields["guid"] = node["guid"]
         code = Code.objects.create(
@@ -171,18 +162,11 @@ def codebook_tree(codebook, include_inactive=False):
     def node(code, path):
         here = f"{path}/{code.name}" if path else code.name
         return {
-            "guid": str(code.guid),
-            "name": code.name,
-            "description": code.description,
-            "color": code.color,
-            "gender_tag": code.gender_tag,
-            "kind": code.kind,
-            "codable": code.codable,
-            "shortcut": code.shortcut,
-            "stereotype": code.stereotype,
-            "item_number": code.item.number if code.item_id else None,
-            "frequency_reference": code.frequency_reference,
-            "path": here,
+            "guid": str(code.guid), "name": code.name, "description": code.description, "color": code.color,
+            "gender_tag": code.gender_tag, "kind": code.kind, "codable": code.codable, "shortcut": code.shortcut,
+            "stereotype": code.stereotype, "item_number": code.item.number if code.item_id else None,
+            "frequency_reference": code.frequency_reference, "path": here, "variable": code.variable_scope,
+            "ordered": code.variable_ordered, "exclude": code.exclude_value,
             "children": [node(child, here) for child in children.get(code.pk, [])],
         }
 
@@ -258,6 +242,14 @@ def _clean_code_fields(codebook, fields, code=None):
             cleaned[key] = fields[key] or ""
     if "codable" in fields:
         cleaned["codable"] = bool(fields["codable"])
+    if "variable_scope" in fields:
+        scope = (fields["variable_scope"] or "").strip().lower()
+        if scope not in VariableScope.values:
+            errors.append("A variable's scope is story, span or empty.")
+        cleaned["variable_scope"] = scope
+    for key in ("variable_ordered", "exclude_value"):
+        if key in fields:
+            cleaned[key] = bool(fields[key])
     if "order" in fields:
         try:
             cleaned["order"] = max(0, int(fields["order"]))
@@ -660,9 +652,22 @@ def create_coding(*, study, codebook, output, code, coder, start=None, end=None,
         existing = same.order_by("pk").first()
         if existing:
             return existing
-        return Coding.objects.create(
-            output=output, code=code, coder=coder, codebook=codebook, start=start, end=end, quote=quote
-        )
+        _replace_variable_value(code, output, coder, start, end)
+        return Coding.objects.create(output=output, code=code, coder=coder, codebook=codebook, start=start, end=end,
+                                     quote=quote)
+
+
+def _replace_variable_value(code, output, coder, start, end, keep=None):
+    """A value of a categorical variable replaces the coder's other value of it on the same story (or span)."""
+    parent = code.parent
+    if parent is None or not parent.variable_scope:
+        return
+    if parent.variable_scope == VariableScope.STORY and start is not None:
+        raise AnnotationError(f"“{parent.name}” takes one value per story; code the whole story.")
+    if parent.variable_scope == VariableScope.SPAN and start is None:
+        raise AnnotationError(f"“{parent.name}” takes one value per span; select text first.")
+    Coding.objects.filter(output=output, coder=coder, code__parent=parent, start=start, end=end).exclude(
+        pk=keep).delete()
 
 
 def check_can_edit_coding(coding, user):
@@ -687,6 +692,7 @@ def reassign_coding(coding, code, *, user):
         raise AnnotationError("Choose a code from the same codebook.")
     if not code.active or not code.codable:
         raise AnnotationError(f"“{code.name}” cannot take codings (merged away, or a dimension/group).")
+    _replace_variable_value(code, coding.output, coding.coder, coding.start, coding.end, keep=coding.pk)
     coding.code = code
     coding.save(update_fields=["code", "updated_at"])
     return coding

@@ -2,7 +2,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ObjectDoesNotExist
 
-from .models import Dimension, GenerationRun, ModelEndpoint, Output, PromptItem, ProviderCall, Toolkit
+from .models import Dimension, GenerationRun, ModelEndpoint, Output, PromptItem, ProviderBatch, ProviderCall, Toolkit
 from .slots import SlotError, normalize_combinations, normalize_slot_values
 from .toolkit_services import TOOLKITS
 from .toolkits import ToolkitLocked, count_text, effective_slots
@@ -212,3 +212,13 @@ class ProviderCallAdmin(admin.ModelAdmin):
     list_display = ["started_at", "purpose", "provider", "model", "attempt", "ok", "http_status", "latency_ms"]
     list_filter = ["purpose", "ok", "provider"]
     raw_id_fields = ["output", "endpoint"]
+
+
+@admin.register(ProviderBatch)
+class ProviderBatchAdmin(admin.ModelAdmin):
+    """Batches submitted to a provider's batch API (batch mode): one row per batch, found again by its id."""
+
+    list_display = ["provider_batch_id", "job_kind", "job_id", "provider", "status", "request_count", "succeeded",
+                    "errored", "cost_usd"]
+    list_filter = ["provider", "status", "job_kind"]
+    search_fields = ["provider_batch_id"]

@@ -7,6 +7,7 @@ from stereoscope.builtin import BuiltinSpec
 
 DATA = Path(__file__).resolve().parent / "builtin_data"
 KEYS = ["fang2025-seed-binary", "structured-json-binary", "likert-0-4"]
+CATEGORICAL_KEYS = ["regard-categorical"]
 VERSION = "1"
 
 
@@ -14,28 +15,14 @@ def load_template(study, data, key):
     from .services import create_template
 
     spec = next(t for t in data["templates"] if t["key"] == key)
-    return create_template(
-        study,
-        name=spec["name"],
-        kind=spec["kind"],
-        text=spec["text"],
-        scale_min=spec["scale_min"],
-        scale_max=spec["scale_max"],
-        detect_threshold=spec["detect_threshold"],
-        description=spec["description"],
-        builtin_key=key,
-        locked=True,
-    )
+    return create_template(study, name=spec["name"], kind=spec["kind"], text=spec["text"],
+                           scale_min=spec.get("scale_min", 0), scale_max=spec.get("scale_max", 1),
+                           detect_threshold=spec.get("detect_threshold", 1),
+                           description=spec["description"], builtin_key=key, locked=True, labels=spec.get("labels"))
 
 
 def builtin_specs():
-    return [
-        BuiltinSpec(
-            kind="judge_template",
-            key=key,
-            version=VERSION,
-            path=DATA / "judge_templates.json",
-            load=partial(load_template, key=key),
-        )
-        for key in KEYS
-    ]
+    return [BuiltinSpec(kind="judge_template", key=key, version=VERSION, path=DATA / "judge_templates.json",
+                        load=partial(load_template, key=key)) for key in KEYS] + [
+        BuiltinSpec(kind="judge_template", key=key, version=VERSION, path=DATA / "categorical_templates.json",
+                    load=partial(load_template, key=key)) for key in CATEGORICAL_KEYS]

@@ -14,6 +14,7 @@ class TemplateKind(models.TextChoices):
     SEED_BINARY = "seed_binary", "Seed prompt (free-text yes/no per story)"
     STRUCTURED_JSON = "structured_json", "Structured JSON with delimiters and ids"
     LIKERT = "likert", "Likert 0-4 per story (JSON)"
+    CATEGORICAL = "categorical", "One of N labels per story (JSON)"
     CUSTOM = "custom", "Custom"
 
 
@@ -27,6 +28,8 @@ class JudgeTemplate(VersionedModel):
     scale_max = models.IntegerField(default=1)
     # For Likert templates: values >= this count as "detected" when computing detection rates.
     detect_threshold = models.IntegerField(default=1)
+    # For categorical templates: the labels the judge chooses from; a verdict's value is the label's index.
+    labels = models.JSONField(default=list, blank=True)
 
 
 class JudgePolicy(models.TextChoices):
@@ -89,9 +92,8 @@ class Verdict(models.Model):
     )
     judge_model = models.CharField(max_length=300, help_text="Model identity (lower-cased model id) of the judge.")
     value = models.IntegerField(null=True, blank=True, help_text="0/1 (binary) or 0..4 (Likert); null when missing.")
-    status = models.CharField(
-        max_length=20, choices=VerdictStatus.choices, default=VerdictStatus.PENDING, db_index=True
-    )
+    label = models.CharField(max_length=200, blank=True, help_text="The chosen label (categorical templates).")
+    status = models.CharField(max_length=20, choices=VerdictStatus.choices, default=VerdictStatus.PENDING, db_index=True)
     rationale = models.TextField(blank=True)
     raw_text = models.TextField(blank=True)
     batch_ref = models.CharField(max_length=200, blank=True)

@@ -8,6 +8,7 @@ Two answer styles:
     this batch count; an id the batch does not have is ignored, so a fake JSON block quoted from a story cannot set
     the verdicts of other stories (their ids are random per round and not in any story).
 A story without a verdict is "missing"; one whose value is not a number on the scale is "unparseable".
+Categorical templates pass `labels`: a verdict is then one of the labels (any case), its value the label's index.
 """
 
 import json
@@ -36,8 +37,20 @@ LABELLED_VALUE = re.compile(
 )
 
 
-def _as_int(value, scale):
-    """An integer on [scale_min, scale_max] from an int, an integral float, a digit string or (binary) a bool."""
+def _label_index(value, labels):
+    """The index of `value` among `labels` (case and surrounding punctuation ignored), else None."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip().strip("*_\"'`.,;:!").strip().lower()
+    lowered = [label.lower() for label in labels]
+    return lowered.index(text) if text in lowered else None
+
+
+def _as_int(value, scale, labels=None):
+    """An integer on [scale_min, scale_max] from an int, an integral float, a digit string or (binary) a bool;
+    with `labels`, the index of the label named."""
+    if labels:
+        return _label_index(value, labels)
     low, high = scale
     if isinstance(value, bool):
         if (low, high) != (0, 1):
@@ -62,9 +75,31 @@ def _as_int(value, scale):
     return value if low <= value <= high else None
 
 
-def parse_free_text(text, n_stories, scale=(0, 1)):
+def _label_pattern(labels):
+    alternatives = "|".join(re.escape(label) for label in sorted(labels, key=len, reverse=True))
+    return re.compile(r"(?i)^\s*(?:\*\*|__|\))?\s*(?:[:=\-–—→>|]+|\bis\b)?\s*(?:\*\*|__)?\s*(?:label\s*[:=]?\s*)?"
+                      rf"({alternatives})(?![\w-])")
+
+
+def _free_text_labels(text, n_stories, labels):
+    """Free text with labels: "Story N: <label>"; the last mention of a story with a label wins."""
+    pattern = _label_pattern(labels)
+    found = {}
+    headings = [m for m in HEADING.finditer(text) if 1 <= int(m.group(1)) <= n_stories]
+    for i, m in enumerate(headings):
+        end = headings[i + 1].start() if i + 1 < len(headings) else len(text)
+        section = text[m.end():end]
+        hit = pattern.match(section)
+        if hit:
+            found[int(m.group(1))] = Parsed(OK, _label_index(hit.group(1), labels), _first_line(section[hit.end():]))
+    return {p: found.get(p, Parsed(MISSING, detail="no label for this story")) for p in range(1, n_stories + 1)}
+
+
+def parse_free_text(text, n_stories, scale=(0, 1), labels=None):
     """Seed style: {position (1-based): Parsed} for positions 1..n_stories."""
     text = text or ""
+    if labels:
+        return _free_text_labels(text, n_stories, labels)
     found = {}
     headings = [m for m in HEADING.finditer(text) if 1 <= int(m.group(1)) <= n_stories]
     for i, m in enumerate(headings):
@@ -146,7 +181,7 @@ def _entry_value(entry):
     return entry, ""
 
 
-def parse_json_answer(text, story_ids, scale=(0, 1)):
+def parse_json_answer(text, story_ids, scale=(0, 1), labels=None):
     """{story id: Parsed}. The last JSON block that names at least one of `story_ids` wins."""
     wanted = [str(s) for s in story_ids]
     blocks = [_entries(obj) for obj in json_objects(text)]
@@ -162,22 +197,21 @@ def parse_json_answer(text, story_ids, scale=(0, 1)):
             out[s] = Parsed(MISSING, detail="the answer has no verdict for this id")
             continue
         raw, rationale = _entry_value(block[s])
-        value = _as_int(raw, scale)
+        value = _as_int(raw, scale, labels)
         if value is None:
-            out[s] = Parsed(
-                UNPARSEABLE, None, rationale[:500], f"value {raw!r} is not on the scale {scale[0]}–{scale[1]}"
-            )
+            wanted_values = " / ".join(labels) if labels else f"on the scale {scale[0]}–{scale[1]}"
+            out[s] = Parsed(UNPARSEABLE, None, rationale[:500], f"value {raw!r} is not {wanted_values}")
         else:
             out[s] = Parsed(OK, value, rationale[:500])
     return out
 
 
-def parse_answer(text, story_ids, style, scale=(0, 1)):
+def parse_answer(text, story_ids, style, scale=(0, 1), labels=None):
     """{story id: Parsed} for an answer in `style` ("free_text", "json" or "auto": JSON if it names the ids,
     else free text by position). story_ids are in batch order (position 1 first)."""
     if style in ("json", "auto"):
-        parsed = parse_json_answer(text, story_ids, scale)
+        parsed = parse_json_answer(text, story_ids, scale, labels)
         if style == "json" or any(p.status == OK for p in parsed.values()):
             return parsed
-    by_position = parse_free_text(text, len(story_ids), scale)
+    by_position = parse_free_text(text, len(story_ids), scale, labels)
     return {sid: by_position[i + 1] for i, sid in enumerate(story_ids)}

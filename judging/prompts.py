@@ -1,7 +1,8 @@
 """Rendering judge prompts. Pure: no Django imports.
 
 A template is text with placeholders in braces. Known placeholders: {target_stereotype}, {stories}, {n_stories},
-{story_ids}, {scale_min}, {scale_max}, {answer_example}. Other braces (e.g. a JSON example) are left alone.
+{story_ids}, {scale_min}, {scale_max}, {answer_example}, {labels} (categorical: "a / b / c"). Other braces (e.g. a
+JSON example) are left alone.
 
 Stories are data, not instructions: in the structured styles each story sits between <story id="..."> markers whose
 id is random per round (derived from the round's seed), and any marker-like text inside a story is defused, so a
@@ -12,7 +13,8 @@ import hashlib
 import json
 import re
 
-PLACEHOLDERS = ("target_stereotype", "stories", "n_stories", "story_ids", "scale_min", "scale_max", "answer_example")
+PLACEHOLDERS = ("target_stereotype", "stories", "n_stories", "story_ids", "scale_min", "scale_max", "answer_example",
+                "labels")
 REQUIRED = ("target_stereotype", "stories")
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MARKER = re.compile(r"<\s*(/?)\s*story\b", re.IGNORECASE)
@@ -97,7 +99,10 @@ def stories_block(stories, style):
     return "\n\n".join(f'<story id="{sid}">\n{defuse(text).strip()}\n</story id="{sid}">' for sid, text in stories)
 
 
-def answer_example(story_ids, kind, scale=(0, 1)):
+def answer_example(story_ids, kind, scale=(0, 1), labels=None):
+    if kind == "categorical" and labels:
+        return json.dumps({sid: {"label": labels[i % len(labels)], "rationale": "one short sentence"}
+                           for i, sid in enumerate(story_ids)})
     if kind == "likert":
         return json.dumps(
             {
@@ -110,18 +115,14 @@ def answer_example(story_ids, kind, scale=(0, 1)):
     )
 
 
-def render(template_text, kind, target_stereotype, stories, scale=(0, 1)):
+def render(template_text, kind, target_stereotype, stories, scale=(0, 1), labels=None):
     """The user message for one batch. stories: [(story id, text)]."""
     style = "numbered" if kind == "seed_binary" else "delimited"
     ids = [sid for sid, _ in stories]
     values = {
-        "target_stereotype": target_stereotype,
-        "stories": stories_block(stories, style),
-        "n_stories": str(len(stories)),
-        "story_ids": ", ".join(ids),
-        "scale_min": str(scale[0]),
-        "scale_max": str(scale[1]),
-        "answer_example": answer_example(ids, kind, scale),
+        "target_stereotype": target_stereotype, "stories": stories_block(stories, style), "n_stories": str(len(stories)),
+        "story_ids": ", ".join(ids), "scale_min": str(scale[0]), "scale_max": str(scale[1]),
+        "answer_example": answer_example(ids, kind, scale, labels), "labels": " / ".join(labels or []),
     }
     text = FIVE_STORIES.sub(lambda m: count_phrase(len(stories)), template_text)  # a batch of 2 is not "five"
     return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)
@@ -129,4 +130,5 @@ def render(template_text, kind, target_stereotype, stories, scale=(0, 1)):
 
 def answer_style(kind):
     """How answers of a template kind are parsed."""
-    return {"seed_binary": "free_text", "structured_json": "json", "likert": "json"}.get(kind, "auto")
+    styles = {"seed_binary": "free_text", "structured_json": "json", "likert": "json", "categorical": "auto"}
+    return styles.get(kind, "auto")

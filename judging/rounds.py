@@ -169,9 +169,8 @@ def story_text(rnd, out):
 
 def render_batch(rnd, template, chunk):
     stories = [story_text(rnd, o) for o in chunk]
-    return prompts.render(
-        template.text, template.kind, target_of(chunk[0].item), stories, (template.scale_min, template.scale_max)
-    )
+    return prompts.render(template.text, template.kind, target_of(chunk[0].item), stories,
+                          (template.scale_min, template.scale_max), labels=template.labels)
 
 
 def params_for(rnd, endpoint):
@@ -524,11 +523,12 @@ class VerdictSink:
         self.template = rnd.template
         self.style = prompts.answer_style(self.template.kind)
         self.scale = (self.template.scale_min, self.template.scale_max)
+        self.labels = list(self.template.labels or []) if self.template.kind == "categorical" else None
 
     def on_success(self, unit, result):
         ids = unit.payload["verdict_ids"]
         story_ids = unit.payload["story_ids"]
-        parsed = parsing.parse_answer(result.text, story_ids, self.style, self.scale)
+        parsed = parsing.parse_answer(result.text, story_ids, self.style, self.scale, self.labels)
         verdicts = {v.pk: v for v in Verdict.objects.filter(pk__in=ids, status=VerdictStatus.PENDING)}
         now = timezone.now()
         for vid, sid in zip(ids, story_ids, strict=True):
@@ -536,21 +536,13 @@ class VerdictSink:
             if v is None:
                 continue
             p = parsed[sid]
-            v.status, v.value, v.rationale, v.error = (
-                p.status,
-                p.value,
-                p.rationale,
-                p.detail if p.status != "ok" else "",
-            )
-            v.raw_text = (
-                f"{v.raw_text}\n\n--- asked again, alone ---\n{result.text}"
-                if v.reasked and v.raw_text
-                else result.text
-            )
+            v.status, v.value, v.rationale, v.error = p.status, p.value, p.rationale, p.detail if p.status != "ok" else ""
+            v.label = self.labels[p.value] if self.labels and p.value is not None else ""
+            v.raw_text = (f"{v.raw_text}\n\n--- asked again, alone ---\n{result.text}" if v.reasked and v.raw_text
+                          else result.text)
             v.updated_at = now
-        Verdict.objects.bulk_update(
-            list(verdicts.values()), ["status", "value", "rationale", "error", "raw_text", "updated_at"]
-        )
+        Verdict.objects.bulk_update(list(verdicts.values()),
+                                    ["status", "value", "label", "rationale", "error", "raw_text", "updated_at"])
 
     def on_failure(self, unit, error):
         Verdict.objects.filter(pk__in=unit.payload["verdict_ids"], status=VerdictStatus.PENDING).update(

@@ -21,6 +21,21 @@ def ok_verdicts(rounds, outputs):
     return Verdict.objects.filter(round__in=rounds, output__in=outputs, status=VerdictStatus.OK, value__isnull=False)
 
 
+def label_verdicts(study, round_ids=None):
+    """(round id, output id, judge model, label) for each OK verdict of the study's categorical rounds."""
+    verdicts = Verdict.objects.filter(round__study=study, round__template__kind="categorical", status=VerdictStatus.OK
+                                      ).exclude(label="")
+    if round_ids:
+        verdicts = verdicts.filter(round_id__in=round_ids)
+    return list(verdicts.order_by("round_id", "output_id", "judge_model")
+                .values_list("round_id", "output_id", "judge_model", "label"))
+
+
+def categorical_rounds(study):
+    """The study's rounds whose template answers with labels, with those labels."""
+    return [(r, list(r.template.labels)) for r in study_rounds(study) if r.template.kind == "categorical"]
+
+
 WEIGHT_FIELDS = ["weight", "detection_rate", "weight_ci_low", "weight_ci_high", "weight_method", "weight_flags"]
 
 

@@ -55,7 +55,30 @@ class WeightsAlreadyImported(JudgingError):
 
 
 # -- templates ------------------------------------------------------------------------------------------------------
-def _clean_template(kind, text, scale_min, scale_max, detect_threshold):
+def clean_labels(labels):
+    """A categorical template's labels: at least two, distinct ignoring case, each at most 200 characters."""
+    if isinstance(labels, str):
+        labels = [part for part in labels.replace("\n", ",").split(",")]
+    if not isinstance(labels, (list, tuple)):
+        raise JudgingError("Labels must be a list of words.")
+    labels = [str(label).strip() for label in labels if str(label).strip()]
+    if len(labels) < 2:
+        raise JudgingError("A categorical template needs at least two labels.")
+    seen = set()
+    for label in labels:
+        if label.lower() in seen:
+            raise JudgingError(f"The label '{label}' appears twice.")
+        if len(label) > 200:
+            raise JudgingError("A label is at most 200 characters.")
+        seen.add(label.lower())
+    return labels
+
+
+def _clean_template(kind, text, scale_min, scale_max, detect_threshold, labels=None):
+    if kind == TemplateKind.CATEGORICAL:
+        labels = clean_labels(labels or [])
+        _clean_template(TemplateKind.CUSTOM, text, 0, len(labels) - 1, 1)
+        return 0, len(labels) - 1, 1, labels
     if kind not in TemplateKind.values:
         raise JudgingError(f"Unknown template kind {kind!r}; choose one of {', '.join(TemplateKind.values)}.")
     try:
@@ -72,7 +95,7 @@ def _clean_template(kind, text, scale_min, scale_max, detect_threshold):
         raise JudgingError(f"The detection threshold must be above {scale_min} and at most {scale_max}.")
     if kind in (TemplateKind.SEED_BINARY, TemplateKind.STRUCTURED_JSON) and (scale_min, scale_max) != (0, 1):
         raise JudgingError("Binary templates use the scale 0–1.")
-    return scale_min, scale_max, detect_threshold
+    return scale_min, scale_max, detect_threshold, []
 
 
 # Locked once a round uses it; judge templates have no children.
@@ -85,38 +108,20 @@ JUDGE_TEMPLATES = Versioning(
 )
 
 
-def _clean_template_fields(name, kind, text, scale_min, scale_max, detect_threshold, description):
+def _clean_template_fields(name, kind, text, scale_min, scale_max, detect_threshold, description, labels=None):
     name = (name or "").strip()
     if not name:
         raise JudgingError("Give the template a name.")
-    scale_min, scale_max, detect_threshold = _clean_template(kind, text, scale_min, scale_max, detect_threshold)
-    return {
-        "name": name,
-        "kind": kind,
-        "text": text,
-        "scale_min": scale_min,
-        "scale_max": scale_max,
-        "detect_threshold": detect_threshold,
-        "description": description or "",
-    }
+    scale_min, scale_max, detect_threshold, labels = _clean_template(kind, text, scale_min, scale_max,
+                                                                     detect_threshold, labels)
+    return {"name": name, "kind": kind, "text": text, "scale_min": scale_min, "scale_max": scale_max,
+            "detect_threshold": detect_threshold, "description": description or "", "labels": labels}
 
 
-def create_template(
-    study,
-    *,
-    name,
-    kind,
-    text,
-    scale_min=0,
-    scale_max=1,
-    detect_threshold=1,
-    description="",
-    builtin_key="",
-    locked=False,
-    actor=None,
-):
+def create_template(study, *, name, kind, text, scale_min=0, scale_max=1, detect_threshold=1, description="",
+                    builtin_key="", locked=False, actor=None, labels=None):
     JUDGE_TEMPLATES.refuse_library(study, builtin=bool(builtin_key))
-    values = _clean_template_fields(name, kind, text, scale_min, scale_max, detect_threshold, description)
+    values = _clean_template_fields(name, kind, text, scale_min, scale_max, detect_threshold, description, labels)
     with transaction.atomic():
         template = JudgeTemplate.objects.create(
             study=study,
@@ -133,12 +138,8 @@ def create_template(
 
 def update_template(template, *, study, actor=None, **fields):
     """Edit a template; a locked one (used by a round, or built-in) gets a new version in `study` instead."""
-    values = _clean_template_fields(
-        *(
-            fields.get(k, getattr(template, k))
-            for k in ("name", "kind", "text", "scale_min", "scale_max", "detect_threshold", "description")
-        )
-    )
+    values = _clean_template_fields(*(fields.get(k, getattr(template, k)) for k in (
+        "name", "kind", "text", "scale_min", "scale_max", "detect_threshold", "description", "labels")))
     if JUDGE_TEMPLATES.is_locked(template) or template.study_id != study.pk:
         return JUDGE_TEMPLATES.copy_into(template, study=study, actor=actor, **values), True
     if (

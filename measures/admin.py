@@ -8,6 +8,7 @@ from .models import (
     MeasureRun,
     OutputMeasure,
     SentenceMeasure,
+    TrainedClassifier,
 )
 
 
@@ -66,3 +67,10 @@ class SentenceMeasureAdmin(admin.ModelAdmin):
 class ContrastResultAdmin(admin.ModelAdmin):
     list_display = ["run", "kind", "measure", "grouping", "group", "created_at"]
     list_filter = ["kind", "grouping"]
+
+
+@admin.register(TrainedClassifier)
+class TrainedClassifierAdmin(admin.ModelAdmin):
+    list_display = ["name", "version", "study", "features", "k", "seed", "created_at"]
+    readonly_fields = ["labels", "training_data", "folds", "metrics", "library_versions"]
+    exclude = ["model_blob"]

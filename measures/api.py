@@ -8,10 +8,19 @@ from rest_framework.response import Response
 
 from generation.models import GenerationRun
 from stereoscope.api import StudyScopedMixin
+from stereoscope.models import Role
 
-from . import scoring, selectors, services
+from . import scoring, selectors, services, trained
 from .lexical import OR_CONVENTIONS
-from .models import ContrastResult, Lexicon, LexiconCategory, LexiconExclusion, MeasureRun, OutputMeasure
+from .models import (
+    ContrastResult,
+    Lexicon,
+    LexiconCategory,
+    LexiconExclusion,
+    MeasureRun,
+    OutputMeasure,
+    TrainedClassifier,
+)
 
 
 class LexiconCategorySerializer(serializers.ModelSerializer):
@@ -253,42 +262,12 @@ class MeasureRunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = MeasureRun
-        fields = [
-            "id",
-            "name",
-            "lexicons",
-            "source_runs",
-            "classifier",
-            "classifier_path",
-            "classifier_model_id",
-            "classifier_unit",
-            "classifier_info",
-            "gender_sources",
-            "name_genders",
-            "zero_policy",
-            "or_orientation",
-            "success_filter",
-            "success_keywords",
-            "nli_path",
-            "nli_model_id",
-            "context_slot",
-            "nli_info",
-            "status",
-            "progress_summary",
-            "message",
-            "created_at",
-            "started_at",
-            "finished_at",
-        ]
-        read_only_fields = [
-            "classifier_info",
-            "nli_info",
-            "status",
-            "message",
-            "created_at",
-            "started_at",
-            "finished_at",
-        ]
+        fields = ["id", "name", "lexicons", "source_runs", "classifier", "classifier_path", "classifier_model_id",
+                  "classifier_unit", "trained_classifier", "classifier_info", "gender_sources", "name_genders", "zero_policy",
+                  "or_orientation", "success_filter", "success_keywords", "nli_path", "nli_model_id", "context_slot",
+                  "nli_info", "status", "progress_summary", "message", "created_at", "started_at", "finished_at"]
+        read_only_fields = ["classifier_info", "nli_info", "status", "message", "created_at", "started_at",
+                            "finished_at"]
 
     def get_progress_summary(self, obj) -> dict:
         return scoring.progress_of(obj)
@@ -298,7 +277,9 @@ class MeasureRunCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     lexicons = serializers.ListField(child=serializers.IntegerField(), required=False)
     source_runs = serializers.ListField(child=serializers.IntegerField(), required=False)
-    classifier = serializers.ChoiceField(choices=["", "vader", "transformers"], required=False, default="")
+    classifier = serializers.ChoiceField(choices=["", "vader", "transformers", "trained"], required=False, default="")
+    trained_classifier = serializers.IntegerField(required=False, allow_null=True, default=None,
+                                                  help_text="With classifier 'trained': a trained classifier's id.")
     classifier_path = serializers.CharField(required=False, allow_blank=True, default="")
     classifier_model_id = serializers.CharField(required=False, allow_blank=True, default="")
     classifier_unit = serializers.ChoiceField(choices=["sentence", "document"], required=False, default="sentence")
@@ -364,6 +345,11 @@ class MeasureRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retrieve
         if len(sources) != len(set(run_ids)):
             return Response({"detail": "Unknown generation run id in this study."}, status=400)
         start = d.pop("start")
+        trained_id = d.pop("trained_classifier")
+        if trained_id is not None:
+            d["trained_classifier"] = TrainedClassifier.objects.filter(study=study, pk=trained_id).first()
+            if d["trained_classifier"] is None:
+                return Response({"detail": "Unknown trained classifier id in this study."}, status=400)
         run = scoring.create_run(study, lexicons=lexicons, source_runs=sources, actor=request.user, **d)
         if start:
             scoring.start(run, actor=request.user)
@@ -434,9 +420,53 @@ class MeasureRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retrieve
         return Response(ContrastResultSerializer(qs, many=True).data)
 
 
+class TrainedClassifierSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = TrainedClassifier
+        fields = ["id", "name", "version", "variable", "labels", "features", "params", "k", "seed", "training_data",
+                  "folds", "metrics", "library_versions", "created_at"]
+        read_only_fields = fields
+
+
+class TrainClassifierSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    variable = serializers.IntegerField(help_text="A categorical variable (code group) of this study.")
+    k = serializers.IntegerField(required=False, default=5, help_text="Folds of the stratified cross-validation.")
+    seed = serializers.IntegerField(required=False, default=0)
+    features = serializers.ChoiceField(choices=["auto", "tfidf", "embedding"], required=False, default="auto",
+                                       help_text="auto: the local sentence-embedding model when one is configured.")
+
+
+class TrainedClassifierViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                               viewsets.GenericViewSet):
+    """Classifiers trained on a categorical variable's gold labels. POST trains a new version (nothing is saved
+    when the labelled set cannot be used)."""
+
+    serializer_class = TrainedClassifierSerializer
+    queryset = TrainedClassifier.objects.all()
+    read_role = Role.RESEARCHER
+
+    @extend_schema(request=TrainClassifierSerializer, responses={201: TrainedClassifierSerializer})
+    def create(self, request, *args, **kwargs):
+        from annotation.selectors import study_variables
+
+        body = TrainClassifierSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        d = body.validated_data
+        study = self.get_study()
+        variable = next((v for v in study_variables(study) if v.pk == d["variable"]), None)
+        try:
+            model = trained.train_classifier(study, variable, name=d["name"], k=d["k"], seed=d["seed"],
+                                             features=d["features"], actor=request.user)
+        except trained.TrainingRequestError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(TrainedClassifierSerializer(model).data, status=status.HTTP_201_CREATED)
+
+
 api_routes = [
     ("lexicons", LexiconViewSet, "api-measures-lexicon"),
     ("lexicon-categories", LexiconCategoryViewSet, "api-measures-category"),
     ("lexicon-exclusions", LexiconExclusionViewSet, "api-measures-exclusion"),
     ("measure-runs", MeasureRunViewSet, "api-measures-run"),
+    ("trained-classifiers", TrainedClassifierViewSet, "api-measures-trained-classifier"),
 ]

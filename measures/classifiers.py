@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-KINDS = ("vader", "transformers")
+KINDS = ("vader", "transformers", "trained")
 
 
 class ClassifierError(ValueError):
@@ -254,6 +254,32 @@ class TransformersClassifier:
         return out
 
 
+class TrainedModelClassifier:
+    """A classifier trained in the product (measures.training): label = the most probable class."""
+
+    key = "trained"
+
+    def __init__(self, model_blob, info):
+        from .training import load_model
+
+        if not model_blob:
+            raise ClassifierError("The trained classifier has no model; train it again.")
+        self._model = load_model(model_blob)
+        self.info = dict(info)
+
+    def predict(self, texts):
+        texts = [t or "" for t in texts]
+        if not texts:
+            return []
+        probabilities = self._model.predict_proba(texts)
+        classes = [str(c) for c in self._model.classes_]
+        out = []
+        for row in probabilities:
+            best = max(range(len(row)), key=row.__getitem__)
+            out.append(Prediction(classes[best], float(row[best]), {c: float(p) for c, p in zip(classes, row, strict=True)}))
+        return out
+
+
 class NliClassifier(TransformersClassifier):
     """A local NLI model (sequence classification over premise/hypothesis pairs) with entailment / neutral /
     contradiction labels; the "nli" preset's label map names generic labels."""
@@ -299,6 +325,8 @@ class NliClassifier(TransformersClassifier):
 def make_classifier(kind, path="", model_id="", **options):
     if kind == "vader":
         return VaderClassifier()
+    if kind == "trained":
+        return TrainedModelClassifier(options.get("model_blob"), options.get("info") or {})
     if kind == "transformers":
         return TransformersClassifier(path, model_id=model_id, **options)
     raise ClassifierError(f"Unknown classifier {kind!r}; choose one of {', '.join(KINDS)}.")

@@ -519,11 +519,11 @@ def _json_safe(record):
 def fairness_check(run, limit=2000):
     """The regard study's counterfactual check: score gender-swapped copies of the run's texts (sentences or
     documents) with the same classifier; the label distribution should not change. Stores and returns the result."""
-    from .classifiers import make_classifier
+    from .scoring import classifier_for
 
     if not run.classifier:
         raise FairnessError("This measure run has no classifier to check.")
-    clf = make_classifier(run.classifier, path=run.classifier_path, model_id=run.classifier_model_id)
+    clf = classifier_for(run)
     if run.classifier_unit == ClassifierUnit.SENTENCE:
         items = (
             SentenceMeasure.objects.filter(output_measure__run=run)

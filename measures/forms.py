@@ -6,7 +6,7 @@ from generation.models import GenerationRun
 from stereoscope.untrusted import loads_json
 
 from .lexical import COUNT_POLICIES, OR_CONVENTIONS
-from .models import ClassifierKind, ClassifierUnit, Direction, LexiconCategory, MatchMode
+from .models import ClassifierKind, ClassifierUnit, Direction, LexiconCategory, MatchMode, TrainedClassifier
 from .services import lexicons_for
 
 MAX_IMPORT_BYTES = 2 * 1024 * 1024
@@ -118,56 +118,33 @@ class MeasureRunForm(forms.Form):
     )
     classifier = forms.ChoiceField(choices=ClassifierKind.choices, required=False)
     classifier_unit = forms.ChoiceField(choices=ClassifierUnit.choices, initial=ClassifierUnit.SENTENCE)
-    classifier_path = forms.CharField(
-        max_length=500, required=False, help_text="transformers only: the model folder on the server."
-    )
-    classifier_model_id = forms.CharField(
-        max_length=300, required=False, help_text="transformers only: its name, e.g. sasha/regardv3."
-    )
-    zero_policy = forms.ChoiceField(
-        choices=[("exclude", "exclude (no OR when a count is zero)"), ("smooth", "smooth (+0.5 to every cell)")],
-        initial="exclude",
-    )
-    or_orientation = forms.ChoiceField(
-        choices=list(OR_CONVENTIONS.items()), initial="per_category", required=False, label="Odds-ratio orientation"
-    )
-    success_filter = forms.BooleanField(
-        required=False,
-        help_text="Measure only successful generations: non-empty, not repetitive, with a keyword (Wan et al. 2023).",
-    )
-    success_keywords = forms.CharField(
-        required=False,
-        initial="recommend",
-        help_text="Success filter keywords, comma-separated (matched at a word start).",
-    )
-    nli_path = forms.CharField(
-        max_length=500,
-        required=False,
-        label="NLI model folder",
-        help_text="Hallucination measure: a local NLI model's folder on the server.",
-    )
-    nli_model_id = forms.CharField(
-        max_length=300,
-        required=False,
-        label="NLI model name",
-        help_text="e.g. ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli",
-    )
-    context_slot = forms.CharField(
-        max_length=100, required=False, help_text="Hallucination measure: the slot holding each letter's biography."
-    )
-    gender_sources = forms.CharField(
-        initial="slots, coders, pronouns", help_text="Sources of the subject's gender, in order."
-    )
-    name_genders = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="Extra given names, e.g. Anna=F, Paul=M (Kelly/Joseph and other defaults are known).",
-    )
+    classifier_path = forms.CharField(max_length=500, required=False, help_text="transformers only: the model folder on the server.")
+    classifier_model_id = forms.CharField(max_length=300, required=False, help_text="transformers only: its name, e.g. sasha/regardv3.")
+    trained_classifier = forms.ModelChoiceField(queryset=None, required=False,
+                                                help_text="trained only: a classifier trained on gold labels here.")
+    zero_policy = forms.ChoiceField(choices=[("exclude", "exclude (no OR when a count is zero)"),
+                                             ("smooth", "smooth (+0.5 to every cell)")], initial="exclude")
+    or_orientation = forms.ChoiceField(choices=list(OR_CONVENTIONS.items()), initial="per_category", required=False,
+                                       label="Odds-ratio orientation")
+    success_filter = forms.BooleanField(required=False, help_text="Measure only successful generations: non-empty, "
+                                        "not repetitive, with a keyword (Wan et al. 2023).")
+    success_keywords = forms.CharField(required=False, initial="recommend",
+                                       help_text="Success filter keywords, comma-separated (matched at a word start).")
+    nli_path = forms.CharField(max_length=500, required=False, label="NLI model folder",
+                               help_text="Hallucination measure: a local NLI model's folder on the server.")
+    nli_model_id = forms.CharField(max_length=300, required=False, label="NLI model name",
+                                   help_text="e.g. ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli")
+    context_slot = forms.CharField(max_length=100, required=False,
+                                   help_text="Hallucination measure: the slot holding each letter's biography.")
+    gender_sources = forms.CharField(initial="slots, coders, pronouns", help_text="Sources of the subject's gender, in order.")
+    name_genders = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
+                                   help_text="Extra given names, e.g. Anna=F, Paul=M (Kelly/Joseph and other defaults are known).")
 
     def __init__(self, *args, study=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["lexicons"].queryset = lexicons_for(study).order_by("-study__is_library", "name", "-version")
         self.fields["source_runs"].queryset = GenerationRun.objects.filter(study=study).order_by("-created_at")
+        self.fields["trained_classifier"].queryset = TrainedClassifier.objects.filter(study=study)
 
     def clean_gender_sources(self):
         sources = [s.strip() for s in re.split(r"[,\s]+", self.cleaned_data["gender_sources"]) if s.strip()]

@@ -98,11 +98,43 @@ class ClassifierKind(models.TextChoices):
     NONE = "", "No classifier"
     VADER = "vader", "VADER sentiment"
     TRANSFORMERS = "transformers", "transformers text classification (model on disk)"
+    TRAINED = "trained", "A classifier trained here on gold labels"
 
 
 class ClassifierUnit(models.TextChoices):
     SENTENCE = "sentence", "Each sentence"
     DOCUMENT = "document", "Whole document"
+
+
+class TrainedClassifier(models.Model):
+    """A linear classifier trained on a categorical variable's gold labels, with its cross-validation, training data,
+    folds and seed. Versioned by name; never changed after training (retraining makes a new version)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="trained_classifiers")
+    name = models.CharField(max_length=200)
+    version = models.PositiveIntegerField(default=1)
+    variable = models.ForeignKey("annotation.Code", null=True, on_delete=models.SET_NULL, related_name="+",
+                                 help_text="The categorical variable whose gold labels it learned.")
+    labels = models.JSONField(default=list)
+    features = models.CharField(max_length=50, default="tfidf")
+    params = models.JSONField(default=dict, blank=True)
+    k = models.PositiveIntegerField(default=5)
+    seed = models.IntegerField(default=0)
+    training_data = models.JSONField(default=list, help_text="[[output id, gold label], ...] in training order.")
+    folds = models.JSONField(default=list, help_text="Per fold: train/test positions, accuracy, macro-F1.")
+    metrics = models.JSONField(default=dict, help_text="Mean accuracy and macro-F1 over folds, confusion matrix.")
+    model_blob = models.BinaryField(editable=False)
+    library_versions = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "name", "version"], name="unique_trained_classifier")]
+        ordering = ["study", "name", "-version"]
+
+    def __str__(self):
+        return f"{self.name} v{self.version}"
 
 
 class MeasureRun(Job):
@@ -118,6 +150,8 @@ class MeasureRun(Job):
     classifier_path = models.CharField(max_length=500, blank=True, help_text="Folder of a transformers model on disk.")
     classifier_model_id = models.CharField(max_length=300, blank=True, help_text="Its name, e.g. sasha/regardv3.")
     classifier_unit = models.CharField(max_length=10, choices=ClassifierUnit.choices, default=ClassifierUnit.SENTENCE)
+    trained_classifier = models.ForeignKey(TrainedClassifier, null=True, blank=True, on_delete=models.PROTECT,
+                                           related_name="measure_runs")
     classifier_info = models.JSONField(default=dict, blank=True, help_text="Model id, revision and label map, as run.")
     gender_sources = models.JSONField(
         default=list, blank=True, help_text='Order of sources, e.g. ["slots", "coders", "pronouns"].'

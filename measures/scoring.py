@@ -48,27 +48,28 @@ def outputs_for(run):
     return qs
 
 
-def create_run(
-    study,
-    *,
-    name,
-    lexicons=(),
-    source_runs=(),
-    classifier="",
-    classifier_path="",
-    classifier_model_id="",
-    classifier_unit=ClassifierUnit.SENTENCE,
-    gender_sources=None,
-    name_genders=None,
-    zero_policy="exclude",
-    or_orientation="per_category",
-    success_filter=False,
-    success_keywords=None,
-    nli_path="",
-    nli_model_id="",
-    context_slot="",
-    actor=None,
-):
+def trained_info(trained):
+    """What a measure run records about a trained classifier it used."""
+    return {"kind": "trained", "model_id": str(trained), "trained_classifier": trained.pk,
+            "revision": f"v{trained.version}",
+            "labels": list(trained.labels), "features": trained.features, "k": trained.k, "seed": trained.seed,
+            "cv_accuracy": trained.metrics.get("accuracy"), "cv_macro_f1": trained.metrics.get("macro_f1"),
+            "score": "probability of the predicted label"}
+
+
+def classifier_for(run):
+    """The run's classifier plug-in (a trained classifier's stored model, or vader / transformers)."""
+    if run.classifier == ClassifierKind.TRAINED:
+        trained = run.trained_classifier
+        return make_classifier("trained", model_blob=trained.model_blob if trained else b"",
+                               info=trained_info(trained) if trained else {})
+    return make_classifier(run.classifier, path=run.classifier_path, model_id=run.classifier_model_id)
+
+
+def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", classifier_path="", classifier_model_id="",
+               classifier_unit=ClassifierUnit.SENTENCE, gender_sources=None, name_genders=None, zero_policy="exclude",
+               or_orientation="per_category", success_filter=False, success_keywords=None, nli_path="",
+               nli_model_id="", context_slot="", actor=None, trained_classifier=None):
     name = (name or "").strip()
     if not name:
         raise MeasureRunError("Give the measure run a name.")
@@ -82,11 +83,16 @@ def create_run(
     if bad:
         raise MeasureRunError(f"Generation runs of another study: {', '.join(bad)}.")
     if classifier not in ClassifierKind.values:
-        raise MeasureRunError(f"Unknown classifier {classifier!r}; choose vader, transformers or none.")
+        raise MeasureRunError(f"Unknown classifier {classifier!r}; choose vader, transformers, trained or none.")
     if not lexicons and not classifier and not nli_path:
         raise MeasureRunError("Choose at least one lexicon or a classifier (or an NLI model for hallucination).")
     if classifier_unit not in ClassifierUnit.values:
         raise MeasureRunError("The classifier scores each sentence or the whole document.")
+    if classifier == ClassifierKind.TRAINED:
+        if trained_classifier is None or trained_classifier.study_id != study.pk:
+            raise MeasureRunError("Choose a classifier trained in this study.")
+    elif trained_classifier is not None:
+        raise MeasureRunError("A trained classifier is used with the classifier kind 'trained'.")
     if classifier == ClassifierKind.TRANSFORMERS:
         try:  # fail early with a clear message rather than in the worker
             make_classifier("transformers", path=classifier_path, model_id=classifier_model_id)
@@ -119,25 +125,14 @@ def create_run(
         except ClassifierError as exc:
             raise MeasureRunError(str(exc)) from None
     with transaction.atomic():
-        run = MeasureRun.objects.create(
-            study=study,
-            name=name[:200],
-            classifier=classifier,
-            classifier_path=classifier_path,
-            classifier_model_id=classifier_model_id,
-            classifier_unit=classifier_unit,
-            gender_sources=sources,
-            name_genders=names,
-            zero_policy=zero_policy,
-            created_by=actor,
-            or_orientation=or_orientation,
-            success_filter=bool(success_filter),
-            success_keywords=keywords if success_filter else [],
-            nli_path=nli_path or "",
-            nli_model_id=nli_model_id or "",
-            context_slot=context_slot if nli_path else "",
-            nli_info=nli_info,
-        )
+        run = MeasureRun.objects.create(study=study, name=name[:200], classifier=classifier, classifier_path=classifier_path,
+                                        classifier_model_id=classifier_model_id, classifier_unit=classifier_unit,
+                                        gender_sources=sources, name_genders=names, zero_policy=zero_policy,
+                                        created_by=actor,
+                                        or_orientation=or_orientation, success_filter=bool(success_filter),
+                                        success_keywords=keywords if success_filter else [], nli_path=nli_path or "",
+                                        nli_model_id=nli_model_id or "", context_slot=context_slot if nli_path else "",
+                                        nli_info=nli_info, trained_classifier=trained_classifier)
         run.lexicons.set(lexicons)
         run.source_runs.set(source_runs)
         for lx in lexicons:
@@ -201,9 +196,7 @@ class Scorer:
         self._matchers = {}
         self.classifier = None
         if run.classifier:
-            self.classifier = make_classifier(
-                run.classifier, path=run.classifier_path, model_id=run.classifier_model_id
-            )
+            self.classifier = classifier_for(run)
         self.sources = run.gender_sources or ["slots", "coders", "pronouns"]
         self.success = SuccessFilter(run.success_keywords or DEFAULT_KEYWORDS) if run.success_filter else None
         self.nli = NliClassifier(run.nli_path, model_id=run.nli_model_id) if run.nli_path else None

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import views, views_trained
 
 urlpatterns = [
     path("measures/", views.index, name="measures"),
@@ -28,6 +28,7 @@ urlpatterns = [
         name="measures-exclusion-delete",
     ),
     path("measures/outputs/<int:output_id>/layer/", views.output_layer, name="measures-output-layer"),
+    path("measures/classifiers/", views_trained.classifiers, name="measures-classifiers"),
     path("measures/runs/new/", views.run_new, name="measures-run-new"),
     path("measures/runs/<int:run_id>/", views.run_detail, name="measures-run"),
     path("measures/runs/<int:run_id>/progress/", views.run_progress, name="measures-run-progress"),

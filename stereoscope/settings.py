@@ -22,6 +22,8 @@ def load_dotenv(path):
 
 load_dotenv(BASE_DIR / ".env")
 DATA_DIR = Path(os.environ.get("STEREOSCOPE_DATA_DIR", BASE_DIR / "data"))
+# A local sentence-embedding model folder (transformers) for trained classifiers; empty = TF-IDF features.
+EMBEDDING_MODEL_PATH = os.environ.get("STEREOSCOPE_EMBEDDING_MODEL", "")
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 

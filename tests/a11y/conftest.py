@@ -81,18 +81,26 @@ def full_study(coded_study, make_endpoint, fake_provider, export_root, client_fo
     export_job_model = next(m for m in apps.get_models() if m.__name__ == "ExportJob")  # wherever the app lives
     export_job = export_job_model.objects.get(study=study)
     coder_membership = apps.get_model("stereoscope", "Membership").objects.get(study=study, user=users["coder"])
+    variable = _regard_variable(study, coded_study["outputs"][:2], users)
     questionnaire.refresh_from_db()
     measure_run.refresh_from_db()
-    return {
-        **coded_study,
-        "questionnaire": questionnaire,
-        "contexts": contexts,
-        "personas": personas,
-        "instrument": asi,
-        "lexicon": lexicon,
-        "exclusion": exclusion,
-        "measure_run": measure_run,
-        "endpoint": endpoint,
-        "export_job": export_job,
-        "coder_membership": coder_membership.pk,
-    }
+    return {**coded_study, "questionnaire": questionnaire, "contexts": contexts, "personas": personas,
+            "instrument": asi, "lexicon": lexicon, "exclusion": exclusion, "measure_run": measure_run,
+            "endpoint": endpoint,
+            "export_job": export_job, "coder_membership": coder_membership.pk, "variable": variable}
+
+
+def _regard_variable(study, outputs, users):
+    """A categorical variable coded by two coders on two stories (one tie), for the variable pages."""
+    from annotation import services
+    from annotation.models import Assignment
+
+    codebook = services.import_codebook(study, {"name": "Regard", "codes": [
+        {"name": "Regard", "codable": False, "variable": "story",
+         "children": [{"name": "negative"}, {"name": "positive"}, {"name": "uncertain", "exclude": True}]}]})
+    values = {c.name: c for c in codebook.codes.filter(codable=True)}
+    for output, (first, second) in zip(outputs, [("positive", "positive"), ("positive", "negative")], strict=True):
+        Assignment.objects.create(study=study, codebook=codebook, output=output, coder=users["coder"])
+        for user, value in ((users["coder"], first), (users["researcher"], second)):
+            services.create_coding(study=study, codebook=codebook, output=output, code=values[value], coder=user)
+    return codebook.codes.get(name="Regard")

@@ -54,3 +54,11 @@ def test_gold_labels_keep_their_rows_across_the_move_and_back():
     from agreement.models import GoldLabel
 
     assert GoldLabel._meta.db_table == "annotation_goldlabel" and GoldLabel.objects.get().value == 1
+
+
+@pytest.fixture(autouse=True)
+def back_to_the_latest_schema():
+    """Later tests on the same database (live-server and transactional ones) need every migration applied again."""
+    yield
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())

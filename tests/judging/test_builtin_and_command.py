@@ -23,7 +23,7 @@ def test_builtin_templates_load_once_and_the_seed_prompt_is_verbatim():
     load_builtins(builtin_specs(), log=lambda *_: None)
     load_builtins(builtin_specs(), log=lambda *_: None)  # idempotent
     templates = JudgeTemplate.objects.filter(study__is_library=True)
-    assert templates.count() == 3 and all(t.locked for t in templates)
+    assert templates.count() == 4 and all(t.locked for t in templates)
     seed = templates.get(builtin_key="fang2025-seed-binary")
     if SHARED is not None:  # the seed text lives in ../shared, beside the checkout
         expected = seed_line().replace("[insert intended stereotype]", "{target_stereotype}")

@@ -1,0 +1,169 @@
+"""Training a text classifier on labelled texts: TF-IDF features (or mean-pooled sentence embeddings from a local
+transformers model folder), a linear classifier (logistic regression), and stratified k-fold cross-validation with
+accuracy, macro-F1 and a confusion matrix. No Django imports.
+
+The folds, seed and parameters are returned so they can be stored with the model; the same (texts, labels, k, seed)
+always give the same folds, figures and model.
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+
+import numpy as np
+
+DEFAULTS = {"ngram_max": 2, "min_df": 1, "sublinear_tf": True, "C": 1.0, "max_iter": 2000}
+
+
+class TrainingError(ValueError):
+    """The labelled set cannot be used as given; the message says why."""
+
+
+class SentenceEmbedder:
+    """A scikit-learn transformer: texts → mean-pooled last hidden states of a local model (local_files_only).
+    Only the folder path is pickled; the model is loaded again where the classifier runs."""
+
+    def __init__(self, path="", max_length=256, batch_size=16):
+        self.path, self.max_length, self.batch_size = path, max_length, batch_size
+
+    def get_params(self, deep=True):
+        return {"path": self.path, "max_length": self.max_length, "batch_size": self.batch_size}
+
+    def set_params(self, **params):
+        for key, value in params.items():
+            setattr(self, key, value)
+        return self
+
+    def __getstate__(self):
+        return self.get_params()
+
+    def __setstate__(self, state):
+        self.__init__(**state)
+
+    def _load(self):
+        if getattr(self, "_model", None) is None:
+            try:
+                from transformers import AutoModel, AutoTokenizer
+
+                self._tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
+                self._model = AutoModel.from_pretrained(self.path, local_files_only=True).eval()
+            except Exception as exc:  # missing extra, missing folder, not a model
+                raise TrainingError(f"Could not load a sentence-embedding model from {self.path}: {exc}") from None
+        return self._tokenizer, self._model
+
+    def fit(self, texts, labels=None):
+        self._load()
+        return self
+
+    def transform(self, texts):
+        import torch
+
+        tokenizer, model = self._load()
+        rows = []
+        with torch.inference_mode():
+            for i in range(0, len(texts), self.batch_size):
+                batch = [str(t) for t in texts[i:i + self.batch_size]]
+                enc = tokenizer(batch, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+                hidden = model(**enc).last_hidden_state
+                mask = enc["attention_mask"].unsqueeze(-1).float()
+                rows.append(((hidden * mask).sum(1) / mask.sum(1).clamp(min=1)).numpy())
+        return np.vstack(rows) if rows else np.zeros((0, 0))
+
+
+def make_pipeline(params=None):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+
+    p = {**DEFAULTS, **(params or {})}
+    if p.get("embedding_path"):
+        return Pipeline([("embed", SentenceEmbedder(p["embedding_path"])),
+                         ("clf", LogisticRegression(C=float(p["C"]), max_iter=int(p["max_iter"])))])
+    return Pipeline([
+        ("tfidf", TfidfVectorizer(ngram_range=(1, int(p["ngram_max"])), min_df=int(p["min_df"]),
+                                  sublinear_tf=bool(p["sublinear_tf"]))),
+        ("clf", LogisticRegression(C=float(p["C"]), max_iter=int(p["max_iter"]))),
+    ])
+
+
+def stratified_folds(labels, k, seed):
+    """[(train indices, test indices)] of StratifiedKFold(k, shuffle=True, random_state=seed)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
+    return [(train.tolist(), test.tolist()) for train, test in splitter.split(np.zeros(len(labels)), labels)]
+
+
+@dataclass
+class TrainingResult:
+    labels: list
+    k: int
+    seed: int
+    params: dict
+    folds: list  # [{"train": [...], "test": [...], "accuracy": x, "macro_f1": y}]
+    accuracy: float  # mean over folds
+    macro_f1: float  # mean over folds
+    accuracy_sd: float
+    macro_f1_sd: float
+    confusion: list  # rows = true label, columns = predicted (out-of-fold predictions), in `labels` order
+    predictions: list  # out-of-fold prediction per example
+    model: object = field(repr=False, default=None)
+
+
+def check_examples(texts, labels, k):
+    if len(texts) != len(labels):
+        raise TrainingError("Each text needs one label.")
+    if not 2 <= k <= 20:
+        raise TrainingError("The number of folds must be between 2 and 20.")
+    counts = {label: labels.count(label) for label in set(labels)}
+    if len(counts) < 2:
+        raise TrainingError("Training needs examples of at least two labels.")
+    few = sorted(label for label, n in counts.items() if n < k)
+    if few:
+        raise TrainingError(f"Each label needs at least {k} examples for {k}-fold cross-validation; too few: "
+                            f"{', '.join(f'{label} ({counts[label]})' for label in few)}.")
+    if not any((t or "").strip() for t in texts):
+        raise TrainingError("Every text is empty.")
+
+
+def train(texts, labels, *, k=5, seed=0, params=None, label_order=None) -> TrainingResult:
+    """Cross-validate, then fit the final model on every example."""
+    from sklearn.base import clone
+    from sklearn.metrics import accuracy_score, confusion_matrix, f1_score
+
+    texts, labels = [t or "" for t in texts], [str(v) for v in labels]
+    check_examples(texts, labels, k)
+    order = [v for v in (label_order or []) if v in set(labels)] or sorted(set(labels))
+    base = make_pipeline(params)
+    folds, predictions = [], [None] * len(texts)
+    x, y = np.array(texts, dtype=object), np.array(labels, dtype=object)
+    for train_idx, test_idx in stratified_folds(labels, k, seed):
+        model = clone(base).fit(x[train_idx], y[train_idx])
+        predicted = model.predict(x[test_idx])
+        for i, value in zip(test_idx, predicted, strict=True):
+            predictions[i] = str(value)
+        folds.append({"train": train_idx, "test": test_idx,
+                      "accuracy": float(accuracy_score(y[test_idx], predicted)),
+                      "macro_f1": float(f1_score(y[test_idx], predicted, average="macro"))})
+    accuracies = np.array([f["accuracy"] for f in folds])
+    f1s = np.array([f["macro_f1"] for f in folds])
+    final = clone(base).fit(x, y)
+    return TrainingResult(
+        labels=order, k=k, seed=seed, params={**DEFAULTS, **(params or {})}, folds=folds,
+        accuracy=float(accuracies.mean()), macro_f1=float(f1s.mean()),
+        accuracy_sd=float(accuracies.std(ddof=1)), macro_f1_sd=float(f1s.std(ddof=1)),
+        confusion=confusion_matrix(labels, predictions, labels=order).tolist(), predictions=predictions, model=final)
+
+
+def dump_model(model) -> bytes:
+    import joblib
+
+    buffer = io.BytesIO()
+    joblib.dump(model, buffer)
+    return buffer.getvalue()
+
+
+def load_model(blob):
+    import joblib
+
+    return joblib.load(io.BytesIO(bytes(blob)))

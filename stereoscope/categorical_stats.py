@@ -1,0 +1,103 @@
+"""Categorical variables: dropping excluded units, full agreement, majority labels, label × group contrasts.
+No Django imports. Ratings are (unit, rater, label) triples; labels are strings."""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def drop_excluded(ratings, exclude_labels):
+    """(kept ratings, sorted excluded units): a unit is dropped when any rater chose an exclude label."""
+    exclude_labels = set(exclude_labels or ())
+    excluded = {unit for unit, _rater, label in ratings if label in exclude_labels}
+    kept = [(u, r, v) for u, r, v in ratings if u not in excluded]
+    try:
+        return kept, sorted(excluded)
+    except TypeError:  # mixed unit types
+        return kept, sorted(excluded, key=str)
+
+
+def by_unit(ratings):
+    """{unit: {rater: label}} keeping the order units first appear."""
+    out = defaultdict(dict)
+    for unit, rater, label in ratings:
+        out[unit][rater] = label
+    return out
+
+
+def full_agreement_share(ratings):
+    """(share, n): among units with two or more ratings, the share on which every rater gave the same label."""
+    units = [labels for labels in by_unit(ratings).values() if len(labels) >= 2]
+    if not units:
+        return None, 0
+    full = sum(1 for labels in units if len(set(labels.values())) == 1)
+    return full / len(units), len(units)
+
+
+@dataclass
+class Majority:
+    unit: object
+    label: str | None
+    tie: bool
+    n_ratings: int
+    counts: dict = field(default_factory=dict)
+
+
+def majority_labels(ratings, order=None):
+    """One Majority per unit: the most frequent label; a tie at the top gives label None and tie=True
+    (flagged for adjudication). `order` sorts the counts shown."""
+    rank = {label: i for i, label in enumerate(order or [])}
+    result = []
+    for unit, labels in by_unit(ratings).items():
+        counts = Counter(labels.values())
+        top = max(counts.values())
+        leaders = [label for label, n in counts.items() if n == top]
+        shown = dict(sorted(counts.items(), key=lambda kv: (rank.get(kv[0], len(rank)), str(kv[0]))))
+        result.append(Majority(unit, leaders[0] if len(leaders) == 1 else None, len(leaders) > 1, len(labels), shown))
+    return result
+
+
+@dataclass
+class Contrast:
+    labels: list
+    groups: list
+    table: list  # rows = groups, columns = labels
+    n: int
+    chi2: float | None = None
+    df: int | None = None
+    p_value: float | None = None
+    cramers_v: float | None = None
+    notes: list = field(default_factory=list)
+
+
+def contrast(pairs, labels=None, groups=None):
+    """Label counts by group with Pearson's χ² (no continuity correction), df and Cramér's V.
+    pairs: (group, label) per unit. Labels or groups nobody has are left out of the test (and noted)."""
+    pairs = [(g, v) for g, v in pairs if g not in (None, "") and v not in (None, "")]
+    labels = list(labels) if labels else sorted({v for _, v in pairs})
+    groups = list(groups) if groups else sorted({g for g, _ in pairs})
+    li, gi = {v: i for i, v in enumerate(labels)}, {g: i for i, g in enumerate(groups)}
+    table = np.zeros((len(groups), len(labels)), dtype=np.int64)
+    for g, v in pairs:
+        if g in gi and v in li:
+            table[gi[g], li[v]] += 1
+    result = Contrast(labels=labels, groups=groups, table=table.tolist(), n=int(table.sum()))
+    rows, cols = table.sum(axis=1) > 0, table.sum(axis=0) > 0
+    empty = [labels[i] for i in np.nonzero(~cols)[0]] + [groups[i] for i in np.nonzero(~rows)[0]]
+    if empty:
+        result.notes.append(f"left out of the test (no units): {', '.join(map(str, empty))}")
+    used = table[rows][:, cols]
+    if used.shape[0] < 2 or used.shape[1] < 2:
+        result.notes.append("χ² is undefined: it needs at least two groups and two labels with units")
+        return result
+    from scipy.stats import chi2_contingency
+
+    stat, p, df, expected = chi2_contingency(used, correction=False)
+    result.chi2, result.p_value, result.df = float(stat), float(p), int(df)
+    k = min(used.shape) - 1
+    result.cramers_v = float(np.sqrt(stat / (used.sum() * k)))
+    if (expected < 5).any():
+        result.notes.append(f"{int((expected < 5).sum())} of {expected.size} expected counts are below 5")
+    return result

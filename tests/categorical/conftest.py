@@ -1,0 +1,2 @@
+from tests.annotation.conftest import outputs_factory, small_codebook  # noqa: F401
+from tests.gencore.conftest import make_endpoint, make_toolkit, study  # noqa: F401
