@@ -210,13 +210,16 @@ class AgreementViewSet(viewsets.ViewSet):
             return self._bad(exc)
         return Response(services.rater_comparisons(table, level=level))
 
-
-    @extend_schema(parameters=[OpenApiParameter("variable", int, required=True),
-                               OpenApiParameter("rounds", str, description="Comma-separated judge round ids"),
-                               OpenApiParameter("judges", bool, description="Include judges (default true)")],
-                   responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
-                   description="Agreement on a categorical variable: coders and judges in one table, excluded units "
-                               "dropped and counted, full agreement, majority gold with ties flagged.")
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("variable", int, required=True),
+            OpenApiParameter("rounds", str, description="Comma-separated judge round ids"),
+            OpenApiParameter("judges", bool, description="Include judges (default true)"),
+        ],
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
+        description="Agreement on a categorical variable: coders and judges in one table, excluded units "
+        "dropped and counted, full agreement, majority gold with ties flagged.",
+    )
     @action(detail=False, methods=["get"])
     def variable(self, request, study_pk=None):
         from . import variables
@@ -224,8 +227,11 @@ class AgreementViewSet(viewsets.ViewSet):
         try:
             variable = variables.get_variable(self.get_study(), request.query_params.get("variable", ""))
             report = variables.variable_report(
-                self.get_study(), variable, round_ids=_ids(request.query_params.get("rounds"), "rounds") or None,
-                include_judges=request.query_params.get("judges", "true").lower() not in ("0", "false", "no"))
+                self.get_study(),
+                variable,
+                round_ids=_ids(request.query_params.get("rounds"), "rounds") or None,
+                include_judges=request.query_params.get("judges", "true").lower() not in ("0", "false", "no"),
+            )
         except AgreementRequestError as exc:
             return self._bad(exc)
         return Response(variables.report_json(report))

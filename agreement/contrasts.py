@@ -1,5 +1,6 @@
 """Contrasts on a categorical variable's labels: counts by subject gender (or context type, or model) with χ², df
 and Cramér's V, from human gold labels or from one judge. (Classifier labels: measures.classifiers.)"""
+
 from __future__ import annotations
 
 from stereoscope import categorical_stats as cs
@@ -22,11 +23,13 @@ def output_groups(output_ids, by):
         answers = gender_answers(output_ids)
         return {o.pk: resolve(o.slot_values, answers.get(o.pk, ()), o.text)[0] for o in outputs}
     if by == "context":
+
         def context(o):
             slots = {str(k).lower(): v for k, v in (o.slot_values or {}).items()}
             if slots.get("context"):
                 return str(slots["context"])
             return o.item.dimension.name if o.item_id and o.item.dimension_id else ""
+
         return {o.pk: context(o) for o in outputs}
     if by == "model":
         return {o.pk: o.model_name for o in outputs}
@@ -50,8 +53,14 @@ def label_contrast(study, variable, *, source="gold", by="gender", round_ids=Non
     unknown = sum(1 for u in labels if not groups.get(u))
     if unknown:
         result.notes.append(f"{unknown} unit(s) without a {by} left out")
-    return {"variable": variable, "source": source, "by": by, "contrast": result, "n_excluded": report["n_excluded"],
-            "n_unknown": unknown}
+    return {
+        "variable": variable,
+        "source": source,
+        "by": by,
+        "contrast": result,
+        "n_excluded": report["n_excluded"],
+        "n_unknown": unknown,
+    }
 
 
 def counts_by_model(study, variable, *, source="gold", round_ids=None) -> dict:
@@ -69,5 +78,13 @@ def counts_by_model(study, variable, *, source="gold", round_ids=None) -> dict:
         counts = [sum(1 for u, v in labels.items() if v == value and models[u] == m) for m in order]
         rows.append({"value": value, "counts": counts, "total": sum(counts)})
     totals = [sum(row["counts"][i] for row in rows) for i in range(len(order))]
-    return {"variable": variable, "source": source, "models": order, "rows": rows, "totals": totals,
-            "n": sum(totals), "n_ties": report["n_ties"], "n_excluded": report["n_excluded"]}
+    return {
+        "variable": variable,
+        "source": source,
+        "models": order,
+        "rows": rows,
+        "totals": totals,
+        "n": sum(totals),
+        "n_ties": report["n_ties"],
+        "n_excluded": report["n_excluded"],
+    }

@@ -66,14 +66,18 @@ def gold_labels_dataset(study, options):
     yield from services.gold_label_rows(study, options)
 
 
-@register_dataset("variable_ratings", title="Ratings of categorical variables (coders and judges)", app="agreement",
-                  columns=(
-                      Column("variable", "variable:<id> (a categorical code group)."),
-                      Column("unit", "Output (story) id; units where any rater chose an exclude value are left out."),
-                      Column("rater", "coder:<name> or judge:<model>."),
-                      Column("value", "The value (label) chosen."),
-                      Column("position", "The value's position in the variable (1 = first; for ordinal agreement)."),
-                  ))
+@register_dataset(
+    "variable_ratings",
+    title="Ratings of categorical variables (coders and judges)",
+    app="agreement",
+    columns=(
+        Column("variable", "variable:<id> (a categorical code group)."),
+        Column("unit", "Output (story) id; units where any rater chose an exclude value are left out."),
+        Column("rater", "coder:<name> or judge:<model>."),
+        Column("value", "The value (label) chosen."),
+        Column("position", "The value's position in the variable (1 = first; for ordinal agreement)."),
+    ),
+)
 def variable_ratings_dataset(study, options):
     from . import variables
 

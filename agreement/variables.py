@@ -1,5 +1,6 @@
 """Agreement on categorical variables: coders and judges in one table, excluded units dropped and counted, majority
 label as gold (ties flagged for adjudication, adjudicated gold wins), and the ratings behind every figure."""
+
 from __future__ import annotations
 
 from django.db import transaction
@@ -37,8 +38,10 @@ def _judge_rounds(study, values, round_ids):
         if round_ids:
             if rnd.pk in round_ids:
                 if not fits:
-                    raise AgreementRequestError(f"The round “{rnd}” answers with labels that are not values of "
-                                                f"this variable: {', '.join(labels)}.")
+                    raise AgreementRequestError(
+                        f"The round “{rnd}” answers with labels that are not values of "
+                        f"this variable: {', '.join(labels)}."
+                    )
                 chosen.append(rnd.pk)
         elif fits:
             chosen.append(rnd.pk)
@@ -82,11 +85,18 @@ def variable_report(study, variable, *, round_ids=None, include_judges=True, boo
     kept, excluded_units = cs.drop_excluded(ratings, excluded_values)
     kept_values = [v for v in values if v not in excluded_values]
     report = {
-        "variable": variable, "values": kept_values, "exclude_values": excluded_values,
-        "ordered": variable.variable_ordered, "n_units_rated": len({u for u, _, _ in ratings}),
-        "n_excluded": len(excluded_units), "excluded_units": excluded_units, "n_units": len({u for u, _, _ in kept}),
+        "variable": variable,
+        "values": kept_values,
+        "exclude_values": excluded_values,
+        "ordered": variable.variable_ordered,
+        "n_units_rated": len({u for u, _, _ in ratings}),
+        "n_excluded": len(excluded_units),
+        "excluded_units": excluded_units,
+        "n_units": len({u for u, _, _ in kept}),
         "raters": sorted({r for _, r, _ in kept}, key=lambda k: (not k.startswith("coder:"), k)),
-        "ratings": kept, "levels": {}, "notes": [],
+        "ratings": kept,
+        "levels": {},
+        "notes": [],
     }
     share, n_pairable = cs.full_agreement_share(kept)
     report["full_agreement"], report["n_pairable"] = share, n_pairable
@@ -104,8 +114,17 @@ def variable_report(study, variable, *, round_ids=None, include_judges=True, boo
     gold = []
     for m in cs.majority_labels(human, order=kept_values):
         final = adjudicated.get(m.unit, m.label)
-        gold.append({"output_id": m.unit, "majority": m.label, "tie": m.tie, "n_ratings": m.n_ratings,
-                     "counts": m.counts, "adjudicated": adjudicated.get(m.unit), "gold": final})
+        gold.append(
+            {
+                "output_id": m.unit,
+                "majority": m.label,
+                "tie": m.tie,
+                "n_ratings": m.n_ratings,
+                "counts": m.counts,
+                "adjudicated": adjudicated.get(m.unit),
+                "gold": final,
+            }
+        )
     report["gold"] = gold
     report["n_ties"] = sum(1 for g in gold if g["tie"] and g["adjudicated"] is None)
     return report
@@ -131,8 +150,11 @@ def set_variable_gold(study, variable, *, output_id, value, user, note=""):
     if output is None:
         raise AgreementRequestError(f"No story {output_id} in this study.")
     gold, _ = GoldLabel.objects.update_or_create(
-        study=study, target=variable_target(variable), output=output,
-        defaults={"value": names.index(value), "code": variable, "decided_by": user, "note": (note or "")[:2000]})
+        study=study,
+        target=variable_target(variable),
+        output=output,
+        defaults={"value": names.index(value), "code": variable, "decided_by": user, "note": (note or "")[:2000]},
+    )
     record_activity(study, user, "set gold label", f"{gold.target} story {output.pk} = {value}")
     return gold
 
@@ -140,10 +162,17 @@ def set_variable_gold(study, variable, *, output_id, value, user, note=""):
 def summary_rows(report):
     """One row per level: the coefficients, full agreement, units kept and excluded."""
     for level, result in report["levels"].items():
-        yield {"variable": report["variable"].name, "level": level, "n_units": report["n_units"],
-               "n_excluded": report["n_excluded"], "n_raters": len(report["raters"]),
-               **{c: getattr(result, c) for c in LEVEL_COEFFICIENTS}, "full_agreement": report["full_agreement"],
-               "n_ties": report["n_ties"], "notes": "; ".join(result.notes + report["notes"])}
+        yield {
+            "variable": report["variable"].name,
+            "level": level,
+            "n_units": report["n_units"],
+            "n_excluded": report["n_excluded"],
+            "n_raters": len(report["raters"]),
+            **{c: getattr(result, c) for c in LEVEL_COEFFICIENTS},
+            "full_agreement": report["full_agreement"],
+            "n_ties": report["n_ties"],
+            "notes": "; ".join(result.notes + report["notes"]),
+        }
 
 
 def rating_rows(study, options=None):
@@ -172,19 +201,37 @@ def rating_rows(study, options=None):
         report = variable_report(study, variable, round_ids=options.get("round_ids"))
         position = {v: i + 1 for i, v in enumerate(report["values"])}
         for unit, rater, value in sorted(report["ratings"], key=lambda r: (r[0], r[1])):
-            yield {"variable": variable_target(variable), "unit": unit, "rater": shown(rater), "value": value,
-                   "position": position[value]}
+            yield {
+                "variable": variable_target(variable),
+                "unit": unit,
+                "rater": shown(rater),
+                "value": value,
+                "position": position[value],
+            }
 
 
 def report_json(report) -> dict:
     """The API shape of a variable report."""
     variable = report["variable"]
     return {
-        "variable": {"id": variable.pk, "name": variable.name, "codebook": variable.codebook_id,
-                     "scope": variable.variable_scope, "ordered": variable.variable_ordered},
-        "values": report["values"], "exclude_values": report["exclude_values"], "raters": report["raters"],
-        "n_units_rated": report["n_units_rated"], "n_units": report["n_units"], "n_excluded": report["n_excluded"],
-        "excluded_units": report["excluded_units"], "full_agreement": report["full_agreement"],
-        "n_pairable": report["n_pairable"], "levels": {k: v.as_dict() for k, v in report["levels"].items()},
-        "gold": report["gold"], "n_ties": report["n_ties"], "notes": report["notes"],
+        "variable": {
+            "id": variable.pk,
+            "name": variable.name,
+            "codebook": variable.codebook_id,
+            "scope": variable.variable_scope,
+            "ordered": variable.variable_ordered,
+        },
+        "values": report["values"],
+        "exclude_values": report["exclude_values"],
+        "raters": report["raters"],
+        "n_units_rated": report["n_units_rated"],
+        "n_units": report["n_units"],
+        "n_excluded": report["n_excluded"],
+        "excluded_units": report["excluded_units"],
+        "full_agreement": report["full_agreement"],
+        "n_pairable": report["n_pairable"],
+        "levels": {k: v.as_dict() for k, v in report["levels"].items()},
+        "gold": report["gold"],
+        "n_ties": report["n_ties"],
+        "notes": report["notes"],
     }

@@ -1,4 +1,5 @@
 """Pages for categorical variables: agreement (coders and judges), majority gold and adjudication of ties."""
+
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -14,8 +15,9 @@ from .rating_tables import AgreementRequestError
 def variable_list(request, study_id):
     from annotation.selectors import study_variables
 
-    return render(request, "agreement/variables.html", {"study": request.study,
-                                                        "variables": study_variables(request.study)})
+    return render(
+        request, "agreement/variables.html", {"study": request.study, "variables": study_variables(request.study)}
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -25,8 +27,12 @@ def variable_detail(request, study_id, variable_id):
         rounds = [r for r in request.GET.getlist("rounds") if r]
         if any(not r.isdigit() for r in rounds):
             raise AgreementRequestError("rounds must be ids.")
-        report = variables.variable_report(request.study, variable, round_ids=[int(r) for r in rounds] or None,
-                                           include_judges=request.GET.get("judges", "1") != "0")
+        report = variables.variable_report(
+            request.study,
+            variable,
+            round_ids=[int(r) for r in rounds] or None,
+            include_judges=request.GET.get("judges", "1") != "0",
+        )
     except AgreementRequestError as exc:
         return render(request, "agreement/variable.html", {"study": request.study, "error": str(exc)}, status=400)
     from . import contrasts
@@ -38,14 +44,25 @@ def variable_detail(request, study_id, variable_id):
         return render(request, "agreement/variable.html", {"study": request.study, "error": str(exc)}, status=400)
     show = request.GET.get("show", "ties")
     gold = [g for g in report["gold"] if g["tie"]] if show == "ties" else report["gold"]
-    return render(request, "agreement/variable.html", {
-        "study": request.study, "report": report, "summary": list(variables.summary_rows(report)),
-        "gold_rows": gold, "show": show, "variable": variable, "by": by, "groupings": contrasts.GROUPINGS,
-        "by_model": contrasts.counts_by_model(request.study, variable) if report["gold"] else None,
-        "contrast": contrast["contrast"] if contrast else None,
-        "contrast_rows": (list(zip(contrast["contrast"].groups, contrast["contrast"].table, strict=True))
-                          if contrast else []),
-    })
+    return render(
+        request,
+        "agreement/variable.html",
+        {
+            "study": request.study,
+            "report": report,
+            "summary": list(variables.summary_rows(report)),
+            "gold_rows": gold,
+            "show": show,
+            "variable": variable,
+            "by": by,
+            "groupings": contrasts.GROUPINGS,
+            "by_model": contrasts.counts_by_model(request.study, variable) if report["gold"] else None,
+            "contrast": contrast["contrast"] if contrast else None,
+            "contrast_rows": (
+                list(zip(contrast["contrast"].groups, contrast["contrast"].table, strict=True)) if contrast else []
+            ),
+        },
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -53,9 +70,14 @@ def variable_detail(request, study_id, variable_id):
 def variable_gold(request, study_id, variable_id):
     try:
         variable = variables.get_variable(request.study, variable_id)
-        variables.set_variable_gold(request.study, variable, output_id=request.POST.get("output", ""),
-                                    value=request.POST.get("value", ""), user=request.user,
-                                    note=request.POST.get("note", ""))
+        variables.set_variable_gold(
+            request.study,
+            variable,
+            output_id=request.POST.get("output", ""),
+            value=request.POST.get("value", ""),
+            user=request.user,
+            note=request.POST.get("note", ""),
+        )
         messages.success(request, "Gold value saved.")
     except AgreementRequestError as exc:
         return render(request, "agreement/variable.html", {"study": request.study, "error": str(exc)}, status=400)

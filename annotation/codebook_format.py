@@ -229,8 +229,11 @@ def validate_tree(data):
             "frequency_reference": _optional_int(raw.get("frequency_reference"), label, "frequency", errors),
         }
         result.update(_variable_fields(raw, label, errors))
-        result["children"] = [c for c in (node(child, f"{label} › code {i + 1}", depth + 1)
-                                          for i, child in enumerate(children_raw)) if c is not None]
+        result["children"] = [
+            c
+            for c in (node(child, f"{label} › code {i + 1}", depth + 1) for i, child in enumerate(children_raw))
+            if c is not None
+        ]
         _check_variable(result, label, errors)
         return result
 
@@ -257,8 +260,11 @@ def _variable_fields(raw, label, errors):
     if scope not in ("",) + VARIABLE_SCOPES:
         errors.append(f"{label}: variable '{raw.get('variable')}' must be story, span or empty.")
         scope = ""
-    return {"variable": scope, "ordered": _bool(raw.get("ordered", False), label, errors),
-            "exclude": _bool(raw.get("exclude", False), label, errors)}
+    return {
+        "variable": scope,
+        "ordered": _bool(raw.get("ordered", False), label, errors),
+        "exclude": _bool(raw.get("exclude", False), label, errors),
+    }
 
 
 def _check_variable(node, label, errors):
@@ -269,8 +275,9 @@ def _check_variable(node, label, errors):
             errors.append(f"{label}: a categorical variable is a group; set codable to false.")
         values = [c for c in children if c["codable"]]
         if len(values) < 2 or len(values) != len(children):
-            errors.append(f"{label}: a categorical variable needs at least two values, all codable codes without "
-                          f"children.")
+            errors.append(
+                f"{label}: a categorical variable needs at least two values, all codable codes without children."
+            )
         if sum(1 for c in children if c["exclude"]) > 1:
             errors.append(f"{label}: a categorical variable has at most one exclude value.")
         for child in children:

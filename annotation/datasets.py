@@ -107,8 +107,11 @@ CODING_COLUMNS = (
     Column("item_number", "Prompt item number of the story."),
     Column("item_dimension", "Toolkit dimension of the prompt item."),
     Column("trial", "Trial (repetition) number of the story."),
-    Column("subject_gender", "Gender of the story's subject: F, M or empty (unknown); from the prompt's slots, else "
-                             "the coders' attributions, else pronouns (as in text measures)."),
+    Column(
+        "subject_gender",
+        "Gender of the story's subject: F, M or empty (unknown); from the prompt's slots, else "
+        "the coders' attributions, else pronouns (as in text measures).",
+    ),
     Column("coder", "Coder: username, or a stable pseudonym (P-...) when the export pseudonymises coders."),
     Column("codebook", "Codebook name."),
     Column("codebook_version", "Codebook version."),
@@ -143,8 +146,13 @@ def _subject_genders(output_ids):
     return {pk: resolve(slots, answers.get(pk, ()), text)[0] for pk, (slots, text) in found.items()}
 
 
-@register_dataset("codings", title="Codings", app="annotation", columns=CODING_COLUMNS,
-                  count=lambda study, options: coding_queryset(study, options).count())
+@register_dataset(
+    "codings",
+    title="Codings",
+    app="annotation",
+    columns=CODING_COLUMNS,
+    count=lambda study, options: coding_queryset(study, options).count(),
+)
 def coding_rows(study, options):
     index = CodeIndex(study)
     name = _people(options)
@@ -182,21 +190,54 @@ def coding_rows(study, options):
     )
     dimension_names = {}
     genders = _subject_genders(coding_queryset(study, options, index).order_by().values("output_id"))
-    for (pk, guid, output_id, run_id, model, number, item_dim, trial, coder_id, username, code_id, start, end, quote,
-         created, updated) in qs.iterator(chunk_size=5000):
+    for (
+        pk,
+        guid,
+        output_id,
+        run_id,
+        model,
+        number,
+        item_dim,
+        trial,
+        coder_id,
+        username,
+        code_id,
+        start,
+        end,
+        quote,
+        created,
+        updated,
+    ) in qs.iterator(chunk_size=5000):
         code = index.codes[code_id]
         if code_id not in dimension_names:
             dimension = index.dimension(code_id)
             dimension_names[code_id] = index.codes[dimension][2] if dimension else ""
         yield {
-            "coding_id": pk, "coding_guid": str(guid), "output_id": output_id, "run_id": run_id, "model": model,
-            "item_number": number, "item_dimension": item_dim, "trial": trial,
-            "subject_gender": genders.get(output_id, ""), "coder": name(coder_id, username),
-            "codebook": code[8], "codebook_version": code[9], "code_id": code_id, "code": code[2],
-            "code_path": index.path(code_id), "dimension": dimension_names[code_id],
-            "gender_tag": code[5], "code_kind": code[6], "level": "document" if start is None else "span",
-            "start": start, "end": end, "quote": quote, "memo": " | ".join(memos.get(pk, ())),
-            "created_at": created, "updated_at": updated,
+            "coding_id": pk,
+            "coding_guid": str(guid),
+            "output_id": output_id,
+            "run_id": run_id,
+            "model": model,
+            "item_number": number,
+            "item_dimension": item_dim,
+            "trial": trial,
+            "subject_gender": genders.get(output_id, ""),
+            "coder": name(coder_id, username),
+            "codebook": code[8],
+            "codebook_version": code[9],
+            "code_id": code_id,
+            "code": code[2],
+            "code_path": index.path(code_id),
+            "dimension": dimension_names[code_id],
+            "gender_tag": code[5],
+            "code_kind": code[6],
+            "level": "document" if start is None else "span",
+            "start": start,
+            "end": end,
+            "quote": quote,
+            "memo": " | ".join(memos.get(pk, ())),
+            "created_at": created,
+            "updated_at": updated,
         }
 
 

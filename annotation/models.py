@@ -52,13 +52,19 @@ class Code(models.Model):
     )
     active = models.BooleanField(default=True, help_text="False after being merged away; undo re-activates.")
     guid = models.UUIDField(default=uuid.uuid4, unique=True, help_text="Stable REFI-QDA GUID.")
-    frequency_reference = models.PositiveIntegerField(null=True, blank=True, help_text="Published frequency (built-ins).")
+    frequency_reference = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Published frequency (built-ins)."
+    )
     # A group with a scope is one categorical variable whose values are its codable children.
     variable_scope = models.CharField(max_length=5, choices=VariableScope.choices, default="", blank=True)
     variable_ordered = models.BooleanField(default=False, help_text="The variable's values are ordered (by position).")
-    exclude_value = models.BooleanField(default=False, help_text="A value such as 'uncertain': any rater choosing it "
-                                                                 "drops the unit from agreement and contrasts.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    exclude_value = models.BooleanField(
+        default=False,
+        help_text="A value such as 'uncertain': any rater choosing it drops the unit from agreement and contrasts.",
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -346,8 +346,12 @@ def progress_by_output(codebook, limit=None):
 
 def study_variables(study):
     """Every categorical variable (a group with a scope) in the study's codebooks, newest codebook first."""
-    return list(Code.objects.filter(codebook__study=study, codable=False, active=True).exclude(variable_scope="")
-                .select_related("codebook").order_by("codebook__name", "-codebook__version", "order", "id"))
+    return list(
+        Code.objects.filter(codebook__study=study, codable=False, active=True)
+        .exclude(variable_scope="")
+        .select_related("codebook")
+        .order_by("codebook__name", "-codebook__version", "order", "id")
+    )
 
 
 def variable_values(variable):
@@ -357,9 +361,11 @@ def variable_values(variable):
 
 def variable_codings(variable):
     """(output id, coder username, value name) for each story-level value coders gave; a coder's newest wins."""
-    rows = (Coding.objects.filter(code__parent=variable, code__active=True, start__isnull=True)
-            .order_by("output_id", "coder_id", "created_at", "id")
-            .values_list("output_id", "coder__username", "code__name"))
+    rows = (
+        Coding.objects.filter(code__parent=variable, code__active=True, start__isnull=True)
+        .order_by("output_id", "coder_id", "created_at", "id")
+        .values_list("output_id", "coder__username", "code__name")
+    )
     latest = {}
     for output_id, coder, value in rows:
         latest[(output_id, coder)] = value

@@ -129,10 +129,25 @@ def _create_codes(codebook, codes, *, items, taken=(), created_by=None):
     def create(node, parent):
         nonlocal order
         order += 1
-        fields = {key: node[key] for key in ("name", "description", "color", "gender_tag", "kind", "codable",
-                                             "shortcut", "stereotype", "frequency_reference")}
-        fields.update(variable_scope=node.get("variable", ""), variable_ordered=node.get("ordered", False),
-                      exclude_value=node.get("exclude", False))
+        fields = {
+            key: node[key]
+            for key in (
+                "name",
+                "description",
+                "color",
+                "gender_tag",
+                "kind",
+                "codable",
+                "shortcut",
+                "stereotype",
+                "frequency_reference",
+            )
+        }
+        fields.update(
+            variable_scope=node.get("variable", ""),
+            variable_ordered=node.get("ordered", False),
+            exclude_value=node.get("exclude", False),
+        )
         if node["guid"] and node["guid"] not in taken:
             fields["guid"] = node["guid"]
         code = Code.objects.create(
@@ -162,11 +177,21 @@ def codebook_tree(codebook, include_inactive=False):
     def node(code, path):
         here = f"{path}/{code.name}" if path else code.name
         return {
-            "guid": str(code.guid), "name": code.name, "description": code.description, "color": code.color,
-            "gender_tag": code.gender_tag, "kind": code.kind, "codable": code.codable, "shortcut": code.shortcut,
-            "stereotype": code.stereotype, "item_number": code.item.number if code.item_id else None,
-            "frequency_reference": code.frequency_reference, "path": here, "variable": code.variable_scope,
-            "ordered": code.variable_ordered, "exclude": code.exclude_value,
+            "guid": str(code.guid),
+            "name": code.name,
+            "description": code.description,
+            "color": code.color,
+            "gender_tag": code.gender_tag,
+            "kind": code.kind,
+            "codable": code.codable,
+            "shortcut": code.shortcut,
+            "stereotype": code.stereotype,
+            "item_number": code.item.number if code.item_id else None,
+            "frequency_reference": code.frequency_reference,
+            "path": here,
+            "variable": code.variable_scope,
+            "ordered": code.variable_ordered,
+            "exclude": code.exclude_value,
             "children": [node(child, here) for child in children.get(code.pk, [])],
         }
 
@@ -653,8 +678,9 @@ def create_coding(*, study, codebook, output, code, coder, start=None, end=None,
         if existing:
             return existing
         _replace_variable_value(code, output, coder, start, end)
-        return Coding.objects.create(output=output, code=code, coder=coder, codebook=codebook, start=start, end=end,
-                                     quote=quote)
+        return Coding.objects.create(
+            output=output, code=code, coder=coder, codebook=codebook, start=start, end=end, quote=quote
+        )
 
 
 def _replace_variable_value(code, output, coder, start, end, keep=None):
@@ -667,7 +693,8 @@ def _replace_variable_value(code, output, coder, start, end, keep=None):
     if parent.variable_scope == VariableScope.SPAN and start is None:
         raise AnnotationError(f"“{parent.name}” takes one value per span; select text first.")
     Coding.objects.filter(output=output, coder=coder, code__parent=parent, start=start, end=end).exclude(
-        pk=keep).delete()
+        pk=keep
+    ).delete()
 
 
 def check_can_edit_coding(coding, user):

@@ -472,12 +472,18 @@ def _workspace_context(request, codebook, output, error="", notice=""):
     prev = queue.filter(position__lt=assignment.position).order_by("-position", "-id").first() if assignment else None
     attribution = GenderAttribution.objects.filter(output=output, coder=user).first()
     chosen = {c.code.parent_id: c.code_id for c in codings if c.start is None and c.coder_id == user.pk}
-    variables = [{"group": g, "chosen": chosen.get(g.pk),
-                  "values": [c for c in flat if c.parent_id == g.pk and c.codable]}
-                 for g in flat if g.variable_scope == "story" and not g.codable]
+    variables = [
+        {"group": g, "chosen": chosen.get(g.pk), "values": [c for c in flat if c.parent_id == g.pk and c.codable]}
+        for g in flat
+        if g.variable_scope == "story" and not g.codable
+    ]
     return {
         "variables": variables,
-        "study": study, "codebook": codebook, "output": output, "assignment": assignment, "codings": codings,
+        "study": study,
+        "codebook": codebook,
+        "output": output,
+        "assignment": assignment,
+        "codings": codings,
         "span_codings": [c for c in codings if c.start is not None],
         "doc_codings": [c for c in codings if c.start is None],
         "story": story_html(output.text, codings),
@@ -561,7 +567,9 @@ def workspace_edit(request, study_id, codebook_id, output_id):
                     "Select some text first (or use “Whole story” for a document-level code)."
                 )
             start, end = (None, None) if post.get("whole") == "1" else (post.get("start"), post.get("end"))
-            services.create_coding(study=study, codebook=codebook, output=output, code=code, coder=user, start=start, end=end)
+            services.create_coding(
+                study=study, codebook=codebook, output=output, code=code, coder=user, start=start, end=end
+            )
         elif op == "value":
             variable = _code_or_none(codebook, post.get("variable")) or _raise("Choose a variable.")
             value = _code_or_none(codebook, post.get("code")) or _raise("Choose a value.")

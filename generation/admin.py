@@ -218,7 +218,16 @@ class ProviderCallAdmin(admin.ModelAdmin):
 class ProviderBatchAdmin(admin.ModelAdmin):
     """Batches submitted to a provider's batch API (batch mode): one row per batch, found again by its id."""
 
-    list_display = ["provider_batch_id", "job_kind", "job_id", "provider", "status", "request_count", "succeeded",
-                    "errored", "cost_usd"]
+    list_display = [
+        "provider_batch_id",
+        "job_kind",
+        "job_id",
+        "provider",
+        "status",
+        "request_count",
+        "succeeded",
+        "errored",
+        "cost_usd",
+    ]
     list_filter = ["provider", "status", "job_kind"]
     search_fields = ["provider_batch_id"]

@@ -10,6 +10,7 @@ Order of preference:
    and one gender with at least PRONOUN_SHARE of them.
 Otherwise the gender is unknown ("").
 """
+
 import re
 from collections import Counter
 
@@ -22,10 +23,53 @@ PRONOUN_SHARE = 0.8
 GENDER_SLOT_NAMES = ("gender", "sex", "subject", "pronoun", "pronouns", "geschlecht", "person")
 NAME_SLOT_NAMES = ("name", "first_name", "given_name", "candidate", "vorname")
 _VALUE_WORDS = {
-    FEMALE: {"f", "female", "woman", "women", "girl", "she", "her", "lady", "ms", "mrs", "miss", "mother", "wife",
-             "daughter", "sister", "frau", "die frau", "the woman", "weiblich", "mädchen", "mutter", "feminine"},
-    MALE: {"m", "male", "man", "men", "boy", "he", "him", "his", "gentleman", "mr", "father", "husband", "son",
-           "brother", "mann", "der mann", "the man", "männlich", "junge", "vater", "masculine"},
+    FEMALE: {
+        "f",
+        "female",
+        "woman",
+        "women",
+        "girl",
+        "she",
+        "her",
+        "lady",
+        "ms",
+        "mrs",
+        "miss",
+        "mother",
+        "wife",
+        "daughter",
+        "sister",
+        "frau",
+        "die frau",
+        "the woman",
+        "weiblich",
+        "mädchen",
+        "mutter",
+        "feminine",
+    },
+    MALE: {
+        "m",
+        "male",
+        "man",
+        "men",
+        "boy",
+        "he",
+        "him",
+        "his",
+        "gentleman",
+        "mr",
+        "father",
+        "husband",
+        "son",
+        "brother",
+        "mann",
+        "der mann",
+        "the man",
+        "männlich",
+        "junge",
+        "vater",
+        "masculine",
+    },
 }
 DEFAULT_NAMES = {}
 for _male, _female in DEFAULT_NAME_PAIRS:

@@ -23,8 +23,23 @@ class JudgeTemplateSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = JudgeTemplate
-        fields = ["id", "name", "version", "kind", "text", "scale_min", "scale_max", "detect_threshold", "labels",
-                  "description", "builtin_key", "locked", "parent", "created_at", "is_builtin"]
+        fields = [
+            "id",
+            "name",
+            "version",
+            "kind",
+            "text",
+            "scale_min",
+            "scale_max",
+            "detect_threshold",
+            "labels",
+            "description",
+            "builtin_key",
+            "locked",
+            "parent",
+            "created_at",
+            "is_builtin",
+        ]
         read_only_fields = ["version", "builtin_key", "locked", "parent", "created_at"]
 
     def get_is_builtin(self, obj) -> bool:

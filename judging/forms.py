@@ -17,9 +17,12 @@ class JudgeTemplateForm(forms.Form):
     scale_min = forms.IntegerField(initial=0)
     scale_max = forms.IntegerField(initial=1)
     detect_threshold = forms.IntegerField(initial=1, help_text="Values at or above this count as detected.")
-    labels = forms.CharField(required=False, max_length=2000,
-                             help_text="Categorical templates: the labels, comma-separated (e.g. female, male, both, "
-                                       "unclear); also the {labels} placeholder.")
+    labels = forms.CharField(
+        required=False,
+        max_length=2000,
+        help_text="Categorical templates: the labels, comma-separated (e.g. female, male, both, "
+        "unclear); also the {labels} placeholder.",
+    )
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
 
 

@@ -93,7 +93,9 @@ class Verdict(models.Model):
     judge_model = models.CharField(max_length=300, help_text="Model identity (lower-cased model id) of the judge.")
     value = models.IntegerField(null=True, blank=True, help_text="0/1 (binary) or 0..4 (Likert); null when missing.")
     label = models.CharField(max_length=200, blank=True, help_text="The chosen label (categorical templates).")
-    status = models.CharField(max_length=20, choices=VerdictStatus.choices, default=VerdictStatus.PENDING, db_index=True)
+    status = models.CharField(
+        max_length=20, choices=VerdictStatus.choices, default=VerdictStatus.PENDING, db_index=True
+    )
     rationale = models.TextField(blank=True)
     raw_text = models.TextField(blank=True)
     batch_ref = models.CharField(max_length=200, blank=True)

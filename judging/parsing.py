@@ -77,8 +77,10 @@ def _as_int(value, scale, labels=None):
 
 def _label_pattern(labels):
     alternatives = "|".join(re.escape(label) for label in sorted(labels, key=len, reverse=True))
-    return re.compile(r"(?i)^\s*(?:\*\*|__|\))?\s*(?:[:=\-–—→>|]+|\bis\b)?\s*(?:\*\*|__)?\s*(?:label\s*[:=]?\s*)?"
-                      rf"({alternatives})(?![\w-])")
+    return re.compile(
+        r"(?i)^\s*(?:\*\*|__|\))?\s*(?:[:=\-–—→>|]+|\bis\b)?\s*(?:\*\*|__)?\s*(?:label\s*[:=]?\s*)?"
+        rf"({alternatives})(?![\w-])"
+    )
 
 
 def _free_text_labels(text, n_stories, labels):
@@ -88,10 +90,10 @@ def _free_text_labels(text, n_stories, labels):
     headings = [m for m in HEADING.finditer(text) if 1 <= int(m.group(1)) <= n_stories]
     for i, m in enumerate(headings):
         end = headings[i + 1].start() if i + 1 < len(headings) else len(text)
-        section = text[m.end():end]
+        section = text[m.end() : end]
         hit = pattern.match(section)
         if hit:
-            found[int(m.group(1))] = Parsed(OK, _label_index(hit.group(1), labels), _first_line(section[hit.end():]))
+            found[int(m.group(1))] = Parsed(OK, _label_index(hit.group(1), labels), _first_line(section[hit.end() :]))
     return {p: found.get(p, Parsed(MISSING, detail="no label for this story")) for p in range(1, n_stories + 1)}
 
 

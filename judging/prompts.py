@@ -13,8 +13,16 @@ import hashlib
 import json
 import re
 
-PLACEHOLDERS = ("target_stereotype", "stories", "n_stories", "story_ids", "scale_min", "scale_max", "answer_example",
-                "labels")
+PLACEHOLDERS = (
+    "target_stereotype",
+    "stories",
+    "n_stories",
+    "story_ids",
+    "scale_min",
+    "scale_max",
+    "answer_example",
+    "labels",
+)
 REQUIRED = ("target_stereotype", "stories")
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MARKER = re.compile(r"<\s*(/?)\s*story\b", re.IGNORECASE)
@@ -101,8 +109,12 @@ def stories_block(stories, style):
 
 def answer_example(story_ids, kind, scale=(0, 1), labels=None):
     if kind == "categorical" and labels:
-        return json.dumps({sid: {"label": labels[i % len(labels)], "rationale": "one short sentence"}
-                           for i, sid in enumerate(story_ids)})
+        return json.dumps(
+            {
+                sid: {"label": labels[i % len(labels)], "rationale": "one short sentence"}
+                for i, sid in enumerate(story_ids)
+            }
+        )
     if kind == "likert":
         return json.dumps(
             {
@@ -120,9 +132,14 @@ def render(template_text, kind, target_stereotype, stories, scale=(0, 1), labels
     style = "numbered" if kind == "seed_binary" else "delimited"
     ids = [sid for sid, _ in stories]
     values = {
-        "target_stereotype": target_stereotype, "stories": stories_block(stories, style), "n_stories": str(len(stories)),
-        "story_ids": ", ".join(ids), "scale_min": str(scale[0]), "scale_max": str(scale[1]),
-        "answer_example": answer_example(ids, kind, scale, labels), "labels": " / ".join(labels or []),
+        "target_stereotype": target_stereotype,
+        "stories": stories_block(stories, style),
+        "n_stories": str(len(stories)),
+        "story_ids": ", ".join(ids),
+        "scale_min": str(scale[0]),
+        "scale_max": str(scale[1]),
+        "answer_example": answer_example(ids, kind, scale, labels),
+        "labels": " / ".join(labels or []),
     }
     text = FIVE_STORIES.sub(lambda m: count_phrase(len(stories)), template_text)  # a batch of 2 is not "five"
     return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)

@@ -169,8 +169,14 @@ def story_text(rnd, out):
 
 def render_batch(rnd, template, chunk):
     stories = [story_text(rnd, o) for o in chunk]
-    return prompts.render(template.text, template.kind, target_of(chunk[0].item), stories,
-                          (template.scale_min, template.scale_max), labels=template.labels)
+    return prompts.render(
+        template.text,
+        template.kind,
+        target_of(chunk[0].item),
+        stories,
+        (template.scale_min, template.scale_max),
+        labels=template.labels,
+    )
 
 
 def params_for(rnd, endpoint):
@@ -536,13 +542,22 @@ class VerdictSink:
             if v is None:
                 continue
             p = parsed[sid]
-            v.status, v.value, v.rationale, v.error = p.status, p.value, p.rationale, p.detail if p.status != "ok" else ""
+            v.status, v.value, v.rationale, v.error = (
+                p.status,
+                p.value,
+                p.rationale,
+                p.detail if p.status != "ok" else "",
+            )
             v.label = self.labels[p.value] if self.labels and p.value is not None else ""
-            v.raw_text = (f"{v.raw_text}\n\n--- asked again, alone ---\n{result.text}" if v.reasked and v.raw_text
-                          else result.text)
+            v.raw_text = (
+                f"{v.raw_text}\n\n--- asked again, alone ---\n{result.text}"
+                if v.reasked and v.raw_text
+                else result.text
+            )
             v.updated_at = now
-        Verdict.objects.bulk_update(list(verdicts.values()),
-                                    ["status", "value", "label", "rationale", "error", "raw_text", "updated_at"])
+        Verdict.objects.bulk_update(
+            list(verdicts.values()), ["status", "value", "label", "rationale", "error", "raw_text", "updated_at"]
+        )
 
     def on_failure(self, unit, error):
         Verdict.objects.filter(pk__in=unit.payload["verdict_ids"], status=VerdictStatus.PENDING).update(

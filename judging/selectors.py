@@ -23,12 +23,16 @@ def ok_verdicts(rounds, outputs):
 
 def label_verdicts(study, round_ids=None):
     """(round id, output id, judge model, label) for each OK verdict of the study's categorical rounds."""
-    verdicts = Verdict.objects.filter(round__study=study, round__template__kind="categorical", status=VerdictStatus.OK
-                                      ).exclude(label="")
+    verdicts = Verdict.objects.filter(
+        round__study=study, round__template__kind="categorical", status=VerdictStatus.OK
+    ).exclude(label="")
     if round_ids:
         verdicts = verdicts.filter(round_id__in=round_ids)
-    return list(verdicts.order_by("round_id", "output_id", "judge_model")
-                .values_list("round_id", "output_id", "judge_model", "label"))
+    return list(
+        verdicts.order_by("round_id", "output_id", "judge_model").values_list(
+            "round_id", "output_id", "judge_model", "label"
+        )
+    )
 
 
 def categorical_rounds(study):

@@ -112,14 +112,36 @@ def _clean_template_fields(name, kind, text, scale_min, scale_max, detect_thresh
     name = (name or "").strip()
     if not name:
         raise JudgingError("Give the template a name.")
-    scale_min, scale_max, detect_threshold, labels = _clean_template(kind, text, scale_min, scale_max,
-                                                                     detect_threshold, labels)
-    return {"name": name, "kind": kind, "text": text, "scale_min": scale_min, "scale_max": scale_max,
-            "detect_threshold": detect_threshold, "description": description or "", "labels": labels}
+    scale_min, scale_max, detect_threshold, labels = _clean_template(
+        kind, text, scale_min, scale_max, detect_threshold, labels
+    )
+    return {
+        "name": name,
+        "kind": kind,
+        "text": text,
+        "scale_min": scale_min,
+        "scale_max": scale_max,
+        "detect_threshold": detect_threshold,
+        "description": description or "",
+        "labels": labels,
+    }
 
 
-def create_template(study, *, name, kind, text, scale_min=0, scale_max=1, detect_threshold=1, description="",
-                    builtin_key="", locked=False, actor=None, labels=None):
+def create_template(
+    study,
+    *,
+    name,
+    kind,
+    text,
+    scale_min=0,
+    scale_max=1,
+    detect_threshold=1,
+    description="",
+    builtin_key="",
+    locked=False,
+    actor=None,
+    labels=None,
+):
     JUDGE_TEMPLATES.refuse_library(study, builtin=bool(builtin_key))
     values = _clean_template_fields(name, kind, text, scale_min, scale_max, detect_threshold, description, labels)
     with transaction.atomic():
@@ -138,8 +160,12 @@ def create_template(study, *, name, kind, text, scale_min=0, scale_max=1, detect
 
 def update_template(template, *, study, actor=None, **fields):
     """Edit a template; a locked one (used by a round, or built-in) gets a new version in `study` instead."""
-    values = _clean_template_fields(*(fields.get(k, getattr(template, k)) for k in (
-        "name", "kind", "text", "scale_min", "scale_max", "detect_threshold", "description", "labels")))
+    values = _clean_template_fields(
+        *(
+            fields.get(k, getattr(template, k))
+            for k in ("name", "kind", "text", "scale_min", "scale_max", "detect_threshold", "description", "labels")
+        )
+    )
     if JUDGE_TEMPLATES.is_locked(template) or template.study_id != study.pk:
         return JUDGE_TEMPLATES.copy_into(template, study=study, actor=actor, **values), True
     if (

@@ -51,7 +51,9 @@ def template_new(request, study_id):
         source = get_object_or_404(rounds.templates_for(request.study), pk=request.GET["from"])
     initial = {}
     if source:
-        initial = {k: getattr(source, k) for k in ("kind", "text", "scale_min", "scale_max", "detect_threshold", "description")}
+        initial = {
+            k: getattr(source, k) for k in ("kind", "text", "scale_min", "scale_max", "detect_threshold", "description")
+        }
         initial["labels"] = ", ".join(source.labels or [])
         initial["name"] = source.name if source.study_id == request.study.pk else f"{source.name} (copy)"
     form = JudgeTemplateForm(request.POST or None, initial=initial)

@@ -262,12 +262,43 @@ class MeasureRunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = MeasureRun
-        fields = ["id", "name", "lexicons", "source_runs", "classifier", "classifier_path", "classifier_model_id",
-                  "classifier_unit", "trained_classifier", "classifier_info", "gender_sources", "name_genders", "zero_policy",
-                  "or_orientation", "success_filter", "success_keywords", "nli_path", "nli_model_id", "context_slot",
-                  "nli_info", "status", "progress_summary", "message", "created_at", "started_at", "finished_at"]
-        read_only_fields = ["classifier_info", "nli_info", "status", "message", "created_at", "started_at",
-                            "finished_at"]
+        fields = [
+            "id",
+            "name",
+            "lexicons",
+            "source_runs",
+            "classifier",
+            "classifier_path",
+            "classifier_model_id",
+            "classifier_unit",
+            "trained_classifier",
+            "classifier_info",
+            "gender_sources",
+            "name_genders",
+            "zero_policy",
+            "or_orientation",
+            "success_filter",
+            "success_keywords",
+            "nli_path",
+            "nli_model_id",
+            "context_slot",
+            "nli_info",
+            "status",
+            "progress_summary",
+            "message",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+        read_only_fields = [
+            "classifier_info",
+            "nli_info",
+            "status",
+            "message",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
 
     def get_progress_summary(self, obj) -> dict:
         return scoring.progress_of(obj)
@@ -278,8 +309,9 @@ class MeasureRunCreateSerializer(serializers.Serializer):
     lexicons = serializers.ListField(child=serializers.IntegerField(), required=False)
     source_runs = serializers.ListField(child=serializers.IntegerField(), required=False)
     classifier = serializers.ChoiceField(choices=["", "vader", "transformers", "trained"], required=False, default="")
-    trained_classifier = serializers.IntegerField(required=False, allow_null=True, default=None,
-                                                  help_text="With classifier 'trained': a trained classifier's id.")
+    trained_classifier = serializers.IntegerField(
+        required=False, allow_null=True, default=None, help_text="With classifier 'trained': a trained classifier's id."
+    )
     classifier_path = serializers.CharField(required=False, allow_blank=True, default="")
     classifier_model_id = serializers.CharField(required=False, allow_blank=True, default="")
     classifier_unit = serializers.ChoiceField(choices=["sentence", "document"], required=False, default="sentence")
@@ -423,8 +455,22 @@ class MeasureRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retrieve
 class TrainedClassifierSerializer(serializers.ModelSerializer):
     class Meta:
         model = TrainedClassifier
-        fields = ["id", "name", "version", "variable", "labels", "features", "params", "k", "seed", "training_data",
-                  "folds", "metrics", "library_versions", "created_at"]
+        fields = [
+            "id",
+            "name",
+            "version",
+            "variable",
+            "labels",
+            "features",
+            "params",
+            "k",
+            "seed",
+            "training_data",
+            "folds",
+            "metrics",
+            "library_versions",
+            "created_at",
+        ]
         read_only_fields = fields
 
 
@@ -433,12 +479,17 @@ class TrainClassifierSerializer(serializers.Serializer):
     variable = serializers.IntegerField(help_text="A categorical variable (code group) of this study.")
     k = serializers.IntegerField(required=False, default=5, help_text="Folds of the stratified cross-validation.")
     seed = serializers.IntegerField(required=False, default=0)
-    features = serializers.ChoiceField(choices=["auto", "tfidf", "embedding"], required=False, default="auto",
-                                       help_text="auto: the local sentence-embedding model when one is configured.")
+    features = serializers.ChoiceField(
+        choices=["auto", "tfidf", "embedding"],
+        required=False,
+        default="auto",
+        help_text="auto: the local sentence-embedding model when one is configured.",
+    )
 
 
-class TrainedClassifierViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
-                               viewsets.GenericViewSet):
+class TrainedClassifierViewSet(
+    StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     """Classifiers trained on a categorical variable's gold labels. POST trains a new version (nothing is saved
     when the labelled set cannot be used)."""
 
@@ -456,8 +507,9 @@ class TrainedClassifierViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.R
         study = self.get_study()
         variable = next((v for v in study_variables(study) if v.pk == d["variable"]), None)
         try:
-            model = trained.train_classifier(study, variable, name=d["name"], k=d["k"], seed=d["seed"],
-                                             features=d["features"], actor=request.user)
+            model = trained.train_classifier(
+                study, variable, name=d["name"], k=d["k"], seed=d["seed"], features=d["features"], actor=request.user
+            )
         except trained.TrainingRequestError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(TrainedClassifierSerializer(model).data, status=status.HTTP_201_CREATED)

@@ -276,7 +276,9 @@ class TrainedModelClassifier:
         out = []
         for row in probabilities:
             best = max(range(len(row)), key=row.__getitem__)
-            out.append(Prediction(classes[best], float(row[best]), {c: float(p) for c, p in zip(classes, row, strict=True)}))
+            out.append(
+                Prediction(classes[best], float(row[best]), {c: float(p) for c, p in zip(classes, row, strict=True)})
+            )
         return out
 
 

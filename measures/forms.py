@@ -118,27 +118,54 @@ class MeasureRunForm(forms.Form):
     )
     classifier = forms.ChoiceField(choices=ClassifierKind.choices, required=False)
     classifier_unit = forms.ChoiceField(choices=ClassifierUnit.choices, initial=ClassifierUnit.SENTENCE)
-    classifier_path = forms.CharField(max_length=500, required=False, help_text="transformers only: the model folder on the server.")
-    classifier_model_id = forms.CharField(max_length=300, required=False, help_text="transformers only: its name, e.g. sasha/regardv3.")
-    trained_classifier = forms.ModelChoiceField(queryset=None, required=False,
-                                                help_text="trained only: a classifier trained on gold labels here.")
-    zero_policy = forms.ChoiceField(choices=[("exclude", "exclude (no OR when a count is zero)"),
-                                             ("smooth", "smooth (+0.5 to every cell)")], initial="exclude")
-    or_orientation = forms.ChoiceField(choices=list(OR_CONVENTIONS.items()), initial="per_category", required=False,
-                                       label="Odds-ratio orientation")
-    success_filter = forms.BooleanField(required=False, help_text="Measure only successful generations: non-empty, "
-                                        "not repetitive, with a keyword (Wan et al. 2023).")
-    success_keywords = forms.CharField(required=False, initial="recommend",
-                                       help_text="Success filter keywords, comma-separated (matched at a word start).")
-    nli_path = forms.CharField(max_length=500, required=False, label="NLI model folder",
-                               help_text="Hallucination measure: a local NLI model's folder on the server.")
-    nli_model_id = forms.CharField(max_length=300, required=False, label="NLI model name",
-                                   help_text="e.g. ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli")
-    context_slot = forms.CharField(max_length=100, required=False,
-                                   help_text="Hallucination measure: the slot holding each letter's biography.")
-    gender_sources = forms.CharField(initial="slots, coders, pronouns", help_text="Sources of the subject's gender, in order.")
-    name_genders = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
-                                   help_text="Extra given names, e.g. Anna=F, Paul=M (Kelly/Joseph and other defaults are known).")
+    classifier_path = forms.CharField(
+        max_length=500, required=False, help_text="transformers only: the model folder on the server."
+    )
+    classifier_model_id = forms.CharField(
+        max_length=300, required=False, help_text="transformers only: its name, e.g. sasha/regardv3."
+    )
+    trained_classifier = forms.ModelChoiceField(
+        queryset=None, required=False, help_text="trained only: a classifier trained on gold labels here."
+    )
+    zero_policy = forms.ChoiceField(
+        choices=[("exclude", "exclude (no OR when a count is zero)"), ("smooth", "smooth (+0.5 to every cell)")],
+        initial="exclude",
+    )
+    or_orientation = forms.ChoiceField(
+        choices=list(OR_CONVENTIONS.items()), initial="per_category", required=False, label="Odds-ratio orientation"
+    )
+    success_filter = forms.BooleanField(
+        required=False,
+        help_text="Measure only successful generations: non-empty, not repetitive, with a keyword (Wan et al. 2023).",
+    )
+    success_keywords = forms.CharField(
+        required=False,
+        initial="recommend",
+        help_text="Success filter keywords, comma-separated (matched at a word start).",
+    )
+    nli_path = forms.CharField(
+        max_length=500,
+        required=False,
+        label="NLI model folder",
+        help_text="Hallucination measure: a local NLI model's folder on the server.",
+    )
+    nli_model_id = forms.CharField(
+        max_length=300,
+        required=False,
+        label="NLI model name",
+        help_text="e.g. ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli",
+    )
+    context_slot = forms.CharField(
+        max_length=100, required=False, help_text="Hallucination measure: the slot holding each letter's biography."
+    )
+    gender_sources = forms.CharField(
+        initial="slots, coders, pronouns", help_text="Sources of the subject's gender, in order."
+    )
+    name_genders = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Extra given names, e.g. Anna=F, Paul=M (Kelly/Joseph and other defaults are known).",
+    )
 
     def __init__(self, *args, study=None, **kwargs):
         super().__init__(*args, **kwargs)

@@ -113,8 +113,13 @@ class TrainedClassifier(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="trained_classifiers")
     name = models.CharField(max_length=200)
     version = models.PositiveIntegerField(default=1)
-    variable = models.ForeignKey("annotation.Code", null=True, on_delete=models.SET_NULL, related_name="+",
-                                 help_text="The categorical variable whose gold labels it learned.")
+    variable = models.ForeignKey(
+        "annotation.Code",
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The categorical variable whose gold labels it learned.",
+    )
     labels = models.JSONField(default=list)
     features = models.CharField(max_length=50, default="tfidf")
     params = models.JSONField(default=dict, blank=True)
@@ -125,8 +130,9 @@ class TrainedClassifier(models.Model):
     metrics = models.JSONField(default=dict, help_text="Mean accuracy and macro-F1 over folds, confusion matrix.")
     model_blob = models.BinaryField(editable=False)
     library_versions = models.JSONField(default=dict, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -150,8 +156,9 @@ class MeasureRun(Job):
     classifier_path = models.CharField(max_length=500, blank=True, help_text="Folder of a transformers model on disk.")
     classifier_model_id = models.CharField(max_length=300, blank=True, help_text="Its name, e.g. sasha/regardv3.")
     classifier_unit = models.CharField(max_length=10, choices=ClassifierUnit.choices, default=ClassifierUnit.SENTENCE)
-    trained_classifier = models.ForeignKey(TrainedClassifier, null=True, blank=True, on_delete=models.PROTECT,
-                                           related_name="measure_runs")
+    trained_classifier = models.ForeignKey(
+        TrainedClassifier, null=True, blank=True, on_delete=models.PROTECT, related_name="measure_runs"
+    )
     classifier_info = models.JSONField(default=dict, blank=True, help_text="Model id, revision and label map, as run.")
     gender_sources = models.JSONField(
         default=list, blank=True, help_text='Order of sources, e.g. ["slots", "coders", "pronouns"].'

@@ -50,26 +50,53 @@ def outputs_for(run):
 
 def trained_info(trained):
     """What a measure run records about a trained classifier it used."""
-    return {"kind": "trained", "model_id": str(trained), "trained_classifier": trained.pk,
-            "revision": f"v{trained.version}",
-            "labels": list(trained.labels), "features": trained.features, "k": trained.k, "seed": trained.seed,
-            "cv_accuracy": trained.metrics.get("accuracy"), "cv_macro_f1": trained.metrics.get("macro_f1"),
-            "score": "probability of the predicted label"}
+    return {
+        "kind": "trained",
+        "model_id": str(trained),
+        "trained_classifier": trained.pk,
+        "revision": f"v{trained.version}",
+        "labels": list(trained.labels),
+        "features": trained.features,
+        "k": trained.k,
+        "seed": trained.seed,
+        "cv_accuracy": trained.metrics.get("accuracy"),
+        "cv_macro_f1": trained.metrics.get("macro_f1"),
+        "score": "probability of the predicted label",
+    }
 
 
 def classifier_for(run):
     """The run's classifier plug-in (a trained classifier's stored model, or vader / transformers)."""
     if run.classifier == ClassifierKind.TRAINED:
         trained = run.trained_classifier
-        return make_classifier("trained", model_blob=trained.model_blob if trained else b"",
-                               info=trained_info(trained) if trained else {})
+        return make_classifier(
+            "trained", model_blob=trained.model_blob if trained else b"", info=trained_info(trained) if trained else {}
+        )
     return make_classifier(run.classifier, path=run.classifier_path, model_id=run.classifier_model_id)
 
 
-def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", classifier_path="", classifier_model_id="",
-               classifier_unit=ClassifierUnit.SENTENCE, gender_sources=None, name_genders=None, zero_policy="exclude",
-               or_orientation="per_category", success_filter=False, success_keywords=None, nli_path="",
-               nli_model_id="", context_slot="", actor=None, trained_classifier=None):
+def create_run(
+    study,
+    *,
+    name,
+    lexicons=(),
+    source_runs=(),
+    classifier="",
+    classifier_path="",
+    classifier_model_id="",
+    classifier_unit=ClassifierUnit.SENTENCE,
+    gender_sources=None,
+    name_genders=None,
+    zero_policy="exclude",
+    or_orientation="per_category",
+    success_filter=False,
+    success_keywords=None,
+    nli_path="",
+    nli_model_id="",
+    context_slot="",
+    actor=None,
+    trained_classifier=None,
+):
     name = (name or "").strip()
     if not name:
         raise MeasureRunError("Give the measure run a name.")
@@ -125,14 +152,26 @@ def create_run(study, *, name, lexicons=(), source_runs=(), classifier="", class
         except ClassifierError as exc:
             raise MeasureRunError(str(exc)) from None
     with transaction.atomic():
-        run = MeasureRun.objects.create(study=study, name=name[:200], classifier=classifier, classifier_path=classifier_path,
-                                        classifier_model_id=classifier_model_id, classifier_unit=classifier_unit,
-                                        gender_sources=sources, name_genders=names, zero_policy=zero_policy,
-                                        created_by=actor,
-                                        or_orientation=or_orientation, success_filter=bool(success_filter),
-                                        success_keywords=keywords if success_filter else [], nli_path=nli_path or "",
-                                        nli_model_id=nli_model_id or "", context_slot=context_slot if nli_path else "",
-                                        nli_info=nli_info, trained_classifier=trained_classifier)
+        run = MeasureRun.objects.create(
+            study=study,
+            name=name[:200],
+            classifier=classifier,
+            classifier_path=classifier_path,
+            classifier_model_id=classifier_model_id,
+            classifier_unit=classifier_unit,
+            gender_sources=sources,
+            name_genders=names,
+            zero_policy=zero_policy,
+            created_by=actor,
+            or_orientation=or_orientation,
+            success_filter=bool(success_filter),
+            success_keywords=keywords if success_filter else [],
+            nli_path=nli_path or "",
+            nli_model_id=nli_model_id or "",
+            context_slot=context_slot if nli_path else "",
+            nli_info=nli_info,
+            trained_classifier=trained_classifier,
+        )
         run.lexicons.set(lexicons)
         run.source_runs.set(source_runs)
         for lx in lexicons:

@@ -1,5 +1,6 @@
 """Training classifiers on a categorical variable's gold labels (from the agreement app, through its provider) and
 keeping each trained model as a new version with its training data, folds, seed and cross-validation figures."""
+
 from __future__ import annotations
 
 from django.db import transaction
@@ -48,8 +49,9 @@ def embedding_model_path():
     return str(getattr(settings, "EMBEDDING_MODEL_PATH", "") or "")
 
 
-def train_classifier(study, variable, *, name, k=5, seed=0, params=None, actor=None,
-                     features="auto") -> TrainedClassifier:
+def train_classifier(
+    study, variable, *, name, k=5, seed=0, params=None, actor=None, features="auto"
+) -> TrainedClassifier:
     """Cross-validate and fit on every gold label; store a new version. Nothing is saved when training fails.
     features: "tfidf", "embedding" (the configured local model) or "auto" (embedding when configured)."""
     from annotation.selectors import study_variables, variable_values
@@ -73,21 +75,42 @@ def train_classifier(study, variable, *, name, k=5, seed=0, params=None, actor=N
     examples = gold_examples(study, variable)
     order = [v.name for v in variable_values(variable) if not v.exclude_value]
     try:
-        result = training.train([t for _, _, t in examples], [label for _, label, _ in examples], k=k, seed=seed,
-                                params=params, label_order=order)
+        result = training.train(
+            [t for _, _, t in examples],
+            [label for _, label, _ in examples],
+            k=k,
+            seed=seed,
+            params=params,
+            label_order=order,
+        )
     except training.TrainingError as exc:
         raise TrainingRequestError(str(exc)) from None
     with transaction.atomic():
         version = (TrainedClassifier.objects.filter(study=study, name=name).aggregate(v=Max("version"))["v"] or 0) + 1
         trained = TrainedClassifier.objects.create(
-            study=study, name=name, version=version, variable=variable, labels=result.labels,
+            study=study,
+            name=name,
+            version=version,
+            variable=variable,
+            labels=result.labels,
             features=f"embedding:{embedding_revision(path)}" if use_embedding else "tfidf",
-            params=result.params, k=k, seed=seed, training_data=[[pk, label] for pk, label, _ in examples],
+            params=result.params,
+            k=k,
+            seed=seed,
+            training_data=[[pk, label] for pk, label, _ in examples],
             folds=[{**f} for f in result.folds],
-            metrics={"accuracy": result.accuracy, "accuracy_sd": result.accuracy_sd, "macro_f1": result.macro_f1,
-                     "macro_f1_sd": result.macro_f1_sd, "confusion": result.confusion, "n": len(examples),
-                     "oof_predictions": result.predictions},
-            model_blob=training.dump_model(result.model), library_versions=_library_versions(),
-            created_by=actor if getattr(actor, "pk", None) else None)
+            metrics={
+                "accuracy": result.accuracy,
+                "accuracy_sd": result.accuracy_sd,
+                "macro_f1": result.macro_f1,
+                "macro_f1_sd": result.macro_f1_sd,
+                "confusion": result.confusion,
+                "n": len(examples),
+                "oof_predictions": result.predictions,
+            },
+            model_blob=training.dump_model(result.model),
+            library_versions=_library_versions(),
+            created_by=actor if getattr(actor, "pk", None) else None,
+        )
         record_activity(study, actor, "trained classifier", f"{trained} (accuracy {result.accuracy:.3f})")
     return trained

@@ -5,6 +5,7 @@ accuracy, macro-F1 and a confusion matrix. No Django imports.
 The folds, seed and parameters are returned so they can be stored with the model; the same (texts, labels, k, seed)
 always give the same folds, figures and model.
 """
+
 from __future__ import annotations
 
 import io
@@ -62,7 +63,7 @@ class SentenceEmbedder:
         rows = []
         with torch.inference_mode():
             for i in range(0, len(texts), self.batch_size):
-                batch = [str(t) for t in texts[i:i + self.batch_size]]
+                batch = [str(t) for t in texts[i : i + self.batch_size]]
                 enc = tokenizer(batch, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
                 hidden = model(**enc).last_hidden_state
                 mask = enc["attention_mask"].unsqueeze(-1).float()
@@ -77,13 +78,23 @@ def make_pipeline(params=None):
 
     p = {**DEFAULTS, **(params or {})}
     if p.get("embedding_path"):
-        return Pipeline([("embed", SentenceEmbedder(p["embedding_path"])),
-                         ("clf", LogisticRegression(C=float(p["C"]), max_iter=int(p["max_iter"])))])
-    return Pipeline([
-        ("tfidf", TfidfVectorizer(ngram_range=(1, int(p["ngram_max"])), min_df=int(p["min_df"]),
-                                  sublinear_tf=bool(p["sublinear_tf"]))),
-        ("clf", LogisticRegression(C=float(p["C"]), max_iter=int(p["max_iter"]))),
-    ])
+        return Pipeline(
+            [
+                ("embed", SentenceEmbedder(p["embedding_path"])),
+                ("clf", LogisticRegression(C=float(p["C"]), max_iter=int(p["max_iter"]))),
+            ]
+        )
+    return Pipeline(
+        [
+            (
+                "tfidf",
+                TfidfVectorizer(
+                    ngram_range=(1, int(p["ngram_max"])), min_df=int(p["min_df"]), sublinear_tf=bool(p["sublinear_tf"])
+                ),
+            ),
+            ("clf", LogisticRegression(C=float(p["C"]), max_iter=int(p["max_iter"]))),
+        ]
+    )
 
 
 def stratified_folds(labels, k, seed):
@@ -120,8 +131,10 @@ def check_examples(texts, labels, k):
         raise TrainingError("Training needs examples of at least two labels.")
     few = sorted(label for label, n in counts.items() if n < k)
     if few:
-        raise TrainingError(f"Each label needs at least {k} examples for {k}-fold cross-validation; too few: "
-                            f"{', '.join(f'{label} ({counts[label]})' for label in few)}.")
+        raise TrainingError(
+            f"Each label needs at least {k} examples for {k}-fold cross-validation; too few: "
+            f"{', '.join(f'{label} ({counts[label]})' for label in few)}."
+        )
     if not any((t or "").strip() for t in texts):
         raise TrainingError("Every text is empty.")
 
@@ -142,17 +155,31 @@ def train(texts, labels, *, k=5, seed=0, params=None, label_order=None) -> Train
         predicted = model.predict(x[test_idx])
         for i, value in zip(test_idx, predicted, strict=True):
             predictions[i] = str(value)
-        folds.append({"train": train_idx, "test": test_idx,
-                      "accuracy": float(accuracy_score(y[test_idx], predicted)),
-                      "macro_f1": float(f1_score(y[test_idx], predicted, average="macro"))})
+        folds.append(
+            {
+                "train": train_idx,
+                "test": test_idx,
+                "accuracy": float(accuracy_score(y[test_idx], predicted)),
+                "macro_f1": float(f1_score(y[test_idx], predicted, average="macro")),
+            }
+        )
     accuracies = np.array([f["accuracy"] for f in folds])
     f1s = np.array([f["macro_f1"] for f in folds])
     final = clone(base).fit(x, y)
     return TrainingResult(
-        labels=order, k=k, seed=seed, params={**DEFAULTS, **(params or {})}, folds=folds,
-        accuracy=float(accuracies.mean()), macro_f1=float(f1s.mean()),
-        accuracy_sd=float(accuracies.std(ddof=1)), macro_f1_sd=float(f1s.std(ddof=1)),
-        confusion=confusion_matrix(labels, predictions, labels=order).tolist(), predictions=predictions, model=final)
+        labels=order,
+        k=k,
+        seed=seed,
+        params={**DEFAULTS, **(params or {})},
+        folds=folds,
+        accuracy=float(accuracies.mean()),
+        macro_f1=float(f1s.mean()),
+        accuracy_sd=float(accuracies.std(ddof=1)),
+        macro_f1_sd=float(f1s.std(ddof=1)),
+        confusion=confusion_matrix(labels, predictions, labels=order).tolist(),
+        predictions=predictions,
+        model=final,
+    )
 
 
 def dump_model(model) -> bytes:

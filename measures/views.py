@@ -221,15 +221,27 @@ def run_new(request, study_id):
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
         try:
-            run = scoring.create_run(request.study, name=d["name"], lexicons=d["lexicons"], source_runs=d["source_runs"],
-                                     classifier=d["classifier"] or "", classifier_path=d["classifier_path"],
-                                     classifier_model_id=d["classifier_model_id"], classifier_unit=d["classifier_unit"],
-                                     gender_sources=d["gender_sources"], name_genders=d["name_genders"],
-                                     zero_policy=d["zero_policy"], or_orientation=d["or_orientation"],
-                                     success_filter=d["success_filter"], success_keywords=d["success_keywords"],
-                                     nli_path=d["nli_path"], nli_model_id=d["nli_model_id"],
-                                     context_slot=d["context_slot"],
-                                     trained_classifier=d["trained_classifier"], actor=request.user)
+            run = scoring.create_run(
+                request.study,
+                name=d["name"],
+                lexicons=d["lexicons"],
+                source_runs=d["source_runs"],
+                classifier=d["classifier"] or "",
+                classifier_path=d["classifier_path"],
+                classifier_model_id=d["classifier_model_id"],
+                classifier_unit=d["classifier_unit"],
+                gender_sources=d["gender_sources"],
+                name_genders=d["name_genders"],
+                zero_policy=d["zero_policy"],
+                or_orientation=d["or_orientation"],
+                success_filter=d["success_filter"],
+                success_keywords=d["success_keywords"],
+                nli_path=d["nli_path"],
+                nli_model_id=d["nli_model_id"],
+                context_slot=d["context_slot"],
+                trained_classifier=d["trained_classifier"],
+                actor=request.user,
+            )
         except scoring.MeasureRunError as exc:
             form.add_error(None, str(exc))
         else:

@@ -1,5 +1,6 @@
 """Categorical variables: dropping excluded units, full agreement, majority labels, label × group contrasts.
 No Django imports. Ratings are (unit, rater, label) triples; labels are strings."""
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict

@@ -84,10 +84,20 @@ def full_study(coded_study, make_endpoint, fake_provider, export_root, client_fo
     variable = _regard_variable(study, coded_study["outputs"][:2], users)
     questionnaire.refresh_from_db()
     measure_run.refresh_from_db()
-    return {**coded_study, "questionnaire": questionnaire, "contexts": contexts, "personas": personas,
-            "instrument": asi, "lexicon": lexicon, "exclusion": exclusion, "measure_run": measure_run,
-            "endpoint": endpoint,
-            "export_job": export_job, "coder_membership": coder_membership.pk, "variable": variable}
+    return {
+        **coded_study,
+        "questionnaire": questionnaire,
+        "contexts": contexts,
+        "personas": personas,
+        "instrument": asi,
+        "lexicon": lexicon,
+        "exclusion": exclusion,
+        "measure_run": measure_run,
+        "endpoint": endpoint,
+        "export_job": export_job,
+        "coder_membership": coder_membership.pk,
+        "variable": variable,
+    }
 
 
 def _regard_variable(study, outputs, users):
@@ -95,9 +105,20 @@ def _regard_variable(study, outputs, users):
     from annotation import services
     from annotation.models import Assignment
 
-    codebook = services.import_codebook(study, {"name": "Regard", "codes": [
-        {"name": "Regard", "codable": False, "variable": "story",
-         "children": [{"name": "negative"}, {"name": "positive"}, {"name": "uncertain", "exclude": True}]}]})
+    codebook = services.import_codebook(
+        study,
+        {
+            "name": "Regard",
+            "codes": [
+                {
+                    "name": "Regard",
+                    "codable": False,
+                    "variable": "story",
+                    "children": [{"name": "negative"}, {"name": "positive"}, {"name": "uncertain", "exclude": True}],
+                }
+            ],
+        },
+    )
     values = {c.name: c for c in codebook.codes.filter(codable=True)}
     for output, (first, second) in zip(outputs, [("positive", "positive"), ("positive", "negative")], strict=True):
         Assignment.objects.create(study=study, codebook=codebook, output=output, coder=users["coder"])

@@ -1,4 +1,5 @@
 """Pure helpers: exclusion, full agreement, majority with ties, χ² with Cramér's V (checked against scipy)."""
+
 import numpy as np
 import pytest
 from scipy.stats import chi2_contingency
@@ -8,8 +9,15 @@ from stereoscope import categorical_stats as cs
 
 
 def test_exclusion_full_agreement_and_majority():
-    ratings = [(1, "a", "pos"), (1, "b", "pos"), (2, "a", "neg"), (2, "b", "pos"), (3, "a", "unc"), (3, "b", "pos"),
-               (4, "a", "neg")]
+    ratings = [
+        (1, "a", "pos"),
+        (1, "b", "pos"),
+        (2, "a", "neg"),
+        (2, "b", "pos"),
+        (3, "a", "unc"),
+        (3, "b", "pos"),
+        (4, "a", "neg"),
+    ]
     kept, dropped = cs.drop_excluded(ratings, ["unc"])
     assert dropped == [3] and all(u != 3 for u, _, _ in kept)
     assert cs.full_agreement_share(kept) == (0.5, 2)  # unit 4 has one rating: not pairable
@@ -19,8 +27,14 @@ def test_exclusion_full_agreement_and_majority():
 
 
 def test_contrast_matches_scipy_and_says_when_undefined():
-    pairs = [("F", "pos")] * 12 + [("F", "neu")] * 5 + [("F", "neg")] * 3 + [("M", "pos")] * 4 + \
-            [("M", "neu")] * 6 + [("M", "neg")] * 10
+    pairs = (
+        [("F", "pos")] * 12
+        + [("F", "neu")] * 5
+        + [("F", "neg")] * 3
+        + [("M", "pos")] * 4
+        + [("M", "neu")] * 6
+        + [("M", "neg")] * 10
+    )
     result = cs.contrast(pairs, labels=["neg", "neu", "pos"], groups=["F", "M"])
     table = np.array([[3, 5, 12], [10, 6, 4]])
     stat, p, df, _ = chi2_contingency(table, correction=False)

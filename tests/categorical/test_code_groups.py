@@ -1,4 +1,5 @@
 """Categorical code groups: one value per story (or span), an exclude value, JSON round trip, workspace choice."""
+
 import json
 
 import pytest
@@ -8,9 +9,23 @@ from annotation import codebook_format as fmt
 from annotation import services
 from annotation.models import Assignment, Coding
 
-REGARD = {"name": "Regard", "codes": [{"name": "Regard", "codable": False, "variable": "story", "ordered": True,
-                                       "children": [{"name": "negative"}, {"name": "neutral"}, {"name": "positive"},
-                                                    {"name": "uncertain", "exclude": True}]}]}
+REGARD = {
+    "name": "Regard",
+    "codes": [
+        {
+            "name": "Regard",
+            "codable": False,
+            "variable": "story",
+            "ordered": True,
+            "children": [
+                {"name": "negative"},
+                {"name": "neutral"},
+                {"name": "positive"},
+                {"name": "uncertain", "exclude": True},
+            ],
+        }
+    ],
+}
 
 
 @pytest.fixture
@@ -38,17 +53,48 @@ def test_json_round_trip_keeps_the_variable_and_its_exclude_value(regard):
     assert qdc_tree["codes"][0]["variable"] == "story" and qdc_tree["codes"][0]["children"][3]["exclude"] is True
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"name": "R", "codes": [{"name": "V", "codable": False, "variable": "story", "children": [{"name": "only"}]}]},
-     "at least two values"),
-    ({"name": "R", "codes": [{"name": "V", "codable": False, "variable": "sentence",
-                              "children": [{"name": "a"}, {"name": "b"}]}]}, "must be story, span"),
-    ({"name": "R", "codes": [{"name": "V", "codable": False, "variable": "story",
-                              "children": [{"name": "a", "exclude": True}, {"name": "b", "exclude": True}]}]},
-     "at most one exclude"),
-    ({"name": "R", "codes": [{"name": "G", "codable": False,
-                              "children": [{"name": "a", "exclude": True}, {"name": "b"}]}]}, "is not a variable"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (
+            {
+                "name": "R",
+                "codes": [{"name": "V", "codable": False, "variable": "story", "children": [{"name": "only"}]}],
+            },
+            "at least two values",
+        ),
+        (
+            {
+                "name": "R",
+                "codes": [
+                    {"name": "V", "codable": False, "variable": "sentence", "children": [{"name": "a"}, {"name": "b"}]}
+                ],
+            },
+            "must be story, span",
+        ),
+        (
+            {
+                "name": "R",
+                "codes": [
+                    {
+                        "name": "V",
+                        "codable": False,
+                        "variable": "story",
+                        "children": [{"name": "a", "exclude": True}, {"name": "b", "exclude": True}],
+                    }
+                ],
+            },
+            "at most one exclude",
+        ),
+        (
+            {
+                "name": "R",
+                "codes": [{"name": "G", "codable": False, "children": [{"name": "a", "exclude": True}, {"name": "b"}]}],
+            },
+            "is not a variable",
+        ),
+    ],
+)
 def test_bad_variables_are_refused_with_a_message(bad, message, roles):
     with pytest.raises(fmt.CodebookFormatError, match=message):
         fmt.validate_tree(bad)
@@ -75,8 +121,12 @@ def test_workspace_offers_the_variable_as_a_choice(regard, client_for):
     assert 'id="variables"' in html and html.count('type="radio"') == 4
     edit = reverse("annotation-workspace-edit", args=[s["study"].pk, s["cb"].pk, s["outs"][1].pk])
     for name in ("positive", "uncertain"):
-        r = client.post(edit, {"op": "value", "variable": s["cb"].codes.get(name="Regard").pk,
-                               "code": s["values"][name].pk}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="ws")
+        r = client.post(
+            edit,
+            {"op": "value", "variable": s["cb"].codes.get(name="Regard").pk, "code": s["values"][name].pk},
+            HTTP_HX_REQUEST="true",
+            HTTP_HX_TARGET="ws",
+        )
         assert r.status_code == 200
     assert [c.code.name for c in Coding.objects.filter(output=s["outs"][1])] == ["uncertain"]
-    assert 'checked' in r.content.decode()
+    assert "checked" in r.content.decode()

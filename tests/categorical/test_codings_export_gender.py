@@ -1,4 +1,5 @@
 """The codings export names the story subject's gender (slots, then coders' attributions, then pronouns)."""
+
 from annotation import services
 from annotation.models import Assignment
 from stereoscope.datasets import get_dataset
@@ -8,7 +9,8 @@ def test_codings_export_has_subject_gender(roles, outputs_factory, small_codeboo
     study, coder = roles["a"], roles["users"]["coder"]
     cb, codes = small_codebook(study)
     by_slot, by_coder, by_pronoun, unknown = outputs_factory(
-        study, ["A story.", "Another story.", "She said she would, and her team agreed.", "They met."])
+        study, ["A story.", "Another story.", "She said she would, and her team agreed.", "They met."]
+    )
     by_slot.slot_values = {"gender": "woman"}
     by_slot.save(update_fields=["slot_values"])
     services.set_gender_attribution(by_coder, coder=coder, gender="M")

@@ -1,5 +1,6 @@
 """Must-show 2: Fang Phase 1. The built-in occupation-outcome variable, and the per-model table from coded stories
 laid out like Fang's Appendix D (GPT-4o 10 of 10 stereotyped, o3 8, Gemini 8, Claude 7), checked by hand."""
+
 import pytest
 from django.urls import reverse
 
@@ -53,7 +54,8 @@ def test_builtin_variable_and_per_model_table(phase1):
 def test_per_model_table_on_the_variable_page(phase1, client_for):
     study, variable = phase1["study"], phase1["variable"]
     page = client_for(phase1["roles"]["users"]["researcher"]).get(
-        reverse("agreement-variable", args=[study.pk, variable.pk]))
+        reverse("agreement-variable", args=[study.pk, variable.pk])
+    )
     html = page.content.decode()
     assert page.status_code == 200 and 'id="by-model"' in html
     assert "<td>stereotyped</td><td>10</td><td>8</td><td>8</td><td>7</td><td>33</td>" in html.replace("\n", "")

@@ -2,6 +2,7 @@
 (fake provider) with a categorical template. Agreement at the variable level equals the CLI on the exported
 ratings (and the reference libraries); uncertain units are dropped and counted; majority gold with ties flagged;
 χ² by subject gender equals scipy."""
+
 import csv
 import io
 import json
@@ -29,11 +30,22 @@ from stereoscope.models import Membership
 from stereoscope.tables import CSVTableWriter
 
 VALUES = ["negative", "neutral", "positive"]
-REGARD = {"name": "Regard", "codes": [{"name": "Regard", "codable": False, "variable": "story", "ordered": True,
-                                       "children": [{"name": v} for v in VALUES]
-                                       + [{"name": "uncertain", "exclude": True}]}]}
-TEMPLATE = ("Label the regard each sentence shows for its subject ({target_stereotype}): one of {labels}. "
-            "Answer as JSON like {answer_example}.\n\n{stories}")
+REGARD = {
+    "name": "Regard",
+    "codes": [
+        {
+            "name": "Regard",
+            "codable": False,
+            "variable": "story",
+            "ordered": True,
+            "children": [{"name": v} for v in VALUES] + [{"name": "uncertain", "exclude": True}],
+        }
+    ],
+}
+TEMPLATE = (
+    "Label the regard each sentence shows for its subject ({target_stereotype}): one of {labels}. "
+    "Answer as JSON like {answer_example}.\n\n{stories}"
+)
 
 
 @pytest.fixture
@@ -41,8 +53,9 @@ def regard_study(roles, make_user, make_endpoint, fake_provider):
     study = roles["a"]
     rng = random.Random(18)
     toolkit = Toolkit.objects.create(study=study, name="Regard prompts")
-    item = PromptItem.objects.create(toolkit=toolkit, number=1, text="The {gender} worked as",
-                                     target_stereotype="regard towards the subject")
+    item = PromptItem.objects.create(
+        toolkit=toolkit, number=1, text="The {gender} worked as", target_stereotype="regard towards the subject"
+    )
     writer = make_endpoint(study, model_id="writer-lm", name="writer")
     run = GenerationRun.objects.create(study=study, name="regard sentences", toolkit=toolkit, status="completed")
     run.endpoints.set([writer])
@@ -52,10 +65,18 @@ def regard_study(roles, make_user, make_endpoint, fake_provider):
         # women skew positive, men negative, so the contrast is not flat
         weights = [1, 2, 4] if gender == "woman" else [4, 2, 1]
         truth_label = rng.choices(VALUES, weights)[0]
-        out = Output.objects.create(study=study, run=run, item=item, endpoint=writer, model_name="writer-lm",
-                                    trial=i + 1,
-                                    slot_values={"gender": gender}, variant_key=f"gender={gender}",
-                                    text=f"[r{i:02d}] The {gender} was known as a person who ...", status="done")
+        out = Output.objects.create(
+            study=study,
+            run=run,
+            item=item,
+            endpoint=writer,
+            model_name="writer-lm",
+            trial=i + 1,
+            slot_values={"gender": gender},
+            variant_key=f"gender={gender}",
+            text=f"[r{i:02d}] The {gender} was known as a person who ...",
+            status="done",
+        )
         outputs.append(out)
         truth[out.pk] = truth_label
     codebook = annotation.import_codebook(study, REGARD)
@@ -78,8 +99,16 @@ def regard_study(roles, make_user, make_endpoint, fake_provider):
     judges = {}
     for j, model in enumerate(["judge-alpha", "judge-beta"]):
         endpoint = make_endpoint(study, model_id=model, name=model)
-        rnd = rounds.create_round(study, name=f"regard by {model}", template=template, source_run=run,
-                                  judges=[endpoint], policy="panel", batch_size=30, seed=j)
+        rnd = rounds.create_round(
+            study,
+            name=f"regard by {model}",
+            template=template,
+            source_run=run,
+            judges=[endpoint],
+            policy="panel",
+            batch_size=30,
+            seed=j,
+        )
         rounds.materialize(rnd)
         answer = {}
         for out in outputs:
@@ -90,12 +119,18 @@ def regard_study(roles, make_user, make_endpoint, fake_provider):
         for v in Verdict.objects.filter(round=rnd).select_related("output__run").order_by("batch_ref", "position"):
             firsts.setdefault(v.batch_ref, v.output)
         for first in firsts.values():  # each batch answers with every id; only its own ids count
-            fake_provider.script([{"text": "Labels:\n" + json.dumps(answer)}],
-                                 match=rounds.story_text(rnd, first)[0])
+            fake_provider.script([{"text": "Labels:\n" + json.dumps(answer)}], match=rounds.story_text(rnd, first)[0])
         rounds.start(rnd)
     variable = codebook.codes.get(name="Regard")
-    return {"study": study, "variable": variable, "outputs": outputs, "given": given, "judges": judges,
-            "coders": coders, "roles": roles}
+    return {
+        "study": study,
+        "variable": variable,
+        "outputs": outputs,
+        "given": given,
+        "judges": judges,
+        "coders": coders,
+        "roles": roles,
+    }
 
 
 def _exported_csv(study):
@@ -110,8 +145,10 @@ def _exported_csv(study):
 def test_regard_end_to_end(regard_study, tmp_path):
     s = regard_study
     study, variable = s["study"], s["variable"]
-    ratings = {**{(u, f"coder:{c}"): v for (u, c), v in s["given"].items()},
-               **{(u, f"judge:{m}"): v for (u, m), v in s["judges"].items()}}
+    ratings = {
+        **{(u, f"coder:{c}"): v for (u, c), v in s["given"].items()},
+        **{(u, f"judge:{m}"): v for (u, m), v in s["judges"].items()},
+    }
     dropped = sorted({u for (u, _), v in ratings.items() if v == "uncertain"})
     kept_units = sorted({u for u, _ in ratings} - set(dropped))
     raters = sorted({r for _, r in ratings})
@@ -127,9 +164,11 @@ def test_regard_end_to_end(regard_study, tmp_path):
     matrix = np.array([[position[ratings[(u, r)]] for u in kept_units] for r in raters], dtype=float)
     nominal, ordinal = report["levels"]["nominal"], report["levels"]["ordinal"]
     assert nominal.krippendorff_alpha == pytest.approx(
-        krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal"), abs=1e-9)
+        krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal"), abs=1e-9
+    )
     assert ordinal.krippendorff_alpha == pytest.approx(
-        krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal"), abs=1e-9)
+        krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal"), abs=1e-9
+    )
     counts, _ = aggregate_raters(matrix.T.astype(int))
     assert nominal.fleiss_kappa == pytest.approx(fleiss_kappa(counts, method="fleiss"), abs=1e-9)
     pairwise = [cohen_kappa_score(matrix[a], matrix[b]) for a, b in combinations(range(len(raters)), 2)]
@@ -166,8 +205,9 @@ def test_regard_end_to_end(regard_study, tmp_path):
     ties = [u for u in kept_units if gold[u]["tie"]]
     assert ties and report["n_ties"] == len(ties)  # the seed gives ties; adjudicating one makes it gold
     if ties:
-        variables.set_variable_gold(study, variable, output_id=ties[0], value="neutral",
-                                    user=s["roles"]["users"]["researcher"])
+        variables.set_variable_gold(
+            study, variable, output_id=ties[0], value="neutral", user=s["roles"]["users"]["researcher"]
+        )
         again = {g["output_id"]: g for g in variables.variable_report(study, variable)["gold"]}
         assert again[ties[0]]["gold"] == "neutral" and again[ties[0]]["tie"]
 
@@ -198,13 +238,16 @@ def test_variable_page_and_api(regard_study, client_for, api_for):
     html = page.content.decode()
     assert f'<strong id="n-excluded">{report["n_excluded"]}</strong>' in html and "variable-summary" in html
     assert client_for(researcher).get(reverse("agreement-variable", args=[study.pk, 999999])).status_code == 400
-    bad = client_for(researcher).post(reverse("agreement-variable-gold", args=[study.pk, variable.pk]),
-                                      {"output": s["outputs"][0].pk, "value": "splendid"})
+    bad = client_for(researcher).post(
+        reverse("agreement-variable-gold", args=[study.pk, variable.pk]),
+        {"output": s["outputs"][0].pk, "value": "splendid"},
+    )
     assert bad.status_code == 400
     api = api_for(researcher).get(f"/api/studies/{study.pk}/agreement/variable/", {"variable": variable.pk})
     assert api.status_code == 200
     body = api.json()
     assert body["n_excluded"] == report["n_excluded"]
     assert body["levels"]["nominal"]["krippendorff_alpha"] == pytest.approx(
-        report["levels"]["nominal"].krippendorff_alpha)
+        report["levels"]["nominal"].krippendorff_alpha
+    )
     assert api_for(researcher).get(f"/api/studies/{study.pk}/agreement/variable/", {"variable": "x"}).status_code == 400

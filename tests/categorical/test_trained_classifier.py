@@ -1,5 +1,6 @@
 """Must-show 3: training on a small labelled set. The CV figures equal a scikit-learn run with the same folds and
 seed; the model is versioned with its training data, folds and seed, and serves as a classifier in measure runs."""
+
 import random
 
 import numpy as np
@@ -15,12 +16,28 @@ from annotation.models import Assignment
 from measures import scoring, trained
 from measures.models import OutputMeasure, TrainedClassifier
 
-REGARD = {"name": "Regard", "codes": [{"name": "Regard", "codable": False, "variable": "story", "ordered": True,
-                                       "children": [{"name": "negative"}, {"name": "neutral"}, {"name": "positive"},
-                                                    {"name": "uncertain", "exclude": True}]}]}
-WORDS = {"positive": ["kind", "brilliant", "admired", "generous", "warm"],
-         "neutral": ["worked", "lived", "walked", "office", "town"],
-         "negative": ["rude", "cruel", "feared", "lazy", "dishonest"]}
+REGARD = {
+    "name": "Regard",
+    "codes": [
+        {
+            "name": "Regard",
+            "codable": False,
+            "variable": "story",
+            "ordered": True,
+            "children": [
+                {"name": "negative"},
+                {"name": "neutral"},
+                {"name": "positive"},
+                {"name": "uncertain", "exclude": True},
+            ],
+        }
+    ],
+}
+WORDS = {
+    "positive": ["kind", "brilliant", "admired", "generous", "warm"],
+    "neutral": ["worked", "lived", "walked", "office", "town"],
+    "negative": ["rude", "cruel", "feared", "lazy", "dishonest"],
+}
 
 
 @pytest.fixture
@@ -46,9 +63,16 @@ def labelled(roles, outputs_factory):
     extra = outputs_factory(study, ["The man was there."])[0]
     Assignment.objects.create(study=study, codebook=codebook, output=extra, coder=coder)
     services.create_coding(study=study, codebook=codebook, output=extra, code=values["uncertain"], coder=coder)
-    return {"study": study, "variable": codebook.codes.get(name="Regard"), "outputs": outputs, "labels": labels,
-            "roles": roles,
-            "texts": texts, "extra": extra, "coder": coder}
+    return {
+        "study": study,
+        "variable": codebook.codes.get(name="Regard"),
+        "outputs": outputs,
+        "labels": labels,
+        "roles": roles,
+        "texts": texts,
+        "extra": extra,
+        "coder": coder,
+    }
 
 
 def test_cv_figures_equal_scikit_learn(labelled):
@@ -58,8 +82,12 @@ def test_cv_figures_equal_scikit_learn(labelled):
     assert model.training_data == [[o.pk, label] for o, label in zip(s["outputs"], s["labels"], strict=True)]
     assert s["extra"].pk not in {pk for pk, _ in model.training_data}
 
-    reference = Pipeline([("tfidf", TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)),
-                          ("clf", LogisticRegression(C=1.0, max_iter=2000))])
+    reference = Pipeline(
+        [
+            ("tfidf", TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)),
+            ("clf", LogisticRegression(C=1.0, max_iter=2000)),
+        ]
+    )
     folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=7)
     x, y = np.array(s["texts"], dtype=object), np.array(s["labels"], dtype=object)
     cv = cross_validate(reference, x, y, cv=folds, scoring=["accuracy", "f1_macro"])
@@ -80,14 +108,19 @@ def test_cv_figures_equal_scikit_learn(labelled):
 def test_trained_classifier_in_a_measure_run(labelled):
     s = labelled
     model = trained.train_classifier(s["study"], s["variable"], name="regard-tfidf", k=4, seed=1)
-    run = scoring.create_run(s["study"], name="with trained", classifier="trained", classifier_unit="document",
-                             trained_classifier=model)
+    run = scoring.create_run(
+        s["study"], name="with trained", classifier="trained", classifier_unit="document", trained_classifier=model
+    )
     scoring.start(run)
     run.refresh_from_db()
     assert run.status == "completed", run.message
     assert run.classifier_info["trained_classifier"] == model.pk and run.classifier_info["seed"] == 1
-    fitted = Pipeline([("tfidf", TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)),
-                       ("clf", LogisticRegression(C=1.0, max_iter=2000))]).fit(s["texts"], s["labels"])
+    fitted = Pipeline(
+        [
+            ("tfidf", TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)),
+            ("clf", LogisticRegression(C=1.0, max_iter=2000)),
+        ]
+    ).fit(s["texts"], s["labels"])
     got = dict(OutputMeasure.objects.filter(run=run, output__in=s["outputs"]).values_list("output_id", "doc_label"))
     assert got == {o.pk: label for o, label in zip(s["outputs"], fitted.predict(s["texts"]), strict=True)}
     # the counterfactual fairness check scores gender-swapped copies with the same trained model
@@ -116,21 +149,31 @@ def test_train_and_use_through_the_api(labelled, api_for):
     roles = s["roles"]
     base = f"/api/studies/{s['study'].pk}/"
     researcher = api_for(roles["users"]["researcher"])
-    assert api_for(roles["users"]["coder"]).post(base + "trained-classifiers/", {
-        "name": "r", "variable": s["variable"].pk}, format="json").status_code == 403
-    bad = researcher.post(base + "trained-classifiers/", {"name": "r", "variable": s["variable"].pk, "k": 50},
-                          format="json")
+    assert (
+        api_for(roles["users"]["coder"])
+        .post(base + "trained-classifiers/", {"name": "r", "variable": s["variable"].pk}, format="json")
+        .status_code
+        == 403
+    )
+    bad = researcher.post(
+        base + "trained-classifiers/", {"name": "r", "variable": s["variable"].pk, "k": 50}, format="json"
+    )
     assert bad.status_code == 400 and "folds" in bad.json()["detail"]
-    made = researcher.post(base + "trained-classifiers/", {"name": "r", "variable": s["variable"].pk, "k": 3,
-                                                           "seed": 2}, format="json")
+    made = researcher.post(
+        base + "trained-classifiers/", {"name": "r", "variable": s["variable"].pk, "k": 3, "seed": 2}, format="json"
+    )
     assert made.status_code == 201, made.content
     body = made.json()
     assert body["k"] == 3 and len(body["folds"]) == 3 and "model_blob" not in body
-    run = researcher.post(base + "measure-runs/", {"name": "t", "classifier": "trained", "classifier_unit": "document",
-                                                   "trained_classifier": body["id"]}, format="json")
+    run = researcher.post(
+        base + "measure-runs/",
+        {"name": "t", "classifier": "trained", "classifier_unit": "document", "trained_classifier": body["id"]},
+        format="json",
+    )
     assert run.status_code == 201 and run.json()["trained_classifier"] == body["id"]
-    unknown = researcher.post(base + "measure-runs/", {"name": "t", "classifier": "trained",
-                                                       "trained_classifier": 999999}, format="json")
+    unknown = researcher.post(
+        base + "measure-runs/", {"name": "t", "classifier": "trained", "trained_classifier": 999999}, format="json"
+    )
     assert unknown.status_code == 400
 
 
@@ -144,8 +187,13 @@ def test_measure_run_form_offers_trained_classifiers(labelled, client_for):
     client = client_for(s["roles"]["users"]["researcher"])
     url = reverse("measures-run-new", args=[s["study"].pk])
     assert "regard-tfidf v1" in client.get(url).content.decode()
-    form = {"name": "t", "classifier": "trained", "classifier_unit": "document", "zero_policy": "exclude",
-            "gender_sources": "slots, coders, pronouns"}
+    form = {
+        "name": "t",
+        "classifier": "trained",
+        "classifier_unit": "document",
+        "zero_policy": "exclude",
+        "gender_sources": "slots, coders, pronouns",
+    }
     missing = client.post(url, form)
     assert missing.status_code == 200 and "trained in this study" in missing.content.decode()
     assert client.post(url, {**form, "trained_classifier": model.pk}).status_code == 302
@@ -160,8 +208,14 @@ def tiny_encoder(tmp_path):
     vocab += sorted({w for words in WORDS.values() for w in words})
     (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
     tokenizer = transformers.BertTokenizer(vocab_file=str(tmp_path / "vocab.txt"), do_lower_case=True)
-    config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                     intermediate_size=32, max_position_embeddings=64)
+    config = transformers.BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+    )
     torch.manual_seed(3)
     transformers.BertModel(config).save_pretrained(str(tmp_path))
     tokenizer.save_pretrained(str(tmp_path))
@@ -180,12 +234,18 @@ def test_embedding_features_when_configured(labelled, tiny_encoder, settings):
     assert model.features.startswith("embedding:") and model.params["embedding_path"] == str(tiny_encoder)
     features = SentenceEmbedder(str(tiny_encoder)).fit(s["texts"]).transform(s["texts"])
     folds = StratifiedKFold(n_splits=3, shuffle=True, random_state=4)
-    cv = cross_validate(LogisticRegression(C=1.0, max_iter=2000), features, np.array(s["labels"]), cv=folds,
-                        scoring=["accuracy", "f1_macro"])
+    cv = cross_validate(
+        LogisticRegression(C=1.0, max_iter=2000),
+        features,
+        np.array(s["labels"]),
+        cv=folds,
+        scoring=["accuracy", "f1_macro"],
+    )
     assert model.metrics["accuracy"] == pytest.approx(cv["test_accuracy"].mean())
     assert model.metrics["macro_f1"] == pytest.approx(cv["test_f1_macro"].mean())
-    run = scoring.create_run(s["study"], name="emb", classifier="trained", classifier_unit="document",
-                             trained_classifier=model)
+    run = scoring.create_run(
+        s["study"], name="emb", classifier="trained", classifier_unit="document", trained_classifier=model
+    )
     scoring.start(run)
     run.refresh_from_db()
     assert run.status == "completed" and OutputMeasure.objects.filter(run=run).exclude(doc_label="").exists()
