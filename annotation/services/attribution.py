@@ -1,0 +1,28 @@
+"""The gender a coder attributes to a story's subject."""
+
+from django.db import transaction
+
+from stereoscope.models import Role
+from stereoscope.permissions import has_role
+
+from ..models import (
+    AttributedGender,
+    GenderAttribution,
+)
+from .errors import AnnotationError
+
+# --- gender attribution -------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def set_gender_attribution(output, *, coder, gender, character=""):
+    if gender not in AttributedGender.values:
+        raise AnnotationError(f"Gender must be one of {', '.join(AttributedGender.values)}.")
+    if not has_role(coder, output.study, Role.CODER):
+        raise AnnotationError("Only coders of this study can attribute gender.")
+    if len(character or "") > 200:
+        raise AnnotationError("The character name is longer than 200 characters.")
+    attribution, _ = GenderAttribution.objects.update_or_create(
+        output=output, coder=coder, defaults={"gender": gender, "character": (character or "").strip()}
+    )
+    return attribution

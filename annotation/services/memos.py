@@ -1,0 +1,53 @@
+"""Memos on codings, codes and stories."""
+
+from django.db import transaction
+
+from stereoscope.models import Role
+from stereoscope.permissions import has_role
+
+from ..models import (
+    Memo,
+)
+from .errors import AnnotationError
+
+# --- memos -------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def add_memo(study, *, author, text, coding=None, code=None, output=None):
+    text = (text or "").strip()
+    if not text:
+        raise AnnotationError("A memo needs some text.")
+    targets = [t for t in (coding, code, output) if t is not None]
+    if len(targets) != 1:
+        raise AnnotationError("A memo belongs to exactly one coding, code or story.")
+    if not has_role(author, study, Role.CODER):
+        raise AnnotationError("Only members who code can write memos.")
+    if coding is not None:
+        if coding.codebook.study_id != study.pk:
+            raise AnnotationError(f"No coding {coding.pk} in this study.")
+        if coding.coder_id != author.pk and not has_role(author, study, Role.RESEARCHER):
+            raise AnnotationError("You can only write memos on your own codings.")
+    if code is not None and code.codebook.study_id != study.pk:
+        raise AnnotationError(f"No code {code.pk} in this study.")
+    if output is not None and output.study_id != study.pk:
+        raise AnnotationError(f"No story {output.pk} in this study.")
+    return Memo.objects.create(study=study, author=author, text=text, coding=coding, code=code, output=output)
+
+
+@transaction.atomic
+def update_memo(memo, *, user, text):
+    if memo.author_id != user.pk:
+        raise AnnotationError("You can only edit your own memos.")
+    text = (text or "").strip()
+    if not text:
+        raise AnnotationError("A memo needs some text.")
+    memo.text = text
+    memo.save(update_fields=["text", "updated_at"])
+    return memo
+
+
+def delete_memo(memo, *, user):
+    if memo.author_id != user.pk and not has_role(user, memo.study, Role.ADMIN):
+        raise AnnotationError("You can only delete your own memos.")
+    memo.delete()
