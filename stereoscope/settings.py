@@ -266,7 +266,7 @@ PRODUCT_ENV_VARIABLES = [
     "INVITATION_TIMEOUT_SECONDS",
 ]
 # ... and every variable with one of these prefixes (DJANGO_SETTINGS_MODULE, STEREOSCOPE_ADMIN_PASSWORD, ...).
-PRODUCT_ENV_PREFIXES = ["DJANGO_", "STEREOSCOPE_", "CELERY_", "DATABASE_", "POSTGRES", "PG", "EMAIL_", "JOB_"]
+PRODUCT_ENV_PREFIXES = ["DJANGO_", "STEREOSCOPE_", "CELERY_", "DATABASE_", "POSTGRES", "PG", "EMAIL_", "JOB_", "BATCH_"]
 
 # --- API -------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
