@@ -36,6 +36,12 @@ HIGHLIGHT_JS = """(id) => Array.from(document.querySelectorAll('#story .seg.hl')
 
 def select(page, phrase, occurrence=0):
     page.wait_for_function("() => window.stereoscopeWorkspace")  # the deferred workspace script has run
+    # htmx idle: the last save's swap has settled and the workspace has put focus and cursor back
+    page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
+    page.wait_for_timeout(100)
+    # Clear the last selection's offsets first, so the wait below sees this selection, not a stale one
+    # (pressing a shortcut on a stale selection would save the previous span again).
+    page.evaluate("() => { document.getElementById('sel-start').value = ''; }")
     span = page.evaluate(SELECT_JS, [phrase, occurrence])
     page.wait_for_function("() => document.getElementById('sel-start').value !== ''")
     return span
