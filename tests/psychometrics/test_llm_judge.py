@@ -33,7 +33,10 @@ def test_judge_resolves_only_what_the_rules_left_open(study, make_endpoint, fake
     # subject model: item 1 a clear number, item 2 a tie, item 3 no option, the rest a clear number
     fake_provider.script([{"text": "Both 1 and 4 feel right."}], match=f"Statement: {items[1].text}\n")
     fake_provider.script([{"text": "It depends on the situation."}], match=f"Statement: {items[2].text}\n")
-    fake_provider.script([{"text": "3"}, {"text": "NONE"}], match="You judge a survey answer")
+    # one judge answer per open answer, matched by the answer quoted in the judge's prompt (the two judge calls
+    # may run concurrently, so their order is not fixed)
+    fake_provider.script([{"text": "3"}], match="Reply: Both 1 and 4 feel right.")
+    fake_provider.script([{"text": "NONE"}], match="Reply: It depends on the situation.")
     fake_provider.default = {"text": "2"}
     run = runs.create_run(
         study,
