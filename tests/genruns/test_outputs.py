@@ -80,8 +80,8 @@ def test_pages_beyond_the_first(roles, client_for, finished):
 def test_story_text_is_escaped_everywhere(roles, client_for, finished):
     study, run, _ = finished
     c = client_for(roles["users"]["coder"])
-    output = Output.objects.get(run=run, item__number=1, endpoint__name="A", trial=1)
-    assert output.text == XSS
+    # one of item 1's six concurrent calls got the script (which one depends on arrival order)
+    output = Output.objects.get(run=run, item__number=1, text=XSS)
     for page in (f"/studies/{study.pk}/outputs/{output.pk}/", f"/studies/{study.pk}/outputs/?item=1"):
         body = c.get(page).content.decode()
         assert "<script>alert" not in body and "<img src=x" not in body
