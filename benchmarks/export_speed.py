@@ -96,7 +96,8 @@ def build(name, n_outputs, codings_per_output, words):
     with connection.cursor() as cursor:
         pg = cursor.connection
         with pg.cursor().copy(
-            "COPY generation_output (study_id, run_id, item_id, endpoint_id, model_name, trial, variant_key, "
+            "COPY generation_output (study_id, run_id, item_id, endpoint_id, model_name, trial, context_key, "
+            "variant_key, "
             "slot_values, prompt_text, text, external_id, status, error, finish_reason, provenance, created_at) "
             "FROM STDIN"
         ) as copy:
@@ -110,6 +111,7 @@ def build(name, n_outputs, codings_per_output, words):
                         endpoint.pk,
                         endpoint.model_id,
                         n // 150 + 1,
+                        "",
                         "",
                         "{}",
                         item.text,
