@@ -139,14 +139,14 @@ def gold_labels(study, variable, **kwargs) -> dict:
 def set_variable_gold(study, variable, *, output_id, value, user, note=""):
     """Adjudicate one story: the gold value of the variable (a value name)."""
     from annotation.selectors import variable_values
-    from generation.models import Output
+    from generation.selectors import study_output
 
     from .models import GoldLabel
 
     names = [v.name for v in variable_values(variable)]
     if value not in names:
         raise AgreementRequestError(f"The gold value must be one of {', '.join(names)}.")
-    output = Output.objects.filter(study=study, pk=output_id).first() if str(output_id).isdigit() else None
+    output = study_output(study, output_id)
     if output is None:
         raise AgreementRequestError(f"No story {output_id} in this study.")
     gold, _ = GoldLabel.objects.update_or_create(

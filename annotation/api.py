@@ -15,7 +15,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
-from generation.models import Output, Toolkit
+from generation import selectors as generation
 from stereoscope.api import StudyScopedMixin
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
@@ -149,7 +149,7 @@ class CodingSerializer(serializers.ModelSerializer):
             "offset_unit",
         ]
         read_only_fields = ["codebook", "quote", "guid", "created_at", "updated_at"]
-        extra_kwargs = {"output": {"queryset": Output.objects.all()}, "code": {"queryset": Code.objects.all()}}
+        extra_kwargs = {"output": {"queryset": generation.every_output()}, "code": {"queryset": Code.objects.all()}}
 
 
 class MemoSerializer(serializers.ModelSerializer):
@@ -188,20 +188,21 @@ class GenderAttributionSerializer(serializers.ModelSerializer):
         model = GenderAttribution
         fields = ["id", "output", "coder", "gender", "character", "created_at"]
         read_only_fields = ["created_at"]
-        extra_kwargs = {"output": {"queryset": Output.objects.all()}}
+        extra_kwargs = {"output": {"queryset": generation.every_output()}}
 
 
 # --- helpers -----------------------------------------------------------------------------------------
 
 
 def _get_in_study(model, pk, study, field="study", label="object"):
+    """The study's `model` object `pk`; `model` may be a selector (study, pk) -> object or None instead."""
     if pk in (None, ""):
         raise ValidationError({"detail": f"Give the {label}."})
     try:
         pk = int(pk)
     except (TypeError, ValueError):
         raise ValidationError({"detail": f"The {label} id must be a number."}) from None
-    obj = model.objects.filter(pk=pk, **{field: study}).first()
+    obj = model.objects.filter(pk=pk, **{field: study}).first() if hasattr(model, "objects") else model(study, pk)
     if obj is None:
         raise ValidationError({"detail": f"No {label} {pk} in this study."})
     return obj
@@ -255,7 +256,9 @@ class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
             raise ValidationError({"detail": "Attach the codebook file as 'file'."})
         toolkit = None
         if request.data.get("toolkit"):
-            toolkit = _get_in_study(Toolkit, request.data["toolkit"], self.get_study(), label="toolkit")
+            toolkit = _get_in_study(
+                generation.study_toolkit, request.data["toolkit"], self.get_study(), label="toolkit"
+            )
         codebook = import_upload(
             self.get_study(), upload, request.data.get("file_format"), request.data.get("name"), request.user, toolkit
         )
@@ -561,7 +564,7 @@ class CodingViewSet(
         study = self.get_study()
         data = request.data
         codebook = _get_in_study(Codebook, data.get("codebook"), study, label="codebook")
-        output = _get_in_study(Output, data.get("output"), study, label="story")
+        output = _get_in_study(generation.study_output, data.get("output"), study, label="story")
         code = _get_in_study(Code, data.get("code"), study, field="codebook__study", label="code")
         coding = services.create_coding(
             study=study,
@@ -607,7 +610,7 @@ class MemoViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         # a target outside this study is answered like a missing one, as codings do
         study = self.get_study()
         targets = (
-            ("output", Output, "study", "story"),
+            ("output", generation.study_output, "study", "story"),
             ("coding", Coding, "codebook__study", "coding"),
             ("code", Code, "codebook__study", "code"),
         )
@@ -759,7 +762,7 @@ class GenderAttributionViewSet(
         return qs
 
     def create(self, request, *args, **kwargs):
-        output = _get_in_study(Output, request.data.get("output"), self.get_study(), label="story")
+        output = _get_in_study(generation.study_output, request.data.get("output"), self.get_study(), label="story")
         gender = request.data.get("gender")
         if gender not in AttributedGender.values:
             raise ValidationError({"detail": f"gender must be one of {', '.join(AttributedGender.values)}."})
@@ -819,12 +822,10 @@ class CodeDiscoveryViewSet(
     read_role = Role.RESEARCHER
 
     def create(self, request, *args, **kwargs):
-        from generation.models import ModelEndpoint, PromptItem
-
         study = self.get_study()
         codebook = _get_in_study(Codebook, request.data.get("codebook"), study, label="codebook")
-        endpoint = _get_in_study(ModelEndpoint, request.data.get("endpoint"), study, label="endpoint")
-        item = _get_in_study(PromptItem, request.data.get("item"), study, field="toolkit__study", label="prompt item")
+        endpoint = _get_in_study(generation.study_endpoint, request.data.get("endpoint"), study, label="endpoint")
+        item = _get_in_study(generation.study_item, request.data.get("item"), study, label="prompt item")
         discovery = services.start_discovery(
             study,
             codebook,

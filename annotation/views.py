@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
-from generation.models import GenerationRun, Output, PromptItem, Toolkit
+from generation import selectors as generation
 from stereoscope.downloads import table_download
 from stereoscope.models import Membership, Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
@@ -37,6 +37,13 @@ from .offsets import segments
 
 def _codebook(request, codebook_id):
     return get_object_or_404(Codebook, pk=codebook_id, study=request.study)
+
+
+def _found(obj, message):
+    """`obj`, or a 404 that says what is missing."""
+    if obj is None:
+        raise Http404(message)
+    return obj
 
 
 def _code_tree(codebook, active_only=True):
@@ -107,7 +114,7 @@ def coding_home(request, study_id):
             "queues": queues,
             "is_researcher": is_researcher,
             "library": library,
-            "toolkits": Toolkit.objects.filter(study=study),
+            "toolkits": generation.study_toolkits(study),
         },
     )
 
@@ -129,7 +136,9 @@ def codebook_create(request, study_id):
                 raise services.AnnotationError("Choose a .qdc, .csv or .json file to import.")
             toolkit = None
             if request.POST.get("toolkit"):
-                toolkit = get_object_or_404(Toolkit, pk=request.POST["toolkit"], study=study)
+                toolkit = _found(
+                    generation.study_toolkit(study, request.POST["toolkit"]), "No such toolkit in this study."
+                )
             codebook = import_upload(
                 study, upload, request.POST.get("file_format"), request.POST.get("name"), request.user, toolkit
             )
@@ -168,9 +177,7 @@ def _codebook_context(request, codebook, error=""):
         "error": error,
         "gender_tags": GenderTag.choices,
         "merged": codebook.codes.filter(active=False).select_related("merged_into"),
-        "items": PromptItem.objects.filter(toolkit__study=request.study)
-        .select_related("toolkit")
-        .order_by("toolkit__name", "number")[:500],
+        "items": generation.study_items(request.study).order_by("toolkit__name", "number")[:500],
     }
 
 
@@ -201,9 +208,9 @@ def codebook_edit(request, study_id, codebook_id):
         if op == "create":
             item = None
             if request.POST.get("item"):
-                item = PromptItem.objects.filter(
-                    pk=request.POST["item"], toolkit__study=request.study
-                ).first() or _raise("That prompt item is not in this study.")
+                item = generation.study_item(request.study, request.POST["item"]) or _raise(
+                    "That prompt item is not in this study."
+                )
             services.create_code(
                 codebook,
                 actor=request.user,
@@ -384,7 +391,7 @@ def assignments(request, study_id, codebook_id):
             "page": page,
             "strategies": STRATEGIES.items(),
             "modes": CodingMode.choices,
-            "runs": GenerationRun.objects.filter(study=study),
+            "runs": generation.study_runs(study),
         },
     )
 
@@ -518,7 +525,7 @@ def _workspace_context(request, codebook, output, error="", notice=""):
 
 def _workspace_objects(request, codebook_id, output_id):
     codebook = _codebook(request, codebook_id)
-    output = get_object_or_404(Output, pk=output_id, study=request.study)
+    output = _found(generation.study_output(request.study, output_id), "No such story in this study.")
     request.coding_assignment = services.assignment_for(codebook, output, request.user)
     if request.coding_assignment is None and not has_role(request.user, request.study, Role.RESEARCHER):
         raise Http404("This story is not in your queue.")
@@ -641,8 +648,6 @@ def workspace_edit(request, study_id, codebook_id, output_id):
 
 @study_role_required(Role.RESEARCHER)
 def discover(request, study_id, codebook_id):
-    from generation.models import ModelEndpoint
-
     from .models import CodeDiscovery, CodeSuggestion
 
     study = request.study
@@ -664,12 +669,8 @@ def discover(request, study_id, codebook_id):
         op = request.POST.get("op")
         try:
             if op == "start":
-                endpoint = ModelEndpoint.objects.filter(pk=request.POST.get("endpoint") or 0, study=study).first()
-                item = (
-                    PromptItem.objects.filter(pk=request.POST.get("item") or 0, toolkit__study=study)
-                    .select_related("toolkit")
-                    .first()
-                )
+                endpoint = generation.study_endpoint(study, request.POST.get("endpoint"))
+                item = generation.study_item(study, request.POST.get("item"))
                 services.start_discovery(
                     study,
                     codebook,
@@ -716,10 +717,10 @@ def discover(request, study_id, codebook_id):
         {
             "study": study,
             "codebook": codebook,
-            "endpoints": ModelEndpoint.objects.filter(study=study).exclude(provider="manual"),
-            "items": PromptItem.objects.filter(toolkit__study=study)
-            .select_related("toolkit")
-            .order_by("toolkit__name", "-toolkit__version", "toolkit_id", "number"),  # grouped by version, newest first
+            "endpoints": generation.study_endpoints(study, callable_only=True),
+            "items": generation.study_items(study).order_by(
+                "toolkit__name", "-toolkit__version", "toolkit_id", "number"
+            ),  # grouped by version, newest first
             "discoveries": CodeDiscovery.objects.filter(codebook=codebook)
             .select_related("endpoint", "item__toolkit", "provider_call")
             .prefetch_related("suggestions__code")[:20],

@@ -32,13 +32,13 @@ def embedding_revision(path):
 def gold_examples(study, variable):
     """[(output id, gold label)] for the variable (coders' majority, adjudication winning; ties and excluded units
     left out), with the stories' texts."""
-    from generation.models import Output
+    from generation.selectors import output_texts
 
     gold = provider("agreement")
     if gold is None:
         raise TrainingRequestError("Gold labels come from the agreement app, which is not installed.")
     labels = gold.gold_labels(study, variable)
-    texts = dict(Output.objects.filter(study=study, pk__in=list(labels)).values_list("pk", "text"))
+    texts = output_texts(labels, study=study)
     return [(pk, labels[pk], texts[pk]) for pk in sorted(labels) if pk in texts]
 
 

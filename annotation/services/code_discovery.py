@@ -3,7 +3,7 @@
 from django.db import transaction
 from django.utils import timezone
 
-from generation.models import Output
+from generation import selectors as generation
 from stereoscope.services import record_activity
 
 from ..models import (
@@ -22,7 +22,7 @@ def start_discovery(study, codebook, *, endpoint, item, sample_size=5, seed=0, a
     """Sample N finished stories of one prompt item and queue the model call. Returns the CodeDiscovery."""
     import random
 
-    from generation.models import ModelEndpoint, OutputStatus, Provider
+    from generation.models import ModelEndpoint, Provider
 
     from .. import discovery as disc
     from ..models import CodeDiscovery
@@ -39,15 +39,13 @@ def start_discovery(study, codebook, *, endpoint, item, sample_size=5, seed=0, a
     n = _to_int(sample_size, "The sample size") or 0
     if not 1 <= n <= 50:
         raise AnnotationError("The sample size must be between 1 and 50 stories.")
-    pool = Output.objects.filter(study=study, item=item, status=OutputStatus.DONE).exclude(text="")
-    if run is not None:
-        pool = pool.filter(run=run)
+    pool = generation.finished_outputs(study, item=item, run_ids=[run.pk] if run is not None else None)
     ids = sorted(pool.values_list("pk", flat=True))
     if not ids:
         raise AnnotationError(f"Item {item.number} has no finished stories yet.")
     rng = random.Random(_to_int(seed, "Seed") or 0)
     chosen = sorted(rng.sample(ids, min(n, len(ids))))
-    texts = dict(Output.objects.filter(pk__in=chosen).values_list("pk", "text"))
+    texts = generation.output_texts(chosen)
     messages = disc.build_messages(item.text, item.target_stereotype, [texts[pk] for pk in chosen])
     discovery = CodeDiscovery.objects.create(
         study=study,
@@ -108,13 +106,7 @@ def run_discovery(discovery_id):
             on_success=lambda u, r: outcome.update(text=r.text), on_failure=lambda u, e: outcome.update(error=e)
         ),
     )
-    from generation.models import ProviderCall
-
-    call = (
-        ProviderCall.objects.filter(study=discovery.study, unit_ref=unit.unit_ref, purpose="discovery")
-        .order_by("-attempt", "-id")
-        .first()
-    )
+    call = generation.last_unit_call(discovery.study, "discovery", unit.unit_ref)
     with transaction.atomic():
         discovery = CodeDiscovery.objects.select_for_update().get(pk=discovery.pk)
         discovery.provider_call = call

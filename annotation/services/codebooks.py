@@ -5,7 +5,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from generation.models import PromptItem
+from generation.selectors import toolkit_items
 from stereoscope.services import record_activity
 from stereoscope.versioning import Versioning
 
@@ -73,7 +73,7 @@ def _resolve_items(study, tree, toolkit):
         raise AnnotationError("The codebook links codes to toolkit item numbers; choose the toolkit they refer to.")
     if toolkit.study_id != study.pk and not toolkit.study.is_library:
         raise AnnotationError("That toolkit belongs to another study.")
-    items = {i.number: i for i in PromptItem.objects.filter(toolkit=toolkit, number__in=numbers)}
+    items = toolkit_items(toolkit, numbers)
     missing = sorted(numbers - set(items))
     if missing:
         raise AnnotationError(f"The toolkit “{toolkit}” has no item {', '.join(map(str, missing))}.")
