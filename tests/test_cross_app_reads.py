@@ -1,7 +1,8 @@
 """Other apps read generation's tables through generation/selectors.py: outside generation/ no code starts a query on
 a generation model itself (`Output.objects...`, `_default_manager`, `get_object_or_404(Output, ...)`, or a generic
-helper handed the model: `_get_in_study(Output, pk, study)`) or from the study's accessors to generation's tables (`study.outputs`, `study.generation_runs`, ...). Starting from what a
-selector returns (`selectors.study_runs(study).order_by(...)`) is reading through the selector.
+helper handed the model: `_get_in_study(Output, pk, study)`) or from the study's accessors to generation's tables
+(`study.outputs`, `study.generation_runs`, ...). Starting from what a selector returns
+(`selectors.study_runs(study).order_by(...)`) is reading through the selector.
 
 The rule covers every app and the project package, not tests and benchmarks (they build fixtures)."""
 
