@@ -46,32 +46,6 @@ def _found(obj, message):
     return obj
 
 
-def _code_tree(codebook, active_only=True):
-    codes = list(codebook.codes.order_by("order", "id"))
-    by_id = {c.pk: c for c in codes}
-    for code in codes:
-        code.parent = by_id.get(code.parent_id)  # paths and dimensions without more queries
-    if active_only:
-        codes = [c for c in codes if c.active]
-    children = {}
-    for code in codes:
-        children.setdefault(code.parent_id, []).append(code)
-
-    def nodes(parent_id, depth):
-        for code in children.get(parent_id, []):
-            code.depth = depth
-            code.child_nodes = list(nodes(code.pk, depth + 1))
-            yield code
-
-    return list(nodes(None, 0))
-
-
-def _flat(tree):
-    for node in tree:
-        yield node
-        yield from _flat(node.child_nodes)
-
-
 # --- index ---------------------------------------------------------------------------------------------
 
 
@@ -160,16 +134,16 @@ def codebook_create(request, study_id):
 
 
 def _codebook_context(request, codebook, error=""):
-    tree = _code_tree(codebook)
+    tree = selectors.code_tree(codebook)
     visible = selectors.visible_codings(request.user, request.study, Coding.objects.filter(codebook=codebook))
     counts = dict(visible.values("code_id").annotate(n=Count("id")).order_by().values_list("code_id", "n"))
-    for code in _flat(tree):
+    for code in selectors.flat_codes(tree):
         code.n_codings = counts.get(code.pk, 0)
     return {
         "study": request.study,
         "codebook": codebook,
         "tree": tree,
-        "flat": list(_flat(tree)),
+        "flat": list(selectors.flat_codes(tree)),
         "operations": codebook.operations.select_related("actor")[:30],
         "latest_op": services.latest_operation(codebook),
         "can_edit": has_role(request.user, request.study, Role.RESEARCHER) and not codebook.locked,
@@ -456,8 +430,8 @@ def _workspace_context(request, codebook, output, error="", notice=""):
             coding_memos.setdefault(memo.coding_id, []).append(memo)
     for coding in codings:
         coding.memo_list = coding_memos.get(coding.pk, [])
-    tree = _code_tree(codebook)
-    flat = list(_flat(tree))
+    tree = selectors.code_tree(codebook)
+    flat = list(selectors.flat_codes(tree))
     codable = [c for c in flat if c.codable]
     code_memos = {}
     for memo in memos:
@@ -661,7 +635,7 @@ def discover(request, study_id, codebook_id):
                 "study": study,
                 "codebook": codebook,
                 "d": discovery,
-                "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable],
+                "groups": [c for c in selectors.flat_codes(selectors.code_tree(codebook)) if not c.codable],
                 "gender_tags": GenderTag.choices,
             },
         )
@@ -702,7 +676,7 @@ def discover(request, study_id, codebook_id):
                             "study": study,
                             "codebook": codebook,
                             "d": suggestion.discovery,
-                            "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable],
+                            "groups": [c for c in selectors.flat_codes(selectors.code_tree(codebook)) if not c.codable],
                             "gender_tags": GenderTag.choices,
                         },
                     )
@@ -724,7 +698,7 @@ def discover(request, study_id, codebook_id):
             "discoveries": CodeDiscovery.objects.filter(codebook=codebook)
             .select_related("endpoint", "item__toolkit", "provider_call")
             .prefetch_related("suggestions__code")[:20],
-            "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable],
+            "groups": [c for c in selectors.flat_codes(selectors.code_tree(codebook)) if not c.codable],
             "gender_tags": GenderTag.choices,
         },
     )
@@ -751,7 +725,7 @@ def split_code_page(request, study_id, codebook_id, code_id):
             messages.error(request, str(exc))
     codings = Paginator(code.codings.select_related("coder", "output").order_by("output_id", "start", "id"), 200)
     page = codings.get_page(request.GET.get("page"))
-    others = [c for c in _flat(_code_tree(codebook)) if c.codable and c.pk != code.pk]
+    others = [c for c in selectors.flat_codes(selectors.code_tree(codebook)) if c.codable and c.pk != code.pk]
     return render(
         request,
         "annotation/split.html",
