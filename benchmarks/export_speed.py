@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,41 +52,16 @@ def story(rng, n_words):
 def build(name, n_outputs, codings_per_output, words):
     """A study with a toolkit (30 items, 6 dimensions), 5 endpoints, one run, outputs, a 53-code codebook
     in 6 dimensions, 2 coders and codings (half span, half document level)."""
-    from django.contrib.auth import get_user_model
     from django.db import connection, transaction
     from django.utils import timezone
 
     from annotation.models import Code, Codebook
-    from generation.models import Dimension, GenerationRun, ModelEndpoint, PromptItem, Toolkit
-    from stereoscope.models import Membership, Study
+    from benchmarks.bench_data import coded_study, copy_codings, copy_outputs
 
     rng = random.Random(7)
-    User = get_user_model()
     with transaction.atomic():  # all or nothing: a failed load must not leave a half-built study to be reused
-        study = Study.objects.create(name=name)
-        coders = []
-        for n in (1, 2):
-            user, _ = User.objects.get_or_create(username=f"bench_coder_{n}")
-            Membership.objects.create(study=study, user=user, role="coder")
-            coders.append(user)
-        toolkit = Toolkit.objects.create(study=study, name="Bench toolkit")
-        dims = [Dimension.objects.create(toolkit=toolkit, name=f"Dimension {d}", order=d) for d in range(6)]
-        items = [
-            PromptItem.objects.create(
-                toolkit=toolkit,
-                number=i + 1,
-                text=f"Prompt {i + 1}",
-                dimension=dims[i % 6],
-                target_stereotype=f"stereotype {i + 1}",
-            )
-            for i in range(30)
-        ]
-        endpoints = [
-            ModelEndpoint.objects.create(study=study, name=f"model {m}", provider="manual", model_id=f"model-{m}")
-            for m in range(5)
-        ]
-        run = GenerationRun.objects.create(study=study, name="Bench run", toolkit=toolkit, trials=1, status="completed")
-        run.endpoints.set(endpoints)
+        data = coded_study(name, "bench_coder", item_fields=lambda n: {"target_stereotype": f"stereotype {n}"})
+        study = data["study"]
         book = Codebook.objects.create(study=study, name="Bench codebook")
         codes = []
         for d in range(6):
@@ -100,69 +74,22 @@ def build(name, n_outputs, codings_per_output, words):
                 )
         now = timezone.now()
         texts = [story(rng, words) for _ in range(200)]
+        provenance = {"source": "generated", "params": {"temperature": 0.7}}
         with connection.cursor() as cursor:
-            pg = cursor.connection
-            with pg.cursor().copy(
-                "COPY generation_output (study_id, run_id, item_id, endpoint_id, model_name, trial, context_key, "
-                "variant_key, "
-                "slot_values, prompt_text, text, external_id, status, error, finish_reason, provenance, created_at) "
-                "FROM STDIN"
-            ) as copy:
-                for n in range(n_outputs):
-                    item, endpoint = items[n % 30], endpoints[(n // 30) % 5]
-                    copy.write_row(
-                        (
-                            study.pk,
-                            run.pk,
-                            item.pk,
-                            endpoint.pk,
-                            endpoint.model_id,
-                            n // 150 + 1,
-                            "",
-                            "",
-                            "{}",
-                            item.text,
-                            texts[n % 200],
-                            "",
-                            "done",
-                            "",
-                            "stop",
-                            json.dumps({"source": "generated", "params": {"temperature": 0.7}}),
-                            now,
-                        )
-                    )
-            cursor.execute("SELECT id FROM generation_output WHERE study_id = %s ORDER BY id", [study.pk])
-            output_ids = [row[0] for row in cursor.fetchall()]
-            with pg.cursor().copy(
-                'COPY annotation_coding (output_id, code_id, coder_id, codebook_id, start, "end", quote, guid, '
-                "created_at, updated_at) FROM STDIN"
-            ) as copy:
-                for index, output_id in enumerate(output_ids):
-                    text = texts[index % 200]
-                    for k in range(codings_per_output):
-                        code = codes[(index + k * 7) % len(codes)]
-                        coder = coders[k % 2]
-                        if k % 2 == 0:
-                            start = rng.randrange(0, max(1, len(text) - 40))
-                            end = start + rng.randrange(5, 40)
-                            copy.write_row(
-                                (
-                                    output_id,
-                                    code.pk,
-                                    coder.pk,
-                                    book.pk,
-                                    start,
-                                    end,
-                                    text[start:end],
-                                    uuid.uuid4(),
-                                    now,
-                                    now,
-                                )
-                            )
-                        else:
-                            copy.write_row(
-                                (output_id, code.pk, coder.pk, book.pk, None, None, "", uuid.uuid4(), now, now)
-                            )
+            output_ids = copy_outputs(cursor, data, texts, n_outputs, now, provenance)
+            copy_codings(
+                cursor,
+                data,
+                book,
+                codes,
+                output_ids,
+                texts,
+                codings_per_output,
+                now,
+                rng,
+                is_span=lambda k: k % 2 == 0,
+                max_len=40,
+            )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     return study
