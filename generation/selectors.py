@@ -13,6 +13,11 @@ def _id(obj):
     return getattr(obj, "pk", obj)
 
 
+def _ids(values):
+    """Ids for an `__in` lookup: a queryset stays a subquery; anything else iterable becomes a list."""
+    return values if hasattr(values, "query") else list(values)
+
+
 def _pk_or_none(value):
     """A primary key from a form or URL value, or None when it is not a whole number."""
     return int(value) if str(value).isdigit() else None
@@ -80,7 +85,7 @@ def endpoint_named(study, name):
 
 def endpoints_named(study, names):
     """The study's endpoints with these names (names it lacks are left out)."""
-    return list(ModelEndpoint.objects.filter(study=study, name__in=list(names)))
+    return list(ModelEndpoint.objects.filter(study=study, name__in=_ids(names)))
 
 
 def endpoint(pk):
@@ -101,7 +106,7 @@ def study_runs(study, run_ids=None, *, imports=None):
     of imported outputs / only generated runs."""
     runs = GenerationRun.objects.filter(study=study).order_by("-created_at")
     if run_ids is not None:
-        runs = runs.filter(pk__in=list(run_ids))
+        runs = runs.filter(pk__in=_ids(run_ids))
     if imports is not None:
         runs = runs.filter(is_import=imports)
     return runs
@@ -109,7 +114,7 @@ def study_runs(study, run_ids=None, *, imports=None):
 
 def runs_by_id(run_ids):
     """The runs with these ids, of any study (the caller checks the study)."""
-    return list(GenerationRun.objects.filter(pk__in=list(run_ids)))
+    return list(GenerationRun.objects.filter(pk__in=_ids(run_ids)))
 
 
 def generated_run_named(study, name):
@@ -138,7 +143,7 @@ def study_output(study, pk):
 
 def outputs_by_id(output_ids):
     """The outputs with these ids (the caller knows they are its study's)."""
-    return Output.objects.filter(pk__in=list(output_ids))
+    return Output.objects.filter(pk__in=_ids(output_ids))
 
 
 def output_texts(output_ids, study=None):
@@ -154,7 +159,7 @@ def finished_outputs(study, *, run_ids=None, item=None):
     `item` when given."""
     outputs = study_outputs(study).filter(status=OutputStatus.DONE).exclude(text="")
     if run_ids:
-        outputs = outputs.filter(run_id__in=list(run_ids))
+        outputs = outputs.filter(run_id__in=_ids(run_ids))
     if item is not None:
         outputs = outputs.filter(item=item)
     return outputs
@@ -185,7 +190,7 @@ def every_output():
 
 def unit_calls(study, purpose, unit_refs):
     """The attempts of these units (e.g. "verdict:12") for one purpose, in the order they started."""
-    return ProviderCall.objects.filter(study=study, purpose=purpose, unit_ref__in=list(unit_refs)).order_by(
+    return ProviderCall.objects.filter(study=study, purpose=purpose, unit_ref__in=_ids(unit_refs)).order_by(
         "started_at"
     )
 

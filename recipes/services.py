@@ -212,13 +212,14 @@ def validate(data):
 # --- applying ---------------------------------------------------------------------------------------------------
 
 
-def _library_object(objects, kind, key, version):
-    """The library object of a built-in (found in the queryset `objects`), loading it first if this installation
-    has not yet."""
+def _library_object(source, kind, key, version):
+    """The library object of a built-in, loading it first if this installation has not yet. `source` is the model,
+    or for another app's objects the queryset its selectors give."""
     record = BuiltinRecord.objects.filter(kind=kind, key=key, version=str(version)).first()
     if record is None:
         load_builtins([_builtin_spec(kind, key, version)], log=lambda *_: None)
         record = BuiltinRecord.objects.get(kind=kind, key=key, version=str(version))
+    objects = source.objects if hasattr(source, "objects") else source
     return objects.get(pk=record.object_id)
 
 
@@ -291,7 +292,7 @@ def _template_values(entry):
 
 def _apply_template(study, entry, actor, outcome):
     if "builtin" in entry:
-        return _library_object(JudgeTemplate.objects.all(), "judge_template", entry["builtin"], entry["version"])
+        return _library_object(JudgeTemplate, "judge_template", entry["builtin"], entry["version"])
     values = _template_values(entry)
     latest = JudgeTemplate.objects.filter(study=study, name=entry["name"]).order_by("-version").first()
     if latest is None:
