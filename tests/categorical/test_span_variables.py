@@ -439,3 +439,39 @@ def test_a_classifier_trains_on_the_sentences_gold_labels(span_study):
     clf = trained.train_classifier(study, variable, name="sentence regard", k=3, seed=1, features="tfidf")
     assert [u for u, _ in clf.training_data] == [u for u, _, _ in examples]
     assert clf.metrics["n"] == len(examples)
+
+
+def test_judges_join_sentence_units_only_on_one_sentence_stories(regard_study):
+    """The regard fixture's stories are one sentence each, judged by two LLM judges: on a span-level variable the
+    judges' story labels are the sentence's; a judged story of two sentences is left out of the judges' ratings."""
+    s = regard_study
+    study, outputs = s["study"], s["outputs"]
+    two = outputs[-1]
+    two.text = "She was kind. She was late."
+    two.save(update_fields=["text"])
+    codebook = annotation.import_codebook(study, SPAN_REGARD)
+    value = {c.name: c for c in codebook.codes.filter(codable=True)}
+    coder = s["coders"][0]
+    for out in outputs[:10]:
+        Assignment.objects.create(study=study, codebook=codebook, output=out, coder=coder)
+        label = s["given"][(out.pk, coder.username)]
+        annotation.create_coding(
+            study=study, codebook=codebook, output=out, code=value[label], coder=coder, start=0, end=len(out.text)
+        )
+    variable = codebook.codes.get(name="Regard")
+    report = variables.variable_report(study, variable)
+    judged = {(u, r): v for u, r, v in report["ratings"] if r.startswith("judge:")}
+    expected = {
+        (f"{out.pk}:s1", f"judge:{model}"): label
+        for (pk, model), label in s["judges"].items()
+        for out in outputs
+        if out.pk == pk and out.pk != two.pk
+    }
+    dropped = {u for u in report["excluded_units"]}
+    assert judged == {k: v for k, v in expected.items() if k[0] not in dropped}
+    assert not any(u.startswith(f"{two.pk}:") for u, _ in judged)
+    assert any("1 judged story with more than one sentence" in note for note in report["notes"])
+    assert report["n_units_rated"] == len(outputs) - 1
+    segment = variables.variable_report(study, variable, span_units="segment")
+    assert not any(r.startswith("judge:") for _, r, _ in segment["ratings"])
+    assert any("left out of segment units" in note for note in segment["notes"])
