@@ -372,6 +372,16 @@ def variable_codings(variable):
     return [(output_id, coder, value) for (output_id, coder), value in latest.items()]
 
 
+def variable_span_codings(variable):
+    """(output id, coder username, start, end, value name) for each span-level value coders gave, per story in the
+    order the spans were made (so a coder's later span can win where two of theirs label the same unit)."""
+    return list(
+        Coding.objects.filter(code__parent=variable, code__active=True, start__isnull=False)
+        .order_by("output_id", "created_at", "id")
+        .values_list("output_id", "coder__username", "start", "end", "code__name")
+    )
+
+
 def gender_answers(output_ids):
     """{output id: [coders' subject-gender answers]}."""
     found = {}
