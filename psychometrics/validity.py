@@ -24,6 +24,7 @@ ESTIMATOR_FIML = (
     "items; saturated model by EM); normal theory, no robust scaling"
 )
 CFA_MISSING = ("listwise", "fiml")
+ML_OPTIONS = {"ftol": 1e-12, "maxiter": 10000}  # SLSQP, listwise ML: converged as tightly as lavaan
 
 
 def _patterns(x):
@@ -282,7 +283,9 @@ def cfa(data, factors, drop_zero_variance=True, missing="listwise"):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            solution = model.fit(df_data, obj="ML" if fiml else "MLW")  # ModelMeans' ML is FIML
+            # ModelMeans' ML is FIML. semopy's SLSQP default (ftol 1e-6 on F) stops before the minimum: χ² is
+            # flat there, but estimates and the Satorra–Bentler scaling are off in the 3rd decimal against lavaan.
+            solution = model.fit(df_data, obj="ML") if fiml else model.fit(df_data, obj="MLW", options=dict(ML_OPTIONS))
             dof = semopy.stats.calc_dof(model)
             if not fiml:
                 chi2_value, p_value = semopy.stats.calc_chi2(model, dof)
@@ -486,9 +489,12 @@ def robust_fit(chi2, dof, chi2_b, n, c, c_b):
     d, d_b = max(scaled - dof, 0.0), max(scaled_b - df_b, scaled - dof, 0.0)
     out["cfi_scaled"] = clean(1 - d / d_b) if d_b > 0 else None
     tli = (scaled_b / df_b - scaled / dof) / (scaled_b / df_b - 1) if scaled_b / df_b != 1 else None
-    out["tli_scaled"] = out["tli_robust"] = clean(tli)  # the robust TLI equals the TLI of the scaled statistics
+    out["tli_scaled"] = clean(tli)
     r, r_b = max(chi2 - c * dof, 0.0), max(chi2_b - c_b * df_b, chi2 - c * dof, 0.0)
     out["cfi_robust"] = clean(1 - r / r_b) if r_b > 0 else None
+    # robust TLI (Brosseau-Liard & Savalei 2014; lavaan's formula, not capped): the noncentralities over df
+    t1, t2 = (chi2 - c * dof) * df_b, (chi2_b - c_b * df_b) * dof
+    out["tli_robust"] = clean(1 - t1 / t2) if t2 else None
     return out
 
 
