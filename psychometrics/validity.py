@@ -17,7 +17,7 @@ from .reliability import clean
 
 ESTIMATOR = (
     "ML (maximum likelihood, semopy MLW) with the Satorra–Bentler scaled χ² and robust CFI, TLI and RMSEA "
-    "(as lavaan's MLM); ratings use the ML indices"
+    "(as lavaan's MLM); the factorial rating uses the robust RMSEA and CFI"
 )
 ESTIMATOR_FIML = (
     "ML with full-information ML for missing data (semopy ModelMeans: each respondent's observed "
@@ -496,6 +496,28 @@ def robust_fit(chi2, dof, chi2_b, n, c, c_b):
     t1, t2 = (chi2 - c * dof) * df_b, (chi2_b - c_b * df_b) * dof
     out["tli_robust"] = clean(1 - t1 / t2) if t2 else None
     return out
+
+
+def rating_indices(fit):
+    """The RMSEA and CFI that Jung's factorial rating uses, and a sentence saying which: the robust ones when robust ML
+    (Satorra–Bentler) was computed, as Jung used robust ML; the ML ones otherwise (FIML, or the scaling failed)."""
+    fit = fit or {}
+    if all(fit.get(k) is not None for k in ("scaling_factor", "rmsea_robust", "cfi_robust")):
+        return {
+            "robust": True,
+            "rmsea": fit["rmsea_robust"],
+            "cfi": fit["cfi_robust"],
+            "text": "robust ML (Satorra–Bentler): robust RMSEA (Brosseau-Liard, Savalei & Li 2012) and robust CFI "
+            "(Brosseau-Liard & Savalei 2014)",
+        }
+    estimator = "ML with full-information ML for missing data" if fit.get("missing") == "fiml" else "ML"
+    why = "" if fit.get("missing") == "fiml" else ", no robust scaling available"
+    return {
+        "robust": False,
+        "rmsea": fit.get("rmsea"),
+        "cfi": fit.get("cfi"),
+        "text": f"{estimator}{why}: ML RMSEA and CFI",
+    }
 
 
 def satorra_bentler(model, data, observed_order, chi2, dof):
