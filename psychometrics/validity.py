@@ -1,9 +1,11 @@
 """Validity: confirmatory factor analysis (semopy), McDonald's omega, correlations between scores (no Django).
 
 CFA: one factor per subscale, factors correlated, the first loading of each factor fixed to 1 (marker), estimator
-ML (semopy's Wishart maximum likelihood, "MLW"; normal theory, no robust correction). Fit indices: χ², df, p, CFI,
-TLI and RMSEA from semopy; the RMSEA 90% CI (non-central χ²) and SRMR (Bentler) computed here, all with N in the
-denominator, as lavaan reports them.
+ML (semopy's "MLW" objective, converged tightly) with the Satorra–Bentler scaled χ², scaled and robust CFI/TLI and
+robust RMSEA computed here as lavaan's MLM does (checked against published lavaan output in
+tests/psychometrics/test_robust_ml.py); FIML for missing data has no robust scaling. Fit indices: χ², df, p, CFI,
+TLI and RMSEA; the RMSEA 90% CI (non-central χ²) and SRMR (Bentler) computed here, all with N in the denominator,
+as lavaan reports them.
 """
 
 import re
