@@ -282,12 +282,18 @@ def cfa(data, factors, drop_zero_variance=True, missing="listwise"):
     df_data = frame[items].rename(columns=names)
     desc = "\n".join(f"{_safe(f)} =~ " + " + ".join(names[i] for i in ids) for f, ids in used.items())
     model = semopy.ModelMeans(desc) if fiml else semopy.Model(desc)
+    # FIML is fitted on centred items (the optimiser starts its intercepts at 0 and fails far from it, e.g. on a
+    # 0–100 scale); the likelihood only moves with the location, so the centre is added back to the intercepts.
+    centre = df_data.mean() if fiml else None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             # ModelMeans' ML is FIML. semopy's SLSQP default (ftol 1e-6 on F) stops before the minimum: χ² is
             # flat there, but estimates and the Satorra–Bentler scaling are off in the 3rd decimal against lavaan.
-            solution = model.fit(df_data, obj="ML") if fiml else model.fit(df_data, obj="MLW", options=dict(ML_OPTIONS))
+            if fiml:
+                solution = model.fit(df_data - centre, obj="ML")
+            else:
+                solution = model.fit(df_data, obj="MLW", options=dict(ML_OPTIONS))
             dof = semopy.stats.calc_dof(model)
             if not fiml:
                 chi2_value, p_value = semopy.stats.calc_chi2(model, dof)
@@ -304,7 +310,7 @@ def cfa(data, factors, drop_zero_variance=True, missing="listwise"):
         k = len(items)  # moments: k(k+1)/2 covariances and k means; semopy's count leaves out the means
         dof = k * (k + 1) // 2 + k - len(model.param_vals)
         intercepts = {row[0]: float(row[3]) for row in est.itertuples(index=False) if row[1] == "~" and row[2] == "1"}
-        implied_mean = np.array([intercepts[names[i]] for i in items])
+        implied_mean = np.array([intercepts[names[i]] + centre[names[i]] for i in items])
         fit, sample_items, n = fiml_fit_statistics(frame[items].to_numpy(), implied_mean, implied, dof)
         result.update(df=clean(dof), **fit)
         result["srmr"] = clean(srmr(sample_items, implied))
