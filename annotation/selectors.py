@@ -389,3 +389,22 @@ def gender_answers(output_ids):
     for output_id, answer in rows.order_by("output_id", "id"):
         found.setdefault(output_id, []).append(answer)
     return found
+
+
+def discovery_counts(requests):
+    """Figures of a discovery's requests (with their provider calls loaded): done, failed, pending, percent,
+    tokens and cost (at batch prices for answers that came back in a batch)."""
+    counts = {"total": len(requests), "done": 0, "failed": 0, "pending": 0, "input_tokens": 0, "output_tokens": 0}
+    cost = None
+    for r in requests:
+        counts[r.status] = counts.get(r.status, 0) + 1
+        call = r.provider_call
+        if call is not None and call.ok:
+            counts["input_tokens"] += call.input_tokens or 0
+            counts["output_tokens"] += call.output_tokens or 0
+            if call.cost_usd is not None:
+                cost = (cost or 0) + call.cost_usd
+    counts["cost_usd"] = cost
+    finished = counts["done"] + counts["failed"]
+    counts["percent"] = round(100 * finished / counts["total"]) if counts["total"] else 0
+    return counts
