@@ -408,6 +408,16 @@ def variable_codings(variable):
     return [(output_id, coder, value) for (output_id, coder), value in latest.items()]
 
 
+def variable_span_codings(variable):
+    """(output id, coder username, start, end, value name) for each span-level value coders gave, per story in the
+    order the spans were made (so a coder's later span can win where two of theirs label the same unit)."""
+    return list(
+        Coding.objects.filter(code__parent=variable, code__active=True, start__isnull=False)
+        .order_by("output_id", "created_at", "id")
+        .values_list("output_id", "coder__username", "start", "end", "code__name")
+    )
+
+
 def gender_answers(output_ids):
     """{output id: [coders' subject-gender answers]}."""
     found = {}
@@ -415,3 +425,22 @@ def gender_answers(output_ids):
     for output_id, answer in rows.order_by("output_id", "id"):
         found.setdefault(output_id, []).append(answer)
     return found
+
+
+def discovery_counts(requests):
+    """Figures of a discovery's requests (with their provider calls loaded): done, failed, pending, percent,
+    tokens and cost (at batch prices for answers that came back in a batch)."""
+    counts = {"total": len(requests), "done": 0, "failed": 0, "pending": 0, "input_tokens": 0, "output_tokens": 0}
+    cost = None
+    for r in requests:
+        counts[r.status] = counts.get(r.status, 0) + 1
+        call = r.provider_call
+        if call is not None and call.ok:
+            counts["input_tokens"] += call.input_tokens or 0
+            counts["output_tokens"] += call.output_tokens or 0
+            if call.cost_usd is not None:
+                cost = (cost or 0) + call.cost_usd
+    counts["cost_usd"] = cost
+    finished = counts["done"] + counts["failed"]
+    counts["percent"] = round(100 * finished / counts["total"]) if counts["total"] else 0
+    return counts

@@ -11,6 +11,7 @@ from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
 from generation import selectors as generation
+from stereoscope import jobs
 from stereoscope.downloads import table_download
 from stereoscope.models import Membership, Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
@@ -620,41 +621,72 @@ def workspace_edit(request, study_id, codebook_id, output_id):
 # --- AI-assisted code discovery -------------------------------------------------------------------------
 
 
+def _discovery_context(study, codebook, d):
+    """What a discovery's card needs: its requests with their calls, counts, and its batches."""
+    from generation import batches
+
+    requests = list(d.requests.select_related("endpoint", "provider_call").order_by("number"))
+    d.request_rows = requests
+    d.counts = selectors.discovery_counts(requests)
+    d.batch_info = batches.summary(services.DISCOVERY_JOB.name, d.pk)
+    d.live = jobs.is_live(d)
+    return d
+
+
+def _discovery_card(request, study, codebook, d, status=200):
+    return render(
+        request,
+        "annotation/_discovery.html",
+        {
+            "study": study,
+            "codebook": codebook,
+            "d": _discovery_context(study, codebook, d),
+            "groups": [c for c in selectors.flat_codes(selectors.code_tree(codebook)) if not c.codable],
+            "gender_tags": GenderTag.choices,
+            "can_run": True,
+        },
+        status=status,
+    )
+
+
 @study_role_required(Role.RESEARCHER)
 def discover(request, study_id, codebook_id):
+    from generation.models import BATCH_PROVIDERS, ExecutionMode
+
     from .models import CodeDiscovery, CodeSuggestion
 
     study = request.study
     codebook = _codebook(request, codebook_id)
     if request.method == "GET" and request.GET.get("discovery"):
         discovery = get_object_or_404(CodeDiscovery, pk=request.GET["discovery"], codebook=codebook)
-        return render(
-            request,
-            "annotation/_discovery.html",
-            {
-                "study": study,
-                "codebook": codebook,
-                "d": discovery,
-                "groups": [c for c in selectors.flat_codes(selectors.code_tree(codebook)) if not c.codable],
-                "gender_tags": GenderTag.choices,
-            },
-        )
+        return _discovery_card(request, study, codebook, discovery)
     if request.method == "POST":
         op = request.POST.get("op")
         try:
             if op == "start":
-                endpoint = generation.study_endpoint(study, request.POST.get("endpoint"))
+                wanted = [v for v in request.POST.getlist("endpoints") + request.POST.getlist("endpoint") if v]
+                endpoints = generation.endpoints_by_id(study, wanted)
+                if len(endpoints) != len(set(wanted)):
+                    raise services.AnnotationError("Choose a model endpoint of this study.")
                 item = generation.study_item(study, request.POST.get("item"))
-                services.start_discovery(
+                discovery = services.start_discovery(
                     study,
                     codebook,
-                    endpoint=endpoint,
+                    endpoints=endpoints,
                     item=item,
                     sample_size=request.POST.get("sample_size") or 5,
                     seed=request.POST.get("seed") or 0,
+                    story_groups=request.POST.get("story_groups") or 1,
+                    execution_mode=request.POST.get("execution_mode") or ExecutionMode.LIVE,
                     actor=request.user,
                 )
-                messages.success(request, "Asked the model for code suggestions.")
+                messages.success(
+                    request,
+                    "Asked the model for code suggestions."
+                    if discovery.execution_mode == ExecutionMode.LIVE
+                    else "Submitting the requests as batches; the provider answers within 24 hours.",
+                )
+                return redirect("annotation-discovery", study.pk, codebook.pk, discovery.pk)
             elif op in ("accept", "reject"):
                 suggestion = get_object_or_404(
                     CodeSuggestion, pk=request.POST.get("suggestion") or 0, discovery__codebook=codebook
@@ -669,39 +701,88 @@ def discover(request, study_id, codebook_id):
                     parent=_code_or_none(codebook, request.POST.get("parent")),
                 )
                 if request.htmx:
-                    return render(
-                        request,
-                        "annotation/_discovery.html",
-                        {
-                            "study": study,
-                            "codebook": codebook,
-                            "d": suggestion.discovery,
-                            "groups": [c for c in selectors.flat_codes(selectors.code_tree(codebook)) if not c.codable],
-                            "gender_tags": GenderTag.choices,
-                        },
-                    )
+                    return _discovery_card(request, study, codebook, suggestion.discovery)
         except services.AnnotationError as exc:
             if request.htmx:
                 return HttpResponse(format_html('<p class="error" role="alert">{}</p>', str(exc)))
             messages.error(request, str(exc))
         return redirect("annotation-discover", study.pk, codebook.pk)
+    endpoints = list(generation.study_endpoints(study, callable_only=True))
+    discoveries = list(
+        CodeDiscovery.objects.filter(codebook=codebook)
+        .select_related("item__toolkit")
+        .prefetch_related("suggestions__code", "endpoints")[:20]
+    )
     return render(
         request,
         "annotation/discover.html",
         {
             "study": study,
             "codebook": codebook,
-            "endpoints": generation.study_endpoints(study, callable_only=True),
+            "endpoints": endpoints,
+            "batch_endpoints": [e.pk for e in endpoints if e.batch_enabled and e.provider in BATCH_PROVIDERS],
+            "modes": ExecutionMode.choices,
             "items": generation.study_items(study).order_by(
                 "toolkit__name", "-toolkit__version", "toolkit_id", "number"
             ),  # grouped by version, newest first
-            "discoveries": CodeDiscovery.objects.filter(codebook=codebook)
-            .select_related("endpoint", "item__toolkit", "provider_call")
-            .prefetch_related("suggestions__code")[:20],
+            "discoveries": [_discovery_context(study, codebook, d) for d in discoveries],
             "groups": [c for c in selectors.flat_codes(selectors.code_tree(codebook)) if not c.codable],
             "gender_tags": GenderTag.choices,
+            "can_run": True,
         },
     )
+
+
+@study_role_required(Role.RESEARCHER)
+def discovery_detail(request, study_id, codebook_id, discovery_id):
+    """One discovery's job page: progress, requests with their calls and cost, batches, actions, suggestions."""
+    from .models import CodeDiscovery
+
+    study = request.study
+    codebook = _codebook(request, codebook_id)
+    discovery = get_object_or_404(
+        CodeDiscovery.objects.select_related("item__toolkit").prefetch_related("endpoints"),
+        pk=discovery_id,
+        codebook=codebook,
+    )
+    return render(
+        request,
+        "annotation/discovery.html",
+        {
+            "study": study,
+            "codebook": codebook,
+            "d": _discovery_context(study, codebook, discovery),
+            "groups": [c for c in selectors.flat_codes(selectors.code_tree(codebook)) if not c.codable],
+            "gender_tags": GenderTag.choices,
+            "can_run": True,
+        },
+    )
+
+
+DISCOVERY_ACTIONS = {
+    "cancel": (services.cancel_discovery, "Cancel requested; open batches are cancelled at the provider."),
+    "resume": (services.resume_discovery, "Discovery resumed: only its pending requests are asked."),
+    "retry": (services.retry_discovery, "The failed requests are being asked again."),
+}
+
+
+@study_role_required(Role.RESEARCHER)
+@require_POST
+def discovery_action(request, study_id, codebook_id, discovery_id, what):
+    from .models import CodeDiscovery
+
+    codebook = _codebook(request, codebook_id)
+    discovery = get_object_or_404(CodeDiscovery, pk=discovery_id, codebook=codebook)
+    if what not in DISCOVERY_ACTIONS:
+        messages.error(request, "Unknown action.")
+    else:
+        action, done = DISCOVERY_ACTIONS[what]
+        try:
+            action(discovery, actor=request.user)
+            messages.success(request, done)
+        except services.AnnotationError as exc:
+            messages.error(request, str(exc))
+    return redirect("annotation-discovery", request.study.pk, codebook.pk, discovery.pk)
 
 
 @study_role_required(Role.RESEARCHER)

@@ -88,6 +88,13 @@ def endpoints_named(study, names):
     return list(ModelEndpoint.objects.filter(study=study, name__in=_ids(names)))
 
 
+def endpoints_by_id(study, pks):
+    """The study's endpoints with these ids, by name (values that are not whole numbers or not the study's
+    endpoints are left out)."""
+    wanted = [pk for pk in map(_pk_or_none, pks) if pk is not None]
+    return list(study_endpoints(study).filter(pk__in=wanted))
+
+
 def endpoint(pk):
     """The endpoint `pk` (DoesNotExist when it is gone)."""
     return ModelEndpoint.objects.get(pk=pk)

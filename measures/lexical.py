@@ -31,7 +31,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from .textproc import WORD_RE, lower_same_length
+from stereoscope.textproc import WORD_RE, lower_same_length
 
 MODES = ("prefix", "whole_word", "substring", "regex")
 DIRECTIONS = ("male", "female", "none")

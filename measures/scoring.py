@@ -23,6 +23,7 @@ from generation.models import RunStatus
 from generation.runner import RunStats
 from stereoscope import jobs
 from stereoscope.services import record_activity
+from stereoscope.textproc import split_sentences
 
 from . import gender as gender_mod
 from .classifiers import ClassifierError, NliClassifier, label_shares, make_classifier
@@ -31,7 +32,6 @@ from .lexical import OR_CONVENTIONS, prepare
 from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, SentenceMeasure
 from .services import LEXICONS, lexicons_for, matcher_for
 from .success import DEFAULT_KEYWORDS, SuccessFilter, SuccessFilterError
-from .textproc import split_sentences
 
 log = logging.getLogger(__name__)
 BATCH = 250

@@ -534,7 +534,7 @@ def pending_units(run, keys=None):
     ]
 
 
-class QuestionnaireRunJob(jobs.JobKind):
+class QuestionnaireRunJob(batches.BatchModeKind, jobs.JobKind):
     """A questionnaire run for the job engine: a unit is one pending Response of a called endpoint."""
 
     name = "psychometrics.run"
@@ -549,15 +549,12 @@ class QuestionnaireRunJob(jobs.JobKind):
     def get(self, job_id):
         return QuestionnaireRun.objects.select_related("study").get(pk=job_id)
 
-    def _held(self, run):
-        return batches.held_keys(self.name, run.pk) if run.execution_mode == ExecutionMode.BATCH else set()
-
     def pending_keys(self, run):
-        held = self._held(run)
+        held = self.held(run)
         return [pk for pk in _callable_responses(run)[1].order_by("pk").values_list("pk", flat=True) if pk not in held]
 
     def load_units(self, run, keys, include_held=False):
-        held = set() if include_held else self._held(run)
+        held = set() if include_held else self.held(run)
         return [u for u in pending_units(run, keys) if u.payload["pk"] not in held]
 
     @staticmethod
@@ -567,9 +564,8 @@ class QuestionnaireRunJob(jobs.JobKind):
     def batch_sink(self, run):
         return ResponseSink(run)
 
-    def run(self, run, source, cancel_check, progress):
-        if run.execution_mode == ExecutionMode.BATCH:  # the judge step follows once the batches have ended
-            return batches.run_in_batches(self, run, source, cancel_check, progress)
+    def run_live(self, run, source, cancel_check, progress):
+        """Live calls, then the extraction chain's judge step (in batch mode it follows the last batch)."""
         stats = execute_units(run.study, source, ResponseSink(run), cancel_check=cancel_check, progress=progress)
         if not stats.cancelled:  # the extraction chain's last step: the judge reads the answers the rules left open
             judge_open_answers(run, cancel_check)
@@ -591,11 +587,11 @@ class QuestionnaireRunJob(jobs.JobKind):
         manual = pending.filter(endpoint__provider=Provider.MANUAL).count()
         if manual == left:
             return RunStatus.RUNNING, f"Waiting for {manual} manual answers."
-        if run.execution_mode == ExecutionMode.BATCH:
-            waiting = batches.open_count(self.name, run.pk)
-            if waiting:
-                return RunStatus.RUNNING, f"Waiting for {waiting} batches at the provider ({left} units)."
-        return run.status, "Stopped with units left; resume to run them."
+        return (
+            self.batches_waiting(run, left)
+            or self.batches_returned(run, left)
+            or (run.status, "Stopped with units left; resume to run them.")
+        )
 
     def on_finished(self, job_id, status):
         if status == RunStatus.COMPLETED:

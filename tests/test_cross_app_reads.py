@@ -81,5 +81,13 @@ def test_no_app_reads_generation_tables_except_through_its_selectors():
 def test_generation_offers_the_reads_other_apps_use():
     from generation import selectors
 
-    for name in ("study_runs", "study_endpoints", "study_outputs", "outputs_by_id", "toolkits_for", "study_items"):
+    for name in (
+        "study_runs",
+        "study_endpoints",
+        "endpoints_by_id",
+        "study_outputs",
+        "outputs_by_id",
+        "toolkits_for",
+        "study_items",
+    ):
         assert callable(getattr(selectors, name)), name
