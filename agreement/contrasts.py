@@ -15,10 +15,10 @@ def output_groups(output_ids, by):
     """{output id: group}: the subject's gender (slots, then coders, then pronouns), the context type (a 'context'
     slot, else the prompt's dimension) or the writing model."""
     from annotation.selectors import gender_answers
-    from generation.models import Output
+    from generation.selectors import outputs_by_id
     from generation.subject_gender import resolve
 
-    outputs = Output.objects.filter(pk__in=list(output_ids)).select_related("item__dimension")
+    outputs = outputs_by_id(output_ids).select_related("item__dimension")
     if by == "gender":
         answers = gender_answers(output_ids)
         return {o.pk: resolve(o.slot_values, answers.get(o.pk, ()), o.text)[0] for o in outputs}

@@ -125,7 +125,7 @@ def span_ratings(
     """(ratings, values, unit info, notes) of a span-level variable: ratings are (unit name, rater, value) in unit
     order; unit info gives each unit's story, offsets, sentence number and text."""
     from annotation.selectors import variable_span_codings, variable_values
-    from generation.models import Output
+    from generation.selectors import output_texts
 
     span_units, min_overlap = check_span_options(span_units, min_overlap)
     values = [v.name for v in variable_values(variable)]
@@ -137,7 +137,7 @@ def span_ratings(
         for out, judge, value in _judge_labels(study, values, round_ids):
             judged.setdefault(out, []).append((judge, value))
     outputs = sorted(set(spans) | set(judged))
-    texts = dict(Output.objects.filter(study=study, pk__in=outputs).values_list("pk", "text"))
+    texts = output_texts(outputs, study=study)
     ratings, info, replaced, long_judged = [], {}, 0, 0
     for out in outputs:
         text = texts.get(out)
@@ -308,25 +308,25 @@ def gold_labels(study, variable, **kwargs) -> dict:
 
 def gold_examples(study, variable, **kwargs):
     """[(unit, gold label, text)] in unit order: the story's text, or the sentence's / segment's for span units."""
-    from generation.models import Output
+    from generation.selectors import output_texts
 
     report = variable_report(study, variable, **kwargs)
     labels = {gold_key(g): g for g in report["gold"] if g["gold"]}
     if report["unit_info"] is not None:
         return [(u, labels[u]["gold"], labels[u]["text"]) for u in sorted(labels, key=unit_sort_key)]
-    texts = dict(Output.objects.filter(study=study, pk__in=list(labels)).values_list("pk", "text"))
+    texts = output_texts(labels, study=study)
     return [(pk, labels[pk]["gold"], texts[pk]) for pk in sorted(labels) if pk in texts]
 
 
 def _span_unit(study, unit):
     """(output, suffix) of a span unit name, checked against the story's text."""
-    from generation.models import Output
+    from generation.selectors import study_output
 
     out, _, suffix = str(unit or "").partition(":")
     sentence, segment = _SENTENCE_UNIT.match(suffix), _SEGMENT_UNIT.match(suffix)
     if not out.isdigit() or not (sentence or segment):
         raise AgreementRequestError(f"Give the unit as <story>:s<sentence> or <story>:<start>-<end>, not “{unit}”.")
-    output = Output.objects.filter(study=study, pk=int(out)).first()
+    output = study_output(study, out)
     if output is None:
         raise AgreementRequestError(f"No story {out} in this study.")
     if sentence and int(sentence.group(1)) > len(split_sentences(output.text)):
@@ -341,7 +341,7 @@ def set_variable_gold(study, variable, *, value, user, output_id=None, unit=None
     """Adjudicate one unit: the gold value of the variable (a value name) for a story (story-level variables,
     `output_id`) or a span unit (`unit`, e.g. "17:s3" or "17:120-188")."""
     from annotation.selectors import variable_values
-    from generation.models import Output
+    from generation.selectors import study_output
 
     from .models import GoldLabel
 
@@ -353,7 +353,7 @@ def set_variable_gold(study, variable, *, value, user, output_id=None, unit=None
         output, suffix = _span_unit(study, unit)
         target, where = f"{target}:{suffix}", f"unit {output.pk}:{suffix}"
     else:
-        output = Output.objects.filter(study=study, pk=output_id).first() if str(output_id).isdigit() else None
+        output = study_output(study, output_id)
         if output is None:
             raise AgreementRequestError(f"No story {output_id} in this study.")
         where = f"story {output.pk}"

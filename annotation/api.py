@@ -15,7 +15,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
-from generation.models import ExecutionMode, Output, Toolkit
+from generation import selectors as generation
+from generation.models import ExecutionMode
 from stereoscope.api import StudyScopedMixin
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
@@ -150,7 +151,7 @@ class CodingSerializer(serializers.ModelSerializer):
             "offset_unit",
         ]
         read_only_fields = ["codebook", "quote", "guid", "created_at", "updated_at"]
-        extra_kwargs = {"output": {"queryset": Output.objects.all()}, "code": {"queryset": Code.objects.all()}}
+        extra_kwargs = {"output": {"queryset": generation.every_output()}, "code": {"queryset": Code.objects.all()}}
 
 
 class MemoSerializer(serializers.ModelSerializer):
@@ -189,20 +190,21 @@ class GenderAttributionSerializer(serializers.ModelSerializer):
         model = GenderAttribution
         fields = ["id", "output", "coder", "gender", "character", "created_at"]
         read_only_fields = ["created_at"]
-        extra_kwargs = {"output": {"queryset": Output.objects.all()}}
+        extra_kwargs = {"output": {"queryset": generation.every_output()}}
 
 
 # --- helpers -----------------------------------------------------------------------------------------
 
 
 def _get_in_study(model, pk, study, field="study", label="object"):
+    """The study's `model` object `pk`; `model` may be a selector (study, pk) -> object or None instead."""
     if pk in (None, ""):
         raise ValidationError({"detail": f"Give the {label}."})
     try:
         pk = int(pk)
     except (TypeError, ValueError):
         raise ValidationError({"detail": f"The {label} id must be a number."}) from None
-    obj = model.objects.filter(pk=pk, **{field: study}).first()
+    obj = model.objects.filter(pk=pk, **{field: study}).first() if hasattr(model, "objects") else model(study, pk)
     if obj is None:
         raise ValidationError({"detail": f"No {label} {pk} in this study."})
     return obj
@@ -256,7 +258,9 @@ class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
             raise ValidationError({"detail": "Attach the codebook file as 'file'."})
         toolkit = None
         if request.data.get("toolkit"):
-            toolkit = _get_in_study(Toolkit, request.data["toolkit"], self.get_study(), label="toolkit")
+            toolkit = _get_in_study(
+                generation.study_toolkit, request.data["toolkit"], self.get_study(), label="toolkit"
+            )
         codebook = import_upload(
             self.get_study(), upload, request.data.get("file_format"), request.data.get("name"), request.user, toolkit
         )
@@ -562,7 +566,7 @@ class CodingViewSet(
         study = self.get_study()
         data = request.data
         codebook = _get_in_study(Codebook, data.get("codebook"), study, label="codebook")
-        output = _get_in_study(Output, data.get("output"), study, label="story")
+        output = _get_in_study(generation.study_output, data.get("output"), study, label="story")
         code = _get_in_study(Code, data.get("code"), study, field="codebook__study", label="code")
         coding = services.create_coding(
             study=study,
@@ -608,7 +612,7 @@ class MemoViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         # a target outside this study is answered like a missing one, as codings do
         study = self.get_study()
         targets = (
-            ("output", Output, "study", "story"),
+            ("output", generation.study_output, "study", "story"),
             ("coding", Coding, "codebook__study", "coding"),
             ("code", Code, "codebook__study", "code"),
         )
@@ -760,7 +764,7 @@ class GenderAttributionViewSet(
         return qs
 
     def create(self, request, *args, **kwargs):
-        output = _get_in_study(Output, request.data.get("output"), self.get_study(), label="story")
+        output = _get_in_study(generation.study_output, request.data.get("output"), self.get_study(), label="story")
         gender = request.data.get("gender")
         if gender not in AttributedGender.values:
             raise ValidationError({"detail": f"gender must be one of {', '.join(AttributedGender.values)}."})
@@ -884,8 +888,6 @@ class CodeDiscoveryViewSet(
 
     @extend_schema(request=DISCOVERY_START, responses={201: CodeDiscoverySerializer})
     def create(self, request, *args, **kwargs):
-        from generation.models import ModelEndpoint, PromptItem
-
         study = self.get_study()
         codebook = _get_in_study(Codebook, request.data.get("codebook"), study, label="codebook")
         given = request.data.get("endpoints")
@@ -893,8 +895,8 @@ class CodeDiscoveryViewSet(
             given = [request.data.get("endpoint")]
         if not isinstance(given, list) or not given:
             raise ValidationError({"detail": "Give endpoints as a list of endpoint ids."})
-        endpoints = [_get_in_study(ModelEndpoint, pk, study, label="endpoint") for pk in given]
-        item = _get_in_study(PromptItem, request.data.get("item"), study, field="toolkit__study", label="prompt item")
+        endpoints = [_get_in_study(generation.study_endpoint, pk, study, label="endpoint") for pk in given]
+        item = _get_in_study(generation.study_item, request.data.get("item"), study, label="prompt item")
         discovery = services.start_discovery(
             study,
             codebook,

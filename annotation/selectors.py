@@ -57,6 +57,42 @@ def visible_memos(user, study, qs=None):
     )
 
 
+def code_tree(codebook, *, active_only=True, keep=None):
+    """The codebook's codes as a tree, in one query: the root codes in order (order, then id), each with
+    `child_nodes` (its children, in order), `depth` (0 for a root), `has_children` (any child, kept or not) and
+    `parent` set from memory (paths and dimensions cost no query); items come along.
+
+    Merged-away (inactive) codes are left out unless `active_only` is False; `keep(code)` decides instead when
+    given. A code left out takes its subtree with it. The one tree of the codebook page, the coding workspace, the
+    codebook export format and the .qdpx project."""
+    codes = list(Code.objects.filter(codebook=codebook).select_related("item").order_by("order", "id"))
+    by_id = {c.pk: c for c in codes}
+    parents = {c.parent_id for c in codes}
+    if keep is None:
+        keep = (lambda code: code.active) if active_only else (lambda code: True)
+    children = {}
+    for code in codes:
+        code.parent = by_id.get(code.parent_id)
+        code.has_children = code.pk in parents
+        if keep(code):
+            children.setdefault(code.parent_id, []).append(code)
+
+    def nodes(parent_id, depth):
+        for code in children.get(parent_id, []):
+            code.depth = depth
+            code.child_nodes = list(nodes(code.pk, depth + 1))
+            yield code
+
+    return list(nodes(None, 0))
+
+
+def flat_codes(tree):
+    """The codes of a `code_tree` in reading order (each code before its children)."""
+    for node in tree:
+        yield node
+        yield from flat_codes(node.child_nodes)
+
+
 class CodeIndex:
     """Every code of a codebook in memory (one query): paths, dimensions, merge targets."""
 

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
-from generation.models import GenerationRun, Output, PromptItem, Toolkit
+from generation import selectors as generation
 from stereoscope import jobs
 from stereoscope.downloads import table_download
 from stereoscope.models import Membership, Role
@@ -40,30 +40,11 @@ def _codebook(request, codebook_id):
     return get_object_or_404(Codebook, pk=codebook_id, study=request.study)
 
 
-def _code_tree(codebook, active_only=True):
-    codes = list(codebook.codes.order_by("order", "id"))
-    by_id = {c.pk: c for c in codes}
-    for code in codes:
-        code.parent = by_id.get(code.parent_id)  # paths and dimensions without more queries
-    if active_only:
-        codes = [c for c in codes if c.active]
-    children = {}
-    for code in codes:
-        children.setdefault(code.parent_id, []).append(code)
-
-    def nodes(parent_id, depth):
-        for code in children.get(parent_id, []):
-            code.depth = depth
-            code.child_nodes = list(nodes(code.pk, depth + 1))
-            yield code
-
-    return list(nodes(None, 0))
-
-
-def _flat(tree):
-    for node in tree:
-        yield node
-        yield from _flat(node.child_nodes)
+def _found(obj, message):
+    """`obj`, or a 404 that says what is missing."""
+    if obj is None:
+        raise Http404(message)
+    return obj
 
 
 # --- index ---------------------------------------------------------------------------------------------
@@ -108,7 +89,7 @@ def coding_home(request, study_id):
             "queues": queues,
             "is_researcher": is_researcher,
             "library": library,
-            "toolkits": Toolkit.objects.filter(study=study),
+            "toolkits": generation.study_toolkits(study),
         },
     )
 
@@ -130,7 +111,9 @@ def codebook_create(request, study_id):
                 raise services.AnnotationError("Choose a .qdc, .csv or .json file to import.")
             toolkit = None
             if request.POST.get("toolkit"):
-                toolkit = get_object_or_404(Toolkit, pk=request.POST["toolkit"], study=study)
+                toolkit = _found(
+                    generation.study_toolkit(study, request.POST["toolkit"]), "No such toolkit in this study."
+                )
             codebook = import_upload(
                 study, upload, request.POST.get("file_format"), request.POST.get("name"), request.user, toolkit
             )
@@ -152,16 +135,16 @@ def codebook_create(request, study_id):
 
 
 def _codebook_context(request, codebook, error=""):
-    tree = _code_tree(codebook)
+    tree = selectors.code_tree(codebook)
     visible = selectors.visible_codings(request.user, request.study, Coding.objects.filter(codebook=codebook))
     counts = dict(visible.values("code_id").annotate(n=Count("id")).order_by().values_list("code_id", "n"))
-    for code in _flat(tree):
+    for code in selectors.flat_codes(tree):
         code.n_codings = counts.get(code.pk, 0)
     return {
         "study": request.study,
         "codebook": codebook,
         "tree": tree,
-        "flat": list(_flat(tree)),
+        "flat": list(selectors.flat_codes(tree)),
         "operations": codebook.operations.select_related("actor")[:30],
         "latest_op": services.latest_operation(codebook),
         "can_edit": has_role(request.user, request.study, Role.RESEARCHER) and not codebook.locked,
@@ -169,9 +152,7 @@ def _codebook_context(request, codebook, error=""):
         "error": error,
         "gender_tags": GenderTag.choices,
         "merged": codebook.codes.filter(active=False).select_related("merged_into"),
-        "items": PromptItem.objects.filter(toolkit__study=request.study)
-        .select_related("toolkit")
-        .order_by("toolkit__name", "number")[:500],
+        "items": generation.study_items(request.study).order_by("toolkit__name", "number")[:500],
     }
 
 
@@ -202,9 +183,9 @@ def codebook_edit(request, study_id, codebook_id):
         if op == "create":
             item = None
             if request.POST.get("item"):
-                item = PromptItem.objects.filter(
-                    pk=request.POST["item"], toolkit__study=request.study
-                ).first() or _raise("That prompt item is not in this study.")
+                item = generation.study_item(request.study, request.POST["item"]) or _raise(
+                    "That prompt item is not in this study."
+                )
             services.create_code(
                 codebook,
                 actor=request.user,
@@ -385,7 +366,7 @@ def assignments(request, study_id, codebook_id):
             "page": page,
             "strategies": STRATEGIES.items(),
             "modes": CodingMode.choices,
-            "runs": GenerationRun.objects.filter(study=study),
+            "runs": generation.study_runs(study),
         },
     )
 
@@ -450,8 +431,8 @@ def _workspace_context(request, codebook, output, error="", notice=""):
             coding_memos.setdefault(memo.coding_id, []).append(memo)
     for coding in codings:
         coding.memo_list = coding_memos.get(coding.pk, [])
-    tree = _code_tree(codebook)
-    flat = list(_flat(tree))
+    tree = selectors.code_tree(codebook)
+    flat = list(selectors.flat_codes(tree))
     codable = [c for c in flat if c.codable]
     code_memos = {}
     for memo in memos:
@@ -519,7 +500,7 @@ def _workspace_context(request, codebook, output, error="", notice=""):
 
 def _workspace_objects(request, codebook_id, output_id):
     codebook = _codebook(request, codebook_id)
-    output = get_object_or_404(Output, pk=output_id, study=request.study)
+    output = _found(generation.study_output(request.study, output_id), "No such story in this study.")
     request.coding_assignment = services.assignment_for(codebook, output, request.user)
     if request.coding_assignment is None and not has_role(request.user, request.study, Role.RESEARCHER):
         raise Http404("This story is not in your queue.")
@@ -660,7 +641,7 @@ def _discovery_card(request, study, codebook, d, status=200):
             "study": study,
             "codebook": codebook,
             "d": _discovery_context(study, codebook, d),
-            "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable],
+            "groups": [c for c in selectors.flat_codes(selectors.code_tree(codebook)) if not c.codable],
             "gender_tags": GenderTag.choices,
             "can_run": True,
         },
@@ -670,7 +651,7 @@ def _discovery_card(request, study, codebook, d, status=200):
 
 @study_role_required(Role.RESEARCHER)
 def discover(request, study_id, codebook_id):
-    from generation.models import BATCH_PROVIDERS, ExecutionMode, ModelEndpoint
+    from generation.models import BATCH_PROVIDERS, ExecutionMode
 
     from .models import CodeDiscovery, CodeSuggestion
 
@@ -684,16 +665,10 @@ def discover(request, study_id, codebook_id):
         try:
             if op == "start":
                 wanted = [v for v in request.POST.getlist("endpoints") + request.POST.getlist("endpoint") if v]
-                endpoints = list(
-                    ModelEndpoint.objects.filter(pk__in=[int(v) for v in wanted if v.isdigit()], study=study)
-                )
+                endpoints = generation.endpoints_by_id(study, wanted)
                 if len(endpoints) != len(set(wanted)):
                     raise services.AnnotationError("Choose a model endpoint of this study.")
-                item = (
-                    PromptItem.objects.filter(pk=request.POST.get("item") or 0, toolkit__study=study)
-                    .select_related("toolkit")
-                    .first()
-                )
+                item = generation.study_item(study, request.POST.get("item"))
                 discovery = services.start_discovery(
                     study,
                     codebook,
@@ -732,7 +707,7 @@ def discover(request, study_id, codebook_id):
                 return HttpResponse(format_html('<p class="error" role="alert">{}</p>', str(exc)))
             messages.error(request, str(exc))
         return redirect("annotation-discover", study.pk, codebook.pk)
-    endpoints = list(ModelEndpoint.objects.filter(study=study).exclude(provider="manual").order_by("name"))
+    endpoints = list(generation.study_endpoints(study, callable_only=True))
     discoveries = list(
         CodeDiscovery.objects.filter(codebook=codebook)
         .select_related("item__toolkit")
@@ -747,11 +722,11 @@ def discover(request, study_id, codebook_id):
             "endpoints": endpoints,
             "batch_endpoints": [e.pk for e in endpoints if e.batch_enabled and e.provider in BATCH_PROVIDERS],
             "modes": ExecutionMode.choices,
-            "items": PromptItem.objects.filter(toolkit__study=study)
-            .select_related("toolkit")
-            .order_by("toolkit__name", "-toolkit__version", "toolkit_id", "number"),  # grouped by version, newest first
+            "items": generation.study_items(study).order_by(
+                "toolkit__name", "-toolkit__version", "toolkit_id", "number"
+            ),  # grouped by version, newest first
             "discoveries": [_discovery_context(study, codebook, d) for d in discoveries],
-            "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable],
+            "groups": [c for c in selectors.flat_codes(selectors.code_tree(codebook)) if not c.codable],
             "gender_tags": GenderTag.choices,
             "can_run": True,
         },
@@ -777,7 +752,7 @@ def discovery_detail(request, study_id, codebook_id, discovery_id):
             "study": study,
             "codebook": codebook,
             "d": _discovery_context(study, codebook, discovery),
-            "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable],
+            "groups": [c for c in selectors.flat_codes(selectors.code_tree(codebook)) if not c.codable],
             "gender_tags": GenderTag.choices,
             "can_run": True,
         },
@@ -831,7 +806,7 @@ def split_code_page(request, study_id, codebook_id, code_id):
             messages.error(request, str(exc))
     codings = Paginator(code.codings.select_related("coder", "output").order_by("output_id", "start", "id"), 200)
     page = codings.get_page(request.GET.get("page"))
-    others = [c for c in _flat(_code_tree(codebook)) if c.codable and c.pk != code.pk]
+    others = [c for c in selectors.flat_codes(selectors.code_tree(codebook)) if c.codable and c.pk != code.pk]
     return render(
         request,
         "annotation/split.html",

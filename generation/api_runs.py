@@ -16,7 +16,7 @@ from stereoscope.permissions import VIEWER
 
 from . import batches, collect, runs
 from .endpoint_services import EndpointError, delete_endpoint, endpoint_problems, save_endpoint
-from .models import GenerationRun, ModelEndpoint, Output, ProviderCall
+from .models import GenerationRun, ModelEndpoint, Output, ProviderCall, Toolkit
 from .views_runs import filtered_outputs
 
 
@@ -65,7 +65,7 @@ class EndpointSerializer(serializers.ModelSerializer):
 
 class GenerationRunSerializer(serializers.ModelSerializer):
     toolkit = serializers.PrimaryKeyRelatedField(
-        queryset=runs.Toolkit.objects.none(),
+        queryset=Toolkit.objects.none(),
         error_messages={
             "does_not_exist": "Unknown toolkit {pk_value}: choose one of this study or of the built-in library."
         },

@@ -23,15 +23,14 @@ from .models import (
     BATCH_PROVIDERS,
     ExecutionMode,
     GenerationRun,
-    ModelEndpoint,
     Output,
     OutputStatus,
     Provider,
     RunStatus,
-    Toolkit,
 )
 from .providers.base import ProviderError, merged_params, validate_params
 from .runner import CallUnit, cost_of, execute_units
+from .selectors import toolkits_for  # noqa: F401  (generation's forms, API and import use it from here)
 from .toolkit_services import TOOLKITS
 from .toolkits import SlotError, count_units, expand_units
 
@@ -47,11 +46,6 @@ class RunError(ValueError):
 
 def normalize_text(text):
     return (text or "").replace("\r\n", "\n").replace("\r", "\n")
-
-
-def toolkits_for(study):
-    """Toolkits a run in `study` may use: its own and the built-in library's."""
-    return Toolkit.objects.filter(Q(study=study) | Q(study__is_library=True)).select_related("study")
 
 
 def parse_overrides(value):
@@ -596,7 +590,3 @@ def counts(run):
         round(100 * (overall["done"] + overall["failed"]) / overall["total"]) if overall["total"] else 0
     )
     return {"overall": overall, "per_endpoint": per_endpoint}
-
-
-def endpoint_choices(study):
-    return ModelEndpoint.objects.filter(study=study).order_by("name")

@@ -15,9 +15,10 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from generation import batches as batch_mode
+from generation import selectors as generation
 from generation.key_variables import key_variable_problem
 from generation.limits import estimate_tokens
-from generation.models import ExecutionMode, GenerationRun, ModelEndpoint, Output, OutputStatus, Provider, RunStatus
+from generation.models import ExecutionMode, OutputStatus, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params
 from generation.runner import CallUnit, RunStats, cost_of, execute_units
 from stereoscope import jobs
@@ -50,11 +51,11 @@ def target_of(item):
 def source_outputs(rnd):
     """The outputs a round judges, before exclusions: the source run's (narrowed by output_filter)."""
     flt = rnd.output_filter or {}
-    qs = Output.objects.filter(study=rnd.study)
+    qs = generation.study_outputs(rnd.study_id)
     if rnd.source_run_id:
         qs = qs.filter(run_id=rnd.source_run_id)
     elif not flt.get("output_ids"):
-        return Output.objects.none()
+        return generation.no_outputs()
     if flt.get("output_ids"):
         qs = qs.filter(pk__in=flt["output_ids"])
     if flt.get("item_numbers"):
@@ -704,8 +705,8 @@ def status_counts(rnd):
 
 
 def runs_for(study):
-    return GenerationRun.objects.filter(study=study).order_by("-created_at")
+    return generation.study_runs(study)
 
 
 def judge_choices(study):
-    return ModelEndpoint.objects.filter(study=study).exclude(provider=Provider.MANUAL).order_by("name")
+    return generation.study_endpoints(study, callable_only=True)

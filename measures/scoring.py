@@ -18,7 +18,8 @@ from django.apps import apps
 from django.db import connection, transaction
 from django.utils import timezone
 
-from generation.models import GenerationRun, Output, OutputStatus, RunStatus
+from generation import selectors as generation
+from generation.models import RunStatus
 from generation.runner import RunStats
 from stereoscope import jobs
 from stereoscope.services import record_activity
@@ -41,11 +42,7 @@ class MeasureRunError(ValueError):
 
 
 def outputs_for(run):
-    qs = Output.objects.filter(study_id=run.study_id, status=OutputStatus.DONE).exclude(text="")
-    source_ids = list(run.source_runs.values_list("pk", flat=True))
-    if source_ids:
-        qs = qs.filter(run_id__in=source_ids)
-    return qs
+    return generation.finished_outputs(run.study_id, run_ids=list(run.source_runs.values_list("pk", flat=True)))
 
 
 def trained_info(trained):
@@ -385,7 +382,7 @@ class MeasureRunJob(jobs.JobKind):
     def load_units(self, run, keys):
         done_ids = set(run.output_measures.filter(output_id__in=keys).values_list("output_id", flat=True))
         return list(
-            Output.objects.filter(pk__in=[k for k in keys if k not in done_ids])
+            generation.outputs_by_id([k for k in keys if k not in done_ids])
             .select_related("item__toolkit")
             .order_by("pk")
         )
@@ -473,4 +470,4 @@ def progress_of(run):
 
 
 def generation_runs_for(study):
-    return GenerationRun.objects.filter(study=study).order_by("-created_at")
+    return generation.study_runs(study)

@@ -14,7 +14,8 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from generation import batches
-from generation.models import ExecutionMode, ModelEndpoint, Provider, RunStatus
+from generation import selectors as generation
+from generation.models import ExecutionMode, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params
 from generation.runner import CallUnit, execute_units
 from stereoscope import jobs
@@ -482,7 +483,7 @@ def judge_units(run):
     """One judge call per finished answer the rule chain left inconclusive or not present (never twice)."""
     if extraction.JUDGE_STEP not in (run.extractors or []) or run.judge_endpoint_id is None:
         return []
-    judge = ModelEndpoint.objects.get(pk=run.judge_endpoint_id)
+    judge = generation.endpoint(run.judge_endpoint_id)
     params = merged_params(judge, {})
     rows = (
         run.responses.filter(status=ResponseStatus.DONE, extraction__in=extraction.JUDGED)
@@ -746,14 +747,14 @@ def create_run_from_file(study, data, actor=None, name=None):
     if context_set is None and data.get("context_set") is not None:
         problems.append(f"No context set named {data.get('context_set')!r} in this study.")
     names = data.get("endpoints") or []
-    endpoints = list(ModelEndpoint.objects.filter(study=study, name__in=names)) if isinstance(names, list) else []
+    endpoints = generation.endpoints_named(study, names) if isinstance(names, list) else []
     missing = sorted(set(names if isinstance(names, list) else []) - {e.name for e in endpoints})
     if missing or not isinstance(names, list):
         problems.append(f"No endpoint(s) named {', '.join(map(str, missing)) or names!r} in this study.")
     ext = data.get("extraction") or {}
     judge = None
     if isinstance(ext, dict) and ext.get("judge_endpoint"):
-        judge = ModelEndpoint.objects.filter(study=study, name=ext["judge_endpoint"]).first()
+        judge = generation.endpoint_named(study, ext["judge_endpoint"])
         if judge is None:
             problems.append(f"No judge endpoint named {ext['judge_endpoint']!r} in this study.")
     if problems:

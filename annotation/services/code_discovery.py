@@ -13,7 +13,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from generation import batches
-from generation.models import ExecutionMode, ModelEndpoint, Output, OutputStatus, Provider, ProviderCall
+from generation import selectors as generation
+from generation.models import ExecutionMode, ModelEndpoint, Provider
 from generation.providers.base import merged_params
 from generation.runner import CallUnit, execute_units
 from stereoscope import jobs
@@ -85,14 +86,12 @@ def start_discovery(
             mode = batches.check_mode(execution_mode or ExecutionMode.LIVE, chosen)
         except ValueError as exc:
             raise AnnotationError(str(exc)) from None
-        pool = Output.objects.filter(study=study, item=item, status=OutputStatus.DONE).exclude(text="")
-        if run is not None:
-            pool = pool.filter(run=run)
+        pool = generation.finished_outputs(study, item=item, run_ids=[run.pk] if run is not None else None)
         ids = sorted(pool.values_list("pk", flat=True))
         if not ids:
             raise AnnotationError(f"Item {item.number} has no finished stories yet.")
         samples = sample_groups(ids, n, groups, seed)
-        texts = dict(Output.objects.filter(pk__in=[i for g in samples for i in g]).values_list("pk", "text"))
+        texts = generation.output_texts([i for g in samples for i in g])
         discovery = CodeDiscovery.objects.create(
             study=study,
             codebook=codebook,
@@ -166,13 +165,12 @@ class SuggestionSink:
     """Parses each answered request into suggestions (pending requests only); a failed call or an answer without
     a list of codes fails the request with the reason, shown on the discovery."""
 
+    def __init__(self, study):
+        self.study = study
+
     def _call(self, unit):
-        return (
-            ProviderCall.objects.filter(unit_ref=unit.unit_ref[:200], purpose="discovery")
-            .order_by("-attempt", "-id")
-            .values_list("pk", flat=True)
-            .first()
-        )
+        call = generation.last_unit_call(self.study, "discovery", unit.unit_ref[:200])
+        return call.pk if call is not None else None
 
     def on_success(self, unit, result):
         text = _clean(result.text)
@@ -273,10 +271,12 @@ class CodeDiscoveryJob(batches.BatchModeKind, jobs.JobKind):
         return unit.payload
 
     def batch_sink(self, discovery):
-        return SuggestionSink()
+        return SuggestionSink(discovery.study)
 
     def run_live(self, discovery, source, cancel_check, progress):
-        return execute_units(discovery.study, source, SuggestionSink(), cancel_check=cancel_check, progress=progress)
+        return execute_units(
+            discovery.study, source, SuggestionSink(discovery.study), cancel_check=cancel_check, progress=progress
+        )
 
     def reset_failed(self, discovery):
         return discovery.requests.filter(status=DiscoveryStatus.FAILED).update(

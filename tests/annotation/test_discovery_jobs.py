@@ -11,7 +11,7 @@ import pytest
 from annotation import discovery as disc
 from annotation import services
 from annotation.models import CodeDiscovery, CodeSuggestion, DiscoveryRequest
-from generation import batch_format, batches
+from generation import batch_format, batches, selectors
 from generation.models import Output, ProviderBatch, ProviderCall
 from generation.providers.batch_api import OpenAIBatchAPI
 from stereoscope import jobs
@@ -374,3 +374,25 @@ def test_a_queued_discovery_with_no_worker_is_a_stalled_job(discovery_env, clien
     assert {(j["kind"], j["id"]) for j in waiting_jobs_without_worker()} == {("code discovery", d.pk)}
     html = client_for(e["u"]["researcher"]).get(_page(e, d)).content.decode()
     assert "Stalled — no live worker" in html and 'id="discovery-requests"' in html
+
+
+def test_the_form_and_api_refuse_an_endpoint_of_another_study_or_not_a_number(
+    discovery_env,  # noqa: F811
+    roles,
+    make_endpoint,
+    client_for,
+    api_for,
+):
+    e = discovery_env
+    foreign = make_endpoint(roles["b"], name="b-model")
+    assert selectors.endpoints_by_id(e["study"], [str(e["endpoint"].pk), foreign.pk, "x"]) == [e["endpoint"]]
+    url = f"/studies/{e['study'].pk}/coding/codebooks/{e['cb'].pk}/discover/"
+    form = {"op": "start", "item": e["item"].pk, "sample_size": 2}
+    for wanted in ([e["endpoint"].pk, foreign.pk], [e["endpoint"].pk, "x"]):
+        r = client_for(e["u"]["researcher"]).post(url, dict(form, endpoints=wanted), follow=True)
+        assert r.status_code == 200 and "Choose a model endpoint of this study." in r.content.decode()
+    base = f"/api/studies/{e['study'].pk}/code-discoveries/"
+    payload = {"codebook": e["cb"].pk, "item": e["item"].pk, "endpoints": [e["endpoint"].pk, foreign.pk]}
+    r = api_for(e["u"]["researcher"]).post(base, payload, format="json")
+    assert r.status_code == 400 and f"No endpoint {foreign.pk} in this study." in r.json()["detail"]
+    assert CodeDiscovery.objects.count() == 0
