@@ -12,6 +12,7 @@ import os
 import socket
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -97,6 +98,18 @@ class JobKind:
         return self.model.objects.get(pk=job_id)
 
 
+@dataclass
+class UnitStats:
+    """What a kind's `run` returns when it has no richer stats of its own (the engine reads these fields)."""
+
+    total: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    attempts: int = 0
+    elapsed_s: float = 0.0
+    cancelled: bool = False
+
+
 def register(kind):
     _KINDS[kind.name] = kind
     return kind
@@ -116,17 +129,6 @@ def _chunks(kind, job_id):
 
 def _leasable(now):
     return Q(status=ChunkStatus.PENDING) & (Q(lease_token="") | Q(lease_expires_at__lt=now))
-
-
-def acquire_job_lease(queryset, pk, seconds):
-    """Take the whole-job lease of row `pk` if it is free or expired (one conditional UPDATE); the token or None.
-    Only export jobs still use a whole-job lease (they are one unit each); every other kind leases chunks."""
-    token = uuid.uuid4().hex
-    now = timezone.now()
-    got = queryset.filter(Q(lease_token="") | Q(lease_expires_at__lt=now), pk=pk).update(
-        lease_token=token, lease_expires_at=now + timedelta(seconds=seconds)
-    )
-    return token if got else None
 
 
 def is_live(job):
@@ -222,6 +224,19 @@ def cancel(kind, job):
     kind.model.objects.filter(pk=job.pk).update(**updates)
     job.refresh_from_db()
     return job
+
+
+def fail(kind, job_id, message):
+    """Stop the job as failed (e.g. a unit it cannot do without): every worker of it stops at its next unit, and
+    retry starts it again. Its chunks' leases are released."""
+    kind.model.objects.filter(pk=job_id, status__in=ACTIVE).update(
+        status=JobStatus.FAILED,
+        message=message[:2000],
+        finished_at=timezone.now(),
+        lease_token="",
+        lease_expires_at=None,
+    )
+    _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).update(lease_token="", lease_expires_at=None)
 
 
 def finish(kind, job_id, cancelled=False):
@@ -432,6 +447,8 @@ def _run_passes(kind, job, token, progress_callback):
         )
         raise
     source.release()
+    if Model.objects.filter(pk=job.pk, status=JobStatus.FAILED).exists():  # `fail` stopped it: leave it so
+        return stats
     if stats.cancelled or Model.objects.filter(pk=job.pk, cancel_requested=True).exists():
         finish(kind, job.pk, cancelled=True)
         return stats
