@@ -64,13 +64,25 @@ def baseline(port, units, concurrency):
                 if completion.choices[0].message.content:
                     ok += 1
 
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(one(i) for i in range(units)))
         elapsed = time.perf_counter() - started
+        cpu = time.process_time() - cpu
+        print(f"  baseline CPU: {cpu:.2f} s ({1000 * cpu / units:.2f} ms per unit)")
         await client.close()
         return ok, elapsed
 
     return asyncio.run(main())
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of a process so far (Linux /proc; None elsewhere): the machine may be shared, so
+    the worker's CPU time over the run is reported next to the wall-clock rate."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def full_run(port, units, concurrency, workdir):
@@ -154,6 +166,7 @@ def full_run(port, units, concurrency, workdir):
                 )
             time.sleep(0.1)
         runs._enqueue = lambda r: app.send_task("generation.execute_run", args=[r.pk], queue=queue)
+        cpu0 = cpu_seconds(worker.pid)
         t0 = time.perf_counter()
         runs.start(run)
         while True:
@@ -162,6 +175,7 @@ def full_run(port, units, concurrency, workdir):
                 break
             time.sleep(0.05)
         wall = time.perf_counter() - t0
+        cpu1 = cpu_seconds(worker.pid)
     finally:
         worker.terminate()
         try:
@@ -176,6 +190,7 @@ def full_run(port, units, concurrency, workdir):
         "done": done,
         "failed": Output.objects.filter(run=run, status="failed").count(),
         "wall_s": wall,
+        "worker_cpu_s": None if cpu0 is None or cpu1 is None else cpu1 - cpu0,
         "executing_s": executing,
         "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
         "broker": settings.CELERY_BROKER_URL.split(":")[0],
@@ -213,6 +228,12 @@ def main():
         f"  enqueue → completed: {result['wall_s']:.2f} s = {rate:.1f} /s;  worker execution window: "
         f"{result['executing_s']:.2f} s = {exec_rate:.1f} /s"
     )
+    if result["worker_cpu_s"] is not None:
+        per_unit = 1000 * result["worker_cpu_s"] / max(1, result["done"])
+        print(f"  worker CPU during the run: {result['worker_cpu_s']:.2f} s ({per_unit:.2f} ms per unit)")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    if load is not None:
+        print(f"  load average (1 min) at the end: {load:.2f}")
     print(f"baseline_rate={base_rate:.1f}/s run_rate={rate:.1f}/s ideal={ideal:.0f}/s")
     print(f"ratio_to_baseline={rate / base_rate:.3f}")
     print(f"ratio_to_ideal={rate / ideal:.3f}")

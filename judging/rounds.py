@@ -621,6 +621,11 @@ class JudgeRoundJob(jobs.JobKind):
     error = RoundError
     chunk_size = 20
 
+    def warm_up(self):
+        from generation.providers.base import preload
+
+        preload()
+
     def enqueue(self, job):
         _enqueue(job)
 

@@ -542,6 +542,11 @@ class QuestionnaireRunJob(jobs.JobKind):
     label = "run"
     error = PsychError
 
+    def warm_up(self):
+        from generation.providers.base import preload
+
+        preload()
+
     def enqueue(self, job):
         _enqueue(job)
 

@@ -152,6 +152,19 @@ def elapsed_ms(started):
     return int((time.perf_counter() - started) * 1000)
 
 
+NETWORK_ADAPTERS = ("openai_provider", "anthropic_provider")
+
+
+def preload():
+    """Import the network providers' adapters and their SDKs now. Each SDK takes 0.5–1.5 s to import; a worker
+    that imports it lazily does so on the event loop of its first job, while that job's requests wait."""
+    for name in NETWORK_ADAPTERS:
+        try:
+            importlib.import_module(f"{__package__}.{name}")
+        except ImportError:  # an SDK missing here fails the endpoints that need it, with its own message
+            pass
+
+
 def get_provider(endpoint):
     """The adapter for an endpoint's provider."""
     provider = endpoint.provider

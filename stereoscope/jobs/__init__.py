@@ -23,6 +23,7 @@ from .engine import (
     retry_failed,
     start,
     sweep,
+    warm_up,
 )
 from .models import ACTIVE, TERMINAL, ChunkStatus, Job, JobChunk, JobStatus
 
@@ -54,5 +55,6 @@ __all__ = [
     "retry_failed",
     "start",
     "sweep",
+    "warm_up",
     "UnitStats",
 ]

@@ -97,6 +97,10 @@ class JobKind:
     def get(self, job_id):
         return self.model.objects.get(pk=job_id)
 
+    def warm_up(self):
+        """Called once when a worker process starts, before it takes work: load what the kind's first unit would
+        otherwise load inside a job's time (e.g. provider SDKs, which take a second to import)."""
+
 
 @dataclass
 class UnitStats:
@@ -121,6 +125,15 @@ def kinds():
 
 def get_kind(name):
     return _KINDS[name]
+
+
+def warm_up():
+    """Warm every registered kind up (a worker calls this as it starts); a kind that fails to is logged, not fatal."""
+    for kind in kinds():
+        try:
+            kind.warm_up()
+        except Exception:
+            log.warning("warming up %s failed", kind.name, exc_info=True)
 
 
 def _chunks(kind, job_id):
