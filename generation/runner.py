@@ -27,7 +27,7 @@ from django.utils import timezone
 from .key_variables import key_value
 from .limits import LEASE_TTL, RENEW_EVERY, EndpointLimiter, estimate_tokens, make_store
 from .models import CallOutcome, ModelEndpoint, ProviderCall
-from .providers.base import ChatResult, ProviderError, get_provider
+from .providers.base import ChatResult, ProviderError, current_attempt, get_provider
 
 log = logging.getLogger(__name__)
 BATCH_SECONDS = 0.1
@@ -308,6 +308,7 @@ class _Loop:
                     raise
                 self.in_flight += 1
                 t0 = time.perf_counter()
+                attempt = current_attempt.set(record.get("row_id"))  # the request names its row (providers.base)
                 try:
                     result = await provider.acomplete(unit.messages, unit.params)
                     actual = (result.input_tokens or 0) + (result.output_tokens or 0) or None
@@ -320,6 +321,7 @@ class _Loop:
                 except Exception as exc:
                     result, error = None, ProviderError(f"{type(exc).__name__}: {exc}", retryable=False)
                 finally:
+                    current_attempt.reset(attempt)
                     self.in_flight -= 1
             finally:
                 await limiter.release(lease, est, actual)

@@ -1,6 +1,7 @@
 """The provider interface. Adapters turn (messages, params) into a ChatResult or raise ProviderError."""
 
 import asyncio
+import contextvars
 import importlib.util
 import time
 from dataclasses import dataclass, field
@@ -150,6 +151,19 @@ def validate_params(params):
 
 def elapsed_ms(started):
     return int((time.perf_counter() - started) * 1000)
+
+
+# Each request names its attempt row (ProviderCall id) in this header, so the product's attempts can be reconciled
+# with a provider's or gateway's request log: after a worker was killed, an attempt left "unknown" whose id the
+# provider never received is one written in the instant before its request would have gone out.
+ATTEMPT_HEADER = "X-Stereoscope-Attempt"
+current_attempt = contextvars.ContextVar("current_attempt", default=None)
+
+
+def attempt_headers():
+    """The header naming the attempt row of the request being sent (set by the runner), or none."""
+    attempt = current_attempt.get()
+    return {ATTEMPT_HEADER: str(attempt)} if attempt is not None else {}
 
 
 NETWORK_ADAPTERS = ("openai_provider", "anthropic_provider")

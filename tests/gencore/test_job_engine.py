@@ -114,6 +114,9 @@ def test_execute_completes_the_job_and_a_second_execute_finds_nothing(run, fake_
     assert jobs.chunk_counts(runs.RUN_JOB, run.pk) == {"pending": 0, "done": 3, "leased": 0}
     assert runs.execute(run.pk) is None
     assert ProviderCall.objects.filter(output__run=run).count() == 10 == len(fake_provider.requests)
+    # each request names its attempt row, so the provider's log and the product's rows can be matched one to one
+    received = sorted(int(r["attempt"]) for r in fake_provider.requests)
+    assert received == sorted(ProviderCall.objects.filter(output__run=run).values_list("pk", flat=True))
 
 
 def test_attempt_row_is_written_before_the_request_with_estimated_tokens(run, fake_provider):
