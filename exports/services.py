@@ -543,7 +543,7 @@ class ExportJobKind(jobs.JobKind):
         units = len(job.datasets) + 1 if job.format in STAGED_FORMATS else 1
         done = (len(staged_parts(job)) if job.format in STAGED_FORMATS else 0) + (1 if job.file_name else 0)
         live = self.live.get(job_id) or {}
-        share = live["rows"] / live["total"] if live.get("total") else 0
+        share = (live.get("rows") or 0) / live["total"] if live.get("total") else 0
         return {
             "dataset": live.get("dataset", ""),
             "rows": live.get("rows", 0),
@@ -630,4 +630,5 @@ def delete_job(job, actor=None):
         job_path(job).unlink(missing_ok=True)
     shutil.rmtree(staging_dir(job), ignore_errors=True)
     record_activity(job.study, actor, "deleted export", f"export {job.pk}")
+    jobs.forget(EXPORT_JOB, job.pk)
     job.delete()

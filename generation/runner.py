@@ -308,7 +308,7 @@ class _Loop:
                     raise
                 self.in_flight += 1
                 t0 = time.perf_counter()
-                attempt = current_attempt.set(record.get("row_id"))  # the request names its row (providers.base)
+                named = current_attempt.set(record.get("row_id"))  # the request names its row (providers.base)
                 try:
                     result = await provider.acomplete(unit.messages, unit.params)
                     actual = (result.input_tokens or 0) + (result.output_tokens or 0) or None
@@ -321,7 +321,7 @@ class _Loop:
                 except Exception as exc:
                     result, error = None, ProviderError(f"{type(exc).__name__}: {exc}", retryable=False)
                 finally:
-                    current_attempt.reset(attempt)
+                    current_attempt.reset(named)
                     self.in_flight -= 1
             finally:
                 await limiter.release(lease, est, actual)

@@ -252,6 +252,11 @@ def fail(kind, job_id, message):
     _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).update(lease_token="", lease_expires_at=None)
 
 
+def forget(kind, job_id):
+    """Delete a job's chunks (call when the job itself is deleted)."""
+    _chunks(kind, job_id).delete()
+
+
 def finish(kind, job_id, cancelled=False):
     """Set the job's final status from its units (or say what is left)."""
     job = kind.get(job_id)

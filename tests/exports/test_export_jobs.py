@@ -71,6 +71,9 @@ def test_units_are_the_datasets_then_the_bundle(gen_study, export_root, counted)
     assert by_path["outputs.csv"]["rows"] == 6 and by_path["outputs.csv"]["bytes"] == len(files["outputs.csv"])
     assert counted["outputs"] == 1 and counted["outputs_b"] == 1
     assert not services.staging_dir(job).exists() and _leftovers(export_root) == []
+    services.delete_job(job)
+    assert not JobChunk.objects.filter(kind="exports.job", job_id=job.pk).exists()
+    assert not any(p.is_file() for p in export_root.rglob("*"))
 
 
 def test_an_export_whose_worker_died_is_picked_up_by_the_sweep_without_anyone(
