@@ -49,7 +49,7 @@ def start_fake_server(latency):
 
 def run_on_workers(run, n_workers, workdir):
     """Start `n_workers` Celery workers on a queue of their own, wait until they are up (not timed), start the run
-    on them and wait until it ends: (status, seconds from start to end)."""
+    on them and wait until it ends: (status, seconds from start to end, the workers' CPU seconds or None)."""
     from django.conf import settings
 
     from generation import runs
@@ -61,12 +61,16 @@ def run_on_workers(run, n_workers, workdir):
     with CeleryProcesses(broker=settings.CELERY_BROKER_URL, log_dir=workdir, loglevel="WARNING", host="bench") as c:
         c.wait_ready(c.start_workers(n_workers, queue))
         runs._enqueue = lambda r: app.send_task("generation.execute_run", args=[r.pk], queue=queue)
+        cpu0 = [cpu_seconds(w.pid) for w in c.processes]
         t0 = time.perf_counter()
         runs.start(run)
         while True:
             status = GenerationRun.objects.filter(pk=run.pk).values_list("status", flat=True).get()
             if status in ("completed", "failed", "cancelled"):
-                return status, time.perf_counter() - t0
+                wall = time.perf_counter() - t0
+                cpu1 = [cpu_seconds(w.pid) for w in c.processes]
+                cpu = None if None in cpu0 + cpu1 else sum(cpu1) - sum(cpu0)
+                return status, wall, cpu
             time.sleep(0.05)
 
 
@@ -87,13 +91,25 @@ def baseline(port, units, concurrency):
                 if completion.choices[0].message.content:
                     ok += 1
 
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(one(i) for i in range(units)))
         elapsed = time.perf_counter() - started
+        cpu = time.process_time() - cpu
+        print(f"  baseline CPU: {cpu:.2f} s ({1000 * cpu / units:.2f} ms per unit)")
         await client.close()
         return ok, elapsed
 
     return asyncio.run(main())
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of a process so far (Linux /proc; None elsewhere): the machine may be shared, so
+    the worker's CPU time over the run is reported next to the wall-clock rate."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def setup_django(workdir, **env):
@@ -150,7 +166,7 @@ def full_run(port, units, concurrency, workdir):
     from generation.models import Output
 
     run = fake_provider_run("throughput", units, port, concurrency)
-    status, wall = run_on_workers(run, 1, workdir)
+    status, wall, worker_cpu = run_on_workers(run, 1, workdir)
     run.refresh_from_db()
     done = Output.objects.filter(run=run, status="done").count()
     executing = (run.finished_at - run.started_at).total_seconds()
@@ -159,6 +175,7 @@ def full_run(port, units, concurrency, workdir):
         "done": done,
         "failed": Output.objects.filter(run=run, status="failed").count(),
         "wall_s": wall,
+        "worker_cpu_s": worker_cpu,
         "executing_s": executing,
         "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
         "broker": settings.CELERY_BROKER_URL.split(":")[0],
@@ -196,6 +213,12 @@ def main():
         f"  enqueue → completed: {result['wall_s']:.2f} s = {rate:.1f} /s;  worker execution window: "
         f"{result['executing_s']:.2f} s = {exec_rate:.1f} /s"
     )
+    if result["worker_cpu_s"] is not None:
+        per_unit = 1000 * result["worker_cpu_s"] / max(1, result["done"])
+        print(f"  worker CPU during the run: {result['worker_cpu_s']:.2f} s ({per_unit:.2f} ms per unit)")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    if load is not None:
+        print(f"  load average (1 min) at the end: {load:.2f}")
     print(f"baseline_rate={base_rate:.1f}/s run_rate={rate:.1f}/s ideal={ideal:.0f}/s")
     print(f"ratio_to_baseline={rate / base_rate:.3f}")
     print(f"ratio_to_ideal={rate / ideal:.3f}")

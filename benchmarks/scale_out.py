@@ -39,7 +39,7 @@ def one_round(n_workers, port, units, workdir):
 
     run = fake_provider_run("scale-out", units, port, max_concurrency=64)
     study = run.study
-    status, wall = run_on_workers(run, n_workers, workdir)
+    status, wall, _cpu = run_on_workers(run, n_workers, workdir)
     done = Output.objects.filter(run=run, status="done").count()
     answered = ProviderCall.objects.filter(study=study, outcome="ok").values("output_id").annotate(n=Count("id"))
     duplicates = sum(row["n"] - 1 for row in answered if row["n"] > 1)

@@ -144,6 +144,34 @@ class ExportJobViewSet(
             open(path, "rb"), as_attachment=True, filename=job.file_name, content_type="application/zip"
         )
 
+    def _job_action(self, request, service):
+        job = self.get_object()
+        _check_job_access(self.study_role, job)
+        try:
+            job = service(job, actor=request.user)
+        except services.ExportError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        job.refresh_from_db()
+        return Response(self.get_serializer(job).data)
+
+    @extend_schema(request=None, responses={200: ExportJobSerializer, 409: OpenApiResponse(description="Over.")})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, *args, **kwargs):
+        """Stop the export (its workers stop within a few seconds); datasets already written are kept for resume."""
+        return self._job_action(request, services.cancel_job)
+
+    @extend_schema(request=None, responses={200: ExportJobSerializer, 409: OpenApiResponse(description="Not stopped.")})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, *args, **kwargs):
+        """Queue a stopped export again; only what is missing is written."""
+        return self._job_action(request, services.resume_job)
+
+    @extend_schema(request=None, responses={200: ExportJobSerializer, 409: OpenApiResponse(description="Not failed.")})
+    @action(detail=True, methods=["post"])
+    def retry(self, request, *args, **kwargs):
+        """Run a failed export again, from the datasets it had written on."""
+        return self._job_action(request, services.retry_job)
+
     @extend_schema(responses={200: ExportDatasetSerializer(many=True)})
     @action(detail=False, methods=["get"])
     def datasets(self, request, *args, **kwargs):

@@ -1,8 +1,10 @@
-"""Export jobs: one background export of a study to a file."""
+"""Export jobs: one background export of a study to a file, run by the one job engine (stereoscope.jobs)."""
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+from stereoscope.jobs.models import Job, JobStatus
 
 
 class ExportFormat(models.TextChoices):
@@ -12,35 +14,25 @@ class ExportFormat(models.TextChoices):
     QDPX = "qdpx", "REFI-QDA project (.qdpx)"
 
 
-class ExportStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    COMPLETED = "completed", "Completed"
-    FAILED = "failed", "Failed"
+ExportStatus = JobStatus  # the engine's one status enum
 
 
-class ExportJob(models.Model):
-    """One export of a study: runs in the background, streams to a temporary file, then is renamed into place."""
+class ExportJob(Job):
+    """One export of a study. Its units (see services.ExportJobKind) are staged into a folder of the job's own,
+    then bundled into a temporary file renamed into place: the final path never holds a half-written file."""
 
     study = models.ForeignKey("stereoscope.Study", on_delete=models.CASCADE, related_name="export_jobs")
     format = models.CharField(max_length=10, choices=ExportFormat.choices)
     datasets = models.JSONField(default=list, blank=True, help_text="Dataset keys; empty for a .qdpx project.")
     options = models.JSONField(default=dict, blank=True, help_text="Filters and pseudonymisation, as chosen.")
-    status = models.CharField(max_length=20, choices=ExportStatus.choices, default=ExportStatus.QUEUED, db_index=True)
-    progress = models.JSONField(default=dict, blank=True)
     file_name = models.CharField(max_length=300, blank=True, help_text="Relative to EXPORT_ROOT once completed.")
     size_bytes = models.BigIntegerField(null=True, blank=True)
     sha256 = models.CharField(max_length=64, blank=True)
     manifest = models.JSONField(default=dict, blank=True)
-    message = models.TextField(blank=True)
-    lease_token = models.CharField(max_length=64, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "stereoscope_exportjob"  # the table predates the exports app

@@ -1,4 +1,7 @@
-"""Export services: validate options, write an export bundle (streaming), and run export jobs with a lease."""
+"""Export services: validate options, write an export bundle (streaming), and run export jobs on the one job engine
+(stereoscope.jobs): a CSV/JSONL export's units are its datasets (each staged to a file of the job's own) and the
+bundle that zips them; an XLSX or .qdpx export is one unit. A worker that dies mid-export leaves finished datasets
+staged, and the engine's sweep hands the rest to a live worker; the final path only ever receives a whole file."""
 
 import hashlib
 import hmac
@@ -6,16 +9,17 @@ import io
 import json
 import logging
 import os
+import shutil
+import time
 import zipfile
-from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.utils import timezone
+from django.db import transaction
 from django.utils.text import slugify
 
+from stereoscope import jobs
 from stereoscope.datasets import data_dictionary, datasets
-from stereoscope.jobs import acquire_job_lease as acquire_lease
 from stereoscope.permissions import LEVELS, role_for
 from stereoscope.services import record_activity
 from stereoscope.tables import CSVTableWriter, JSONLTableWriter, XLSXWorkbookWriter
@@ -24,8 +28,10 @@ from .manifest import build_manifest
 from .models import ExportFormat, ExportJob, ExportStatus
 
 log = logging.getLogger(__name__)
-LEASE_SECONDS = 120
-PROGRESS_EVERY = 5000
+PROGRESS_EVERY = 5000  # rows between progress callbacks
+PROGRESS_SECONDS = 2.0  # between a job's progress ticks (they renew its leases)
+STAGED_FORMATS = ("csv", "jsonl")
+BUNDLE = "bundle"  # the unit that writes the final file
 TABLE_FORMATS = ("csv", "jsonl", "xlsx")
 LIST_OPTIONS = {"run_ids": int, "item_numbers": int, "code_ids": int, "round_ids": int, "models": str}
 
@@ -208,9 +214,34 @@ class _HashingWriter(io.RawIOBase):
         return self.raw.write(data)
 
 
-def write_table_bundle(study, fmt, path, selected, options, actor=None, progress=None):
+def _write_table(raw, fmt, study, ds, ropts, escape, tracker):
+    """Stream one dataset as CSV or JSONL into the binary file `raw`; returns {"rows", "bytes", "sha256"}."""
+    hashing = _HashingWriter(raw)
+    buffered = io.BufferedWriter(hashing, buffer_size=1 << 16)
+    text = io.TextIOWrapper(buffered, encoding="utf-8", newline="")
+    writer_class = CSVTableWriter if fmt == "csv" else JSONLTableWriter
+    table = writer_class(text, [c.name for c in ds.columns_for(study, ropts)], escape=escape)
+    for row in ds.rows(study, ropts):
+        table.write(row)
+        tracker.rows += 1
+        tracker.tick()
+    text.flush()
+    buffered.flush()
+    text.detach()
+    return {"rows": table.rows, "bytes": hashing.size, "sha256": hashing.digest.hexdigest()}
+
+
+def _copy(path, member, tracker, block=1 << 22):
+    with open(path, "rb") as fh:
+        for data in iter(lambda: fh.read(block), b""):
+            member.write(data)
+            tracker.tick(force=True)
+
+
+def write_table_bundle(study, fmt, path, selected, options, actor=None, progress=None, staged=None):
     """Write a ZIP with one file per dataset (CSV/JSONL) or one workbook (XLSX), data_dictionary.csv and
-    manifest.json. Returns the manifest."""
+    manifest.json. `staged` ({dataset key: (file, {"rows", "bytes", "sha256"})}) are CSV/JSONL files written
+    before (by an export job's units). Returns the manifest."""
     ropts = runtime_options(study, options)
     total = None
     if all(ds.count for ds in selected):
@@ -248,32 +279,18 @@ def write_table_bundle(study, fmt, path, selected, options, actor=None, progress
             finally:
                 tmp.unlink(missing_ok=True)
         else:
-            writer_class = CSVTableWriter if fmt == "csv" else JSONLTableWriter
+            staged = staged or {}
             for ds in selected:
                 tracker.dataset = ds.key
                 name = f"{ds.key}.{fmt}"
                 with zf.open(name, "w", force_zip64=True) as member:
-                    hashing = _HashingWriter(member)
-                    buffered = io.BufferedWriter(hashing, buffer_size=1 << 16)
-                    text = io.TextIOWrapper(buffered, encoding="utf-8", newline="")
-                    table = writer_class(text, [c.name for c in ds.columns_for(study, ropts)], escape=escape)
-                    for row in ds.rows(study, ropts):
-                        table.write(row)
-                        tracker.rows += 1
-                        tracker.tick()
-                    text.flush()
-                    buffered.flush()
-                    text.detach()
-                row_counts[ds.key] = table.rows
-                files.append(
-                    {
-                        "path": name,
-                        "dataset": ds.key,
-                        "rows": table.rows,
-                        "bytes": hashing.size,
-                        "sha256": hashing.digest.hexdigest(),
-                    }
-                )
+                    if ds.key in staged:  # written by a job unit already: copied in, not queried again
+                        part, info = staged[ds.key]
+                        _copy(part, member, tracker)
+                    else:
+                        info = _write_table(member, fmt, study, ds, ropts, escape, tracker)
+                row_counts[ds.key] = info["rows"]
+                files.append({"path": name, "dataset": ds.key, **info})
         dictionary_rows = data_dictionary(selected, study, ropts)
         buffer = io.StringIO()
         csv_writer = CSVTableWriter(buffer, ["dataset", "column", "description"], escape=False)
@@ -322,7 +339,7 @@ def write_qdpx(study, path, options, actor=None, progress=None):
     return manifest
 
 
-def write_export(study, fmt, path, *, dataset_keys=None, options=None, actor=None, progress=None):
+def write_export(study, fmt, path, *, dataset_keys=None, options=None, actor=None, progress=None, staged=None):
     """Write an export to `path` (a temporary `<path>.part` renamed into place when complete). Returns the manifest."""
     if fmt not in ExportFormat.values:
         raise ExportError(f"Unknown format {fmt!r}; choose one of {', '.join(ExportFormat.values)}.")
@@ -334,7 +351,9 @@ def write_export(study, fmt, path, *, dataset_keys=None, options=None, actor=Non
             manifest = write_qdpx(study, part, options, actor=actor, progress=progress)
         else:
             selected = resolve_datasets(study, dataset_keys, user=actor)
-            manifest = write_table_bundle(study, fmt, part, selected, options, actor=actor, progress=progress)
+            manifest = write_table_bundle(
+                study, fmt, part, selected, options, actor=actor, progress=progress, staged=staged
+            )
         os.replace(part, path)
     finally:
         part.unlink(missing_ok=True)
@@ -344,8 +363,211 @@ def write_export(study, fmt, path, *, dataset_keys=None, options=None, actor=Non
 # --- jobs -------------------------------------------------------------------------------------------------
 
 
+class _Cancelled(Exception):
+    """Raised out of a writer when the job's cancel flag is seen; the unit's temporary file is removed."""
+
+
+class ExportUnit:
+    def __init__(self, key):
+        self.key = key
+
+
+def staging_dir(job):
+    """Where an export job's units leave their finished parts until the bundle is written (then it is removed)."""
+    return export_root() / f"study-{job.study_id}" / f".export-{job.pk}"
+
+
+def staged_parts(job):
+    """{dataset key: (file, {"rows", "bytes", "sha256"})} of the datasets this job has finished writing."""
+    folder = staging_dir(job)
+    found = {}
+    for key in job.datasets:
+        data, info = folder / f"{key}.{job.format}", folder / f"{key}.json"
+        if info.exists() and data.exists():
+            found[key] = (data, json.loads(info.read_text()))
+    return found
+
+
+def _replace_atomically(path, write):
+    """Write `path` through `<path>.tmp` (fsynced, then renamed): a reader sees the whole file or none."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            result = write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return result
+
+
+def stage_dataset(job, key, progress=None):
+    """One unit of a CSV/JSONL export job: write one dataset to the job's staging folder. Returns its figures."""
+    study = job.study
+    ds = resolve_datasets(study, [key], user=job.created_by)[0]
+    ropts = runtime_options(study, job.options)
+    tracker = _Progress(progress, ds.count(study, ropts) if ds.count else None)
+    tracker.dataset = key
+    folder = staging_dir(job)
+    folder.mkdir(parents=True, exist_ok=True)
+    escape = job.options.get("escape_formulas", True)
+    info = _replace_atomically(
+        folder / f"{key}.{job.format}", lambda fh: _write_table(fh, job.format, study, ds, ropts, escape, tracker)
+    )
+    _replace_atomically(folder / f"{key}.json", lambda fh: fh.write(json.dumps(info).encode()))
+    tracker.tick(force=True)
+    return info
+
+
+def job_file_name(job):
+    """Fixed per job, so a bundle written again after a crash replaces its own file instead of leaving one."""
+    ext = "qdpx" if job.format == "qdpx" else "zip"
+    stamp = job.created_at.strftime("%Y%m%d-%H%M%S")
+    return f"{slugify(job.study.name) or 'study'}-{job.format}-{job.pk}-{stamp}.{ext}"
+
+
+def write_job_bundle(job, progress=None):
+    """The last unit of an export job: the final file (from the staged parts for CSV/JSONL), renamed into place."""
+    file_name = job_file_name(job)
+    target = export_root() / f"study-{job.study_id}" / file_name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    manifest = write_export(
+        job.study,
+        job.format,
+        target,
+        dataset_keys=job.datasets or None,
+        options=job.options,
+        actor=job.created_by,
+        progress=progress,
+        staged=staged_parts(job) if job.format in STAGED_FORMATS else None,
+    )
+    ExportJob.objects.filter(pk=job.pk).update(
+        file_name=file_name, size_bytes=target.stat().st_size, sha256=_sha256(target), manifest=manifest
+    )
+    shutil.rmtree(staging_dir(job), ignore_errors=True)
+    return file_name
+
+
+class ExportJobKind(jobs.JobKind):
+    """Export jobs for the engine. A unit is a dataset key (CSV/JSONL, staged) or BUNDLE (the final file); one unit
+    per chunk, so several workers may write the datasets of one export at once."""
+
+    name = "exports.job"
+    model = ExportJob
+    task_name = "stereoscope.run_export"  # the original name: tasks queued before the engine still run
+    label = "export"
+    units_label = "parts"
+    error = ExportError
+    chunk_size = 1
+
+    def __init__(self):
+        self.live = {}  # job id -> figures of the unit this process is writing
+
+    def enqueue(self, job):
+        from .tasks import run_export
+
+        run_export.delay(job.pk)
+
+    def get(self, job_id):
+        return ExportJob.objects.select_related("study", "created_by").get(pk=job_id)
+
+    def pending_keys(self, job):
+        if job.file_name:
+            return []
+        if job.format in STAGED_FORMATS:
+            staged = staged_parts(job)
+            missing = [key for key in job.datasets if key not in staged]
+            if missing:
+                return missing
+        return [BUNDLE]
+
+    def load_units(self, job, keys):
+        pending = set(self.pending_keys(ExportJob.objects.select_related("study").get(pk=job.pk)))
+        return [ExportUnit(key) for key in keys if key in pending]
+
+    def run(self, job, source, cancel_check, progress):
+        stats, began = jobs.UnitStats(), time.monotonic()
+        last = {"t": began}
+
+        def tick(figures):
+            self.live[job.pk] = figures
+            if cancel_check():
+                raise _Cancelled
+            if time.monotonic() - last["t"] >= PROGRESS_SECONDS:
+                last["t"] = time.monotonic()
+                stats.elapsed_s = last["t"] - began
+                progress(stats, 1)
+
+        try:
+            while not cancel_check():
+                units = source.take()
+                if not units:
+                    break
+                stats.total += len(units)
+                for unit in units:
+                    if ExportJob.objects.filter(pk=job.pk, status=ExportStatus.FAILED).exists():
+                        return stats  # another worker's unit failed it
+                    try:
+                        if unit.key == BUNDLE:
+                            write_job_bundle(self.get(job.pk), tick)
+                        else:
+                            stage_dataset(job, unit.key, tick)
+                    except _Cancelled:
+                        stats.cancelled = True
+                        return stats
+                    except Exception as exc:
+                        log.exception("export job %s failed", job.pk)
+                        message = str(exc) if isinstance(exc, ExportError) else f"{exc.__class__.__name__}: {exc}"
+                        jobs.fail(self, job.pk, f"The export failed: {message}")
+                        stats.failed += 1
+                        return stats
+                    source.finished(unit)
+                    stats.succeeded += 1
+                    stats.elapsed_s = time.monotonic() - began
+                    progress(stats, 0)
+        finally:
+            self.live.pop(job.pk, None)
+        stats.cancelled = stats.cancelled or cancel_check()
+        return stats
+
+    def next_pass(self, job):
+        """Every dataset is staged: plan the bundle (pending_keys says BUNDLE until the file is written)."""
+        return not ExportJob.objects.filter(pk=job.pk).exclude(file_name="").exists()
+
+    def reset_failed(self, job):
+        return 1 if job.status == ExportStatus.FAILED else 0
+
+    def progress_extra(self, job_id):
+        job = ExportJob.objects.select_related("study").get(pk=job_id)
+        units = len(job.datasets) + 1 if job.format in STAGED_FORMATS else 1
+        done = (len(staged_parts(job)) if job.format in STAGED_FORMATS else 0) + (1 if job.file_name else 0)
+        live = self.live.get(job_id) or {}
+        share = (live.get("rows") or 0) / live["total"] if live.get("total") else 0
+        return {
+            "dataset": live.get("dataset", ""),
+            "rows": live.get("rows", 0),
+            "total": live.get("total"),
+            "parts_done": done,
+            "parts": units,
+            "percent": min(99, round(100 * (done + min(share, 1)) / units)),
+        }
+
+    def outcome(self, job):
+        job = ExportJob.objects.get(pk=job.pk)
+        if not job.file_name:
+            return ExportStatus.FAILED, "The export ended without writing its file; retry it."
+        rows = sum(job.manifest.get("row_counts", {}).values())
+        ExportJob.objects.filter(pk=job.pk).update(progress={"rows": rows, "total": rows, "percent": 100}, message="")
+        return ExportStatus.COMPLETED, ""
+
+
+EXPORT_JOB = jobs.register(ExportJobKind())
+
+
 def create_job(study, *, fmt, dataset_keys=None, options=None, actor=None, enqueue=True):
-    """Validate everything a job needs, save it queued, and hand it to a worker."""
+    """Validate everything a job needs, save it queued, and hand it to a worker (`enqueue=False`: the caller runs
+    it with `execute_job`)."""
     if fmt not in ExportFormat.values:
         raise ExportError(f"Unknown format {fmt!r}; choose one of {', '.join(ExportFormat.values)}.")
     options = clean_options(study, options)
@@ -355,17 +577,12 @@ def create_job(study, *, fmt, dataset_keys=None, options=None, actor=None, enque
     job = ExportJob.objects.create(study=study, format=fmt, datasets=keys, options=options, created_by=actor)
     record_activity(study, actor, f"started a {fmt} export", f"export {job.pk}")
     if enqueue:
-        from .tasks import run_export
-
-        run_export.delay(job.pk)
-        job.refresh_from_db()
+        jobs.start(EXPORT_JOB, job, actor)
+    else:
+        with transaction.atomic():
+            jobs.queue(EXPORT_JOB, job, actor)
+    job.refresh_from_db()
     return job
-
-
-def _acquire_lease(job_id):
-    return acquire_lease(
-        ExportJob.objects.filter(status__in=[ExportStatus.QUEUED, ExportStatus.RUNNING]), job_id, LEASE_SECONDS
-    )
 
 
 def job_path(job):
@@ -373,61 +590,45 @@ def job_path(job):
 
 
 def execute_job(job_id):
-    """Run one export job. Idempotent: a completed job (or one another worker holds) is left alone."""
-    token = _acquire_lease(job_id)
-    if token is None:
+    """Work on one export job in this process (with any other workers on it). Returns the file name once this call
+    saw the job complete; None when it failed, was cancelled, or there was nothing for this worker to do."""
+    stats = jobs.execute(EXPORT_JOB, job_id)
+    job = ExportJob.objects.get(pk=job_id)
+    if stats is None or job.status != ExportStatus.COMPLETED:
         return None
-    job = ExportJob.objects.select_related("study", "created_by").get(pk=job_id)
-    ExportJob.objects.filter(pk=job_id).update(status=ExportStatus.RUNNING, started_at=timezone.now(), message="")
-    ext = "qdpx" if job.format == "qdpx" else "zip"
-    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
-    file_name = f"{slugify(job.study.name) or 'study'}-{job.format}-{job.pk}-{stamp}.{ext}"
-    target = export_root() / f"study-{job.study_id}" / file_name
-    target.parent.mkdir(parents=True, exist_ok=True)
+    return job.file_name
 
-    def progress(figures):
-        ExportJob.objects.filter(pk=job_id, lease_token=token).update(
-            progress=figures, lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS)
-        )
 
-    try:
-        manifest = write_export(
-            job.study,
-            job.format,
-            target,
-            dataset_keys=job.datasets or None,
-            options=job.options,
-            actor=job.created_by,
-            progress=progress,
-        )
-    except Exception as exc:
-        log.exception("export job %s failed", job_id)
-        message = str(exc) if isinstance(exc, ExportError) else f"The export failed: {exc.__class__.__name__}: {exc}"
-        ExportJob.objects.filter(pk=job_id).update(
-            status=ExportStatus.FAILED,
-            message=message[:2000],
-            finished_at=timezone.now(),
-            lease_token="",
-            lease_expires_at=None,
-        )
-        return None
-    row_total = sum(manifest.get("row_counts", {}).values())
-    ExportJob.objects.filter(pk=job_id).update(
-        status=ExportStatus.COMPLETED,
-        file_name=file_name,
-        size_bytes=target.stat().st_size,
-        sha256=_sha256(target),
-        manifest=manifest,
-        finished_at=timezone.now(),
-        lease_token="",
-        lease_expires_at=None,
-        progress={"rows": row_total, "total": row_total, "percent": 100},
-    )
-    return file_name
+def cancel_job(job, actor=None):
+    jobs.cancel(EXPORT_JOB, job)
+    record_activity(job.study, actor, "cancelled export", f"export {job.pk}")
+    return job
+
+
+def resume_job(job, actor=None):
+    """Queue a stopped (cancelled, interrupted) export again: datasets already staged are not written again."""
+    if job.status == ExportStatus.COMPLETED:
+        raise ExportError("The export is already completed.")
+    if job.status in jobs.ACTIVE and jobs.is_live(job):
+        raise ExportError("The export is already running.")
+    record_activity(job.study, actor, "resumed export", f"export {job.pk}")
+    return jobs.resume(EXPORT_JOB, job, actor)
+
+
+def retry_job(job, actor=None):
+    """A failed export again, from its staged datasets on."""
+    jobs.retry_failed(EXPORT_JOB, job, actor)
+    record_activity(job.study, actor, "retried export", f"export {job.pk}")
+    job.refresh_from_db()
+    return job
 
 
 def delete_job(job, actor=None):
+    if job.status in jobs.ACTIVE:
+        jobs.cancel(EXPORT_JOB, job)  # its workers stop at their next check instead of writing a file for nobody
     if job.file_name:
         job_path(job).unlink(missing_ok=True)
+    shutil.rmtree(staging_dir(job), ignore_errors=True)
     record_activity(job.study, actor, "deleted export", f"export {job.pk}")
+    jobs.forget(EXPORT_JOB, job.pk)
     job.delete()

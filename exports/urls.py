@@ -7,4 +7,5 @@ urlpatterns = [
     path("exports/jobs/", views.jobs_partial, name="export-jobs"),
     path("exports/<int:job_id>/download/", views.download, name="export-download"),
     path("exports/<int:job_id>/delete/", views.delete, name="export-delete"),
+    path("exports/<int:job_id>/<str:action>/", views.job_action, name="export-job-action"),
 ]

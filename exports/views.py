@@ -162,3 +162,23 @@ def delete(request, study_id, job_id):
     services.delete_job(job, actor=request.user)
     messages.success(request, f"Deleted export {job_id}.")
     return redirect("exports", request.study.pk)
+
+
+JOB_ACTIONS = {"cancel": services.cancel_job, "resume": services.resume_job, "retry": services.retry_job}
+
+
+@study_role_required(Role.RESEARCHER)
+@require_POST
+def job_action(request, study_id, job_id, action):
+    """Cancel, resume or retry an export job (the one engine's services)."""
+    job = get_object_or_404(ExportJob, pk=job_id, study=request.study)
+    _check_job_access(request.study_role, job)
+    if action not in JOB_ACTIONS:
+        raise Http404("Unknown action.")
+    try:
+        JOB_ACTIONS[action](job, actor=request.user)
+    except services.ExportError as exc:
+        messages.error(request, f"Export {job_id}: {exc}")
+    else:
+        messages.success(request, f"Export {job_id}: {action} done.")
+    return redirect("exports", request.study.pk)

@@ -27,7 +27,7 @@ from django.utils import timezone
 from .key_variables import key_value
 from .limits import LEASE_TTL, RENEW_EVERY, EndpointLimiter, estimate_tokens, make_store
 from .models import CallOutcome, ModelEndpoint, ProviderCall
-from .providers.base import ChatResult, ProviderError, get_provider
+from .providers.base import ChatResult, ProviderError, current_attempt, get_provider
 
 log = logging.getLogger(__name__)
 BATCH_SECONDS = 0.1
@@ -45,6 +45,9 @@ class CallUnit:
 
 
 class ResultSink(Protocol):
+    """Stores results. A sink may also define `on_success_many(pairs)` to store a batch of (unit, result) at once
+    (one statement instead of one per unit); if that raises, the batch is stored one by one."""
+
     def on_success(self, unit: CallUnit, result: ChatResult) -> None: ...
 
     def on_failure(self, unit: CallUnit, error: str) -> None: ...
@@ -305,6 +308,7 @@ class _Loop:
                     raise
                 self.in_flight += 1
                 t0 = time.perf_counter()
+                named = current_attempt.set(record.get("row_id"))  # the request names its row (providers.base)
                 try:
                     result = await provider.acomplete(unit.messages, unit.params)
                     actual = (result.input_tokens or 0) + (result.output_tokens or 0) or None
@@ -317,6 +321,7 @@ class _Loop:
                 except Exception as exc:
                     result, error = None, ProviderError(f"{type(exc).__name__}: {exc}", retryable=False)
                 finally:
+                    current_attempt.reset(named)
                     self.in_flight -= 1
             finally:
                 await limiter.release(lease, est, actual)
@@ -458,14 +463,29 @@ def execute_units(
     last_check = last_progress = time.perf_counter()
     ended = False
     rest, rest_since = [], None
+    backlog = []  # events taken off the queue by serve_opens, handled by the next turn of the loop
+
+    def serve_opens():
+        """Open the attempts waiting now, between the loop's longer steps (writing results, leasing a chunk, a
+        progress tick): a request waits for its row, so its wait must not add up over several steps."""
+        opens = []
+        while True:
+            try:
+                event = events.get_nowait()
+            except queue.Empty:
+                break
+            (opens if event[0] == "open" else backlog).append(event)
+        _open_attempts(study, opens, loop_runner)
+
     try:
         while not ended:
             # Attempt rows to open are written at once (their requests wait for them); results are gathered for
             # up to BATCH_SECONDS and written together.
-            batch = []
+            batch, backlog = backlog, []
             wait = BATCH_SECONDS if rest_since is None else max(0.0, rest_since + BATCH_SECONDS - time.perf_counter())
             try:
-                batch.append(events.get(timeout=wait))
+                if not batch:
+                    batch.append(events.get(timeout=wait))
                 while len(batch) < BATCH_SIZE:
                     try:
                         batch.append(events.get_nowait())
@@ -485,6 +505,7 @@ def execute_units(
             ):
                 _write_batch(study, rest, sink, stats, finished, loop_runner, source)
                 rest, rest_since = [], None
+                serve_opens()
             if wants_more and not ended:
                 if pending_first:
                     more = pending_first.pop()
@@ -493,6 +514,7 @@ def execute_units(
                 else:
                     more = source.take()
                     stats.total += len(more)
+                    serve_opens()
                 if "error" not in crashed:
                     loop_runner.add_threadsafe(more)
             now = time.perf_counter()
@@ -506,6 +528,7 @@ def execute_units(
                 last_progress = now
                 stats.elapsed_s = now - started
                 progress(stats, loop_runner.in_flight)
+                serve_opens()
     except BaseException:
         stop.set()
         thread.join(timeout=30)
@@ -536,20 +559,31 @@ CLOSE_FIELDS = [
 ]
 
 
-def _close_calls(records):
-    """Complete the attempt rows: one prepared UPDATE run for many rows (ORM bulk_update is slow here)."""
-    meta = ProviderCall._meta
-    fields = [meta.get_field(name) for name in CLOSE_FIELDS]
-    sets = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields)
-    sql = f"UPDATE {connection.ops.quote_name(meta.db_table)} SET {sets} WHERE {connection.ops.quote_name('id')} = %s"
-    params = []
-    for record in records:
-        values = _closed_fields(record)
-        params.append(
-            [f.get_db_prep_save(values.get(f.name, f.get_default()), connection) for f in fields] + [record["row_id"]]
-        )
+def update_rows(model, names, rows, where=None):
+    """UPDATE many rows of `model` with one prepared statement run for all (ORM bulk_update is slow here).
+    `rows` are (pk, {name: value}); a name missing from a row gets the field's default. `where` ({column: value})
+    narrows every row's update (e.g. only while still pending). Returns the number of rows changed."""
+    if not rows:
+        return 0
+    qn = connection.ops.quote_name
+    meta = model._meta
+    fields = [meta.get_field(name) for name in names]
+    sets = ", ".join(f"{qn(f.column)} = %s" for f in fields)
+    conditions = [f"{qn(meta.pk.column)} = %s"] + [f"{qn(meta.get_field(k).column)} = %s" for k in where or {}]
+    sql = f"UPDATE {qn(meta.db_table)} SET {sets} WHERE {' AND '.join(conditions)}"
+    extra = [meta.get_field(k).get_db_prep_save(v, connection) for k, v in (where or {}).items()]
+    params = [
+        [f.get_db_prep_save(values.get(f.name, f.get_default()), connection) for f in fields] + [pk] + extra
+        for pk, values in rows
+    ]
     with connection.cursor() as cursor:
         cursor.executemany(sql, params)
+        return cursor.rowcount
+
+
+def _close_calls(records):
+    """Complete the attempt rows: one prepared UPDATE run for many rows."""
+    update_rows(ProviderCall, CLOSE_FIELDS, [(record["row_id"], _closed_fields(record)) for record in records])
 
 
 def _open_attempts(study, events, loop_runner):
@@ -578,16 +612,20 @@ def _write_batch(study, batch, sink, stats, finished, loop_runner=None, source=N
         if done:
             _close_calls(done)
             stats.attempts += len(done)
+        stored = _store_successes(sink, batch)
         for kind, unit, value in batch:
             if kind not in ("succeeded", "failed") or getattr(unit, "_finished", False):
                 continue
             unit._finished = True  # on the unit itself: ids of finished units are reused once they are freed
             try:
-                with transaction.atomic():
-                    if kind == "succeeded":
-                        sink.on_success(unit, value)
-                    else:
-                        sink.on_failure(unit, value)
+                if kind == "succeeded" and id(unit) in stored:
+                    pass
+                else:
+                    with transaction.atomic():
+                        if kind == "succeeded":
+                            sink.on_success(unit, value)
+                        else:
+                            sink.on_failure(unit, value)
             except Exception as exc:
                 log.exception("storing the result of %s failed", unit.unit_ref)
                 kind = "failed"
@@ -602,6 +640,28 @@ def _write_batch(study, batch, sink, stats, finished, loop_runner=None, source=N
                 stats.cost_usd += value.cost_usd or 0
             else:
                 stats.failed += 1
+
+
+def _store_successes(sink, batch):
+    """Store the batch's successes with the sink's `on_success_many` if it has one; the ids of the units stored
+    (none if it has not, or if it failed: then each is stored on its own, and a bad one fails alone)."""
+    many = getattr(sink, "on_success_many", None)
+    if many is None:
+        return set()
+    pairs, seen = [], set()
+    for kind, unit, value in batch:
+        if kind == "succeeded" and not getattr(unit, "_finished", False) and id(unit) not in seen:
+            seen.add(id(unit))
+            pairs.append((unit, value))
+    if not pairs:
+        return set()
+    try:
+        with transaction.atomic():
+            many(pairs)
+    except Exception:
+        log.warning("storing %d results at once failed; storing them one by one", len(pairs), exc_info=True)
+        return set()
+    return seen
 
 
 def _resolve(future):

@@ -29,7 +29,7 @@ from .models import (
     RunStatus,
 )
 from .providers.base import ProviderError, merged_params, validate_params
-from .runner import CallUnit, cost_of, execute_units
+from .runner import CallUnit, cost_of, execute_units, update_rows
 from .selectors import toolkits_for  # noqa: F401  (generation's forms, API and import use it from here)
 from .toolkit_services import TOOLKITS
 from .toolkits import SlotError, count_units, expand_units
@@ -427,28 +427,55 @@ def cancel(run, actor=None):
     return run
 
 
+OUTPUT_RESULT_FIELDS = [
+    "text",
+    "status",
+    "finish_reason",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "latency_ms",
+    "completed_at",
+    "error",
+    "provenance",
+]
+
+
+def _output_result(unit, result):
+    truncated = result.finish_reason == "length"
+    return {
+        "text": normalize_text(result.text),
+        "status": OutputStatus.DONE,
+        "finish_reason": (result.finish_reason or "")[:50],
+        "input_tokens": result.input_tokens,
+        "output_tokens": result.output_tokens,
+        "cost_usd": result.cost_usd,
+        "latency_ms": result.latency_ms,
+        "completed_at": timezone.now(),
+        "error": "Truncated: the model stopped at max_tokens." if truncated else "",
+        "provenance": {
+            "source": "generated",
+            "provider": unit.endpoint.provider,
+            "model": unit.endpoint.model_id,
+            "params": unit.params,
+            "messages": unit.messages,
+        },
+    }
+
+
 class OutputSink:
     """Writes each unit's result into its Output row (only while it is still pending)."""
 
     def on_success(self, unit, result):
-        truncated = result.finish_reason == "length"
-        Output.objects.filter(pk=unit.payload, status=OutputStatus.PENDING).update(
-            text=normalize_text(result.text),
-            status=OutputStatus.DONE,
-            finish_reason=(result.finish_reason or "")[:50],
-            input_tokens=result.input_tokens,
-            output_tokens=result.output_tokens,
-            cost_usd=result.cost_usd,
-            latency_ms=result.latency_ms,
-            completed_at=timezone.now(),
-            error="Truncated: the model stopped at max_tokens." if truncated else "",
-            provenance={
-                "source": "generated",
-                "provider": unit.endpoint.provider,
-                "model": unit.endpoint.model_id,
-                "params": unit.params,
-                "messages": unit.messages,
-            },
+        Output.objects.filter(pk=unit.payload, status=OutputStatus.PENDING).update(**_output_result(unit, result))
+
+    def on_success_many(self, pairs):
+        """A batch of results with one prepared UPDATE (the runner calls this inside a transaction)."""
+        update_rows(
+            Output,
+            OUTPUT_RESULT_FIELDS,
+            [(unit.payload, _output_result(unit, result)) for unit, result in pairs],
+            where={"status": OutputStatus.PENDING},
         )
 
     def on_failure(self, unit, error):
@@ -475,6 +502,11 @@ class GenerationRunJob(batches.BatchModeKind, jobs.JobKind):
     label = "run"
     error = RunError
     returned_hint = ", or switch the run to live"
+
+    def warm_up(self):
+        from generation.providers.base import preload
+
+        preload()
 
     def enqueue(self, job):
         _enqueue(job)

@@ -622,6 +622,11 @@ class JudgeRoundJob(batch_mode.BatchModeKind, jobs.JobKind):
     error = RoundError
     chunk_size = 20
 
+    def warm_up(self):
+        from generation.providers.base import preload
+
+        preload()
+
     def enqueue(self, job):
         _enqueue(job)
 

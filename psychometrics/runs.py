@@ -543,6 +543,11 @@ class QuestionnaireRunJob(batches.BatchModeKind, jobs.JobKind):
     label = "run"
     error = PsychError
 
+    def warm_up(self):
+        from generation.providers.base import preload
+
+        preload()
+
     def enqueue(self, job):
         _enqueue(job)
 

@@ -54,9 +54,12 @@ def beat_once(hostname):
 def start_heartbeat(sender=None, **_):
     from django.conf import settings
 
+    from .jobs import warm_up
+
     hostname = _hostname(sender)
     own_queue = _own_queue(sender)
     _stop.clear()
+    warm_up()  # before the first beat: a worker is live once it is ready to work at full speed
 
     def loop():
         while not _stop.is_set():

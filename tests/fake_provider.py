@@ -205,6 +205,7 @@ class FakeProvider:
             "prompt": prompt,
             "body": request,
             "auth": headers.get("authorization") or headers.get("x-api-key", ""),
+            "attempt": headers.get("x-stereoscope-attempt", ""),  # the product's attempt row id
             "status": spec.get("status", 200),
         }
         with self.lock:

@@ -4,7 +4,7 @@ import time
 
 import anthropic
 
-from .base import ChatProvider, ChatResult, ProviderError, elapsed_ms, validate_params
+from .base import ChatProvider, ChatResult, ProviderError, attempt_headers, elapsed_ms, validate_params
 from .openai_provider import check_text, sdk_error
 
 DEFAULT_MAX_TOKENS = 1024
@@ -70,7 +70,9 @@ class AnthropicProvider(ChatProvider):
         try:
             if self._client is None:
                 self._client = anthropic.AsyncAnthropic(**self.client_kwargs())
-            message = await self._client.messages.create(**self.request(messages, params))
+            message = await self._client.messages.create(
+                **self.request(messages, params), extra_headers=attempt_headers()
+            )
             return self.parse(message, started)
         except Exception as exc:
             raise sdk_error(exc, anthropic) from exc

@@ -1,6 +1,7 @@
 """The provider interface. Adapters turn (messages, params) into a ChatResult or raise ProviderError."""
 
 import asyncio
+import contextvars
 import importlib.util
 import time
 from dataclasses import dataclass, field
@@ -155,6 +156,32 @@ def validate_params(params):
 
 def elapsed_ms(started):
     return int((time.perf_counter() - started) * 1000)
+
+
+# Each request names its attempt row (ProviderCall id) in this header, so the product's attempts can be reconciled
+# with a provider's or gateway's request log: after a worker was killed, an attempt left "unknown" whose id the
+# provider never received is one written in the instant before its request would have gone out.
+ATTEMPT_HEADER = "X-Stereoscope-Attempt"
+current_attempt = contextvars.ContextVar("current_attempt", default=None)
+
+
+def attempt_headers():
+    """The header naming the attempt row of the request being sent (set by the runner), or none."""
+    attempt = current_attempt.get()
+    return {ATTEMPT_HEADER: str(attempt)} if attempt is not None else {}
+
+
+NETWORK_ADAPTERS = ("openai_provider", "anthropic_provider")
+
+
+def preload():
+    """Import the network providers' adapters and their SDKs now. Each SDK takes 0.5–1.5 s to import; a worker
+    that imports it lazily does so on the event loop of its first job, while that job's requests wait."""
+    for name in NETWORK_ADAPTERS:
+        try:
+            importlib.import_module(f"{__package__}.{name}")
+        except ImportError:  # an SDK missing here fails the endpoints that need it, with its own message
+            pass
 
 
 def get_provider(endpoint):

@@ -6,7 +6,7 @@ import time
 import httpx
 import openai
 
-from .base import ChatProvider, ChatResult, ProviderError, elapsed_ms, validate_params
+from .base import ChatProvider, ChatResult, ProviderError, attempt_headers, elapsed_ms, validate_params
 
 
 def retry_after_seconds(headers):
@@ -129,7 +129,9 @@ class OpenAIProvider(ChatProvider):
         try:
             if self._client is None:
                 self._client = openai.AsyncOpenAI(**self.client_kwargs())
-            completion = await self._client.chat.completions.create(**self.request(messages, params))
+            completion = await self._client.chat.completions.create(
+                **self.request(messages, params), extra_headers=attempt_headers()
+            )
             return self.parse(completion, started)
         except Exception as exc:
             raise sdk_error(exc, openai) from exc

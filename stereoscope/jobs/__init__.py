@@ -4,11 +4,13 @@ from .engine import (
     ChunkSource,
     JobError,
     JobKind,
-    acquire_job_lease,
+    UnitStats,
     cancel,
     chunk_counts,
     execute,
+    fail,
     finish,
+    forget,
     get_kind,
     is_live,
     kinds,
@@ -22,6 +24,7 @@ from .engine import (
     retry_failed,
     start,
     sweep,
+    warm_up,
 )
 from .models import ACTIVE, TERMINAL, ChunkStatus, Job, JobChunk, JobStatus
 
@@ -35,11 +38,12 @@ __all__ = [
     "JobError",
     "JobKind",
     "JobStatus",
-    "acquire_job_lease",
     "cancel",
     "chunk_counts",
     "execute",
+    "fail",
     "finish",
+    "forget",
     "get_kind",
     "is_live",
     "kinds",
@@ -53,4 +57,6 @@ __all__ = [
     "retry_failed",
     "start",
     "sweep",
+    "warm_up",
+    "UnitStats",
 ]

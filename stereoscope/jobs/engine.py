@@ -12,6 +12,7 @@ import os
 import socket
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -96,6 +97,22 @@ class JobKind:
     def get(self, job_id):
         return self.model.objects.get(pk=job_id)
 
+    def warm_up(self):
+        """Called once when a worker process starts, before it takes work: load what the kind's first unit would
+        otherwise load inside a job's time (e.g. provider SDKs, which take a second to import)."""
+
+
+@dataclass
+class UnitStats:
+    """What a kind's `run` returns when it has no richer stats of its own (the engine reads these fields)."""
+
+    total: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    attempts: int = 0
+    elapsed_s: float = 0.0
+    cancelled: bool = False
+
 
 def register(kind):
     _KINDS[kind.name] = kind
@@ -110,23 +127,21 @@ def get_kind(name):
     return _KINDS[name]
 
 
+def warm_up():
+    """Warm every registered kind up (a worker calls this as it starts); a kind that fails to is logged, not fatal."""
+    for kind in kinds():
+        try:
+            kind.warm_up()
+        except Exception:
+            log.warning("warming up %s failed", kind.name, exc_info=True)
+
+
 def _chunks(kind, job_id):
     return JobChunk.objects.filter(kind=kind.name, job_id=job_id)
 
 
 def _leasable(now):
     return Q(status=ChunkStatus.PENDING) & (Q(lease_token="") | Q(lease_expires_at__lt=now))
-
-
-def acquire_job_lease(queryset, pk, seconds):
-    """Take the whole-job lease of row `pk` if it is free or expired (one conditional UPDATE); the token or None.
-    Only export jobs still use a whole-job lease (they are one unit each); every other kind leases chunks."""
-    token = uuid.uuid4().hex
-    now = timezone.now()
-    got = queryset.filter(Q(lease_token="") | Q(lease_expires_at__lt=now), pk=pk).update(
-        lease_token=token, lease_expires_at=now + timedelta(seconds=seconds)
-    )
-    return token if got else None
 
 
 def is_live(job):
@@ -222,6 +237,24 @@ def cancel(kind, job):
     kind.model.objects.filter(pk=job.pk).update(**updates)
     job.refresh_from_db()
     return job
+
+
+def fail(kind, job_id, message):
+    """Stop the job as failed (e.g. a unit it cannot do without): every worker of it stops at its next unit, and
+    retry starts it again. Its chunks' leases are released."""
+    kind.model.objects.filter(pk=job_id, status__in=ACTIVE).update(
+        status=JobStatus.FAILED,
+        message=message[:2000],
+        finished_at=timezone.now(),
+        lease_token="",
+        lease_expires_at=None,
+    )
+    _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).update(lease_token="", lease_expires_at=None)
+
+
+def forget(kind, job_id):
+    """Delete a job's chunks (call when the job itself is deleted)."""
+    _chunks(kind, job_id).delete()
 
 
 def finish(kind, job_id, cancelled=False):
@@ -432,6 +465,8 @@ def _run_passes(kind, job, token, progress_callback):
         )
         raise
     source.release()
+    if Model.objects.filter(pk=job.pk, status=JobStatus.FAILED).exists():  # `fail` stopped it: leave it so
+        return stats
     if stats.cancelled or Model.objects.filter(pk=job.pk, cancel_requested=True).exists():
         finish(kind, job.pk, cancelled=True)
         return stats

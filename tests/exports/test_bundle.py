@@ -160,22 +160,22 @@ def test_every_registered_dataset_exports(coded_study, tmp_path, fmt):
 
 
 def test_a_held_job_is_not_run_twice(gen_study, export_root):
+    """Its unit is leased by another (live) worker: this one leaves it; once that lease expires, it takes it over."""
     from datetime import timedelta
 
     from django.utils import timezone
 
-    job = ExportJob.objects.create(
-        study=gen_study["study"],
-        format="csv",
-        datasets=["outputs"],
-        status="running",
-        lease_token="other-worker",
-        lease_expires_at=timezone.now() + timedelta(minutes=1),
-    )
+    from stereoscope.jobs import ChunkSource, JobChunk
+
+    job = services.create_job(gen_study["study"], fmt="csv", dataset_keys=["outputs"], enqueue=False)
+    assert job.status == "queued"
+    held = ChunkSource(services.EXPORT_JOB, job, "other-worker", lambda: False).take()
+    assert [u.key for u in held] == ["outputs"]
     assert services.execute_job(job.pk) is None
     job.refresh_from_db()
-    assert job.status == "running" and job.lease_token == "other-worker" and not job.file_name
-    ExportJob.objects.filter(pk=job.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))  # worker died
-    assert services.execute_job(job.pk)
+    assert job.status == "queued" and not job.file_name and not services.staging_dir(job).exists()
+    JobChunk.objects.filter(lease_token="other-worker").update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    assert services.execute_job(job.pk)  # the other worker died
     job.refresh_from_db()
     assert job.status == "completed" and job.lease_token == "" and services.job_path(job).exists()
+    assert not services.staging_dir(job).exists()

@@ -188,3 +188,35 @@ def test_import_refi_command(coded_study, tmp_path):
     path.write_bytes(b"nope")
     with pytest.raises(CommandError, match="Nothing was imported: The file is not a .qdpx"):
         call_command("import_refi", str(coded_study["study"].pk), str(path))
+
+
+def test_cancel_resume_retry_from_page_and_api(coded_study, users, api_for, client_for, export_root, monkeypatch):
+    """The engine's services on an export: a queued job is cancelled at once, resumed to completion; a failed one
+    is retried; an action that does not apply answers 409 (API) or a message (page), never a 500."""
+    from exports import services
+
+    study = coded_study["study"]
+    base = f"/api/studies/{study.pk}/exports/"
+    api = api_for(users["researcher"])
+    job = services.create_job(study, fmt="csv", dataset_keys=["codings"], enqueue=False)
+    cancelled = api.post(f"{base}{job.pk}/cancel/")
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    assert api.post(f"{base}{job.pk}/cancel/").status_code == 409
+    assert api.post(f"{base}{job.pk}/retry/").status_code == 409  # nothing failed
+    web = client_for(users["researcher"])
+    page = web.get(f"/studies/{study.pk}/exports/jobs/").content.decode()
+    assert f"/exports/{job.pk}/resume/" in page
+    assert web.post(f"/studies/{study.pk}/exports/{job.pk}/resume/").status_code == 302
+    job.refresh_from_db()
+    assert job.status == "completed" and services.job_path(job).is_file()
+    assert api.post(f"{base}{job.pk}/resume/").status_code == 409
+    assert web.post(f"/studies/{study.pk}/exports/{job.pk}/explode/").status_code == 404
+
+    monkeypatch.setattr(services, "write_table_bundle", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
+    failed = services.create_job(study, fmt="csv", dataset_keys=["codings"])
+    assert failed.status == "failed" and "disk full" in failed.message
+    assert f"/exports/{failed.pk}/retry/" in web.get(f"/studies/{study.pk}/exports/jobs/").content.decode()
+    monkeypatch.undo()
+    retried = api.post(f"{base}{failed.pk}/retry/")
+    assert retried.status_code == 200 and retried.json()["status"] == "completed"
+    assert client_for(users["coder"]).post(f"/studies/{study.pk}/exports/{job.pk}/cancel/").status_code == 403

@@ -114,6 +114,9 @@ def test_execute_completes_the_job_and_a_second_execute_finds_nothing(run, fake_
     assert jobs.chunk_counts(runs.RUN_JOB, run.pk) == {"pending": 0, "done": 3, "leased": 0}
     assert runs.execute(run.pk) is None
     assert ProviderCall.objects.filter(output__run=run).count() == 10 == len(fake_provider.requests)
+    # each request names its attempt row, so the provider's log and the product's rows can be matched one to one
+    received = sorted(int(r["attempt"]) for r in fake_provider.requests)
+    assert received == sorted(ProviderCall.objects.filter(output__run=run).values_list("pk", flat=True))
 
 
 def test_attempt_row_is_written_before_the_request_with_estimated_tokens(run, fake_provider):
@@ -143,3 +146,56 @@ def test_attempt_row_is_written_before_the_request_with_estimated_tokens(run, fa
     row = ProviderCall.objects.get(unit_ref="probe:1")
     assert (row.outcome, row.ok, row.input_tokens, row.output_tokens) == ("ok", True, 7, 3)
     assert row.completed_at is not None
+
+
+def test_results_are_stored_in_one_statement_and_one_by_one_if_that_fails(run, fake_provider):
+    """A run's successes are written with the sink's on_success_many (one UPDATE for a batch); if the batch write
+    fails, each result is stored on its own, so nothing is lost and a bad result fails alone."""
+    from generation.runner import execute_units
+
+    fake_provider.default = {"text": "A story."}
+    runs.start(run)
+    sink = runs.OutputSink()
+    calls = {"many": 0, "one": 0}
+    original_one = sink.on_success
+
+    def broken_many(pairs):
+        calls["many"] += 1
+        raise RuntimeError("the batch write failed")
+
+    def one(unit, result):
+        calls["one"] += 1
+        original_one(unit, result)
+
+    sink.on_success_many, sink.on_success = broken_many, one
+    keys = list(Output.objects.filter(run=run).values_list("pk", flat=True))
+    stats = execute_units(run.study, runs.RUN_JOB.load_units(run, keys), sink)
+    assert stats.succeeded == 10 and calls["many"] >= 1 and calls["one"] == 10
+    assert Output.objects.filter(run=run, status="done", text="A story.").count() == 10
+
+    Output.objects.filter(run=run).update(status="pending", text="")
+    stats = execute_units(run.study, runs.RUN_JOB.load_units(run, keys), runs.OutputSink())
+    assert stats.succeeded == 10
+    done = Output.objects.filter(run=run, status="done")
+    assert done.count() == 10 and {o.provenance["model"] for o in done} == {run.endpoints.get().model_id}
+    assert all(o.completed_at and o.latency_ms is not None for o in done)
+
+
+def test_a_worker_warms_the_provider_sdks_up_before_it_takes_work():
+    """Importing an SDK takes 0.5-1.5 s; a worker does it as it starts (stereoscope.jobs.warm_up from its ready
+    signal), not on the event loop of its first job while that job's requests wait."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT as ROOT
+
+    code = (
+        "import django, sys; django.setup(); from stereoscope import jobs; "
+        "assert 'openai' not in sys.modules; jobs.warm_up(); "
+        "print(sorted(m for m in ('openai', 'anthropic') if m in sys.modules))"
+    )
+    env = {k: v for k, v in __import__("os").environ.items()}
+    env["DJANGO_SETTINGS_MODULE"] = "stereoscope.settings"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "['anthropic', 'openai']"

@@ -104,20 +104,20 @@ def test_cancel_before_and_during(study, make_endpoint, make_toolkit, fake_provi
     runs.cancel(run)
     assert run.status == "cancelled"
     fake_provider.default_delay = 0.05
-    original = runs.OutputSink.on_success
+    original = runs.OutputSink.on_success_many
     seen = []
 
-    def on_success(self, unit, result):  # request cancellation once three units are in
-        original(self, unit, result)
-        seen.append(unit)
-        if len(seen) == 3:
+    def on_success_many(self, pairs):  # request cancellation once three units are in
+        original(self, pairs)
+        seen.extend(pairs)
+        if len(seen) >= 3:
             GenerationRun.objects.filter(pk=run.pk).update(cancel_requested=True)
 
-    runs.OutputSink.on_success = on_success
+    runs.OutputSink.on_success_many = on_success_many
     try:
         runs.resume(run)
     finally:
-        runs.OutputSink.on_success = original
+        runs.OutputSink.on_success_many = original
     run.refresh_from_db()
     done = Output.objects.filter(run=run, status="done").count()
     assert run.status == "cancelled" and 3 <= done < 30
