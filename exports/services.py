@@ -630,5 +630,4 @@ def delete_job(job, actor=None):
         job_path(job).unlink(missing_ok=True)
     shutil.rmtree(staging_dir(job), ignore_errors=True)
     record_activity(job.study, actor, "deleted export", f"export {job.pk}")
-    jobs.forget(EXPORT_JOB, job.pk)
-    job.delete()
+    job.delete()  # its chunks go with it (the engine's post_delete)

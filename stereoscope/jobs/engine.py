@@ -18,6 +18,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q, Sum
+from django.db.models.signals import post_delete
 from django.utils import timezone
 
 from .models import ACTIVE, TERMINAL, ChunkStatus, JobChunk, JobStatus
@@ -116,7 +117,15 @@ class UnitStats:
 
 def register(kind):
     _KINDS[kind.name] = kind
+    # chunks name their job by kind and id (no foreign key): a deleted job, alone or with its study, takes them along
+    post_delete.connect(_forget_deleted_job, sender=kind.model, weak=False, dispatch_uid=f"job-chunks-{kind.name}")
     return kind
+
+
+def _forget_deleted_job(sender, instance, **kwargs):
+    for kind in kinds():
+        if kind.model is sender:
+            forget(kind, instance.pk)
 
 
 def kinds():

@@ -199,3 +199,17 @@ def test_a_worker_warms_the_provider_sdks_up_before_it_takes_work():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "['anthropic', 'openai']"
+
+
+def test_deleting_a_job_or_its_study_deletes_its_chunks(run):
+    """Chunks name their job by kind and id (no foreign key): every job kind's delete takes them along."""
+    runs.start(run)
+    other = runs.create_run(run.study, name="r2", toolkit=run.toolkit, endpoints=list(run.endpoints.all()))
+    runs.start(other)
+    run_id = run.pk
+    assert JobChunk.objects.filter(kind="generation.run", job_id=run_id).count() == 3
+    run.delete()
+    assert not JobChunk.objects.filter(kind="generation.run", job_id=run_id).exists()
+    assert JobChunk.objects.filter(kind="generation.run", job_id=other.pk).count() == 3
+    other.study.delete()
+    assert not JobChunk.objects.exists()
