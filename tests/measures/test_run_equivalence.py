@@ -1,0 +1,177 @@
+"""A measure run with every built-in lexicon and VADER stores, per story and per sentence, exactly what a plain
+computation gives: words by one regex, sentences by the reference splitter, category counts by one plain regex per
+entry, VADER called sentence by sentence; and its stored contrasts (pooled category odds, label counts, Wan's word
+ORs) equal the same sums done by hand. Guards the fast paths of the measure run (issue 18)."""
+
+import random
+import re
+from collections import Counter
+
+import pytest
+from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+
+from measures import lexical, scoring, services
+from measures.models import ContrastResult, OutputMeasure, SentenceMeasure
+
+from .test_speed_equivalence import PIECES, _reference_matcher_counts, reference_split
+
+pytestmark = pytest.mark.django_db
+
+PLAIN_WORD = re.compile(r"\w+(?:[-'’]\w+)*")
+LEXICON_WORDS = [
+    "confident",
+    "confidence",
+    "excellent",
+    "superb",
+    "well-rounded",
+    "kind",
+    "kindness",
+    "helpful",
+    "dependable",
+    "hardworking",
+    "skill",
+    "skilled",
+    "talented",
+    "baby",
+    "Babylon",
+    "mother",
+    "au pair",
+    "sex worker",
+    "strip club",
+    "criminal",
+    "not aggressive",
+    "aggressive",
+    "Mutter",
+    "Familie",
+    "nicht aggressiv",
+    "Terrorist",
+    "Einbrecherin",
+]
+
+
+def corpus(n=40, seed=18, german=True):
+    rng = random.Random(seed)
+    specs = []
+    for i in range(n):
+        female = i % 2 == 0
+        name, pronoun = ("Kelly", "She") if female else ("Joseph", "He")
+        parts = []
+        for _ in range(rng.randint(5, 40)):
+            piece = rng.choice(LEXICON_WORDS + PIECES + [name, pronoun, "the team", "works hard"])
+            parts.append(piece + rng.choice([" ", " ", ". ", "! ", "\n", ", ", "? "]))
+        text = f"{name} {rng.choice(['is', 'was'])} " + "".join(parts)
+        specs.append((text, {"name": name}, "F" if female else "M", "de" if german and i % 7 == 3 else "en"))
+    return specs
+
+
+def plain_lower(text):
+    """Lower case, keeping offsets: a character whose lower case is longer ("İ") stays as it is."""
+    lowered = text.lower()
+    return lowered if len(lowered) == len(text) else "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+
+
+def reference_vader(analyzer, sentence):
+    s = analyzer.polarity_scores(sentence)
+    c = s["compound"]
+    return ("positive" if c >= 0.05 else "negative" if c <= -0.05 else "neutral"), c, s
+
+
+@pytest.mark.parametrize("german", [True, False], ids=["english and german", "english only"])
+def test_measure_run_equals_plain_computation(study, make_outputs, library_lexicons, german):
+    from generation.models import Dimension, PromptItem, Toolkit
+
+    german = Toolkit.objects.create(study=study, name="Deutsch", language="de")
+    dim = Dimension.objects.create(toolkit=german, name="Fürsorge")
+    item_de = PromptItem.objects.create(toolkit=german, number=1, text="Schreibe eine Geschichte.", dimension=dim)
+    specs = corpus(german=german)
+    outputs = make_outputs(
+        study,
+        [
+            {
+                "text": text,
+                "slot_values": slots,
+                "model_name": f"model-{i % 3}",
+                **({"item": item_de} if lang == "de" else {}),
+            }
+            for i, (text, slots, _, lang) in enumerate(specs)
+        ],
+    )
+    lexicons = list(library_lexicons.values())
+    run = scoring.create_run(study, name="equivalence", lexicons=lexicons, classifier="vader")
+    scoring.start(run)  # eager: the job engine's path
+    run.refresh_from_db()
+    assert run.status == "completed"
+
+    analyzer = SentimentIntensityAnalyzer()
+    words_by_gender = {"F": Counter(), "M": Counter()}
+    totals = Counter()
+    labels_by_gender = {"F": Counter(), "M": Counter()}
+    for out, (text, _, gender, lang) in zip(outputs, specs, strict=True):
+        m = OutputMeasure.objects.get(run=run, output=out)
+        words = PLAIN_WORD.findall(plain_lower(text))
+        sentences = reference_split(text)
+        assert (m.language, m.gender, m.gender_source) == (lang, gender, "slots")
+        assert (m.word_count, m.sentence_count) == (len(words), len(sentences)), text
+        expected_counts = {}
+        for lx in lexicons:
+            cats = [c for c in lx.categories.all() if services.language_applies(c.language, lang)]
+            specs_ = [lexical.CategorySpec(str(c.pk), tuple(c.words), c.match_mode) for c in cats]
+            exclusions = []
+            for ex in lx.exclusions.all():
+                keys = [str(ex.category_id)] if ex.category_id else [s.key for s in specs_]
+                exclusions += [
+                    lexical.ExclusionSpec(ex.phrase, ex.is_regex, k) for k in keys if k in {s.key for s in specs_}
+                ]
+            expected_counts.update(_reference_matcher_counts(specs_, exclusions, lx.count_policy, text))
+        assert m.category_counts == expected_counts, text
+        rows = list(SentenceMeasure.objects.filter(output_measure=m).order_by("index"))
+        expected_rows = []
+        for s in sentences:
+            label, score, scores = reference_vader(analyzer, s.text)
+            expected_rows.append((s.index, s.start, s.end, label, score, scores))
+        assert [(r.index, r.start, r.end, r.label, r.score, r.scores) for r in rows] == expected_rows, text
+        shares = Counter(r[3] for r in expected_rows)
+        assert m.label_shares == {lb: shares[lb] / len(rows) for lb in ("negative", "neutral", "positive")}
+        assert m.mean_score == pytest.approx(sum(r[4] for r in expected_rows) / len(rows), abs=1e-12)
+        words_by_gender[gender].update(words)
+        for key, n in expected_counts.items():
+            totals[(gender, key)] += n
+        totals[(gender, "words")] += len(words)
+        labels_by_gender[gender].update(shares)
+
+    # pooled category odds of the stored contrasts (English categories: every text in English)
+    for lx in lexicons:
+        for cat in lx.categories.all():
+            if not cat.words:
+                continue
+            res = ContrastResult.objects.get(run=run, kind="category", grouping="overall", measure=f"cat:{cat.pk}")
+            odds = res.result["odds_ratio"]
+            key = str(cat.pk)
+            apply_f = [
+                len(PLAIN_WORD.findall(plain_lower(t)))
+                for t, _, g, lang in specs
+                if g == "F" and services.language_applies(cat.language, lang)
+            ]
+            assert odds["words_f"] == totals[("F", key)] and odds["total_f"] == sum(apply_f), cat.key
+            apply_m = [
+                len(PLAIN_WORD.findall(plain_lower(t)))
+                for t, _, g, lang in specs
+                if g == "M" and services.language_applies(cat.language, lang)
+            ]
+            assert odds["words_m"] == totals[("M", key)] and odds["total_m"] == sum(apply_m), cat.key
+    chi2 = ContrastResult.objects.get(run=run, kind="chi2", grouping="overall")
+    assert chi2.result["n_f"] == 20 and chi2.result["n_m"] == 20
+    assert chi2.result["total_f"] == totals[("F", "words")] and chi2.result["total_m"] == totals[("M", "words")]
+    assert chi2.result["table"] == [
+        [labels_by_gender[g][lb] for lb in chi2.result["labels"]] for g in chi2.result["groups"]
+    ]
+    assert {lang for *_, lang in specs} == ({"en", "de"} if german else {"en"})
+    if not german:  # all English: stop words are left out
+        for gender in ("F", "M"):
+            for word in lexical.STOPWORDS_EN:
+                words_by_gender[gender].pop(word, None)
+    expected_words = lexical.word_odds_ratios(words_by_gender["M"], words_by_gender["F"], run.zero_policy, min_count=5)
+    male, female = lexical.top_salient(expected_words, 15)
+    stored = ContrastResult.objects.get(run=run, kind="word_or").result
+    assert stored["n_words"] == len(expected_words)
+    assert stored["male_salient"] == male and stored["female_salient"] == female
