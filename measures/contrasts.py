@@ -378,6 +378,22 @@ def paired_results(pairs, categories, labels, unit):
     return out
 
 
+def stored_word_counts(run, ids):
+    """{"F": Counter, "M": Counter} of words from the run's WordCounts (written while scoring), or None unless they
+    cover exactly the outputs in `ids` ({output id: gender}), each once and under the same gender."""
+    counters = {"F": Counter(), "M": Counter()}
+    covered = {}
+    for gender, output_ids, counts in run.word_counts.values_list("gender", "output_ids", "counts"):
+        if gender not in counters:
+            return None
+        for pk in output_ids:
+            if pk in covered:
+                return None
+            covered[pk] = gender
+        counters[gender].update(counts)
+    return counters if covered == ids else None
+
+
 def word_results(run, rows, k=TOP_K, zero_policy=None, min_count=5):
     """Wan's per-word ORs over female vs male texts (English stop words left out); top-k each way."""
     from generation.models import Output
@@ -387,8 +403,12 @@ def word_results(run, rows, k=TOP_K, zero_policy=None, min_count=5):
     counters = {"F": Counter(), "M": Counter()}
     english = all((r["language"] or "en").startswith("en") for r in rows)
     stop = lexical.STOPWORDS_EN if english else frozenset()
-    for pk, text in Output.objects.filter(pk__in=list(ids)).values_list("pk", "text").iterator(chunk_size=2000):
-        counters[ids[pk]].update(lexical.lower_words(text))  # stop words dropped once below: same counts, faster
+    stored = stored_word_counts(run, ids)
+    if stored is not None:  # counted while scoring
+        counters = stored
+    else:  # runs scored before word counts were stored, or whose outputs changed since
+        for pk, text in Output.objects.filter(pk__in=list(ids)).values_list("pk", "text").iterator(chunk_size=2000):
+            counters[ids[pk]].update(lexical.lower_words(text))  # stop words dropped once below: same counts
     for counter in counters.values():
         for word in stop & counter.keys():
             del counter[word]

@@ -294,15 +294,10 @@ class Matcher:
         text = text or ""
         lowered, chunk_counts = prepared if prepared is not None else prepare(text)
         counts = dict.fromkeys(self._keys, 0)
-        if self._exclusions:
-            for i, (_, pattern) in enumerate(self._exclusions):
-                literal = i < self._exclusions_on_lowered
-                if literal and self._needles[i] not in lowered:
-                    continue
-                if pattern.search(lowered if literal else text):
-                    for match in self.find(text):
-                        counts[match.category] += 1
-                    return counts
+        if self._excluded_here(text, lowered):
+            for match in self.find(text):
+                counts[match.category] += 1
+            return counts
         if self._token_entries:
             words = chunk_counts.keys()
             agg_cache = self._agg_cache
@@ -315,15 +310,30 @@ class Matcher:
                 k = chunk_counts[chunk]
                 for category, n in agg_cache[chunk]:
                     counts[category] += n * k
-        if self._substrings or self._regexes:
-            seen = set()
-            for match in self._other_matches(text, lowered):
-                if self.count_policy == "per_token":
-                    if (match.category, match.start) in seen or self._token_hit_at(lowered, match):
-                        continue
-                    seen.add((match.category, match.start))
-                counts[match.category] += 1
+        self._count_other(text, lowered, counts)
         return counts
+
+    def _excluded_here(self, text, lowered):
+        """Whether an exclusion occurs in the text (then exact positions are needed: find())."""
+        for i, (_, pattern) in enumerate(self._exclusions):
+            literal = i < self._exclusions_on_lowered
+            if literal and self._needles[i] not in lowered:
+                continue
+            if pattern.search(lowered if literal else text):
+                return True
+        return False
+
+    def _count_other(self, text, lowered, counts):
+        """Add the phrase, substring and regex matches (those not found word by word) to `counts`."""
+        if not (self._substrings or self._regexes):
+            return
+        seen = set()
+        for match in self._other_matches(text, lowered):
+            if self.count_policy == "per_token":
+                if (match.category, match.start) in seen or self._token_hit_at(lowered, match):
+                    continue
+                seen.add((match.category, match.start))
+            counts[match.category] += 1
 
     def _aggregate(self, chunk):
         found = self._chunk_matches(chunk)
@@ -362,6 +372,81 @@ class Matcher:
                 if not whole or end >= len(lowered) or not (lowered[end].isalnum() or lowered[end] == "_"):
                     return True
         return False
+
+
+class TextCounter:
+    """Word count and every category count of several matchers (one per lexicon) in one pass over a text.
+
+    A word (WORD_RE) never contains whitespace and the pattern looks at nothing around a match, so the words of a
+    text are the words of its whitespace-separated tokens (str.split(), run in C). Each distinct token is looked up
+    once per process: its words and what the matchers' word-list entries count in it. Phrases, substrings, regexes
+    and exclusions are then handled per text by each matcher as in Matcher.count. The result equals
+    sum(prepare(text)[1].values()) and Matcher.count(text) of every matcher (tests/measures/test_speed_equivalence.py).
+    """
+
+    CACHE = 300_000  # distinct tokens remembered; beyond that a token is looked up each time
+
+    def __init__(self, matchers):
+        self.matchers = list(matchers)
+        self._zero = {}
+        for matcher in self.matchers:
+            self._zero.update(dict.fromkeys(matcher._keys, 0))
+        self._words = {}  # token -> its words (lower-cased text in, so lower-cased words)
+        self._contrib = {}  # token with matches -> ((category, n), ...)
+        self._special = set()  # tokens holding other than exactly one word ("—", "a--b", "x/y")
+        self._token_matchers = [m for m in self.matchers if m._token_entries]
+        self._other = [m for m in self.matchers if m._exclusions or m._substrings or m._regexes]
+
+    def _learn(self, token):
+        words = tuple(WORD_RE.findall(token))
+        contrib = Counter()
+        for matcher in self._token_matchers:
+            for word in words:
+                for category, n in matcher._aggregate(word):
+                    contrib[category] += n
+        contrib = tuple((c, n) for c, n in contrib.items() if n)
+        if len(self._words) < self.CACHE:
+            self._words[token] = words
+            if contrib:
+                self._contrib[token] = contrib
+            if len(words) != 1:
+                self._special.add(token)
+        return words, contrib
+
+    def words_of(self, token):
+        found = self._words.get(token)
+        return found if found is not None else self._learn(token)[0]
+
+    def count(self, text):
+        """(word count, {category key: matches} over every matcher, the lower-cased tokens of the text)."""
+        text = text or ""
+        lowered = lower_same_length(text)
+        tokens = lowered.split()
+        counter = Counter(tokens)
+        known = self._words
+        n_words = len(tokens)
+        counts = dict(self._zero)
+        if not known.keys() >= counter.keys():
+            for token in [t for t in counter if t not in known]:
+                words, contrib = self._learn(token)
+                if token not in known:  # the cache is full: count this token here
+                    k = counter.pop(token)
+                    n_words += (len(words) - 1) * k
+                    for category, n in contrib:
+                        counts[category] += n * k
+        for token in counter.keys() & self._special:
+            n_words += (len(known[token]) - 1) * counter[token]
+        contrib = self._contrib
+        for token in counter.keys() & contrib.keys():
+            k = counter[token]
+            for category, n in contrib[token]:
+                counts[category] += n * k
+        for matcher in self._other:
+            if matcher._exclusions and matcher._excluded_here(text, lowered):
+                counts.update(matcher.count(text))
+            else:
+                matcher._count_other(text, lowered, counts)
+        return n_words, counts, tokens
 
 
 def prepare(text):

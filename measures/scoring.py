@@ -12,6 +12,7 @@ import gc
 import json
 import logging
 import time
+from collections import Counter
 from contextlib import contextmanager
 
 from django.apps import apps
@@ -26,8 +27,8 @@ from stereoscope.services import record_activity
 from . import gender as gender_mod
 from .classifiers import ClassifierError, NliClassifier, label_shares, make_classifier
 from .hallucination import score_letters
-from .lexical import OR_CONVENTIONS, prepare
-from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, SentenceMeasure
+from .lexical import OR_CONVENTIONS, TextCounter
+from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, SentenceMeasure, WordCounts
 from .services import LEXICONS, lexicons_for, matcher_for
 from .success import DEFAULT_KEYWORDS, SuccessFilter, SuccessFilterError
 from .textproc import split_sentences
@@ -226,6 +227,63 @@ def gc_paused():
             gc.enable()
 
 
+class Unit:
+    """One output to score, as the scorer reads it (lighter than a model instance; the job engine tags it)."""
+
+    __slots__ = ("pk", "text", "slot_values", "item_id", "language", "_job_chunk")
+
+    def __init__(self, pk, text, slot_values, item_id, language):
+        self.pk, self.text, self.slot_values, self.item_id = pk, text or "", slot_values or {}, item_id
+        self.language = (language if item_id else "") or "en"
+        self._job_chunk = None
+
+
+def load_outputs(ids):
+    """Units for these output ids, in id order."""
+    rows = (
+        Output.objects.filter(pk__in=ids)
+        .order_by("pk")
+        .values_list("pk", "text", "slot_values", "item_id", "item__toolkit__language")
+    )
+    return [Unit(*row) for row in rows]
+
+
+class Measure:
+    """What the scorer found for one output: the OutputMeasure columns, its sentence rows and its tokens."""
+
+    __slots__ = (
+        "unit",
+        "language",
+        "word_count",
+        "sentence_count",
+        "gender",
+        "gender_source",
+        "gender_detail",
+        "category_counts",
+        "label_shares",
+        "doc_label",
+        "doc_score",
+        "mean_score",
+        "hallucination_share",
+        "success_reason",
+        "sentence_rows",
+        "tokens",
+    )
+
+    def __init__(self, unit, language, gender, gender_source, gender_detail, success_reason=""):
+        self.unit, self.language = unit, language
+        self.gender, self.gender_source, self.gender_detail = gender, gender_source, gender_detail
+        self.success_reason = success_reason
+        self.word_count = self.sentence_count = 0
+        self.category_counts, self.label_shares = {}, {}
+        self.doc_label, self.doc_score, self.mean_score, self.hallucination_share = "", None, None, None
+        self.sentence_rows, self.tokens = (), ()
+
+    @property
+    def output_id(self):
+        return self.unit.pk
+
+
 class Scorer:
     """Scores outputs for one run: the lexicons' matchers per language, the classifier, the gender rules."""
 
@@ -233,6 +291,7 @@ class Scorer:
         self.run = run
         self.lexicons = [(lx, list(lx.categories.all()), list(lx.exclusions.all())) for lx in run.lexicons.all()]
         self._matchers = {}
+        self._counters = {}
         self.classifier = None
         if run.classifier:
             self.classifier = classifier_for(run)
@@ -245,101 +304,171 @@ class Scorer:
             self._matchers[language] = [matcher_for(lx, language, cats, exs) for lx, cats, exs in self.lexicons]
         return self._matchers[language]
 
+    def counter(self, language):
+        """The language's TextCounter: word count and every lexicon's category counts in one pass."""
+        if language not in self._counters:
+            self._counters[language] = TextCounter(self.matchers(language))
+        return self._counters[language]
+
     def score(self, outputs, attributions):
-        """(OutputMeasure objects, {output id: [SentenceMeasure kwargs]}) for a batch of outputs (not saved)."""
+        """[Measure] for a batch of units (not saved)."""
         with gc_paused():
             return self._score(outputs, attributions)
 
     def _score(self, outputs, attributions):
-        measures, sentence_rows, to_classify = [], {}, []
+        measures, to_classify = [], []
+        run = self.run
+        resolve, names, sources = gender_mod.resolve, run.name_genders, self.sources
+        by_sentence = self.classifier is not None and run.classifier_unit == ClassifierUnit.SENTENCE
         for out in outputs:
-            language = (out.item.toolkit.language if out.item_id else "") or "en"
-            text = out.text
+            language, text = out.language, out.text
+            g, source, detail = resolve(out.slot_values, attributions.get(out.pk, ()), text, names, language, sources)
             failed = self.success.check(text).reason if self.success else ""
-            if failed:  # the success filter comes before any measure: only the subject's gender is recorded
-                g, source, detail = gender_mod.resolve(
-                    out.slot_values, attributions.get(out.pk, ()), text, self.run.name_genders, language, self.sources
-                )
-                measures.append(
-                    OutputMeasure(
-                        run=self.run,
-                        output=out,
-                        language=language,
-                        gender=g,
-                        gender_source=source,
-                        gender_detail=detail,
-                        success_reason=failed,
-                    )
-                )
-                continue
-            counts = {}
-            prepared = prepare(text)
-            for matcher in self.matchers(language):
-                counts.update(matcher.count(text, prepared))
-            sentences = split_sentences(text)
-            g, source, detail = gender_mod.resolve(
-                out.slot_values, attributions.get(out.pk, ()), text, self.run.name_genders, language, self.sources
-            )
-            m = OutputMeasure(
-                run=self.run,
-                output=out,
-                language=language,
-                word_count=sum(prepared[1].values()),
-                sentence_count=len(sentences),
-                gender=g,
-                gender_source=source,
-                gender_detail=detail,
-                category_counts=counts,
-            )
+            m = Measure(out, language, g, source, detail, failed)
             measures.append(m)
+            if failed:  # the success filter comes before any measure: only the subject's gender is recorded
+                continue
+            m.word_count, m.category_counts, m.tokens = self.counter(language).count(text)
+            sentences = split_sentences(text)
+            m.sentence_count = len(sentences)
             if self.classifier:
-                if self.run.classifier_unit == ClassifierUnit.SENTENCE:
-                    to_classify.extend((m, s) for s in sentences)
+                if by_sentence:
+                    if sentences:
+                        to_classify.append((m, sentences))
                 else:
                     to_classify.append((m, None))
         if self.nli:
+            slot = run.context_slot
             with_context = [
-                m
-                for m in measures
-                if not m.success_reason and str((m.output.slot_values or {}).get(self.run.context_slot) or "").strip()
+                m for m in measures if not m.success_reason and str(m.unit.slot_values.get(slot) or "").strip()
             ]
-            pairs = [(str(m.output.slot_values[self.run.context_slot]), m.output.text) for m in with_context]
+            pairs = [(str(m.unit.slot_values[slot]), m.unit.text) for m in with_context]
             for m, result in zip(with_context, score_letters(pairs, self.nli), strict=True):
                 m.hallucination_share = result.share
         if self.classifier and to_classify:
-            texts = [s.text if s is not None else m.output.text for m, s in to_classify]
+            texts = []
+            for m, sentences in to_classify:
+                if sentences is None:
+                    texts.append(m.unit.text)
+                else:
+                    texts.extend([s.text for s in sentences])
             predictions = self.classifier.predict(texts)
-            per_output = {}
-            for (m, s), p in zip(to_classify, predictions, strict=True):
-                if s is None:
+            if len(predictions) != len(texts):
+                raise MeasureRunError(f"The classifier gave {len(predictions)} predictions for {len(texts)} texts.")
+            labels = self.classifier.info.get("labels", [])
+            i = 0
+            for m, sentences in to_classify:
+                if sentences is None:
+                    p = predictions[i]
+                    i += 1
                     m.doc_label, m.doc_score = p.label[:100], p.score
                     m.mean_score = p.score
-                else:
-                    per_output.setdefault(id(m), (m, []))[1].append((s, p))
-            labels = self.classifier.info.get("labels", [])
-            for m, rows in per_output.values():
-                m.label_shares = label_shares([p.label for _, p in rows], labels)
-                m.mean_score = sum(p.score for _, p in rows) / len(rows)
-                sentence_rows[id(m)] = [
-                    {
-                        "index": s.index,
-                        "start": s.start,
-                        "end": s.end,
-                        "label": p.label,
-                        "score": p.score,
-                        "scores": p.scores,
-                    }
-                    for s, p in rows
+                    continue
+                n = len(sentences)
+                mine = predictions[i : i + n]
+                i += n
+                m.label_shares = label_shares([p.label for p in mine], labels)
+                m.mean_score = sum(p.score for p in mine) / n
+                m.sentence_rows = [
+                    (s.index, s.start, s.end, p.label[:100], p.score, p.scores)
+                    for s, p in zip(sentences, mine, strict=True)
                 ]
-        return measures, sentence_rows
+        return measures
 
 
+MEASURE_COLUMNS = (
+    "run_id",
+    "output_id",
+    "language",
+    "word_count",
+    "sentence_count",
+    "gender",
+    "gender_source",
+    "gender_detail",
+    "category_counts",
+    "label_shares",
+    "doc_label",
+    "doc_score",
+    "mean_score",
+    "hallucination_share",
+    "success_reason",
+    "created_at",
+)
 SENTENCE_COLUMNS = ("output_measure_id", "index", "start", "end", "label", "score", "scores")
 
 
+def _max_rows(n_columns):
+    """Rows per multi-row INSERT within the database's limit of query parameters."""
+    limit = connection.features.max_query_params or 999
+    return max(1, min(500, limit // n_columns))
+
+
+def insert_measures(run_id, measures):
+    """Insert the OutputMeasure rows (multi-row INSERTs; an output that already has one is left alone). Returns
+    {output id: output measure id} of the rows inserted here, so nothing else of a measure is written twice."""
+    if not measures:
+        return {}
+    qn = connection.ops.quote_name
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    dumps = json.dumps
+    rows = [
+        (
+            run_id,
+            m.unit.pk,
+            m.language,
+            m.word_count,
+            m.sentence_count,
+            m.gender,
+            m.gender_source,
+            dumps(m.gender_detail),
+            dumps(m.category_counts),
+            dumps(m.label_shares),
+            m.doc_label,
+            m.doc_score,
+            m.mean_score,
+            m.hallucination_share,
+            m.success_reason,
+            now,
+        )
+        for m in measures
+    ]
+    head = f"INSERT INTO {qn(OutputMeasure._meta.db_table)} ({', '.join(qn(c) for c in MEASURE_COLUMNS)}) VALUES "
+    one = f"({', '.join(['%s'] * len(MEASURE_COLUMNS))})"
+    tail = f" ON CONFLICT DO NOTHING RETURNING {qn('output_id')}, {qn('id')}"
+    size = _max_rows(len(MEASURE_COLUMNS))
+    saved = {}
+    with connection.cursor() as cursor:
+        for i in range(0, len(rows), size):
+            part = rows[i : i + size]
+            cursor.execute(head + ", ".join([one] * len(part)) + tail, [v for row in part for v in row])
+            saved.update(cursor.fetchall())
+    return saved
+
+
+_JSON_TEMPLATES = {}
+_INF = float("inf")
+
+
+def scores_json(scores):
+    """json.dumps(scores), quicker for the usual flat {label: float} (the text is the same: floats print as repr)."""
+    keys = tuple(scores)
+    template = _JSON_TEMPLATES.get(keys)
+    if template is None:
+        if not all(isinstance(k, str) for k in keys) or len(_JSON_TEMPLATES) > 1000:
+            return json.dumps(scores)
+        template = "{" + ", ".join(json.dumps(k).replace("%", "%%") + ": %r" for k in keys) + "}"
+        _JSON_TEMPLATES[keys] = template
+    values = tuple(scores.values())
+    for v in values:
+        if type(v) is not float or v != v or v == _INF or v == -_INF:
+            return json.dumps(scores)
+    return template % values
+
+
 def insert_sentences(rows):
-    """Insert SentenceMeasure rows with one executemany (hundreds of thousands per run; the ORM's per-object
-    work would dominate). Existing (output measure, index) rows are left alone."""
+    """Insert SentenceMeasure rows [(output measure id, (index, start, end, label, score, scores))] with multi-row
+    INSERTs (hundreds of thousands per run: the ORM's per-object work would dominate, and one statement per row is
+    over twice as slow on SQLite). Existing (output measure, index) rows are left alone."""
     if not rows:
         return
     with gc_paused():
@@ -348,16 +477,44 @@ def insert_sentences(rows):
 
 def _insert_sentences(rows):
     qn = connection.ops.quote_name
-    sql = (
-        f"INSERT INTO {qn(SentenceMeasure._meta.db_table)} ({', '.join(qn(c) for c in SENTENCE_COLUMNS)}) "
-        f"VALUES ({', '.join(['%s'] * len(SENTENCE_COLUMNS))}) ON CONFLICT DO NOTHING"
-    )
-    params = [
-        (om_id, r["index"], r["start"], r["end"], r["label"][:100], r["score"], json.dumps(r["scores"]))
-        for om_id, r in rows
-    ]
+    head = f"INSERT INTO {qn(SentenceMeasure._meta.db_table)} ({', '.join(qn(c) for c in SENTENCE_COLUMNS)}) VALUES "
+    one = f"({', '.join(['%s'] * len(SENTENCE_COLUMNS))})"
+    size = _max_rows(len(SENTENCE_COLUMNS))
+    full = head + ", ".join([one] * size) + " ON CONFLICT DO NOTHING"
+    params = []
+    extend = params.extend
+    for om_id, (index, start, end, label, score, scores) in rows:
+        extend((om_id, index, start, end, label, score, scores_json(scores)))
+    width = len(SENTENCE_COLUMNS)
+    step = size * width
     with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
+        whole = len(rows) - len(rows) % size
+        for i in range(0, whole * width, step):
+            cursor.execute(full, params[i : i + step])
+        rest = len(rows) - whole
+        if rest:
+            cursor.execute(head + ", ".join([one] * rest) + " ON CONFLICT DO NOTHING", params[whole * width :])
+
+
+def insert_word_counts(run_id, measures, saved, counter_for):
+    """One WordCounts row per subject gender for the measures inserted here (gender known, success filter passed):
+    the words of their tokens, counted once per distinct token."""
+    by_gender = {}
+    for m in measures:
+        if m.unit.pk in saved and m.gender in ("F", "M") and not m.success_reason:
+            ids, tokens = by_gender.setdefault(m.gender, ([], {}))
+            ids.append(m.unit.pk)
+            tokens.setdefault(m.language, Counter()).update(m.tokens)
+    rows = []
+    for gender, (ids, by_language) in by_gender.items():
+        words = Counter()
+        for language, tokens in by_language.items():
+            words_of = counter_for(language).words_of
+            for token, k in tokens.items():
+                for word in words_of(token):
+                    words[word] += k
+        rows.append(WordCounts(run_id=run_id, gender=gender, output_ids=ids, counts=dict(words)))
+    WordCounts.objects.bulk_create(rows)
 
 
 class MeasureRunJob(jobs.JobKind):
@@ -384,11 +541,7 @@ class MeasureRunJob(jobs.JobKind):
 
     def load_units(self, run, keys):
         done_ids = set(run.output_measures.filter(output_id__in=keys).values_list("output_id", flat=True))
-        return list(
-            Output.objects.filter(pk__in=[k for k in keys if k not in done_ids])
-            .select_related("item__toolkit")
-            .order_by("pk")
-        )
+        return load_outputs([k for k in keys if k not in done_ids])
 
     def run(self, run, source, cancel_check, progress):
         scorer = Scorer(run)
@@ -401,18 +554,13 @@ class MeasureRunJob(jobs.JobKind):
                 break
             stats.total += len(outputs)
             ids = [o.pk for o in outputs]
-            measures, sentence_rows = scorer.score(outputs, attributions_for(ids))
+            measures = scorer.score(outputs, attributions_for(ids))
             with transaction.atomic():
-                OutputMeasure.objects.bulk_create(measures, ignore_conflicts=True)
-                saved = {om.output_id: om.pk for om in OutputMeasure.objects.filter(run_id=run.pk, output_id__in=ids)}
+                saved = insert_measures(run.pk, measures)
                 insert_sentences(
-                    [
-                        (saved[m.output_id], row)
-                        for m in measures
-                        for row in sentence_rows.get(id(m), ())
-                        if m.output_id in saved
-                    ]
+                    [(saved[m.unit.pk], row) for m in measures if m.unit.pk in saved for row in m.sentence_rows]
                 )
+                insert_word_counts(run.pk, measures, saved, scorer.counter)
             for out in outputs:
                 source.finished(out)
             stats.succeeded += len(outputs)

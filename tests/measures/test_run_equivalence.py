@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
-from measures import lexical, scoring, services
+from measures import contrasts, lexical, scoring, services
 from measures.models import ContrastResult, OutputMeasure, SentenceMeasure
 
 from .test_speed_equivalence import PIECES, _reference_matcher_counts, reference_split
@@ -80,9 +80,9 @@ def reference_vader(analyzer, sentence):
 def test_measure_run_equals_plain_computation(study, make_outputs, library_lexicons, german):
     from generation.models import Dimension, PromptItem, Toolkit
 
-    german = Toolkit.objects.create(study=study, name="Deutsch", language="de")
-    dim = Dimension.objects.create(toolkit=german, name="Fürsorge")
-    item_de = PromptItem.objects.create(toolkit=german, number=1, text="Schreibe eine Geschichte.", dimension=dim)
+    toolkit_de = Toolkit.objects.create(study=study, name="Deutsch", language="de")
+    dim = Dimension.objects.create(toolkit=toolkit_de, name="Fürsorge")
+    item_de = PromptItem.objects.create(toolkit=toolkit_de, number=1, text="Schreibe eine Geschichte.", dimension=dim)
     specs = corpus(german=german)
     outputs = make_outputs(
         study,
@@ -165,6 +165,8 @@ def test_measure_run_equals_plain_computation(study, make_outputs, library_lexic
     assert chi2.result["table"] == [
         [labels_by_gender[g][lb] for lb in chi2.result["labels"]] for g in chi2.result["groups"]
     ]
+    ids = {out.pk: gender for out, (_, _, gender, _) in zip(outputs, specs, strict=True)}
+    assert contrasts.stored_word_counts(run, ids) == words_by_gender  # counted while scoring, not read again
     assert {lang for *_, lang in specs} == ({"en", "de"} if german else {"en"})
     if not german:  # all English: stop words are left out
         for gender in ("F", "M"):
@@ -175,3 +177,7 @@ def test_measure_run_equals_plain_computation(study, make_outputs, library_lexic
     stored = ContrastResult.objects.get(run=run, kind="word_or").result
     assert stored["n_words"] == len(expected_words)
     assert stored["male_salient"] == male and stored["female_salient"] == female
+    # without the stored word counts (runs scored before them) the texts are read again: the same result
+    run.word_counts.first().delete()
+    assert contrasts.stored_word_counts(run, ids) is None
+    assert contrasts.json_clean(contrasts.word_results(run, contrasts.rows_for(run))) == stored
