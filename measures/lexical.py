@@ -29,7 +29,9 @@ Zero counts make an odds ratio 0 or undefined; the policy is explicit and record
 import math
 import re
 from collections import Counter
+from collections import _count_elements as _count_elements  # the C loop behind Counter.update
 from dataclasses import dataclass
+from itertools import chain, repeat
 
 from .textproc import WORD_RE, lower_same_length
 
@@ -392,8 +394,8 @@ class TextCounter:
         for matcher in self.matchers:
             self._zero.update(dict.fromkeys(matcher._keys, 0))
         self._words = {}  # token -> its words (lower-cased text in, so lower-cased words)
-        self._contrib = {}  # token with matches -> ((category, n), ...)
-        self._special = set()  # tokens holding other than exactly one word ("—", "a--b", "x/y")
+        self._extra = {}  # token holding other than exactly one word ("—", "a--b", "x/y") -> words - 1
+        self._hits = {}  # token with matches -> its category keys, each as often as it counts
         self._token_matchers = [m for m in self.matchers if m._token_entries]
         self._other = [m for m in self.matchers if m._exclusions or m._substrings or m._regexes]
 
@@ -404,43 +406,40 @@ class TextCounter:
             for word in words:
                 for category, n in matcher._aggregate(word):
                     contrib[category] += n
-        contrib = tuple((c, n) for c, n in contrib.items() if n)
+        hits = tuple(c for c, n in contrib.items() for _ in range(n))
         if len(self._words) < self.CACHE:
             self._words[token] = words
-            if contrib:
-                self._contrib[token] = contrib
+            if hits:
+                self._hits[token] = hits
             if len(words) != 1:
-                self._special.add(token)
-        return words, contrib
+                self._extra[token] = len(words) - 1
+        return words, hits
 
     def words_of(self, token):
         found = self._words.get(token)
         return found if found is not None else self._learn(token)[0]
 
     def count(self, text):
-        """(word count, {category key: matches} over every matcher, the lower-cased tokens of the text)."""
+        """(word count, {category key: matches} over every matcher, the lower-cased tokens of the text).
+
+        Every step over the tokens runs in C (map, sum, collections' counting); only tokens never seen are looked
+        at in Python."""
         text = text or ""
         lowered = lower_same_length(text)
         tokens = lowered.split()
-        counter = Counter(tokens)
         known = self._words
         n_words = len(tokens)
         counts = dict(self._zero)
-        if not known.keys() >= counter.keys():
-            for token in [t for t in counter if t not in known]:
-                words, contrib = self._learn(token)
-                if token not in known:  # the cache is full: count this token here
-                    k = counter.pop(token)
-                    n_words += (len(words) - 1) * k
-                    for category, n in contrib:
-                        counts[category] += n * k
-        for token in counter.keys() & self._special:
-            n_words += (len(known[token]) - 1) * counter[token]
-        contrib = self._contrib
-        for token in counter.keys() & contrib.keys():
-            k = counter[token]
-            for category, n in contrib[token]:
-                counts[category] += n * k
+        if not all(map(known.__contains__, tokens)):
+            for token in [t for t in tokens if t not in known]:
+                if token in known:  # learnt just now (it occurs again): counted below
+                    continue
+                words, hits = self._learn(token)
+                if token not in known:  # the cache is full: count this occurrence here
+                    n_words += len(words) - 1
+                    _count_elements(counts, hits)
+        n_words += sum(map(self._extra.get, tokens, repeat(0)))
+        _count_elements(counts, chain.from_iterable(map(self._hits.get, tokens, repeat(()))))
         for matcher in self._other:
             if matcher._exclusions and matcher._excluded_here(text, lowered):
                 counts.update(matcher.count(text))

@@ -11,9 +11,11 @@ chunk the contrasts are computed and stored.
 import gc
 import json
 import logging
+import math
 import time
 from collections import Counter
 from contextlib import contextmanager
+from itertools import chain
 
 from django.apps import apps
 from django.db import connection, transaction
@@ -403,6 +405,24 @@ def _max_rows(n_columns):
     return max(1, min(500, limit // n_columns))
 
 
+def _executor(cursor):
+    """cursor.execute for SQL written with %s. On SQLite the statement goes straight to sqlite3 with ? marks: Django
+    would rewrite each long multi-row statement with a regular expression, hundreds of times a run."""
+    if connection.vendor != "sqlite":
+        return cursor.execute
+    import sqlite3
+
+    raw, converted = cursor.cursor, {}
+
+    def execute(sql, params):
+        query = converted.get(sql)
+        if query is None:
+            query = converted[sql] = sql.replace("%s", "?")
+        return sqlite3.Cursor.execute(raw, query, params)
+
+    return execute
+
+
 def insert_measures(run_id, measures):
     """Insert the OutputMeasure rows (multi-row INSERTs; an output that already has one is left alone). Returns
     {output id: output measure id} of the rows inserted here, so nothing else of a measure is written twice."""
@@ -438,9 +458,10 @@ def insert_measures(run_id, measures):
     size = _max_rows(len(MEASURE_COLUMNS))
     saved = {}
     with connection.cursor() as cursor:
+        execute = _executor(cursor)
         for i in range(0, len(rows), size):
             part = rows[i : i + size]
-            cursor.execute(head + ", ".join([one] * len(part)) + tail, [v for row in part for v in row])
+            execute(head + ", ".join([one] * len(part)) + tail, [v for row in part for v in row])
             saved.update(cursor.fetchall())
     return saved
 
@@ -475,6 +496,23 @@ def insert_sentences(rows):
         _insert_sentences(rows)
 
 
+def scores_texts(all_scores):
+    """[json.dumps(scores)] for a list of score dicts; built in one go for the usual case (flat {label: float} dicts
+    with the same labels: the text is the same, floats print as repr), else one by one."""
+    if not all_scores:
+        return []
+    if set(map(type, all_scores)) == {dict}:
+        layouts = set(map(tuple, all_scores))
+        if len(layouts) == 1:
+            (keys,) = layouts
+            values = list(chain.from_iterable(map(dict.values, all_scores)))
+            if keys and set(map(type, keys)) == {str} and set(map(type, values)) == {float}:
+                if all(map(math.isfinite, values)):
+                    template = "{" + ", ".join(json.dumps(k).replace("%", "%%") + ": %r" for k in keys) + "}"
+                    return ("\x00".join([template] * len(all_scores)) % tuple(values)).split("\x00")
+    return [scores_json(scores) for scores in all_scores]
+
+
 def _insert_sentences(rows):
     qn = connection.ops.quote_name
     head = f"INSERT INTO {qn(SentenceMeasure._meta.db_table)} ({', '.join(qn(c) for c in SENTENCE_COLUMNS)}) VALUES "
@@ -483,17 +521,19 @@ def _insert_sentences(rows):
     full = head + ", ".join([one] * size) + " ON CONFLICT DO NOTHING"
     params = []
     extend = params.extend
-    for om_id, (index, start, end, label, score, scores) in rows:
-        extend((om_id, index, start, end, label, score, scores_json(scores)))
+    texts = scores_texts([row[5] for _, row in rows])
+    for (om_id, (index, start, end, label, score, _)), scores in zip(rows, texts, strict=True):
+        extend((om_id, index, start, end, label, score, scores))
     width = len(SENTENCE_COLUMNS)
     step = size * width
     with connection.cursor() as cursor:
+        execute = _executor(cursor)
         whole = len(rows) - len(rows) % size
         for i in range(0, whole * width, step):
-            cursor.execute(full, params[i : i + step])
+            execute(full, params[i : i + step])
         rest = len(rows) - whole
         if rest:
-            cursor.execute(head + ", ".join([one] * rest) + " ON CONFLICT DO NOTHING", params[whole * width :])
+            execute(head + ", ".join([one] * rest) + " ON CONFLICT DO NOTHING", params[whole * width :])
 
 
 def insert_word_counts(run_id, measures, saved, counter_for):

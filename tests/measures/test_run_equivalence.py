@@ -11,6 +11,7 @@ import pytest
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from measures import contrasts, lexical, scoring, services
+from measures import stats as mstats
 from measures.models import ContrastResult, OutputMeasure, SentenceMeasure
 
 from .test_speed_equivalence import PIECES, _reference_matcher_counts, reference_split
@@ -181,3 +182,120 @@ def test_measure_run_equals_plain_computation(study, make_outputs, library_lexic
     run.word_counts.first().delete()
     assert contrasts.stored_word_counts(run, ids) is None
     assert contrasts.json_clean(contrasts.word_results(run, contrasts.rows_for(run))) == stored
+
+
+# -- the contrasts: category results by the plain loops they replaced ------------------------------------------------
+
+
+def _plain_rate(row, cat_key):
+    return 100 * row["counts"].get(cat_key, 0) / row["words"] if row["words"] else None
+
+
+def _plain_tests(female, male):
+    out = {}
+    for name, fn in (("welch", mstats.welch_t), ("mann_whitney", mstats.mann_whitney)):
+        try:
+            out[name] = fn(female, male)
+        except mstats.StatsError as exc:
+            out[name] = {"error": str(exc)}
+        except ValueError as exc:  # e.g. identical values in Mann-Whitney
+            out[name] = {"error": str(exc)}
+    return out
+
+
+def plain_category_results(rows, categories, zero_policy, convention="per_category"):
+    """category_results as it was before the speed work: loops over the rows' dicts."""
+    female = [r for r in rows if r["gender"] == "F"]
+    male = [r for r in rows if r["gender"] == "M"]
+    total_f, total_m = sum(r["words"] for r in female), sum(r["words"] for r in male)
+    results = []
+    for cat in categories:
+        key = str(cat.pk)
+        if not cat.words:
+            results.append(
+                {
+                    "category_id": cat.pk,
+                    "category": cat.name,
+                    "key": cat.key,
+                    "lexicon": str(cat.lexicon),
+                    "lexicon_id": cat.lexicon_id,
+                    "direction": cat.direction,
+                    "color": cat.color,
+                    "n_f": 0,
+                    "n_m": 0,
+                    "odds_ratio": {"or": None, "note": "The category has no entries.", "zero_policy": zero_policy},
+                    "rate_tests": {
+                        "welch": {"error": "The category has no entries."},
+                        "mann_whitney": {"error": "The category has no entries."},
+                    },
+                }
+            )
+            continue
+        applicable_f = [r for r in female if key in r["counts"]]
+        applicable_m = [r for r in male if key in r["counts"]]
+        words_f = sum(r["counts"][key] for r in applicable_f)
+        words_m = sum(r["counts"][key] for r in applicable_m)
+        tf, tm = sum(r["words"] for r in applicable_f), sum(r["words"] for r in applicable_m)
+        if tf and tm and words_f <= tf and words_m <= tm:
+            odds_ratio = lexical.category_odds_ratio(words_m, tm, words_f, tf, cat.direction, zero_policy, convention)
+        else:
+            odds_ratio = {
+                "or": None,
+                "note": "No female or no male texts in this category's language.",
+                "zero_policy": zero_policy,
+                "words_m": words_m,
+                "words_f": words_f,
+                "total_m": tm,
+                "total_f": tf,
+                "convention": convention,
+                "orientation": "female" if cat.direction == "female" and convention == "per_category" else "male",
+            }
+        tests = _plain_tests([_plain_rate(r, key) for r in applicable_f], [_plain_rate(r, key) for r in applicable_m])
+        results.append(
+            {
+                "category_id": cat.pk,
+                "category": cat.name,
+                "key": cat.key,
+                "lexicon": str(cat.lexicon),
+                "lexicon_id": cat.lexicon_id,
+                "direction": cat.direction,
+                "color": cat.color,
+                "odds_ratio": odds_ratio,
+                "rate_tests": tests,
+                "n_f": len(applicable_f),
+                "n_m": len(applicable_m),
+            }
+        )
+    return results, {
+        "n_f": len(female),
+        "n_m": len(male),
+        "total_f": total_f,
+        "total_m": total_m,
+        "n_unknown": sum(1 for r in rows if r["gender"] not in ("F", "M")),
+    }
+
+
+def test_category_results_equal_the_plain_loops(study, make_outputs, library_lexicons):
+    rng = random.Random(5)
+    specs = []
+    for i, (text, slots, _, _) in enumerate(corpus(60, seed=7)):
+        if i % 9 == 4:
+            slots = {}  # unknown gender
+        if i % 13 == 6:
+            text = "—"  # no words
+        specs.append({"text": text, "slot_values": slots, "model_name": f"model-{rng.randint(0, 3)}"})
+    make_outputs(study, specs)
+    run = scoring.create_run(study, name="contrasts", lexicons=list(library_lexicons.values()), classifier="vader")
+    scoring.start(run)
+    rows, categories = contrasts.rows_for(run), contrasts.categories_for(run)
+    table = contrasts.RowTable(rows, categories)
+    for grouping in ("overall", "model"):
+        for _, members in contrasts.groups(rows, grouping).items():
+            for convention in ("per_category", "male_salient"):
+                for policy in ("exclude", "smooth"):
+                    got = contrasts.category_results(members, categories, policy, convention, table)
+                    want = plain_category_results(members, categories, policy, convention)
+                    assert contrasts.json_clean(got) == contrasts.json_clean(want)
+                    assert contrasts.json_clean(
+                        contrasts.category_results(members, categories, policy, convention)
+                    ) == (contrasts.json_clean(want))

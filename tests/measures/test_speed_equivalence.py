@@ -364,3 +364,23 @@ def test_split_sentences_equals_the_reference_on_tricky_ends():
         assert [(s.index, s.start, s.end, s.text) for s in textproc.split_sentences(text)] == want, repr(text)
         assert [(s.index, s.start, s.end, s.text) for s in textproc._split_by_rules(text)] == want, repr(text)
         assert all(type(s) is textproc.Sentence for s in textproc.split_sentences(text))
+
+
+def test_scores_texts_is_json_dumps_of_each():
+    import json
+
+    from measures.scoring import scores_texts
+
+    same = [{"neg": 0.0, "neu": 0.5 + i / 7, "pos": -0.0, "compound": 1e-300 * i} for i in range(50)]
+    cases = [
+        same,
+        [],
+        same + [{"neg": 0.1, "neu": 0.9}],
+        same + [{"neg": 1, "neu": 0.5, "pos": 0.0, "compound": 0.0}],
+        same + [{"neg": float("nan"), "neu": 0.5, "pos": 0.0, "compound": 0.0}],
+        [{'qu"o%te': 0.5, "\\x00": 0.25}] * 3,
+        [{}, {}],
+        [{1: 0.5}],
+    ]
+    for all_scores in cases:
+        assert scores_texts(all_scores) == [json.dumps(s) for s in all_scores], all_scores
