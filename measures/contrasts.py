@@ -371,6 +371,8 @@ def twin_pairs(rows):
         index.setdefault((r["run_id"], r["endpoint_id"], r["trial"], family), []).append(r)
     pairs, seen = [], set()
     for members in index.values():
+        if len(members) < 2:  # no twin to pair with (most rows of imported stories)
+            continue
         by_variant = defaultdict(list)
         for r in members:
             by_variant[(r["item_id"], r["variant_key"])].append(r)

@@ -192,7 +192,7 @@ class Matcher:
         self.categories = list(categories)
         self.count_policy = count_policy
         self._token_entries = {}  # first char -> [(category, entry_lower, entry, whole_word)]
-        # (category, entry, compiled, needle): phrases run on the lowered text; needle None = user regex
+        # (category, entry, compiled, needles): phrases run on the lowered text; needles None = user regex
         self._regexes = []
         self._substrings = []  # (category, entry_lower, entry)
         for cat in self.categories:
@@ -208,7 +208,7 @@ class Matcher:
                 elif _SIMPLE_ENTRY.match(low):
                     self._token_entries.setdefault(low[0], []).append((cat.key, low, entry, cat.mode == "whole_word"))
                 else:
-                    self._regexes.append((cat.key, entry, _compile_phrase(low, cat.mode), low.split()[0]))
+                    self._regexes.append((cat.key, entry, _compile_phrase(low, cat.mode), tuple(low.split())))
         self._chunk_cache = {}
         self._agg_cache = {}  # word -> ((category, n), ...), () for most words
         self._hits = set()  # the cached words with matches
@@ -224,7 +224,7 @@ class Matcher:
             elif ex.phrase.strip():
                 low = lower_same_length(ex.phrase.strip())
                 literal.append((ex.category, _compile_phrase(low, "prefix")))
-                self._needles.append(low.split()[0])
+                self._needles.append(tuple(low.split()))
         self._exclusions = literal + regex
         self._exclusions_on_lowered = len(literal)
 
@@ -319,7 +319,7 @@ class Matcher:
         """Whether an exclusion occurs in the text (then exact positions are needed: find())."""
         for i, (_, pattern) in enumerate(self._exclusions):
             literal = i < self._exclusions_on_lowered
-            if literal and self._needles[i] not in lowered:
+            if literal and not all(part in lowered for part in self._needles[i]):
                 continue
             if pattern.search(lowered if literal else text):
                 return True
@@ -356,10 +356,10 @@ class Matcher:
             while i != -1:
                 yield Match(category, entry, i, i + len(low))
                 i = lowered.find(low, i + len(low))
-        for category, entry, pattern, needle in self._regexes:
-            if needle is not None and needle not in lowered:  # a phrase's first word must occur somewhere
+        for category, entry, pattern, needles in self._regexes:
+            if needles is not None and not all(part in lowered for part in needles):  # each word must occur
                 continue
-            for m in pattern.finditer(text if needle is None else lowered):
+            for m in pattern.finditer(text if needles is None else lowered):
                 if m.end() > m.start():
                     yield Match(category, entry, m.start(), m.end())
 
@@ -394,10 +394,13 @@ class TextCounter:
         for matcher in self.matchers:
             self._zero.update(dict.fromkeys(matcher._keys, 0))
         self._words = {}  # token -> its words (lower-cased text in, so lower-cased words)
-        self._extra = {}  # token holding other than exactly one word ("—", "a--b", "x/y") -> words - 1
-        self._hits = {}  # token with matches -> its category keys, each as often as it counts
+        # token -> what it adds to the counts: each matching category key as often as it counts, plus _MORE once per
+        # word beyond the first or _NONE for a token without words ("—"); most tokens add nothing: ().
+        self._adds = {}
         self._token_matchers = [m for m in self.matchers if m._token_entries]
         self._other = [m for m in self.matchers if m._exclusions or m._substrings or m._regexes]
+
+    _MORE, _NONE = "\x00more words", "\x00no word"
 
     def _learn(self, token):
         words = tuple(WORD_RE.findall(token))
@@ -406,14 +409,12 @@ class TextCounter:
             for word in words:
                 for category, n in matcher._aggregate(word):
                     contrib[category] += n
-        hits = tuple(c for c, n in contrib.items() for _ in range(n))
+        adds = tuple(c for c, n in contrib.items() for _ in range(n))
+        adds += (self._MORE,) * (len(words) - 1) if words else (self._NONE,)
         if len(self._words) < self.CACHE:
             self._words[token] = words
-            if hits:
-                self._hits[token] = hits
-            if len(words) != 1:
-                self._extra[token] = len(words) - 1
-        return words, hits
+            self._adds[token] = adds
+        return words, adds
 
     def words_of(self, token):
         found = self._words.get(token)
@@ -422,24 +423,27 @@ class TextCounter:
     def count(self, text):
         """(word count, {category key: matches} over every matcher, the lower-cased tokens of the text).
 
-        Every step over the tokens runs in C (map, sum, collections' counting); only tokens never seen are looked
-        at in Python."""
+        One pass over the tokens, in C (map and the counting loop behind Counter); a token never seen stops it
+        (None is not iterable), is looked at in Python and the pass is done again."""
         text = text or ""
         lowered = lower_same_length(text)
         tokens = lowered.split()
-        known = self._words
-        n_words = len(tokens)
         counts = dict(self._zero)
-        if not all(map(known.__contains__, tokens)):
+        counts[self._MORE] = counts[self._NONE] = 0
+        try:
+            _count_elements(counts, chain.from_iterable(map(self._adds.get, tokens)))
+        except TypeError:
+            counts = dict(self._zero)
+            counts[self._MORE] = counts[self._NONE] = 0
+            known = self._words
             for token in [t for t in tokens if t not in known]:
                 if token in known:  # learnt just now (it occurs again): counted below
                     continue
-                words, hits = self._learn(token)
+                _, adds = self._learn(token)
                 if token not in known:  # the cache is full: count this occurrence here
-                    n_words += len(words) - 1
-                    _count_elements(counts, hits)
-        n_words += sum(map(self._extra.get, tokens, repeat(0)))
-        _count_elements(counts, chain.from_iterable(map(self._hits.get, tokens, repeat(()))))
+                    _count_elements(counts, adds)
+            _count_elements(counts, chain.from_iterable(map(self._adds.get, tokens, repeat(()))))
+        n_words = len(tokens) + counts.pop(self._MORE) - counts.pop(self._NONE)
         for matcher in self._other:
             if matcher._exclusions and matcher._excluded_here(text, lowered):
                 counts.update(matcher.count(text))

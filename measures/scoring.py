@@ -36,7 +36,8 @@ from .success import DEFAULT_KEYWORDS, SuccessFilter, SuccessFilterError
 from .textproc import split_sentences
 
 log = logging.getLogger(__name__)
-BATCH = 250
+BATCH = 250  # outputs per chunk when a model scores them (slow: a chunk must finish well within a lease)
+QUICK_BATCH = 1000  # outputs per chunk for lexicons and VADER only (fewer transactions and engine round trips)
 
 
 class MeasureRunError(ValueError):
@@ -571,6 +572,10 @@ class MeasureRunJob(jobs.JobKind):
 
     def enqueue(self, job):
         _enqueue(job)
+
+    def units_per_chunk(self, run):
+        quick = run.classifier in ("", ClassifierKind.VADER) and not run.nli_path
+        return QUICK_BATCH if quick else BATCH
 
     def get(self, job_id):
         return MeasureRun.objects.select_related("study").get(pk=job_id)

@@ -122,7 +122,7 @@ def split_sentences(text):
         end = match.end()
         chunk = text[start:end]
         stripped = chunk.strip()
-        if stripped and has_alnum(stripped):
+        if stripped and (stripped[0].isalnum() or has_alnum(stripped)):  # [^\W_] is str.isalnum
             s = start + chunk.index(stripped[0])
             append(new(Sentence, (len(sentences), s, s + len(stripped), stripped)))
         start = end
@@ -167,17 +167,16 @@ def _boundaries():
             by_length.setdefault(len(abbreviation), []).append(
                 "".join(f"[{c.upper()}{c}]" if c.isalpha() else re.escape(c) for c in abbreviation)
             )
-        # Every branch starts with a character, so the engine skips quickly to the next "." "!" "?" "…" or line
-        # break; the lookbehinds then look at the token before a single full stop.
+        # The expression starts with one character class, so the engine skips quickly to the next "." "!" "?" "…"
+        # or line break; lookbehinds then tell which it was, and look at the token before a single full stop.
         not_abbreviation = "".join(
             rf"(?<!(?<![\w.])(?:{'|'.join(sorted(alts))})\.)" for _, alts in sorted(by_length.items())
         )
         not_initial = rf"(?<!(?<![\w.]){upper}\.)"
-        closers = re.escape(_CLOSERS)
+        end = rf"[{re.escape(_CLOSERS)}]*+(?=\s|\Z)(?![^\S\n]*+{lower})"
         _BOUNDARY = re.compile(
-            rf"(?:[!?…][.!?…]*+|\.[.!?…]++|\.(?![.!?…]){not_abbreviation}{not_initial})[{closers}]*+"
-            rf"(?=\s|\Z)(?![^\S\n]*+{lower})"
-            r"|\n"
+            rf"[.!?…\n](?:(?<=\n)|(?<=[!?…])[.!?…]*+{end}|(?<=\.)(?:[.!?…]++|(?![.!?…]){not_abbreviation}"
+            rf"{not_initial}){end})"
         )
     return _BOUNDARY
 

@@ -96,6 +96,10 @@ class JobKind:
     def get(self, job_id):
         return self.model.objects.get(pk=job_id)
 
+    def units_per_chunk(self, job):
+        """How many units one chunk of this job holds (a job whose units are quick can take bigger chunks)."""
+        return self.chunk_size or chunk_size()
+
 
 def register(kind):
     _KINDS[kind.name] = kind
@@ -142,7 +146,7 @@ def is_live(job):
 def plan_chunks(kind, job):
     """Cut the job's pending units into fresh chunks (replacing any old ones). Returns the number of units."""
     keys = list(kind.pending_keys(job))
-    size = kind.chunk_size or chunk_size()
+    size = kind.units_per_chunk(job)
     _chunks(kind, job.pk).delete()
     JobChunk.objects.bulk_create(
         [

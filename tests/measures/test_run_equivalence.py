@@ -299,3 +299,17 @@ def test_category_results_equal_the_plain_loops(study, make_outputs, library_lex
                     assert contrasts.json_clean(
                         contrasts.category_results(members, categories, policy, convention)
                     ) == (contrasts.json_clean(want))
+
+
+def test_chunks_are_bigger_when_outputs_are_quick_to_score(study, make_outputs, library_lexicons):
+    from stereoscope import jobs
+
+    make_outputs(study, [{"text": f"Kelly is kind {i}.", "slot_values": {"name": "Kelly"}} for i in range(1200)])
+    quick = scoring.create_run(study, name="quick", lexicons=list(library_lexicons.values()), classifier="vader")
+    jobs.queue(scoring.MEASURE_JOB, quick)
+    sizes = list(
+        jobs.JobChunk.objects.filter(kind=scoring.MEASURE_JOB.name, job_id=quick.pk).values_list("size", flat=True)
+    )
+    assert sorted(sizes) == [200, scoring.QUICK_BATCH]
+    assert scoring.MEASURE_JOB.units_per_chunk(scoring.MeasureRun(classifier="transformers")) == scoring.BATCH
+    assert scoring.MEASURE_JOB.units_per_chunk(scoring.MeasureRun(classifier="", nli_path="x")) == scoring.BATCH
