@@ -319,7 +319,7 @@ class Matcher:
         """Whether an exclusion occurs in the text (then exact positions are needed: find())."""
         for i, (_, pattern) in enumerate(self._exclusions):
             literal = i < self._exclusions_on_lowered
-            if literal and not all(part in lowered for part in self._needles[i]):
+            if literal and not all(map(lowered.__contains__, self._needles[i])):
                 continue
             if pattern.search(lowered if literal else text):
                 return True
@@ -357,7 +357,7 @@ class Matcher:
                 yield Match(category, entry, i, i + len(low))
                 i = lowered.find(low, i + len(low))
         for category, entry, pattern, needles in self._regexes:
-            if needles is not None and not all(part in lowered for part in needles):  # each word must occur
+            if needles is not None and not all(map(lowered.__contains__, needles)):  # each word must occur
                 continue
             for m in pattern.finditer(text if needles is None else lowered):
                 if m.end() > m.start():

@@ -599,13 +599,15 @@ class MeasureRunJob(jobs.JobKind):
                 break
             stats.total += len(outputs)
             ids = [o.pk for o in outputs]
-            measures = scorer.score(outputs, attributions_for(ids))
-            with transaction.atomic():
-                saved = insert_measures(run.pk, measures)
-                insert_sentences(
-                    [(saved[m.unit.pk], row) for m in measures if m.unit.pk in saved for row in m.sentence_rows]
-                )
-                insert_word_counts(run.pk, measures, saved, scorer.counter)
+            with gc_paused():  # the whole chunk: its rows are hundreds of thousands of small objects
+                measures = scorer.score(outputs, attributions_for(ids))
+                with transaction.atomic():
+                    saved = insert_measures(run.pk, measures)
+                    insert_sentences(
+                        [(saved[m.unit.pk], row) for m in measures if m.unit.pk in saved for row in m.sentence_rows]
+                    )
+                    insert_word_counts(run.pk, measures, saved, scorer.counter)
+                del measures
             for out in outputs:
                 source.finished(out)
             stats.succeeded += len(outputs)
@@ -621,7 +623,8 @@ class MeasureRunJob(jobs.JobKind):
     def outcome(self, run):
         from .contrasts import store_contrasts
 
-        store_contrasts(MeasureRun.objects.get(pk=run.pk))
+        with gc_paused():
+            store_contrasts(MeasureRun.objects.get(pk=run.pk))
         n = run.output_measures.count()
         MeasureRun.objects.filter(pk=run.pk).update(
             progress={"done": n, "total": n, "rate": None, "eta_s": None, "heartbeat": timezone.now().isoformat()}
