@@ -15,7 +15,8 @@ import math
 import time
 from collections import Counter
 from contextlib import contextmanager
-from itertools import chain
+from itertools import chain, repeat
+from operator import attrgetter, getitem, itemgetter
 
 from django.apps import apps
 from django.db import connection, transaction
@@ -269,7 +270,8 @@ class Measure:
         "mean_score",
         "hallucination_share",
         "success_reason",
-        "sentence_rows",
+        "sentences",
+        "predictions",
         "tokens",
     )
 
@@ -280,7 +282,7 @@ class Measure:
         self.word_count = self.sentence_count = 0
         self.category_counts, self.label_shares = {}, {}
         self.doc_label, self.doc_score, self.mean_score, self.hallucination_share = "", None, None, None
-        self.sentence_rows, self.tokens = (), ()
+        self.sentences, self.predictions, self.tokens = (), (), ()
 
     @property
     def output_id(self):
@@ -372,10 +374,7 @@ class Scorer:
                 i += n
                 m.label_shares = label_shares([p.label for p in mine], labels)
                 m.mean_score = sum(p.score for p in mine) / n
-                m.sentence_rows = [
-                    (s.index, s.start, s.end, p.label[:100], p.score, p.scores)
-                    for s, p in zip(sentences, mine, strict=True)
-                ]
+                m.sentences, m.predictions = sentences, mine
         return measures
 
 
@@ -487,14 +486,15 @@ def scores_json(scores):
     return template % values
 
 
-def insert_sentences(rows):
-    """Insert SentenceMeasure rows [(output measure id, (index, start, end, label, score, scores))] with multi-row
-    INSERTs (hundreds of thousands per run: the ORM's per-object work would dominate, and one statement per row is
-    over twice as slow on SQLite). Existing (output measure, index) rows are left alone."""
-    if not rows:
+def insert_sentences(measures):
+    """Insert the SentenceMeasure rows of [(output measure id, Measure)] (its sentences and their predictions) with
+    multi-row INSERTs: hundreds of thousands per run, so the ORM's per-object work would dominate, and one statement
+    per row is over twice as slow on SQLite. The rows' columns are gathered by C loops (map, zip, chain). Existing
+    (output measure, index) rows are left alone."""
+    if not measures:
         return
     with gc_paused():
-        _insert_sentences(rows)
+        _insert_sentences(measures)
 
 
 def scores_texts(all_scores):
@@ -514,17 +514,27 @@ def scores_texts(all_scores):
     return [scores_json(scores) for scores in all_scores]
 
 
-def _insert_sentences(rows):
+def _insert_sentences(measures):
     qn = connection.ops.quote_name
     head = f"INSERT INTO {qn(SentenceMeasure._meta.db_table)} ({', '.join(qn(c) for c in SENTENCE_COLUMNS)}) VALUES "
     one = f"({', '.join(['%s'] * len(SENTENCE_COLUMNS))})"
     size = _max_rows(len(SENTENCE_COLUMNS))
     full = head + ", ".join([one] * size) + " ON CONFLICT DO NOTHING"
-    params = []
-    extend = params.extend
-    texts = scores_texts([row[5] for _, row in rows])
-    for (om_id, (index, start, end, label, score, _)), scores in zip(rows, texts, strict=True):
-        extend((om_id, index, start, end, label, score, scores))
+    sentences = list(chain.from_iterable(m.sentences for _, m in measures))
+    predictions = list(chain.from_iterable(m.predictions for _, m in measures))
+    om_ids = chain.from_iterable(map(repeat, [om_id for om_id, _ in measures], [len(m.sentences) for _, m in measures]))
+    labels = map(getitem, map(attrgetter("label"), predictions), repeat(slice(None, 100)))
+    columns = (
+        om_ids,
+        map(itemgetter(0), sentences),  # index
+        map(itemgetter(1), sentences),  # start
+        map(itemgetter(2), sentences),  # end
+        labels,
+        map(attrgetter("score"), predictions),
+        scores_texts(list(map(attrgetter("scores"), predictions))),
+    )
+    params = list(chain.from_iterable(zip(*columns, strict=True)))
+    rows = sentences
     width = len(SENTENCE_COLUMNS)
     step = size * width
     with connection.cursor() as cursor:
@@ -603,9 +613,7 @@ class MeasureRunJob(jobs.JobKind):
                 measures = scorer.score(outputs, attributions_for(ids))
                 with transaction.atomic():
                     saved = insert_measures(run.pk, measures)
-                    insert_sentences(
-                        [(saved[m.unit.pk], row) for m in measures if m.unit.pk in saved for row in m.sentence_rows]
-                    )
+                    insert_sentences([(saved[m.unit.pk], m) for m in measures if m.unit.pk in saved and m.sentences])
                     insert_word_counts(run.pk, measures, saved, scorer.counter)
                 del measures
             for out in outputs:

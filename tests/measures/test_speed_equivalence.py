@@ -215,7 +215,7 @@ def test_scoring_and_sentence_rows_run_without_cyclic_gc(db, study, make_outputs
     monkeypatch.setattr(
         VaderClassifier, "predict", lambda self, texts: seen.append(gc.isenabled()) or original_predict(self, texts)
     )
-    monkeypatch.setattr(scoring, "_insert_sentences", lambda rows: seen.append(gc.isenabled()) or original_insert(rows))
+    monkeypatch.setattr(scoring, "_insert_sentences", lambda ms: seen.append(gc.isenabled()) or original_insert(ms))
     make_outputs(study, [{"text": "She is kind. She is a nurse.", "slot_values": {"name": "Kelly"}}])
     run = scoring.create_run(study, name="gc", classifier="vader")
     scoring.start(run)
