@@ -488,9 +488,9 @@ def scores_json(scores):
 
 def insert_sentences(measures):
     """Insert the SentenceMeasure rows of [(output measure id, Measure)] (its sentences and their predictions) with
-    multi-row INSERTs: hundreds of thousands per run, so the ORM's per-object work would dominate, and one statement
-    per row is over twice as slow on SQLite. The rows' columns are gathered by C loops (map, zip, chain). Existing
-    (output measure, index) rows are left alone."""
+    multi-row INSERTs (hundreds of thousands per run, so the ORM's per-object work would dominate, and one statement
+    per row is over twice as slow on SQLite; existing (output measure, index) rows are left alone), or COPY on
+    PostgreSQL (for output measures inserted in the same transaction). The rows' columns are gathered by C loops."""
     if not measures:
         return
     with gc_paused():
@@ -533,6 +533,15 @@ def _insert_sentences(measures):
         map(attrgetter("score"), predictions),
         scores_texts(list(map(attrgetter("scores"), predictions))),
     )
+    if connection.vendor == "postgresql":  # COPY: the measures are new in this transaction, so no row conflicts
+        copy_sql = (
+            f"COPY {qn(SentenceMeasure._meta.db_table)} ({', '.join(qn(c) for c in SENTENCE_COLUMNS)}) FROM STDIN"
+        )
+        with connection.cursor() as cursor, cursor.cursor.copy(copy_sql) as copy:
+            write_row = copy.write_row
+            for row in zip(*columns, strict=True):
+                write_row(row)
+        return
     params = list(chain.from_iterable(zip(*columns, strict=True)))
     rows = sentences
     width = len(SENTENCE_COLUMNS)
