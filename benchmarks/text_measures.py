@@ -16,9 +16,11 @@ or wrote no sentence rows; `RESULT SLOW` when over a target, else `RESULT PASS`.
 """
 
 import argparse
+import atexit
 import os
 import random
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -50,6 +52,7 @@ def main():
     parser.add_argument("--workers", type=int, default=2, choices=(0, 2), help="0: skip the 2-worker run")
     args = parser.parse_args()
     tmp = tempfile.mkdtemp(prefix="sc-bench-")
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)  # the SQLite file, the broker and the worker logs
     os.environ.setdefault("DATABASE_URL", f"sqlite:///{tmp}/bench.sqlite3")
     os.environ.setdefault("STEREOSCOPE_DATA_DIR", tmp)  # the filesystem broker the 2-worker run uses lives here
     os.environ.pop("CELERY_TASK_ALWAYS_EAGER", None)
@@ -179,8 +182,10 @@ def main():
         line = "2 workers: not measured (--workers 0)"
     print(line, flush=True)
     if bad:
+        atexit.unregister(shutil.rmtree)  # keep the database and the worker logs to look at
         for problem in bad:
             print(f"FAILED: {problem}")
+        print(f"(files kept in {tmp})")
         print(f"RESULT FAIL {'; '.join(bad)}")
         sys.exit(1)
     slow = wall > 60 or rest_cpu > 2 * args.stories / 10_000
