@@ -215,6 +215,10 @@ class AgreementViewSet(viewsets.ViewSet):
             OpenApiParameter("variable", int, required=True),
             OpenApiParameter("rounds", str, description="Comma-separated judge round ids"),
             OpenApiParameter("judges", bool, description="Include judges (default true)"),
+            OpenApiParameter(
+                "units", str, description="Span-level variables: sentence (default) or segment (overlap-matched spans)"
+            ),
+            OpenApiParameter("overlap", float, description="Segment units: the overlap share (default 0.5)"),
         ],
         responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
         description="Agreement on a categorical variable: coders and judges in one table, excluded units "
@@ -226,11 +230,13 @@ class AgreementViewSet(viewsets.ViewSet):
 
         try:
             variable = variables.get_variable(self.get_study(), request.query_params.get("variable", ""))
+            params = request.query_params
             report = variables.variable_report(
                 self.get_study(),
                 variable,
-                round_ids=_ids(request.query_params.get("rounds"), "rounds") or None,
-                include_judges=request.query_params.get("judges", "true").lower() not in ("0", "false", "no"),
+                round_ids=_ids(params.get("rounds"), "rounds") or None,
+                include_judges=params.get("judges", "true").lower() not in ("0", "false", "no"),
+                **variables.unit_options(variable, params.get("units"), params.get("overlap")),
             )
         except AgreementRequestError as exc:
             return self._bad(exc)

@@ -15,10 +15,10 @@ def output_groups(output_ids, by):
     """{output id: group}: the subject's gender (slots, then coders, then pronouns), the context type (a 'context'
     slot, else the prompt's dimension) or the writing model."""
     from annotation.selectors import gender_answers
-    from generation.models import Output
+    from generation.selectors import outputs_by_id
     from generation.subject_gender import resolve
 
-    outputs = Output.objects.filter(pk__in=list(output_ids)).select_related("item__dimension")
+    outputs = outputs_by_id(output_ids).select_related("item__dimension")
     if by == "gender":
         answers = gender_answers(output_ids)
         return {o.pk: resolve(o.slot_values, answers.get(o.pk, ()), o.text)[0] for o in outputs}
@@ -36,18 +36,25 @@ def output_groups(output_ids, by):
     raise AgreementRequestError(f"Group by one of {', '.join(GROUPINGS)}.")
 
 
-def label_contrast(study, variable, *, source="gold", by="gender", round_ids=None) -> dict:
-    """source: "gold" (coders' majority, adjudication winning) or "judge:<model>"."""
-    report = variables.variable_report(study, variable, round_ids=round_ids)
+def _unit_groups(labels, by):
+    """{unit: group}: a span unit takes its story's group."""
+    stories = output_groups({variables.unit_output(u) for u in labels}, by)
+    return {u: stories.get(variables.unit_output(u)) for u in labels}
+
+
+def label_contrast(study, variable, *, source="gold", by="gender", round_ids=None, **unit_options) -> dict:
+    """source: "gold" (coders' majority, adjudication winning) or "judge:<model>". One count per unit: a story, or
+    a sentence / segment of a span-level variable (grouped by its story); unit_options as variable_report's."""
+    report = variables.variable_report(study, variable, round_ids=round_ids, **unit_options)
     if source == "gold":
-        labels = {g["output_id"]: g["gold"] for g in report["gold"] if g["gold"]}
+        labels = {variables.gold_key(g): g["gold"] for g in report["gold"] if g["gold"]}
     elif source.startswith("judge:"):
         labels = {u: v for u, r, v in report["ratings"] if r == source}
         if not labels:
             raise AgreementRequestError(f"No labels from {source} on this variable.")
     else:
         raise AgreementRequestError("source must be gold or judge:<model>.")
-    groups = output_groups(labels, by)
+    groups = _unit_groups(labels, by)
     order = ["F", "M"] if by == "gender" else None
     result = cs.contrast([(groups.get(u), v) for u, v in labels.items()], labels=report["values"], groups=order)
     unknown = sum(1 for u in labels if not groups.get(u))
@@ -63,16 +70,17 @@ def label_contrast(study, variable, *, source="gold", by="gender", round_ids=Non
     }
 
 
-def counts_by_model(study, variable, *, source="gold", round_ids=None) -> dict:
+def counts_by_model(study, variable, *, source="gold", round_ids=None, **unit_options) -> dict:
     """Fang's layout: one row per value, one column per model (in order of the first story), and a total column;
-    from the gold labels (a single coder's labels are their own majority) or from one judge."""
-    report = variables.variable_report(study, variable, round_ids=round_ids)
+    from the gold labels (a single coder's labels are their own majority) or from one judge. Counts units: stories,
+    or sentences / segments of a span-level variable."""
+    report = variables.variable_report(study, variable, round_ids=round_ids, **unit_options)
     if source == "gold":
-        labels = {g["output_id"]: g["gold"] for g in report["gold"] if g["gold"]}
+        labels = {variables.gold_key(g): g["gold"] for g in report["gold"] if g["gold"]}
     else:
         labels = {u: v for u, r, v in report["ratings"] if r == source}
-    models = output_groups(labels, "model")
-    order = list(dict.fromkeys(models[u] for u in sorted(labels)))
+    models = _unit_groups(labels, "model")
+    order = list(dict.fromkeys(models[u] for u in sorted(labels, key=variables.unit_sort_key)))
     rows = []
     for value in report["values"]:
         counts = [sum(1 for u, v in labels.items() if v == value and models[u] == m) for m in order]
@@ -87,4 +95,5 @@ def counts_by_model(study, variable, *, source="gold", round_ids=None) -> dict:
         "n": sum(totals),
         "n_ties": report["n_ties"],
         "n_excluded": report["n_excluded"],
+        "unit_noun": report["unit_noun"],
     }

@@ -72,7 +72,11 @@ def gold_labels_dataset(study, options):
     app="agreement",
     columns=(
         Column("variable", "variable:<id> (a categorical code group)."),
-        Column("unit", "Output (story) id; units where any rater chose an exclude value are left out."),
+        Column(
+            "unit",
+            "Output (story) id, or for a span-level variable the sentence '<story>:s<n>' the coders' spans cover; "
+            "units where any rater chose an exclude value are left out.",
+        ),
         Column("rater", "coder:<name> or judge:<model>."),
         Column("value", "The value (label) chosen."),
         Column("position", "The value's position in the variable (1 = first; for ordinal agreement)."),

@@ -232,12 +232,10 @@ class CodingData:
 
 
 def output_labels(output_ids):
-    from generation.models import Output
+    from generation.selectors import outputs_by_id
 
     labels = {}
-    for pk, number, model, trial in Output.objects.filter(pk__in=list(output_ids)).values_list(
-        "pk", "item__number", "model_name", "trial"
-    ):
+    for pk, number, model, trial in outputs_by_id(output_ids).values_list("pk", "item__number", "model_name", "trial"):
         item = f"item {number}" if number is not None else "no item"
         labels[pk] = f"#{pk} · {item} · {model} · trial {trial}"
     return labels
@@ -341,9 +339,9 @@ def stereotype_table(
         data = data if data is not None and data.codebook == codebook else CodingData(study, codebook)
         linked = {cid for cid, row in data.index.codes.items() if row["item_id"]}
         if linked:
-            from generation.models import Output
+            from generation.selectors import outputs_by_id
 
-            item_of = dict(Output.objects.filter(pk__in=data.outputs).values_list("pk", "item_id"))
+            item_of = dict(outputs_by_id(data.outputs).values_list("pk", "item_id"))
             code_item = np.array(
                 [data.index.codes.get(c, {}).get("item_id") or -1 for c in data.c_code], dtype=np.int64
             )

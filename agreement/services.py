@@ -235,9 +235,9 @@ def disagreement_rows(table: Table, *, limit=None):
     labels = output_labels(shown)
     from django.db.models.functions import Substr
 
-    from generation.models import Output
+    from generation.selectors import outputs_by_id
 
-    excerpts = dict(Output.objects.filter(pk__in=shown).annotate(head=Substr("text", 1, 240)).values_list("pk", "head"))
+    excerpts = dict(outputs_by_id(shown).annotate(head=Substr("text", 1, 240)).values_list("pk", "head"))
     gold_pos = rm.raters.index(GOLD) if GOLD in rm.raters else None
     rows = []
     for i in idx[:limit] if limit else idx:
@@ -272,7 +272,7 @@ def allowed_gold_values(target):
 def set_gold(study, *, target, output_id, value, user, note=""):
     """Set (or change) the gold value of one story for one target."""
     from annotation.models import Code
-    from generation.models import Output
+    from generation.selectors import study_output
 
     from .models import GoldLabel
 
@@ -284,7 +284,7 @@ def set_gold(study, *, target, output_id, value, user, note=""):
     allowed = allowed_gold_values(target)
     if value not in allowed:
         raise AgreementRequestError(f"The gold value for {target} must be one of {', '.join(map(str, allowed))}.")
-    output = Output.objects.filter(study=study, pk=output_id).first() if str(output_id).isdigit() else None
+    output = study_output(study, output_id)
     if output is None:
         raise AgreementRequestError(f"No story {output_id} in this study.")
     code = None

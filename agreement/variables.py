@@ -1,17 +1,34 @@
 """Agreement on categorical variables: coders and judges in one table, excluded units dropped and counted, majority
-label as gold (ties flagged for adjudication, adjudicated gold wins), and the ratings behind every figure."""
+label as gold (ties flagged for adjudication, adjudicated gold wins), and the ratings behind every figure.
+
+Units: a story-level variable's unit is the story (its id). A span-level variable's units are formed from the
+coders' spans (see README, "Span-level units"):
+- "sentence" (default): the story split by the product's sentence rule (stereoscope.textproc); a span labels every
+  sentence it overlaps by at least half of the shorter of the two; unit "<story>:s<n>" (n from 1).
+- "segment": spans of different coders overlapping by at least `min_overlap` (intersection / union) are one unit,
+  transitively; unit "<story>:<start>-<end>" (the segment's extent).
+A coder's later span wins where two of theirs label the same unit. Judges answer per story, so they join sentence
+units only on one-sentence stories (the story is then the sentence) and are left out of segment units."""
 
 from __future__ import annotations
+
+import re
 
 from django.db import transaction
 
 from stereoscope import agreement_stats as ag
 from stereoscope import categorical_stats as cs
 from stereoscope.services import record_activity
+from stereoscope.textproc import split_sentences
 
 from .rating_tables import AgreementRequestError
 
 LEVEL_COEFFICIENTS = ("krippendorff_alpha", "fleiss_kappa", "cohen_kappa_mean", "percent_agreement")
+SPAN_UNITS = ("sentence", "segment")
+DEFAULT_OVERLAP = 0.5
+UNIT_NOUNS = {"story": ("story", "stories"), "sentence": ("sentence", "sentences"), "segment": ("segment", "segments")}
+_SENTENCE_UNIT = re.compile(r"^s([1-9]\d*)$")
+_SEGMENT_UNIT = re.compile(r"^(\d+)-(\d+)$")
 
 
 def variable_target(variable):
@@ -48,44 +65,190 @@ def _judge_rounds(study, values, round_ids):
     return chosen
 
 
-def variable_ratings(study, variable, *, round_ids=None, include_judges=True):
-    """(output id, rater key, value name) from coders (coder:<name>) and judges (judge:<model>)."""
-    from annotation.selectors import variable_codings, variable_values
+def _judge_labels(study, values, round_ids):
+    """(output id, judge:<model>, value name) from categorical rounds whose labels are values of the variable."""
     from judging.selectors import label_verdicts
+
+    by_lower = {v.lower(): v for v in values}
+    rounds = _judge_rounds(study, values, round_ids)
+    found, seen = [], set()
+    if rounds:
+        for _round, out, model, label in label_verdicts(study, rounds):
+            key = (out, f"judge:{model}")
+            if key not in seen:  # a judge in two rounds: its first round's label counts
+                seen.add(key)
+                found.append((out, key[1], by_lower[label.lower()]))
+    return found
+
+
+def variable_ratings(study, variable, *, round_ids=None, include_judges=True):
+    """(output id, rater key, value name) from coders (coder:<name>) and judges (judge:<model>), story-level."""
+    from annotation.selectors import variable_codings, variable_values
 
     values = [v.name for v in variable_values(variable)]
     ratings = [(out, f"coder:{coder}", value) for out, coder, value in variable_codings(variable)]
     if include_judges:
-        by_lower = {v.lower(): v for v in values}
-        rounds = _judge_rounds(study, values, round_ids)
-        if rounds:
-            seen = set()
-            for _round, out, model, label in label_verdicts(study, rounds):
-                key = (out, f"judge:{model}")
-                if key not in seen:  # a judge in two rounds: its first round's label counts
-                    seen.add(key)
-                    ratings.append((out, key[1], by_lower[label.lower()]))
+        ratings += _judge_labels(study, values, round_ids)
     return ratings, values
+
+
+def check_span_options(span_units, min_overlap):
+    """The unit options of a span-level variable, checked: (span_units, min_overlap as a float)."""
+    span_units = span_units or "sentence"
+    if span_units not in SPAN_UNITS:
+        raise AgreementRequestError("Span units are sentence or segment.")
+    try:
+        min_overlap = float(DEFAULT_OVERLAP if min_overlap in (None, "") else min_overlap)
+    except (TypeError, ValueError):
+        raise AgreementRequestError("The overlap share must be a number between 0 (exclusive) and 1.") from None
+    if not 0 < min_overlap <= 1:
+        raise AgreementRequestError("The overlap share must be between 0 (exclusive) and 1.")
+    return span_units, min_overlap
+
+
+def unit_options(variable, span_units=None, min_overlap=None) -> dict:
+    """Checked unit options for variable_report from request parameters ({} for story-level variables)."""
+    if variable.variable_scope != "span":
+        return {}
+    span_units, min_overlap = check_span_options(span_units, min_overlap)
+    return {"span_units": span_units, "min_overlap": min_overlap}
+
+
+def unit_output(unit):
+    """The story (output id) a unit belongs to: the unit itself for story-level variables."""
+    return unit if isinstance(unit, int) else int(str(unit).split(":", 1)[0])
+
+
+def span_ratings(
+    study, variable, *, span_units="sentence", min_overlap=DEFAULT_OVERLAP, round_ids=None, include_judges=True
+):
+    """(ratings, values, unit info, notes) of a span-level variable: ratings are (unit name, rater, value) in unit
+    order; unit info gives each unit's story, offsets, sentence number and text."""
+    from annotation.selectors import variable_span_codings, variable_values
+    from generation.selectors import output_texts
+
+    span_units, min_overlap = check_span_options(span_units, min_overlap)
+    values = [v.name for v in variable_values(variable)]
+    spans = {}
+    for out, coder, start, end, value in variable_span_codings(variable):
+        spans.setdefault(out, []).append((f"coder:{coder}", start, end, value))
+    judged = {}
+    if include_judges and span_units == "sentence":
+        for out, judge, value in _judge_labels(study, values, round_ids):
+            judged.setdefault(out, []).append((judge, value))
+    outputs = sorted(set(spans) | set(judged))
+    texts = output_texts(outputs, study=study)
+    ratings, info, replaced, long_judged = [], {}, 0, 0
+    for out in outputs:
+        text = texts.get(out)
+        if text is None:
+            continue
+        if span_units == "sentence":
+            sentences = split_sentences(text)
+            got, n = cs.sentence_ratings([(x.start, x.end) for x in sentences], spans.get(out, []))
+            replaced += n
+            for index, rater, value in got:
+                name = f"{out}:s{index + 1}"
+                ratings.append((name, rater, value))
+                x = sentences[index]
+                info.setdefault(
+                    name, {"output_id": out, "sentence": index + 1, "start": x.start, "end": x.end, "text": x.text}
+                )
+            if out in judged:
+                if len(sentences) == 1:
+                    name = f"{out}:s1"
+                    ratings += [(name, judge, value) for judge, value in judged[out]]
+                    x = sentences[0]
+                    info.setdefault(
+                        name, {"output_id": out, "sentence": 1, "start": x.start, "end": x.end, "text": x.text}
+                    )
+                else:
+                    long_judged += 1
+        else:
+            got, n = cs.segment_ratings(spans[out], min_overlap)
+            replaced += n
+            for (start, end), rater, value in got:
+                name = f"{out}:{start}-{end}"
+                ratings.append((name, rater, value))
+                info.setdefault(
+                    name, {"output_id": out, "sentence": None, "start": start, "end": end, "text": text[start:end]}
+                )
+    notes = []
+    if replaced:
+        notes.append(f"{replaced} unit label(s) replaced by the same coder's later span")
+    if long_judged:
+        notes.append(
+            f"judges label whole stories: {long_judged} judged stor{'y' if long_judged == 1 else 'ies'} with more "
+            "than one sentence left out of the sentence units"
+        )
+    if include_judges and span_units == "segment" and _judge_rounds(study, values, round_ids):
+        notes.append("judges label whole stories and are left out of segment units")
+    return ratings, values, info, notes
 
 
 def _gold(study, variable, values):
     from .models import GoldLabel
 
-    rows = GoldLabel.objects.filter(study=study, target=variable_target(variable)).values_list("output_id", "value")
+    target = variable_target(variable)
+    if variable.variable_scope == "span":  # one row per unit: target variable:<id>:<unit within the story>
+        rows = GoldLabel.objects.filter(study=study, target__startswith=f"{target}:").values_list(
+            "target", "output_id", "value"
+        )
+        return {f"{out}:{t[len(target) + 1 :]}": values[v] for t, out, v in rows if 0 <= v < len(values)}
+    rows = GoldLabel.objects.filter(study=study, target=target).values_list("output_id", "value")
     return {out: values[value] for out, value in rows if 0 <= value < len(values)}
 
 
-def variable_report(study, variable, *, round_ids=None, include_judges=True, bootstrap=0, seed=0) -> dict:
-    """Everything the variable page, the API and the export show."""
+def unit_sort_key(unit):
+    """Sort units naturally: story id, then sentence number or start offset."""
+    if isinstance(unit, int):
+        return (unit, 0, 0)
+    out, _, rest = str(unit).partition(":")
+    numbers = [int(n) for n in re.findall(r"\d+", rest)] + [0, 0]
+    return (int(out), numbers[0], numbers[1])
+
+
+def variable_report(
+    study,
+    variable,
+    *,
+    round_ids=None,
+    include_judges=True,
+    bootstrap=0,
+    seed=0,
+    span_units="sentence",
+    min_overlap=DEFAULT_OVERLAP,
+) -> dict:
+    """Everything the variable page, the API and the export show. span_units / min_overlap: how a span-level
+    variable's units are formed (ignored for story-level variables)."""
     from annotation.selectors import variable_values
 
     value_codes = variable_values(variable)
-    ratings, values = variable_ratings(study, variable, round_ids=round_ids, include_judges=include_judges)
+    if variable.variable_scope == "span":
+        span_units, min_overlap = check_span_options(span_units, min_overlap)
+        ratings, values, unit_info, notes = span_ratings(
+            study,
+            variable,
+            span_units=span_units,
+            min_overlap=min_overlap,
+            round_ids=round_ids,
+            include_judges=include_judges,
+        )
+        unit_kind = span_units
+    else:
+        ratings, values = variable_ratings(study, variable, round_ids=round_ids, include_judges=include_judges)
+        unit_info, notes, unit_kind = None, [], "story"
     excluded_values = [v.name for v in value_codes if v.exclude_value]
     kept, excluded_units = cs.drop_excluded(ratings, excluded_values)
+    excluded_units = sorted(excluded_units, key=unit_sort_key)
     kept_values = [v for v in values if v not in excluded_values]
     report = {
         "variable": variable,
+        "unit_kind": unit_kind,
+        "unit_singular": UNIT_NOUNS[unit_kind][0],
+        "unit_noun": UNIT_NOUNS[unit_kind][1],
+        "min_overlap": min_overlap if unit_kind == "segment" else None,
+        "unit_info": unit_info,
         "values": kept_values,
         "exclude_values": excluded_values,
         "ordered": variable.variable_ordered,
@@ -96,7 +259,7 @@ def variable_report(study, variable, *, round_ids=None, include_judges=True, boo
         "raters": sorted({r for _, r, _ in kept}, key=lambda k: (not k.startswith("coder:"), k)),
         "ratings": kept,
         "levels": {},
-        "notes": [],
+        "notes": list(notes),
     }
     share, n_pairable = cs.full_agreement_share(kept)
     report["full_agreement"], report["n_pairable"] = share, n_pairable
@@ -114,48 +277,93 @@ def variable_report(study, variable, *, round_ids=None, include_judges=True, boo
     gold = []
     for m in cs.majority_labels(human, order=kept_values):
         final = adjudicated.get(m.unit, m.label)
-        gold.append(
-            {
-                "output_id": m.unit,
-                "majority": m.label,
-                "tie": m.tie,
-                "n_ratings": m.n_ratings,
-                "counts": m.counts,
-                "adjudicated": adjudicated.get(m.unit),
-                "gold": final,
-            }
-        )
+        row = {
+            "output_id": unit_output(m.unit),
+            "majority": m.label,
+            "tie": m.tie,
+            "n_ratings": m.n_ratings,
+            "counts": m.counts,
+            "adjudicated": adjudicated.get(m.unit),
+            "gold": final,
+        }
+        if unit_info is not None:
+            where = unit_info[m.unit]
+            row = {"unit": m.unit, **row, **{k: where[k] for k in ("sentence", "start", "end", "text")}}
+        gold.append(row)
     report["gold"] = gold
     report["n_ties"] = sum(1 for g in gold if g["tie"] and g["adjudicated"] is None)
     return report
 
 
+def gold_key(row):
+    """The unit of a gold row: the story id (story-level) or the unit name (span-level)."""
+    return row.get("unit", row["output_id"])
+
+
 def gold_labels(study, variable, **kwargs) -> dict:
-    """{output id: gold value} (majority of coders, adjudication winning; open ties left out)."""
-    return {g["output_id"]: g["gold"] for g in variable_report(study, variable, **kwargs)["gold"] if g["gold"]}
+    """{unit: gold value} (majority of coders, adjudication winning; open ties left out). Units are story ids for
+    story-level variables and unit names ("<story>:s<n>", "<story>:<start>-<end>") for span-level ones."""
+    return {gold_key(g): g["gold"] for g in variable_report(study, variable, **kwargs)["gold"] if g["gold"]}
+
+
+def gold_examples(study, variable, **kwargs):
+    """[(unit, gold label, text)] in unit order: the story's text, or the sentence's / segment's for span units."""
+    from generation.selectors import output_texts
+
+    report = variable_report(study, variable, **kwargs)
+    labels = {gold_key(g): g for g in report["gold"] if g["gold"]}
+    if report["unit_info"] is not None:
+        return [(u, labels[u]["gold"], labels[u]["text"]) for u in sorted(labels, key=unit_sort_key)]
+    texts = output_texts(labels, study=study)
+    return [(pk, labels[pk]["gold"], texts[pk]) for pk in sorted(labels) if pk in texts]
+
+
+def _span_unit(study, unit):
+    """(output, suffix) of a span unit name, checked against the story's text."""
+    from generation.selectors import study_output
+
+    out, _, suffix = str(unit or "").partition(":")
+    sentence, segment = _SENTENCE_UNIT.match(suffix), _SEGMENT_UNIT.match(suffix)
+    if not out.isdigit() or not (sentence or segment):
+        raise AgreementRequestError(f"Give the unit as <story>:s<sentence> or <story>:<start>-<end>, not “{unit}”.")
+    output = study_output(study, out)
+    if output is None:
+        raise AgreementRequestError(f"No story {out} in this study.")
+    if sentence and int(sentence.group(1)) > len(split_sentences(output.text)):
+        raise AgreementRequestError(f"No sentence {sentence.group(1)} in story {out}.")
+    if segment and not int(segment.group(1)) < int(segment.group(2)) <= len(output.text):
+        raise AgreementRequestError(f"The segment {suffix} is not inside story {out}.")
+    return output, suffix
 
 
 @transaction.atomic
-def set_variable_gold(study, variable, *, output_id, value, user, note=""):
-    """Adjudicate one story: the gold value of the variable (a value name)."""
+def set_variable_gold(study, variable, *, value, user, output_id=None, unit=None, note=""):
+    """Adjudicate one unit: the gold value of the variable (a value name) for a story (story-level variables,
+    `output_id`) or a span unit (`unit`, e.g. "17:s3" or "17:120-188")."""
     from annotation.selectors import variable_values
-    from generation.models import Output
+    from generation.selectors import study_output
 
     from .models import GoldLabel
 
     names = [v.name for v in variable_values(variable)]
     if value not in names:
         raise AgreementRequestError(f"The gold value must be one of {', '.join(names)}.")
-    output = Output.objects.filter(study=study, pk=output_id).first() if str(output_id).isdigit() else None
-    if output is None:
-        raise AgreementRequestError(f"No story {output_id} in this study.")
+    target = variable_target(variable)
+    if variable.variable_scope == "span":
+        output, suffix = _span_unit(study, unit)
+        target, where = f"{target}:{suffix}", f"unit {output.pk}:{suffix}"
+    else:
+        output = study_output(study, output_id)
+        if output is None:
+            raise AgreementRequestError(f"No story {output_id} in this study.")
+        where = f"story {output.pk}"
     gold, _ = GoldLabel.objects.update_or_create(
         study=study,
-        target=variable_target(variable),
+        target=target,
         output=output,
         defaults={"value": names.index(value), "code": variable, "decided_by": user, "note": (note or "")[:2000]},
     )
-    record_activity(study, user, "set gold label", f"{gold.target} story {output.pk} = {value}")
+    record_activity(study, user, "set gold label", f"{target} {where} = {value}")
     return gold
 
 
@@ -200,7 +408,7 @@ def rating_rows(study, options=None):
             continue
         report = variable_report(study, variable, round_ids=options.get("round_ids"))
         position = {v: i + 1 for i, v in enumerate(report["values"])}
-        for unit, rater, value in sorted(report["ratings"], key=lambda r: (r[0], r[1])):
+        for unit, rater, value in sorted(report["ratings"], key=lambda r: (unit_sort_key(r[0]), r[1])):
             yield {
                 "variable": variable_target(variable),
                 "unit": unit,
@@ -221,6 +429,8 @@ def report_json(report) -> dict:
             "scope": variable.variable_scope,
             "ordered": variable.variable_ordered,
         },
+        "unit_kind": report["unit_kind"],
+        "min_overlap": report["min_overlap"],
         "values": report["values"],
         "exclude_values": report["exclude_values"],
         "raters": report["raters"],

@@ -1,7 +1,10 @@
 """Pages for categorical variables: agreement (coders and judges), majority gold and adjudication of ties."""
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from stereoscope.models import Role
@@ -27,11 +30,13 @@ def variable_detail(request, study_id, variable_id):
         rounds = [r for r in request.GET.getlist("rounds") if r]
         if any(not r.isdigit() for r in rounds):
             raise AgreementRequestError("rounds must be ids.")
+        unit_options = variables.unit_options(variable, request.GET.get("units"), request.GET.get("overlap"))
         report = variables.variable_report(
             request.study,
             variable,
             round_ids=[int(r) for r in rounds] or None,
             include_judges=request.GET.get("judges", "1") != "0",
+            **unit_options,
         )
     except AgreementRequestError as exc:
         return render(request, "agreement/variable.html", {"study": request.study, "error": str(exc)}, status=400)
@@ -39,7 +44,7 @@ def variable_detail(request, study_id, variable_id):
 
     by = request.GET.get("by", "gender")
     try:
-        contrast = contrasts.label_contrast(request.study, variable, by=by) if report["gold"] else None
+        contrast = contrasts.label_contrast(request.study, variable, by=by, **unit_options) if report["gold"] else None
     except AgreementRequestError as exc:
         return render(request, "agreement/variable.html", {"study": request.study, "error": str(exc)}, status=400)
     show = request.GET.get("show", "ties")
@@ -56,7 +61,9 @@ def variable_detail(request, study_id, variable_id):
             "variable": variable,
             "by": by,
             "groupings": contrasts.GROUPINGS,
-            "by_model": contrasts.counts_by_model(request.study, variable) if report["gold"] else None,
+            "by_model": contrasts.counts_by_model(request.study, variable, **unit_options) if report["gold"] else None,
+            "unit_options": unit_options,
+            "span_units": variables.SPAN_UNITS,
             "contrast": contrast["contrast"] if contrast else None,
             "contrast_rows": (
                 list(zip(contrast["contrast"].groups, contrast["contrast"].table, strict=True)) if contrast else []
@@ -74,6 +81,7 @@ def variable_gold(request, study_id, variable_id):
             request.study,
             variable,
             output_id=request.POST.get("output", ""),
+            unit=request.POST.get("unit", ""),
             value=request.POST.get("value", ""),
             user=request.user,
             note=request.POST.get("note", ""),
@@ -81,4 +89,6 @@ def variable_gold(request, study_id, variable_id):
         messages.success(request, "Gold value saved.")
     except AgreementRequestError as exc:
         return render(request, "agreement/variable.html", {"study": request.study, "error": str(exc)}, status=400)
-    return redirect("agreement-variable", request.study.pk, variable.pk)
+    url = reverse("agreement-variable", args=[request.study.pk, variable.pk])
+    kept = {k: request.POST[k] for k in ("units", "overlap") if request.POST.get(k)}
+    return redirect(f"{url}?{urlencode(kept)}" if kept else url)

@@ -8,6 +8,7 @@ from .models import (
     CodeOperation,
     CodeSuggestion,
     Coding,
+    DiscoveryRequest,
     GenderAttribution,
     Memo,
 )
@@ -74,12 +75,26 @@ class CodeSuggestionInline(admin.TabularInline):
     raw_id_fields = ["code"]
 
 
+class DiscoveryRequestInline(admin.TabularInline):
+    model = DiscoveryRequest
+    extra = 0
+    fields = ["number", "endpoint", "group", "status", "error", "provider_call"]
+    raw_id_fields = ["provider_call"]
+
+
 @admin.register(CodeDiscovery)
 class CodeDiscoveryAdmin(admin.ModelAdmin):
-    list_display = ["id", "codebook", "endpoint", "item", "status", "created_at"]
+    list_display = ["id", "codebook", "item", "execution_mode", "status", "created_at"]
+    list_filter = ["status", "execution_mode"]
+    filter_horizontal = ["endpoints"]
+    inlines = [DiscoveryRequestInline, CodeSuggestionInline]
+
+
+@admin.register(DiscoveryRequest)
+class DiscoveryRequestAdmin(admin.ModelAdmin):
+    list_display = ["discovery", "number", "endpoint", "group", "status", "finished_at"]
     list_filter = ["status"]
-    raw_id_fields = ["provider_call"]
-    inlines = [CodeSuggestionInline]
+    raw_id_fields = ["discovery", "provider_call"]
 
 
 @admin.register(CodeSuggestion)

@@ -8,14 +8,15 @@ import json
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
-from generation.models import Output, Toolkit
+from generation import selectors as generation
+from generation.models import ExecutionMode
 from stereoscope.api import StudyScopedMixin
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
@@ -35,6 +36,7 @@ from .models import (
     CodeSuggestion,
     Coding,
     CodingMode,
+    DiscoveryRequest,
     GenderAttribution,
     Memo,
 )
@@ -149,7 +151,7 @@ class CodingSerializer(serializers.ModelSerializer):
             "offset_unit",
         ]
         read_only_fields = ["codebook", "quote", "guid", "created_at", "updated_at"]
-        extra_kwargs = {"output": {"queryset": Output.objects.all()}, "code": {"queryset": Code.objects.all()}}
+        extra_kwargs = {"output": {"queryset": generation.every_output()}, "code": {"queryset": Code.objects.all()}}
 
 
 class MemoSerializer(serializers.ModelSerializer):
@@ -188,20 +190,21 @@ class GenderAttributionSerializer(serializers.ModelSerializer):
         model = GenderAttribution
         fields = ["id", "output", "coder", "gender", "character", "created_at"]
         read_only_fields = ["created_at"]
-        extra_kwargs = {"output": {"queryset": Output.objects.all()}}
+        extra_kwargs = {"output": {"queryset": generation.every_output()}}
 
 
 # --- helpers -----------------------------------------------------------------------------------------
 
 
 def _get_in_study(model, pk, study, field="study", label="object"):
+    """The study's `model` object `pk`; `model` may be a selector (study, pk) -> object or None instead."""
     if pk in (None, ""):
         raise ValidationError({"detail": f"Give the {label}."})
     try:
         pk = int(pk)
     except (TypeError, ValueError):
         raise ValidationError({"detail": f"The {label} id must be a number."}) from None
-    obj = model.objects.filter(pk=pk, **{field: study}).first()
+    obj = model.objects.filter(pk=pk, **{field: study}).first() if hasattr(model, "objects") else model(study, pk)
     if obj is None:
         raise ValidationError({"detail": f"No {label} {pk} in this study."})
     return obj
@@ -255,7 +258,9 @@ class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
             raise ValidationError({"detail": "Attach the codebook file as 'file'."})
         toolkit = None
         if request.data.get("toolkit"):
-            toolkit = _get_in_study(Toolkit, request.data["toolkit"], self.get_study(), label="toolkit")
+            toolkit = _get_in_study(
+                generation.study_toolkit, request.data["toolkit"], self.get_study(), label="toolkit"
+            )
         codebook = import_upload(
             self.get_study(), upload, request.data.get("file_format"), request.data.get("name"), request.user, toolkit
         )
@@ -561,7 +566,7 @@ class CodingViewSet(
         study = self.get_study()
         data = request.data
         codebook = _get_in_study(Codebook, data.get("codebook"), study, label="codebook")
-        output = _get_in_study(Output, data.get("output"), study, label="story")
+        output = _get_in_study(generation.study_output, data.get("output"), study, label="story")
         code = _get_in_study(Code, data.get("code"), study, field="codebook__study", label="code")
         coding = services.create_coding(
             study=study,
@@ -607,7 +612,7 @@ class MemoViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         # a target outside this study is answered like a missing one, as codings do
         study = self.get_study()
         targets = (
-            ("output", Output, "study", "story"),
+            ("output", generation.study_output, "study", "story"),
             ("coding", Coding, "codebook__study", "coding"),
             ("code", Code, "codebook__study", "code"),
         )
@@ -759,7 +764,7 @@ class GenderAttributionViewSet(
         return qs
 
     def create(self, request, *args, **kwargs):
-        output = _get_in_study(Output, request.data.get("output"), self.get_study(), label="story")
+        output = _get_in_study(generation.study_output, request.data.get("output"), self.get_study(), label="story")
         gender = request.data.get("gender")
         if gender not in AttributedGender.values:
             raise ValidationError({"detail": f"gender must be one of {', '.join(AttributedGender.values)}."})
@@ -772,69 +777,161 @@ class GenderAttributionViewSet(
 class CodeSuggestionSerializer(serializers.ModelSerializer):
     class Meta:
         model = CodeSuggestion
-        fields = ["id", "order", "name", "description", "gender_tag", "example", "status", "code", "decided_at"]
+        fields = [
+            "id",
+            "request",
+            "order",
+            "name",
+            "description",
+            "gender_tag",
+            "example",
+            "status",
+            "code",
+            "decided_at",
+        ]
+
+
+class DiscoveryRequestSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = DiscoveryRequest
+        fields = [
+            "id",
+            "number",
+            "endpoint",
+            "group",
+            "output_ids",
+            "messages",
+            "status",
+            "error",
+            "response_text",
+            "provider_call",
+            "finished_at",
+        ]
+        read_only_fields = fields
 
 
 class CodeDiscoverySerializer(serializers.ModelSerializer):
+    """A discovery job: its requests (one per endpoint and group of stories), suggestions and batches."""
+
+    requests = DiscoveryRequestSerializer(many=True, read_only=True)
     suggestions = CodeSuggestionSerializer(many=True, read_only=True)
+    batches = serializers.SerializerMethodField(help_text="Provider batches (batch mode).")
+    batch_cost = serializers.SerializerMethodField(help_text="Estimated and actual cost of the batches.")
 
     class Meta:
         model = CodeDiscovery
         fields = [
             "id",
             "codebook",
-            "endpoint",
+            "endpoints",
             "item",
             "sample_size",
+            "story_groups",
             "seed",
-            "output_ids",
-            "messages",
+            "execution_mode",
             "status",
-            "error",
-            "response_text",
-            "provider_call",
+            "message",
+            "progress",
             "created_at",
+            "started_at",
             "finished_at",
+            "requests",
             "suggestions",
+            "batches",
+            "batch_cost",
         ]
-        read_only_fields = [
-            "output_ids",
-            "messages",
-            "status",
-            "error",
-            "response_text",
-            "provider_call",
-            "created_at",
-            "finished_at",
-        ]
+        read_only_fields = fields
+
+    def _batches(self, obj):
+        from generation import batches
+
+        cache = self.context.setdefault("_batches", {})
+        if obj.pk not in cache:
+            cache[obj.pk] = batches.summary_data(services.DISCOVERY_JOB.name, obj.pk)
+        return cache[obj.pk]
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_batches(self, obj):
+        return self._batches(obj)["batches"]
+
+    @extend_schema_field(serializers.DictField())
+    def get_batch_cost(self, obj):
+        return self._batches(obj)["batch_cost"]
+
+
+DISCOVERY_START = inline_serializer(
+    "CodeDiscoveryStart",
+    {
+        "codebook": serializers.IntegerField(),
+        "item": serializers.IntegerField(),
+        "endpoints": serializers.ListField(child=serializers.IntegerField(), required=False),
+        "endpoint": serializers.IntegerField(required=False, help_text="One endpoint (or give endpoints)."),
+        "sample_size": serializers.IntegerField(required=False, default=5),
+        "story_groups": serializers.IntegerField(required=False, default=1),
+        "seed": serializers.IntegerField(required=False, default=0),
+        "execution_mode": serializers.ChoiceField(choices=ExecutionMode.choices, required=False, default="live"),
+    },
+)
 
 
 class CodeDiscoveryViewSet(
     StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
 ):
-    """AI-assisted code discovery: POST starts one (queued as a task); decide each suggestion with /decide/."""
+    """AI-assisted code discovery, a job: POST starts one (live or batch mode); /cancel/, /resume/ and /retry/
+    act on it like on any job; decide each suggestion with /decide/."""
 
     serializer_class = CodeDiscoverySerializer
-    queryset = CodeDiscovery.objects.prefetch_related("suggestions").order_by("-created_at", "-id")
+    queryset = CodeDiscovery.objects.prefetch_related("suggestions", "requests", "endpoints").order_by(
+        "-created_at", "-id"
+    )
     read_role = Role.RESEARCHER
 
+    @extend_schema(request=DISCOVERY_START, responses={201: CodeDiscoverySerializer})
     def create(self, request, *args, **kwargs):
-        from generation.models import ModelEndpoint, PromptItem
-
         study = self.get_study()
         codebook = _get_in_study(Codebook, request.data.get("codebook"), study, label="codebook")
-        endpoint = _get_in_study(ModelEndpoint, request.data.get("endpoint"), study, label="endpoint")
-        item = _get_in_study(PromptItem, request.data.get("item"), study, field="toolkit__study", label="prompt item")
+        given = request.data.get("endpoints")
+        if given is None:
+            given = [request.data.get("endpoint")]
+        if not isinstance(given, list) or not given:
+            raise ValidationError({"detail": "Give endpoints as a list of endpoint ids."})
+        endpoints = [_get_in_study(generation.study_endpoint, pk, study, label="endpoint") for pk in given]
+        item = _get_in_study(generation.study_item, request.data.get("item"), study, label="prompt item")
         discovery = services.start_discovery(
             study,
             codebook,
-            endpoint=endpoint,
+            endpoints=endpoints,
             item=item,
             sample_size=request.data.get("sample_size", 5),
             seed=request.data.get("seed", 0),
+            story_groups=request.data.get("story_groups", 1),
+            execution_mode=request.data.get("execution_mode") or "live",
             actor=request.user,
         )
         return Response(CodeDiscoverySerializer(discovery).data, status=status.HTTP_201_CREATED)
+
+    def _act(self, action_fn):
+        discovery = action_fn(self.get_object(), actor=self.request.user)
+        discovery.refresh_from_db()
+        return Response(CodeDiscoverySerializer(discovery).data)
+
+    @extend_schema(request=None, responses={200: CodeDiscoverySerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, study_pk=None, pk=None):
+        """Stop the discovery; its open batches are cancelled at the provider."""
+        return self._act(services.cancel_discovery)
+
+    @extend_schema(request=None, responses={200: CodeDiscoverySerializer})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, study_pk=None, pk=None):
+        """Queue it again: only its pending requests are asked (never one an open batch holds)."""
+        return self._act(services.resume_discovery)
+
+    @extend_schema(request=None, responses={200: CodeDiscoverySerializer})
+    @action(detail=True, methods=["post"])
+    def retry(self, request, study_pk=None, pk=None):
+        """Failed requests back to pending, then resume."""
+        return self._act(services.retry_discovery)
 
     @extend_schema(
         request=inline_serializer(

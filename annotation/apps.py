@@ -4,3 +4,9 @@ from django.apps import AppConfig
 class AnnotationConfig(AppConfig):
     name = "annotation"
     verbose_name = "Annotation"
+
+    def ready(self):
+        from stereoscope.health import register_job_model
+
+        register_job_model("code discovery", self.get_model("CodeDiscovery"))  # seen by /healthz
+        from .services import code_discovery  # noqa: F401  (registers code discovery with the job engine)

@@ -133,12 +133,12 @@ CODING_COLUMNS = (
 
 def _subject_genders(output_ids):
     """{output id: "F", "M" or ""} for the coded stories, resolved once per story."""
-    from generation.models import Output
+    from generation.selectors import outputs_by_id
     from generation.subject_gender import resolve
 
     from .selectors import gender_answers
 
-    outputs = Output.objects.filter(pk__in=output_ids).values_list("pk", "slot_values", "text")
+    outputs = outputs_by_id(output_ids).values_list("pk", "slot_values", "text")
     found = {}
     for pk, slots, text in outputs.iterator(chunk_size=2000):
         found[pk] = (slots, text)

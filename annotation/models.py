@@ -6,7 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from generation.models import Output, PromptItem
+from generation.models import ExecutionMode, Output, PromptItem
+from stereoscope.jobs.models import Job
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
 
@@ -246,25 +247,50 @@ class GenderAttribution(models.Model):
 
 
 class DiscoveryStatus(models.TextChoices):
+    """The status of one discovery request (the job's own status is the engine's)."""
+
     PENDING = "pending", "Pending"
-    RUNNING = "running", "Running"
     DONE = "done", "Done"
     FAILED = "failed", "Failed"
 
 
-class CodeDiscovery(models.Model):
-    """One LLM-assisted code discovery: a model reads a prompt, its target stereotype and N sampled stories."""
+class CodeDiscovery(Job):
+    """One LLM-assisted code discovery, a job on the one engine: models read a prompt, its target stereotype and
+    sampled stories and propose codes. Its units are its requests: one per endpoint and group of stories."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="code_discoveries")
     codebook = models.ForeignKey(Codebook, on_delete=models.CASCADE, related_name="discoveries")
-    endpoint = models.ForeignKey(
-        "generation.ModelEndpoint", null=True, on_delete=models.SET_NULL, related_name="code_discoveries"
-    )
+    endpoints = models.ManyToManyField("generation.ModelEndpoint", related_name="code_discoveries")
     item = models.ForeignKey(
         PromptItem, null=True, blank=True, on_delete=models.SET_NULL, related_name="code_discoveries"
     )
-    sample_size = models.PositiveIntegerField(default=5)
+    sample_size = models.PositiveIntegerField(default=5, help_text="Stories per request.")
+    story_groups = models.PositiveIntegerField(
+        default=1, help_text="Groups of sampled stories (no story in two groups); each endpoint reads each group."
+    )
     seed = models.IntegerField(default=0)
+    execution_mode = models.CharField(max_length=10, choices=ExecutionMode.choices, default=ExecutionMode.LIVE)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"discovery #{self.pk}"
+
+
+class DiscoveryRequest(models.Model):
+    """One request of a discovery (the job's unit): one endpoint reads one group of sampled stories."""
+
+    discovery = models.ForeignKey(CodeDiscovery, on_delete=models.CASCADE, related_name="requests")
+    number = models.PositiveIntegerField(default=1)
+    endpoint = models.ForeignKey(
+        "generation.ModelEndpoint", null=True, on_delete=models.SET_NULL, related_name="discovery_requests"
+    )
+    group = models.PositiveIntegerField(default=1)
     output_ids = models.JSONField(default=list, blank=True, help_text="The sampled stories, in prompt order.")
     messages = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=10, choices=DiscoveryStatus.choices, default=DiscoveryStatus.PENDING)
@@ -273,17 +299,18 @@ class CodeDiscovery(models.Model):
     provider_call = models.ForeignKey(
         "generation.ProviderCall", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["-created_at", "-id"]
+        ordering = ["discovery", "number", "id"]
+        constraints = [models.UniqueConstraint(fields=["discovery", "number"], name="unique_discovery_request")]
+
+    @property
+    def unit_ref(self):
+        return f"discovery-request:{self.pk}"
 
     def __str__(self):
-        return f"discovery #{self.pk}"
+        return f"discovery #{self.discovery_id} request {self.number}"
 
 
 class SuggestionStatus(models.TextChoices):
@@ -294,6 +321,9 @@ class SuggestionStatus(models.TextChoices):
 
 class CodeSuggestion(models.Model):
     discovery = models.ForeignKey(CodeDiscovery, on_delete=models.CASCADE, related_name="suggestions")
+    request = models.ForeignKey(
+        DiscoveryRequest, null=True, blank=True, on_delete=models.CASCADE, related_name="suggestions"
+    )
     order = models.PositiveIntegerField(default=0)
     name = models.CharField(max_length=300)
     description = models.TextField(blank=True)
@@ -307,7 +337,7 @@ class CodeSuggestion(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["discovery", "order", "id"]
+        ordering = ["discovery", "request", "order", "id"]
 
     def __str__(self):
         return self.name

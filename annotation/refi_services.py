@@ -30,6 +30,7 @@ from . import refi_qda as rq
 from . import services as annotation_services
 from .datasets import CodeIndex
 from .models import Assignment, Codebook, Coding, GenderAttribution, Memo
+from .selectors import code_tree
 
 JUDGE_GROUP_GUID = rq.stable_guid("judge-verdicts")
 SELECTION_SALT = 0x5E1EC7  # selection GUID = coding GUID XOR this: stable and distinct
@@ -56,12 +57,17 @@ def output_guid(output_id, external_id=""):
     return rq.normalise_guid(external_id) or rq.stable_guid("output", output_id)
 
 
-def _code_description(row):
+def _code_description(code):
     """The description plus codebook_format's "[stereoscope] key=value" line (shortcut, stereotype, item link)."""
     meta = fmt._meta_line(
-        {"shortcut": row[17], "stereotype": row[11], "item_number": row[12], "frequency_reference": row[18]}
+        {
+            "shortcut": code.shortcut,
+            "stereotype": code.stereotype,
+            "item_number": code.item.number if code.item_id else None,
+            "frequency_reference": code.frequency_reference,
+        }
     )
-    text = row[15] or ""
+    text = code.description or ""
     return f"{text}\n{meta}" if meta and text else (meta or text)
 
 
@@ -144,30 +150,23 @@ def export_qdpx(study, target, *, options, progress=None):
         )
 
     # the codebook tree (inactive merged-away codes only when something still points at them)
-    def build(pk):
-        row = index.codes[pk]
-        children = [
-            build(c)
-            for c in sorted(index.children.get(pk, []), key=lambda c: (index.codes[c][10], c))
-            if index.codes[c][4] or c in used_codes or index.children.get(c)
-        ]
+    def keep(code):
+        return code.active or code.pk in used_codes or code.has_children
+
+    def q_code(code):
         return rq.QCode(
-            guid=str(row[13]),
-            name=row[2],
-            codable=row[3],
-            color=row[14] if RGB_RE.match(row[14] or "") else None,
-            description=_code_description(row),
-            children=children,
-            note_guids=notes_by["code"].get(pk, []),
+            guid=str(code.guid),
+            name=code.name,
+            codable=code.codable,
+            color=code.color if RGB_RE.match(code.color or "") else None,
+            description=_code_description(code),
+            children=[q_code(child) for child in code.child_nodes],
+            note_guids=notes_by["code"].get(code.pk, []),
         )
 
-    roots_by_book = defaultdict(list)
-    for pk, row in index.codes.items():
-        if row[1] is None and row[7] in books and (row[4] or pk in used_codes or index.children.get(pk)):
-            roots_by_book[row[7]].append(pk)
     q_codes = []
     for book in books:
-        roots = [build(pk) for pk in sorted(roots_by_book[book], key=lambda c: (index.codes[c][10], c))]
+        roots = [q_code(code) for code in code_tree(book, keep=keep)]
         if len(books) == 1:
             q_codes.extend(roots)
         else:

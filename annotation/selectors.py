@@ -57,6 +57,42 @@ def visible_memos(user, study, qs=None):
     )
 
 
+def code_tree(codebook, *, active_only=True, keep=None):
+    """The codebook's codes as a tree, in one query: the root codes in order (order, then id), each with
+    `child_nodes` (its children, in order), `depth` (0 for a root), `has_children` (any child, kept or not) and
+    `parent` set from memory (paths and dimensions cost no query); items come along.
+
+    Merged-away (inactive) codes are left out unless `active_only` is False; `keep(code)` decides instead when
+    given. A code left out takes its subtree with it. The one tree of the codebook page, the coding workspace, the
+    codebook export format and the .qdpx project."""
+    codes = list(Code.objects.filter(codebook=codebook).select_related("item").order_by("order", "id"))
+    by_id = {c.pk: c for c in codes}
+    parents = {c.parent_id for c in codes}
+    if keep is None:
+        keep = (lambda code: code.active) if active_only else (lambda code: True)
+    children = {}
+    for code in codes:
+        code.parent = by_id.get(code.parent_id)
+        code.has_children = code.pk in parents
+        if keep(code):
+            children.setdefault(code.parent_id, []).append(code)
+
+    def nodes(parent_id, depth):
+        for code in children.get(parent_id, []):
+            code.depth = depth
+            code.child_nodes = list(nodes(code.pk, depth + 1))
+            yield code
+
+    return list(nodes(None, 0))
+
+
+def flat_codes(tree):
+    """The codes of a `code_tree` in reading order (each code before its children)."""
+    for node in tree:
+        yield node
+        yield from flat_codes(node.child_nodes)
+
+
 class CodeIndex:
     """Every code of a codebook in memory (one query): paths, dimensions, merge targets."""
 
@@ -372,6 +408,16 @@ def variable_codings(variable):
     return [(output_id, coder, value) for (output_id, coder), value in latest.items()]
 
 
+def variable_span_codings(variable):
+    """(output id, coder username, start, end, value name) for each span-level value coders gave, per story in the
+    order the spans were made (so a coder's later span can win where two of theirs label the same unit)."""
+    return list(
+        Coding.objects.filter(code__parent=variable, code__active=True, start__isnull=False)
+        .order_by("output_id", "created_at", "id")
+        .values_list("output_id", "coder__username", "start", "end", "code__name")
+    )
+
+
 def gender_answers(output_ids):
     """{output id: [coders' subject-gender answers]}."""
     found = {}
@@ -379,3 +425,22 @@ def gender_answers(output_ids):
     for output_id, answer in rows.order_by("output_id", "id"):
         found.setdefault(output_id, []).append(answer)
     return found
+
+
+def discovery_counts(requests):
+    """Figures of a discovery's requests (with their provider calls loaded): done, failed, pending, percent,
+    tokens and cost (at batch prices for answers that came back in a batch)."""
+    counts = {"total": len(requests), "done": 0, "failed": 0, "pending": 0, "input_tokens": 0, "output_tokens": 0}
+    cost = None
+    for r in requests:
+        counts[r.status] = counts.get(r.status, 0) + 1
+        call = r.provider_call
+        if call is not None and call.ok:
+            counts["input_tokens"] += call.input_tokens or 0
+            counts["output_tokens"] += call.output_tokens or 0
+            if call.cost_usd is not None:
+                cost = (cost or 0) + call.cost_usd
+    counts["cost_usd"] = cost
+    finished = counts["done"] + counts["failed"]
+    counts["percent"] = round(100 * finished / counts["total"]) if counts["total"] else 0
+    return counts

@@ -14,6 +14,16 @@ urlpatterns = [
     path("coding/codebooks/<int:codebook_id>/next/", views.queue_next, name="annotation-next"),
     path("coding/codebooks/<int:codebook_id>/discover/", views.discover, name="annotation-discover"),
     path(
+        "coding/codebooks/<int:codebook_id>/discover/<int:discovery_id>/",
+        views.discovery_detail,
+        name="annotation-discovery",
+    ),
+    path(
+        "coding/codebooks/<int:codebook_id>/discover/<int:discovery_id>/<slug:what>/",
+        views.discovery_action,
+        name="annotation-discovery-action",
+    ),
+    path(
         "coding/codebooks/<int:codebook_id>/codes/<int:code_id>/split/", views.split_code_page, name="annotation-split"
     ),
     path("coding/codebooks/<int:codebook_id>/stories/<int:output_id>/", views.workspace, name="annotation-workspace"),

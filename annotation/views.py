@@ -10,7 +10,8 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
-from generation.models import GenerationRun, Output, PromptItem, Toolkit
+from generation import selectors as generation
+from stereoscope import jobs
 from stereoscope.downloads import table_download
 from stereoscope.models import Membership, Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
@@ -39,30 +40,11 @@ def _codebook(request, codebook_id):
     return get_object_or_404(Codebook, pk=codebook_id, study=request.study)
 
 
-def _code_tree(codebook, active_only=True):
-    codes = list(codebook.codes.order_by("order", "id"))
-    by_id = {c.pk: c for c in codes}
-    for code in codes:
-        code.parent = by_id.get(code.parent_id)  # paths and dimensions without more queries
-    if active_only:
-        codes = [c for c in codes if c.active]
-    children = {}
-    for code in codes:
-        children.setdefault(code.parent_id, []).append(code)
-
-    def nodes(parent_id, depth):
-        for code in children.get(parent_id, []):
-            code.depth = depth
-            code.child_nodes = list(nodes(code.pk, depth + 1))
-            yield code
-
-    return list(nodes(None, 0))
-
-
-def _flat(tree):
-    for node in tree:
-        yield node
-        yield from _flat(node.child_nodes)
+def _found(obj, message):
+    """`obj`, or a 404 that says what is missing."""
+    if obj is None:
+        raise Http404(message)
+    return obj
 
 
 # --- index ---------------------------------------------------------------------------------------------
@@ -107,7 +89,7 @@ def coding_home(request, study_id):
             "queues": queues,
             "is_researcher": is_researcher,
             "library": library,
-            "toolkits": Toolkit.objects.filter(study=study),
+            "toolkits": generation.study_toolkits(study),
         },
     )
 
@@ -129,7 +111,9 @@ def codebook_create(request, study_id):
                 raise services.AnnotationError("Choose a .qdc, .csv or .json file to import.")
             toolkit = None
             if request.POST.get("toolkit"):
-                toolkit = get_object_or_404(Toolkit, pk=request.POST["toolkit"], study=study)
+                toolkit = _found(
+                    generation.study_toolkit(study, request.POST["toolkit"]), "No such toolkit in this study."
+                )
             codebook = import_upload(
                 study, upload, request.POST.get("file_format"), request.POST.get("name"), request.user, toolkit
             )
@@ -151,16 +135,16 @@ def codebook_create(request, study_id):
 
 
 def _codebook_context(request, codebook, error=""):
-    tree = _code_tree(codebook)
+    tree = selectors.code_tree(codebook)
     visible = selectors.visible_codings(request.user, request.study, Coding.objects.filter(codebook=codebook))
     counts = dict(visible.values("code_id").annotate(n=Count("id")).order_by().values_list("code_id", "n"))
-    for code in _flat(tree):
+    for code in selectors.flat_codes(tree):
         code.n_codings = counts.get(code.pk, 0)
     return {
         "study": request.study,
         "codebook": codebook,
         "tree": tree,
-        "flat": list(_flat(tree)),
+        "flat": list(selectors.flat_codes(tree)),
         "operations": codebook.operations.select_related("actor")[:30],
         "latest_op": services.latest_operation(codebook),
         "can_edit": has_role(request.user, request.study, Role.RESEARCHER) and not codebook.locked,
@@ -168,9 +152,7 @@ def _codebook_context(request, codebook, error=""):
         "error": error,
         "gender_tags": GenderTag.choices,
         "merged": codebook.codes.filter(active=False).select_related("merged_into"),
-        "items": PromptItem.objects.filter(toolkit__study=request.study)
-        .select_related("toolkit")
-        .order_by("toolkit__name", "number")[:500],
+        "items": generation.study_items(request.study).order_by("toolkit__name", "number")[:500],
     }
 
 
@@ -201,9 +183,9 @@ def codebook_edit(request, study_id, codebook_id):
         if op == "create":
             item = None
             if request.POST.get("item"):
-                item = PromptItem.objects.filter(
-                    pk=request.POST["item"], toolkit__study=request.study
-                ).first() or _raise("That prompt item is not in this study.")
+                item = generation.study_item(request.study, request.POST["item"]) or _raise(
+                    "That prompt item is not in this study."
+                )
             services.create_code(
                 codebook,
                 actor=request.user,
@@ -384,7 +366,7 @@ def assignments(request, study_id, codebook_id):
             "page": page,
             "strategies": STRATEGIES.items(),
             "modes": CodingMode.choices,
-            "runs": GenerationRun.objects.filter(study=study),
+            "runs": generation.study_runs(study),
         },
     )
 
@@ -449,8 +431,8 @@ def _workspace_context(request, codebook, output, error="", notice=""):
             coding_memos.setdefault(memo.coding_id, []).append(memo)
     for coding in codings:
         coding.memo_list = coding_memos.get(coding.pk, [])
-    tree = _code_tree(codebook)
-    flat = list(_flat(tree))
+    tree = selectors.code_tree(codebook)
+    flat = list(selectors.flat_codes(tree))
     codable = [c for c in flat if c.codable]
     code_memos = {}
     for memo in memos:
@@ -518,7 +500,7 @@ def _workspace_context(request, codebook, output, error="", notice=""):
 
 def _workspace_objects(request, codebook_id, output_id):
     codebook = _codebook(request, codebook_id)
-    output = get_object_or_404(Output, pk=output_id, study=request.study)
+    output = _found(generation.study_output(request.study, output_id), "No such story in this study.")
     request.coding_assignment = services.assignment_for(codebook, output, request.user)
     if request.coding_assignment is None and not has_role(request.user, request.study, Role.RESEARCHER):
         raise Http404("This story is not in your queue.")
@@ -639,9 +621,37 @@ def workspace_edit(request, study_id, codebook_id, output_id):
 # --- AI-assisted code discovery -------------------------------------------------------------------------
 
 
+def _discovery_context(study, codebook, d):
+    """What a discovery's card needs: its requests with their calls, counts, and its batches."""
+    from generation import batches
+
+    requests = list(d.requests.select_related("endpoint", "provider_call").order_by("number"))
+    d.request_rows = requests
+    d.counts = selectors.discovery_counts(requests)
+    d.batch_info = batches.summary(services.DISCOVERY_JOB.name, d.pk)
+    d.live = jobs.is_live(d)
+    return d
+
+
+def _discovery_card(request, study, codebook, d, status=200):
+    return render(
+        request,
+        "annotation/_discovery.html",
+        {
+            "study": study,
+            "codebook": codebook,
+            "d": _discovery_context(study, codebook, d),
+            "groups": [c for c in selectors.flat_codes(selectors.code_tree(codebook)) if not c.codable],
+            "gender_tags": GenderTag.choices,
+            "can_run": True,
+        },
+        status=status,
+    )
+
+
 @study_role_required(Role.RESEARCHER)
 def discover(request, study_id, codebook_id):
-    from generation.models import ModelEndpoint
+    from generation.models import BATCH_PROVIDERS, ExecutionMode
 
     from .models import CodeDiscovery, CodeSuggestion
 
@@ -649,37 +659,34 @@ def discover(request, study_id, codebook_id):
     codebook = _codebook(request, codebook_id)
     if request.method == "GET" and request.GET.get("discovery"):
         discovery = get_object_or_404(CodeDiscovery, pk=request.GET["discovery"], codebook=codebook)
-        return render(
-            request,
-            "annotation/_discovery.html",
-            {
-                "study": study,
-                "codebook": codebook,
-                "d": discovery,
-                "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable],
-                "gender_tags": GenderTag.choices,
-            },
-        )
+        return _discovery_card(request, study, codebook, discovery)
     if request.method == "POST":
         op = request.POST.get("op")
         try:
             if op == "start":
-                endpoint = ModelEndpoint.objects.filter(pk=request.POST.get("endpoint") or 0, study=study).first()
-                item = (
-                    PromptItem.objects.filter(pk=request.POST.get("item") or 0, toolkit__study=study)
-                    .select_related("toolkit")
-                    .first()
-                )
-                services.start_discovery(
+                wanted = [v for v in request.POST.getlist("endpoints") + request.POST.getlist("endpoint") if v]
+                endpoints = generation.endpoints_by_id(study, wanted)
+                if len(endpoints) != len(set(wanted)):
+                    raise services.AnnotationError("Choose a model endpoint of this study.")
+                item = generation.study_item(study, request.POST.get("item"))
+                discovery = services.start_discovery(
                     study,
                     codebook,
-                    endpoint=endpoint,
+                    endpoints=endpoints,
                     item=item,
                     sample_size=request.POST.get("sample_size") or 5,
                     seed=request.POST.get("seed") or 0,
+                    story_groups=request.POST.get("story_groups") or 1,
+                    execution_mode=request.POST.get("execution_mode") or ExecutionMode.LIVE,
                     actor=request.user,
                 )
-                messages.success(request, "Asked the model for code suggestions.")
+                messages.success(
+                    request,
+                    "Asked the model for code suggestions."
+                    if discovery.execution_mode == ExecutionMode.LIVE
+                    else "Submitting the requests as batches; the provider answers within 24 hours.",
+                )
+                return redirect("annotation-discovery", study.pk, codebook.pk, discovery.pk)
             elif op in ("accept", "reject"):
                 suggestion = get_object_or_404(
                     CodeSuggestion, pk=request.POST.get("suggestion") or 0, discovery__codebook=codebook
@@ -694,39 +701,88 @@ def discover(request, study_id, codebook_id):
                     parent=_code_or_none(codebook, request.POST.get("parent")),
                 )
                 if request.htmx:
-                    return render(
-                        request,
-                        "annotation/_discovery.html",
-                        {
-                            "study": study,
-                            "codebook": codebook,
-                            "d": suggestion.discovery,
-                            "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable],
-                            "gender_tags": GenderTag.choices,
-                        },
-                    )
+                    return _discovery_card(request, study, codebook, suggestion.discovery)
         except services.AnnotationError as exc:
             if request.htmx:
                 return HttpResponse(format_html('<p class="error" role="alert">{}</p>', str(exc)))
             messages.error(request, str(exc))
         return redirect("annotation-discover", study.pk, codebook.pk)
+    endpoints = list(generation.study_endpoints(study, callable_only=True))
+    discoveries = list(
+        CodeDiscovery.objects.filter(codebook=codebook)
+        .select_related("item__toolkit")
+        .prefetch_related("suggestions__code", "endpoints")[:20]
+    )
     return render(
         request,
         "annotation/discover.html",
         {
             "study": study,
             "codebook": codebook,
-            "endpoints": ModelEndpoint.objects.filter(study=study).exclude(provider="manual"),
-            "items": PromptItem.objects.filter(toolkit__study=study)
-            .select_related("toolkit")
-            .order_by("toolkit__name", "-toolkit__version", "toolkit_id", "number"),  # grouped by version, newest first
-            "discoveries": CodeDiscovery.objects.filter(codebook=codebook)
-            .select_related("endpoint", "item__toolkit", "provider_call")
-            .prefetch_related("suggestions__code")[:20],
-            "groups": [c for c in _flat(_code_tree(codebook)) if not c.codable],
+            "endpoints": endpoints,
+            "batch_endpoints": [e.pk for e in endpoints if e.batch_enabled and e.provider in BATCH_PROVIDERS],
+            "modes": ExecutionMode.choices,
+            "items": generation.study_items(study).order_by(
+                "toolkit__name", "-toolkit__version", "toolkit_id", "number"
+            ),  # grouped by version, newest first
+            "discoveries": [_discovery_context(study, codebook, d) for d in discoveries],
+            "groups": [c for c in selectors.flat_codes(selectors.code_tree(codebook)) if not c.codable],
             "gender_tags": GenderTag.choices,
+            "can_run": True,
         },
     )
+
+
+@study_role_required(Role.RESEARCHER)
+def discovery_detail(request, study_id, codebook_id, discovery_id):
+    """One discovery's job page: progress, requests with their calls and cost, batches, actions, suggestions."""
+    from .models import CodeDiscovery
+
+    study = request.study
+    codebook = _codebook(request, codebook_id)
+    discovery = get_object_or_404(
+        CodeDiscovery.objects.select_related("item__toolkit").prefetch_related("endpoints"),
+        pk=discovery_id,
+        codebook=codebook,
+    )
+    return render(
+        request,
+        "annotation/discovery.html",
+        {
+            "study": study,
+            "codebook": codebook,
+            "d": _discovery_context(study, codebook, discovery),
+            "groups": [c for c in selectors.flat_codes(selectors.code_tree(codebook)) if not c.codable],
+            "gender_tags": GenderTag.choices,
+            "can_run": True,
+        },
+    )
+
+
+DISCOVERY_ACTIONS = {
+    "cancel": (services.cancel_discovery, "Cancel requested; open batches are cancelled at the provider."),
+    "resume": (services.resume_discovery, "Discovery resumed: only its pending requests are asked."),
+    "retry": (services.retry_discovery, "The failed requests are being asked again."),
+}
+
+
+@study_role_required(Role.RESEARCHER)
+@require_POST
+def discovery_action(request, study_id, codebook_id, discovery_id, what):
+    from .models import CodeDiscovery
+
+    codebook = _codebook(request, codebook_id)
+    discovery = get_object_or_404(CodeDiscovery, pk=discovery_id, codebook=codebook)
+    if what not in DISCOVERY_ACTIONS:
+        messages.error(request, "Unknown action.")
+    else:
+        action, done = DISCOVERY_ACTIONS[what]
+        try:
+            action(discovery, actor=request.user)
+            messages.success(request, done)
+        except services.AnnotationError as exc:
+            messages.error(request, str(exc))
+    return redirect("annotation-discovery", request.study.pk, codebook.pk, discovery.pk)
 
 
 @study_role_required(Role.RESEARCHER)
@@ -750,7 +806,7 @@ def split_code_page(request, study_id, codebook_id, code_id):
             messages.error(request, str(exc))
     codings = Paginator(code.codings.select_related("coder", "output").order_by("output_id", "start", "id"), 200)
     page = codings.get_page(request.GET.get("page"))
-    others = [c for c in _flat(_code_tree(codebook)) if c.codable and c.pk != code.pk]
+    others = [c for c in selectors.flat_codes(selectors.code_tree(codebook)) if c.codable and c.pk != code.pk]
     return render(
         request,
         "annotation/split.html",

@@ -18,7 +18,6 @@ import random
 import statistics
 import sys
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,39 +33,20 @@ WORDS = (
 
 
 def build(n_outputs, codings_per_output, words):
-    from django.contrib.auth import get_user_model
     from django.db import connection, transaction
     from django.utils import timezone
 
     from annotation import services
     from annotation.builtin import builtin_specs
     from annotation.models import Codebook
-    from generation.models import Dimension, GenerationRun, ModelEndpoint, PromptItem, Toolkit
+    from benchmarks.bench_data import coded_study, copy_codings, copy_outputs
     from stereoscope.builtin import load_builtins
-    from stereoscope.models import Membership, Study
 
     rng = random.Random(11)
-    User = get_user_model()
     load_builtins(builtin_specs(), log=lambda *_: None)
     with transaction.atomic():
-        study = Study.objects.create(name=NAME)
-        coders = []
-        for n in (1, 2):
-            user, _ = User.objects.get_or_create(username=f"bench_ws_coder_{n}")
-            Membership.objects.create(study=study, user=user, role="coder")
-            coders.append(user)
-        toolkit = Toolkit.objects.create(study=study, name="Bench toolkit")
-        dims = [Dimension.objects.create(toolkit=toolkit, name=f"Dimension {d}", order=d) for d in range(6)]
-        items = [
-            PromptItem.objects.create(toolkit=toolkit, number=i + 1, text=f"Prompt {i + 1}", dimension=dims[i % 6])
-            for i in range(30)
-        ]
-        endpoints = [
-            ModelEndpoint.objects.create(study=study, name=f"model {m}", provider="manual", model_id=f"model-{m}")
-            for m in range(5)
-        ]
-        run = GenerationRun.objects.create(study=study, name="Bench run", toolkit=toolkit, status="completed")
-        run.endpoints.set(endpoints)
+        data = coded_study(NAME, "bench_ws_coder")
+        study, coders = data["study"], data["coders"]
         fang = Codebook.objects.get(builtin_key="fang2025-phase2-codes")
         book = services.CODEBOOKS.copy_into(fang, study=study)  # the real 53-code, six-dimension code system
         codes = list(book.codes.filter(codable=True))
@@ -74,37 +54,7 @@ def build(n_outputs, codings_per_output, words):
     texts = [" ".join(rng.choice(WORDS) for _ in range(words)).capitalize() + "." for _ in range(300)]
     with connection.cursor() as cursor:
         pg = cursor.connection
-        with pg.cursor().copy(
-            "COPY generation_output (study_id, run_id, item_id, endpoint_id, model_name, trial, context_key, "
-            "variant_key, "
-            "slot_values, prompt_text, text, external_id, status, error, finish_reason, provenance, created_at) "
-            "FROM STDIN"
-        ) as copy:
-            for n in range(n_outputs):
-                item, endpoint = items[n % 30], endpoints[(n // 30) % 5]
-                copy.write_row(
-                    (
-                        study.pk,
-                        run.pk,
-                        item.pk,
-                        endpoint.pk,
-                        endpoint.model_id,
-                        n // 150 + 1,
-                        "",
-                        "",
-                        "{}",
-                        item.text,
-                        texts[n % 300],
-                        "",
-                        "done",
-                        "",
-                        "stop",
-                        "{}",
-                        now,
-                    )
-                )
-        cursor.execute("SELECT id FROM generation_output WHERE study_id = %s ORDER BY id", [study.pk])
-        output_ids = [row[0] for row in cursor.fetchall()]
+        output_ids = copy_outputs(cursor, data, texts, n_outputs, now)
         with pg.cursor().copy(
             "COPY annotation_assignment "
             "(study_id, codebook_id, output_id, coder_id, status, mode, position, created_at) "
@@ -124,35 +74,19 @@ def build(n_outputs, codings_per_output, words):
                             now,
                         )
                     )
-        with pg.cursor().copy(
-            'COPY annotation_coding (output_id, code_id, coder_id, codebook_id, start, "end", quote, guid, '
-            "created_at, updated_at) FROM STDIN"
-        ) as copy:
-            for index, output_id in enumerate(output_ids):
-                text = texts[index % 300]
-                for k in range(codings_per_output):
-                    code = codes[(index + k * 7) % len(codes)]
-                    if k == codings_per_output - 1:
-                        copy.write_row(
-                            (output_id, code.pk, coders[k % 2].pk, book.pk, None, None, "", uuid.uuid4(), now, now)
-                        )
-                        continue
-                    start = rng.randrange(0, max(1, len(text) - 60))
-                    end = start + rng.randrange(5, 60)
-                    copy.write_row(
-                        (
-                            output_id,
-                            code.pk,
-                            coders[k % 2].pk,
-                            book.pk,
-                            start,
-                            end,
-                            text[start:end],
-                            uuid.uuid4(),
-                            now,
-                            now,
-                        )
-                    )
+        copy_codings(
+            cursor,
+            data,
+            book,
+            codes,
+            output_ids,
+            texts,
+            codings_per_output,
+            now,
+            rng,
+            is_span=lambda k: k != codings_per_output - 1,
+            max_len=60,
+        )
     with connection.cursor() as cursor:  # autocommit: what autovacuum would have done by the time people code
         for table in ("generation_output", "annotation_assignment", "annotation_coding"):
             cursor.execute(f"VACUUM ANALYZE {table}")

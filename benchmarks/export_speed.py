@@ -5,8 +5,11 @@ codings in <= 20 s.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/sc_exports_bench .venv/bin/python benchmarks/export_speed.py
 
-The first run loads the data with COPY (a few minutes); later runs reuse it. Each export is timed in a fresh
-process so that its peak RSS (ru_maxrss) is the export's own.
+The first run loads the data with COPY (a few minutes) in one transaction, so a failed load leaves nothing; later
+runs reuse it once its row counts are checked (a study with fewer rows than planned, e.g. from an older failed
+load, is deleted and loaded again). Each export is timed in a fresh process so that its peak RSS (ru_maxrss) is
+the export's own. An export is OK when it is within its targets and holds every row of the study; the script exits
+with status 1 when any export is not.
 """
 
 import argparse
@@ -18,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,6 +29,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stereoscope.settings")
 
 BIG = "bench: 1M codings"
 QDA = "bench: 10k stories"
+DATASETS = {  # the two benchmark studies: stories, codings per story, words per story
+    BIG: {"outputs": 100_000, "per_output": 10, "words": 40},
+    QDA: {"outputs": 10_000, "per_output": 10, "words": 400},
+}
 WORDS = (
     "she he the team led cared decided protected challenged strong gentle family work home leader nurse "
     "doctor engineer child parent brave kind quiet loud"
@@ -46,41 +52,16 @@ def story(rng, n_words):
 def build(name, n_outputs, codings_per_output, words):
     """A study with a toolkit (30 items, 6 dimensions), 5 endpoints, one run, outputs, a 53-code codebook
     in 6 dimensions, 2 coders and codings (half span, half document level)."""
-    from django.contrib.auth import get_user_model
     from django.db import connection, transaction
     from django.utils import timezone
 
     from annotation.models import Code, Codebook
-    from generation.models import Dimension, GenerationRun, ModelEndpoint, PromptItem, Toolkit
-    from stereoscope.models import Membership, Study
+    from benchmarks.bench_data import coded_study, copy_codings, copy_outputs
 
     rng = random.Random(7)
-    User = get_user_model()
-    with transaction.atomic():
-        study = Study.objects.create(name=name)
-        coders = []
-        for n in (1, 2):
-            user, _ = User.objects.get_or_create(username=f"bench_coder_{n}")
-            Membership.objects.create(study=study, user=user, role="coder")
-            coders.append(user)
-        toolkit = Toolkit.objects.create(study=study, name="Bench toolkit")
-        dims = [Dimension.objects.create(toolkit=toolkit, name=f"Dimension {d}", order=d) for d in range(6)]
-        items = [
-            PromptItem.objects.create(
-                toolkit=toolkit,
-                number=i + 1,
-                text=f"Prompt {i + 1}",
-                dimension=dims[i % 6],
-                target_stereotype=f"stereotype {i + 1}",
-            )
-            for i in range(30)
-        ]
-        endpoints = [
-            ModelEndpoint.objects.create(study=study, name=f"model {m}", provider="manual", model_id=f"model-{m}")
-            for m in range(5)
-        ]
-        run = GenerationRun.objects.create(study=study, name="Bench run", toolkit=toolkit, trials=1, status="completed")
-        run.endpoints.set(endpoints)
+    with transaction.atomic():  # all or nothing: a failed load must not leave a half-built study to be reused
+        data = coded_study(name, "bench_coder", item_fields=lambda n: {"target_stereotype": f"stereotype {n}"})
+        study = data["study"]
         book = Codebook.objects.create(study=study, name="Bench codebook")
         codes = []
         for d in range(6):
@@ -91,75 +72,87 @@ def build(name, n_outputs, codings_per_output, words):
                         codebook=book, parent=dim, name=f"{'FM'[c % 2]} code {d}.{c}", gender_tag="FM"[c % 2], order=c
                     )
                 )
-    now = timezone.now()
-    texts = [story(rng, words) for _ in range(200)]
+        now = timezone.now()
+        texts = [story(rng, words) for _ in range(200)]
+        provenance = {"source": "generated", "params": {"temperature": 0.7}}
+        with connection.cursor() as cursor:
+            output_ids = copy_outputs(cursor, data, texts, n_outputs, now, provenance)
+            copy_codings(
+                cursor,
+                data,
+                book,
+                codes,
+                output_ids,
+                texts,
+                codings_per_output,
+                now,
+                rng,
+                is_span=lambda k: k % 2 == 0,
+                max_len=40,
+            )
     with connection.cursor() as cursor:
-        pg = cursor.connection
-        with pg.cursor().copy(
-            "COPY generation_output (study_id, run_id, item_id, endpoint_id, model_name, trial, context_key, "
-            "variant_key, "
-            "slot_values, prompt_text, text, external_id, status, error, finish_reason, provenance, created_at) "
-            "FROM STDIN"
-        ) as copy:
-            for n in range(n_outputs):
-                item, endpoint = items[n % 30], endpoints[(n // 30) % 5]
-                copy.write_row(
-                    (
-                        study.pk,
-                        run.pk,
-                        item.pk,
-                        endpoint.pk,
-                        endpoint.model_id,
-                        n // 150 + 1,
-                        "",
-                        "",
-                        "{}",
-                        item.text,
-                        texts[n % 200],
-                        "",
-                        "done",
-                        "",
-                        "stop",
-                        json.dumps({"source": "generated", "params": {"temperature": 0.7}}),
-                        now,
-                    )
-                )
-        cursor.execute("SELECT id FROM generation_output WHERE study_id = %s ORDER BY id", [study.pk])
-        output_ids = [row[0] for row in cursor.fetchall()]
-        with pg.cursor().copy(
-            'COPY annotation_coding (output_id, code_id, coder_id, codebook_id, start, "end", quote, guid, '
-            "created_at, updated_at) FROM STDIN"
-        ) as copy:
-            for index, output_id in enumerate(output_ids):
-                text = texts[index % 200]
-                for k in range(codings_per_output):
-                    code = codes[(index + k * 7) % len(codes)]
-                    coder = coders[k % 2]
-                    if k % 2 == 0:
-                        start = rng.randrange(0, max(1, len(text) - 40))
-                        end = start + rng.randrange(5, 40)
-                        copy.write_row(
-                            (output_id, code.pk, coder.pk, book.pk, start, end, text[start:end], uuid.uuid4(), now, now)
-                        )
-                    else:
-                        copy.write_row((output_id, code.pk, coder.pk, book.pk, None, None, "", uuid.uuid4(), now, now))
         cursor.execute("ANALYZE")
     return study
 
 
+def study_rows(study):
+    """{"outputs": n, "codings": n} the study holds."""
+    from annotation.models import Coding
+    from generation.models import Output
+
+    return {
+        "outputs": Output.objects.filter(study=study).count(),
+        "codings": Coding.objects.filter(codebook__study=study).count(),
+    }
+
+
+def expected_rows(spec):
+    return {"outputs": spec["outputs"], "codings": spec["outputs"] * spec["per_output"]}
+
+
+def missing_rows(rows, spec):
+    """{table: (found, expected)} where the study holds other than the planned number of rows."""
+    return {k: (rows.get(k, 0), n) for k, n in expected_rows(spec).items() if rows.get(k, 0) != n}
+
+
 def ensure_data():
+    """{name: study id} of the two benchmark studies, complete: loaded when absent, loaded again when a study of
+    that name holds other than the planned rows (what an interrupted load of an older version of this script left)."""
     from stereoscope.models import Study
 
     made = {}
-    for name, outputs, per_output, words in [(BIG, 100_000, 10, 40), (QDA, 10_000, 10, 400)]:
-        study = Study.objects.filter(name=name).first()
+    for name, spec in DATASETS.items():
+        study = Study.objects.filter(name=name).order_by("pk").first()
+        wrong = missing_rows(study_rows(study), spec) if study is not None else {}
+        if wrong:
+            print(f"'{name}' is incomplete {wrong} (found, expected): deleting it to load it again", flush=True)
+            Study.objects.filter(name=name).delete()
+            study = None
         if study is None:
             started = time.monotonic()
             print(f"loading '{name}' ...", flush=True)
-            study = build(name, outputs, per_output, words)
+            study = build(name, spec["outputs"], spec["per_output"], spec["words"])
             print(f"  loaded in {time.monotonic() - started:.0f} s", flush=True)
+            wrong = missing_rows(study_rows(study), spec)
+            if wrong:
+                sys.exit(f"'{name}' loaded with the wrong number of rows: {wrong} (found, expected)")
         made[name] = study.pk
     return made
+
+
+def problems(result, expected, max_s, max_mb):
+    """Why an export result misses its targets (empty: it meets them). Every expected row must be there: an export
+    of 0 rows is a failure, however fast."""
+    found = [
+        f"{key}: {result['rows'].get(key, 0)} rows, expected {n}"
+        for key, n in expected.items()
+        if result["rows"].get(key, 0) != n
+    ]
+    if result["seconds"] > max_s:
+        found.append(f"{result['seconds']:g} s > {max_s} s")
+    if max_mb is not None and result["peak_rss_mb"] >= max_mb:
+        found.append(f"peak RSS {result['peak_rss_mb']:g} MB >= {max_mb} MB")
+    return found
 
 
 def measure(kind, study_id):
@@ -218,6 +211,7 @@ def main():
     call_command("migrate", verbosity=0)
     studies = ensure_data()
     targets = {"csv": (BIG, 30, 300), "qdpx": (QDA, 20, None)}
+    failed = False
     for kind, (name, max_s, max_mb) in targets.items():
         out = subprocess.run(
             [sys.executable, __file__, "--measure", kind, "--study", str(studies[name])],
@@ -228,13 +222,20 @@ def main():
         if out.returncode != 0:
             sys.exit(out.stderr)
         result = json.loads(out.stdout.strip().splitlines()[-1])
-        ok = result["seconds"] <= max_s and (max_mb is None or result["peak_rss_mb"] < max_mb)
+        planned = expected_rows(DATASETS[name])
+        expected = {"codings": planned["codings"]}  # every coding, and in the .qdpx every story as a source
+        if kind == "qdpx":
+            expected["sources"] = planned["outputs"]
+        missed = problems(result, expected, max_s, max_mb)
+        failed = failed or bool(missed)
         print(
             f"{kind}: {result['rows']} in {result['seconds']} s wall ({result['cpu_seconds']} s CPU in this process; "
             f"load average {result['load_average']:.1f}), peak RSS {result['peak_rss_mb']} MB, "
             f"{result['bytes'] / 2**20:.1f} MB file  (target <= {max_s} s"
-            f"{f', < {max_mb} MB' if max_mb else ''}): {'OK' if ok else 'MISSED'}"
+            f"{f', < {max_mb} MB' if max_mb else ''}): {'MISSED: ' + '; '.join(missed) if missed else 'OK'}"
         )
+    if failed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,29 @@ def start_fake_server(latency):
     return proc, int(line.split()[1])
 
 
+def run_on_workers(run, n_workers, workdir):
+    """Start `n_workers` Celery workers on a queue of their own, wait until they are up (not timed), start the run
+    on them and wait until it ends: (status, seconds from start to end)."""
+    from django.conf import settings
+
+    from generation import runs
+    from generation.models import GenerationRun
+    from stereoscope.celery import app
+    from stereoscope.testing.workers import CeleryProcesses
+
+    queue = f"bench-{uuid.uuid4().hex[:8]}"
+    with CeleryProcesses(broker=settings.CELERY_BROKER_URL, log_dir=workdir, loglevel="WARNING", host="bench") as c:
+        c.wait_ready(c.start_workers(n_workers, queue))
+        runs._enqueue = lambda r: app.send_task("generation.execute_run", args=[r.pk], queue=queue)
+        t0 = time.perf_counter()
+        runs.start(run)
+        while True:
+            status = GenerationRun.objects.filter(pk=run.pk).values_list("status", flat=True).get()
+            if status in ("completed", "failed", "cancelled"):
+                return status, time.perf_counter() - t0
+            time.sleep(0.05)
+
+
 def baseline(port, units, concurrency):
     import openai
 
@@ -73,36 +96,38 @@ def baseline(port, units, concurrency):
     return asyncio.run(main())
 
 
-def full_run(port, units, concurrency, workdir):
+def setup_django(workdir, **env):
+    """Django on DATABASE_URL (else a fresh SQLite file in `workdir`), migrated; `env` is set for the workers too."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stereoscope.settings")
     os.environ["STEREOSCOPE_DATA_DIR"] = str(workdir)
     if not os.environ.get("DATABASE_URL"):
         os.environ["DATABASE_URL"] = f"sqlite:///{workdir / 'bench.sqlite3'}"
     os.environ.pop("CELERY_TASK_ALWAYS_EAGER", None)
     os.environ["BENCH_KEY"] = "bench-key"
-    os.environ["PROVIDER_KEY_VARIABLES"] = "BENCH_KEY"  # the operator's allow-list, inherited by the worker
+    os.environ["PROVIDER_KEY_VARIABLES"] = "BENCH_KEY"  # the operator's allow-list, inherited by the workers
     os.environ.setdefault("LOG_LEVEL", "WARNING")
+    os.environ.update({k: str(v) for k, v in env.items()})
     import django
 
     django.setup()
-    from django.conf import settings
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from generation import runs
-    from generation.models import Dimension, GenerationRun, ModelEndpoint, Output, PromptItem, Toolkit
-    from stereoscope.celery import app
-    from stereoscope.models import Study, WorkerHeartbeat
 
-    trials = 5
-    n_items = units // trials
-    study = Study.objects.create(name=f"throughput {uuid.uuid4().hex[:6]}")
+
+def fake_provider_run(name, units, port, max_concurrency, trials=5):
+    """A new study with one run of `units` units (units / trials prompt items × trials) against the fake provider."""
+    from generation import runs
+    from generation.models import Dimension, ModelEndpoint, PromptItem, Toolkit
+    from stereoscope.models import Study
+
+    study = Study.objects.create(name=f"{name} {uuid.uuid4().hex[:6]}")
     toolkit = Toolkit.objects.create(study=study, name="bench")
     dim = Dimension.objects.create(toolkit=toolkit, name="bench")
     PromptItem.objects.bulk_create(
         [
             PromptItem(toolkit=toolkit, number=i, text=f"Write a short story about item {i}.", dimension=dim)
-            for i in range(1, n_items + 1)
+            for i in range(1, units // trials + 1)
         ]
     )
     endpoint = ModelEndpoint.objects.create(
@@ -112,62 +137,20 @@ def full_run(port, units, concurrency, workdir):
         model_id="bench-model",
         base_url=f"http://127.0.0.1:{port}/v1",
         api_key_env="BENCH_KEY",
-        max_concurrency=concurrency,
+        max_concurrency=max_concurrency,
         timeout_seconds=60,
     )
-    run = runs.create_run(study, name="throughput", toolkit=toolkit, endpoints=[endpoint], trials=trials)
+    return runs.create_run(study, name=name, toolkit=toolkit, endpoints=[endpoint], trials=trials)
 
-    queue = f"bench-{uuid.uuid4().hex[:8]}"
-    hostname = f"{queue}@bench"
-    env = dict(os.environ, WORKER_HEARTBEAT_SECONDS="0.5", CELERY_BROKER_URL=settings.CELERY_BROKER_URL)
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "stereoscope",
-            "worker",
-            "--pool",
-            "solo",
-            "-Q",
-            queue,
-            "--hostname",
-            hostname,
-            "--loglevel",
-            "WARNING",
-            "--without-mingle",
-            "--without-gossip",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not WorkerHeartbeat.objects.filter(hostname=hostname).exists():  # start-up is not part of the figure
-            if time.monotonic() > deadline or worker.poll() is not None:
-                raise SystemExit(
-                    "the worker did not come up: " + (worker.stderr.read() if worker.poll() is not None else "")
-                )
-            time.sleep(0.1)
-        runs._enqueue = lambda r: app.send_task("generation.execute_run", args=[r.pk], queue=queue)
-        t0 = time.perf_counter()
-        runs.start(run)
-        while True:
-            status = GenerationRun.objects.filter(pk=run.pk).values_list("status", flat=True).get()
-            if status in ("completed", "failed", "cancelled"):
-                break
-            time.sleep(0.05)
-        wall = time.perf_counter() - t0
-    finally:
-        worker.terminate()
-        try:
-            worker.wait(30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+
+def full_run(port, units, concurrency, workdir):
+    setup_django(workdir)
+    from django.conf import settings
+
+    from generation.models import Output
+
+    run = fake_provider_run("throughput", units, port, concurrency)
+    status, wall = run_on_workers(run, 1, workdir)
     run.refresh_from_db()
     done = Output.objects.filter(run=run, status="done").count()
     executing = (run.finished_at - run.started_at).total_seconds()

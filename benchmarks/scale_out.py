@@ -17,134 +17,29 @@ fresh SQLite file and the filesystem broker in a temporary directory are used (m
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
-import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.generation_throughput import start_fake_server  # noqa: E402
-
-
-def setup_django(workdir, concurrency):
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stereoscope.settings")
-    os.environ["STEREOSCOPE_DATA_DIR"] = str(workdir)
-    if not os.environ.get("DATABASE_URL"):
-        os.environ["DATABASE_URL"] = f"sqlite:///{workdir / 'bench.sqlite3'}"
-    os.environ.pop("CELERY_TASK_ALWAYS_EAGER", None)
-    os.environ["BENCH_KEY"] = "bench-key"
-    os.environ["PROVIDER_KEY_VARIABLES"] = "BENCH_KEY"  # the operator's allow-list, inherited by the workers
-    os.environ["JOB_WORKER_CONCURRENCY"] = str(concurrency)
-    os.environ.setdefault("JOB_FANOUT", "8")
-    os.environ.setdefault("LOG_LEVEL", "WARNING")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-
-
-def start_workers(n, queue, workdir):
-    from django.conf import settings
-
-    env = dict(os.environ, WORKER_HEARTBEAT_SECONDS="0.5", CELERY_BROKER_URL=settings.CELERY_BROKER_URL)
-    workers = []
-    for i in range(n):
-        log = open(workdir / f"{queue}-{i}.log", "w")
-        workers.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "stereoscope",
-                    "worker",
-                    "--pool",
-                    "solo",
-                    "-Q",
-                    queue,
-                    "--hostname",
-                    f"{queue}-{i}@bench",
-                    "--loglevel",
-                    "WARNING",
-                    "--without-mingle",
-                    "--without-gossip",
-                ],
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-        )
-    return workers
-
-
-def stop_workers(workers):
-    for worker in workers:
-        worker.terminate()
-    for worker in workers:
-        try:
-            worker.wait(30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
+from benchmarks.generation_throughput import (  # noqa: E402
+    fake_provider_run,
+    run_on_workers,
+    setup_django,
+    start_fake_server,
+)
 
 
 def one_round(n_workers, port, units, workdir):
     from django.db.models import Count
 
-    from generation import runs
-    from generation.models import Dimension, GenerationRun, ModelEndpoint, Output, PromptItem, ProviderCall, Toolkit
-    from stereoscope.celery import app
-    from stereoscope.models import Study, WorkerHeartbeat
+    from generation.models import Output, ProviderCall
 
-    trials = 5
-    study = Study.objects.create(name=f"scale-out {n_workers} {uuid.uuid4().hex[:6]}")
-    toolkit = Toolkit.objects.create(study=study, name="bench")
-    dim = Dimension.objects.create(toolkit=toolkit, name="bench")
-    PromptItem.objects.bulk_create(
-        [
-            PromptItem(toolkit=toolkit, number=i, text=f"Write a short story about item {i}.", dimension=dim)
-            for i in range(1, units // trials + 1)
-        ]
-    )
-    endpoint = ModelEndpoint.objects.create(
-        study=study,
-        name="fake",
-        provider="openai_compatible",
-        model_id="bench-model",
-        base_url=f"http://127.0.0.1:{port}/v1",
-        api_key_env="BENCH_KEY",
-        max_concurrency=64,
-        timeout_seconds=60,
-    )
-    run = runs.create_run(study, name="scale-out", toolkit=toolkit, endpoints=[endpoint], trials=trials)
-    queue = f"scale-{uuid.uuid4().hex[:8]}"
-    workers = start_workers(n_workers, queue, workdir)
-    try:
-        deadline = time.monotonic() + 90
-        while WorkerHeartbeat.objects.filter(hostname__startswith=queue).count() < n_workers:  # start-up not timed
-            if time.monotonic() > deadline or any(w.poll() is not None for w in workers):
-                raise SystemExit(f"the workers did not come up (see {workdir})")
-            time.sleep(0.1)
-        runs._enqueue = lambda r: app.send_task("generation.execute_run", args=[r.pk], queue=queue)
-        t0 = time.perf_counter()
-        runs.start(run)
-        while True:
-            status = GenerationRun.objects.filter(pk=run.pk).values_list("status", flat=True).get()
-            if status in ("completed", "failed", "cancelled"):
-                break
-            time.sleep(0.05)
-        wall = time.perf_counter() - t0
-    finally:
-        stop_workers(workers)
+    run = fake_provider_run("scale-out", units, port, max_concurrency=64)
+    study = run.study
+    status, wall = run_on_workers(run, n_workers, workdir)
     done = Output.objects.filter(run=run, status="done").count()
     answered = ProviderCall.objects.filter(study=study, outcome="ok").values("output_id").annotate(n=Count("id"))
     duplicates = sum(row["n"] - 1 for row in answered if row["n"] > 1)
@@ -171,7 +66,7 @@ def main():
     results = []
     try:
         with tempfile.TemporaryDirectory(prefix="sc-scale-") as tmp:
-            setup_django(Path(tmp), args.concurrency)
+            setup_django(Path(tmp), JOB_WORKER_CONCURRENCY=args.concurrency, JOB_FANOUT=os.environ.get("JOB_FANOUT", 8))
             from django.conf import settings
 
             print(

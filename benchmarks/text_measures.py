@@ -218,23 +218,20 @@ def problems(label, *, created, scored, status, sentences, classifier):
 
 def two_workers(study, lexicons, args, workdir):
     """The same measure run (a new one over the same stories) spread by the job engine over two Celery worker
-    processes (started with benchmarks/scale_out.py's launcher). Returns (the `2 workers:` line, problems)."""
-    from benchmarks.scale_out import start_workers, stop_workers
+    processes (the shared launcher, stereoscope/testing/workers.py). Returns (the `2 workers:` line, problems)."""
+    from django.conf import settings
+
     from measures import scoring
     from stereoscope.celery import app
-    from stereoscope.models import WorkerHeartbeat
+    from stereoscope.testing.workers import CeleryProcesses, WorkerStartError
 
     measure_run = scoring.create_run(study, name="bench 2 workers", lexicons=lexicons, classifier="vader")
     queue = f"measures-{uuid.uuid4().hex[:8]}"
-    workers = start_workers(2, queue, workdir)
-    try:
-        deadline = time.monotonic() + 120
-        while WorkerHeartbeat.objects.filter(hostname__startswith=queue).count() < 2:  # start-up is not timed
-            if time.monotonic() > deadline or any(w.poll() is not None for w in workers):
-                return "2 workers: not measured (the workers did not come up)", [
-                    f"2 workers: the worker processes did not start (logs in {workdir})"
-                ]
-            time.sleep(0.1)
+    with CeleryProcesses(broker=settings.CELERY_BROKER_URL, log_dir=workdir, loglevel="WARNING", host="bench") as c:
+        try:
+            c.wait_ready(c.start_workers(2, queue))  # start-up is not timed
+        except WorkerStartError as exc:
+            return "2 workers: not measured (the workers did not come up)", [f"2 workers: {exc}"]
         scoring._enqueue = lambda run: app.send_task(scoring.MEASURE_JOB.task_name, args=[run.pk], queue=queue)
         t0 = time.perf_counter()
         scoring.start(measure_run)
@@ -245,8 +242,6 @@ def two_workers(study, lexicons, args, workdir):
                 break
             time.sleep(0.05)
         wall = time.perf_counter() - t0
-    finally:
-        stop_workers(workers)
     found = outcome(measure_run)
     hosts = measure_run_workers(measure_run)
     line = (

@@ -126,13 +126,14 @@ def versioned_objects(study):
 
 
 def generation_runs(study, run_ids=None):
-    from generation.models import GenerationRun
+    from generation import selectors as generation
 
     runs = (
-        GenerationRun.objects.filter(study=study).select_related("toolkit").prefetch_related("endpoints").order_by("pk")
+        generation.study_runs(study, run_ids or None)
+        .select_related("toolkit")
+        .prefetch_related("endpoints")
+        .order_by("pk")
     )
-    if run_ids:
-        runs = runs.filter(pk__in=run_ids)
     result = []
     for run in runs:
         data = describe(run, skip={"study"})
@@ -148,7 +149,7 @@ def generation_runs(study, run_ids=None):
             }
         )
         data["endpoints"] = [describe_endpoint(e, run.param_overrides) for e in run.endpoints.order_by("name")]
-        data["output_counts"] = dict(run.outputs.values_list("status").annotate(n=models.Count("id")).order_by())
+        data["output_counts"] = generation.run_output_counts(run)
         result.append(data)
     return result
 

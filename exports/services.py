@@ -78,7 +78,7 @@ def _as_list(name, value, kind):
 
 def clean_options(study, raw=None):
     """Validate filters against the study (unknown ids are errors, not silently empty exports)."""
-    from generation.models import GenerationRun, Output
+    from generation import selectors as generation
 
     raw = dict(raw or {})
     unknown = set(raw) - set(LIST_OPTIONS) - {"pseudonymise", "escape_formulas"}
@@ -88,12 +88,12 @@ def clean_options(study, raw=None):
     options["pseudonymise"] = _as_bool("pseudonymise", raw.get("pseudonymise", False))
     options["escape_formulas"] = _as_bool("escape_formulas", raw.get("escape_formulas", True))
     if options["run_ids"]:
-        found = set(GenerationRun.objects.filter(study=study, pk__in=options["run_ids"]).values_list("pk", flat=True))
+        found = set(generation.study_runs(study, options["run_ids"]).values_list("pk", flat=True))
         missing = sorted(set(options["run_ids"]) - found)
         if missing:
             raise ExportError(f"No generation run with id {', '.join(map(str, missing))} in this study.")
     if options["models"]:
-        known = set(Output.objects.filter(study=study).values_list("model_name", flat=True).distinct())
+        known = set(generation.study_models(study))
         missing = sorted(set(options["models"]) - known)
         if missing:
             raise ExportError(f"No outputs from model {', '.join(missing)} in this study.")

@@ -31,17 +31,11 @@ class ExportForm(forms.Form):
 
     def __init__(self, *args, study, user, **kwargs):
         super().__init__(*args, **kwargs)
-        from generation.models import Output
+        from generation import selectors as generation
 
         self.fields["datasets"].choices = [(k, ds.title) for k, ds in services.available_datasets(user, study).items()]
-        self.fields["run_ids"].choices = [(r.pk, r.name) for r in study.generation_runs.order_by("pk")]
-        self.fields["models"].choices = [
-            (m, m)
-            for m in Output.objects.filter(study=study)
-            .order_by("model_name")
-            .values_list("model_name", flat=True)
-            .distinct()
-        ]
+        self.fields["run_ids"].choices = [(r.pk, r.name) for r in generation.study_runs(study).order_by("pk")]
+        self.fields["models"].choices = [(m, m) for m in generation.study_models(study)]
         self.fields["code_ids"].choices = _code_choices(study)
         self.fields["round_ids"].choices = _round_choices(study)
 

@@ -16,7 +16,7 @@ from stereoscope.permissions import VIEWER
 
 from . import batches, collect, runs
 from .endpoint_services import EndpointError, delete_endpoint, endpoint_problems, save_endpoint
-from .models import GenerationRun, ModelEndpoint, Output, ProviderCall
+from .models import GenerationRun, ModelEndpoint, Output, ProviderCall, Toolkit
 from .views_runs import filtered_outputs
 
 
@@ -65,7 +65,7 @@ class EndpointSerializer(serializers.ModelSerializer):
 
 class GenerationRunSerializer(serializers.ModelSerializer):
     toolkit = serializers.PrimaryKeyRelatedField(
-        queryset=runs.Toolkit.objects.none(),
+        queryset=Toolkit.objects.none(),
         error_messages={
             "does_not_exist": "Unknown toolkit {pk_value}: choose one of this study or of the built-in library."
         },
@@ -119,36 +119,13 @@ class RunStatusSerializer(serializers.Serializer):
     batch_cost = serializers.DictField(help_text="Estimated and actual cost of the batches, at batch prices.")
 
 
-def _money(value):
-    return None if value is None else str(value)
-
-
 def run_status(run):
     run.refresh_from_db()
     counts = runs.counts(run)
     for row in counts["per_endpoint"]:
         row["cost_usd"] = None if row["cost_usd"] is None else str(row["cost_usd"])
     counts["overall"]["cost_usd"] = str(counts["overall"]["cost_usd"])
-    info = batches.summary(runs.RUN_JOB.name, run.pk)
-    counts["batches"] = [
-        {
-            "number": b.number,
-            "endpoint": b.endpoint_id,
-            "provider": b.provider,
-            "provider_batch_id": b.provider_batch_id,
-            "status": b.status,
-            "requests": b.request_count,
-            "provider_counts": b.counts,
-            "succeeded": b.succeeded,
-            "errored": b.errored,
-            "estimated_cost_usd": _money(b.estimated_cost_usd),
-            "cost_usd": _money(b.cost_usd),
-            "submitted_at": b.submitted_at,
-            "ended_at": b.ended_at,
-        }
-        for b in info["batches"]
-    ]
-    counts["batch_cost"] = {"estimated_usd": str(info["estimated_cost_usd"]), "actual_usd": str(info["cost_usd"])}
+    counts.update(batches.summary_data(runs.RUN_JOB.name, run.pk))
     return {"id": run.pk, "status": run.status, "message": run.message, "execution_mode": run.execution_mode, **counts}
 
 

@@ -236,6 +236,44 @@ def run_in_batches(kind, job, source, cancel_check, progress):
     return stats
 
 
+class BatchModeKind:
+    """What every job kind with an `execution_mode` column shares; mix it in before jobs.JobKind. Units held by open
+    batches are left out of `pending_keys`/`load_units` (through `held`), `run` submits batches in batch mode and
+    calls the kind's `run_live` otherwise, and `batches_waiting`/`batches_returned` word the outcome."""
+
+    returned_hint = ""  # e.g. ", or switch the run to live"
+
+    def held(self, job):
+        """Keys of the job's units in open batches (empty in live mode: nothing holds them)."""
+        return held_keys(self.name, job.pk) if job.execution_mode == ExecutionMode.BATCH else set()
+
+    def run(self, job, source, cancel_check, progress):
+        if job.execution_mode == ExecutionMode.BATCH:
+            return run_in_batches(self, job, source, cancel_check, progress)
+        return self.run_live(job, source, cancel_check, progress)
+
+    def run_live(self, job, source, cancel_check, progress):
+        raise NotImplementedError
+
+    def batches_waiting(self, job, left):
+        """(RUNNING, message) while a batch-mode job with `left` units pending has open batches, else None."""
+        if job.execution_mode != ExecutionMode.BATCH:
+            return None
+        waiting = open_count(self.name, job.pk)
+        if not waiting:
+            return None
+        return jobs.JobStatus.RUNNING, f"Waiting for {waiting} batches at the provider ({left} {self.units_label})."
+
+    def batches_returned(self, job, left):
+        """(status, message) of a batch-mode job whose `left` pending units came back unanswered, else None."""
+        if job.execution_mode != ExecutionMode.BATCH:
+            return None
+        return job.status, (
+            f"{left} {self.units_label} came back from their batches without an answer (errors or expiry); resume "
+            f"to submit them in a new batch{self.returned_hint}."
+        )
+
+
 # -- polling --------------------------------------------------------------------------------------------------------
 
 
@@ -448,4 +486,34 @@ def summary(kind_name, job_id):
         "open": sum(1 for r in rows if r.is_open),
         "estimated_cost_usd": estimated,
         "cost_usd": actual,
+    }
+
+
+def _money(value):
+    return None if value is None else str(value)
+
+
+def summary_data(kind_name, job_id):
+    """The job's batches and their cost as plain data, for every job kind's API: {"batches": [...], "batch_cost"}."""
+    info = summary(kind_name, job_id)
+    return {
+        "batches": [
+            {
+                "number": b.number,
+                "endpoint": b.endpoint_id,
+                "provider": b.provider,
+                "provider_batch_id": b.provider_batch_id,
+                "status": b.status,
+                "requests": b.request_count,
+                "provider_counts": b.counts,
+                "succeeded": b.succeeded,
+                "errored": b.errored,
+                "estimated_cost_usd": _money(b.estimated_cost_usd),
+                "cost_usd": _money(b.cost_usd),
+                "submitted_at": b.submitted_at,
+                "ended_at": b.ended_at,
+            }
+            for b in info["batches"]
+        ],
+        "batch_cost": {"estimated_usd": str(info["estimated_cost_usd"]), "actual_usd": str(info["cost_usd"])},
     }

@@ -23,15 +23,14 @@ from .models import (
     BATCH_PROVIDERS,
     ExecutionMode,
     GenerationRun,
-    ModelEndpoint,
     Output,
     OutputStatus,
     Provider,
     RunStatus,
-    Toolkit,
 )
 from .providers.base import ProviderError, merged_params, validate_params
 from .runner import CallUnit, cost_of, execute_units
+from .selectors import toolkits_for  # noqa: F401  (generation's forms, API and import use it from here)
 from .toolkit_services import TOOLKITS
 from .toolkits import SlotError, count_units, expand_units
 
@@ -47,11 +46,6 @@ class RunError(ValueError):
 
 def normalize_text(text):
     return (text or "").replace("\r\n", "\n").replace("\r", "\n")
-
-
-def toolkits_for(study):
-    """Toolkits a run in `study` may use: its own and the built-in library's."""
-    return Toolkit.objects.filter(Q(study=study) | Q(study__is_library=True)).select_related("study")
 
 
 def parse_overrides(value):
@@ -471,7 +465,7 @@ def _callable_outputs(run):
     return endpoints, rows
 
 
-class GenerationRunJob(jobs.JobKind):
+class GenerationRunJob(batches.BatchModeKind, jobs.JobKind):
     """A generation run for the job engine: a unit is one pending Output of a called (not manual) endpoint.
     In batch mode the units go to the providers' batch APIs (generation.batches) instead of live calls."""
 
@@ -480,6 +474,7 @@ class GenerationRunJob(jobs.JobKind):
     task_name = "generation.execute_run"
     label = "run"
     error = RunError
+    returned_hint = ", or switch the run to live"
 
     def enqueue(self, job):
         _enqueue(job)
@@ -487,16 +482,13 @@ class GenerationRunJob(jobs.JobKind):
     def get(self, job_id):
         return GenerationRun.objects.select_related("study").get(pk=job_id)
 
-    def _held(self, run):
-        return batches.held_keys(self.name, run.pk) if run.execution_mode == ExecutionMode.BATCH else set()
-
     def pending_keys(self, run):
-        held = self._held(run)
+        held = self.held(run)
         return [pk for pk in _callable_outputs(run)[1].order_by("pk").values_list("pk", flat=True) if pk not in held]
 
     def load_units(self, run, keys, include_held=False):
         endpoints, rows = _callable_outputs(run)
-        held = set() if include_held else self._held(run)
+        held = set() if include_held else self.held(run)
         params = {pk: merged_params(e, run.param_overrides) for pk, e in endpoints.items()}
         return [
             CallUnit(
@@ -516,9 +508,7 @@ class GenerationRunJob(jobs.JobKind):
     def batch_sink(self, run):
         return OutputSink()
 
-    def run(self, run, source, cancel_check, progress):
-        if run.execution_mode == ExecutionMode.BATCH:
-            return batches.run_in_batches(self, run, source, cancel_check, progress)
+    def run_live(self, run, source, cancel_check, progress):
         return execute_units(run.study, source, OutputSink(), cancel_check=cancel_check, progress=progress)
 
     def reset_failed(self, run):
@@ -534,19 +524,16 @@ class GenerationRunJob(jobs.JobKind):
         if left == 0:
             failed = run.outputs.filter(status=OutputStatus.FAILED).count()
             return RunStatus.COMPLETED, f"{failed} units failed; see their reasons and retry them." if failed else ""
-        if run.execution_mode == ExecutionMode.BATCH:
-            waiting = batches.open_count(self.name, run.pk)
-            if waiting:
-                return RunStatus.RUNNING, f"Waiting for {waiting} batches at the provider ({left} units)."
+        waiting = self.batches_waiting(run, left)
+        if waiting:
+            return waiting
         manual = pending.filter(endpoint__provider=Provider.MANUAL).count()
         if manual == left:
             return RunStatus.RUNNING, f"Waiting for {manual} manual answers."
-        if run.execution_mode == ExecutionMode.BATCH:
-            return run.status, (
-                f"{left - manual} units came back from their batches without an answer (errors or "
-                "expiry); resume to submit them in a new batch, or switch the run to live."
-            )
-        return run.status, "Stopped with units left; resume to run them."
+        return self.batches_returned(run, left - manual) or (
+            run.status,
+            "Stopped with units left; resume to run them.",
+        )
 
 
 RUN_JOB = jobs.register(GenerationRunJob())
@@ -603,7 +590,3 @@ def counts(run):
         round(100 * (overall["done"] + overall["failed"]) / overall["total"]) if overall["total"] else 0
     )
     return {"overall": overall, "per_endpoint": per_endpoint}
-
-
-def endpoint_choices(study):
-    return ModelEndpoint.objects.filter(study=study).order_by("name")

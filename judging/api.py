@@ -9,7 +9,7 @@ from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
-from generation.models import ModelEndpoint, Toolkit
+from generation import selectors as generation
 from stereoscope.api import StudyScopedMixin
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
@@ -47,7 +47,7 @@ class JudgeTemplateSerializer(serializers.ModelSerializer):
 
 
 class JudgeRoundSerializer(serializers.ModelSerializer):
-    judges = serializers.PrimaryKeyRelatedField(many=True, queryset=ModelEndpoint.objects.all())
+    judges = serializers.PrimaryKeyRelatedField(many=True, queryset=generation.every_endpoint())
     counts = serializers.SerializerMethodField()
 
     class Meta:
@@ -411,8 +411,8 @@ class ToolkitWeightsViewSet(StudyScopedMixin, viewsets.GenericViewSet):
         data.is_valid(raise_exception=True)
         v = data.validated_data
         study = self.get_study()
-        toolkit = Toolkit.objects.filter(pk=v["toolkit"]).select_related("study").first()
-        if toolkit is None or (toolkit.study_id != study.pk and not toolkit.study.is_library):
+        toolkit = generation.toolkits_for(study).filter(pk=v["toolkit"]).first()
+        if toolkit is None:
             return _bad("No such toolkit in this study or the built-in library.")
         upload = v.get("file")
         content = upload.read() if upload else v.get("content", "")

@@ -15,9 +15,10 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from generation import batches as batch_mode
+from generation import selectors as generation
 from generation.key_variables import key_variable_problem
 from generation.limits import estimate_tokens
-from generation.models import ExecutionMode, GenerationRun, ModelEndpoint, Output, OutputStatus, Provider, RunStatus
+from generation.models import ExecutionMode, OutputStatus, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params
 from generation.runner import CallUnit, RunStats, cost_of, execute_units
 from stereoscope import jobs
@@ -50,11 +51,11 @@ def target_of(item):
 def source_outputs(rnd):
     """The outputs a round judges, before exclusions: the source run's (narrowed by output_filter)."""
     flt = rnd.output_filter or {}
-    qs = Output.objects.filter(study=rnd.study)
+    qs = generation.study_outputs(rnd.study_id)
     if rnd.source_run_id:
         qs = qs.filter(run_id=rnd.source_run_id)
     elif not flt.get("output_ids"):
-        return Output.objects.none()
+        return generation.no_outputs()
     if flt.get("output_ids"):
         qs = qs.filter(pk__in=flt["output_ids"])
     if flt.get("item_numbers"):
@@ -609,7 +610,7 @@ def pending_units(rnd, keys=None):
     return units
 
 
-class JudgeRoundJob(jobs.JobKind):
+class JudgeRoundJob(batch_mode.BatchModeKind, jobs.JobKind):
     """A judge round for the job engine: a unit is one batch of pending verdicts (or one re-asked verdict).
     The second pass re-asks missing and unparseable stories alone, when the round says so."""
 
@@ -627,15 +628,12 @@ class JudgeRoundJob(jobs.JobKind):
     def get(self, job_id):
         return JudgeRound.objects.select_related("study", "template").get(pk=job_id)
 
-    def _held(self, rnd):
-        return batch_mode.held_keys(self.name, rnd.pk) if rnd.execution_mode == ExecutionMode.BATCH else set()
-
     def pending_keys(self, rnd):
-        held = self._held(rnd)
+        held = self.held(rnd)
         return [key for key in _pending_groups(rnd) if key not in held]
 
     def load_units(self, rnd, keys, include_held=False):
-        held = set() if include_held else self._held(rnd)
+        held = set() if include_held else self.held(rnd)
         return [u for u in pending_units(rnd, keys) if self.batch_key(u) not in held]
 
     @staticmethod
@@ -647,9 +645,7 @@ class JudgeRoundJob(jobs.JobKind):
     def batch_sink(self, rnd):
         return VerdictSink(rnd)
 
-    def run(self, rnd, source, cancel_check, progress):
-        if rnd.execution_mode == ExecutionMode.BATCH:
-            return batch_mode.run_in_batches(self, rnd, source, cancel_check, progress)
+    def run_live(self, rnd, source, cancel_check, progress):
         return execute_units(rnd.study, source, VerdictSink(rnd), cancel_check=cancel_check, progress=progress)
 
     def next_pass(self, rnd):
@@ -671,15 +667,11 @@ class JudgeRoundJob(jobs.JobKind):
             notes = [f"{c[s]} {s}" for s in ("failed", "missing", "unparseable") if c[s]]
             message = ("Finished with " + ", ".join(notes) + "; retry or re-ask them.") if notes else ""
             return RunStatus.COMPLETED, message
-        if rnd.execution_mode == ExecutionMode.BATCH:
-            waiting = batch_mode.open_count(self.name, rnd.pk)
-            if waiting:
-                return RunStatus.RUNNING, f"Waiting for {waiting} batches at the provider ({c['pending']} verdicts)."
-            return rnd.status, (
-                f"{c['pending']} verdicts came back from their batches without an answer (errors or "
-                "expiry); resume to submit them in a new batch."
-            )
-        return rnd.status, "Stopped with verdicts left; resume to ask them."
+        return (
+            self.batches_waiting(rnd, c["pending"])
+            or self.batches_returned(rnd, c["pending"])
+            or (rnd.status, "Stopped with verdicts left; resume to ask them.")
+        )
 
 
 ROUND_JOB = jobs.register(JudgeRoundJob())
@@ -713,8 +705,8 @@ def status_counts(rnd):
 
 
 def runs_for(study):
-    return GenerationRun.objects.filter(study=study).order_by("-created_at")
+    return generation.study_runs(study)
 
 
 def judge_choices(study):
-    return ModelEndpoint.objects.filter(study=study).exclude(provider=Provider.MANUAL).order_by("name")
+    return generation.study_endpoints(study, callable_only=True)

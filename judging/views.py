@@ -7,7 +7,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from generation import batches
-from generation.runs import toolkits_for
+from generation import selectors as generation
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
@@ -202,9 +202,9 @@ def verdict_detail(request, study_id, round_id, verdict_id):
             "round": rnd,
             "verdict": verdict,
             "checks": verdict.human_checks.select_related("user"),
-            "calls": verdict.round.study.provider_calls.filter(
-                purpose="judging", unit_ref__in=[f"verdict-batch:{verdict.batch_ref}", f"verdict:{verdict.pk}"]
-            ).order_by("started_at"),
+            "calls": generation.unit_calls(
+                verdict.round.study_id, "judging", [f"verdict-batch:{verdict.batch_ref}", f"verdict:{verdict.pk}"]
+            ),
         },
     )
 
@@ -280,7 +280,7 @@ def weights(request, study_id):
         )
         response["Content-Disposition"] = 'attachment; filename="toolkit-weights.json"'
         return response
-    toolkits = toolkits_for(study).order_by("name", "-version")
+    toolkits = generation.toolkits_for(study).order_by("name", "-version")
     form = WeightsImportForm(toolkits, request.POST or None, request.FILES or None)
     repeated = None
     if request.method == "POST" and form.is_valid():

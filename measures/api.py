@@ -6,7 +6,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from generation.models import GenerationRun
+from generation import selectors as generation
 from stereoscope.api import StudyScopedMixin
 from stereoscope.models import Role
 
@@ -373,7 +373,7 @@ class MeasureRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retrieve
         if len(lexicons) != len(set(lexicon_ids)):
             return Response({"detail": "Unknown lexicon id (use this study's or the built-in lexicons)."}, status=400)
         run_ids = d.pop("source_runs", [])
-        sources = list(GenerationRun.objects.filter(study=study, pk__in=run_ids))
+        sources = list(generation.study_runs(study, run_ids))
         if len(sources) != len(set(run_ids)):
             return Response({"detail": "Unknown generation run id in this study."}, status=400)
         start = d.pop("start")

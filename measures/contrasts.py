@@ -429,7 +429,7 @@ def stored_word_counts(run, ids):
 
 def word_results(run, rows, k=TOP_K, zero_policy=None, min_count=5):
     """Wan's per-word ORs over female vs male texts (English stop words left out); top-k each way."""
-    from generation.models import Output
+    from generation.selectors import outputs_by_id
 
     zero_policy = zero_policy or run.zero_policy
     ids = {r["output_id"]: r["gender"] for r in rows if r["gender"] in ("F", "M")}
@@ -440,7 +440,7 @@ def word_results(run, rows, k=TOP_K, zero_policy=None, min_count=5):
     if stored is not None:  # counted while scoring
         counters = stored
     else:  # runs scored before word counts were stored, or whose outputs changed since
-        for pk, text in Output.objects.filter(pk__in=list(ids)).values_list("pk", "text").iterator(chunk_size=2000):
+        for pk, text in outputs_by_id(ids).values_list("pk", "text").iterator(chunk_size=2000):
             counters[ids[pk]].update(lexical.lower_words(text))  # stop words dropped once below: same counts
     for counter in counters.values():
         for word in stop & counter.keys():

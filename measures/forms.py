@@ -2,7 +2,7 @@ import re
 
 from django import forms
 
-from generation.models import GenerationRun
+from generation import selectors as generation
 from stereoscope.untrusted import loads_json
 
 from .lexical import COUNT_POLICIES, OR_CONVENTIONS
@@ -170,7 +170,7 @@ class MeasureRunForm(forms.Form):
     def __init__(self, *args, study=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["lexicons"].queryset = lexicons_for(study).order_by("-study__is_library", "name", "-version")
-        self.fields["source_runs"].queryset = GenerationRun.objects.filter(study=study).order_by("-created_at")
+        self.fields["source_runs"].queryset = generation.study_runs(study)
         self.fields["trained_classifier"].queryset = TrainedClassifier.objects.filter(study=study)
 
     def clean_gender_sources(self):

@@ -10,8 +10,9 @@ full letter) uses the per-sentence flags returned here.
 
 from dataclasses import dataclass, field
 
+from stereoscope.textproc import split_sentences
+
 from . import stats
-from .textproc import split_sentences
 
 ENTAILMENT = "entailment"
 

@@ -22,10 +22,12 @@ from django.apps import apps
 from django.db import connection, transaction
 from django.utils import timezone
 
-from generation.models import GenerationRun, Output, OutputStatus, RunStatus
+from generation import selectors as generation
+from generation.models import RunStatus
 from generation.runner import RunStats
 from stereoscope import jobs
 from stereoscope.services import record_activity
+from stereoscope.textproc import split_sentences
 
 from . import gender as gender_mod
 from .classifiers import ClassifierError, NliClassifier, label_shares, make_classifier
@@ -34,7 +36,6 @@ from .lexical import OR_CONVENTIONS, TextCounter
 from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, SentenceMeasure, WordCounts
 from .services import LEXICONS, lexicons_for, matcher_for
 from .success import DEFAULT_KEYWORDS, SuccessFilter, SuccessFilterError
-from .textproc import split_sentences
 
 log = logging.getLogger(__name__)
 BATCH = 250  # outputs per chunk when a model scores them (slow: a chunk must finish well within a lease)
@@ -46,11 +47,7 @@ class MeasureRunError(ValueError):
 
 
 def outputs_for(run):
-    qs = Output.objects.filter(study_id=run.study_id, status=OutputStatus.DONE).exclude(text="")
-    source_ids = list(run.source_runs.values_list("pk", flat=True))
-    if source_ids:
-        qs = qs.filter(run_id__in=source_ids)
-    return qs
+    return generation.finished_outputs(run.study_id, run_ids=list(run.source_runs.values_list("pk", flat=True)))
 
 
 def trained_info(trained):
@@ -245,7 +242,7 @@ class Unit:
 def load_outputs(ids):
     """Units for these output ids, in id order."""
     rows = (
-        Output.objects.filter(pk__in=ids)
+        generation.outputs_by_id(ids)
         .order_by("pk")
         .values_list("pk", "text", "slot_values", "item_id", "item__toolkit__language")
     )
@@ -686,4 +683,4 @@ def progress_of(run):
 
 
 def generation_runs_for(study):
-    return GenerationRun.objects.filter(study=study).order_by("-created_at")
+    return generation.study_runs(study)

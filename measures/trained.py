@@ -30,16 +30,12 @@ def embedding_revision(path):
 
 
 def gold_examples(study, variable):
-    """[(output id, gold label)] for the variable (coders' majority, adjudication winning; ties and excluded units
-    left out), with the stories' texts."""
-    from generation.models import Output
-
+    """[(unit, gold label, text)] for the variable (coders' majority, adjudication winning; ties and excluded units
+    left out): the story's id and text, or for a span-level variable the unit ("<story>:s<n>") and its sentence."""
     gold = provider("agreement")
     if gold is None:
         raise TrainingRequestError("Gold labels come from the agreement app, which is not installed.")
-    labels = gold.gold_labels(study, variable)
-    texts = dict(Output.objects.filter(study=study, pk__in=list(labels)).values_list("pk", "text"))
-    return [(pk, labels[pk], texts[pk]) for pk in sorted(labels) if pk in texts]
+    return gold.gold_examples(study, variable)
 
 
 def embedding_model_path():

@@ -8,7 +8,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from generation.models import Output
+from generation import selectors as generation
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
@@ -346,7 +346,7 @@ def run_pairs(request, study_id, run_id):
     run = _run(request, run_id)
     pairs = twin_pairs(rows_for(run))[:200]
     ids = [p[0]["output_id"] for p in pairs] + [p[1]["output_id"] for p in pairs]
-    texts = dict(Output.objects.filter(pk__in=ids).values_list("pk", "text"))
+    texts = generation.output_texts(ids)
     show = request.GET.get("show")
     lexicons = list(run.lexicons.all())
     rows = []
@@ -411,7 +411,7 @@ def run_csv(request, study_id, run_id, kind):
 def output_layer(request, study_id, output_id):
     """An htmx partial for any output viewer (generation, coding): the text with a chosen lexicon's layer.
     ?lexicon=<id> (repeatable); default: the lexicons of the study's latest measure run, else none."""
-    output = get_object_or_404(Output.objects.select_related("item__toolkit"), pk=output_id, study=request.study)
+    output = get_object_or_404(generation.study_outputs(request.study).select_related("item__toolkit"), pk=output_id)
     available = services.lexicons_for(request.study).order_by("-study__is_library", "name", "-version")
     wanted = [v for v in request.GET.getlist("lexicon") if v.isdigit()]
     if wanted:

@@ -85,13 +85,13 @@ def analyze(wide, spec, *, cfa=True, histograms=True):
     internal = reliability.rate_internal_consistency(
         report["stratified_alpha"] if report["stratified_alpha"] is not None else report["alpha"].get("total")
     )
+    basis = validity.rating_indices(report["cfa"])
     report["ratings"] = {
         "internal_consistency": internal,
         "factorial": reliability.rate_factorial(
-            (report["cfa"] or {}).get("rmsea"),
-            (report["cfa"] or {}).get("cfi"),
-            bool((report["cfa"] or {}).get("improper")),
+            basis["rmsea"], basis["cfi"], bool((report["cfa"] or {}).get("improper"))
         ),
+        "factorial_basis": basis,
     }
     report["notes"] = notes
     return sanitize(report)

@@ -6,7 +6,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response as ApiResponse
 
-from generation.models import ModelEndpoint
+from generation import selectors as generation
 from stereoscope.api import StudyScopedMixin
 from stereoscope.models import Role
 
@@ -206,7 +206,7 @@ class ContextSetViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewsets.Read
 
 
 class QuestionnaireRunSerializer(serializers.ModelSerializer):
-    endpoints = serializers.PrimaryKeyRelatedField(many=True, queryset=ModelEndpoint.objects.all())
+    endpoints = serializers.PrimaryKeyRelatedField(many=True, queryset=generation.every_endpoint())
     instrument = serializers.PrimaryKeyRelatedField(queryset=Instrument.objects.all())
     context_set = serializers.PrimaryKeyRelatedField(
         queryset=ContextSet.objects.all(),
@@ -218,7 +218,7 @@ class QuestionnaireRunSerializer(serializers.ModelSerializer):
     template_key = serializers.ChoiceField(choices=list(prompts.TEMPLATES) + ["custom"], default="jung2025")
     extractors = serializers.ListField(child=serializers.ChoiceField(choices=extraction.EXTRACTORS), required=False)
     judge_endpoint = serializers.PrimaryKeyRelatedField(
-        queryset=ModelEndpoint.objects.all(),
+        queryset=generation.every_endpoint(),
         allow_null=True,
         required=False,
         default=None,

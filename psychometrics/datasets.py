@@ -180,6 +180,26 @@ RELIABILITY_COLUMNS = [
 ]
 
 
+# CFA statistics exported per model; the factorial rating sits on the RMSEA and CFI it used (robust or ML)
+CFA_KEYS = (
+    "chi2",
+    "df",
+    "p",
+    "cfi",
+    "tli",
+    "rmsea",
+    "rmsea_ci_low",
+    "rmsea_ci_high",
+    "srmr",
+    "chi2_scaled",
+    "p_scaled",
+    "scaling_factor",
+    "cfi_robust",
+    "tli_robust",
+    "rmsea_robust",
+)
+
+
 def item_rows(report):
     for m in report["models"]:
         for row in m["analysis"]["items"]:
@@ -218,14 +238,16 @@ def reliability_rows(report):
                 "detail": "from the CFA",
             }
         cfa = a.get("cfa") or {}
-        for key in ("chi2", "df", "p", "cfi", "tli", "rmsea", "rmsea_ci_low", "rmsea_ci_high", "srmr"):
+        basis = a["ratings"].get("factorial_basis") or {}
+        rated = ("rmsea_robust", "cfi_robust") if basis.get("robust") else ("rmsea", "cfi")
+        for key in CFA_KEYS:
             yield {
                 "model": m["endpoint"],
                 "measure": f"cfa_{key}",
                 "scope": "model",
                 "value": cfa.get(key),
-                "rating": a["ratings"]["factorial"] if key in ("rmsea", "cfi") else "",
-                "detail": cfa.get("estimator", ""),
+                "rating": a["ratings"]["factorial"] if key in rated else "",
+                "detail": f"rated on {basis.get('text')}" if key in rated and basis else cfa.get("estimator", ""),
             }
         for ld in cfa.get("loadings", []):
             yield {

@@ -1,6 +1,7 @@
 from django import forms
 
-from generation.models import ExecutionMode, ModelEndpoint
+from generation import selectors as generation
+from generation.models import ExecutionMode
 from stereoscope.untrusted import loads_json
 
 from . import extraction, prompts
@@ -135,8 +136,8 @@ class RunForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["instrument"].queryset = instruments
         self.fields["context_set"].queryset = ContextSet.objects.filter(study=study)
-        self.fields["endpoints"].queryset = ModelEndpoint.objects.filter(study=study).order_by("name")
-        self.fields["judge_endpoint"].queryset = ModelEndpoint.objects.filter(study=study).order_by("name")
+        self.fields["endpoints"].queryset = generation.study_endpoints(study)
+        self.fields["judge_endpoint"].queryset = generation.study_endpoints(study)
 
     def clean_extractors(self):
         chain = [c.strip() for c in self.cleaned_data["extractors"].split(",") if c.strip()]
@@ -167,11 +168,9 @@ class ContextGenerationForm(forms.Form):
     trials = forms.IntegerField(initial=1, min_value=1, max_value=100)
 
     def __init__(self, *args, study=None, **kwargs):
-        from generation.runs import toolkits_for
-
         super().__init__(*args, **kwargs)
-        self.fields["toolkit"].queryset = toolkits_for(study)
-        self.fields["endpoints"].queryset = ModelEndpoint.objects.filter(study=study).order_by("name")
+        self.fields["toolkit"].queryset = generation.toolkits_for(study)
+        self.fields["endpoints"].queryset = generation.study_endpoints(study)
 
 
 class RunFileForm(forms.Form):

@@ -344,6 +344,7 @@ def validation_summary(run, alternate=None, option_order=None, convergent=None, 
         reliability_ratings = [a["ratings"]["internal_consistency"], alt and alt["rating"], order and order["rating"]]
         gate = reliability.reliability_gate(reliability_ratings)
         cfa = a.get("cfa") or {}
+        basis = a["ratings"].get("factorial_basis") or {}
         rows.append(
             {
                 "model": name,
@@ -352,8 +353,9 @@ def validation_summary(run, alternate=None, option_order=None, convergent=None, 
                 "alternate_form": alt,
                 "option_order": order,
                 "gate": gate,
-                "rmsea": cfa.get("rmsea"),
-                "cfi": cfa.get("cfi"),
+                "rmsea": basis.get("rmsea", cfa.get("rmsea")),
+                "cfi": basis.get("cfi", cfa.get("cfi")),
+                "factorial_basis": basis.get("text"),
                 "factorial": a["ratings"]["factorial"] if gate else None,
                 "convergent": conv if gate else None,
                 "concurrent": [

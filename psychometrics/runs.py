@@ -14,7 +14,8 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from generation import batches
-from generation.models import ExecutionMode, ModelEndpoint, Provider, RunStatus
+from generation import selectors as generation
+from generation.models import ExecutionMode, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params
 from generation.runner import CallUnit, execute_units
 from stereoscope import jobs
@@ -482,7 +483,7 @@ def judge_units(run):
     """One judge call per finished answer the rule chain left inconclusive or not present (never twice)."""
     if extraction.JUDGE_STEP not in (run.extractors or []) or run.judge_endpoint_id is None:
         return []
-    judge = ModelEndpoint.objects.get(pk=run.judge_endpoint_id)
+    judge = generation.endpoint(run.judge_endpoint_id)
     params = merged_params(judge, {})
     rows = (
         run.responses.filter(status=ResponseStatus.DONE, extraction__in=extraction.JUDGED)
@@ -533,7 +534,7 @@ def pending_units(run, keys=None):
     ]
 
 
-class QuestionnaireRunJob(jobs.JobKind):
+class QuestionnaireRunJob(batches.BatchModeKind, jobs.JobKind):
     """A questionnaire run for the job engine: a unit is one pending Response of a called endpoint."""
 
     name = "psychometrics.run"
@@ -548,15 +549,12 @@ class QuestionnaireRunJob(jobs.JobKind):
     def get(self, job_id):
         return QuestionnaireRun.objects.select_related("study").get(pk=job_id)
 
-    def _held(self, run):
-        return batches.held_keys(self.name, run.pk) if run.execution_mode == ExecutionMode.BATCH else set()
-
     def pending_keys(self, run):
-        held = self._held(run)
+        held = self.held(run)
         return [pk for pk in _callable_responses(run)[1].order_by("pk").values_list("pk", flat=True) if pk not in held]
 
     def load_units(self, run, keys, include_held=False):
-        held = set() if include_held else self._held(run)
+        held = set() if include_held else self.held(run)
         return [u for u in pending_units(run, keys) if u.payload["pk"] not in held]
 
     @staticmethod
@@ -566,9 +564,8 @@ class QuestionnaireRunJob(jobs.JobKind):
     def batch_sink(self, run):
         return ResponseSink(run)
 
-    def run(self, run, source, cancel_check, progress):
-        if run.execution_mode == ExecutionMode.BATCH:  # the judge step follows once the batches have ended
-            return batches.run_in_batches(self, run, source, cancel_check, progress)
+    def run_live(self, run, source, cancel_check, progress):
+        """Live calls, then the extraction chain's judge step (in batch mode it follows the last batch)."""
         stats = execute_units(run.study, source, ResponseSink(run), cancel_check=cancel_check, progress=progress)
         if not stats.cancelled:  # the extraction chain's last step: the judge reads the answers the rules left open
             judge_open_answers(run, cancel_check)
@@ -590,11 +587,11 @@ class QuestionnaireRunJob(jobs.JobKind):
         manual = pending.filter(endpoint__provider=Provider.MANUAL).count()
         if manual == left:
             return RunStatus.RUNNING, f"Waiting for {manual} manual answers."
-        if run.execution_mode == ExecutionMode.BATCH:
-            waiting = batches.open_count(self.name, run.pk)
-            if waiting:
-                return RunStatus.RUNNING, f"Waiting for {waiting} batches at the provider ({left} units)."
-        return run.status, "Stopped with units left; resume to run them."
+        return (
+            self.batches_waiting(run, left)
+            or self.batches_returned(run, left)
+            or (run.status, "Stopped with units left; resume to run them.")
+        )
 
     def on_finished(self, job_id, status):
         if status == RunStatus.COMPLETED:
@@ -750,14 +747,14 @@ def create_run_from_file(study, data, actor=None, name=None):
     if context_set is None and data.get("context_set") is not None:
         problems.append(f"No context set named {data.get('context_set')!r} in this study.")
     names = data.get("endpoints") or []
-    endpoints = list(ModelEndpoint.objects.filter(study=study, name__in=names)) if isinstance(names, list) else []
+    endpoints = generation.endpoints_named(study, names) if isinstance(names, list) else []
     missing = sorted(set(names if isinstance(names, list) else []) - {e.name for e in endpoints})
     if missing or not isinstance(names, list):
         problems.append(f"No endpoint(s) named {', '.join(map(str, missing)) or names!r} in this study.")
     ext = data.get("extraction") or {}
     judge = None
     if isinstance(ext, dict) and ext.get("judge_endpoint"):
-        judge = ModelEndpoint.objects.filter(study=study, name=ext["judge_endpoint"]).first()
+        judge = generation.endpoint_named(study, ext["judge_endpoint"])
         if judge is None:
             problems.append(f"No judge endpoint named {ext['judge_endpoint']!r} in this study.")
     if problems:

@@ -1,9 +1,11 @@
 """Validity: confirmatory factor analysis (semopy), McDonald's omega, correlations between scores (no Django).
 
 CFA: one factor per subscale, factors correlated, the first loading of each factor fixed to 1 (marker), estimator
-ML (semopy's Wishart maximum likelihood, "MLW"; normal theory, no robust correction). Fit indices: χ², df, p, CFI,
-TLI and RMSEA from semopy; the RMSEA 90% CI (non-central χ²) and SRMR (Bentler) computed here, all with N in the
-denominator, as lavaan reports them.
+ML (semopy's "MLW" objective, converged tightly) with the Satorra–Bentler scaled χ², scaled and robust CFI/TLI and
+robust RMSEA computed here as lavaan's MLM does (checked against published lavaan output in
+tests/psychometrics/test_robust_ml.py); FIML for missing data has no robust scaling. Fit indices: χ², df, p, CFI,
+TLI and RMSEA; the RMSEA 90% CI (non-central χ²) and SRMR (Bentler) computed here, all with N in the denominator,
+as lavaan reports them.
 """
 
 import re
@@ -17,13 +19,14 @@ from .reliability import clean
 
 ESTIMATOR = (
     "ML (maximum likelihood, semopy MLW) with the Satorra–Bentler scaled χ² and robust CFI, TLI and RMSEA "
-    "(as lavaan's MLM); ratings use the ML indices"
+    "(as lavaan's MLM); the factorial rating uses the robust RMSEA and CFI"
 )
 ESTIMATOR_FIML = (
     "ML with full-information ML for missing data (semopy ModelMeans: each respondent's observed "
     "items; saturated model by EM); normal theory, no robust scaling"
 )
 CFA_MISSING = ("listwise", "fiml")
+ML_OPTIONS = {"ftol": 1e-12, "maxiter": 10000}  # SLSQP, listwise ML: converged as tightly as lavaan
 
 
 def _patterns(x):
@@ -279,10 +282,18 @@ def cfa(data, factors, drop_zero_variance=True, missing="listwise"):
     df_data = frame[items].rename(columns=names)
     desc = "\n".join(f"{_safe(f)} =~ " + " + ".join(names[i] for i in ids) for f, ids in used.items())
     model = semopy.ModelMeans(desc) if fiml else semopy.Model(desc)
+    # FIML is fitted on centred items (the optimiser starts its intercepts at 0 and fails far from it, e.g. on a
+    # 0–100 scale); the likelihood only moves with the location, so the centre is added back to the intercepts.
+    centre = df_data.mean() if fiml else None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            solution = model.fit(df_data, obj="ML" if fiml else "MLW")  # ModelMeans' ML is FIML
+            # ModelMeans' ML is FIML. semopy's SLSQP default (ftol 1e-6 on F) stops before the minimum: χ² is
+            # flat there, but estimates and the Satorra–Bentler scaling are off in the 3rd decimal against lavaan.
+            if fiml:
+                solution = model.fit(df_data - centre, obj="ML")
+            else:
+                solution = model.fit(df_data, obj="MLW", options=dict(ML_OPTIONS))
             dof = semopy.stats.calc_dof(model)
             if not fiml:
                 chi2_value, p_value = semopy.stats.calc_chi2(model, dof)
@@ -299,7 +310,7 @@ def cfa(data, factors, drop_zero_variance=True, missing="listwise"):
         k = len(items)  # moments: k(k+1)/2 covariances and k means; semopy's count leaves out the means
         dof = k * (k + 1) // 2 + k - len(model.param_vals)
         intercepts = {row[0]: float(row[3]) for row in est.itertuples(index=False) if row[1] == "~" and row[2] == "1"}
-        implied_mean = np.array([intercepts[names[i]] for i in items])
+        implied_mean = np.array([intercepts[names[i]] + centre[names[i]] for i in items])
         fit, sample_items, n = fiml_fit_statistics(frame[items].to_numpy(), implied_mean, implied, dof)
         result.update(df=clean(dof), **fit)
         result["srmr"] = clean(srmr(sample_items, implied))
@@ -486,10 +497,35 @@ def robust_fit(chi2, dof, chi2_b, n, c, c_b):
     d, d_b = max(scaled - dof, 0.0), max(scaled_b - df_b, scaled - dof, 0.0)
     out["cfi_scaled"] = clean(1 - d / d_b) if d_b > 0 else None
     tli = (scaled_b / df_b - scaled / dof) / (scaled_b / df_b - 1) if scaled_b / df_b != 1 else None
-    out["tli_scaled"] = out["tli_robust"] = clean(tli)  # the robust TLI equals the TLI of the scaled statistics
+    out["tli_scaled"] = clean(tli)
     r, r_b = max(chi2 - c * dof, 0.0), max(chi2_b - c_b * df_b, chi2 - c * dof, 0.0)
     out["cfi_robust"] = clean(1 - r / r_b) if r_b > 0 else None
+    # robust TLI (Brosseau-Liard & Savalei 2014; lavaan's formula, not capped): the noncentralities over df
+    t1, t2 = (chi2 - c * dof) * df_b, (chi2_b - c_b * df_b) * dof
+    out["tli_robust"] = clean(1 - t1 / t2) if t2 else None
     return out
+
+
+def rating_indices(fit):
+    """The RMSEA and CFI that Jung's factorial rating uses, and a sentence saying which: the robust ones when robust ML
+    (Satorra–Bentler) was computed, as Jung used robust ML; the ML ones otherwise (FIML, or the scaling failed)."""
+    fit = fit or {}
+    if all(fit.get(k) is not None for k in ("scaling_factor", "rmsea_robust", "cfi_robust")):
+        return {
+            "robust": True,
+            "rmsea": fit["rmsea_robust"],
+            "cfi": fit["cfi_robust"],
+            "text": "robust ML (Satorra–Bentler): robust RMSEA (Brosseau-Liard, Savalei & Li 2012) and robust CFI "
+            "(Brosseau-Liard & Savalei 2014)",
+        }
+    estimator = "ML with full-information ML for missing data" if fit.get("missing") == "fiml" else "ML"
+    why = "" if fit.get("missing") == "fiml" else ", no robust scaling available"
+    return {
+        "robust": False,
+        "rmsea": fit.get("rmsea"),
+        "cfi": fit.get("cfi"),
+        "text": f"{estimator}{why}: ML RMSEA and CFI",
+    }
 
 
 def satorra_bentler(model, data, observed_order, chi2, dof):

@@ -5,7 +5,7 @@ Built-ins are referenced by key and version; everything else is written inline. 
 the name of the variable that holds one.
 """
 
-from generation.models import GenerationRun, ModelEndpoint
+from generation import selectors as generation
 from generation.toolkit_format import toolkit_to_dict
 from judging.models import JudgeRound
 from stereoscope.models import BuiltinRecord
@@ -72,7 +72,7 @@ def _unique(entries, what):
 
 def export_recipe(study):
     runs = list(
-        GenerationRun.objects.filter(study=study, is_import=False)
+        generation.study_runs(study, imports=False)
         .select_related("toolkit__study")
         .prefetch_related("endpoints")
         .order_by("created_at", "pk")
@@ -83,7 +83,7 @@ def export_recipe(study):
         .prefetch_related("judges")
         .order_by("created_at", "pk")
     )
-    endpoints = list(ModelEndpoint.objects.filter(study=study).order_by("name"))
+    endpoints = list(generation.study_endpoints(study))
     recipe = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -156,7 +156,7 @@ def not_carried(study, exported_rounds):
     """What a recipe cannot rebuild, said in the recipe rather than dropped silently."""
     notes = [
         f"The run “{name}” holds imported outputs; a recipe does not carry them (import them again)."
-        for name in GenerationRun.objects.filter(study=study, is_import=True).values_list("name", flat=True)
+        for name in generation.study_runs(study, imports=True).values_list("name", flat=True)
     ]
     for rnd in exported_rounds:
         if (rnd.output_filter or {}).get("output_ids"):

@@ -9,7 +9,7 @@ from annotation import codebook_format
 from annotation.models import Codebook
 from annotation.selectors import progress_by_coder
 from annotation.services import CODEBOOKS, AnnotationError, codebook_tree, create_assignments, import_codebook
-from generation.models import OutputStatus
+from generation.selectors import run_outputs
 from stereoscope.models import Membership
 
 from .loader import RecipeError, RecipeProblem
@@ -95,7 +95,7 @@ def stage_outputs(stage, objects):
     run = objects["runs"].get(after)
     if run is None and after in objects["judge_rounds"]:
         run = objects["judge_rounds"][after].source_run
-    return run.outputs.filter(status=OutputStatus.DONE) if run is not None else None
+    return run_outputs(run, done_only=True) if run is not None else None
 
 
 def reach(stage, study, objects, actor):

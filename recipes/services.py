@@ -13,8 +13,9 @@ from decimal import Decimal
 from django.db import transaction
 
 from generation import runs as generation_runs
+from generation import selectors as generation
 from generation.endpoint_services import endpoint_problems, save_endpoint
-from generation.models import GenerationRun, ModelEndpoint, Provider, Toolkit
+from generation.models import Provider
 from generation.toolkit_format import ToolkitFormatError, create_toolkit, toolkit_to_dict, validate_data
 from generation.toolkit_services import TOOLKITS, delete_toolkit
 from judging import planner
@@ -211,13 +212,15 @@ def validate(data):
 # --- applying ---------------------------------------------------------------------------------------------------
 
 
-def _library_object(model, kind, key, version):
-    """The library object of a built-in, loading it first if this installation has not yet."""
+def _library_object(source, kind, key, version):
+    """The library object of a built-in, loading it first if this installation has not yet. `source` is the model,
+    or for another app's objects the queryset its selectors give."""
     record = BuiltinRecord.objects.filter(kind=kind, key=key, version=str(version)).first()
     if record is None:
         load_builtins([_builtin_spec(kind, key, version)], log=lambda *_: None)
         record = BuiltinRecord.objects.get(kind=kind, key=key, version=str(version))
-    return model.objects.get(pk=record.object_id)
+    objects = source.objects if hasattr(source, "objects") else source
+    return objects.get(pk=record.object_id)
 
 
 def _study(data, study, actor, outcome):
@@ -240,9 +243,9 @@ def _comparable_toolkit(toolkit):
 
 def _apply_toolkit(study, entry, actor, outcome):
     if "builtin" in entry:
-        return _library_object(Toolkit, "toolkit", entry["builtin"], entry["version"])
+        return _library_object(generation.toolkits_for(study), "toolkit", entry["builtin"], entry["version"])
     clean = validate_data(_toolkit_body(entry))
-    latest = Toolkit.objects.filter(study=study, name=clean["name"]).order_by("-version").first()
+    latest = generation.latest_toolkit(study, clean["name"])
     if latest is not None and _comparable_toolkit(latest) == clean:
         outcome.changes.append(Change("unchanged", "toolkit", str(latest)))
         return latest
@@ -262,7 +265,7 @@ def _apply_toolkit(study, entry, actor, outcome):
 
 def _apply_endpoint(study, entry, actor, outcome):
     fields = _endpoint_fields(entry)
-    existing = ModelEndpoint.objects.filter(study=study, name=entry["name"]).first()
+    existing = generation.endpoint_named(study, entry["name"])
     clean, problems = endpoint_problems(fields, study, existing)
     if problems:
         raise RecipeError([RecipeProblem(f"endpoints.{entry['name']}", str(m)) for m in problems.values()])
@@ -324,7 +327,7 @@ def _apply_run(study, entry, toolkits, endpoints, actor, outcome):
         "param_overrides": entry.get("params") or {},
         "system_prompt": entry.get("system_prompt", ""),
     }
-    existing = GenerationRun.objects.filter(study=study, name=entry["name"], is_import=False).order_by("pk").first()
+    existing = generation.generated_run_named(study, entry["name"])
     if existing is not None:
         have = {
             "toolkit": existing.toolkit_id,

@@ -102,3 +102,73 @@ def contrast(pairs, labels=None, groups=None):
     if (expected < 5).any():
         result.notes.append(f"{int((expected < 5).sum())} of {expected.size} expected counts are below 5")
     return result
+
+
+# --- span-level variables: units from spans ------------------------------------------------------------------------
+
+MIN_COVER = 0.5
+
+
+def covers(span_start, span_end, start, end, min_cover=MIN_COVER) -> bool:
+    """A span labels a sentence when they overlap by at least `min_cover` of the shorter of the two: a selected
+    sentence, a sloppy selection of it, a phrase inside it and a run of sentences all count; a few characters
+    spilling into the next sentence do not."""
+    inter = min(span_end, end) - max(span_start, start)
+    shorter = min(span_end - span_start, end - start)
+    return inter > 0 and shorter > 0 and inter >= min_cover * shorter - 1e-12
+
+
+def sentence_ratings(sentences, spans, min_cover=MIN_COVER):
+    """Each rater's label per sentence. sentences: [(start, end)] in text order; spans: [(rater, start, end, label)]
+    in the order they were made. Returns ([(sentence index, rater, label)] in sentence order, n_replaced): a rater's
+    later span wins on a sentence they had already labelled (n_replaced counts those, when the label differs)."""
+    labels, replaced = {}, 0
+    for rater, s_start, s_end, label in spans:
+        for index, (start, end) in enumerate(sentences):
+            if start >= s_end:
+                break
+            if covers(s_start, s_end, start, end, min_cover):
+                key = (index, rater)
+                if key in labels and labels[key] != label:
+                    replaced += 1
+                labels[key] = label
+    return [(i, r, v) for (i, r), v in sorted(labels.items(), key=lambda kv: kv[0][0])], replaced
+
+
+def segment_ratings(spans, min_overlap=0.5):
+    """Overlap-matched segments of one text. spans: [(rater, start, end, label)] in the order they were made. Spans
+    overlapping by at least `min_overlap` (intersection / union, as the per-code segment matching) belong to one
+    segment, transitively; a segment runs from its first start to its last end. Returns
+    ([((start, end), rater, label)] by segment position, n_replaced): a rater's later span in a segment wins."""
+    if not 0 < min_overlap <= 1:
+        raise ValueError("The overlap share must be in (0, 1].")
+    n = len(spans)
+    parent = list(range(n))
+
+    def root(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(n):
+        _, a_start, a_end, _ = spans[i]
+        for j in range(i + 1, n):
+            _, b_start, b_end, _ = spans[j]
+            inter = min(a_end, b_end) - max(a_start, b_start)
+            union = max(a_end, b_end) - min(a_start, b_start)
+            if inter > 0 and union > 0 and inter / union >= min_overlap - 1e-12:
+                parent[root(j)] = root(i)
+    groups = defaultdict(list)
+    for i in range(n):
+        groups[root(i)].append(i)
+    out, replaced = {}, 0
+    for members in groups.values():
+        extent = (min(spans[i][1] for i in members), max(spans[i][2] for i in members))
+        for i in members:  # in the order made: a later span of the same rater wins
+            rater, _, _, label = spans[i]
+            key = (extent, rater)
+            if key in out and out[key] != label:
+                replaced += 1
+            out[key] = label
+    return [(seg, r, v) for (seg, r), v in sorted(out.items(), key=lambda kv: kv[0][0])], replaced

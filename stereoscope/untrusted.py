@@ -38,6 +38,18 @@ def nul_problem(value, where="The file"):
     return None
 
 
+def without_nul(value):
+    """`value` with NUL characters removed from every text in it (str, or dicts and lists of them): for what a model
+    answered, which is kept rather than refused (a database cannot store NUL)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "") if "\x00" in value else value
+    if isinstance(value, dict):
+        return {without_nul(k): without_nul(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(without_nul(v) for v in value)
+    return value
+
+
 def xlsx_problem(content):
     """A message when an XLSX file's XML parts declare a DOCTYPE or entities (entity expansion, external entities)
     or inflate beyond a sane size, else None. Checked before any XML parser sees the file."""

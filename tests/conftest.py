@@ -209,6 +209,25 @@ def subprocess_database_url():
     return f"postgres://{auth}{s.get('HOST') or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
 
 
+@pytest.fixture
+def celery_processes(tmp_path):
+    """Celery workers and beat on the test database and broker (stereoscope/testing/workers.py), each logging to a
+    file under tmp_path/celery; whatever still runs is stopped after the test, before the database is flushed."""
+    from django.conf import settings
+
+    from stereoscope.testing.workers import CeleryProcesses
+
+    log_dir = tmp_path / "celery"
+    log_dir.mkdir()
+    with CeleryProcesses(
+        database_url=subprocess_database_url(),
+        broker=settings.CELERY_BROKER_URL,
+        env={"STEREOSCOPE_DATA_DIR": settings.DATA_DIR},
+        log_dir=log_dir,
+    ) as celery:
+        yield celery
+
+
 @pytest.fixture(scope="session")
 def _fake_provider_server():
     from .fake_provider import FakeProvider

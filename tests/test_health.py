@@ -25,7 +25,14 @@ def queued_run(study, status="queued", **fields):
 
 
 def test_every_job_kind_is_registered_and_queryable():
-    assert job_kinds() == ["export job", "generation run", "judge round", "measure run", "questionnaire run"]
+    assert job_kinds() == [
+        "code discovery",
+        "export job",
+        "generation run",
+        "judge round",
+        "measure run",
+        "questionnaire run",
+    ]
     assert waiting_jobs_without_worker() == []
 
 
@@ -91,6 +98,7 @@ JOB_PROGRESS_TEMPLATES = [
     "psychometrics/_progress.html",
     "measures/_run_progress.html",
     "exports/_jobs.html",
+    "annotation/_discovery.html",
 ]
 
 

@@ -13,8 +13,11 @@ from .attribution import (
     set_gender_attribution,
 )
 from .code_discovery import (
-    STALE_DISCOVERY_SECONDS,
+    DISCOVERY_JOB,
+    cancel_discovery,
     decide_suggestion,
+    resume_discovery,
+    retry_discovery,
     run_discovery,
     start_discovery,
 )
@@ -61,8 +64,11 @@ __all__ = [
     "reassign_assignment",
     "set_assignment_status",
     "set_gender_attribution",
-    "STALE_DISCOVERY_SECONDS",
+    "DISCOVERY_JOB",
+    "cancel_discovery",
     "decide_suggestion",
+    "resume_discovery",
+    "retry_discovery",
     "run_discovery",
     "start_discovery",
     "CODE_FIELDS",

@@ -4,7 +4,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from generation.models import Output
+from generation import selectors as generation
 from stereoscope.models import Role
 from stereoscope.permissions import has_role
 from stereoscope.services import record_activity
@@ -134,4 +134,4 @@ def next_assignment(codebook, coder, after=None):
 
 
 def outputs_of(study):
-    return Output.objects.filter(study=study)
+    return generation.study_outputs(study)

@@ -5,7 +5,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from generation.models import PromptItem
+from generation.selectors import toolkit_items
 from stereoscope.services import record_activity
 from stereoscope.versioning import Versioning
 
@@ -20,6 +20,7 @@ from ..models import (
     OperationKind,
     VariableScope,
 )
+from ..selectors import code_tree
 from .codings import create_coding
 from .errors import AnnotationError
 
@@ -73,7 +74,7 @@ def _resolve_items(study, tree, toolkit):
         raise AnnotationError("The codebook links codes to toolkit item numbers; choose the toolkit they refer to.")
     if toolkit.study_id != study.pk and not toolkit.study.is_library:
         raise AnnotationError("That toolkit belongs to another study.")
-    items = {i.number: i for i in PromptItem.objects.filter(toolkit=toolkit, number__in=numbers)}
+    items = toolkit_items(toolkit, numbers)
     missing = sorted(numbers - set(items))
     if missing:
         raise AnnotationError(f"The toolkit “{toolkit}” has no item {', '.join(map(str, missing))}.")
@@ -151,12 +152,6 @@ def _create_codes(codebook, codes, *, items, taken=(), created_by=None):
 
 def codebook_tree(codebook, include_inactive=False):
     """The codebook as a normalised tree (the export format), children in order."""
-    codes = list(codebook.codes.select_related("item").order_by("order", "id"))
-    if not include_inactive:
-        codes = [c for c in codes if c.active]
-    children = {}
-    for code in codes:
-        children.setdefault(code.parent_id, []).append(code)
 
     def node(code, path):
         here = f"{path}/{code.name}" if path else code.name
@@ -176,13 +171,13 @@ def codebook_tree(codebook, include_inactive=False):
             "variable": code.variable_scope,
             "ordered": code.variable_ordered,
             "exclude": code.exclude_value,
-            "children": [node(child, here) for child in children.get(code.pk, [])],
+            "children": [node(child, here) for child in code.child_nodes],
         }
 
     return {
         "name": codebook.name,
         "description": codebook.description,
-        "codes": [node(code, "") for code in children.get(None, [])],
+        "codes": [node(code, "") for code in code_tree(codebook, active_only=not include_inactive)],
     }
 
 

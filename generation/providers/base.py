@@ -5,6 +5,8 @@ import importlib.util
 import time
 from dataclasses import dataclass, field
 
+from stereoscope.untrusted import without_nul
+
 from ..key_variables import key_value, key_variable_problem
 
 # Parameters an adapter may pass on; anything else in an endpoint's defaults is rejected with a clear message.
@@ -22,6 +24,9 @@ class ChatResult:
     http_status: int | None = 200
     cost_usd: float | None = field(default=None)
 
+    def __post_init__(self):  # a model may answer with NUL characters; the answer is kept without them
+        self.text, self.raw = without_nul(self.text), without_nul(self.raw)
+
 
 class ProviderError(Exception):
     """A failed call. `retryable` says whether another attempt may succeed (429, 5xx, timeouts, bad bodies)."""
@@ -31,7 +36,7 @@ class ProviderError(Exception):
         self.retryable = retryable
         self.retry_after = retry_after
         self.http_status = http_status
-        self.raw = raw
+        self.raw = without_nul(raw)
 
 
 LOCAL_EXTRA_PACKAGES = ("torch", "transformers")

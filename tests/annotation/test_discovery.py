@@ -79,15 +79,17 @@ def test_discovery_end_to_end(discovery_env, fake_provider, django_capture_on_co
             actor=e["u"]["researcher"],
         )
     d.refresh_from_db()
-    assert d.status == "done", d.error
-    assert len(d.output_ids) == 5 and set(d.output_ids) <= {o.pk for o in e["outs"]}
-    assert d.provider_call is not None and d.provider_call.purpose == "discovery" and d.provider_call.ok
+    assert d.status == "completed", d.message
+    request = d.requests.get()
+    assert len(request.output_ids) == 5 and set(request.output_ids) <= {o.pk for o in e["outs"]}
+    call = request.provider_call
+    assert call is not None and call.purpose == "discovery" and call.ok
     sent = fake_provider.requests[-1]
     assert "F = protected, M = challenged" in json.dumps(sent, ensure_ascii=False)
     assert d.suggestions.count() == 12
     # same seed → same sample
     again = services.start_discovery(e["study"], e["cb"], endpoint=e["endpoint"], item=e["item"], sample_size=5, seed=3)
-    assert again.output_ids == d.output_ids
+    assert again.requests.get().output_ids == request.output_ids
     s0, s1 = list(d.suggestions.order_by("order"))[:2]
     services.decide_suggestion(
         s0, accept=True, actor=e["u"]["researcher"], name="M tested by hardship", parent=e["codes"]["lead"]
@@ -104,6 +106,7 @@ def test_discovery_end_to_end(discovery_env, fake_provider, django_capture_on_co
     with pytest.raises(services.AnnotationError, match="already"):
         services.decide_suggestion(s1, accept=True)
     assert services.run_discovery(d.pk) is None  # a finished discovery is not called again
+    assert len(fake_provider.requests) == 1
 
 
 def test_discovery_failures_are_recorded(discovery_env, fake_provider, django_capture_on_commit_callbacks):
@@ -112,12 +115,13 @@ def test_discovery_failures_are_recorded(discovery_env, fake_provider, django_ca
     with django_capture_on_commit_callbacks(execute=True):
         d = services.start_discovery(e["study"], e["cb"], endpoint=e["endpoint"], item=e["item"], sample_size=2)
     d.refresh_from_db()
-    assert d.status == "failed" and d.error and d.suggestions.count() == 0
+    assert d.status == "failed" and d.message and d.suggestions.count() == 0
     fake_provider.script([{"text": "Sorry, I can't do that."}])
     with django_capture_on_commit_callbacks(execute=True):
         d2 = services.start_discovery(e["study"], e["cb"], endpoint=e["endpoint"], item=e["item"], sample_size=2)
     d2.refresh_from_db()
-    assert d2.status == "failed" and "no list of codes" in d2.error and d2.response_text.startswith("Sorry")
+    assert d2.status == "failed" and "no list of codes" in d2.message
+    assert d2.requests.get().response_text.startswith("Sorry")
     other_item = e["item"].toolkit.items.get(number=2)
     with pytest.raises(services.AnnotationError, match="no finished stories"):
         services.start_discovery(e["study"], e["cb"], endpoint=e["endpoint"], item=other_item)
@@ -140,7 +144,7 @@ def test_discovery_page(discovery_env, fake_provider, client_for):
     body = r.content.decode()
     assert "Asked the model" in body
     d = CodeDiscovery.objects.get()
-    if d.status == "pending":  # on_commit runs after the request's transaction in this test mode
+    if d.status == "queued":  # on_commit runs after the request's transaction in this test mode
         services.run_discovery(d.pk)
     body = c.get(url).content.decode()
     assert "M pattern 0" in body and "&lt;script&gt;alert(1)&lt;/script&gt;" in body and "<script>alert(1)" not in body
@@ -168,7 +172,7 @@ def test_discovery_api(discovery_env, fake_provider, api_for, django_capture_on_
         )
     assert r.status_code == 201, r.content
     d = api.get(f"{base}{r.json()['id']}/").json()
-    assert d["status"] == "done" and len(d["suggestions"]) == 12 and d["provider_call"]
+    assert d["status"] == "completed" and len(d["suggestions"]) == 12 and d["requests"][0]["provider_call"]
     r = api.post(
         f"{base}{d['id']}/decide/",
         {"suggestion": d["suggestions"][0]["id"], "accept": True, "name": "M tough"},

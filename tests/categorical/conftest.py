@@ -1,2 +1,3 @@
 from tests.annotation.conftest import outputs_factory, small_codebook  # noqa: F401
+from tests.categorical.test_regard_end_to_end import regard_study  # noqa: F401
 from tests.gencore.conftest import make_endpoint, make_toolkit, study  # noqa: F401

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from annotation.models import CodeDiscovery, CodeSuggestion
+from annotation.models import CodeDiscovery, CodeSuggestion, DiscoveryRequest
 from generation.toolkit_services import TOOLKITS
 from tests.annotation.test_discovery import discovery_env  # noqa: F401
 
@@ -28,14 +28,19 @@ def test_item_list_labels_toolkit_versions(discovery_env, client_for):  # noqa: 
 def test_pending_discovery_refreshes_itself(discovery_env, page, login):  # noqa: F811
     e = discovery_env
     discovery = CodeDiscovery.objects.create(
-        study=e["study"], codebook=e["cb"], endpoint=e["endpoint"], item=e["item"], sample_size=2, status="pending"
+        study=e["study"], codebook=e["cb"], item=e["item"], sample_size=2, status="queued"
     )
+    discovery.endpoints.add(e["endpoint"])
+    request = DiscoveryRequest.objects.create(discovery=discovery, endpoint=e["endpoint"], output_ids=[1, 2])
     login("researcher")
     page.goto(f"/studies/{e['study'].pk}/coding/codebooks/{e['cb'].pk}/discover/")
-    page.wait_for_selector(f"#discovery-{discovery.pk} .tag:has-text('pending')")
+    page.wait_for_selector(f"#discovery-{discovery.pk} h2 .tag:has-text('queued')")
     url = page.url
-    CodeSuggestion.objects.create(discovery=discovery, name="Protective fathers", description="Fathers shield girls.")
-    CodeDiscovery.objects.filter(pk=discovery.pk).update(status="done")
+    CodeSuggestion.objects.create(
+        discovery=discovery, request=request, name="Protective fathers", description="Fathers shield girls."
+    )
+    DiscoveryRequest.objects.filter(pk=request.pk).update(status="done")
+    CodeDiscovery.objects.filter(pk=discovery.pk).update(status="completed")
     page.wait_for_selector(f"#discovery-{discovery.pk} input[value='Protective fathers']", timeout=10000)
     assert page.url == url
-    assert page.locator(f"#discovery-{discovery.pk} h2 .tag").inner_text() == "done"
+    assert page.locator(f"#discovery-{discovery.pk} h2 .tag").first.inner_text() == "completed"

@@ -3,46 +3,21 @@ SIGKILL while the batches are open at the provider, a new worker started: Celery
 batches again by their ids, every unit is done exactly once, no batch is submitted twice, and the cost is at batch
 prices."""
 
-import os
-import signal
-import subprocess
-import sys
 import uuid
 from decimal import Decimal
 
 import pytest
-from django.conf import settings
 
 from generation import runs
 from generation.models import GenerationRun, Output, ProviderBatch, ProviderCall
-from tests.conftest import subprocess_database_url
-from tests.test_celery_worker import ROOT, start_worker, wait_for
+from stereoscope.testing.workers import wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
-def start_beat(schedule):
-    env = {k: v for k, v in os.environ.items() if k != "CELERY_TASK_ALWAYS_EAGER"}
-    env.update(
-        DATABASE_URL=subprocess_database_url(),
-        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
-        STEREOSCOPE_DATA_DIR=str(settings.DATA_DIR),
-    )
-    cmd = [sys.executable, "-m", "celery", "-A", "stereoscope", "beat", "-s", str(schedule), "--loglevel", "INFO"]
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def stop(process):
-    if process.poll() is None:
-        process.terminate()
-    try:
-        process.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
-
-
-def test_batch_run_survives_a_killed_worker(make_endpoint, make_toolkit, fake_provider, monkeypatch, tmp_path):
+def test_batch_run_survives_a_killed_worker(
+    make_endpoint, make_toolkit, fake_provider, monkeypatch, tmp_path, celery_processes
+):
     from stereoscope.celery import app
     from stereoscope.models import Study
 
@@ -69,32 +44,28 @@ def test_batch_run_survives_a_killed_worker(make_endpoint, make_toolkit, fake_pr
     )
     fake_provider.batches.hold = True  # the provider keeps the batches in progress until released
 
-    beat = start_beat(tmp_path / "beat-schedule")
-    first = start_worker(queue, f"batch-1-{queue}@test")
+    beat = celery_processes.start_beat(tmp_path / "beat-schedule")
+    first = celery_processes.start_worker(queue)
     try:
         runs.start(run)
         assert wait_for(
             lambda: ProviderBatch.objects.filter(job_id=run.pk, status="in_progress").count() == 3, timeout=180
         ), "the worker should submit 3 batches and poll them"
-        os.kill(first.pid, signal.SIGKILL)
-        first.wait(30)
     finally:
-        if first.poll() is None:
-            first.kill()
-        first.communicate()
+        celery_processes.kill(first)
     try:
         assert GenerationRun.objects.get(pk=run.pk).status == "running"
         assert Output.objects.filter(run=run, status="done").count() == 0
         assert len(fake_provider.batches.created) == 3
         fake_provider.batches.release()
 
-        second = start_worker(queue, f"batch-2-{queue}@test")
+        second = celery_processes.start_worker(queue)
         try:
             assert wait_for(lambda: GenerationRun.objects.get(pk=run.pk).status == "completed", timeout=240)
         finally:
-            stop(second)
+            celery_processes.stop([second])
     finally:
-        stop(beat)
+        celery_processes.stop([beat])
 
     outputs = Output.objects.filter(run=run)
     assert outputs.count() == 1000 and outputs.filter(status="done").count() == 1000

@@ -154,3 +154,19 @@ def test_unknown_slot_and_foreign_endpoint(study, make_endpoint, make_toolkit):
     other = Study.objects.create(name="other")
     with pytest.raises(runs.RunError, match="another study"):
         runs.create_run(study, name="x", toolkit=make_toolkit(study, 1), endpoints=[make_endpoint(other)])
+
+
+def test_nul_characters_in_an_answer_are_dropped_before_saving(study, make_endpoint, make_toolkit, fake_provider):
+    """A model may answer with NUL characters; PostgreSQL refuses them in text and JSON columns. The answer is kept
+    without them (on every database), with its raw response, and the unit is done."""
+    toolkit = make_toolkit(study, 1, texts=["Tell a story about a nurse."])
+    openai_endpoint, anthropic_endpoint = make_endpoint(study), make_endpoint(study, "anthropic")
+    fake_provider.script([{"text": "Once\x00 upon\x00 a time."}] * 2, match="nurse")
+    run = runs.create_run(study, name="nul", toolkit=toolkit, endpoints=[openai_endpoint, anthropic_endpoint])
+    runs.start(run)
+    run.refresh_from_db()
+    assert run.status == "completed", run.message
+    outputs = Output.objects.filter(run=run)
+    assert outputs.count() == 2 and all(o.text == "Once upon a time." for o in outputs)
+    for call in ProviderCall.objects.filter(output__run=run):
+        assert "\x00" not in str(call.raw_response) and "Once upon a time." in str(call.raw_response)

@@ -3,12 +3,8 @@ anything: the live workers' sweep picks up the dead worker's chunks once their l
 exactly once, and the product has an attempt row for every request the provider received."""
 
 import os
-import signal
-import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 from django.db.models import Count
@@ -16,7 +12,7 @@ from django.db.models import Count
 from generation import runs
 from generation.models import GenerationRun, Output, ProviderCall
 from stereoscope import jobs
-from tests.test_celery_worker import ROOT, wait_for
+from stereoscope.testing.workers import wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -24,55 +20,8 @@ UNITS = int(os.environ.get("SCALE_OUT_UNITS", "2000"))
 LEASE = 4
 
 
-def start_quiet_worker(queue, hostname, log_dir):
-    """A worker like tests.test_celery_worker's, logging to a file: 2,000 units of INFO lines would fill a pipe."""
-    from django.conf import settings
-
-    from tests.conftest import subprocess_database_url
-
-    env = {k: v for k, v in os.environ.items() if k != "CELERY_TASK_ALWAYS_EAGER"}
-    env.update(
-        DATABASE_URL=subprocess_database_url(),
-        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
-        WORKER_HEARTBEAT_SECONDS="0.5",
-        STEREOSCOPE_DATA_DIR=str(settings.DATA_DIR),
-    )
-    log = open(log_dir / f"{hostname}.log", "w")
-    cmd = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "stereoscope",
-        "worker",
-        "--pool",
-        "solo",
-        "-Q",
-        queue,
-        "--hostname",
-        hostname,
-        "--loglevel",
-        "WARNING",
-        "--without-mingle",
-        "--without-gossip",
-    ]
-    worker = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
-    worker.log_path = log.name
-    return worker
-
-
-def stop(worker):
-    if worker.poll() is None:
-        worker.terminate()
-    try:
-        worker.wait(timeout=30)
-    except Exception:
-        worker.kill()
-        worker.wait()
-
-
 def test_three_workers_one_killed_job_heals_without_anyone(
-    make_endpoint, make_toolkit, fake_provider, monkeypatch, tmp_path
+    make_endpoint, make_toolkit, fake_provider, monkeypatch, celery_processes
 ):
     from stereoscope.celery import app
     from stereoscope.models import Study
@@ -89,11 +38,10 @@ def test_three_workers_one_killed_job_heals_without_anyone(
     )
     run = runs.create_run(study, name="scale out", toolkit=toolkit, endpoints=[endpoint], trials=5)
 
-    workers = [start_quiet_worker(queue, f"scale-{i}-{queue}@test", tmp_path) for i in range(3)]
+    celery_processes.loglevel = "WARNING"  # 2,000 units of INFO lines are noise
+    workers = celery_processes.start_workers(3, queue)
     try:
-        from stereoscope.models import WorkerHeartbeat
-
-        assert wait_for(lambda: WorkerHeartbeat.objects.filter(hostname__contains=queue).count() == 3, timeout=60)
+        celery_processes.wait_ready(workers, timeout=60)
         t0 = time.monotonic()
         runs.start(run)
         # all three work on the one job at once
@@ -110,17 +58,14 @@ def test_three_workers_one_killed_job_heals_without_anyone(
             timeout=60,
         )
         assert wait_for(lambda: Output.objects.filter(run=run, status="done").count() >= UNITS // 4, timeout=120)
-        os.kill(workers[0].pid, signal.SIGKILL)
+        celery_processes.kill(workers[0])
         timing = {"to_kill_s": round(time.monotonic() - t0, 1)}
-        workers[0].wait(30)
         assert Output.objects.filter(run=run, status="done").count() < UNITS, "the kill should land mid-job"
         healed = wait_for(lambda: GenerationRun.objects.get(pk=run.pk).status == "completed", timeout=240)
         timing["total_s"] = round(time.monotonic() - t0, 1)
     finally:
-        logs = []
-        for worker in workers:
-            stop(worker)
-            logs.append(Path(worker.log_path).read_text()[-3000:])
+        celery_processes.stop(workers)
+        logs = [celery_processes.log(worker)[-3000:] for worker in workers]
     assert healed, (jobs.chunk_counts(runs.RUN_JOB, run.pk), GenerationRun.objects.values().get(pk=run.pk), logs)
     outputs = Output.objects.filter(run=run)
     assert outputs.count() == UNITS and outputs.filter(status="done").count() == UNITS

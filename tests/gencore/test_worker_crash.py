@@ -1,20 +1,18 @@
 """Crash safety: a real worker is killed with SIGKILL mid-run; resuming with a new worker leaves every unit
 with exactly one output and calls again only the units that had none."""
 
-import os
-import signal
 import uuid
 
 import pytest
 
 from generation import runs
 from generation.models import GenerationRun, Output
-from tests.test_celery_worker import start_worker, wait_for
+from stereoscope.testing.workers import wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
-def test_sigkill_mid_run_then_resume(make_endpoint, make_toolkit, fake_provider, monkeypatch):
+def test_sigkill_mid_run_then_resume(make_endpoint, make_toolkit, fake_provider, monkeypatch, celery_processes):
     from stereoscope.celery import app
     from stereoscope.models import Study
 
@@ -28,32 +26,23 @@ def test_sigkill_mid_run_then_resume(make_endpoint, make_toolkit, fake_provider,
     )
     run = runs.create_run(study, name="crash", toolkit=toolkit, endpoints=[endpoint], trials=1)
 
-    first = start_worker(queue, f"crash-1-{queue}@test")
+    first = celery_processes.start_worker(queue)
     try:
         runs.start(run)
         assert wait_for(lambda: Output.objects.filter(run=run, status="done").count() >= 8, timeout=120)
-        os.kill(first.pid, signal.SIGKILL)
-        first.wait(30)
     finally:
-        if first.poll() is None:
-            first.kill()
-        first.communicate()
+        celery_processes.kill(first)
     done_before = set(Output.objects.filter(run=run, status="done").values_list("pk", flat=True))
     assert 8 <= len(done_before) < 60, "the kill should land mid-run"
     assert GenerationRun.objects.get(pk=run.pk).status == "running"  # the dead worker could not finish it
     requests_before = len(fake_provider.requests)
 
-    second = start_worker(queue, f"crash-2-{queue}@test")
+    second = celery_processes.start_worker(queue)
     try:
         runs.resume(GenerationRun.objects.get(pk=run.pk))
         assert wait_for(lambda: GenerationRun.objects.get(pk=run.pk).status == "completed", timeout=180)
     finally:
-        second.terminate()
-        try:
-            second.communicate(timeout=30)
-        except Exception:
-            second.kill()
-            second.communicate()
+        celery_processes.stop([second])
     outputs = Output.objects.filter(run=run)
     assert outputs.count() == 60 and outputs.filter(status="done").count() == 60
     assert len(set(outputs.values_list("item_id", "endpoint_id", "trial", "variant_key"))) == 60

@@ -1,8 +1,6 @@
 """Crash safety: a real worker running a judge round is killed with SIGKILL; a new worker resumes the round and
 every (output, judge) ends with exactly one verdict, and only the missing ones were asked again."""
 
-import os
-import signal
 import uuid
 
 import pytest
@@ -10,13 +8,13 @@ import pytest
 from generation.models import Dimension, GenerationRun, Output, PromptItem, Toolkit
 from judging import rounds
 from judging.models import JudgeRound, Verdict
+from stereoscope.testing.workers import wait_for
 from tests.judging.helpers import seed_template
-from tests.test_celery_worker import start_worker, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
-def test_sigkill_mid_round_then_resume(make_endpoint, fake_provider, monkeypatch):
+def test_sigkill_mid_round_then_resume(make_endpoint, fake_provider, monkeypatch, celery_processes):
     from stereoscope.celery import app
     from stereoscope.models import Study
 
@@ -52,34 +50,25 @@ def test_sigkill_mid_round_then_resume(make_endpoint, fake_provider, monkeypatch
         reask_missing=False,
     )
 
-    first = start_worker(queue, f"jcrash-1-{queue}@test")
+    first = celery_processes.start_worker(queue)
     try:
         rounds.start(rnd)
         assert wait_for(lambda: Verdict.objects.filter(round=rnd, status="ok").count() >= 8, timeout=120)
-        os.kill(first.pid, signal.SIGKILL)
-        first.wait(30)
     finally:
-        if first.poll() is None:
-            first.kill()
-        first.communicate()
+        celery_processes.kill(first)
     done_before = set(Verdict.objects.filter(round=rnd, status="ok").values_list("pk", flat=True))
     assert 8 <= len(done_before) < 60, "the kill should land mid-round"
     assert JudgeRound.objects.get(pk=rnd.pk).status == "running"
     requests_before = len(fake_provider.requests)
 
-    second = start_worker(queue, f"jcrash-2-{queue}@test")
+    second = celery_processes.start_worker(queue)
     try:
         # the dead worker's lease must expire before another worker may take the round
         JudgeRound.objects.filter(pk=rnd.pk).update(lease_expires_at=None, lease_token="")
         rounds.resume(JudgeRound.objects.get(pk=rnd.pk))
         assert wait_for(lambda: JudgeRound.objects.get(pk=rnd.pk).status == "completed", timeout=180)
     finally:
-        second.terminate()
-        try:
-            second.communicate(timeout=30)
-        except Exception:
-            second.kill()
-            second.communicate()
+        celery_processes.stop([second])
     verdicts = Verdict.objects.filter(round=rnd)
     assert verdicts.count() == 60 and verdicts.filter(status="ok").count() == 60
     assert len(set(verdicts.values_list("output_id", "judge_model"))) == 60

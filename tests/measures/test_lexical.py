@@ -69,7 +69,7 @@ def test_hand_counted_jung_letters_and_odds_ratios():
     assert cm == {"agentic": 3, "standout": 3, "ability": 0, "communal": 1, "grindstone": 1}
     assert cf == {"agentic": 1, "standout": 2, "ability": 0, "communal": 3, "grindstone": 2}
     total_m, total_f = 19, 19
-    from measures.textproc import word_count
+    from stereoscope.textproc import word_count
 
     assert word_count(male) == total_m and word_count(female) == total_f
     ors = {}

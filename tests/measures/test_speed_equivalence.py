@@ -6,7 +6,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from measures import lexical, textproc
+from measures import lexical
+from stereoscope import textproc
 
 _END_RE = re.compile(r"[.!?…]+[\"'”’»)\]]*(?=\s+|$)")
 _ABBREV_TAIL = re.compile(r"([\w.]{1,12})$")

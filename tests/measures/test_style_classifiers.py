@@ -59,11 +59,33 @@ def build_tiny_model(path, id2label, seed=3):
     return path
 
 
+# Each preset's label map as the published model itself has it (checked against the sources, not the model cards'
+# prose; no model is downloaded):
+# - formality: the model's config.json, "id2label": {"0": "informal", "1": "formal"}
+#   (huggingface.co/s-nlp/roberta-base-formality-ranker/blob/main/config.json).
+# - sentiment: config.json "id2label": {"0": "NEGATIVE", "1": "POSITIVE"}, as carried by copies of the model that
+#   name it as their _name_or_path (e.g. huggingface.co/optimum/distilbert-base-uncased-finetuned-sst-2-english,
+#   config.json); the original's own config.json was not in the searchable sources.
+# - agency: config.json not findable; the model card's usage example (huggingface.co/emmatliu/
+#   language-agency-classifier) maps {1: 'agentic', 0: 'communal'}, and Wan et al.'s own inference code
+#   (github.com/uclanlp/biases-llm-reference-letters, bert_inference.py) uses {0: "communal", 1: "agentic"}.
+# - nli: config.json not findable; the id2label {"0": "entailment", "1": "neutral", "2": "contradiction"} is quoted
+#   in the model's usage example and in Wan et al.'s hallucination_detection.py (same repository).
+PUBLISHED_LABEL_MAPS = {
+    "formality": {0: "informal", 1: "formal"},
+    "sentiment": {0: "NEGATIVE", 1: "POSITIVE"},
+    "agency": {0: "communal", 1: "agentic"},
+    "nli": {0: "entailment", 1: "neutral", 2: "contradiction"},
+}
+
+
 def test_presets_name_the_published_models_and_label_maps():
     presets = classifiers.STYLE_PRESETS
     assert presets["formality"].model_id == "s-nlp/roberta-base-formality-ranker"
     assert presets["sentiment"].model_id == "distilbert-base-uncased-finetuned-sst-2-english"
-    assert presets["sentiment"].label_map == {0: "NEGATIVE", 1: "POSITIVE"}
+    assert presets["agency"].model_id == "emmatliu/language-agency-classifier"
+    assert presets["nli"].model_id == "ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli"
+    assert {key: preset.label_map for key, preset in presets.items()} == PUBLISHED_LABEL_MAPS
     assert presets["agency"].target == "agentic" and presets["nli"].target == "entailment"
     assert classifiers.preset_for(model_id="S-NLP/roberta-base-formality-ranker").key == "formality"
     assert classifiers.preset_for(model_id="sasha/regardv3") is None
@@ -73,8 +95,8 @@ def test_presets_name_the_published_models_and_label_maps():
 
 def test_preset_label_map_replaces_generic_labels_and_checks_the_target():
     preset = classifiers.STYLE_PRESETS["formality"]
-    assert classifiers.apply_preset({0: "LABEL_0", 1: "LABEL_1"}, preset) == {0: "formal", 1: "informal"}
-    assert classifiers.apply_preset({0: "Formal", 1: "Informal"}, preset) == {0: "formal", 1: "Informal"}
+    assert classifiers.apply_preset({0: "LABEL_0", 1: "LABEL_1"}, preset) == {0: "informal", 1: "formal"}
+    assert classifiers.apply_preset({0: "Informal", 1: "Formal"}, preset) == {0: "Informal", 1: "formal"}
     with pytest.raises(classifiers.ClassifierError, match="does not look like s-nlp/roberta-base-formality-ranker"):
         classifiers.apply_preset({0: "negative", 1: "positive"}, preset)
 
@@ -90,7 +112,7 @@ def test_style_preset_on_a_tiny_model_records_the_preset(tmp_path):
     path = build_tiny_model(tmp_path, {0: "LABEL_0", 1: "LABEL_1"})
     clf = classifiers.make_classifier("transformers", path=str(path), model_id="emmatliu/language-agency-classifier")
     assert clf.info["preset"] == "agency" and clf.info["target_label"] == "agentic"
-    assert clf.info["label_map"] == {"0": "agentic", "1": "communal"}
+    assert clf.info["label_map"] == {"0": "communal", "1": "agentic"}
     texts = ["She is kind.", "He led the team.", "She is a leader.", "He is warm."]
     preds = clf.predict(texts)
     assert {p.label for p in preds} <= {"agentic", "communal"}

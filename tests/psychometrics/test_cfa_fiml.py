@@ -80,3 +80,18 @@ def test_instrument_file_chooses_fiml_for_the_cfa():
                 "missing": {"cfa": "pairwise"},
             }
         )
+
+
+@pytest.mark.parametrize("shift", [50.0, 1000.0])
+def test_fiml_does_not_depend_on_where_the_scale_starts(shift):
+    """A 0–100 scale is the same data as a 0–10 one moved along: χ², fit indices, loadings and the improper-solution
+    check must not change, and the implied means move by the shift."""
+    data = with_gaps(hs())
+    base = validity.cfa(data, FACTORS, missing="fiml")
+    moved = validity.cfa(data + shift, FACTORS, missing="fiml")
+    for key in ("chi2", "df", "cfi", "tli", "rmsea", "srmr"):
+        assert moved[key] == pytest.approx(base[key], rel=1e-3), key
+    assert moved["improper"] == base["improper"]
+    for a, b in zip(moved["loadings"], base["loadings"], strict=True):
+        assert a["estimate"] == pytest.approx(b["estimate"], abs=2e-3)
+    assert np.allclose(np.array(moved["implied_mean"]) - shift, base["implied_mean"], atol=1e-2)

@@ -150,3 +150,21 @@ def test_three_groups_get_one_way_anova_with_eta_squared(files, capsys):
     ss_b = sum(len(g) * (g.mean() - allv.mean()) ** 2 for g in groups)
     assert bs["eta2"] == pytest.approx(ss_b / ((allv - allv.mean()) ** 2).sum())
     assert (bs["df1"], bs["df2"]) == (2, len(allv) - 3)
+
+
+def test_cli_gives_the_robust_statistics_and_the_ratings_the_report_gives(files, capsys):
+    from psychometrics.analysis import analyze, read_wide_csv
+    from psychometrics.spec import parse_instrument
+
+    path, _ = files
+    out = run(capsys, "--instrument", str(path / "inst.json"), "--responses", str(path / "resp.csv"))
+    for key in ("chi2_scaled", "p_scaled", "scaling_factor", "cfi_robust", "tli_robust", "rmsea_robust", "improper"):
+        assert key in out["cfa"], key
+    assert out["cfa"]["scaling_factor"] > 0 and out["cfa"]["chi2_scaled"] > 0
+    spec = parse_instrument(json.loads((path / "inst.json").read_text()))
+    wide, _ = read_wide_csv(str(path / "resp.csv"), spec)
+    report = analyze(wide, spec, histograms=False)
+    assert out["ratings"]["factorial"] == report["ratings"]["factorial"]
+    assert out["ratings"]["internal_consistency"] == report["ratings"]["internal_consistency"]
+    assert out["ratings"]["factorial_basis"]["robust"] is True and "robust" in out["ratings"]["factorial_basis"]["text"]
+    assert out["cfa"]["rmsea_robust"] == pytest.approx(report["cfa"]["rmsea_robust"])

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation import codebook_format as fmt
 from annotation import services
 from annotation.api import import_upload
-from generation.models import Toolkit
+from generation.selectors import study_toolkit
 from stereoscope.models import Study
 
 
@@ -36,7 +36,7 @@ class Command(BaseCommand):
             raise CommandError(f"No such file: {file}")
         toolkit_obj = None
         if toolkit is not None:
-            toolkit_obj = Toolkit.objects.filter(pk=toolkit, study=study).first()
+            toolkit_obj = study_toolkit(study, toolkit)
             if toolkit_obj is None:
                 raise CommandError(f"No toolkit {toolkit} in study {study.pk}.")
         upload = io.BytesIO(path.read_bytes())

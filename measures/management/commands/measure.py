@@ -10,7 +10,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.models import GenerationRun
+from generation.selectors import runs_by_id
 from measures import scoring
 from measures.contrasts import fairness_check
 from measures.models import Lexicon, MeasureRun
@@ -50,7 +50,7 @@ class Command(BaseCommand):
             missing = set(opts["lexicon"]) - {lx.pk for lx in lexicons}
             if missing:
                 raise CommandError(f"No lexicon with id {', '.join(map(str, sorted(missing)))}.")
-            sources = list(GenerationRun.objects.filter(pk__in=opts["source_run"]))
+            sources = runs_by_id(opts["source_run"])
             try:
                 run = scoring.create_run(
                     study,

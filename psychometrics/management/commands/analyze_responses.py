@@ -8,7 +8,8 @@ class Command(BaseCommand):
     help = (
         "Analyse questionnaire responses collected anywhere (also human data): a wide CSV (one row per respondent, "
         "one column per item id, optional `group`) against an instrument JSON file. Prints JSON with n, "
-        "descriptives, items, alpha, stratified_alpha, omega_total, cfa and notes; with `group`, per-group figures and "
+        "descriptives, items, alpha, stratified_alpha, omega_total, cfa (ML, scaled and robust indices), ratings and "
+        "notes; with `group`, per-group figures and "
         "between-group tests (Welch t for two groups, one-way ANOVA otherwise, with effect sizes)."
     )
 
@@ -59,11 +60,21 @@ class Command(BaseCommand):
                 "rmsea_ci_low",
                 "rmsea_ci_high",
                 "srmr",
+                "chi2_scaled",
+                "p_scaled",
+                "scaling_factor",
+                "cfi_scaled",
+                "tli_scaled",
+                "cfi_robust",
+                "tli_robust",
+                "rmsea_robust",
+                "improper",
                 "loadings",
                 "estimator",
                 "n",
             )
         }
+        out["ratings"] = report["ratings"]
         out["omega"] = report["omega"]
         out["missing"] = report["missing"]
         out["notes"] = list(report["notes"])

@@ -1,0 +1,1 @@
+"""Helpers for tests and benchmarks (imported by neither the product nor its apps)."""
