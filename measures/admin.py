@@ -9,6 +9,7 @@ from .models import (
     OutputMeasure,
     SentenceMeasure,
     TrainedClassifier,
+    WordCounts,
 )
 
 
@@ -61,6 +62,13 @@ class OutputMeasureAdmin(admin.ModelAdmin):
 class SentenceMeasureAdmin(admin.ModelAdmin):
     list_display = ["output_measure", "index", "label", "score"]
     raw_id_fields = ["output_measure"]
+
+
+@admin.register(WordCounts)
+class WordCountsAdmin(admin.ModelAdmin):
+    list_display = ["run", "gender"]
+    list_filter = ["gender"]
+    raw_id_fields = ["run"]
 
 
 @admin.register(ContrastResult)

@@ -9,6 +9,7 @@ sentences with that label, "score" = mean classifier score (per sentence or the 
 import math
 from collections import Counter, defaultdict
 
+import numpy as np
 from django.db import transaction
 
 from generation.counterfactual import swap_gender, swap_values
@@ -148,11 +149,33 @@ def _tests(female, male):
     return out
 
 
-def category_results(rows, categories, zero_policy, convention="per_category"):
-    """Per category: pooled odds ratio (Jung) and Welch / Mann–Whitney on per-output rates per 100 words."""
-    female = [r for r in rows if r["gender"] == "F"]
-    male = [r for r in rows if r["gender"] == "M"]
-    total_f, total_m = sum(r["words"] for r in female), sum(r["words"] for r in male)
+class RowTable:
+    """A run's rows as arrays: words, gender and one count column per category (-1 where the category does not apply
+    to the text's language), so a group's sums and rates are array operations instead of loops over dicts."""
+
+    def __init__(self, rows, categories):
+        self.position = {id(r): i for i, r in enumerate(rows)}
+        self.words = np.array([r["words"] for r in rows], dtype=np.int64)
+        gender = np.array([r["gender"] or "" for r in rows], dtype=object)
+        self.female, self.male = gender == "F", gender == "M"
+        self.counts = {}
+        for cat in categories:
+            key = str(cat.pk)
+            if cat.words and key not in self.counts:
+                self.counts[key] = np.array([r["counts"].get(key, -1) for r in rows], dtype=np.int64)
+
+    def index(self, members):
+        return np.fromiter((self.position[id(r)] for r in members), dtype=np.int64, count=len(members))
+
+
+def category_results(rows, categories, zero_policy, convention="per_category", table=None):
+    """Per category: pooled odds ratio (Jung) and Welch / Mann–Whitney on per-output rates per 100 words.
+    `table`: a RowTable holding these rows (built here when not given)."""
+    table = table or RowTable(rows, categories)
+    idx = table.index(rows)
+    words = table.words[idx]
+    is_f, is_m = table.female[idx], table.male[idx]
+    total_f, total_m = int(words[is_f].sum()), int(words[is_m].sum())
     results = []
     for cat in categories:
         key = str(cat.pk)
@@ -176,11 +199,13 @@ def category_results(rows, categories, zero_policy, convention="per_category"):
                 }
             )
             continue
-        applicable_f = [r for r in female if key in r["counts"]]
-        applicable_m = [r for r in male if key in r["counts"]]
-        words_f = sum(r["counts"][key] for r in applicable_f)
-        words_m = sum(r["counts"][key] for r in applicable_m)
-        tf, tm = sum(r["words"] for r in applicable_f), sum(r["words"] for r in applicable_m)
+        counts = table.counts[key][idx]
+        applies = counts >= 0
+        sel_f, sel_m = applies & is_f, applies & is_m
+        counts_f, counts_m = counts[sel_f], counts[sel_m]
+        totals_f, totals_m = words[sel_f], words[sel_m]
+        words_f, words_m = int(counts_f.sum()), int(counts_m.sum())
+        tf, tm = int(totals_f.sum()), int(totals_m.sum())
         if tf and tm and words_f <= tf and words_m <= tm:
             odds_ratio = lexical.category_odds_ratio(words_m, tm, words_f, tf, cat.direction, zero_policy, convention)
         else:
@@ -195,7 +220,7 @@ def category_results(rows, categories, zero_policy, convention="per_category"):
                 "convention": convention,
                 "orientation": "female" if cat.direction == "female" and convention == "per_category" else "male",
             }
-        tests = _tests([_rate(r, key) for r in applicable_f], [_rate(r, key) for r in applicable_m])
+        tests = _tests(_rates(counts_f, totals_f), _rates(counts_m, totals_m))
         results.append(
             {
                 "category_id": cat.pk,
@@ -207,17 +232,23 @@ def category_results(rows, categories, zero_policy, convention="per_category"):
                 "color": cat.color,
                 "odds_ratio": odds_ratio,
                 "rate_tests": tests,
-                "n_f": len(applicable_f),
-                "n_m": len(applicable_m),
+                "n_f": int(sel_f.sum()),
+                "n_m": int(sel_m.sum()),
             }
         )
     return results, {
-        "n_f": len(female),
-        "n_m": len(male),
+        "n_f": int(is_f.sum()),
+        "n_m": int(is_m.sum()),
         "total_f": total_f,
         "total_m": total_m,
-        "n_unknown": sum(1 for r in rows if r["gender"] not in ("F", "M")),
+        "n_unknown": len(rows) - int(is_f.sum()) - int(is_m.sum()),
     }
+
+
+def _rates(counts, words):
+    """Matches per 100 words (NaN for a text without words, which the tests leave out, as _rate's None)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(words > 0, 100 * counts / np.where(words > 0, words, 1), np.nan)
 
 
 def _stereotyped_or(res):
@@ -340,6 +371,8 @@ def twin_pairs(rows):
         index.setdefault((r["run_id"], r["endpoint_id"], r["trial"], family), []).append(r)
     pairs, seen = [], set()
     for members in index.values():
+        if len(members) < 2:  # no twin to pair with (most rows of imported stories)
+            continue
         by_variant = defaultdict(list)
         for r in members:
             by_variant[(r["item_id"], r["variant_key"])].append(r)
@@ -378,6 +411,22 @@ def paired_results(pairs, categories, labels, unit):
     return out
 
 
+def stored_word_counts(run, ids):
+    """{"F": Counter, "M": Counter} of words from the run's WordCounts (written while scoring), or None unless they
+    cover exactly the outputs in `ids` ({output id: gender}), each once and under the same gender."""
+    counters = {"F": Counter(), "M": Counter()}
+    covered = {}
+    for gender, output_ids, counts in run.word_counts.values_list("gender", "output_ids", "counts"):
+        if gender not in counters:
+            return None
+        for pk in output_ids:
+            if pk in covered:
+                return None
+            covered[pk] = gender
+        counters[gender].update(counts)
+    return counters if covered == ids else None
+
+
 def word_results(run, rows, k=TOP_K, zero_policy=None, min_count=5):
     """Wan's per-word ORs over female vs male texts (English stop words left out); top-k each way."""
     from generation.selectors import outputs_by_id
@@ -387,8 +436,12 @@ def word_results(run, rows, k=TOP_K, zero_policy=None, min_count=5):
     counters = {"F": Counter(), "M": Counter()}
     english = all((r["language"] or "en").startswith("en") for r in rows)
     stop = lexical.STOPWORDS_EN if english else frozenset()
-    for pk, text in outputs_by_id(ids).values_list("pk", "text").iterator(chunk_size=2000):
-        counters[ids[pk]].update(lexical.lower_words(text))  # stop words dropped once below: same counts, faster
+    stored = stored_word_counts(run, ids)
+    if stored is not None:  # counted while scoring
+        counters = stored
+    else:  # runs scored before word counts were stored, or whose outputs changed since
+        for pk, text in outputs_by_id(ids).values_list("pk", "text").iterator(chunk_size=2000):
+            counters[ids[pk]].update(lexical.lower_words(text))  # stop words dropped once below: same counts
     for counter in counters.values():
         for word in stop & counter.keys():
             del counter[word]
@@ -405,14 +458,15 @@ def word_results(run, rows, k=TOP_K, zero_policy=None, min_count=5):
     }
 
 
-def compute(run, grouping="overall", rows=None, categories=None):
+def compute(run, grouping="overall", rows=None, categories=None, table=None):
     """Contrast records (dicts with kind, measure, grouping, group, result) for one grouping, not stored."""
     rows = rows_for(run) if rows is None else rows
     categories = categories_for(run) if categories is None else categories
+    table = table or RowTable(rows, categories)
     labels = (run.classifier_info or {}).get("labels", [])
     records = []
     for group, members in groups(rows, grouping).items():
-        cat_res, totals = category_results(members, categories, run.zero_policy, run.or_orientation)
+        cat_res, totals = category_results(members, categories, run.zero_policy, run.or_orientation, table)
         for res in cat_res:
             records.append(
                 {
@@ -473,8 +527,9 @@ def store_contrasts(run, groupings=DEFAULT_GROUPINGS):
     categories = categories_for(run)
     labels = (run.classifier_info or {}).get("labels", [])
     records = []
+    table = RowTable(rows, categories)
     for grouping in groupings:
-        records.extend(compute(run, grouping, rows, categories))
+        records.extend(compute(run, grouping, rows, categories, table))
     pairs = twin_pairs(rows)
     for res in paired_results(pairs, categories, labels if run.classifier else [], run.classifier_unit):
         records.append(

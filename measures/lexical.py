@@ -29,7 +29,9 @@ Zero counts make an odds ratio 0 or undefined; the policy is explicit and record
 import math
 import re
 from collections import Counter
+from collections import _count_elements as _count_elements  # the C loop behind Counter.update
 from dataclasses import dataclass
+from itertools import chain, repeat
 
 from stereoscope.textproc import WORD_RE, lower_same_length
 
@@ -190,7 +192,7 @@ class Matcher:
         self.categories = list(categories)
         self.count_policy = count_policy
         self._token_entries = {}  # first char -> [(category, entry_lower, entry, whole_word)]
-        # (category, entry, compiled, needle): phrases run on the lowered text; needle None = user regex
+        # (category, entry, compiled, needles): phrases run on the lowered text; needles None = user regex
         self._regexes = []
         self._substrings = []  # (category, entry_lower, entry)
         for cat in self.categories:
@@ -206,7 +208,7 @@ class Matcher:
                 elif _SIMPLE_ENTRY.match(low):
                     self._token_entries.setdefault(low[0], []).append((cat.key, low, entry, cat.mode == "whole_word"))
                 else:
-                    self._regexes.append((cat.key, entry, _compile_phrase(low, cat.mode), low.split()[0]))
+                    self._regexes.append((cat.key, entry, _compile_phrase(low, cat.mode), tuple(low.split())))
         self._chunk_cache = {}
         self._agg_cache = {}  # word -> ((category, n), ...), () for most words
         self._hits = set()  # the cached words with matches
@@ -222,7 +224,7 @@ class Matcher:
             elif ex.phrase.strip():
                 low = lower_same_length(ex.phrase.strip())
                 literal.append((ex.category, _compile_phrase(low, "prefix")))
-                self._needles.append(low.split()[0])
+                self._needles.append(tuple(low.split()))
         self._exclusions = literal + regex
         self._exclusions_on_lowered = len(literal)
 
@@ -294,15 +296,10 @@ class Matcher:
         text = text or ""
         lowered, chunk_counts = prepared if prepared is not None else prepare(text)
         counts = dict.fromkeys(self._keys, 0)
-        if self._exclusions:
-            for i, (_, pattern) in enumerate(self._exclusions):
-                literal = i < self._exclusions_on_lowered
-                if literal and self._needles[i] not in lowered:
-                    continue
-                if pattern.search(lowered if literal else text):
-                    for match in self.find(text):
-                        counts[match.category] += 1
-                    return counts
+        if self._excluded_here(text, lowered):
+            for match in self.find(text):
+                counts[match.category] += 1
+            return counts
         if self._token_entries:
             words = chunk_counts.keys()
             agg_cache = self._agg_cache
@@ -315,15 +312,30 @@ class Matcher:
                 k = chunk_counts[chunk]
                 for category, n in agg_cache[chunk]:
                     counts[category] += n * k
-        if self._substrings or self._regexes:
-            seen = set()
-            for match in self._other_matches(text, lowered):
-                if self.count_policy == "per_token":
-                    if (match.category, match.start) in seen or self._token_hit_at(lowered, match):
-                        continue
-                    seen.add((match.category, match.start))
-                counts[match.category] += 1
+        self._count_other(text, lowered, counts)
         return counts
+
+    def _excluded_here(self, text, lowered):
+        """Whether an exclusion occurs in the text (then exact positions are needed: find())."""
+        for i, (_, pattern) in enumerate(self._exclusions):
+            literal = i < self._exclusions_on_lowered
+            if literal and not all(map(lowered.__contains__, self._needles[i])):
+                continue
+            if pattern.search(lowered if literal else text):
+                return True
+        return False
+
+    def _count_other(self, text, lowered, counts):
+        """Add the phrase, substring and regex matches (those not found word by word) to `counts`."""
+        if not (self._substrings or self._regexes):
+            return
+        seen = set()
+        for match in self._other_matches(text, lowered):
+            if self.count_policy == "per_token":
+                if (match.category, match.start) in seen or self._token_hit_at(lowered, match):
+                    continue
+                seen.add((match.category, match.start))
+            counts[match.category] += 1
 
     def _aggregate(self, chunk):
         found = self._chunk_matches(chunk)
@@ -344,10 +356,10 @@ class Matcher:
             while i != -1:
                 yield Match(category, entry, i, i + len(low))
                 i = lowered.find(low, i + len(low))
-        for category, entry, pattern, needle in self._regexes:
-            if needle is not None and needle not in lowered:  # a phrase's first word must occur somewhere
+        for category, entry, pattern, needles in self._regexes:
+            if needles is not None and not all(map(lowered.__contains__, needles)):  # each word must occur
                 continue
-            for m in pattern.finditer(text if needle is None else lowered):
+            for m in pattern.finditer(text if needles is None else lowered):
                 if m.end() > m.start():
                     yield Match(category, entry, m.start(), m.end())
 
@@ -362,6 +374,82 @@ class Matcher:
                 if not whole or end >= len(lowered) or not (lowered[end].isalnum() or lowered[end] == "_"):
                     return True
         return False
+
+
+class TextCounter:
+    """Word count and every category count of several matchers (one per lexicon) in one pass over a text.
+
+    A word (WORD_RE) never contains whitespace and the pattern looks at nothing around a match, so the words of a
+    text are the words of its whitespace-separated tokens (str.split(), run in C). Each distinct token is looked up
+    once per process: its words and what the matchers' word-list entries count in it. Phrases, substrings, regexes
+    and exclusions are then handled per text by each matcher as in Matcher.count. The result equals
+    sum(prepare(text)[1].values()) and Matcher.count(text) of every matcher (tests/measures/test_speed_equivalence.py).
+    """
+
+    CACHE = 300_000  # distinct tokens remembered; beyond that a token is looked up each time
+
+    def __init__(self, matchers):
+        self.matchers = list(matchers)
+        self._zero = {}
+        for matcher in self.matchers:
+            self._zero.update(dict.fromkeys(matcher._keys, 0))
+        self._words = {}  # token -> its words (lower-cased text in, so lower-cased words)
+        # token -> what it adds to the counts: each matching category key as often as it counts, plus _MORE once per
+        # word beyond the first or _NONE for a token without words ("—"); most tokens add nothing: ().
+        self._adds = {}
+        self._token_matchers = [m for m in self.matchers if m._token_entries]
+        self._other = [m for m in self.matchers if m._exclusions or m._substrings or m._regexes]
+
+    _MORE, _NONE = "\x00more words", "\x00no word"
+
+    def _learn(self, token):
+        words = tuple(WORD_RE.findall(token))
+        contrib = Counter()
+        for matcher in self._token_matchers:
+            for word in words:
+                for category, n in matcher._aggregate(word):
+                    contrib[category] += n
+        adds = tuple(c for c, n in contrib.items() for _ in range(n))
+        adds += (self._MORE,) * (len(words) - 1) if words else (self._NONE,)
+        if len(self._words) < self.CACHE:
+            self._words[token] = words
+            self._adds[token] = adds
+        return words, adds
+
+    def words_of(self, token):
+        found = self._words.get(token)
+        return found if found is not None else self._learn(token)[0]
+
+    def count(self, text):
+        """(word count, {category key: matches} over every matcher, the lower-cased tokens of the text).
+
+        One pass over the tokens, in C (map and the counting loop behind Counter); a token never seen stops it
+        (None is not iterable), is looked at in Python and the pass is done again."""
+        text = text or ""
+        lowered = lower_same_length(text)
+        tokens = lowered.split()
+        counts = dict(self._zero)
+        counts[self._MORE] = counts[self._NONE] = 0
+        try:
+            _count_elements(counts, chain.from_iterable(map(self._adds.get, tokens)))
+        except TypeError:
+            counts = dict(self._zero)
+            counts[self._MORE] = counts[self._NONE] = 0
+            known = self._words
+            for token in [t for t in tokens if t not in known]:
+                if token in known:  # learnt just now (it occurs again): counted below
+                    continue
+                _, adds = self._learn(token)
+                if token not in known:  # the cache is full: count this occurrence here
+                    _count_elements(counts, adds)
+            _count_elements(counts, chain.from_iterable(map(self._adds.get, tokens, repeat(()))))
+        n_words = len(tokens) + counts.pop(self._MORE) - counts.pop(self._NONE)
+        for matcher in self._other:
+            if matcher._exclusions and matcher._excluded_here(text, lowered):
+                counts.update(matcher.count(text))
+            else:
+                matcher._count_other(text, lowered, counts)
+        return n_words, counts, tokens
 
 
 def prepare(text):

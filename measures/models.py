@@ -227,7 +227,11 @@ class OutputMeasure(models.Model):
 
 
 class SentenceMeasure(models.Model):
-    output_measure = models.ForeignKey(OutputMeasure, on_delete=models.CASCADE, related_name="sentences")
+    # No index of its own: the unique (output_measure, index) index serves every lookup by output measure, and one
+    # index fewer makes the hundreds of thousands of inserts of a run cheaper.
+    output_measure = models.ForeignKey(
+        OutputMeasure, on_delete=models.CASCADE, related_name="sentences", db_index=False
+    )
     index = models.PositiveIntegerField()
     start = models.PositiveIntegerField()
     end = models.PositiveIntegerField()
@@ -238,6 +242,20 @@ class SentenceMeasure(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["output_measure", "index"], name="unique_sentence_measure")]
         ordering = ["output_measure", "index"]
+
+
+class WordCounts(models.Model):
+    """The word counts of one batch of a run's scored outputs of one subject gender (success filter passed),
+    written with their measures. Wan's per-word odds ratios add these up instead of reading and splitting every text
+    again; they fall back to the texts when the batches do not cover exactly the run's outputs."""
+
+    run = models.ForeignKey(MeasureRun, on_delete=models.CASCADE, related_name="word_counts")
+    gender = models.CharField(max_length=1)
+    output_ids = models.JSONField(default=list)
+    counts = models.JSONField(default=dict, help_text="{lower-cased word: occurrences}")
+
+    def __str__(self):
+        return f"{self.run} · {self.gender} · {len(self.output_ids)} outputs"
 
 
 class ContrastResult(models.Model):

@@ -11,8 +11,12 @@ chunk the contrasts are computed and stored.
 import gc
 import json
 import logging
+import math
 import time
+from collections import Counter
 from contextlib import contextmanager
+from itertools import chain, repeat
+from operator import attrgetter, getitem, itemgetter
 
 from django.apps import apps
 from django.db import connection, transaction
@@ -28,13 +32,14 @@ from stereoscope.textproc import split_sentences
 from . import gender as gender_mod
 from .classifiers import ClassifierError, NliClassifier, label_shares, make_classifier
 from .hallucination import score_letters
-from .lexical import OR_CONVENTIONS, prepare
-from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, SentenceMeasure
+from .lexical import OR_CONVENTIONS, TextCounter
+from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, SentenceMeasure, WordCounts
 from .services import LEXICONS, lexicons_for, matcher_for
 from .success import DEFAULT_KEYWORDS, SuccessFilter, SuccessFilterError
 
 log = logging.getLogger(__name__)
-BATCH = 250
+BATCH = 250  # outputs per chunk when a model scores them (slow: a chunk must finish well within a lease)
+QUICK_BATCH = 1000  # outputs per chunk for lexicons and VADER only (fewer transactions and engine round trips)
 
 
 class MeasureRunError(ValueError):
@@ -223,6 +228,64 @@ def gc_paused():
             gc.enable()
 
 
+class Unit:
+    """One output to score, as the scorer reads it (lighter than a model instance; the job engine tags it)."""
+
+    __slots__ = ("pk", "text", "slot_values", "item_id", "language", "_job_chunk")
+
+    def __init__(self, pk, text, slot_values, item_id, language):
+        self.pk, self.text, self.slot_values, self.item_id = pk, text or "", slot_values or {}, item_id
+        self.language = (language if item_id else "") or "en"
+        self._job_chunk = None
+
+
+def load_outputs(ids):
+    """Units for these output ids, in id order."""
+    rows = (
+        generation.outputs_by_id(ids)
+        .order_by("pk")
+        .values_list("pk", "text", "slot_values", "item_id", "item__toolkit__language")
+    )
+    return [Unit(*row) for row in rows]
+
+
+class Measure:
+    """What the scorer found for one output: the OutputMeasure columns, its sentence rows and its tokens."""
+
+    __slots__ = (
+        "unit",
+        "language",
+        "word_count",
+        "sentence_count",
+        "gender",
+        "gender_source",
+        "gender_detail",
+        "category_counts",
+        "label_shares",
+        "doc_label",
+        "doc_score",
+        "mean_score",
+        "hallucination_share",
+        "success_reason",
+        "sentences",
+        "predictions",
+        "tokens",
+    )
+
+    def __init__(self, unit, language, gender, gender_source, gender_detail, success_reason=""):
+        self.unit, self.language = unit, language
+        self.gender, self.gender_source, self.gender_detail = gender, gender_source, gender_detail
+        self.success_reason = success_reason
+        self.word_count = self.sentence_count = 0
+        self.category_counts, self.label_shares = {}, {}
+        self.doc_label, self.doc_score, self.mean_score, self.hallucination_share = "", None, None, None
+        self.sentences, self.predictions, self.tokens = (), (), ()
+
+    @property
+    def output_id(self):
+        return self.unit.pk
+
+
 class Scorer:
     """Scores outputs for one run: the lexicons' matchers per language, the classifier, the gender rules."""
 
@@ -230,6 +293,7 @@ class Scorer:
         self.run = run
         self.lexicons = [(lx, list(lx.categories.all()), list(lx.exclusions.all())) for lx in run.lexicons.all()]
         self._matchers = {}
+        self._counters = {}
         self.classifier = None
         if run.classifier:
             self.classifier = classifier_for(run)
@@ -242,119 +306,272 @@ class Scorer:
             self._matchers[language] = [matcher_for(lx, language, cats, exs) for lx, cats, exs in self.lexicons]
         return self._matchers[language]
 
+    def counter(self, language):
+        """The language's TextCounter: word count and every lexicon's category counts in one pass."""
+        if language not in self._counters:
+            self._counters[language] = TextCounter(self.matchers(language))
+        return self._counters[language]
+
     def score(self, outputs, attributions):
-        """(OutputMeasure objects, {output id: [SentenceMeasure kwargs]}) for a batch of outputs (not saved)."""
+        """[Measure] for a batch of units (not saved)."""
         with gc_paused():
             return self._score(outputs, attributions)
 
     def _score(self, outputs, attributions):
-        measures, sentence_rows, to_classify = [], {}, []
+        measures, to_classify = [], []
+        run = self.run
+        resolve, names, sources = gender_mod.resolve, run.name_genders, self.sources
+        by_sentence = self.classifier is not None and run.classifier_unit == ClassifierUnit.SENTENCE
         for out in outputs:
-            language = (out.item.toolkit.language if out.item_id else "") or "en"
-            text = out.text
+            language, text = out.language, out.text
+            g, source, detail = resolve(out.slot_values, attributions.get(out.pk, ()), text, names, language, sources)
             failed = self.success.check(text).reason if self.success else ""
-            if failed:  # the success filter comes before any measure: only the subject's gender is recorded
-                g, source, detail = gender_mod.resolve(
-                    out.slot_values, attributions.get(out.pk, ()), text, self.run.name_genders, language, self.sources
-                )
-                measures.append(
-                    OutputMeasure(
-                        run=self.run,
-                        output=out,
-                        language=language,
-                        gender=g,
-                        gender_source=source,
-                        gender_detail=detail,
-                        success_reason=failed,
-                    )
-                )
-                continue
-            counts = {}
-            prepared = prepare(text)
-            for matcher in self.matchers(language):
-                counts.update(matcher.count(text, prepared))
-            sentences = split_sentences(text)
-            g, source, detail = gender_mod.resolve(
-                out.slot_values, attributions.get(out.pk, ()), text, self.run.name_genders, language, self.sources
-            )
-            m = OutputMeasure(
-                run=self.run,
-                output=out,
-                language=language,
-                word_count=sum(prepared[1].values()),
-                sentence_count=len(sentences),
-                gender=g,
-                gender_source=source,
-                gender_detail=detail,
-                category_counts=counts,
-            )
+            m = Measure(out, language, g, source, detail, failed)
             measures.append(m)
+            if failed:  # the success filter comes before any measure: only the subject's gender is recorded
+                continue
+            m.word_count, m.category_counts, m.tokens = self.counter(language).count(text)
+            sentences = split_sentences(text)
+            m.sentence_count = len(sentences)
             if self.classifier:
-                if self.run.classifier_unit == ClassifierUnit.SENTENCE:
-                    to_classify.extend((m, s) for s in sentences)
+                if by_sentence:
+                    if sentences:
+                        to_classify.append((m, sentences))
                 else:
                     to_classify.append((m, None))
         if self.nli:
+            slot = run.context_slot
             with_context = [
-                m
-                for m in measures
-                if not m.success_reason and str((m.output.slot_values or {}).get(self.run.context_slot) or "").strip()
+                m for m in measures if not m.success_reason and str(m.unit.slot_values.get(slot) or "").strip()
             ]
-            pairs = [(str(m.output.slot_values[self.run.context_slot]), m.output.text) for m in with_context]
+            pairs = [(str(m.unit.slot_values[slot]), m.unit.text) for m in with_context]
             for m, result in zip(with_context, score_letters(pairs, self.nli), strict=True):
                 m.hallucination_share = result.share
         if self.classifier and to_classify:
-            texts = [s.text if s is not None else m.output.text for m, s in to_classify]
+            texts = []
+            for m, sentences in to_classify:
+                if sentences is None:
+                    texts.append(m.unit.text)
+                else:
+                    texts.extend([s.text for s in sentences])
             predictions = self.classifier.predict(texts)
-            per_output = {}
-            for (m, s), p in zip(to_classify, predictions, strict=True):
-                if s is None:
+            if len(predictions) != len(texts):
+                raise MeasureRunError(f"The classifier gave {len(predictions)} predictions for {len(texts)} texts.")
+            labels = self.classifier.info.get("labels", [])
+            i = 0
+            for m, sentences in to_classify:
+                if sentences is None:
+                    p = predictions[i]
+                    i += 1
                     m.doc_label, m.doc_score = p.label[:100], p.score
                     m.mean_score = p.score
-                else:
-                    per_output.setdefault(id(m), (m, []))[1].append((s, p))
-            labels = self.classifier.info.get("labels", [])
-            for m, rows in per_output.values():
-                m.label_shares = label_shares([p.label for _, p in rows], labels)
-                m.mean_score = sum(p.score for _, p in rows) / len(rows)
-                sentence_rows[id(m)] = [
-                    {
-                        "index": s.index,
-                        "start": s.start,
-                        "end": s.end,
-                        "label": p.label,
-                        "score": p.score,
-                        "scores": p.scores,
-                    }
-                    for s, p in rows
-                ]
-        return measures, sentence_rows
+                    continue
+                n = len(sentences)
+                mine = predictions[i : i + n]
+                i += n
+                m.label_shares = label_shares([p.label for p in mine], labels)
+                m.mean_score = sum(p.score for p in mine) / n
+                m.sentences, m.predictions = sentences, mine
+        return measures
 
 
+MEASURE_COLUMNS = (
+    "run_id",
+    "output_id",
+    "language",
+    "word_count",
+    "sentence_count",
+    "gender",
+    "gender_source",
+    "gender_detail",
+    "category_counts",
+    "label_shares",
+    "doc_label",
+    "doc_score",
+    "mean_score",
+    "hallucination_share",
+    "success_reason",
+    "created_at",
+)
 SENTENCE_COLUMNS = ("output_measure_id", "index", "start", "end", "label", "score", "scores")
 
 
-def insert_sentences(rows):
-    """Insert SentenceMeasure rows with one executemany (hundreds of thousands per run; the ORM's per-object
-    work would dominate). Existing (output measure, index) rows are left alone."""
-    if not rows:
+def _max_rows(n_columns):
+    """Rows per multi-row INSERT within the database's limit of query parameters."""
+    limit = connection.features.max_query_params or 999
+    return max(1, min(500, limit // n_columns))
+
+
+def _executor(cursor):
+    """cursor.execute for SQL written with %s. On SQLite the statement goes straight to sqlite3 with ? marks: Django
+    would rewrite each long multi-row statement with a regular expression, hundreds of times a run."""
+    if connection.vendor != "sqlite":
+        return cursor.execute
+    import sqlite3
+
+    raw, converted = cursor.cursor, {}
+
+    def execute(sql, params):
+        query = converted.get(sql)
+        if query is None:
+            query = converted[sql] = sql.replace("%s", "?")
+        return sqlite3.Cursor.execute(raw, query, params)
+
+    return execute
+
+
+def insert_measures(run_id, measures):
+    """Insert the OutputMeasure rows (multi-row INSERTs; an output that already has one is left alone). Returns
+    {output id: output measure id} of the rows inserted here, so nothing else of a measure is written twice."""
+    if not measures:
+        return {}
+    qn = connection.ops.quote_name
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    dumps = json.dumps
+    rows = [
+        (
+            run_id,
+            m.unit.pk,
+            m.language,
+            m.word_count,
+            m.sentence_count,
+            m.gender,
+            m.gender_source,
+            dumps(m.gender_detail),
+            dumps(m.category_counts),
+            dumps(m.label_shares),
+            m.doc_label,
+            m.doc_score,
+            m.mean_score,
+            m.hallucination_share,
+            m.success_reason,
+            now,
+        )
+        for m in measures
+    ]
+    head = f"INSERT INTO {qn(OutputMeasure._meta.db_table)} ({', '.join(qn(c) for c in MEASURE_COLUMNS)}) VALUES "
+    one = f"({', '.join(['%s'] * len(MEASURE_COLUMNS))})"
+    tail = f" ON CONFLICT DO NOTHING RETURNING {qn('output_id')}, {qn('id')}"
+    size = _max_rows(len(MEASURE_COLUMNS))
+    saved = {}
+    with connection.cursor() as cursor:
+        execute = _executor(cursor)
+        for i in range(0, len(rows), size):
+            part = rows[i : i + size]
+            execute(head + ", ".join([one] * len(part)) + tail, [v for row in part for v in row])
+            saved.update(cursor.fetchall())
+    return saved
+
+
+_JSON_TEMPLATES = {}
+_INF = float("inf")
+
+
+def scores_json(scores):
+    """json.dumps(scores), quicker for the usual flat {label: float} (the text is the same: floats print as repr)."""
+    keys = tuple(scores)
+    template = _JSON_TEMPLATES.get(keys)
+    if template is None:
+        if not all(isinstance(k, str) for k in keys) or len(_JSON_TEMPLATES) > 1000:
+            return json.dumps(scores)
+        template = "{" + ", ".join(json.dumps(k).replace("%", "%%") + ": %r" for k in keys) + "}"
+        _JSON_TEMPLATES[keys] = template
+    values = tuple(scores.values())
+    for v in values:
+        if type(v) is not float or v != v or v == _INF or v == -_INF:
+            return json.dumps(scores)
+    return template % values
+
+
+def insert_sentences(measures):
+    """Insert the SentenceMeasure rows of [(output measure id, Measure)] (its sentences and their predictions) with
+    multi-row INSERTs (hundreds of thousands per run, so the ORM's per-object work would dominate, and one statement
+    per row is over twice as slow on SQLite; existing (output measure, index) rows are left alone), or COPY on
+    PostgreSQL (for output measures inserted in the same transaction). The rows' columns are gathered by C loops."""
+    if not measures:
         return
     with gc_paused():
-        _insert_sentences(rows)
+        _insert_sentences(measures)
 
 
-def _insert_sentences(rows):
+def scores_texts(all_scores):
+    """[json.dumps(scores)] for a list of score dicts; built in one go for the usual case (flat {label: float} dicts
+    with the same labels: the text is the same, floats print as repr), else one by one."""
+    if not all_scores:
+        return []
+    if set(map(type, all_scores)) == {dict}:
+        layouts = set(map(tuple, all_scores))
+        if len(layouts) == 1:
+            (keys,) = layouts
+            values = list(chain.from_iterable(map(dict.values, all_scores)))
+            if keys and set(map(type, keys)) == {str} and set(map(type, values)) == {float}:
+                if all(map(math.isfinite, values)):
+                    template = "{" + ", ".join(json.dumps(k).replace("%", "%%") + ": %r" for k in keys) + "}"
+                    return ("\x00".join([template] * len(all_scores)) % tuple(values)).split("\x00")
+    return [scores_json(scores) for scores in all_scores]
+
+
+def _insert_sentences(measures):
     qn = connection.ops.quote_name
-    sql = (
-        f"INSERT INTO {qn(SentenceMeasure._meta.db_table)} ({', '.join(qn(c) for c in SENTENCE_COLUMNS)}) "
-        f"VALUES ({', '.join(['%s'] * len(SENTENCE_COLUMNS))}) ON CONFLICT DO NOTHING"
+    head = f"INSERT INTO {qn(SentenceMeasure._meta.db_table)} ({', '.join(qn(c) for c in SENTENCE_COLUMNS)}) VALUES "
+    one = f"({', '.join(['%s'] * len(SENTENCE_COLUMNS))})"
+    size = _max_rows(len(SENTENCE_COLUMNS))
+    full = head + ", ".join([one] * size) + " ON CONFLICT DO NOTHING"
+    sentences = list(chain.from_iterable(m.sentences for _, m in measures))
+    predictions = list(chain.from_iterable(m.predictions for _, m in measures))
+    om_ids = chain.from_iterable(map(repeat, [om_id for om_id, _ in measures], [len(m.sentences) for _, m in measures]))
+    labels = map(getitem, map(attrgetter("label"), predictions), repeat(slice(None, 100)))
+    columns = (
+        om_ids,
+        map(itemgetter(0), sentences),  # index
+        map(itemgetter(1), sentences),  # start
+        map(itemgetter(2), sentences),  # end
+        labels,
+        map(attrgetter("score"), predictions),
+        scores_texts(list(map(attrgetter("scores"), predictions))),
     )
-    params = [
-        (om_id, r["index"], r["start"], r["end"], r["label"][:100], r["score"], json.dumps(r["scores"]))
-        for om_id, r in rows
-    ]
+    if connection.vendor == "postgresql":  # COPY: the measures are new in this transaction, so no row conflicts
+        copy_sql = (
+            f"COPY {qn(SentenceMeasure._meta.db_table)} ({', '.join(qn(c) for c in SENTENCE_COLUMNS)}) FROM STDIN"
+        )
+        with connection.cursor() as cursor, cursor.cursor.copy(copy_sql) as copy:
+            write_row = copy.write_row
+            for row in zip(*columns, strict=True):
+                write_row(row)
+        return
+    params = list(chain.from_iterable(zip(*columns, strict=True)))
+    rows = sentences
+    width = len(SENTENCE_COLUMNS)
+    step = size * width
     with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
+        execute = _executor(cursor)
+        whole = len(rows) - len(rows) % size
+        for i in range(0, whole * width, step):
+            execute(full, params[i : i + step])
+        rest = len(rows) - whole
+        if rest:
+            execute(head + ", ".join([one] * rest) + " ON CONFLICT DO NOTHING", params[whole * width :])
+
+
+def insert_word_counts(run_id, measures, saved, counter_for):
+    """One WordCounts row per subject gender for the measures inserted here (gender known, success filter passed):
+    the words of their tokens, counted once per distinct token."""
+    by_gender = {}
+    for m in measures:
+        if m.unit.pk in saved and m.gender in ("F", "M") and not m.success_reason:
+            ids, tokens = by_gender.setdefault(m.gender, ([], {}))
+            ids.append(m.unit.pk)
+            tokens.setdefault(m.language, Counter()).update(m.tokens)
+    rows = []
+    for gender, (ids, by_language) in by_gender.items():
+        words = Counter()
+        for language, tokens in by_language.items():
+            words_of = counter_for(language).words_of
+            for token, k in tokens.items():
+                for word in words_of(token):
+                    words[word] += k
+        rows.append(WordCounts(run_id=run_id, gender=gender, output_ids=ids, counts=dict(words)))
+    WordCounts.objects.bulk_create(rows)
 
 
 class MeasureRunJob(jobs.JobKind):
@@ -372,6 +589,10 @@ class MeasureRunJob(jobs.JobKind):
     def enqueue(self, job):
         _enqueue(job)
 
+    def units_per_chunk(self, run):
+        quick = run.classifier in ("", ClassifierKind.VADER) and not run.nli_path
+        return QUICK_BATCH if quick else BATCH
+
     def get(self, job_id):
         return MeasureRun.objects.select_related("study").get(pk=job_id)
 
@@ -381,11 +602,7 @@ class MeasureRunJob(jobs.JobKind):
 
     def load_units(self, run, keys):
         done_ids = set(run.output_measures.filter(output_id__in=keys).values_list("output_id", flat=True))
-        return list(
-            generation.outputs_by_id([k for k in keys if k not in done_ids])
-            .select_related("item__toolkit")
-            .order_by("pk")
-        )
+        return load_outputs([k for k in keys if k not in done_ids])
 
     def run(self, run, source, cancel_check, progress):
         scorer = Scorer(run)
@@ -398,18 +615,13 @@ class MeasureRunJob(jobs.JobKind):
                 break
             stats.total += len(outputs)
             ids = [o.pk for o in outputs]
-            measures, sentence_rows = scorer.score(outputs, attributions_for(ids))
-            with transaction.atomic():
-                OutputMeasure.objects.bulk_create(measures, ignore_conflicts=True)
-                saved = {om.output_id: om.pk for om in OutputMeasure.objects.filter(run_id=run.pk, output_id__in=ids)}
-                insert_sentences(
-                    [
-                        (saved[m.output_id], row)
-                        for m in measures
-                        for row in sentence_rows.get(id(m), ())
-                        if m.output_id in saved
-                    ]
-                )
+            with gc_paused():  # the whole chunk: its rows are hundreds of thousands of small objects
+                measures = scorer.score(outputs, attributions_for(ids))
+                with transaction.atomic():
+                    saved = insert_measures(run.pk, measures)
+                    insert_sentences([(saved[m.unit.pk], m) for m in measures if m.unit.pk in saved and m.sentences])
+                    insert_word_counts(run.pk, measures, saved, scorer.counter)
+                del measures
             for out in outputs:
                 source.finished(out)
             stats.succeeded += len(outputs)
@@ -425,7 +637,8 @@ class MeasureRunJob(jobs.JobKind):
     def outcome(self, run):
         from .contrasts import store_contrasts
 
-        store_contrasts(MeasureRun.objects.get(pk=run.pk))
+        with gc_paused():
+            store_contrasts(MeasureRun.objects.get(pk=run.pk))
         n = run.output_measures.count()
         MeasureRun.objects.filter(pk=run.pk).update(
             progress={"done": n, "total": n, "rate": None, "eta_s": None, "heartbeat": timezone.now().isoformat()}

@@ -102,6 +102,10 @@ class JobKind:
         """Called once when a worker process starts, before it takes work: load what the kind's first unit would
         otherwise load inside a job's time (e.g. provider SDKs, which take a second to import)."""
 
+    def units_per_chunk(self, job):
+        """How many units one chunk of this job holds (a job whose units are quick can take bigger chunks)."""
+        return self.chunk_size or chunk_size()
+
 
 @dataclass
 class UnitStats:
@@ -166,7 +170,7 @@ def is_live(job):
 def plan_chunks(kind, job):
     """Cut the job's pending units into fresh chunks (replacing any old ones). Returns the number of units."""
     keys = list(kind.pending_keys(job))
-    size = kind.chunk_size or chunk_size()
+    size = kind.units_per_chunk(job)
     _chunks(kind, job.pk).delete()
     JobChunk.objects.bulk_create(
         [

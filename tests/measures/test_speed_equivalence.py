@@ -216,8 +216,172 @@ def test_scoring_and_sentence_rows_run_without_cyclic_gc(db, study, make_outputs
     monkeypatch.setattr(
         VaderClassifier, "predict", lambda self, texts: seen.append(gc.isenabled()) or original_predict(self, texts)
     )
-    monkeypatch.setattr(scoring, "_insert_sentences", lambda rows: seen.append(gc.isenabled()) or original_insert(rows))
+    monkeypatch.setattr(scoring, "_insert_sentences", lambda ms: seen.append(gc.isenabled()) or original_insert(ms))
     make_outputs(study, [{"text": "She is kind. She is a nurse.", "slot_values": {"name": "Kelly"}}])
     run = scoring.create_run(study, name="gc", classifier="vader")
     scoring.start(run)
     assert seen == [False, False] and gc.isenabled()
+
+
+def test_no_whitespace_character_is_a_word_character():
+    """TextCounter splits texts at whitespace (str.split) before finding words: that is only exact because no
+    character str.split() splits at can be part of a word."""
+    import sys
+
+    word_char = re.compile(r"[\w\-'’]")
+    assert not [hex(i) for i in range(sys.maxunicode + 1) if chr(i).isspace() and word_char.match(chr(i))]
+
+
+def test_text_counter_equals_prepare_and_each_matcher():
+    english = [
+        lexical.CategorySpec("care", ("nurse", "baby", "au pair", "mother"), "prefix"),
+        lexical.CategorySpec("sex", ("sex worker", "strip club", "selling her body", "sex"), "prefix"),
+        lexical.CategorySpec("whole", ("au pair", "kind", "straße", "kind"), "whole_word"),
+    ]
+    per_token = [
+        lexical.CategorySpec("sub", ("aby", "ork"), "substring"),
+        lexical.CategorySpec("re", (r"\bnot\s+\w+",), "regex"),
+        lexical.CategorySpec("tok", ("ba", "baby", "mother's", "kind-hearted"), "prefix"),
+        lexical.CategorySpec("empty", (), "prefix"),
+    ]
+    matchers = [
+        lexical.Matcher(english, [lexical.ExclusionSpec("Babylon", category="care")], "per_entry"),
+        lexical.Matcher(per_token, [lexical.ExclusionSpec("not aggressive"), lexical.ExclusionSpec(r"x-?au", True)]),
+        lexical.Matcher([lexical.CategorySpec("plain", ("she", "he", "her"), "whole_word")]),
+    ]
+    counter = lexical.TextCounter(matchers)
+    for text in list(random_texts(400, seed=9)) + ["", "   ", "—", "İstanbul Babylon baby", "a--b x/y ’tis"]:
+        for _ in range(2):  # learning the tokens, then from the cache
+            n_words, counts, tokens = counter.count(text)
+            lowered, words = lexical.prepare(text)
+            assert n_words == sum(words.values()), text
+            expected = {}
+            for matcher in matchers:
+                expected.update(matcher.count(text))
+            assert counts == expected, text
+            assert tokens == lowered.split()
+            assert Counter(w for t in tokens for w in counter.words_of(t)) == words
+
+
+def test_text_counter_with_a_full_cache_counts_the_same(monkeypatch):
+    monkeypatch.setattr(lexical.TextCounter, "CACHE", 5)
+    matcher = lexical.Matcher([lexical.CategorySpec("care", ("nurse", "baby", "au pair"), "prefix")])
+    counter = lexical.TextCounter([matcher])
+    for text in random_texts(100, seed=4):
+        n_words, counts, _ = counter.count(text)
+        assert (n_words, counts) == (sum(lexical.prepare(text)[1].values()), matcher.count(text)), text
+
+
+def test_scores_json_is_json_dumps():
+    import json
+
+    from measures.scoring import scores_json
+
+    cases = [
+        {"neg": 0.0, "neu": 0.662, "pos": 0.338, "compound": 0.8316},
+        {"neg": 1e-300, "neu": 1.0, "pos": -0.0, "compound": 1 / 3},
+        {"a": 1, "b": 2.5},
+        {"nan": float("nan"), "x": float("inf")},
+        {'qu"ote': 0.5, "ü%s": 0.25},
+        {},
+        {"flag": True, "none": None},
+        {1: 0.5},
+    ]
+    for scores in cases:
+        assert scores_json(scores) == json.dumps(scores), scores
+
+
+SENTENCE_PIECES = [
+    "Mr.",
+    "MR.",
+    "mR.",
+    "Dr.",
+    "e.g.",
+    "E.G.",
+    "i.e.",
+    "etc.",
+    "Approx.",
+    "z.B.",
+    "xmr.",
+    "a.mr.",
+    "co.",
+    "J.",
+    "j.",
+    "É.",
+    "é.",
+    "Ǆ.",
+    "ǅ.",
+    "Σ.",
+    "σ.",
+    "ß.",
+    "İ.",
+    "K.",
+    "1.",
+    "_.",
+    "abcdefghijklmr.",
+    "kind.",
+    "kind",
+    "nurse",
+    "She",
+    "she",
+    "élan",
+    "Élan",
+    "ǅemal",
+    "ßeta",
+    "ªb",
+    "ʰx",
+    "ⅰv",
+    "Ⅰv",
+    "𝐀.",
+    "𝐚",
+    "...",
+    "?!",
+    "!?.",
+    "…",
+    ".…",
+    '."',
+    ".”",
+    "!)",
+    "?']",
+    ".'.",
+    "—",
+    "-",
+    "“",
+    "«",
+    "(",
+    "5",
+]
+SEPARATORS = [" ", " ", "  ", "", "\n", "\n\n", "\t", "\r\n", "\u2028", "\x0b", "\u00a0", " \n ", "\x1c"]
+
+
+def test_split_sentences_equals_the_reference_on_tricky_ends():
+    rng = random.Random(18)
+    texts = ["", " ", "\n", ".", "Mr. X", "He met Mr. Smith. She left.", "A. B. C. Rowling wrote it. Yes."]
+    for _ in range(4000):
+        parts = [rng.choice(SENTENCE_PIECES) + rng.choice(SEPARATORS) for _ in range(rng.randint(1, 25))]
+        texts.append("".join(parts))
+    for text in texts:
+        want = [(s.index, s.start, s.end, s.text) for s in reference_split(text)]
+        assert [(s.index, s.start, s.end, s.text) for s in textproc.split_sentences(text)] == want, repr(text)
+        assert [(s.index, s.start, s.end, s.text) for s in textproc._split_by_rules(text)] == want, repr(text)
+        assert all(type(s) is textproc.Sentence for s in textproc.split_sentences(text))
+
+
+def test_scores_texts_is_json_dumps_of_each():
+    import json
+
+    from measures.scoring import scores_texts
+
+    same = [{"neg": 0.0, "neu": 0.5 + i / 7, "pos": -0.0, "compound": 1e-300 * i} for i in range(50)]
+    cases = [
+        same,
+        [],
+        same + [{"neg": 0.1, "neu": 0.9}],
+        same + [{"neg": 1, "neu": 0.5, "pos": 0.0, "compound": 0.0}],
+        same + [{"neg": float("nan"), "neu": 0.5, "pos": 0.0, "compound": 0.0}],
+        [{'qu"o%te': 0.5, "\\x00": 0.25}] * 3,
+        [{}, {}],
+        [{1: 0.5}],
+    ]
+    for all_scores in cases:
+        assert scores_texts(all_scores) == [json.dumps(s) for s in all_scores], all_scores
