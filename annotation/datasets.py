@@ -131,6 +131,9 @@ CODING_COLUMNS = (
 )
 
 
+GENDER_BATCH = 2000  # stories resolved at a time
+
+
 def _subject_genders(output_ids):
     """{output id: "F", "M" or ""} for the coded stories, resolved once per story."""
     from generation.selectors import outputs_by_id
@@ -139,11 +142,20 @@ def _subject_genders(output_ids):
     from .selectors import gender_answers
 
     outputs = outputs_by_id(output_ids).values_list("pk", "slot_values", "text")
-    found = {}
+    genders, batch = {}, {}
+
+    def resolve_batch():  # only the answer is kept: a million codings' stories need not sit in memory at once
+        answers = gender_answers(batch)
+        for pk, (slots, text) in batch.items():
+            genders[pk] = resolve(slots, answers.get(pk, ()), text)[0]
+        batch.clear()
+
     for pk, slots, text in outputs.iterator(chunk_size=2000):
-        found[pk] = (slots, text)
-    answers = gender_answers(found)
-    return {pk: resolve(slots, answers.get(pk, ()), text)[0] for pk, (slots, text) in found.items()}
+        batch[pk] = (slots, text)
+        if len(batch) >= GENDER_BATCH:
+            resolve_batch()
+    resolve_batch()
+    return genders
 
 
 @register_dataset(

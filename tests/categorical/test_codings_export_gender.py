@@ -1,11 +1,16 @@
 """The codings export names the story subject's gender (slots, then coders' attributions, then pronouns)."""
 
+import pytest
+
+from annotation import datasets as annotation_datasets
 from annotation import services
 from annotation.models import Assignment
 from stereoscope.datasets import get_dataset
 
 
-def test_codings_export_has_subject_gender(roles, outputs_factory, small_codebook):
+@pytest.mark.parametrize("batch", [2000, 1, 3])
+def test_codings_export_has_subject_gender(roles, outputs_factory, small_codebook, batch, monkeypatch):
+    monkeypatch.setattr(annotation_datasets, "GENDER_BATCH", batch)  # stories are resolved a batch at a time
     study, coder = roles["a"], roles["users"]["coder"]
     cb, codes = small_codebook(study)
     by_slot, by_coder, by_pronoun, unknown = outputs_factory(
