@@ -18,6 +18,7 @@ missing verdicts): they go out in new batches.
 
 import logging
 from datetime import timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
@@ -31,7 +32,7 @@ from .limits import estimate_tokens
 from .models import BATCH_PROVIDERS, OPEN_BATCH, BatchStatus, CallOutcome, ExecutionMode, ProviderBatch, ProviderCall
 from .providers.base import ProviderError
 from .providers.batch_api import batch_api
-from .runner import RunStats, output_id_from_ref, redact_key
+from .runner import RunStats, cost_of, output_id_from_ref, redact_key
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_REQUESTS = {"openai": 50_000, "openai_compatible": 50_000, "anthropic": 100_000}
@@ -47,7 +48,7 @@ def check_mode(mode, endpoints):
     if mode not in ExecutionMode.values:
         raise ValueError(f"Unknown execution mode {mode!r}: choose live or batch.")
     if mode == ExecutionMode.BATCH:
-        refused = [e.name for e in endpoints if not (e.batch_enabled and e.provider in BATCH_PROVIDERS)]
+        refused = [e.name for e in endpoints if not batch_allowed(e)]
         if refused:
             raise ValueError(
                 f"Batch mode is not allowed on: {', '.join(refused)}. Allow it in the endpoint's "
@@ -77,6 +78,34 @@ def batch_prices(endpoint):
 def batch_cost_of(endpoint, input_tokens, output_tokens):
     """USD at the endpoint's batch prices (None when it has no prices)."""
     return batch_format.price(input_tokens, output_tokens, *batch_prices(endpoint))
+
+
+def batch_allowed(endpoint):
+    return endpoint.batch_enabled and endpoint.provider in BATCH_PROVIDERS
+
+
+def cost_estimate(endpoint, input_tokens, output_tokens):
+    """A dry run's cost of these tokens on one endpoint, live and in batch mode: {"cost_usd", "batch_allowed",
+    "batch_cost_usd"} (a cost is None when the endpoint has no prices, or does not allow batch mode)."""
+    allowed = batch_allowed(endpoint)
+    return {
+        "cost_usd": cost_of(endpoint, input_tokens, output_tokens),
+        "batch_allowed": allowed,
+        "batch_cost_usd": batch_cost_of(endpoint, input_tokens, output_tokens) if allowed else None,
+    }
+
+
+def cost_totals(estimates):
+    """The sums of several `cost_estimate`s: {"cost_usd", "priced", "batch_cost_usd", "batch_priced"}; a total is
+    priced only when every part is."""
+    live = [e["cost_usd"] for e in estimates]
+    batch = [e["batch_cost_usd"] for e in estimates]
+    return {
+        "cost_usd": sum((c for c in live if c is not None), Decimal("0")),
+        "priced": None not in live,
+        "batch_cost_usd": sum((c for c in batch if c is not None), Decimal("0")),
+        "batch_priced": None not in batch,
+    }
 
 
 def job_batches(kind_name, job_id):

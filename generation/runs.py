@@ -29,7 +29,7 @@ from .models import (
     RunStatus,
 )
 from .providers.base import ProviderError, merged_params, validate_params
-from .runner import CallUnit, cost_of, execute_units, update_rows
+from .runner import CallUnit, execute_units, update_rows
 from .selectors import toolkits_for  # noqa: F401  (generation's forms, API and import use it from here)
 from .toolkit_services import TOOLKITS
 from .toolkits import SlotError, count_units, expand_units
@@ -228,9 +228,8 @@ def plan(run, sample=50):
         calls = len(units) * len(contexts) * run.trials
         out_tokens = calls * int(params.get("max_tokens") or DEFAULT_OUTPUT_TOKENS)
         in_tokens = prompt_tokens * run.trials
-        cost = cost_of(endpoint, in_tokens, out_tokens)
-        batch_allowed = endpoint.batch_enabled and endpoint.provider in BATCH_PROVIDERS
-        batch_cost = batches.batch_cost_of(endpoint, in_tokens, out_tokens) if batch_allowed else None
+        estimate = batches.cost_estimate(endpoint, in_tokens, out_tokens)
+        cost, batch_allowed, batch_cost = estimate["cost_usd"], estimate["batch_allowed"], estimate["batch_cost_usd"]
         manual = endpoint.provider == Provider.MANUAL
         if (
             not manual

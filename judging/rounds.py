@@ -8,7 +8,6 @@ without duplicates (the unique constraint on (round, output, judge_model) makes 
 
 import logging
 from collections import Counter, defaultdict
-from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import Count, Q
@@ -20,7 +19,7 @@ from generation.key_variables import key_variable_problem
 from generation.limits import estimate_tokens
 from generation.models import ExecutionMode, OutputStatus, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params
-from generation.runner import CallUnit, RunStats, cost_of, execute_units
+from generation.runner import CallUnit, RunStats, execute_units
 from stereoscope import jobs
 from stereoscope.services import record_activity
 
@@ -211,26 +210,14 @@ def compute_plan(rnd):
         row["verdicts"] += len(chunk)
         row["input_tokens"] += estimate_tokens(render_batch(rnd, template, chunk))
         row["output_tokens"] += TOKENS_PER_VERDICT * len(chunk)
-    total_cost, priced = Decimal("0"), True
-    batch_total, batch_priced = Decimal("0"), True
+    estimates = []
     judge_rows = []
     for judge in sorted(endpoints):
         endpoint = endpoints[judge]
         row = per_judge.get(judge, {"calls": 0, "verdicts": 0, "input_tokens": 0, "output_tokens": 0})
-        cost = cost_of(endpoint, row["input_tokens"], row["output_tokens"])
-        if cost is None:
-            priced = False
-        else:
-            total_cost += cost
-        batch_cost = (
-            batch_mode.batch_cost_of(endpoint, row["input_tokens"], row["output_tokens"])
-            if endpoint.batch_enabled
-            else None
-        )
-        if batch_cost is None:
-            batch_priced = False
-        else:
-            batch_total += batch_cost
+        estimate = batch_mode.cost_estimate(endpoint, row["input_tokens"], row["output_tokens"])
+        estimates.append(estimate)
+        cost, batch_cost = estimate["cost_usd"], estimate["batch_cost_usd"]
         try:
             validate_params(params_for(rnd, endpoint))
         except ProviderError as exc:
@@ -255,6 +242,7 @@ def compute_plan(rnd):
                 batch_cost_usd=str(batch_cost) if batch_cost is not None else None,
             )
         )
+    totals = batch_mode.cost_totals(estimates)
     generators = Counter(o.model_identity for o in outputs)
     matrix = Counter()
     by_id = {o.pk: o for o in outputs}
@@ -268,8 +256,8 @@ def compute_plan(rnd):
         batches=len(batches),
         verdicts=sum(len(c) for _, _, c in batches),
         matrix=[{"judge": j, "generator": g, "verdicts": n} for (j, g), n in sorted(matrix.items())],
-        cost_usd=str(total_cost) if priced else None,
-        batch_cost_usd=str(batch_total) if batch_priced else None,
+        cost_usd=str(totals["cost_usd"]) if totals["priced"] else None,
+        batch_cost_usd=str(totals["batch_cost_usd"]) if totals["batch_priced"] else None,
         input_tokens=sum(r["input_tokens"] for r in judge_rows),
         output_tokens=sum(r["output_tokens"] for r in judge_rows),
         sample_prompt=render_batch(rnd, template, batches[0][2]) if batches else "",

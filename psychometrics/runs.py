@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from generation import batches
 from generation import selectors as generation
+from generation.limits import estimate_tokens
 from generation.models import ExecutionMode, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params
 from generation.runner import CallUnit, execute_units
@@ -359,6 +360,9 @@ def materialize(run):
     return len(rows)
 
 
+ANSWER_TOKENS = 100  # output tokens per answer in a dry run when the endpoint sets no max_tokens
+
+
 def plan(run, sample=5):
     """The dry run: number of calls per endpoint and a few rendered conversations."""
     template = template_for(run)
@@ -377,10 +381,28 @@ def plan(run, sample=5):
                 run, template, item, context, endpoints[0].name if endpoints else "", 1, points, labels
             )
             examples.append({"context": context.key, "item": item.item_id, "permutation": order, "messages": messages})
+    rows = []
+    for endpoint in endpoints:  # every unit rendered once (option orders differ by repetition, lengths hardly)
+        in_tokens = run.repetitions * sum(
+            estimate_tokens(m["content"])
+            for context in all_contexts
+            for item in items
+            for m in build_unit(run, template, item, context, endpoint.name, 1, points, labels)[2]
+        )
+        max_tokens = merged_params(endpoint, run.param_overrides).get("max_tokens")
+        out_tokens = per_endpoint * int(max_tokens or ANSWER_TOKENS)
+        estimate = batches.cost_estimate(endpoint, in_tokens, out_tokens)
+        rows.append(
+            {"endpoint": endpoint, "calls": per_endpoint, "input_tokens": in_tokens, "output_tokens": out_tokens}
+            | estimate
+        )
     return {
         "calls_per_endpoint": per_endpoint,
         "calls": per_endpoint * len(endpoints),
         "endpoints": endpoints,
+        "endpoint_rows": rows,
+        "totals": batches.cost_totals(rows),
+        "output_tokens_per_answer": ANSWER_TOKENS,
         "examples": examples[:sample],
     }
 
