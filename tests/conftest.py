@@ -61,6 +61,18 @@ def pytest_configure(config):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+# Tests that start Celery workers or `serve` (marked `worker`) share the broker folder or Redis database, the
+# default queue and the beat schedule file of DATA_DIR; under pytest-xdist (`make test`: --dist loadgroup) they all
+# run in one xdist worker, one after another, while the other workers run the rest.
+WORKER_PROCESSES_GROUP = "worker-processes"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("worker"):
+            item.add_marker(pytest.mark.xdist_group(WORKER_PROCESSES_GROUP))
+
+
 # The key variables the tests' endpoints name; the operator's allow-list (PROVIDER_KEY_VARIABLES) must hold them.
 TEST_KEY_VARIABLES = [
     "OPENAI_API_KEY",
