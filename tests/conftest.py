@@ -5,8 +5,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from threadpoolctl import threadpool_limits
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
+
+# One BLAS/OpenMP thread per test process. The suite runs as several processes (xdist workers, worker processes,
+# Chromium) on few cores; numpy's and scipy's OpenBLAS would start a thread per core in each and oversubscribe them
+# (the small matrices here gain nothing from threads). The variables cover libraries loaded later and the child
+# processes; threadpool_limits the ones Django's setup may have loaded already.
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_variable] = "1"
+threadpool_limits(limits=1)
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -68,3 +68,18 @@ def test_make_test_runs_in_parallel_with_xdist_pinned_everywhere():
     assert extra, "pytest-xdist is pinned in the test extra"
     assert f"pytest-xdist=={extra.group(1)}\n" in lock
     assert re.search(r"^execnet==[\d.]+$", lock, re.M), "xdist's dependency is pinned too"
+
+
+def test_numeric_libraries_use_one_thread_per_test_process():
+    """Each xdist worker (and each worker process a test starts) is one of several processes on few cores: BLAS
+    and OpenMP thread pools that size themselves to every core would oversubscribe them (a CFA fit took 4x as
+    long), so the suite runs them with one thread."""
+    import os
+
+    import numpy  # noqa: F401  (loads the BLAS the pools below report)
+    import scipy.linalg  # noqa: F401
+    from threadpoolctl import threadpool_info
+
+    pools = threadpool_info()
+    assert pools and {p["num_threads"] for p in pools} == {1}, pools
+    assert os.environ["OMP_NUM_THREADS"] == os.environ["OPENBLAS_NUM_THREADS"] == "1"  # inherited by children
