@@ -61,7 +61,7 @@ def test_tests_that_start_worker_processes_run_one_at_a_time_under_xdist(request
 
 def test_make_test_runs_in_parallel_with_xdist_pinned_everywhere():
     test_sh = (REPO_ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
-    assert re.search(r"pytest -n \S+ --dist loadgroup", test_sh), test_sh
+    assert re.search(r"pytest -n .+ --dist loadgroup \"\$@\"", test_sh), test_sh
     pyproject = (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
     lock = (REPO_ROOT / "requirements.lock").read_text(encoding="utf-8")
     extra = re.search(r'"pytest-xdist==([\d.]+)"', pyproject)
