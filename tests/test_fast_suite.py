@@ -39,7 +39,7 @@ def test_no_test_or_code_reads_the_shared_folder_by_an_absolute_path():
 
 
 def test_tests_that_start_worker_processes_run_one_at_a_time_under_xdist(request):
-    """`make test` runs the suite on every core (pytest-xdist, --dist loadgroup). Tests that start Celery workers
+    """`make test` runs the suite in parallel (pytest-xdist, --dist loadgroup). Tests that start Celery workers
     or `serve` share the broker folder (or Redis database), the default queue and the beat schedule file, so every
     test marked `worker` sits in one xdist group: one xdist worker runs them one after another."""
     from tests.conftest import pytest_collection_modifyitems
