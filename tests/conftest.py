@@ -5,8 +5,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from threadpoolctl import threadpool_limits
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
+
+# One BLAS/OpenMP thread per test process. The suite runs as several processes (xdist workers, worker processes,
+# Chromium) on few cores; numpy's and scipy's OpenBLAS would start a thread per core in each and oversubscribe them
+# (the small matrices here gain nothing from threads). The variables cover libraries loaded later and the child
+# processes; threadpool_limits the ones Django's setup may have loaded already.
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_variable] = "1"
+threadpool_limits(limits=1)
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -59,6 +68,18 @@ def pytest_configure(config):
     from django.conf import settings
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+# Tests that start Celery workers or `serve` (marked `worker`) share the broker folder or Redis database, the
+# default queue and the beat schedule file of DATA_DIR; under pytest-xdist (`make test`: --dist loadgroup) they all
+# run in one xdist worker, one after another, while the other workers run the rest.
+WORKER_PROCESSES_GROUP = "worker-processes"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("worker"):
+            item.add_marker(pytest.mark.xdist_group(WORKER_PROCESSES_GROUP))
 
 
 # The key variables the tests' endpoints name; the operator's allow-list (PROVIDER_KEY_VARIABLES) must hold them.

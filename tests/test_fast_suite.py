@@ -2,6 +2,8 @@
 
 import re
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 
 
@@ -34,3 +36,50 @@ def test_no_test_or_code_reads_the_shared_folder_by_an_absolute_path():
             if pattern.search(path.read_text(encoding="utf-8")):
                 offenders.append(str(path.relative_to(REPO_ROOT)))
     assert offenders == []
+
+
+def test_tests_that_start_worker_processes_run_one_at_a_time_under_xdist(request):
+    """`make test` runs the suite in parallel (pytest-xdist, --dist loadgroup). Tests that start Celery workers
+    or `serve` share the broker folder (or Redis database), the default queue and the beat schedule file, so every
+    test marked `worker` sits in one xdist group: one xdist worker runs them one after another."""
+    from tests.conftest import pytest_collection_modifyitems
+
+    def probe():
+        pass
+
+    marked = pytest.Function.from_parent(request.node.parent, name="probe_worker", callobj=probe)
+    marked.add_marker(pytest.mark.worker)
+    plain = pytest.Function.from_parent(request.node.parent, name="probe_plain", callobj=probe)
+    pytest_collection_modifyitems(request.config, [marked, plain])
+    assert marked.get_closest_marker("xdist_group").args == ("worker-processes",)
+    assert plain.get_closest_marker("xdist_group") is None
+    # and so it is for the worker tests collected in this session
+    for item in request.session.items:
+        if item.get_closest_marker("worker"):
+            assert item.get_closest_marker("xdist_group").args == ("worker-processes",), item.nodeid
+
+
+def test_make_test_runs_in_parallel_with_xdist_pinned_everywhere():
+    test_sh = (REPO_ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
+    assert re.search(r"pytest -n .+ --dist loadgroup \"\$@\"", test_sh), test_sh
+    pyproject = (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    lock = (REPO_ROOT / "requirements.lock").read_text(encoding="utf-8")
+    extra = re.search(r'"pytest-xdist==([\d.]+)"', pyproject)
+    assert extra, "pytest-xdist is pinned in the test extra"
+    assert f"pytest-xdist=={extra.group(1)}\n" in lock
+    assert re.search(r"^execnet==[\d.]+$", lock, re.M), "xdist's dependency is pinned too"
+
+
+def test_numeric_libraries_use_one_thread_per_test_process():
+    """Each xdist worker (and each worker process a test starts) is one of several processes on few cores: BLAS
+    and OpenMP thread pools that size themselves to every core would oversubscribe them (a CFA fit took 4x as
+    long), so the suite runs them with one thread."""
+    import os
+
+    import numpy  # noqa: F401  (loads the BLAS the pools below report)
+    import scipy.linalg  # noqa: F401
+    from threadpoolctl import threadpool_info
+
+    pools = threadpool_info()
+    assert pools and {p["num_threads"] for p in pools} == {1}, pools
+    assert os.environ["OMP_NUM_THREADS"] == os.environ["OPENBLAS_NUM_THREADS"] == "1"  # inherited by children

@@ -6,7 +6,7 @@ import re
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from .axe import blocking_violations, describe, install_axe
+from .axe import NetworkWatch, blocking_violations, describe, install_axe
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -116,6 +116,7 @@ OPEN_ALL_DETAILS = "() => document.querySelectorAll('details').forEach(d => { d.
 def check_pages(page, urls):
     """Visit each URL; run axe on every full HTML page served with 200 (fragments and downloads are skipped)."""
     found, checked = {}, []
+    network = NetworkWatch(page)
     for url in urls:
         head = page.request.get(url, max_redirects=0)  # downloads would abort a navigation
         headers = head.headers
@@ -129,7 +130,7 @@ def check_pages(page, urls):
         if not page.evaluate("() => !!document.querySelector('main')"):
             continue  # an htmx fragment on its own
         page.evaluate(OPEN_ALL_DETAILS)  # collapsed forms are checked too
-        page.wait_for_load_state("networkidle")
+        network.settle()  # what the page loads after `load` or on opening a <details> is in
         checked.append(url)
         violations = blocking_violations(page)
         if violations:
