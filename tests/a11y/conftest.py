@@ -82,6 +82,11 @@ def full_study(coded_study, make_endpoint, fake_provider, export_root, client_fo
     export_job = export_job_model.objects.get(study=study)
     coder_membership = apps.get_model("stereoscope", "Membership").objects.get(study=study, user=users["coder"])
     variable = _regard_variable(study, coded_study["outputs"][:2], users)
+    from annotation.services import start_discovery
+
+    discovery = start_discovery(
+        study, coded_study["codebook"], item=coded_study["outputs"][0].item, endpoint=endpoint, sample_size=2
+    )
     questionnaire.refresh_from_db()
     measure_run.refresh_from_db()
     return {
@@ -97,6 +102,7 @@ def full_study(coded_study, make_endpoint, fake_provider, export_root, client_fo
         "export_job": export_job,
         "coder_membership": coder_membership.pk,
         "variable": variable,
+        "discovery": discovery,
     }
 
 

@@ -50,6 +50,7 @@ def object_ids(s):
         "job_id": s["export_job"].pk,
         "membership_id": s["coder_membership"],
         "variable_id": s["variable"].pk,
+        "discovery_id": s["discovery"].pk,
         "run_id": {"psych-": s["questionnaire"].pk, "measures-": s["measure_run"].pk, "": s["run"].pk},
         "set_id": {"psych-persona": s["personas"].pk, "psych-context": s["contexts"].pk},
     }
