@@ -581,6 +581,32 @@ def update_rows(model, names, rows, where=None):
         return cursor.rowcount
 
 
+def insert_rows(model, rows, ignore_conflicts=False):
+    """INSERT many rows of `model` with one prepared statement run for all (ORM bulk_create compiles a statement
+    per few dozen rows). `rows` are {name: value} (a foreign key by its id); a column missing from a row gets the
+    field's default, computed once. `ignore_conflicts` leaves rows that would break a unique constraint alone.
+    Returns nothing: the new rows' ids are not read back."""
+    if not rows:
+        return
+    from django.db.models.constants import OnConflict
+
+    qn = connection.ops.quote_name
+    meta = model._meta
+    fields = [f for f in meta.concrete_fields if not (f.primary_key and f.auto_created)]
+    defaults = {f.name: f.get_default() for f in fields}
+    on_conflict = OnConflict.IGNORE if ignore_conflicts else None
+    columns = ", ".join(qn(f.column) for f in fields)
+    placeholders = ", ".join(["%s"] * len(fields))
+    suffix = connection.ops.on_conflict_suffix_sql(fields, on_conflict, None, None)
+    sql = (
+        f"{connection.ops.insert_statement(on_conflict=on_conflict)} {qn(meta.db_table)} ({columns}) "
+        f"VALUES ({placeholders}) {suffix}"
+    ).rstrip()
+    params = [[f.get_db_prep_save(row.get(f.name, defaults[f.name]), connection) for f in fields] for row in rows]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
 def _close_calls(records):
     """Complete the attempt rows: one prepared UPDATE run for many rows."""
     update_rows(ProviderCall, CLOSE_FIELDS, [(record["row_id"], _closed_fields(record)) for record in records])
