@@ -623,8 +623,8 @@ def _open_attempts(study, events, loop_runner):
         rows = ProviderCall.objects.bulk_create([row for _, row in opened])
     for (record, _), row in zip(opened, rows, strict=True):
         record["row_id"] = row.pk
-        if loop_runner is not None:
-            loop_runner.call_threadsafe(_resolve, record["written"])
+    if loop_runner is not None:  # one wake-up of the loop lets every request of the batch go
+        loop_runner.call_threadsafe(_resolve_all, [record["written"] for record, _ in opened])
 
 
 def _write_batch(study, batch, sink, stats, finished, loop_runner=None, source=None):
@@ -692,6 +692,7 @@ def _store_successes(sink, batch):
     return seen
 
 
-def _resolve(future):
-    if not future.done():
-        future.set_result(True)
+def _resolve_all(futures):
+    for future in futures:
+        if not future.done():
+            future.set_result(True)
