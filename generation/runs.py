@@ -29,7 +29,7 @@ from .models import (
     RunStatus,
 )
 from .providers.base import ProviderError, merged_params, validate_params
-from .runner import CallUnit, execute_units, update_rows
+from .runner import CallUnit, execute_units, insert_rows, update_rows
 from .selectors import toolkits_for  # noqa: F401  (generation's forms, API and import use it from here)
 from .toolkit_services import TOOLKITS
 from .toolkits import SlotError, count_units, expand_units
@@ -288,24 +288,24 @@ def materialize(run):
     units = list(expand_units(run.toolkit))
     endpoints = list(run.endpoints.all())
     rows = [
-        Output(
-            study_id=run.study_id,
-            run=run,
-            item=u.item,
-            endpoint=e,
-            model_name=e.model_id,
-            trial=t,
-            context_key=c["key"],
-            variant_key=u.variant_key,
-            slot_values=u.slot_values,
-            prompt_text=u.prompt,
-        )
+        {
+            "study": run.study_id,
+            "run": run.pk,
+            "item": u.item.pk if u.item else None,
+            "endpoint": e.pk,
+            "model_name": e.model_id,
+            "trial": t,
+            "context_key": c["key"],
+            "variant_key": u.variant_key,
+            "slot_values": u.slot_values,
+            "prompt_text": u.prompt,
+        }
         for e in endpoints
         for c in run_contexts(run)
         for u in units
         for t in range(1, run.trials + 1)
     ]
-    Output.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
+    insert_rows(Output, rows, ignore_conflicts=True)
     return len(rows)
 
 

@@ -190,3 +190,30 @@ def test_limits_hold_across_two_runners_sharing_the_store(make_endpoint, fake_pr
     assert type(make_store()).__name__ == (
         "RedisStore" if __import__("django.conf").conf.settings.REDIS_URL else "LocalStore"
     )
+
+
+@pytest.mark.django_db
+def test_attempts_opened_together_wake_the_loop_once(study, make_endpoint):
+    """The attempt rows written in one go are committed before any of their requests may go, and their requests
+    are released with one wake-up of the event loop (not one per row: each costs the loop a turn)."""
+    from django.utils import timezone
+
+    from generation.runner import _open_attempts
+
+    endpoint = make_endpoint(study)
+    released = []
+
+    class Loop:
+        def call_threadsafe(self, fn, *args):
+            assert ProviderCall.objects.filter(study=study, outcome="unknown").count() == 5  # rows first
+            released.append((fn, args))
+
+    records = [
+        {"unit": u, "attempt": 1, "started_at": timezone.now(), "estimate": (3, 10), "written": object()}
+        for u in units_for(endpoint, [f"p{i}" for i in range(5)])
+    ]
+    _open_attempts(study, [("open", r["unit"], r) for r in records], Loop())
+    assert len(released) == 1
+    assert sorted(r["row_id"] for r in records) == sorted(
+        ProviderCall.objects.filter(study=study).values_list("pk", flat=True)
+    )

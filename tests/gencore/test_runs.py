@@ -170,3 +170,26 @@ def test_nul_characters_in_an_answer_are_dropped_before_saving(study, make_endpo
     assert outputs.count() == 2 and all(o.text == "Once upon a time." for o in outputs)
     for call in ProviderCall.objects.filter(output__run=run):
         assert "\x00" not in str(call.raw_response) and "Once upon a time." in str(call.raw_response)
+
+
+def test_materialize_writes_every_unit_in_one_statement_and_is_idempotent(study, make_endpoint, make_toolkit):
+    """Starting a run creates its pending outputs with one prepared INSERT (not one per few dozen rows: the start
+    is part of a run's time), with the columns' defaults, and leaves existing units alone."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    toolkit = make_toolkit(study, 30, slots={"name": ["Kelly", "Joseph"]}, texts=["Letter for {name}."] * 30)
+    a, b = make_endpoint(study), make_endpoint(study)
+    run = runs.create_run(study, name="many", toolkit=toolkit, endpoints=[a, b], trials=5)
+    with CaptureQueriesContext(connection) as queries:
+        assert runs.materialize(run) == 30 * 2 * 2 * 5
+    inserts = [q["sql"] for q in queries.captured_queries if "INSERT" in q["sql"].upper()]
+    assert len(inserts) == 1, inserts[:3]
+    outputs = Output.objects.filter(run=run)
+    assert outputs.count() == 600 and outputs.filter(status="pending", text="", error="").count() == 600
+    first = outputs.get(endpoint=b, trial=5, slot_values={"name": "Joseph"}, item__number=30)
+    assert first.prompt_text == "Letter for Joseph." and first.model_name == b.model_id and first.created_at
+    assert first.study_id == study.pk and first.provenance == {}
+    outputs.filter(pk=first.pk).update(status="done", text="kept")
+    assert runs.materialize(run) == 600  # again: nothing new, nothing overwritten
+    assert outputs.count() == 600 and outputs.get(pk=first.pk).text == "kept"
