@@ -33,7 +33,7 @@ class ProviderError(Exception):
     """A failed call. `retryable` says whether another attempt may succeed (429, 5xx, timeouts, bad bodies)."""
 
     def __init__(self, message, *, retryable=False, retry_after=None, http_status=None, raw=None):
-        super().__init__(message)
+        super().__init__(without_nul(message))  # error texts quote provider bodies; they are stored too
         self.retryable = retryable
         self.retry_after = retry_after
         self.http_status = http_status

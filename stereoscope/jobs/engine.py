@@ -122,14 +122,13 @@ class UnitStats:
 def register(kind):
     _KINDS[kind.name] = kind
     # chunks name their job by kind and id (no foreign key): a deleted job, alone or with its study, takes them along
-    post_delete.connect(_forget_deleted_job, sender=kind.model, weak=False, dispatch_uid=f"job-chunks-{kind.name}")
+    post_delete.connect(
+        lambda instance, **_: forget(kind, instance.pk),
+        sender=kind.model,
+        weak=False,
+        dispatch_uid=f"job-chunks-{kind.name}",
+    )
     return kind
-
-
-def _forget_deleted_job(sender, instance, **kwargs):
-    for kind in kinds():
-        if kind.model is sender:
-            forget(kind, instance.pk)
 
 
 def kinds():

@@ -119,3 +119,11 @@ def test_manual_endpoint_is_never_called(study, make_endpoint):
     endpoint = make_endpoint(study, "manual")
     with pytest.raises(ProviderError, match="manual endpoint"):
         get_provider(endpoint).complete(MESSAGES, {})
+
+
+def test_provider_error_texts_drop_nul_characters():
+    """An error quotes the provider's body, and errors are stored: a NUL in it must not make the save fail."""
+    from generation.providers.base import ProviderError
+
+    error = ProviderError("HTTP 500: bad\x00 body", raw={"body": "x\x00y"})
+    assert str(error) == "HTTP 500: bad body" and error.raw == {"body": "xy"}
