@@ -381,14 +381,15 @@ def plan(run, sample=5):
                 run, template, item, context, endpoints[0].name if endpoints else "", 1, points, labels
             )
             examples.append({"context": context.key, "item": item.item_id, "permutation": order, "messages": messages})
+    # every unit rendered once, for the first endpoint: other endpoints and repetitions differ only in option order
+    in_tokens = run.repetitions * sum(
+        estimate_tokens(m["content"])
+        for context in all_contexts
+        for item in items
+        for m in build_unit(run, template, item, context, endpoints[0].name if endpoints else "", 1, points, labels)[2]
+    )
     rows = []
-    for endpoint in endpoints:  # every unit rendered once (option orders differ by repetition, lengths hardly)
-        in_tokens = run.repetitions * sum(
-            estimate_tokens(m["content"])
-            for context in all_contexts
-            for item in items
-            for m in build_unit(run, template, item, context, endpoint.name, 1, points, labels)[2]
-        )
+    for endpoint in endpoints:
         max_tokens = merged_params(endpoint, run.param_overrides).get("max_tokens")
         out_tokens = per_endpoint * int(max_tokens or ANSWER_TOKENS)
         estimate = batches.cost_estimate(endpoint, in_tokens, out_tokens)
