@@ -71,7 +71,7 @@ def run_on_workers(run, n_workers, workdir):
                 cpu1 = [cpu_seconds(w.pid) for w in c.processes]
                 cpu = None if None in cpu0 + cpu1 else sum(cpu1) - sum(cpu0)
                 return status, wall, cpu
-            time.sleep(0.05)
+            time.sleep(0.01)
 
 
 def baseline(port, units, concurrency):

@@ -2,14 +2,17 @@
 
 `execute_units` takes CallUnits (a list, or a UnitSource the job engine feeds chunk by chunk) and a ResultSink.
 Network I/O runs on a private asyncio loop in a helper thread (so it works under any outer event loop, e.g.
-Playwright's); every database write happens on the caller's thread in small batched transactions, so the
-caller's connection and transaction see them. Each attempt's ProviderCall row is committed BEFORE its request is
-sent (outcome "unknown", estimated tokens and cost) and completed after, so a crash leaves a row for every call the
-provider may have received. Limits per endpoint come from `generation.limits`; retries back off exponentially with
-jitter and never earlier than Retry-After.
+Playwright's); results are written on the caller's thread in small batched transactions, so the caller's
+connection and transaction see them. Each attempt's ProviderCall row is committed BEFORE its request is sent
+(outcome "unknown", estimated tokens and cost) and completed after, so a crash leaves a row for every call the
+provider may have received: outside a transaction the loop commits that row itself on its own connection (no
+wait for the caller's thread); inside one the caller's thread writes it while the request waits. Limits per
+endpoint come from `generation.limits`; retries back off exponentially with jitter and never earlier than
+Retry-After.
 """
 
 import asyncio
+import collections
 import json
 import logging
 import queue
@@ -152,7 +155,8 @@ class _Loop:
     for more with a "more" event, so a job's chunks stream through without a pause between them."""
 
     def __init__(self, events, stop, max_attempts, per_endpoint_cap=None):
-        self.events = events
+        self.events = events  # what the caller's thread must act on at once: rows to open, units wanted, the end
+        self.results = collections.deque()  # the rest, collected by the caller's thread on its next turn
         self.stop = stop
         self.max_attempts = max_attempts
         self.cap = per_endpoint_cap
@@ -166,6 +170,7 @@ class _Loop:
         self.low_water = 1
         self.loop = None
         self.changed = None
+        self.own_writer = None  # an _AttemptWriter when the loop writes attempt rows itself
 
     def add_threadsafe(self, units):
         self.call_threadsafe(self._add, units)
@@ -201,6 +206,10 @@ class _Loop:
             1, sum(min(self.cap or lim.max_concurrency, lim.max_concurrency) for lim in self.limiters.values())
         )
         self.changed.set()
+
+    def report(self, kind, unit, value):
+        """An attempt's or unit's outcome, stored with the next batch; it does not wake the caller's thread."""
+        self.results.append((kind, unit, value))
 
     def queued(self):
         return sum(len(q) for q in self.queues.values())
@@ -272,16 +281,23 @@ class _Loop:
                 try:
                     await self.run_unit(unit, limiter, provider)
                 except asyncio.CancelledError:
-                    self.events.put(("cancelled", unit, None))
+                    self.report("cancelled", unit, None)
                     raise
                 except Exception as exc:  # a bug must fail the unit, not the run
                     log.exception("unit %s crashed", unit.unit_ref)
-                    self.events.put(("failed", unit, f"Internal error: {type(exc).__name__}: {exc}"))
+                    self.report("failed", unit, f"Internal error: {type(exc).__name__}: {exc}")
         finally:
             self.changed.set()
 
     async def open_attempt(self, record):
-        """Have the caller's thread commit the attempt row; only then may the request go out."""
+        """Commit the attempt row (on the loop's own connection if it has one, else on the caller's thread); only
+        then may the request go out."""
+        if self.own_writer is not None:
+            try:
+                record["row_id"] = self.own_writer.open(record)
+                return
+            except Exception:
+                log.warning("the loop could not write an attempt row; the caller's thread writes it", exc_info=True)
         record["written"] = self.loop.create_future()
         self.events.put(("open", record["unit"], record))
         await record["written"]
@@ -295,7 +311,7 @@ class _Loop:
         for attempt in range(1, max_attempts + 1):
             lease = await limiter.acquire(est, stop=self.stop)
             if lease is None:
-                self.events.put(("cancelled", unit, None))
+                self.report("cancelled", unit, None)
                 return
             record = {"unit": unit, "attempt": attempt, "started_at": timezone.now(), "estimate": (est_in, est_out)}
             actual = None
@@ -304,7 +320,7 @@ class _Loop:
                     await self.open_attempt(record)
                 except asyncio.CancelledError:
                     record["not_sent"] = True
-                    self.events.put(("attempt", unit, record))
+                    self.report("attempt", unit, record)
                     raise
                 self.in_flight += 1
                 t0 = time.perf_counter()
@@ -316,7 +332,7 @@ class _Loop:
                     result, error = None, exc
                 except asyncio.CancelledError:
                     record.update(error="Cancelled while in flight.", latency_ms=int((time.perf_counter() - t0) * 1000))
-                    self.events.put(("attempt", unit, record))
+                    self.report("attempt", unit, record)
                     raise
                 except Exception as exc:
                     result, error = None, ProviderError(f"{type(exc).__name__}: {exc}", retryable=False)
@@ -328,8 +344,8 @@ class _Loop:
             if result is not None:
                 result.cost_usd = cost_of(endpoint, result.input_tokens, result.output_tokens)
                 record["result"] = result
-                self.events.put(("attempt", unit, record))
-                self.events.put(("succeeded", unit, result))
+                self.report("attempt", unit, record)
+                self.report("succeeded", unit, result)
                 return
             message = redact_key(endpoint, str(error))
             record.update(
@@ -340,13 +356,13 @@ class _Loop:
                 raw=redact_key(endpoint, error.raw),
             )
             if not error.retryable or attempt == max_attempts:
-                self.events.put(("attempt", unit, record))
+                self.report("attempt", unit, record)
                 reason = message if not error.retryable else f"Gave up after {attempt} attempts: {message}"
-                self.events.put(("failed", unit, reason))
+                self.report("failed", unit, reason)
                 return
             delay = backoff_seconds(attempt, endpoint, error.retry_after)
             record["backoff"] = delay
-            self.events.put(("attempt", unit, record))
+            self.report("attempt", unit, record)
             if error.retry_after and error.http_status == 429:
                 await limiter.pause(error.retry_after)
             await asyncio.sleep(delay)
@@ -357,23 +373,39 @@ def _opened_call(study, record):
     unit = record["unit"]
     endpoint = unit.endpoint
     est_in, est_out = record["estimate"]
-    return ProviderCall(
-        study=study,
-        endpoint=endpoint,
-        purpose=unit.purpose,
-        unit_ref=unit.unit_ref[:200],
-        output_id=output_id_from_ref(unit.unit_ref),
-        provider=endpoint.provider,
-        model=endpoint.model_id,
-        messages=unit.messages,
-        params=unit.params,
-        attempt=record["attempt"],
-        started_at=record["started_at"],
-        outcome=CallOutcome.UNKNOWN,
-        input_tokens=est_in,
-        output_tokens=est_out,
-        cost_usd=cost_of(endpoint, est_in, est_out),
-    )
+    return {
+        "study": study.pk,
+        "endpoint": endpoint.pk,
+        "purpose": unit.purpose,
+        "unit_ref": unit.unit_ref[:200],
+        "output": output_id_from_ref(unit.unit_ref),
+        "provider": endpoint.provider,
+        "model": endpoint.model_id,
+        "messages": unit.messages,
+        "params": unit.params,
+        "attempt": record["attempt"],
+        "started_at": record["started_at"],
+        "outcome": CallOutcome.UNKNOWN,
+        "input_tokens": est_in,
+        "output_tokens": est_out,
+        "cost_usd": cost_of(endpoint, est_in, est_out),
+    }
+
+
+class _AttemptWriter:
+    """Commits attempt rows from the loop's thread on that thread's own connection (autocommit), with a cursor
+    made before the loop starts: the loop calls it synchronously, one short INSERT per attempt."""
+
+    def __init__(self, study):
+        self.study = study
+        self.db = connections[DEFAULT_DB_ALIAS]
+        self.db.ensure_connection()
+        self.sql, self.fields = _insert_statement(self.db, ProviderCall, returning=True)
+        self.cursor = self.db.create_cursor()
+
+    def open(self, record):
+        self.cursor.execute(self.sql, _row_params(self.db, self.fields, [_opened_call(self.study, record)])[0])
+        return self.cursor.fetchone()[0]
 
 
 def _closed_fields(record):
@@ -430,6 +462,9 @@ def execute_units(
     stats = RunStats()
     events, stop = queue.SimpleQueue(), threading.Event()
     loop_runner = _Loop(events, stop, max_attempts, per_endpoint_cap)
+    # Outside a transaction the loop commits attempt rows on a connection of its own, so a request does not wait
+    # for this thread; inside one (rows another connection cannot see yet) this thread writes them.
+    own_rows = not transaction.get_connection().in_atomic_block
     crashed = {}
     first = source.take()
     stats.total = len(first)
@@ -439,6 +474,8 @@ def execute_units(
 
     def run_loop():
         try:
+            if own_rows:
+                loop_runner.own_writer = _AttemptWriter(study)
 
             async def main():
                 loop_runner.loop = asyncio.get_running_loop()
@@ -451,6 +488,8 @@ def execute_units(
         except BaseException as exc:
             crashed["error"] = exc
         finally:
+            if loop_runner.own_writer is not None:
+                connections.close_all()  # this thread's own connection
             started_loop.set()
             events.put(("end", None, None))
 
@@ -460,9 +499,9 @@ def execute_units(
     started_loop.wait()
     pending_first = [first]
     finished = set()
-    last_check = last_progress = time.perf_counter()
+    last_check = last_progress = last_flush = time.perf_counter()
     ended = False
-    rest, rest_since = [], None
+    rest = []
     backlog = []  # events taken off the queue by serve_opens, handled by the next turn of the loop
 
     def serve_opens():
@@ -477,34 +516,37 @@ def execute_units(
             (opens if event[0] == "open" else backlog).append(event)
         _open_attempts(study, opens, loop_runner)
 
+    def take_results():
+        taken = []
+        while True:
+            try:
+                taken.append(loop_runner.results.popleft())
+            except IndexError:
+                return taken
+
     try:
         while not ended:
             # Attempt rows to open are written at once (their requests wait for them); results are gathered for
             # up to BATCH_SECONDS and written together.
             batch, backlog = backlog, []
-            wait = BATCH_SECONDS if rest_since is None else max(0.0, rest_since + BATCH_SECONDS - time.perf_counter())
             try:
                 if not batch:
-                    batch.append(events.get(timeout=wait))
+                    batch.append(events.get(timeout=max(0.0, last_flush + BATCH_SECONDS - time.perf_counter())))
                 while len(batch) < BATCH_SIZE:
-                    try:
-                        batch.append(events.get_nowait())
-                    except queue.Empty:
-                        break
+                    batch.append(events.get_nowait())
             except queue.Empty:
                 pass
             ended = any(kind == "end" for kind, _, _ in batch)
             wants_more = any(kind == "more" for kind, _, _ in batch)
             _open_attempts(study, [e for e in batch if e[0] == "open"], loop_runner)
-            others = [e for e in batch if e[0] != "open"]
-            if others and rest_since is None:
-                rest_since = time.perf_counter()
-            rest.extend(others)
-            if rest and (
-                ended or wants_more or len(rest) >= BATCH_SIZE or time.perf_counter() - rest_since >= BATCH_SECONDS
-            ):
+            rest.extend(take_results())
+            now = time.perf_counter()
+            due = now - last_flush >= BATCH_SECONDS
+            if due:
+                last_flush = now
+            if rest and (ended or wants_more or due or len(rest) >= BATCH_SIZE):
                 _write_batch(study, rest, sink, stats, finished, loop_runner, source)
-                rest, rest_since = [], None
+                rest = []
                 serve_opens()
             if wants_more and not ended:
                 if pending_first:
@@ -573,13 +615,43 @@ def update_rows(model, names, rows, where=None):
     conditions = [f"{qn(meta.pk.column)} = %s"] + [f"{qn(meta.get_field(k).column)} = %s" for k in where or {}]
     sql = f"UPDATE {qn(meta.db_table)} SET {sets} WHERE {' AND '.join(conditions)}"
     extra = [meta.get_field(k).get_db_prep_save(v, db) for k, v in (where or {}).items()]
-    params = [
-        [f.get_db_prep_save(values[f.name] if f.name in values else f.get_default(), db) for f in fields] + [pk] + extra
-        for pk, values in rows
-    ]
+    prepared = _row_params(db, fields, [values for _, values in rows])
+    params = [values + [pk] + extra for values, (pk, _) in zip(prepared, rows, strict=True)]
     with db.cursor() as cursor:
         cursor.executemany(sql, params)
         return cursor.rowcount
+
+
+def _insert_statement(db, model, ignore_conflicts=False, returning=False):
+    """(sql, fields) of one prepared INSERT of a row into `model`: every concrete column but an auto primary key."""
+    from django.db.models.constants import OnConflict
+
+    qn = db.ops.quote_name
+    meta = model._meta
+    fields = [f for f in meta.concrete_fields if not (f.primary_key and f.auto_created)]
+    on_conflict = OnConflict.IGNORE if ignore_conflicts else None
+    columns = ", ".join(qn(f.column) for f in fields)
+    placeholders = ", ".join(["%s"] * len(fields))
+    suffix = db.ops.on_conflict_suffix_sql(fields, on_conflict, None, None)
+    sql = (
+        f"{db.ops.insert_statement(on_conflict=on_conflict)} {qn(meta.db_table)} ({columns}) "
+        f"VALUES ({placeholders}) {suffix}"
+    ).rstrip()
+    if returning:
+        sql += f" RETURNING {qn(meta.pk.column)}"
+    return sql, fields
+
+
+def _row_params(db, fields, rows):
+    """Each row's values prepared for the database, in `fields` order; a missing one gets the field's default,
+    computed and prepared once."""
+    defaults = {}
+    for f in fields:
+        if any(f.name not in row for row in rows):
+            defaults[f.name] = f.get_db_prep_save(f.get_default(), db)
+    return [
+        [f.get_db_prep_save(row[f.name], db) if f.name in row else defaults[f.name] for f in fields] for row in rows
+    ]
 
 
 def insert_rows(model, rows, ignore_conflicts=False):
@@ -589,24 +661,25 @@ def insert_rows(model, rows, ignore_conflicts=False):
     Returns nothing: the new rows' ids are not read back."""
     if not rows:
         return
-    from django.db.models.constants import OnConflict
-
     db = connections[DEFAULT_DB_ALIAS]  # the proxy `connection` costs a lookup per use, and there are many
-    qn = db.ops.quote_name
-    meta = model._meta
-    fields = [f for f in meta.concrete_fields if not (f.primary_key and f.auto_created)]
-    defaults = {f.name: f.get_default() for f in fields}
-    on_conflict = OnConflict.IGNORE if ignore_conflicts else None
-    columns = ", ".join(qn(f.column) for f in fields)
-    placeholders = ", ".join(["%s"] * len(fields))
-    suffix = db.ops.on_conflict_suffix_sql(fields, on_conflict, None, None)
-    sql = (
-        f"{db.ops.insert_statement(on_conflict=on_conflict)} {qn(meta.db_table)} ({columns}) "
-        f"VALUES ({placeholders}) {suffix}"
-    ).rstrip()
-    params = [[f.get_db_prep_save(row.get(f.name, defaults[f.name]), db) for f in fields] for row in rows]
+    sql, fields = _insert_statement(db, model, ignore_conflicts)
+    params = _row_params(db, fields, rows)
     with transaction.atomic(), db.cursor() as cursor:  # one transaction, not one per row
         cursor.executemany(sql, params)
+
+
+def insert_rows_returning_ids(model, rows):
+    """INSERT rows of `model` one prepared statement each, in one transaction; their new ids in order."""
+    if not rows:
+        return []
+    db = connections[DEFAULT_DB_ALIAS]
+    sql, fields = _insert_statement(db, model, returning=True)
+    ids = []
+    with transaction.atomic(), db.cursor() as cursor:
+        for params in _row_params(db, fields, rows):
+            cursor.execute(sql, params)
+            ids.append(cursor.fetchone()[0])
+    return ids
 
 
 def _close_calls(records):
@@ -618,13 +691,12 @@ def _open_attempts(study, events, loop_runner):
     """Commit the attempt rows of requests about to be sent, then let those requests go."""
     if not events:
         return
-    opened = [(record, _opened_call(study, record)) for _, _, record in events]
-    with transaction.atomic():
-        rows = ProviderCall.objects.bulk_create([row for _, row in opened])
-    for (record, _), row in zip(opened, rows, strict=True):
-        record["row_id"] = row.pk
+    records = [record for _, _, record in events]
+    ids = insert_rows_returning_ids(ProviderCall, [_opened_call(study, record) for record in records])
+    for record, row_id in zip(records, ids, strict=True):
+        record["row_id"] = row_id
     if loop_runner is not None:  # one wake-up of the loop lets every request of the batch go
-        loop_runner.call_threadsafe(_resolve_all, [record["written"] for record, _ in opened])
+        loop_runner.call_threadsafe(_resolve_all, [record["written"] for record in records])
 
 
 def _write_batch(study, batch, sink, stats, finished, loop_runner=None, source=None):

@@ -217,3 +217,46 @@ def test_attempts_opened_together_wake_the_loop_once(study, make_endpoint):
     assert sorted(r["row_id"] for r in records) == sorted(
         ProviderCall.objects.filter(study=study).values_list("pk", flat=True)
     )
+
+
+def record_hand_offs(runner, monkeypatch):
+    """The attempt rows the caller's thread is asked to open, as a list that fills during the run."""
+    handed_off = []
+    real_open = runner._open_attempts
+
+    def recording(study, events, loop):
+        handed_off.extend(events)
+        return real_open(study, events, loop)
+
+    monkeypatch.setattr(runner, "_open_attempts", recording)
+    return handed_off
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_the_loop_opens_attempt_rows_itself(study, make_endpoint, fake_provider, monkeypatch):
+    """A job (not inside a transaction) has its attempt rows committed by the event loop's own connection, so a
+    request never waits for the caller's thread; each row still exists before its request, one row per request."""
+    from generation import runner
+
+    endpoint = make_endpoint(study, max_concurrency=8)
+    fake_provider.default_delay = 0.05
+    handed_off = record_hand_offs(runner, monkeypatch)
+    stats = execute_units(study, units_for(endpoint, [f"p{i}" for i in range(40)]), Collect())
+    assert stats.succeeded == 40 and stats.attempts == 40
+    assert handed_off == [], "no attempt waited for the caller's thread"
+    received = sorted(int(r["attempt"]) for r in fake_provider.requests)
+    assert received == sorted(ProviderCall.objects.filter(study=study).values_list("pk", flat=True))
+    assert set(ProviderCall.objects.filter(study=study).values_list("outcome", flat=True)) == {"ok"}
+
+
+def test_inside_a_transaction_the_caller_opens_attempt_rows(study, make_endpoint, fake_provider, monkeypatch):
+    """Inside the caller's transaction (uncommitted rows another connection cannot see) the caller's thread opens
+    the rows, and they are part of that transaction."""
+    from generation import runner
+
+    endpoint = make_endpoint(study, max_concurrency=4)
+    handed_off = record_hand_offs(runner, monkeypatch)
+    stats = execute_units(study, units_for(endpoint, [f"p{i}" for i in range(6)]), Collect())
+    assert stats.succeeded == 6 and len(handed_off) == 6
+    received = sorted(int(r["attempt"]) for r in fake_provider.requests)
+    assert received == sorted(ProviderCall.objects.filter(study=study).values_list("pk", flat=True))
