@@ -886,8 +886,8 @@ class CodeDiscoveryViewSet(
     )
     read_role = Role.RESEARCHER
 
-    @extend_schema(request=DISCOVERY_START, responses={201: CodeDiscoverySerializer})
-    def create(self, request, *args, **kwargs):
+    def _settings(self, request):
+        """(codebook, the discovery's settings) from the request body (create and estimate read the same)."""
         study = self.get_study()
         codebook = _get_in_study(Codebook, request.data.get("codebook"), study, label="codebook")
         given = request.data.get("endpoints")
@@ -897,18 +897,28 @@ class CodeDiscoveryViewSet(
             raise ValidationError({"detail": "Give endpoints as a list of endpoint ids."})
         endpoints = [_get_in_study(generation.study_endpoint, pk, study, label="endpoint") for pk in given]
         item = _get_in_study(generation.study_item, request.data.get("item"), study, label="prompt item")
-        discovery = services.start_discovery(
-            study,
-            codebook,
-            endpoints=endpoints,
-            item=item,
-            sample_size=request.data.get("sample_size", 5),
-            seed=request.data.get("seed", 0),
-            story_groups=request.data.get("story_groups", 1),
-            execution_mode=request.data.get("execution_mode") or "live",
-            actor=request.user,
-        )
+        return codebook, {
+            "endpoints": endpoints,
+            "item": item,
+            "sample_size": request.data.get("sample_size", 5),
+            "seed": request.data.get("seed", 0),
+            "story_groups": request.data.get("story_groups", 1),
+            "execution_mode": request.data.get("execution_mode") or "live",
+        }
+
+    @extend_schema(request=DISCOVERY_START, responses={201: CodeDiscoverySerializer})
+    def create(self, request, *args, **kwargs):
+        codebook, settings = self._settings(request)
+        discovery = services.start_discovery(self.get_study(), codebook, **settings, actor=request.user)
         return Response(CodeDiscoverySerializer(discovery).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=DISCOVERY_START, responses={200: OpenApiTypes.OBJECT})
+    @action(detail=False, methods=["post"])
+    def estimate(self, request, study_pk=None):
+        """What a discovery with these settings would send and cost (requests, estimated tokens, live and batch
+        price per model); nothing is created."""
+        codebook, settings = self._settings(request)
+        return Response(services.estimate_discovery(self.get_study(), codebook, **settings))
 
     def _act(self, action_fn):
         discovery = action_fn(self.get_object(), actor=self.request.user)

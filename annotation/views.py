@@ -651,7 +651,7 @@ def _discovery_card(request, study, codebook, d, status=200):
 
 @study_role_required(Role.RESEARCHER)
 def discover(request, study_id, codebook_id):
-    from generation.models import BATCH_PROVIDERS, ExecutionMode
+    from generation.models import ExecutionMode
 
     from .models import CodeDiscovery, CodeSuggestion
 
@@ -663,23 +663,12 @@ def discover(request, study_id, codebook_id):
     if request.method == "POST":
         op = request.POST.get("op")
         try:
-            if op == "start":
-                wanted = [v for v in request.POST.getlist("endpoints") + request.POST.getlist("endpoint") if v]
-                endpoints = generation.endpoints_by_id(study, wanted)
-                if len(endpoints) != len(set(wanted)):
-                    raise services.AnnotationError("Choose a model endpoint of this study.")
-                item = generation.study_item(study, request.POST.get("item"))
-                discovery = services.start_discovery(
-                    study,
-                    codebook,
-                    endpoints=endpoints,
-                    item=item,
-                    sample_size=request.POST.get("sample_size") or 5,
-                    seed=request.POST.get("seed") or 0,
-                    story_groups=request.POST.get("story_groups") or 1,
-                    execution_mode=request.POST.get("execution_mode") or ExecutionMode.LIVE,
-                    actor=request.user,
-                )
+            if op in ("start", "estimate"):
+                settings = _discovery_settings(request, study)
+                if op == "estimate":
+                    estimate = services.estimate_discovery(study, codebook, **settings)
+                    return _discover_page(request, study, codebook, estimate=estimate, form=request.POST)
+                discovery = services.start_discovery(study, codebook, **settings, actor=request.user)
                 messages.success(
                     request,
                     "Asked the model for code suggestions."
@@ -707,7 +696,38 @@ def discover(request, study_id, codebook_id):
                 return HttpResponse(format_html('<p class="error" role="alert">{}</p>', str(exc)))
             messages.error(request, str(exc))
         return redirect("annotation-discover", study.pk, codebook.pk)
+    return _discover_page(request, study, codebook)
+
+
+def _discovery_settings(request, study):
+    """A discovery's settings from the form (start and estimate read the same ones)."""
+    from generation.models import ExecutionMode
+
+    wanted = [v for v in request.POST.getlist("endpoints") + request.POST.getlist("endpoint") if v]
+    endpoints = generation.endpoints_by_id(study, wanted)
+    if len(endpoints) != len(set(wanted)):
+        raise services.AnnotationError("Choose a model endpoint of this study.")
+    return {
+        "endpoints": endpoints,
+        "item": generation.study_item(study, request.POST.get("item")),
+        "sample_size": request.POST.get("sample_size") or 5,
+        "seed": request.POST.get("seed") or 0,
+        "story_groups": request.POST.get("story_groups") or 1,
+        "execution_mode": request.POST.get("execution_mode") or ExecutionMode.LIVE,
+    }
+
+
+def _discover_page(request, study, codebook, estimate=None, form=None):
+    """The discovery page; after "Estimate cost" it shows the estimate and keeps the form's values."""
+    from generation.models import BATCH_PROVIDERS, ExecutionMode
+
+    from .models import CodeDiscovery
+
+    form = form or {}
     endpoints = list(generation.study_endpoints(study, callable_only=True))
+    chosen = {str(v) for v in form.getlist("endpoints")} if form else set()
+    if not chosen and endpoints:
+        chosen = {str(endpoints[0].pk)}
     discoveries = list(
         CodeDiscovery.objects.filter(codebook=codebook)
         .select_related("item__toolkit")
@@ -720,6 +740,7 @@ def discover(request, study_id, codebook_id):
             "study": study,
             "codebook": codebook,
             "endpoints": endpoints,
+            "chosen_endpoints": chosen,
             "batch_endpoints": [e.pk for e in endpoints if e.batch_enabled and e.provider in BATCH_PROVIDERS],
             "modes": ExecutionMode.choices,
             "items": generation.study_items(study).order_by(
@@ -729,6 +750,14 @@ def discover(request, study_id, codebook_id):
             "groups": [c for c in selectors.flat_codes(selectors.code_tree(codebook)) if not c.codable],
             "gender_tags": GenderTag.choices,
             "can_run": True,
+            "estimate": estimate,
+            "form": {
+                "item": str(form.get("item", "")),
+                "sample_size": form.get("sample_size") or 5,
+                "story_groups": form.get("story_groups") or 1,
+                "seed": form.get("seed") or 0,
+                "execution_mode": form.get("execution_mode") or ExecutionMode.LIVE,
+            },
         },
     )
 

@@ -28,7 +28,7 @@ from django.utils import timezone
 from stereoscope import jobs
 
 from . import batch_format
-from .limits import estimate_tokens
+from .limits import estimate_call
 from .models import BATCH_PROVIDERS, OPEN_BATCH, BatchStatus, CallOutcome, ExecutionMode, ProviderBatch, ProviderCall
 from .providers.base import ProviderError
 from .providers.batch_api import batch_api
@@ -131,8 +131,7 @@ def unit_key(kind, unit):
 
 
 def _estimate(unit):
-    est_in = sum(estimate_tokens(str(m.get("content", ""))) for m in unit.messages)
-    return est_in, int(unit.params.get("max_tokens") or 256)
+    return estimate_call(unit.messages, unit.params)
 
 
 # -- submission -----------------------------------------------------------------------------------------------------

@@ -191,6 +191,17 @@ def estimate_tokens(text):
     return max(1, len(text or "") // 4)
 
 
+ANSWER_TOKENS = 256  # an answer's tokens when the call sets no max_tokens
+
+
+def estimate_call(messages, params):
+    """(input, output) tokens of one call as estimated before it is sent: its messages' tokens, and its max_tokens
+    (else ANSWER_TOKENS). The runner's attempt rows, batch plans and discovery estimates all count this way."""
+    return sum(estimate_tokens(str(m.get("content", ""))) for m in messages), int(
+        params.get("max_tokens") or ANSWER_TOKENS
+    )
+
+
 class EndpointLimiter:
     """Admits calls to one endpoint within its limits. Create one per endpoint per event loop."""
 

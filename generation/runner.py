@@ -28,7 +28,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
 from .key_variables import key_value
-from .limits import LEASE_TTL, RENEW_EVERY, EndpointLimiter, estimate_tokens, make_store
+from .limits import LEASE_TTL, RENEW_EVERY, EndpointLimiter, estimate_call, make_store
 from .models import CallOutcome, ModelEndpoint, ProviderCall
 from .providers.base import ChatResult, ProviderError, current_attempt, get_provider
 
@@ -305,8 +305,7 @@ class _Loop:
     async def run_unit(self, unit, limiter, provider):
         endpoint = unit.endpoint
         max_attempts = max(1, self.max_attempts or endpoint.max_attempts or 1)
-        est_in = sum(estimate_tokens(str(m.get("content", ""))) for m in unit.messages)
-        est_out = int(unit.params.get("max_tokens") or 256)
+        est_in, est_out = estimate_call(unit.messages, unit.params)
         est = est_in + est_out
         for attempt in range(1, max_attempts + 1):
             lease = await limiter.acquire(est, stop=self.stop)

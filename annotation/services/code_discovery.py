@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from generation import batches
 from generation import selectors as generation
+from generation.limits import estimate_call
 from generation.models import ExecutionMode, ModelEndpoint, Provider
 from generation.providers.base import merged_params
 from generation.runner import CallUnit, execute_units
@@ -52,6 +53,101 @@ def sample_groups(ids, size, groups, seed):
     return [sorted(picked[i : i + size]) for i in range(0, len(picked), size)]
 
 
+def _plan(study, codebook, *, item, endpoint, endpoints, sample_size, seed, story_groups, execution_mode, run):
+    """Check a discovery's settings and sample its stories: (endpoints, sample size, groups, seed, mode,
+    [(group number, story ids, messages)]). What start and estimate share, so the estimate is of what is sent."""
+    if codebook.study_id != study.pk:
+        raise AnnotationError("That codebook belongs to another study.")
+    chosen = _endpoints_of(study, endpoint, endpoints)
+    if item is None or (item.toolkit.study_id != study.pk):
+        raise AnnotationError("Choose a prompt item of this study's toolkits.")
+    n = _to_int(sample_size, "The sample size") or 0
+    if not 1 <= n <= 50:
+        raise AnnotationError("The sample size must be between 1 and 50 stories.")
+    groups = _to_int(story_groups, "The number of story groups") or 1
+    if not 1 <= groups <= MAX_GROUPS:
+        raise AnnotationError(f"The number of story groups must be between 1 and {MAX_GROUPS}.")
+    seed = _to_int(seed, "Seed") or 0
+    try:
+        mode = batches.check_mode(execution_mode or ExecutionMode.LIVE, chosen)
+    except ValueError as exc:
+        raise AnnotationError(str(exc)) from None
+    pool = generation.finished_outputs(study, item=item, run_ids=[run.pk] if run is not None else None)
+    ids = sorted(pool.values_list("pk", flat=True))
+    if not ids:
+        raise AnnotationError(f"Item {item.number} has no finished stories yet.")
+    samples = sample_groups(ids, n, groups, seed)
+    texts = generation.output_texts([i for g in samples for i in g])
+    planned = [
+        (g, sample, disc.build_messages(item.text, item.target_stereotype, [texts[pk] for pk in sample]))
+        for g, sample in enumerate(samples, 1)
+    ]
+    return chosen, n, groups, seed, mode, planned
+
+
+def estimate_discovery(
+    study,
+    codebook,
+    *,
+    item,
+    endpoint=None,
+    endpoints=None,
+    sample_size=5,
+    seed=0,
+    story_groups=1,
+    execution_mode=ExecutionMode.LIVE,
+    run=None,
+):
+    """What a discovery with these settings would send and cost, without creating anything: {"requests", "stories",
+    "groups", "mode", "endpoints": [{"endpoint", "requests", "input_tokens", "output_tokens", "cost_usd",
+    "batch_cost_usd", "batch_allowed"}], "cost_usd", "batch_cost_usd"}; a cost is None (or a total, when one part
+    is) where the endpoint has no prices. Tokens are estimated as the runner estimates an attempt's."""
+    chosen, _, groups, _, mode, planned = _plan(
+        study,
+        codebook,
+        item=item,
+        endpoint=endpoint,
+        endpoints=endpoints,
+        sample_size=sample_size,
+        seed=seed,
+        story_groups=story_groups,
+        execution_mode=execution_mode,
+        run=run,
+    )
+    rows, estimates = [], []
+    for e in chosen:
+        calls = [estimate_call(messages, merged_params(e)) for _, _, messages in planned]
+        tokens_in, tokens_out = sum(c[0] for c in calls), sum(c[1] for c in calls)
+        estimate = batches.cost_estimate(e, tokens_in, tokens_out)
+        estimates.append(estimate)
+        rows.append(
+            {
+                "endpoint": e.name,
+                "endpoint_id": e.pk,
+                "requests": len(planned),
+                "input_tokens": tokens_in,
+                "output_tokens": tokens_out,
+                "cost_usd": _money(estimate["cost_usd"]),
+                "batch_cost_usd": _money(estimate["batch_cost_usd"]),
+                "batch_allowed": estimate["batch_allowed"],
+            }
+        )
+    totals = batches.cost_totals(estimates)
+    return {
+        "requests": len(planned) * len(chosen),
+        "stories": sum(len(sample) for _, sample, _ in planned),
+        "groups": groups,
+        "mode": mode,
+        "endpoints": rows,
+        "cost_usd": _money(totals["cost_usd"]) if totals["priced"] else None,
+        "batch_cost_usd": _money(totals["batch_cost_usd"]) if totals["batch_priced"] else None,
+    }
+
+
+def _money(value):
+    return None if value is None else str(value)
+
+
 def start_discovery(
     study,
     codebook,
@@ -70,28 +166,18 @@ def start_discovery(
     job (its tasks go out once the transaction commits). Returns the CodeDiscovery."""
     with transaction.atomic():
         CODEBOOKS.ensure_editable(codebook)
-        if codebook.study_id != study.pk:
-            raise AnnotationError("That codebook belongs to another study.")
-        chosen = _endpoints_of(study, endpoint, endpoints)
-        if item is None or (item.toolkit.study_id != study.pk):
-            raise AnnotationError("Choose a prompt item of this study's toolkits.")
-        n = _to_int(sample_size, "The sample size") or 0
-        if not 1 <= n <= 50:
-            raise AnnotationError("The sample size must be between 1 and 50 stories.")
-        groups = _to_int(story_groups, "The number of story groups") or 1
-        if not 1 <= groups <= MAX_GROUPS:
-            raise AnnotationError(f"The number of story groups must be between 1 and {MAX_GROUPS}.")
-        seed = _to_int(seed, "Seed") or 0
-        try:
-            mode = batches.check_mode(execution_mode or ExecutionMode.LIVE, chosen)
-        except ValueError as exc:
-            raise AnnotationError(str(exc)) from None
-        pool = generation.finished_outputs(study, item=item, run_ids=[run.pk] if run is not None else None)
-        ids = sorted(pool.values_list("pk", flat=True))
-        if not ids:
-            raise AnnotationError(f"Item {item.number} has no finished stories yet.")
-        samples = sample_groups(ids, n, groups, seed)
-        texts = generation.output_texts([i for g in samples for i in g])
+        chosen, n, groups, seed, mode, planned = _plan(
+            study,
+            codebook,
+            item=item,
+            endpoint=endpoint,
+            endpoints=endpoints,
+            sample_size=sample_size,
+            seed=seed,
+            story_groups=story_groups,
+            execution_mode=execution_mode,
+            run=run,
+        )
         discovery = CodeDiscovery.objects.create(
             study=study,
             codebook=codebook,
@@ -105,8 +191,7 @@ def start_discovery(
         discovery.endpoints.set(chosen)
         number = 0
         rows = []
-        for g, sample in enumerate(samples, 1):
-            messages = disc.build_messages(item.text, item.target_stereotype, [texts[pk] for pk in sample])
+        for g, sample, messages in planned:
             for e in chosen:
                 number += 1
                 rows.append(
