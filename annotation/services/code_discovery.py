@@ -53,9 +53,23 @@ def sample_groups(ids, size, groups, seed):
     return [sorted(picked[i : i + size]) for i in range(0, len(picked), size)]
 
 
-def _plan(study, codebook, *, item, endpoint, endpoints, sample_size, seed, story_groups, execution_mode, run):
+def _plan(
+    study,
+    codebook,
+    *,
+    item,
+    endpoint=None,
+    endpoints=None,
+    sample_size=5,
+    seed=0,
+    story_groups=1,
+    execution_mode=ExecutionMode.LIVE,
+    run=None,
+):
     """Check a discovery's settings and sample its stories: (endpoints, sample size, groups, seed, mode,
-    [(group number, story ids, messages)]). What start and estimate share, so the estimate is of what is sent."""
+    [(group number, story ids, messages)]). The settings of start_discovery and estimate_discovery: one item, one
+    or more endpoints (`endpoint` and/or `endpoints`), `sample_size` stories per group (1-50), `story_groups`
+    groups (1-MAX_GROUPS) drawn with `seed`, live or batch `execution_mode`, optionally only stories of `run`."""
     if codebook.study_id != study.pk:
         raise AnnotationError("That codebook belongs to another study.")
     chosen = _endpoints_of(study, endpoint, endpoints)
@@ -85,35 +99,13 @@ def _plan(study, codebook, *, item, endpoint, endpoints, sample_size, seed, stor
     return chosen, n, groups, seed, mode, planned
 
 
-def estimate_discovery(
-    study,
-    codebook,
-    *,
-    item,
-    endpoint=None,
-    endpoints=None,
-    sample_size=5,
-    seed=0,
-    story_groups=1,
-    execution_mode=ExecutionMode.LIVE,
-    run=None,
-):
+def estimate_discovery(study, codebook, *, item, **settings):
     """What a discovery with these settings would send and cost, without creating anything: {"requests", "stories",
     "groups", "mode", "endpoints": [{"endpoint", "requests", "input_tokens", "output_tokens", "cost_usd",
     "batch_cost_usd", "batch_allowed"}], "cost_usd", "batch_cost_usd"}; a cost is None (or a total, when one part
-    is) where the endpoint has no prices. Tokens are estimated as the runner estimates an attempt's."""
-    chosen, _, groups, _, mode, planned = _plan(
-        study,
-        codebook,
-        item=item,
-        endpoint=endpoint,
-        endpoints=endpoints,
-        sample_size=sample_size,
-        seed=seed,
-        story_groups=story_groups,
-        execution_mode=execution_mode,
-        run=run,
-    )
+    is) where the endpoint has no prices. Tokens are estimated as the runner estimates an attempt's. The settings:
+    see _plan."""
+    chosen, _, groups, _, mode, planned = _plan(study, codebook, item=item, **settings)
     rows, estimates = [], []
     for e in chosen:
         calls = [estimate_call(messages, merged_params(e)) for _, _, messages in planned]
@@ -148,36 +140,12 @@ def _money(value):
     return None if value is None else str(value)
 
 
-def start_discovery(
-    study,
-    codebook,
-    *,
-    item,
-    endpoint=None,
-    endpoints=None,
-    sample_size=5,
-    seed=0,
-    story_groups=1,
-    execution_mode=ExecutionMode.LIVE,
-    actor=None,
-    run=None,
-):
+def start_discovery(study, codebook, *, item, actor=None, **settings):
     """Sample stories of one prompt item into groups, write one request per endpoint and group, and start the
-    job (its tasks go out once the transaction commits). Returns the CodeDiscovery."""
+    job (its tasks go out once the transaction commits). Returns the CodeDiscovery. The settings: see _plan."""
     with transaction.atomic():
         CODEBOOKS.ensure_editable(codebook)
-        chosen, n, groups, seed, mode, planned = _plan(
-            study,
-            codebook,
-            item=item,
-            endpoint=endpoint,
-            endpoints=endpoints,
-            sample_size=sample_size,
-            seed=seed,
-            story_groups=story_groups,
-            execution_mode=execution_mode,
-            run=run,
-        )
+        chosen, n, groups, seed, mode, planned = _plan(study, codebook, item=item, **settings)
         discovery = CodeDiscovery.objects.create(
             study=study,
             codebook=codebook,
