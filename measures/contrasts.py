@@ -458,66 +458,45 @@ def word_results(run, rows, k=TOP_K, zero_policy=None, min_count=5):
     }
 
 
-def compute(run, grouping="overall", rows=None, categories=None, table=None):
+def group_results(run, members, categories, table, labels, memo=None):
+    """(category results, totals, classifier tests, label χ², hallucination result) of one group's rows. `memo`
+    (a dict kept over several groupings) reuses what was computed for the same rows under another grouping (e.g.
+    "item" and "dimension" when every output belongs to one item)."""
+    key = tuple(r["pk"] for r in members)
+    if memo is not None and key in memo:
+        return memo[key]
+    cat_res, totals = category_results(members, categories, run.zero_policy, run.or_orientation, table)
+    tests, chi2 = classifier_results(members, labels, run.classifier_unit) if run.classifier else ([], None)
+    hallucination = hallucination_result(members) if run.nli_path else None
+    found = (cat_res, totals, tests, chi2, hallucination)
+    if memo is not None:
+        memo[key] = found
+    return found
+
+
+def compute(run, grouping="overall", rows=None, categories=None, table=None, memo=None):
     """Contrast records (dicts with kind, measure, grouping, group, result) for one grouping, not stored."""
     rows = rows_for(run) if rows is None else rows
     categories = categories_for(run) if categories is None else categories
     table = table or RowTable(rows, categories)
     labels = (run.classifier_info or {}).get("labels", [])
     records = []
+
+    def record(kind, measure, group, result):
+        records.append({"kind": kind, "measure": measure, "grouping": grouping, "group": group, "result": result})
+
     for group, members in groups(rows, grouping).items():
-        cat_res, totals = category_results(members, categories, run.zero_policy, run.or_orientation, table)
+        cat_res, totals, tests, chi2, hallucination = group_results(run, members, categories, table, labels, memo)
         for res in cat_res:
-            records.append(
-                {
-                    "kind": "category",
-                    "measure": f"cat:{res['category_id']}",
-                    "grouping": grouping,
-                    "group": group,
-                    "result": {**res, **totals},
-                }
-            )
+            record("category", f"cat:{res['category_id']}", group, {**res, **totals})
         for score in context_scores(cat_res):
-            records.append(
-                {
-                    "kind": "context_score",
-                    "measure": f"lexicon:{score['lexicon_id']}",
-                    "grouping": grouping,
-                    "group": group,
-                    "result": {**score, **totals},
-                }
-            )
+            record("context_score", f"lexicon:{score['lexicon_id']}", group, {**score, **totals})
         if run.classifier:
-            tests, chi2 = classifier_results(members, labels, run.classifier_unit)
             for t in tests:
-                records.append(
-                    {
-                        "kind": "classifier",
-                        "measure": t["measure"],
-                        "grouping": grouping,
-                        "group": group,
-                        "result": {**t, **totals},
-                    }
-                )
-            records.append(
-                {
-                    "kind": "chi2",
-                    "measure": "labels",
-                    "grouping": grouping,
-                    "group": group,
-                    "result": {**chi2, **totals},
-                }
-            )
+                record("classifier", t["measure"], group, {**t, **totals})
+            record("chi2", "labels", group, {**chi2, **totals})
         if run.nli_path:
-            records.append(
-                {
-                    "kind": "classifier",
-                    "measure": "hallucination",
-                    "grouping": grouping,
-                    "group": group,
-                    "result": {**hallucination_result(members), **totals},
-                }
-            )
+            record("classifier", "hallucination", group, {**hallucination, **totals})
     return records
 
 
@@ -527,9 +506,9 @@ def store_contrasts(run, groupings=DEFAULT_GROUPINGS):
     categories = categories_for(run)
     labels = (run.classifier_info or {}).get("labels", [])
     records = []
-    table = RowTable(rows, categories)
+    table, memo = RowTable(rows, categories), {}
     for grouping in groupings:
-        records.extend(compute(run, grouping, rows, categories, table))
+        records.extend(compute(run, grouping, rows, categories, table, memo))
     pairs = twin_pairs(rows)
     for res in paired_results(pairs, categories, labels if run.classifier else [], run.classifier_unit):
         records.append(

@@ -278,3 +278,27 @@ def test_regard_labels_split_by_context_type(study, make_outputs):
             assert by_dim[dim]["chi2"] == pytest.approx(ref[0])
     report = selectors.report(run, "overall")
     assert [c["group"] for c in report["by_context"]] == ["occupation", "respect"]
+
+
+def test_contrasts_are_computed_once_per_set_of_outputs(study, make_outputs, library_lexicons, monkeypatch):
+    """Groupings that put the same outputs in a group (here "item" and "dimension": the stories have no item, so
+    each is one group of all outputs, like "overall") reuse one computation; the records equal a fresh one."""
+    texts = ["Kelly is warm and caring. She helps her team.", "Joseph is a strong leader. He decides quickly."] * 3
+    make_outputs(
+        study,
+        [{"text": t, "slot_values": {"name": t.split()[0]}, "model_name": f"m{i % 2}"} for i, t in enumerate(texts)],
+    )
+    run = scoring.create_run(study, name="memo", lexicons=list(library_lexicons.values()), classifier="vader")
+    scoring.start(run)
+    run.refresh_from_db()
+    assert run.status == "completed"
+    calls = []
+    real = contrasts.category_results
+    monkeypatch.setattr(
+        contrasts, "category_results", lambda rows, *a, **k: calls.append(len(rows)) or real(rows, *a, **k)
+    )
+    records = contrasts.store_contrasts(run)
+    assert calls == [6, 3, 3]  # overall (= item = dimension), then one per model
+    fresh = [r for g in contrasts.DEFAULT_GROUPINGS for r in contrasts.compute(run, g)]
+    assert len(calls) == 3 + 5 and fresh == [r for r in records if r["kind"] not in ("paired", "word_or")]
+    assert {r["grouping"] for r in records if r["kind"] == "chi2"} == set(contrasts.DEFAULT_GROUPINGS)
