@@ -70,6 +70,49 @@ def pytest_configure(config):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(
+    request,
+    django_test_environment,
+    django_db_blocker,
+    django_db_use_migrations,
+    django_db_keepdb,
+    django_db_createdb,
+    django_db_modify_db_settings,
+):
+    """pytest-django's test database set-up (same options), with the migrated database copied from the run's first
+    xdist worker (tests/db_template.py) instead of migrated again in each."""
+    from django.test.utils import setup_databases, teardown_databases
+    from pytest_django.fixtures import _disable_migrations, _get_databases_for_setup
+
+    from tests.db_template import test_databases_from_template
+
+    keepdb = django_db_keepdb and not django_db_createdb
+    if not django_db_use_migrations:
+        _disable_migrations()
+    aliases, serialized_aliases = _get_databases_for_setup(request.session.items)
+    verbosity = request.config.option.verbose
+    share = django_db_use_migrations and not keepdb
+    with django_db_blocker.unblock(), test_databases_from_template(request.config, aliases, share):
+        db_cfg = setup_databases(
+            verbosity=verbosity,
+            interactive=False,
+            aliases=aliases,
+            serialized_aliases=serialized_aliases,
+            keepdb=keepdb,
+        )
+    yield
+    if not django_db_keepdb:
+        with django_db_blocker.unblock():
+            teardown_databases(db_cfg, verbosity=verbosity)
+
+
+def pytest_unconfigure(config):
+    from tests.db_template import remove_templates
+
+    remove_templates(config)
+
+
 # Tests that start Celery workers or `serve` (marked `worker`) share the broker folder or Redis database, the
 # default queue and the beat schedule file of DATA_DIR; under pytest-xdist (`make test`: --dist loadgroup) they all
 # run in one xdist worker, one after another, while the other workers run the rest.
