@@ -54,9 +54,13 @@ def observed_loglik(x, mean, cov):
 
 
 def saturated_moments(x, tol=1e-10, max_iter=5000):
-    """ML mean vector and covariance matrix of incomplete normal data by EM (the FIML saturated model)."""
+    """ML mean vector and covariance matrix of incomplete normal data by EM (the FIML saturated model).
+    EM runs on the data centred on the observed means (added back at the end): far from 0, E[xx'] − mean·mean'
+    would lose the covariance's last digits to rounding and the iterations would never meet `tol`."""
     x = np.asarray(x, dtype=float)
     x = x[~np.isnan(x).all(axis=1)]
+    centre = np.nanmean(x, axis=0)
+    x = x - centre
     n, p = x.shape
     mean = np.nanmean(x, axis=0)
     cov = np.diag(np.nanvar(x, axis=0))
@@ -81,7 +85,7 @@ def saturated_moments(x, tol=1e-10, max_iter=5000):
         mean, cov = new_mean, new_cov
         if done:
             break
-    return mean, cov
+    return mean + centre, cov
 
 
 def fiml_fit_statistics(x, implied_mean, implied_cov, dof):
