@@ -109,6 +109,18 @@ def _created_from_template(connection, folder, controller):
         creation._create_test_db = original
 
 
+def copy_of_migrated_sqlite(config, destination):
+    """Copy this run's migrated SQLite template to `destination` (for a subprocess that would migrate a database of
+    its own from scratch). False when there is none (no xdist, or PostgreSQL): the subprocess migrates."""
+    if not hasattr(config, "workerinput"):
+        return False
+    template = _folder(os.getppid()) / "template.sqlite3"
+    if not template.exists():
+        return False
+    shutil.copyfile(template, destination)
+    return True
+
+
 def remove_templates(config):
     """In the xdist controller at the end of the run: the template copy and the PostgreSQL template database."""
     if hasattr(config, "workerinput"):

@@ -8,14 +8,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.db_template import copy_of_migrated_sqlite
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "text_measures.py"
 
 
-def run_benchmark(tmp_path, *args):
+def run_benchmark(config, tmp_path, *args):
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL")}
     env.pop("CELERY_TASK_ALWAYS_EAGER", None)
     env["STEREOSCOPE_DATA_DIR"] = str(tmp_path)  # its own SQLite file and filesystem broker, not the test database
+    if copy_of_migrated_sqlite(config, tmp_path / "bench.sqlite3"):  # its `migrate` then has nothing to do
+        env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'bench.sqlite3'}"
     return subprocess.run(
         [sys.executable, str(SCRIPT), "--stories", "12", "--words", "60", *args],
         cwd=ROOT,
@@ -30,8 +34,8 @@ def lines_starting(out, prefix):
     return [line for line in out.splitlines() if line.startswith(prefix)]
 
 
-def test_benchmark_scores_every_story_it_created(tmp_path):
-    done = run_benchmark(tmp_path, "--workers", "0")
+def test_benchmark_scores_every_story_it_created(request, tmp_path):
+    done = run_benchmark(request.config, tmp_path, "--workers", "0")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "scored 12 of 12 stories" in done.stdout, done.stdout
     assert "status=completed" in done.stdout
@@ -57,8 +61,8 @@ def test_verdict_fails_when_stories_were_left_unscored():
 
 
 @pytest.mark.worker
-def test_benchmark_times_the_run_over_two_worker_processes(tmp_path):
-    done = run_benchmark(tmp_path, "--workers", "2")
+def test_benchmark_times_the_run_over_two_worker_processes(request, tmp_path):
+    done = run_benchmark(request.config, tmp_path, "--workers", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     (line,) = lines_starting(done.stdout, "2 workers:")
     seconds = float(line.split(":", 1)[1].split(" s", 1)[0])
