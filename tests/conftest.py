@@ -68,6 +68,9 @@ def pytest_configure(config):
     from django.conf import settings
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    from tests.db_template import remove_templates
+
+    remove_templates(config)  # a template left by an earlier run whose controller had this process id
 
 
 @pytest.fixture(scope="session")
