@@ -12,12 +12,13 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from generation import selectors as generation
 from generation.models import ExecutionMode
 from stereoscope.api import StudyScopedMixin
+from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role
@@ -216,7 +217,7 @@ def _get_in_study(model, pk, study, field="study", label="object"):
 class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
     serializer_class = CodebookSerializer
     queryset = Codebook.objects.order_by("name", "-version")
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    parser_classes = [JSONObjectParser, MultiPartParser, FormParser]
     action_roles = {"frequencies": VIEWER, "export": VIEWER, "codings_export": Role.RESEARCHER}
 
     def perform_create(self, serializer):

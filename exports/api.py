@@ -6,10 +6,11 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from stereoscope.api import StudyScopedMixin
+from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.models import Role
 
 from . import services
@@ -104,7 +105,7 @@ class ExportJobViewSet(
     read_role = Role.RESEARCHER
     write_role = Role.RESEARCHER
     action_roles = {"destroy": Role.ADMIN}
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    parser_classes = [JSONObjectParser, MultiPartParser, FormParser]
 
     def retrieve(self, request, *args, **kwargs):
         job = self.get_object()

@@ -7,10 +7,11 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from stereoscope.api import StudyScopedMixin
+from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER
 
@@ -189,7 +190,7 @@ class GenerationRunViewSet(
     serializer_class = GenerationRunSerializer
     queryset = GenerationRun.objects.prefetch_related("endpoints").order_by("-created_at")
     action_roles = {"plan": VIEWER, "progress": VIEWER, "collection_sheet": Role.RESEARCHER}
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    parser_classes = [JSONObjectParser, MultiPartParser, FormParser]
 
     def get_serializer_context(self):
         context = super().get_serializer_context()

@@ -15,6 +15,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from stereoscope.api import StudyScopedMixin
+from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.downloads import table_download
 
 from . import toolkit_format
@@ -298,7 +299,7 @@ class ToolkitViewSet(ToolkitScopedMixin, viewsets.ModelViewSet):
         detail=False,
         methods=["post"],
         url_path="import",
-        parser_classes=[parsers.MultiPartParser, parsers.FormParser, parsers.JSONParser],
+        parser_classes=[parsers.MultiPartParser, parsers.FormParser, JSONObjectParser],
     )
     def import_file(self, request, *args, **kwargs):
         """Import a JSON or CSV toolkit file; everything is validated first, nothing is saved on any error."""

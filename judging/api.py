@@ -6,11 +6,12 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from generation import selectors as generation
 from stereoscope.api import StudyScopedMixin
+from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
 
@@ -361,7 +362,7 @@ class ToolkitWeightsViewSet(StudyScopedMixin, viewsets.GenericViewSet):
     serializer_class = ToolkitWeightRowSerializer
     queryset = JudgeRound.objects.all()
     read_role = Role.RESEARCHER
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    parser_classes = [JSONObjectParser, MultiPartParser, FormParser]
 
     def _round_ids(self):
         raw = self.request.query_params.get("rounds", "")

@@ -10,10 +10,11 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action, api_view, permission_classes
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.models import Role, Study
 from stereoscope.permissions import StudyRolePermission
 
@@ -58,7 +59,7 @@ def outcome_data(outcome):
 
 class RecipeViewSet(viewsets.ViewSet):
     permission_classes = [StudyRolePermission]
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    parser_classes = [JSONObjectParser, MultiPartParser, FormParser]
     read_role = Role.RESEARCHER
     write_role = Role.RESEARCHER
     action_roles = {"apply": Role.ADMIN}

@@ -1,0 +1,185 @@
+"""Bad input never gives a server error: every page and API route of a study full of data, sent malformed bodies
+(not JSON, JSON of the wrong shape, fields of the wrong types, form fields that are not numbers or ids) and junk
+query parameters as an admin, answers with a status below 500. The routes come from the URL patterns, so a new
+route is swept without editing this file; routes that delete or remove come last."""
+
+import json
+import re
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from tests.a11y.conftest import _regard_variable, full_study  # noqa: F401
+from tests.a11y.test_axe import object_ids
+from tests.exports.conftest import coded_study, export_root, gen_study  # noqa: F401
+from tests.gencore.conftest import make_endpoint  # noqa: F401
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PARAM = re.compile(r"<(?:(\w+):)?(\w+)>|\(\?P<(\w+)>[^)]*\)")
+SKIP = ("admin/", "api/schema", "api/docs", "accounts/logout")
+LAST = ("delete", "remove", "destroy")
+WORDS = {"fmt": "csv", "format": "json", "direction": "up", "kind": "bogus", "action": "bogus", "what": "bogus"}
+# For a DRF detail route's <pk>: the object its route name names (first match wins), else the study.
+PK_BY_NAME = [
+    ("discover", "discovery_id"),
+    ("dimension", "dimension_id"),
+    ("item", "item_id"),
+    ("toolkit", "toolkit_id"),
+    ("endpoint", "endpoint_id"),
+    ("output", "output_id"),
+    ("codebook", "codebook_id"),
+    ("variable", "variable_id"),
+    ("code", "code_id"),
+    ("verdict", "verdict_id"),
+    ("template", "template_id"),
+    ("round", "round_id"),
+    ("lexicon", "lexicon_id"),
+    ("instrument", "instrument_id"),
+    ("export", "job_id"),
+    ("member", "membership_id"),
+]
+JUNK_QUERY = "?page=abc&page_size=-1&level=bogus&run=abc&model=%00&code=x&limit=1e999&offset=-5&ordering=--"
+BAD_FIELDS = {
+    "name": ["not", "a", "name"],
+    "text": {"a": 1},
+    "start": "x",
+    "end": -5,
+    "code": "abc",
+    "codes": "abc",
+    "code_id": [1],
+    "output": [],
+    "output_id": {"x": 1},
+    "value": {},
+    "label": 12,
+    "labels": 5,
+    "items": "x",
+    "item": "abc",
+    "endpoints": "abc",
+    "format": 7,
+    "datasets": "outputs",
+    "sample_size": "many",
+    "seed": 1e308,
+    "trials": -3,
+    "weight": "heavy",
+    "version": "latest",
+}
+BAD_FORM = {
+    "name": "",
+    "op": "bogus",
+    "sample_size": "abc",
+    "seed": "1e999",
+    "endpoints": ["abc", "-1"],
+    "item": "abc",
+    "code": "abc",
+    "output": "abc",
+    "start": "x",
+    "end": "-5",
+    "format": "bogus",
+    "datasets": ["no-such-dataset"],
+    "trials": "-3",
+    "file": "not a file",
+    "text": "\x00",
+}
+
+
+def routes(patterns=None, prefix=""):
+    for p in patterns if patterns is not None else get_resolver().url_patterns:
+        route = prefix + str(p.pattern)
+        if isinstance(p, URLResolver):
+            yield from routes(p.url_patterns, route)
+        elif isinstance(p, URLPattern):
+            yield route, p.name or ""
+
+
+def url_of(route, name, ids):
+    """A concrete URL for a route (Django converters and DRF's regex groups), or None when it cannot be filled."""
+    if route.startswith(SKIP) or "format" in route and "(?P<format>" in route:
+        return None
+
+    def value(match):
+        param = match.group(2) or match.group(3)
+        converter = match.group(1) or ("int" if match.group(3) is None else "regex")
+        if param in ("study_id", "study_pk"):
+            return str(ids["study_id"])
+        if param in WORDS:
+            return WORDS[param]
+        if param == "pk" or param.endswith("_pk"):
+            key = param[:-3] + "_id" if param.endswith("_pk") else None
+            if key in ids and not isinstance(ids[key], dict):
+                return str(ids[key])
+            found = next((ids[k] for word, k in PK_BY_NAME if word in name), ids["study_id"])
+            return str(found)
+        if param in ids:
+            v = ids[param]
+            if isinstance(v, dict):
+                v = next((pk for key, pk in v.items() if name.startswith(key)), None)
+                if v is None:
+                    raise LookupError
+            return str(v)
+        if converter in ("str", "slug", "path", "regex"):
+            return "bogus"
+        raise LookupError
+
+    route = route.lstrip("^").replace("$", "").replace("\\.", ".")
+    try:
+        url = "/" + PARAM.sub(value, route)
+    except LookupError:
+        return None
+    return url.replace("^", "").replace("/?", "/")
+
+
+def sweep(client, url):
+    """(method, what was sent, status or the exception) of every request that failed with a server error."""
+    failures = []
+    requests = [
+        ("GET", "junk query", lambda: client.get(url + JUNK_QUERY)),
+        ("POST", "form of wrong values", lambda: client.post(url, BAD_FORM)),
+        ("POST", "not JSON", lambda: client.post(url, "{not json", content_type="application/json")),
+        ("POST", "JSON list", lambda: client.post(url, "[1, null]", content_type="application/json")),
+        ("POST", "fields of wrong types", lambda: client.post(url, BAD_FIELDS, content_type="application/json")),
+        ("PATCH", "fields of wrong types", lambda: client.patch(url, BAD_FIELDS, content_type="application/json")),
+        ("PUT", "not JSON", lambda: client.put(url, "{", content_type="application/json")),
+    ]
+    for method, what, send in requests:
+        try:
+            response = send()
+        except Exception as exc:  # the test client re-raises what the view raised
+            failures.append(f"{method} {url} ({what}): {type(exc).__name__}: {str(exc)[:200]}")
+            continue
+        if response.status_code >= 500:
+            failures.append(f"{method} {url} ({what}): {response.status_code}")
+    return failures
+
+
+def test_malformed_input_never_gives_a_server_error(full_study):  # noqa: F811
+    admin = full_study["roles"]["users"]["admin"]
+    client = Client()
+    client.force_login(admin)
+    ids = object_ids(full_study)
+    urls = [url_of(route, name, ids) for route, name in routes()]
+    urls = sorted({u for u in urls if u}, key=lambda u: (any(word in u for word in LAST), u))
+    assert len(urls) > 150, urls
+    failures = []
+    for url in urls:
+        failures += sweep(client, url)
+    assert not failures, f"{len(failures)} server errors:\n" + "\n".join(failures)
+
+
+def test_the_sweep_fills_api_and_page_routes(full_study):  # noqa: F811
+    ids = object_ids(full_study)
+    urls = {url_of(route, name, ids) for route, name in routes()}
+    study = full_study["study"].pk
+    assert f"/api/studies/{study}/toolkits/{ids['toolkit_id']}/" in urls
+    assert f"/studies/{study}/coding/codebooks/{ids['codebook_id']}/discover/" in urls
+    assert json.dumps(sorted(u for u in urls if u and u.startswith("/admin/"))) == "[]"
+
+
+def test_a_json_body_that_is_not_an_object_is_a_400_that_says_so(roles, api_for):
+    study = roles["a"]
+    client = api_for(roles["users"]["researcher"])
+    for body, kind in (("[1, null]", "list"), ('"text"', "string"), ("7", "number"), ("null", "null")):
+        response = client.post(f"/api/studies/{study.pk}/memos/", body, content_type="application/json")
+        assert response.status_code == 400, (body, response.status_code)
+        assert response.json()["detail"] == f"The request body must be a JSON object with named fields, not a {kind}."
