@@ -42,6 +42,7 @@ class JudgeTemplateSerializer(serializers.ModelSerializer):
             "is_builtin",
         ]
         read_only_fields = ["version", "builtin_key", "locked", "parent", "created_at"]
+        extra_kwargs = {"kind": {"default": JudgeTemplate._meta.get_field("kind").default}}
 
     def get_is_builtin(self, obj) -> bool:
         return obj.study.is_library

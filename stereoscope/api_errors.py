@@ -7,6 +7,8 @@ from django.db import DataError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from stereoscope.error_views import OUT_OF_RANGE
+
 
 def exception_handler(exc, context):
     if isinstance(exc, RequestDataTooBig):
@@ -24,6 +26,8 @@ def exception_handler(exc, context):
         return Response({"detail": "The request was refused as malformed."}, status=400)
     if isinstance(exc, RecursionError):  # a JSON body nested thousands of levels deep
         return Response({"detail": "The JSON body is nested too deeply."}, status=400)
+    if isinstance(exc, OverflowError):  # an integer too large for SQLite (PostgreSQL raises DataError)
+        return Response({"detail": OUT_OF_RANGE}, status=400)
     if isinstance(exc, DataError):  # e.g. a NUL character PostgreSQL cannot store; the atomic block rolled back
         return Response(
             {

@@ -1,13 +1,19 @@
-"""403 and 404 answers: pages in the site's layout that say why; JSON under /api/."""
+"""400, 403 and 404 answers: pages in the site's layout that say why; JSON under /api/."""
 
+from django.db import DataError
 from django.http import JsonResponse
 from django.shortcuts import render
 
+OUT_OF_RANGE = (
+    "The input holds a value the database cannot store: a number out of range (an id or a count with dozens of "
+    "digits), or a NUL character."
+)
 DEFAULT_REASONS = {
+    400: OUT_OF_RANGE,
     403: "Your role in this study does not allow this page.",
     404: "There is nothing at this address, or it belongs to a study you are not a member of.",
 }
-TITLES = {403: "Not allowed", 404: "Not found"}
+TITLES = {400: "Bad input", 403: "Not allowed", 404: "Not found"}
 
 
 def _reason(exception, status):
@@ -33,3 +39,20 @@ def permission_denied(request, exception=None):
 
 def page_not_found(request, exception=None):
     return _error(request, exception, 404)
+
+
+class OutOfRangeInputMiddleware:
+    """A page view that met a number too large for the database (OverflowError on SQLite, DataError on PostgreSQL,
+    e.g. an id of 30 digits in a form) answers 400 with the reason instead of a server error. The API's exception
+    handler does the same for API views."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, (OverflowError, DataError)):
+            return _error(request, None, 400)
+        return None

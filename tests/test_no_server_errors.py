@@ -7,6 +7,7 @@ import json
 import re
 
 import pytest
+from django.db import connection
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
@@ -83,6 +84,10 @@ BAD_FORM = {
     "text": "\x00",
 }
 
+HUGE_FORM = {key: "9" * 30 for key in BAD_FORM}
+HUGE_FIELDS = {key: 10**30 for key in BAD_FIELDS}
+NUL_FIELDS = {key: "a\x00b" for key in BAD_FIELDS}
+
 
 def routes(patterns=None, prefix=""):
     for p in patterns if patterns is not None else get_resolver().url_patterns:
@@ -141,6 +146,9 @@ def sweep(client, url):
         ("POST", "fields of wrong types", lambda: client.post(url, BAD_FIELDS, content_type="application/json")),
         ("PATCH", "fields of wrong types", lambda: client.patch(url, BAD_FIELDS, content_type="application/json")),
         ("PUT", "not JSON", lambda: client.put(url, "{", content_type="application/json")),
+        ("POST", "form of huge numbers", lambda: client.post(url, HUGE_FORM)),
+        ("POST", "JSON of huge numbers", lambda: client.post(url, HUGE_FIELDS, content_type="application/json")),
+        ("POST", "JSON strings with NUL", lambda: client.post(url, NUL_FIELDS, content_type="application/json")),
     ]
     for method, what, send in requests:
         try:
@@ -183,3 +191,29 @@ def test_a_json_body_that_is_not_an_object_is_a_400_that_says_so(roles, api_for)
         response = client.post(f"/api/studies/{study.pk}/memos/", body, content_type="application/json")
         assert response.status_code == 400, (body, response.status_code)
         assert response.json()["detail"] == f"The request body must be a JSON object with named fields, not a {kind}."
+
+
+def test_numbers_too_large_for_the_database_are_a_400_that_says_so(roles, client_for, api_for):
+    study, researcher = roles["a"], roles["users"]["researcher"]
+    page = client_for(researcher).post(f"/studies/{study.pk}/runs/new/", {"toolkit": "9" * 30, "endpoints": "9" * 30})
+    # SQLite cannot even look such an id up (OverflowError): the 400 page says why. PostgreSQL looks it up, finds
+    # nothing, and the form says so.
+    expected = "a number out of range" if connection.vendor == "sqlite" else "Unknown toolkit"
+    assert page.status_code == 400 and expected in page.content.decode()
+    api = api_for(researcher).post(
+        f"/api/studies/{study.pk}/codes/move/", {"codes": [10**30], "new_parent": 10**30}, format="json"
+    )
+    expected = "a number out of range" if connection.vendor == "sqlite" else "Some codes are not codes of this study."
+    assert api.status_code == 400 and expected in api.json()["detail"]
+
+
+def test_a_judge_template_created_without_a_kind_takes_the_default(roles, api_for):
+    from judging.models import JudgeTemplate
+
+    study = roles["a"]
+    text = "Does this story show {target_stereotype}? {stories} Answer as JSON."
+    response = api_for(roles["users"]["researcher"]).post(
+        f"/api/studies/{study.pk}/judge-templates/", {"name": "No kind", "text": text}, format="json"
+    )
+    assert response.status_code == 201, response.content
+    assert response.json()["kind"] == JudgeTemplate._meta.get_field("kind").default
