@@ -87,6 +87,9 @@ BAD_FORM = {
 HUGE_FORM = {key: "9" * 30 for key in BAD_FORM}
 HUGE_FIELDS = {key: 10**30 for key in BAD_FIELDS}
 NUL_FIELDS = {key: "a\x00b" for key in BAD_FIELDS}
+JUNK_LISTS = {key: [None, "x", {}, -1, [2]] for key in BAD_FIELDS}
+NEGATIVE = {key: -1 for key in BAD_FIELDS}
+NEGATIVE_FORM = {key: "-1" for key in BAD_FORM}
 
 
 def routes(patterns=None, prefix=""):
@@ -149,6 +152,9 @@ def sweep(client, url):
         ("POST", "form of huge numbers", lambda: client.post(url, HUGE_FORM)),
         ("POST", "JSON of huge numbers", lambda: client.post(url, HUGE_FIELDS, content_type="application/json")),
         ("POST", "JSON strings with NUL", lambda: client.post(url, NUL_FIELDS, content_type="application/json")),
+        ("POST", "JSON lists of junk", lambda: client.post(url, JUNK_LISTS, content_type="application/json")),
+        ("POST", "JSON negative numbers", lambda: client.post(url, NEGATIVE, content_type="application/json")),
+        ("POST", "form of negative numbers", lambda: client.post(url, NEGATIVE_FORM)),
     ]
     for method, what, send in requests:
         try:
