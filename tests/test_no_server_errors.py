@@ -90,6 +90,20 @@ NUL_FIELDS = {key: "a\x00b" for key in BAD_FIELDS}
 JUNK_LISTS = {key: [None, "x", {}, -1, [2]] for key in BAD_FIELDS}
 NEGATIVE = {key: -1 for key in BAD_FIELDS}
 NEGATIVE_FORM = {key: "-1" for key in BAD_FORM}
+JUNK_FILES = [  # every upload field is named "file"
+    ("junk.json", bytes(range(256)) * 4),  # not UTF-8, not JSON
+    ("list.json", b'[1, "two", null]'),  # JSON, wrong shape
+    ("empty.csv", b""),
+    ("notzip.qdpx", b"PK\x03\x04 not really a zip"),
+    ("table.xlsx", b"a,b\n1,2\n"),  # a CSV named as a workbook
+    ("lines.jsonl", b'{"text": "ok"}\n{broken\n[1]\n'),
+]
+
+
+def upload(name, content):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    return {"name": "Junk upload", "file": SimpleUploadedFile(name, content)}  # nothing else for the form to refuse
 
 
 def routes(patterns=None, prefix=""):
@@ -156,6 +170,10 @@ def sweep(client, url):
         ("POST", "JSON negative numbers", lambda: client.post(url, NEGATIVE, content_type="application/json")),
         ("POST", "form of negative numbers", lambda: client.post(url, NEGATIVE_FORM)),
     ]
+    for file_name, content in JUNK_FILES:
+        requests.append(
+            ("POST", f"junk file {file_name}", lambda n=file_name, c=content: client.post(url, upload(n, c)))
+        )
     for method, what, send in requests:
         try:
             response = send()
