@@ -1,7 +1,11 @@
-"""Bad input never gives a server error: every page and API route of a study full of data, sent malformed bodies
-(not JSON, JSON of the wrong shape, fields of the wrong types, form fields that are not numbers or ids) and junk
-query parameters as an admin, answers with a status below 500. The routes come from the URL patterns, so a new
-route is swept without editing this file; routes that delete or remove come last."""
+"""Every route of a study full of data, swept:
+- bad input never gives a server error: malformed bodies (not JSON, JSON of the wrong shape, fields of the wrong
+  types, huge or negative numbers, NUL characters, junk uploads) and junk query parameters, sent as an admin, are
+  answered with a status below 500;
+- blind mode hides another coder's work: a blind coder reading every page and API route never sees the other
+  coder's memos or name (a researcher, as the control, does).
+The routes come from the URL patterns, so a new route is swept without editing this file; routes that delete or
+remove come last."""
 
 import json
 import re
@@ -241,3 +245,53 @@ def test_a_judge_template_created_without_a_kind_takes_the_default(roles, api_fo
     )
     assert response.status_code == 201, response.content
     assert response.json()["kind"] == JudgeTemplate._meta.get_field("kind").default
+
+
+def test_a_blind_coder_never_sees_another_coders_work_on_any_route(full_study, make_user):  # noqa: F811
+    """Blind mode on every route: another coder of the same stories codes them and writes story, code and coding
+    memos (marked SECRET) under a name of their own; the blind coder GETs every page and API route and finds
+    neither the notes nor the name, while their own note shows where memos are listed."""
+    from annotation import services
+    from annotation.models import Assignment
+    from stereoscope.models import Membership
+
+    study, users = full_study["study"], full_study["roles"]["users"]
+    coder, other = users["coder"], make_user("hidden-coder-7")
+    Membership.objects.create(study=study, user=other, role="coder")
+    codebook, code = full_study["codebook"], full_study["codes"]["charisma"]
+    for out in full_study["outputs"][:3]:
+        Assignment.objects.get_or_create(study=study, codebook=codebook, output=out, coder=other)
+        coding = services.create_coding(
+            study=study, codebook=codebook, output=out, code=code, coder=other, start=0, end=5
+        )
+        services.add_memo(study, author=other, text=f"SECRET story note {out.pk}", output=out)
+        services.add_memo(study, author=other, text="SECRET coding note", coding=coding)
+    services.add_memo(study, author=other, text="SECRET code note", code=code)
+    services.add_memo(study, author=coder, text="OWN story note", output=full_study["outputs"][0])
+    ids = object_ids(full_study)
+    urls = sorted({u for u in (url_of(route, name, ids) for route, name in routes()) if u})
+    leaks, readable, own_seen = read_every_route(coder, urls, "OWN story note")
+    assert readable > 20 and own_seen >= 1, (readable, own_seen)
+    assert not leaks, f"another coder's work shows on {len(leaks)} routes: {leaks}"
+    # The control: a researcher sees everyone's work, so the same sweep finds it (the markers are visible at all).
+    seen_by_researcher, _, _ = read_every_route(users["researcher"], urls, "OWN story note")
+    base = f"/api/studies/{study.pk}"
+    assert {f"{base}/memos/", f"{base}/codings/"} <= set(seen_by_researcher), seen_by_researcher
+
+
+def read_every_route(user, urls, own_marker):
+    """GET every URL as `user`: (URLs showing the other coder's notes or name, readable pages, own_marker pages)."""
+    client = Client()
+    client.force_login(user)
+    leaks, readable, own_seen = [], 0, 0
+    for url in urls:
+        response = client.get(url)
+        if response.status_code != 200:
+            continue
+        readable += 1
+        body = b"".join(response.streaming_content) if response.streaming else response.content
+        text = body.decode("utf-8", errors="replace")
+        own_seen += own_marker in text
+        if "SECRET" in text or "hidden-coder-7" in text:
+            leaks.append(url)
+    return leaks, readable, own_seen
