@@ -3,7 +3,9 @@
   types, huge or negative numbers, NUL characters, junk uploads) and junk query parameters, sent as an admin, are
   answered with a status below 500;
 - blind mode hides another coder's work: a blind coder reading every page and API route never sees the other
-  coder's memos or name (a researcher, as the control, does).
+  coder's memos or name (a researcher, as the control, does);
+- text is escaped: with an HTML/script payload appended to every free-text column of the study's rows, no HTML page
+  holds it unescaped.
 The routes come from the URL patterns, so a new route is swept without editing this file; routes that delete or
 remove come last."""
 
@@ -295,3 +297,68 @@ def read_every_route(user, urls, own_marker):
         if "SECRET" in text or "hidden-coder-7" in text:
             leaks.append(url)
     return leaks, readable, own_seen
+
+
+PAYLOAD = '"><img src=x onerror=alert(1)></script><script>alert(2)</script>'
+TEXT_FIELDS = {
+    "name",
+    "text",
+    "description",
+    "raw_text",
+    "quote",
+    "note",
+    "notes",
+    "persona",
+    "title",
+    "stereotype",
+    "target_stereotype",
+    "reason",
+    "example",
+    "answer_text",
+    "explanation",
+    "rationale",
+    "error",
+}
+
+
+def test_text_from_models_and_users_is_escaped_on_every_page(full_study):  # noqa: F811
+    """Every free-text column of the study's rows (names, stories, memos, quotes, verdict texts, personas, ...)
+    gets an HTML/script payload appended; no HTML page of any route then holds the payload unescaped."""
+    from django.apps import apps
+    from django.db import models
+
+    touched = 0
+    for model in apps.get_models():
+        fields = [
+            f.name
+            for f in model._meta.get_fields()
+            if isinstance(f, (models.CharField, models.TextField)) and f.name in TEXT_FIELDS and not f.choices
+        ]
+        if not fields or not any(f.name == "study" for f in model._meta.get_fields()):
+            continue
+        for obj in model.objects.filter(study=full_study["study"]):
+            for name in fields:
+                value = getattr(obj, name) or ""
+                limit = model._meta.get_field(name).max_length
+                setattr(obj, name, (value + PAYLOAD)[-limit:] if limit else value + PAYLOAD)
+            model.objects.filter(pk=obj.pk).update(**{name: getattr(obj, name) for name in fields})
+            touched += 1
+    assert touched > 30, touched
+    client = Client()
+    client.force_login(full_study["roles"]["users"]["admin"])
+    ids = object_ids(full_study)
+    urls = sorted(
+        {u for u in (url_of(route, name, ids) for route, name in routes()) if u and not u.startswith("/api/")}
+    )
+    raw, pages, escaped = [], 0, 0
+    for url in urls:
+        response = client.get(url)
+        if response.status_code != 200 or "text/html" not in response.get("Content-Type", "") or response.streaming:
+            continue
+        pages += 1
+        html = response.content.decode()
+        escaped += "&lt;img src=x onerror=alert(1)&gt;" in html
+        if "<img src=x onerror" in html or "<script>alert(2)" in html:
+            raw.append(url)
+    assert pages > 50 and escaped > 20, (pages, escaped)
+    assert not raw, f"the payload is unescaped on {len(raw)} pages: {raw}"
