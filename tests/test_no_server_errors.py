@@ -5,7 +5,8 @@
 - blind mode hides another coder's work: a blind coder reading every page and API route never sees the other
   coder's memos or name (a researcher, as the control, does);
 - text is escaped: with an HTML/script payload appended to every free-text column of the study's rows, no HTML page
-  holds it unescaped.
+  holds it unescaped;
+- roles hold: a coder's POST, PUT, PATCH and DELETE to every route change no table but the coder's own work.
 The routes come from the URL patterns, so a new route is swept without editing this file; routes that delete or
 remove come last."""
 
@@ -362,3 +363,48 @@ def test_text_from_models_and_users_is_escaped_on_every_page(full_study):  # noq
             raw.append(url)
     assert pages > 50 and escaped > 20, (pages, escaped)
     assert not raw, f"the payload is unescaped on {len(raw)} pages: {raw}"
+
+
+CODERS_OWN_WORK = {
+    ("annotation", "coding"),
+    ("annotation", "memo"),
+    ("annotation", "assignment"),
+    ("annotation", "genderattribution"),
+    ("auth", "user"),  # last_login
+    ("sessions", "session"),
+}
+
+
+def snapshot(skip):
+    """Every row of every model but those in `skip`, as {"app.model": [row values, ...]} (ordered by pk)."""
+    from django.apps import apps
+
+    rows = {}
+    for model in apps.get_models():
+        meta = model._meta
+        if (meta.app_label, meta.model_name) in skip or not meta.managed or meta.proxy:
+            continue
+        rows[meta.label_lower] = list(model.objects.order_by("pk").values_list())
+    return rows
+
+
+def test_a_coders_writes_to_every_route_change_nothing_but_their_own_work(full_study):  # noqa: F811
+    """Roles on every route: a coder sends POST (empty form and empty JSON), PUT, PATCH and DELETE to every page and
+    API route of the study; afterwards every table but the coder's own work (codings, memos, assignments, gender
+    attributions) holds exactly what it held before."""
+    before = snapshot(CODERS_OWN_WORK)
+    assert sum(len(rows) for rows in before.values()) > 300
+    client = Client()
+    client.force_login(full_study["roles"]["users"]["coder"])
+    ids = object_ids(full_study)
+    urls = sorted({u for u in (url_of(route, name, ids) for route, name in routes()) if u})
+    allowed = 0
+    as_json = {"content_type": "application/json"}
+    for url in urls:
+        for method, args in (("post", ()), ("post", ({},)), ("put", ({},)), ("patch", ({},)), ("delete", ())):
+            kwargs = as_json if args else {}
+            allowed += getattr(client, method)(url, *args, **kwargs).status_code < 400
+    after = snapshot(CODERS_OWN_WORK)
+    changed = {label: (len(before[label]), len(after[label])) for label in before if before[label] != after[label]}
+    assert not changed, f"a coder's requests changed these tables (rows before, after): {changed}"
+    assert allowed > 0  # some routes are the coder's own (coding, memos), so the sweep reached past the role checks
