@@ -4,7 +4,10 @@ import os
 
 from celery import Celery
 
+from .broker import use_whole_message_writes
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stereoscope.settings")
+use_whole_message_writes()
 
 app = Celery("stereoscope")
 app.config_from_object("django.conf:settings", namespace="CELERY")
