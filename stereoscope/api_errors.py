@@ -26,16 +26,8 @@ def exception_handler(exc, context):
         return Response({"detail": "The request was refused as malformed."}, status=400)
     if isinstance(exc, RecursionError):  # a JSON body nested thousands of levels deep
         return Response({"detail": "The JSON body is nested too deeply."}, status=400)
-    if isinstance(exc, OverflowError):  # an integer too large for SQLite (PostgreSQL raises DataError)
+    if isinstance(exc, (OverflowError, DataError)):  # SQLite's too-large integer; PostgreSQL's NUL or out of range
         return Response({"detail": OUT_OF_RANGE}, status=400)
-    if isinstance(exc, DataError):  # e.g. a NUL character PostgreSQL cannot store; the atomic block rolled back
-        return Response(
-            {
-                "detail": "The input holds a value the database cannot store (a NUL character, or a "
-                "number out of range)."
-            },
-            status=400,
-        )
     if isinstance(exc, DjangoValidationError):
         return Response({"detail": " ".join(exc.messages)}, status=400)
     if isinstance(exc, (ValueError,)) and exc.__class__.__module__ != "builtins":

@@ -18,7 +18,7 @@ from django.db import connection
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from tests.a11y.conftest import _regard_variable, full_study  # noqa: F401
+from tests.a11y.conftest import full_study  # noqa: F401
 from tests.a11y.test_axe import object_ids
 from tests.exports.conftest import coded_study, export_root, gen_study  # noqa: F401
 from tests.gencore.conftest import make_endpoint  # noqa: F401
