@@ -149,6 +149,23 @@ def _tests(female, male):
     return out
 
 
+def _tests_by_column(samples):
+    """_tests(female, male) of each (female array, male array) in `samples`, the samples of equal sizes tested
+    together as columns (one scipy call for every lexicon category instead of one per category)."""
+    by_size = defaultdict(list)
+    for i, (female, male) in enumerate(samples):
+        by_size[(len(female), len(male))].append(i)
+    out = [None] * len(samples)
+    for (n_f, n_m), positions in by_size.items():
+        female = np.array([samples[i][0] for i in positions], dtype=float).reshape(len(positions), n_f).T
+        male = np.array([samples[i][1] for i in positions], dtype=float).reshape(len(positions), n_m).T
+        welch = stats.welch_t_columns(female, male)
+        mann_whitney = stats.mann_whitney_columns(female, male)
+        for j, i in enumerate(positions):
+            out[i] = {"welch": welch[j], "mann_whitney": mann_whitney[j]}
+    return out
+
+
 class RowTable:
     """A run's rows as arrays: words, gender and one count column per category (-1 where the category does not apply
     to the text's language), so a group's sums and rates are array operations instead of loops over dicts."""
@@ -176,7 +193,7 @@ def category_results(rows, categories, zero_policy, convention="per_category", t
     words = table.words[idx]
     is_f, is_m = table.female[idx], table.male[idx]
     total_f, total_m = int(words[is_f].sum()), int(words[is_m].sum())
-    results = []
+    results, pending = [], []
     for cat in categories:
         key = str(cat.pk)
         if not cat.words:
@@ -220,7 +237,7 @@ def category_results(rows, categories, zero_policy, convention="per_category", t
                 "convention": convention,
                 "orientation": "female" if cat.direction == "female" and convention == "per_category" else "male",
             }
-        tests = _tests(_rates(counts_f, totals_f), _rates(counts_m, totals_m))
+        pending.append((len(results), _rates(counts_f, totals_f), _rates(counts_m, totals_m)))
         results.append(
             {
                 "category_id": cat.pk,
@@ -231,11 +248,13 @@ def category_results(rows, categories, zero_policy, convention="per_category", t
                 "direction": cat.direction,
                 "color": cat.color,
                 "odds_ratio": odds_ratio,
-                "rate_tests": tests,
+                "rate_tests": None,  # filled in below, every category at once
                 "n_f": int(sel_f.sum()),
                 "n_m": int(sel_m.sum()),
             }
         )
+    for position, tests in zip(pending, _tests_by_column([(f, m) for _, f, m in pending]), strict=True):
+        results[position[0]]["rate_tests"] = tests
     return results, {
         "n_f": int(is_f.sum()),
         "n_m": int(is_m.sum()),

@@ -107,6 +107,106 @@ def mann_whitney(x, y, labels=("F", "M")):
     }
 
 
+def _each_column(test, x, y, columns, labels):
+    """test(x[:, j], y[:, j]) for each column j, an error dict where it refuses the data."""
+    out = {}
+    for j in columns:
+        try:
+            out[j] = test(x[:, j], y[:, j], labels)
+        except ValueError as exc:  # StatsError, or scipy refusing the data
+            out[j] = {"error": str(exc)}
+    return out
+
+
+def _describe_columns(arr):
+    """describe() of each column of a 2-D array without NaN."""
+    n = arr.shape[0]
+    means = arr.mean(axis=0) if n else [None] * arr.shape[1]
+    sds = arr.std(axis=0, ddof=1) if n > 1 else [None] * arr.shape[1]
+    return [
+        {"n": n, "mean": _num(m) if m is not None else None, "sd": _num(s) if s is not None else None}
+        for m, s in zip(means, sds, strict=True)
+    ]
+
+
+def _columns(test, x, y, labels, whole):
+    """Run `test` on each column pair of x (n_x × k) and y (n_y × k): columns without NaN together, by `whole`
+    (x, y, labels) -> [result per column], the others one at a time as `test` would. The results equal
+    [test(x[:, j], y[:, j]) for j] (tests/measures/test_stats.py)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    k = x.shape[1]
+    clean = ~(np.isnan(x).any(axis=0) | np.isnan(y).any(axis=0))
+    out = _each_column(test, x, y, np.flatnonzero(~clean), labels)
+    cols = np.flatnonzero(clean)
+    if cols.size:
+        for j, result in zip(cols, whole(x[:, cols], y[:, cols], labels), strict=True):
+            out[j] = result
+    return [out[j] for j in range(k)]
+
+
+def _welch_whole(x, y, labels):
+    nx, ny = x.shape[0], y.shape[0]
+    for name, n in ((labels[0], nx), (labels[1], ny)):
+        if n < 2:
+            return [{"error": f"{name} needs at least two values (has {n})."}] * x.shape[1]
+    res = sps.ttest_ind(x, y, equal_var=False, axis=0)
+    var_x, var_y = x.var(axis=0, ddof=1), y.var(axis=0, ddof=1)
+    vx, vy = var_x / nx, var_y / ny
+    pooled = np.sqrt(((nx - 1) * var_x + (ny - 1) * var_y) / (nx + ny - 2))
+    diff = x.mean(axis=0) - y.mean(axis=0)
+    dx, dy = _describe_columns(x), _describe_columns(y)
+    out = []
+    for j in range(x.shape[1]):
+        df = (vx[j] + vy[j]) ** 2 / (vx[j] ** 2 / (nx - 1) + vy[j] ** 2 / (ny - 1)) if vx[j] + vy[j] > 0 else None
+        p = _num(res.pvalue[j])
+        out.append(
+            {
+                "test": "welch_t",
+                "t": _num(res.statistic[j]),
+                "df": _num(df) if df else None,
+                "p": p,
+                "stars": stars(p),
+                "cohens_d": _num(diff[j] / pooled[j]) if pooled[j] > 0 else None,
+                labels[0]: dx[j],
+                labels[1]: dy[j],
+            }
+        )
+    return out
+
+
+def welch_t_columns(x, y, labels=("F", "M")):
+    """welch_t of each column of x (n_x × k) against the same column of y (n_y × k), in one pass."""
+    return _columns(welch_t, x, y, labels, _welch_whole)
+
+
+def _mann_whitney_whole(x, y, labels):
+    nx, ny = x.shape[0], y.shape[0]
+    if nx <= 8 or ny <= 8:  # scipy may choose the exact test per column (no ties): keep its choice
+        return [_each_column(mann_whitney, x, y, [j], labels)[j] for j in range(x.shape[1])]
+    res = sps.mannwhitneyu(x, y, alternative="two-sided", axis=0)
+    dx, dy = _describe_columns(x), _describe_columns(y)
+    out = []
+    for j in range(x.shape[1]):
+        u, p = float(res.statistic[j]), _num(res.pvalue[j])
+        out.append(
+            {
+                "test": "mann_whitney",
+                "u": u,
+                "p": p,
+                "stars": stars(p),
+                "rank_biserial": _num(2 * u / (nx * ny) - 1),
+                labels[0]: dx[j],
+                labels[1]: dy[j],
+            }
+        )
+    return out
+
+
+def mann_whitney_columns(x, y, labels=("F", "M")):
+    """mann_whitney of each column of x (n_x × k) against the same column of y (n_y × k), in one pass."""
+    return _columns(mann_whitney, x, y, labels, _mann_whitney_whole)
+
+
 def paired_t(x, y, labels=("F", "M")):
     """Paired t-test on twin differences (x − y) with Cohen's d_z = mean(diff) / sd(diff), plus Wilcoxon."""
     if len(x) != len(y):

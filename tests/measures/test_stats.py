@@ -66,3 +66,45 @@ def test_stars_and_small_samples():
     assert [stats.stars(p) for p in (0.2, 0.09, 0.04, 0.009, None)] == ["", "*", "**", "***", ""]
     with pytest.raises(stats.StatsError, match="at least two values"):
         stats.welch_t([1.0], [1.0, 2.0])
+
+
+def _columns_case(rng):
+    """Rate-like columns: ordinary, with ties, constant in one group, constant in both, all zero."""
+    xf = rng.poisson(3, size=(40, 6)).astype(float)
+    xm = rng.poisson(4, size=(55, 6)).astype(float)
+    xf[:, 1], xm[:, 1] = np.round(xf[:, 1] / 3), np.round(xm[:, 1] / 3)  # many ties
+    xf[:, 2] = 2.0  # constant in one group
+    xf[:, 3], xm[:, 3] = 1.0, 1.0  # constant and equal in both
+    xf[:, 4], xm[:, 4] = 0.0, 0.0
+    xf[3, 5] = np.nan  # a text without words: left out of its column only
+    return xf, xm
+
+
+def test_tests_over_columns_equal_one_test_per_column():
+    """The contrasts test every lexicon category at once: each column's result equals the one-column test."""
+    rng = np.random.default_rng(7)
+    xf, xm = _columns_case(rng)
+    for many, one in ((stats.welch_t_columns, stats.welch_t), (stats.mann_whitney_columns, stats.mann_whitney)):
+        results = many(xf, xm)
+        assert len(results) == xf.shape[1]
+        for j, got in enumerate(results):
+            try:
+                want = one(xf[:, j], xm[:, j])
+            except ValueError as exc:
+                assert got == {"error": str(exc)}
+                continue
+            assert got.keys() == want.keys(), (many.__name__, j)
+            for key, value in want.items():
+                if isinstance(value, float):
+                    assert got[key] == pytest.approx(value, rel=1e-12, abs=1e-15), (many.__name__, j, key)
+                else:
+                    assert got[key] == value, (many.__name__, j, key)
+
+
+def test_tests_over_columns_with_too_few_values_say_so_for_each_column():
+    one_f = np.ones((1, 3))
+    assert stats.welch_t_columns(one_f, np.ones((5, 3))) == [{"error": "F needs at least two values (has 1)."}] * 3
+    small = stats.mann_whitney_columns(np.arange(12.0).reshape(4, 3), np.arange(15.0).reshape(5, 3))
+    assert small == [
+        stats.mann_whitney(np.arange(12.0).reshape(4, 3)[:, j], np.arange(15.0).reshape(5, 3)[:, j]) for j in range(3)
+    ]  # small samples: the exact test, column by column
