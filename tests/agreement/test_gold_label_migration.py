@@ -1,25 +1,20 @@
 """GoldLabel moved from annotation to agreement on the same table: rows survive both ways, permissions follow."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.migration_trip import empty_database, migrate
 
 BEFORE = [("annotation", "0005_coding_frequency_index"), ("agreement", None)]
 AFTER = [("annotation", "0006_gold_label_moves_to_agreement"), ("agreement", "0001_gold_label_from_annotation")]
 
 
-def migrate(targets):
-    """Migrate annotation and agreement to `targets`; the historical models of every app at that point."""
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    executor.loader.build_graph()
-    moved = {app for app, _name in targets}
-    nodes = [n for n in executor.loader.graph.leaf_nodes() if n[0] not in moved] + [t for t in targets if t[1]]
-    return executor.loader.project_state(nodes).apps
-
-
 @pytest.mark.django_db(transaction=True)
-def test_gold_labels_keep_their_rows_across_the_move_and_back():
+def test_gold_labels_keep_their_rows_across_the_move_and_back(tmp_path):
+    with empty_database(tmp_path):
+        _gold_labels_keep_their_rows_across_the_move_and_back()
+
+
+def _gold_labels_keep_their_rows_across_the_move_and_back():
     old = migrate(BEFORE)
     Study, User = old.get_model("stereoscope", "Study"), old.get_model("auth", "User")
     Run, Output = old.get_model("generation", "GenerationRun"), old.get_model("generation", "Output")
@@ -54,11 +49,3 @@ def test_gold_labels_keep_their_rows_across_the_move_and_back():
     from agreement.models import GoldLabel
 
     assert GoldLabel._meta.db_table == "annotation_goldlabel" and GoldLabel.objects.get().value == 1
-
-
-@pytest.fixture(autouse=True)
-def back_to_the_latest_schema():
-    """Later tests on the same database (live-server and transactional ones) need every migration applied again."""
-    yield
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())

@@ -1,23 +1,20 @@
 """Discoveries made before discoveries were jobs become jobs with one request each (and back)."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.migration_trip import empty_database, migrate
 
 BEFORE = [("annotation", "0008_categorical_variables")]
 AFTER = [("annotation", "0011_discovery_job_old_columns_removed")]
 
 
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    executor.loader.build_graph()
-    nodes = [n for n in executor.loader.graph.leaf_nodes() if n[0] != "annotation"] + targets
-    return executor.loader.project_state(nodes).apps
-
-
 @pytest.mark.django_db(transaction=True)
-def test_old_discoveries_become_jobs_with_one_request():
+def test_old_discoveries_become_jobs_with_one_request(tmp_path):
+    with empty_database(tmp_path):
+        _old_discoveries_become_jobs_with_one_request()
+
+
+def _old_discoveries_become_jobs_with_one_request():
     old = migrate(BEFORE)
     Study, Endpoint = old.get_model("stereoscope", "Study"), old.get_model("generation", "ModelEndpoint")
     Codebook, Discovery = old.get_model("annotation", "Codebook"), old.get_model("annotation", "CodeDiscovery")
@@ -62,11 +59,3 @@ def test_old_discoveries_become_jobs_with_one_request():
     back = migrate(BEFORE)
     restored = back.get_model("annotation", "CodeDiscovery").objects.get(pk=done.pk)
     assert (restored.status, restored.output_ids, restored.endpoint_id) == ("done", [3, 5], endpoint.pk)
-
-
-@pytest.fixture(autouse=True)
-def back_to_the_latest_schema():
-    """Later tests on the same database need every migration applied again."""
-    yield
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())

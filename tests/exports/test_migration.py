@@ -1,17 +1,20 @@
 """ExportJob moved from the stereoscope package to the exports app without touching its table or rows."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.migration_trip import empty_database, leaves, migrate
 
 BEFORE = [("stereoscope", "0002_export_job"), ("exports", None)]
 
 
 @pytest.mark.django_db(transaction=True)
-def test_export_jobs_survive_the_move_to_the_exports_app():
-    executor = MigrationExecutor(connection)
-    executor.migrate(BEFORE)
-    old = executor.loader.project_state([BEFORE[0], ("contenttypes", "0002_remove_content_type_name")]).apps
+def test_export_jobs_survive_the_move_to_the_exports_app(tmp_path):
+    with empty_database(tmp_path):
+        moved_job()
+
+
+def moved_job():
+    old = migrate(BEFORE)
     study = old.get_model("stereoscope", "Study").objects.create(name="Kept")
     job = old.get_model("stereoscope", "ExportJob").objects.create(
         study_id=study.pk, format="csv", datasets=["outputs"], status="completed", file_name="kept.zip"
@@ -20,8 +23,7 @@ def test_export_jobs_survive_the_move_to_the_exports_app():
         app_label="stereoscope", model="exportjob"
     )[0]
 
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
+    migrate(leaves("stereoscope", "exports"))
 
     from django.contrib.contenttypes.models import ContentType
 
