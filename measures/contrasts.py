@@ -149,6 +149,11 @@ def _tests(female, male):
     return out
 
 
+def _floats(values):
+    """An array of floats, NaN for None (the tests leave both out)."""
+    return np.array([np.nan if v is None else v for v in values], dtype=float)
+
+
 def _tests_by_column(samples):
     """_tests(female, male) of each (female array, male array) in `samples`, the samples of equal sizes tested
     together as columns (one scipy call for every lexicon category instead of one per category)."""
@@ -356,23 +361,17 @@ def hallucination_result(rows):
 def classifier_results(rows, labels, unit):
     female = [r for r in rows if r["gender"] == "F"]
     male = [r for r in rows if r["gender"] == "M"]
-    out = []
-    if unit == ClassifierUnit.SENTENCE:
-        for label in labels:
-            out.append(
-                {
-                    "measure": f"share:{label}",
-                    "label": label,
-                    "tests": _tests([r["shares"].get(label) for r in female], [r["shares"].get(label) for r in male]),
-                }
-            )
-    out.append(
-        {
-            "measure": "score",
-            "label": "score",
-            "tests": _tests([r["score"] for r in female], [r["score"] for r in male]),
-        }
-    )
+    measures = [(f"share:{label}", label) for label in labels] if unit == ClassifierUnit.SENTENCE else []
+    samples = [
+        (_floats(r["shares"].get(label) for r in female), _floats(r["shares"].get(label) for r in male))
+        for _, label in measures
+    ]
+    measures.append(("score", "score"))
+    samples.append((_floats(r["score"] for r in female), _floats(r["score"] for r in male)))
+    out = [
+        {"measure": measure, "label": label, "tests": tests}
+        for (measure, label), tests in zip(measures, _tests_by_column(samples), strict=True)
+    ]
     counts = label_counts(rows, unit)
     try:
         chi2 = stats.chi2_labels({g: dict(c) for g, c in counts.items()})
