@@ -6,7 +6,7 @@ Targets: ≤ 60 s in all (issue 9); everything except VADER ≤ 2 s (issue 18). 
 by the job engine over two Celery worker processes (start-up not timed). CPU times are printed beside wall times:
 on a loaded machine compare those. The 1-worker run goes through the product's path (`scoring.run_foreground`, as
 `manage.py measure --sync` does: queued on the job engine, then executed here: lexicon counts, sentence splitting,
-VADER per sentence, subject gender, OutputMeasure + SentenceMeasure rows, then the stored contrasts), on a
+VADER per sentence, subject gender, OutputMeasure rows with their sentence rows packed, then the stored contrasts), on a
 throw-away SQLite database and filesystem broker (or DATABASE_URL / CELERY_BROKER_URL if set).
 
 Ends with `RESULT FAIL ...` and exit status 1 when a run scored fewer stories than were created, did not complete
@@ -124,7 +124,7 @@ def main():
     phases = {}
     originals = {
         "score": scoring.Scorer.score,
-        "insert_sentences": scoring.insert_sentences,
+        "packed_sentences": scoring.packed_sentences,
         "contrasts": contrasts_module.store_contrasts,
     }
 
@@ -140,7 +140,7 @@ def main():
 
     VaderClassifier.predict = timed_predict
     scoring.Scorer.score = phase("score", originals["score"])
-    scoring.insert_sentences = phase("insert_sentences", originals["insert_sentences"])
+    scoring.packed_sentences = phase("packed_sentences", originals["packed_sentences"])
     contrasts_module.store_contrasts = phase("contrasts", originals["contrasts"])
     cpu0, wall0 = time.process_time(), time.perf_counter()
     try:
@@ -149,7 +149,7 @@ def main():
         scoring.run_foreground(measure_run)
     finally:
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-        scoring.Scorer.score, scoring.insert_sentences = originals["score"], originals["insert_sentences"]
+        scoring.Scorer.score, scoring.packed_sentences = originals["score"], originals["packed_sentences"]
         contrasts_module.store_contrasts = originals["contrasts"]
         VaderClassifier.predict = original_predict
     found = outcome(measure_run)
@@ -170,9 +170,10 @@ def main():
     scoring_cpu = phases.get("score", 0) - vader["cpu"]
     print(
         f"CPU by phase: scoring without VADER (splitting, lexicons, gender) {scoring_cpu:.2f} s, "
-        f"sentence rows {phases.get('insert_sentences', 0):.2f} s, contrasts {phases.get('contrasts', 0):.2f} s, "
+        f"packing sentence rows {phases.get('packed_sentences', 0):.2f} s, "
+        f"contrasts {phases.get('contrasts', 0):.2f} s, "
         f"rest (reading outputs, writing measures, progress) "
-        f"{rest_cpu - scoring_cpu - phases.get('insert_sentences', 0) - phases.get('contrasts', 0):.2f} s"
+        f"{rest_cpu - scoring_cpu - phases.get('packed_sentences', 0) - phases.get('contrasts', 0):.2f} s"
     )
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.workers:
@@ -194,13 +195,17 @@ def main():
 
 def outcome(measure_run):
     """What a finished measure run holds: its status, scored outputs and sentence rows."""
-    from measures.models import OutputMeasure, SentenceMeasure
+    from measures.models import OutputMeasure
+    from measures.sentence_pack import unpack
 
     measure_run.refresh_from_db()
     return {
         "status": measure_run.status,
         "scored": OutputMeasure.objects.filter(run=measure_run).count(),
-        "sentences": SentenceMeasure.objects.filter(output_measure__run=measure_run).count(),
+        "sentences": sum(
+            len(unpack(packed))
+            for packed in OutputMeasure.objects.filter(run=measure_run).values_list("sentences_packed", flat=True)
+        ),
     }
 
 

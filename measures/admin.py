@@ -7,7 +7,6 @@ from .models import (
     LexiconExclusion,
     MeasureRun,
     OutputMeasure,
-    SentenceMeasure,
     TrainedClassifier,
     WordCounts,
 )
@@ -56,12 +55,6 @@ class OutputMeasureAdmin(admin.ModelAdmin):
     list_display = ["run", "output", "gender", "gender_source", "word_count", "sentence_count", "doc_label"]
     list_filter = ["gender", "gender_source"]
     raw_id_fields = ["output", "run"]
-
-
-@admin.register(SentenceMeasure)
-class SentenceMeasureAdmin(admin.ModelAdmin):
-    list_display = ["output_measure", "index", "label", "score"]
-    raw_id_fields = ["output_measure"]
 
 
 @admin.register(WordCounts)

@@ -16,7 +16,7 @@ from generation.counterfactual import swap_gender, swap_values
 from generation.toolkits import variant_key
 
 from . import lexical, stats
-from .models import ClassifierUnit, ContrastResult, LexiconCategory, OutputMeasure, SentenceMeasure
+from .models import ClassifierUnit, ContrastResult, LexiconCategory, OutputMeasure
 
 DEFAULT_GROUPINGS = ("overall", "model", "item", "dimension")
 
@@ -577,12 +577,16 @@ def fairness_check(run, limit=2000):
         raise FairnessError("This measure run has no classifier to check.")
     clf = classifier_for(run)
     if run.classifier_unit == ClassifierUnit.SENTENCE:
-        items = (
-            SentenceMeasure.objects.filter(output_measure__run=run)
-            .select_related("output_measure__output")
-            .order_by("output_measure_id", "index")[:limit]
+        measures = (
+            OutputMeasure.objects.filter(run=run).exclude(sentences_packed=b"").select_related("output").order_by("pk")
         )
-        originals = [(s.output_measure.output.text[s.start : s.end], s.label, s.score) for s in items]
+        originals = []
+        for om in measures.iterator(chunk_size=200):
+            text = om.output.text
+            originals += [(text[s.start : s.end], s.label, s.score) for s in om.sentence_rows()]
+            if len(originals) >= limit:
+                break
+        originals = originals[:limit]
     else:
         items = OutputMeasure.objects.filter(run=run).select_related("output").order_by("pk")[:limit]
         originals = [(m.output.text, m.doc_label, m.doc_score) for m in items]

@@ -5,7 +5,7 @@ import json
 
 from stereoscope.datasets import Column, register_dataset
 
-from .models import ContrastResult, LexiconCategory, MeasureRun, OutputMeasure, SentenceMeasure
+from .models import ContrastResult, LexiconCategory, MeasureRun, OutputMeasure
 
 MEASURE_COLUMNS = (
     Column("measure_run_id", "Measure run id."),
@@ -115,29 +115,27 @@ SENTENCE_COLUMNS = (
 @register_dataset("text_sentences", title="Classifier labels per sentence", app="measures", columns=SENTENCE_COLUMNS)
 def text_sentence_rows(study, options):
     runs = {r.pk: r for r in MeasureRun.objects.filter(study=study)}
-    ids = _measures(study, options).values("pk")
-    qs = (
-        SentenceMeasure.objects.filter(output_measure__in=ids)
-        .select_related("output_measure__output")
-        .order_by("output_measure__run_id", "output_measure__output_id", "index")
+    measures = (
+        _measures(study, options).exclude(sentences_packed=b"").select_related("output").order_by("run_id", "output_id")
     )
-    for s in qs.iterator(chunk_size=2000):
-        om = s.output_measure
+    for om in measures.iterator(chunk_size=500):
         info = runs[om.run_id].classifier_info or {}
-        yield {
-            "measure_run_id": om.run_id,
-            "output_id": om.output_id,
-            "gender": om.gender,
-            "sentence": s.index,
-            "start": s.start,
-            "end": s.end,
-            "text": om.output.text[s.start : s.end],
-            "label": s.label,
-            "score": s.score,
-            "scores": s.scores,
-            "classifier": info.get("model_id", ""),
-            "revision": info.get("revision", ""),
-        }
+        text = om.output.text
+        for s in om.sentence_rows():
+            yield {
+                "measure_run_id": om.run_id,
+                "output_id": om.output_id,
+                "gender": om.gender,
+                "sentence": s.index,
+                "start": s.start,
+                "end": s.end,
+                "text": text[s.start : s.end],
+                "label": s.label,
+                "score": s.score,
+                "scores": s.scores,
+                "classifier": info.get("model_id", ""),
+                "revision": info.get("revision", ""),
+            }
 
 
 CONTRAST_COLUMNS = (

@@ -13,6 +13,7 @@ from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
 
 from .lexical import COUNT_POLICIES, DIRECTIONS, MODES, OR_CONVENTIONS, ZERO_POLICIES
+from .sentence_pack import unpack
 
 
 class Lexicon(VersionedModel):
@@ -217,6 +218,13 @@ class OutputMeasure(models.Model):
         "no measures.",
     )
     created_at = models.DateTimeField(default=timezone.now)
+    sentences_packed = models.BinaryField(
+        default=b"",
+        blank=True,
+        editable=False,
+        help_text="Each sentence's offsets and the classifier's label, score and scores (measures/sentence_pack.py); "
+        "read with sentence_rows().",
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "output"], name="unique_output_measure")]
@@ -225,23 +233,9 @@ class OutputMeasure(models.Model):
     def __str__(self):
         return f"{self.run} · output {self.output_id}"
 
-
-class SentenceMeasure(models.Model):
-    # No index of its own: the unique (output_measure, index) index serves every lookup by output measure, and one
-    # index fewer makes the hundreds of thousands of inserts of a run cheaper.
-    output_measure = models.ForeignKey(
-        OutputMeasure, on_delete=models.CASCADE, related_name="sentences", db_index=False
-    )
-    index = models.PositiveIntegerField()
-    start = models.PositiveIntegerField()
-    end = models.PositiveIntegerField()
-    label = models.CharField(max_length=100, blank=True)
-    score = models.FloatField(null=True, blank=True)
-    scores = models.JSONField(default=dict, blank=True)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["output_measure", "index"], name="unique_sentence_measure")]
-        ordering = ["output_measure", "index"]
+    def sentence_rows(self):
+        """[SentenceRow(index, start, end, label, score, scores)] of a per-sentence classifier, in sentence order."""
+        return unpack(self.sentences_packed)
 
 
 class WordCounts(models.Model):

@@ -11,12 +11,10 @@ chunk the contrasts are computed and stored.
 import gc
 import json
 import logging
-import math
 import time
 from collections import Counter
 from contextlib import contextmanager
-from itertools import chain, repeat
-from operator import attrgetter, getitem, itemgetter
+from operator import attrgetter, itemgetter
 
 from django.apps import apps
 from django.db import connection, transaction
@@ -33,7 +31,8 @@ from . import gender as gender_mod
 from .classifiers import ClassifierError, NliClassifier, label_shares, make_classifier
 from .hallucination import score_letters
 from .lexical import OR_CONVENTIONS, TextCounter
-from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, SentenceMeasure, WordCounts
+from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, WordCounts
+from .sentence_pack import pack
 from .services import LEXICONS, lexicons_for, matcher_for
 from .success import DEFAULT_KEYWORDS, SuccessFilter, SuccessFilterError
 
@@ -392,8 +391,8 @@ MEASURE_COLUMNS = (
     "hallucination_share",
     "success_reason",
     "created_at",
+    "sentences_packed",
 )
-SENTENCE_COLUMNS = ("output_measure_id", "index", "start", "end", "label", "score", "scores")
 
 
 def _max_rows(n_columns):
@@ -446,6 +445,7 @@ def insert_measures(run_id, measures):
             m.hallucination_share,
             m.success_reason,
             now,
+            packed_sentences(m),
         )
         for m in measures
     ]
@@ -463,94 +463,19 @@ def insert_measures(run_id, measures):
     return saved
 
 
-_JSON_TEMPLATES = {}
-_INF = float("inf")
-
-
-def scores_json(scores):
-    """json.dumps(scores), quicker for the usual flat {label: float} (the text is the same: floats print as repr)."""
-    keys = tuple(scores)
-    template = _JSON_TEMPLATES.get(keys)
-    if template is None:
-        if not all(isinstance(k, str) for k in keys) or len(_JSON_TEMPLATES) > 1000:
-            return json.dumps(scores)
-        template = "{" + ", ".join(json.dumps(k).replace("%", "%%") + ": %r" for k in keys) + "}"
-        _JSON_TEMPLATES[keys] = template
-    values = tuple(scores.values())
-    for v in values:
-        if type(v) is not float or v != v or v == _INF or v == -_INF:
-            return json.dumps(scores)
-    return template % values
-
-
-def insert_sentences(measures):
-    """Insert the SentenceMeasure rows of [(output measure id, Measure)] (its sentences and their predictions) with
-    multi-row INSERTs (hundreds of thousands per run, so the ORM's per-object work would dominate, and one statement
-    per row is over twice as slow on SQLite; existing (output measure, index) rows are left alone), or COPY on
-    PostgreSQL (for output measures inserted in the same transaction). The rows' columns are gathered by C loops."""
-    if not measures:
-        return
-    with gc_paused():
-        _insert_sentences(measures)
-
-
-def scores_texts(all_scores):
-    """[json.dumps(scores)] for a list of score dicts; built in one go for the usual case (flat {label: float} dicts
-    with the same labels: the text is the same, floats print as repr), else one by one."""
-    if not all_scores:
-        return []
-    if set(map(type, all_scores)) == {dict}:
-        layouts = set(map(tuple, all_scores))
-        if len(layouts) == 1:
-            (keys,) = layouts
-            values = list(chain.from_iterable(map(dict.values, all_scores)))
-            if keys and set(map(type, keys)) == {str} and set(map(type, values)) == {float}:
-                if all(map(math.isfinite, values)):
-                    template = "{" + ", ".join(json.dumps(k).replace("%", "%%") + ": %r" for k in keys) + "}"
-                    return ("\x00".join([template] * len(all_scores)) % tuple(values)).split("\x00")
-    return [scores_json(scores) for scores in all_scores]
-
-
-def _insert_sentences(measures):
-    qn = connection.ops.quote_name
-    head = f"INSERT INTO {qn(SentenceMeasure._meta.db_table)} ({', '.join(qn(c) for c in SENTENCE_COLUMNS)}) VALUES "
-    one = f"({', '.join(['%s'] * len(SENTENCE_COLUMNS))})"
-    size = _max_rows(len(SENTENCE_COLUMNS))
-    full = head + ", ".join([one] * size) + " ON CONFLICT DO NOTHING"
-    sentences = list(chain.from_iterable(m.sentences for _, m in measures))
-    predictions = list(chain.from_iterable(m.predictions for _, m in measures))
-    om_ids = chain.from_iterable(map(repeat, [om_id for om_id, _ in measures], [len(m.sentences) for _, m in measures]))
-    labels = map(getitem, map(attrgetter("label"), predictions), repeat(slice(None, 100)))
-    columns = (
-        om_ids,
+def packed_sentences(measure):
+    """The measure's sentence rows (offsets, the classifier's label, score and scores) as one packed value."""
+    sentences, predictions = measure.sentences, measure.predictions
+    if not sentences:
+        return b""
+    return pack(
         map(itemgetter(0), sentences),  # index
         map(itemgetter(1), sentences),  # start
         map(itemgetter(2), sentences),  # end
-        labels,
+        list(map(attrgetter("label"), predictions)),
         map(attrgetter("score"), predictions),
-        scores_texts(list(map(attrgetter("scores"), predictions))),
+        map(attrgetter("scores"), predictions),
     )
-    if connection.vendor == "postgresql":  # COPY: the measures are new in this transaction, so no row conflicts
-        copy_sql = (
-            f"COPY {qn(SentenceMeasure._meta.db_table)} ({', '.join(qn(c) for c in SENTENCE_COLUMNS)}) FROM STDIN"
-        )
-        with connection.cursor() as cursor, cursor.cursor.copy(copy_sql) as copy:
-            write_row = copy.write_row
-            for row in zip(*columns, strict=True):
-                write_row(row)
-        return
-    params = list(chain.from_iterable(zip(*columns, strict=True)))
-    rows = sentences
-    width = len(SENTENCE_COLUMNS)
-    step = size * width
-    with connection.cursor() as cursor:
-        execute = _executor(cursor)
-        whole = len(rows) - len(rows) % size
-        for i in range(0, whole * width, step):
-            execute(full, params[i : i + step])
-        rest = len(rows) - whole
-        if rest:
-            execute(head + ", ".join([one] * rest) + " ON CONFLICT DO NOTHING", params[whole * width :])
 
 
 def insert_word_counts(run_id, measures, saved, counter_for):
@@ -619,7 +544,6 @@ class MeasureRunJob(jobs.JobKind):
                 measures = scorer.score(outputs, attributions_for(ids))
                 with transaction.atomic():
                     saved = insert_measures(run.pk, measures)
-                    insert_sentences([(saved[m.unit.pk], m) for m in measures if m.unit.pk in saved and m.sentences])
                     insert_word_counts(run.pk, measures, saved, scorer.counter)
                 del measures
             for out in outputs:

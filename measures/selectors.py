@@ -4,7 +4,7 @@ import math
 from collections import defaultdict
 
 from .contrasts import DEFAULT_GROUPINGS, compute, per_context_scores
-from .models import LexiconCategory, OutputMeasure, SentenceMeasure
+from .models import LexiconCategory, OutputMeasure
 
 LABEL_COLORS = {"positive": "#2f9e44", "neutral": "#adb5bd", "negative": "#e03131", "other": "#845ef7"}
 
@@ -175,23 +175,25 @@ def success_counts(run):
 
 def sentence_rows(run):
     info = run.classifier_info or {}
-    qs = (
-        SentenceMeasure.objects.filter(output_measure__run=run)
-        .select_related("output_measure__output")
-        .order_by("output_measure__output_id", "index")
+    measures = (
+        OutputMeasure.objects.filter(run=run)
+        .exclude(sentences_packed=b"")
+        .select_related("output")
+        .order_by("output_id")
     )
-    for s in qs.iterator(chunk_size=2000):
-        om = s.output_measure
-        yield {
-            "measure_run": run.pk,
-            "output_id": om.output_id,
-            "gender": om.gender,
-            "sentence": s.index,
-            "start": s.start,
-            "end": s.end,
-            "text": om.output.text[s.start : s.end],
-            "label": s.label,
-            "score": s.score,
-            "classifier": info.get("model_id", ""),
-            "revision": info.get("revision", ""),
-        }
+    for om in measures.iterator(chunk_size=500):
+        text = om.output.text
+        for s in om.sentence_rows():
+            yield {
+                "measure_run": run.pk,
+                "output_id": om.output_id,
+                "gender": om.gender,
+                "sentence": s.index,
+                "start": s.start,
+                "end": s.end,
+                "text": text[s.start : s.end],
+                "label": s.label,
+                "score": s.score,
+                "classifier": info.get("model_id", ""),
+                "revision": info.get("revision", ""),
+            }

@@ -370,7 +370,7 @@ def run_output(request, study_id, run_id, output_id):
     categories = {str(c.pk): c for c in LexiconCategory.objects.filter(lexicon__in=run.lexicons.all())}
     counts = [(categories[k], n) for k, n in measure.category_counts.items() if k in categories]
     text = measure.output.text
-    sentences = [(s, text[s.start : s.end]) for s in measure.sentences.all()]
+    sentences = [(s, text[s.start : s.end]) for s in measure.sentence_rows()]
     return render(
         request,
         "measures/output.html",

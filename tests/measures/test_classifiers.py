@@ -99,7 +99,7 @@ def test_label_shares():
 @pytest.mark.django_db
 def test_measure_run_with_local_transformers_model_records_provenance(tiny_model, study, make_outputs):
     from measures import scoring
-    from measures.models import SentenceMeasure
+    from measures.models import OutputMeasure
 
     make_outputs(
         study,
@@ -125,11 +125,11 @@ def test_measure_run_with_local_transformers_model_records_provenance(tiny_model
         )
         assert run.classifier_info["label_map"] == {"0": "negative", "1": "neutral", "2": "positive"}
         labels.append(
-            list(
-                SentenceMeasure.objects.filter(output_measure__run=run)
-                .order_by("output_measure__output_id", "index")
-                .values_list("label", "score")
-            )
+            [
+                (s.label, s.score)
+                for m in OutputMeasure.objects.filter(run=run).order_by("output_id")
+                for s in m.sentence_rows()
+            ]
         )
     assert len(labels[0]) == 4 and [lab for lab, _ in labels[0]] == [lab for lab, _ in labels[1]]
     assert [s for _, s in labels[0]] == pytest.approx([s for _, s in labels[1]], abs=1e-6)

@@ -12,7 +12,7 @@ from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from measures import contrasts, lexical, scoring, services
 from measures import stats as mstats
-from measures.models import ContrastResult, OutputMeasure, SentenceMeasure
+from measures.models import ContrastResult, OutputMeasure
 
 from .test_speed_equivalence import PIECES, _reference_matcher_counts, reference_split
 
@@ -125,7 +125,7 @@ def test_measure_run_equals_plain_computation(study, make_outputs, library_lexic
                 ]
             expected_counts.update(_reference_matcher_counts(specs_, exclusions, lx.count_policy, text))
         assert m.category_counts == expected_counts, text
-        rows = list(SentenceMeasure.objects.filter(output_measure=m).order_by("index"))
+        rows = m.sentence_rows()
         expected_rows = []
         for s in sentences:
             label, score, scores = reference_vader(analyzer, s.text)

@@ -6,7 +6,7 @@ from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from generation.counterfactual import swap_gender
 from measures import contrasts, scoring, services
-from measures.models import ContrastResult, OutputMeasure, SentenceMeasure
+from measures.models import ContrastResult, OutputMeasure
 
 pytestmark = pytest.mark.django_db
 
@@ -145,12 +145,12 @@ def test_sentence_classifier_shares_chi2_and_fairness(study, make_outputs):
     assert m.sentence_count == 3 and m.label_shares == pytest.approx(
         {"negative": 0, "neutral": 1 / 3, "positive": 2 / 3}
     )
-    sents = list(SentenceMeasure.objects.filter(output_measure=m).order_by("index"))
+    sents = m.sentence_rows()
     assert [m.output.text[s.start : s.end] for s in sents] == ["Kelly is wonderful.", "She is kind.", "She went home."]
     chi2 = ContrastResult.objects.get(run=run, kind="chi2", grouping="overall").result
     table = {"F": {}, "M": {}}
     for om in OutputMeasure.objects.filter(run=run):
-        for s in om.sentences.all():
+        for s in om.sentence_rows():
             table[om.gender][s.label] = table[om.gender].get(s.label, 0) + 1
     labels = sorted(set(table["F"]) | set(table["M"]))
     ref = sps.chi2_contingency([[table[g].get(lb, 0) for lb in labels] for g in ("F", "M")], correction=False)

@@ -212,11 +212,11 @@ def test_scoring_and_sentence_rows_run_without_cyclic_gc(db, study, make_outputs
     from measures.classifiers import VaderClassifier
 
     seen = []
-    original_predict, original_insert = VaderClassifier.predict, scoring._insert_sentences
+    original_predict, original_insert = VaderClassifier.predict, scoring.insert_measures
     monkeypatch.setattr(
         VaderClassifier, "predict", lambda self, texts: seen.append(gc.isenabled()) or original_predict(self, texts)
     )
-    monkeypatch.setattr(scoring, "_insert_sentences", lambda ms: seen.append(gc.isenabled()) or original_insert(ms))
+    monkeypatch.setattr(scoring, "insert_measures", lambda *a: seen.append(gc.isenabled()) or original_insert(*a))
     make_outputs(study, [{"text": "She is kind. She is a nurse.", "slot_values": {"name": "Kelly"}}])
     run = scoring.create_run(study, name="gc", classifier="vader")
     scoring.start(run)
@@ -270,25 +270,6 @@ def test_text_counter_with_a_full_cache_counts_the_same(monkeypatch):
     for text in random_texts(100, seed=4):
         n_words, counts, _ = counter.count(text)
         assert (n_words, counts) == (sum(lexical.prepare(text)[1].values()), matcher.count(text)), text
-
-
-def test_scores_json_is_json_dumps():
-    import json
-
-    from measures.scoring import scores_json
-
-    cases = [
-        {"neg": 0.0, "neu": 0.662, "pos": 0.338, "compound": 0.8316},
-        {"neg": 1e-300, "neu": 1.0, "pos": -0.0, "compound": 1 / 3},
-        {"a": 1, "b": 2.5},
-        {"nan": float("nan"), "x": float("inf")},
-        {'qu"ote': 0.5, "ü%s": 0.25},
-        {},
-        {"flag": True, "none": None},
-        {1: 0.5},
-    ]
-    for scores in cases:
-        assert scores_json(scores) == json.dumps(scores), scores
 
 
 SENTENCE_PIECES = [
@@ -365,23 +346,3 @@ def test_split_sentences_equals_the_reference_on_tricky_ends():
         assert [(s.index, s.start, s.end, s.text) for s in textproc.split_sentences(text)] == want, repr(text)
         assert [(s.index, s.start, s.end, s.text) for s in textproc._split_by_rules(text)] == want, repr(text)
         assert all(type(s) is textproc.Sentence for s in textproc.split_sentences(text))
-
-
-def test_scores_texts_is_json_dumps_of_each():
-    import json
-
-    from measures.scoring import scores_texts
-
-    same = [{"neg": 0.0, "neu": 0.5 + i / 7, "pos": -0.0, "compound": 1e-300 * i} for i in range(50)]
-    cases = [
-        same,
-        [],
-        same + [{"neg": 0.1, "neu": 0.9}],
-        same + [{"neg": 1, "neu": 0.5, "pos": 0.0, "compound": 0.0}],
-        same + [{"neg": float("nan"), "neu": 0.5, "pos": 0.0, "compound": 0.0}],
-        [{'qu"o%te': 0.5, "\\x00": 0.25}] * 3,
-        [{}, {}],
-        [{1: 0.5}],
-    ]
-    for all_scores in cases:
-        assert scores_texts(all_scores) == [json.dumps(s) for s in all_scores], all_scores

@@ -262,6 +262,13 @@ def test_export_datasets_registered_and_rows(setup):
     assert list(found["text_measures"].rows(setup["study"], {"models": ["nobody"]})) == []
     sentences = list(found["text_sentences"].rows(setup["study"], {}))
     assert sentences and all(set(r) == {c.name for c in found["text_sentences"].columns} for r in sentences)
+    from measures.models import OutputMeasure
+
+    scored = OutputMeasure.objects.filter(run__study=setup["study"], run__classifier="vader")
+    assert len(sentences) == sum(m.sentence_count for m in scored) > 0
+    texts = {m.output_id: m.output.text for m in scored}
+    for r in sentences:
+        assert r["text"] == texts[r["output_id"]][r["start"] : r["end"]] and r["scores"]["compound"] == r["score"]
     contrasts = list(found["text_contrasts"].rows(setup["study"], {}))
     care_or = next(
         r for r in contrasts if r["kind"] == "category" and r["grouping"] == "overall" and r["name"] == "Care"

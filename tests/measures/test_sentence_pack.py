@@ -1,0 +1,46 @@
+"""Packed sentence rows give back exactly what was packed."""
+
+import pytest
+
+from measures.sentence_pack import PackError, SentenceRow, pack, unpack
+
+
+def columns(rows):
+    return [list(c) for c in zip(*rows, strict=True)] if rows else [[]] * 6
+
+
+def test_vader_like_rows_come_back_as_they_went_in():
+    rows = [
+        SentenceRow(0, 0, 12, "positive", 0.4404, {"neg": 0.0, "neu": 0.56, "pos": 0.44, "compound": 0.4404}),
+        SentenceRow(1, 13, 40, "negative", -0.1, {"neg": 0.2, "neu": 0.8, "pos": 0.0, "compound": -0.1}),
+        SentenceRow(2, 41, 2**31, "neutral", None, {"neg": 0.1, "neu": 0.8, "pos": 0.1, "compound": 0.0}),
+    ]
+    packed = pack(*columns(rows))
+    assert isinstance(packed, bytes) and unpack(packed) == rows
+    assert unpack(memoryview(packed)) == rows  # PostgreSQL hands bytea back as a memoryview
+
+
+def test_rows_whose_scores_are_not_one_table_of_floats_keep_them_as_given():
+    rows = [
+        SentenceRow(0, 0, 5, "Frau ≠ Mann", 1.0, {"a": 1, "b": "x"}),
+        SentenceRow(1, 6, 9, "", 0.25, {}),
+        SentenceRow(2, 10, 20, "x" * 100, 0.5, {"c": 0.5}),
+    ]
+    assert unpack(pack(*columns(rows))) == rows
+
+
+def test_labels_are_cut_to_100_characters_and_no_rows_pack_to_nothing():
+    (row,) = unpack(pack([0], [0], [3], ["y" * 150], [0.5], [{"p": 0.5}]))
+    assert row.label == "y" * 100
+    assert pack([], [], [], [], [], []) == b"" and unpack(b"") == [] and unpack(None) == []
+
+
+@pytest.mark.parametrize("data", [b"rows", b"SP1\n\x05\x00\x00\x00{bad}", b"SP1\n\x02\x00\x00\x00{}"[:-1]])
+def test_bytes_that_are_not_packed_rows_are_refused(data):
+    with pytest.raises(PackError):
+        unpack(data)
+
+
+def test_columns_of_different_lengths_are_refused():
+    with pytest.raises(PackError):
+        pack([0, 1], [0], [3], ["a"], [0.5], [{}])
