@@ -8,7 +8,10 @@ Stars follow Wan et al. 2023: * p < .1, ** p < .05, *** p < .01.
 import math
 
 import numpy as np
-from scipy import stats as sps
+
+from stereoscope.lazy_imports import LazyModule
+
+sps = LazyModule("scipy.stats")
 
 
 class StatsError(ValueError):

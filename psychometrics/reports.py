@@ -1,8 +1,9 @@
 """Reads: the analysis report of a run (per model), cross-run comparisons, the missing-value table and the
 extraction audit. Pure statistics come from analysis / reliability / validity / group_tests."""
 
-import pandas as pd
 from django.db.models import Count, Q
+
+from stereoscope.lazy_imports import LazyModule
 
 from . import reliability
 from .analysis import analyze, sanitize
@@ -17,6 +18,8 @@ from .group_tests import (
 from .models import BARE_CONTEXT_KEY, ExtractionAudit, Response, ResponseStatus
 from .scoring import score, score_names
 from .validity import correlation
+
+pd = LazyModule("pandas")
 
 STATUSES = ["ok", "refused", "inconclusive", "not_present"]
 

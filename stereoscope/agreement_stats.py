@@ -18,7 +18,10 @@ from itertools import combinations
 
 import krippendorff
 import numpy as np
-from scipy import sparse
+
+from .lazy_imports import LazyModule
+
+sparse = LazyModule("scipy.sparse")
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
 COEFFICIENTS = ("krippendorff_alpha", "percent_agreement", "fleiss_kappa", "cohen_kappa_mean", "gwet_ac1")

@@ -44,6 +44,13 @@ def describe_exit(returncode):
     return f"exited with status {returncode}"
 
 
+def worker_environment(environ=None):
+    """The worker's environment: serve's own, without Django's system checks at the worker's start (serve ran them
+    for the same settings before starting anything; they import every URL module and view, seconds of each
+    restart)."""
+    return {**(os.environ if environ is None else environ), "CELERY_SKIP_CHECKS": "1"}
+
+
 class Command(BaseCommand):
     help = "Serve Stereoscope with gunicorn and start one Celery worker beside it (restarted if it dies)."
 
@@ -96,7 +103,9 @@ class Command(BaseCommand):
         ]
 
         def start_worker():
-            return subprocess.Popen(worker_cmd, cwd=settings.BASE_DIR, preexec_fn=die_with_parent)
+            return subprocess.Popen(
+                worker_cmd, cwd=settings.BASE_DIR, env=worker_environment(), preexec_fn=die_with_parent
+            )
 
         state = {"worker": None if no_worker else start_worker(), "stopping": False}
         web = subprocess.Popen(web_cmd, cwd=settings.BASE_DIR, preexec_fn=die_with_parent)
