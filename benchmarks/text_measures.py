@@ -73,6 +73,7 @@ def main():
 
     load_builtins(builtin_specs(), log=lambda *_: None)
     import scipy.stats  # noqa: F401  imported on first use (stereoscope/lazy_imports.py): part of start-up, not timed
+
     lexicons = list(Lexicon.objects.filter(study__is_library=True))
     words = [w for lx in lexicons for c in lx.categories.all() for w in c.words if " " not in w]
     common = (

@@ -89,11 +89,14 @@ class CeleryProcesses:
         self.processes.append(process)
         return process
 
-    def start_worker(self, queue, hostname=None):
-        """One worker (solo pool) consuming only `queue`; its hostname defaults to <queue>-<n>@<host>."""
+    def start_worker(self, queue, hostname=None, beat_schedule=None):
+        """One worker (solo pool) consuming only `queue`; its hostname defaults to <queue>-<n>@<host>. With
+        `beat_schedule` (a file path) it also runs Celery beat, as `serve`'s worker does (`--beat`: a forked child)."""
         n = sum(1 for p in self.processes if p.hostname)
         hostname = hostname or f"{queue}-{n}@{self.host}"
         args = ["worker", "--pool", "solo", "-Q", queue, "--hostname", hostname, "--without-mingle", "--without-gossip"]
+        if beat_schedule:
+            args += ["--beat", "--schedule", str(beat_schedule)]
         process = self._start(hostname.replace("@", "-at-"), args)
         process.hostname = hostname
         return process

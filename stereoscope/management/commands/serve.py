@@ -14,20 +14,12 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from stereoscope.process_lifetime import die_with_parent
+
 log = logging.getLogger("stereoscope.serve")
 BACKOFF_BASE_S = 1.0
 BACKOFF_MAX_S = 30.0
 HEALTHY_RUN_S = 60.0  # a worker that lived this long resets the back-off
-
-
-def die_with_parent():
-    """Linux: the child gets SIGTERM when `serve` exits, however it exits."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 def restart_delay(failures, base=BACKOFF_BASE_S, cap=BACKOFF_MAX_S):
