@@ -54,19 +54,19 @@ def test_a_worker_binding_while_another_creates_the_exchange_table_does_not_fail
     ("JSONDecodeError: Expecting value"; seen in a .ci/run scale-out test)."""
     with control_channel(tmp_path) as conn:
         channel = conn.default_channel
-        table = channel._exchange_file("celery")
+        table = channel._exchange_file("jobs")
         table.parent.mkdir(exist_ok=True)
         table.write_bytes(b"")  # created by the other worker, its write still to come
-        assert channel.get_table("celery") == []
-        channel._queue_bind("celery", "q1", None, "q1")
-        channel._queue_bind("celery", "q2", None, "q2")
-        channel._queue_bind("celery", "q1", None, "q1")
-        assert sorted(q.queue for q in channel.get_table("celery")) == ["q1", "q2"]
+        assert channel.get_table("jobs") == []
+        channel._queue_bind("jobs", "q1", None, "q1")
+        channel._queue_bind("jobs", "q2", None, "q2")
+        channel._queue_bind("jobs", "q1", None, "q1")
+        assert sorted(q.queue for q in channel.get_table("jobs")) == ["q1", "q2"]
         assert json.loads(table.read_text()) == [["q2", "", "q2"], ["q1", "", "q1"]]
-        channel._delete("q2", "celery", "q2", None)
-        assert [q.queue for q in channel.get_table("celery")] == ["q1"]
+        channel._delete("q2", "jobs", "q2", None)
+        assert [q.queue for q in channel.get_table("jobs")] == ["q1"]
         table.write_bytes(b"")
-        channel._delete("q1", "celery", "q1", None)  # an empty table: nothing to remove, no error
+        channel._delete("q1", "jobs", "q1", None)  # an empty table: nothing to remove, no error
 
 
 def _bind_many(folder, worker, start):
@@ -77,7 +77,7 @@ def _bind_many(folder, worker, start):
         time.sleep(0.001)
     with control_channel(folder) as conn:
         for i in range(20):
-            conn.default_channel._queue_bind("celery", f"w{worker}-{i}", None, f"w{worker}-{i}")
+            conn.default_channel._queue_bind("jobs", f"w{worker}-{i}", None, f"w{worker}-{i}")
     os._exit(0)
 
 
@@ -94,5 +94,5 @@ def test_workers_binding_at_once_keep_every_binding(tmp_path):
         p.join(30)
     assert [p.exitcode for p in procs] == [0] * 6
     with control_channel(tmp_path) as conn:
-        bound = {q.queue for q in conn.default_channel.get_table("celery")}
+        bound = {q.queue for q in conn.default_channel.get_table("jobs")}
     assert bound == {f"w{w}-{i}" for w in range(6) for i in range(20)}
