@@ -6,6 +6,7 @@ import json
 from stereoscope.datasets import Column, register_dataset
 
 from .models import ContrastResult, LexiconCategory, MeasureRun, OutputMeasure
+from .selectors import packed_sentences
 
 MEASURE_COLUMNS = (
     Column("measure_run_id", "Measure run id."),
@@ -115,27 +116,22 @@ SENTENCE_COLUMNS = (
 @register_dataset("text_sentences", title="Classifier labels per sentence", app="measures", columns=SENTENCE_COLUMNS)
 def text_sentence_rows(study, options):
     runs = {r.pk: r for r in MeasureRun.objects.filter(study=study)}
-    measures = (
-        _measures(study, options).exclude(sentences_packed=b"").select_related("output").order_by("run_id", "output_id")
-    )
-    for om in measures.iterator(chunk_size=500):
+    for om, text, s in packed_sentences(_measures(study, options).order_by("run_id", "output_id")):
         info = runs[om.run_id].classifier_info or {}
-        text = om.output.text
-        for s in om.sentence_rows():
-            yield {
-                "measure_run_id": om.run_id,
-                "output_id": om.output_id,
-                "gender": om.gender,
-                "sentence": s.index,
-                "start": s.start,
-                "end": s.end,
-                "text": text[s.start : s.end],
-                "label": s.label,
-                "score": s.score,
-                "scores": s.scores,
-                "classifier": info.get("model_id", ""),
-                "revision": info.get("revision", ""),
-            }
+        yield {
+            "measure_run_id": om.run_id,
+            "output_id": om.output_id,
+            "gender": om.gender,
+            "sentence": s.index,
+            "start": s.start,
+            "end": s.end,
+            "text": text[s.start : s.end],
+            "label": s.label,
+            "score": s.score,
+            "scores": s.scores,
+            "classifier": info.get("model_id", ""),
+            "revision": info.get("revision", ""),
+        }
 
 
 CONTRAST_COLUMNS = (

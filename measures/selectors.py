@@ -173,27 +173,29 @@ def success_counts(run):
     return [{"model": m, "gender": g, **entry} for (m, g), entry in sorted(table.items())]
 
 
-def sentence_rows(run):
-    info = run.classifier_info or {}
-    measures = (
-        OutputMeasure.objects.filter(run=run)
-        .exclude(sentences_packed=b"")
-        .select_related("output")
-        .order_by("output_id")
-    )
+def packed_sentences(measures):
+    """(output measure, its output's text, SentenceRow) for each stored sentence of these output measures, in the
+    queryset's order (measures without sentence rows are skipped)."""
+    measures = measures.exclude(sentences_packed=b"").select_related("output")
     for om in measures.iterator(chunk_size=500):
         text = om.output.text
         for s in om.sentence_rows():
-            yield {
-                "measure_run": run.pk,
-                "output_id": om.output_id,
-                "gender": om.gender,
-                "sentence": s.index,
-                "start": s.start,
-                "end": s.end,
-                "text": text[s.start : s.end],
-                "label": s.label,
-                "score": s.score,
-                "classifier": info.get("model_id", ""),
-                "revision": info.get("revision", ""),
-            }
+            yield om, text, s
+
+
+def sentence_rows(run):
+    info = run.classifier_info or {}
+    for om, text, s in packed_sentences(OutputMeasure.objects.filter(run=run).order_by("output_id")):
+        yield {
+            "measure_run": run.pk,
+            "output_id": om.output_id,
+            "gender": om.gender,
+            "sentence": s.index,
+            "start": s.start,
+            "end": s.end,
+            "text": text[s.start : s.end],
+            "label": s.label,
+            "score": s.score,
+            "classifier": info.get("model_id", ""),
+            "revision": info.get("revision", ""),
+        }
