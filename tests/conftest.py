@@ -2,6 +2,7 @@
 
 import os
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
@@ -83,12 +84,12 @@ def django_db_setup(
     django_db_createdb,
     django_db_modify_db_settings,
 ):
-    """pytest-django's test database set-up (same options), with the migrated database copied from the run's first
-    xdist worker (tests/db_template.py) instead of migrated again in each."""
+    """pytest-django's test database set-up (same options), with the database built from the models and every
+    migration recorded as applied (tests/db_template.py), then copied from the run's first xdist worker."""
     from django.test.utils import setup_databases, teardown_databases
     from pytest_django.fixtures import _disable_migrations, _get_databases_for_setup
 
-    from tests.db_template import test_databases_from_template
+    from tests.db_template import built_from_models, test_databases_from_template
 
     keepdb = django_db_keepdb and not django_db_createdb
     if not django_db_use_migrations:
@@ -96,7 +97,11 @@ def django_db_setup(
     aliases, serialized_aliases = _get_databases_for_setup(request.session.items)
     verbosity = request.config.option.verbose
     share = django_db_use_migrations and not keepdb
-    with django_db_blocker.unblock(), test_databases_from_template(request.config, aliases, share):
+    with (
+        django_db_blocker.unblock(),
+        test_databases_from_template(request.config, aliases, share),
+        built_from_models(aliases) if django_db_use_migrations else nullcontext(),
+    ):
         db_cfg = setup_databases(
             verbosity=verbosity,
             interactive=False,

@@ -1,5 +1,6 @@
-"""Under pytest-xdist the first worker migrates the test database and the others start from its copy
-(tests/db_template.py); a copied database must be as migrated as one built from scratch."""
+"""Under pytest-xdist the first worker builds the test database (from the models, every migration recorded as
+applied) and the others start from its copy (tests/db_template.py); a copied database must be as migrated as one
+built from scratch."""
 
 import os
 
