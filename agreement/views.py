@@ -4,7 +4,7 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from stereoscope import agreement_stats as ag
 from stereoscope.downloads import table_download
@@ -58,6 +58,7 @@ def _report_params(request):
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def agreement_report(request, study_id):
     try:
         params = _report_params(request)
@@ -102,6 +103,7 @@ def _table_request(request):
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def agreement_table(request, study_id):
     try:
         table, level, codebook = _table_request(request)
@@ -186,6 +188,7 @@ def _confusion_context(table, confusion):
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def agreement_confusion(request, study_id):
     """htmx partial: the confusion table of the chosen pair."""
     try:
@@ -248,6 +251,7 @@ def agreement_gold(request, study_id):
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def agreement_export(request, study_id):
     """CSV of any agreement table: report, coder_matrix, judge_human, ratings, pairs, confusion, disagreements, gold."""
     kind = request.GET.get("table", "report")

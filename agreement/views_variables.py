@@ -5,7 +5,7 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from stereoscope.models import Role
 from stereoscope.permissions import study_role_required
@@ -15,6 +15,7 @@ from .rating_tables import AgreementRequestError
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def variable_list(request, study_id):
     from annotation.selectors import study_variables
 
@@ -24,6 +25,7 @@ def variable_list(request, study_id):
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def variable_detail(request, study_id, variable_id):
     try:
         variable = variables.get_variable(request.study, variable_id)

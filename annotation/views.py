@@ -8,7 +8,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from generation import selectors as generation
 from stereoscope import jobs
@@ -51,6 +51,7 @@ def _found(obj, message):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def coding_home(request, study_id):
     study = request.study
     is_researcher = has_role(request.user, study, Role.RESEARCHER)
@@ -157,6 +158,7 @@ def _codebook_context(request, codebook, error=""):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def codebook_detail(request, study_id, codebook_id):
     codebook = _codebook(request, codebook_id)
     return render(request, "annotation/codebook.html", _codebook_context(request, codebook))
@@ -249,6 +251,7 @@ def codebook_edit(request, study_id, codebook_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def codebook_export(request, study_id, codebook_id):
     codebook = _codebook(request, codebook_id)
     kind = request.GET.get("file_format", "qdc")
@@ -258,6 +261,7 @@ def codebook_export(request, study_id, codebook_id):
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def codings_export(request, study_id, codebook_id):
     codebook = _codebook(request, codebook_id)
     kind = request.GET.get("file_format", "csv")
@@ -270,6 +274,7 @@ def codings_export(request, study_id, codebook_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def frequencies(request, study_id, codebook_id):
     codebook = _codebook(request, codebook_id)
     level = request.GET.get("level", "code")
@@ -508,6 +513,7 @@ def _workspace_objects(request, codebook_id, output_id):
 
 
 @study_role_required(Role.CODER)
+@require_safe
 def workspace(request, study_id, codebook_id, output_id):
     codebook, output = _workspace_objects(request, codebook_id, output_id)
     context = _workspace_context(request, codebook, output)
@@ -517,6 +523,7 @@ def workspace(request, study_id, codebook_id, output_id):
 
 
 @study_role_required(Role.CODER)
+@require_safe
 def queue_next(request, study_id, codebook_id):
     codebook = _codebook(request, codebook_id)
     nxt = services.next_assignment(codebook, request.user)
@@ -763,6 +770,7 @@ def _discover_page(request, study, codebook, estimate=None, form=None):
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def discovery_detail(request, study_id, codebook_id, discovery_id):
     """One discovery's job page: progress, requests with their calls and cost, batches, actions, suggestions."""
     from .models import CodeDiscovery

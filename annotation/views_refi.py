@@ -5,7 +5,7 @@ from django import forms
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from stereoscope.models import Role
 from stereoscope.permissions import study_role_required
@@ -47,6 +47,7 @@ def refi_import(request, study_id):
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def codebook_qdc(request, study_id, codebook_id):
     codebook = get_object_or_404(Codebook, pk=codebook_id, study=request.study)
     response = HttpResponse(export_qdc(request.study, codebook), content_type="application/xml")

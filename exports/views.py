@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from stereoscope.models import Role
 from stereoscope.permissions import LEVELS, has_role, study_role_required
@@ -121,6 +121,7 @@ def exports_page(request, study_id):
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def jobs_partial(request, study_id):
     """The jobs table, polled by htmx while a job runs."""
     return render(
@@ -143,6 +144,7 @@ def _check_job_access(role, job):
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def download(request, study_id, job_id):
     job = get_object_or_404(ExportJob, pk=job_id, study=request.study)
     _check_job_access(request.study_role, job)

@@ -11,7 +11,7 @@ from django.db.models.functions import Substr
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
@@ -32,6 +32,7 @@ def _run(request, run_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def endpoint_list(request, study_id):
     endpoints = ModelEndpoint.objects.filter(study=request.study).annotate(n_outputs=Count("outputs")).order_by("name")
     return render(
@@ -90,6 +91,7 @@ def endpoint_delete(request, study_id, endpoint_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def run_list(request, study_id):
     qs = (
         GenerationRun.objects.filter(study=request.study)
@@ -138,6 +140,7 @@ def run_create(request, study_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def run_plan(request, study_id, run_id):
     run = _run(request, run_id)
     if run.is_import:
@@ -181,6 +184,7 @@ def is_live(run):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def run_detail(request, study_id, run_id):
     run = _run(request, run_id)
     context = _progress_context(request, run)
@@ -189,6 +193,7 @@ def run_detail(request, study_id, run_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def run_progress(request, study_id, run_id):
     """The htmx partial polled while a run is live."""
     run = _run(request, run_id)
@@ -280,6 +285,7 @@ def run_collect(request, study_id, run_id):
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def run_collect_sheet(request, study_id, run_id, fmt):
     run = _run(request, run_id)
     if fmt not in ("csv", "xlsx") or not collect.has_manual(run):
@@ -359,6 +365,7 @@ def filtered_outputs(study, params):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def output_list(request, study_id):
     study = request.study
     qs, filters = filtered_outputs(study, request.GET)
@@ -391,6 +398,7 @@ def output_list(request, study_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def output_detail(request, study_id, output_id):
     output = get_object_or_404(
         Output.objects.select_related("run", "item__dimension", "endpoint"), pk=output_id, study=request.study

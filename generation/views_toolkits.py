@@ -8,7 +8,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.text import slugify
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_POST, require_safe
 
 from stereoscope.downloads import table_download
 from stereoscope.models import Role, Study
@@ -154,6 +154,7 @@ def toolkit_copy(request, study_id, toolkit_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def toolkit_detail(request, study_id, toolkit_id):
     toolkit = _toolkit(request, toolkit_id, library_ok=True)
     in_library = toolkit.study_id != request.study.pk

@@ -4,7 +4,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from generation import batches
 from generation import selectors as generation
@@ -24,6 +24,7 @@ def _round(request, round_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def overview(request, study_id):
     study = request.study
     round_list = list(
@@ -68,6 +69,7 @@ def template_new(request, study_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def template_detail(request, study_id, template_id):
     template = get_object_or_404(rounds.templates_for(request.study), pk=template_id)
     return render(
@@ -114,6 +116,7 @@ def round_new(request, study_id):
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def round_detail(request, study_id, round_id):
     rnd = _round(request, round_id)
     plan, plan_error = rnd.plan, None
@@ -145,6 +148,7 @@ def round_detail(request, study_id, round_id):
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def round_progress(request, study_id, round_id):
     rnd = _round(request, round_id)
     response = render(request, "judging/_progress.html", {"round": rnd, "counts": rounds.status_counts(rnd)})
@@ -192,6 +196,7 @@ def round_action(request, study_id, round_id, what):
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def verdict_detail(request, study_id, round_id, verdict_id):
     rnd = _round(request, round_id)
     verdict = get_object_or_404(Verdict.objects.select_related("output", "output__item"), pk=verdict_id, round=rnd)
@@ -232,6 +237,7 @@ def _report_context(rnd_list, method, weak_below=0.3):
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def round_report(request, study_id, round_id):
     rnd = _round(request, round_id)
     method = request.GET.get("method", reports.W.DEFAULT_METHOD)
@@ -243,6 +249,7 @@ def round_report(request, study_id, round_id):
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def round_verdicts_export(request, study_id, round_id, fmt):
     rnd = _round(request, round_id)
     if fmt not in ("csv", "json"):

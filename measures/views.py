@@ -6,7 +6,7 @@ import json
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from generation import selectors as generation
 from stereoscope.downloads import table_download
@@ -36,6 +36,7 @@ def _run(request, run_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def index(request, study_id):
     study = request.study
     lexicons = (
@@ -89,6 +90,7 @@ def lexicon_import(request, study_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def lexicon_detail(request, study_id, lexicon_id):
     lexicon = _lexicon(request, lexicon_id)
     categories = [(c, services.category_warnings(c)) for c in lexicon.categories.all()]
@@ -111,6 +113,7 @@ def lexicon_detail(request, study_id, lexicon_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def lexicon_export(request, study_id, lexicon_id):
     lexicon = _lexicon(request, lexicon_id)
     response = HttpResponse(
@@ -263,6 +266,7 @@ def _run_context(request, run):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def run_detail(request, study_id, run_id):
     run = _run(request, run_id)
     ctx = _run_context(request, run)
@@ -288,6 +292,7 @@ def _gender_source_counts(run):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def run_progress(request, study_id, run_id):
     run = _run(request, run_id)
     return render(request, "measures/_run_progress.html", _run_context(request, run))
@@ -322,6 +327,7 @@ def run_action(request, study_id, run_id, action):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def run_report(request, study_id, run_id):
     run = _run(request, run_id)
     choices = selectors.grouping_choices(run)
@@ -342,6 +348,7 @@ def run_report(request, study_id, run_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def run_pairs(request, study_id, run_id):
     run = _run(request, run_id)
     pairs = twin_pairs(rows_for(run))[:200]
@@ -364,6 +371,7 @@ def run_pairs(request, study_id, run_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def run_output(request, study_id, run_id, output_id):
     run = _run(request, run_id)
     measure = get_object_or_404(OutputMeasure.objects.select_related("output__item"), run=run, output_id=output_id)
@@ -396,6 +404,7 @@ def _csv_response(rows, filename):
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def run_csv(request, study_id, run_id, kind):
     run = _run(request, run_id)
     if kind == "outputs":
@@ -408,6 +417,7 @@ def run_csv(request, study_id, run_id, kind):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def output_layer(request, study_id, output_id):
     """An htmx partial for any output viewer (generation, coding): the text with a chosen lexicon's layer.
     ?lexicon=<id> (repeatable); default: the lexicons of the study's latest measure run, else none."""

@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from generation import batches
 from generation.models import RunStatus
@@ -35,6 +35,7 @@ def _ctx(request, **extra):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def index(request, study_id):
     study = request.study
     return render(
@@ -69,6 +70,7 @@ def instrument_import(request, study_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def instrument_detail(request, study_id, instrument_id):
     instrument = get_object_or_404(services.instruments_for(request.study), pk=instrument_id)
     spec = instrument.to_spec()
@@ -86,6 +88,7 @@ def instrument_detail(request, study_id, instrument_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def instrument_export(request, study_id, instrument_id):
     instrument = get_object_or_404(services.instruments_for(request.study), pk=instrument_id)
     response = JsonResponse(
@@ -96,6 +99,7 @@ def instrument_export(request, study_id, instrument_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def personas(request, study_id):
     return render(
         request,
@@ -149,6 +153,7 @@ def persona_generate(request, study_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def persona_set_detail(request, study_id, set_id):
     ps = get_object_or_404(services.persona_sets_for(request.study), pk=set_id)
     page = Paginator(ps.personas.all(), 100).get_page(request.GET.get("page"))
@@ -226,6 +231,7 @@ def context_import(request, study_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def context_set_detail(request, study_id, set_id):
     cs = get_object_or_404(ContextSet, pk=set_id, study=request.study)
     page = Paginator(cs.contexts.all(), 100).get_page(request.GET.get("page"))
@@ -320,6 +326,7 @@ def _run(request, run_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def run_detail(request, study_id, run_id):
     run = _run(request, run_id)
     plan = runs.plan(run) if run.status == RunStatus.DRAFT else None
@@ -341,6 +348,7 @@ def run_detail(request, study_id, run_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def run_progress(request, study_id, run_id):
     run = _run(request, run_id)
     return render(
@@ -364,6 +372,7 @@ def run_action(request, study_id, run_id, action):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def run_report(request, study_id, run_id):
     run = _run(request, run_id)
     report = reports.run_report(run)
@@ -371,6 +380,7 @@ def run_report(request, study_id, run_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def run_responses(request, study_id, run_id):
     run = _run(request, run_id)
     qs = run.responses.select_related("item", "context", "endpoint")
@@ -433,6 +443,7 @@ def run_collect(request, study_id, run_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def run_compare(request, study_id):
     study = request.study
     all_runs = QuestionnaireRun.objects.filter(study=study).select_related("instrument")
@@ -466,6 +477,7 @@ def run_compare(request, study_id):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def validation(request, study_id):
     """Jung's validation table: one run plus its alternate-form, option-order and convergent runs."""
     all_runs = QuestionnaireRun.objects.filter(study=request.study).select_related("instrument")
@@ -492,6 +504,7 @@ def validation(request, study_id):
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def run_export(request, study_id, run_id, fmt):
     run = _run(request, run_id)
     opts = {"run_ids": [run.pk]}

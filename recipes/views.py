@@ -4,7 +4,7 @@ confirm to apply (study admins)."""
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from stereoscope.models import Role
 from stereoscope.permissions import has_role, study_role_required
@@ -42,6 +42,7 @@ def recipe_page(request, study_id):
 
 
 @study_role_required(Role.RESEARCHER)
+@require_safe
 def recipe_download(request, study_id):
     response = HttpResponse(dump(export_recipe(request.study)), content_type="application/yaml; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="study-{request.study.pk}-recipe.yaml"'

@@ -2,7 +2,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from . import invitations, services
 from .dashboard import study_counts
@@ -24,6 +24,7 @@ def study_list(request):
 
 
 @study_role_required(VIEWER)
+@require_safe
 def study_dashboard(request, study_id):
     study = request.study
     return render(
