@@ -90,6 +90,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "stereoscope.error_views.OutOfRangeInputMiddleware",
+    "stereoscope.error_views.MethodNotAllowedPageMiddleware",
 ]
 
 ROOT_URLCONF = "stereoscope.urls"

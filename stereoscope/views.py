@@ -83,6 +83,7 @@ def study_member_remove(request, study_id, membership_id):
     return redirect("study-members", request.study.pk)
 
 
+@require_safe
 def healthz(request):
     report = health_report()
     status = 200 if report["ok"] else 503
@@ -96,6 +97,7 @@ def section_placeholder(title, description):
     """A study section whose app has not landed its pages yet."""
 
     @study_role_required(VIEWER)
+    @require_safe
     def view(request, study_id):
         return render(
             request, "stereoscope/section.html", {"study": request.study, "title": title, "description": description}

@@ -41,3 +41,21 @@ def test_a_post_to_a_page_that_only_reads_is_refused(full_study):  # noqa: F811
             answered_as_get.append(url)
     assert not answered_as_get, f"{len(answered_as_get)} read-only pages answer a POST as a GET: {answered_as_get}"
     assert len(refused) > 40, refused
+
+
+def test_a_wrong_method_is_answered_with_a_page_that_says_so(roles, client_for, api_for):
+    from generation.models import ModelEndpoint
+
+    study, researcher = roles["a"], roles["users"]["researcher"]
+    endpoint = ModelEndpoint.objects.create(study=study, name="m", provider="openai", model_id="m-1")
+    client = client_for(researcher)
+    opened = client.get(f"/studies/{study.pk}/endpoints/{endpoint.pk}/delete/")  # a button's address, opened
+    assert opened.status_code == 405 and opened["Allow"] == "POST"
+    html = opened.content.decode()
+    assert "<main" in html and "Wrong method" in html and "changes data" in html
+    posted = client.post(f"/studies/{study.pk}/runs/")
+    assert posted.status_code == 405 and posted["Allow"] == "GET, HEAD"
+    assert "only shows data" in posted.content.decode()
+    assert ModelEndpoint.objects.filter(pk=endpoint.pk).exists()
+    api = api_for(researcher).post(f"/api/studies/{study.pk}/outputs/", {}, format="json")  # DRF answers in JSON
+    assert api.status_code == 405 and "detail" in api.json()
