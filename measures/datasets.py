@@ -6,7 +6,7 @@ import json
 from stereoscope.datasets import Column, register_dataset
 
 from .models import ContrastResult, LexiconCategory, MeasureRun, OutputMeasure
-from .selectors import packed_sentences
+from .selectors import packed_sentences, sentence_record
 
 MEASURE_COLUMNS = (
     Column("measure_run_id", "Measure run id."),
@@ -118,20 +118,7 @@ def text_sentence_rows(study, options):
     runs = {r.pk: r for r in MeasureRun.objects.filter(study=study)}
     for om, text, s in packed_sentences(_measures(study, options).order_by("run_id", "output_id")):
         info = runs[om.run_id].classifier_info or {}
-        yield {
-            "measure_run_id": om.run_id,
-            "output_id": om.output_id,
-            "gender": om.gender,
-            "sentence": s.index,
-            "start": s.start,
-            "end": s.end,
-            "text": text[s.start : s.end],
-            "label": s.label,
-            "score": s.score,
-            "scores": s.scores,
-            "classifier": info.get("model_id", ""),
-            "revision": info.get("revision", ""),
-        }
+        yield {"measure_run_id": om.run_id, **sentence_record(om, text, s, info), "scores": s.scores}
 
 
 CONTRAST_COLUMNS = (

@@ -183,19 +183,23 @@ def packed_sentences(measures):
             yield om, text, s
 
 
+def sentence_record(om, text, s, classifier_info):
+    """One sentence row of packed_sentences() as the sentence tables show it (the run's column is the caller's)."""
+    return {
+        "output_id": om.output_id,
+        "gender": om.gender,
+        "sentence": s.index,
+        "start": s.start,
+        "end": s.end,
+        "text": text[s.start : s.end],
+        "label": s.label,
+        "score": s.score,
+        "classifier": classifier_info.get("model_id", ""),
+        "revision": classifier_info.get("revision", ""),
+    }
+
+
 def sentence_rows(run):
     info = run.classifier_info or {}
     for om, text, s in packed_sentences(OutputMeasure.objects.filter(run=run).order_by("output_id")):
-        yield {
-            "measure_run": run.pk,
-            "output_id": om.output_id,
-            "gender": om.gender,
-            "sentence": s.index,
-            "start": s.start,
-            "end": s.end,
-            "text": text[s.start : s.end],
-            "label": s.label,
-            "score": s.score,
-            "classifier": info.get("model_id", ""),
-            "revision": info.get("revision", ""),
-        }
+        yield {"measure_run": run.pk, **sentence_record(om, text, s, info)}
