@@ -53,44 +53,51 @@ class Channel(filesystem.Channel):
         except OSError as exc:
             raise ChannelError(f"Cannot open {file}") from exc
 
-    def _queue_bind(self, exchange, routing_key, pattern, queue):
+    def _change_table(self, exchange, change, create):
+        """Read, change and rewrite an exchange's table under its exclusive lock (`change(queues)` edits the list
+        and says whether it changed it). With `create` a missing table is created (never truncated before the lock
+        is held); without, a missing table is left missing."""
         file = self._exchange_file(exchange)
-        self.control_folder.mkdir(exist_ok=True)
-        binding = filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")
         try:
-            fd = os.open(file, os.O_RDWR | os.O_CREAT, 0o644)  # never truncated before the lock is held
-            with open(fd, "rb+", buffering=0) as f_obj:
-                filesystem.lock(f_obj, filesystem.LOCK_EX)
-                try:
-                    queues = self._read_table(f_obj)
-                    if binding not in queues:
-                        queues.insert(0, binding)
-                        f_obj.seek(0)
-                        f_obj.truncate()
-                        f_obj.write(str_to_bytes(dumps(queues)))
-                finally:
-                    filesystem.unlock(f_obj)
+            fd = os.open(file, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
+        except FileNotFoundError:
+            return
         except OSError as exc:
             raise ChannelError(f"Cannot open {file}") from exc
+        with open(fd, "rb+", buffering=0) as f_obj:
+            filesystem.lock(f_obj, filesystem.LOCK_EX)
+            try:
+                queues = self._read_table(f_obj)
+                if change(queues):
+                    f_obj.seek(0)
+                    f_obj.truncate()
+                    f_obj.write(str_to_bytes(dumps(queues)))
+            finally:
+                filesystem.unlock(f_obj)
+
+    def _queue_bind(self, exchange, routing_key, pattern, queue):
+        self.control_folder.mkdir(exist_ok=True)
+        binding = filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")
+
+        def add(queues):
+            if binding in queues:
+                return False
+            queues.insert(0, binding)
+            return True
+
+        self._change_table(exchange, add, create=True)
 
     def _delete(self, queue, exchange, routing_key, pattern, *args, **kwargs):
         super(filesystem.Channel, self)._delete(queue, exchange, routing_key, pattern, *args, **kwargs)
-        file = self._exchange_file(exchange)
         binding = filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")
-        try:
-            with open(file, "rb+", buffering=0) as f_obj:
-                filesystem.lock(f_obj, filesystem.LOCK_EX)
-                try:
-                    queues = self._read_table(f_obj)
-                    if binding in queues:
-                        queues.remove(binding)
-                        f_obj.seek(0)
-                        f_obj.truncate()
-                        f_obj.write(str_to_bytes(dumps(queues)))
-                finally:
-                    filesystem.unlock(f_obj)
-        except FileNotFoundError:
-            return
+
+        def remove(queues):
+            if binding not in queues:
+                return False
+            queues.remove(binding)
+            return True
+
+        self._change_table(exchange, remove, create=False)
 
 
 class Transport(filesystem.Transport):

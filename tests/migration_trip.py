@@ -54,6 +54,6 @@ def migrate(targets):
 
 
 def leaves(*apps):
-    """The latest migration of each of these apps."""
+    """The latest migration of each of these apps (of every app when none is named)."""
     graph = MigrationLoader(None, ignore_no_migrations=True).graph
-    return [node for node in graph.leaf_nodes() if node[0] in apps]
+    return [node for node in graph.leaf_nodes() if not apps or node[0] in apps]
