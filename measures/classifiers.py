@@ -116,9 +116,9 @@ class VaderClassifier:
     NEGATIVE = -0.05
 
     def __init__(self):
-        from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+        from .vader import FastVader
 
-        self._analyzer = SentimentIntensityAnalyzer()
+        self._analyzer = FastVader()  # the library's scores, about four times faster (measures/vader.py)
         self._cache = {}
         try:
             from importlib.metadata import version

@@ -1,0 +1,115 @@
+"""measures.vader.FastVader gives exactly the scores of the vaderSentiment library it speeds up."""
+
+import random
+
+import pytest
+from vaderSentiment.vaderSentiment import BOOSTER_DICT, NEGATE, SPECIAL_CASES, SentimentIntensityAnalyzer
+
+from measures.vader import FastVader
+
+LIBRARY_EXAMPLES = [  # the examples in vaderSentiment.py's __main__, each showing one of its rules
+    "VADER is smart, handsome, and funny.",
+    "VADER is smart, handsome, and funny!",
+    "VADER is very smart, handsome, and funny.",
+    "VADER is VERY SMART, handsome, and FUNNY.",
+    "VADER is VERY SMART, handsome, and FUNNY!!!",
+    "VADER is VERY SMART, uber handsome, and FRIGGIN FUNNY!!!",
+    "VADER is not smart, handsome, nor funny.",
+    "The book was good.",
+    "At least it isn't a horrible book.",
+    "The book was only kind of good.",
+    "The plot was good, but the characters are uncompelling and the dialog is not great.",
+    "Today SUX!",
+    "Today only kinda sux! But I'll get by, lol",
+    "Make sure you :) or :D today!",
+    "Catch utf-8 emoji such as 💘 and 💋 and 😁",
+    "Not bad at all",
+    "Sentiment analysis has never been good.",
+    "Sentiment analysis has never been this good!",
+    "Most automated sentiment analysis tools are shit.",
+    "With VADER, sentiment analysis is the shit!",
+    "Other sentiment analysis tools can be quite bad.",
+    "On the other hand, VADER is quite bad ass",
+    "VADER is such a badass!",
+    "Without a doubt, excellent idea.",
+    "Roger Dodger is one of the most compelling variations on this theme.",
+    "Roger Dodger is at least compelling as a variation on the theme.",
+    "Roger Dodger is one of the least compelling variations on this theme.",
+    "Not such a badass after all.",
+    "Without a doubt, an excellent idea.",
+    "",
+    "   ",
+    "!!!",
+    "No no no, not good.",
+    "It was no good or bad.",
+]
+
+
+@pytest.fixture(scope="module")
+def analyzers():
+    reference = SentimentIntensityAnalyzer()
+    return reference, FastVader(reference)
+
+
+@pytest.mark.parametrize("text", LIBRARY_EXAMPLES)
+def test_the_library_examples_score_the_same(analyzers, text):
+    reference, fast = analyzers
+    assert fast.polarity_scores(text) == reference.polarity_scores(text)
+
+
+def tricky_sentences(n, seed):
+    """Sentences packed with what VADER's rules look at: lexicon words in all cases, boosters and dampeners,
+    negations and contractions, 'no', 'least', 'but', 'kind of', 'never so', 'without doubt', the special cases and
+    idioms, emoticons, punctuation floods and the odd emoji."""
+    reference = SentimentIntensityAnalyzer()
+    rng = random.Random(seed)
+    lexicon = sorted(reference.lexicon)
+    rules = (
+        list(BOOSTER_DICT)
+        + list(NEGATE)
+        + list(SPECIAL_CASES)
+        + ["no", "least", "at least", "very least", "but", "BUT", "kind of", "never so", "never this", "so", "this"]
+        + ["without doubt", "without a doubt", "or", "nor", "n't", "isn't", "the", "a", "Kelly", "she", "he", "team"]
+        + [":)", ":D", ":(", "<3", "(-:", "!!", "?", "??", "????", "...", ",", "-", "'tis", "...!"]
+    )
+    emojis = ["😁", "💘", "👍"]
+    for _ in range(n):
+        words = []
+        for _ in range(rng.randint(0, 18)):
+            pick = rng.random()
+            word = rng.choice(lexicon) if pick < 0.45 else rng.choice(rules) if pick < 0.97 else rng.choice(emojis)
+            shape = rng.random()
+            if shape < 0.12:
+                word = word.upper()
+            elif shape < 0.25:
+                word = word.capitalize()
+            if rng.random() < 0.15:
+                word += rng.choice([",", ".", "!", "?", ";", "!!!", "'"])
+            if rng.random() < 0.05:
+                word = rng.choice(["(", '"', "'"]) + word
+            words.append(word)
+        yield (" " if rng.random() < 0.1 else "") + " ".join(words) + rng.choice(["", ".", "!", "?", "!!", " "])
+
+
+def test_a_large_generated_corpus_scores_the_same(analyzers):
+    reference, fast = analyzers
+    differ = []
+    for text in tricky_sentences(40_000, seed=7):
+        want, got = reference.polarity_scores(text), fast.polarity_scores(text)
+        if got != want:
+            differ.append((text, want, got))
+    assert not differ[:5], f"{len(differ)} sentences score differently"
+
+
+def test_the_generated_corpus_reaches_every_rule(analyzers):
+    """The corpus above is worth something only if it exercises the rules; count how often each one fires."""
+    reference, _ = analyzers
+    texts = list(tricky_sentences(40_000, seed=7))
+    lower = [t.lower() for t in texts]
+    assert sum(" but " in t for t in lower) > 1000
+    assert sum(" least " in t for t in lower) > 500
+    assert sum("kind of" in t for t in lower) > 100
+    assert sum(any(case in t for case in SPECIAL_CASES) for t in lower) > 1000
+    assert sum(any(ch in t for ch in "😁💘👍") for t in texts) > 1000
+    nonzero = sum(reference.polarity_scores(t)["compound"] != 0 for t in texts[:2000])
+    assert nonzero > 1500
