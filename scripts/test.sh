@@ -5,4 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup_venv.sh "${STEREOSCOPE_EXTRAS:-test}"
+# Keep bytecode caches even where the environment turns them off (PYTHONDONTWRITEBYTECODE): otherwise every xdist
+# worker rewrites every test module's asserts again, and every worker process the tests start compiles the project.
+unset PYTHONDONTWRITEBYTECODE
 exec .venv/bin/python -m pytest -n "$(($(nproc) + 1))" --dist loadgroup "$@"

@@ -1,13 +1,21 @@
 """The transformers backend with a tiny GPT-2 built on disk here (no download, HF_HUB_OFFLINE=1)."""
 
+from importlib.util import find_spec
+
 import pytest
 
 from generation.providers import ProviderError, get_provider
 from generation.runner import CallUnit, execute_units
 
-pytestmark = [pytest.mark.django_db, pytest.mark.local_model]
-pytest.importorskip("torch", reason="needs torch: the 'local' extra (pip install -e .[local])")
-pytest.importorskip("transformers", reason="needs transformers: the 'local' extra (pip install -e .[local])")
+# find_spec, not importorskip: importing torch while collecting would cost every xdist worker two seconds.
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.local_model,
+    pytest.mark.skipif(
+        find_spec("torch") is None or find_spec("transformers") is None,
+        reason="needs torch and transformers: the 'local' extra (pip install -e .[local])",
+    ),
+]
 WORDS = [
     "the",
     "nurse",
