@@ -1,6 +1,7 @@
 """The suite's own speed and portability: a fast password hasher, and no absolute paths to the research folder."""
 
 import re
+import sys
 
 import pytest
 
@@ -10,6 +11,50 @@ from tests.conftest import REPO_ROOT
 def test_users_in_tests_use_the_fast_hasher(make_user):
     user = make_user("quick")
     assert user.password.startswith("md5$"), user.password.split("$")[0]
+
+
+def test_the_test_processes_collect_garbage_in_large_batches():
+    import gc
+
+    from tests.conftest import TEST_GC_THRESHOLD
+
+    assert gc.get_threshold() == TEST_GC_THRESHOLD
+    assert TEST_GC_THRESHOLD[0] >= 100_000
+
+
+def test_make_test_runs_pip_only_when_the_dependencies_change(tmp_path):
+    """scripts/setup_venv.sh (which `make test` runs first) skips pip when the stamp says pyproject.toml and
+    requirements.lock are unchanged and the extras asked for are installed; it runs pip otherwise."""
+    import hashlib
+    import shutil
+    import subprocess
+
+    root = tmp_path / "checkout"
+    (root / "scripts").mkdir(parents=True)
+    shutil.copy(REPO_ROOT / "scripts" / "setup_venv.sh", root / "scripts")
+    for name in ("pyproject.toml", "requirements.lock"):
+        shutil.copy(REPO_ROOT / name, root)
+    pip_log = root / "pip-calls"
+    (root / ".venv" / "bin").mkdir(parents=True)
+    (root / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    fake_pip = root / ".venv" / "bin" / "pip"
+    fake_pip.write_text(f'#!/bin/sh\necho "$*" >> {pip_log}\n')
+    fake_pip.chmod(0o755)
+
+    def setup(extras):
+        subprocess.run(["bash", str(root / "scripts" / "setup_venv.sh"), extras], check=True, timeout=60)
+        return pip_log.read_text().splitlines() if pip_log.exists() else []
+
+    assert len(setup("test")) == 1  # no stamp yet: pip runs
+    assert len(setup("test")) == 1  # nothing changed
+    assert len(setup("test,local")) == 2  # a new extra
+    assert len(setup("local")) == 2 and len(setup("test")) == 2  # both installed already
+    want = hashlib.sha256((root / "pyproject.toml").read_bytes() + (root / "requirements.lock").read_bytes())
+    assert (root / ".venv" / ".stereoscope-install").read_text().split() == [want.hexdigest()[:32], "local,test"]
+    with open(root / "requirements.lock", "a") as lock:
+        lock.write("# changed\n")
+    assert len(setup("test")) == 3  # the lock changed
+    assert (root / ".venv" / ".stereoscope-install").read_text().split()[1] == "test"
 
 
 def test_no_test_or_code_reads_the_shared_folder_by_an_absolute_path():
