@@ -6,6 +6,9 @@ from stereoscope.datasets import Column, Dataset, RegistryError, data_dictionary
 
 @pytest.fixture
 def clean_registry(monkeypatch):
+    """A copy of the whole registry, restored afterwards. The apps' datasets are discovered first: discovered into
+    the copy, they would be lost for every later test in this process (discovery imports each module once)."""
+    registry.discover()
     monkeypatch.setattr(registry, "_registry", dict(registry._registry))
     return registry._registry
 
