@@ -19,11 +19,31 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_variable] = "1"
 threadpool_limits(limits=1)
 
-# Fewer, larger cyclic garbage collections in the test processes. With Python's default (700, 10, 10) an xdist
-# worker ran about 8,000 collections and spent 11-19 s in them over the suite (measured with gc.callbacks); most
-# objects die by reference counting before a collection of 100,000 would look at them. 42 s became 14 s in all.
-TEST_GC_THRESHOLD = (100_000, 50, 100)
-gc.set_threshold(*TEST_GC_THRESHOLD)
+# Cyclic garbage is collected between tests, not while they run. With Python's default thresholds an xdist worker
+# ran about 8,000 collections and spent 11-19 s in them over the suite (measured with gc.callbacks): each one walks
+# the objects a test keeps alive. Here automatic collection is off; every GC_EVERY_TESTS tests one collection frees
+# the cycles, and what survives it is frozen (gc.freeze) so the next collection walks only what came after.
+GC_EVERY_TESTS = 100
+gc.disable()
+_tests_since_gc = 0
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    global _tests_since_gc
+    _tests_since_gc += 1
+    if _tests_since_gc >= GC_EVERY_TESTS:
+        _tests_since_gc = 0
+        gc.collect()
+        gc.freeze()
+
+
+@pytest.fixture
+def automatic_gc():
+    """For a test about automatic garbage collection itself: on during the test, off again after."""
+    gc.enable()
+    yield
+    gc.disable()
+
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 CHROMIUM_ARGS = [

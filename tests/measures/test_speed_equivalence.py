@@ -187,7 +187,7 @@ def test_matcher_counts_equal_the_plain_regex_reference():
             )
 
 
-def test_gc_paused_disables_and_restores():
+def test_gc_paused_disables_and_restores(automatic_gc):
     import gc
 
     from measures.scoring import gc_paused
@@ -205,7 +205,7 @@ def test_gc_paused_disables_and_restores():
         gc.enable()
 
 
-def test_scoring_and_sentence_rows_run_without_cyclic_gc(db, study, make_outputs, monkeypatch):
+def test_scoring_and_sentence_rows_run_without_cyclic_gc(db, study, make_outputs, monkeypatch, automatic_gc):
     import gc
 
     from measures import scoring
