@@ -91,25 +91,29 @@ def tricky_sentences(n, seed):
         yield (" " if rng.random() < 0.1 else "") + " ".join(words) + rng.choice(["", ".", "!", "?", "!!", " "])
 
 
-def test_a_large_generated_corpus_scores_the_same(analyzers):
+@pytest.fixture(scope="module")
+def corpus():
+    return list(tricky_sentences(15_000, seed=7))
+
+
+def test_a_large_generated_corpus_scores_the_same(analyzers, corpus):
     reference, fast = analyzers
     differ = []
-    for text in tricky_sentences(40_000, seed=7):
+    for text in corpus:
         want, got = reference.polarity_scores(text), fast.polarity_scores(text)
         if got != want:
             differ.append((text, want, got))
     assert not differ[:5], f"{len(differ)} sentences score differently"
 
 
-def test_the_generated_corpus_reaches_every_rule(analyzers):
+def test_the_generated_corpus_reaches_every_rule(analyzers, corpus):
     """The corpus above is worth something only if it exercises the rules; count how often each one fires."""
     reference, _ = analyzers
-    texts = list(tricky_sentences(40_000, seed=7))
-    lower = [t.lower() for t in texts]
-    assert sum(" but " in t for t in lower) > 1000
-    assert sum(" least " in t for t in lower) > 500
-    assert sum("kind of" in t for t in lower) > 100
-    assert sum(any(case in t for case in SPECIAL_CASES) for t in lower) > 1000
-    assert sum(any(ch in t for ch in "😁💘👍") for t in texts) > 1000
-    nonzero = sum(reference.polarity_scores(t)["compound"] != 0 for t in texts[:2000])
-    assert nonzero > 1500
+    lower = [t.lower() for t in corpus]
+    assert sum(" but " in t for t in lower) > 400
+    assert sum(" least " in t for t in lower) > 200
+    assert sum("kind of" in t for t in lower) > 40
+    assert sum(any(case in t for case in SPECIAL_CASES) for t in lower) > 400
+    assert sum(any(ch in t for ch in "😁💘👍") for t in corpus) > 400
+    nonzero = sum(reference.polarity_scores(t)["compound"] != 0 for t in corpus[:1000])
+    assert nonzero > 750
