@@ -24,9 +24,13 @@ def test_runs_list_and_codebook_counts(
     login("researcher")
     page.goto(f"/studies/{study.pk}/")
     page.click("nav.sidebar a:has-text('Runs')")
+    page.wait_for_url(f"**/studies/{study.pk}/runs/")  # all_inner_texts does not wait for the new page
     row = page.locator("#runs tr:has-text('Multi-endpoint run') td")
+    row.first.wait_for()
     assert row.all_inner_texts()[2:8] == ["5", "1", "Completed", "15", "5", "20"]
     page.click("nav.sidebar a:has-text('Coding')")
+    page.wait_for_url(f"**/studies/{study.pk}/coding/")
+    page.locator(f"tr:has-text('{codebook.name}') td").first.wait_for()
     cells = page.locator(f"tr:has-text('{codebook.name}') td").all_inner_texts()
     assert cells[1:3] == ["4", "9"]
 

@@ -47,6 +47,8 @@ def test_admin_invites_coder_who_sets_password_and_codes(
     assert "Coding" in sidebar
 
     page.click("nav.sidebar a:has-text('Coding')")
+    page.wait_for_url(f"**/studies/{study.pk}/coding/")  # else the counts below could read the old page
+    page.wait_for_selector("text=Continue coding")
     for researcher_only in ["Assignments", "AI code discovery", "New codebook"]:
         assert page.locator(f"main a:has-text('{researcher_only}')").count() == 0
     page.click("text=Continue coding")
