@@ -117,3 +117,30 @@ def test_the_generated_corpus_reaches_every_rule(analyzers, corpus):
     assert sum(any(ch in t for ch in "😁💘👍") for t in corpus) > 400
     nonzero = sum(reference.polarity_scores(t)["compound"] != 0 for t in corpus[:1000])
     assert nonzero > 750
+
+
+NON_ASCII_WORDS = ["schön", "Müller", "don’t", "isn’t", "won’t", "“good”", "‘bad’", "café", "ÜBER", "naïve", "—"]
+NON_ASCII_WORDS += ["…", "Ärger", "très", "ﬁne", "GRÖSSTE", "Straße", "«nice»", "„gut“", "ÉCOLE", "Kelly’s"]
+
+
+def test_non_ascii_text_without_emoji_takes_the_fast_path_and_scores_the_same(analyzers):
+    """LLM stories carry curly quotes and apostrophes, accented names and German words: such texts have no emoji, so
+    they are scored by the port's own rules (not handed to the library), and must score the same."""
+    reference, fast = analyzers
+    rng = random.Random(11)
+    pool = sorted(reference.lexicon)[::7] + list(BOOSTER_DICT)[:40] + ["not", "no", "but", "least"]
+    texts = []
+    for _ in range(3_000):
+        words = [
+            rng.choice(NON_ASCII_WORDS) if rng.random() < 0.3 else rng.choice(pool) for _ in range(rng.randint(1, 16))
+        ]
+        words = [w.upper() if rng.random() < 0.1 else w for w in words]
+        text = " ".join(words) + rng.choice(["", ".", "!", "?"])
+        if not text.isascii():
+            texts.append(text)
+    assert len(texts) > 2_000
+    assert all(fast.emoji_chars.isdisjoint(t) for t in texts)  # none goes to the library's own path
+    differ = [(t, reference.polarity_scores(t), fast.polarity_scores(t)) for t in texts]
+    differ = [d for d in differ if d[1] != d[2]]
+    assert not differ[:5], f"{len(differ)} of {len(texts)} sentences score differently"
+    assert sum(reference.polarity_scores(t)["compound"] != 0 for t in texts) > 1_000
