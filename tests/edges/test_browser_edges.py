@@ -30,9 +30,9 @@ def test_runs_list_and_codebook_counts(
     assert row.all_inner_texts()[2:8] == ["5", "1", "Completed", "15", "5", "20"]
     page.click("nav.sidebar a:has-text('Coding')")
     page.wait_for_url(f"**/studies/{study.pk}/coding/")
-    page.locator(f"tr:has-text('{codebook.name}') td").first.wait_for()
-    cells = page.locator(f"tr:has-text('{codebook.name}') td").all_inner_texts()
-    assert cells[1:3] == ["4", "9"]
+    cells = page.locator(f"tr:has-text('{codebook.name}') td")
+    cells.first.wait_for()
+    assert cells.all_inner_texts()[1:3] == ["4", "9"]
 
 
 def test_imported_weights_shown_on_new_version(page, login, roles, make_toolkit, tmp_path):
