@@ -1,4 +1,6 @@
-from django.urls import NoReverseMatch, Resolver404, resolve, reverse
+from functools import lru_cache
+
+from django.urls import NoReverseMatch, Resolver404, get_urlconf, resolve, reverse
 
 from .permissions import VIEWER, has_role, role_for
 
@@ -12,25 +14,24 @@ def navigation(request):
         ("Studies", reverse("study-list"), "studies"),
         ("Dashboard", reverse("study-dashboard", args=[study.pk]), "dashboard"),
     ]
+    user, urlconf = request.user, get_urlconf()
     for label, name, key in NAV_SECTIONS:
-        try:
-            url = reverse(name, args=[study.pk])
-        except NoReverseMatch:
-            continue
-        if can_open(request.user, study, url):
-            items.append((label, url, key))
-    role = role_for(request.user, study)
+        minimum = section_minimum_role(name, urlconf)
+        if minimum is not None and has_role(user, study, minimum):
+            items.append((label, reverse(name, args=[study.pk]), key))
+    role = role_for(user, study)
     return {"nav_items": items, "current_study": study, "current_role": role}
 
 
-def can_open(user, study, url):
-    """Whether the user's role meets the minimum that the page's view declares (see study_role_required)."""
+@lru_cache(maxsize=64)
+def section_minimum_role(name, urlconf):
+    """The minimum role that the view of a study section declares (see study_role_required), or None when the
+    section has no page. Looked up once per URL configuration: resolving a URL scans every pattern."""
     try:
-        view = resolve(url).func
-    except Resolver404:
-        return False
-    minimum = getattr(view, "study_minimum_role", VIEWER)
-    return has_role(user, study, minimum)
+        view = resolve(reverse(name, args=[0], urlconf=urlconf), urlconf).func
+    except (NoReverseMatch, Resolver404):
+        return None
+    return getattr(view, "study_minimum_role", VIEWER)
 
 
 # (label, url name, key). Apps fill in their pages; a section whose URL does not exist yet shows the placeholder.

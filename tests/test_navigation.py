@@ -1,0 +1,36 @@
+"""The main navigation: each role sees the sections its role can open, and building it costs no URL resolution
+per page (the minimum role of a section's view is looked up once per URL configuration)."""
+
+from unittest import mock
+
+import pytest
+
+from stereoscope import context_processors
+
+
+def nav_labels(client, study):
+    response = client.get(f"/studies/{study.pk}/")
+    assert response.status_code == 200
+    return [label for label, _, _ in response.context["nav_items"]]
+
+
+@pytest.mark.django_db
+def test_each_role_sees_the_sections_it_can_open(roles, client_for):
+    study, users = roles["a"], roles["users"]
+    coder = nav_labels(client_for(users["coder"]), study)
+    researcher = nav_labels(client_for(users["researcher"]), study)
+    admin = nav_labels(client_for(users["admin"]), study)
+    common = ["Studies", "Dashboard", "Toolkits", "Runs", "Coding", "Judging"]
+    assert coder == common + ["Questionnaires", "Measures"]
+    assert researcher == common + ["Agreement", "Questionnaires", "Measures", "Exports", "Recipe"]
+    assert admin == researcher + ["Members"]
+
+
+@pytest.mark.django_db
+def test_the_navigation_resolves_no_url_once_it_has_been_built(roles, client_for):
+    study, client = roles["a"], client_for(roles["users"]["researcher"])
+    first = nav_labels(client, study)
+    with mock.patch.object(context_processors, "resolve", wraps=context_processors.resolve) as resolve:
+        again = nav_labels(client, study)
+    assert again == first
+    assert resolve.call_count == 0
