@@ -1,5 +1,6 @@
 from functools import lru_cache
 
+from django.conf import settings
 from django.urls import NoReverseMatch, Resolver404, get_urlconf, resolve, reverse
 
 from .permissions import VIEWER, has_role, role_for
@@ -14,7 +15,7 @@ def navigation(request):
         ("Studies", reverse("study-list"), "studies"),
         ("Dashboard", reverse("study-dashboard", args=[study.pk]), "dashboard"),
     ]
-    user, urlconf = request.user, get_urlconf()
+    user, urlconf = request.user, get_urlconf() or settings.ROOT_URLCONF
     for label, name, key in NAV_SECTIONS:
         minimum = section_minimum_role(name, urlconf)
         if minimum is not None and has_role(user, study, minimum):

@@ -34,3 +34,16 @@ def test_the_navigation_resolves_no_url_once_it_has_been_built(roles, client_for
         again = nav_labels(client, study)
     assert again == first
     assert resolve.call_count == 0
+
+
+@pytest.mark.django_db
+def test_the_sections_follow_a_changed_url_configuration(roles, rf, settings):
+    """The looked-up roles are kept per URL configuration: under one with only the Measures pages, the navigation
+    shows Measures and no other section."""
+    request = rf.get("/")
+    request.study, request.user = roles["a"], roles["users"]["researcher"]
+    labels = [label for label, _, _ in context_processors.navigation(request)["nav_items"]]
+    assert {"Exports", "Runs", "Measures"} <= set(labels)
+    settings.ROOT_URLCONF = "tests.urls_measures_only"
+    labels = [label for label, _, _ in context_processors.navigation(request)["nav_items"]]
+    assert labels == ["Studies", "Dashboard", "Measures"]
