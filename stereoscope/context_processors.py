@@ -35,7 +35,7 @@ def section_minimum_role(name, urlconf):
     return getattr(view, "study_minimum_role", VIEWER)
 
 
-# (label, url name, key). Apps fill in their pages; a section whose URL does not exist yet shows the placeholder.
+# (label, url name, key). Apps fill in their pages; a section whose URL does not exist is left out.
 NAV_SECTIONS = [
     ("Toolkits", "toolkits", "toolkits"),
     ("Runs", "runs", "runs"),

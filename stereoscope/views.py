@@ -91,16 +91,3 @@ def healthz(request):
     if wants_json:
         return JsonResponse(report, status=status)
     return render(request, "stereoscope/healthz.html", {"report": report}, status=status)
-
-
-def section_placeholder(title, description):
-    """A study section whose app has not landed its pages yet."""
-
-    @study_role_required(VIEWER)
-    @require_safe
-    def view(request, study_id):
-        return render(
-            request, "stereoscope/section.html", {"study": request.study, "title": title, "description": description}
-        )
-
-    return view
