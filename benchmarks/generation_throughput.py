@@ -134,7 +134,7 @@ def setup_django(workdir, **env):
 def fake_provider_run(name, units, port, max_concurrency, trials=5):
     """A new study with one run of `units` units (units / trials prompt items × trials) against the fake provider."""
     from generation import runs
-    from generation.models import Dimension, ModelEndpoint, PromptItem, Toolkit
+    from generation.models import Dimension, ModelEndpoint, PromptItem, ProviderConnection, Toolkit
     from stereoscope.models import Study
 
     study = Study.objects.create(name=f"{name} {uuid.uuid4().hex[:6]}")
@@ -146,13 +146,21 @@ def fake_provider_run(name, units, port, max_concurrency, trials=5):
             for i in range(1, units // trials + 1)
         ]
     )
+    connection, _ = ProviderConnection.objects.get_or_create(
+        name=f"bench fake provider {port}",
+        defaults={
+            "provider": "openai_compatible",
+            "base_url": f"http://127.0.0.1:{port}/v1",
+            "api_key_env": "BENCH_KEY",
+            "status": "approved",
+        },
+    )
     endpoint = ModelEndpoint.objects.create(
         study=study,
         name="fake",
         provider="openai_compatible",
         model_id="bench-model",
-        base_url=f"http://127.0.0.1:{port}/v1",
-        api_key_env="BENCH_KEY",
+        connection=connection,
         max_concurrency=max_concurrency,
         timeout_seconds=60,
     )

@@ -2,7 +2,18 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ObjectDoesNotExist
 
-from .models import Dimension, GenerationRun, ModelEndpoint, Output, PromptItem, ProviderBatch, ProviderCall, Toolkit
+from .models import (
+    Dimension,
+    GenerationRun,
+    ModelEndpoint,
+    Output,
+    PromptItem,
+    ProviderBatch,
+    ProviderCall,
+    ProviderConnection,
+    SpendingLedger,
+    Toolkit,
+)
 from .slots import SlotError, normalize_combinations, normalize_slot_values
 from .toolkit_services import TOOLKITS
 from .toolkits import ToolkitLocked, count_text, effective_slots
@@ -185,12 +196,114 @@ class ModelEndpointAdminForm(forms.ModelForm):
 @admin.register(ModelEndpoint)
 class ModelEndpointAdmin(admin.ModelAdmin):
     form = ModelEndpointAdminForm
-    list_display = ["name", "provider", "model_id", "study", "api_key_env", "key_is_set"]
-    list_filter = ["provider", "study"]
+    list_display = ["name", "provider", "model_id", "study", "connection", "key_is_set"]
+    list_filter = ["provider", "study", "connection"]
 
     @admin.display(boolean=True, description="key variable set")
     def key_is_set(self, obj):
         return obj.key_is_set
+
+    def save_model(self, request, obj, form, change):
+        from .endpoint_services import save_endpoint
+
+        data = {k: v for k, v in form.cleaned_data.items() if k != "study"}
+        saved = save_endpoint(form.cleaned_data["study"], data, instance=obj if change else None, actor=request.user)
+        obj.pk = saved.pk
+
+    def delete_model(self, request, obj):
+        from .endpoint_services import delete_endpoint
+
+        delete_endpoint(obj, actor=request.user)
+
+
+class ProviderConnectionAdminForm(forms.ModelForm):
+    """Connections are validated like on the settings page (key variable allow-list, URL, limits)."""
+
+    class Meta:
+        model = ProviderConnection
+        fields = [
+            "name",
+            "provider",
+            "base_url",
+            "api_key_env",
+            "allowed_models",
+            "max_concurrency",
+            "requests_per_minute",
+            "tokens_per_minute",
+            "all_studies",
+            "studies",
+            "monthly_cap_usd",
+        ]
+
+    def clean(self):
+        from .connections import clean_connection
+
+        data = super().clean()
+        _, problems = clean_connection(dict(data), self.instance if self.instance.pk else None)
+        for field, message in problems.items():
+            self.add_error(field if field in self.fields else None, message)
+        return data
+
+
+@admin.register(ProviderConnection)
+class ProviderConnectionAdmin(admin.ModelAdmin):
+    """Site staff decide where keys go: saving a connection here approves it (through the same service)."""
+
+    form = ProviderConnectionAdminForm
+    list_display = ["name", "provider", "base_url", "api_key_env", "status", "all_studies", "monthly_cap_usd"]
+    list_filter = ["status", "provider"]
+    actions = ["approve"]
+
+    def has_module_permission(self, request):
+        return request.user.is_active and request.user.is_staff
+
+    def save_model(self, request, obj, form, change):
+        from .connections import save_connection
+
+        data = dict(form.cleaned_data)
+        saved = save_connection(data, actor=request.user, instance=obj if change else None)
+        obj.pk = saved.pk
+
+    def save_related(self, request, form, formsets, change):
+        pass  # the service set the studies
+
+    def delete_model(self, request, obj):
+        from .connections import delete_connection
+
+        delete_connection(obj, actor=request.user)
+
+    @admin.action(description="Approve the selected connections")
+    def approve(self, request, queryset):
+        from .connections import approve_connection
+
+        for connection in queryset:
+            approve_connection(connection, actor=request.user)
+
+
+@admin.register(SpendingLedger)
+class SpendingLedgerAdmin(admin.ModelAdmin):
+    """Read-only: the ledger is written with each provider call."""
+
+    list_display = [
+        "study",
+        "connection",
+        "month",
+        "calls",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "reserved_usd",
+    ]
+    list_filter = ["connection", "month"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(GenerationRun)

@@ -1,3 +1,4 @@
+from .api_connections import api_urls  # noqa: F401  (mounted under /api/ by the project URLs)
 from .api_runs import api_routes as run_routes
 from .api_toolkits import api_routes as toolkit_routes
 

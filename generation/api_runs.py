@@ -16,14 +16,33 @@ from stereoscope.models import Role
 from stereoscope.permissions import VIEWER
 
 from . import batches, collect, runs
-from .endpoint_services import EndpointError, delete_endpoint, endpoint_problems, save_endpoint
+from .endpoint_services import CONNECTION_ONLY, EndpointError, delete_endpoint, endpoint_problems, save_endpoint
 from .models import GenerationRun, ModelEndpoint, Output, ProviderCall, Toolkit
 from .views_runs import filtered_outputs
 
 
+class ConnectionField(serializers.Field):
+    """A provider connection by name or id (checked against the study's connections by the service); read back as
+    its name."""
+
+    def to_representation(self, value):
+        return value.name if value is not None else None
+
+    def to_internal_value(self, data):
+        if not isinstance(data, (str, int)) or isinstance(data, bool):
+            raise serializers.ValidationError("Give the connection's name (or id).")
+        return data
+
+
 class EndpointSerializer(serializers.ModelSerializer):
-    key_is_set = serializers.BooleanField(read_only=True, help_text="Whether the named variable is set on this server.")
-    base_url = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    connection = ConnectionField(
+        required=False, allow_null=True, help_text="The provider connection's name: it fixes the host and the key."
+    )
+    key_is_set = serializers.BooleanField(
+        read_only=True, help_text="Whether the connection's key variable is set on this server."
+    )
+    connection_status = serializers.CharField(source="connection.status", read_only=True, default=None)
+    provider = serializers.ChoiceField(choices=ModelEndpoint._meta.get_field("provider").choices, required=False)
     default_params = serializers.JSONField(required=False)
 
     class Meta:
@@ -34,8 +53,8 @@ class EndpointSerializer(serializers.ModelSerializer):
             "provider",
             "model_id",
             "model_family",
-            "base_url",
-            "api_key_env",
+            "connection",
+            "connection_status",
             "key_is_set",
             "default_params",
             "max_concurrency",
@@ -54,6 +73,14 @@ class EndpointSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = ["created_at"]
         validators = []  # uniqueness is checked with a clear message in endpoint_problems
+
+    def to_internal_value(self, data):
+        attrs = super().to_internal_value(data)
+        if hasattr(data, "get"):  # fields of connections are refused by the service, not dropped here
+            for field in CONNECTION_ONLY:
+                if data.get(field) not in (None, ""):
+                    attrs[field] = data.get(field)
+        return attrs
 
     def validate(self, attrs):
         _, problems = endpoint_problems(attrs, self.context["study"], self.instance)

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from stereoscope import jobs
 
-from . import batch_format
+from . import batch_format, connections, spending
 from .limits import estimate_call
 from .models import BATCH_PROVIDERS, OPEN_BATCH, BatchStatus, CallOutcome, ExecutionMode, ProviderBatch, ProviderCall
 from .providers.base import ProviderError
@@ -137,10 +137,11 @@ def _estimate(unit):
 # -- submission -----------------------------------------------------------------------------------------------------
 
 
-def submit_units(kind, job, units, sink, on_submitted=None):
+def submit_units(kind, job, units, sink, on_submitted=None, stats=None):
     """Submit units as batches (one endpoint per batch, split at the limits). Every part's row is written first, so
     all the units are held before the first upload. Units of a part the provider refuses fail through the sink with
-    the reason. Returns the ProviderBatch rows submitted."""
+    the reason. Each part reserves its estimated cost in the spending ledger; a part that would cross a cap is not
+    submitted (its units stay pending) and `stats.held` says why. Returns the ProviderBatch rows submitted."""
     by_endpoint = {}
     for unit in units:
         by_endpoint.setdefault(unit.endpoint.pk, []).append(unit)
@@ -172,6 +173,16 @@ def submit_units(kind, job, units, sink, on_submitted=None):
                 number += 1
                 part = group[start:stop]
                 estimate = [_estimate(u) for u in part]
+                estimated_cost = batch_cost_of(endpoint, sum(e[0] for e in estimate), sum(e[1] for e in estimate))
+                if endpoint.connection_id and (stats is None or not stats.held):
+                    charge = spending.Charge(
+                        endpoint.connection_id, spending.month_of(None), estimated_cost, label=endpoint.name
+                    )
+                    accepted, reason, need = spending.admit(job.study_id, [charge], reserve=True)
+                    if not accepted[0] and stats is not None:
+                        stats.held, stats.held_need = reason, need
+                if stats is not None and stats.held:
+                    continue  # over a cap: these units stay pending and the job waits
                 row = ProviderBatch.objects.create(
                     study_id=job.study_id,
                     job_kind=kind.name,
@@ -184,9 +195,7 @@ def submit_units(kind, job, units, sink, on_submitted=None):
                     units=[
                         [line["custom_id"], unit_key(kind, u)] for line, u in zip(lines[start:stop], part, strict=True)
                     ],
-                    estimated_cost_usd=batch_cost_of(
-                        endpoint, sum(e[0] for e in estimate), sum(e[1] for e in estimate)
-                    ),
+                    estimated_cost_usd=estimated_cost,
                 )
                 planned.append((row, api, lines[start:stop], part))
     if refused and on_submitted:
@@ -199,9 +208,10 @@ def submit_units(kind, job, units, sink, on_submitted=None):
         except Exception as exc:
             message = redact_key(endpoint, str(_sdk_error(exc)))
             with transaction.atomic():
-                ProviderBatch.objects.filter(pk=row.pk).update(
+                if ProviderBatch.objects.filter(pk=row.pk, status__in=OPEN_BATCH).update(
                     status=BatchStatus.FAILED, error=message, ended_at=timezone.now()
-                )
+                ):
+                    _release(row)
                 for unit in part:
                     sink.on_failure(unit, f"The batch was not accepted: {message}")
         else:
@@ -260,7 +270,7 @@ def run_in_batches(kind, job, source, cancel_check, progress):
             source.finished(unit)
         progress(stats, 0)
 
-    submit_units(kind, job, units, sink, on_submitted=submitted)
+    submit_units(kind, job, units, sink, on_submitted=submitted, stats=stats)
     return stats
 
 
@@ -270,6 +280,13 @@ class BatchModeKind:
     calls the kind's `run_live` otherwise, and `batches_waiting`/`batches_returned` word the outcome."""
 
     returned_hint = ""  # e.g. ", or switch the run to live"
+    endpoints_field = "endpoints"  # the job's many-to-many of the endpoints it calls
+
+    def hold(self, job):
+        """Wait while an endpoint's connection is not approved (or no longer allows it) or a cap is reached."""
+        endpoints = list(getattr(job, self.endpoints_field).all())
+        need = (job.progress or {}).get("waiting_need") if job.status == jobs.JobStatus.WAITING else None
+        return connections.hold_reason(endpoints) or spending.budget_hold(job.study, endpoints, need)
 
     def held(self, job):
         """Keys of the job's units in open batches (empty in live mode: nothing holds them)."""
@@ -384,7 +401,20 @@ def _recover(row, api):
 
 
 def _close(row, status, message):
-    ProviderBatch.objects.filter(pk=row.pk).update(status=status, error=message, ended_at=timezone.now())
+    with transaction.atomic():
+        if ProviderBatch.objects.filter(pk=row.pk, status__in=OPEN_BATCH).update(
+            status=status, error=message, ended_at=timezone.now()
+        ):
+            _release(row)
+
+
+def _release(row):
+    """Give back a batch's reserved estimate (it ended unanswered, or its answers are being counted instead)."""
+    connection_id = row.endpoint.connection_id if row.endpoint_id and row.endpoint else None
+    if connection_id and row.estimated_cost_usd:
+        spending.release_reservation(
+            row.study_id, connection_id, spending.month_of(row.created_at), row.estimated_cost_usd
+        )
 
 
 def collect(pk, state, results):
@@ -454,6 +484,18 @@ def collect(pk, state, results):
                 errored += 1
             calls.append(call)
         ProviderCall.objects.bulk_create(calls, batch_size=500)
+        _release(row)
+        if endpoint is not None and endpoint.connection_id:
+            month = spending.month_of(row.created_at)
+            spending.record(
+                row.study_id,
+                [
+                    spending.Charge(
+                        endpoint.connection_id, month, c.cost_usd, c.input_tokens or 0, c.output_tokens or 0
+                    )
+                    for c in calls
+                ],
+            )
         for unit, result in ok:
             sink.on_success(unit, result)
         ProviderBatch.objects.filter(pk=pk).update(

@@ -1,9 +1,10 @@
-"""Writes for model endpoints. The pages, the API and commands validate through `endpoint_problems`.
+"""Writes for model endpoints. The pages, the API, recipes, commands and the admin validate through
+`endpoint_problems`.
 
-An endpoint stores the NAME of the environment variable that holds its key, never the key itself.
+An endpoint picks a provider connection (which fixes the host and the key variable, chosen by site staff) and a
+model; it never names a base URL or a key variable itself, and a request that tries to is refused.
 """
 
-import re
 from decimal import Decimal, InvalidOperation
 
 from django.db import transaction
@@ -11,12 +12,13 @@ from django.db import transaction
 from stereoscope.services import record_activity
 from stereoscope.untrusted import loads_json
 
-from .key_variables import key_variable_problem
+from . import connections
 from .models import BATCH_PROVIDERS, ModelEndpoint, Provider
 from .providers.base import ProviderError, local_extra_message, missing_local_extra, validate_params
 
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 KEYED = {Provider.OPENAI, Provider.ANTHROPIC}  # these always need a key; compatible servers often do not
+# Fields that belong to provider connections: an endpoint request that carries one is refused, never ignored.
+CONNECTION_ONLY = ("base_url", "api_key_env", "api_key", "key", "api_base", "base_url_env")
 LIMIT_FIELDS = ("max_concurrency", "requests_per_minute", "tokens_per_minute", "max_attempts")
 FLOAT_FIELDS = ("timeout_seconds", "backoff_base_s", "backoff_max_s")
 PRICE_FIELDS = (
@@ -27,11 +29,10 @@ PRICE_FIELDS = (
 )
 EDITABLE = (
     "name",
+    "connection",
     "provider",
     "model_id",
     "model_family",
-    "base_url",
-    "api_key_env",
     "default_params",
     *LIMIT_FIELDS,
     *FLOAT_FIELDS,
@@ -68,6 +69,45 @@ def parse_params(value):
     return value
 
 
+def _clean_connection(values, data, study, provider, model_id, clean, problems):
+    """The connection: named (or numbered) among those open to the study; the provider follows it. A keyless
+    kind (manual entry, local transformers) without one gets its built-in connection."""
+    for field in CONNECTION_ONLY:
+        if str(data.get(field) or "").strip():
+            problems[field] = (
+                "Endpoints do not set base URLs or key variables: choose a provider connection (site staff "
+                "decide where keys go)."
+            )
+    chosen = values.get("connection")
+    connection = None
+    if chosen not in (None, ""):
+        connection = connections.find_for_study(study, chosen) if study is not None else None
+        if connection is None:
+            problems["connection"] = f"No connection {chosen!r} is open to this study; {_choices(study)}"
+    elif provider in connections.KEYLESS:
+        connection = connections.default_connection(provider)
+    else:
+        problems["connection"] = f"Choose a provider connection; {_choices(study)}"
+    if connection is not None:
+        sent = data.get("provider")
+        if sent and sent != connection.provider:
+            problems["connection"] = (
+                f"The connection “{connection.name}” is for {connection.get_provider_display()}, not {sent}; leave "
+                "the provider out or give that one."
+            )
+        clean["provider"] = connection.provider
+        if study is not None and model_id and (problem := connections.access_problem(connection, study.pk, model_id)):
+            problems["connection"] = problem[0].upper() + problem[1:]
+    clean["connection"] = connection
+
+
+def _choices(study):
+    names = connections.names_open_to(study) if study is not None else []
+    if not names:
+        return "none is open to this study yet (site staff add connections under Site settings)."
+    return "choose one of: " + ", ".join(f"“{n}”" for n in names) + "."
+
+
 def endpoint_problems(data, study=None, instance=None):
     """Cleaned values and a {field: message} dict of problems for endpoint fields (missing fields keep the
     instance's value)."""
@@ -76,6 +116,8 @@ def endpoint_problems(data, study=None, instance=None):
     else:
         current = {f: ModelEndpoint._meta.get_field(f).get_default() for f in EDITABLE}
     values = {**current, **{k: v for k, v in data.items() if k in EDITABLE}}
+    if "connection" in data and "provider" not in data:
+        values["provider"] = ""  # follows the connection chosen now
     problems, clean = {}, {}
     name = str(values.get("name") or "").strip()
     if not name:
@@ -87,34 +129,18 @@ def endpoint_problems(data, study=None, instance=None):
         problems["name"] = f"This study already has an endpoint named “{name}”."
     clean["name"] = name[:200]
     provider = values.get("provider") or ""
-    if provider not in Provider.values:
-        problems["provider"] = f"Unknown provider {provider!r}; choose one of {', '.join(Provider.values)}."
-    clean["provider"] = provider
-    if provider == Provider.TRANSFORMERS and (missing := missing_local_extra()):
-        problems["provider"] = local_extra_message(missing)
     model_id = str(values.get("model_id") or "").strip()
     if not model_id:
         problems["model_id"] = "Give the model id (or a local path, or the model you paste answers from)."
     clean["model_id"] = model_id[:300]
     clean["model_family"] = str(values.get("model_family") or "").strip()[:100]
-    base_url = str(values.get("base_url") or "").strip()
-    if base_url and not re.match(r"^https?://[^\s/]+", base_url):
-        problems["base_url"] = "The base URL must start with http:// or https://."
-    if provider == Provider.OPENAI_COMPATIBLE and not base_url:
-        problems["base_url"] = "An OpenAI-compatible server needs its base URL, e.g. http://localhost:8000/v1."
-    clean["base_url"] = base_url
-    env = str(values.get("api_key_env") or "").strip()
-    if env and not ENV_NAME.match(env):
-        problems["api_key_env"] = (
-            "Enter the NAME of an environment variable (letters, digits, underscores), "
-            "e.g. OPENAI_API_KEY, never the key itself."
-        )
-        env = ""
-    elif key_variable_problem(env):
-        problems["api_key_env"] = key_variable_problem(env)
-    if provider in KEYED and not env and "api_key_env" not in problems:
-        problems["api_key_env"] = "Name the environment variable that holds this provider's key, e.g. OPENAI_API_KEY."
-    clean["api_key_env"] = env
+    clean["provider"] = provider
+    _clean_connection(values, data, study, provider, model_id, clean, problems)
+    provider = clean["provider"]
+    if provider not in Provider.values:
+        problems["provider"] = f"Unknown provider {provider!r}; choose one of {', '.join(Provider.values)}."
+    elif provider == Provider.TRANSFORMERS and (missing := missing_local_extra()):
+        problems["provider"] = local_extra_message(missing)
     try:
         clean["default_params"] = parse_params(values.get("default_params"))
     except ValueError as exc:

@@ -4,44 +4,50 @@ import json
 
 from django import forms
 
-from .endpoint_services import EDITABLE
+from . import connections
+from .endpoint_services import CONNECTION_ONLY, EDITABLE
 from .models import ExecutionMode, ModelEndpoint, Provider
 from .runs import toolkits_for
 
-ENDPOINT_FIELDS = [f for f in EDITABLE if f != "default_params"]
+ENDPOINT_FIELDS = [f for f in EDITABLE if f not in ("default_params", "provider")]
 
 
 class EndpointForm(forms.Form):
-    """Fields from the model; `save_endpoint` does the validation shared with the API."""
+    """Fields from the model; `save_endpoint` does the validation shared with the API. The connection is chosen
+    among those open to the study; the provider kind follows it."""
 
-    def __init__(self, *args, instance=None, **kwargs):
+    def __init__(self, *args, instance=None, study=None, **kwargs):
         initial = kwargs.pop("initial", None) or {}
         if instance is not None:
             initial = {f: getattr(instance, f) for f in EDITABLE}
+            initial["connection"] = instance.connection_id
             initial["default_params"] = json.dumps(instance.default_params or {}, indent=1)
         super().__init__(*args, initial=initial, **kwargs)
-        model_fields = forms.fields_for_model(ModelEndpoint, fields=[f for f in ENDPOINT_FIELDS if f != "base_url"])
-        model_fields["base_url"] = None
+        model_fields = forms.fields_for_model(ModelEndpoint, fields=[f for f in ENDPOINT_FIELDS if f != "connection"])
+        model_fields["connection"] = forms.ModelChoiceField(
+            queryset=connections.open_to(study) if study is not None else ModelEndpoint.objects.none(),
+            label="Provider connection",
+            help_text="Where calls go and with which key: site staff set these up under Site settings.",
+            error_messages={"invalid_choice": "Choose one of the connections open to this study."},
+        )
         for name in ENDPOINT_FIELDS:
-            field = model_fields[name] or forms.CharField()
-            if name not in ("name", "provider", "model_id", "max_concurrency", "max_attempts"):
+            field = model_fields[name]
+            if name not in ("name", "connection", "model_id", "max_concurrency", "max_attempts"):
                 field.required = False
             self.fields[name] = field
-            if name == "provider":
+            if name == "connection":
                 self.fields["default_params"] = forms.CharField(
                     required=False,
                     label="Default parameters (JSON)",
                     widget=forms.Textarea(attrs={"rows": 3, "placeholder": '{"temperature": 0.7, "max_tokens": 600}'}),
                     help_text="temperature, top_p, max_tokens, seed, stop, top_k, presence_penalty, frequency_penalty",
                 )
-        self.fields["base_url"] = forms.CharField(
-            required=False, label="Base URL", help_text="For OpenAI-compatible servers, e.g. http://localhost:8000/v1"
-        )
-        self.fields["api_key_env"].label = "Key variable name"
-        self.fields["api_key_env"].widget.attrs["autocomplete"] = "off"
 
     def values(self):
-        return {k: v for k, v in self.cleaned_data.items()}
+        """The cleaned values, plus any connection-only field that was posted (the service refuses it)."""
+        values = {k: v for k, v in self.cleaned_data.items()}
+        values.update({f: self.data.get(f) for f in CONNECTION_ONLY if self.data.get(f)})
+        return values
 
 
 class RunForm(forms.Form):

@@ -67,6 +67,70 @@ class Provider(models.TextChoices):
     MANUAL = "manual", "Manual (pasted from a chat interface)"
 
 
+class ConnectionStatus(models.TextChoices):
+    APPROVED = "approved", "Approved"
+    PENDING = "pending", "Pending approval by staff"
+
+
+class ProviderConnection(models.Model):
+    """Where a provider key may go, decided by site staff: a provider kind, a fixed base URL and the name of the
+    environment variable that holds the key. A study's endpoints pick a connection and a model; they never name a
+    host or a key variable themselves. Optional: the models it serves, limits, the studies it is open to, and a
+    monthly spending cap over all studies."""
+
+    name = models.CharField(max_length=200, unique=True)
+    provider = models.CharField(max_length=30, choices=Provider.choices)
+    base_url = models.URLField(
+        blank=True, help_text="Empty: the provider's official host (OpenAI, Anthropic). Fixed for every endpoint."
+    )
+    api_key_env = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="The NAME of the environment variable holding the key (one of PROVIDER_KEY_VARIABLES); "
+        "empty for keyless local servers.",
+    )
+    allowed_models = models.JSONField(
+        default=list, blank=True, help_text="Model ids endpoints may use on this connection; empty: any."
+    )
+    max_concurrency = models.PositiveIntegerField(
+        null=True, blank=True, help_text="At most this many calls at once over every endpoint of the connection."
+    )
+    requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
+    tokens_per_minute = models.PositiveIntegerField(null=True, blank=True)
+    all_studies = models.BooleanField(default=True, help_text="Open to every study (else only to those chosen).")
+    studies = models.ManyToManyField(Study, blank=True, related_name="provider_connections")
+    monthly_cap_usd = models.DecimalField(
+        max_digits=12,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="USD per calendar month (UTC) over all studies; empty: no cap.",
+    )
+    status = models.CharField(max_length=20, choices=ConnectionStatus.choices, default=ConnectionStatus.PENDING)
+    status_reason = models.CharField(max_length=500, blank=True, help_text="Why it waits for approval.")
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    approved_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def is_approved(self):
+        return self.status == ConnectionStatus.APPROVED
+
+    @property
+    def key_is_set(self):
+        from .key_variables import key_value
+
+        return bool(key_value(self.api_key_env))
+
+
 class ModelEndpoint(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="endpoints")
     name = models.CharField(max_length=200)
@@ -77,9 +141,13 @@ class ModelEndpoint(models.Model):
     model_family = models.CharField(
         max_length=100, blank=True, help_text="Provider family, e.g. openai, anthropic, google."
     )
-    base_url = models.URLField(blank=True)
-    api_key_env = models.CharField(
-        max_length=100, blank=True, help_text="The NAME of the environment variable holding the key."
+    connection = models.ForeignKey(
+        ProviderConnection,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="endpoints",
+        help_text="Where calls go and with which key: chosen among the connections staff approved.",
     )
     default_params = models.JSONField(
         default=dict, blank=True, help_text="temperature, top_p, max_tokens, seed, stop, ..."
@@ -137,6 +205,16 @@ class ModelEndpoint(models.Model):
     def model_identity(self):
         """Who wrote an output, for the no-self-judging rule: the model, not the endpoint."""
         return self.model_id.strip().lower()
+
+    @property
+    def base_url(self):
+        """The connection's fixed host ("" for the provider's official one): an endpoint never has its own."""
+        return self.connection.base_url if self.connection_id else ""
+
+    @property
+    def api_key_env(self):
+        """The connection's key variable: an endpoint never names one itself."""
+        return self.connection.api_key_env if self.connection_id else ""
 
     @property
     def key_is_set(self):
@@ -298,6 +376,30 @@ class ProviderCall(models.Model):
 
     def __str__(self):
         return f"{self.purpose} {self.model} attempt {self.attempt}"
+
+
+class SpendingLedger(models.Model):
+    """Tokens and cost of every provider call, per study, connection and calendar month (UTC).
+
+    `cost_usd` is the sum of the attempt rows' costs (an open attempt counts at its estimate until it closes);
+    `reserved_usd` holds submitted batches' estimates until their answers are collected. Caps compare
+    cost + reserved with the study's and the connection's caps before each call."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="spending")
+    connection = models.ForeignKey(ProviderConnection, on_delete=models.PROTECT, related_name="spending")
+    month = models.DateField(help_text="The first day of the month.")
+    calls = models.PositiveIntegerField(default=0)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=16, decimal_places=6, default=0)
+    reserved_usd = models.DecimalField(max_digits=16, decimal_places=6, default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "connection", "month"], name="unique_spending_month")]
+        ordering = ["study", "month", "connection"]
+
+    def __str__(self):
+        return f"{self.study} · {self.connection} · {self.month:%Y-%m}: ${self.cost_usd}"
 
 
 class BatchStatus(models.TextChoices):

@@ -27,6 +27,8 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
+from . import spending
+from .connections import runtime_problem
 from .key_variables import key_value
 from .limits import LEASE_TTL, RENEW_EVERY, EndpointLimiter, estimate_call, make_store
 from .models import CallOutcome, ModelEndpoint, ProviderCall
@@ -104,6 +106,8 @@ class RunStats:
     cost_usd: Decimal = field(default_factory=lambda: Decimal("0"))
     elapsed_s: float = 0.0
     cancelled: bool = False
+    held: str = ""  # why the job must wait (a cap reached, a connection not approved); its units stay pending
+    held_need: Decimal | None = None  # the estimate of the call that did not fit under a cap
 
     @property
     def rate(self):
@@ -171,6 +175,16 @@ class _Loop:
         self.loop = None
         self.changed = None
         self.own_writer = None  # an _AttemptWriter when the loop writes attempt rows itself
+        self.hold_reason = ""  # set once a call did not fit under a cap: no more calls start
+        self.hold_need = None
+
+    def hold(self, reason, need=None):
+        """No call starts any more (on the loop's thread): the units left are handed back unfinished."""
+        if not self.hold_reason:
+            self.hold_reason, self.hold_need = reason, need
+        self.exhausted = True
+        if self.changed is not None:
+            self.changed.set()
 
     def add_threadsafe(self, units):
         self.call_threadsafe(self._add, units)
@@ -263,6 +277,10 @@ class _Loop:
     async def worker(self, pk):
         pending = self.queues[pk]
         limiter, provider = self.limiters[pk], self.providers[pk]
+        if self.own_writer is not None:
+            # Django keeps a connection per asyncio task: this task's ORM calls (the ledger, in the attempt rows'
+            # transaction) must use the loop's one connection, or two of them would lock each other out.
+            connections[DEFAULT_DB_ALIAS] = self.own_writer.db
         try:
             while not self.stop.is_set():
                 if not pending:
@@ -295,6 +313,8 @@ class _Loop:
         if self.own_writer is not None:
             try:
                 record["row_id"] = self.own_writer.open(record)
+                if record["row_id"] is None:
+                    self.hold(record["refused"], record.get("need"))
                 return
             except Exception:
                 log.warning("the loop could not write an attempt row; the caller's thread writes it", exc_info=True)
@@ -308,6 +328,9 @@ class _Loop:
         est_in, est_out = estimate_call(unit.messages, unit.params)
         est = est_in + est_out
         for attempt in range(1, max_attempts + 1):
+            if self.hold_reason:
+                self.report("held", unit, None)
+                return
             lease = await limiter.acquire(est, stop=self.stop)
             if lease is None:
                 self.report("cancelled", unit, None)
@@ -321,6 +344,9 @@ class _Loop:
                     record["not_sent"] = True
                     self.report("attempt", unit, record)
                     raise
+                if record.get("refused"):  # it would cross a spending cap: not sent, the unit stays pending
+                    self.report("held", unit, None)
+                    return
                 self.in_flight += 1
                 t0 = time.perf_counter()
                 named = current_attempt.set(record.get("row_id"))  # the request names its row (providers.base)
@@ -372,6 +398,7 @@ def _opened_call(study, record):
     unit = record["unit"]
     endpoint = unit.endpoint
     est_in, est_out = record["estimate"]
+    record["est_cost"] = cost_of(endpoint, est_in, est_out)
     return {
         "study": study.pk,
         "endpoint": endpoint.pk,
@@ -387,8 +414,50 @@ def _opened_call(study, record):
         "outcome": CallOutcome.UNKNOWN,
         "input_tokens": est_in,
         "output_tokens": est_out,
-        "cost_usd": cost_of(endpoint, est_in, est_out),
+        "cost_usd": record["est_cost"],
     }
+
+
+def _charge(record, *, closing=False):
+    """The ledger entry of an attempt: its estimate when opened, the real figures minus the estimate when closed,
+    minus the estimate when it was never sent; None for calls outside the ledger (manual entry)."""
+    endpoint = record["unit"].endpoint
+    if not endpoint.connection_id or endpoint.provider == "manual":
+        return None
+    est_in, est_out = record["estimate"]
+    est_cost = record.get("est_cost")
+    if est_cost is None and "est_cost" not in record:
+        est_cost = cost_of(endpoint, est_in, est_out)
+    month = spending.month_of(record["started_at"])
+    if not closing:
+        return spending.Charge(endpoint.connection_id, month, est_cost, est_in, est_out, 1, endpoint.name)
+    if record.get("not_sent"):
+        return spending.Charge(endpoint.connection_id, month, -(est_cost or 0), -est_in, -est_out, -1)
+    fields = _closed_fields(record)
+    return spending.Charge(
+        endpoint.connection_id,
+        month,
+        (fields["cost_usd"] or 0) - (est_cost or 0),
+        (fields["input_tokens"] or 0) - est_in,
+        (fields["output_tokens"] or 0) - est_out,
+        0,
+    )
+
+
+def _admit(study, records):
+    """Count the attempts about to be sent in the ledger; mark those that would cross a cap as refused (with the
+    reason). Call inside the transaction that writes their rows. Returns the records admitted."""
+    charged = [(r, _charge(r)) for r in records]
+    to_check = [(r, c) for r, c in charged if c is not None]
+    accepted, reason, need = spending.admit(study.pk, [c for _, c in to_check])
+    refused = {id(r) for (r, _), ok in zip(to_check, accepted, strict=True) if not ok}
+    admitted = []
+    for record, _ in charged:
+        if id(record) in refused:
+            record["refused"], record["need"] = reason, need
+        else:
+            admitted.append(record)
+    return admitted
 
 
 class _AttemptWriter:
@@ -400,11 +469,16 @@ class _AttemptWriter:
         self.db = connections[DEFAULT_DB_ALIAS]
         self.db.ensure_connection()
         self.sql, self.fields = _insert_statement(self.db, ProviderCall, returning=True)
-        self.cursor = self.db.create_cursor()
 
     def open(self, record):
-        self.cursor.execute(self.sql, _row_params(self.db, self.fields, [_opened_call(self.study, record)])[0])
-        return self.cursor.fetchone()[0]
+        """The new row's id, or None when the call would cross a spending cap (record["refused"] says why)."""
+        row = _opened_call(self.study, record)
+        with transaction.atomic():
+            if not _admit(self.study, [record]):
+                return None
+            with self.db.cursor() as cursor:
+                cursor.execute(self.sql, _row_params(self.db, self.fields, [row])[0])
+                return cursor.fetchone()[0]
 
 
 def _closed_fields(record):
@@ -465,7 +539,27 @@ def execute_units(
     # for this thread; inside one (rows another connection cannot see yet) this thread writes them.
     own_rows = not transaction.get_connection().in_atomic_block
     crashed = {}
-    first = source.take()
+    checked = {}  # endpoint pk -> its connection's problem, checked once per chunk taken
+
+    def take():
+        """The next units, or [] once the job must wait: every endpoint's connection is checked again before
+        its calls go out (staff may have closed it, or struck its model off, since the run started)."""
+        if stats.held:
+            return []
+        units = source.take()
+        checked.clear()
+        for unit in units:
+            endpoint = unit.endpoint
+            if endpoint.connection_id:
+                endpoint.connection  # noqa: B018 - loaded here: the network thread must not query
+            if endpoint.pk not in checked:
+                checked[endpoint.pk] = runtime_problem(endpoint)
+            if checked[endpoint.pk]:
+                stats.held = f"Waiting: “{endpoint.name}”: {checked[endpoint.pk]}"
+                return []
+        return units
+
+    first = take()
     stats.total = len(first)
     if not first:
         return stats
@@ -553,7 +647,7 @@ def execute_units(
                 elif stop.is_set():
                     more = []
                 else:
-                    more = source.take()
+                    more = take()
                     stats.total += len(more)
                     serve_opens()
                 if "error" not in crashed:
@@ -577,6 +671,8 @@ def execute_units(
     thread.join()
     stats.elapsed_s = time.perf_counter() - started
     stats.not_started = stats.total - stats.succeeded - stats.failed
+    if loop_runner.hold_reason and not stats.held:
+        stats.held, stats.held_need = loop_runner.hold_reason, loop_runner.hold_need
     if "error" in crashed:
         raise crashed["error"]
     return stats
@@ -681,9 +777,11 @@ def insert_rows_returning_ids(model, rows):
     return ids
 
 
-def _close_calls(records):
-    """Complete the attempt rows: one prepared UPDATE run for many rows."""
+def _close_calls(study, records):
+    """Complete the attempt rows (one prepared UPDATE run for many rows) and correct the ledger by the real figures
+    (call inside a transaction)."""
     update_rows(ProviderCall, CLOSE_FIELDS, [(record["row_id"], _closed_fields(record)) for record in records])
+    spending.record(study.pk, [c for r in records if (c := _charge(r, closing=True)) is not None])
 
 
 def _open_attempts(study, events, loop_runner):
@@ -691,9 +789,17 @@ def _open_attempts(study, events, loop_runner):
     if not events:
         return
     records = [record for _, _, record in events]
-    ids = insert_rows_returning_ids(ProviderCall, [_opened_call(study, record) for record in records])
-    for record, row_id in zip(records, ids, strict=True):
+    rows = [_opened_call(study, record) for record in records]
+    with transaction.atomic():
+        admitted = {id(r) for r in _admit(study, records)}
+        ids = insert_rows_returning_ids(
+            ProviderCall, [row for r, row in zip(records, rows, strict=True) if id(r) in admitted]
+        )
+    for record, row_id in zip([r for r in records if id(r) in admitted], ids, strict=True):
         record["row_id"] = row_id
+    refused = [r for r in records if r.get("refused")]
+    if refused and loop_runner is not None:
+        loop_runner.call_threadsafe(loop_runner.hold, refused[0]["refused"], refused[0].get("need"))
     if loop_runner is not None:  # one wake-up of the loop lets every request of the batch go
         loop_runner.call_threadsafe(_resolve_all, [record["written"] for record in records])
 
@@ -704,12 +810,13 @@ def _write_batch(study, batch, sink, stats, finished, loop_runner=None, source=N
     _open_attempts(study, [e for e in batch if e[0] == "open"], loop_runner)
     closing = [record for kind, _, record in batch if kind == "attempt"]
     with transaction.atomic():
-        unsent = [r["row_id"] for r in closing if r.get("not_sent") and r.get("row_id")]
+        unsent = [r for r in closing if r.get("not_sent") and r.get("row_id")]
         if unsent:  # cancelled before the request went out: it was never an attempt
-            ProviderCall.objects.filter(pk__in=unsent).delete()
+            ProviderCall.objects.filter(pk__in=[r["row_id"] for r in unsent]).delete()
+            spending.record(study.pk, [c for r in unsent if (c := _charge(r, closing=True)) is not None])
         done = [r for r in closing if not r.get("not_sent") and r.get("row_id") is not None]
         if done:
-            _close_calls(done)
+            _close_calls(study, done)
             stats.attempts += len(done)
         stored = _store_successes(sink, batch)
         for kind, unit, value in batch:

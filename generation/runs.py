@@ -16,8 +16,7 @@ from stereoscope import jobs
 from stereoscope.services import record_activity
 from stereoscope.untrusted import loads_json
 
-from . import batches
-from .key_variables import key_variable_problem
+from . import batches, connections
 from .limits import estimate_tokens
 from .models import (
     BATCH_PROVIDERS,
@@ -231,13 +230,10 @@ def plan(run, sample=50):
         estimate = batches.cost_estimate(endpoint, in_tokens, out_tokens)
         cost, batch_allowed, batch_cost = estimate["cost_usd"], estimate["batch_allowed"], estimate["batch_cost_usd"]
         manual = endpoint.provider == Provider.MANUAL
-        if (
-            not manual
-            and endpoint.provider != Provider.TRANSFORMERS
-            and endpoint.provider != Provider.OPENAI_COMPATIBLE
-            and not endpoint.key_is_set
-        ):
-            problems.append(f"{endpoint.name}: the key variable {endpoint.api_key_env or '(none named)'} is not set.")
+        if not manual:
+            problems.extend(p.replace("“", "", 1).replace("”", "", 1) for p in connections.start_problems([endpoint]))
+            if waiting := connections.pending_reason(endpoint.connection):
+                problems.append(f"{endpoint.name}: {waiting} The run will wait for it.")
         rows.append(
             {
                 "endpoint": endpoint,
@@ -319,8 +315,12 @@ KEYED_PROVIDERS = (Provider.OPENAI, Provider.ANTHROPIC)
 
 
 def key_variable_refusal(run):
-    """A message naming the run's endpoints whose key variable is not allowed, or ""."""
-    problems = [f"“{e.name}”: {p}" for e in run.endpoints.all() if (p := key_variable_problem(e.api_key_env))]
+    """A message naming the run's endpoints that their connection no longer allows, or ""."""
+    problems = [
+        f"“{e.name}”: {p}"
+        for e in run.endpoints.select_related("connection")
+        if e.provider != Provider.MANUAL and (p := connections.access_problem(e.connection, e.study_id, e.model_id))
+    ]
     return ("Cannot start: " + "; ".join(problems)) if problems else ""
 
 
@@ -333,16 +333,10 @@ def check_ready(run):
     for endpoint in endpoints:
         if endpoint.provider == Provider.MANUAL:
             continue
-        problem = key_variable_problem(endpoint.api_key_env)
-        if problem:
-            problems.append(f"“{endpoint.name}”: {problem}")
+        found = connections.start_problems([endpoint])
+        if found:
+            problems.extend(found)
             continue
-        needs_key = endpoint.provider in KEYED_PROVIDERS or bool(endpoint.api_key_env)
-        if needs_key and not endpoint.key_is_set:
-            problems.append(
-                f"the key variable {endpoint.api_key_env or '(none named)'} of “{endpoint.name}” is not set "
-                "in the server's environment"
-            )
         try:
             validate_params(merged_params(endpoint, run.param_overrides))
         except ProviderError as exc:

@@ -1,9 +1,11 @@
 from django.urls import path
 
+from . import views_connections
 from . import views_runs as v
 
 urlpatterns = [
     path("endpoints/", v.endpoint_list, name="endpoints"),
+    path("spending/", views_connections.study_spending, name="study-spending"),
     path("endpoints/new/", v.endpoint_create, name="endpoint-create"),
     path("endpoints/<int:endpoint_id>/edit/", v.endpoint_edit, name="endpoint-edit"),
     path("endpoints/<int:endpoint_id>/delete/", v.endpoint_delete, name="endpoint-delete"),

@@ -34,7 +34,12 @@ def _run(request, run_id):
 @study_role_required(VIEWER)
 @require_safe
 def endpoint_list(request, study_id):
-    endpoints = ModelEndpoint.objects.filter(study=request.study).annotate(n_outputs=Count("outputs")).order_by("name")
+    endpoints = (
+        ModelEndpoint.objects.filter(study=request.study)
+        .select_related("connection")
+        .annotate(n_outputs=Count("outputs"))
+        .order_by("name")
+    )
     return render(
         request,
         "generation/endpoint_list.html",
@@ -47,7 +52,7 @@ def endpoint_list(request, study_id):
 
 
 def _endpoint_form(request, instance=None):
-    form = EndpointForm(request.POST or None, instance=instance)
+    form = EndpointForm(request.POST or None, instance=instance, study=request.study)
     if request.method == "POST" and form.is_valid():
         try:
             endpoint = save_endpoint(request.study, form.values(), instance=instance, actor=request.user)

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from generation import batches as batch_mode
 from generation import selectors as generation
-from generation.key_variables import key_variable_problem
+from generation import connections
 from generation.limits import estimate_tokens
 from generation.models import ExecutionMode, OutputStatus, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params
@@ -222,14 +222,12 @@ def compute_plan(rnd):
             validate_params(params_for(rnd, endpoint))
         except ProviderError as exc:
             summary["problems"].append(f"{endpoint.name}: {exc}")
-        if key_variable_problem(endpoint.api_key_env):
-            summary["problems"].append(f"{endpoint.name}: {key_variable_problem(endpoint.api_key_env)}")
-        elif endpoint.provider == Provider.MANUAL:
+        if endpoint.provider == Provider.MANUAL:
             summary["problems"].append(f"{endpoint.name} is a manual endpoint and cannot be called as a judge.")
-        elif endpoint.provider in (Provider.OPENAI, Provider.ANTHROPIC) and not endpoint.key_is_set:
-            summary["problems"].append(
-                f"{endpoint.name}: the key variable {endpoint.api_key_env or '(none named)'} is not set."
-            )
+        else:
+            summary["problems"].extend(connections.start_problems([endpoint]))
+            if waiting := connections.pending_reason(endpoint.connection):
+                summary["problems"].append(f"{endpoint.name}: {waiting} The round will wait for it.")
         served = sorted(e.name for e in judges if e.model_identity == judge)
         judge_rows.append(
             dict(
@@ -609,6 +607,7 @@ class JudgeRoundJob(batch_mode.BatchModeKind, jobs.JobKind):
     units_label = "verdicts"
     error = RoundError
     chunk_size = 20
+    endpoints_field = "judges"
 
     def warm_up(self):
         from generation.providers.base import preload

@@ -25,6 +25,20 @@ class Study(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="studies")
+    spending_cap_usd = models.DecimalField(
+        max_digits=12,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="The study's budget in USD over all its provider calls, set by its admins; empty: no cap.",
+    )
+    spending_cap_limit_usd = models.DecimalField(
+        max_digits=12,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="Set by site staff: the highest cap the study's admins may set; empty: the site default.",
+    )
 
     class Meta:
         ordering = ["-is_library", "name"]

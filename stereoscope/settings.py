@@ -234,6 +234,12 @@ REDIS_URL = os.environ.get("REDIS_URL") or (CELERY_BROKER_URL if CELERY_BROKER_U
 
 # --- Provider keys: only the *names* of the variables live here; values stay in the environment.
 PROVIDER_KEY_VARIABLES = env_list("PROVIDER_KEY_VARIABLES", "OPENAI_API_KEY,ANTHROPIC_API_KEY")
+# The highest spending cap (USD) a study's admins may set unless staff give the study its own limit; empty: none.
+STUDY_SPENDING_CAP_LIMIT_USD = os.environ.get("STUDY_SPENDING_CAP_LIMIT_USD") or None
+# Who may create studies: "any" signed-in user (default) or only site "staff"; others join studies they are invited to.
+STUDY_CREATORS = os.environ.get("STUDY_CREATORS", "any").strip().lower()
+if STUDY_CREATORS not in ("any", "staff"):
+    raise ImproperlyConfigured(f"STUDY_CREATORS must be 'any' or 'staff', not {STUDY_CREATORS!r}.")
 # Variables Django and the product read themselves: never usable as a provider key, whatever the allow-list says.
 # A test keeps this list in step with every variable this file and the commands read.
 PRODUCT_ENV_VARIABLES = [
@@ -266,6 +272,8 @@ PRODUCT_ENV_VARIABLES = [
     "CELERY_CONCURRENCY",
     "DEFAULT_FROM_EMAIL",
     "INVITATION_TIMEOUT_SECONDS",
+    "STUDY_SPENDING_CAP_LIMIT_USD",
+    "STUDY_CREATORS",
 ]
 # ... and every variable with one of these prefixes (DJANGO_SETTINGS_MODULE, STEREOSCOPE_ADMIN_PASSWORD, ...).
 PRODUCT_ENV_PREFIXES = ["DJANGO_", "STEREOSCOPE_", "CELERY_", "DATABASE_", "POSTGRES", "PG", "EMAIL_", "JOB_", "BATCH_"]

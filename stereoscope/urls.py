@@ -30,6 +30,8 @@ for app in installed:
     extra_api_urls += getattr(module, "api_urls", [])
 
 study_pages = [path("", include(f"{app}.urls")) for app in installed]
+# Site-level pages an app may offer (e.g. provider connections for site staff): `site_urlpatterns` in its urls.
+site_pages = [p for app in installed for p in getattr(importlib.import_module(f"{app}.urls"), "site_urlpatterns", [])]
 
 urlpatterns = [
     path("", views.study_list, name="home"),
@@ -50,6 +52,7 @@ urlpatterns = [
         name="study-member-remove",
     ),
     path("studies/<int:study_id>/", include(study_pages)),
+    path("settings/", include(site_pages)),
     path("api/", include(router.urls)),
     path("api/studies/<int:study_pk>/", include(study_router.urls)),
     path("api/", include(extra_api_urls)),

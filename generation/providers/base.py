@@ -77,7 +77,19 @@ class ChatProvider:
         self.endpoint = endpoint
 
     def api_key(self, required=True):
-        """The key from the environment variable the endpoint names; never stored anywhere else."""
+        """The key from the environment variable of the endpoint's connection; never stored anywhere else. Asked
+        whenever a client is built, so no request (with or without a key) goes to a host staff did not approve."""
+        connection = getattr(self.endpoint, "connection", None)
+        if connection is None:
+            raise ProviderError(
+                f"Endpoint “{self.endpoint.name}” has no provider connection; choose one staff approved.",
+                retryable=False,
+            )
+        if getattr(connection, "status", "") != "approved":
+            raise ProviderError(
+                f"The connection “{connection.name}” of “{self.endpoint.name}” is waiting for approval by site staff.",
+                retryable=False,
+            )
         var = (self.endpoint.api_key_env or "").strip()
         if not var:
             if required:

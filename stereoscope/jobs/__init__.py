@@ -24,6 +24,8 @@ from .engine import (
     retry_failed,
     start,
     sweep,
+    wait,
+    wake_waiting,
     warm_up,
 )
 from .models import ACTIVE, TERMINAL, ChunkStatus, Job, JobChunk, JobStatus
@@ -57,6 +59,8 @@ __all__ = [
     "retry_failed",
     "start",
     "sweep",
+    "wait",
+    "wake_waiting",
     "warm_up",
     "UnitStats",
 ]

@@ -76,6 +76,12 @@ class JobKind:
         """A reason not to run the job at all (checked when a worker starts on it), or None."""
         return None
 
+    def hold(self, job):
+        """A reason the job must wait before its next call (a connection waiting for approval, a spending cap
+        reached), or "". Checked when a worker starts on it and by the sweep; the job resumes by itself once the
+        reason clears."""
+        return ""
+
     def next_pass(self, job):
         """After every chunk is done: make more units pending (e.g. re-ask) and return True, or return False."""
         return False
@@ -117,6 +123,7 @@ class UnitStats:
     attempts: int = 0
     elapsed_s: float = 0.0
     cancelled: bool = False
+    held: str = ""
 
 
 def register(kind):
@@ -262,6 +269,48 @@ def fail(kind, job_id, message):
         lease_expires_at=None,
     )
     _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).update(lease_token="", lease_expires_at=None)
+
+
+def wait(kind, job_id, reason, need=None):
+    """Park an active job until `reason` clears: no worker holds it, its chunks stay pending, and the sweep (or the
+    change that clears the reason) queues it again. Nothing fails and nothing is lost. `need` (e.g. the cost of
+    the call that did not fit under a cap) is kept in its progress for the kind's `hold` to weigh."""
+    kind.model.objects.filter(pk=job_id, status__in=ACTIVE).update(
+        status=JobStatus.WAITING,
+        message=reason[:2000],
+        lease_token="",
+        lease_expires_at=None,
+        progress={"waiting_need": str(need)} if need is not None else {},
+    )
+    _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).update(lease_token="", lease_expires_at=None)
+    log.info("%s %s waits: %s", kind.name, job_id, reason)
+
+
+def wake_waiting(kind_names=None):
+    """Queue again every waiting job whose reason has cleared. Returns [(kind name, job id)] queued."""
+    woken = []
+    for kind in kinds():
+        if kind_names and kind.name not in kind_names:
+            continue
+        for job in kind.model.objects.filter(status=JobStatus.WAITING, cancel_requested=False)[:200]:
+            try:
+                reason = kind.hold(job)
+            except Exception:  # a broken check must not stop the sweep of other jobs
+                log.warning("checking %s %s failed", kind.name, job.pk, exc_info=True)
+                continue
+            if reason:
+                if reason != job.message:
+                    kind.model.objects.filter(pk=job.pk, status=JobStatus.WAITING).update(message=reason[:2000])
+                continue
+            claimed = kind.model.objects.filter(pk=job.pk, status=JobStatus.WAITING).update(
+                status=JobStatus.QUEUED,
+                message="Resumed: the reason to wait has cleared.",
+                lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds()),
+            )
+            if claimed:
+                launch(kind, job)
+                woken.append((kind.name, job.pk))
+    return woken
 
 
 def forget(kind, job_id):
@@ -431,6 +480,10 @@ def execute(kind, job_id, progress_callback=None):
             status=JobStatus.FAILED, message=refused, lease_token="", lease_expires_at=None, finished_at=timezone.now()
         )
         return None
+    held = kind.hold(job)
+    if held:
+        wait(kind, job_id, held)
+        return None
     now = timezone.now()
     if not _chunks(kind, job_id).filter(_leasable(now)).exists():
         if not _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).exists():
@@ -478,6 +531,10 @@ def _run_passes(kind, job, token, progress_callback):
         raise
     source.release()
     if Model.objects.filter(pk=job.pk, status=JobStatus.FAILED).exists():  # `fail` stopped it: leave it so
+        return stats
+    held = getattr(stats, "held", "")
+    if held and not stats.cancelled and not Model.objects.filter(pk=job.pk, cancel_requested=True).exists():
+        wait(kind, job.pk, held, getattr(stats, "held_need", None))
         return stats
     if stats.cancelled or Model.objects.filter(pk=job.pk, cancel_requested=True).exists():
         finish(kind, job.pk, cancelled=True)
@@ -532,6 +589,7 @@ def sweep(queue_name=None):
                 app.send_task(kind.task_name, args=[job_id], **options)
                 log.warning("%s %s had no live worker; queued again", kind.name, job_id)
                 queued.append((kind.name, job_id))
+    queued.extend(wake_waiting())
     return queued
 
 

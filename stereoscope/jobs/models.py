@@ -9,6 +9,7 @@ class JobStatus(models.TextChoices):
     DRAFT = "draft", "Draft"
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"
+    WAITING = "waiting", "Waiting"  # held until a reason clears (a connection's approval, a spending cap)
     COMPLETED = "completed", "Completed"
     CANCELLED = "cancelled", "Cancelled"
     FAILED = "failed", "Failed"

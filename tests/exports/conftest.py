@@ -1,5 +1,7 @@
 import pytest
 
+from tests.gencore.conftest import approved_connection
+
 
 @pytest.fixture
 def export_root(tmp_path, settings):
@@ -40,7 +42,7 @@ def gen_study(roles):
         name="gpt",
         provider="openai",
         model_id="gpt-4o",
-        api_key_env="OPENAI_API_KEY",
+        connection=approved_connection("openai", "", "OPENAI_API_KEY"),
         default_params={"temperature": 0.7, "seed": 3},
     )
     claude = ModelEndpoint.objects.create(
@@ -48,6 +50,7 @@ def gen_study(roles):
         name="claude",
         provider="anthropic",
         model_id="claude-x",
+        connection=approved_connection("anthropic", "", "ANTHROPIC_API_KEY"),
         default_params={"temperature": 1.0, "max_tokens": 800},
     )
     run = GenerationRun.objects.create(

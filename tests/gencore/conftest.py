@@ -8,6 +8,19 @@ def study(db):
     return Study.objects.create(name="Generation study")
 
 
+def approved_connection(provider, base_url="", api_key_env="", **extra):
+    """The approved connection of a (provider, base URL, key variable) triple, made once (what staff would set up)."""
+    from generation.models import ProviderConnection
+
+    connection, _ = ProviderConnection.objects.get_or_create(
+        provider=provider,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        defaults={"name": f"{provider} {base_url} {api_key_env}".strip()[:200], "status": "approved", **extra},
+    )
+    return connection
+
+
 @pytest.fixture
 def make_endpoint(fake_provider, monkeypatch):
     """Endpoints pointed at the fake server. Keys come from environment variables set here."""
@@ -28,6 +41,10 @@ def make_endpoint(fake_provider, monkeypatch):
         fields.setdefault("timeout_seconds", 10)
         from generation.models import ModelEndpoint
 
+        if "connection" not in fields:
+            fields["connection"] = approved_connection(
+                provider, fields.pop("base_url", ""), fields.pop("api_key_env", "")
+            )
         return ModelEndpoint.objects.create(
             study=study, name=fields.pop("name", f"endpoint {n}"), provider=provider, **fields
         )

@@ -14,21 +14,24 @@ def api(study, path):
 
 
 def test_endpoint_crud_and_key_never_shown(roles, api_for, monkeypatch):
+    from tests.gencore.conftest import approved_connection
+
     study = roles["a"]
     monkeypatch.setenv("API_TEST_KEY", "sk-api-secret-987")
+    approved_connection("anthropic", "", "API_TEST_KEY", name="Anthropic lab key")
     c = api_for(roles["users"]["researcher"])
     body = {
         "name": "claude",
-        "provider": "anthropic",
+        "connection": "Anthropic lab key",
         "model_id": "claude-x",
-        "api_key_env": "API_TEST_KEY",
         "default_params": {"temperature": 0, "max_tokens": 300},
         "max_concurrency": 4,
     }
     response = c.post(api(study, "endpoints/"), body, format="json")
     assert response.status_code == 201, response.json()
     data = response.json()
-    assert data["key_is_set"] is True and data["api_key_env"] == "API_TEST_KEY"
+    assert data["key_is_set"] is True and data["connection"] == "Anthropic lab key"
+    assert data["provider"] == "anthropic" and "api_key_env" not in data and "base_url" not in data
     assert "sk-api-secret-987" not in response.content.decode()
     pk = data["id"]
     response = c.patch(api(study, f"endpoints/{pk}/"), {"default_params": {"temprature": 1}}, format="json")
@@ -48,14 +51,19 @@ def test_endpoint_crud_and_key_never_shown(roles, api_for, monkeypatch):
 @pytest.mark.parametrize(
     "body,message",
     [
-        ({"api_key_env": "sk-123-abc"}, "NAME of an environment variable"),
+        ({"api_key_env": "OPENAI_API_KEY"}, "choose a provider connection"),
+        ({"base_url": "http://127.0.0.1:9/v1"}, "choose a provider connection"),
+        ({"connection": "no such connection"}, "No connection 'no such connection' is open to this study"),
         ({"default_params": "not json {"}, "JSON object"),
-        ({"provider": "openai_compatible", "base_url": ""}, "base URL"),
+        ({"provider": "anthropic"}, "is for OpenAI, not anthropic"),
         ({"max_concurrency": -3}, ""),
     ],
 )
 def test_bad_endpoint_api_input(roles, api_for, body, message):
-    base = {"name": "e", "provider": "openai", "model_id": "m", "api_key_env": "OPENAI_API_KEY", "max_concurrency": 2}
+    from tests.gencore.conftest import approved_connection
+
+    approved_connection("openai", "", "OPENAI_API_KEY", name="OpenAI")
+    base = {"name": "e", "connection": "OpenAI", "model_id": "m", "max_concurrency": 2}
     response = api_for(roles["users"]["researcher"]).post(
         api(roles["a"], "endpoints/"), {**base, **body}, format="json"
     )

@@ -13,11 +13,8 @@ def url(study, path):
 
 ENDPOINT = {
     "name": "gpt",
-    "provider": "openai_compatible",
     "model_id": "gpt-4o",
     "model_family": "openai",
-    "base_url": "http://127.0.0.1:9/v1",
-    "api_key_env": "MY_KEY_VAR",
     "default_params": '{"temperature": 0.7}',
     "max_concurrency": 4,
     "max_attempts": 3,
@@ -27,6 +24,16 @@ ENDPOINT = {
     "input_price_per_mtok": "2.5",
     "output_price_per_mtok": "10",
 }
+
+
+@pytest.fixture(autouse=True)
+def lab_server(db):
+    """The connection staff approved for the lab's OpenAI-compatible server; the form posts its id."""
+    from tests.gencore.conftest import approved_connection
+
+    connection = approved_connection("openai_compatible", "http://127.0.0.1:9/v1", "MY_KEY_VAR", name="Lab vLLM")
+    ENDPOINT["connection"] = str(connection.pk)
+    return connection
 
 
 def test_endpoint_pages_roles(roles, client_for):
@@ -66,10 +73,10 @@ def test_create_and_edit_endpoint_shows_key_badge_never_value(roles, client_for,
         ({"default_params": '{"temprature": 1}'}, "Unknown parameter"),
         ({"default_params": '{"max_tokens": "lots"}'}, "must be an integer"),
         ({"default_params": "[1, 2]"}, "must be a JSON object"),
-        ({"api_key_env": "sk-abc123-secret"}, "NAME of an environment variable"),
-        ({"base_url": ""}, "needs its base URL"),
-        ({"provider": "openai", "api_key_env": ""}, "Name the environment variable"),
-        ({"provider": "nonsense"}, "nonsense"),
+        ({"api_key_env": "MY_KEY_VAR"}, "choose a provider connection"),
+        ({"base_url": "http://evil.example/v1"}, "choose a provider connection"),
+        ({"connection": ""}, "required"),
+        ({"connection": "99999"}, "Choose one of the connections open to this study"),
         ({"max_concurrency": 0}, "at least 1"),
         ({"input_price_per_mtok": "-1"}, ""),
         ({"name": ""}, "required"),

@@ -1,0 +1,312 @@
+"""The spending ledger and the caps it enforces.
+
+Every provider call's tokens and cost go into `SpendingLedger`, one row per study, connection and calendar month
+(UTC). A live attempt is counted when its row is opened (at its estimate) and corrected when it closes, in the same
+transaction as the attempt row, so the ledger always equals the sum of the attempt rows' costs. A batch reserves its
+estimate when it is submitted and trades the reservation for the answers' real cost when they are collected.
+
+Before a call is opened, `admit` checks the study's cap (over all its calls) and the connection's monthly cap
+(over all studies): a call whose estimate would cross one is not opened; its job waits, saying why, and resumes by
+itself once the cap is raised. The check and the ledger update share one transaction and lock the rows they read
+(the ledger rows, then the study and the connection), so workers in many processes never overshoot together.
+"""
+
+import datetime
+from collections import defaultdict
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from stereoscope.models import Role, Study
+from stereoscope.permissions import has_role
+from stereoscope.services import record_activity
+
+from .models import ProviderConnection, SpendingLedger
+
+ZERO = Decimal("0")
+
+
+@dataclass
+class Charge:
+    """One call (or one batch's reservation) to count: where it goes and what it costs (None: no prices)."""
+
+    connection_id: int
+    month: datetime.date
+    cost: Decimal | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 1
+    label: str = ""  # the endpoint's name, for messages
+
+
+class CapError(ValueError):
+    pass
+
+
+def month_of(moment):
+    moment = moment or timezone.now()
+    if timezone.is_aware(moment):
+        moment = moment.astimezone(datetime.timezone.utc)
+    return datetime.date(moment.year, moment.month, 1)
+
+
+def _money(value):
+    return f"${Decimal(value or 0).quantize(Decimal('0.01')):,}"
+
+
+def _upsert(study_id, rows):
+    """Add to ledger rows, creating them as needed: rows are {(connection_id, month): (calls, in, out, cost, reserved)}.
+    One INSERT ... ON CONFLICT DO UPDATE per row (SQLite and PostgreSQL); it also takes the row's write lock."""
+    if not rows:
+        return
+    db = connections[DEFAULT_DB_ALIAS]
+    qn = db.ops.quote_name
+    table = qn(SpendingLedger._meta.db_table)
+    columns = ["calls", "input_tokens", "output_tokens", "cost_usd", "reserved_usd"]
+    sets = ", ".join(f"{qn(c)} = {table}.{qn(c)} + excluded.{qn(c)}" for c in columns)
+    sql = (
+        f"INSERT INTO {table} ({qn('study_id')}, {qn('connection_id')}, {qn('month')}, "
+        f"{', '.join(qn(c) for c in columns)}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+        f"ON CONFLICT ({qn('study_id')}, {qn('connection_id')}, {qn('month')}) DO UPDATE SET {sets}"
+    )
+    month_field = SpendingLedger._meta.get_field("month")
+    money = SpendingLedger._meta.get_field("cost_usd")
+    params = [
+        [
+            study_id,
+            connection_id,
+            month_field.get_db_prep_save(month, db),
+            calls,
+            tokens_in,
+            tokens_out,
+            money.get_db_prep_save(cost, db),
+            money.get_db_prep_save(reserved, db),
+        ]
+        for (connection_id, month), (calls, tokens_in, tokens_out, cost, reserved) in sorted(rows.items())
+    ]
+    with db.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
+def admit(study_id, charges, *, reserve=False):
+    """Count the charges that fit under the caps, in order, and return (accepted flags, reason of the first that
+    did not, the estimate that did not fit). Call inside the transaction that writes the calls' attempt rows.
+    `reserve` counts them as reserved (a batch submission) instead of spent."""
+    if not charges:
+        return [], "", None
+    keys = {(c.connection_id, c.month) for c in charges}
+    _upsert(study_id, {key: (0, 0, 0, ZERO, ZERO) for key in keys})  # locks the rows before the caps are read
+    study_cap = Study.objects.select_for_update().filter(pk=study_id).values_list("spending_cap_usd", flat=True).first()
+    connection_caps = dict(
+        ProviderConnection.objects.select_for_update()
+        .filter(pk__in={c.connection_id for c in charges}, monthly_cap_usd__isnull=False)
+        .values_list("pk", "monthly_cap_usd")
+    )
+    study_total = _study_total(study_id) if study_cap is not None else ZERO
+    connection_totals = {key: _connection_month_total(*key) for key in keys if connection_caps.get(key[0]) is not None}
+    accepted, reason, need = [], "", None
+    added = defaultdict(lambda: [0, 0, 0, ZERO, ZERO])
+    for charge in charges:
+        key = (charge.connection_id, charge.month)
+        cap = connection_caps.get(charge.connection_id)
+        problem = ""
+        if (study_cap is not None or cap is not None) and charge.cost is None:
+            problem = (
+                f"Waiting: a spending cap applies, but “{charge.label}” has no prices, so its calls cannot be "
+                "counted against it. Set the endpoint's prices (USD per million tokens)."
+            )
+        elif study_cap is not None and study_total + charge.cost > study_cap:
+            problem = (
+                f"Waiting: the study's spending cap of {_money(study_cap)} is reached ({_money(study_total)} spent "
+                f"or reserved; the next call needs about {_money(charge.cost)}). A study admin can raise it on the "
+                "Spending page."
+            )
+        elif cap is not None and connection_totals[key] + charge.cost > cap:
+            name = ProviderConnection.objects.filter(pk=charge.connection_id).values_list("name", flat=True).first()
+            problem = (
+                f"Waiting: the connection “{name}” has reached its monthly cap of {_money(cap)} "
+                f"({_money(connection_totals[key])} spent or reserved in {charge.month:%B %Y}; the next call needs "
+                f"about {_money(charge.cost)}). Site staff can raise it."
+            )
+        if problem:
+            accepted.append(False)
+            if not reason:
+                reason, need = problem, charge.cost
+            continue
+        accepted.append(True)
+        cost = charge.cost or ZERO
+        study_total += cost
+        if key in connection_totals:
+            connection_totals[key] += cost
+        row = added[key]
+        if reserve:
+            row[4] += cost
+        else:
+            row[0] += charge.calls
+            row[1] += charge.input_tokens
+            row[2] += charge.output_tokens
+            row[3] += cost
+    _upsert(study_id, {key: tuple(row) for key, row in added.items()})
+    return accepted, reason, need
+
+
+def record(study_id, charges):
+    """Add charges that are already decided (corrections when an attempt closes, answers of a batch): no cap
+    check. `calls` and tokens may be negative (an estimate replaced by the real figure)."""
+    rows = defaultdict(lambda: [0, 0, 0, ZERO, ZERO])
+    for charge in charges:
+        row = rows[(charge.connection_id, charge.month)]
+        row[0] += charge.calls
+        row[1] += charge.input_tokens
+        row[2] += charge.output_tokens
+        row[3] += charge.cost or ZERO
+    _upsert(study_id, {key: tuple(row) for key, row in rows.items() if any(row)})
+
+
+def release_reservation(study_id, connection_id, month, amount):
+    if amount:
+        _upsert(study_id, {(connection_id, month): (0, 0, 0, ZERO, -Decimal(amount))})
+
+
+def _study_total(study_id):
+    totals = SpendingLedger.objects.filter(study_id=study_id).aggregate(cost=Sum("cost_usd"), res=Sum("reserved_usd"))
+    return (totals["cost"] or ZERO) + (totals["res"] or ZERO)
+
+
+def _connection_month_total(connection_id, month):
+    totals = SpendingLedger.objects.filter(connection_id=connection_id, month=month).aggregate(
+        cost=Sum("cost_usd"), res=Sum("reserved_usd")
+    )
+    return (totals["cost"] or ZERO) + (totals["res"] or ZERO)
+
+
+# -- holds: checked when a worker starts on a job and by the sweep ------------------------------------------------
+
+
+def budget_hold(study, endpoints, need=None):
+    """Why a job of `study` on `endpoints` must wait for money, or "": a cap already reached (or too close to fit
+    `need`, the estimate of the call that was held)."""
+    need = Decimal(need) if need not in (None, "") else ZERO
+    study_cap = Study.objects.filter(pk=study.pk).values_list("spending_cap_usd", flat=True).first()
+    if study_cap is not None:
+        spent = _study_total(study.pk)
+        if spent + need > study_cap or spent >= study_cap:
+            return (
+                f"Waiting: the study's spending cap of {_money(study_cap)} is reached ({_money(spent)} spent or "
+                "reserved). A study admin can raise it on the Spending page."
+            )
+    month = month_of(None)
+    for endpoint in endpoints:
+        connection = ProviderConnection.objects.filter(pk=endpoint.connection_id).first()
+        if connection is None or connection.monthly_cap_usd is None:
+            continue
+        spent = _connection_month_total(connection.pk, month)
+        if spent + need > connection.monthly_cap_usd or spent >= connection.monthly_cap_usd:
+            return (
+                f"Waiting: the connection “{connection.name}” has reached its monthly cap of "
+                f"{_money(connection.monthly_cap_usd)} ({_money(spent)} spent or reserved this month). Site staff "
+                "can raise it."
+            )
+    return ""
+
+
+# -- reads for the Spending page ----------------------------------------------------------------------------------
+
+
+def study_spending(study):
+    """The study's ledger by month and connection, with totals, its cap and what is left."""
+    rows = list(
+        SpendingLedger.objects.filter(study=study)
+        .select_related("connection")
+        .order_by("month", "connection__name")
+        .values("month", "connection__name", "calls", "input_tokens", "output_tokens", "cost_usd", "reserved_usd")
+    )
+    months = defaultdict(lambda: ZERO)
+    for row in rows:
+        months[row["month"]] += row["cost_usd"] + row["reserved_usd"]
+    total = sum((r["cost_usd"] for r in rows), ZERO)
+    reserved = sum((r["reserved_usd"] for r in rows), ZERO)
+    cap = Study.objects.filter(pk=study.pk).values_list("spending_cap_usd", flat=True).first()
+    return {
+        "rows": rows,
+        "by_month": [{"month": m, "cost_usd": c} for m, c in sorted(months.items())],
+        "total_usd": total,
+        "reserved_usd": reserved,
+        "calls": sum(r["calls"] for r in rows),
+        "input_tokens": sum(r["input_tokens"] for r in rows),
+        "output_tokens": sum(r["output_tokens"] for r in rows),
+        "cap_usd": cap,
+        "cap_limit_usd": cap_limit(study),
+        "remaining_usd": (cap - total - reserved) if cap is not None else None,
+    }
+
+
+def remaining_budget(study):
+    """USD the study may still spend under its own cap (None: no cap)."""
+    cap = Study.objects.filter(pk=study.pk).values_list("spending_cap_usd", flat=True).first()
+    return None if cap is None else cap - _study_total(study.pk)
+
+
+def cap_limit(study):
+    """The highest cap the study's admins may set (None: no limit): the study's own limit set by staff, else the
+    site's STUDY_SPENDING_CAP_LIMIT_USD."""
+    limit = Study.objects.filter(pk=study.pk).values_list("spending_cap_limit_usd", flat=True).first()
+    if limit is not None:
+        return limit
+    default = getattr(settings, "STUDY_SPENDING_CAP_LIMIT_USD", None)
+    return Decimal(str(default)) if default not in (None, "") else None
+
+
+# -- writes -------------------------------------------------------------------------------------------------------
+
+
+def _amount(value, what):
+    if value in (None, ""):
+        return None
+    try:
+        amount = Decimal(str(value).strip().lstrip("$").replace(",", ""))
+        if not amount.is_finite():
+            raise InvalidOperation
+    except (InvalidOperation, ValueError):
+        raise CapError(f"The {what} must be an amount in USD, e.g. 250 or 99.50; got {value!r}.") from None
+    if amount < 0 or amount >= Decimal("10000000000"):
+        raise CapError(f"The {what} must be between 0 and 9,999,999,999 USD.")
+    return amount.quantize(Decimal("0.01"))
+
+
+@transaction.atomic
+def set_study_cap(study, value, *, actor):
+    """A study admin sets the study's cap (empty: none), within the limit staff allow. Raising it wakes the
+    study's waiting jobs."""
+    if not (getattr(actor, "is_staff", False) or has_role(actor, study, Role.ADMIN)):
+        raise CapError("Only the study's admins set its spending cap.")
+    amount = _amount(value, "spending cap")
+    limit = cap_limit(study)
+    if limit is not None and (amount is None or amount > limit):
+        raise CapError(f"Site staff allow this study a cap of at most {_money(limit)}; set a cap up to that.")
+    Study.objects.filter(pk=study.pk).update(spending_cap_usd=amount)
+    study.spending_cap_usd = amount
+    record_activity(study, actor, "set the spending cap to", _money(amount) if amount is not None else "none")
+    transaction.on_commit(_wake)
+    return amount
+
+
+@transaction.atomic
+def set_study_cap_limit(study, value, *, actor):
+    """Site staff set the highest cap a study's admins may set (empty: the site default)."""
+    if not getattr(actor, "is_staff", False):
+        raise CapError("Only site staff set a study's cap limit.")
+    amount = _amount(value, "cap limit")
+    Study.objects.filter(pk=study.pk).update(spending_cap_limit_usd=amount)
+    study.spending_cap_limit_usd = amount
+    return amount
+
+
+def _wake():
+    from stereoscope import jobs
+
+    jobs.wake_waiting()
