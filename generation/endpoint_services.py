@@ -80,6 +80,9 @@ def _clean_connection(values, data, study, provider, model_id, clean, problems):
             )
     chosen = values.get("connection")
     connection = None
+    if study is None:  # a check without a study (a recipe being validated): connections are chosen on apply
+        clean["connection"] = None
+        return
     if chosen not in (None, ""):
         connection = connections.find_for_study(study, chosen) if study is not None else None
         if connection is None:

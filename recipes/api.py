@@ -92,7 +92,12 @@ class RecipeViewSet(viewsets.ViewSet):
     @action(detail=False, methods=["post"])
     def plan(self, request, study_pk=None):
         try:
-            outcome = services.plan(recipe_from_request(request), study=self.get_study(), actor=request.user)
+            outcome = services.plan(
+                recipe_from_request(request),
+                study=self.get_study(),
+                actor=request.user,
+                connection_map=services.parse_connection_map(request.data.get("connections")),
+            )
         except RecipeError as exc:
             return problems_response(exc)
         return Response(outcome_data(outcome))
@@ -101,7 +106,12 @@ class RecipeViewSet(viewsets.ViewSet):
     @action(detail=False, methods=["post"])
     def apply(self, request, study_pk=None):
         try:
-            outcome = services.apply(recipe_from_request(request), study=self.get_study(), actor=request.user)
+            outcome = services.apply(
+                recipe_from_request(request),
+                study=self.get_study(),
+                actor=request.user,
+                connection_map=services.parse_connection_map(request.data.get("connections")),
+            )
         except RecipeError as exc:
             return problems_response(exc)
         return Response(outcome_data(outcome))

@@ -28,9 +28,10 @@ def _number(value):
 
 def endpoint_entry(endpoint):
     entry = {"name": endpoint.name, "provider": endpoint.provider, "model_id": endpoint.model_id}
-    for field in ("model_family", "base_url", "api_key_env"):
-        if getattr(endpoint, field):
-            entry[field] = getattr(endpoint, field)
+    if endpoint.connection_id and endpoint.provider not in ("manual", "transformers"):
+        entry["connection"] = endpoint.connection.name  # a name only: the host and key stay with the installation
+    if endpoint.model_family:
+        entry["model_family"] = endpoint.model_family
     if endpoint.default_params:
         entry["params"] = endpoint.default_params
     entry["limits"] = {k: getattr(endpoint, k) for k in LIMIT_KEYS if getattr(endpoint, k) is not None}

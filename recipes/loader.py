@@ -81,6 +81,11 @@ def _message(error):
         best = jsonschema.exceptions.best_match(branches)
         return format_path(list(error.absolute_path) + list(best.relative_path)), best.message
     if error.validator == "additionalProperties":
+        if isinstance(error.instance, dict) and {"base_url", "api_key_env"} & set(error.instance):
+            return format_path(error.absolute_path), (
+                "recipes do not set base URLs or key variables: an endpoint names a provider connection "
+                "(`connection:`), and site staff decide where keys go"
+            )
         return format_path(error.absolute_path), error.message.replace("Additional properties", "Unknown field(s)")
     return format_path(error.absolute_path), error.message
 

@@ -72,9 +72,9 @@ def _run_job(kind, job, actor, write):
     return job
 
 
-def run(data, *, study=None, actor=None, past=(), write=print):
+def run(data, *, study=None, actor=None, past=(), write=print, connection_map=None):
     """Returns (outcome, stopped_at): stopped_at is the human stage it stopped at, or None when all is done."""
-    outcome = services.apply(data, study=study, actor=actor)
+    outcome = services.apply(data, study=study, actor=actor, connection_map=connection_map)
     objects = outcome.objects
     jobs = [
         ("generation run", objects["runs"]),

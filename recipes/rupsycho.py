@@ -3,8 +3,8 @@
 An R.U.Psycho experiment (JSON or YAML) holds: `name`; `questionnaire` {name, instruction, items [{id, text,
 reversed, dimension}], default_answer_options [{text, weight}]}; `personas` {format: "{title} {surname}",
 attributes: {title: [...], surname: [...]}} (or a list of persona texts); `prompt_template` {system, user} with
-{persona}, {question}, {answer_options} (and {instruction}); `models` [{name, backend, model_id, base_url,
-api_key_env, parameters}]; `seeds` [...]. The grid model × seed × persona × item becomes one questionnaire run
+{persona}, {question}, {answer_options} (and {instruction}); `models` [{name, backend, model_id, connection,
+parameters}] (a base_url or api_key_env is left out: connections decide hosts and keys); `seeds` [...]. The grid model × seed × persona × item becomes one questionnaire run
 with a seed grid (one repetition per seed, the seed passed to the model); items may carry their own answer options.
 """
 
@@ -126,11 +126,10 @@ def _endpoint(model, i, problems):
         "model_id": model_id,
         "params": params,
     }
-    for key in ("base_url", "api_key_env"):
-        if (model or {}).get(key):
-            entry[key] = model[key]
-    if entry["provider"] in ("openai", "anthropic") and "api_key_env" not in entry:
-        entry["api_key_env"] = "OPENAI_API_KEY" if entry["provider"] == "openai" else "ANTHROPIC_API_KEY"
+    if (model or {}).get("connection"):
+        entry["connection"] = str(model["connection"])
+    # A model's base_url or api_key_env is not carried over: on this installation the provider connection that
+    # staff approved decides the host and the key (apply picks the study's one connection of this provider).
     return entry
 
 

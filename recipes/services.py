@@ -12,6 +12,7 @@ from decimal import Decimal
 
 from django.db import transaction
 
+from generation import connections as generation_connections
 from generation import runs as generation_runs
 from generation import selectors as generation
 from generation.endpoint_services import endpoint_problems, save_endpoint
@@ -88,9 +89,7 @@ def _builtin_spec(kind, key, version):
 
 
 def _endpoint_fields(entry):
-    data = {
-        k: entry[k] for k in ("name", "provider", "model_id", "model_family", "base_url", "api_key_env") if k in entry
-    }
+    data = {k: entry[k] for k in ("name", "provider", "model_id", "model_family", "connection") if k in entry}
     data["default_params"] = entry.get("params") or {}
     data.update(entry.get("limits") or {})
     for key, column in PRICE_KEYS.items():
@@ -263,13 +262,75 @@ def _apply_toolkit(study, entry, actor, outcome):
     return toolkit
 
 
-def _apply_endpoint(study, entry, actor, outcome):
+def parse_connection_map(value):
+    """{recipe's connection name: this installation's} from a dict, or text of OLD=NEW pairs (lines or commas)."""
+    if value in (None, ""):
+        return {}
+    if isinstance(value, dict):
+        pairs = list(value.items())
+    elif isinstance(value, (list, tuple)):
+        pairs = [str(v).split("=", 1) for v in value]
+    elif isinstance(value, str):
+        pairs = [part.split("=", 1) for part in value.replace("\n", ",").split(",") if part.strip()]
+    else:
+        raise RecipeError([RecipeProblem("connections", "Give connection maps as OLD=NEW pairs.")])
+    mapping = {}
+    for pair in pairs:
+        if len(pair) != 2 or not all(isinstance(p, str) and p.strip() for p in pair):
+            raise RecipeError([RecipeProblem("connections", f"{pair!r} is not OLD=NEW.")])
+        mapping[pair[0].strip()] = pair[1].strip()
+    return mapping
+
+
+def _resolve_connection(study, entry, connection_map):
+    """The local connection a recipe endpoint uses: its `connection` name (mapped by `connection_map` when this
+    installation calls it otherwise), else the one connection of its provider open to the study; a keyless kind
+    (manual, transformers) without one gets its built-in connection. A clear problem lists what is available."""
+    named = entry.get("connection")
+    if named:
+        named = (connection_map or {}).get(named, named)
+        found = generation_connections.find_for_study(study, named)
+        if found is not None:
+            return found.name
+        problem = f"this installation has no connection {named!r} open to the study"
+    else:
+        provider = entry.get("provider")
+        if provider in generation_connections.KEYLESS:
+            return None
+        candidates = [c for c in generation_connections.open_to(study) if c.provider == provider]
+        if len(candidates) == 1:
+            return candidates[0].name
+        problem = (
+            f"name the connection to use for {provider} (several are open to the study)"
+            if candidates
+            else f"this installation has no {provider} connection open to the study"
+        )
+    available = ", ".join(f"{c.name} ({c.provider})" for c in generation_connections.open_to(study)) or "none"
+    raise RecipeError(
+        [
+            RecipeProblem(
+                f"endpoints.{entry['name']}.connection",
+                f"{problem}. Connections available here: {available}. Map a recipe's connection to one of them "
+                '(--connection OLD=NEW, or "connections": {"OLD": "NEW"} over the API), or ask site staff.',
+            )
+        ]
+    )
+
+
+def _apply_endpoint(study, entry, actor, outcome, connection_map=None):
     fields = _endpoint_fields(entry)
+    fields["connection"] = _resolve_connection(study, entry, connection_map)
+    if fields["connection"] is None:
+        fields.pop("connection")
     existing = generation.endpoint_named(study, entry["name"])
     clean, problems = endpoint_problems(fields, study, existing)
     if problems:
         raise RecipeError([RecipeProblem(f"endpoints.{entry['name']}", str(m)) for m in problems.values()])
-    if existing is not None and all(getattr(existing, k) == v for k, v in clean.items()):
+    if (
+        existing is not None
+        and all(getattr(existing, k) == v for k, v in clean.items() if k != "connection")
+        and (clean.get("connection") is None or existing.connection_id == clean["connection"].pk)
+    ):
         outcome.changes.append(Change("unchanged", "endpoint", existing.name))
         return existing
     outcome.changes.append(Change("update" if existing else "create", "endpoint", entry["name"]))
@@ -415,13 +476,16 @@ def _apply_round(study, entry, runs, templates, endpoints, actor, outcome):
 
 
 @transaction.atomic
-def apply(data, *, study=None, actor=None):
-    """Create or update everything the recipe declares; returns an Outcome. All or nothing."""
+def apply(data, *, study=None, actor=None, connection_map=None):
+    """Create or update everything the recipe declares; returns an Outcome. All or nothing. `connection_map`
+    ({recipe's connection name: this installation's}) maps the connections the recipe names."""
     validate(data)
     outcome = Outcome(study=None)
     study = outcome.study = _study(data, study, actor, outcome)
     toolkits = {e["name"]: _apply_toolkit(study, e, actor, outcome) for e in data.get("toolkits") or []}
-    endpoints = {e["name"]: _apply_endpoint(study, e, actor, outcome) for e in data.get("endpoints") or []}
+    endpoints = {
+        e["name"]: _apply_endpoint(study, e, actor, outcome, connection_map) for e in data.get("endpoints") or []
+    }
     templates = {e["name"]: _apply_template(study, e, actor, outcome) for e in data.get("judge_templates") or []}
     runs = {e["name"]: _apply_run(study, e, toolkits, endpoints, actor, outcome) for e in data.get("runs") or []}
     rounds = {
@@ -529,13 +593,13 @@ def _estimate_jobs(data, outcome):
     return jobs
 
 
-def plan(data, *, study=None, actor=None):
+def plan(data, *, study=None, actor=None, connection_map=None):
     """What apply would create or change, and per job its calls, tokens and cost. Writes nothing."""
     validate(data)
     result = {}
     try:
         with transaction.atomic():
-            outcome = apply(data, study=study, actor=actor)
+            outcome = apply(data, study=study, actor=actor, connection_map=connection_map)
             outcome.jobs = _estimate_jobs(data, outcome)
             result["outcome"] = outcome
             raise _Rollback

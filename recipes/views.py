@@ -33,12 +33,21 @@ def recipe_page(request, study_id):
         return _render(request, problems=[f"The recipe is larger than {services.MAX_UPLOAD // 1_000_000} MB."])
     try:
         text = text.decode("utf-8-sig")
-        outcome = services.plan(parse_text(text), study=request.study, actor=request.user)
+        connection_map = services.parse_connection_map(request.POST.get("connections"))
+        outcome = services.plan(
+            parse_text(text), study=request.study, actor=request.user, connection_map=connection_map
+        )
     except UnicodeDecodeError:
         return _render(request, problems=["The file is not UTF-8 text."])
     except RecipeError as exc:
         return _render(request, problems=[str(p) for p in exc.problems], recipe_text=text)
-    return _render(request, outcome=outcome, recipe_text=text, known_cost=services.total_cost(outcome.jobs))
+    return _render(
+        request,
+        outcome=outcome,
+        recipe_text=text,
+        connections_text=request.POST.get("connections") or "",
+        known_cost=services.total_cost(outcome.jobs),
+    )
 
 
 @study_role_required(Role.RESEARCHER)
@@ -54,7 +63,10 @@ def recipe_download(request, study_id):
 def recipe_apply(request, study_id):
     text = request.POST.get("recipe") or ""
     try:
-        outcome = services.apply(parse_text(text), study=request.study, actor=request.user)
+        connection_map = services.parse_connection_map(request.POST.get("connections"))
+        outcome = services.apply(
+            parse_text(text), study=request.study, actor=request.user, connection_map=connection_map
+        )
     except RecipeError as exc:
         return _render(request, problems=[str(p) for p in exc.problems], recipe_text=text)
     messages.success(request, f"Recipe applied: {len(outcome.changed)} change(s).")

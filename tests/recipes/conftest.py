@@ -34,7 +34,7 @@ BASE = {
             "name": "alpha",
             "provider": "openai_compatible",
             "model_id": "model-alpha",
-            "base_url": "http://127.0.0.1:9/v1",
+            "connection": "Lab server",
             "params": {"temperature": 0.7, "max_tokens": 200},
             "limits": {"max_concurrency": 2},
             "prices": {"input_per_mtok": 1.5, "output_per_mtok": 2},
@@ -43,7 +43,7 @@ BASE = {
             "name": "beta",
             "provider": "openai_compatible",
             "model_id": "model-beta",
-            "base_url": "http://127.0.0.1:9/v1",
+            "connection": "Lab server",
         },
     ],
     "judge_templates": [{"name": "Structured", "builtin": "structured-json-binary", "version": "1"}],
@@ -76,3 +76,19 @@ BASE = {
 @pytest.fixture
 def recipe():
     return copy.deepcopy(BASE)
+
+
+@pytest.fixture(autouse=True)
+def lab_server(request):
+    """The connection staff approved for the lab's OpenAI-compatible server, which the test recipes name."""
+    marker = request.node.get_closest_marker("django_db")
+    names = request.fixturenames
+    if "transactional_db" in names or (marker and marker.kwargs.get("transaction")):
+        request.getfixturevalue("transactional_db")
+    elif "db" in names or marker is not None:
+        request.getfixturevalue("db")
+    else:
+        return None
+    from tests.gencore.conftest import approved_connection
+
+    return approved_connection("openai_compatible", "http://127.0.0.1:9/v1", "", name="Lab server")

@@ -10,10 +10,10 @@ MINE = [
         "name": "my-model",
         "provider": "openai_compatible",
         "model_id": "my-llm",
-        "base_url": "http://127.0.0.1:9/v1",
+        "connection": "Lab server",
         "prices": {"input_per_mtok": 1, "output_per_mtok": 2},
     },
-    {"name": "my-other", "provider": "openai_compatible", "model_id": "other-llm", "base_url": "http://127.0.0.1:9/v1"},
+    {"name": "my-other", "provider": "openai_compatible", "model_id": "other-llm", "connection": "Lab server"},
 ]
 SEEDS = {"fang2025", "jung2025-asi", "rupsycho-personas", "wan2023-letters", "regard"}
 

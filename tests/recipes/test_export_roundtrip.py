@@ -23,6 +23,8 @@ def build_study(fake_provider):
     from stereoscope.builtin import load_builtins
     from stereoscope.services import create_study
 
+    from tests.gencore.conftest import approved_connection
+
     from .conftest import BASE
 
     load_builtins(log=lambda *_: None)
@@ -35,8 +37,9 @@ def build_study(fake_provider):
                 "name": name,
                 "provider": "openai_compatible",
                 "model_id": f"model-{name}",
-                "base_url": fake_provider.openai_base_url,
-                "api_key_env": "FAKE_KEY_ENV",
+                "connection": approved_connection(
+                    "openai_compatible", fake_provider.openai_base_url, "FAKE_KEY_ENV", name="Fake provider"
+                ).name,
                 "default_params": {"temperature": 0.5},
                 "input_price_per_mtok": "2.5",
                 "max_concurrency": 4,
@@ -167,7 +170,9 @@ def test_exported_recipe_rebuilds_the_study(fake_provider, monkeypatch):
     fake_provider.default = {"text": "Once upon a time.\n"}  # not numbered by arrival: the same in both studies
     first = build_study(fake_provider)
     text = dump(export_recipe(first))
-    assert "sk-fake-secret-123" not in text and "FAKE_KEY_ENV" in text
+    # a recipe names the connection, never the key, its variable or the host a researcher could redirect it to
+    assert "sk-fake-secret-123" not in text and "FAKE_KEY_ENV" not in text and "connection: Fake provider" in text
+    assert fake_provider.openai_base_url not in text
     assert "notes" not in load(text)  # everything of this study is carried
     second = create_study(name="Rebuilt elsewhere", created_by=None)
     outcome = services.apply(load(text), study=second)

@@ -34,7 +34,10 @@ def test_recipe_run_fang_stops_at_the_coding_stage(fake_provider, monkeypatch, t
     from judging.models import JudgeRound, Verdict
     from psychometrics.models import QuestionnaireRun, Response
 
+    from tests.gencore.conftest import approved_connection
+
     monkeypatch.setenv("FAKE_KEY_ENV", "sk-fake-secret-123")
+    approved_connection("openai_compatible", fake_provider.openai_base_url, "FAKE_KEY_ENV", name="Fake provider")
     recipe = tmp_path / "fang.yaml"
     recipe.write_text(yaml.safe_dump(reduced_fang(), allow_unicode=True), encoding="utf-8")
     endpoints = tmp_path / "endpoints.yaml"
@@ -45,8 +48,7 @@ def test_recipe_run_fang_stops_at_the_coding_stage(fake_provider, monkeypatch, t
                     "name": name,
                     "provider": "openai_compatible",
                     "model_id": f"fake-{name}",
-                    "api_key_env": "FAKE_KEY_ENV",
-                    "base_url": fake_provider.openai_base_url,
+                    "connection": "Fake provider",
                     "limits": {"backoff_base_s": 0.05, "max_attempts": 2},
                 }
                 for name in ("writer-1", "writer-2")

@@ -87,8 +87,12 @@ def test_rupsycho_file_imports_and_plans_the_grid(tmp_path):
     source.write_text(json.dumps(experiment()), encoding="utf-8")
     out = tmp_path / "recipe.yaml"
     call_command("recipe", "import-rupsycho", str(source), "--out", str(out))
+    from tests.gencore.conftest import approved_connection
+
     recipe = load(out.read_text(encoding="utf-8"))
-    assert "api_key_env: OPENAI_API_KEY" in out.read_text(encoding="utf-8")
+    text = out.read_text(encoding="utf-8")
+    assert "api_key_env" not in text and "base_url" not in text  # connections decide hosts and keys
+    approved_connection("openai", "", "OPENAI_API_KEY", name="OpenAI")
     outcome = services.plan(recipe)
     jobs = [j for j in outcome.jobs if j["kind"] == "questionnaire run"]
     assert [j["name"] for j in jobs] == ["Persona experiment"]
@@ -108,7 +112,9 @@ def test_rupsycho_file_imports_and_plans_the_grid(tmp_path):
 @pytest.mark.django_db
 def test_rendered_prompt_follows_the_template():
     from psychometrics import runs as questionnaire_runs
+    from tests.gencore.conftest import approved_connection
 
+    approved_connection("openai", "", "OPENAI_API_KEY", name="OpenAI")
     outcome = services.apply(to_recipe(experiment()))
     run = outcome.objects["questionnaire_runs"]["Persona experiment"]
     assert run.seeds == SEEDS and run.repetitions == len(SEEDS)

@@ -81,6 +81,14 @@ class Command(BaseCommand):
             p.add_argument("--endpoints", help="A YAML/JSON list of endpoints to use instead of the recipe's.")
             if name != "validate":
                 p.add_argument("--study", type=int, dest="study_id", help="Apply into this study (default: by name).")
+                p.add_argument(
+                    "--connection",
+                    action="append",
+                    default=[],
+                    dest="connections",
+                    metavar="OLD=NEW",
+                    help="Use this installation's connection NEW where the recipe names OLD (repeatable).",
+                )
             if name == "run":
                 p.add_argument(
                     "--past",
@@ -127,8 +135,10 @@ class Command(BaseCommand):
         services.validate(_recipe(file, endpoints))
         self.stdout.write(f"{file}: valid.")
 
-    def do_plan(self, file, study_id=None, endpoints=None, **options):
-        outcome = services.plan(_recipe(file, endpoints), study=_study(study_id))
+    def do_plan(self, file, study_id=None, endpoints=None, connections=(), **options):
+        outcome = services.plan(
+            _recipe(file, endpoints), study=_study(study_id), connection_map=services.parse_connection_map(connections)
+        )
         self.stdout.write("Changes:")
         for change in outcome.changes:
             self.stdout.write(f"  {change}")
@@ -137,15 +147,21 @@ class Command(BaseCommand):
             self.stdout.write(line)
         self.stdout.write(f"Known cost: ${services.total_cost(outcome.jobs)}")
 
-    def do_run(self, file, study_id=None, endpoints=None, past=(), **options):
+    def do_run(self, file, study_id=None, endpoints=None, past=(), connections=(), **options):
         outcome, stage = running.run(
-            _recipe(file, endpoints), study=_study(study_id), past=past, write=self.stdout.write
+            _recipe(file, endpoints),
+            study=_study(study_id),
+            past=past,
+            write=self.stdout.write,
+            connection_map=services.parse_connection_map(connections),
         )
         if stage is None:
             self.stdout.write(self.style.SUCCESS(f"Study {outcome.study.pk}: every job is done."))
 
-    def do_apply(self, file, study_id=None, endpoints=None, **options):
-        outcome = services.apply(_recipe(file, endpoints), study=_study(study_id))
+    def do_apply(self, file, study_id=None, endpoints=None, connections=(), **options):
+        outcome = services.apply(
+            _recipe(file, endpoints), study=_study(study_id), connection_map=services.parse_connection_map(connections)
+        )
         for change in outcome.changes:
             self.stdout.write(f"  {change}")
         self.stdout.write(f"Study {outcome.study.pk} ({outcome.study.name}): {len(outcome.changed)} change(s).")
