@@ -14,8 +14,8 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from generation import batches as batch_mode
-from generation import selectors as generation
 from generation import connections
+from generation import selectors as generation
 from generation.limits import estimate_tokens
 from generation.models import ExecutionMode, OutputStatus, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, validate_params

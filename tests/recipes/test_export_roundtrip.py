@@ -22,7 +22,6 @@ def build_study(fake_provider):
     from psychometrics.services import contexts_from_personas, create_instrument, generate_personas
     from stereoscope.builtin import load_builtins
     from stereoscope.services import create_study
-
     from tests.gencore.conftest import approved_connection
 
     from .conftest import BASE
