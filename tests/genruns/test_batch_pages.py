@@ -20,13 +20,15 @@ def api(study, path):
 
 
 def test_endpoint_batch_settings_over_api(roles, api_for):
+    from tests.gencore.conftest import approved_connection
+
     study = roles["a"]
+    approved_connection("openai", "", "OPENAI_API_KEY", name="OpenAI")
     c = api_for(roles["users"]["researcher"])
     body = {
         "name": "gpt",
-        "provider": "openai",
+        "connection": "OpenAI",
         "model_id": "gpt-4o",
-        "api_key_env": "OPENAI_API_KEY",
         "batch_enabled": True,
         "input_price_per_mtok": "2.5",
         "output_price_per_mtok": "10",
@@ -36,7 +38,8 @@ def test_endpoint_batch_settings_over_api(roles, api_for):
     response = c.post(api(study, "endpoints/"), body, format="json")
     assert response.status_code == 201, response.json()
     assert response.json()["batch_enabled"] is True and response.json()["batch_output_price_per_mtok"] == "5.0000"
-    local = dict(body, name="local", provider="transformers", model_id="models/tiny", api_key_env="")
+    local = {**{k: v for k, v in body.items() if k != "connection"}, "name": "local", "provider": "transformers"}
+    local["model_id"] = "models/tiny"
     response = c.post(api(study, "endpoints/"), local, format="json")
     assert response.status_code == 400 and "Batch mode needs a provider with a batch API" in str(response.json())
     bad = dict(body, name="bad", batch_input_price_per_mtok="-1")

@@ -18,7 +18,10 @@ def test_run_from_builtin_toolkit_in_the_browser(page, login, roles, make_endpoi
 
     load_builtins(builtin_specs(), log=lambda line: None)
     study = roles["a"]
+    from tests.gencore.conftest import approved_connection
+
     monkeypatch.setenv("FAKE_KEY_ENV", "sk-browser-test")
+    approved_connection("openai_compatible", fake_provider.openai_base_url, "FAKE_KEY_ENV", name="Fake provider")
     make_endpoint(study, "anthropic", name="Claude (fake)", model_id="claude-fake")
     fake_provider.default_delay = 0.1  # 150 units per endpoint at concurrency 8: at least 2 s
     workers = []
@@ -41,10 +44,8 @@ def test_run_from_builtin_toolkit_in_the_browser(page, login, roles, make_endpoi
     page.click("a:has-text('Model endpoints')")
     page.click("a:has-text('New endpoint')")
     page.fill("input[name=name]", "GPT (fake)")
-    page.select_option("select[name=provider]", "openai_compatible")
+    page.select_option("select[name=connection]", label="Fake provider")
     page.fill("input[name=model_id]", "gpt-fake")
-    page.fill("input[name=base_url]", fake_provider.openai_base_url)
-    page.fill("input[name=api_key_env]", "FAKE_KEY_ENV")
     page.fill("textarea[name=default_params]", '{"temperature": 0.7, "max_tokens": 500}')
     page.fill("input[name=max_concurrency]", "8")
     page.click("#endpoint-form button[type=submit]")

@@ -1,6 +1,6 @@
-"""An endpoint may name only a key variable the operator allowed (PROVIDER_KEY_VARIABLES), and never one the server
-itself reads (SECRET_KEY, DATABASE_URL, ...): refused in the page, the API and the admin with one message, and again
-when a run starts, so the value is never sent to the endpoint's base URL."""
+"""A provider connection may name only a key variable the operator allowed (PROVIDER_KEY_VARIABLES), and never one
+the server itself reads (SECRET_KEY, DATABASE_URL, ...): refused on the settings page, the API and the admin with one
+message, and again when a run starts, so the value is never sent to the connection's base URL."""
 
 import re
 from pathlib import Path
@@ -9,21 +9,12 @@ import pytest
 from django.conf import settings as django_settings
 
 from generation import runs
-from generation.models import GenerationRun, ModelEndpoint, Output
+from generation.models import GenerationRun, Output, ProviderConnection
 
 pytestmark = pytest.mark.django_db
 SERVER_SECRET = "django-insecure-server-secret-never-sent"
 
-PAGE = {
-    "name": "exfil",
-    "provider": "openai_compatible",
-    "model_id": "m",
-    "base_url": "http://127.0.0.1:9/v1",
-    "default_params": "{}",
-    "max_concurrency": 4,
-    "max_attempts": 3,
-    "timeout_seconds": 30,
-}
+CONNECTION = {"name": "exfil", "provider": "openai_compatible", "base_url": "http://127.0.0.1:9/v1"}
 
 
 @pytest.mark.parametrize(
@@ -36,52 +27,39 @@ PAGE = {
         ("HOME", "HOME is not an allowed key variable"),
     ],
 )
-def test_page_and_api_refuse_a_variable_outside_the_allow_list(roles, client_for, api_for, variable, message):
-    study = roles["a"]
-    page = client_for(roles["users"]["researcher"]).post(
-        f"/studies/{study.pk}/endpoints/new/", {**PAGE, "api_key_env": variable}
+def test_settings_page_and_api_refuse_a_variable_outside_the_allow_list(roles, client_for, api_for, variable, message):
+    """Even staff cannot make a connection send a server variable (or one outside the allow-list) as a key."""
+    page = client_for(roles["users"]["staff"]).post(
+        "/settings/connections/new/", {**CONNECTION, "api_key_env": variable}
     )
     assert page.status_code == 400 and message in page.content.decode()
-    api = api_for(roles["users"]["researcher"]).post(
-        f"/api/studies/{study.pk}/endpoints/", {**PAGE, "api_key_env": variable, "default_params": {}}, format="json"
+    api = api_for(roles["users"]["staff"]).post(
+        "/api/connections/", {**CONNECTION, "api_key_env": variable}, format="json"
     )
     assert api.status_code == 400 and message in api.json()["api_key_env"][0]
-    assert ModelEndpoint.objects.count() == 0
+    assert ProviderConnection.objects.count() == 0
 
 
 def test_product_variables_are_refused_even_when_the_operator_lists_them(roles, api_for, settings):
     settings.PROVIDER_KEY_VARIABLES = ["SECRET_KEY", "OPENAI_API_KEY"]
-    response = api_for(roles["users"]["researcher"]).post(
-        f"/api/studies/{roles['a'].pk}/endpoints/",
-        {**PAGE, "api_key_env": "SECRET_KEY", "default_params": {}},
-        format="json",
+    response = api_for(roles["users"]["staff"]).post(
+        "/api/connections/", {**CONNECTION, "api_key_env": "SECRET_KEY"}, format="json"
     )
     assert response.status_code == 400 and "the server itself uses" in str(response.json())
-    assert ModelEndpoint.objects.count() == 0
+    assert ProviderConnection.objects.count() == 0
 
 
-def test_admin_refuses_a_server_variable(roles, client_for, django_user_model):
+def test_admin_refuses_a_server_variable(client_for, django_user_model):
     root = client_for(django_user_model.objects.create_superuser("root", "r@example.org", "pw-not-used"))
-    data = {
-        "study": roles["a"].pk,
-        "name": "e",
-        "provider": "openai_compatible",
-        "model_id": "m",
-        "base_url": "http://127.0.0.1:9/v1",
-        "api_key_env": "SECRET_KEY",
-        "default_params": "{}",
-        "max_concurrency": 4,
-        "timeout_seconds": 60,
-        "max_attempts": 3,
-        "backoff_base_s": 1,
-        "backoff_max_s": 60,
-        "created_at_0": "2026-01-01",
-        "created_at_1": "00:00:00",
-    }
-    response = root.post("/admin/generation/modelendpoint/add/", data)
+    data = {**CONNECTION, "api_key_env": "SECRET_KEY", "allowed_models": "[]", "all_studies": "on"}
+    response = root.post("/admin/generation/providerconnection/add/", data)
     assert response.status_code == 200
     assert "SECRET_KEY is a variable the server itself uses" in response.content.decode()
-    assert ModelEndpoint.objects.count() == 0
+    assert ProviderConnection.objects.count() == 0
+    response = root.post("/admin/generation/providerconnection/add/", {**data, "api_key_env": "OPENAI_API_KEY"})
+    assert response.status_code == 302
+    made = ProviderConnection.objects.get()
+    assert made.status == "approved" and made.api_key_env == "OPENAI_API_KEY"
 
 
 def test_run_start_rechecks_after_the_allow_list_changed(
@@ -121,7 +99,7 @@ def test_provider_construction_refuses_a_server_variable(roles, make_endpoint, f
 
     monkeypatch.setenv("SECRET_KEY", SERVER_SECRET)
     endpoint = make_endpoint(roles["a"], "openai_compatible")
-    ModelEndpoint.objects.filter(pk=endpoint.pk).update(api_key_env="SECRET_KEY")  # a row written behind the forms
+    ProviderConnection.objects.filter(pk=endpoint.connection_id).update(api_key_env="SECRET_KEY")  # behind the forms
     endpoint.refresh_from_db()
     assert endpoint.key_is_set is False
     with pytest.raises(ProviderError, match="the server itself uses"):

@@ -64,6 +64,12 @@ def test_key_never_leaks(
         f"/admin/generation/output/{output.pk}/change/",
         "/admin/generation/generationrun/",
         f"/admin/generation/generationrun/{run.pk}/change/",
+        "/admin/generation/providerconnection/",
+        f"/admin/generation/providerconnection/{openai_ep.connection_id}/change/",
+        "/admin/generation/spendingledger/",
+        "/settings/connections/",
+        f"/settings/connections/{openai_ep.connection_id}/edit/",
+        "/api/connections/",
     ]
     researcher = client_for(roles["users"]["researcher"])
     html_pages = [
@@ -73,6 +79,7 @@ def test_key_never_leaks(
         f"/studies/{study.pk}/runs/{run.pk}/",
         f"/studies/{study.pk}/runs/{run.pk}/plan/",
         f"/studies/{study.pk}/outputs/",
+        f"/studies/{study.pk}/spending/",
     ] + [f"/studies/{study.pk}/outputs/{o.pk}/" for o in Output.objects.filter(run=run)]
     for client, pages in ((staff, admin_pages), (researcher, html_pages)):
         for page in pages:
@@ -86,6 +93,8 @@ def test_key_never_leaks(
         f"/api/studies/{study.pk}/runs/{run.pk}/status/",
         f"/api/studies/{study.pk}/runs/{run.pk}/plan/",
         f"/api/studies/{study.pk}/outputs/",
+        f"/api/studies/{study.pk}/spending/",
+        f"/api/studies/{study.pk}/connections/",
     ] + [f"/api/studies/{study.pk}/outputs/{o.pk}/" for o in Output.objects.filter(run=run)]
     for page in api_pages:
         response = api.get(page)
@@ -94,14 +103,16 @@ def test_key_never_leaks(
     assert ModelEndpoint.objects.get(pk=openai_ep.pk).api_key_env == "CANARY_KEY"
 
 
-def test_admin_refuses_a_key_in_the_variable_name_field(roles, client_for, django_user_model):
+def test_admin_endpoints_take_a_connection_and_are_validated_like_the_pages(roles, client_for, django_user_model):
+    from tests.gencore.conftest import approved_connection
+
+    connection = approved_connection("openai", "", "OPENAI_API_KEY", name="OpenAI")
     root = client_for(django_user_model.objects.create_superuser("root2", "r@example.org", "pw-not-used"))
     data = {
         "study": roles["a"].pk,
         "name": "e",
         "provider": "openai",
         "model_id": "gpt",
-        "api_key_env": "sk-proj-abc123",
         "default_params": "{}",
         "max_concurrency": 4,
         "timeout_seconds": 60,
@@ -112,12 +123,12 @@ def test_admin_refuses_a_key_in_the_variable_name_field(roles, client_for, djang
         "created_at_1": "00:00:00",
     }
     response = root.post("/admin/generation/modelendpoint/add/", data)
-    assert response.status_code == 200 and "NAME of an environment variable" in response.content.decode()
+    assert response.status_code == 200 and "Choose a provider connection" in response.content.decode()
     response = root.post(
         "/admin/generation/modelendpoint/add/",
-        {**data, "default_params": '{"temprature": 1}', "api_key_env": "OPENAI_API_KEY"},
+        {**data, "default_params": '{"temprature": 1}', "connection": connection.pk},
     )
     assert response.status_code == 200 and "Unknown parameter" in response.content.decode()
     assert not ModelEndpoint.objects.exists()
-    response = root.post("/admin/generation/modelendpoint/add/", {**data, "api_key_env": "OPENAI_API_KEY"})
+    response = root.post("/admin/generation/modelendpoint/add/", {**data, "connection": connection.pk})
     assert response.status_code == 302 and ModelEndpoint.objects.get().api_key_env == "OPENAI_API_KEY"
