@@ -5,7 +5,8 @@ reversed, dimension}], default_answer_options [{text, weight}]}; `personas` {for
 attributes: {title: [...], surname: [...]}} (or a list of persona texts); `prompt_template` {system, user} with
 {persona}, {question}, {answer_options} (and {instruction}); `models` [{name, backend, model_id, connection,
 parameters}] (a base_url or api_key_env is left out: connections decide hosts and keys); `seeds` [...]. The grid
-model × seed × persona × item becomes one questionnaire run with a seed grid (one repetition per seed, the seed passed to the model); items may carry their own answer options.
+model × seed × persona × item becomes one questionnaire run with a seed grid (one repetition per seed, the seed
+passed to the model); items may carry their own answer options.
 """
 
 from .loader import FORMAT, FORMAT_VERSION, RecipeError, RecipeProblem
