@@ -265,6 +265,8 @@ class GenerationRunViewSet(
         plan["totals"]["cost_usd"] = str(plan["totals"]["cost_usd"]) if plan["totals"]["priced"] else None
         totals = plan["totals"]
         totals["batch_cost_usd"] = str(totals["batch_cost_usd"]) if totals["batch_priced"] else None
+        if totals.get("budget_remaining_usd") is not None:
+            totals["budget_remaining_usd"] = str(totals["budget_remaining_usd"])
         return Response(plan)
 
     @extend_schema(responses={200: RunStatusSerializer})

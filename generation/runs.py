@@ -16,7 +16,7 @@ from stereoscope import jobs
 from stereoscope.services import record_activity
 from stereoscope.untrusted import loads_json
 
-from . import batches, connections
+from . import batches, connections, spending
 from .limits import estimate_tokens
 from .models import (
     BATCH_PROVIDERS,
@@ -258,6 +258,14 @@ def plan(run, sample=50):
             totals["priced"] = False
         else:
             totals["cost_usd"] += cost
+    remaining = spending.remaining_budget(run.study)
+    live_cost = totals["cost_usd"] if totals["priced"] else None
+    totals["budget_remaining_usd"] = remaining
+    if remaining is not None and live_cost is not None and live_cost > remaining:
+        problems.append(
+            f"The estimated cost (${live_cost:.2f}) is more than the study's remaining budget (${remaining:.2f}): "
+            "the run will wait when the cap is reached until a study admin raises it."
+        )
     return {
         "units_per_endpoint": len(units) * len(contexts) * run.trials,
         "prompts": len(units),

@@ -124,9 +124,7 @@ def test_batch_run_reserves_pauses_and_finishes(
     endpoint = make_endpoint(
         study, "openai", batch_enabled=True, max_attempts=1, default_params={"max_tokens": 40}, **PRICES
     )
-    run = runs.create_run(
-        study, name="b", toolkit=make_toolkit(study, 6), endpoints=[endpoint], execution_mode="batch"
-    )
+    run = runs.create_run(study, name="b", toolkit=make_toolkit(study, 6), endpoints=[endpoint], execution_mode="batch")
     runs.materialize(run)
     unit = runs.RUN_JOB.load_units(run, runs.RUN_JOB.pending_keys(run)[:1])[0]
     from generation.limits import estimate_call
@@ -156,3 +154,17 @@ def test_batch_run_reserves_pauses_and_finishes(
     assert Output.objects.filter(run=run, status="done").count() == 6
     cost, reserved, calls = ledger(study)
     assert reserved == 0 and calls == 6 and cost == attempt_costs(study)
+
+
+def test_the_dry_run_plan_shows_the_cost_against_the_remaining_budget(
+    roles, api_for, make_endpoint, make_toolkit, client_for
+):
+    study, admin = roles["a"], roles["users"]["admin"]
+    endpoint = make_endpoint(study, default_params={"max_tokens": 40}, **PRICES)
+    run = runs.create_run(study, name="r", toolkit=make_toolkit(study, 10), endpoints=[endpoint])
+    spending.set_study_cap(study, "0.10", actor=admin)
+    plan = api_for(roles["users"]["researcher"]).get(f"/api/studies/{study.pk}/runs/{run.pk}/plan/").json()
+    assert plan["totals"]["budget_remaining_usd"] == "0.10"
+    assert any("more than the study's remaining budget ($0.10)" in p for p in plan["problems"])
+    page = client_for(roles["users"]["researcher"]).get(f"/studies/{study.pk}/runs/{run.pk}/plan/").content.decode()
+    assert "$0.10" in page and "left in the study's budget" in page
