@@ -4,6 +4,7 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import api_view, permission_classes
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
@@ -69,7 +70,10 @@ class StudyViewSet(viewsets.ModelViewSet):
         return get_object_or_404(Study, pk=self.kwargs["pk"])
 
     def perform_create(self, serializer):
-        study = services.create_study(created_by=self.request.user, **serializer.validated_data)
+        try:
+            study = services.create_study(created_by=self.request.user, **serializer.validated_data)
+        except services.StudyCreationRefused as exc:
+            raise PermissionDenied(str(exc)) from None
         serializer.instance = study
 
 

@@ -1,5 +1,6 @@
 """Writes for studies and memberships. Views, the API and commands call these."""
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
@@ -15,8 +16,23 @@ def record_activity(study, actor, verb, target=""):
     )
 
 
+class StudyCreationRefused(PermissionError):
+    pass
+
+
+def may_create_study(user):
+    """STUDY_CREATORS: "any" signed-in user (default) or "staff" only; others join the studies they are invited to."""
+    if getattr(settings, "STUDY_CREATORS", "any") == "staff":
+        return bool(user is not None and getattr(user, "is_staff", False))
+    return True
+
+
 @transaction.atomic
 def create_study(*, name, description="", created_by):
+    if created_by is not None and not may_create_study(created_by):
+        raise StudyCreationRefused(
+            "On this installation only site staff create studies; ask them for a study or an invitation."
+        )
     study = Study.objects.create(name=name, description=description, created_by=created_by)
     if created_by is not None:  # None: made by a command (e.g. `recipe apply`) with no signed-in user
         Membership.objects.create(study=study, user=created_by, role=Role.ADMIN)

@@ -1,5 +1,6 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
@@ -15,12 +16,15 @@ from .permissions import VIEWER, has_role, studies_for, study_role_required
 @login_required
 def study_list(request):
     studies = studies_for(request.user).prefetch_related("memberships")
-    form = StudyForm(request.POST or None)
+    can_create = services.may_create_study(request.user)
+    form = StudyForm(request.POST or None) if can_create else None
+    if request.method == "POST" and not can_create:
+        raise PermissionDenied("On this installation only site staff create studies; ask them for an invitation.")
     if request.method == "POST" and form.is_valid():
         study = services.create_study(created_by=request.user, **form.cleaned_data)
         messages.success(request, f"Study “{study.name}” created. You are its admin.")
         return redirect("study-dashboard", study.pk)
-    return render(request, "stereoscope/study_list.html", {"studies": studies, "form": form})
+    return render(request, "stereoscope/study_list.html", {"studies": studies, "form": form, "can_create": can_create})
 
 
 @study_role_required(VIEWER)

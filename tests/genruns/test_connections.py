@@ -213,3 +213,20 @@ def test_make_run_creates_official_connections_for_set_keys(db, monkeypatch, set
     assert connections.ensure_official_connections() == []
     made = ProviderConnection.objects.get()
     assert made.status == "approved" and made.base_url == "" and made.provider == "openai"
+
+
+@pytest.mark.django_db
+def test_study_creators_staff_lets_only_staff_create_studies(roles, api_for, client_for, settings):
+    from stereoscope.models import Study
+
+    settings.STUDY_CREATORS = "staff"
+    before = Study.objects.count()
+    response = api_for(roles["users"]["researcher"]).post("/api/studies/", {"name": "mine"}, format="json")
+    assert response.status_code == 403 and "only site staff create studies" in response.json()["detail"]
+    page = client_for(roles["users"]["researcher"])
+    assert "created by site staff" in page.get("/studies/").content.decode()
+    assert page.post("/studies/", {"name": "mine"}).status_code == 403
+    assert Study.objects.count() == before
+    assert api_for(roles["users"]["staff"]).post("/api/studies/", {"name": "lab"}, format="json").status_code == 201
+    settings.STUDY_CREATORS = "any"
+    assert api_for(roles["users"]["researcher"]).post("/api/studies/", {"name": "x"}, format="json").status_code == 201
