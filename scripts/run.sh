@@ -6,4 +6,5 @@ scripts/setup_venv.sh
 .venv/bin/python manage.py migrate --noinput
 .venv/bin/python manage.py load_builtin
 .venv/bin/python manage.py ensure_admin
+.venv/bin/python manage.py ensure_connections
 exec .venv/bin/python manage.py serve "$@"
