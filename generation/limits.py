@@ -203,13 +203,14 @@ def estimate_call(messages, params):
 
 
 class EndpointLimiter:
-    """Admits calls to one endpoint within its limits. Create one per endpoint per event loop."""
+    """Admits calls to one endpoint (or, with `key` and limits given, one provider connection) within its limits.
+    Create one per endpoint (connection) per event loop."""
 
-    def __init__(self, endpoint, store):
-        self.key = endpoint_key(endpoint)
-        self.max_concurrency = max(1, endpoint.max_concurrency or 1)
-        self.rpm = endpoint.requests_per_minute
-        self.tpm = endpoint.tokens_per_minute
+    def __init__(self, endpoint, store, *, key=None, max_concurrency=None, rpm=None, tpm=None):
+        self.key = key or endpoint_key(endpoint)
+        self.max_concurrency = max(1, (max_concurrency if key else endpoint.max_concurrency) or 1)
+        self.rpm = rpm if key else endpoint.requests_per_minute
+        self.tpm = tpm if key else endpoint.tokens_per_minute
         self.store = store
         self.local = asyncio.Semaphore(self.max_concurrency)
         self.held = set()
@@ -258,3 +259,56 @@ class EndpointLimiter:
     async def pause(self, seconds):
         """Hold every caller of this endpoint (in every worker) back, e.g. after a 429 with Retry-After."""
         await self.store.pause(self.key, seconds)
+
+
+def connection_limiter(connection, store):
+    """A limiter of a provider connection's own limits (over every endpoint on it, in every worker), or None when
+    staff set none."""
+    if connection is None or not (
+        connection.max_concurrency or connection.requests_per_minute or connection.tokens_per_minute
+    ):
+        return None
+    return EndpointLimiter(
+        None,
+        store,
+        key=f"stereoscope:limits:connection:{connection.pk}",
+        max_concurrency=connection.max_concurrency or 1_000_000,
+        rpm=connection.requests_per_minute,
+        tpm=connection.tokens_per_minute,
+    )
+
+
+class CombinedLimiter:
+    """The connection's limits, then the endpoint's: a call needs a slot in both (always taken in that order)."""
+
+    def __init__(self, first, second):
+        self.first, self.second = first, second
+        self.max_concurrency = min(first.max_concurrency, second.max_concurrency)
+
+    async def acquire(self, est_tokens, stop=None):
+        outer = await self.first.acquire(est_tokens, stop=stop)
+        if outer is None:
+            return None
+        try:
+            inner = await self.second.acquire(est_tokens, stop=stop)
+        except BaseException:
+            await self.first.release(outer)
+            raise
+        if inner is None:
+            await self.first.release(outer)
+            return None
+        return (outer, inner)
+
+    async def release(self, lease, est_tokens=0, actual_tokens=None):
+        outer, inner = lease
+        try:
+            await self.second.release(inner, est_tokens, actual_tokens)
+        finally:
+            await self.first.release(outer, est_tokens, actual_tokens)
+
+    async def renew(self):
+        await self.first.renew()
+        await self.second.renew()
+
+    async def pause(self, seconds):
+        await self.second.pause(seconds)

@@ -30,7 +30,15 @@ from django.utils import timezone
 from . import spending
 from .connections import runtime_problem
 from .key_variables import key_value
-from .limits import LEASE_TTL, RENEW_EVERY, EndpointLimiter, estimate_call, make_store
+from .limits import (
+    LEASE_TTL,
+    RENEW_EVERY,
+    CombinedLimiter,
+    EndpointLimiter,
+    connection_limiter,
+    estimate_call,
+    make_store,
+)
 from .models import CallOutcome, ModelEndpoint, ProviderCall
 from .providers.base import ChatResult, ProviderError, current_attempt, get_provider
 
@@ -168,6 +176,7 @@ class _Loop:
         self.queues = {}  # endpoint pk -> list of units (popped from the end)
         self.workers = {}  # endpoint pk -> [tasks]
         self.limiters = {}
+        self.connection_limiters = {}  # connection pk -> its limiter, shared by every endpoint on it
         self.providers = {}
         self.exhausted = False
         self.asked = False
@@ -205,7 +214,7 @@ class _Loop:
             if pk not in self.queues:
                 self.queues[pk] = []
                 self.workers[pk] = []
-                self.limiters[pk] = EndpointLimiter(unit.endpoint, self.store)
+                self.limiters[pk] = self.limiter_for(unit.endpoint)
                 self.providers[pk] = get_provider(unit.endpoint)
             self.queues[pk].insert(0, unit)
         for pk, pending in self.queues.items():
@@ -220,6 +229,17 @@ class _Loop:
             1, sum(min(self.cap or lim.max_concurrency, lim.max_concurrency) for lim in self.limiters.values())
         )
         self.changed.set()
+
+    def limiter_for(self, endpoint):
+        """The endpoint's limiter, behind its connection's (one per connection in this loop) when staff set any."""
+        limiter = EndpointLimiter(endpoint, self.store)
+        connection = endpoint.connection if endpoint.connection_id else None
+        if connection is None:
+            return limiter
+        if connection.pk not in self.connection_limiters:
+            self.connection_limiters[connection.pk] = connection_limiter(connection, self.store)
+        shared = self.connection_limiters[connection.pk]
+        return CombinedLimiter(shared, limiter) if shared is not None else limiter
 
     def report(self, kind, unit, value):
         """An attempt's or unit's outcome, stored with the next batch; it does not wake the caller's thread."""

@@ -230,3 +230,19 @@ def test_study_creators_staff_lets_only_staff_create_studies(roles, api_for, cli
     assert api_for(roles["users"]["staff"]).post("/api/studies/", {"name": "lab"}, format="json").status_code == 201
     settings.STUDY_CREATORS = "any"
     assert api_for(roles["users"]["researcher"]).post("/api/studies/", {"name": "x"}, format="json").status_code == 201
+
+
+@pytest.mark.django_db
+def test_a_connections_concurrency_limit_holds_over_all_its_endpoints(
+    study, make_endpoint, make_toolkit, fake_provider
+):
+    a = make_endpoint(study, name="a", max_concurrency=8)
+    b = make_endpoint(study, name="b", max_concurrency=8)
+    assert a.connection_id == b.connection_id
+    ProviderConnection.objects.filter(pk=a.connection_id).update(max_concurrency=2)
+    fake_provider.default_delay = 0.05
+    run = runs.create_run(study, name="r", toolkit=make_toolkit(study, 8), endpoints=[a, b])
+    runs.start(run)
+    run.refresh_from_db()
+    assert run.status == "completed" and Output.objects.filter(run=run, status="done").count() == 16
+    assert fake_provider.stats()["max_in_flight"] == 2
