@@ -292,6 +292,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Audit large language models for gender stereotypes.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],  # the schema and docs need sign-in
     "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
