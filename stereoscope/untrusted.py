@@ -2,23 +2,62 @@
 workbooks whose XML declares a DOCTYPE or entities. Django-free; each raises or returns a clear message."""
 
 import json
+import math
 import zipfile
 
 MAX_XLSX_UNCOMPRESSED = 500 * 1024 * 1024  # a workbook that inflates beyond this is refused (a zip bomb)
 
 
 def loads_json(text):
-    """json.loads that answers a too deeply nested document, or one with a NUL character in a string (\\u0000),
-    with a JSONDecodeError (a ValueError) instead of a RecursionError or a database error later, so every caller's
-    "not valid JSON" message applies."""
+    """json.loads that answers a too deeply nested document, one with a NUL character in a string (\\u0000), or one
+    with NaN or ±Infinity (not JSON, and no database stores them; 1e999 overflows to Infinity) with a JSONDecodeError
+    (a ValueError) instead of a RecursionError or a database error later, so every caller's "not valid JSON" message
+    applies."""
     doc = text if isinstance(text, str) else ""
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_refuse_constant)
     except RecursionError:
         raise json.JSONDecodeError("it is nested too deeply", doc, 0) from None
+    except NonFiniteNumber as exc:
+        raise json.JSONDecodeError(str(exc), doc, 0) from None
     if nul_problem(value):
         raise json.JSONDecodeError("it contains a NUL character (\\u0000), which cannot be stored", doc, 0)
+    if nonfinite_path(value) is not None:
+        raise json.JSONDecodeError("it contains a number too large to store (it overflows to Infinity)", doc, 0)
     return value
+
+
+class NonFiniteNumber(ValueError):
+    pass
+
+
+def _refuse_constant(name):
+    raise NonFiniteNumber(f"{name} is not a JSON number; write a finite number")
+
+
+def nonfinite_path(value):
+    """The path (a list of keys and indexes) of the first NaN or ±Infinity in `value` (numbers, or dicts and lists of
+    them), else None. JSON has no such numbers and PostgreSQL refuses them in a JSON column."""
+    stack = [(value, [])]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return path
+        elif isinstance(item, dict):
+            stack.extend((v, [*path, k]) for k, v in item.items())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((v, [*path, i]) for i, v in enumerate(item))
+    return None
+
+
+def nonfinite_problem(value, where="The value"):
+    """A message when `value` holds NaN or ±Infinity anywhere, else None."""
+    path = nonfinite_path(value)
+    if path is None:
+        return None
+    at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+    return f"{where}{' at ' + at if at else ''} is NaN or Infinity; write a finite number."
 
 
 def nul_problem(value, where="The file"):
