@@ -108,7 +108,7 @@ AXES_RESET_ON_SUCCESS = True
 AXES_DISABLE_ACCESS_LOG = True  # failures are kept, successful logins are not
 AXES_HTTP_RESPONSE_CODE = 429
 AXES_LOCKOUT_CALLABLE = "stereoscope.throttle.lockout_response"
-AXES_VERBOSE = True
+AXES_VERBOSE = False  # stereoscope.throttle logs each lockout itself
 
 ROOT_URLCONF = "stereoscope.urls"
 WSGI_APPLICATION = "stereoscope.wsgi.application"
@@ -277,6 +277,8 @@ PRODUCT_ENV_VARIABLES = [
     "WORKER_HEARTBEAT_SECONDS",
     "WORKER_LIVE_SECONDS",
     "PROVIDER_KEY_VARIABLES",
+    "LOGIN_FAILURE_LIMIT",
+    "LOGIN_LOCKOUT_HOURS",
     "LOG_LEVEL",
     "BIND",
     "WEB_CONCURRENCY",
