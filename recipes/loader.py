@@ -129,7 +129,21 @@ def _message(error):
     return format_path(error.absolute_path), error.message
 
 
+def too_deep(value, limit=MAX_DEPTH):
+    """Whether `value` (dicts and lists) nests more than `limit` levels (a recipe sent as a JSON object)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth + 1 > limit:
+                return True
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
 def schema_problems(data):
+    if too_deep(data):
+        return [RecipeProblem("", f"The recipe is nested more than {MAX_DEPTH} levels deep.")]
     where = nonfinite_path(data)
     if where is not None:  # NaN and ±Infinity pass a schema's "number" but no database stores them in JSON
         return [RecipeProblem(format_path(where), "NaN and ±Infinity are not allowed here; write a finite number")]

@@ -127,3 +127,20 @@ def test_an_ordinary_recipe_still_loads(recipe):
 
     assert load(dump(recipe))["endpoints"][0]["params"]["temperature"] == 0.7
     assert yaml.safe_load(deep_yaml(3))["study"]["description"] == [[[]]]
+
+
+def test_api_refuses_a_deep_json_recipe_object(people):
+    study, users = people
+    api = APIClient()
+    api.force_authenticate(users["admin"])
+    deep = {"format": "stereoscope-recipe", "format_version": 1, "study": {"name": "Deep"}}
+    node = deep["study"]
+    for _ in range(200):
+        node["description"] = {}
+        node = node["description"]
+    before = row_counts()
+    for action in ("validate", "plan", "apply"):
+        response = api.post(f"/api/studies/{study.pk}/recipe/{action}/", {"recipe": deep}, format="json")
+        assert response.status_code == 400
+        assert DEPTH in response.json()["problems"][0]["message"]
+    assert row_counts() == before
