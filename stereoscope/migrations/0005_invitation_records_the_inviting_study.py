@@ -6,6 +6,18 @@ from django.conf import settings
 from django.db import migrations, models
 
 
+def record_pending_accounts(apps, schema_editor):
+    """An account still without a password was created by an invitation into the study it joined first: only that
+    study's admins may issue its link from now on."""
+    User = apps.get_model(*settings.AUTH_USER_MODEL.split("."))
+    Invitation = apps.get_model("stereoscope", "Invitation")
+    Membership = apps.get_model("stereoscope", "Membership")
+    for user in User.objects.filter(password__startswith="!", invitation__isnull=True):
+        first = Membership.objects.filter(user=user).order_by("added_at", "id").first()
+        if first is not None:
+            Invitation.objects.create(user=user, study_id=first.study_id, created_at=first.added_at)
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -25,4 +37,5 @@ class Migration(migrations.Migration):
                 ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='invitation', to=settings.AUTH_USER_MODEL)),
             ],
         ),
+        migrations.RunPython(record_pending_accounts, migrations.RunPython.noop),
     ]
