@@ -411,7 +411,7 @@ class AnnotationCodeViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         d = serializer.validated_data
         codebook = d["codebook"]
         if codebook.study_id != self.get_study().pk:
-            raise ValidationError({"detail": "That codebook belongs to another study."})
+            raise ValidationError({"detail": f"No codebook {codebook.pk} in this study."})
         serializer.instance = services.create_code(codebook, actor=self.request.user, **self._fields(d))
 
     def perform_update(self, serializer):

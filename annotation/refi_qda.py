@@ -24,9 +24,12 @@ from lxml import etree
 NS = "urn:QDA-XML:project:1.0"
 SCHEMA_DIR = Path(__file__).with_name("refi_schemas")
 STEREOSCOPE_NS = uuid.UUID("6f1c2a52-8f61-4c5e-9d0e-5c0f3e2b7a11")
-MAX_PROJECT_BYTES = 512 * 1024 * 1024
-MAX_SOURCE_BYTES = 64 * 1024 * 1024
-MAX_TOTAL_BYTES = 2 * 1024 * 1024 * 1024
+# Uncompressed sizes a .qdpx may declare, checked before any member is read (a zip bomb is refused at once): the XML
+# parser holds project.qde's text and its tree, a few times its size. A study's project.qde (codes, codings, memos)
+# is a few MB, a story a few KB.
+MAX_PROJECT_BYTES = 64 * 1024 * 1024
+MAX_SOURCE_BYTES = 16 * 1024 * 1024
+MAX_TOTAL_BYTES = 256 * 1024 * 1024
 GUID_RE = re.compile(r"^\{?([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\}?$")
 
 
@@ -526,7 +529,7 @@ def read_qdpx(data) -> QProject:
     with zf:
         infos = zf.infolist()
         if sum(i.file_size for i in infos) > MAX_TOTAL_BYTES:
-            raise RefiError("The .qdpx unpacks to more than 2 GB; refusing to read it.")
+            raise RefiError(f"The .qdpx unpacks to more than {MAX_TOTAL_BYTES // 2**20} MB; refusing to read it.")
         names = {i.filename for i in infos}
         qde_name = (
             "project.qde"
@@ -536,7 +539,7 @@ def read_qdpx(data) -> QProject:
         if qde_name is None:
             raise RefiError("The .qdpx has no project.qde at its top level.")
         if zf.getinfo(qde_name).file_size > MAX_PROJECT_BYTES:
-            raise RefiError("project.qde is larger than 512 MB.")
+            raise RefiError(f"project.qde is larger than {MAX_PROJECT_BYTES // 2**20} MB once uncompressed.")
         try:
             raw = zf.read(qde_name)
         except (zipfile.BadZipFile, OSError) as exc:

@@ -10,7 +10,9 @@ import csv
 import io
 import json
 import os
+import zipfile
 from dataclasses import dataclass
+from xml.etree.ElementTree import ParseError
 
 from django.db import transaction
 from django.utils import timezone
@@ -19,7 +21,7 @@ from stereoscope.bulk import bulk_insert
 from stereoscope.downloads import table_download, xlsx_bytes
 from stereoscope.services import record_activity
 from stereoscope.tables import table_text
-from stereoscope.untrusted import loads_json, nul_problem, xlsx_problem
+from stereoscope.untrusted import MAX_STORY_TEXT, loads_json, nul_problem, xlsx_problem
 
 from .models import GenerationRun, Output, OutputStatus, Provider, ProviderCall, RunStatus
 from .runs import finish, messages_for, normalize_text
@@ -28,7 +30,10 @@ from .toolkits import SlotError, expand_units, variant_key
 
 SHEET_COLUMNS = ["unit", "endpoint", "model", "item", "dimension", "trial", "slot_values", "prompt", "answer"]
 MAX_ROWS = 200_000
-MAX_TEXT = 1_000_000
+# What reading a damaged workbook's parts raises: XML errors (lxml's XMLSyntaxError is a SyntaxError), a part that
+# fails its CRC check or ends early, a cell value openpyxl cannot convert.
+XLSX_READ_ERRORS = (ParseError, SyntaxError, ValueError, zipfile.BadZipFile, EOFError, KeyError)
+MAX_TEXT = MAX_STORY_TEXT
 FORMATS = ("csv", "xlsx", "jsonl", "json")
 
 
@@ -116,32 +121,41 @@ def _read_xlsx(content):
     except Exception as exc:  # zipfile.BadZipFile, KeyError, InvalidFileException...
         raise ImportProblems([f"The file is not a valid XLSX workbook ({type(exc).__name__})."]) from exc
     try:
-        sheet = workbook.worksheets[0]
-        rows = iter(sheet.iter_rows(values_only=True))
-        header = None
-        for header in rows:
-            if header and any(c not in (None, "") for c in header):
-                break
-        if not header or all(c in (None, "") for c in header):
-            raise ImportProblems(["The XLSX sheet has no header row."])
-        header = [_clean_key(h) for h in header]
-        _check_header(header)
-        records = []
-        for number, row in enumerate(rows, start=2):
-            if not row or all(c in (None, "") for c in row):
-                continue
-            values = {}
-            for h, v in zip(header, row, strict=False):  # ragged sheets allowed
-                if not h:
-                    continue
-                if isinstance(v, float) and v.is_integer():
-                    v = int(v)
-                values[h] = "" if v is None else (v if isinstance(v, int) and not isinstance(v, bool) else str(v))
-            records.append((number, values))
-            if len(records) > MAX_ROWS:
-                break
+        return _xlsx_records(workbook)
+    except ImportProblems:
+        raise
+    except XLSX_READ_ERRORS as exc:  # e.g. an entity reference (&name;) that nothing defines
+        raise ImportProblems([f"The XLSX workbook cannot be read: {exc}."]) from None
     finally:
         workbook.close()
+
+
+def _xlsx_records(workbook):
+    """The first sheet's rows as records; its XML is parsed row by row as it is read."""
+    sheet = workbook.worksheets[0]
+    rows = iter(sheet.iter_rows(values_only=True))
+    header = None
+    for header in rows:
+        if header and any(c not in (None, "") for c in header):
+            break
+    if not header or all(c in (None, "") for c in header):
+        raise ImportProblems(["The XLSX sheet has no header row."])
+    header = [_clean_key(h) for h in header]
+    _check_header(header)
+    records = []
+    for number, row in enumerate(rows, start=2):
+        if not row or all(c in (None, "") for c in row):
+            continue
+        values = {}
+        for h, v in zip(header, row, strict=False):  # ragged sheets allowed
+            if not h:
+                continue
+            if isinstance(v, float) and v.is_integer():
+                v = int(v)
+            values[h] = "" if v is None else (v if isinstance(v, int) and not isinstance(v, bool) else str(v))
+        records.append((number, values))
+        if len(records) > MAX_ROWS:
+            break
     return _limit(records)
 
 

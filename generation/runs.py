@@ -128,9 +128,9 @@ def create_run(
     endpoints = list(endpoints or [])
     if not endpoints:
         raise RunError("Choose at least one model endpoint.")
-    foreign = [e.name for e in endpoints if e.study_id != study.pk]
+    foreign = [str(e.pk) for e in endpoints if e.study_id != study.pk]
     if foreign:
-        raise RunError(f"Endpoints of another study: {', '.join(foreign)}.")
+        raise RunError(f"No endpoint {', '.join(foreign)} in this study.")
     try:
         trials = int(trials)
     except (TypeError, ValueError):

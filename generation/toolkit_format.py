@@ -17,7 +17,7 @@ import json
 from django.db import transaction
 
 from stereoscope.tables import table_text, unescape_formula
-from stereoscope.untrusted import loads_json, nul_problem
+from stereoscope.untrusted import MAX_ITEM_NOTE, MAX_ITEM_TEXT, loads_json, nul_problem
 
 from . import item_extras
 from .slots import SlotError, normalize_combinations, normalize_slot_values
@@ -59,7 +59,15 @@ CSV_COLUMNS = [
     "counterfactual_of",
 ]
 IGNORED_KEYS = {"format", "format_version", "version", "id", "builtin_key", "locked", "parent"}
-MAX_LENGTHS = {"name": 200, "gender_mapping": 300, "source_reference": 300, "language": 10}
+MAX_LENGTHS = {
+    "name": 200,
+    "gender_mapping": 300,
+    "source_reference": 300,
+    "language": 10,
+    "text": MAX_ITEM_TEXT,
+    "target_stereotype": MAX_ITEM_NOTE,
+    "notes": MAX_ITEM_NOTE,
+}
 MAX_ERRORS = 50
 
 
@@ -358,7 +366,7 @@ def validate_data(data, name=None):
             if number in numbers:
                 errors.append(f"{label}: the number {number} is used twice.")
             numbers.append(number)
-        text = _text(item.get("text"), f"{label} text", errors)
+        text = _text(item.get("text"), f"{label} text", errors, "text")
         if not text.strip():
             errors.append(f"{label} needs a text.")
         dimension = _text(item.get("dimension"), f"{label} dimension", errors).strip()
@@ -369,19 +377,21 @@ def validate_data(data, name=None):
             "number": number,
             "text": text,
             "dimension": dimension,
-            "target_stereotype": _text(item.get("target_stereotype"), f"{label} target_stereotype", errors),
+            "target_stereotype": _text(
+                item.get("target_stereotype"), f"{label} target_stereotype", errors, "target_stereotype"
+            ),
             "gender_mapping": _text(item.get("gender_mapping"), f"{label} gender_mapping", errors, "gender_mapping"),
             "reversed_order": _bool(item.get("reversed_order"), f"{label} reversed_order", errors),
             "source_reference": _text(
                 item.get("source_reference"), f"{label} source_reference", errors, "source_reference"
             ),
-            "notes": _text(item.get("notes"), f"{label} notes", errors),
+            "notes": _text(item.get("notes"), f"{label} notes", errors, "notes"),
             "counterfactual_of": None,
         }
         try:
             entry["slots"] = normalize_slot_values(item.get("slots") or {}, f"{label} slots")
             entry["combinations"] = normalize_combinations(item.get("combinations"), f"{label} combinations")
-            if text.strip():
+            if text.strip() and len(text) <= MAX_ITEM_TEXT:
                 combos = entry["combinations"] if entry["combinations"] is not None else clean["combinations"]
                 count_text(text, {**clean["slots"], **entry["slots"]}, combos, label)
         except SlotError as exc:

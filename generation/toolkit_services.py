@@ -7,6 +7,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from stereoscope.services import record_activity
+from stereoscope.untrusted import MAX_ITEM_NOTE, MAX_ITEM_TEXT, too_long
 from stereoscope.versioning import Versioning
 
 from .counterfactual import swap_template, swap_values
@@ -242,6 +243,10 @@ def _item_values(toolkit, data, item=None):
     values["text"] = (values["text"] or "").replace("\r\n", "\n").replace("\r", "\n")
     if not values["text"].strip():
         raise ValidationError("The item needs a text.")
+    for field, limit in (("text", MAX_ITEM_TEXT), ("target_stereotype", MAX_ITEM_NOTE), ("notes", MAX_ITEM_NOTE)):
+        problem = too_long(values[field], limit, f"The item's {field.replace('_', ' ')}")
+        if problem:
+            raise ValidationError(problem)
     dimension = values["dimension"]
     if dimension is not None and dimension.toolkit_id != toolkit.pk:
         raise ValidationError("The dimension belongs to another toolkit.")

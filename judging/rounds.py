@@ -339,16 +339,16 @@ def create_round(
     if template is None or not templates_for(study).filter(pk=template.pk).exists():
         raise RoundError("Choose a judge template of this study or of the built-in library.")
     if source_run is not None and source_run.study_id != study.pk:
-        raise RoundError("The source run belongs to another study.")
+        raise RoundError(f"No run {source_run.pk} in this study.")
     output_filter = clean_filter(output_filter)
     if source_run is None and not output_filter.get("output_ids"):
         raise RoundError("Choose a source run, or list the outputs to judge.")
     judges = list(judges or [])
     if not judges:
         raise RoundError("Choose at least one judge endpoint.")
-    foreign = [e.name for e in judges if e.study_id != study.pk]
+    foreign = [str(e.pk) for e in judges if e.study_id != study.pk]
     if foreign:
-        raise RoundError(f"Endpoints of another study: {', '.join(foreign)}.")
+        raise RoundError(f"No endpoint {', '.join(foreign)} in this study.")
     manual = [e.name for e in judges if e.provider == Provider.MANUAL]
     if manual:
         raise RoundError(f"Manual endpoints cannot judge (nothing to call): {', '.join(manual)}.")

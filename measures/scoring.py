@@ -103,13 +103,13 @@ def create_run(
         raise MeasureRunError("Give the measure run a name.")
     lexicons = list(lexicons or [])
     allowed = set(lexicons_for(study).values_list("pk", flat=True))
-    foreign = [str(lx) for lx in lexicons if lx.pk not in allowed]
+    foreign = [str(lx.pk) for lx in lexicons if lx.pk not in allowed]
     if foreign:
-        raise MeasureRunError(f"Lexicons of another study: {', '.join(foreign)}.")
+        raise MeasureRunError(f"No lexicon {', '.join(foreign)} in this study.")
     source_runs = list(source_runs or [])
-    bad = [r.name for r in source_runs if r.study_id != study.pk]
+    bad = [str(r.pk) for r in source_runs if r.study_id != study.pk]
     if bad:
-        raise MeasureRunError(f"Generation runs of another study: {', '.join(bad)}.")
+        raise MeasureRunError(f"No run {', '.join(bad)} in this study.")
     if classifier not in ClassifierKind.values:
         raise MeasureRunError(f"Unknown classifier {classifier!r}; choose vader, transformers, trained or none.")
     if not lexicons and not classifier and not nli_path:

@@ -95,12 +95,13 @@ def validate_config(
     elif instrument.continuous:
         problems.append("A continuous instrument holds imported human data; it cannot be asked as options.")
     if context_set is not None and study is not None and context_set.study_id != study.pk:
-        problems.append("The context set belongs to another study.")
+        problems.append(f"No context set {context_set.pk} in this study.")
     endpoints = list(endpoints or [])
     if not endpoints:
         problems.append("Choose at least one model endpoint.")
-    if study is not None and any(e.study_id != study.pk for e in endpoints):
-        problems.append("An endpoint belongs to another study.")
+    foreign = [str(e.pk) for e in endpoints if study is not None and e.study_id != study.pk]
+    if foreign:
+        problems.append(f"No endpoint {', '.join(foreign)} in this study.")
     try:
         repetitions = int(repetitions)
         if not 1 <= repetitions <= MAX_REPETITIONS:
@@ -151,7 +152,7 @@ def validate_config(
         if judge_endpoint is None:
             problems.append("The model judge step (llm) needs a judge endpoint.")
         elif study is not None and judge_endpoint.study_id != study.pk:
-            problems.append("The judge endpoint belongs to another study.")
+            problems.append(f"No endpoint {judge_endpoint.pk} in this study.")
         elif judge_endpoint.provider == Provider.MANUAL:
             problems.append("The judge endpoint must be callable (not a manual endpoint).")
     elif judge_endpoint is not None:
@@ -222,7 +223,7 @@ def create_run(
     if not name:
         raise PsychError("Give the run a name.")
     if instrument is not None and not instruments_for(study).filter(pk=instrument.pk).exists():
-        raise PsychError("The instrument belongs to another study.")
+        raise PsychError(f"No instrument {instrument.pk} in this study.")
     try:
         order_seed = int(order_seed)
         audit_per_model = int(audit_per_model)

@@ -316,7 +316,7 @@ def sample(rows, n, seed):
 def contexts_from_personas(study, name, persona_set, n=None, seed=0, description=""):
     """Each included persona (or a seeded sample of n) becomes a context whose system message is the persona."""
     if persona_set.study_id != study.pk and not persona_set.study.is_library:
-        raise PsychError("That persona set belongs to another study.")
+        raise PsychError(f"No persona set {persona_set.pk} in this study.")
     personas = list(persona_set.personas.filter(included=True).order_by("order", "key"))
     if not personas:
         raise PsychError("The persona set has no included personas.")

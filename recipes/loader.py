@@ -11,6 +11,8 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from stereoscope.untrusted import nonfinite_path
+
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "recipe.schema.json"
 FORMAT = "stereoscope-recipe"
 FORMAT_VERSION = 1
@@ -51,6 +53,48 @@ def format_path(parts):
     return out
 
 
+MAX_DEPTH = 50  # a recipe nests a handful of levels; deeper documents are refused before they are built
+
+
+class GuardedLoader(yaml.SafeLoader):
+    """YAML's safe loader without anchors and aliases (`&a` / `*a`: seven levels of ten-way aliases expand a
+    600-byte file into gigabytes) and with a nesting limit (the composer recurses once per level), both refused
+    while the document is read, before anything is built."""
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                "anchors and aliases (&name, *name, <<: *name) are not allowed in a recipe; write the values out",
+                event.start_mark,
+            )
+        nested = isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent))
+        if nested:
+            self._depth = getattr(self, "_depth", 0) + 1
+            if self._depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None, None, f"it is nested more than {MAX_DEPTH} levels deep", event.start_mark
+                )
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            if nested:
+                self._depth -= 1
+
+
+def safe_yaml(text):
+    """yaml.safe_load without anchors, aliases or deep nesting (see GuardedLoader); raises yaml.YAMLError."""
+    loader = GuardedLoader(text)
+    try:
+        return loader.get_single_data()
+    except RecursionError:
+        raise yaml.YAMLError(f"it is nested more than {MAX_DEPTH} levels deep") from None
+    finally:
+        loader.dispose()
+
+
 def parse_text(text):
     """YAML (JSON is YAML too) -> data; raises RecipeError with the line of a syntax error."""
     if isinstance(text, bytes):
@@ -61,7 +105,7 @@ def parse_text(text):
         except UnicodeDecodeError:
             raise RecipeError([RecipeProblem("", "The recipe is not UTF-8 text.")]) from None
     try:
-        data = yaml.safe_load(text)
+        data = safe_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -90,7 +134,24 @@ def _message(error):
     return format_path(error.absolute_path), error.message
 
 
+def too_deep(value, limit=MAX_DEPTH):
+    """Whether `value` (dicts and lists) nests more than `limit` levels (a recipe sent as a JSON object)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth + 1 > limit:
+                return True
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
 def schema_problems(data):
+    if too_deep(data):
+        return [RecipeProblem("", f"The recipe is nested more than {MAX_DEPTH} levels deep.")]
+    where = nonfinite_path(data)
+    if where is not None:  # NaN and ±Infinity pass a schema's "number" but no database stores them in JSON
+        return [RecipeProblem(format_path(where), "NaN and ±Infinity are not allowed here; write a finite number")]
     validator = jsonschema.Draft202012Validator(schema())
     problems = [RecipeProblem(*_message(e)) for e in validator.iter_errors(data)]
     return sorted(set(problems), key=lambda p: (p.path, p.message))

@@ -2,15 +2,27 @@
 
 from django.contrib.auth import views as auth_views
 from django.contrib.messages.views import SuccessMessageMixin
-from django.urls import reverse_lazy
+from django.urls import reverse, reverse_lazy
+
+from . import invitations
 
 
 class InvitationAcceptView(SuccessMessageMixin, auth_views.PasswordResetConfirmView):
-    """The one-time link: Django's token stops working once the password is set."""
+    """The one-time link: Django's token stops working once the password is set. The person is signed in straight
+    away and lands on the study that invited them."""
 
     template_name = "registration/invitation_accept.html"
-    success_url = reverse_lazy("login")
-    success_message = "Your password is set. Log in with your username and new password."
+    success_message = "Your password is set and you are signed in."
+    post_reset_login = True
+    post_reset_login_backend = "django.contrib.auth.backends.ModelBackend"
+
+    def form_valid(self, form):
+        self.invited_study = invitations.accepted(form.user)
+        return super().form_valid(form)
+
+    def get_success_url(self):
+        study = getattr(self, "invited_study", None)
+        return reverse("study-dashboard", args=[study.pk]) if study else reverse("study-list")
 
 
 class PasswordChangeView(SuccessMessageMixin, auth_views.PasswordChangeView):

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from .jobs.models import JobChunk
-from .models import ActivityEvent, BuiltinRecord, Membership, Study, WorkerHeartbeat
+from .models import ActivityEvent, BuiltinRecord, Invitation, Membership, Study, WorkerHeartbeat
 
 
 class MembershipInline(admin.TabularInline):
@@ -22,6 +22,13 @@ class MembershipAdmin(admin.ModelAdmin):
     list_display = ["study", "user", "role", "added_at"]
     list_filter = ["role", "study"]
     autocomplete_fields = ["user", "study"]
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    list_display = ["user", "study", "invited_by", "created_at", "accepted_at"]
+    list_select_related = ["user", "study", "invited_by"]
+    readonly_fields = ["user", "study", "invited_by", "created_at", "accepted_at"]
 
 
 @admin.register(ActivityEvent)

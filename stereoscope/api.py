@@ -100,8 +100,13 @@ class MembershipViewSet(
             )
         except services.MembershipError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        if path is None:  # one answer whether or not the account exists: no probing for usernames
+            return Response(
+                {"detail": invitations.added_message(str(username).strip(), role), "username": str(username).strip()},
+                status=status.HTTP_202_ACCEPTED,
+            )
         data = MembershipSerializer(membership).data
-        if path:  # a new account: the one-time link is in this response only
+        if path:  # a new account (or this study's re-invitation): the one-time link is in this response only
             url = request.build_absolute_uri(path)
             data["invitation_url"] = url
             data["invitation_mailed"] = invitations.mail_invitation(membership.user, membership.study, url)

@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class StereoscopeConfig(AppConfig):
     name = "stereoscope"
     verbose_name = "Stereoscope"
+
+    def ready(self):
+        from . import throttle  # noqa: F401  (logs each login lockout)

@@ -62,6 +62,22 @@ class Membership(models.Model):
         return f"{self.user} · {self.role} · {self.study}"
 
 
+class Invitation(models.Model):
+    """Which study created a pending account (one without a password yet). Only that study's admins may issue the
+    account's one-time link; adding the person anywhere else adds a membership and gives no link."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="invitation")
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invitations")
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    accepted_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"{self.user} invited to {self.study}"
+
+
 class ActivityEvent(models.Model):
     """A line in a study's recent-activity feed."""
 

@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI assets served locally, so /api/docs/ works offline
     "django_htmx",
+    "axes",  # throttles failed logins (stereoscope/throttle.py)
     "stereoscope",
     "generation",
     "annotation",
@@ -91,7 +92,23 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "stereoscope.error_views.OutOfRangeInputMiddleware",
     "stereoscope.error_views.MethodNotAllowedPageMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into its 429 answer
 ]
+
+# Failed logins are throttled per username and per address (django-axes; see stereoscope/throttle.py). Staff unlock
+# with `manage.py axes_reset_username NAME` or `axes_reset_ip ADDRESS`, or in the admin (Access attempts).
+AUTHENTICATION_BACKENDS = [
+    "stereoscope.throttle.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", 10))
+AXES_COOLOFF_TIME = float(os.environ.get("LOGIN_LOCKOUT_HOURS", 1))  # hours; staff can unlock sooner
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks: per username, and per address
+AXES_RESET_ON_SUCCESS = True
+AXES_DISABLE_ACCESS_LOG = True  # failures are kept, successful logins are not
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_LOCKOUT_CALLABLE = "stereoscope.throttle.lockout_response"
+AXES_VERBOSE = False  # stereoscope.throttle logs each lockout itself
 
 ROOT_URLCONF = "stereoscope.urls"
 WSGI_APPLICATION = "stereoscope.wsgi.application"
@@ -266,6 +283,8 @@ PRODUCT_ENV_VARIABLES = [
     "WORKER_HEARTBEAT_SECONDS",
     "WORKER_LIVE_SECONDS",
     "PROVIDER_KEY_VARIABLES",
+    "LOGIN_FAILURE_LIMIT",
+    "LOGIN_LOCKOUT_HOURS",
     "LOG_LEVEL",
     "BIND",
     "WEB_CONCURRENCY",
@@ -300,6 +319,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Audit large language models for gender stereotypes.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],  # the schema and docs need sign-in
     "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

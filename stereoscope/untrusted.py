@@ -2,23 +2,82 @@
 workbooks whose XML declares a DOCTYPE or entities. Django-free; each raises or returns a clear message."""
 
 import json
+import math
 import zipfile
 
-MAX_XLSX_UNCOMPRESSED = 500 * 1024 * 1024  # a workbook that inflates beyond this is refused (a zip bomb)
+MB = 1024 * 1024
+
+# Longest texts a study needs, in characters (README, "Limits on input"): a prompt item is a few sentences, a story a
+# few KB, a memo a paragraph. Longer texts are refused with a message saying the limit.
+MAX_ITEM_TEXT = 20_000  # a toolkit item's prompt text
+MAX_ITEM_NOTE = 5_000  # an item's target stereotype and notes
+MAX_STORY_TEXT = 200_000  # an imported or manually entered output (a long model answer fits)
+MAX_MEMO_TEXT = 20_000  # a memo
+
+
+def too_long(text, limit, what):
+    """A message when `text` is longer than `limit` characters, else None."""
+    if isinstance(text, str) and len(text) > limit:
+        return f"{what} is {len(text):,} characters long; the limit is {limit:,}."
+    return None
+
+
+# A workbook is refused (a zip bomb) when its parts inflate beyond these, before any part is read: the XML parser
+# holds a part's text and its tree, so memory is a few times these figures. A sheet of 200,000 short stories fits.
+MAX_XLSX_UNCOMPRESSED = 100 * MB
+MAX_XLSX_MEMBER = 64 * MB
 
 
 def loads_json(text):
-    """json.loads that answers a too deeply nested document, or one with a NUL character in a string (\\u0000),
-    with a JSONDecodeError (a ValueError) instead of a RecursionError or a database error later, so every caller's
-    "not valid JSON" message applies."""
+    """json.loads that answers a too deeply nested document, one with a NUL character in a string (\\u0000), or one
+    with NaN or ±Infinity (not JSON, and no database stores them; 1e999 overflows to Infinity) with a JSONDecodeError
+    (a ValueError) instead of a RecursionError or a database error later, so every caller's "not valid JSON" message
+    applies."""
     doc = text if isinstance(text, str) else ""
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_refuse_constant)
     except RecursionError:
         raise json.JSONDecodeError("it is nested too deeply", doc, 0) from None
+    except NonFiniteNumber as exc:
+        raise json.JSONDecodeError(str(exc), doc, 0) from None
     if nul_problem(value):
         raise json.JSONDecodeError("it contains a NUL character (\\u0000), which cannot be stored", doc, 0)
+    if nonfinite_path(value) is not None:
+        raise json.JSONDecodeError("it contains a number too large to store (it overflows to Infinity)", doc, 0)
     return value
+
+
+class NonFiniteNumber(ValueError):
+    pass
+
+
+def _refuse_constant(name):
+    raise NonFiniteNumber(f"{name} is not a JSON number; write a finite number")
+
+
+def nonfinite_path(value):
+    """The path (a list of keys and indexes) of the first NaN or ±Infinity in `value` (numbers, or dicts and lists of
+    them), else None. JSON has no such numbers and PostgreSQL refuses them in a JSON column."""
+    stack = [(value, [])]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return path
+        elif isinstance(item, dict):
+            stack.extend((v, [*path, k]) for k, v in item.items())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((v, [*path, i]) for i, v in enumerate(item))
+    return None
+
+
+def nonfinite_problem(value, where="The value"):
+    """A message when `value` holds NaN or ±Infinity anywhere, else None."""
+    path = nonfinite_path(value)
+    if path is None:
+        return None
+    at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+    return f"{where}{' at ' + at if at else ''} is NaN or Infinity; write a finite number."
 
 
 def nul_problem(value, where="The file"):
@@ -60,8 +119,9 @@ def xlsx_problem(content):
         members = archive.infolist()
     except (zipfile.BadZipFile, ValueError, OSError):
         return None  # not a zip at all: the workbook reader explains that
-    if sum(m.file_size for m in members) > MAX_XLSX_UNCOMPRESSED:
-        return "The workbook is too large once uncompressed."
+    problem = archive_problem(members, max_member=MAX_XLSX_MEMBER, max_total=MAX_XLSX_UNCOMPRESSED, what="workbook")
+    if problem:
+        return problem
     for member in members:
         if not member.filename.lower().endswith((".xml", ".rels", ".vml")):
             continue
@@ -77,4 +137,21 @@ def xlsx_problem(content):
                 f"The workbook part {member.filename} declares a DOCTYPE or entities; such files are refused "
                 "(save the sheet again from a spreadsheet program)."
             )
+    return None
+
+
+def archive_problem(members, *, max_member, max_total, what="archive"):
+    """A message when a ZIP's members (ZipInfo list) declare more than `max_member` bytes for one member or
+    `max_total` in all once uncompressed, else None. Checked before reading any member: zipfile never inflates a
+    member beyond its declared size (a member that lies fails its CRC check), so the declared sizes bound memory."""
+    total = 0
+    for member in members:
+        if member.file_size > max_member:
+            return (
+                f"The {what} part {member.filename} is {member.file_size // MB:,} MB once uncompressed; "
+                f"the limit is {max_member // MB} MB per part."
+            )
+        total += member.file_size
+    if total > max_total:
+        return f"The {what} is {total // MB:,} MB once uncompressed; the limit is {max_total // MB} MB."
     return None

@@ -9,10 +9,10 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter, SimpleRouter
 
 from . import account_views, api, views
+from .throttle import obtain_auth_token
 
 PLATFORM_APPS = ["generation", "annotation", "judging", "agreement", "psychometrics", "measures", "exports", "recipes"]
 installed = [app for app in PLATFORM_APPS if app in settings.INSTALLED_APPS]

@@ -6,7 +6,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from . import invitations, services
-from .dashboard import study_counts
+from .dashboard import blind_reader, study_activity, study_counts
 from .forms import MemberForm, StudyForm
 from .health import health_report
 from .models import Membership, Role
@@ -31,13 +31,14 @@ def study_list(request):
 @require_safe
 def study_dashboard(request, study_id):
     study = request.study
+    only_user = request.user if blind_reader(request.user, study) else None  # blind mode: one's own work only
     return render(
         request,
         "stereoscope/dashboard.html",
         {
             "study": study,
-            "counts": study_counts(study),
-            "activity": study.activity.select_related("actor")[:20],
+            "counts": study_counts(study, only_user=only_user),
+            "activity": study_activity(study, only_user=only_user),
             "can_manage": has_role(request.user, study, Role.ADMIN),
         },
     )
@@ -55,8 +56,8 @@ def study_members(request, study_id):
         except services.MembershipError as exc:
             form.add_error(None, str(exc))
         else:
-            if path is None:
-                messages.success(request, f"{data['username']} is now {data['role']}.")
+            if path is None:  # one answer whether or not the account exists: no probing for usernames
+                messages.success(request, invitations.added_message(data["username"].strip(), data["role"]))
                 return redirect("study-members", study.pk)
             # The link is shown on this response only; it is not stored anywhere.
             url = request.build_absolute_uri(path)

@@ -95,7 +95,7 @@ def test_api_create_study_and_add_coder(make_user, api_for):
     study = api.post("/api/studies/", {"name": "Via API"}, format="json").json()
     assert study["my_role"] == "admin"
     response = api.post(f"/api/studies/{study['id']}/members/", {"username": "cody", "role": "coder"}, format="json")
-    assert response.status_code == 201
+    assert response.status_code == 202 and "cody is now coder" in response.json()["detail"]
     response = api.post(f"/api/studies/{study['id']}/members/", {"username": "cody", "role": "boss"}, format="json")
     assert response.status_code == 400 and "Unknown role" in response.json()["detail"]
 

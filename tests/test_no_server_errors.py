@@ -1,7 +1,9 @@
 """Every route of a study full of data, swept:
 - bad input never gives a server error: malformed bodies (not JSON, JSON of the wrong shape, fields of the wrong
-  types, huge or negative numbers, NUL characters, junk uploads) and junk query parameters, sent as an admin, are
-  answered with a status below 500;
+  types, huge or negative numbers, NaN and ±Infinity, NUL characters, junk uploads) and junk query parameters, sent
+  as an admin, are answered with a status below 500; hostile uploads and texts (a YAML alias bomb, YAML nested 500
+  and 100,000 deep, NaN in a recipe, XLSX and .qdpx archive bombs, an XLSX with an undefined entity) are answered
+  below 500 in under a second of CPU and under 50 MB of memory on every route;
 - blind mode hides another coder's work: a blind coder reading every page and API route never sees the other
   coder's memos or name (a researcher, as the control, does);
 - text is escaped: with an HTML/script payload appended to every free-text column of the study's rows, no HTML page
@@ -20,6 +22,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from tests.a11y.conftest import full_study  # noqa: F401
 from tests.a11y.test_axe import object_ids
+from tests.bombs import MB, deep_yaml, measure, qdpx_bomb, xlsx_bomb, xlsx_undefined_entity, yaml_alias_bomb
 from tests.exports.conftest import coded_study, export_root, gen_study  # noqa: F401
 from tests.gencore.conftest import make_endpoint  # noqa: F401
 
@@ -106,6 +109,34 @@ JUNK_FILES = [  # every upload field is named "file"
     ("lines.jsonl", b'{"text": "ok"}\n{broken\n[1]\n'),
 ]
 
+NAN_RECIPE = (
+    "format: stereoscope-recipe\nformat_version: 1\nstudy: {name: NaN}\n"
+    "endpoints: [{name: e, provider: openai_compatible, model_id: m, params: {temperature: .nan}}]\n"
+)
+NONFINITE_JSON = [  # JSON bodies with NaN and ±Infinity (1e999 reads as Infinity) in every field
+    "{" + ", ".join(f'"{key}": {literal}' for key in BAD_FIELDS) + ', "params": {"temperature": ' + literal + "}}"
+    for literal in ("NaN", "Infinity", "-Infinity", "1e999")
+]
+
+
+def hostile_files():
+    """(file name, content) of the bombs, each sent as an upload to every route."""
+    return [
+        ("bomb.yaml", yaml_alias_bomb().encode()),
+        ("deep500.yaml", deep_yaml(500).encode()),
+        ("deep100000.yaml", deep_yaml(100_000).encode()),
+        ("nan.yaml", NAN_RECIPE.encode()),
+        ("nan.json", NONFINITE_JSON[0].encode()),
+        ("bomb.xlsx", xlsx_bomb()),
+        ("entity.xlsx", xlsx_undefined_entity()),
+        ("bomb.qdpx", qdpx_bomb()),
+    ]
+
+
+def hostile_texts():
+    """Form and JSON fields holding the hostile recipe texts (the recipe routes read `recipe` text)."""
+    return [yaml_alias_bomb(), deep_yaml(500), deep_yaml(100_000), NAN_RECIPE]
+
 
 def upload(name, content):
     from django.core.files.uploadedfile import SimpleUploadedFile
@@ -181,15 +212,50 @@ def sweep(client, url):
         requests.append(
             ("POST", f"junk file {file_name}", lambda n=file_name, c=content: client.post(url, upload(n, c)))
         )
-    for method, what, send in requests:
+    for body in NONFINITE_JSON:
+        requests.append(
+            ("POST", "JSON with NaN/Infinity", lambda b=body: client.post(url, b, content_type="application/json"))
+        )
+    hostile = []  # last, so the route's own imports are warm; each is also timed and metered
+    for file_name, content in hostile_files():
+        hostile.append(
+            ("POST", f"hostile file {file_name}", lambda n=file_name, c=content: client.post(url, upload(n, c)))
+        )
+    for i, text in enumerate(hostile_texts()):
+        hostile.append(("POST", f"hostile recipe text {i}", lambda t=text: client.post(url, {"recipe": t, "text": t})))
+        hostile.append(
+            (
+                "POST",
+                f"hostile recipe JSON {i}",
+                lambda t=text: client.post(url, {"recipe": t}, content_type="application/json"),
+            )
+        )
+    post_allowed = True
+    for entry in [(*r, False) for r in requests] + [(*h, True) for h in hostile]:
+        method, what, send, metered = entry
+        if metered and not post_allowed:
+            break  # the route refused POST (405) without reading a body: the hostile bodies would be refused alike
         try:
-            response = send()
+            if metered:
+                response, seconds, growth = measure(send)
+                if isinstance(response, Exception):
+                    raise response
+                if seconds > BOMB_SECONDS or growth > BOMB_BYTES:
+                    failures.append(f"{method} {url} ({what}): {seconds:.2f} s of CPU, {growth / MB:.0f} MB")
+            else:
+                response = send()
         except Exception as exc:  # the test client re-raises what the view raised
             failures.append(f"{method} {url} ({what}): {type(exc).__name__}: {str(exc)[:200]}")
             continue
         if response.status_code >= 500:
             failures.append(f"{method} {url} ({what}): {response.status_code}")
+        if what == "form of wrong values":
+            post_allowed = response.status_code != 405
     return failures
+
+
+BOMB_SECONDS = 1.0  # CPU seconds of the test process for one hostile request
+BOMB_BYTES = 50 * MB  # peak RSS growth for one hostile request
 
 
 SWEEP_PARTS = 3  # the sweep is split so pytest-xdist can spread it over its workers

@@ -84,7 +84,8 @@ def test_study_admin_manages_members(roles, client_for, api_for):
     assert response.status_code == 302
     assert study.memberships.get(user__username="outsider").role == "coder"
     response = api_for(admin).post(f"/api/studies/{study.pk}/members/", {"username": "nobody", "role": "coder"})
-    assert response.status_code == 400 and "No user named" in response.json()["detail"]
+    assert response.status_code == 202 and "if an account by that name exists" in response.json()["detail"]
+    assert not study.memberships.filter(user__username="nobody").exists()
 
 
 def test_staff_sees_every_study(roles, client_for):

@@ -28,7 +28,7 @@ def create_assignments(
     from ..assigning import AssignmentPlanError
 
     if codebook.study_id != study.pk:
-        raise AnnotationError("That codebook belongs to another study.")
+        raise AnnotationError(f"No codebook {codebook.pk} in this study.")
     if mode not in CodingMode.values:
         raise AnnotationError("Mode must be blind or consensus.")
     coders = list(coders)

@@ -71,7 +71,7 @@ def _plan(
     or more endpoints (`endpoint` and/or `endpoints`), `sample_size` stories per group (1-50), `story_groups`
     groups (1-MAX_GROUPS) drawn with `seed`, live or batch `execution_mode`, optionally only stories of `run`."""
     if codebook.study_id != study.pk:
-        raise AnnotationError("That codebook belongs to another study.")
+        raise AnnotationError(f"No codebook {codebook.pk} in this study.")
     chosen = _endpoints_of(study, endpoint, endpoints)
     if item is None or (item.toolkit.study_id != study.pk):
         raise AnnotationError("Choose a prompt item of this study's toolkits.")

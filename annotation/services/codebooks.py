@@ -73,7 +73,7 @@ def _resolve_items(study, tree, toolkit):
     if toolkit is None:
         raise AnnotationError("The codebook links codes to toolkit item numbers; choose the toolkit they refer to.")
     if toolkit.study_id != study.pk and not toolkit.study.is_library:
-        raise AnnotationError("That toolkit belongs to another study.")
+        raise AnnotationError(f"No toolkit {toolkit.pk} in this study.")
     items = toolkit_items(toolkit, numbers)
     missing = sorted(numbers - set(items))
     if missing:
@@ -272,7 +272,7 @@ def _clean_code_fields(codebook, fields, code=None):
     if "item" in fields:
         item = fields["item"]
         if item is not None and item.toolkit.study_id != codebook.study_id and not item.toolkit.study.is_library:
-            errors.append("The linked prompt item belongs to another study.")
+            errors.append(f"No prompt item {item.pk} in this study.")
         cleaned["item"] = item
     if errors:
         raise AnnotationError(" ".join(errors))

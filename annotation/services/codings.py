@@ -31,7 +31,7 @@ def assignment_for(codebook, output, coder):
 def check_can_code(study, codebook, output, coder):
     """Raise AnnotationError unless `coder` may write codings on `output` with `codebook`."""
     if codebook.study_id != study.pk:
-        raise AnnotationError("That codebook belongs to another study.")
+        raise AnnotationError(f"No codebook {codebook.pk} in this study.")
     if output.study_id != study.pk:
         raise AnnotationError(f"No story {output.pk} in this study.")
     if not has_role(coder, study, Role.CODER):

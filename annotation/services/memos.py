@@ -4,6 +4,7 @@ from django.db import transaction
 
 from stereoscope.models import Role
 from stereoscope.permissions import has_role
+from stereoscope.untrusted import MAX_MEMO_TEXT, too_long
 
 from ..models import (
     Memo,
@@ -18,6 +19,8 @@ def add_memo(study, *, author, text, coding=None, code=None, output=None):
     text = (text or "").strip()
     if not text:
         raise AnnotationError("A memo needs some text.")
+    if too_long(text, MAX_MEMO_TEXT, "The memo"):
+        raise AnnotationError(too_long(text, MAX_MEMO_TEXT, "The memo"))
     targets = [t for t in (coding, code, output) if t is not None]
     if len(targets) != 1:
         raise AnnotationError("A memo belongs to exactly one coding, code or story.")
@@ -42,6 +45,8 @@ def update_memo(memo, *, user, text):
     text = (text or "").strip()
     if not text:
         raise AnnotationError("A memo needs some text.")
+    if too_long(text, MAX_MEMO_TEXT, "The memo"):
+        raise AnnotationError(too_long(text, MAX_MEMO_TEXT, "The memo"))
     memo.text = text
     memo.save(update_fields=["text", "updated_at"])
     return memo

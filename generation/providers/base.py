@@ -3,10 +3,11 @@
 import asyncio
 import contextvars
 import importlib.util
+import math
 import time
 from dataclasses import dataclass, field
 
-from stereoscope.untrusted import without_nul
+from stereoscope.untrusted import nonfinite_path, without_nul
 
 from ..key_variables import key_value, key_variable_problem
 
@@ -158,6 +159,11 @@ def validate_params(params):
     for key in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
         if key in params and not isinstance(params[key], (int, float)):
             raise ProviderError(f"Parameter {key} must be a number, got {params[key]!r}.")
+        if key in params and not math.isfinite(params[key]):
+            raise ProviderError(f"Parameter {key} must be a finite number, got {params[key]!r}.")
+    for key, value in params.items():  # NaN or ±Infinity anywhere is no JSON
+        if nonfinite_path(value) is not None:
+            raise ProviderError(f"Parameter {key} holds NaN or Infinity; write a finite number.")
     for key in ("max_tokens", "seed", "top_k"):
         if key in params and (not isinstance(params[key], int) or isinstance(params[key], bool)):
             raise ProviderError(f"Parameter {key} must be an integer, got {params[key]!r}.")

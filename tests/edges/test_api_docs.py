@@ -12,3 +12,15 @@ def test_api_docs_reference_only_local_assets(roles, client_for):
     assert any("swagger-ui-bundle.js" in a for a in assets)
     assert all(a.startswith("/") for a in assets), assets
     assert "cdn" not in html.lower()
+
+
+@pytest.mark.django_db
+def test_api_schema_and_docs_need_sign_in(roles, client_for):
+    from django.test import Client
+
+    anonymous = Client()
+    for url in ["/api/schema/", "/api/schema/?format=json", "/api/docs/"]:
+        response = anonymous.get(url)
+        assert response.status_code in (401, 403), (url, response.status_code)
+        assert b"openapi" not in response.content.lower()
+    assert client_for(roles["users"]["coder"]).get("/api/schema/?format=json").json()["openapi"].startswith("3")

@@ -38,9 +38,8 @@ def test_admin_invites_coder_who_sets_password_and_codes(
     page.fill("input[name=new_password1]", NEW_PASSWORD)
     page.fill("input[name=new_password2]", NEW_PASSWORD)
     page.click("button:has-text('Set password')")
-    page.wait_for_selector("text=Your password is set")
-    login("ana", NEW_PASSWORD)
-    page.goto(f"/studies/{study.pk}/")
+    page.wait_for_selector("text=Your password is set and you are signed in")  # on the study that invited her
+    page.wait_for_url(f"**/studies/{study.pk}/")
     sidebar = page.locator("nav.sidebar").inner_text()
     for hidden in ["Agreement", "Exports", "Members"]:
         assert hidden not in sidebar

@@ -199,3 +199,13 @@ def test_schema_lists_judging_endpoints(admin_client):
     paths = admin_client.get("/api/schema/?format=json").json()["paths"]
     assert "/api/studies/{study_pk}/judge-rounds/{id}/launch/" in paths
     assert "/api/studies/{study_pk}/toolkit-weights/import/" in paths
+
+
+def test_a_foreign_judge_or_source_run_answers_no_such_thing_in_this_study(setup, make_endpoint, roles):
+    foreign = make_endpoint(roles["b"], name="secret-judge")
+    with pytest.raises(rounds.RoundError, match=rf"No endpoint {foreign.pk} in this study") as exc:
+        rounds.create_round(
+            setup["study"], name="r", template=setup["template"], source_run=setup["data"]["run"], judges=[foreign]
+        )
+    assert "secret-judge" not in str(exc.value) and "another study" not in str(exc.value)
+    assert not JudgeRound.objects.filter(name="r").exists()

@@ -183,7 +183,7 @@ def test_create_run_validation(study, roles, library_lexicons):
     other = services.create_lexicon(
         roles["b"], services.validate_lexicon_data({"name": "B's", "categories": [{"key": "a", "words": ["x"]}]})
     )
-    with pytest.raises(scoring.MeasureRunError, match="another study"):
+    with pytest.raises(scoring.MeasureRunError, match=r"No lexicon \d+ in this study"):
         scoring.create_run(study, name="x", lexicons=[other])
     with pytest.raises(scoring.MeasureRunError, match="F or M"):
         scoring.create_run(study, name="x", classifier="vader", name_genders={"Alex": "X"})

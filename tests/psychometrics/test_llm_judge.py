@@ -72,7 +72,7 @@ def test_llm_step_needs_a_judge_endpoint_of_the_study(study, roles, make_endpoin
             study, name="x", instrument=asi, context_set=None, endpoints=[model], extractors=["number", "llm"]
         )
     foreign = make_endpoint(roles["b"], name="foreign")
-    with pytest.raises(PsychError, match="judge endpoint belongs to another study"):
+    with pytest.raises(PsychError, match=r"No endpoint \d+ in this study"):
         runs.create_run(
             study,
             name="x",

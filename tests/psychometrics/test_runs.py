@@ -148,7 +148,7 @@ def test_run_validation_messages(setup, roles):
             study, name="x", instrument=asi, context_set=bare, endpoints=[endpoint], template_key="rupsycho_json"
         )
     other = services.empty_context_set(roles["b"])
-    with pytest.raises(PsychError, match="another study"):
+    with pytest.raises(PsychError, match=r"No context set \d+ in this study"):
         runs.create_run(study, name="x", instrument=asi, context_set=other, endpoints=[endpoint])
     assert QuestionnaireRun.objects.count() == 0
 

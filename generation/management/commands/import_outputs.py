@@ -5,7 +5,6 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from generation import collect
-from generation.models import Toolkit
 from generation.runs import toolkits_for
 from stereoscope.models import Study
 
@@ -34,8 +33,7 @@ class Command(BaseCommand):
         if toolkit is not None:
             toolkit_obj = toolkits_for(study).filter(pk=toolkit).first()
             if toolkit_obj is None:
-                known = Toolkit.objects.filter(pk=toolkit).exists()
-                raise CommandError(f"Toolkit {toolkit} {'belongs to another study' if known else 'does not exist'}.")
+                raise CommandError(f"No toolkit {toolkit} in this study.")
         try:
             run = collect.import_outputs(
                 study, path.name, path.read_bytes(), fmt=format, run_name=run_name, toolkit=toolkit_obj

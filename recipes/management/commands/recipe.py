@@ -6,7 +6,7 @@ import yaml
 from django.core.management.base import BaseCommand, CommandError
 
 from recipes import library, running, services
-from recipes.loader import RecipeError, dump, parse_text
+from recipes.loader import RecipeError, dump, parse_text, safe_yaml
 from stereoscope.models import Study
 
 
@@ -32,7 +32,7 @@ def _recipe(file, endpoints=None):
 
 def yaml_list(content):
     try:
-        value = yaml.safe_load(content)
+        value = safe_yaml(content)
     except yaml.YAMLError as exc:
         raise CommandError(f"The endpoints file is not valid YAML or JSON: {exc}.") from None
     return value.get("endpoints") if isinstance(value, dict) else value
