@@ -5,8 +5,8 @@ import pytest
 
 from tests.migration_trip import empty_database, migrate
 
-BEFORE = [("stereoscope", "0004_job_engine_chunks")]
-AFTER = [("stereoscope", "0005_invitation_records_the_inviting_study")]
+BEFORE = [("stereoscope", "0005_study_spending_caps")]
+AFTER = [("stereoscope", "0006_invitation_records_the_inviting_study")]
 
 
 @pytest.mark.django_db(transaction=True)

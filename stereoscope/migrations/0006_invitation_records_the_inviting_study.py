@@ -21,7 +21,7 @@ def record_pending_accounts(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('stereoscope', '0004_job_engine_chunks'),
+        ('stereoscope', '0005_study_spending_caps'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
