@@ -24,6 +24,18 @@ def create_study(*, name, description="", created_by):
     return study
 
 
+@transaction.atomic
+def update_study(study, *, actor, **fields):
+    """Change a study's name or description (the only fields a user edits)."""
+    changed = [name for name in ("name", "description") if name in fields and fields[name] != getattr(study, name)]
+    for name in changed:
+        setattr(study, name, fields[name])
+    if changed:
+        study.save(update_fields=changed)
+        record_activity(study, actor, "changed the study's " + " and ".join(changed), study.name)
+    return study
+
+
 class MembershipError(ValueError):
     pass
 

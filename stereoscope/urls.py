@@ -19,6 +19,7 @@ installed = [app for app in PLATFORM_APPS if app in settings.INSTALLED_APPS]
 
 router = DefaultRouter()
 router.register("studies", api.StudyViewSet, basename="api-study")
+router.register("trash", api.TrashViewSet, basename="api-trash")
 
 study_router = SimpleRouter()
 study_router.register("members", api.MembershipViewSet, basename="api-study-member")
