@@ -15,6 +15,11 @@ def record_activity(study, actor, verb, target=""):
     )
 
 
+def record_probe(study_id, token):
+    """The worker probe's one activity line (the Celery integration test proves a worker wrote to the database)."""
+    ActivityEvent.objects.get_or_create(study_id=study_id, verb="worker probe", target=token)
+
+
 @transaction.atomic
 def create_study(*, name, description="", created_by):
     study = Study.objects.create(name=name, description=description, created_by=created_by)

@@ -45,6 +45,10 @@ urlpatterns = [
     path("studies/", views.study_list, name="study-list"),
     path("studies/<int:study_id>/", views.study_dashboard, name="study-dashboard"),
     path("studies/<int:study_id>/members/", views.study_members, name="study-members"),
+    path("studies/<int:study_id>/trash/", views.study_trash, name="study-trash"),
+    path("trash/", views.trash_list, name="trash"),
+    path("trash/<int:study_id>/restore/", views.trash_restore, name="trash-restore"),
+    path("trash/<int:study_id>/purge/", views.trash_purge, name="trash-purge"),
     path(
         "studies/<int:study_id>/members/<int:membership_id>/remove/",
         views.study_member_remove,

@@ -40,6 +40,18 @@ QUERY_CHAIN_METHODS = {
     "none",
 }
 QUERYSET_NAMES = {"qs", "queryset", "query_set"}
+APP_NAMES = {
+    "stereoscope",
+    "generation",
+    "annotation",
+    "judging",
+    "agreement",
+    "psychometrics",
+    "measures",
+    "exports",
+    "recipes",
+    "reports",
+}
 WRITE_ACTIONS = {
     "create": ("create", "perform_create"),
     "update": ("update", "perform_update"),
@@ -114,32 +126,41 @@ def _base_name(base) -> str:
     return ""
 
 
-def _calls_a_service(function, service_names) -> bool:
+READ_ONLY_MODULES = {"selectors", "models", "serializers", "forms", "permissions", "api_parsers", "downloads", "health"}
+
+
+def _calls_a_service(function, service_names, methods, seen=()) -> bool:
+    """Whether `function` calls a service: `services.x(...)`, a function or module imported from the app's service
+    layer, or (followed) another method of the class that does."""
     for node in ast.walk(function):
         if not isinstance(node, ast.Call):
             continue
-        func = node.func
-        if isinstance(func, ast.Attribute):
-            root = _chain_names(func)
-            if root and (root[0] in service_names or "services" in root[0]):
+        chain = _chain_names(node.func)
+        if not chain:
+            continue
+        if chain[0] == "self" and len(chain) == 2 and chain[1] in methods and chain[1] not in seen:
+            if _calls_a_service(methods[chain[1]], service_names, methods, seen + (chain[1],)):
                 return True
-            if root and root[0] == "self" and len(root) == 2:
-                continue
-        elif isinstance(func, ast.Name) and func.id in service_names:
+        elif chain[0] in service_names or "services" in chain[0]:
             return True
     return False
 
 
 def _service_names(tree) -> set[str]:
-    """Names bound by `from x import services`, `from .services import f`, `import app.services as s`."""
+    """Names bound to the service layer: `from . import services, runs`, `from app import rounds`,
+    `from .services import f`, `from app.toolkit_services import g`, `import app.services as s` (modules imported
+    from a package count, except read-only ones: selectors, models, serializers, forms, ...)."""
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             module = node.module or ""
+            parts = module.split(".")
             for alias in node.names:
                 bound = alias.asname or alias.name
-                if "services" in module.split(".") or module.endswith("services") or "services" in alias.name:
+                if any("services" in part for part in parts) or "services" in alias.name:
                     names.add(bound)
+                elif (node.level > 0 and not module or module in APP_NAMES) and alias.name not in READ_ONLY_MODULES:
+                    names.add(bound)  # a module of an app: `from . import runs`
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if "services" in alias.name:
@@ -180,7 +201,7 @@ def unguarded_write_actions(tree) -> list[tuple[int, str]]:
             overrides = [methods[name] for name in WRITE_ACTIONS[action] if name in methods]
             if not overrides:
                 found.append((cls.lineno, f"{cls.name} keeps DRF's default {action}"))
-            elif not any(_calls_a_service(function, service_names) for function in overrides):
+            elif not any(_calls_a_service(function, service_names, methods) for function in overrides):
                 found.append((cls.lineno, f"{cls.name}.{overrides[0].name} calls no service"))
     return found
 
