@@ -284,8 +284,8 @@ def create_run(
 
 @transaction.atomic
 def delete_run(run, *, actor=None):
-    """Delete a questionnaire run that holds no work. Refused (PsychError, saying what depends on it) while it is queued or
-    running, and once it has responses: paid or human work goes only with its study, into the trash."""
+    """Delete a questionnaire run that holds no work. Refused (PsychError, saying what depends on it) while it is
+    queued or running, and once it has responses: paid or human work goes only with its study, into the trash."""
     run = QuestionnaireRun.objects.select_for_update().get(pk=run.pk)
     try:
         refuse_if_live(run)

@@ -168,4 +168,3 @@ def expired(now=None):
     """Trashed studies older than the retention period."""
     cutoff = (now or timezone.now()) - timedelta(days=retention_days())
     return trashed_studies().filter(trashed_at__lt=cutoff)
-

@@ -23,7 +23,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-WRITE_MANAGER_METHODS = {"create", "update", "delete", "bulk_create", "bulk_update", "get_or_create", "update_or_create"}
+WRITE_MANAGER_METHODS = {
+    "create",
+    "update",
+    "delete",
+    "bulk_create",
+    "bulk_update",
+    "get_or_create",
+    "update_or_create",
+}
 ANY_MANAGER_WRITES = {"bulk_create", "bulk_update", "get_or_create", "update_or_create"}
 QUERY_CHAIN_METHODS = {
     "objects",
@@ -234,7 +242,7 @@ def check_tree() -> list[str]:
     return found
 
 
-PROBE = '''
+PROBE = """
 from rest_framework import mixins, viewsets
 from . import services
 from .models import Code, Coding
@@ -276,7 +284,7 @@ def view(request, code, study):
     cache.delete("key")  # a cache: fine
     storage.save("name", content)  # a storage: fine
     services.save_code(code)  # a service: fine
-'''
+"""
 
 
 def test_the_checker_sees_each_kind_of_direct_write(tmp_path):

@@ -7,32 +7,46 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('stereoscope', '0004_job_engine_chunks'),
+        ("stereoscope", "0004_job_engine_chunks"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='study',
-            options={'base_manager_name': 'all_objects', 'ordering': ['-is_library', 'name'], 'verbose_name_plural': 'studies'},
+            name="study",
+            options={
+                "base_manager_name": "all_objects",
+                "ordering": ["-is_library", "name"],
+                "verbose_name_plural": "studies",
+            },
         ),
         migrations.AlterModelManagers(
-            name='study',
+            name="study",
             managers=[
-                ('objects', django.db.models.manager.Manager()),
-                ('all_objects', django.db.models.manager.Manager()),
+                ("objects", django.db.models.manager.Manager()),
+                ("all_objects", django.db.models.manager.Manager()),
             ],
         ),
         migrations.AddField(
-            model_name='study',
-            name='trashed_at',
-            field=models.DateTimeField(blank=True, db_index=True, help_text='Set when the study went to the trash: hidden, restorable by its admins, purged after settings.TRASH_RETENTION_DAYS (stereoscope/trash.py).', null=True),
+            model_name="study",
+            name="trashed_at",
+            field=models.DateTimeField(
+                blank=True,
+                db_index=True,
+                help_text="Set when the study went to the trash: hidden, restorable by its admins, purged after settings.TRASH_RETENTION_DAYS (stereoscope/trash.py).",
+                null=True,
+            ),
         ),
         migrations.AddField(
-            model_name='study',
-            name='trashed_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="study",
+            name="trashed_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
     ]

@@ -9,7 +9,6 @@ import shutil
 import socket
 import subprocess
 import threading
-import time
 
 import pytest
 from django.db import OperationalError
