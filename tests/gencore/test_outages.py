@@ -12,6 +12,7 @@ import threading
 
 import pytest
 from django.db import OperationalError
+from django.utils import timezone
 
 from generation import limits, runner
 from generation.models import ProviderCall
@@ -276,3 +277,54 @@ def test_a_database_error_during_the_request_pauses_the_unit(
     interrupted = ProviderCall.objects.filter(unit_ref="u:prompt-1", ok=False)
     assert interrupted.exists() and all("Interrupted" in call.error for call in interrupted)
     assert ProviderCall.objects.filter(unit_ref="u:prompt-1", ok=True).count() == 1
+
+
+def test_a_database_outage_under_a_running_job_pauses_it_and_the_sweep_resumes_it(
+    make_endpoint, make_toolkit, fake_provider, settings, monkeypatch
+):
+    """The database goes away under a worker (a progress tick raises OperationalError): the job is not failed, its
+    chunks go back, its lease is expired; the sweep queues it again and the next worker does only the missing units
+    (every unit once, none failed)."""
+    from generation import runs
+    from generation.models import GenerationRun, Output
+    from stereoscope import jobs
+    from stereoscope.celery import app
+    from stereoscope.jobs import engine
+    from stereoscope.models import Study
+
+    settings.JOB_CHUNK_SIZE = 4
+    study = Study.objects.create(name="outage")
+    run = runs.create_run(study, name="r", toolkit=make_toolkit(study, 10), endpoints=[make_endpoint(study)], trials=1)
+    monkeypatch.setattr(runs, "_enqueue", lambda r: None)
+    sent = []
+    monkeypatch.setattr(app, "send_task", lambda name, args, **kw: sent.append((name, args)))
+    runs.start(run)
+    real_tick = engine._tick
+    ticks = {"n": 0}
+
+    def tick(*args, **kwargs):
+        ticks["n"] += 1
+        if ticks["n"] == 1:
+            raise OperationalError("terminating connection due to administrator command")
+        return real_tick(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "_tick", tick)
+    assert runs.execute(run.pk) is None  # paused, not raised
+    run.refresh_from_db()
+    assert run.status == "running" and run.message.startswith("Paused")
+    assert run.lease_token == "" and run.lease_expires_at <= timezone.now()
+    assert (
+        not jobs.JobChunk.objects.filter(job_id=run.pk, kind="generation.run")
+        .exclude(lease_token="")
+        .exclude(status="done")
+        .exists()
+    )
+    assert Output.objects.filter(run=run, status="failed").count() == 0
+    assert jobs.sweep() == [("generation.run", run.pk)]  # no human action: the sweep queues it again
+    runs.execute(run.pk)
+    run = GenerationRun.objects.get(pk=run.pk)
+    assert run.status == "completed"
+    outputs = Output.objects.filter(run=run)
+    assert outputs.count() == 10 and outputs.filter(status="done").count() == 10
+    ok_calls = list(ProviderCall.objects.filter(study=study, ok=True).values_list("unit_ref", flat=True))
+    assert len(ok_calls) == len(set(ok_calls)) == 10
