@@ -273,3 +273,22 @@ def test_staff_purge_from_the_trash_page(roles, work, client_for):
     response = staff.post(f"/trash/{study.pk}/purge/", follow=True)
     assert response.status_code == 200 and "purged for good" in response.content.decode()
     assert not Study.all_objects.filter(pk=study.pk).exists()
+
+
+def test_the_admin_deletes_only_studies_in_the_trash(roles, work, client_for):
+    study = roles["a"]
+    staff = roles["users"]["staff"]
+    staff.is_superuser = True
+    staff.save()
+    admin = client_for(staff)
+    before = counts()
+    assert admin.get(f"/admin/stereoscope/study/{study.pk}/delete/").status_code == 403
+    response = admin.post(
+        "/admin/stereoscope/study/", {"action": "delete_selected", "_selected_action": [study.pk], "post": "yes"}
+    )
+    assert response.status_code in (200, 302, 403) and Study.objects.filter(pk=study.pk).exists() and counts() == before
+    trash.trash_study(study)
+    assert str(study.pk) in admin.get("/admin/stereoscope/study/").content.decode()  # the trash is listed
+    response = admin.post(f"/admin/stereoscope/study/{study.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert not Study.all_objects.filter(pk=study.pk).exists()
