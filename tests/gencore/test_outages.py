@@ -282,9 +282,9 @@ def test_a_database_error_during_the_request_pauses_the_unit(
 def test_a_database_outage_under_a_running_job_pauses_it_and_the_sweep_resumes_it(
     make_endpoint, make_toolkit, fake_provider, settings, monkeypatch
 ):
-    """The database goes away under a worker (a progress tick raises OperationalError): the job is not failed, its
-    chunks go back, its lease is expired; the sweep queues it again and the next worker does only the missing units
-    (every unit once, none failed)."""
+    """The database goes away under a worker (leasing its next chunk raises OperationalError): the job is not
+    failed, its chunks go back, its lease is expired; the sweep queues it again and the next worker does only the
+    missing units (every unit once, none failed)."""
     from generation import runs
     from generation.models import GenerationRun, Output
     from stereoscope import jobs
@@ -299,16 +299,16 @@ def test_a_database_outage_under_a_running_job_pauses_it_and_the_sweep_resumes_i
     sent = []
     monkeypatch.setattr(app, "send_task", lambda name, args, **kw: sent.append((name, args)))
     runs.start(run)
-    real_tick = engine._tick
-    ticks = {"n": 0}
+    real_take = engine.ChunkSource.take
+    takes = {"n": 0}
 
-    def tick(*args, **kwargs):
-        ticks["n"] += 1
-        if ticks["n"] == 1:
+    def take(self):
+        takes["n"] += 1
+        if takes["n"] == 2:  # leasing the second chunk: the database is away
             raise OperationalError("terminating connection due to administrator command")
-        return real_tick(*args, **kwargs)
+        return real_take(self)
 
-    monkeypatch.setattr(engine, "_tick", tick)
+    monkeypatch.setattr(engine.ChunkSource, "take", take)
     assert runs.execute(run.pk) is None  # paused, not raised
     run.refresh_from_db()
     assert run.status == "running" and run.message.startswith("Paused")
