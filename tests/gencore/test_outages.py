@@ -329,3 +329,61 @@ def test_a_database_outage_under_a_running_job_pauses_it_and_the_sweep_resumes_i
     assert outputs.count() == 10 and outputs.filter(status="done").count() == 10
     ok_calls = list(ProviderCall.objects.filter(study=study, ok=True).values_list("unit_ref", flat=True))
     assert len(ok_calls) == len(set(ok_calls)) == 10
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_rides_out_a_redis_outage_mid_run(
+    make_endpoint, make_toolkit, fake_provider, monkeypatch, tmp_path, settings
+):
+    """A real Celery worker runs a 60-unit run with its limits in a private Redis. Redis is killed mid-run and kept
+    down until the worker has backed off several times (its real back-off, 0.5 s doubling); started again, the run
+    completes with no human action: 60 outputs, each done once, none failed."""
+    import uuid
+
+    from generation import runs
+    from generation.models import GenerationRun, Output
+    from stereoscope.celery import app
+    from stereoscope.models import Study
+    from stereoscope.testing.workers import CeleryProcesses
+    from tests.conftest import subprocess_database_url
+
+    redis_server = PrivateRedis(tmp_path)
+    redis_server.start()
+    study = Study.objects.create(name="redis outage")
+    toolkit = make_toolkit(study, 60)
+    endpoint = make_endpoint(study, max_concurrency=3)
+    fake_provider.default_delay = 0.1
+    queue = f"outage-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(
+        runs, "_enqueue", lambda run: app.send_task("generation.execute_run", args=[run.pk], queue=queue)
+    )
+    run = runs.create_run(study, name="outage", toolkit=toolkit, endpoints=[endpoint], trials=1)
+    log_dir = tmp_path / "celery"
+    log_dir.mkdir()
+    celery = CeleryProcesses(
+        database_url=subprocess_database_url(),
+        broker=settings.CELERY_BROKER_URL,
+        env={"STEREOSCOPE_DATA_DIR": settings.DATA_DIR, "REDIS_URL": redis_server.url},
+        log_dir=log_dir,
+    )
+    try:
+        with celery:
+            worker = celery.start_worker(queue)
+            runs.start(run)
+            assert wait_for(lambda: fake_provider.stats()["requests"] >= 10, timeout=180)
+            redis_server.kill()
+            sent_at_kill = fake_provider.stats()["requests"]
+            assert wait_for(lambda: celery.log(worker).count("it is not failed") >= 5, timeout=180)
+            assert fake_provider.stats()["requests"] <= sent_at_kill + 3  # nothing new goes out while Redis is away
+            assert not Output.objects.filter(run=run, status="failed").exists()
+            assert GenerationRun.objects.get(pk=run.pk).status == "running"
+            redis_server.start()
+            assert wait_for(lambda: GenerationRun.objects.get(pk=run.pk).status == "completed", timeout=180)
+    finally:
+        redis_server.stop()
+    outputs = Output.objects.filter(run=run)
+    assert outputs.count() == 60 and outputs.filter(status="done").count() == 60
+    assert len(set(outputs.values_list("item_id", "endpoint_id", "trial", "variant_key"))) == 60
+    ok_calls = list(ProviderCall.objects.filter(study=study, ok=True).values_list("unit_ref", flat=True))
+    assert len(ok_calls) == len(set(ok_calls)) == 60
