@@ -59,22 +59,23 @@ def refuse_if_live(job):
 
 
 def dependents(obj):
-    """{verbose name plural: count} of the human or paid work a delete of `obj` would take along (what Django's
-    cascade would remove), only counting the models apps name as work."""
+    """{model: count} of the human or paid work a delete of `obj` would take along (what Django's cascade would
+    remove), counting only the models apps name as work."""
     from django.contrib.admin.utils import NestedObjects
 
     collector = NestedObjects(using=router.db_for_write(type(obj)))
     collector.collect([obj])
     work = set(work_models())
-    counts = {}
-    for model, objs in collector.model_objs.items():
-        if model in work and objs:
-            counts[str(model._meta.verbose_name_plural)] = len(objs)
-    return counts
+    return {model: len(objs) for model, objs in collector.model_objs.items() if model in work and objs}
 
 
 def describe(counts):
-    return ", ".join(f"{n} {name}" for name, n in sorted(counts.items()))
+    """'1 assignment, 12 codings, 3 memos' from dependents()."""
+    parts = []
+    for model, n in counts.items():
+        name = model._meta.verbose_name if n == 1 else model._meta.verbose_name_plural
+        parts.append(f"{n} {name}")
+    return ", ".join(sorted(parts, key=lambda part: part.split(" ", 1)[1]))
 
 
 def refuse_if_work(obj, what, advice="Move the whole study to the trash instead (its admins can restore it)."):

@@ -165,10 +165,10 @@ def test_the_library_is_never_trashed(db):
 @pytest.mark.parametrize(
     "kind, path, words",
     [
-        ("codebook", "codebooks", ["1 codings", "1 memos", "1 assignments"]),
-        ("run", "runs", ["2 outputs", "1 codings", "1 verdicts"]),
-        ("round", "judge-rounds", ["1 verdicts"]),
-        ("q_run", "questionnaire-runs", ["1 responses"]),
+        ("codebook", "codebooks", ["1 coding,", "1 memo", "1 assignment,"]),
+        ("run", "runs", ["2 outputs", "1 coding,", "1 verdict"]),
+        ("round", "judge-rounds", ["1 verdict depend"]),
+        ("q_run", "questionnaire-runs", ["1 response depend"]),
     ],
 )
 def test_deleting_something_with_work_is_refused_saying_what_depends_on_it(roles, work, api_for, kind, path, words):
