@@ -229,7 +229,9 @@ CELERY_BEAT_SCHEDULE = {
         "task": "generation.poll_batches",
         "schedule": BATCH_POLL_SECONDS,
         "options": {"queue": os.environ["BATCH_POLL_QUEUE"]} if os.environ.get("BATCH_POLL_QUEUE") else {},
-    }
+    },
+    # studies in the trash longer than TRASH_RETENTION_DAYS are purged (the same as `manage.py purge_trash`)
+    "purge-trash": {"task": "stereoscope.purge_trash", "schedule": 6 * 3600.0},
 }
 
 # Shared counters (rate limits across workers). Redis when given, else the database cache.

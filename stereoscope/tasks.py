@@ -8,3 +8,12 @@ def record_probe(study_id, token):
 
     write_probe(study_id, token)
     return token
+
+
+@shared_task(name="stereoscope.purge_trash")
+def purge_trash():
+    """Beat runs it every six hours: purge the studies in the trash past TRASH_RETENTION_DAYS."""
+    from .trash import purge_expired
+
+    purged, kept = purge_expired()
+    return {"purged": purged, "kept": kept}

@@ -169,3 +169,17 @@ def expired(now=None):
     """Trashed studies older than the retention period."""
     cutoff = (now or timezone.now()) - timedelta(days=retention_days())
     return trashed_studies().filter(trashed_at__lt=cutoff)
+
+
+def purge_expired(now=None):
+    """Purge every study trashed longer ago than the retention period; one with a live job waits for the next
+    time. Returns (purged names, kept messages)."""
+    purged, kept = [], []
+    for study in expired(now):
+        try:
+            purge_study(study)
+        except TrashError as exc:
+            kept.append(f"{study.name}: {exc}")
+        else:
+            purged.append(study.name)
+    return purged, kept

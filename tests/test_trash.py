@@ -292,3 +292,16 @@ def test_the_admin_deletes_only_studies_in_the_trash(roles, work, client_for):
     response = admin.post(f"/admin/stereoscope/study/{study.pk}/delete/", {"post": "yes"})
     assert response.status_code == 302
     assert not Study.all_objects.filter(pk=study.pk).exists()
+
+
+def test_the_beat_task_purges_what_is_past_retention(roles, work, settings):
+    from stereoscope.tasks import purge_trash
+
+    assert settings.CELERY_BEAT_SCHEDULE["purge-trash"]["task"] == "stereoscope.purge_trash"
+    settings.TRASH_RETENTION_DAYS = 7
+    old, recent = roles["a"], roles["b"]
+    trash.trash_study(old)
+    trash.trash_study(recent)
+    Study.all_objects.filter(pk=old.pk).update(trashed_at=timezone.now() - timedelta(days=8))
+    assert purge_trash() == {"purged": ["Study A"], "kept": []}
+    assert not Study.all_objects.filter(pk=old.pk).exists() and Study.all_objects.filter(pk=recent.pk).exists()
