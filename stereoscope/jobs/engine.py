@@ -495,6 +495,8 @@ def _pause_for_outage(kind, job_id, source, exc):
     log.warning("%s %s paused: a service is away (%s: %s)", kind.name, job_id, type(exc).__name__, exc)
     try:
         source.release()
+        if not _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).exists():  # all done: finish it now
+            return _end_of_pass(kind, job_id, None, None)
         kind.model.objects.filter(pk=job_id, status__in=ACTIVE).update(
             lease_token="",
             lease_expires_at=timezone.now(),

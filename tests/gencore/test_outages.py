@@ -387,3 +387,32 @@ def test_a_worker_rides_out_a_redis_outage_mid_run(
     assert len(set(outputs.values_list("item_id", "endpoint_id", "trial", "variant_key"))) == 60
     ok_calls = list(ProviderCall.objects.filter(study=study, ok=True).values_list("unit_ref", flat=True))
     assert len(ok_calls) == len(set(ok_calls)) == 60
+
+
+def test_an_outage_after_the_last_unit_still_finishes_the_job(make_endpoint, make_toolkit, fake_provider, monkeypatch):
+    """The database fails on the last progress tick, after every unit is stored: once it answers again the worker
+    finishes the job instead of leaving it running with nothing left for the sweep to queue."""
+    from generation import runs
+    from generation.models import GenerationRun, Output
+    from stereoscope.jobs import engine
+    from stereoscope.models import Study
+
+    study = Study.objects.create(name="late outage")
+    run = runs.create_run(study, name="r", toolkit=make_toolkit(study, 6), endpoints=[make_endpoint(study)], trials=1)
+    monkeypatch.setattr(runs, "_enqueue", lambda r: None)
+    runs.start(run)
+    real_tick = engine._tick
+    failed = []
+
+    def tick(kind, job_id, token, stats, in_flight):
+        if stats.succeeded == 6 and not failed:
+            failed.append(True)
+            raise OperationalError("server closed the connection unexpectedly")
+        return real_tick(kind, job_id, token, stats, in_flight)
+
+    monkeypatch.setattr(engine, "_tick", tick)
+    runs.execute(run.pk)
+    assert failed
+    run = GenerationRun.objects.get(pk=run.pk)
+    assert run.status == "completed"
+    assert Output.objects.filter(run=run, status="done").count() == 6
