@@ -227,8 +227,19 @@ class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         )
 
     def perform_update(self, serializer):
-        services.CODEBOOKS.ensure_editable(serializer.instance)
-        serializer.save()
+        serializer.instance = services.update_codebook(
+            serializer.instance, actor=self.request.user, **serializer.validated_data
+        )
+
+    @extend_schema(responses={204: None, 409: dict})
+    def destroy(self, request, *args, **kwargs):
+        """Delete an unused codebook. One with codings, memos or assignments, a locked one or one with a running
+        discovery is refused (409) with what depends on it."""
+        try:
+            services.delete_codebook(self.get_object(), actor=request.user)
+        except services.AnnotationError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(
         parameters=[OpenApiParameter("file_format", str, enum=["qdc", "csv", "json"])],
@@ -424,10 +435,7 @@ class AnnotationCodeViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         serializer.instance = services.update_code(serializer.instance, actor=self.request.user, **d)
 
     def perform_destroy(self, instance):
-        services.CODEBOOKS.ensure_editable(instance.codebook)
-        if instance.codings.exists() or instance.children.exists():
-            raise ValidationError({"detail": f"“{instance.name}” has codings or child codes; merge it instead."})
-        instance.delete()
+        services.delete_code(instance, actor=self.request.user)
 
     def _codes(self, ids, label):
         ids = _int_list(ids, label)

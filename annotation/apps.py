@@ -4,6 +4,8 @@ from django.apps import AppConfig
 class AnnotationConfig(AppConfig):
     name = "annotation"
     verbose_name = "Annotation"
+    # human or paid work (stereoscope/trash.py): refused or trashed, never deleted by a silent cascade
+    work_models = ["Coding", "Memo", "Assignment", "GenderAttribution"]
 
     def ready(self):
         from stereoscope.health import register_job_model

@@ -212,7 +212,12 @@ class EndpointViewSet(StudyScopedMixin, viewsets.ModelViewSet):
 
 
 class GenerationRunViewSet(
-    StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
+    StudyScopedMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
 ):
     serializer_class = GenerationRunSerializer
     queryset = GenerationRun.objects.prefetch_related("endpoints").order_by("-created_at")
@@ -238,6 +243,16 @@ class GenerationRunViewSet(
             execution_mode=data.get("execution_mode", "live"),
             actor=self.request.user,
         )
+
+    @extend_schema(responses={204: None, 409: dict})
+    def destroy(self, request, *args, **kwargs):
+        """Delete a run without outputs; one with outputs (and their codings or verdicts) or a live job is refused
+        (409), saying what depends on it."""
+        try:
+            runs.delete_run(self.get_object(), actor=request.user)
+        except runs.RunError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(
         responses={200: OpenApiTypes.OBJECT},

@@ -4,6 +4,8 @@ from django.apps import AppConfig
 class GenerationConfig(AppConfig):
     name = "generation"
     verbose_name = "Generation"
+    # human or paid work (stereoscope/trash.py): refused or trashed, never deleted by a silent cascade
+    work_models = ["Output"]
 
     def ready(self):
         from stereoscope.health import register_job_model

@@ -27,6 +27,8 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
+from stereoscope.outages import is_infrastructure_error, outage_backoff
+
 from . import spending
 from .connections import runtime_problem
 from .key_variables import key_value
@@ -194,6 +196,7 @@ class _Loop:
         self.exhausted = True
         if self.changed is not None:
             self.changed.set()
+        self.outage_waits = 0  # how often a unit went back to pending because a service was away
 
     def add_threadsafe(self, units):
         self.call_threadsafe(self._add, units)
@@ -294,6 +297,20 @@ class _Loop:
                 except Exception:
                     log.warning("could not renew concurrency leases", exc_info=True)
 
+    async def wait_out_outage(self, unit, exc, outages):
+        """Back off while Redis, the broker or the database is away; the unit stays pending in this worker (its
+        chunk stays leased while the job's progress ticks renew it, and goes to another worker if this one dies)."""
+        delay = outage_backoff(outages)
+        self.outage_waits += 1
+        log.warning(
+            "unit %s waits %.1f s for a service to return (%s: %s); it is not failed",
+            unit.unit_ref,
+            delay,
+            type(exc).__name__,
+            exc,
+        )
+        await asyncio.sleep(delay)
+
     async def worker(self, pk):
         pending = self.queues[pk]
         limiter, provider = self.limiters[pk], self.providers[pk]
@@ -301,6 +318,7 @@ class _Loop:
             # Django keeps a connection per asyncio task: this task's ORM calls (the ledger, in the attempt rows'
             # transaction) must use the loop's one connection, or two of them would lock each other out.
             connections[DEFAULT_DB_ALIAS] = self.own_writer.db
+        outages = 0  # outage errors in a row
         try:
             while not self.stop.is_set():
                 if not pending:
@@ -318,11 +336,17 @@ class _Loop:
                     self.ask_more()
                 try:
                     await self.run_unit(unit, limiter, provider)
+                    outages = 0
                 except asyncio.CancelledError:
                     self.report("cancelled", unit, None)
                     raise
-                except Exception as exc:  # a bug must fail the unit, not the run
-                    log.exception("unit %s crashed", unit.unit_ref)
+                except Exception as exc:
+                    if is_infrastructure_error(exc):  # not the unit's fault: it waits, pending, for the service
+                        outages += 1
+                        pending.append(unit)  # taken again first
+                        await self.wait_out_outage(unit, exc, outages)
+                        continue
+                    log.exception("unit %s crashed", unit.unit_ref)  # a bug must fail the unit, not the run
                     self.report("failed", unit, f"Internal error: {type(exc).__name__}: {exc}")
         finally:
             self.changed.set()
@@ -380,12 +404,24 @@ class _Loop:
                     self.report("attempt", unit, record)
                     raise
                 except Exception as exc:
+                    if is_infrastructure_error(exc):  # the attempt is closed as interrupted; the unit waits
+                        record.update(
+                            error=f"Interrupted: a service was away ({type(exc).__name__}).",
+                            latency_ms=int((time.perf_counter() - t0) * 1000),
+                        )
+                        self.report("attempt", unit, record)
+                        raise
                     result, error = None, ProviderError(f"{type(exc).__name__}: {exc}", retryable=False)
                 finally:
                     current_attempt.reset(named)
                     self.in_flight -= 1
             finally:
-                await limiter.release(lease, est, actual)
+                try:
+                    await limiter.release(lease, est, actual)
+                except Exception as exc:  # Redis away: the slot's lease expires on its own (LEASE_TTL)
+                    if not is_infrastructure_error(exc):
+                        raise
+                    log.warning("could not release a concurrency slot (%s); it expires on its own", exc)
             if result is not None:
                 result.cost_usd = cost_of(endpoint, result.input_tokens, result.output_tokens)
                 record["result"] = result
@@ -853,6 +889,9 @@ def _write_batch(study, batch, sink, stats, finished, loop_runner=None, source=N
                         else:
                             sink.on_failure(unit, value)
             except Exception as exc:
+                if is_infrastructure_error(exc):  # the database is away: the unit stays pending, the job pauses
+                    unit._finished = False
+                    raise
                 log.exception("storing the result of %s failed", unit.unit_ref)
                 kind = "failed"
                 with transaction.atomic():

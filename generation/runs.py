@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from stereoscope import jobs
 from stereoscope.services import record_activity
+from stereoscope.trash import TrashError, refuse_if_live, refuse_if_work
 from stereoscope.untrusted import loads_json
 
 from . import batches, connections, spending
@@ -167,6 +168,20 @@ def create_run(
     TOOLKITS.lock(toolkit)
     record_activity(study, actor, "created generation run", run.name)
     return run
+
+
+@transaction.atomic
+def delete_run(run, *, actor=None):
+    """Delete a generation run that holds no work. Refused (RunError, saying what depends on it) while it is queued or
+    running, and once it has outputs: paid or human work goes only with its study, into the trash."""
+    run = GenerationRun.objects.select_for_update().get(pk=run.pk)
+    try:
+        refuse_if_live(run)
+        refuse_if_work(run, f"The generation run “{run}”")
+    except TrashError as exc:
+        raise RunError(str(exc)) from None
+    record_activity(run.study, actor, "deleted generation run", f"{run}")
+    run.delete()
 
 
 def check_mode(mode, endpoints):

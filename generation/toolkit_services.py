@@ -291,6 +291,21 @@ def delete_item(item, *, actor=None):
 
 
 @transaction.atomic
+def drop_items(toolkit, numbers, *, actor=None):
+    """Remove the items with these numbers from an editable toolkit version (e.g. a new version without the
+    prompts an imported weights file flags). Returns how many went."""
+    numbers = sorted(set(numbers))
+    if not numbers:
+        return 0
+    TOOLKITS.ensure_editable(toolkit)
+    items = toolkit.items.filter(number__in=numbers)
+    count = items.count()
+    items.delete()
+    record_activity(toolkit.study, actor, "dropped items", f"{toolkit} items {', '.join(map(str, numbers))}")
+    return count
+
+
+@transaction.atomic
 def move_item(item, direction, *, actor=None):
     """Swap an item's number with its neighbour above (-1) or below (+1); returns False at either end."""
     toolkit = item.toolkit

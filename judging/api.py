@@ -191,15 +191,20 @@ class JudgeTemplateViewSet(StudyScopedMixin, viewsets.ModelViewSet):
         )
 
     def destroy(self, request, *args, **kwargs):
-        template = self.get_object()
-        if template.study_id != self.get_study().pk or services.JUDGE_TEMPLATES.is_locked(template):
-            return _bad("Only unused templates of this study can be deleted.")
-        template.delete()
+        try:
+            services.delete_template(self.get_object(), study=self.get_study(), actor=request.user)
+        except services.JudgingError as exc:
+            return _bad(str(exc))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class JudgeRoundViewSet(
-    StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
+    StudyScopedMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
 ):
     serializer_class = JudgeRoundSerializer
     queryset = JudgeRound.objects.select_related("template", "source_run").prefetch_related("judges")
@@ -221,6 +226,15 @@ class JudgeRoundViewSet(
             **v,
         )
         return Response(self.get_serializer(rnd).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={204: None, 409: dict})
+    def destroy(self, request, *args, **kwargs):
+        """Delete a round without verdicts; one with verdicts or a live job is refused (409), saying why."""
+        try:
+            rounds.delete_round(self.get_object(), actor=request.user)
+        except rounds.RoundError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])

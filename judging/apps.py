@@ -4,6 +4,8 @@ from django.apps import AppConfig
 class JudgingConfig(AppConfig):
     name = "judging"
     verbose_name = "Judging"
+    # human or paid work (stereoscope/trash.py): refused or trashed, never deleted by a silent cascade
+    work_models = ["Verdict"]
 
     def ready(self):
         from stereoscope.health import register_job_model

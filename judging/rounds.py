@@ -22,6 +22,7 @@ from generation.providers.base import ProviderError, merged_params, validate_par
 from generation.runner import CallUnit, RunStats, execute_units
 from stereoscope import jobs
 from stereoscope.services import record_activity
+from stereoscope.trash import TrashError, refuse_if_live, refuse_if_work
 
 from . import parsing, planner, prompts
 from .models import JudgeRound, JudgeTemplate, Verdict, VerdictStatus
@@ -396,6 +397,20 @@ def create_round(
 
 
 @transaction.atomic
+@transaction.atomic
+def delete_round(rnd, *, actor=None):
+    """Delete a judge round that holds no verdicts. Refused (RoundError, saying what depends on it) while it is
+    queued or running, and once it has verdicts: they are paid work (move the study to the trash instead)."""
+    rnd = JudgeRound.objects.select_for_update().get(pk=rnd.pk)
+    try:
+        refuse_if_live(rnd)
+        refuse_if_work(rnd, f"The judge round “{rnd}”")
+    except TrashError as exc:
+        raise RoundError(str(exc)) from None
+    record_activity(rnd.study, actor, "deleted judge round", f"{rnd}")
+    rnd.delete()
+
+
 def materialize(rnd):
     """Create the pending verdict rows of the plan (idempotent: existing rows are kept)."""
     outputs, _ = eligible_outputs(rnd)

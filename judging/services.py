@@ -180,6 +180,15 @@ def update_template(template, *, study, actor=None, **fields):
     return template, False
 
 
+@transaction.atomic
+def delete_template(template, *, study, actor=None):
+    """Delete an unused template of this study (a used or locked one is kept: rounds name it)."""
+    if template.study_id != study.pk or JUDGE_TEMPLATES.is_locked(template):
+        raise JudgingError("Only unused templates of this study can be deleted.")
+    record_activity(study, actor, "deleted judge template", f"{template}")
+    template.delete()
+
+
 # -- toolkit weights ------------------------------------------------------------------------------------------------
 def toolkit_weights(study, rounds=None, method=reports.W.DEFAULT_METHOD):
     """One row per prompt item: item number, dimension, target stereotype, n, detected, rate, ci_low, ci_high, weight,
@@ -347,7 +356,7 @@ def import_weights(
 ):
     """Attach imported weights to `toolkit` — by default to a new version of it (a copy for library toolkits),
     optionally without the prompts the file flags. All or nothing. Returns (toolkit version, ItemWeight count)."""
-    from generation.toolkit_services import TOOLKITS
+    from generation.toolkit_services import TOOLKITS, drop_items
 
     if toolkit.study_id != study.pk and not toolkit.study.is_library:
         raise JudgingError("Choose a toolkit of this study or of the built-in library.")
@@ -383,7 +392,7 @@ def import_weights(
             dropped = sorted(r["item_number"] for r in rows if r["flags"])
             if target is toolkit and dropped:
                 raise JudgingError("Dropping flagged prompts needs a new toolkit version.")
-            target.items.filter(number__in=dropped).delete()
+            drop_items(target, dropped, actor=actor)
         items = {i.number: i for i in target.items.all()}
         source = {
             "file": filename,

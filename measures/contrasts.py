@@ -619,9 +619,14 @@ def fairness_check(run, limit=2000):
             for row, p in list(zip(changed, preds, strict=True))[:10]
         ],
     }
+    store_fairness(run, result)
+    return result
+
+
+def store_fairness(run, result):
+    """Replace the run's fairness-check record with `result` (a result or {"error": message})."""
     with transaction.atomic():
         run.contrasts.filter(kind="fairness").delete()
         ContrastResult.objects.create(
             run=run, kind="fairness", measure="labels", grouping="overall", group="all", result=json_clean(result)
         )
-    return result

@@ -14,16 +14,13 @@ def execute_measure_run(run_id):
 @shared_task(name="measures.fairness_check", acks_late=True)
 def fairness_check_task(run_id, limit=2000):
     """Score gender-swapped copies with the run's classifier and store the comparison (replaces an earlier one)."""
-    from .contrasts import FairnessError, fairness_check
-    from .models import ContrastResult, MeasureRun
+    from .contrasts import FairnessError, fairness_check, store_fairness
+    from .models import MeasureRun
 
     run = MeasureRun.objects.get(pk=run_id)
     try:
         result = fairness_check(run, limit=limit)
     except FairnessError as exc:  # shown in the report instead of failing silently in a worker
-        run.contrasts.filter(kind="fairness").delete()
-        ContrastResult.objects.create(
-            run=run, kind="fairness", measure="labels", grouping="overall", group="all", result={"error": str(exc)}
-        )
+        store_fairness(run, {"error": str(exc)})
         return {"error": str(exc)}
     return {"n": result["n"], "flipped": result["flipped"]}

@@ -270,9 +270,20 @@ class QuestionnaireRunSerializer(serializers.ModelSerializer):
         return runs.counts(run)["overall"]
 
 
-class QuestionnaireRunViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class QuestionnaireRunViewSet(
+    StudyScopedMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.ReadOnlyModelViewSet
+):
     serializer_class = QuestionnaireRunSerializer
     queryset = QuestionnaireRun.objects.select_related("instrument", "context_set").prefetch_related("endpoints")
+
+    @extend_schema(responses={204: None, 409: dict})
+    def destroy(self, request, *args, **kwargs):
+        """Delete a run without responses; one with responses or a live job is refused (409), saying why."""
+        try:
+            runs.delete_run(self.get_object(), actor=request.user)
+        except PsychError as exc:
+            return ApiResponse({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return ApiResponse(status=status.HTTP_204_NO_CONTENT)
 
     def create(self, request, *args, **kwargs):
         ser = QuestionnaireRunSerializer(data=request.data)

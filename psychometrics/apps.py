@@ -4,6 +4,8 @@ from django.apps import AppConfig
 class PsychometricsConfig(AppConfig):
     name = "psychometrics"
     verbose_name = "Psychometrics"
+    # human or paid work (stereoscope/trash.py): refused or trashed, never deleted by a silent cascade
+    work_models = ["Response"]
 
     def ready(self):
         from stereoscope.health import register_job_model

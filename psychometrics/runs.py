@@ -21,6 +21,7 @@ from generation.providers.base import ProviderError, merged_params, validate_par
 from generation.runner import CallUnit, execute_units
 from stereoscope import jobs
 from stereoscope.services import record_activity
+from stereoscope.trash import TrashError, refuse_if_live, refuse_if_work
 
 from . import extraction, prompts
 from .models import (
@@ -280,6 +281,20 @@ def create_run(
     INSTRUMENTS.lock(instrument)
     record_activity(study, actor, "created questionnaire run", run.name)
     return run
+
+
+@transaction.atomic
+def delete_run(run, *, actor=None):
+    """Delete a questionnaire run that holds no work. Refused (PsychError, saying what depends on it) while it is
+    queued or running, and once it has responses: paid or human work goes only with its study, into the trash."""
+    run = QuestionnaireRun.objects.select_for_update().get(pk=run.pk)
+    try:
+        refuse_if_live(run)
+        refuse_if_work(run, f"The questionnaire run “{run}”")
+    except TrashError as exc:
+        raise PsychError(str(exc)) from None
+    record_activity(run.study, actor, "deleted questionnaire run", f"{run}")
+    run.delete()
 
 
 def run_contexts(run):

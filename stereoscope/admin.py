@@ -1,5 +1,6 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 
+from . import trash
 from .jobs.models import JobChunk
 from .models import ActivityEvent, BuiltinRecord, Invitation, Membership, Study, WorkerHeartbeat
 
@@ -12,9 +13,31 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Study)
 class StudyAdmin(admin.ModelAdmin):
-    list_display = ["name", "is_library", "created_by", "created_at"]
+    """Every study, the trashed ones too. Deleting here is the staff's purge: only a study already in the trash
+    (its admins moved it there) is deleted, through the trash's checks (no live job)."""
+
+    list_display = ["name", "is_library", "created_by", "created_at", "trashed_at"]
+    list_filter = [("trashed_at", admin.EmptyFieldListFilter)]
     search_fields = ["name"]
+    readonly_fields = ["trashed_at", "trashed_by"]
     inlines = [MembershipInline]
+
+    def get_queryset(self, request):
+        return Study.all_objects.all()
+
+    def has_delete_permission(self, request, obj=None):
+        allowed = super().has_delete_permission(request, obj)
+        return allowed and (obj is None or obj.trashed_at is not None)
+
+    def delete_model(self, request, obj):
+        self.delete_queryset(request, [obj])
+
+    def delete_queryset(self, request, queryset):
+        for study in queryset:
+            try:
+                trash.purge_study(study, actor=request.user)
+            except trash.TrashError as exc:
+                self.message_user(request, f"“{study}” was kept: {exc}", level=messages.ERROR)
 
 
 @admin.register(Membership)

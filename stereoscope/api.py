@@ -3,12 +3,12 @@
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
-from rest_framework.decorators import api_view, permission_classes
+from rest_framework.decorators import action, api_view, permission_classes
 from rest_framework.exceptions import PermissionDenied
-from rest_framework.permissions import AllowAny
+from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 
-from . import invitations, services
+from . import invitations, services, trash
 from .health import health_report
 from .models import Membership, Role, Study
 from .permissions import VIEWER, StudyRolePermission, role_for, studies_for
@@ -75,6 +75,70 @@ class StudyViewSet(viewsets.ModelViewSet):
         except services.StudyCreationRefused as exc:
             raise PermissionDenied(str(exc)) from None
         serializer.instance = study
+
+    def perform_update(self, serializer):
+        serializer.instance = services.update_study(
+            serializer.instance, actor=self.request.user, **serializer.validated_data
+        )
+
+    @extend_schema(responses={204: None, 409: dict})
+    def destroy(self, request, *args, **kwargs):
+        """Move the study to the trash: hidden, restorable by its admins for TRASH_RETENTION_DAYS, then purged.
+        Refused (409) while any of its jobs is queued or running."""
+        try:
+            trash.trash_study(self.get_object(), actor=request.user)
+        except trash.TrashError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class TrashedStudySerializer(serializers.ModelSerializer):
+    trashed_by = serializers.CharField(source="trashed_by.username", read_only=True, default=None)
+    purge_after = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Study
+        fields = ["id", "name", "description", "trashed_at", "trashed_by", "purge_after"]
+        read_only_fields = fields
+
+    def get_purge_after(self, study) -> str:
+        return trash.purge_after(study).isoformat()
+
+
+class TrashViewSet(viewsets.GenericViewSet):
+    """The studies in the trash that the user administers (site staff: all). Admins restore; staff purge."""
+
+    permission_classes = [IsAuthenticated]
+    serializer_class = TrashedStudySerializer
+    queryset = Study.all_objects.none()
+
+    def get_queryset(self):
+        return trash.trashed_for(self.request.user)
+
+    def list(self, request):
+        return Response(self.get_serializer(self.get_queryset(), many=True).data)
+
+    @extend_schema(request=None, responses={200: StudySerializer, 409: dict})
+    @action(detail=True, methods=["post"])
+    def restore(self, request, pk=None):
+        study = self.get_object()
+        try:
+            study = trash.restore_study(study, actor=request.user)
+        except trash.TrashError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(StudySerializer(study, context=self.get_serializer_context()).data)
+
+    @extend_schema(responses={204: None, 403: dict, 409: dict})
+    def destroy(self, request, pk=None):
+        """Purge the study for good (site staff only)."""
+        study = self.get_object()
+        if not request.user.is_staff:
+            return Response({"detail": "Only site staff purge the trash."}, status=status.HTTP_403_FORBIDDEN)
+        try:
+            trash.purge_study(study, actor=request.user)
+        except trash.TrashError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class MembershipViewSet(

@@ -13,6 +13,13 @@ class Role(models.TextChoices):
     ADMIN = "admin", "Study admin"
 
 
+class LiveStudyManager(models.Manager):
+    """Studies not in the trash: what every page, API and query sees (`Study.all_objects` includes the trash)."""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(trashed_at__isnull=True)
+
+
 class Study(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
@@ -39,10 +46,24 @@ class Study(models.Model):
         blank=True,
         help_text="Set by site staff: the highest cap the study's admins may set; empty: the site default.",
     )
+    trashed_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        db_index=True,
+        help_text="Set when the study went to the trash: hidden, restorable by its admins, purged after "
+        "settings.TRASH_RETENTION_DAYS (stereoscope/trash.py).",
+    )
+    trashed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    objects = LiveStudyManager()
+    all_objects = models.Manager()
 
     class Meta:
         ordering = ["-is_library", "name"]
         verbose_name_plural = "studies"
+        base_manager_name = "all_objects"
 
     def __str__(self):
         return self.name

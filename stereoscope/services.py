@@ -16,6 +16,11 @@ def record_activity(study, actor, verb, target=""):
     )
 
 
+def record_probe(study_id, token):
+    """The worker probe's one activity line (the Celery integration test proves a worker wrote to the database)."""
+    ActivityEvent.objects.get_or_create(study_id=study_id, verb="worker probe", target=token)
+
+
 class StudyCreationRefused(PermissionError):
     pass
 
@@ -37,6 +42,18 @@ def create_study(*, name, description="", created_by):
     if created_by is not None:  # None: made by a command (e.g. `recipe apply`) with no signed-in user
         Membership.objects.create(study=study, user=created_by, role=Role.ADMIN)
     record_activity(study, created_by, "created the study", study.name)
+    return study
+
+
+@transaction.atomic
+def update_study(study, *, actor, **fields):
+    """Change a study's name or description (the only fields a user edits)."""
+    changed = [name for name in ("name", "description") if name in fields and fields[name] != getattr(study, name)]
+    for name in changed:
+        setattr(study, name, fields[name])
+    if changed:
+        study.save(update_fields=changed)
+        record_activity(study, actor, "changed the study's " + " and ".join(changed), study.name)
     return study
 
 

@@ -227,6 +227,9 @@ WORKER_LIVE_SECONDS = float(os.environ.get("WORKER_LIVE_SECONDS", "20"))
 # whose workers died is picked up by a live worker's sweep within two lease periods. JOB_FANOUT tasks are sent per
 # job so idle workers join it; JOB_WORKER_CONCURRENCY caps one process's calls per endpoint (empty: the endpoint's).
 JOB_LEASE_SECONDS = float(os.environ.get("JOB_LEASE_SECONDS", "60"))
+# The trash (stereoscope/trash.py): a deleted study is hidden and restorable by its admins for TRASH_RETENTION_DAYS;
+# `manage.py purge_trash` (run it daily) then removes it for good. Site staff may purge earlier.
+TRASH_RETENTION_DAYS = float(os.environ.get("TRASH_RETENTION_DAYS", "30"))
 JOB_CHUNK_SIZE = int(os.environ.get("JOB_CHUNK_SIZE", "100"))
 JOB_FANOUT = int(os.environ.get("JOB_FANOUT", "4"))
 JOB_WORKER_CONCURRENCY = int(os.environ["JOB_WORKER_CONCURRENCY"]) if os.environ.get("JOB_WORKER_CONCURRENCY") else None
@@ -243,7 +246,9 @@ CELERY_BEAT_SCHEDULE = {
         "task": "generation.poll_batches",
         "schedule": BATCH_POLL_SECONDS,
         "options": {"queue": os.environ["BATCH_POLL_QUEUE"]} if os.environ.get("BATCH_POLL_QUEUE") else {},
-    }
+    },
+    # studies in the trash longer than TRASH_RETENTION_DAYS are purged (the same as `manage.py purge_trash`)
+    "purge-trash": {"task": "stereoscope.purge_trash", "schedule": 6 * 3600.0},
 }
 
 # Shared counters (rate limits across workers). Redis when given, else the database cache.

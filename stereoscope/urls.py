@@ -19,6 +19,7 @@ installed = [app for app in PLATFORM_APPS if app in settings.INSTALLED_APPS]
 
 router = DefaultRouter()
 router.register("studies", api.StudyViewSet, basename="api-study")
+router.register("trash", api.TrashViewSet, basename="api-trash")
 
 study_router = SimpleRouter()
 study_router.register("members", api.MembershipViewSet, basename="api-study-member")
@@ -46,6 +47,10 @@ urlpatterns = [
     path("studies/", views.study_list, name="study-list"),
     path("studies/<int:study_id>/", views.study_dashboard, name="study-dashboard"),
     path("studies/<int:study_id>/members/", views.study_members, name="study-members"),
+    path("studies/<int:study_id>/trash/", views.study_trash, name="study-trash"),
+    path("trash/", views.trash_list, name="trash"),
+    path("trash/<int:study_id>/restore/", views.trash_restore, name="trash-restore"),
+    path("trash/<int:study_id>/purge/", views.trash_purge, name="trash-purge"),
     path(
         "studies/<int:study_id>/members/<int:membership_id>/remove/",
         views.study_member_remove,

@@ -5,7 +5,7 @@ from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
-from . import invitations, services
+from . import invitations, services, trash
 from .dashboard import blind_reader, study_activity, study_counts
 from .forms import MemberForm, StudyForm
 from .health import health_report
@@ -24,7 +24,12 @@ def study_list(request):
         study = services.create_study(created_by=request.user, **form.cleaned_data)
         messages.success(request, f"Study “{study.name}” created. You are its admin.")
         return redirect("study-dashboard", study.pk)
-    return render(request, "stereoscope/study_list.html", {"studies": studies, "form": form, "can_create": can_create})
+    has_trash = trash.trashed_for(request.user).exists()
+    return render(
+        request,
+        "stereoscope/study_list.html",
+        {"studies": studies, "form": form, "can_create": can_create, "has_trash": has_trash},
+    )
 
 
 @study_role_required(VIEWER)
@@ -40,8 +45,58 @@ def study_dashboard(request, study_id):
             "counts": study_counts(study, only_user=only_user),
             "activity": study_activity(study, only_user=only_user),
             "can_manage": has_role(request.user, study, Role.ADMIN),
+            "retention_days": trash.retention_days(),
         },
     )
+
+
+@study_role_required(Role.ADMIN)
+@require_POST
+def study_trash(request, study_id):
+    """Move the study to the trash (refused, with why, while a job of it is queued or running)."""
+    try:
+        study = trash.trash_study(request.study, actor=request.user)
+    except trash.TrashError as exc:
+        messages.error(request, str(exc))
+        return redirect("study-dashboard", study_id)
+    messages.success(request, f"“{study.name}” is in the trash; its admins can restore it from there.")
+    return redirect("study-list")
+
+
+@login_required
+@require_safe
+def trash_list(request):
+    rows = [{"study": s, "purge_after": trash.purge_after(s)} for s in trash.trashed_for(request.user)]
+    return render(request, "stereoscope/trash.html", {"rows": rows, "retention_days": trash.retention_days()})
+
+
+@login_required
+@require_POST
+def trash_restore(request, study_id):
+    study = get_object_or_404(trash.trashed_for(request.user), pk=study_id)
+    try:
+        trash.restore_study(study, actor=request.user)
+    except trash.TrashError as exc:
+        messages.error(request, str(exc))
+        return redirect("trash")
+    messages.success(request, f"“{study.name}” is restored with everything in it.")
+    return redirect("study-dashboard", study.pk)
+
+
+@login_required
+@require_POST
+def trash_purge(request, study_id):
+    """Site staff purge a trashed study for good before its retention period ends."""
+    study = get_object_or_404(trash.trashed_for(request.user), pk=study_id)
+    if not request.user.is_staff:
+        raise PermissionDenied("Only site staff purge the trash.")
+    try:
+        trash.purge_study(study, actor=request.user)
+    except trash.TrashError as exc:
+        messages.error(request, str(exc))
+        return redirect("trash")
+    messages.success(request, f"“{study.name}” is purged for good.")
+    return redirect("trash")
 
 
 @study_role_required(Role.ADMIN)

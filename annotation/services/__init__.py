@@ -30,6 +30,8 @@ from .codebooks import (
     create_code,
     create_code_from_selection,
     create_codebook,
+    delete_code,
+    delete_codebook,
     import_codebook,
     latest_operation,
     merge_codes,
@@ -37,6 +39,7 @@ from .codebooks import (
     split_code,
     undo_operation,
     update_code,
+    update_codebook,
 )
 from .codings import (
     assignment_for,
@@ -80,6 +83,8 @@ __all__ = [
     "create_code",
     "create_code_from_selection",
     "create_codebook",
+    "delete_code",
+    "delete_codebook",
     "import_codebook",
     "latest_operation",
     "merge_codes",
@@ -87,6 +92,7 @@ __all__ = [
     "split_code",
     "undo_operation",
     "update_code",
+    "update_codebook",
     "assignment_for",
     "check_can_code",
     "check_can_edit_coding",

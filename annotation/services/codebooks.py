@@ -6,7 +6,9 @@ from django.db.models import Max
 from django.utils import timezone
 
 from generation.selectors import toolkit_items
+from stereoscope.jobs.models import ACTIVE
 from stereoscope.services import record_activity
+from stereoscope.trash import TrashError, refuse_if_work
 from stereoscope.versioning import Versioning
 
 from .. import codebook_format as fmt
@@ -64,6 +66,49 @@ def create_codebook(study, *, name, description="", created_by=None):
     )
     record_activity(study, created_by, "created codebook", str(codebook))
     return codebook
+
+
+@transaction.atomic
+def update_codebook(codebook, *, actor=None, **fields):
+    """Change an editable codebook's name or description."""
+    CODEBOOKS.ensure_editable(codebook)
+    changed = []
+    if "name" in fields:
+        codebook.name = clean_codebook_name(fields["name"])
+        changed.append("name")
+    if "description" in fields:
+        codebook.description = fields["description"] or ""
+        changed.append("description")
+    if changed:
+        codebook.save(update_fields=changed)
+        record_activity(codebook.study, actor, "changed codebook", str(codebook))
+    return codebook
+
+
+@transaction.atomic
+def delete_codebook(codebook, *, actor=None):
+    """Delete a codebook nobody has used. Refused (AnnotationError, saying what depends on it) for a library
+    codebook, a locked or used one, one with a live discovery job, and one with codings, memos or assignments:
+    weeks of coding never go with one request. A study's whole work goes to the trash with the study instead."""
+    codebook = Codebook.objects.select_for_update().get(pk=codebook.pk)
+    if codebook.study.is_library:
+        raise AnnotationError("Built-in library codebooks cannot be deleted.")
+    live = [str(d) for d in codebook.discoveries.filter(status__in=ACTIVE)]
+    if live:
+        raise AnnotationError(
+            f"The codebook “{codebook}” has a code discovery running ({', '.join(live)}); cancel it first."
+        )
+    what = f"The codebook “{codebook}”"
+    try:
+        refuse_if_work(
+            codebook, what, advice="Create a new version to change it, or move the whole study to the trash."
+        )
+    except TrashError as exc:
+        raise AnnotationError(str(exc)) from None
+    if CODEBOOKS.is_locked(codebook):
+        raise AnnotationError(f"{what} is locked (it has been used); create a new version instead of deleting it.")
+    record_activity(codebook.study, actor, "deleted codebook", str(codebook))
+    codebook.delete()
 
 
 def _resolve_items(study, tree, toolkit):
@@ -322,6 +367,16 @@ def create_code_from_selection(
         offset_unit=offset_unit,
     )
     return code, coding
+
+
+@transaction.atomic
+def delete_code(code, *, actor=None):
+    """Delete a code of an editable codebook; one with codings or child codes is refused (merge it instead)."""
+    CODEBOOKS.ensure_editable(code.codebook)
+    if code.codings.exists() or code.children.exists():
+        raise AnnotationError(f"“{code.name}” has codings or child codes; merge it instead.")
+    record_activity(code.codebook.study, actor, "deleted code", code.name)
+    code.delete()
 
 
 @transaction.atomic

@@ -21,6 +21,7 @@ from django.db.models import F, Q, Sum
 from django.db.models.signals import post_delete
 from django.utils import timezone
 
+from ..outages import is_infrastructure_error
 from .models import ACTIVE, TERMINAL, ChunkStatus, JobChunk, JobStatus
 
 log = logging.getLogger(__name__)
@@ -523,6 +524,8 @@ def _run_passes(kind, job, token, progress_callback):
     try:
         stats = kind.run(job, source, cancel_check, progress)
     except Exception as exc:
+        if is_infrastructure_error(exc):
+            return _pause_for_outage(kind, job.pk, source, exc)
         log.exception("%s %s stopped", kind.name, job.pk)
         source.release()
         Model.objects.filter(pk=job.pk).update(
@@ -540,6 +543,25 @@ def _run_passes(kind, job, token, progress_callback):
         finish(kind, job.pk, cancelled=True)
         return stats
     return _end_of_pass(kind, job.pk, stats, progress_callback)
+
+
+def _pause_for_outage(kind, job_id, source, exc):
+    """A service (database, Redis, broker) went away under this worker: nothing failed. Its chunks go back and the
+    job stays active with its lease expired, so a worker's sweep queues it again once the service is back; the
+    units not done are still pending. When the database itself is away, the leases simply expire."""
+    log.warning("%s %s paused: a service is away (%s: %s)", kind.name, job_id, type(exc).__name__, exc)
+    try:
+        source.release()
+        if not _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).exists():  # all done: finish it now
+            return _end_of_pass(kind, job_id, None, None)
+        kind.model.objects.filter(pk=job_id, status__in=ACTIVE).update(
+            lease_token="",
+            lease_expires_at=timezone.now(),
+            message=f"Paused: a service was away ({type(exc).__name__}); it goes on by itself when it is back.",
+        )
+    except Exception:
+        log.warning("%s %s: could not give its chunks back; their leases expire", kind.name, job_id, exc_info=True)
+    return None
 
 
 def _end_of_pass(kind, job_id, stats, progress_callback):
