@@ -15,19 +15,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from stereoscope.defined import independent_t_problem, negligible, paired_t_problem, sum_squares
+
 from .reliability import clean
 
-# A sum of squares this small relative to the total is floating-point noise, not variance.
-RELATIVE_TOLERANCE = 1e-10
 PAIRWISE_FAMILY = (
     "Post hoc: Student t-tests for every pair of models within one score (independent samples) and "
     "for every pair of dimensions (paired, same subjects); p-values Bonferroni-corrected within each "
     "family (p × the number of planned pairs, capped at 1; an undefined pair still counts). Shown whenever the "
     "ANOVA is defined."
-)
-UNDEFINED_INDEPENDENT = "Zero variance within both groups (each gave the same score every time), so t is undefined."
-UNDEFINED_PAIRED = (
-    "Zero variance of the paired differences (every subject differs by the same amount), so t is undefined."
 )
 
 
@@ -50,16 +46,10 @@ def robust(empty):
     return wrap
 
 
-def _negligible(part, total):
-    """THE "is it defined?" rule for every statistic here: an error sum of squares this small relative to its
-    reference (the total sum of squares, or the sum of squared values) is floating-point noise, and the statistic
-    dividing by it is undefined (None with a note), never a number."""
-    return part <= RELATIVE_TOLERANCE * max(total, 1.0)
-
-
-def _sum_squares(values):
-    values = np.asarray(values, dtype=float)
-    return float(((values - values.mean()) ** 2).sum()) if len(values) else 0.0
+# THE "is it defined?" rule (stereoscope.defined) for every statistic here: an error sum of squares that is noise
+# next to its reference makes the statistic dividing by it undefined (None with a note), never a number.
+_negligible = negligible
+_sum_squares = sum_squares
 
 
 def one_sample_t(values, mu):
@@ -106,8 +96,8 @@ def _pairwise(data, dv, factor, subject=None):
             row["df"] = int(len(diff) - 1) if len(diff) > 1 else None
             if len(diff) < 2:
                 row["note"] = "Needs at least two subjects scored on both."
-            elif _negligible(_sum_squares(diff), float((diff**2).sum())):
-                row["note"] = UNDEFINED_PAIRED
+            elif paired_t_problem(diff):
+                row["note"] = paired_t_problem(diff)
             else:
                 result = stats.ttest_rel(both[a], both[b])
                 row.update(t=clean(result.statistic), p_unc=clean(result.pvalue))
@@ -117,8 +107,8 @@ def _pairwise(data, dv, factor, subject=None):
             row["df"] = int(len(x) + len(y) - 2) if len(x) and len(y) else None
             if len(x) < 2 or len(y) < 2:
                 row["note"] = "Each group needs at least two scores."
-            elif _negligible(_sum_squares(x) + _sum_squares(y), _sum_squares(np.concatenate([x, y]))):
-                row["note"] = UNDEFINED_INDEPENDENT
+            elif independent_t_problem(x, y):
+                row["note"] = independent_t_problem(x, y)
             else:
                 result = stats.ttest_ind(x, y)
                 row.update(t=clean(result.statistic), p_unc=clean(result.pvalue))
