@@ -275,13 +275,19 @@ def variable_report(
     human = [row for row in kept if row[1].startswith("coder:")]
     adjudicated = _gold(study, variable, values)
     gold = []
-    for m in cs.majority_labels(human, order=kept_values):
+    rule = getattr(variable, "gold_rule", cs.DEFAULT_GOLD_RULE) or cs.DEFAULT_GOLD_RULE
+    min_raters = getattr(variable, "gold_min_raters", cs.DEFAULT_MIN_RATERS) or cs.DEFAULT_MIN_RATERS
+    report["gold_rule"] = {"rule": rule, "min_raters": min_raters, "text": cs.GOLD_RULES[rule]}
+    for m in cs.majority_labels(human, order=kept_values, rule=rule, min_raters=min_raters):
         final = adjudicated.get(m.unit, m.label)
         row = {
             "output_id": unit_output(m.unit),
             "majority": m.label,
             "tie": m.tie,
+            "undecided": m.label is None,
+            "reason": m.reason,
             "n_ratings": m.n_ratings,
+            "share": m.share,
             "counts": m.counts,
             "adjudicated": adjudicated.get(m.unit),
             "gold": final,
@@ -292,6 +298,7 @@ def variable_report(
         gold.append(row)
     report["gold"] = gold
     report["n_ties"] = sum(1 for g in gold if g["tie"] and g["adjudicated"] is None)
+    report["n_undecided"] = sum(1 for g in gold if g["undecided"] and g["adjudicated"] is None)
     return report
 
 
@@ -428,6 +435,8 @@ def report_json(report) -> dict:
             "codebook": variable.codebook_id,
             "scope": variable.variable_scope,
             "ordered": variable.variable_ordered,
+            "gold_rule": variable.gold_rule,
+            "gold_min_raters": variable.gold_min_raters,
         },
         "unit_kind": report["unit_kind"],
         "min_overlap": report["min_overlap"],
@@ -442,6 +451,8 @@ def report_json(report) -> dict:
         "n_pairable": report["n_pairable"],
         "levels": {k: v.as_dict() for k, v in report["levels"].items()},
         "gold": report["gold"],
+        "gold_rule": report.get("gold_rule"),
         "n_ties": report["n_ties"],
+        "n_undecided": report.get("n_undecided", 0),
         "notes": report["notes"],
     }

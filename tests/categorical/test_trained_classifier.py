@@ -45,6 +45,8 @@ def labelled(roles, outputs_factory):
     rng = random.Random(5)
     study, coder = roles["a"], roles["users"]["coder"]
     codebook = services.import_codebook(study, REGARD)
+    # One coder labels every story: the researcher accepts a single rater's label as gold (the default needs 2).
+    services.update_code(codebook.codes.get(name="Regard"), gold_min_raters=1)
     values = {c.name: c for c in codebook.codes.filter(codable=True)}
     labels = [label for label in WORDS for _ in range(12)]
     texts = []
