@@ -299,7 +299,40 @@ def variable_report(
     report["gold"] = gold
     report["n_ties"] = sum(1 for g in gold if g["tie"] and g["adjudicated"] is None)
     report["n_undecided"] = sum(1 for g in gold if g["undecided"] and g["adjudicated"] is None)
+    report["judge_vs_gold"] = judge_vs_gold(kept, gold, kept_values, variable.variable_ordered)
     return report
+
+
+def judge_vs_gold(kept, gold, values, ordered):
+    """Each LLM judge against the coders' gold label on the units both have: Krippendorff's α (nominal, and ordinal
+    for an ordered variable), Cohen's κ and the share agreeing. [{judge, n, alpha_nominal, alpha_ordinal, kappa,
+    agreement, note}]."""
+    labels = {gold_key(g): g["gold"] for g in gold if g["gold"]}
+    position = {v: i + 1 for i, v in enumerate(values)}
+    judges = sorted({r for _, r, _ in kept if r.startswith("judge:")})
+    rows = []
+    for judge in judges:
+        pairs = [(u, v) for u, r, v in kept if r == judge and u in labels]
+        row = {"judge": judge.partition(":")[2], "n": len(pairs), "alpha_nominal": None, "alpha_ordinal": None}
+        row.update(kappa=None, agreement=None, note="")
+        if len(pairs) < 2:
+            row["note"] = "Fewer than two units with both a judge label and a gold label."
+            rows.append(row)
+            continue
+        long = [(u, "judge", v) for u, v in pairs] + [(u, "gold", labels[u]) for u, _ in pairs]
+        nominal = ag.agreement(ag.from_long(long, level="nominal"), level="nominal", bootstrap=0, include_pairs=False)
+        row.update(
+            alpha_nominal=nominal.krippendorff_alpha,
+            kappa=nominal.cohen_kappa_mean,
+            agreement=nominal.percent_agreement,
+            note="; ".join(nominal.notes),
+        )
+        if ordered:
+            ranks = [(u, r, position[v]) for u, r, v in long]
+            ordinal = ag.agreement(ag.from_long(ranks, level="ordinal"), level="ordinal", bootstrap=0)
+            row["alpha_ordinal"] = ordinal.krippendorff_alpha
+        rows.append(row)
+    return rows
 
 
 def gold_key(row):
@@ -452,6 +485,7 @@ def report_json(report) -> dict:
         "levels": {k: v.as_dict() for k, v in report["levels"].items()},
         "gold": report["gold"],
         "gold_rule": report.get("gold_rule"),
+        "judge_vs_gold": report.get("judge_vs_gold", []),
         "n_ties": report["n_ties"],
         "n_undecided": report.get("n_undecided", 0),
         "notes": report["notes"],
