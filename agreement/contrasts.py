@@ -72,8 +72,8 @@ def label_contrast(study, variable, *, source="gold", by="gender", round_ids=Non
 
 def counts_by_model(study, variable, *, source="gold", round_ids=None, **unit_options) -> dict:
     """Fang's layout: one row per value, one column per model (in order of the first story), and a total column;
-    from the gold labels (a single coder's labels are their own majority) or from one judge. Counts units: stories,
-    or sentences / segments of a span-level variable."""
+    from the gold labels (the variable's gold rule; one coder's labels only with gold_min_raters 1) or from one
+    judge. Counts units: stories, or sentences / segments of a span-level variable."""
     report = variables.variable_report(study, variable, round_ids=round_ids, **unit_options)
     if source == "gold":
         labels = {variables.gold_key(g): g["gold"] for g in report["gold"] if g["gold"]}

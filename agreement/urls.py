@@ -11,4 +11,9 @@ urlpatterns = [
     path("agreement/variables/", views_variables.variable_list, name="agreement-variables"),
     path("agreement/variables/<int:variable_id>/", views_variables.variable_detail, name="agreement-variable"),
     path("agreement/variables/<int:variable_id>/gold/", views_variables.variable_gold, name="agreement-variable-gold"),
+    path(
+        "agreement/variables/<int:variable_id>/gold-rule/",
+        views_variables.variable_gold_rule,
+        name="agreement-variable-gold-rule",
+    ),
 ]

@@ -275,13 +275,19 @@ def variable_report(
     human = [row for row in kept if row[1].startswith("coder:")]
     adjudicated = _gold(study, variable, values)
     gold = []
-    for m in cs.majority_labels(human, order=kept_values):
+    rule = getattr(variable, "gold_rule", cs.DEFAULT_GOLD_RULE) or cs.DEFAULT_GOLD_RULE
+    min_raters = getattr(variable, "gold_min_raters", cs.DEFAULT_MIN_RATERS) or cs.DEFAULT_MIN_RATERS
+    report["gold_rule"] = {"rule": rule, "min_raters": min_raters, "text": cs.GOLD_RULES[rule]}
+    for m in cs.majority_labels(human, order=kept_values, rule=rule, min_raters=min_raters):
         final = adjudicated.get(m.unit, m.label)
         row = {
             "output_id": unit_output(m.unit),
             "majority": m.label,
             "tie": m.tie,
+            "undecided": m.label is None,
+            "reason": m.reason,
             "n_ratings": m.n_ratings,
+            "share": m.share,
             "counts": m.counts,
             "adjudicated": adjudicated.get(m.unit),
             "gold": final,
@@ -292,7 +298,41 @@ def variable_report(
         gold.append(row)
     report["gold"] = gold
     report["n_ties"] = sum(1 for g in gold if g["tie"] and g["adjudicated"] is None)
+    report["n_undecided"] = sum(1 for g in gold if g["undecided"] and g["adjudicated"] is None)
+    report["judge_vs_gold"] = judge_vs_gold(kept, gold, kept_values, variable.variable_ordered)
     return report
+
+
+def judge_vs_gold(kept, gold, values, ordered):
+    """Each LLM judge against the coders' gold label on the units both have: Krippendorff's α (nominal, and ordinal
+    for an ordered variable), Cohen's κ and the share agreeing. [{judge, n, alpha_nominal, alpha_ordinal, kappa,
+    agreement, note}]."""
+    labels = {gold_key(g): g["gold"] for g in gold if g["gold"]}
+    position = {v: i + 1 for i, v in enumerate(values)}
+    judges = sorted({r for _, r, _ in kept if r.startswith("judge:")})
+    rows = []
+    for judge in judges:
+        pairs = [(u, v) for u, r, v in kept if r == judge and u in labels]
+        row = {"judge": judge.partition(":")[2], "n": len(pairs), "alpha_nominal": None, "alpha_ordinal": None}
+        row.update(kappa=None, agreement=None, note="")
+        if len(pairs) < 2:
+            row["note"] = "Fewer than two units with both a judge label and a gold label."
+            rows.append(row)
+            continue
+        long = [(u, "judge", v) for u, v in pairs] + [(u, "gold", labels[u]) for u, _ in pairs]
+        nominal = ag.agreement(ag.from_long(long, level="nominal"), level="nominal", bootstrap=0, include_pairs=False)
+        row.update(
+            alpha_nominal=nominal.krippendorff_alpha,
+            kappa=nominal.cohen_kappa_mean,
+            agreement=nominal.percent_agreement,
+            note="; ".join(nominal.notes),
+        )
+        if ordered:
+            ranks = [(u, r, position[v]) for u, r, v in long]
+            ordinal = ag.agreement(ag.from_long(ranks, level="ordinal"), level="ordinal", bootstrap=0)
+            row["alpha_ordinal"] = ordinal.krippendorff_alpha
+        rows.append(row)
+    return rows
 
 
 def gold_key(row):
@@ -428,6 +468,8 @@ def report_json(report) -> dict:
             "codebook": variable.codebook_id,
             "scope": variable.variable_scope,
             "ordered": variable.variable_ordered,
+            "gold_rule": variable.gold_rule,
+            "gold_min_raters": variable.gold_min_raters,
         },
         "unit_kind": report["unit_kind"],
         "min_overlap": report["min_overlap"],
@@ -442,6 +484,9 @@ def report_json(report) -> dict:
         "n_pairable": report["n_pairable"],
         "levels": {k: v.as_dict() for k, v in report["levels"].items()},
         "gold": report["gold"],
+        "gold_rule": report.get("gold_rule"),
+        "judge_vs_gold": report.get("judge_vs_gold", []),
         "n_ties": report["n_ties"],
+        "n_undecided": report.get("n_undecided", 0),
         "notes": report["notes"],
     }

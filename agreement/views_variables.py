@@ -50,7 +50,7 @@ def variable_detail(request, study_id, variable_id):
     except AgreementRequestError as exc:
         return render(request, "agreement/variable.html", {"study": request.study, "error": str(exc)}, status=400)
     show = request.GET.get("show", "ties")
-    gold = [g for g in report["gold"] if g["tie"]] if show == "ties" else report["gold"]
+    gold = [g for g in report["gold"] if g["undecided"]] if show == "ties" else report["gold"]
     return render(
         request,
         "agreement/variable.html",
@@ -94,3 +94,23 @@ def variable_gold(request, study_id, variable_id):
     url = reverse("agreement-variable", args=[request.study.pk, variable.pk])
     kept = {k: request.POST[k] for k in ("units", "overlap") if request.POST.get(k)}
     return redirect(f"{url}?{urlencode(kept)}" if kept else url)
+
+
+@study_role_required(Role.RESEARCHER)
+@require_POST
+def variable_gold_rule(request, study_id, variable_id):
+    """Set the variable's gold rule (strict majority or plurality) and its minimum number of raters."""
+    from annotation.services import AnnotationError, update_code
+
+    try:
+        variable = variables.get_variable(request.study, variable_id)
+        update_code(
+            variable,
+            actor=request.user,
+            gold_rule=request.POST.get("gold_rule", ""),
+            gold_min_raters=request.POST.get("gold_min_raters", ""),
+        )
+        messages.success(request, "Gold rule saved.")
+    except (AgreementRequestError, AnnotationError) as exc:
+        return render(request, "agreement/variable.html", {"study": request.study, "error": str(exc)}, status=400)
+    return redirect(reverse("agreement-variable", args=[request.study.pk, variable.pk]))

@@ -10,7 +10,7 @@ DATA = Path(__file__).resolve().parent / "builtin_data"
 # (key, version, file). Bump the version when a file changes; the new version is added beside the old.
 CODEBOOKS = [
     ("fang2025-phase2-codes", "1", "fang2025_phase2_codes.json"),
-    ("fang2025-phase1-occupation", "1", "fang2025_phase1_occupation.json"),
+    ("fang2025-phase1-occupation", "2", "fang2025_phase1_occupation.json"),
     ("regard", "1", "regard_variable.json"),
 ]
 

@@ -7,6 +7,7 @@ Normalised tree: {"name", "description", "codes": [node]}; node = {"name", "desc
 "kind", "codable", "shortcut", "stereotype", "guid", "item_number", "frequency_reference", "variable", "ordered",
 "exclude", "children": [node]}. A group with "variable" ("story" or "span") is one categorical variable whose values
 are its codable children ("ordered": values in order); one child may be the "exclude" value (e.g. "uncertain").
+A variable may set "gold_rule" ("majority", strict, the default; or "plurality") and "gold_min_raters" (default 2).
 
 .qdc carries what REFI-QDA knows (guid, name, isCodable, color, Description, nesting). Gender tags and the
 inductive flag travel as REFI-QDA Sets ("Gender F", "Gender M", "Inductive"); the shortcut, stereotype and item
@@ -48,7 +49,17 @@ CSV_COLUMNS = [
     "frequency_reference",
 ]
 DEFAULT_COLOR = "#4c6ef5"
-META_KEYS = ("shortcut", "stereotype", "item_number", "frequency_reference", "variable", "ordered", "exclude")
+META_KEYS = (
+    "shortcut",
+    "stereotype",
+    "item_number",
+    "frequency_reference",
+    "variable",
+    "ordered",
+    "exclude",
+    "gold_rule",
+    "gold_min_raters",
+)
 MAX_ERRORS = 50
 MAX_DEPTH = 20
 MAX_BYTES = 20 * 1024 * 1024
@@ -260,11 +271,26 @@ def _variable_fields(raw, label, errors):
     if scope not in ("",) + VARIABLE_SCOPES:
         errors.append(f"{label}: variable '{raw.get('variable')}' must be story, span or empty.")
         scope = ""
-    return {
+    rule = str(raw.get("gold_rule") or "majority").strip().lower()
+    if rule not in ("majority", "plurality"):
+        errors.append(f"{label}: gold_rule '{raw.get('gold_rule')}' must be majority or plurality.")
+        rule = "majority"
+    min_raters = raw.get("gold_min_raters", 2)
+    try:
+        if isinstance(min_raters, bool) or int(str(min_raters).strip()) < 1:
+            raise ValueError
+        min_raters = int(str(min_raters).strip())
+    except (TypeError, ValueError):
+        errors.append(f"{label}: gold_min_raters must be a whole number of at least 1.")
+        min_raters = 2
+    fields = {
         "variable": scope,
         "ordered": _bool(raw.get("ordered", False), label, errors),
         "exclude": _bool(raw.get("exclude", False), label, errors),
     }
+    if scope:  # a variable's gold rule: strict majority (default) or plurality, and the minimum number of raters
+        fields.update(gold_rule=rule, gold_min_raters=min_raters)
+    return fields
 
 
 def _check_variable(node, label, errors):

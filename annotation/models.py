@@ -59,6 +59,15 @@ class Code(models.Model):
     # A group with a scope is one categorical variable whose values are its codable children.
     variable_scope = models.CharField(max_length=5, choices=VariableScope.choices, default="", blank=True)
     variable_ordered = models.BooleanField(default=False, help_text="The variable's values are ordered (by position).")
+    gold_rule = models.CharField(
+        max_length=10,
+        choices=[("majority", "strict majority"), ("plurality", "plurality")],
+        default="majority",
+        help_text="A variable's gold label: strict majority (more than half of the raters) or plurality.",
+    )
+    gold_min_raters = models.PositiveSmallIntegerField(
+        default=2, help_text="A variable's gold label needs at least this many coders on the unit."
+    )
     exclude_value = models.BooleanField(
         default=False,
         help_text="A value such as 'uncertain': any rater choosing it drops the unit from agreement and contrasts.",

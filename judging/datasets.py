@@ -15,6 +15,11 @@ WEIGHT_COLUMNS = (
     Column("rate", "Detection rate = detected / n."),
     Column("ci_low", "Wilson 95% interval, lower bound."),
     Column("ci_high", "Wilson 95% interval, upper bound."),
+    Column("mean_model_rate", "ē: mean over generator models of the prompt's per-model detection rate."),
+    Column(
+        "mean_pairwise_difference",
+        "d: mean over pairs of generator models of |e_a - e_b| (empty with fewer than two models).",
+    ),
     Column(
         "consistency",
         "Cross-model consistency 1 - mean |p_a - p_b| over pairs of generator models' detection "
@@ -22,8 +27,16 @@ WEIGHT_COLUMNS = (
     ),
     Column("shrunk_rate", "Rate shrunk toward the dimension mean by its reliability (empirical Bayes)."),
     Column("reliability", "Shrinkage reliability lambda = n_eff / (n_eff + kappa)."),
-    Column("weight", "Prompt detection weight, normalised to sum to 1 within the dimension."),
-    Column("method", "Weight method: consistency (default), shrunk or raw; the formula is in the weights JSON."),
+    Column(
+        "weight",
+        "Prompt detection weight. efficiency (default): ē × (1 - d) normalised to sum to the number of prompts in "
+        "the dimension; consistency, shrunk, raw: normalised to sum to 1 within the dimension.",
+    ),
+    Column(
+        "method",
+        "Weight method: efficiency (default, the seed's reading), consistency, shrunk or raw; the formula is in the "
+        "weights JSON.",
+    ),
     Column("flags", "Reasons to revise the prompt: weak detection, unstable judges, few outputs."),
 )
 

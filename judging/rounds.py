@@ -48,6 +48,18 @@ def target_of(item):
     return (item.target_stereotype or item.gender_mapping or "").strip()
 
 
+def question_text(verdict, template):
+    """The question a verdict asked, for pages: for a categorical template the label question (which of its labels
+    fits the story, about the stored target), else whether the story fits the target stereotype."""
+    if template.kind == "categorical":
+        about = f" ({verdict.question})" if verdict.question else ""
+        return f"Which label fits the story{about}: {' / '.join(template.labels or [])}?"
+    if template.kind == "likert":
+        scale = f"{template.scale_min}–{template.scale_max}"
+        return f"How strongly does the story show the stereotype “{verdict.question}” ({scale})?"
+    return f"Does the story fit the stereotype “{verdict.question}”?"
+
+
 def source_outputs(rnd):
     """The outputs a round judges, before exclusions: the source run's (narrowed by output_filter)."""
     flt = rnd.output_filter or {}
@@ -672,6 +684,16 @@ class JudgeRoundJob(batch_mode.BatchModeKind, jobs.JobKind):
         c = status_counts(rnd)
         if c["pending"] == 0:
             notes = [f"{c[s]} {s}" for s in ("failed", "missing", "unparseable") if c[s]]
+            if c["total"] and not c["ok"]:
+                # no usable verdict at all: not a completed round, whatever the bar says
+                return RunStatus.FAILED, (
+                    "No usable verdict: every one of the "
+                    + str(c["total"])
+                    + " verdicts is "
+                    + " or ".join(s for s in ("failed", "missing", "unparseable") if c[s])
+                    + f" ({', '.join(notes)}). Check the template's answer format and the judges' raw answers; "
+                    "retry or re-ask them."
+                )
             message = ("Finished with " + ", ".join(notes) + "; retry or re-ask them.") if notes else ""
             return RunStatus.COMPLETED, message
         return (

@@ -33,6 +33,8 @@ WEIGHT_COLUMNS = [
     "rate",
     "ci_low",
     "ci_high",
+    "mean_model_rate",
+    "mean_pairwise_difference",
     "consistency",
     "shrunk_rate",
     "reliability",
@@ -214,6 +216,8 @@ def toolkit_weights(study, rounds=None, method=reports.W.DEFAULT_METHOD):
                 "rate": r["rate"],
                 "ci_low": r["ci_low"],
                 "ci_high": r["ci_high"],
+                "mean_model_rate": r["mean_model_rate"],
+                "mean_pairwise_difference": r["mean_pairwise_difference"],
                 "consistency": r["consistency"],
                 "shrunk_rate": r["shrunk_rate"],
                 "reliability": r["reliability"],
@@ -276,7 +280,8 @@ def _number(value, label, errors, lo=None, hi=None, allow_none=False):
         errors.append(f"{label}: {value!r} is not a number.")
         return None
     if (lo is not None and number < lo) or (hi is not None and number > hi):
-        errors.append(f"{label}: {number} is outside {lo}–{hi}.")
+        bound = f"outside {lo}–{hi}" if hi is not None else f"below {lo}"
+        errors.append(f"{label}: {number} is {bound}.")
         return None
     return number
 
@@ -330,7 +335,7 @@ def parse_weights(content, filename=""):
             continue
         seen.add(number)
         label = f"Item {number}"
-        weight = _number(raw.get("weight"), f"{label} weight", errors, 0, 1)
+        weight = _number(raw.get("weight"), f"{label} weight", errors, 0, None)
         row = {
             "item_number": number,
             "weight": weight,

@@ -206,6 +206,7 @@ def verdict_detail(request, study_id, round_id, verdict_id):
         {
             "round": rnd,
             "verdict": verdict,
+            "question": rounds.question_text(verdict, rnd.template),
             "checks": verdict.human_checks.select_related("user"),
             "calls": generation.unit_calls(
                 verdict.round.study_id, "judging", [f"verdict-batch:{verdict.batch_ref}", f"verdict:{verdict.pk}"]

@@ -9,7 +9,7 @@ DATA = Path(__file__).resolve().parent / "builtin_data"
 
 # (key, version, file). Bump the version when a file changes; the new version is added beside the old.
 LEXICONS = [
-    ("jung2025-reference-letters", "1", "jung2025_reference_letters.json"),
+    ("jung2025-reference-letters", "2", "jung2025_reference_letters.json"),
     ("regard-facets", "1", "regard_facets.json"),
     ("wan2023-categories", "1", "wan2023_categories.json"),
 ]

@@ -10,10 +10,11 @@ regex `\\b` before a word character):
 Entries may contain spaces ("sex worker"); any run of whitespace in the text matches them.
 
 Count policy:
-- per_entry (Jung): every list entry counts its own matches, so a word matched by two entries of one category
-  ("excellent" by 'excellen' and 'excel'; 'superb' listed twice) counts twice. This reproduces a per-word regex
-  count over a list with duplicates.
-- per_token: a word counts at most once per category.
+- per_token (the default, also for the built-in Jung lexicon): a word counts at most once per category.
+- per_entry (the raw per-listing count, kept as a named option for reproducing a paper that counted that way):
+  every list entry counts its own matches, so a word matched by two entries of one category ("excellent" by
+  'excellen' and 'excel'; 'superb' listed twice) counts twice, as a per-word regex count over a list with
+  duplicates does.
 
 Exclusions (the manual review list): a phrase matched at a word start (case-insensitive), or a regex. A lexicon
 match that starts inside an occurrence of an exclusion is dropped ("Babylon" drops "Baby"; "not aggressive"
@@ -120,14 +121,17 @@ def validate_category(words, mode):
     return errors
 
 
-def warnings_for(words, mode):
-    """Review warnings: duplicate entries, very short prefixes, entries covered by a shorter prefix."""
+def warnings_for(words, mode, count_policy="per_token"):
+    """Review warnings: duplicate entries, very short prefixes, entries covered by a shorter prefix; each says how
+    the lexicon's count policy treats it (per_token: a word counts once per category; per_entry: once per listing)."""
     out = []
     lowered = [w.lower() for w in words]
     counts = Counter(lowered)
+    once = count_policy == "per_token"
     for word, n in counts.items():
         if n > 1:
-            out.append(f"“{word}” is listed {n} times; each listing counts its matches.")
+            how = "counted once (per_token)" if once else "each listing counts its matches (per_entry)"
+            out.append(f"“{word}” is listed {n} times; {how}.")
     if mode in ("prefix", "substring"):
         for word in dict.fromkeys(lowered):
             if len(word) <= SHORT_PREFIX:
@@ -136,7 +140,8 @@ def warnings_for(words, mode):
         for word in unique:
             for other in unique:
                 if other != word and word.startswith(other):
-                    out.append(f"“{word}” is also matched by “{other}”, so it counts twice.")
+                    how = "a word they both match is counted once (per_token)" if once else "so it counts twice"
+                    out.append(f"“{word}” is also matched by “{other}”; {how}.")
     return out
 
 

@@ -313,4 +313,4 @@ def matcher_for(lexicon, language=None, categories=None, exclusions=None):
 
 
 def category_warnings(category):
-    return lexical.warnings_for(category.words, category.match_mode)
+    return lexical.warnings_for(category.words, category.match_mode, category.lexicon.count_policy)

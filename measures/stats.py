@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from stereoscope.defined import independent_t_problem, paired_t_problem
 from stereoscope.lazy_imports import LazyModule
 
 sps = LazyModule("scipy.stats")
@@ -47,9 +48,27 @@ def describe(values):
     }
 
 
+def _undefined_t(test, problem, x, y, labels, **extra):
+    """A t-test the data leave undefined (the one rule in stereoscope.defined): None with the reason."""
+    return {
+        "test": test,
+        "t": None,
+        "df": None,
+        "p": None,
+        "stars": "",
+        "cohens_d": None,
+        "note": problem,
+        **extra,
+        labels[0]: describe(x),
+        labels[1]: describe(y),
+    }
+
+
 def cohens_d(x, y):
-    """Cohen's d with the pooled standard deviation (x − y)."""
+    """Cohen's d with the pooled standard deviation (x − y); None when neither group varies."""
     x, y = _clean(x, "group 1"), _clean(y, "group 2")
+    if independent_t_problem(x, y):
+        return None
     nx, ny = x.size, y.size
     pooled = math.sqrt(((nx - 1) * x.var(ddof=1) + (ny - 1) * y.var(ddof=1)) / (nx + ny - 2))
     return _num((x.mean() - y.mean()) / pooled) if pooled > 0 else None
@@ -58,6 +77,9 @@ def cohens_d(x, y):
 def welch_t(x, y, labels=("F", "M")):
     """Welch's t-test (unequal variances) with Cohen's d (pooled SD); x − y."""
     x, y = _clean(x, labels[0]), _clean(y, labels[1])
+    problem = independent_t_problem(x, y)
+    if problem:
+        return _undefined_t("welch_t", problem, x, y, labels)
     res = sps.ttest_ind(x, y, equal_var=False)
     vx, vy = x.var(ddof=1) / x.size, y.var(ddof=1) / y.size
     df = (vx + vy) ** 2 / (vx**2 / (x.size - 1) + vy**2 / (y.size - 1)) if vx + vy > 0 else None
@@ -76,6 +98,9 @@ def welch_t(x, y, labels=("F", "M")):
 
 def student_t(x, y, labels=("F", "M")):
     x, y = _clean(x, labels[0]), _clean(y, labels[1])
+    problem = independent_t_problem(x, y)
+    if problem:
+        return _undefined_t("student_t", problem, x, y, labels)
     res = sps.ttest_ind(x, y, equal_var=True)
     p = _num(res.pvalue)
     return {
@@ -160,6 +185,12 @@ def _welch_whole(x, y, labels):
     dx, dy = _describe_columns(x), _describe_columns(y)
     out = []
     for j in range(x.shape[1]):
+        problem = independent_t_problem(x[:, j], y[:, j])
+        if problem:
+            out.append(
+                _undefined_t("welch_t", problem, x[:, j], y[:, j], labels) | {labels[0]: dx[j], labels[1]: dy[j]}
+            )
+            continue
         df = (vx[j] + vy[j]) ** 2 / (vx[j] ** 2 / (nx - 1) + vy[j] ** 2 / (ny - 1)) if vx[j] + vy[j] > 0 else None
         p = _num(res.pvalue[j])
         out.append(
@@ -224,6 +255,28 @@ def paired_t(x, y, labels=("F", "M")):
     xa = np.array([a for a, _ in pairs], dtype=float)
     ya = np.array([b for _, b in pairs], dtype=float)
     diff = xa - ya
+    problem = paired_t_problem(diff)
+    if problem:
+        out_undefined = {
+            "test": "paired_t",
+            "t": None,
+            "df": len(pairs) - 1,
+            "p": None,
+            "stars": "",
+            "note": problem,
+            "n_pairs": len(pairs),
+            "mean_diff": _num(diff.mean()),
+            "sd_diff": 0.0,
+            "cohens_dz": None,
+            labels[0]: describe(xa),
+            labels[1]: describe(ya),
+            "wilcoxon_w": None,
+            "wilcoxon_p": None,
+        }
+        if np.any(diff != 0):
+            w = sps.wilcoxon(xa, ya)
+            out_undefined["wilcoxon_w"], out_undefined["wilcoxon_p"] = _num(w.statistic), _num(w.pvalue)
+        return out_undefined
     res = sps.ttest_rel(xa, ya)
     sd = diff.std(ddof=1)
     p = _num(res.pvalue)

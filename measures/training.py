@@ -119,6 +119,10 @@ class TrainingResult:
     confusion: list  # rows = true label, columns = predicted (out-of-fold predictions), in `labels` order
     predictions: list  # out-of-fold prediction per example
     model: object = field(repr=False, default=None)
+    baseline_accuracy: float | None = None  # majority class of each training fold, same folds
+    baseline_macro_f1: float | None = None
+    permutations: int = 0
+    permutation_p: float | None = None  # (C + 1) / (permutations + 1), C = shuffles scoring >= the CV accuracy
 
 
 def check_examples(texts, labels, k):
@@ -139,10 +143,20 @@ def check_examples(texts, labels, k):
         raise TrainingError("Every text is empty.")
 
 
-def train(texts, labels, *, k=5, seed=0, params=None, label_order=None) -> TrainingResult:
-    """Cross-validate, then fit the final model on every example."""
+PERMUTATIONS = 100
+
+
+def train(texts, labels, *, k=5, seed=0, params=None, label_order=None, permutations=PERMUTATIONS) -> TrainingResult:
+    """Cross-validate, then fit the final model on every example. Beside the CV figures: the majority-class
+    baseline on the same folds (DummyClassifier "most_frequent") and a permutation p-value of the CV accuracy: the
+    labels shuffled `permutations` times (numpy RandomState(seed).permutation, as scikit-learn's
+    permutation_test_score does) and cross-validated on the same folds; p = (C + 1) / (permutations + 1), C the
+    shuffles scoring at least the observed accuracy. Equals permutation_test_score(pipeline, x, y, cv=<the folds>,
+    n_permutations, random_state=seed); the features of each fold are computed once (texts do not move)."""
     from sklearn.base import clone
+    from sklearn.dummy import DummyClassifier
     from sklearn.metrics import accuracy_score, confusion_matrix, f1_score
+    from sklearn.model_selection import cross_validate
 
     texts, labels = [t or "" for t in texts], [str(v) for v in labels]
     check_examples(texts, labels, k)
@@ -150,7 +164,8 @@ def train(texts, labels, *, k=5, seed=0, params=None, label_order=None) -> Train
     base = make_pipeline(params)
     folds, predictions = [], [None] * len(texts)
     x, y = np.array(texts, dtype=object), np.array(labels, dtype=object)
-    for train_idx, test_idx in stratified_folds(labels, k, seed):
+    splits = stratified_folds(labels, k, seed)
+    for train_idx, test_idx in splits:
         model = clone(base).fit(x[train_idx], y[train_idx])
         predicted = model.predict(x[test_idx])
         for i, value in zip(test_idx, predicted, strict=True):
@@ -166,7 +181,14 @@ def train(texts, labels, *, k=5, seed=0, params=None, label_order=None) -> Train
     accuracies = np.array([f["accuracy"] for f in folds])
     f1s = np.array([f["macro_f1"] for f in folds])
     final = clone(base).fit(x, y)
+    dummy = cross_validate(DummyClassifier(strategy="most_frequent"), x, y, cv=splits, scoring=["accuracy", "f1_macro"])
+    observed = float(accuracies.mean())
+    permutation_p = permutation_pvalue(base, x, y, splits, observed, int(permutations or 0), seed)
     return TrainingResult(
+        baseline_accuracy=float(dummy["test_accuracy"].mean()),
+        baseline_macro_f1=float(dummy["test_f1_macro"].mean()),
+        permutations=int(permutations or 0),
+        permutation_p=None if permutation_p is None else float(permutation_p),
         labels=order,
         k=k,
         seed=seed,
@@ -180,6 +202,29 @@ def train(texts, labels, *, k=5, seed=0, params=None, label_order=None) -> Train
         predictions=predictions,
         model=final,
     )
+
+
+def permutation_pvalue(pipeline, x, y, splits, observed, permutations, seed):
+    """The permutation p-value of the CV accuracy `observed` (see train); None without permutations."""
+    if not permutations:
+        return None
+    from sklearn.base import clone
+
+    features, head = pipeline[:-1], pipeline[-1]
+    prepared = []
+    for train_idx, test_idx in splits:
+        fitted = clone(features).fit(x[train_idx])
+        prepared.append((train_idx, test_idx, fitted.transform(x[train_idx]), fitted.transform(x[test_idx])))
+    rng = np.random.RandomState(seed)
+    at_least = 0
+    for _ in range(permutations):
+        shuffled = y[rng.permutation(len(y))]
+        scores = []
+        for train_idx, test_idx, x_train, x_test in prepared:
+            model = clone(head).fit(x_train, shuffled[train_idx])
+            scores.append(float(np.mean(model.predict(x_test) == shuffled[test_idx])))
+        at_least += float(np.mean(scores)) >= observed
+    return (at_least + 1.0) / (permutations + 1.0)
 
 
 def dump_model(model) -> bytes:

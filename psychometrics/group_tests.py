@@ -9,19 +9,21 @@ never replaced by a number. Deterministic models (temperature 0, identical repet
 
 import functools
 import warnings
+from itertools import combinations
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from stereoscope.defined import independent_t_problem, negligible, paired_t_problem, sum_squares
+
 from .reliability import clean
 
-# A sum of squares this small relative to the total is floating-point noise, not variance.
-RELATIVE_TOLERANCE = 1e-10
 PAIRWISE_FAMILY = (
     "Post hoc: Student t-tests for every pair of models within one score (independent samples) and "
     "for every pair of dimensions (paired, same subjects); p-values Bonferroni-corrected within each "
-    "family (p × number of pairs, capped at 1). Shown whenever the ANOVA is defined."
+    "family (p × the number of planned pairs, capped at 1; an undefined pair still counts). Shown whenever the "
+    "ANOVA is defined."
 )
 
 
@@ -44,13 +46,10 @@ def robust(empty):
     return wrap
 
 
-def _negligible(part, total):
-    return part <= RELATIVE_TOLERANCE * max(total, 1.0)
-
-
-def _sum_squares(values):
-    values = np.asarray(values, dtype=float)
-    return float(((values - values.mean()) ** 2).sum()) if len(values) else 0.0
+# THE "is it defined?" rule (stereoscope.defined) for every statistic here: an error sum of squares that is noise
+# next to its reference makes the statistic dividing by it undefined (None with a note), never a number.
+_negligible = negligible
+_sum_squares = sum_squares
 
 
 def one_sample_t(values, mu):
@@ -78,21 +77,48 @@ def one_sample_t(values, mu):
     return out
 
 
-def _pairwise(pairs):
+def _pairwise(data, dv, factor, subject=None):
+    """Student t for every planned pair of levels of `factor` (independent samples, or paired on `subject`), each
+    through the same "is it defined?" rule as every other statistic here: a pair whose error variance is negligible
+    (both groups constant, or every paired difference the same) has t, p and p_bonf None and a `note` saying why.
+    The Bonferroni family is every planned pair, k(k-1)/2, whether or not some are undefined: p_bonf = min(1, p × m).
+    Returns (rows, m)."""
+    levels = list(dict.fromkeys(data[factor]))
+    pairs = list(combinations(levels, 2))
+    family = len(pairs)
+    wide = data.pivot_table(index=subject, columns=factor, values=dv) if subject is not None else None
     rows = []
-    for row in pairs.to_dict("records"):
-        t = clean(row["T"])
-        rows.append(
-            {
-                "a": row["A"],
-                "b": row["B"],
-                "t": t,
-                "df": clean(row["dof"]),
-                "p_unc": clean(row["p_unc"]) if t is not None else None,
-                "p_bonf": clean(row.get("p_corr", row["p_unc"])) if t is not None else None,
-            }
-        )
-    return rows
+    for a, b in pairs:
+        row = {"a": a, "b": b, "t": None, "df": None, "p_unc": None, "p_bonf": None, "note": None}
+        if subject is not None:
+            both = wide[[a, b]].dropna()
+            diff = both[a] - both[b]
+            row["df"] = int(len(diff) - 1) if len(diff) > 1 else None
+            if len(diff) < 2:
+                row["note"] = "Needs at least two subjects scored on both."
+            elif paired_t_problem(diff):
+                row["note"] = paired_t_problem(diff)
+            else:
+                result = stats.ttest_rel(both[a], both[b])
+                row.update(t=clean(result.statistic), p_unc=clean(result.pvalue))
+        else:
+            x = data.loc[data[factor] == a, dv].to_numpy(dtype=float)
+            y = data.loc[data[factor] == b, dv].to_numpy(dtype=float)
+            row["df"] = int(len(x) + len(y) - 2) if len(x) and len(y) else None
+            if len(x) < 2 or len(y) < 2:
+                row["note"] = "Each group needs at least two scores."
+            elif independent_t_problem(x, y):
+                row["note"] = independent_t_problem(x, y)
+            else:
+                result = stats.ttest_ind(x, y)
+                row.update(t=clean(result.statistic), p_unc=clean(result.pvalue))
+        if row["t"] is None or row["p_unc"] is None:
+            row.update(t=None, p_unc=None)
+            row["note"] = row["note"] or "Not computable for these data."
+        else:
+            row["p_bonf"] = min(1.0, row["p_unc"] * family)
+        rows.append(row)
+    return rows, family
 
 
 def _anova_problem(data, dv, between):
@@ -110,7 +136,18 @@ def _anova_problem(data, dv, between):
     return None
 
 
-@robust(lambda: {"F": None, "df1": None, "df2": None, "p": None, "eta2": None, "pairwise": [], "groups": None})
+@robust(
+    lambda: {
+        "F": None,
+        "df1": None,
+        "df2": None,
+        "p": None,
+        "eta2": None,
+        "pairwise": [],
+        "comparisons": None,
+        "groups": None,
+    }
+)
 def anova_models(long, dv="score", between="model"):
     """One-way ANOVA of a score across models (η² = SS_between / SS_total) and Bonferroni pairwise t-tests."""
     import pingouin as pg
@@ -123,6 +160,7 @@ def anova_models(long, dv="score", between="model"):
         "p": None,
         "eta2": None,
         "pairwise": [],
+        "comparisons": None,
         "groups": int(data[between].nunique()),
     }
     problem = _anova_problem(data, dv, between)
@@ -140,7 +178,7 @@ def anova_models(long, dv="score", between="model"):
             p=clean(table.loc[0, "p_unc"]),
             eta2=clean(ss_b / (ss_b + ss_w)),
         )
-        out["pairwise"] = _pairwise(pg.pairwise_tests(data=data, dv=dv, between=between, padjust="bonf"))
+    out["pairwise"], out["comparisons"] = _pairwise(data, dv, between)
     return out
 
 
@@ -162,7 +200,18 @@ def _repeated_error(data, dv, within, subject, between=None):
     return total, subjects, residual
 
 
-@robust(lambda: {"F": None, "df1": None, "df2": None, "p": None, "eta2_partial": None, "n": None, "pairwise": []})
+@robust(
+    lambda: {
+        "F": None,
+        "df1": None,
+        "df2": None,
+        "p": None,
+        "eta2_partial": None,
+        "n": None,
+        "pairwise": [],
+        "comparisons": None,
+    }
+)
 def rm_anova_dimensions(long, dv="score", within="dimension", subject="subject"):
     """Repeated-measures ANOVA across dimensions (subjects with every dimension scored) with partial η² and
     Bonferroni pairwise tests."""
@@ -177,6 +226,7 @@ def rm_anova_dimensions(long, dv="score", within="dimension", subject="subject")
         "eta2_partial": None,
         "n": int(data[subject].nunique()),
         "pairwise": [],
+        "comparisons": None,
     }
     if k < 2:
         out["note"] = "Needs at least two dimensions."
@@ -204,7 +254,7 @@ def rm_anova_dimensions(long, dv="score", within="dimension", subject="subject")
             p=clean(table.loc[0, "p_unc"]),
             eta2_partial=clean(table.loc[0, "SS"] / (table.loc[0, "SS"] + table.loc[1, "SS"])),
         )
-        out["pairwise"] = _pairwise(pg.pairwise_tests(data=data, dv=dv, within=within, subject=subject, padjust="bonf"))
+    out["pairwise"], out["comparisons"] = _pairwise(data, dv, within, subject=subject)
     return out
 
 
@@ -273,7 +323,7 @@ def between_groups(values_by_group):
         if len(a) < 2 or len(b) < 2:
             out["note"] = "Each group needs at least two scores."
             return out
-        if _negligible(_sum_squares(a) + _sum_squares(b), _sum_squares(pd.concat([a, b])) + 1e-300):
+        if _negligible(_sum_squares(a) + _sum_squares(b), _sum_squares(pd.concat([a, b]))):
             out["note"] = "Zero variance within both groups: t is undefined."
             return out
         result = stats.ttest_ind(a, b, equal_var=False)
@@ -298,6 +348,8 @@ def between_groups(values_by_group):
         "df2": None,
         "p": None,
         "eta2": None,
+        "pairwise": [],
+        "comparisons": None,
     }
     problem = _anova_problem(data, "score", "group")
     if problem:
@@ -313,4 +365,5 @@ def between_groups(values_by_group):
         p=clean(result.pvalue),
         eta2=clean((total - within) / total),
     )
+    out["pairwise"], out["comparisons"] = _pairwise(data, "score", "group")
     return out

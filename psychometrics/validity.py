@@ -237,6 +237,9 @@ def cfa(data, factors, drop_zero_variance=True, missing="listwise"):
         "cfi_raw": None,
         "tli_raw": None,
         "improper": [],
+        "boundary": False,
+        "boundary_estimates": [],
+        "residual_variances": {},
         "chi2_scaled": None,
         "scaling_factor": None,
         "cfi_robust": None,
@@ -386,12 +389,41 @@ def cfa(data, factors, drop_zero_variance=True, missing="listwise"):
     for row in result["factor_correlations"]:
         if row["r"] is not None and abs(row["r"]) >= STANDARDISED_LIMIT:
             result["improper"].append(f"the correlation of factors {row['a']} and {row['b']} is {row['r']:.3f}")
+    mark_boundary(result, theta)
     if result["improper"]:
         notes.append(
             "Improper solution: " + "; ".join(result["improper"]) + ". Fit indices of an improper "
             "solution are not evidence of validity."
         )
+    if result["boundary"]:
+        notes.append(
+            "Boundary solution: " + "; ".join(result["boundary_estimates"]) + ". These estimates sit on a bound "
+            "(a variance at zero, a standardised loading or correlation at ±1); they were not estimated freely, "
+            "and the fit statistics are those of the constrained solution."
+        )
     return result
+
+
+def mark_boundary(result, theta):
+    """Mark the estimates of a fitted CFA that sit on a bound: residual variances at or below zero (Heywood),
+    standardised loadings and factor correlations at ±1. Sets result["boundary"], result["boundary_estimates"]
+    (one line each), result["residual_variances"] and "at_bound" on every loading and factor correlation."""
+    result["residual_variances"] = {item: clean(value) for item, value in theta.items()}
+    estimates = []
+    heywood = {item for item, value in theta.items() if not value > 1e-8}
+    for item in sorted(heywood, key=str):
+        estimates.append(f"θ({item}) = {theta[item]:.3g} (residual variance at the lower bound 0)")
+    for row in result["loadings"]:
+        at_std_bound = row["std"] is not None and abs(row["std"]) >= STANDARDISED_LIMIT
+        row["at_bound"] = row["item"] in heywood or at_std_bound
+        if at_std_bound:
+            estimates.append(f"standardised λ({row['item']} on {row['factor']}) = {row['std']:.3f}")
+    for row in result["factor_correlations"]:
+        row["at_bound"] = row["r"] is not None and abs(row["r"]) >= STANDARDISED_LIMIT
+        if row["at_bound"]:
+            estimates.append(f"r({row['a']}, {row['b']}) = {row['r']:.3f}")
+    result["boundary_estimates"] = estimates
+    result["boundary"] = bool(estimates)
 
 
 def omega_total(data, items):

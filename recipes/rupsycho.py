@@ -7,6 +7,9 @@ attributes: {title: [...], surname: [...]}} (or a list of persona texts); `promp
 parameters}] (a base_url or api_key_env is left out: connections decide hosts and keys); `seeds` [...]. The grid
 model × seed × persona × item becomes one questionnaire run with a seed grid (one repetition per seed, the seed
 passed to the model); items may carry their own answer options.
+
+`prompt_template` may also be a list of templates, R.U.Psycho's prompt variants (natural, friendly, JSON), each with
+an optional `name`: they import as one questionnaire run per variant over the same grid.
 """
 
 from .loader import FORMAT, FORMAT_VERSION, RecipeError, RecipeProblem
@@ -134,6 +137,32 @@ def _endpoint(model, i, problems):
     return entry
 
 
+def _prompt_variants(value, problems):
+    """[(variant name or None, {system, user})]: one template, or a list of prompt variants (R.U.Psycho's natural,
+    friendly and JSON prompts), each named by its "name" or numbered."""
+    if isinstance(value, dict) and value:
+        entries, listed = [value], False
+    elif isinstance(value, list) and value:
+        entries, listed = value, True
+    else:
+        problems.append(RecipeProblem("prompt_template", "required (a {system, user} mapping or a list of them)"))
+        return []
+    variants, names = [], set()
+    for i, prompt in enumerate(entries):
+        where = f"prompt_template[{i}]" if listed else "prompt_template"
+        if not isinstance(prompt, dict):
+            problems.append(RecipeProblem(where, "a mapping with system and user"))
+            continue
+        if "{statement}" not in _template(str(prompt.get("user", ""))):
+            problems.append(RecipeProblem(f"{where}.user", "must contain {question}"))
+        name = str(prompt.get("name") or f"variant {i + 1}") if listed else None
+        if name in names:
+            problems.append(RecipeProblem(f"{where}.name", f"the variant name {name!r} is used twice"))
+        names.add(name)
+        variants.append((name, prompt))
+    return variants
+
+
 def to_recipe(experiment):
     """The recipe of an R.U.Psycho experiment; raises RecipeError naming every problem with its path."""
     if not isinstance(experiment, dict):
@@ -141,10 +170,7 @@ def to_recipe(experiment):
     problems = []
     instrument = _instrument(_require(experiment, "questionnaire", dict, problems), problems)
     contexts = _contexts(experiment.get("personas"), problems) if experiment.get("personas") else {}
-    prompt = _require(experiment, "prompt_template", dict, problems)
-    user = _template(str(prompt.get("user", "")))
-    if "{statement}" not in user:
-        problems.append(RecipeProblem("prompt_template.user", "must contain {question}"))
+    variants = _prompt_variants(experiment.get("prompt_template"), problems)
     endpoints = [_endpoint(m, i, problems) for i, m in enumerate(_require(experiment, "models", list, problems))]
     seeds = experiment.get("seeds") or [0]
     if isinstance(seeds, list) and len(set(map(str, seeds))) != len(seeds):
@@ -156,21 +182,25 @@ def to_recipe(experiment):
         raise RecipeError(problems)
     name = str(experiment.get("name") or "R.U.Psycho experiment")
     context_set = {"name": "Personas", **contexts}
-    run = {
-        "name": name,
-        "instrument": instrument["name"],
-        "endpoints": [e["name"] for e in endpoints],
-        "seeds": seeds,  # one repetition per seed: the grid model × seed × persona × item
-        "template": {
-            "key": "custom",
-            "user": user,
-            "system": _template(str(prompt.get("system", ""))),
-            "option_format": "comma",
-        },
-        "options": {"order": "fixed", "seed": 0},
-    }
-    if experiment.get("personas"):
-        run["context_set"] = "Personas"
+    questionnaire_runs = []
+    for variant, prompt in variants:
+        run = {
+            # one run per prompt variant, each over the same grid
+            "name": name if variant is None else f"{name} — {variant}",
+            "instrument": instrument["name"],
+            "endpoints": [e["name"] for e in endpoints],
+            "seeds": seeds,  # one repetition per seed: the grid model × seed × persona × item
+            "template": {
+                "key": "custom",
+                "user": _template(str(prompt.get("user", ""))),
+                "system": _template(str(prompt.get("system", ""))),
+                "option_format": "comma",
+            },
+            "options": {"order": "fixed", "seed": 0},
+        }
+        if experiment.get("personas"):
+            run["context_set"] = "Personas"
+        questionnaire_runs.append(run)
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -178,5 +208,5 @@ def to_recipe(experiment):
         "instruments": [instrument],
         "context_sets": [context_set] if experiment.get("personas") else [],
         "endpoints": endpoints,
-        "questionnaire_runs": [run],
+        "questionnaire_runs": questionnaire_runs,
     }

@@ -37,6 +37,14 @@ def full_agreement_share(ratings):
     return full / len(units), len(units)
 
 
+GOLD_RULES = {
+    "majority": "strict majority: more than half of the unit's raters chose the label",
+    "plurality": "plurality: the most frequent label, if no other label is as frequent",
+}
+DEFAULT_GOLD_RULE = "majority"
+DEFAULT_MIN_RATERS = 2
+
+
 @dataclass
 class Majority:
     unit: object
@@ -44,19 +52,32 @@ class Majority:
     tie: bool
     n_ratings: int
     counts: dict = field(default_factory=dict)
+    share: float | None = None  # the share of the unit's raters who chose the most frequent label
+    reason: str = ""  # why there is no label: "tie", no strict majority, too few raters
 
 
-def majority_labels(ratings, order=None):
-    """One Majority per unit: the most frequent label; a tie at the top gives label None and tie=True
-    (flagged for adjudication). `order` sorts the counts shown."""
+def majority_labels(ratings, order=None, rule=DEFAULT_GOLD_RULE, min_raters=DEFAULT_MIN_RATERS):
+    """One Majority per unit. rule "majority" (default): the label more than half of the raters chose; "plurality":
+    the most frequent label. A tie at the top gives label None and tie=True (flagged for adjudication); so does a
+    unit without a strict majority (reason says so) or with fewer than `min_raters` raters. `order` sorts the
+    counts shown."""
+    if rule not in GOLD_RULES:
+        raise ValueError(f"Unknown gold rule {rule!r}; choose {' or '.join(GOLD_RULES)}.")
+    min_raters = max(1, int(min_raters))
     rank = {label: i for i, label in enumerate(order or [])}
     result = []
     for unit, labels in by_unit(ratings).items():
         counts = Counter(labels.values())
         top = max(counts.values())
-        leaders = [label for label, n in counts.items() if n == top]
+        n = len(labels)
+        leaders = [label for label, k in counts.items() if k == top]
         shown = dict(sorted(counts.items(), key=lambda kv: (rank.get(kv[0], len(rank)), str(kv[0]))))
-        result.append(Majority(unit, leaders[0] if len(leaders) == 1 else None, len(leaders) > 1, len(labels), shown))
+        label, reason = (leaders[0], "") if len(leaders) == 1 else (None, "tie")
+        if label is not None and rule == "majority" and top * 2 <= n:
+            label, reason = None, f"no strict majority ({top} of {n})"
+        if n < min_raters:
+            label, reason = None, f"fewer than {min_raters} raters ({n})"
+        result.append(Majority(unit, label, len(leaders) > 1, n, shown, top / n, reason))
     return result
 
 

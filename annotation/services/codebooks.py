@@ -177,6 +177,8 @@ def _create_codes(codebook, codes, *, items, taken=(), created_by=None):
             variable_scope=node.get("variable", ""),
             variable_ordered=node.get("ordered", False),
             exclude_value=node.get("exclude", False),
+            gold_rule=node.get("gold_rule") or "majority",
+            gold_min_raters=node.get("gold_min_raters") or 2,
         )
         if node["guid"] and node["guid"] not in taken:
             fields["guid"] = node["guid"]
@@ -216,6 +218,7 @@ def codebook_tree(codebook, include_inactive=False):
             "variable": code.variable_scope,
             "ordered": code.variable_ordered,
             "exclude": code.exclude_value,
+            **({"gold_rule": code.gold_rule, "gold_min_raters": code.gold_min_raters} if code.variable_scope else {}),
             "children": [node(child, here) for child in code.child_nodes],
         }
 
@@ -299,6 +302,18 @@ def _clean_code_fields(codebook, fields, code=None):
     for key in ("variable_ordered", "exclude_value"):
         if key in fields:
             cleaned[key] = bool(fields[key])
+    if "gold_rule" in fields:
+        rule = (fields["gold_rule"] or "").strip().lower()
+        if rule not in ("majority", "plurality"):
+            errors.append("The gold rule is majority (strict, the default) or plurality.")
+        cleaned["gold_rule"] = rule
+    if "gold_min_raters" in fields:
+        try:
+            cleaned["gold_min_raters"] = int(fields["gold_min_raters"])
+            if not 1 <= cleaned["gold_min_raters"] <= 1000:
+                raise ValueError
+        except (TypeError, ValueError):
+            errors.append("The minimum number of raters for a gold label is a whole number from 1 to 1000.")
     if "order" in fields:
         try:
             cleaned["order"] = max(0, int(fields["order"]))

@@ -251,3 +251,74 @@ def test_variable_page_and_api(regard_study, client_for, api_for):
         report["levels"]["nominal"].krippendorff_alpha
     )
     assert api_for(researcher).get(f"/api/studies/{study.pk}/agreement/variable/", {"variable": "x"}).status_code == 400
+
+
+def test_categorical_judge_against_gold_on_the_variable_page_equals_a_recomputation(regard_study, client_for, api_for):
+    """Issue 34: coders and a categorical judge label the same stories; the variable page and the API report each
+    judge's α and κ against the coders' gold label, equal to krippendorff and scikit-learn on the same pairs."""
+    import re
+
+    s = regard_study
+    study, variable = s["study"], s["variable"]
+    report = variables.variable_report(study, variable)
+    gold = {g["output_id"]: g["gold"] for g in report["gold"] if g["gold"]}
+    assert len(gold) > 20
+    position = {v: i for i, v in enumerate(VALUES)}
+    api = api_for(s["roles"]["users"]["researcher"]).get(
+        f"/api/studies/{study.pk}/agreement/variable/", {"variable": variable.pk}
+    )
+    by_judge = {row["judge"]: row for row in api.json()["judge_vs_gold"]}
+    assert set(by_judge) == {"judge-alpha", "judge-beta"}
+    html = (
+        client_for(s["roles"]["users"]["researcher"])
+        .get(reverse("agreement-variable", args=[study.pk, variable.pk]))
+        .content.decode()
+    )
+    table = html.split('id="judge-vs-gold"', 1)[1].split("</table>", 1)[0]
+    for model, row in by_judge.items():
+        units = [u for u in gold if s["judges"].get((u, model)) not in (None, "uncertain")]
+        judge = [position[s["judges"][(u, model)]] for u in units]
+        truth = [position[gold[u]] for u in units]
+        data = np.array([judge, truth], dtype=float)
+        assert row["n"] == len(units)
+        nominal = krippendorff.alpha(reliability_data=data, level_of_measurement="nominal")
+        ordinal = krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal")
+        kappa = cohen_kappa_score(judge, truth)
+        assert row["alpha_nominal"] == pytest.approx(nominal, abs=1e-9)
+        assert row["alpha_ordinal"] == pytest.approx(ordinal, abs=1e-9)
+        assert row["kappa"] == pytest.approx(kappa, abs=1e-9)
+        cells = re.search(rf"<td>{model}</td>(.*?)</tr>", table).group(1)
+        assert f"{nominal:.3f}" in cells and f"{ordinal:.3f}" in cells and f"{kappa:.3f}" in cells
+
+
+def test_categorical_verdict_page_asks_the_label_question(regard_study, client_for):
+    s = regard_study
+    verdict = Verdict.objects.filter(round__study=s["study"], status="ok").select_related("round").first()
+    html = (
+        client_for(s["roles"]["users"]["researcher"])
+        .get(f"/studies/{s['study'].pk}/judging/rounds/{verdict.round_id}/verdicts/{verdict.pk}/")
+        .content.decode()
+    )
+    question = html.split('id="verdict-question"', 1)[1].split("</p>", 1)[0]
+    assert "Which label fits the story" in question and "negative / neutral / positive" in question
+    assert "does the story fit the stereotype" not in html
+    assert f'<span class="verdict-label">{verdict.label}</span>' in html
+
+
+def test_a_round_with_no_usable_verdict_fails_with_the_reason(regard_study, make_endpoint, fake_provider):
+    s = regard_study
+    study = s["study"]
+    template = create_template(study, name="Regard again", kind="categorical", text=TEMPLATE, labels=VALUES)
+    endpoint = make_endpoint(study, model_id="judge-silent", name="judge-silent")
+    run = s["outputs"][0].run
+    rnd = rounds.create_round(
+        study, name="silent", template=template, source_run=run, judges=[endpoint], policy="panel", batch_size=30
+    )
+    rounds.materialize(rnd)
+    fake_provider.responder = lambda request: {"text": "I would rather not label these stories."}
+    rounds.start(rnd)
+    rnd.refresh_from_db()
+    counts = rounds.status_counts(rnd)
+    assert counts["ok"] == 0 and counts["pending"] == 0 and counts["total"] == 60
+    assert rnd.status == "failed", (rnd.status, rnd.message)
+    assert "No usable verdict" in rnd.message

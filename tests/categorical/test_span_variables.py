@@ -223,17 +223,22 @@ def test_majority_gold_ties_adjudication_and_the_gender_contrast(span_study):
     report = variables.variable_report(study, variable)
     gold = {g["unit"]: g for g in report["gold"]}
     assert sorted(gold) == kept
-    ties = []
+    ties, undecided = [], []
     for unit in kept:
         votes = list(by_unit[unit].values())
         top = max(votes.count(v) for v in set(votes))
         leaders = [v for v in set(votes) if votes.count(v) == top]
         assert gold[unit]["tie"] == (len(leaders) > 1), unit
-        assert gold[unit]["gold"] == (leaders[0] if len(leaders) == 1 else None), unit
+        # strict majority (more than half) of at least two raters, the default rule
+        strict = len(leaders) == 1 and 2 * top > len(votes) and len(votes) >= 2
+        assert gold[unit]["gold"] == (leaders[0] if strict else None), unit
+        assert gold[unit]["n_ratings"] == len(votes) and gold[unit]["share"] == pytest.approx(top / len(votes))
         assert gold[unit]["output_id"] == int(unit.split(":")[0])
         if len(leaders) > 1:
             ties.append(unit)
-    assert ties and report["n_ties"] == len(ties)
+        if not strict:
+            undecided.append(unit)
+    assert ties and report["n_ties"] == len(ties) and report["n_undecided"] == len(undecided)
 
     variables.set_variable_gold(study, variable, unit=ties[0], value="neutral", user=s["roles"]["users"]["researcher"])
     stored = GoldLabel.objects.get(study=study, target__startswith=f"variable:{variable.pk}:")
@@ -247,7 +252,7 @@ def test_majority_gold_ties_adjudication_and_the_gender_contrast(span_study):
         variables.set_variable_gold(study, variable, unit="nonsense", value="neutral", user=None)
 
     final = variables.gold_labels(study, variable)
-    assert set(final) == (set(kept) - set(ties)) | {ties[0]}
+    assert set(final) == (set(kept) - set(undecided)) | {ties[0]}
     result = contrasts.label_contrast(study, variable, source="gold", by="gender")["contrast"]
     position = {v: i for i, v in enumerate(VALUES)}
     table = np.zeros((2, 3), dtype=int)
@@ -289,7 +294,10 @@ def test_exclude_value_on_a_multi_sentence_span_drops_every_sentence_it_covers(r
             "output_id": out.pk,
             "majority": "positive",
             "tie": False,
+            "undecided": False,
+            "reason": "",
             "n_ratings": 2,
+            "share": 1.0,
             "counts": {"positive": 2},
             "adjudicated": None,
             "gold": "positive",

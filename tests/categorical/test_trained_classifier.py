@@ -45,6 +45,8 @@ def labelled(roles, outputs_factory):
     rng = random.Random(5)
     study, coder = roles["a"], roles["users"]["coder"]
     codebook = services.import_codebook(study, REGARD)
+    # One coder labels every story: the researcher accepts a single rater's label as gold (the default needs 2).
+    services.update_code(codebook.codes.get(name="Regard"), gold_min_raters=1)
     values = {c.name: c for c in codebook.codes.filter(codable=True)}
     labels = [label for label in WORDS for _ in range(12)]
     texts = []
@@ -267,3 +269,51 @@ def test_classifier_page_trains_and_shows_cv(labelled, client_for):
     model = TrainedClassifier.objects.get()
     html = client.get(url).content.decode()
     assert f"accuracy <strong>{model.metrics['accuracy']:.3f}</strong>" in html and "Confusion matrix" in html
+
+
+def test_majority_baseline_and_permutation_p_equal_scikit_learn(labelled):
+    """Issue 34: beside CV accuracy and macro-F1, the majority-class baseline (same folds) and a permutation p-value
+    (labels shuffled 100 times, seeded) — both equal scikit-learn's own computations."""
+    from sklearn.dummy import DummyClassifier
+    from sklearn.model_selection import permutation_test_score
+
+    s = labelled
+    model = trained.train_classifier(s["study"], s["variable"], name="regard-tfidf", k=5, seed=7, actor=s["coder"])
+    reference = Pipeline(
+        [
+            ("tfidf", TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)),
+            ("clf", LogisticRegression(C=1.0, max_iter=2000)),
+        ]
+    )
+    folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=7)
+    x, y = np.array(s["texts"], dtype=object), np.array(s["labels"], dtype=object)
+    dummy = cross_validate(DummyClassifier(strategy="most_frequent"), x, y, cv=folds, scoring=["accuracy", "f1_macro"])
+    m = model.metrics
+    assert m["baseline_accuracy"] == pytest.approx(dummy["test_accuracy"].mean())
+    assert m["baseline_macro_f1"] == pytest.approx(dummy["test_f1_macro"].mean())
+    splits = list(folds.split(x, y))  # the training folds, kept while the labels are shuffled
+    score, _, p = permutation_test_score(reference, x, y, cv=splits, n_permutations=100, random_state=7)
+    assert m["accuracy"] == pytest.approx(score)
+    assert m["permutations"] == 100 and m["permutation_p"] == pytest.approx(p)
+    assert m["permutation_p"] < 0.05  # the words do predict the labels
+
+    html = s["roles"]  # the page shows them beside accuracy and macro-F1
+    from django.test import Client
+
+    client = Client()
+    client.force_login(html["users"]["researcher"])
+    page = client.get(f"/studies/{s['study'].pk}/measures/classifiers/").content.decode()
+    assert f"majority-class baseline {m['baseline_accuracy']:.3f}" in page
+    assert f"permutation p = {m['permutation_p']:.3f}" in page
+
+
+def test_labels_unrelated_to_the_texts_are_not_significant(labelled):
+    from measures import training
+
+    rng = np.random.default_rng(1)
+    texts = [f"story number {i} with words" for i in range(40)]
+    labels = list(rng.choice(["a", "b", "c"], size=40, p=[0.42, 0.33, 0.25]))
+    result = training.train(texts, labels, k=5, seed=3, permutations=50)
+    assert result.permutations == 50 and result.permutation_p > 0.05
+    # with no signal the CV accuracy sits near the majority-class baseline
+    assert abs(result.accuracy - result.baseline_accuracy) < 0.2

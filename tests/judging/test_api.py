@@ -92,11 +92,11 @@ def test_round_lifecycle_via_api(setup, api_for, fake_provider):
         "version": 2,
         "weights": 3,
     }
-    broken = dict(weights, items=[dict(weights["items"][0], weight=1.7)])
+    broken = dict(weights, items=[dict(weights["items"][0], weight=-0.5)])
     bad = api.post(
         f"{base}/toolkit-weights/import/", {"toolkit": data["toolkit"].pk, "content": json.dumps(broken)}, format="json"
     )
-    assert bad.status_code == 400 and "outside 0" in bad.json()["detail"]
+    assert bad.status_code == 400 and "below 0" in bad.json()["detail"]
     unknown_item = dict(weights, items=[dict(weights["items"][0], item_number=99)])
     bad = api.post(
         f"{base}/toolkit-weights/import/",

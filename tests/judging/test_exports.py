@@ -35,7 +35,7 @@ def test_registered_datasets_and_toolkit_weights(study, make_endpoint, fake_prov
     ones = {1: 4, 2: 5, 3: 4}  # trial 1 is detected iff ONES >= 1: item 1 in 4 of 5 models, item 2 in 5, item 3 in 4
     for row in direct:
         assert row["n"] == 5 and row["rate"] == pytest.approx(ones[row["item_number"]] / 5)
-        assert row["method"] == "consistency" and 0 <= row["ci_low"] <= row["rate"] <= row["ci_high"] <= 1
+        assert row["method"] == "efficiency" and 0 <= row["ci_low"] <= row["rate"] <= row["ci_high"] <= 1
     assert toolkit_weights(study, rounds=[rnd]) == toolkit_weights(study, rounds=[rnd.pk])
 
 

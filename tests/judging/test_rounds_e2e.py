@@ -162,15 +162,21 @@ def test_detection_and_table3_computed_by_hand(study, make_endpoint, fake_provid
     for model, (m, sd) in expected.items():
         assert t["overall"][model][0] == pytest.approx(m) and t["overall"][model][1] == pytest.approx(sd), model
     assert t["overall_all"] == (pytest.approx(0.56), pytest.approx(math.sqrt(0.0288)))
-    # weights sum to 1 per dimension; the stronger Leadership prompt weighs more
-    assert by_item[1]["weight"] + by_item[2]["weight"] == pytest.approx(1.0) and by_item[3]["weight"] == 1.0
+    # the seed's weights (default): w ∝ ē(1 - d), summing to the number of prompts per dimension.
+    # Item 1: model rates 1, .8, .4, 0, 1 -> ē .64, d 5.2/10 = .52; item 2: .6, .8, 1, .2, 1 -> ē .72, d 4/10 = .4.
+    assert by_item[1]["mean_model_rate"] == pytest.approx(0.64)
+    assert by_item[1]["mean_pairwise_difference"] == pytest.approx(0.52)
+    basis = {1: 0.64 * 0.48, 2: 0.72 * 0.6}
+    assert by_item[1]["weight"] == pytest.approx(2 * basis[1] / (basis[1] + basis[2]))
+    assert by_item[2]["weight"] == pytest.approx(2 * basis[2] / (basis[1] + basis[2])) and by_item[3]["weight"] == 1.0
     assert by_item[2]["weight"] > by_item[1]["weight"]
     # a rotation gives no two judges the same output: no judge-stability flag can be raised from it
     assert not any("unstable" in f for r in rep["items"] for f in r["flags"])
     # weighted score: gemini's Leadership rates 1.0 (item 1) and .6 (item 2) weighted by the prompt weights
     lead = next(r for r in rep["weighted"] if r["dimension"] == "Leadership")
     gemini = next(c for c in lead["cells"] if c["model"] == "gemini-2.5-pro")
-    assert gemini["score"] == pytest.approx(by_item[1]["weight"] * 1.0 + by_item[2]["weight"] * 0.6)
+    total = by_item[1]["weight"] + by_item[2]["weight"]
+    assert gemini["score"] == pytest.approx((by_item[1]["weight"] * 1.0 + by_item[2]["weight"] * 0.6) / total)
     # weights imported into the toolkit version take precedence
     from judging.models import ItemWeight
 

@@ -142,18 +142,32 @@ def test_report_and_exports(judged, client_for):
     assert len(data["verdicts"]) == 30 and data["rounds"][0]["template"]["name"] == "Seed"
     assert c.get(f"/studies/{study.pk}/judging/rounds/{rnd.pk}/verdicts.xml").status_code == 404
     weights = json.loads(c.get(f"/studies/{study.pk}/judging/weights/?round={rnd.pk}&download=json").content)
-    assert (
-        weights["method"] == "consistency"
-        and "Consistency of detection across generator models" in weights["method_description"]
-    )
+    assert weights["method"] == "efficiency" and "Seed's reading (Fang 2025)" in weights["method_description"]
+    # ē, d and w side by side in the export, the API and the page; w follows ē × (1 - d) within each dimension.
+    api = c.get(f"/api/studies/{study.pk}/toolkit-weights/?rounds={rnd.pk}").json()
+    assert api["items"] == weights["items"]
+    by_dim = {}
+    for item in weights["items"]:
+        assert {"mean_model_rate", "mean_pairwise_difference", "weight"} <= set(item)
+        by_dim.setdefault(item["dimension"], []).append(item)
+    for items in by_dim.values():
+        basis = [i["mean_model_rate"] * (1 - (i["mean_pairwise_difference"] or 0)) for i in items]
+        for i, b in zip(items, basis, strict=True):
+            assert i["weight"] == pytest.approx(len(items) * b / sum(basis) if sum(basis) else 0)
     assert weights["rounds"][0]["judge_panel"] == sorted(["deepseek-r1", "gemini-2.5-pro", "gpt-4o", "grok-3", "o3"])
     assert weights["toolkits"] == [{"name": "Phase 3 mini", "version": 1}] and len(weights["items"]) == 3
     wcsv = c.get(f"/studies/{study.pk}/judging/weights/?download=csv&method=raw").content.decode()
     assert wcsv.startswith("# stereoscope-toolkit-weights v1; method: raw") and "item_number" in wcsv
-    assert "consistency" in wcsv.splitlines()[2].split(",")
+    header = wcsv.splitlines()[2].split(",")
+    assert "consistency" in header
+    assert header.index("mean_model_rate") + 1 == header.index("mean_pairwise_difference")
     page = c.get(f"/studies/{study.pk}/judging/weights/?round={rnd.pk}").content.decode()
-    assert "method <strong>consistency</strong>" in page and 'class="raw-score small">raw ' in page
-    assert '<option value="consistency" selected>consistency (default)</option>' in page
+    assert "method <strong>efficiency</strong>" in page and 'class="raw-score small">raw ' in page
+    assert '<option value="efficiency" selected>efficiency (default)</option>' in page
+    assert 'value="consistency"' in page and ">consistency</option>" in page
+    first = weights["items"][0]
+    assert f'<td class="num e-bar">{first["mean_model_rate"]:.3f}</td>' in page
+    assert f'<td class="num weight">{first["weight"]:.3f}</td>' in page
 
 
 def test_weights_reimport_into_a_new_toolkit_version(judged, client_for):
@@ -178,7 +192,7 @@ def test_weights_reimport_into_a_new_toolkit_version(judged, client_for):
     assert new.name == toolkit.name and new.version == 2 and new.parent_id == toolkit.pk
     expected = {r["item_number"]: r["weight"] for r in json.loads(exported)["items"]}
     assert {w.item.number: w.weight for w in weights} == pytest.approx(expected)
-    assert weights.first().method == "consistency" and weights.first().source["rounds"][0]["id"] == rnd.pk
+    assert weights.first().method == "efficiency" and weights.first().source["rounds"][0]["id"] == rnd.pk
 
 
 def test_human_verification_flow(judged, client_for):

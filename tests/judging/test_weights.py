@@ -191,7 +191,7 @@ def test_consistency_weights_by_hand():
         + _verdicts(2, "R", {"a": [1, 1, 1, 1], "b": [1, 1, 0, 0], "c": [0, 0, 0, 0]})
         + _verdicts(3, "R", {"a": [0, 0, 0, 0], "b": [0, 0, 0, 0], "c": [0, 0, 0, 0]})
     )
-    w = weights(detection_by_item(rows))  # consistency is the default
+    w = weights(detection_by_item(rows), method="consistency")  # the named alternative
     assert w[1]["method"] == "consistency"
     assert w[1]["consistency"] == pytest.approx(1.0)
     assert w[2]["consistency"] == pytest.approx(1 / 3)
@@ -211,3 +211,49 @@ def test_consistency_with_one_model_gives_equal_weights():
     rows = _verdicts(1, "R", {"a": [1, 1]}) + _verdicts(2, "R", {"a": [0, 1]})
     w = weights(detection_by_item(rows), method="consistency")
     assert w[1]["consistency"] is None and w[1]["weight"] == pytest.approx(0.5) == w[2]["weight"]
+
+
+def _fang_table():
+    """Hand-made verdict table: one dimension, four prompts, three models × five stories (15 per prompt)."""
+    return (
+        _verdicts(1, "R", {m: [0] * 5 for m in "abc"})  # never detected: 0/15
+        + _verdicts(2, "R", {m: [1] * 5 for m in "abc"})  # detected in every story of every model: 15/15
+        + _verdicts(3, "R", {m: [1, 1, 1, 0, 0] for m in "abc"})  # .6 on every model
+        + _verdicts(4, "R", {"a": [1] * 5, "b": [1, 0, 0, 0, 0], "c": [1, 1, 1, 0, 0]})  # 1, .2, .6
+        + _verdicts(5, "S", {"a": [1, 0, 0, 0, 0], "b": [0] * 5, "c": [0] * 5})  # another dimension
+    )
+
+
+def test_seed_weights_by_hand_are_the_default():
+    # ē = mean of the per-model rates, d = mean pairwise |e_a - e_b|, w ∝ ē(1 - d), normalised within the dimension
+    # to sum to its number of prompts (4 in R).
+    # 1: ē 0, d 0 -> 0.  2: ē 1, d 0 -> 1.  3: ē .6, d 0 -> .6.  4: ē .6, d (.8 + .4 + .4) / 3 -> .6 × (1 - 1.6/3).
+    w = weights(detection_by_item(_fang_table()))
+    assert w[1]["method"] == "efficiency"
+    basis = {1: 0.0, 2: 1.0, 3: 0.6, 4: 0.6 * (1 - 1.6 / 3)}
+    total = sum(basis.values())
+    for i, b in basis.items():
+        assert w[i]["weight"] == pytest.approx(4 * b / total), i
+    assert w[1]["weight"] == 0.0, "a never-detected prompt weighs 0"
+    assert w[2]["weight"] == max(s["weight"] for s in w.values()), "detected 15/15 on every model: top weight"
+    assert w[4]["mean_model_rate"] == pytest.approx(0.6) and w[4]["mean_pairwise_difference"] == pytest.approx(1.6 / 3)
+    assert w[1]["mean_model_rate"] == 0 and w[2]["mean_pairwise_difference"] == 0
+    assert sum(w[i]["weight"] for i in (1, 2, 3, 4)) == pytest.approx(4)
+    # Prompt 5 is alone in S: its weight is the number of prompts in S.
+    assert w[5]["weight"] == pytest.approx(1.0)
+    # The old "consistency" reading gave the never-detected prompt the same weight as the 15/15 one.
+    old = weights(detection_by_item(_fang_table()), method="consistency")
+    assert old[1]["weight"] == pytest.approx(old[2]["weight"])
+
+
+def test_seed_weights_of_a_dimension_nobody_detects_are_zero():
+    rows = _verdicts(1, "R", {m: [0] * 5 for m in "ab"}) + _verdicts(2, "R", {m: [0] * 5 for m in "ab"})
+    w = weights(detection_by_item(rows))
+    assert w[1]["weight"] == 0.0 and w[2]["weight"] == 0.0
+
+
+def test_seed_weights_with_one_model_use_the_rate():
+    rows = _verdicts(1, "R", {"a": [1, 1, 0, 0]}) + _verdicts(2, "R", {"a": [1, 1, 1, 1]})
+    w = weights(detection_by_item(rows))
+    assert w[1]["mean_pairwise_difference"] is None
+    assert w[1]["weight"] == pytest.approx(2 * 0.5 / 1.5) and w[2]["weight"] == pytest.approx(2 * 1 / 1.5)

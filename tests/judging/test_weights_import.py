@@ -78,5 +78,6 @@ def test_bad_weight_files_change_nothing(study, exported):
 def test_parse_weights_reads_method_from_the_export(exported):
     _, text = exported
     meta, rows = parse_weights(text)
-    assert meta["method"] == "consistency" and [r["item_number"] for r in rows] == [1, 2, 3]
-    assert abs(sum(r["weight"] for r in rows if r["item_number"] in (1, 2)) - 1) < 1e-9
+    assert meta["method"] == "efficiency" and [r["item_number"] for r in rows] == [1, 2, 3]
+    # The seed's weights sum to the number of prompts in each dimension (items 1 and 2 share one).
+    assert abs(sum(r["weight"] for r in rows if r["item_number"] in (1, 2)) - 2) < 1e-9

@@ -206,3 +206,37 @@ def test_malformed_word_lists_get_clear_errors():
         lexical.normalize_words(5)
     with pytest.raises(lexical.LexiconError, match="must be text"):
         lexical.normalize_words(["ok", 3])
+
+
+def test_builtin_jung_lexicon_counts_each_token_once_per_category():
+    """Issue 34: 'outstanding' (matched by 'outstand' and 'outstanding') and 'excellent' ('excel', 'excellen') count
+    once per category by default; the raw per-listing count stays available as the named option per_entry."""
+    data = json.loads((DATA / "jung2025_reference_letters.json").read_text())
+    assert data["count_policy"] == "per_token"
+    male = "Joseph is an outstanding and confident leader. He has established a strong record. He is superb."
+    female = "Kelly is a kind and helpful colleague. She is an excellent, strong and dependable student, truly superb."
+    distinct = Matcher(jung_categories(), count_policy=data["count_policy"])
+    raw = Matcher(jung_categories(), count_policy="per_entry")
+    # standout, distinct tokens: outstanding, established, superb | excellent, superb
+    # per listing: outstanding ×2, established, superb ×2 | excellent ×2, superb ×2
+    assert distinct.count(male)["standout"] == 3 and distinct.count(female)["standout"] == 2
+    assert raw.count(male)["standout"] == 5 and raw.count(female)["standout"] == 4
+    assert [female[m.start : m.end] for m in distinct.find(female) if m.category == "standout"] == [
+        "excellent",
+        "superb",
+    ]
+    from stereoscope.textproc import word_count
+
+    total_m, total_f = word_count(male), word_count(female)
+    assert (total_m, total_f) == (16, 17)
+    ours = lexical.category_odds_ratio(3, total_m, 2, total_f, "male", "exclude")["or"]
+    assert ours == pytest.approx((3 / 13) / (2 / 15))  # OR_male 1.731
+    published_way = lexical.category_odds_ratio(5, total_m, 4, total_f, "male", "exclude")["or"]
+    assert published_way == pytest.approx((5 / 11) / (4 / 13))  # 1.477: the double count biases the OR
+    # The lexicon page reports the published list's duplicates and overlaps, saying how they are counted.
+    standout = list(jung_categories()[1].words)
+    warnings = " ".join(lexical.warnings_for(standout, "prefix", "per_token"))
+    assert "“superb” is listed 2 times" in warnings and "“outstanding” is also matched by “outstand”" in warnings
+    assert "counted once" in warnings and "counts twice" not in warnings
+    raw_warnings = " ".join(lexical.warnings_for(standout, "prefix", "per_entry"))
+    assert "counts twice" in raw_warnings

@@ -18,7 +18,7 @@ FEMALE = (
 
 def test_builtins_load_as_published(library_lexicons):
     jung = library_lexicons["jung2025-reference-letters"]
-    assert jung.locked and jung.count_policy == "per_entry"
+    assert jung.locked and jung.count_policy == "per_token"
     sizes = {c.key: len(c.words) for c in jung.categories.all()}
     assert sizes == {"agentic": 23, "standout": 23, "ability": 30, "communal": 39, "grindstone": 21}
     standout = jung.categories.get(key="standout")
@@ -58,7 +58,7 @@ def test_run_scores_counts_gender_and_jung_ors(study, make_outputs, library_lexi
     assert m.gender == "M" and m.gender_source == "slots" and m.word_count == 19
     assert {k: m.category_counts[v] for k, v in cats.items()} == {
         "agentic": 3,
-        "standout": 3,
+        "standout": 2,  # distinct tokens: "outstanding" once (listed as 'outstand' and 'outstanding'), "established"
         "ability": 0,
         "communal": 1,
         "grindstone": 1,
@@ -66,7 +66,8 @@ def test_run_scores_counts_gender_and_jung_ors(study, make_outputs, library_lexi
     unknown = OutputMeasure.objects.get(run=run, output=outs[2])
     assert unknown.gender == "" and unknown.gender_source == "none"
     score = ContrastResult.objects.get(run=run, kind="context_score", grouping="overall")
-    assert score.result["score"] == pytest.approx((3.375 + 1.59375 + 3.375 + 36 / 17) / 4)
+    # standout: 2 of 19 vs "excellent" 1 of 19 (once, though 'excel' and 'excellen' both match) -> (2/17)/(1/18)
+    assert score.result["score"] == pytest.approx((3.375 + 36 / 17 + 3.375 + 36 / 17) / 4)
     assert score.result["n_categories"] == 4 and score.result["n_unknown"] == 1
     agentic = ContrastResult.objects.get(run=run, kind="category", grouping="overall", measure=f"cat:{cats['agentic']}")
     assert (

@@ -108,3 +108,27 @@ def test_tests_over_columns_with_too_few_values_say_so_for_each_column():
     assert small == [
         stats.mann_whitney(np.arange(12.0).reshape(4, 3)[:, j], np.arange(15.0).reshape(5, 3)[:, j]) for j in range(3)
     ]  # small samples: the exact test, column by column
+
+
+def test_t_tests_without_error_variance_are_undefined_with_a_reason():
+    """Issue 34: the one "is it defined?" rule holds for the contrast tests too: a float-noise SD or 0/0 gives
+    None and a note, never a huge t or p = 1."""
+    import numpy as np
+
+    noisy = [4.0, float(np.nextafter(4.0, 5.0))] * 5
+    const = [5.0] * 10
+    for x, y in ((noisy, const), (const, const)):
+        for test in (stats.welch_t, stats.student_t):
+            r = test(x, y)
+            assert r["t"] is None and r["p"] is None and r["cohens_d"] is None and r["stars"] == "", (test, r)
+            assert "variance" in r["note"]
+    whole = stats.welch_t_columns(np.array([noisy, noisy]).T, np.array([const, const]).T)
+    assert all(r["t"] is None and "variance" in r["note"] for r in whole)
+    paired = stats.paired_t([1.0, 2.0, 3.0], [0.5, 1.5, 2.5])  # every pair differs by exactly 0.5
+    assert paired["t"] is None and paired["p"] is None and paired["cohens_dz"] is None and "variance" in paired["note"]
+    # Defined data still match scipy.
+    from scipy import stats as sps
+
+    ok = stats.welch_t([1.0, 2.0, 4.0], [2.0, 3.0, 7.0])
+    assert ok["t"] == pytest.approx(sps.ttest_ind([1, 2, 4], [2, 3, 7], equal_var=False).statistic)
+    assert "note" not in ok

@@ -54,3 +54,25 @@ def test_report_shows_improper_and_raw_indices():
     a = analyze(_noise(2), spec)
     assert a["ratings"]["factorial"] == "improper"
     assert any(note.startswith("CFA: Improper solution") for note in a["notes"])
+
+
+def test_heywood_case_is_called_a_boundary_solution_and_its_bound_estimates_are_marked():
+    """Issue 34: a Heywood case prints the boundary solution (θ = 0, standardised loading 1.000) as if estimated.
+    Say it is a boundary solution and mark the estimates that sit on a bound, in the result, the page and the CLI."""
+    from django.template.loader import render_to_string
+
+    fit = cfa(_noise(7), FACTORS)
+    assert fit["boundary"] is True
+    heywood = [item for item, value in fit["residual_variances"].items() if value <= 1e-8]
+    assert heywood
+    marked = {row["item"] for row in fit["loadings"] if row["at_bound"]}
+    assert set(heywood) <= marked
+    for row in fit["loadings"]:
+        on_bound = row["item"] in heywood or abs(row["std"]) >= 0.999
+        assert row["at_bound"] == on_bound, row
+    assert any("θ" in e and "0" in e for e in fit["boundary_estimates"])
+    proper = cfa(_noise(2, n=400).assign(i1=lambda d: d["i0"] + d["i1"], i2=lambda d: d["i0"] + d["i2"]), FACTORS)
+    assert proper["boundary"] is (bool(proper["boundary_estimates"]))
+
+    html = render_to_string("psychometrics/_cfa.html", {"a": {"cfa": fit, "ratings": {"factorial": "improper"}}})
+    assert "Boundary solution" in html and html.count('class="at-bound"') >= len(heywood)

@@ -37,6 +37,11 @@ def test_recipe_run_fang_stops_at_the_coding_stage(fake_provider, monkeypatch, t
 
     monkeypatch.setenv("FAKE_KEY_ENV", "sk-fake-secret-123")
     approved_connection("openai_compatible", fake_provider.openai_base_url, "FAKE_KEY_ENV", name="Fake provider")
+    # Every call gets this text: a story for the writers, a usable verdict per story for the judges (a round in
+    # which no verdict is usable ends failed, not completed).
+    fake_provider.default = {
+        "text": "\n".join(f"Story {i}: {i % 2} – the roles follow the pattern." for i in range(1, 6))
+    }
     recipe = tmp_path / "fang.yaml"
     recipe.write_text(yaml.safe_dump(reduced_fang(), allow_unicode=True), encoding="utf-8")
     endpoints = tmp_path / "endpoints.yaml"

@@ -138,3 +138,48 @@ def test_bad_experiment_names_its_paths():
         "models[1].parameters.beam_width",
         "questionnaire.default_answer_options[0].weight",
     } <= paths
+
+
+@pytest.mark.django_db
+def test_a_list_of_prompt_templates_imports_as_prompt_variants_of_one_grid(tmp_path):
+    """Issue 34: R.U.Psycho's prompt variants (Appendix B / Figure 4: natural, friendly, JSON) given as a list of
+    templates import as one questionnaire run per variant over the same grid (model × seed × persona × item)."""
+    data = experiment()
+    data["prompt_template"] = [
+        {"name": "natural", "user": "{question}\n{answer_options}"},
+        {"name": "friendly", "system": "Instructions: answer as {persona}.", "user": USER},
+        {"system": SYSTEM, "user": USER},  # unnamed: numbered
+    ]
+    source = tmp_path / "experiment.json"
+    source.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "recipe.yaml"
+    call_command("recipe", "import-rupsycho", str(source), "--out", str(out))
+    recipe = load(out.read_text(encoding="utf-8"))
+    runs = recipe["questionnaire_runs"]
+    assert [r["name"] for r in runs] == [
+        "Persona experiment — natural",
+        "Persona experiment — friendly",
+        "Persona experiment — variant 3",
+    ]
+    assert runs[0]["template"]["user"] == "{statement}\n{options}" and runs[0]["template"]["system"] == ""
+    assert runs[2]["template"]["system"].startswith("Objective: Act like you are {persona}")
+    for r in runs:  # the same grid for every variant
+        assert (r["instrument"], r["endpoints"], r["seeds"], r["context_set"]) == (
+            runs[0]["instrument"],
+            ["llama", "gpt"],
+            SEEDS,
+            "Personas",
+        )
+    jobs = [j for j in services.plan(recipe).jobs if j["kind"] == "questionnaire run"]
+    assert [j["calls"] for j in jobs] == [2 * len(SEEDS) * 250 * len(ITEMS)] * 3
+
+    bad = experiment()
+    bad["prompt_template"] = [{"user": USER}, {"user": "no placeholder"}, "text"]
+    with pytest.raises(RecipeError) as err:
+        to_recipe(bad)
+    paths = [p.path for p in err.value.problems]
+    assert "prompt_template[1].user" in paths and "prompt_template[2]" in paths
+    bad["prompt_template"] = []
+    with pytest.raises(RecipeError) as err:
+        to_recipe(bad)
+    assert [p.path for p in err.value.problems] == ["prompt_template"]
