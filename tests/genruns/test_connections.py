@@ -3,6 +3,7 @@ configured key reach a host staff did not approve, through the API, the pages, r
 connection and the run on it completes; the migration turns old endpoints into approved or pending connections."""
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from generation import connections, runs
@@ -25,7 +26,7 @@ def operator_key(monkeypatch):
 
 @pytest.mark.django_db
 def test_no_researcher_request_sends_a_key_to_an_unapproved_host(
-    roles, api_for, client_for, fake_provider, operator_key, make_toolkit, django_capture_on_commit_callbacks
+    roles, api_for, client_for, fake_provider, operator_key, make_toolkit, django_capture_on_commit_callbacks, tmp_path
 ):
     """Every way a researcher could name a host or a key variable is refused, and the listener gets no key."""
     study = roles["a"]
@@ -87,6 +88,15 @@ def test_no_researcher_request_sends_a_key_to_an_unapproved_host(
     admin = api_for(roles["users"]["admin"])
     response = admin.post(f"/api/studies/{study.pk}/recipe/apply/", {"recipe": recipe}, format="json")
     assert response.status_code == 400 and "do not set base URLs or key variables" in response.content.decode()
+    admin_page = client_for(roles["users"]["admin"])
+    response = admin_page.post(f"/studies/{study.pk}/recipe/apply/", {"recipe": recipe})
+    assert response.status_code == 400 and "do not set base URLs or key variables" in response.content.decode()
+    response = admin_page.post(f"/studies/{study.pk}/recipe/", {"recipe": recipe})
+    assert response.status_code == 400 and "do not set base URLs or key variables" in response.content.decode()
+    recipe_file = tmp_path / "exfiltrate.yaml"
+    recipe_file.write_text(recipe, encoding="utf-8")
+    with pytest.raises(CommandError, match="do not set base URLs or key variables"):
+        call_command("recipe", "apply", str(recipe_file), "--study", str(study.pk))
     assert keyed(fake_provider) == [] and ModelEndpoint.objects.filter(study=study).count() == 1
     # Staff approve: the waiting run goes on by itself and completes.
     with django_capture_on_commit_callbacks(execute=True):
