@@ -204,8 +204,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-WORKER_HEARTBEAT_SECONDS = float(os.environ.get("WORKER_HEARTBEAT_SECONDS", "5"))
-WORKER_LIVE_SECONDS = float(os.environ.get("WORKER_LIVE_SECONDS", "20"))
+# A worker beats every WORKER_HEARTBEAT_SECONDS; one silent for WORKER_LIVE_SECONDS is dead: health turns degraded,
+# its jobs show "Stalled", and its chunk leases are free to any live worker (stereoscope/worker_heartbeat.py).
+WORKER_HEARTBEAT_SECONDS = float(os.environ.get("WORKER_HEARTBEAT_SECONDS", "3"))
+WORKER_LIVE_SECONDS = float(os.environ.get("WORKER_LIVE_SECONDS", "10"))
 # The job engine (stereoscope/jobs): a chunk lease lasts JOB_LEASE_SECONDS and is renewed about every second; a job
 # whose workers died is picked up by a live worker's sweep within two lease periods. JOB_FANOUT tasks are sent per
 # job so idle workers join it; JOB_WORKER_CONCURRENCY caps one process's calls per endpoint (empty: the endpoint's).
