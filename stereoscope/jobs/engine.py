@@ -545,13 +545,13 @@ def sweep(queue_name=None):
     queued = []
     for kind in kinds():
         stale = kind.model.objects.filter(status__in=ACTIVE, cancel_requested=False).filter(_unheld(now, live))
-        for job_id in stale.values_list("pk", flat=True)[:50]:
+        for job_id, token in stale.values_list("pk", "lease_token")[:50]:
             if not _chunks(kind, job_id).filter(_leasable(now, live)).exists():
                 # no chunk to lease: worth a task only when an executor took the job (its token is still there,
                 # `finish` clears it) and died before it finished it, and nothing else will finish it
-                job = kind.get(job_id)
-                unfinished = _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).exists()
-                if unfinished or not job.lease_token or kind.waits_elsewhere(job):
+                if not token or _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).exists():
+                    continue
+                if kind.waits_elsewhere(kind.get(job_id)):
                     continue
             claimed = (
                 kind.model.objects.filter(pk=job_id)
