@@ -22,14 +22,16 @@ def probe_written(study, token):
     return ActivityEvent.objects.filter(study=study, verb="worker probe", target=token).exists()
 
 
-def test_a_worker_rides_out_a_redis_restart(tmp_path, settings):
+def test_a_worker_rides_out_a_redis_restart(tmp_path, settings, monkeypatch):
     from stereoscope.models import Study
+
+    monkeypatch.delenv("CELERY_BROKER_URL", raising=False)  # Celery prefers it to the sender's own broker
 
     study = Study.objects.create(name="broker restart")
     queue = f"restart-{uuid.uuid4().hex[:8]}"
     with PrivateRedis(tmp_path / "redis") as redis:
         broker = redis.url(0)
-        sender = Celery("probe", broker=broker)
+        sender = Celery("probe", broker=broker, set_as_current=False)  # the suite's app stays the current one
         sender.conf.broker_connection_retry_on_startup = True
         env = {"STEREOSCOPE_DATA_DIR": settings.DATA_DIR, "REDIS_URL": broker}
         with CeleryProcesses(
