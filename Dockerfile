@@ -1,6 +1,9 @@
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 STEREOSCOPE_DATA_DIR=/data
 WORKDIR /app
+# pg_dump / pg_restore for `manage.py backup` and `restore` on PostgreSQL
+RUN apt-get update && apt-get install -y --no-install-recommends postgresql-client \
+    && rm -rf /var/lib/apt/lists/*
 COPY . .
 RUN pip install --no-cache-dir -c requirements.lock . && python manage.py collectstatic --noinput
 EXPOSE 8000

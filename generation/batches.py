@@ -25,7 +25,7 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from stereoscope import jobs
+from stereoscope import jobs, worker_heartbeat
 
 from . import batch_format, connections, spending
 from .limits import estimate_call
@@ -300,6 +300,10 @@ class BatchModeKind:
     def run_live(self, job, source, cancel_check, progress):
         raise NotImplementedError
 
+    def waits_elsewhere(self, job):
+        """A batch-mode job with open batches waits for the poller (which finishes it), not for a worker."""
+        return job.execution_mode == ExecutionMode.BATCH and open_count(self.name, job.pk) > 0
+
     def batches_waiting(self, job, left):
         """(RUNNING, message) while a batch-mode job with `left` units pending has open batches, else None."""
         if job.execution_mode != ExecutionMode.BATCH:
@@ -373,9 +377,25 @@ def poll_batch(pk):
     return collect(pk, state, results)
 
 
+def _submitter_may_be_alive(row):
+    """Whether a worker may still be uploading this `submitting` row: its job is held by a live executor (a lease
+    that has not expired, or one whose worker's heartbeat goes on), and the grace period has not passed. A job no
+    live worker holds cannot be submitting anything, so its row is looked up at once."""
+    if row.created_at <= timezone.now() - timedelta(seconds=submit_grace_seconds()):
+        return False
+    job = jobs.get_kind(row.job_kind).model.objects.filter(pk=row.job_id).first()
+    if job is None or job.status not in jobs.ACTIVE or not job.lease_token:
+        return False
+    if jobs.is_live(job):
+        return True
+    mark = worker_heartbeat.INSTANCE_MARK
+    return mark in job.lease_token and job.lease_token.rsplit(mark, 1)[1] in worker_heartbeat.live_instances()
+
+
 def _recover(row, api):
-    """A row left in `submitting` by a crash: adopt the batch the provider has for it, or give its units back."""
-    if row.created_at > timezone.now() - timedelta(seconds=submit_grace_seconds()):
+    """A row left in `submitting` by a crash: adopt the batch the provider has for it, or give its units back
+    (they go out again in the next batch, see `_after_batch`)."""
+    if _submitter_may_be_alive(row):
         return False  # the submitting worker may still be at it
     known = set(ProviderBatch.objects.exclude(provider_batch_id="").values_list("provider_batch_id", flat=True))
     try:
@@ -524,10 +544,47 @@ def _after_batch(kind_name, job_id):
         if not job.cancel_requested and hasattr(kind, "after_batches"):
             kind.after_batches(kind.get(job_id))  # e.g. a questionnaire run's judge reads the open answers
         more = not job.cancel_requested and kind.next_pass(kind.get(job_id))
+        again = 0 if more or job.cancel_requested else _retry_returned(kind, kind.get(job_id))
     if more:
         jobs.start(kind, kind.get(job_id), message="Next pass (in new batches).")
+    elif again:
+        jobs.start(kind, kind.get(job_id), message=f"{again} {kind.units_label} came back unanswered; sent again.")
     else:
         jobs.finish(kind, job_id)
+
+
+# -- automatic retries ----------------------------------------------------------------------------------------------
+
+
+def _retry_returned(kind, job):
+    """Units that came back from their batches without an answer (a request's error, expiry, or a submission cut
+    short by a crash) go out again in the next batch while their attempts stay under their endpoint's limit
+    (`max_attempts`, the same limit live calls have); a unit at the limit fails with the reason. Returns how many
+    are to be sent again (0: nothing to do). Only batch-mode jobs; no one has to press Resume."""
+    if getattr(job, "execution_mode", None) != ExecutionMode.BATCH:
+        return 0
+    keys = list(kind.pending_keys(job))
+    if not keys:
+        return 0
+    units = list(kind.load_units(job, keys))
+    refs = [u.unit_ref[:200] for u in units]
+    calls = dict(ProviderCall.objects.filter(unit_ref__in=refs).values_list("unit_ref").annotate(n=Count("id")))
+    last_error = dict(
+        ProviderCall.objects.filter(unit_ref__in=refs, ok=False)
+        .order_by("unit_ref", "pk")
+        .values_list("unit_ref", "error")
+    )
+    sink, again = kind.batch_sink(job), 0
+    for unit in units:
+        ref = unit.unit_ref[:200]
+        limit = max(1, unit.endpoint.max_attempts or 1)
+        made = calls.get(ref, 0)
+        if made >= limit:
+            reason = (last_error.get(ref) or "no answer").removesuffix(" The unit is pending again.")
+            sink.on_failure(unit, f"Gave up after {made} attempts: {reason}")
+        else:
+            again += 1
+    return again
 
 
 def cancel_open(kind_name, job_id):

@@ -13,7 +13,7 @@ import uuid
 
 from django.conf import settings
 
-LEASE_TTL = 20.0
+LEASE_TTL = 10.0  # renewed every 3.3 s; a dead worker frees its slots within 10 s
 RENEW_EVERY = 5.0
 POLL_SECONDS = 0.02
 

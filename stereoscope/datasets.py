@@ -39,7 +39,8 @@ class Dataset:
     def columns_for(self, study, options) -> tuple[Column, ...]:
         if self.extra_columns is None:
             return self.columns
-        return self.columns + _as_columns(self.extra_columns(study, options))
+        extra = self.extra_columns(study, options)  # none at all for a study with nothing to add (e.g. no codes)
+        return self.columns + _as_columns(extra) if extra else self.columns
 
     @property
     def column_names(self) -> list[str]:

@@ -54,18 +54,38 @@ def job_kinds():
     return sorted(_waiting_job_sources)
 
 
+def _lease_seconds():
+    return float(getattr(settings, "JOB_LEASE_SECONDS", 60))
+
+
 def waiting_rows(queryset, now=None):
+    """Queued or running rows no live executor holds: no lease, an expired one, or one whose worker's heartbeat
+    stopped (stereoscope.worker_heartbeat), so a job whose every worker died waits at once, not a lease later."""
+    from .worker_heartbeat import orphaned_lease_q
+
     now = now or timezone.now()
-    unheld = Q(lease_token="") | Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)
+    unheld = (
+        Q(lease_token="")
+        | Q(lease_expires_at__isnull=True)
+        | Q(lease_expires_at__lt=now)
+        | orphaned_lease_q(now, _lease_seconds())
+    )
     return list(queryset.filter(unheld, status__in=WAITING_STATUSES).order_by("pk").values("id", "study_id", "status"))
 
 
 def job_is_waiting(job, now=None):
-    """One job row: queued or running, and no executor holds a live lease on it (a CLI run in the foreground does)."""
+    """One job row: queued or running, and no executor holds a live lease on it (a CLI run in the foreground does;
+    a worker whose heartbeat stopped does not)."""
+    from .worker_heartbeat import lease_is_orphaned
+
     if getattr(job, "status", None) not in WAITING_STATUSES:
         return False
+    now = now or timezone.now()
     expires = getattr(job, "lease_expires_at", None)
-    return not getattr(job, "lease_token", "") or expires is None or expires < (now or timezone.now())
+    token = getattr(job, "lease_token", "")
+    if not token or expires is None or expires < now:
+        return True
+    return lease_is_orphaned(token, expires, now, _lease_seconds())
 
 
 def waiting_jobs():

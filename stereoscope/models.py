@@ -125,6 +125,8 @@ class WorkerHeartbeat(models.Model):
     broker = models.CharField(max_length=50, blank=True)
     started_at = models.DateTimeField(default=timezone.now)
     last_seen = models.DateTimeField(default=timezone.now, db_index=True)
+    # this worker start's id: the job engine's lease tokens name it, so a dead worker's leases are free at once
+    instance = models.CharField(max_length=32, blank=True, default="")
 
     def __str__(self):
         return self.hostname

@@ -221,8 +221,17 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-WORKER_HEARTBEAT_SECONDS = float(os.environ.get("WORKER_HEARTBEAT_SECONDS", "5"))
-WORKER_LIVE_SECONDS = float(os.environ.get("WORKER_LIVE_SECONDS", "20"))
+# A worker rides out a broker outage or restart: it retries the connection for as long as it takes, and the tasks it
+# runs go on (a job's units are leased and healed by the engine; nothing is cancelled mid-call). The worker runs
+# without Celery's gossip, mingle and event heartbeats (stereoscope/celery.py): nothing here uses them, and their
+# restart after a lost connection is where kombu's Redis transport failed ("AttributeError ... 'hostname'").
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+# A worker beats every WORKER_HEARTBEAT_SECONDS; one silent for WORKER_LIVE_SECONDS is dead: health turns degraded,
+# its jobs show "Stalled", and its chunk leases are free to any live worker (stereoscope/worker_heartbeat.py).
+WORKER_HEARTBEAT_SECONDS = float(os.environ.get("WORKER_HEARTBEAT_SECONDS", "3"))
+WORKER_LIVE_SECONDS = float(os.environ.get("WORKER_LIVE_SECONDS", "10"))
 # The job engine (stereoscope/jobs): a chunk lease lasts JOB_LEASE_SECONDS and is renewed about every second; a job
 # whose workers died is picked up by a live worker's sweep within two lease periods. JOB_FANOUT tasks are sent per
 # job so idle workers join it; JOB_WORKER_CONCURRENCY caps one process's calls per endpoint (empty: the endpoint's).

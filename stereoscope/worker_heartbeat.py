@@ -1,17 +1,78 @@
 """Each Celery worker writes a heartbeat row every few seconds, so /healthz can count live workers
 on any broker (the filesystem broker has no broadcast, so `inspect ping` cannot be used everywhere).
 
-With each beat (and once at start-up) the worker also sweeps for jobs whose workers died (stereoscope.jobs.sweep)
-and queues them on its own queue, so they heal without anyone pressing Resume."""
+Every worker start is an *instance* (a random id, written with its heartbeat and inherited by its pool's processes
+through STEREOSCOPE_WORKER_INSTANCE). The job engine names the instance in the lease tokens it takes, so a lease
+whose instance has no fresh heartbeat (and that was not renewed for as long) is free at once: a restarted or a
+second worker takes a dead worker's chunks without waiting for them to expire, and health calls the job stalled.
+
+As often as it beats (and once at start-up) the worker also sweeps for jobs whose workers died
+(stereoscope.jobs.sweep) and queues them on its own queue, so they heal without anyone pressing Resume. The sweep
+has its own thread, so a slow sweep never delays a beat."""
 
 import logging
 import os
 import socket
 import threading
+import uuid
+from datetime import timedelta
 
-from celery.signals import worker_ready, worker_shutdown
+from celery.signals import worker_init, worker_ready, worker_shutdown
 
 _stop = threading.Event()
+INSTANCE_ENV = "STEREOSCOPE_WORKER_INSTANCE"
+INSTANCE_MARK = "@"  # a lease token "<random>@<instance>" was taken by that worker instance
+
+
+def instance():
+    """This process's worker instance id, or "" outside a Celery worker (the web process, a CLI run)."""
+    return os.environ.get(INSTANCE_ENV, "")
+
+
+def live_seconds():
+    from django.conf import settings
+
+    return float(getattr(settings, "WORKER_LIVE_SECONDS", 10))
+
+
+def live_instances(now=None):
+    """The instance ids of the workers with a fresh heartbeat."""
+    from django.utils import timezone
+
+    from .models import WorkerHeartbeat
+
+    cutoff = (now or timezone.now()) - timedelta(seconds=live_seconds())
+    return set(
+        WorkerHeartbeat.objects.filter(last_seen__gte=cutoff).exclude(instance="").values_list("instance", flat=True)
+    )
+
+
+def _renewal_cutoff(now, lease_seconds):
+    """A lease expiring before this was last renewed more than a worker's live window ago."""
+    return now + timedelta(seconds=lease_seconds - live_seconds())
+
+
+def orphaned_lease_q(now, lease_seconds, live=None):
+    """Rows (jobs or chunks) whose unexpired lease was taken by a worker instance that has no fresh heartbeat and
+    has not renewed it within the live window: that worker is dead, and the lease is free. (Leases taken outside a
+    worker, e.g. a CLI run, name no instance and last until they expire.)"""
+    from django.db.models import Q
+
+    live = live_instances(now) if live is None else live
+    q = Q(lease_token__contains=INSTANCE_MARK) & Q(lease_expires_at__lt=_renewal_cutoff(now, lease_seconds))
+    for name in sorted(live):
+        q &= ~Q(lease_token__endswith=f"{INSTANCE_MARK}{name}")
+    return q
+
+
+def lease_is_orphaned(token, expires_at, now, lease_seconds, live=None):
+    """The Python twin of `orphaned_lease_q` for one row."""
+    if not token or INSTANCE_MARK not in token or expires_at is None:
+        return False
+    if expires_at >= _renewal_cutoff(now, lease_seconds):
+        return False
+    live = live_instances(now) if live is None else live
+    return token.rsplit(INSTANCE_MARK, 1)[1] not in live
 
 
 def _own_queue(sender):
@@ -46,8 +107,15 @@ def beat_once(hostname):
     close_old_connections()
     broker = settings.CELERY_BROKER_URL.split(":", 1)[0]
     WorkerHeartbeat.objects.update_or_create(
-        hostname=hostname, defaults={"pid": os.getpid(), "broker": broker, "last_seen": timezone.now()}
+        hostname=hostname,
+        defaults={"pid": os.getpid(), "broker": broker, "last_seen": timezone.now(), "instance": instance()},
     )
+
+
+@worker_init.connect
+def new_instance(sender=None, **_):
+    """A new id for this worker start, before its pool starts (its processes inherit it)."""
+    os.environ[INSTANCE_ENV] = uuid.uuid4().hex[:16]
 
 
 @worker_ready.connect
@@ -58,22 +126,29 @@ def start_heartbeat(sender=None, **_):
 
     hostname = _hostname(sender)
     own_queue = _own_queue(sender)
+    if not instance():
+        new_instance()
     _stop.clear()
     warm_up()  # before the first beat: a worker is live once it is ready to work at full speed
 
-    def loop():
+    def beats():
         while not _stop.is_set():
             try:
                 beat_once(hostname)
             except Exception:  # the database may be briefly unavailable; try again next beat
                 pass
+            _stop.wait(settings.WORKER_HEARTBEAT_SECONDS)
+
+    def sweeps():
+        while not _stop.is_set():
             try:
                 sweep_once(own_queue)
             except Exception:
                 logging.getLogger(__name__).warning("the job sweep failed", exc_info=True)
             _stop.wait(settings.WORKER_HEARTBEAT_SECONDS)
 
-    threading.Thread(target=loop, name="stereoscope-heartbeat", daemon=True).start()
+    threading.Thread(target=beats, name="stereoscope-heartbeat", daemon=True).start()
+    threading.Thread(target=sweeps, name="stereoscope-sweep", daemon=True).start()
 
 
 @worker_shutdown.connect

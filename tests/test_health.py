@@ -119,3 +119,23 @@ def test_the_include_renders_the_notice_or_the_bar(status, stalled):
     html = render_to_string("stereoscope/_job_progress.html", {"job": job, "percent": 40})
     assert (STALLED in html) is stalled
     assert ('style="width: 40%"' in html) is not stalled
+
+
+def test_a_lease_whose_worker_stopped_beating_does_not_hold_the_job(client, study):
+    """A worker's lease token names its instance: once its heartbeat is older than WORKER_LIVE_SECONDS (and the
+    lease was not renewed since), the job waits at once, though the lease itself runs for most of a minute more."""
+    now = timezone.now()
+    beat = WorkerHeartbeat.objects.create(hostname="celery@w1", pid=1, instance="w1", last_seen=now)
+    run = queued_run(
+        study, status="running", lease_token="abc@w1", lease_expires_at=now + timedelta(seconds=45)
+    )  # renewed 15 s ago
+    assert client.get("/healthz?format=json").status_code == 200  # its worker beats: it is being run
+    WorkerHeartbeat.objects.filter(pk=beat.pk).update(last_seen=now - timedelta(seconds=15))
+    response = client.get("/healthz?format=json")
+    assert response.status_code == 503 and response.json()["jobs"]["stalled_by_kind"] == {"generation run": 1}
+    assert waiting_jobs_without_worker() == [
+        {"kind": "generation run", "id": run.pk, "study_id": study.pk, "status": "running"}
+    ]
+    # a lease renewed just now is its worker's, even before that worker's first beat
+    GenerationRun.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() + timedelta(seconds=59))
+    assert client.get("/healthz?format=json").status_code == 200

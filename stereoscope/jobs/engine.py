@@ -21,6 +21,7 @@ from django.db.models import F, Q, Sum
 from django.db.models.signals import post_delete
 from django.utils import timezone
 
+from .. import worker_heartbeat
 from ..outages import is_infrastructure_error
 from .models import ACTIVE, TERMINAL, ChunkStatus, JobChunk, JobStatus
 
@@ -42,6 +43,23 @@ def chunk_size():
 
 def worker_name():
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def new_token():
+    """A fresh lease token; inside a Celery worker it names the worker instance (see stereoscope.worker_heartbeat),
+    so the lease is free as soon as that worker's heartbeat stops."""
+    instance = worker_heartbeat.instance()
+    return uuid.uuid4().hex + (f"{worker_heartbeat.INSTANCE_MARK}{instance}" if instance else "")
+
+
+def _orphaned(now, live=None):
+    """Rows whose lease a dead worker holds (its heartbeat stopped): free now, not when the lease expires."""
+    return worker_heartbeat.orphaned_lease_q(now, lease_seconds(), live)
+
+
+def _unheld(now, live=None):
+    """A job row no live executor holds."""
+    return Q(lease_expires_at__lt=now) | Q(lease_expires_at=None) | _orphaned(now, live)
 
 
 class JobKind:
@@ -90,6 +108,11 @@ class JobKind:
     def reset_failed(self, job):
         """Failed units back to pending; returns how many."""
         raise NotImplementedError
+
+    def waits_elsewhere(self, job):
+        """True while the job waits on something outside the engine with no chunk pending (e.g. batches at a
+        provider, which a poller collects): the sweep leaves it alone."""
+        return False
 
     def outcome(self, job):
         """(status, message) once no chunk is pending and the job was not cancelled."""
@@ -160,17 +183,19 @@ def _chunks(kind, job_id):
     return JobChunk.objects.filter(kind=kind.name, job_id=job_id)
 
 
-def _leasable(now):
-    return Q(status=ChunkStatus.PENDING) & (Q(lease_token="") | Q(lease_expires_at__lt=now))
+def _leasable(now, live=None):
+    return Q(status=ChunkStatus.PENDING) & (Q(lease_token="") | Q(lease_expires_at__lt=now) | _orphaned(now, live))
 
 
 def is_live(job):
-    """Some worker is on the job right now (its lease has not expired)."""
+    """Some executor is on the job right now (its lease has not expired, and its worker's heartbeat goes on)."""
+    now = timezone.now()
     return (
         job.status == JobStatus.RUNNING
         and bool(job.lease_token)
         and job.lease_expires_at is not None
-        and job.lease_expires_at > timezone.now()
+        and job.lease_expires_at > now
+        and not worker_heartbeat.lease_is_orphaned(job.lease_token, job.lease_expires_at, now, lease_seconds())
     )
 
 
@@ -358,17 +383,18 @@ class ChunkSource:
     def lease_one(self):
         now = timezone.now()
         expires = now + timedelta(seconds=lease_seconds())
+        live = worker_heartbeat.live_instances(now)
         for _ in range(20):
             candidates = list(
                 _chunks(self.kind, self.job.pk)
-                .filter(_leasable(now))
+                .filter(_leasable(now, live))
                 .order_by("number")
                 .values_list("pk", flat=True)[:8]
             )
             if not candidates:
                 return None
             for pk in candidates:
-                got = JobChunk.objects.filter(_leasable(now), pk=pk).update(
+                got = JobChunk.objects.filter(_leasable(now, live), pk=pk).update(
                     lease_token=self.token, lease_expires_at=expires, worker=self.worker[:255]
                 )
                 if got:
@@ -491,7 +517,7 @@ def execute(kind, job_id, progress_callback=None):
             return _end_of_pass(kind, job_id, None, progress_callback)
         log.info("%s %s: every chunk is held by another worker", kind.name, job_id)
         return None
-    token = uuid.uuid4().hex
+    token = new_token()
     Model.objects.filter(pk=job_id, status__in=ACTIVE).update(
         status=JobStatus.RUNNING,
         started_at=job.started_at or now,
@@ -578,7 +604,7 @@ def _end_of_pass(kind, job_id, stats, progress_callback):
             finish(kind, job_id)
             return stats
     if more:
-        token = uuid.uuid4().hex
+        token = new_token()
         Model.objects.filter(pk=job_id).update(lease_token=token)
         return _run_passes(kind, kind.get(job_id), token, progress_callback)
 
@@ -587,24 +613,29 @@ def _end_of_pass(kind, job_id, stats, progress_callback):
 
 
 def sweep(queue_name=None):
-    """Queue every active job nobody works on (its lease expired) that has chunks to lease, on `queue_name`.
-    A conditional UPDATE of the job's lease claims it, so among many sweeping workers one queues it.
-    Returns [(kind name, job id)] queued."""
+    """Queue, on `queue_name`, every active job nobody works on (its lease expired, or its worker's heartbeat
+    stopped) that has chunks to lease, or that has no chunk pending at all and waits on nothing else (a worker died
+    before it finished the job). A conditional UPDATE of the job's lease claims it, so among many sweeping workers
+    one queues it. Returns [(kind name, job id)] queued."""
     from stereoscope.celery import app
 
     now = timezone.now()
+    live = worker_heartbeat.live_instances(now)
     queued = []
     for kind in kinds():
-        stale = kind.model.objects.filter(status__in=ACTIVE, cancel_requested=False).filter(
-            Q(lease_expires_at__lt=now) | Q(lease_expires_at=None)
-        )
-        for job_id in stale.values_list("pk", flat=True)[:50]:
-            if not _chunks(kind, job_id).filter(_leasable(now)).exists():
-                continue
+        stale = kind.model.objects.filter(status__in=ACTIVE, cancel_requested=False).filter(_unheld(now, live))
+        for job_id, token in stale.values_list("pk", "lease_token")[:50]:
+            if not _chunks(kind, job_id).filter(_leasable(now, live)).exists():
+                # no chunk to lease: worth a task only when an executor took the job (its token is still there,
+                # `finish` clears it) and died before it finished it, and nothing else will finish it
+                if not token or _chunks(kind, job_id).filter(status=ChunkStatus.PENDING).exists():
+                    continue
+                if kind.waits_elsewhere(kind.get(job_id)):
+                    continue
             claimed = (
                 kind.model.objects.filter(pk=job_id)
-                .filter(Q(lease_expires_at__lt=now) | Q(lease_expires_at=None))
-                .update(lease_expires_at=now + timedelta(seconds=lease_seconds()))
+                .filter(_unheld(now, live))
+                .update(lease_token="", lease_expires_at=now + timedelta(seconds=lease_seconds()))
             )
             if claimed:
                 options = {"queue": queue_name} if queue_name else {}

@@ -143,7 +143,7 @@ def test_batch_bodies_equal_the_live_ones_and_suggestions_come_back_at_batch_pri
     )
 
 
-def test_errors_and_expired_requests_go_back_to_pending_then_resume(
+def test_errors_and_expired_requests_go_back_to_pending_and_out_again(
     discovery_env,  # noqa: F811
     make_endpoint,
     fake_provider,
@@ -157,20 +157,20 @@ def test_errors_and_expired_requests_go_back_to_pending_then_resume(
     first, second = d.requests.order_by("number")
     fake_provider.script([{"status": 500, "message": "overloaded"}], match=_story_of(first))
     fake_provider.script([{"expire": True}], match=_story_of(second))
-    # the script is read when the batch ends: both requests come back without an answer
-    batches.poll_open_batches()
-    batches.poll_open_batches()
+    # the script is read when the batch ends: both requests come back without an answer, and go out again at once
+    with django_capture_on_commit_callbacks(execute=True):
+        batches.poll_open_batches()
+        batches.poll_open_batches()
     d.refresh_from_db()
     assert set(d.requests.values_list("status", flat=True)) == {"pending"}
-    assert d.status == "running" and "resume to submit them in a new batch" in d.message, d.message
+    assert d.status == "running" and "Waiting for 1 batches" in d.message, d.message
     calls = ProviderCall.objects.filter(purpose="discovery", unit_ref__in=[first.unit_ref, second.unit_ref])
     assert calls.count() == 2 and all(c.batch_id and not c.ok for c in calls)
     assert "overloaded" in calls.get(unit_ref=first.unit_ref).error
     assert "expired" in calls.get(unit_ref=second.unit_ref).error
-    assert (ProviderBatch.objects.get(job_id=d.pk).succeeded, ProviderBatch.objects.get(job_id=d.pk).errored) == (0, 2)
-
-    services.resume_discovery(CodeDiscovery.objects.get(pk=d.pk), actor=e["u"]["researcher"])
-    assert [len(items) for _, _, items in fake_provider.batches.created] == [2, 2]
+    first_batch = ProviderBatch.objects.filter(job_id=d.pk).order_by("number").first()
+    assert (first_batch.succeeded, first_batch.errored) == (0, 2)
+    assert [len(items) for _, _, items in fake_provider.batches.created] == [2, 2]  # no Resume needed
     batches.poll_open_batches()
     batches.poll_open_batches()
     d.refresh_from_db()

@@ -123,7 +123,9 @@ def test_units_split_at_the_limit_polled_matched_and_priced(
     assert ProviderCall.objects.filter(output__run=run).count() == 10
 
 
-def test_errors_and_expired_requests_go_back_to_pending_then_resume(study, batch_endpoint, make_toolkit, fake_provider):
+def test_errors_and_expired_requests_go_back_to_pending_and_out_again(
+    study, batch_endpoint, make_toolkit, fake_provider
+):
     toolkit = make_toolkit(study, 4, texts=["fine one", "bad one", "late one", "fine two"])
     endpoint = batch_endpoint(study, "anthropic")
     fake_provider.script([{"status": 500, "message": "overloaded"}], match="bad")
@@ -135,15 +137,14 @@ def test_errors_and_expired_requests_go_back_to_pending_then_resume(study, batch
     outputs = Output.objects.filter(run=run)
     assert set(outputs.filter(status="done").values_list("prompt_text", flat=True)) == {"fine one", "fine two"}
     assert set(outputs.filter(status="pending").values_list("prompt_text", flat=True)) == {"bad one", "late one"}
-    assert run.status == "running" and "resume to submit them in a new batch" in run.message
+    assert run.status == "running" and "Waiting for 1 batches" in run.message  # the two went out again at once
     bad = outputs.get(prompt_text="bad one").calls.get()
     assert bad.outcome == "error" and "overloaded" in bad.error and bad.batch_id
     assert "expired" in outputs.get(prompt_text="late one").calls.get().error
-    row = ProviderBatch.objects.get(job_id=run.pk)
+    row = ProviderBatch.objects.filter(job_id=run.pk).order_by("number").first()
     assert (row.status, row.succeeded, row.errored) == ("ended", 2, 2)
 
-    runs.resume(GenerationRun.objects.get(pk=run.pk))  # the next batch holds only the two left
-    assert [len(items) for _, _, items in fake_provider.batches.created] == [4, 2]
+    assert [len(items) for _, _, items in fake_provider.batches.created] == [4, 2]  # no Resume needed
     batches.poll_open_batches()
     run.refresh_from_db()
     assert run.status == "completed" and outputs.filter(status="done").count() == 4
@@ -152,7 +153,7 @@ def test_errors_and_expired_requests_go_back_to_pending_then_resume(study, batch
 
 def test_expired_batch_and_live_retry(study, batch_endpoint, make_toolkit, fake_provider):
     toolkit = make_toolkit(study, 3)
-    endpoint = batch_endpoint(study)
+    endpoint = batch_endpoint(study, max_attempts=1)  # no batch retry: the expired units fail
     run = batch_run(study, toolkit, [endpoint])
     fake_provider.batches.hold = True
     runs.start(run)
@@ -160,9 +161,9 @@ def test_expired_batch_and_live_retry(study, batch_endpoint, make_toolkit, fake_
     fake_provider.batches.expire_all()
     batches.poll_open_batches()
     assert ProviderBatch.objects.get(job_id=run.pk).status == "expired"
-    assert Output.objects.filter(run=run, status="pending").count() == 3
+    assert Output.objects.filter(run=run, status="failed", error__startswith="Gave up after 1 attempts").count() == 3
     runs.set_mode(GenerationRun.objects.get(pk=run.pk), "live")
-    runs.resume(GenerationRun.objects.get(pk=run.pk))
+    runs.retry_failed(GenerationRun.objects.get(pk=run.pk))
     assert Output.objects.filter(run=run, status="done").count() == 3 and len(fake_provider.requests) == 3
 
 
