@@ -4,7 +4,7 @@ and whether it is set."""
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -21,6 +21,7 @@ from .models import GenerationRun, ModelEndpoint, Output, ProviderCall, Toolkit
 from .views_runs import filtered_outputs
 
 
+@extend_schema_field(OpenApiTypes.STR)
 class ConnectionField(serializers.Field):
     """A provider connection by name or id (checked against the study's connections by the service); read back as
     its name."""

@@ -188,6 +188,7 @@ class _Loop:
         self.own_writer = None  # an _AttemptWriter when the loop writes attempt rows itself
         self.hold_reason = ""  # set once a call did not fit under a cap: no more calls start
         self.hold_need = None
+        self.outage_waits = 0  # how often a unit went back to pending because a service was away
 
     def hold(self, reason, need=None):
         """No call starts any more (on the loop's thread): the units left are handed back unfinished."""
@@ -196,7 +197,6 @@ class _Loop:
         self.exhausted = True
         if self.changed is not None:
             self.changed.set()
-        self.outage_waits = 0  # how often a unit went back to pending because a service was away
 
     def add_threadsafe(self, units):
         self.call_threadsafe(self._add, units)

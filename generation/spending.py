@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from stereoscope.models import Role, Study
 from stereoscope.permissions import has_role
-from stereoscope.services import record_activity
+from stereoscope.services import record_activity, set_spending_caps
 
 from .models import ProviderConnection, SpendingLedger
 
@@ -288,8 +288,7 @@ def set_study_cap(study, value, *, actor):
     limit = cap_limit(study)
     if limit is not None and (amount is None or amount > limit):
         raise CapError(f"Site staff allow this study a cap of at most {_money(limit)}; set a cap up to that.")
-    Study.objects.filter(pk=study.pk).update(spending_cap_usd=amount)
-    study.spending_cap_usd = amount
+    set_spending_caps(study, spending_cap_usd=amount)
     record_activity(study, actor, "set the spending cap to", _money(amount) if amount is not None else "none")
     transaction.on_commit(_wake)
     return amount
@@ -301,8 +300,7 @@ def set_study_cap_limit(study, value, *, actor):
     if not getattr(actor, "is_staff", False):
         raise CapError("Only site staff set a study's cap limit.")
     amount = _amount(value, "cap limit")
-    Study.objects.filter(pk=study.pk).update(spending_cap_limit_usd=amount)
-    study.spending_cap_limit_usd = amount
+    set_spending_caps(study, spending_cap_limit_usd=amount)
     return amount
 
 

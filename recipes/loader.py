@@ -166,6 +166,14 @@ def load(text):
     return data
 
 
+class _NoAliasDumper(yaml.SafeDumper):
+    """Writes every value out: recipes refuse anchors and aliases, so the product never writes one (a value used
+    twice, e.g. the same seed list in every prompt variant, would otherwise become `&id001` / `*id001`)."""
+
+    def ignore_aliases(self, data):
+        return True
+
+
 def dump(data):
-    """A recipe as YAML text (keys in the order given, unicode kept)."""
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
+    """A recipe as YAML text (keys in the order given, unicode kept, no anchors or aliases)."""
+    return yaml.dump(data, Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=True, width=120)

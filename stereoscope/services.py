@@ -99,3 +99,14 @@ def library_study():
         },
     )
     return study
+
+
+def set_spending_caps(study, **caps):
+    """Write a study's spending cap (`spending_cap_usd`) or the limit staff allow it (`spending_cap_limit_usd`);
+    the generation app's spending service checks who may and what is allowed."""
+    allowed = {"spending_cap_usd", "spending_cap_limit_usd"}
+    if not caps or set(caps) - allowed:
+        raise ValueError(f"Only {', '.join(sorted(allowed))} can be set here.")
+    Study.objects.filter(pk=study.pk).update(**caps)
+    for field, value in caps.items():
+        setattr(study, field, value)

@@ -307,6 +307,7 @@ PRODUCT_ENV_VARIABLES = [
     "INVITATION_TIMEOUT_SECONDS",
     "STUDY_SPENDING_CAP_LIMIT_USD",
     "STUDY_CREATORS",
+    "TRASH_RETENTION_DAYS",
 ]
 # ... and every variable with one of these prefixes (DJANGO_SETTINGS_MODULE, STEREOSCOPE_ADMIN_PASSWORD, ...).
 PRODUCT_ENV_PREFIXES = ["DJANGO_", "STEREOSCOPE_", "CELERY_", "DATABASE_", "POSTGRES", "PG", "EMAIL_", "JOB_", "BATCH_"]
@@ -342,6 +343,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "generation.models.RunStatus",
         "OutputStatusEnum": "generation.models.OutputStatus",
+        "ConnectionStatusEnum": "generation.models.ConnectionStatus",
     },
 }
 

@@ -16,9 +16,12 @@ pytestmark = pytest.mark.django_db
 
 def test_seed_round_in_batch_mode_with_reask(study, make_endpoint, fake_provider, client_for, make_user):
     data = build_study(study, make_endpoint)
+    from tests.gencore.conftest import approved_connection
+
     for endpoint in data["endpoints"].values():
         endpoint.batch_enabled = True
         endpoint.provider = "openai"
+        endpoint.connection = approved_connection("openai", endpoint.base_url, endpoint.api_key_env)
         endpoint.input_price_per_mtok, endpoint.output_price_per_mtok = 2, 6
         endpoint.save()
     template = seed_template(study)

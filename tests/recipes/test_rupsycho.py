@@ -170,6 +170,9 @@ def test_a_list_of_prompt_templates_imports_as_prompt_variants_of_one_grid(tmp_p
             SEEDS,
             "Personas",
         )
+    from tests.gencore.conftest import approved_connection
+
+    approved_connection("openai", "", "OPENAI_API_KEY", name="OpenAI")
     jobs = [j for j in services.plan(recipe).jobs if j["kind"] == "questionnaire run"]
     assert [j["calls"] for j in jobs] == [2 * len(SEEDS) * 250 * len(ITEMS)] * 3
 
