@@ -49,11 +49,19 @@ def problems_response(exc):
 
 
 def outcome_data(outcome):
+    """`known_cost_usd` sums what is priced; when `cost_complete` is false, `unpriced_endpoints` names the endpoints
+    without prices that leave the total unknown. `new_calls` counts only calls of jobs the study does not have."""
+    cost = services.cost_summary(outcome.jobs)
     return {
         "study": outcome.study.pk if outcome.study else None,
         "changes": [{"action": c.action, "kind": c.kind, "name": c.name, "detail": c.detail} for c in outcome.changes],
         "jobs": outcome.jobs,
-        "known_cost_usd": str(services.total_cost(outcome.jobs)),
+        "new_calls": services.new_calls(outcome.jobs),
+        "calls_summary": services.calls_text(outcome.jobs, outcome.changes),
+        "known_cost_usd": str(cost["known_cost_usd"]),
+        "cost_complete": cost["complete"],
+        "unpriced_endpoints": cost["unpriced_endpoints"],
+        "cost_summary": services.cost_text(outcome.jobs),
     }
 
 
