@@ -18,7 +18,7 @@ from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.models import Role, Study
 from stereoscope.permissions import StudyRolePermission
 
-from . import services
+from . import results, services
 from .exporting import export_recipe
 from .loader import RecipeError, RecipeProblem, dump, parse_text, schema
 
@@ -114,15 +114,18 @@ class RecipeViewSet(viewsets.ViewSet):
     @action(detail=False, methods=["post"])
     def apply(self, request, study_pk=None):
         try:
+            data = recipe_from_request(request)
             outcome = services.apply(
-                recipe_from_request(request),
+                data,
                 study=self.get_study(),
                 actor=request.user,
                 connection_map=services.parse_connection_map(request.data.get("connections")),
             )
         except RecipeError as exc:
             return problems_response(exc)
-        return Response(outcome_data(outcome))
+        result = results.summary(outcome, data)
+        # what the result page shows: each object with its page, and the next steps
+        return Response(dict(outcome_data(outcome), objects=result["rows"], next_steps=result["next_steps"]))
 
 
 @extend_schema(responses={200: OpenApiTypes.OBJECT}, description="The JSON Schema of recipes.")

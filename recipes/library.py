@@ -96,13 +96,9 @@ GALLERY = (
 
 
 def gallery():
-    """The gallery entries, each with its recipe's study name; only recipes this installation has."""
+    """The gallery entries (name, title, citation, summary) of the built-in recipes this installation has."""
     available = set(names())
-    entries = []
-    for entry in GALLERY:
-        if entry["name"] in available:
-            entries.append(dict(entry, study=load(entry["name"])["study"]["name"]))
-    return entries
+    return [dict(entry) for entry in GALLERY if entry["name"] in available]
 
 
 def gallery_entry(name):

@@ -190,3 +190,26 @@ def test_result_page_of_an_unchanged_reapply_says_nothing_changed(people, recipe
     text = response.content.decode()
     assert "Nothing changed" in text
     assert re.search(r"unchanged", text)
+
+
+def test_api_apply_lists_the_objects_with_their_pages_and_next_steps(people, recipe):  # noqa: F811
+    from generation.models import GenerationRun
+
+    study, users = people
+    data = (
+        client_for(users["admin"])
+        .post(f"/api/studies/{study.pk}/recipe/apply/", {"recipe": recipe}, format="json")
+        .json()
+    )
+    run = GenerationRun.objects.get(study=study, name="Stories")
+    rows = {(r["kind"], r["name"]): r for r in data["objects"]}
+    assert rows[("generation run", "Stories")]["url"] == f"/studies/{study.pk}/runs/{run.pk}/"
+    assert rows[("generation run", "Stories")]["action"] == "create"
+    labels = [s["label"] for s in data["next_steps"]]
+    assert labels[:2] == ["Start the first run", "Invite coders"]
+    again = (
+        client_for(users["admin"])
+        .post(f"/api/studies/{study.pk}/recipe/apply/", {"recipe": recipe}, format="json")
+        .json()
+    )
+    assert {r["action"] for r in again["objects"]} == {"unchanged"}

@@ -53,6 +53,9 @@ def format_jobs(jobs):
         if job["kind"] == "human stage":
             lines.append(f"  human stage     {job['name']}: waits for people after {job['after']}")
             continue
+        if job.get("existing"):
+            lines.append(f"  {job['kind']:15} {job['name']}: already in the study, no new calls")
+            continue
         tokens = (
             "tokens unknown until its source has run"
             if job.get("input_tokens") is None
@@ -60,9 +63,6 @@ def format_jobs(jobs):
         )
         unpriced = ", ".join(job.get("unpriced_endpoints") or []) or "some endpoints"
         cost = f"${job['cost_usd']}" if job.get("cost_usd") is not None else f"cost unknown (no prices for {unpriced})"
-        if job.get("existing"):
-            lines.append(f"  {job['kind']:15} {job['name']}: already in the study, no new calls")
-            continue
         lines.append(f"  {job['kind']:15} {job['name']}: {job['calls']:,} calls, {tokens}, {cost}")
         lines.extend(f"      problem: {p}" for p in job.get("problems") or [])
     return lines
