@@ -18,7 +18,7 @@ from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.models import Role, Study
 from stereoscope.permissions import StudyRolePermission
 
-from . import services
+from . import results, services
 from .exporting import export_recipe
 from .loader import RecipeError, RecipeProblem, dump, parse_text, schema
 
@@ -49,11 +49,19 @@ def problems_response(exc):
 
 
 def outcome_data(outcome):
+    """`known_cost_usd` sums what is priced; when `cost_complete` is false, `unpriced_endpoints` names the endpoints
+    without prices that leave the total unknown. `new_calls` counts only calls of jobs the study does not have."""
+    cost = services.cost_summary(outcome.jobs)
     return {
         "study": outcome.study.pk if outcome.study else None,
         "changes": [{"action": c.action, "kind": c.kind, "name": c.name, "detail": c.detail} for c in outcome.changes],
         "jobs": outcome.jobs,
-        "known_cost_usd": str(services.total_cost(outcome.jobs)),
+        "new_calls": services.new_calls(outcome.jobs),
+        "calls_summary": services.calls_text(outcome.jobs, outcome.changes),
+        "known_cost_usd": str(cost["known_cost_usd"]),
+        "cost_complete": cost["complete"],
+        "unpriced_endpoints": cost["unpriced_endpoints"],
+        "cost_summary": services.cost_text(outcome.jobs),
     }
 
 
@@ -106,15 +114,18 @@ class RecipeViewSet(viewsets.ViewSet):
     @action(detail=False, methods=["post"])
     def apply(self, request, study_pk=None):
         try:
+            data = recipe_from_request(request)
             outcome = services.apply(
-                recipe_from_request(request),
+                data,
                 study=self.get_study(),
                 actor=request.user,
                 connection_map=services.parse_connection_map(request.data.get("connections")),
             )
         except RecipeError as exc:
             return problems_response(exc)
-        return Response(outcome_data(outcome))
+        result = results.summary(outcome, data)
+        # what the result page shows: each object with its page, and the next steps
+        return Response(dict(outcome_data(outcome), objects=result["rows"], next_steps=result["next_steps"]))
 
 
 @extend_schema(responses={200: OpenApiTypes.OBJECT}, description="The JSON Schema of recipes.")

@@ -546,48 +546,90 @@ class _Rollback(Exception):
     pass
 
 
-def _estimate_jobs(data, outcome):
-    jobs = []
-    for entry in data.get("runs") or []:
+JOB_SECTIONS = {
+    "runs": ("generation run", "endpoints"),
+    "judge_rounds": ("judge round", "judges"),
+    "questionnaire_runs": ("questionnaire run", "endpoints"),
+    "measure_runs": ("measure run", None),
+}
+
+
+def _existing_job(kind, name):
+    """An unchanged job is already in the study: applying the recipe again adds no calls (its own page shows
+    what is left to do)."""
+    return {
+        "kind": kind,
+        "name": name,
+        "calls": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost_usd": "0",
+        "problems": [],
+        "existing": True,
+        "note": "already in the study: applying makes no new calls",
+    }
+
+
+def _unpriced(endpoints):
+    return sorted(
+        e.name
+        for e in endpoints
+        if e.provider != Provider.MANUAL and e.input_price_per_mtok is None and e.output_price_per_mtok is None
+    )
+
+
+def _estimate_job(section, entry, outcome):
+    if section == "runs":
         run = outcome.objects["runs"][entry["name"]]
         dry = generation_runs.plan(run, sample=0)
         totals = dry["totals"]
-        jobs.append(
-            {
-                "kind": "generation run",
-                "name": run.name,
-                "calls": totals["calls"] + totals["manual"],
-                "input_tokens": totals["input_tokens"],
-                "output_tokens": totals["output_tokens"],
-                "cost_usd": str(totals["cost_usd"]) if totals["priced"] else None,
-                "problems": dry["problems"],
-            }
-        )
-    for entry in data.get("judge_rounds") or []:
+        return {
+            "kind": "generation run",
+            "name": run.name,
+            "calls": totals["calls"] + totals["manual"],
+            "input_tokens": totals["input_tokens"],
+            "output_tokens": totals["output_tokens"],
+            "cost_usd": str(totals["cost_usd"]) if totals["priced"] else None,
+            "problems": dry["problems"],
+        }
+    if section == "judge_rounds":
         rnd = outcome.objects["judge_rounds"][entry["name"]]
         summary = judge_rounds.compute_plan(rnd)
         if summary["outputs"]:
-            jobs.append(
-                {
-                    "kind": "judge round",
-                    "name": rnd.name,
-                    "calls": summary["batches"],
-                    "input_tokens": summary["input_tokens"],
-                    "output_tokens": summary["output_tokens"],
-                    "cost_usd": summary["cost_usd"],
-                    "problems": summary["problems"],
-                }
-            )
-            continue
+            return {
+                "kind": "judge round",
+                "name": rnd.name,
+                "calls": summary["batches"],
+                "input_tokens": summary["input_tokens"],
+                "output_tokens": summary["output_tokens"],
+                "cost_usd": summary["cost_usd"],
+                "problems": summary["problems"],
+            }
         # the source run has not run yet: the round's planner over the outputs it will write
         try:
-            jobs.append(estimates.judge_round_before_generation(rnd, outcome.objects["runs"][entry["source_run"]]))
+            return estimates.judge_round_before_generation(rnd, outcome.objects["runs"][entry["source_run"]])
         except planner.PlanError as exc:
             raise RecipeError([RecipeProblem(f"judge_rounds.{entry['name']}", str(exc))]) from None
-    for entry in data.get("questionnaire_runs") or []:
-        jobs.append(questionnaires.estimate(outcome.objects["questionnaire_runs"][entry["name"]]))
-    for entry in data.get("measure_runs") or []:
-        jobs.append(measuring.estimate(outcome.objects["measure_runs"][entry["name"]], outcome.objects))
+    if section == "questionnaire_runs":
+        return questionnaires.estimate(outcome.objects["questionnaire_runs"][entry["name"]])
+    return measuring.estimate(outcome.objects["measure_runs"][entry["name"]], outcome.objects)
+
+
+def _estimate_jobs(data, outcome):
+    """Per job its new calls, tokens and cost: a job the study already has (unchanged) counts 0 calls, so an
+    unchanged recipe plans no new calls. A job without a known cost names its endpoints that have no prices."""
+    unchanged = {(c.kind, c.name) for c in outcome.changes if c.action == "unchanged"}
+    jobs = []
+    for section, (kind, endpoints_key) in JOB_SECTIONS.items():
+        for entry in data.get(section) or []:
+            if (kind, entry["name"]) in unchanged:
+                jobs.append(_existing_job(kind, entry["name"]))
+                continue
+            job = _estimate_job(section, entry, outcome)
+            if job.get("cost_usd") is None and job.get("calls") and endpoints_key:
+                endpoints = outcome.objects["endpoints"]
+                job["unpriced_endpoints"] = _unpriced(endpoints[n] for n in entry[endpoints_key] if n in endpoints)
+            jobs.append(job)
     for entry in data.get("human_stages") or []:
         jobs.append({"kind": "human stage", "name": entry["name"], "calls": 0, "after": entry["after"], "problems": []})
     return jobs
@@ -613,3 +655,39 @@ def plan(data, *, study=None, actor=None, connection_map=None):
 def total_cost(jobs):
     costs = [Decimal(j["cost_usd"]) for j in jobs if j.get("cost_usd") is not None]
     return sum(costs, Decimal("0"))
+
+
+def new_calls(jobs):
+    """The provider calls applying the plan adds (jobs the study already has count none)."""
+    return sum(j.get("calls") or 0 for j in jobs)
+
+
+def cost_summary(jobs):
+    """{"known_cost_usd": the sum of what is priced, "complete": whether every job with calls is priced,
+    "unpriced_endpoints": the names of the endpoints without prices that make it unknown}."""
+    unknown = [j for j in jobs if j.get("calls") and j.get("cost_usd") is None and j["kind"] != "human stage"]
+    return {
+        "known_cost_usd": total_cost(jobs),
+        "complete": not unknown,
+        "unpriced_endpoints": sorted({name for j in unknown for name in j.get("unpriced_endpoints") or []}),
+    }
+
+
+def cost_text(jobs):
+    """ "$12.5", or "unknown, no prices set for model-a, model-b" when a job's cost is not known."""
+    summary = cost_summary(jobs)
+    if summary["complete"]:
+        return f"${summary['known_cost_usd']}"
+    if summary["unpriced_endpoints"]:
+        return f"unknown, no prices set for {', '.join(summary['unpriced_endpoints'])}"
+    return "unknown"
+
+
+def calls_text(jobs, changes):
+    """What the plan says about calls: none when nothing changed, else how many new calls."""
+    calls = new_calls(jobs)
+    if calls:
+        return f"Applying this recipe makes {calls:,} new call(s)."
+    if all(c.action == "unchanged" for c in changes):
+        return "Nothing changed: applying this recipe makes no new calls."
+    return "Applying this recipe makes no new calls."

@@ -53,12 +53,16 @@ def format_jobs(jobs):
         if job["kind"] == "human stage":
             lines.append(f"  human stage     {job['name']}: waits for people after {job['after']}")
             continue
+        if job.get("existing"):
+            lines.append(f"  {job['kind']:15} {job['name']}: already in the study, no new calls")
+            continue
         tokens = (
             "tokens unknown until its source has run"
             if job.get("input_tokens") is None
             else f"~{job['input_tokens']:,} in / ~{job['output_tokens']:,} out tokens"
         )
-        cost = f"${job['cost_usd']}" if job.get("cost_usd") is not None else "cost unknown (no prices)"
+        unpriced = ", ".join(job.get("unpriced_endpoints") or []) or "some endpoints"
+        cost = f"${job['cost_usd']}" if job.get("cost_usd") is not None else f"cost unknown (no prices for {unpriced})"
         lines.append(f"  {job['kind']:15} {job['name']}: {job['calls']:,} calls, {tokens}, {cost}")
         lines.extend(f"      problem: {p}" for p in job.get("problems") or [])
     return lines
@@ -145,7 +149,8 @@ class Command(BaseCommand):
         self.stdout.write("Jobs:")
         for line in format_jobs(outcome.jobs):
             self.stdout.write(line)
-        self.stdout.write(f"Known cost: ${services.total_cost(outcome.jobs)}")
+        self.stdout.write(services.calls_text(outcome.jobs, outcome.changes))
+        self.stdout.write(f"Known cost: {services.cost_text(outcome.jobs)}")
 
     def do_run(self, file, study_id=None, endpoints=None, past=(), connections=(), **options):
         outcome, stage = running.run(
