@@ -98,3 +98,46 @@ def test_key_help_documents_the_variable_keys(page, login, regard_queue):
     assert "Ctrl" in help_text and "Done, next" in help_text and "1" in help_text
     # each value shows its key once, inside the variable control
     assert page.locator("#variables kbd").all_inner_texts() == ["1", "2", "3"]
+
+
+MIXED = {
+    "name": "Mixed",
+    "codes": [
+        {"name": "Care", "codable": False, "children": [{"name": "warmth", "shortcut": "1"}]},
+        {
+            "name": "Regard",
+            "codable": False,
+            "variable": "story",
+            "children": [{"name": "negative"}, {"name": "neutral", "shortcut": "n"}, {"name": "positive"}],
+        },
+    ],
+}
+
+
+def test_with_span_codes_too_v_jumps_to_the_variable_and_a_values_key_works_anywhere(
+    page, login, roles, outputs_factory
+):
+    study = roles["a"]
+    cb = services.import_codebook(study, MIXED)
+    (out,) = outputs_factory(study, ["She was kind to him."])
+    coder = roles["users"]["coder"]
+    Assignment.objects.create(study=study, codebook=cb, output=out, coder=coder, position=1)
+    values = {c.name: c for c in cb.codes.filter(codable=True)}
+    login("coder")
+    page.goto(f"/studies/{study.pk}/coding/codebooks/{cb.pk}/stories/{out.pk}/")
+    page.wait_for_function("() => window.stereoscopeWorkspace")
+    assert page.evaluate(FOCUSED_VALUE) is None  # with span codes the page does not start on the variable
+    strokes = []
+    page.keyboard.press("v")
+    strokes.append("v")
+    page.wait_for_function(f"() => ({FOCUSED_VALUE})() !== null")
+    press(page, "3", strokes)
+    assert Coding.objects.get(output=out).code_id == values["positive"].pk
+    assert page.evaluate(FOCUSED_VALUE) == [str(values["positive"].pk), True]
+    assert len(strokes) <= 3
+    # a value's own key, pressed from the page (not in the variable), chooses it and focus goes to it
+    page.evaluate("() => document.activeElement.blur()")
+    press(page, "n", strokes)
+    assert Coding.objects.get(output=out).code_id == values["neutral"].pk
+    assert page.evaluate(FOCUSED_VALUE) == [str(values["neutral"].pk), True]
+    assert [t.split()[0] for t in page.locator(".code-btn").all_inner_texts()] == ["warmth"]  # values: no buttons
