@@ -444,3 +444,38 @@ def discovery_counts(requests):
     finished = counts["done"] + counts["failed"]
     counts["percent"] = round(100 * finished / counts["total"]) if counts["total"] else 0
     return counts
+
+
+# --- My work: a coder's queues across studies (registered with stereoscope.my_work) -------------------------------
+
+
+def coder_queues(user, studies):
+    """The user's coding queues in `studies` (live studies they belong to): one row per study and codebook, with
+    stories done and in all, and where to continue (the next story) or the study's coding page when done."""
+    from django.urls import reverse
+
+    rows = (
+        Assignment.objects.filter(coder=user, study__in=studies)
+        .values("study_id", "codebook_id", "codebook__name", "codebook__version")
+        .annotate(total=Count("id"), done=Count("id", filter=Q(status=AssignmentStatus.DONE)))
+        .order_by("study_id", "codebook__name", "codebook_id")
+    )
+    by_pk = {s.pk: s for s in studies}
+    queues = []
+    for row in rows:
+        study = by_pk.get(row["study_id"])
+        if study is None:
+            continue
+        finished = row["done"] >= row["total"]
+        queues.append(
+            {
+                "study": study,
+                "label": f"{row['codebook__name']} v{row['codebook__version']}",
+                "done": row["done"],
+                "total": row["total"],
+                "url": reverse("coding", args=[study.pk])
+                if finished
+                else reverse("annotation-next", args=[study.pk, row["codebook_id"]]),
+            }
+        )
+    return queues

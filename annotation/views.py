@@ -32,6 +32,7 @@ from .models import (
     GenderAttribution,
     GenderTag,
     Memo,
+    VariableScope,
 )
 from .offsets import segments
 
@@ -459,28 +460,44 @@ def _workspace_context(request, codebook, output, error="", notice=""):
     prev = queue.filter(position__lt=assignment.position).order_by("-position", "-id").first() if assignment else None
     attribution = GenderAttribution.objects.filter(output=output, coder=user).first()
     chosen = {c.code.parent_id: c.code_id for c in codings if c.start is None and c.coder_id == user.pk}
-    variables = [
-        {"group": g, "chosen": chosen.get(g.pk), "values": [c for c in flat if c.parent_id == g.pk and c.codable]}
-        for g in flat
-        if g.variable_scope == "story" and not g.codable
-    ]
+    # A story variable's values are shown once, as the variable's radios: not as code buttons, reassign options or
+    # "Whole story" options, which the variable would always refuse ("takes one value per story").
+    story_variables = [g for g in flat if g.variable_scope == VariableScope.STORY and not g.codable]
+    variable_ids = {g.pk for g in story_variables}
+    value_ids = {c.pk for c in flat if c.parent_id in variable_ids and c.codable}
+    variables = []
+    for g in story_variables:
+        values = [c for c in flat if c.parent_id == g.pk and c.codable]
+        for position, value in enumerate(values, start=1):
+            value.key = value.shortcut or (str(position) if position <= 9 else "")
+        variables.append({"group": g, "chosen": chosen.get(g.pk), "values": values})
+    panel = [c for c in flat if c.pk not in variable_ids and c.pk not in value_ids]
+    codable = [c for c in codable if c.pk not in value_ids]
+    code_keys = {c.shortcut.lower() for c in codable if c.shortcut}
     return {
         "variables": variables,
+        "variable_jump_key": "v" if variables and "v" not in code_keys else "",
         "study": study,
         "codebook": codebook,
         "output": output,
         "assignment": assignment,
         "codings": codings,
         "span_codings": [c for c in codings if c.start is not None],
-        "doc_codings": [c for c in codings if c.start is None],
+        # one's own variable values are the checked radios; other coders' (consensus, all) stay listed here
+        "doc_codings": [
+            c for c in codings if c.start is None and not (c.code_id in value_ids and c.coder_id == user.pk)
+        ],
         "story": story_html(output.text, codings),
         "tree": tree,
-        "flat": flat,
+        "flat": panel,
         "codable": codable,
         "story_memos": [m for m in memos if m.output_id == output.pk],
         "code_options": format_html_join("", '<option value="{}">{}</option>', ((c.pk, c.name) for c in codable)),
         "code_path_options": format_html_join(
             "", '<option value="{}">{}</option>', ((c.pk, c.path()) for c in codable)
+        ),
+        "memo_code_options": format_html_join(
+            "", '<option value="{}">{}</option>', ((c.pk, c.path()) for c in flat if c.codable)
         ),
         "mode": "consensus" if consensus else ("all" if show_all else "blind"),
         "show_all": show_all,
@@ -495,7 +512,7 @@ def _workspace_context(request, codebook, output, error="", notice=""):
         "attribution": attribution,
         "genders": AttributedGender.choices,
         "gender_tags": GenderTag.choices,
-        "groups": [c for c in flat if not c.codable],
+        "groups": [c for c in panel if not c.codable],
         "can_add_codes": not codebook.locked,
         "self_url": reverse("annotation-workspace", args=[study.pk, codebook.pk, output.pk]),
         "post_url": reverse("annotation-workspace-edit", args=[study.pk, codebook.pk, output.pk])

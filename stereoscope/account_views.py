@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.messages.views import SuccessMessageMixin
 from django.urls import reverse, reverse_lazy
 
-from . import invitations
+from . import invitations, my_work
 
 
 class InvitationAcceptView(SuccessMessageMixin, auth_views.PasswordResetConfirmView):
@@ -29,3 +29,13 @@ class PasswordChangeView(SuccessMessageMixin, auth_views.PasswordChangeView):
     template_name = "registration/password_change.html"
     success_url = reverse_lazy("study-list")
     success_message = "Your password was changed."
+
+
+class LoginView(auth_views.LoginView):
+    """Signing in: a `next` link wins; otherwise a coder lands on My work (their queues), everyone else on the
+    studies."""
+
+    def get_default_redirect_url(self):
+        if my_work.lands_on_my_work(self.request.user):
+            return reverse("my-work")
+        return super().get_default_redirect_url()

@@ -36,7 +36,7 @@ site_pages = [p for app in installed for p in getattr(importlib.import_module(f"
 
 urlpatterns = [
     path("", views.study_list, name="home"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", account_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/password/", login_required(account_views.PasswordChangeView.as_view()), name="password-change"),
     path(
@@ -45,6 +45,7 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("studies/", views.study_list, name="study-list"),
+    path("work/", views.my_work_page, name="my-work"),
     path("studies/<int:study_id>/", views.study_dashboard, name="study-dashboard"),
     path("studies/<int:study_id>/members/", views.study_members, name="study-members"),
     path("studies/<int:study_id>/trash/", views.study_trash, name="study-trash"),

@@ -5,11 +5,11 @@ from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
-from . import invitations, services, trash
+from . import invitations, my_work, services, trash
 from .dashboard import blind_reader, study_activity, study_counts
 from .forms import MemberForm, StudyForm
 from .health import health_report
-from .models import Membership, Role
+from .models import Membership, Role, Study
 from .permissions import VIEWER, has_role, studies_for, study_role_required
 
 
@@ -32,11 +32,36 @@ def study_list(request):
     )
 
 
+@login_required
+@require_safe
+def my_work_page(request):
+    """My work: the signed-in person's queues across the studies they are a member of, with progress."""
+    studies = Study.objects.filter(memberships__user=request.user).distinct()
+    queues = my_work.queues_for(request.user, studies)
+    return render(
+        request,
+        "stereoscope/my_work.html",
+        {"queues": queues, "open": [q for q in queues if not q["finished"]], "studies": studies.order_by("name")},
+    )
+
+
 @study_role_required(VIEWER)
 @require_safe
 def study_dashboard(request, study_id):
     study = request.study
     only_user = request.user if blind_reader(request.user, study) else None  # blind mode: one's own work only
+    if only_user is not None:  # a coder: their queue and progress, not the study's row counts
+        return render(
+            request,
+            "stereoscope/dashboard.html",
+            {
+                "study": study,
+                "queues": my_work.queues_for(request.user, Study.objects.filter(pk=study.pk)),
+                "coder_view": True,
+                "activity": study_activity(study, only_user=only_user),
+                "can_manage": False,
+            },
+        )
     return render(
         request,
         "stereoscope/dashboard.html",

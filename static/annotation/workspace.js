@@ -246,6 +246,13 @@
     const li = el && el.closest && el.closest("#codings li[data-coding]");
     const quote = (currentSelection() || {}).text;
     const op = params.op || (source.querySelector && (source.querySelector("[name=op]") || {}).value);
+    const varForm = source.closest && source.closest(".variable-form");
+    if (varForm) {  // a value of a variable: come back to the chosen value, not to <body>
+      const checked = varForm.querySelector("input[type=radio]:checked");
+      resume = { op: "value", variable: varForm.querySelector("[name=variable]").value,
+                 value: checked ? checked.value : "" };
+      return;
+    }
     resume = { op: op,
                story: el === root || !!codeBtn || op === "new_code",  // back to the text that was just coded
                coding: li && li.dataset.coding, id: el && el.id,
@@ -262,7 +269,16 @@
     const error = document.getElementById("ws-error");
     if (error) { error.focus(); return; }  // the live region reads it
     const say = window.stereoscopeAnnounce || function () {};
-    if (r.story) {
+    if (r.variable) {
+      const radios = variableRadios(r.variable);
+      const radio = radios.find(function (x) { return x.value === r.value; }) ||
+        radios.find(function (x) { return x.checked; }) || radios[0];
+      if (radio) {
+        radio.focus();
+        const legend = radio.closest("fieldset").querySelector("legend");
+        say((legend ? legend.textContent + ": " : "") + valueName(radio) + " saved.");
+      }
+    } else if (r.story) {
       const list = words(root);
       kbd.anchor = kbd.focus = Math.min(r.after, Math.max(list.length - 1, 0));
       root.focus();
@@ -280,6 +296,79 @@
       say(r.op === "code" ? "Whole story coded." : r.op === "delete" ? "Coding removed." : "Saved.");
     }
   });
+
+  // ---- Variables (one value per story) --------------------------------------------------------------------
+  // In a variable, 1-9 choose a value by position (arrow keys work too); a value's own key chooses it from anywhere
+  // outside a text field; the jump key (V, unless a code takes it) focuses the first variable still to choose;
+  // Ctrl+Enter is "Done, next". Each choice saves at once, and focus comes back to the chosen value.
+
+  function variableRadios(variable) {
+    return Array.from(document.querySelectorAll('#variables input[type=radio][data-variable="variable-' + variable + '"]'));
+  }
+
+  function valueName(radio) {
+    const label = radio.closest("label");
+    return label ? Array.from(label.childNodes).filter(function (n) { return n.nodeType === Node.TEXT_NODE; })
+      .map(function (n) { return n.data; }).join("").trim() : "";
+  }
+
+  function chooseValue(radio) {
+    radio.focus();
+    if (radio.checked) return;
+    radio.checked = true;
+    radio.dispatchEvent(new Event("change", { bubbles: true }));
+  }
+
+  // The first variable still to choose (its first value), else the first variable's chosen value.
+  function variableToFocus() {
+    const sets = Array.from(document.querySelectorAll("#variables fieldset"));
+    const open = sets.find(function (f) { return !f.querySelector("input[type=radio]:checked"); });
+    if (open) return open.querySelector("input[type=radio]");
+    return sets.length ? sets[0].querySelector("input[type=radio]:checked") : null;
+  }
+
+  function isTextField(t) {
+    return t && (t.isContentEditable || t.tagName === "TEXTAREA" || t.tagName === "SELECT" ||
+      (t.tagName === "INPUT" && !["radio", "checkbox", "button", "submit"].includes(t.type)));
+  }
+
+  document.addEventListener("keydown", function (ev) {
+    const t = ev.target;
+    if ((ev.ctrlKey || ev.metaKey) && ev.key === "Enter" && !(t && t.tagName === "TEXTAREA")) {
+      const done = document.getElementById("done-next");
+      if (done) { ev.preventDefault(); ev.stopPropagation(); done.click(); }
+      return;
+    }
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.key.length !== 1 || !document.getElementById("variables")) return;
+    const key = ev.key.toLowerCase();
+    const ownKey = function (r) { return (r.dataset.shortcut || "").toLowerCase() === key; };
+    const inVariable = t && t.closest && t.closest("#variables fieldset");
+    if (inVariable) {  // the focused variable: a value's own key, else its position
+      const radios = Array.from(inVariable.querySelectorAll("input[type=radio]"));
+      const radio = radios.find(ownKey) || (/^[1-9]$/.test(key) ? radios[Number(key) - 1] : null);
+      if (radio) { ev.preventDefault(); ev.stopPropagation(); chooseValue(radio); return; }
+    }
+    if (isTextField(t)) return;
+    const own = Array.from(document.querySelectorAll("#variables input[type=radio][data-shortcut]")).find(ownKey);
+    if (own) { ev.preventDefault(); ev.stopPropagation(); chooseValue(own); return; }
+    const jump = document.getElementById("variables").dataset.jump;
+    if (jump && key === jump) {
+      const radio = variableToFocus();
+      if (radio) { ev.preventDefault(); ev.stopPropagation(); radio.focus(); }
+    }
+  }, true);
+
+  // On opening a story, start on its variables when the codebook has nothing else to code with the keyboard
+  // (no code buttons): the coder chooses a value at once, then Ctrl+Enter.
+  function focusVariableOnLoad() {
+    if (!document.getElementById("variables") || document.querySelector(".code-btn")) return;
+    const a = document.activeElement;
+    if (a && a !== document.body) return;  // the coder is already somewhere
+    const radio = variableToFocus();
+    if (radio) radio.focus();
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", focusVariableOnLoad);
+  else focusVariableOnLoad();
 
   window.stereoscopeWorkspace = { currentSelection: currentSelection, codePoints: codePoints, words: words };
 })();

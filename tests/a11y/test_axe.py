@@ -4,14 +4,19 @@ WCAG 2.1 A/AA violations. The pages come from the URL patterns, so a new page is
 import re
 
 import pytest
-from django.urls import URLPattern, URLResolver, get_resolver
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from .axe import NetworkWatch, blocking_violations, describe, install_axe
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 PARAM = re.compile(r"<(?:(\w+):)?(\w+)>")
-TOP_LEVEL = ["", "studies/", "healthz"]  # pages outside a study worth checking; admin/ and api/ are third-party UIs
+TOP_LEVEL = [
+    "",
+    "studies/",
+    "work/",
+    "healthz",
+]  # pages outside a study worth checking; admin/ and api/ are third-party UIs
 # URL parameters that take a word (an action, a format, a direction, a slot name): such routes are actions or
 # downloads, not pages.
 WORD_CONVERTERS = {"str", "slug", "path"}
@@ -76,9 +81,15 @@ def fill(route, name, ids):
         return None
 
 
+def variable_workspace_url(s):
+    """The coding workspace of a codebook with a story variable (the regard codebook), on a story in the queue."""
+    variable = s["variable"]
+    return reverse("annotation-workspace", args=[s["study"].pk, variable.codebook_id, s["outputs"][0].pk])
+
+
 def study_page_urls(s):
     urls = [fill(route, name, object_ids(s)) for route, name in study_routes()]
-    urls = [u for u in dict.fromkeys(urls) if u]
+    urls = [u for u in dict.fromkeys(urls + [variable_workspace_url(s)]) if u]
     return sorted(urls, key=lambda u: any(word in u for word in LAST)) + ["/" + r for r in TOP_LEVEL]
 
 
@@ -98,6 +109,7 @@ def test_the_enumeration_covers_every_app(full_study):
         "members/",
     ]:
         assert f"/studies/{study}/{page}" in urls
+    assert variable_workspace_url(full_study) in urls and "/work/" in urls
     assert len(urls) > 60
 
 
