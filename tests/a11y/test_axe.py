@@ -109,7 +109,7 @@ def test_the_enumeration_covers_every_app(full_study):
         "members/",
     ]:
         assert f"/studies/{study}/{page}" in urls
-    assert variable_workspace_url(full_study) in urls and "/work/" in urls
+    assert variable_workspace_url(full_study) in urls and reverse("my-work") in urls
     assert len(urls) > 60
 
 

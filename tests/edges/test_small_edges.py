@@ -29,7 +29,7 @@ def test_zero_rate_prompt_gets_a_visible_marker():
 def test_dashboard_plurals(roles, client_for):
     from stereoscope.dashboard import plural
 
-    html = client_for(roles["users"]["coder"]).get(f"/studies/{roles['a'].pk}/").content.decode()
+    html = client_for(roles["users"]["researcher"]).get(f"/studies/{roles['a'].pk}/").content.decode()
     assert "discoverys" not in html and "code discoveries" in html
     assert [
         plural("code discovery", "code discoverys"),
