@@ -210,11 +210,16 @@ def permutation_pvalue(pipeline, x, y, splits, observed, permutations, seed):
         return None
     from sklearn.base import clone
 
-    features, head = pipeline[:-1], pipeline[-1]
+    head = pipeline[-1]
     prepared = []
     for train_idx, test_idx in splits:
-        fitted = clone(features).fit(x[train_idx])
-        prepared.append((train_idx, test_idx, fitted.transform(x[train_idx]), fitted.transform(x[test_idx])))
+        # the feature steps fitted and applied one by one (not as a sub-pipeline, which asks each step for
+        # scikit-learn's estimator tags; the embedding step is a plain transformer)
+        x_train, x_test = x[train_idx], x[test_idx]
+        for _name, step in pipeline.steps[:-1]:
+            fitted = clone(step).fit(x_train)
+            x_train, x_test = fitted.transform(x_train), fitted.transform(x_test)
+        prepared.append((train_idx, test_idx, x_train, x_test))
     rng = np.random.RandomState(seed)
     at_least = 0
     for _ in range(permutations):
