@@ -115,7 +115,9 @@ def export_qdpx(study, target, *, options, progress=None):
         return user_guid(pk), name
 
     users = {}
-    coders = codings.order_by().values_list("coder_id", "coder__username", "coder__first_name", "coder__last_name")
+    coders = codings.order_by("coder_id").values_list(
+        "coder_id", "coder__username", "coder__first_name", "coder__last_name"
+    )
     for pk, username, first, last in coders.distinct():
         users[pk] = person_of(pk, display_name(username, first, last))
     memos = list(Memo.objects.filter(study=study).select_related("author").order_by("pk"))

@@ -388,7 +388,7 @@ class SpendingLedger(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="spending")
     connection = models.ForeignKey(ProviderConnection, on_delete=models.PROTECT, related_name="spending")
     month = models.DateField(help_text="The first day of the month.")
-    calls = models.PositiveIntegerField(default=0)
+    calls = models.IntegerField(default=0)  # not Positive: a correction row may carry -1 (PostgreSQL checks it)
     input_tokens = models.BigIntegerField(default=0)
     output_tokens = models.BigIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=16, decimal_places=6, default=0)

@@ -209,7 +209,7 @@ class Migration(migrations.Migration):
             fields=[
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
                 ("month", models.DateField(help_text="The first day of the month.")),
-                ("calls", models.PositiveIntegerField(default=0)),
+                ("calls", models.IntegerField(default=0)),
                 ("input_tokens", models.BigIntegerField(default=0)),
                 ("output_tokens", models.BigIntegerField(default=0)),
                 ("cost_usd", models.DecimalField(decimal_places=6, default=0, max_digits=16)),
