@@ -2,6 +2,7 @@
 one-time invitation link with a button."""
 
 import pytest
+from django.urls import reverse
 
 from tests.annotation.test_my_work import queues  # noqa: F401  (the fixture)
 
@@ -11,7 +12,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def test_a_coder_signs_in_to_my_work_and_continues_a_queue(page, login, queues):  # noqa: F811
     study_a, cb_a, outs_a = queues["made"]["Study A"]
     login("coder")
-    page.wait_for_url("**/work/")
+    page.wait_for_url(f"**{reverse('my-work')}")
     assert page.locator("h1").inner_text() == "My work"
     rows = page.locator("#queues tbody tr")
     assert rows.count() == 2
