@@ -192,3 +192,33 @@ def test_regard_recipe_codes_sentences_and_groups_by_context_type():
     assert variable["variable"] == "story"
     values = {c["name"]: c.get("exclude", False) for c in variable["children"]}
     assert values == {"negative": False, "neutral": False, "positive": False, "uncertain": True}
+
+
+# Per gallery entry: its seed document, and what its citation says that the seed itself states (title, authors,
+# venue or the study's repository). The rest was checked against the papers' own pages (see the report).
+CITED_IN_SEED = {
+    "fang2025": ("001_8d8d91821ae2a91b.txt", ["Fang", "A Future Only “Generated” for Some", "Laidlaw Scholars"]),
+    "jung2025-asi": (
+        "000_25681434efe9bfd7.txt",
+        ["Measuring ambivalent sexism in large language models: A validation study", "University of Mannheim"],
+    ),
+    "rupsycho-personas": ("002_c8bc15ca660c65a4.txt", ["R.U.Psycho", "github.com/julianschelb/rupsycho"]),
+    "wan2023-letters": (
+        "003_9595ac2320d66d99.txt",
+        ["Gender Biases in LLM-Generated Reference Letters", "Garimella", "Peng", "2310.09219"],
+    ),
+    # the seed copy has no title page: its repository (footnote 4) ties the citation to it
+    "regard": ("004_203fa8f4943aade4.txt", ["github.com/krangelie/German_NLG_bias"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEEDS))
+def test_gallery_citation_agrees_with_its_seed(name):
+    from tests.conftest import shared_file
+
+    entry = library.gallery_entry(name)
+    seed_file, phrases = CITED_IN_SEED[name]
+    seed = " ".join(shared_file("seeds", seed_file).read_text(encoding="utf-8").split())
+    for phrase in phrases:
+        assert phrase in entry["citation"], phrase
+        assert phrase in seed, phrase
