@@ -84,9 +84,11 @@ GALLERY = (
         "Association for Computational Linguistics: EMNLP 2023, pages 3730–3748 (arXiv:2310.09219).",
         "summary": "Context-less reference letters are generated from a name/gender × age × occupation template "
         "grid; a success filter drops empty, repetitive letters and letters that never recommend; lexical odds "
-        "ratios compare the letters written for men and women (above 1 = male-salient), and the share of formal, "
-        "positive and agentic sentences per letter is compared with t-tests. The paper's own word lists and "
-        "descriptor table are not in its text, so Jung 2025's adaptation of the grid and word lists stands in.",
+        "ratios compare the letters written for men and women (above 1 = male-salient). For letters written from "
+        "biographies, the share of formal, positive and agentic sentences per letter is compared with t-tests and "
+        "hallucinated sentences are found by NLI. The recipe covers the context-less letters (with the style "
+        "measures); the paper's word lists and descriptor table are not in its text, so Jung 2025's adaptation of "
+        "the grid and word lists stands in.",
     },
     {
         "name": "regard",
