@@ -101,20 +101,16 @@ def report_fingerprint(study, codebook) -> str:
 
     from django.db.models import Count, Max
 
-    from annotation.models import Assignment, Code, Coding
-    from judging.models import HumanCheck, Verdict
+    from annotation.selectors import codebook_assignments, codebook_codes, codebook_codings
+    from judging.selectors import study_human_checks, study_verdicts
 
     from .models import GoldLabel
 
     parts = [study.pk, codebook.pk if codebook else None]
     if codebook is not None:
+        parts.append(codebook_codings(codebook).order_by().aggregate(n=Count("id"), m=Max("id"), u=Max("updated_at")))
         parts.append(
-            Coding.objects.filter(codebook=codebook)
-            .order_by()
-            .aggregate(n=Count("id"), m=Max("id"), u=Max("updated_at"))
-        )
-        parts.append(
-            Assignment.objects.filter(codebook=codebook)
+            codebook_assignments(codebook)
             .order_by()
             .values_list("status")
             .annotate(n=Count("id"), m=Max("id"), c=Max("completed_at"))
@@ -122,17 +118,15 @@ def report_fingerprint(study, codebook) -> str:
         )
         parts.append(
             list(
-                Code.objects.filter(codebook=codebook)
+                codebook_codes(codebook)
                 .order_by("id")
                 .values_list(
                     "id", "name", "parent_id", "active", "merged_into_id", "codable", "item_id", "gender_tag", "order"
                 )
             )
         )
-    parts.append(Verdict.objects.filter(round__study=study).order_by().aggregate(n=Count("id"), u=Max("updated_at")))
-    parts.append(
-        HumanCheck.objects.filter(verdict__round__study=study).order_by().aggregate(n=Count("id"), m=Max("id"))
-    )
+    parts.append(study_verdicts(study, ok_only=False).order_by().aggregate(n=Count("id"), u=Max("updated_at")))
+    parts.append(study_human_checks(study).order_by().aggregate(n=Count("id"), m=Max("id")))
     parts.append(GoldLabel.objects.filter(study=study).order_by().aggregate(n=Count("id"), u=Max("updated_at")))
     return hashlib.sha1(
         repr([list(p) if not isinstance(p, (dict, int, type(None))) else p for p in parts]).encode()
@@ -170,9 +164,9 @@ def coder_matrix(data: CodingData, pooled_codes) -> list[list]:
 
 def judge_human_matrix(study, codebook=None, round_ids=None, data=None):
     """Kappa for every judge × human (checker, coder, gold) pair on the stereotype table."""
-    from judging.models import Verdict
+    from judging.selectors import study_verdicts
 
-    if not Verdict.objects.filter(round__study=study, status="ok").exists():
+    if not study_verdicts(study, ok_only=False).filter(status="ok").exists():
         return {"judges": [], "humans": [], "rows": [], "notes": ["no judge verdicts yet"]}
     table = stereotype_table(study, codebook=codebook, round_ids=round_ids, data=data)
     rm = table.matrix
@@ -271,7 +265,7 @@ def allowed_gold_values(target):
 @transaction.atomic
 def set_gold(study, *, target, output_id, value, user, note=""):
     """Set (or change) the gold value of one story for one target."""
-    from annotation.models import Code
+    from annotation.selectors import study_codes
     from generation.selectors import study_output
 
     from .models import GoldLabel
@@ -289,7 +283,7 @@ def set_gold(study, *, target, output_id, value, user, note=""):
         raise AgreementRequestError(f"No story {output_id} in this study.")
     code = None
     if ident is not None:
-        code = Code.objects.filter(codebook__study=study, pk=ident).first()
+        code = study_codes(study, [ident]).first()
         if code is None:
             raise AgreementRequestError(f"No {kind} {ident} in this study.")
     gold, created = GoldLabel.objects.update_or_create(

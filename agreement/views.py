@@ -160,9 +160,9 @@ def _segments(study, codebook, target, overlap):
 
 
 def _judge_rounds(study):
-    from judging.models import JudgeRound
+    from judging.selectors import study_round_queryset
 
-    return list(JudgeRound.objects.filter(study=study).select_related("template").order_by("-created_at", "-id"))
+    return list(study_round_queryset(study).order_by("-created_at", "-id"))
 
 
 def _all_raters(request, table):
