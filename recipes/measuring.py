@@ -14,6 +14,8 @@ RUN_FIELDS = {
     "gender_sources": ["slots", "coders", "pronouns"],
     "name_genders": {},
     "zero_policy": "exclude",
+    "or_orientation": "per_category",
+    "success_filter": False,
 }
 
 
