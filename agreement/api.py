@@ -142,6 +142,7 @@ class AgreementViewSet(viewsets.ViewSet):
                 "coders": report["coders"],
                 "coder_matrix": report["coder_matrix"],
                 "judge_human": jh,
+                "variables": report.get("variables", []),
             }
         )
 
