@@ -168,7 +168,7 @@ def test_bootstrap_intervals_for_alpha_and_kappa_match_scipy_bootstrap(regard_st
     ci = ref.confidence_interval
     assert (low, high) == (pytest.approx(ci.low, abs=0.04), pytest.approx(ci.high, abs=0.04))
     klow, khigh = nominal["ci95"]["cohen_kappa_mean"]
-    ref = bootstrap(index, kappa, n_resamples=300, method="percentile", vectorized=False, random_state=1)
+    ref = bootstrap(index, kappa, n_resamples=200, method="percentile", vectorized=False, random_state=1)
     ci = ref.confidence_interval
     assert (klow, khigh) == (pytest.approx(ci.low, abs=0.05), pytest.approx(ci.high, abs=0.05))
     ordinal = body["levels"]["ordinal"]
