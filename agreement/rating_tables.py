@@ -72,6 +72,7 @@ class CodebookIndex:
                 "stereotype",
                 "order",
                 "gender_tag",
+                "variable_scope",
             )
         )
         self.codes = {row["id"]: row for row in rows}
@@ -100,6 +101,15 @@ class CodebookIndex:
             parts.append(self.codes[node]["name"])
             node = self.codes[node]["parent_id"]
         return "/".join(reversed(parts))
+
+    def is_variable(self, cid):
+        """A categorical variable (a group with a scope) or one of its values: agreement on it is the variable's
+        (agreement.variables), not a code's 1/0 table."""
+        row = self.codes[cid]
+        if row["variable_scope"] and not row["codable"]:
+            return True
+        parent = self.codes.get(row["parent_id"])
+        return bool(parent and parent["variable_scope"] and not parent["codable"])
 
     def codable_codes(self):
         """Active codable codes in tree order."""

@@ -68,6 +68,7 @@ def study_report(study, codebook=None, *, bootstrap=1000, seed=0, low=LOW_ALPHA,
         "coders": [],
         "coder_matrix": [],
         "judge_human": None,
+        "variables": [],
     }
     data = None
     if codebook is not None:
@@ -75,11 +76,15 @@ def study_report(study, codebook=None, *, bootstrap=1000, seed=0, low=LOW_ALPHA,
         index = data.index
         report["coders"] = [data.usernames.get(pk, pk) for pk in data.coders]
         for dim in index.dimensions():
+            if index.is_variable(dim):
+                continue
             rm = data.dimension_matrix(dim)
             res = ag.agreement(rm, bootstrap=bootstrap, seed=seed, include_pairs=False)
             report["dimensions"].append(_row("dimension", dim, index.codes[dim]["name"], index.path(dim), rm, res, low))
         pooled = []
         for code in index.codable_codes():
+            if index.is_variable(code):
+                continue
             rm = data.code_matrix(code)
             res = ag.agreement(rm, bootstrap=bootstrap, seed=seed, include_pairs=False)
             row = _row("code", code, index.codes[code]["name"], index.path(code), rm, res, low)
@@ -90,9 +95,53 @@ def study_report(study, codebook=None, *, bootstrap=1000, seed=0, low=LOW_ALPHA,
             report["codes"].append(row)
             pooled.append(rm.codes)
         report["coder_matrix"] = coder_matrix(data, pooled)
+        report["variables"] = variable_rows(study, codebook, bootstrap=bootstrap, seed=seed, low=low)
     report["judge_human"] = judge_human_matrix(study, codebook, data=data)
-    report["n_low"] = sum(1 for row in report["codes"] + report["dimensions"] if row["low"])
+    report["n_low"] = sum(1 for row in report["codes"] + report["dimensions"] + report["variables"] if row["low"])
     return report
+
+
+def variable_rows(study, codebook, *, bootstrap=1000, seed=0, low=LOW_ALPHA):
+    """One row per categorical variable of the codebook: Krippendorff's α at its level (ordinal for an ordered
+    variable, else nominal) with the nominal α beside it, their 95% intervals, units, raters, open ties."""
+    from annotation.selectors import study_variables
+
+    from . import variables
+
+    rows = []
+    for variable in study_variables(study):
+        if variable.codebook_id != codebook.pk:
+            continue
+        report = variables.variable_report(study, variable, bootstrap=bootstrap, seed=seed)
+        level = "ordinal" if "ordinal" in report["levels"] else "nominal"
+        result = report["levels"].get(level)
+        nominal = report["levels"].get("nominal")
+        alpha = result.krippendorff_alpha if result else None
+        rows.append(
+            {
+                "target": variables.variable_target(variable),
+                "kind": "variable",
+                "id": variable.pk,
+                "name": variable.name,
+                "scope": variable.variable_scope,
+                "level": level,
+                "values": report["values"],
+                "n_units": report["n_units"],
+                "n_excluded": report["n_excluded"],
+                "n_raters": len(report["raters"]),
+                "krippendorff_alpha": alpha,
+                "alpha_ci95": (result.ci95 or {}).get("krippendorff_alpha") if result else None,
+                "alpha_nominal": nominal.krippendorff_alpha if nominal else None,
+                "alpha_nominal_ci95": (nominal.ci95 or {}).get("krippendorff_alpha") if nominal else None,
+                "cohen_kappa_mean": nominal.cohen_kappa_mean if nominal else None,
+                "kappa_ci95": (nominal.ci95 or {}).get("cohen_kappa_mean") if nominal else None,
+                "full_agreement": report["full_agreement"],
+                "n_ties": report["n_ties"],
+                "notes": (result.notes if result else []) + report["notes"],
+                "low": alpha is not None and alpha < low,
+            }
+        )
+    return rows
 
 
 def report_fingerprint(study, codebook) -> str:
@@ -121,7 +170,20 @@ def report_fingerprint(study, codebook) -> str:
                 codebook_codes(codebook)
                 .order_by("id")
                 .values_list(
-                    "id", "name", "parent_id", "active", "merged_into_id", "codable", "item_id", "gender_tag", "order"
+                    "id",
+                    "name",
+                    "parent_id",
+                    "active",
+                    "merged_into_id",
+                    "codable",
+                    "item_id",
+                    "gender_tag",
+                    "order",
+                    "variable_scope",
+                    "variable_ordered",
+                    "exclude_value",
+                    "gold_rule",
+                    "gold_min_raters",
                 )
             )
         )
@@ -376,23 +438,32 @@ def rating_rows(study, options=None):
 
 
 def gold_label_rows(study, options=None):
+    """The researchers' gold labels; a variable's value also by name (its position among the variable's values)."""
+    from annotation.selectors import study_variables, variable_values
     from stereoscope.datasets import person
 
     from .models import GoldLabel
 
     options = options or {}
+    names = {}  # variable id -> value names
+    for variable in study_variables(study):
+        names[str(variable.pk)] = [v.name for v in variable_values(variable)]
     for gold in GoldLabel.objects.filter(study=study).select_related("decided_by").order_by("target", "output_id"):
+        value_name = gold.value
+        if gold.target.startswith("variable:"):
+            values = names.get(gold.target.split(":")[1], [])
+            value_name = values[gold.value] if 0 <= gold.value < len(values) else None
         yield {
             "target": gold.target,
             "output_id": gold.output_id,
             "value": gold.value,
+            "value_name": value_name,
             "decided_by": person(options, gold.decided_by),
             "note": gold.note,
             "updated_at": gold.updated_at.isoformat(),
         }
 
 
-# -------------------------------------------------------------------------------------------------- command
 def command_matrix(opts):
     from stereoscope.models import Study
 

@@ -291,7 +291,8 @@ def _export_rows(request, kind):
         return header, [list(r.values()) for r in rows]
     if kind == "gold":
         rows = list(services.gold_label_rows(study))
-        return ["target", "output_id", "value", "decided_by", "note", "updated_at"], [list(r.values()) for r in rows]
+        header = ["target", "output_id", "value", "value_name", "decided_by", "note", "updated_at"]
+        return header, [list(r.values()) for r in rows]
     if kind == "coder_matrix":
         report = services.study_report(study, codebook=_codebook(request), bootstrap=0)
         out = []
