@@ -448,6 +448,70 @@ def _unique_columns(codes, k):
     return patterns, inverse.ravel(), counts
 
 
+def _background_iter(generator, ahead=2):
+    """The items of `generator`, computed in a thread up to `ahead` items ahead of the consumer (in order). A
+    consumer that stops early (an error) lets the thread end."""
+    import queue
+    import threading
+
+    items, stop = queue.Queue(maxsize=ahead), threading.Event()
+
+    def hand_over(entry):
+        while not stop.is_set():
+            try:
+                items.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce():
+        try:
+            for item in generator:
+                if not hand_over((True, item)):
+                    return
+        except BaseException as exc:  # handed to the consumer
+            hand_over((False, exc))
+        else:
+            hand_over((False, None))
+
+    threading.Thread(target=produce, daemon=True).start()
+    try:
+        while True:
+            ok, item = items.get()
+            if not ok:
+                if item is not None:
+                    raise item
+                return
+            yield item
+    finally:
+        stop.set()
+
+
+def _in_background(function, *args, **kwargs):
+    """Start `function(*args, **kwargs)` in a thread; the returned callable waits for its result (or raises)."""
+    import threading
+
+    box = {}
+
+    def run():
+        try:
+            box["value"] = function(*args, **kwargs)
+        except BaseException as exc:  # raised again in the caller
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+
+    def result():
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    return result
+
+
 class _Features:
     """Additive features of every coefficient, per distinct rating pattern (a column of the raters × units matrix).
 
@@ -522,9 +586,12 @@ class _Features:
         n = int(self.freq.sum())
         p = self.freq / self.freq.sum()
         out = np.empty((n_boot, self.matrix.shape[1]), order="F")  # the layout the coefficients were summed in
-        for start in range(0, n_boot, 100):  # consecutive draws from one generator: the same stream as one big call
-            draws = rng.multinomial(n, p, size=min(100, n_boot - start)).astype(float)
-            out[start : start + len(draws)] = (self.matrix.T @ draws.T).T
+        starts = range(0, n_boot, 100)
+        # consecutive draws from one generator: the same stream as one big call. numpy draws without the GIL, so a
+        # thread draws the next block while this one multiplies the last
+        chunks = _background_iter(rng.multinomial(n, p, size=min(100, n_boot - start)) for start in starts)
+        for start, draws in zip(starts, chunks, strict=True):
+            out[start : start + len(draws)] = (self.matrix.T @ draws.astype(float).T).T
         return out
 
     # ----- coefficients over rows of totals
@@ -747,6 +814,9 @@ def agreement(
     feats = _Features(rm, weights=weights)
     T = feats.totals()
     pairable_units = int(feats.freq[feats.m >= 2].sum())
+    resampled = None
+    if bootstrap and pairable_units >= 2:  # the resamples are drawn while the point estimates are computed
+        resampled = _in_background(feats.resampled_totals, bootstrap, np.random.default_rng(seed))
     one_unit = Outcome(None, "only one unit has two or more ratings")
     record("krippendorff_alpha", krippendorff_alpha(rm, level))
     record("percent_agreement", feats.percent_agreement(T).outcome())
@@ -778,18 +848,18 @@ def agreement(
                 }
             )
     if bootstrap and pairable_units >= 2:
-        result.ci95 = bootstrap_ci(feats, level, result, n_boot=bootstrap, seed=seed)
+        result.ci95 = bootstrap_ci(feats, level, result, n_boot=bootstrap, seed=seed, totals=resampled())
     return result
 
 
-def bootstrap_ci(feats: _Features, level, point: AgreementResult, *, n_boot=1000, seed=0) -> dict:
+def bootstrap_ci(feats: _Features, level, point: AgreementResult, *, n_boot=1000, seed=0, totals=None) -> dict:
     """Percentile 95% intervals from resampling units with replacement (same seed → same interval).
 
     Replicates in which a coefficient is undefined are dropped and counted in a note; with fewer than half left the
-    interval is null.
+    interval is null. `totals`: the resampled totals when they were drawn already (`agreement` draws them while it
+    computes the point estimates).
     """
-    rng = np.random.default_rng(seed)
-    T = feats.resampled_totals(n_boot, rng)
+    T = feats.resampled_totals(n_boot, np.random.default_rng(seed)) if totals is None else totals
     vectors = {
         "krippendorff_alpha": lambda: feats.krippendorff_alpha(T, level),
         "percent_agreement": lambda: feats.percent_agreement(T),

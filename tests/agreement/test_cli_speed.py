@@ -102,3 +102,29 @@ def test_plain_ascii_csv_is_read_from_its_bytes_without_pandas(monkeypatch, unit
     got, reference = ag.read_long_csv(text, "ordinal"), row_by_row(text, "ordinal")
     assert got.units == reference.units and got.raters == reference.raters
     assert np.array_equal(got.codes, reference.codes)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 42])
+def test_intervals_drawn_in_the_background_equal_the_sequential_bootstrap(seed):
+    """The reference: one multinomial draw of all 1,000 resamples over the unit patterns, one product, in this
+    thread; agreement() draws them in blocks in other threads while it computes the point estimates."""
+    data = np.random.default_rng(seed + 10).integers(0, 3, (5, 3000)).astype(float)
+    data[np.random.default_rng(seed + 20).random(data.shape) < 0.2] = np.nan
+    rm = ag.from_matrix(data)
+    got = ag.agreement(rm, bootstrap=1000, seed=seed)
+    feats = ag._Features(rm)
+    draws = np.random.default_rng(seed).multinomial(int(feats.freq.sum()), feats.freq / feats.freq.sum(), size=1000)
+    totals = np.asfortranarray((feats.matrix.T @ draws.astype(float).T).T)
+    point = ag.agreement(rm, bootstrap=0)
+    expected = ag.bootstrap_ci(feats, "nominal", point, n_boot=1000, seed=seed, totals=totals)
+    assert got.ci95 == expected  # bit for bit
+    assert all(expected[name] is not None for name in ("krippendorff_alpha", "gwet_ac1", "cohen_kappa_mean"))
+
+
+def test_an_error_while_drawing_reaches_the_caller():
+    def failing():
+        yield 1
+        raise RuntimeError("drawing failed")
+
+    with pytest.raises(RuntimeError, match="drawing failed"):
+        list(ag._background_iter(failing()))
