@@ -221,8 +221,8 @@ def _write_table(raw, fmt, study, ds, ropts, escape, tracker):
     text = io.TextIOWrapper(buffered, encoding="utf-8", newline="")
     writer_class = CSVTableWriter if fmt == "csv" else JSONLTableWriter
     table = writer_class(text, [c.name for c in ds.columns_for(study, ropts)], escape=escape)
-    rows = ds.rows(study, ropts)
-    for _ in table.write_rows(rows) if fmt == "csv" else map(table.write, rows):
+    for row in ds.rows(study, ropts):
+        table.write(row)
         tracker.rows += 1
         tracker.tick()
     text.flush()

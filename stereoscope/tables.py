@@ -12,13 +12,9 @@ import decimal
 import io
 import json
 import uuid
-from itertools import islice, repeat
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 _QUOTE_CHARS = "=+-@\t\r'"  # first characters that may need a quote
-_QUOTE_PREFIXES = tuple(_QUOTE_CHARS)
-_PLAIN = {int, float, type(None)}  # written as they are (None as empty)
-_PLAIN_TEXT = _PLAIN | {str}
 XLSX_MAX_ROWS = 1_048_576
 XLSX_MAX_CELL = 32_767
 BOM = "\ufeff"
@@ -95,39 +91,6 @@ class CSVTableWriter:
             append(value)
         self._writer.writerow(values)
         self.rows += 1
-
-    def write_rows(self, rows, batch=2000):
-        """Write many row dicts; the same bytes as `write` for each, checked a column at a time: a column of plain
-        text, numbers and empties is escaped only when one of its cells starts with a character that may start a
-        formula (one C-level pass of str.startswith), so most cells never reach Python code. Yields after each row
-        (for progress)."""
-        iterator = iter(rows)
-        while True:
-            chunk = list(islice(iterator, batch))
-            if not chunk:
-                return
-            if not self.columns:  # nothing to transpose: an empty line per row
-                for row in chunk:
-                    self.write(row)
-                    yield
-                continue
-            columns = list(zip(*[list(map(row.get, self.columns)) for row in chunk], strict=True))
-            for j, column in enumerate(columns):
-                kinds = set(map(type, column))
-                if kinds <= _PLAIN_TEXT:
-                    if self.escape and str in kinds:
-                        texts = [v for v in column if v.__class__ is str] if kinds - {str} else column
-                        if any(map(str.startswith, texts, repeat(_QUOTE_PREFIXES))):
-                            columns[j] = [escape_formula(v) for v in column]
-                elif kinds <= _PLAIN:
-                    continue
-                else:
-                    cells = [v if v.__class__ in _PLAIN else plain_value(v) for v in column]
-                    columns[j] = [escape_formula(v) for v in cells] if self.escape else cells
-            self._writer.writerows(zip(*columns, strict=True))
-            for _ in chunk:
-                self.rows += 1
-                yield
 
     def close(self):
         pass
