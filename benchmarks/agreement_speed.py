@@ -6,8 +6,8 @@
   4. `manage.py agreement` on a CSV of 100,000 units × 10 raters, default 95% CIs,
      wall time of the subprocess including Django's start-up (issue 14)              ≤ 3 s
 
-Run: .venv/bin/python benchmarks/agreement_speed.py   (builds a throw-away SQLite database for 3; 4 runs first,
-in a fresh process, before this one starts Django)
+Run: .venv/bin/python benchmarks/agreement_speed.py [--cli-only]   (builds a throw-away SQLite database for 3; 4 runs
+first, in a fresh process, before this one starts Django; --cli-only runs 4 alone)
 """
 
 import os
@@ -199,12 +199,14 @@ def bench_cli(n_units=100_000, n_raters=10, repeat=3):
             best_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     print(
         f"4. manage.py agreement, {n_units:,} units x {n_raters} raters ({path.stat().st_size / 1e6:.0f} MB CSV), "
-        f"default 1,000-resample CIs: {best:.2f} s wall (CPU {best_cpu:.2f} s)   [target <= 3 s]"
+        f"default 1,000-resample CIs: {best:.2f} s wall (CPU {best_cpu:.2f} s)   [target <= 3 s]; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
     path.unlink()
 
 
 if __name__ == "__main__":
     bench_cli()
-    bench_statistics()
-    bench_page()
+    if "--cli-only" not in sys.argv:
+        bench_statistics()
+        bench_page()

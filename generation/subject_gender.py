@@ -119,11 +119,45 @@ def from_attributions(answers):
     return None, {"attributions": dict(counts), "n": len(answers), "reason": "no majority"}
 
 
+_FOLDS = {"s": "\u017f", "i": "\u0130\u0131", "k": "\u212a"}  # other letters re.IGNORECASE matches (long s, ...)
+
+
+def _caseless(letters):
+    """A character class matching what re.IGNORECASE matches for these ASCII letters."""
+    return "[" + "".join(c + c.upper() + _FOLDS.get(c, "") for c in letters) + "]"
+
+
+def _caseless_word(word):
+    return "".join(_caseless(c) for c in word)
+
+
+S, H = _caseless("s"), _caseless("h")
+# The English pronouns in one pass, matching exactly what _FEMALE_PRONOUNS and _MALE_PRONOUNS find: the match starts
+# with a character class (re then scans for it in C instead of trying every position), the lookbehind is the
+# opening \b, the lookahead the closing one. Group 1 or 2: female, group 3: male.
+_ENGLISH_PRONOUNS = re.compile(
+    f"{_caseless('sh')}(?<!\\w.)(?:(?<={S})({_caseless_word('he')})|(?<={H})(?:"
+    f"({_caseless_word('er')}(?:{_caseless_word('s')}(?:{_caseless_word('elf')})?)?)|"
+    f"({_caseless_word('e')}|{_caseless_word('i')}(?:{_caseless_word('m')}(?:{_caseless_word('self')})?|{S}))))"
+    "(?!\\w)"
+)
+
+
+def english_pronoun_counts(text):
+    """(female, male): how many words _FEMALE_PRONOUNS and _MALE_PRONOUNS find in the text, in one scan."""
+    female = male = 0
+    for match in _ENGLISH_PRONOUNS.finditer(text or ""):
+        if match.lastindex == 3:
+            male += 1
+        else:
+            female += 1
+    return female, male
+
+
 def from_pronouns(text, language="en"):
     """(gender or None, detail) from pronoun counts, for single-subject texts."""
     text = text or ""
-    f = len(_FEMALE_PRONOUNS.findall(text))
-    m = len(_MALE_PRONOUNS.findall(text))
+    f, m = english_pronoun_counts(text)
     if language.startswith("de"):
         m += len(_DE_MALE.findall(text))
         de_f = len(_DE_FEMALE.findall(text))

@@ -192,21 +192,108 @@ def read_long_csv(text: str, level="nominal") -> RatingMatrix:
 
 
 def _factorize_stripped(column):
-    """(index per row, distinct stripped values in order of first appearance); None if a value is missing."""
+    """(index per row, distinct stripped values in order of first appearance) of an object column (pandas)."""
     import pandas as pd
 
     codes, raw = pd.factorize(column)
     stripped = [value.strip() for value in raw]
-    if any(_is_missing(value) for value in stripped):
-        return None
     remap, distinct = pd.factorize(np.asarray(stripped, dtype=object))
     return remap[codes], list(distinct)
 
 
+def _pandas_columns(text, wanted):
+    """The unit, rater and value columns as (index per row, distinct stripped values), read by pandas' C parser."""
+    try:
+        import pandas as pd
+
+        frame = pd.read_csv(
+            io.StringIO(text), header=0, usecols=wanted, dtype=str, na_filter=False, engine="c", index_col=False
+        )
+    except (ImportError, ValueError):
+        return None
+    return [_factorize_stripped(frame.iloc[:, sorted(wanted).index(i)].to_numpy(dtype=object)) for i in wanted]
+
+
+def _factorize_bytes(raw, text, starts, ends):
+    """(index per row, distinct strings in order of first appearance) of the fields raw[starts:ends] of printable
+    ASCII text: each field packed into one integer (up to 8 bytes) or a fixed-width byte string, then sorted (or
+    looked up in a table when it has at most 2 bytes). None for fields longer than 64 bytes (the caller then reads
+    the file with pandas)."""
+    lengths = ends - starts
+    width = int(lengths.max()) if len(lengths) else 0
+    if width > 64:
+        return None
+    padded = np.concatenate([raw, np.zeros(max(width, 8), dtype=np.uint8)])
+    # no NUL bytes in the text, so zero padding cannot make two different fields equal
+    if width <= 8:  # the 8 bytes from each field's start as one big-endian integer, bytes past its end zeroed
+        eight = np.ndarray((len(raw),), dtype=">u8", buffer=padded, strides=(1,))
+        ones = np.uint64(2**64 - 1)
+        masks = np.array([0] + [int(ones) ^ ((1 << (64 - 8 * n)) - 1) for n in range(1, 9)], dtype=np.uint64)
+        keys = eight[starts].astype(np.uint64) & masks[lengths]
+    else:
+        window = np.lib.stride_tricks.sliding_window_view(padded, width)[starts]
+        keys = np.where(np.arange(width) < lengths[:, None], window, np.uint8(0)).view(f"S{width}").ravel()
+    if width <= 2:  # few possible keys: a lookup table
+        keys = (keys >> np.uint64(48)).astype(np.int64)
+        table = np.zeros(1 << 16, dtype=np.int64)
+        present = np.flatnonzero(np.bincount(keys, minlength=1 << 16))
+        table[present] = np.arange(len(present))
+        inverse = table[keys]
+        first = np.full(len(present), len(keys), dtype=np.int64)
+        np.minimum.at(first, inverse, np.arange(len(keys)))
+    else:  # sort; the first row of each run of equal keys is the smallest row index in it
+        order = np.argsort(keys)
+        ordered = keys[order]
+        new = np.empty(len(keys), dtype=bool)
+        new[:1] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+        inverse = np.empty(len(keys), dtype=np.int64)
+        inverse[order] = np.cumsum(new) - 1
+        first = np.minimum.reduceat(order, np.flatnonzero(new))
+    appearance = np.argsort(first)  # distinct values in order of first appearance (first indices are distinct)
+    rank = np.empty(len(appearance), dtype=np.int64)
+    rank[appearance] = np.arange(len(appearance))
+    firsts = first[appearance]
+    distinct = [text[a:b] for a, b in zip(starts[firsts].tolist(), ends[firsts].tolist(), strict=True)]
+    return rank[inverse], distinct
+
+
+def _ascii_columns(raw, text, line_ends, comma_at, n_fields, wanted):
+    """The unit, rater and value columns as (index per row, distinct stripped values), straight from the bytes of a
+    plain CSV of printable ASCII (every non-empty line has n_fields - 1 commas; checked by the caller). None when
+    the text has other characters (Python's strip() knows more whitespace than the space) or long fields."""
+    newlines = int(np.count_nonzero(raw == 10))
+    if np.count_nonzero((raw < 32) | (raw > 126)) != newlines:
+        return None
+    line_starts = np.concatenate([[0], line_ends[:-1] + 1])
+    data = (line_ends - line_starts)[1:] > 0
+    starts, stops = line_starts[1:][data], line_ends[1:][data]
+    commas = comma_at[n_fields - 1 :].reshape(-1, n_fields - 1)
+    if len(commas) != len(starts):
+        return None
+    nonspace = None
+    if np.count_nonzero(raw == 32):
+        nonspace = np.append(np.flatnonzero(raw != 32), len(raw))
+    columns = []
+    for j in wanted:
+        begin = starts if j == 0 else commas[:, j - 1] + 1
+        end = stops if j == n_fields - 1 else commas[:, j]
+        if nonspace is not None:  # strip spaces: first and last non-space byte inside the field
+            first = nonspace[np.searchsorted(nonspace, begin)]
+            last = nonspace[np.searchsorted(nonspace, end) - 1] + 1
+            empty = first >= end
+            begin, end = np.where(empty, begin, first), np.where(empty, begin, last)
+        column = _factorize_bytes(raw, text, begin, end)
+        if column is None:
+            return None
+        columns.append(column)
+    return columns
+
+
 def _read_plain_long_csv(text, header, level):
     """The same RatingMatrix as `from_long` for a plain CSV (no quotes, one comma count on every non-empty line), read
-    with pandas' C parser and vectorised. None when the file is not plain or anything would be an error: the
-    row-by-row path then reports the offending line."""
+    vectorised: from the bytes with numpy when the text is printable ASCII, else with pandas' C parser. None when the
+    file is not plain or anything would be an error: the row-by-row path then reports the offending line."""
     if '"' in text or len(set(header)) != len(header):
         return None
     if "\r" in text:
@@ -217,31 +304,27 @@ def _read_plain_long_csv(text, header, level):
     ends = np.flatnonzero(raw == 10)
     if not len(ends) or ends[-1] != len(raw) - 1:
         ends = np.append(ends, len(raw))
-    commas = np.searchsorted(np.flatnonzero(raw == 44), ends)  # commas before each line end
+    comma_at = np.flatnonzero(raw == 44)
+    commas = np.searchsorted(comma_at, ends)  # commas before each line end
     per_line = np.diff(np.concatenate([[0], commas]))
     length = np.diff(np.concatenate([[-1], ends])) - 1
     if len(per_line) < 2 or np.any((length[1:] > 0) & (per_line[1:] != len(header) - 1)):
         return None
-    try:
-        import pandas as pd
-
-        wanted = [header.index(c) for c in ("unit", "rater", "value")]
-        frame = pd.read_csv(
-            io.StringIO(text), header=0, usecols=wanted, dtype=str, na_filter=False, engine="c", index_col=False
-        )
-    except (ImportError, ValueError):
+    wanted = [header.index(c) for c in ("unit", "rater", "value")]
+    columns = None
+    if per_line[0] == len(header) - 1 and length[0] > 0:
+        columns = _ascii_columns(raw, text, ends, comma_at, len(header), wanted)
+    if columns is None:
+        columns = _pandas_columns(text, wanted)
+    if columns is None or not len(columns[0][0]):
         return None
-    columns = [frame.iloc[:, sorted(wanted).index(i)].to_numpy(dtype=object) for i in wanted]
-    if not len(columns[0]):
-        return None
-    units, raters = _factorize_stripped(columns[0]), _factorize_stripped(columns[1])
-    if units is None or raters is None:
-        return None
-    (unit_idx, unit_list), (rater_idx, rater_list) = units, raters
+    (unit_idx, unit_list), (rater_idx, rater_list), (value_idx, distinct) = columns
+    for names in (unit_list, rater_list):
+        if MISSING_STRINGS.intersection(map(str.lower, names)):
+            return None  # a row without unit or rater
     key = rater_idx.astype(np.int64) * len(unit_list) + unit_idx
     if np.bincount(key, minlength=len(unit_list) * len(rater_list)).max() > 1:
         return None  # someone rated a unit twice
-    value_idx, distinct = pd.factorize(columns[2])
     cells = []
     for value in distinct:
         if _is_missing(value):
@@ -365,6 +448,70 @@ def _unique_columns(codes, k):
     return patterns, inverse.ravel(), counts
 
 
+def _background_iter(generator, ahead=2):
+    """The items of `generator`, computed in a thread up to `ahead` items ahead of the consumer (in order). A
+    consumer that stops early (an error) lets the thread end."""
+    import queue
+    import threading
+
+    items, stop = queue.Queue(maxsize=ahead), threading.Event()
+
+    def hand_over(entry):
+        while not stop.is_set():
+            try:
+                items.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce():
+        try:
+            for item in generator:
+                if not hand_over((True, item)):
+                    return
+        except BaseException as exc:  # handed to the consumer
+            hand_over((False, exc))
+        else:
+            hand_over((False, None))
+
+    threading.Thread(target=produce, daemon=True).start()
+    try:
+        while True:
+            ok, item = items.get()
+            if not ok:
+                if item is not None:
+                    raise item
+                return
+            yield item
+    finally:
+        stop.set()
+
+
+def _in_background(function, *args, **kwargs):
+    """Start `function(*args, **kwargs)` in a thread; the returned callable waits for its result (or raises)."""
+    import threading
+
+    box = {}
+
+    def run():
+        try:
+            box["value"] = function(*args, **kwargs)
+        except BaseException as exc:  # raised again in the caller
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+
+    def result():
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    return result
+
+
 class _Features:
     """Additive features of every coefficient, per distinct rating pattern (a column of the raters × units matrix).
 
@@ -439,9 +586,12 @@ class _Features:
         n = int(self.freq.sum())
         p = self.freq / self.freq.sum()
         out = np.empty((n_boot, self.matrix.shape[1]), order="F")  # the layout the coefficients were summed in
-        for start in range(0, n_boot, 100):  # consecutive draws from one generator: the same stream as one big call
-            draws = rng.multinomial(n, p, size=min(100, n_boot - start)).astype(float)
-            out[start : start + len(draws)] = (self.matrix.T @ draws.T).T
+        starts = range(0, n_boot, 100)
+        # consecutive draws from one generator: the same stream as one big call. numpy draws without the GIL, so a
+        # thread draws the next block while this one multiplies the last
+        chunks = _background_iter(rng.multinomial(n, p, size=min(100, n_boot - start)) for start in starts)
+        for start, draws in zip(starts, chunks, strict=True):
+            out[start : start + len(draws)] = (self.matrix.T @ draws.astype(float).T).T
         return out
 
     # ----- coefficients over rows of totals
@@ -664,6 +814,9 @@ def agreement(
     feats = _Features(rm, weights=weights)
     T = feats.totals()
     pairable_units = int(feats.freq[feats.m >= 2].sum())
+    resampled = None
+    if bootstrap and pairable_units >= 2:  # the resamples are drawn while the point estimates are computed
+        resampled = _in_background(feats.resampled_totals, bootstrap, np.random.default_rng(seed))
     one_unit = Outcome(None, "only one unit has two or more ratings")
     record("krippendorff_alpha", krippendorff_alpha(rm, level))
     record("percent_agreement", feats.percent_agreement(T).outcome())
@@ -695,18 +848,18 @@ def agreement(
                 }
             )
     if bootstrap and pairable_units >= 2:
-        result.ci95 = bootstrap_ci(feats, level, result, n_boot=bootstrap, seed=seed)
+        result.ci95 = bootstrap_ci(feats, level, result, n_boot=bootstrap, seed=seed, totals=resampled())
     return result
 
 
-def bootstrap_ci(feats: _Features, level, point: AgreementResult, *, n_boot=1000, seed=0) -> dict:
+def bootstrap_ci(feats: _Features, level, point: AgreementResult, *, n_boot=1000, seed=0, totals=None) -> dict:
     """Percentile 95% intervals from resampling units with replacement (same seed → same interval).
 
     Replicates in which a coefficient is undefined are dropped and counted in a note; with fewer than half left the
-    interval is null.
+    interval is null. `totals`: the resampled totals when they were drawn already (`agreement` draws them while it
+    computes the point estimates).
     """
-    rng = np.random.default_rng(seed)
-    T = feats.resampled_totals(n_boot, rng)
+    T = feats.resampled_totals(n_boot, np.random.default_rng(seed)) if totals is None else totals
     vectors = {
         "krippendorff_alpha": lambda: feats.krippendorff_alpha(T, level),
         "percent_agreement": lambda: feats.percent_agreement(T),

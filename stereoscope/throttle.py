@@ -10,10 +10,6 @@ from axes.signals import user_locked_out
 from django.dispatch import receiver
 from django.http import JsonResponse
 from django.shortcuts import render
-from rest_framework import status
-from rest_framework.authtoken.views import ObtainAuthToken
-from rest_framework.exceptions import ValidationError
-from rest_framework.response import Response
 
 log = logging.getLogger("stereoscope.security")
 
@@ -43,18 +39,3 @@ def lockout_response(request, original_response=None, credentials=None):
 @receiver(user_locked_out)
 def log_lockout(sender, request=None, username=None, ip_address=None, **kwargs):
     log.warning("login locked out: username=%r address=%s path=%s", username, ip_address, getattr(request, "path", ""))
-
-
-class ThrottledObtainAuthToken(ObtainAuthToken):
-    """/api/token/: DRF's token view, answering 429 with a clear message once the username or address is locked."""
-
-    def post(self, request, *args, **kwargs):
-        try:
-            return super().post(request, *args, **kwargs)
-        except ValidationError:
-            if getattr(request, "axes_locked_out", False):
-                return Response({"detail": LOCKED_MESSAGE}, status=status.HTTP_429_TOO_MANY_REQUESTS)
-            raise
-
-
-obtain_auth_token = ThrottledObtainAuthToken.as_view()

@@ -12,7 +12,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter, SimpleRouter
 
 from . import account_views, api, views
-from .throttle import obtain_auth_token
+from .token_view import obtain_auth_token
 
 PLATFORM_APPS = ["generation", "annotation", "judging", "agreement", "psychometrics", "measures", "exports", "recipes"]
 installed = [app for app in PLATFORM_APPS if app in settings.INSTALLED_APPS]

@@ -19,7 +19,7 @@ def row_by_row(text, level):
     return ag.from_long(rows, level=level)
 
 
-def random_long_csv(seed, n_units=300, n_raters=5, categories=4, value=str, newline="\n"):
+def random_long_csv(seed, n_units=300, n_raters=5, categories=4, value=str, newline="\n", unit="u{} "):
     rng = np.random.default_rng(seed)
     truth = rng.integers(0, categories, n_units)
     data = np.where(rng.random((n_raters, n_units)) < 0.7, truth, rng.integers(0, categories, (n_raters, n_units)))
@@ -27,7 +27,7 @@ def random_long_csv(seed, n_units=300, n_raters=5, categories=4, value=str, newl
     for u in rng.permutation(n_units):
         for r in rng.permutation(n_raters):
             cell = value(int(data[r, u])) if rng.random() > 0.2 else rng.choice(["", " NA", "null", "  "])
-            lines.append(f"{cell},u{u} , rater{r},x")
+            lines.append(f"{cell},{unit.format(u)}, rater{r},x")
     return "\ufeff" + newline.join(lines) + newline
 
 
@@ -38,6 +38,12 @@ CASES = [
     ("names", dict(value=lambda v: f"code{v}"), "nominal"),
     ("numbers and names mixed", dict(value=lambda v: "hero" if v == 0 else str(v)), "nominal"),
     ("windows line ends", dict(newline="\r\n"), "nominal"),
+    # the byte reader packs fields of up to 8 bytes into integers, longer ones into fixed-width byte strings; past
+    # 64 bytes, or with characters other than printable ASCII, pandas reads the file
+    ("unit names of 9 to 40 bytes", dict(unit="story-{}-" + "x" * 30), "nominal"),
+    ("unit names over 64 bytes", dict(unit="{}" + "y" * 70), "ordinal"),
+    ("non-ASCII names", dict(unit="Zoë {}", value=lambda v: f"câté{v}"), "nominal"),
+    ("tabs around values", dict(value=lambda v: f"\t{v}\t"), "interval"),
 ]
 
 
@@ -87,3 +93,38 @@ def test_chunked_bootstrap_totals_equal_one_draw_of_all_resamples():
 
 def test_command_runs_without_system_checks():
     assert Command.requires_system_checks == []
+
+
+@pytest.mark.parametrize("unit", ["u{}", "story-{}-of-the-first-run"])
+def test_plain_ascii_csv_is_read_from_its_bytes_without_pandas(monkeypatch, unit):
+    monkeypatch.setattr(ag, "_pandas_columns", lambda *args: pytest.fail("pandas read a plain ASCII CSV"))
+    text = random_long_csv(11, unit=unit)
+    got, reference = ag.read_long_csv(text, "ordinal"), row_by_row(text, "ordinal")
+    assert got.units == reference.units and got.raters == reference.raters
+    assert np.array_equal(got.codes, reference.codes)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 42])
+def test_intervals_drawn_in_the_background_equal_the_sequential_bootstrap(seed):
+    """The reference: one multinomial draw of all 1,000 resamples over the unit patterns, one product, in this
+    thread; agreement() draws them in blocks in other threads while it computes the point estimates."""
+    data = np.random.default_rng(seed + 10).integers(0, 3, (5, 3000)).astype(float)
+    data[np.random.default_rng(seed + 20).random(data.shape) < 0.2] = np.nan
+    rm = ag.from_matrix(data)
+    got = ag.agreement(rm, bootstrap=1000, seed=seed)
+    feats = ag._Features(rm)
+    draws = np.random.default_rng(seed).multinomial(int(feats.freq.sum()), feats.freq / feats.freq.sum(), size=1000)
+    totals = np.asfortranarray((feats.matrix.T @ draws.astype(float).T).T)
+    point = ag.agreement(rm, bootstrap=0)
+    expected = ag.bootstrap_ci(feats, "nominal", point, n_boot=1000, seed=seed, totals=totals)
+    assert got.ci95 == expected  # bit for bit
+    assert all(expected[name] is not None for name in ("krippendorff_alpha", "gwet_ac1", "cohen_kappa_mean"))
+
+
+def test_an_error_while_drawing_reaches_the_caller():
+    def failing():
+        yield 1
+        raise RuntimeError("drawing failed")
+
+    with pytest.raises(RuntimeError, match="drawing failed"):
+        list(ag._background_iter(failing()))
