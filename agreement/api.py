@@ -13,9 +13,10 @@ from stereoscope.api import StudyScopedMixin
 from stereoscope.models import Role, Study
 from stereoscope.permissions import StudyRolePermission
 
-from . import services
+from . import services, variables
 from .models import GoldLabel
 from .rating_tables import AgreementRequestError, build_table
+from .variable_results import check_bootstrap, results_json, variable_results
 
 
 class AgreementResultSerializer(serializers.Serializer):
@@ -232,8 +233,6 @@ class AgreementViewSet(viewsets.ViewSet):
     )
     @action(detail=False, methods=["get"])
     def variable(self, request, study_pk=None):
-        from . import variables
-        from .variable_results import check_bootstrap, results_json, variable_results
 
         try:
             variable = variables.get_variable(self.get_study(), request.query_params.get("variable", ""))

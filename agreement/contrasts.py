@@ -3,6 +3,9 @@ and Cramér's V, from human gold labels or from one judge. (Classifier labels: m
 
 from __future__ import annotations
 
+from annotation.selectors import gender_answers
+from generation.selectors import outputs_by_id
+from generation.subject_gender import resolve
 from stereoscope import categorical_stats as cs
 
 from . import variables
@@ -14,9 +17,6 @@ GROUPINGS = ("gender", "context", "model")
 def output_groups(output_ids, by):
     """{output id: group}: the subject's gender (slots, then coders, then pronouns), the context type (a 'context'
     slot, else the prompt's dimension) or the writing model."""
-    from annotation.selectors import gender_answers
-    from generation.selectors import outputs_by_id
-    from generation.subject_gender import resolve
 
     outputs = outputs_by_id(output_ids).select_related("item__dimension")
     if by == "gender":

@@ -3,7 +3,7 @@ Found by the registry's discovery of `<app>.datasets`."""
 
 from stereoscope.datasets import Column, register_dataset
 
-from . import services
+from . import services, variables
 
 COEF = ("krippendorff_alpha", "gwet_ac1", "cohen_kappa_mean", "percent_agreement")
 
@@ -94,7 +94,6 @@ def gold_labels_dataset(study, options):
     ),
 )
 def variable_ratings_dataset(study, options):
-    from . import variables
 
     yield from variables.rating_rows(study, options)
 
@@ -134,6 +133,5 @@ def variable_ratings_dataset(study, options):
     ),
 )
 def variable_gold_dataset(study, options):
-    from . import variables
 
     yield from variables.variable_gold_rows(study, options)

@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.contrib.auth import get_user_model
 
+from annotation import selectors
+from annotation.selectors import codebook_assignments, codebook_codes, codebook_codings
+from generation.selectors import outputs_by_id
+from judging.selectors import rounds_with_ok_verdicts, study_human_checks, study_rounds, study_verdicts
 from stereoscope import agreement_stats as ag
+
+from .models import GoldLabel
 
 GOLD = "gold"
 BINARY = [0, 1]
@@ -57,7 +63,6 @@ class CodebookIndex:
     """Codes of one codebook: merges resolved to the surviving code, each code's dimension, item links."""
 
     def __init__(self, codebook):
-        from annotation.selectors import codebook_codes
 
         self.codebook = codebook
         rows = list(
@@ -135,14 +140,12 @@ class CodebookIndex:
 
 
 def study_codebooks(study):
-    from annotation import selectors
 
     return selectors.study_codebooks(study)
 
 
 def default_codebook(study, codebook_id=None):
     """The requested codebook of the study, or the one with the most codings."""
-    from annotation import selectors
 
     if codebook_id:
         codebook = selectors.codebook_in_study(study, codebook_id)
@@ -157,7 +160,6 @@ class CodingData:
     """All codings and coded stories of one codebook, loaded once, as arrays."""
 
     def __init__(self, study, codebook, coder_ids=None):
-        from annotation.selectors import codebook_assignments, codebook_codings
 
         self.study, self.codebook = study, codebook
         self.index = CodebookIndex(codebook)
@@ -237,7 +239,6 @@ class CodingData:
 
 
 def output_labels(output_ids):
-    from generation.selectors import outputs_by_id
 
     labels = {}
     for pk, number, model, trial in outputs_by_id(output_ids).values_list("pk", "item__number", "model_name", "trial"):
@@ -248,7 +249,6 @@ def output_labels(output_ids):
 
 # ----------------------------------------------------------------------------------------- gold and judges
 def gold_values(study, target):
-    from .models import GoldLabel
 
     return dict(GoldLabel.objects.filter(study=study, target=target).values_list("output_id", "value"))
 
@@ -277,7 +277,6 @@ def add_rater(rm: ag.RatingMatrix, key, values: dict) -> ag.RatingMatrix:
 
 def default_rounds(study):
     """Rounds that share the scale of the newest round with verdicts; binary and Likert verdicts do not mix."""
-    from judging.selectors import rounds_with_ok_verdicts
 
     rounds = rounds_with_ok_verdicts(study)
     if not rounds:
@@ -296,7 +295,6 @@ def stereotype_table(
     study, *, codebook=None, round_ids=None, include_coders=True, include_gold=True, data=None
 ) -> Table:
     """Per story and target stereotype: judges, human checks, coders (item-linked codes) and gold as raters."""
-    from judging.selectors import study_human_checks, study_rounds, study_verdicts
 
     notes = []
     if round_ids:
@@ -335,8 +333,6 @@ def stereotype_table(
         data = data if data is not None and data.codebook == codebook else CodingData(study, codebook)
         linked = {cid for cid, row in data.index.codes.items() if row["item_id"]}
         if linked:
-            from generation.selectors import outputs_by_id
-
             item_of = dict(outputs_by_id(data.outputs).values_list("pk", "item_id"))
             code_item = np.array(
                 [data.index.codes.get(c, {}).get("item_id") or -1 for c in data.c_code], dtype=np.int64

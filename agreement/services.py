@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
-import numpy as np
-from django.db import transaction
+import hashlib
 
+import numpy as np
+from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models import Count, Max
+from django.db.models.functions import Substr
+
+from annotation.selectors import (
+    codebook_assignments,
+    codebook_codes,
+    codebook_codings,
+    study_codes,
+    study_variables,
+    variable_values,
+)
+from generation.selectors import outputs_by_id, study_output
+from judging.selectors import study_human_checks, study_verdicts
 from stereoscope import agreement_stats as ag
+from stereoscope.datasets import person
+from stereoscope.models import Study
 from stereoscope.services import record_activity
 
+from . import variables
+from .models import GoldLabel
 from .rating_tables import (
     GOLD,
     AgreementRequestError,
@@ -104,9 +124,6 @@ def study_report(study, codebook=None, *, bootstrap=1000, seed=0, low=LOW_ALPHA,
 def variable_rows(study, codebook, *, bootstrap=1000, seed=0, low=LOW_ALPHA):
     """One row per categorical variable of the codebook: Krippendorff's α at its level (ordinal for an ordered
     variable, else nominal) with the nominal α beside it, their 95% intervals, units, raters, open ties."""
-    from annotation.selectors import study_variables
-
-    from . import variables
 
     rows = []
     for variable in study_variables(study):
@@ -146,14 +163,6 @@ def variable_rows(study, codebook, *, bootstrap=1000, seed=0, low=LOW_ALPHA):
 
 def report_fingerprint(study, codebook) -> str:
     """Changes whenever anything the report reads changes (codings, assignments, codes, verdicts, checks, gold)."""
-    import hashlib
-
-    from django.db.models import Count, Max
-
-    from annotation.selectors import codebook_assignments, codebook_codes, codebook_codings
-    from judging.selectors import study_human_checks, study_verdicts
-
-    from .models import GoldLabel
 
     parts = [study.pk, codebook.pk if codebook else None]
     if codebook is not None:
@@ -197,10 +206,8 @@ def report_fingerprint(study, codebook) -> str:
 
 def cached_study_report(study, codebook=None, **params) -> dict:
     """study_report, kept in the cache until any of its inputs changes (see report_fingerprint)."""
-    from django.core.cache import cache
 
     codebook = codebook or default_codebook(study)
-    import hashlib
 
     params_hash = hashlib.sha1(repr(sorted(params.items())).encode()).hexdigest()
     key = f"agreement-report:{report_fingerprint(study, codebook)}:{params_hash}"
@@ -226,7 +233,6 @@ def coder_matrix(data: CodingData, pooled_codes) -> list[list]:
 
 def judge_human_matrix(study, codebook=None, round_ids=None, data=None):
     """Kappa for every judge × human (checker, coder, gold) pair on the stereotype table."""
-    from judging.selectors import study_verdicts
 
     if not study_verdicts(study, ok_only=False).filter(status="ok").exists():
         return {"judges": [], "humans": [], "rows": [], "notes": ["no judge verdicts yet"]}
@@ -289,9 +295,6 @@ def disagreement_rows(table: Table, *, limit=None):
     )
     shown = [rm.units[i] for i in (idx[:limit] if limit else idx)]
     labels = output_labels(shown)
-    from django.db.models.functions import Substr
-
-    from generation.selectors import outputs_by_id
 
     excerpts = dict(outputs_by_id(shown).annotate(head=Substr("text", 1, 240)).values_list("pk", "head"))
     gold_pos = rm.raters.index(GOLD) if GOLD in rm.raters else None
@@ -327,10 +330,6 @@ def allowed_gold_values(target):
 @transaction.atomic
 def set_gold(study, *, target, output_id, value, user, note=""):
     """Set (or change) the gold value of one story for one target."""
-    from annotation.selectors import study_codes
-    from generation.selectors import study_output
-
-    from .models import GoldLabel
 
     kind, ident = parse_target(target)
     try:
@@ -362,7 +361,6 @@ def set_gold(study, *, target, output_id, value, user, note=""):
 
 @transaction.atomic
 def clear_gold(study, *, target, output_id, user):
-    from .models import GoldLabel
 
     parse_target(target)
     if not str(output_id).isdigit():
@@ -400,9 +398,6 @@ def agreement_rows(study, options=None):
 
 def rating_rows(study, options=None):
     """The long tables (target, unit, rater, value) behind every agreement figure, gold included as a rater."""
-    from django.contrib.auth import get_user_model
-
-    from stereoscope.datasets import person
 
     options = options or {}
     codebook = default_codebook(study)
@@ -439,10 +434,6 @@ def rating_rows(study, options=None):
 
 def gold_label_rows(study, options=None):
     """The researchers' gold labels; a variable's value also by name (its position among the variable's values)."""
-    from annotation.selectors import study_variables, variable_values
-    from stereoscope.datasets import person
-
-    from .models import GoldLabel
 
     options = options or {}
     names = {}  # variable id -> value names
@@ -465,7 +456,6 @@ def gold_label_rows(study, options=None):
 
 
 def command_matrix(opts):
-    from stereoscope.models import Study
 
     study = Study.objects.filter(pk=opts["study"]).first()
     if study is None:

@@ -14,13 +14,19 @@ from __future__ import annotations
 
 import re
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from annotation.selectors import study_variables, variable_codings, variable_span_codings, variable_values
+from generation.selectors import output_texts, study_output
+from judging.selectors import categorical_rounds, label_verdicts
 from stereoscope import agreement_stats as ag
 from stereoscope import categorical_stats as cs
+from stereoscope.datasets import person
 from stereoscope.services import record_activity
 from stereoscope.textproc import split_sentences
 
+from .models import GoldLabel
 from .rating_tables import AgreementRequestError
 
 LEVEL_COEFFICIENTS = ("krippendorff_alpha", "fleiss_kappa", "cohen_kappa_mean", "percent_agreement")
@@ -36,7 +42,6 @@ def variable_target(variable):
 
 
 def get_variable(study, variable_id):
-    from annotation.selectors import study_variables
 
     for variable in study_variables(study):
         if str(variable.pk) == str(variable_id):
@@ -46,7 +51,6 @@ def get_variable(study, variable_id):
 
 def _judge_rounds(study, values, round_ids):
     """Categorical rounds whose labels are all values of the variable (case ignored), or the rounds asked for."""
-    from judging.selectors import categorical_rounds
 
     names = {v.lower() for v in values}
     chosen = []
@@ -67,7 +71,6 @@ def _judge_rounds(study, values, round_ids):
 
 def _judge_labels(study, values, round_ids):
     """(output id, judge:<model>, value name) from categorical rounds whose labels are values of the variable."""
-    from judging.selectors import label_verdicts
 
     by_lower = {v.lower(): v for v in values}
     rounds = _judge_rounds(study, values, round_ids)
@@ -83,7 +86,6 @@ def _judge_labels(study, values, round_ids):
 
 def variable_ratings(study, variable, *, round_ids=None, include_judges=True):
     """(output id, rater key, value name) from coders (coder:<name>) and judges (judge:<model>), story-level."""
-    from annotation.selectors import variable_codings, variable_values
 
     values = [v.name for v in variable_values(variable)]
     ratings = [(out, f"coder:{coder}", value) for out, coder, value in variable_codings(variable)]
@@ -124,8 +126,6 @@ def span_ratings(
 ):
     """(ratings, values, unit info, notes) of a span-level variable: ratings are (unit name, rater, value) in unit
     order; unit info gives each unit's story, offsets, sentence number and text."""
-    from annotation.selectors import variable_span_codings, variable_values
-    from generation.selectors import output_texts
 
     span_units, min_overlap = check_span_options(span_units, min_overlap)
     values = [v.name for v in variable_values(variable)]
@@ -189,7 +189,6 @@ def span_ratings(
 def _adjudications(study, variable, values):
     """{unit: {"value": value name, "decided_by": (pk, username) or None, "note", "updated_at"}} of the
     researchers' gold values (adjudications) for the variable."""
-    from .models import GoldLabel
 
     target = variable_target(variable)
     fields = ("target", "output_id", "value", "decided_by_id", "decided_by__username", "note", "updated_at")
@@ -233,7 +232,6 @@ def variable_report(
 ) -> dict:
     """Everything the variable page, the API and the export show. span_units / min_overlap: how a span-level
     variable's units are formed (ignored for story-level variables)."""
-    from annotation.selectors import variable_values
 
     value_codes = variable_values(variable)
     if variable.variable_scope == "span":
@@ -364,7 +362,6 @@ def gold_labels(study, variable, **kwargs) -> dict:
 
 def gold_examples(study, variable, **kwargs):
     """[(unit, gold label, text)] in unit order: the story's text, or the sentence's / segment's for span units."""
-    from generation.selectors import output_texts
 
     report = variable_report(study, variable, **kwargs)
     labels = {gold_key(g): g for g in report["gold"] if g["gold"]}
@@ -376,7 +373,6 @@ def gold_examples(study, variable, **kwargs):
 
 def _span_unit(study, unit):
     """(output, suffix) of a span unit name, checked against the story's text."""
-    from generation.selectors import study_output
 
     out, _, suffix = str(unit or "").partition(":")
     sentence, segment = _SENTENCE_UNIT.match(suffix), _SEGMENT_UNIT.match(suffix)
@@ -396,10 +392,6 @@ def _span_unit(study, unit):
 def set_variable_gold(study, variable, *, value, user, output_id=None, unit=None, note=""):
     """Adjudicate one unit: the gold value of the variable (a value name) for a story (story-level variables,
     `output_id`) or a span unit (`unit`, e.g. "17:s3" or "17:120-188")."""
-    from annotation.selectors import variable_values
-    from generation.selectors import study_output
-
-    from .models import GoldLabel
 
     names = [v.name for v in variable_values(variable)]
     if value not in names:
@@ -523,8 +515,6 @@ def gold_rows(report, person=None):
 
 def variable_gold_rows(study, options=None):
     """The variable_gold dataset: gold_rows for every variable of the study (or those in options["variable_ids"])."""
-    from annotation.selectors import study_variables
-    from stereoscope.datasets import person
 
     options = options or {}
     wanted = set(options.get("variable_ids") or [])
@@ -647,10 +637,6 @@ def report_tables(report, *, confusion_pair=None, contrasts=None, by_model=None)
 
 def rating_rows(study, options=None):
     """The ratings behind each variable's figures (excluded units dropped): variable, unit, rater, value, position."""
-    from django.contrib.auth import get_user_model
-
-    from annotation.selectors import study_variables
-    from stereoscope.datasets import person
 
     options = options or {}
     wanted = set(options.get("variable_ids") or [])

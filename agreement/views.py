@@ -4,15 +4,17 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.html import escape
 from django.views.decorators.http import require_POST, require_safe
 
+from judging.selectors import study_round_queryset
 from stereoscope import agreement_stats as ag
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
 from stereoscope.permissions import study_role_required
 
 from . import services
-from .rating_tables import GOLD, AgreementRequestError, study_codebooks
+from .rating_tables import GOLD, AgreementRequestError, CodingData, build_table, segment_report, study_codebooks
 
 
 def _int(request, name, default, low, high):
@@ -91,7 +93,6 @@ def _table_request(request):
     if any(not r.isdigit() for r in rounds):
         raise AgreementRequestError("rounds must be ids.")
     codebook = _codebook(request)
-    from .rating_tables import build_table
 
     table = build_table(
         request.study, target, codebook=codebook, raters=raters or None, round_ids=[int(r) for r in rounds] or None
@@ -154,13 +155,11 @@ def _segments(study, codebook, target, overlap):
     """Span-level matching between coders for a code table (MAXQDA-style overlap share)."""
     if not target.startswith("code:") or codebook is None:
         return None
-    from .rating_tables import CodingData, segment_report
 
     return segment_report(CodingData(study, codebook), int(target.split(":")[1]), overlap)
 
 
 def _judge_rounds(study):
-    from judging.selectors import study_round_queryset
 
     return list(study_round_queryset(study).order_by("-created_at", "-id"))
 
@@ -169,7 +168,6 @@ def _all_raters(request, table):
     """Every rater the table could have (for the rater-set checkboxes), not only the chosen ones."""
     if not request.GET.getlist("raters"):
         return [(key, table.label(key)) for key in table.matrix.raters]
-    from .rating_tables import build_table
 
     rounds = [int(r) for r in request.GET.getlist("rounds")] or None
     full = build_table(request.study, table.target, codebook=_codebook(request), round_ids=rounds)
@@ -203,7 +201,6 @@ def agreement_confusion(request, study_id):
 
 
 def _escape(text):
-    from django.utils.html import escape
 
     return escape(text)
 

@@ -8,17 +8,20 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
+from annotation.selectors import study_variables
+from annotation.services import AnnotationError, update_code
+from stereoscope.downloads import table_download, workbook_download
 from stereoscope.models import Role
 from stereoscope.permissions import study_role_required
 
-from . import variables
+from . import contrasts, variables
 from .rating_tables import AgreementRequestError
+from .variable_results import check_bootstrap, tables, variable_results
 
 
 @study_role_required(Role.RESEARCHER)
 @require_safe
 def variable_list(request, study_id):
-    from annotation.selectors import study_variables
 
     return render(
         request, "agreement/variables.html", {"study": request.study, "variables": study_variables(request.study)}
@@ -27,7 +30,6 @@ def variable_list(request, study_id):
 
 def _results(request):
     """(variable, results, unit options) of the variable page's request."""
-    from .variable_results import check_bootstrap, variable_results
 
     variable = variables.get_variable(request.study, request.resolver_match.kwargs["variable_id"])
     rounds = [r for r in request.GET.getlist("rounds") if r]
@@ -49,7 +51,6 @@ def _results(request):
 @study_role_required(Role.RESEARCHER)
 @require_safe
 def variable_detail(request, study_id, variable_id):
-    from . import contrasts
 
     try:
         variable, results, unit_options = _results(request)
@@ -100,9 +101,6 @@ DOWNLOAD_FORMATS = ("csv", "xlsx")
 def variable_download(request, study_id, variable_id):
     """One table of the variable page as CSV or XLSX (?table=...&format=csv|xlsx), or every table as one XLSX
     workbook (?table=all&format=xlsx); the page's own parameters (units, rounds, judges, bootstrap) apply."""
-    from stereoscope.downloads import table_download, workbook_download
-
-    from .variable_results import tables
 
     name, fmt = request.GET.get("table", "gold"), request.GET.get("format", "csv")
     try:
@@ -150,7 +148,6 @@ def variable_gold(request, study_id, variable_id):
 @require_POST
 def variable_gold_rule(request, study_id, variable_id):
     """Set the variable's gold rule (strict majority or plurality) and its minimum number of raters."""
-    from annotation.services import AnnotationError, update_code
 
     try:
         variable = variables.get_variable(request.study, variable_id)
