@@ -11,8 +11,11 @@ resamples cost one sparse matrix product. A coefficient that is undefined return
 
 from __future__ import annotations
 
+import csv
 import io
 import math
+import queue
+import threading
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -168,8 +171,6 @@ def from_long(rows, level="nominal", *, units=None, raters=None, first_row=1, ro
 
 def read_long_csv(text: str, level="nominal") -> RatingMatrix:
     """Parse CSV text with the columns unit,rater,value (any order, extra columns ignored)."""
-    import csv
-
     text = text.lstrip("\ufeff")
     reader = csv.DictReader(io.StringIO(text))
     header = [h.strip().lower() for h in (reader.fieldnames or [])]
@@ -193,7 +194,7 @@ def read_long_csv(text: str, level="nominal") -> RatingMatrix:
 
 def _factorize_stripped(column):
     """(index per row, distinct stripped values in order of first appearance) of an object column (pandas)."""
-    import pandas as pd
+    import pandas as pd  # lazy: pandas takes ~0.5 s to import; only files numpy cannot read need it
 
     codes, raw = pd.factorize(column)
     stripped = [value.strip() for value in raw]
@@ -204,7 +205,7 @@ def _factorize_stripped(column):
 def _pandas_columns(text, wanted):
     """The unit, rater and value columns as (index per row, distinct stripped values), read by pandas' C parser."""
     try:
-        import pandas as pd
+        import pandas as pd  # lazy: pandas takes ~0.5 s to import; only files numpy cannot read need it
 
         frame = pd.read_csv(
             io.StringIO(text), header=0, usecols=wanted, dtype=str, na_filter=False, engine="c", index_col=False
@@ -290,6 +291,26 @@ def _ascii_columns(raw, text, line_ends, comma_at, n_fields, wanted):
     return columns
 
 
+def _distinct_cells(distinct, level):
+    """Each distinct value as a cell: None when missing, a number, or (nominal only) a name; None when a value is
+    neither missing nor a number at a numeric level. Mixed numbers and names are all names."""
+    cells = []
+    for value in distinct:
+        if _is_missing(value):
+            cells.append(None)
+            continue
+        number = _as_number(value)
+        if number is None:
+            if level != "nominal":
+                return None
+            number = str(value).strip()
+        cells.append(number)
+    present = [v for v in cells if v is not None]
+    if {isinstance(v, str) for v in present} == {True, False}:
+        cells = [None if v is None else str(v) for v in cells]
+    return cells
+
+
 def _read_plain_long_csv(text, header, level):
     """The same RatingMatrix as `from_long` for a plain CSV (no quotes, one comma count on every non-empty line), read
     vectorised: from the bytes with numpy when the text is printable ASCII, else with pandas' C parser. None when the
@@ -325,20 +346,9 @@ def _read_plain_long_csv(text, header, level):
     key = rater_idx.astype(np.int64) * len(unit_list) + unit_idx
     if np.bincount(key, minlength=len(unit_list) * len(rater_list)).max() > 1:
         return None  # someone rated a unit twice
-    cells = []
-    for value in distinct:
-        if _is_missing(value):
-            cells.append(None)
-            continue
-        number = _as_number(value)
-        if number is None:
-            if level != "nominal":
-                return None
-            number = str(value).strip()
-        cells.append(number)
-    present = [v for v in cells if v is not None]
-    if {isinstance(v, str) for v in present} == {True, False}:  # mixed numbers and names: all names (nominal)
-        cells = [None if v is None else str(v) for v in cells]
+    cells = _distinct_cells(distinct, level)
+    if cells is None:
+        return None
     categories = sorted({v for v in cells if v is not None})
     cat_index = {c: i for i, c in enumerate(categories)}
     value_code = np.array([-1 if v is None else cat_index[v] for v in cells], dtype=np.int64)
@@ -451,8 +461,6 @@ def _unique_columns(codes, k):
 def _background_iter(generator, ahead=2):
     """The items of `generator`, computed in a thread up to `ahead` items ahead of the consumer (in order). A
     consumer that stops early (an error) lets the thread end."""
-    import queue
-    import threading
 
     items, stop = queue.Queue(maxsize=ahead), threading.Event()
 
@@ -490,7 +498,6 @@ def _background_iter(generator, ahead=2):
 
 def _in_background(function, *args, **kwargs):
     """Start `function(*args, **kwargs)` in a thread; the returned callable waits for its result (or raises)."""
-    import threading
 
     box = {}
 
