@@ -8,6 +8,10 @@ from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
+from annotation import refi_qda
+from annotation.refi_services import export_qdc, import_file
+from annotation.selectors import codebook_in_study
+from annotation.views_refi import MAX_UPLOAD_BYTES
 from stereoscope.api import StudyScopedMixin
 from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.models import Role
@@ -210,9 +214,6 @@ class ExportJobViewSet(
     @action(detail=False, methods=["post"], url_path="refi-import")
     def refi_import(self, request, *args, **kwargs):
         """Import a REFI-QDA .qdpx project or .qdc codebook (checked whole first, applied in one transaction)."""
-        from annotation import refi_qda
-        from annotation.refi_services import import_file
-        from annotation.views_refi import MAX_UPLOAD_BYTES
 
         upload = request.FILES.get("file")
         if upload is None:
@@ -233,8 +234,6 @@ class ExportJobViewSet(
     @extend_schema(responses={200: OpenApiResponse(OpenApiTypes.BINARY, description="A REFI-QDA .qdc codebook.")})
     @action(detail=False, methods=["get"], url_path=r"codebooks/(?P<codebook_id>\d+)/qdc")
     def codebook_qdc(self, request, codebook_id=None, *args, **kwargs):
-        from annotation.refi_services import export_qdc
-        from annotation.selectors import codebook_in_study
 
         codebook = codebook_in_study(self.get_study(), codebook_id)
         if codebook is None:

@@ -16,6 +16,9 @@ from django.db import models
 from django.utils import timezone
 
 import stereoscope
+from generation import selectors as generation
+from generation.providers.base import merged_params
+from judging.selectors import study_rounds
 
 MANIFEST_VERSION = 1
 SKIP_FIELDS = {"lease_token", "lease_expires_at", "progress", "cancel_requested"}
@@ -63,7 +66,6 @@ def _is_versioned(model):
 
 
 def describe_endpoint(endpoint, overrides=None):
-    from generation.providers.base import merged_params
 
     data = describe(endpoint, skip={"study", "api_key_env"})
     data["model_identity"] = endpoint.model_identity
@@ -126,7 +128,6 @@ def versioned_objects(study):
 
 
 def generation_runs(study, run_ids=None):
-    from generation import selectors as generation
 
     runs = (
         generation.study_runs(study, run_ids or None)
@@ -157,7 +158,6 @@ def generation_runs(study, run_ids=None):
 def judge_rounds(study, round_ids=None):
     if not apps.is_installed("judging"):
         return []
-    from judging.selectors import study_rounds
 
     rounds = study_rounds(study, round_ids)
     result = []

@@ -8,6 +8,11 @@ from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
+from annotation.datasets import CodeIndex
+from annotation.selectors import study_codebooks
+from annotation.views_refi import ImportForm
+from generation import selectors as generation
+from judging.selectors import study_rounds
 from stereoscope.models import Role
 from stereoscope.permissions import LEVELS, has_role, study_role_required
 
@@ -31,7 +36,6 @@ class ExportForm(forms.Form):
 
     def __init__(self, *args, study, user, **kwargs):
         super().__init__(*args, **kwargs)
-        from generation import selectors as generation
 
         self.fields["datasets"].choices = [(k, ds.title) for k, ds in services.available_datasets(user, study).items()]
         self.fields["run_ids"].choices = [(r.pk, r.name) for r in generation.study_runs(study).order_by("pk")]
@@ -54,7 +58,6 @@ class ExportForm(forms.Form):
 def _code_choices(study):
     if not services._has_model("annotation", "Code"):
         return []
-    from annotation.datasets import CodeIndex
 
     index = CodeIndex(study)
     return sorted(
@@ -65,7 +68,6 @@ def _code_choices(study):
 def _round_choices(study):
     if not services._has_model("judging", "JudgeRound"):
         return []
-    from judging.selectors import study_rounds
 
     return [(r.pk, r.name) for r in study_rounds(study)]
 
@@ -74,7 +76,6 @@ def _import_form():
     """The REFI-QDA import form (the import itself is annotation's page), when annotation is installed."""
     if not services._has_model("annotation", "Codebook"):
         return None
-    from annotation.views_refi import ImportForm
 
     return ImportForm()
 
@@ -108,8 +109,6 @@ def exports_page(request, study_id):
             return redirect("exports", study.pk)
     codebooks = []
     if services._has_model("annotation", "Codebook"):
-        from annotation.selectors import study_codebooks
-
         codebooks = study_codebooks(study)
     return render(
         request,

@@ -5,6 +5,8 @@ from pathlib import Path
 
 from stereoscope.builtin import BuiltinSpec
 
+from .services import create_template
+
 DATA = Path(__file__).resolve().parent / "builtin_data"
 KEYS = ["fang2025-seed-binary", "structured-json-binary", "likert-0-4"]
 CATEGORICAL_KEYS = ["regard-categorical"]
@@ -12,7 +14,6 @@ VERSION = "1"
 
 
 def load_template(study, data, key):
-    from .services import create_template
 
     spec = next(t for t in data["templates"] if t["key"] == key)
     return create_template(

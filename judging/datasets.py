@@ -1,8 +1,10 @@
 """Export datasets of the judging app: verdicts and per-prompt toolkit weights."""
 
-from stereoscope.datasets import Column, register_dataset
+from stereoscope.datasets import Column, person, register_dataset
 
-from .reports import VERDICT_COLUMNS, verdict_export_rows
+from .models import HumanCheck
+from .reports import VERDICT_COLUMNS, detected, verdict_export_rows
+from .services import toolkit_weights
 
 WEIGHT_COLUMNS = (
     Column("toolkit", "Toolkit name."),
@@ -58,7 +60,6 @@ def verdict_rows(study, options):
 
 @register_dataset("toolkit_weights", title="Prompt detection weights", app="judging", columns=WEIGHT_COLUMNS)
 def toolkit_weight_rows(study, options):
-    from .services import toolkit_weights
 
     rows = toolkit_weights(study, options.get("round_ids") or None)
     numbers = set(options.get("item_numbers") or [])
@@ -88,10 +89,6 @@ CHECK_COLUMNS = (
     "judge_human_checks", title="Human verification of judge verdicts", app="judging", columns=CHECK_COLUMNS
 )
 def human_check_rows(study, options):
-    from stereoscope.datasets import person
-
-    from .models import HumanCheck
-    from .reports import detected
 
     qs = (
         HumanCheck.objects.filter(verdict__round__study=study)

@@ -5,7 +5,7 @@ from collections import defaultdict
 from django.utils import timezone
 
 from . import weights as W
-from .models import ItemWeight, JudgeRound, VerdictStatus
+from .models import ItemWeight, JudgeRound, Verdict, VerdictStatus
 
 
 def detected(value, template):
@@ -331,7 +331,6 @@ VERDICT_COLUMNS = [
 
 def verdict_export_rows(study, round_ids=None, models=None, item_numbers=None, pseudonym=None):
     """One dict per verdict of the study's rounds (filters optional), in VERDICT_COLUMNS order."""
-    from .models import Verdict
 
     qs = (
         Verdict.objects.filter(round__study=study)

@@ -18,7 +18,7 @@ from generation import connections
 from generation import selectors as generation
 from generation.limits import estimate_tokens
 from generation.models import ExecutionMode, OutputStatus, Provider, RunStatus
-from generation.providers.base import ProviderError, merged_params, validate_params
+from generation.providers.base import ProviderError, merged_params, preload, validate_params
 from generation.runner import CallUnit, RunStats, execute_units
 from stereoscope import jobs
 from stereoscope.services import record_activity
@@ -27,6 +27,7 @@ from stereoscope.trash import TrashError, refuse_if_live, refuse_if_work
 from . import parsing, planner, prompts
 from .models import JudgeRound, JudgeTemplate, Verdict, VerdictStatus
 from .services import JUDGE_TEMPLATES
+from .tasks import execute_round
 
 log = logging.getLogger(__name__)
 MAX_BATCH = 50
@@ -449,7 +450,6 @@ def materialize(rnd):
 
 
 def _enqueue(rnd):
-    from .tasks import execute_round
 
     execute_round.delay(rnd.pk)
 
@@ -636,7 +636,6 @@ class JudgeRoundJob(batch_mode.BatchModeKind, jobs.JobKind):
     endpoints_field = "judges"
 
     def warm_up(self):
-        from generation.providers.base import preload
 
         preload()
 

@@ -1,5 +1,7 @@
 """REST API for questionnaires under /api/studies/<study_pk>/."""
 
+import json
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
@@ -7,6 +9,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response as ApiResponse
 
 from generation import selectors as generation
+from measures.selectors import measure_run_in_study
 from stereoscope.api import StudyScopedMixin
 from stereoscope.models import Role
 
@@ -117,7 +120,6 @@ class PersonaSetViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewsets.Read
 
     @extend_schema(request=PersonaSetCreateSerializer, responses={201: PersonaSetSerializer})
     def create(self, request, *args, **kwargs):
-        import json
 
         ser = PersonaSetCreateSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
@@ -171,7 +173,6 @@ class ContextSetViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewsets.Read
 
     @extend_schema(request=ContextSetCreateSerializer, responses={201: ContextSetSerializer})
     def create(self, request, *args, **kwargs):
-        import json
 
         ser = ContextSetCreateSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
@@ -371,8 +372,6 @@ class QuestionnaireRunViewSet(
         concurrent = None
         value = request.query_params.get("concurrent")
         if value not in (None, ""):
-            from measures.selectors import measure_run_in_study
-
             concurrent = measure_run_in_study(run.study, int(value)) if str(value).isdigit() else None
             if concurrent is None:
                 return bad_request(f"No measure run {value!r} in this study for concurrent.")

@@ -5,6 +5,8 @@ from pathlib import Path
 
 from stereoscope.builtin import BuiltinSpec
 
+from .services import create_instrument, generate_personas
+
 DATA = Path(__file__).resolve().parent / "builtin_data"
 
 # (key, version, file); the alternate form comes after the ASI so it can link its items to it.
@@ -19,13 +21,11 @@ PERSONA_SETS = [("rupsycho-personas", "1", "rupsycho_personas.json")]
 
 
 def load_instrument(study, data, key):
-    from .services import create_instrument
 
     return create_instrument(study, data, builtin_key=key, locked=True)
 
 
 def load_personas(study, data, key):
-    from .services import generate_personas
 
     return generate_personas(
         study,

@@ -6,6 +6,7 @@ import json
 from stereoscope.datasets import Column, register_dataset
 
 from .models import QuestionnaireRun, Response
+from .reliability import rate_internal_consistency
 from .reports import scores_table
 
 RESPONSE_COLUMNS = [
@@ -207,7 +208,6 @@ def item_rows(report):
 
 
 def reliability_rows(report):
-    from .reliability import rate_internal_consistency
 
     for m in report["models"]:
         a = m["analysis"]

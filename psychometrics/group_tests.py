@@ -150,7 +150,7 @@ def _anova_problem(data, dv, between):
 )
 def anova_models(long, dv="score", between="model"):
     """One-way ANOVA of a score across models (η² = SS_between / SS_total) and Bonferroni pairwise t-tests."""
-    import pingouin as pg
+    import pingouin as pg  # lazy: heavy library, loaded on first use
 
     data = long[[between, dv]].dropna()
     out = {
@@ -215,7 +215,7 @@ def _repeated_error(data, dv, within, subject, between=None):
 def rm_anova_dimensions(long, dv="score", within="dimension", subject="subject"):
     """Repeated-measures ANOVA across dimensions (subjects with every dimension scored) with partial η² and
     Bonferroni pairwise tests."""
-    import pingouin as pg
+    import pingouin as pg  # lazy: heavy library, loaded on first use
 
     data, k = _complete_subjects(long[[subject, within, dv]].dropna(), within, subject)
     out = {
@@ -262,7 +262,7 @@ def rm_anova_dimensions(long, dv="score", within="dimension", subject="subject")
 def model_by_dimension(long, dv="score", within="dimension", between="model", subject="subject"):
     """Mixed ANOVA: dimension (within) × model (between); the interaction row answers Fang's model × dimension.
     A row whose error term has no variance is kept with F, p and partial η² None and a note."""
-    import pingouin as pg
+    import pingouin as pg  # lazy: heavy library, loaded on first use
 
     data, k = _complete_subjects(long[[subject, within, between, dv]].dropna(), within, subject)
     if k < 2 or data[between].nunique() < 2:

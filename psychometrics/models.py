@@ -11,6 +11,8 @@ from stereoscope.jobs.models import Job
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
 
+from .spec import InstrumentSpec, ItemSpec, OptionSpec, Scale
+
 BARE_CONTEXT_KEY = "none"  # the one implicit empty context of a run without a context set
 
 
@@ -37,7 +39,6 @@ class Instrument(VersionedModel):
     )
 
     def to_spec(self):
-        from .spec import InstrumentSpec, ItemSpec, OptionSpec, Scale
 
         items = [
             ItemSpec(

@@ -3,6 +3,7 @@ extraction audit. Pure statistics come from analysis / reliability / validity / 
 
 from django.db.models import Count, Q
 
+from measures.selectors import context_scores
 from stereoscope.lazy_imports import LazyModule
 
 from . import reliability
@@ -15,7 +16,7 @@ from .group_tests import (
     one_sample_t,
     rm_anova_dimensions,
 )
-from .models import BARE_CONTEXT_KEY, ExtractionAudit, Response, ResponseStatus
+from .models import BARE_CONTEXT_KEY, Context, ExtractionAudit, InstrumentItem, Response, ResponseStatus
 from .scoring import score, score_names
 from .validity import correlation
 
@@ -27,7 +28,6 @@ STATUSES = ["ok", "refused", "inconclusive", "not_present"]
 def response_frame(run):
     """Long DataFrame of a run's responses: endpoint_id, endpoint, context, repetition, item, value, extraction,
     status. Fetches ids only and maps names in Python (fast for large runs)."""
-    from .models import Context, InstrumentItem
 
     rows = list(
         run.responses.values_list("endpoint_id", "context_id", "repetition", "item_id", "value", "extraction", "status")
@@ -159,7 +159,6 @@ def run_report(run, cfa=True):
 def attribute_tests(run, long_rows):
     """R.U.Psycho's persona-induced bias: for each persona attribute with two or more values (e.g. title Mr/Ms,
     surname group), each model's scores compared across the values (Welch t or one-way ANOVA, with effect sizes)."""
-    from .models import Context
 
     attributes = dict(Context.objects.filter(context_set_id=run.context_set_id).values_list("key", "attributes"))
     keys = sorted({k for attrs in attributes.values() for k in (attrs or {})})
@@ -311,7 +310,6 @@ def questionnaire_context_scores(run, score_name="total"):
 def concurrent_validity(run, measure_run):
     """Jung's concurrent validity: per model (matched by endpoint name) and lexicon, Pearson r over contexts between
     the questionnaire total (mean over repetitions) and the context score of texts written in the same contexts."""
-    from measures.selectors import context_scores
 
     questionnaire = questionnaire_context_scores(run)
     letters = {}

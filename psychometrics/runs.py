@@ -17,7 +17,7 @@ from generation import batches
 from generation import selectors as generation
 from generation.limits import estimate_tokens
 from generation.models import ExecutionMode, Provider, RunStatus
-from generation.providers.base import ProviderError, merged_params, validate_params
+from generation.providers.base import ProviderError, merged_params, preload, validate_params
 from generation.runner import CallUnit, execute_units
 from stereoscope import jobs
 from stereoscope.services import record_activity
@@ -29,11 +29,13 @@ from .models import (
     Context,
     ContextSet,
     Extracted,
+    ExtractionAudit,
     QuestionnaireRun,
     Response,
     ResponseStatus,
 )
 from .services import INSTRUMENTS, PsychError, instruments_for
+from .tasks import execute_questionnaire_run
 
 log = logging.getLogger(__name__)
 MAX_REPETITIONS = 100
@@ -425,7 +427,6 @@ def plan(run, sample=5):
 
 
 def _enqueue(run):
-    from .tasks import execute_questionnaire_run
 
     execute_questionnaire_run.delay(run.pk)
 
@@ -582,7 +583,6 @@ class QuestionnaireRunJob(batches.BatchModeKind, jobs.JobKind):
     error = PsychError
 
     def warm_up(self):
-        from generation.providers.base import preload
 
         preload()
 
@@ -679,7 +679,6 @@ def draw_audit_sample(run, per_model=None, seed=None):
 
 
 def record_audit(response, user, correct, corrected_value=None, note=""):
-    from .models import ExtractionAudit
 
     if corrected_value not in (None, ""):
         try:

@@ -214,7 +214,7 @@ def cfa(data, factors, drop_zero_variance=True, missing="listwise"):
     [{factor, item, estimate, std, p}], factor_correlations, omega (per factor and total), dropped, notes.
     Values that cannot be computed are None and a note says why.
     """
-    import semopy
+    import semopy  # lazy: heavy library, loaded on first use
 
     if missing not in CFA_MISSING:
         raise ValueError(f"missing must be one of {', '.join(CFA_MISSING)}.")

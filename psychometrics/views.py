@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from generation import batches
 from generation.models import RunStatus
+from measures.selectors import study_measure_runs
 from stereoscope.downloads import table_download, workbook_download
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
@@ -485,7 +486,6 @@ def validation(request, study_id):
     for key in ("run", "alternate", "option_order", "convergent"):
         value = request.GET.get(key, "")
         picked[key] = all_runs.filter(pk=int(value)).first() if value.isdigit() else None
-    from measures.selectors import study_measure_runs
 
     measure_runs = study_measure_runs(request.study)
     value = request.GET.get("concurrent", "")
