@@ -1,4 +1,4 @@
-.PHONY: run test lint test-postgres worker beat migrate builtin bench
+.PHONY: run test lint test-postgres worker beat migrate builtin bench bench-quick
 
 run:            ## set up and start the platform on the embedded default (SQLite, filesystem broker, one worker)
 	scripts/run.sh
@@ -27,3 +27,9 @@ lint:           ## ruff (pyflakes, pycodestyle, bugbear, import order, line leng
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy
 	.venv/bin/python scripts/complexity_gate.py
+
+bench:          ## every benchmark beside its target and its figure in docs/benchmarks.md (QUICK=1: smaller sizes)
+	.venv/bin/python benchmarks/run_all.py $(if $(QUICK),--quick,)
+
+bench-quick:    ## smaller sizes, a few minutes: run before each change lands
+	.venv/bin/python benchmarks/run_all.py --quick

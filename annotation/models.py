@@ -225,6 +225,12 @@ class Assignment(models.Model):
             models.Index(fields=["study", "coder", "status"]),
             models.Index(fields=["codebook", "coder", "status", "position"], name="assignment_queue_idx"),
             models.Index(fields=["codebook", "coder", "position"], name="assignment_order_idx"),
+            # a coder's consensus assignments (few): decides whether blind reads need the consensus subquery
+            models.Index(
+                fields=["coder", "codebook", "output"],
+                condition=models.Q(mode="consensus"),
+                name="assignment_consensus_idx",
+            ),
         ]
 
     def __str__(self):

@@ -168,7 +168,9 @@ def codebook_detail(request, study_id, codebook_id):
 def _code_or_none(codebook, pk):
     if not pk:
         return None
-    return Code.objects.filter(pk=pk, codebook=codebook).first() or _raise("That code is not in this codebook.")
+    return Code.objects.filter(pk=pk, codebook=codebook).select_related("parent").first() or _raise(
+        "That code is not in this codebook."
+    )
 
 
 def _raise(message):
@@ -412,7 +414,10 @@ def story_html(text, codings):
     return format_html_join("", "{}", ((p,) for p in pieces))
 
 
-def _workspace_context(request, codebook, output, error="", notice=""):
+def _workspace_context(request, codebook, output, error="", notice="", queue_nav=True):
+    """What the workspace renders. `queue_nav=False` (an edit that leaves the queue as it was: a coding, a memo)
+    skips the queue's progress count and previous/next look-ups, which grow with the queue (a count over 100k
+    assignments), and renders their region for htmx to keep from the page (hx-preserve)."""
     user = request.user
     study = request.study
     is_researcher = has_role(user, study, Role.RESEARCHER)
@@ -423,13 +428,13 @@ def _workspace_context(request, codebook, output, error="", notice=""):
     show_all = is_researcher and request.GET.get("all", request.POST.get("all")) == "1"
     consensus = assignment is not None and assignment.mode == CodingMode.CONSENSUS
     codings = list(services.visible_codings(codebook, output, user, show_all=show_all, assignment=assignment))
-    memo_qs = (
-        selectors.visible_memos(user, study)
-        .select_related("author")
-        .filter(Q(coding__in=[c.pk for c in codings]) | Q(code__codebook=codebook) | Q(output=output))
+    if consensus or show_all:
+        memo_qs = selectors.visible_memos(user, study)
+    else:  # one's own memos only: all of them visible, so no blind-mode subquery to build
+        memo_qs = Memo.objects.filter(study=study, author=user)
+    memo_qs = memo_qs.select_related("author").filter(
+        Q(coding__in=[c.pk for c in codings]) | Q(code__codebook=codebook) | Q(output=output)
     )
-    if not (consensus or show_all):
-        memo_qs = memo_qs.filter(author=user)
     memos = list(memo_qs)
     coding_memos = {}
     for memo in memos:
@@ -446,18 +451,23 @@ def _workspace_context(request, codebook, output, error="", notice=""):
             code_memos.setdefault(memo.code_id, []).append(memo)
     for code in flat:
         code.memo_list = code_memos.get(code.pk, [])
-    queue = Assignment.objects.filter(codebook=codebook, coder=user).order_by("position", "id")
-    # grouped by status so PostgreSQL answers from the (codebook, coder, status, position) index alone
-    by_status = dict(queue.order_by().values_list("status").annotate(n=Count("status")))
-    total, done = sum(by_status.values()), by_status.get(AssignmentStatus.DONE, 0)
-    nxt = (
-        services.next_assignment(codebook, user, after=assignment)
-        if assignment
-        else services.next_assignment(codebook, user)
-    )
-    if nxt and nxt.output_id == output.pk:
-        nxt = None
-    prev = queue.filter(position__lt=assignment.position).order_by("-position", "-id").first() if assignment else None
+    total = done = 0
+    nxt = prev = None
+    if queue_nav:
+        queue = Assignment.objects.filter(codebook=codebook, coder=user).order_by("position", "id")
+        # grouped by status so PostgreSQL answers from the (codebook, coder, status, position) index alone
+        by_status = dict(queue.order_by().values_list("status").annotate(n=Count("status")))
+        total, done = sum(by_status.values()), by_status.get(AssignmentStatus.DONE, 0)
+        nxt = (
+            services.next_assignment(codebook, user, after=assignment)
+            if assignment
+            else services.next_assignment(codebook, user)
+        )
+        if nxt and nxt.output_id == output.pk:
+            nxt = None
+        prev = (
+            queue.filter(position__lt=assignment.position).order_by("-position", "-id").first() if assignment else None
+        )
     attribution = GenderAttribution.objects.filter(output=output, coder=user).first()
     chosen = {c.code.parent_id: c.code_id for c in codings if c.start is None and c.coder_id == user.pk}
     # A story variable's values are shown once, as the variable's radios: not as code buttons, reassign options or
@@ -504,6 +514,7 @@ def _workspace_context(request, codebook, output, error="", notice=""):
         "is_researcher": is_researcher,
         "error": error,
         "notice": notice,
+        "queue_nav": queue_nav,
         "queue_total": total,
         "queue_done": done,
         "queue_percent": round(100 * done / total) if total else 0,
@@ -574,14 +585,28 @@ def workspace_edit(request, study_id, codebook_id, output_id):
                 )
             start, end = (None, None) if post.get("whole") == "1" else (post.get("start"), post.get("end"))
             services.create_coding(
-                study=study, codebook=codebook, output=output, code=code, coder=user, start=start, end=end
+                study=study,
+                codebook=codebook,
+                output=output,
+                code=code,
+                coder=user,
+                start=start,
+                end=end,
+                assignment=request.coding_assignment,
             )
         elif op == "value":
             variable = _code_or_none(codebook, post.get("variable")) or _raise("Choose a variable.")
             value = _code_or_none(codebook, post.get("code")) or _raise("Choose a value.")
             if value.parent_id != variable.pk:
                 raise services.AnnotationError(f"“{value.name}” is not a value of “{variable.name}”.")
-            services.create_coding(study=study, codebook=codebook, output=output, code=value, coder=user)
+            services.create_coding(
+                study=study,
+                codebook=codebook,
+                output=output,
+                code=value,
+                coder=user,
+                assignment=request.coding_assignment,
+            )
         elif op == "new_code":
             if post.get("start", "") == "":
                 raise services.AnnotationError("Select the text the new code stands for first.")
@@ -639,7 +664,9 @@ def workspace_edit(request, study_id, codebook_id, output_id):
             error = "Unknown action."
     except services.AnnotationError as exc:
         error = str(exc)
-    return render(request, "annotation/_workspace.html", _workspace_context(request, codebook, output, error, notice))
+    # only Done/Reopen change the queue; after any other edit the page keeps its progress and previous/next links
+    context = _workspace_context(request, codebook, output, error, notice, queue_nav=op in ("done", "undone"))
+    return render(request, "annotation/_workspace.html", context)
 
 
 # --- AI-assisted code discovery -------------------------------------------------------------------------

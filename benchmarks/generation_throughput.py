@@ -25,6 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._report import bench  # noqa: E402
+
 
 def start_fake_server(latency):
     proc = subprocess.Popen(
@@ -97,7 +99,7 @@ def baseline(port, units, concurrency):
         cpu = time.process_time() - cpu
         print(f"  baseline CPU: {cpu:.2f} s ({1000 * cpu / units:.2f} ms per unit)")
         await client.close()
-        return ok, elapsed
+        return ok, elapsed, cpu / units
 
     return asyncio.run(main())
 
@@ -199,7 +201,8 @@ def main():
     ideal = args.concurrency / args.latency
     server, port = start_fake_server(args.latency)
     try:
-        ok, elapsed = baseline(port, args.units, args.concurrency)
+        ok, elapsed, base_cpu = baseline(port, args.units, args.concurrency)
+        base_cpu *= 1000  # ms per unit
         base_rate = ok / elapsed
         print(
             f"baseline (bare asyncio openai SDK): {ok} completions in {elapsed:.2f} s = {base_rate:.1f} /s "
@@ -224,12 +227,16 @@ def main():
     if result["worker_cpu_s"] is not None:
         per_unit = 1000 * result["worker_cpu_s"] / max(1, result["done"])
         print(f"  worker CPU during the run: {result['worker_cpu_s']:.2f} s ({per_unit:.2f} ms per unit)")
+        if base_cpu:
+            print(f"  worker CPU per unit / bare loop CPU per unit: {per_unit / base_cpu:.2f} (target <= 1.2)")
+            bench("generation.cpu_per_unit_vs_bare", per_unit / base_cpu, "x", target=1.2)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     if load is not None:
         print(f"  load average (1 min) at the end: {load:.2f}")
     print(f"baseline_rate={base_rate:.1f}/s run_rate={rate:.1f}/s ideal={ideal:.0f}/s")
     print(f"ratio_to_baseline={rate / base_rate:.3f}")
     print(f"ratio_to_ideal={rate / ideal:.3f}")
+    bench("generation.ratio_to_baseline", rate / base_rate, "x", target=0.95, higher_is_better=True)
     if result["done"] != args.units:
         sys.exit(1)
 

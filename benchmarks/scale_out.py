@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._report import bench  # noqa: E402
 from benchmarks.generation_throughput import (  # noqa: E402
     fake_provider_run,
     run_on_workers,
@@ -94,6 +95,11 @@ def main():
     for r in results:
         if base and r["workers"] != 1:
             print(f"speedup_{r['workers']}_workers={r['rate'] / base:.2f}")
+            target = {2: 1.8, 4: 3.2}.get(r["workers"])
+            bench(
+                f"scale_out.speedup_{r['workers']}_workers", r["rate"] / base, "x", target=target, higher_is_better=True
+            )
+    bench("scale_out.lost_and_duplicates", sum(r["lost"] + r["duplicates"] for r in results), "units", target=0)
     if bad:
         sys.exit(1)
 

@@ -314,10 +314,6 @@ class _Loop:
     async def worker(self, pk):
         pending = self.queues[pk]
         limiter, provider = self.limiters[pk], self.providers[pk]
-        if self.own_writer is not None:
-            # Django keeps a connection per asyncio task: this task's ORM calls (the ledger, in the attempt rows'
-            # transaction) must use the loop's one connection, or two of them would lock each other out.
-            connections[DEFAULT_DB_ALIAS] = self.own_writer.db
         outages = 0  # outage errors in a row
         try:
             while not self.stop.is_set():
@@ -354,16 +350,11 @@ class _Loop:
     async def open_attempt(self, record):
         """Commit the attempt row (on the loop's own connection if it has one, else on the caller's thread); only
         then may the request go out."""
-        if self.own_writer is not None:
-            try:
-                record["row_id"] = self.own_writer.open(record)
-                if record["row_id"] is None:
-                    self.hold(record["refused"], record.get("need"))
-                return
-            except Exception:
-                log.warning("the loop could not write an attempt row; the caller's thread writes it", exc_info=True)
         record["written"] = self.loop.create_future()
-        self.events.put(("open", record["unit"], record))
+        if self.own_writer is not None:
+            self.own_writer.submit(record)
+        else:
+            self.events.put(("open", record["unit"], record))
         await record["written"]
 
     async def run_unit(self, unit, limiter, provider):
@@ -386,7 +377,10 @@ class _Loop:
                     await self.open_attempt(record)
                 except asyncio.CancelledError:
                     record["not_sent"] = True
-                    self.report("attempt", unit, record)
+                    if self.own_writer is not None:  # after its row, if the writer is still opening it
+                        self.own_writer.submit_report("attempt", unit, record)
+                    else:
+                        self.report("attempt", unit, record)
                     raise
                 if record.get("refused"):  # it would cross a spending cap: not sent, the unit stays pending
                     self.report("held", unit, None)
@@ -517,24 +511,59 @@ def _admit(study, records):
 
 
 class _AttemptWriter:
-    """Commits attempt rows from the loop's thread on that thread's own connection (autocommit), with a cursor
-    made before the loop starts: the loop calls it synchronously, one short INSERT per attempt."""
+    """Commits attempt rows on a thread of its own, with that thread's own connection, so a request never waits for
+    the caller's thread (busy writing results): every attempt waiting when the thread turns to them is admitted
+    against the caps and inserted in one transaction (`_open_attempts`), and their requests are let go together.
 
-    def __init__(self, study):
-        self.study = study
-        self.db = connections[DEFAULT_DB_ALIAS]
-        self.db.ensure_connection()
-        self.sql, self.fields = _insert_statement(self.db, ProviderCall, returning=True)
+    Not on the loop's thread: Django refuses ORM calls from a thread running an event loop (SynchronousOnlyOperation)
+    unless DJANGO_ALLOW_ASYNC_UNSAFE is set; each attempt then failed, logged a traceback and fell back to the
+    caller's thread (issue 36). Should a write fail here, its attempts are handed to the caller's thread as before."""
 
-    def open(self, record):
-        """The new row's id, or None when the call would cross a spending cap (record["refused"] says why)."""
-        row = _opened_call(self.study, record)
-        with transaction.atomic():
-            if not _admit(self.study, [record]):
-                return None
-            with self.db.cursor() as cursor:
-                cursor.execute(self.sql, _row_params(self.db, self.fields, [row])[0])
-                return cursor.fetchone()[0]
+    def __init__(self, study, loop_runner):
+        self.study, self.loop_runner = study, loop_runner
+        self.waiting = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._serve, name="llm-attempt-writer", daemon=True)
+        self.thread.start()
+
+    def submit(self, record):
+        self.waiting.put(("open", record))
+
+    def submit_report(self, kind, unit, record):
+        """Report an attempt that was not sent once its row is written (its row id is then known, for deletion)."""
+        self.waiting.put(("report", (kind, unit, record)))
+
+    def close(self):
+        self.waiting.put(None)
+        self.thread.join()
+
+    def _serve(self):
+        try:
+            done = False
+            while not done:
+                items = [self.waiting.get()]
+                while True:
+                    try:
+                        items.append(self.waiting.get_nowait())
+                    except queue.Empty:
+                        break
+                done = None in items
+                events = [("open", item[1]["unit"], item[1]) for item in items if item and item[0] == "open"]
+                try:
+                    _open_attempts(self.study, events, self.loop_runner)
+                except Exception:
+                    log.warning(
+                        "the attempt writer could not write %d rows; the caller's thread writes them",
+                        len(events),
+                        exc_info=True,
+                    )
+                    for event in events:
+                        if event[2].get("row_id") is None and not event[2].get("refused"):
+                            self.loop_runner.events.put(event)
+                for item in items:  # reports after the rows they name (queued after them)
+                    if item and item[0] == "report":
+                        self.loop_runner.report(*item[1])
+        finally:
+            connections.close_all()  # this thread's own connection
 
 
 def _closed_fields(record):
@@ -624,7 +653,7 @@ def execute_units(
     def run_loop():
         try:
             if own_rows:
-                loop_runner.own_writer = _AttemptWriter(study)
+                loop_runner.own_writer = _AttemptWriter(study, loop_runner)
 
             async def main():
                 loop_runner.loop = asyncio.get_running_loop()
@@ -638,7 +667,7 @@ def execute_units(
             crashed["error"] = exc
         finally:
             if loop_runner.own_writer is not None:
-                connections.close_all()  # this thread's own connection
+                loop_runner.own_writer.close()
             started_loop.set()
             events.put(("end", None, None))
 

@@ -3,8 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup_venv.sh
-.venv/bin/python manage.py migrate --noinput
-.venv/bin/python manage.py load_builtin
-.venv/bin/python manage.py ensure_admin
-.venv/bin/python manage.py ensure_connections
+.venv/bin/python manage.py setup   # migrate, load_builtin, ensure_admin, ensure_connections: one process
 exec .venv/bin/python manage.py serve "$@"

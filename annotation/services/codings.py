@@ -28,26 +28,39 @@ def assignment_for(codebook, output, coder):
     return Assignment.objects.filter(codebook=codebook, output=output, coder=coder).first()
 
 
-def check_can_code(study, codebook, output, coder):
-    """Raise AnnotationError unless `coder` may write codings on `output` with `codebook`."""
+_UNSET = object()
+
+
+def check_can_code(study, codebook, output, coder, assignment=_UNSET):
+    """Raise AnnotationError unless `coder` may write codings on `output` with `codebook`. `assignment`: the
+    coder's assignment of that story when the caller has read it already (None: none)."""
     if codebook.study_id != study.pk:
         raise AnnotationError(f"No codebook {codebook.pk} in this study.")
     if output.study_id != study.pk:
         raise AnnotationError(f"No story {output.pk} in this study.")
     if not has_role(coder, study, Role.CODER):
         raise AnnotationError("Only coders of this study can code.")
+    if assignment is _UNSET:
+        assignment = assignment_for(codebook, output, coder)
     if has_role(coder, study, Role.RESEARCHER):
-        return assignment_for(codebook, output, coder)
-    assignment = assignment_for(codebook, output, coder)
+        return assignment
     if assignment is None:
         raise AnnotationError("This story is not in your queue for this codebook.")
     return assignment
 
 
 @transaction.atomic
-def create_coding(*, study, codebook, output, code, coder, start=None, end=None, offset_unit="codepoint"):
-    """A span coding (code-point offsets, or UTF-16 with offset_unit='utf16') or, without offsets, a document code."""
-    check_can_code(study, codebook, output, coder)
+def create_coding(
+    *, study, codebook, output, code, coder, start=None, end=None, offset_unit="codepoint", assignment=_UNSET
+):
+    """A span coding (code-point offsets, or UTF-16 with offset_unit='utf16') or, without offsets, a document code.
+    `assignment`: the coder's assignment of the story, when the caller has it (the workspace)."""
+    if assignment is not _UNSET and (
+        assignment is not None
+        and (assignment.coder_id, assignment.codebook_id, assignment.output_id) != (coder.pk, codebook.pk, output.pk)
+    ):
+        raise AnnotationError("That assignment is not this coder's for this story.")
+    check_can_code(study, codebook, output, coder, assignment)
     if code.codebook_id != codebook.pk:
         raise AnnotationError(f"The code “{code.name}” is not in the codebook “{codebook}”.")
     if not code.active:
@@ -120,9 +133,6 @@ def reassign_coding(coding, code, *, user):
     coding.code = code
     coding.save(update_fields=["code", "updated_at"])
     return coding
-
-
-_UNSET = object()
 
 
 def visible_codings(codebook, output, user, *, show_all=False, assignment=_UNSET):

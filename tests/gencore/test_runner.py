@@ -223,9 +223,11 @@ def record_hand_offs(runner, monkeypatch):
     """The attempt rows the caller's thread is asked to open, as a list that fills during the run."""
     handed_off = []
     real_open = runner._open_attempts
+    caller = threading.current_thread()
 
     def recording(study, events, loop):
-        handed_off.extend(events)
+        if threading.current_thread() is caller:
+            handed_off.extend(events)
         return real_open(study, events, loop)
 
     monkeypatch.setattr(runner, "_open_attempts", recording)
@@ -247,6 +249,29 @@ def test_outside_a_transaction_the_loop_opens_attempt_rows_itself(study, make_en
     received = sorted(int(r["attempt"]) for r in fake_provider.requests)
     assert received == sorted(ProviderCall.objects.filter(study=study).values_list("pk", flat=True))
     assert set(ProviderCall.objects.filter(study=study).values_list("outcome", flat=True)) == {"ok"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_loop_opens_attempt_rows_without_the_tests_async_allowance(
+    study, make_endpoint, fake_provider, monkeypatch, caplog
+):
+    """As in a worker: Django refuses ORM calls from a thread running an event loop unless DJANGO_ALLOW_ASYNC_UNSAFE
+    is set (the test suite sets it for Playwright). The attempt rows are still written off the caller's thread,
+    several in one transaction, and nothing fails and falls back on the way (issue 36: each attempt raised, logged
+    a traceback and waited for the caller's thread)."""
+    from generation import runner
+
+    monkeypatch.delenv("DJANGO_ALLOW_ASYNC_UNSAFE", raising=False)
+    endpoint = make_endpoint(study, max_concurrency=8)
+    fake_provider.default_delay = 0.05
+    handed_off = record_hand_offs(runner, monkeypatch)
+    with caplog.at_level("WARNING", logger="generation.runner"):
+        stats = execute_units(study, units_for(endpoint, [f"p{i}" for i in range(40)]), Collect())
+    assert stats.succeeded == 40 and stats.attempts == 40
+    assert handed_off == [], "no attempt waited for the caller's thread"
+    assert not [r for r in caplog.records if "could not write an attempt row" in r.getMessage()]
+    received = sorted(int(r["attempt"]) for r in fake_provider.requests)
+    assert received == sorted(ProviderCall.objects.filter(study=study).values_list("pk", flat=True))
 
 
 def test_inside_a_transaction_the_caller_opens_attempt_rows(study, make_endpoint, fake_provider, monkeypatch):
