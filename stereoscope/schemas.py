@@ -6,11 +6,13 @@ against it and returns every problem as a `Problem(path, message)`, where the pa
 the file (`items[2].number`, `factors.care`). Code keeps only the rules a schema cannot say (cross-field rules).
 
 Messages: a schema node may carry `x-message`, either one text for any failure of that node or a mapping from
-keyword (`type`, `pattern`, `minLength`, …) to text; `{value}` in it is replaced by the offending value's repr.
-Without one, the message is jsonschema's, with "Additional properties" said as "Unknown field(s)".
+keyword (`type`, `pattern`, `minLength`, …) to text (for `required`, a mapping from property to text); `{value}`
+in it is replaced by the offending value's repr.
+Without one, the message is jsonschema's; unknown fields are named with the allowed ones.
 """
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -82,6 +84,8 @@ def _custom(error):
     note = error.schema.get("x-message") if isinstance(error.schema, dict) else None
     if isinstance(note, dict):
         note = note.get(error.validator)
+    if isinstance(note, dict) and error.validator == "required":  # {"required": {"name": "needs a name"}}
+        note = next((note[p] for p in error.validator_value if p in note and repr(p) in error.message), None)
     if not note:
         return None
     return note.replace("{value}", repr(error.instance)[:80])
@@ -92,8 +96,12 @@ def message(error):
     custom = _custom(error)
     if custom:
         return custom
-    if error.validator == "additionalProperties":
-        return error.message.replace("Additional properties", "Unknown field(s)")
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = error.schema.get("properties", {})
+        patterns = list(error.schema.get("patternProperties", {}))
+        unknown = [k for k in error.instance if k not in known and not any(re.search(p, k) for p in patterns)]
+        allowed = [k for k, v in known.items() if v is not False]
+        return f"unknown field(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(allowed)}"
     return error.message
 
 

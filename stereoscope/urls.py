@@ -12,6 +12,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter, SimpleRouter
 
 from . import account_views, api, views
+from .schema_api import schema_urls
 from .throttle import obtain_auth_token
 
 PLATFORM_APPS = ["generation", "annotation", "judging", "agreement", "psychometrics", "measures", "exports", "recipes"]
@@ -62,6 +63,7 @@ urlpatterns = [
     path("api/", include(router.urls)),
     path("api/studies/<int:study_pk>/", include(study_router.urls)),
     path("api/", include(extra_api_urls)),
+    path("api/", include(schema_urls())),  # /api/<format>-schema/ for every input format (after the apps' imports)
     path("api/health/", api.health, name="api-health"),
     path("api/token/", obtain_auth_token, name="api-token"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
