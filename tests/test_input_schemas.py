@@ -24,12 +24,12 @@ VALIDATORS = {
     "toolkit": "generation/toolkit_format.py",
     "endpoint": "generation/endpoint_services.py",
     "instrument": "psychometrics/spec.py",
+    "run_config": "psychometrics/runs.py",
 }
 # Input formats still validated by hand (issue 37): this list may only shrink; a module that gains its schema moves
 # up to VALIDATORS (the test below fails until it does).
 NOT_YET = {
     "codebook": "annotation/codebook_format.py",
-    "run_config": "psychometrics/runs.py",
     "output_import": "generation/collect.py",
 }
 
@@ -134,14 +134,25 @@ def test_toolkit_lengths_are_the_limits_of_the_database():
     assert item["notes"]["maxLength"] == item["target_stereotype"]["maxLength"] == MAX_ITEM_NOTE
 
 
+def test_run_config_choices_are_the_codes():
+    from psychometrics import extraction, prompts, runs
+
+    fields = schemas.load(registry()["run_config"])["properties"]
+    assert tuple(fields["option_order"]["enum"]) == prompts.ORDER_MODES
+    assert tuple(fields["option_numbering"]["enum"]) == prompts.NUMBERING
+    assert tuple(fields["refusal_policy"]["enum"]) == extraction.REFUSAL_POLICIES
+    assert fields["repetitions"]["anyOf"][0]["maximum"] == runs.MAX_REPETITIONS
+
+
 @pytest.mark.django_db
 def test_schemas_are_served_to_signed_in_users_and_documented(client, django_user_model):
     names = sorted(registry())
+    urls = {name: f"/api/{name.replace('_', '-')}-schema/" for name in names}  # /api/run-config-schema/
     for name in names:
-        assert client.get(f"/api/{name}-schema/").status_code in (401, 403)
+        assert client.get(urls[name]).status_code in (401, 403)
     client.force_login(django_user_model.objects.create_user("reader", password="x"))
     for name in names:
-        response = client.get(f"/api/{name}-schema/")
+        response = client.get(urls[name])
         assert response.status_code == 200 and response.json() == schemas.load(registry()[name]), name
     document = client.get("/api/schema/?format=json").json()
-    assert {f"/api/{name}-schema/" for name in names} <= set(document["paths"])
+    assert set(urls.values()) <= set(document["paths"])
