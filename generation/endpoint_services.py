@@ -5,10 +5,14 @@ An endpoint picks a provider connection (which fixes the host and the key variab
 model; it never names a base URL or a key variable itself, and a request that tries to is refused.
 """
 
+import math
+import re
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 
 from django.db import transaction
 
+from stereoscope import schemas
 from stereoscope.services import record_activity
 from stereoscope.untrusted import loads_json
 
@@ -39,6 +43,7 @@ EDITABLE = (
     *PRICE_FIELDS,
     "batch_enabled",
 )
+SCHEMA = schemas.register("endpoint", Path(__file__).resolve().parent / "schema" / "endpoint.schema.json")
 TRUE = ("1", "true", "on", "yes")
 FALSE = ("", "0", "false", "off", "no")
 
@@ -111,9 +116,25 @@ def _choices(study):
     return "choose one of: " + ", ".join(f"“{n}”" for n in names) + "."
 
 
-def endpoint_problems(data, study=None, instance=None):
-    """Cleaned values and a {field: message} dict of problems for endpoint fields (missing fields keep the
-    instance's value)."""
+def _from_text(field, value):
+    """A page form's text as the number or true/false it means; anything else is left for the schema to refuse."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip().lower()
+    if field == "batch_enabled":
+        return text in TRUE if text in TRUE + FALSE else value
+    if field in ("name", "model_id", "model_family") or not text:
+        return value
+    if field in LIMIT_FIELDS:
+        return int(text) if re.fullmatch(r"[+-]?\d{1,18}", text) else value
+    try:
+        number = Decimal(text) if field in PRICE_FIELDS else float(text)
+    except (ValueError, InvalidOperation):
+        return value
+    return number if field in FLOAT_FIELDS + PRICE_FIELDS and math.isfinite(number) else value
+
+
+def _values(data, instance):
     if instance is not None:
         current = {f: getattr(instance, f) for f in EDITABLE}
     else:
@@ -121,90 +142,63 @@ def endpoint_problems(data, study=None, instance=None):
     values = {**current, **{k: v for k, v in data.items() if k in EDITABLE}}
     if "connection" in data and "provider" not in data:
         values["provider"] = ""  # follows the connection chosen now
-    problems, clean = {}, {}
-    name = str(values.get("name") or "").strip()
-    if not name:
-        problems["name"] = "Give the endpoint a name."
-    elif (
-        study is not None
-        and ModelEndpoint.objects.filter(study=study, name=name).exclude(pk=getattr(instance, "pk", None)).exists()
-    ):
-        problems["name"] = f"This study already has an endpoint named “{name}”."
-    clean["name"] = name[:200]
-    provider = values.get("provider") or ""
-    model_id = str(values.get("model_id") or "").strip()
-    if not model_id:
-        problems["model_id"] = "Give the model id (or a local path, or the model you paste answers from)."
-    clean["model_id"] = model_id[:300]
-    clean["model_family"] = str(values.get("model_family") or "").strip()[:100]
-    clean["provider"] = provider
-    _clean_connection(values, data, study, provider, model_id, clean, problems)
-    provider = clean["provider"]
+    for field in ("name", "model_id", "model_family"):  # a number is a fine name or model id
+        if isinstance(values.get(field), (int, float)) and not isinstance(values[field], bool):
+            values[field] = str(values[field])
+    return {k: _from_text(k, v) for k, v in values.items()}
+
+
+def _clean_numbers(values, problems, clean):
+    for field in LIMIT_FIELDS + FLOAT_FIELDS + PRICE_FIELDS:
+        value = values.get(field)
+        if field in problems or value in (None, ""):
+            if field not in FLOAT_FIELDS:  # a float left out keeps the model default
+                clean[field] = None
+        elif field in LIMIT_FIELDS:
+            clean[field] = int(value)
+        elif field in FLOAT_FIELDS:
+            clean[field] = float(value)
+        else:
+            clean[field] = Decimal(str(value))
+
+
+def _check_provider(provider, batch, problems):
     if provider not in Provider.values:
         problems["provider"] = f"Unknown provider {provider!r}; choose one of {', '.join(Provider.values)}."
     elif provider == Provider.TRANSFORMERS and (missing := missing_local_extra()):
         problems["provider"] = local_extra_message(missing)
-    try:
-        clean["default_params"] = parse_params(values.get("default_params"))
-    except ValueError as exc:
-        problems["default_params"] = str(exc)
-    for field in LIMIT_FIELDS:
-        value = values.get(field)
-        if value in (None, ""):
-            if field in ("max_concurrency", "max_attempts"):
-                problems[field] = "Required: a whole number of at least 1."
-            clean[field] = None
-            continue
-        try:
-            number = int(value)
-            if isinstance(value, float) and value != number or isinstance(value, bool):
-                raise ValueError
-        except (TypeError, ValueError):
-            problems[field] = f"Must be a whole number, got {value!r}."
-            continue
-        if number < 1:
-            problems[field] = "Must be at least 1."
-        clean[field] = number
-    for field in FLOAT_FIELDS:
-        value = values.get(field)
-        if value in (None, ""):
-            continue  # the model default
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            problems[field] = f"Must be a number of seconds, got {value!r}."
-            continue
-        if not 0 <= number <= 3600 or (field == "timeout_seconds" and number <= 0):
-            problems[field] = "Must be between 0 and 3600 seconds (a timeout above 0)."
-        clean[field] = number
-    for field in PRICE_FIELDS:
-        value = values.get(field)
-        if value in (None, ""):
-            clean[field] = None
-            continue
-        try:
-            price = Decimal(str(value))
-            if not price.is_finite():
-                raise InvalidOperation
-        except (InvalidOperation, ValueError):
-            problems[field] = f"Must be a price in USD per million tokens, got {value!r}."
-            continue
-        if price < 0 or price >= Decimal("1000000"):
-            problems[field] = "Must be between 0 and 999999."
-        clean[field] = price
-    batch = values.get("batch_enabled")
-    if isinstance(batch, str) and batch.strip().lower() in TRUE + FALSE:
-        batch = batch.strip().lower() in TRUE
-    if batch is None:
-        batch = False
-    if not isinstance(batch, bool):
-        problems["batch_enabled"] = f"Must be true or false, got {batch!r}."
-    elif batch and provider in Provider.values and provider not in BATCH_PROVIDERS:
+    elif batch and provider not in BATCH_PROVIDERS and "batch_enabled" not in problems:
         problems["batch_enabled"] = (
             "Batch mode needs a provider with a batch API: OpenAI, Anthropic or an "
             "OpenAI-compatible server that implements it."
         )
+
+
+def endpoint_problems(data, study=None, instance=None):
+    """Cleaned values and a {field: message} dict of problems for endpoint fields (missing fields keep the
+    instance's value). The fields' shapes are the schema's (generation/schema/endpoint.schema.json); code checks
+    the connection, the provider it implies, the parameters, batch mode per provider and unique names."""
+    values = _values(data, instance)
+    problems = {}
+    for problem in schemas.problems(values, SCHEMA):
+        problems.setdefault(re.split(r"[.\[]", problem.path)[0] or "__all__", problem.message)
+    name, model_id = str(values.get("name") or "").strip(), str(values.get("model_id") or "").strip()
+    if name and study is not None:
+        others = ModelEndpoint.objects.filter(study=study, name=name).exclude(pk=getattr(instance, "pk", None))
+        if others.exists():
+            problems["name"] = f"This study already has an endpoint named “{name}”."
+    clean = {"name": name[:200], "model_id": model_id[:300], "provider": values.get("provider") or ""}
+    clean["model_family"] = str(values.get("model_family") or "").strip()[:100]
+    _clean_connection(values, data, study, clean["provider"], model_id, clean, problems)
+    if "default_params" not in problems:
+        try:
+            clean["default_params"] = parse_params(values.get("default_params"))
+        except ValueError as exc:
+            problems["default_params"] = str(exc)
+    _clean_numbers(values, problems, clean)
+    batch = values.get("batch_enabled")
     clean["batch_enabled"] = batch if isinstance(batch, bool) else False
+    _check_provider(clean["provider"], clean["batch_enabled"], problems)
     return clean, problems
 
 

@@ -13,11 +13,14 @@ required; `number` defaults to the row order), which is how a spreadsheet of pro
 import csv
 import io
 import json
+import re
+from pathlib import Path
 
 from django.db import transaction
 
+from stereoscope import schemas
 from stereoscope.tables import table_text, unescape_formula
-from stereoscope.untrusted import MAX_ITEM_NOTE, MAX_ITEM_TEXT, loads_json, nul_problem
+from stereoscope.untrusted import MAX_ITEM_TEXT, loads_json, nul_problem
 
 from . import item_extras
 from .slots import SlotError, normalize_combinations, normalize_slot_values
@@ -38,8 +41,7 @@ ITEM_FIELDS = [
     "combinations",
     "counterfactual_of",
 ]
-DIMENSION_FIELDS = ["name", "description", "order"]
-TOOLKIT_FIELDS = ["name", "description", "language", "slots", "combinations"]
+TEXT_FIELDS = ["target_stereotype", "gender_mapping", "source_reference", "notes"]
 CSV_COLUMNS = [
     "kind",
     "number",
@@ -59,15 +61,6 @@ CSV_COLUMNS = [
     "counterfactual_of",
 ]
 IGNORED_KEYS = {"format", "format_version", "version", "id", "builtin_key", "locked", "parent"}
-MAX_LENGTHS = {
-    "name": 200,
-    "gender_mapping": 300,
-    "source_reference": 300,
-    "language": 10,
-    "text": MAX_ITEM_TEXT,
-    "target_stereotype": MAX_ITEM_NOTE,
-    "notes": MAX_ITEM_NOTE,
-}
 MAX_ERRORS = 50
 
 
@@ -187,12 +180,6 @@ def parse_json(content):
         raise ToolkitFormatError([f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."]) from None
     if not isinstance(data, dict):
         raise ToolkitFormatError(["The JSON must be an object with name, dimensions and items."])
-    if "format" in data and data["format"] != FORMAT:
-        raise ToolkitFormatError([f"Unknown format {data['format']!r}; expected {FORMAT!r}."])
-    if data.get("format_version", FORMAT_VERSION) != FORMAT_VERSION:
-        raise ToolkitFormatError(
-            [f"Unsupported format_version {data.get('format_version')!r}; this version reads {FORMAT_VERSION}."]
-        )
     return data
 
 
@@ -258,154 +245,155 @@ def parse_csv(content):
 
 
 # --- validation --------------------------------------------------------------------------------------
+# The structure (fields, types, lengths, whole numbers, true/false) is the schema's; code keeps the rules that span
+# fields: a name given beside the file, unique dimension names and item numbers, slots each text uses, counterfactual
+# links between items.
+
+SCHEMA = schemas.register("toolkit", Path(__file__).resolve().parent / "schema" / "toolkit.schema.json")
+NOT_CHECKED = IGNORED_KEYS - {"format", "format_version"}
+TRUE_WORDS = ("true", "1", "yes", "y", "*")
 
 
-def _int(value, label, errors, minimum=0):
-    try:
-        number = int(str(value).strip())
-        if str(value).strip() != str(number) and not isinstance(value, int):
-            raise ValueError
-    except (TypeError, ValueError):
-        errors.append(f"{label} must be a whole number, not {value!r}.")
-        return None
-    if number < minimum:
-        errors.append(f"{label} must be at least {minimum}.")
-        return None
-    return number
+def _for_schema(data):
+    """`data` without what imports ignore (ids, versions, other apps' extras, CSV row numbers)."""
+    drop = NOT_CHECKED | set(item_extras.extra_fields()) | {"_row"}
+
+    def strip(obj):
+        return {k: v for k, v in obj.items() if k not in drop} if isinstance(obj, dict) else obj
+
+    out = strip(data)
+    for key in ("dimensions", "items"):
+        if isinstance(out, dict) and isinstance(out.get(key), list):
+            out[key] = [strip(entry) for entry in out[key]]
+    return out
 
 
-def _bool(value, label, errors):
-    if isinstance(value, bool):
-        return value
-    text = str(value or "").strip().lower()
-    if text in ("", "false", "0", "no", "n"):
-        return False
-    if text in ("true", "1", "yes", "y", "*"):
-        return True
-    errors.append(f"{label} must be true or false, not {value!r}.")
-    return False
-
-
-def _text(value, label, errors, key=None):
-    if value is None:
-        return ""
-    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-        errors.append(f"{label} must be text.")
-        return ""
-    value = str(value).replace("\r\n", "\n").replace("\r", "\n")
-    limit = MAX_LENGTHS.get(key)
-    if limit and len(value) > limit:
-        errors.append(f"{label} is longer than {limit} characters.")
-    return value
-
-
-def _check_keys(obj, allowed, label, errors):
-    unknown = sorted(set(obj) - set(allowed) - IGNORED_KEYS - set(item_extras.extra_fields()) - {"_row"})
-    if unknown:
-        errors.append(f"{label}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}.")
-
-
-def validate_data(data, name=None):
-    """Check a parsed toolkit; return a clean dict or raise ToolkitFormatError listing every problem."""
+def schema_errors(data):
+    """The schema's problems, each `path: message`; a CSV item's names its row instead of items[i]."""
     errors = []
-    allowed_top = TOOLKIT_FIELDS + ["dimensions", "items"]
-    _check_keys(data, allowed_top, "Toolkit", errors)
-    clean = {
-        "name": _text(name if name else data.get("name"), "Toolkit name", errors, "name").strip(),
-        "description": _text(data.get("description"), "Toolkit description", errors),
-        "language": _text(data.get("language") or "en", "Toolkit language", errors, "language").strip() or "en",
-        "dimensions": [],
-        "items": [],
-    }
-    if not clean["name"]:
-        errors.append("The toolkit needs a name.")
+    items = data.get("items") if isinstance(data, dict) else None
+    for problem in schemas.problems(_for_schema(data), SCHEMA, what="The toolkit"):
+        found = re.match(r"items\[(\d+)\]", problem.path)
+        entry = items[int(found[1])] if found and isinstance(items, list) else None
+        row = entry.get("_row") if isinstance(entry, dict) else None
+        if row:  # a CSV line: name the row (and item) as the file's reader sees it, then the column
+            number = _whole(entry.get("number"))
+            where = f"Row {row}" + (f" (item {number})" if number is not None else "")
+            field = problem.path[found.end() :].lstrip(".")
+            errors.append(f"{where}, {field}: {problem.message}" if field else f"{where}: {problem.message}")
+        else:
+            errors.append(str(problem))
+    return errors
+
+
+def _whole(value, default=None):
+    """A whole number from a JSON number or CSV text (the schema has refused anything else); default if none."""
+    if isinstance(value, bool) or value in (None, ""):
+        return default
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else default
     try:
-        clean["slots"] = normalize_slot_values(data.get("slots") or {}, "toolkit slots")
-        clean["combinations"] = normalize_combinations(data.get("combinations"), "toolkit combinations")
+        return int(str(value).strip())
+    except ValueError:
+        return default
+
+
+def _bool(value):
+    return value if isinstance(value, bool) else str(value or "").strip().lower() in TRUE_WORDS
+
+
+def _text(value):
+    if value is None or isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return ""
+    return str(value).replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _slots(owner, where, errors):
+    """(slots, combinations) of a toolkit or an item, or ({}, None) with the slot error noted."""
+    try:
+        return (
+            normalize_slot_values(owner.get("slots") or {}, f"{where} slots"),
+            normalize_combinations(owner.get("combinations"), f"{where} combinations"),
+        )
     except SlotError as exc:
         errors.append(str(exc))
-        clean["slots"], clean["combinations"] = {}, None
-    dimensions = data.get("dimensions") or []
-    items = data.get("items")
-    if not isinstance(dimensions, list):
-        errors.append("dimensions must be a list.")
-        dimensions = []
-    if not isinstance(items, list) or not items:
-        errors.append("The toolkit needs a non-empty list of items.")
-        items = []
-    names = set()
+        return {}, None
+
+
+def _clean_dimensions(dimensions, errors):
+    clean, names = [], set()
     for index, dim in enumerate(dimensions, start=1):
-        label = f"Dimension {index}"
         if not isinstance(dim, dict):
-            errors.append(f"{label} must be an object with a name.")
             continue
-        _check_keys(dim, DIMENSION_FIELDS, label, errors)
-        dim_name = _text(dim.get("name"), f"{label} name", errors, "name").strip()
-        if not dim_name:
-            errors.append(f"{label} needs a name.")
-        elif dim_name in names:
-            errors.append(f"{label}: the name {dim_name!r} is used twice.")
+        dim_name = _text(dim.get("name")).strip()
+        if dim_name and dim_name in names:
+            errors.append(f"Dimension {index}: the name {dim_name!r} is used twice.")
         names.add(dim_name)
-        clean["dimensions"].append(
-            {
-                "name": dim_name,
-                "description": _text(dim.get("description"), f"{label} description", errors),
-                "order": _int(dim.get("order", index - 1), f"{label} order", errors) or 0,
-            }
-        )
-    numbers = []
-    for index, item in enumerate(items, start=1):
-        if not isinstance(item, dict):
-            errors.append(f"Item {index} must be an object with a number and a text.")
-            continue
-        label = f"Row {item['_row']}" if "_row" in item else f"Item {index}"
-        _check_keys(item, ITEM_FIELDS, label, errors)
-        number = _int(item.get("number", index), f"{label} number", errors, minimum=1)
-        if number is not None:
-            label = f"Item {number}" if "_row" not in item else f"{label} (item {number})"
-            if number in numbers:
-                errors.append(f"{label}: the number {number} is used twice.")
-            numbers.append(number)
-        text = _text(item.get("text"), f"{label} text", errors, "text")
-        if not text.strip():
-            errors.append(f"{label} needs a text.")
-        dimension = _text(item.get("dimension"), f"{label} dimension", errors).strip()
-        if dimension and dimension not in names:  # undeclared dimensions are created in item order
-            names.add(dimension)
-            clean["dimensions"].append({"name": dimension, "description": "", "order": len(clean["dimensions"])})
-        entry = {
-            "number": number,
-            "text": text,
-            "dimension": dimension,
-            "target_stereotype": _text(
-                item.get("target_stereotype"), f"{label} target_stereotype", errors, "target_stereotype"
-            ),
-            "gender_mapping": _text(item.get("gender_mapping"), f"{label} gender_mapping", errors, "gender_mapping"),
-            "reversed_order": _bool(item.get("reversed_order"), f"{label} reversed_order", errors),
-            "source_reference": _text(
-                item.get("source_reference"), f"{label} source_reference", errors, "source_reference"
-            ),
-            "notes": _text(item.get("notes"), f"{label} notes", errors, "notes"),
-            "counterfactual_of": None,
-        }
+        order = _whole(dim.get("order", index - 1), 0)
+        clean.append({"name": dim_name, "description": _text(dim.get("description")), "order": order})
+    return clean
+
+
+def _clean_item(item, index, toolkit, errors):
+    label = f"Row {item['_row']}" if "_row" in item else f"Item {index}"
+    number = _whole(item.get("number", index))
+    if number is not None:
+        label = f"Item {number}" if "_row" not in item else f"{label} (item {number})"
+    text = _text(item.get("text"))
+    entry = {"number": number, "text": text, "dimension": _text(item.get("dimension")).strip()}
+    entry.update({field: _text(item.get(field)) for field in TEXT_FIELDS})
+    entry["reversed_order"] = _bool(item.get("reversed_order"))
+    entry["counterfactual_of"] = _whole(item.get("counterfactual_of"))
+    entry["slots"], entry["combinations"] = _slots(item, label, errors)
+    if text.strip() and len(text) <= MAX_ITEM_TEXT:
+        combos = entry["combinations"] if entry["combinations"] is not None else toolkit["combinations"]
         try:
-            entry["slots"] = normalize_slot_values(item.get("slots") or {}, f"{label} slots")
-            entry["combinations"] = normalize_combinations(item.get("combinations"), f"{label} combinations")
-            if text.strip() and len(text) <= MAX_ITEM_TEXT:
-                combos = entry["combinations"] if entry["combinations"] is not None else clean["combinations"]
-                count_text(text, {**clean["slots"], **entry["slots"]}, combos, label)
+            count_text(text, {**toolkit["slots"], **entry["slots"]}, combos, label)
         except SlotError as exc:
             errors.append(str(exc))
             entry["slots"], entry["combinations"] = {}, None
-        if item.get("counterfactual_of") not in (None, ""):
-            entry["counterfactual_of"] = _int(
-                item["counterfactual_of"], f"{label} counterfactual_of", errors, minimum=1
+    return label, entry
+
+
+def _clean_items(items, clean, errors):
+    numbers, names = [], {d["name"] for d in clean["dimensions"]}
+    for index, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            continue
+        label, entry = _clean_item(item, index, clean, errors)
+        if entry["number"] is not None:
+            if entry["number"] in numbers:
+                errors.append(f"{label}: the number {entry['number']} is used twice.")
+            numbers.append(entry["number"])
+        if entry["dimension"] and entry["dimension"] not in names:  # undeclared dimensions come in item order
+            names.add(entry["dimension"])
+            clean["dimensions"].append(
+                {"name": entry["dimension"], "description": "", "order": len(clean["dimensions"])}
             )
         clean["items"].append(entry)
     for entry in clean["items"]:
         original = entry["counterfactual_of"]
         if original is not None and (original not in numbers or original == entry["number"]):
             errors.append(f"Item {entry['number']}: counterfactual_of must name another item's number, not {original}.")
+
+
+def validate_data(data, name=None):
+    """Check a parsed toolkit; return a clean dict or raise ToolkitFormatError listing every problem."""
+    errors = schema_errors(data)
+    if not isinstance(data, dict):
+        raise ToolkitFormatError(errors)
+    clean = {
+        "name": _text(name if name else data.get("name")).strip(),
+        "description": _text(data.get("description")),
+        "language": _text(data.get("language") or "en").strip() or "en",
+        "items": [],
+    }
+    if not clean["name"]:
+        errors.append("The toolkit needs a name.")
+    clean["slots"], clean["combinations"] = _slots(data, "toolkit", errors)
+    dimensions, items = data.get("dimensions"), data.get("items")
+    clean["dimensions"] = _clean_dimensions(dimensions if isinstance(dimensions, list) else [], errors)
+    _clean_items(items if isinstance(items, list) else [], clean, errors)
     if errors:
         raise ToolkitFormatError(errors)
     return clean

@@ -8,6 +8,7 @@ generation.runner.execute_units (limits, retries, Retry-After, one ProviderCall 
 
 import logging
 import random
+from pathlib import Path
 
 from django.db import transaction
 from django.db.models import Count, Q
@@ -19,7 +20,7 @@ from generation.limits import estimate_tokens
 from generation.models import ExecutionMode, Provider, RunStatus
 from generation.providers.base import ProviderError, merged_params, preload, validate_params
 from generation.runner import CallUnit, execute_units
-from stereoscope import jobs
+from stereoscope import jobs, schemas
 from stereoscope.services import record_activity
 from stereoscope.trash import TrashError, refuse_if_live, refuse_if_work
 
@@ -38,7 +39,8 @@ from .services import INSTRUMENTS, PsychError, instruments_for
 from .tasks import execute_questionnaire_run
 
 log = logging.getLogger(__name__)
-MAX_REPETITIONS = 100
+MAX_REPETITIONS = 100  # also in psychometrics/schema/run_config.schema.json (tests/test_input_schemas.py)
+CONFIG_SCHEMA = schemas.register("run_config", Path(__file__).resolve().parent / "schema" / "run_config.schema.json")
 MAX_UNITS = 500_000
 RUN_FILE_VERSION = 1
 
@@ -91,34 +93,88 @@ def validate_config(
     study=None,
     judge_endpoint=None,
 ):
-    """Check a run's configuration; raise PsychError naming every problem. Returns cleaned values."""
+    """Check a run's configuration; raise PsychError naming every problem. Returns cleaned values.
+
+    The settings' shapes are the schema's (psychometrics/schema/run_config.schema.json); code checks the objects
+    named (instrument, context set, endpoints, judge) and the rules across fields."""
+    settings = {
+        "repetitions": repetitions,
+        "template_key": template_key,
+        "custom_user": custom_user,
+        "custom_system": custom_system,
+        "option_format": option_format,
+        "option_order": option_order,
+        "option_numbering": option_numbering,
+        "refusal_policy": refusal_policy,
+        "extractors": extractors or None,
+        "param_overrides": param_overrides or None,
+    }
     seeds, repetitions, problems = clean_seeds(seeds, repetitions)
+    settings["repetitions"] = repetitions
+    shape = [p.message for p in schemas.problems(settings, CONFIG_SCHEMA, what="The run configuration")]
+    problems += shape
+    repetitions = int(repetitions) if not any(m.startswith("Repetitions") for m in shape) else 1
+    endpoints = list(endpoints or [])
+    problems += _object_problems(instrument, context_set, endpoints, study)
+    template = _template(template_key, custom_user, custom_system, option_format, instrument, problems)
+    if template is not None and option_order in prompts.ORDER_MODES and option_order != "fixed":
+        if not prompts.lists_options(template):
+            problems.append("This template does not list the answer options ({options}), so their order cannot change.")
+    try:
+        extractors = extraction.validate_chain(
+            extractors or (list(template.suggested_extractors) if template else ["number"])
+        )
+    except ValueError as exc:
+        problems.append(str(exc))
+    judge_endpoint = _judge(extractors, judge_endpoint, study, problems)
+    overrides = param_overrides if isinstance(param_overrides, dict) else {}
+    try:
+        validate_params({k: v for k, v in overrides.items() if v not in (None, "")})
+    except ProviderError as exc:
+        problems.append(str(exc))
+    _context_problems(template, context_set, problems)
+    if not problems and instrument is not None:
+        n_contexts = context_set.contexts.filter(included=True).count() if context_set is not None else 1
+        n = instrument.items.count() * n_contexts * len(endpoints) * repetitions
+        if n > MAX_UNITS:
+            problems.append(f"{n} units is more than the limit of {MAX_UNITS}.")
+    if problems:
+        raise PsychError(" ".join(problems))
+    return {
+        "endpoints": endpoints,
+        "repetitions": repetitions,
+        "extractors": extractors,
+        "param_overrides": overrides,
+        "seeds": seeds,
+        "judge_endpoint": judge_endpoint,
+    }
+
+
+def _object_problems(instrument, context_set, endpoints, study):
+    problems = []
     if instrument is None:
         problems.append("Choose an instrument.")
     elif instrument.continuous:
         problems.append("A continuous instrument holds imported human data; it cannot be asked as options.")
     if context_set is not None and study is not None and context_set.study_id != study.pk:
         problems.append(f"No context set {context_set.pk} in this study.")
-    endpoints = list(endpoints or [])
     if not endpoints:
         problems.append("Choose at least one model endpoint.")
     foreign = [str(e.pk) for e in endpoints if study is not None and e.study_id != study.pk]
     if foreign:
         problems.append(f"No endpoint {', '.join(foreign)} in this study.")
-    try:
-        repetitions = int(repetitions)
-        if not 1 <= repetitions <= MAX_REPETITIONS:
-            problems.append(f"Repetitions must be between 1 and {MAX_REPETITIONS}.")
-    except (TypeError, ValueError):
-        problems.append("Repetitions must be a whole number.")
-        repetitions = 1
+    return problems
+
+
+def _template(template_key, custom_user, custom_system, option_format, instrument, problems):
+    """The prompt template chosen, checked against the instrument (Fang's 1–7 scale, items with own options)."""
     template = None
     if template_key == "custom":
         try:
             template = prompts.custom_template(custom_user, custom_system, option_format)
         except prompts.PromptError as exc:
             problems.append(str(exc))
-    elif template_key in prompts.TEMPLATES:
+    elif isinstance(template_key, str) and template_key in prompts.TEMPLATES:
         template = prompts.TEMPLATES[template_key]
     else:
         problems.append(
@@ -139,38 +195,23 @@ def validate_config(
             f"Some items have their own answer options, but the template “{template.name}” does not "
             "list options ({options}); use another template."
         )
-    if option_order not in prompts.ORDER_MODES:
-        problems.append(f"Option order must be one of {', '.join(prompts.ORDER_MODES)}.")
-    elif template is not None and option_order != "fixed" and not prompts.lists_options(template):
-        problems.append("This template does not list the answer options ({options}), so their order cannot change.")
-    if option_numbering not in prompts.NUMBERING:
-        problems.append(f"Option numbering must be one of {', '.join(prompts.NUMBERING)}.")
-    try:
-        extractors = extraction.validate_chain(
-            extractors or (list(template.suggested_extractors) if template else ["number"])
-        )
-    except ValueError as exc:
-        problems.append(str(exc))
-    if isinstance(extractors, list) and extraction.JUDGE_STEP in extractors:
-        if judge_endpoint is None:
-            problems.append("The model judge step (llm) needs a judge endpoint.")
-        elif study is not None and judge_endpoint.study_id != study.pk:
-            problems.append(f"No endpoint {judge_endpoint.pk} in this study.")
-        elif judge_endpoint.provider == Provider.MANUAL:
-            problems.append("The judge endpoint must be callable (not a manual endpoint).")
-    elif judge_endpoint is not None:
-        judge_endpoint = None  # no llm step: the judge is not used
-    if refusal_policy not in extraction.REFUSAL_POLICIES:
-        problems.append(f"Refusal policy must be one of {', '.join(extraction.REFUSAL_POLICIES)}.")
-    overrides = param_overrides or {}
-    if not isinstance(overrides, dict):
-        problems.append('Parameter overrides must be a JSON object, e.g. {"temperature": 0}.')
-        overrides = {}
-    else:
-        try:
-            validate_params({k: v for k, v in overrides.items() if v not in (None, "")})
-        except ProviderError as exc:
-            problems.append(str(exc))
+    return template
+
+
+def _judge(extractors, judge_endpoint, study, problems):
+    """The judge endpoint of an llm extraction step (None when no step uses one)."""
+    if not (isinstance(extractors, list) and extraction.JUDGE_STEP in extractors):
+        return None  # no llm step: the judge is not used
+    if judge_endpoint is None:
+        problems.append("The model judge step (llm) needs a judge endpoint.")
+    elif study is not None and judge_endpoint.study_id != study.pk:
+        problems.append(f"No endpoint {judge_endpoint.pk} in this study.")
+    elif judge_endpoint.provider == Provider.MANUAL:
+        problems.append("The judge endpoint must be callable (not a manual endpoint).")
+    return judge_endpoint
+
+
+def _context_problems(template, context_set, problems):
     if template is not None and template.persona_required:
         if context_set is None or context_set.contexts.filter(included=True, persona="").exists():
             problems.append(
@@ -179,21 +220,6 @@ def validate_config(
             )
     if context_set is not None and not context_set.contexts.filter(included=True).exists():
         problems.append("The context set has no included contexts.")
-    if not problems and instrument is not None:
-        n_contexts = context_set.contexts.filter(included=True).count() if context_set is not None else 1
-        n = instrument.items.count() * n_contexts * len(endpoints) * repetitions
-        if n > MAX_UNITS:
-            problems.append(f"{n} units is more than the limit of {MAX_UNITS}.")
-    if problems:
-        raise PsychError(" ".join(problems))
-    return {
-        "endpoints": endpoints,
-        "repetitions": repetitions,
-        "extractors": extractors,
-        "param_overrides": overrides,
-        "seeds": seeds,
-        "judge_endpoint": judge_endpoint,
-    }
 
 
 @transaction.atomic

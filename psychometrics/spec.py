@@ -16,7 +16,11 @@ their weights (the direction is in the weights, so such an item is not reverse-c
 and reverse items need them.
 """
 
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from stereoscope import schemas
 
 SCORING = ("mean", "sum")
 MISSING_METHODS = ("prorate", "complete")
@@ -119,195 +123,138 @@ def missing_policy_text(missing, scoring="mean"):
     )
 
 
+SCHEMA = schemas.register("instrument", Path(__file__).resolve().parent / "schema" / "instrument.schema.json")
+
+
 def parse_item_options(raw, where, errors):
-    """An item's own answer options: a list of at least two {"text", "weight"} with distinct texts."""
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        errors.append(f'{where}: “options” must be a list of {{"text", "weight"}} objects.')
-        return []
-    if len(raw) < 2:
-        errors.append(f"{where}: “options” needs at least two options.")
-    options = []
-    for n, option in enumerate(raw, 1):
-        if not isinstance(option, dict):
-            errors.append(f"{where}, option {n}: must be an object with text and weight.")
-            continue
-        text = option.get("text")
-        if not isinstance(text, str) or not text.strip():
-            errors.append(f"{where}, option {n} needs a text.")
-            continue
-        weight = option.get("weight")
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-            errors.append(f"{where}, option {n}: weight must be a number, got {weight!r}.")
-            continue
-        options.append(OptionSpec(text.strip(), weight))
+    """An item's own answer options (shape checked by the schema): [OptionSpec], noting duplicate texts."""
+    options = [OptionSpec(option["text"].strip(), option["weight"]) for option in raw or []]
     texts = [o.text.lower() for o in options]
     if len(set(texts)) != len(texts):
         errors.append(f"{where}: duplicate option texts.")
     return options
 
 
-def _number(value, what, errors):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        errors.append(f"{what} must be a number, got {value!r}.")
-        return None
-    return value
+def _scale(data, errors):
+    """The scale and its cross-field rules: min below max, a discrete scale's whole points, labels inside it."""
+    lo, hi, continuous = data.get("min"), data.get("max"), data.get("continuous", False)
+    if not continuous:
+        if lo is None or hi is None:
+            errors.append("scale.min and scale.max are required unless the scale is continuous.")
+        elif lo != int(lo) or hi != int(hi):
+            errors.append("A discrete scale has whole-number min and max.")
+        elif hi - lo > 100:
+            errors.append("A discrete scale has at most 101 points.")
+    if lo is not None and hi is not None and hi <= lo:
+        errors.append(f"scale.max ({hi}) must be greater than scale.min ({lo}).")
+    labels = {int(key.strip()): label.strip() for key, label in (data.get("labels") or {}).items()}
+    for point in labels:
+        if lo is not None and hi is not None and not (lo <= point <= hi):
+            errors.append(f"scale.labels has point {point} outside {lo}–{hi}.")
+    return Scale(lo, hi, labels, continuous)
+
+
+def _number(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _well_formed_scale(scale):
+    """The parts of a scale the schema accepts (the schema reports the rest)."""
+    labels = scale.get("labels") if isinstance(scale.get("labels"), dict) else {}
+    return {
+        "min": _number(scale.get("min")),
+        "max": _number(scale.get("max")),
+        "continuous": scale.get("continuous") is True,
+        "labels": {k: v for k, v in labels.items() if isinstance(v, str) and re.fullmatch(r"\s*[+-]?\d+\s*", k)},
+    }
+
+
+def _well_formed_item(raw):
+    options = raw.get("options") if isinstance(raw, dict) else None
+    return (
+        isinstance(raw, dict)
+        and isinstance(raw.get("id"), (str, int))
+        and not isinstance(raw.get("id"), bool)
+        and isinstance(raw.get("text"), str)
+        and isinstance(raw.get("subscale") or "", str)
+        and isinstance(raw.get("reverse", False), bool)
+        and (
+            options is None
+            or all(
+                isinstance(o, dict) and isinstance(o.get("text"), str) and _number(o.get("weight")) is not None
+                for o in options
+                if isinstance(options, list)
+            )
+            and isinstance(options, list)
+        )
+    )
+
+
+def _item(raw, scale, subscales, errors):
+    item_id = str(raw["id"]).strip()
+    where = f"item {item_id}"
+    subscale = raw.get("subscale") or ""
+    if subscales and subscale not in subscales:
+        errors.append(f"{where}: subscale {subscale!r} is not one of {', '.join(subscales)}.")
+    reverse = raw.get("reverse", False)
+    if reverse and (scale.min is None or scale.max is None):
+        errors.append(f"{where}: a reverse item needs scale.min and scale.max (recoded as min + max − x).")
+    options = parse_item_options(raw.get("options"), where, errors)
+    if options and reverse:
+        errors.append(
+            f"{where}: an item with its own options carries its direction in the weights; set “reverse” to false."
+        )
+    parallel = raw.get("parallel")
+    return ItemSpec(
+        item_id, raw["text"].strip(), subscale, reverse, None if parallel is None else str(parallel), options
+    )
+
+
+def _missing(data):
+    missing = data.get("missing", DEFAULT_MISSING)
+    return {
+        "method": missing.get("method", "prorate"),
+        "min_fraction": missing.get("min_fraction", 0.5),
+        **({"cfa": missing["cfa"]} if "cfa" in missing else {}),
+    }
 
 
 def parse_instrument(data):
-    """Validate a decoded JSON object and return an InstrumentSpec; raise SpecError listing every problem."""
-    errors = []
+    """Validate a decoded JSON object and return an InstrumentSpec; raise SpecError listing every problem.
+
+    The shape is the schema's (psychometrics/schema/instrument.schema.json); code checks the rules across fields."""
+    errors = schemas.messages(data, SCHEMA, what="The instrument")
     if not isinstance(data, dict):
-        raise SpecError("An instrument file must be a JSON object with name, version, scale, subscales and items.")
-    name = data.get("name")
-    if not isinstance(name, str) or not name.strip():
-        errors.append("“name” is required (a non-empty string).")
-        name = ""
-    version = data.get("version", "1")
-    if isinstance(version, bool) or not isinstance(version, (str, int)) or not str(version).strip():
-        errors.append("“version” must be a string or an integer.")
-        version = "1"
-    scale_data = data.get("scale")
-    scale = Scale(None, None)
-    if not isinstance(scale_data, dict):
-        errors.append('“scale” is required: {"min": 0, "max": 5, "labels": {...}} or {"continuous": true}.')
-    else:
-        continuous = scale_data.get("continuous", False)
-        if not isinstance(continuous, bool):
-            errors.append("scale.continuous must be true or false.")
-            continuous = False
-        lo = _number(scale_data["min"], "scale.min", errors) if "min" in scale_data else None
-        hi = _number(scale_data["max"], "scale.max", errors) if "max" in scale_data else None
-        if not continuous:
-            if lo is None or hi is None:
-                errors.append("scale.min and scale.max are required unless the scale is continuous.")
-            elif lo != int(lo) or hi != int(hi):
-                errors.append("A discrete scale has whole-number min and max.")
-            elif hi <= lo:
-                errors.append(f"scale.max ({hi}) must be greater than scale.min ({lo}).")
-            elif hi - lo > 100:
-                errors.append("A discrete scale has at most 101 points.")
-        elif lo is not None and hi is not None and hi <= lo:
-            errors.append(f"scale.max ({hi}) must be greater than scale.min ({lo}).")
-        labels = {}
-        raw_labels = scale_data.get("labels", {}) or {}
-        if not isinstance(raw_labels, dict):
-            errors.append('scale.labels must be an object mapping points to labels, e.g. {"0": "disagree strongly"}.')
-        else:
-            for key, label in raw_labels.items():
-                try:
-                    point = int(str(key))
-                except ValueError:
-                    errors.append(f"scale.labels key {key!r} is not a whole number.")
-                    continue
-                if not isinstance(label, str):
-                    errors.append(f"scale.labels[{key}] must be a string.")
-                    continue
-                if lo is not None and hi is not None and not (lo <= point <= hi):
-                    errors.append(f"scale.labels has point {point} outside {lo}–{hi}.")
-                labels[point] = label.strip()
-        scale = Scale(lo, hi, labels, continuous)
-    subscales = data.get("subscales", [])
-    if not isinstance(subscales, list) or not all(isinstance(s, str) and s.strip() for s in subscales):
-        errors.append("“subscales” must be a list of names.")
-        subscales = []
-    if len(set(subscales)) != len(subscales):
-        errors.append("“subscales” has duplicate names.")
-    items_data = data.get("items")
-    items = []
-    if not isinstance(items_data, list) or not items_data:
-        errors.append("“items” must be a non-empty list.")
-        items_data = []
-    seen = set()
-    for n, raw in enumerate(items_data, 1):
-        where = f"item {n}"
-        if not isinstance(raw, dict):
-            errors.append(f"{where} must be an object with id, text, subscale, reverse.")
+        raise SpecError("; ".join(errors))
+    # the rules across fields are checked on the parts the schema found well formed, so one pass reports both
+    has_scale = isinstance(data.get("scale"), dict)
+    scale = _scale(_well_formed_scale(data["scale"]), errors) if has_scale else Scale(None, None)
+    subscales = [s for s in data.get("subscales") or [] if isinstance(s, str)]
+    items, seen = [], set()
+    for raw in data.get("items") if isinstance(data.get("items"), list) else []:
+        if not _well_formed_item(raw):
             continue
-        item_id = raw.get("id")
-        if isinstance(item_id, bool) or not isinstance(item_id, (str, int)) or not str(item_id).strip():
-            errors.append(f"{where}: “id” is required.")
-            continue
-        item_id = str(item_id).strip()
-        where = f"item {item_id}"
-        if item_id in seen:
-            errors.append(f"{where}: duplicate id.")
-        seen.add(item_id)
-        text = raw.get("text")
-        if not isinstance(text, str) or not text.strip():
-            errors.append(f"{where}: “text” is required.")
-            text = ""
-        subscale = raw.get("subscale", "")
-        if subscale is None:
-            subscale = ""
-        if not isinstance(subscale, str):
-            errors.append(f"{where}: “subscale” must be a string.")
-            subscale = ""
-        if subscales and subscale not in subscales:
-            errors.append(f"{where}: subscale {subscale!r} is not one of {', '.join(subscales)}.")
-        reverse = raw.get("reverse", False)
-        if not isinstance(reverse, bool):
-            errors.append(f"{where}: “reverse” must be true or false.")
-            reverse = False
-        if reverse and (scale.min is None or scale.max is None):
-            errors.append(f"{where}: a reverse item needs scale.min and scale.max (recoded as min + max − x).")
-        parallel = raw.get("parallel")
-        if parallel is not None and not isinstance(parallel, (str, int)):
-            errors.append(f"{where}: “parallel” must be the id of the linked item in the parallel form.")
-            parallel = None
-        options = parse_item_options(raw.get("options"), where, errors)
-        if options and reverse:
-            errors.append(
-                f"{where}: an item with its own options carries its direction in the weights; set “reverse” to false."
-            )
-        items.append(
-            ItemSpec(item_id, text.strip(), subscale, reverse, None if parallel is None else str(parallel), options)
-        )
-    if not subscales and items:
+        item = _item(raw, scale, subscales, errors)
+        if item.id in seen:
+            errors.append(f"item {item.id}: duplicate id.")
+        seen.add(item.id)
+        items.append(item)
+    if not subscales:
         subscales = list(dict.fromkeys(i.subscale for i in items if i.subscale))
-    scoring = data.get("scoring", "mean")
-    if scoring not in SCORING:
-        errors.append(f"“scoring” must be one of {', '.join(SCORING)}.")
-        scoring = "mean"
-    missing = data.get("missing", DEFAULT_MISSING)
-    if not isinstance(missing, dict) or missing.get("method", "prorate") not in MISSING_METHODS:
-        errors.append(f"“missing” must be an object with method one of {', '.join(MISSING_METHODS)}.")
-        missing = dict(DEFAULT_MISSING)
-    else:
-        missing = {
-            "method": missing.get("method", "prorate"),
-            "min_fraction": missing.get("min_fraction", 0.5),
-            **({"cfa": missing["cfa"]} if "cfa" in missing else {}),
-        }
-        if missing.get("cfa", "listwise") not in CFA_MISSING:
-            errors.append(f"missing.cfa must be one of {', '.join(CFA_MISSING)} (how the CFA treats missing answers).")
-            missing.pop("cfa")
-        frac = missing["min_fraction"]
-        if isinstance(frac, bool) or not isinstance(frac, (int, float)) or not 0 < frac <= 1:
-            errors.append("missing.min_fraction must be a number in (0, 1].")
-            missing["min_fraction"] = 0.5
-    parallel_form = data.get("parallel_form")
-    if parallel_form is not None and (not isinstance(parallel_form, dict) or "name" not in parallel_form):
-        errors.append("“parallel_form” must be an object with the name (and version) of the linked form.")
-        parallel_form = None
-    for key in ("description", "source", "instruction"):
-        if key in data and not isinstance(data[key], str):
-            errors.append(f"“{key}” must be a string.")
     if errors:
         raise SpecError("; ".join(errors))
     return InstrumentSpec(
-        name=name.strip(),
-        version=str(version).strip(),
+        name=data["name"].strip(),
+        version=str(data.get("version", "1")).strip(),
         scale=scale,
-        subscales=list(subscales),
+        subscales=subscales,
         items=items,
         description=data.get("description", ""),
         source=data.get("source", ""),
         instruction=data.get("instruction", ""),
-        scoring=scoring,
-        missing=missing,
-        parallel_form=parallel_form,
+        scoring=data.get("scoring", "mean"),
+        missing=_missing(data),
+        parallel_form=data.get("parallel_form"),
     )
 
 

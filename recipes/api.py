@@ -1,17 +1,16 @@
-"""Recipe API per study: export (GET), validate and plan (researcher), apply (study admin), and the JSON Schema.
+"""Recipe API per study: export (GET), validate and plan (researcher), apply (study admin). The JSON Schema is
+served at /api/recipe-schema/ with every input format's (stereoscope/schema_api.py).
 
 A recipe is sent as an uploaded file (`file`), as text (`recipe`: YAML or JSON) or as a JSON object (`recipe`).
 Bad recipes get 400 with every problem and its path; nothing is written.
 """
 
 from django.shortcuts import get_object_or_404
-from django.urls import path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status, viewsets
-from rest_framework.decorators import action, api_view, permission_classes
+from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, MultiPartParser
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from stereoscope.api_parsers import JSONObjectParser
@@ -20,7 +19,7 @@ from stereoscope.permissions import StudyRolePermission
 
 from . import results, services
 from .exporting import export_recipe
-from .loader import RecipeError, RecipeProblem, dump, parse_text, schema
+from .loader import RecipeError, RecipeProblem, dump, parse_text
 
 
 def recipe_from_request(request):
@@ -128,12 +127,4 @@ class RecipeViewSet(viewsets.ViewSet):
         return Response(dict(outcome_data(outcome), objects=result["rows"], next_steps=result["next_steps"]))
 
 
-@extend_schema(responses={200: OpenApiTypes.OBJECT}, description="The JSON Schema of recipes.")
-@api_view(["GET"])
-@permission_classes([IsAuthenticated])
-def recipe_schema(request):
-    return Response(schema())
-
-
 api_routes = [("recipe", RecipeViewSet, "api-recipe")]
-api_urls = [path("recipe-schema/", recipe_schema, name="api-recipe-schema")]

@@ -3,29 +3,22 @@
 Every problem is a RecipeProblem with the path of the offending value in the file, e.g. `runs[1].endpoints[0]`.
 """
 
-import json
-from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import jsonschema
 import yaml
 
-from stereoscope.untrusted import nonfinite_path
+from stereoscope import schemas
+from stereoscope.schemas import Problem as RecipeProblem
+from stereoscope.schemas import format_path
 
-SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "recipe.schema.json"
+SCHEMA_PATH = schemas.register("recipe", Path(__file__).resolve().parent / "schema" / "recipe.schema.json")
 FORMAT = "stereoscope-recipe"
 FORMAT_VERSION = 1
 MAX_BYTES = 5_000_000
 
 
-@dataclass(frozen=True)
-class RecipeProblem:
-    path: str
-    message: str
-
-    def __str__(self):
-        return f"{self.path}: {self.message}" if self.path else self.message
+__all__ = ["RecipeError", "RecipeProblem", "dump", "format_path", "load", "parse_text", "schema"]
 
 
 class RecipeError(ValueError):
@@ -36,21 +29,12 @@ class RecipeError(ValueError):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
-@lru_cache(maxsize=1)
 def schema():
-    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return schemas.load(SCHEMA_PATH)
 
 
 def schema_text():
     return SCHEMA_PATH.read_text(encoding="utf-8")
-
-
-def format_path(parts):
-    """('runs', 1, 'endpoints', 0) -> 'runs[1].endpoints[0]'."""
-    out = ""
-    for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
 
 
 MAX_DEPTH = 50  # a recipe nests a handful of levels; deeper documents are refused before they are built
@@ -118,43 +102,27 @@ def parse_text(text):
 
 
 def _message(error):
+    """The recipe's special cases of the shared reporter: which form of a oneOf was meant, and connections."""
     if error.validator == "oneOf" and error.context:
         # one branch per form (built-in or inline): report the branch the value meant
         wanted = "builtin" in error.instance if isinstance(error.instance, dict) else False
         branches = [e for e in error.context if (e.relative_schema_path[0] == 0) == wanted] or list(error.context)
         best = jsonschema.exceptions.best_match(branches)
-        return format_path(list(error.absolute_path) + list(best.relative_path)), best.message
-    if error.validator == "additionalProperties":
-        if isinstance(error.instance, dict) and {"base_url", "api_key_env"} & set(error.instance):
-            return format_path(error.absolute_path), (
-                "recipes do not set base URLs or key variables: an endpoint names a provider connection "
-                "(`connection:`), and site staff decide where keys go"
-            )
-        return format_path(error.absolute_path), error.message.replace("Additional properties", "Unknown field(s)")
-    return format_path(error.absolute_path), error.message
-
-
-def too_deep(value, limit=MAX_DEPTH):
-    """Whether `value` (dicts and lists) nests more than `limit` levels (a recipe sent as a JSON object)."""
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (dict, list)):
-            if depth + 1 > limit:
-                return True
-            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
-    return False
+        return format_path(list(error.absolute_path) + list(best.relative_path)), schemas.message(best)
+    if (
+        error.validator == "additionalProperties"
+        and isinstance(error.instance, dict)
+        and {"base_url", "api_key_env"} & set(error.instance)
+    ):
+        return format_path(error.absolute_path), (
+            "recipes do not set base URLs or key variables: an endpoint names a provider connection "
+            "(`connection:`), and site staff decide where keys go"
+        )
+    return schemas.default_reporter(error)
 
 
 def schema_problems(data):
-    if too_deep(data):
-        return [RecipeProblem("", f"The recipe is nested more than {MAX_DEPTH} levels deep.")]
-    where = nonfinite_path(data)
-    if where is not None:  # NaN and ±Infinity pass a schema's "number" but no database stores them in JSON
-        return [RecipeProblem(format_path(where), "NaN and ±Infinity are not allowed here; write a finite number")]
-    validator = jsonschema.Draft202012Validator(schema())
-    problems = [RecipeProblem(*_message(e)) for e in validator.iter_errors(data)]
-    return sorted(set(problems), key=lambda p: (p.path, p.message))
+    return schemas.problems(data, SCHEMA_PATH, what="The recipe", reporter=_message)
 
 
 def load(text):

@@ -12,10 +12,11 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter, SimpleRouter
 
 from . import account_views, api, views
+from .app_names import PROJECT_APPS
+from .schema_api import schema_urls
 from .token_view import obtain_auth_token
 
-PLATFORM_APPS = ["generation", "annotation", "judging", "agreement", "psychometrics", "measures", "exports", "recipes"]
-installed = [app for app in PLATFORM_APPS if app in settings.INSTALLED_APPS]
+installed = [app for app in PROJECT_APPS if app in settings.INSTALLED_APPS]
 
 router = DefaultRouter()
 router.register("studies", api.StudyViewSet, basename="api-study")
@@ -62,6 +63,7 @@ urlpatterns = [
     path("api/", include(router.urls)),
     path("api/studies/<int:study_pk>/", include(study_router.urls)),
     path("api/", include(extra_api_urls)),
+    path("api/", include(schema_urls())),  # /api/<format>-schema/ for every input format (after the apps' imports)
     path("api/health/", api.health, name="api-health"),
     path("api/token/", obtain_auth_token, name="api-token"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -60,7 +60,7 @@ def test_continuous_scale():
     "change, message",
     [
         ({"scale": {"min": 5, "max": 0}}, "greater than"),
-        ({"scale": "0-5"}, "“scale” is required"),
+        ({"scale": "0-5"}, "scale: must be"),
         ({"items": []}, "non-empty list"),
         ({"items": [{"id": "1", "text": "x", "subscale": "XX"}]}, "not one of HS, BS"),
         (

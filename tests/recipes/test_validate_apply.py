@@ -59,7 +59,7 @@ MALFORMED = [
     (_set(("judge_templates", 0, "version"), "9"), "judge_templates[0].builtin", "no built-in judge_template"),
     (_set(("runs", 0, "trials"), 0), "runs[0].trials", "minimum"),
     (_delete(("runs", 0, "endpoints")), "runs[0]", "'endpoints' is a required property"),
-    (_set(("runs", 0, "colour"), "blue"), "runs[0]", "Unknown field(s) are not allowed ('colour' was unexpected)"),
+    (_set(("runs", 0, "colour"), "blue"), "runs[0]", "unknown field(s) 'colour'; allowed: "),
 ]
 
 

@@ -25,7 +25,9 @@ def test_import_errors_name_the_lines_and_save_nothing(roles, tmp_path):
     bad.write_text("number,text\n1,About {x}.\n2,\n", encoding="utf-8")
     with pytest.raises(CommandError) as err:
         call_command("toolkit_import", roles["a"].pk, str(bad), "--name", "Bad")
-    assert "Row 2 (item 1) uses the slot {x}" in str(err.value) and "Row 3 (item 2) needs a text" in str(err.value)
+    assert "Row 2 (item 1) uses the slot {x}" in str(err.value) and "Row 3 (item 2), text: needs a text" in str(
+        err.value
+    )
     assert not Toolkit.objects.filter(study=roles["a"]).exists()
     good = tmp_path / "items.txt"
     good.write_text("number,text\n1,Hello.\n", encoding="utf-8")

@@ -340,7 +340,8 @@ def test_import_round_trip_and_errors_with_line_numbers(roles, client_for, toolk
     html = response.content.decode()
     assert response.status_code == 400 and 'id="import-errors"' in html
     assert (
-        "Row 2 (item 1) uses the slot {nmae}" in html and "Row 3 (item 2) reversed_order must be true or false" in html
+        "Row 2 (item 1) uses the slot {nmae}" in html
+        and "Row 3 (item 2), reversed_order: must be true or false" in html
     )
     assert Toolkit.objects.count() == before
     broken = io.BytesIO(b'{"name": "x", "items": [}')

@@ -1,0 +1,137 @@
+"""One JSON Schema per input format, one error reporter. Django-free; imports no app.
+
+Every input format (recipe, toolkit, codebook, instrument, run config, endpoint, output import) has a Draft 2020-12
+schema file next to its app (`<app>/schema/<format>.schema.json`). `problems(data, schema)` checks a parsed value
+against it and returns every problem as a `Problem(path, message)`, where the path names the offending value in
+the file (`items[2].number`, `factors.care`). Code keeps only the rules a schema cannot say (cross-field rules).
+
+Messages: a schema node may carry `x-message`, either one text for any failure of that node or a mapping from
+keyword (`type`, `pattern`, `minLength`, …) to text (for `required`, a mapping from property to text); `{value}`
+in it is replaced by the offending value's repr.
+Without one, the message is jsonschema's; unknown fields are named with the allowed ones.
+"""
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import jsonschema
+
+from stereoscope.untrusted import nonfinite_path
+
+DRAFT = jsonschema.Draft202012Validator
+MAX_DEPTH = 50
+REGISTRY = {}  # format name -> schema path, filled by register() from each app's validator module
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem in an input file: where (a JSON path, '' for the whole file) and what."""
+
+    path: str
+    message: str
+
+    def __str__(self):
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+def format_path(parts):
+    """('runs', 1, 'endpoints', 0) -> 'runs[1].endpoints[0]'."""
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def register(name, path):
+    """Declare that input format `name` is validated against the schema file `path`; returns the path."""
+    REGISTRY[name] = Path(path)
+    return Path(path)
+
+
+@lru_cache(maxsize=None)
+def _load(path):
+    schema = json.loads(Path(path).read_text(encoding="utf-8"))
+    DRAFT.check_schema(schema)
+    return schema
+
+
+def load(path):
+    """The schema in file `path` (checked against Draft 2020-12 once, then cached)."""
+    return _load(str(path))
+
+
+@lru_cache(maxsize=None)
+def _validator(path):
+    return DRAFT(_load(path))
+
+
+def too_deep(value, limit=MAX_DEPTH):
+    """Whether `value` (dicts and lists) nests more than `limit` levels."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth + 1 > limit:
+                return True
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+def _custom(error):
+    note = error.schema.get("x-message") if isinstance(error.schema, dict) else None
+    if isinstance(note, dict):
+        note = note.get(error.validator)
+    if isinstance(note, dict) and error.validator == "required":  # {"required": {"name": "needs a name"}}
+        note = next((note[p] for p in error.validator_value if p in note and repr(p) in error.message), None)
+    if not note:
+        return None
+    return note.replace("{value}", repr(error.instance)[:80])
+
+
+def message(error):
+    """The message of one jsonschema error: the schema's x-message, or jsonschema's own, said plainly."""
+    custom = _custom(error)
+    if custom:
+        return custom
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = error.schema.get("properties", {})
+        patterns = list(error.schema.get("patternProperties", {}))
+        unknown = [k for k in error.instance if k not in known and not any(re.search(p, k) for p in patterns)]
+        allowed = [k for k, v in known.items() if v is not False]
+        return f"unknown field(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(allowed)}"
+    return error.message
+
+
+def default_reporter(error):
+    """(path, message) of one jsonschema error."""
+    return format_path(error.absolute_path), message(error)
+
+
+def problems(data, schema, *, what="The file", reporter=default_reporter, prefix=()):
+    """Every problem of `data` against `schema` (a dict or a schema file path), sorted by path, as Problems.
+
+    Documents nested deeper than MAX_DEPTH and NaN/±Infinity (no database stores them in JSON) are refused first.
+    `reporter(error) -> (path, message)` may word a format's special cases; `prefix` is prepended to paths."""
+    if too_deep(data):
+        return [Problem(format_path(prefix), f"{what} is nested more than {MAX_DEPTH} levels deep.")]
+    where = nonfinite_path(data)
+    if where is not None:
+        return [
+            Problem(format_path([*prefix, *where]), "NaN and ±Infinity are not allowed here; write a finite number")
+        ]
+    validator = _validator(str(schema)) if isinstance(schema, (str, Path)) else DRAFT(schema)
+    found = set()
+    for error in validator.iter_errors(data):
+        path, text = reporter(error)
+        if prefix:
+            path = format_path(prefix) + (("" if path.startswith("[") else ".") + path if path else "")
+        found.add(Problem(path, text))
+    return sorted(found, key=lambda p: (p.path, p.message))
+
+
+def messages(data, schema, **kwargs):
+    """problems() as texts (`path: message`), for validators that report a list of strings."""
+    return [str(p) for p in problems(data, schema, **kwargs)]
