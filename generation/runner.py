@@ -357,6 +357,19 @@ class _Loop:
             self.events.put(("open", record["unit"], record))
         await record["written"]
 
+    async def _open_or_report(self, record):
+        """Write the attempt row before its request; a cancellation meanwhile is reported as not sent (after its row,
+        if the writer is still opening it)."""
+        try:
+            await self.open_attempt(record)
+        except asyncio.CancelledError:
+            record["not_sent"] = True
+            if self.own_writer is not None:
+                self.own_writer.submit_report("attempt", record["unit"], record)
+            else:
+                self.report("attempt", record["unit"], record)
+            raise
+
     async def run_unit(self, unit, limiter, provider):
         endpoint = unit.endpoint
         max_attempts = max(1, self.max_attempts or endpoint.max_attempts or 1)
@@ -373,15 +386,7 @@ class _Loop:
             record = {"unit": unit, "attempt": attempt, "started_at": timezone.now(), "estimate": (est_in, est_out)}
             actual = None
             try:
-                try:
-                    await self.open_attempt(record)
-                except asyncio.CancelledError:
-                    record["not_sent"] = True
-                    if self.own_writer is not None:  # after its row, if the writer is still opening it
-                        self.own_writer.submit_report("attempt", unit, record)
-                    else:
-                        self.report("attempt", unit, record)
-                    raise
+                await self._open_or_report(record)
                 if record.get("refused"):  # it would cross a spending cap: not sent, the unit stays pending
                     self.report("held", unit, None)
                     return
