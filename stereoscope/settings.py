@@ -78,6 +78,7 @@ INSTALLED_APPS = [
     "measures",
     "exports",
     "recipes",
+    "reports",
 ]
 
 MIDDLEWARE = [

@@ -14,7 +14,17 @@ from rest_framework.routers import DefaultRouter, SimpleRouter
 from . import account_views, api, views
 from .throttle import obtain_auth_token
 
-PLATFORM_APPS = ["generation", "annotation", "judging", "agreement", "psychometrics", "measures", "exports", "recipes"]
+PLATFORM_APPS = [
+    "generation",
+    "annotation",
+    "judging",
+    "agreement",
+    "psychometrics",
+    "measures",
+    "exports",
+    "recipes",
+    "reports",
+]
 installed = [app for app in PLATFORM_APPS if app in settings.INSTALLED_APPS]
 
 router = DefaultRouter()

@@ -1,0 +1,282 @@
+"""Seed layouts: a study applied from a built-in recipe gets a section laying out its seed study's own tables,
+citing the seed (recipes/library.py GALLERY). Keyed by the built-in recipe's name; the numbers come from the same
+report functions the API serves."""
+
+from .document import TITLES, Section, para, table
+from .numbers import integer, mean_sd, num, p_value
+
+
+def seed_name(study):
+    """The built-in recipe a study was applied from (matched by the recipe's study name), or None."""
+    from recipes import library
+    from recipes.models import AppliedRecipe
+
+    applied = [a.recipe.get("study", {}).get("name") for a in AppliedRecipe.objects.filter(study=study)]
+    names = set(applied) | {study.name}
+    for name in library.names():
+        try:
+            if library.load(name).get("study", {}).get("name") in names:
+                return name
+        except ValueError:
+            continue
+    return None
+
+
+def _fang(study, section):
+    from judging import reports as judging_reports
+
+    from .builder import table3_block, weights_block
+
+    for rnd in judging_reports.rounds_of(study):
+        data = judging_reports.report([rnd])
+        if not data["rows"]:
+            continue
+        block = table3_block(data, rnd.name, key=f"seed-table3-{rnd.pk}")
+        block["title"] = f"Table 3 of the seed: detection rates by dimension and model ({rnd.name})"
+        section.add(block, weights_block(data, rnd.name, key=f"seed-weights-{rnd.pk}"))
+
+
+def _jung(study, section):
+    from psychometrics import reports as psych_reports
+    from psychometrics.models import QuestionnaireRun
+
+    for run in QuestionnaireRun.objects.filter(study=study, status="completed").order_by("pk"):
+        report = psych_reports.run_report(run)
+        rows, values = [], []
+        for m in report["models"]:
+            a = m["analysis"]
+            names = [k for k in a["alpha"] if k != "total"]
+            rows.append(
+                [
+                    m["endpoint"],
+                    integer(a["n"]),
+                    num(a["alpha"].get("total"), 2, bounded=True),
+                    "; ".join(f"{k} {num(a['alpha'][k], 2, bounded=True)}" for k in names) or "—",
+                    num(a.get("stratified_alpha"), 2, bounded=True),
+                    num(a.get("omega_total"), 2, bounded=True),
+                ]
+            )
+            values.append(
+                [None, a["n"], a["alpha"].get("total"), None, a.get("stratified_alpha"), a.get("omega_total")]
+            )
+        if not rows:
+            continue
+        section.add(
+            table(
+                f"Reliability of “{run.instrument.name}” ({run.name})",
+                ["Model", "n", "α", "α per subscale", "Stratified α", "ω"],
+                rows,
+                values=values,
+                note="Note. As in the seed's reliability table: Cronbach's α, stratified α over the subscales and "
+                "McDonald's ω total from the CFA. — : undefined (see the questionnaire notes).",
+                key=f"seed-reliability-{run.pk}",
+            )
+        )
+        for m in report["models"]:
+            items = m["analysis"]["items"]
+            section.add(
+                table(
+                    f"Item statistics of “{run.instrument.name}”, {m['endpoint']} ({run.name})",
+                    ["Item", "Subscale", "n", "M (SD)", "Corrected item–total r", "α if deleted"],
+                    [
+                        [
+                            i["item"],
+                            i["subscale"] or "",
+                            integer(i["n"]),
+                            mean_sd(i["mean"], i["sd"]),
+                            num(i["corrected_item_total_r"], 2, bounded=True),
+                            num(i["alpha_if_deleted"], 2, bounded=True),
+                        ]
+                        for i in items
+                    ],
+                    values=[
+                        [None, None, i["n"], i["mean"], i["corrected_item_total_r"], i["alpha_if_deleted"]]
+                        for i in items
+                    ],
+                    note="Note. Recoded item values; the item–total r correlates the item with the rest of its "
+                    "subscale.",
+                    key=f"seed-items-{run.pk}-{m['endpoint']}",
+                )
+            )
+    _jung_validity(study, section)
+
+
+def _jung_validity(study, section):
+    """Convergent validity: the correlation of the ASI total with each other questionnaire run's total over the same
+    contexts (psychometrics.reports.compare_runs)."""
+    from psychometrics import reports as psych_reports
+    from psychometrics.models import QuestionnaireRun
+
+    runs = list(
+        QuestionnaireRun.objects.filter(study=study, status="completed").select_related("instrument").order_by("pk")
+    )
+    if len(runs) < 2:
+        return
+    base = runs[0]
+    rows, values = [], []
+    for other in runs[1:]:
+        kind = "convergent" if other.instrument.name != base.instrument.name else "option_order"
+        try:
+            result = psych_reports.compare_runs(base, other, kind)
+        except (ValueError, KeyError):
+            continue
+        for r in result["rows"]:
+            if r.get("score") != "total":
+                continue
+            rows.append(
+                [
+                    other.name,
+                    r["model"],
+                    integer(r.get("n")),
+                    num(r.get("r"), 2, bounded=True),
+                    p_value(r.get("p")),
+                    str(r.get("rating") or "—"),
+                ]
+            )
+            values.append([None, None, r.get("n"), r.get("r"), r.get("p"), None])
+    if rows:
+        section.add(
+            table(
+                f"Validity correlations with “{base.name}”",
+                ["Run", "Model", "n", "r", "p", "Rating"],
+                rows,
+                values=values,
+                note="Note. Pearson r of total scores over the same contexts; ratings after the seed.",
+                key="seed-validity",
+            )
+        )
+
+
+def _wan(study, section):
+    from measures import selectors as measures
+    from measures.models import MeasureRun
+
+    from .builder import category_block, forest_block
+
+    for run in MeasureRun.objects.filter(study=study, status="completed").order_by("pk"):
+        groups = measures.report(run)["groups"] or {}
+        overall = groups.get("") or (next(iter(groups.values())) if groups else None)
+        if not overall or not overall["categories"]:
+            continue
+        section.add(
+            category_block(
+                run,
+                overall["categories"],
+                f"seed-or-{run.pk}",
+                title=f"Odds ratios and Welch t per lexicon category, as in the seed ({run.name})",
+            ),
+            forest_block(run, overall["categories"], f"seed-forest-{run.pk}"),
+        )
+
+
+def _regard(study, section):
+    from .builder import _variables, chi2_block, gold_share_block
+
+    for variable, report, contrast in _variables(study):
+        level = report["levels"].get("nominal")
+        if level is not None:
+            section.add(
+                table(
+                    f"Annotator agreement on “{variable.name}”",
+                    ["Units", "Annotators", "α", "Fleiss' κ", "Full agreement"],
+                    [
+                        [
+                            integer(level.n_units),
+                            integer(level.n_raters),
+                            num(level.krippendorff_alpha, 2, bounded=True),
+                            num(level.fleiss_kappa, 2, bounded=True),
+                            num(report.get("full_agreement"), 2, bounded=True),
+                        ]
+                    ],
+                    values=[
+                        [
+                            level.n_units,
+                            level.n_raters,
+                            level.krippendorff_alpha,
+                            level.fleiss_kappa,
+                            report.get("full_agreement"),
+                        ]
+                    ],
+                    note="Note. Units with any excluded label (e.g. uncertain) dropped first, as in the seed.",
+                    key=f"seed-agreement-{variable.pk}",
+                )
+            )
+        section.add(gold_share_block(variable, report, f"seed-gold-{variable.pk}"))
+        if contrast is not None:
+            section.add(chi2_block(variable, contrast, f"seed-chi2-{variable.pk}")[0])
+
+
+def _rupsycho(study, section):
+    from psychometrics import reports as psych_reports
+    from psychometrics.models import QuestionnaireRun
+
+    for run in QuestionnaireRun.objects.filter(study=study, status="completed").order_by("pk"):
+        tests = psych_reports.run_report(run)["attribute_tests"]
+        rows, values = [], []
+        for t in tests:
+            means = t.get("means") or {}
+            stat = t.get("t") if t.get("test") == "Welch t" else t.get("F")
+            rows.append(
+                [
+                    t["endpoint"],
+                    t["attribute"],
+                    t["score"],
+                    "; ".join(f"{g} {num(v)}" for g, v in means.items()) or "—",
+                    str(t.get("test") or "—"),
+                    num(stat),
+                    p_value(t.get("p")),
+                    num(t.get("d") if t.get("test") == "Welch t" else t.get("eta2")),
+                ]
+            )
+            values.append(
+                [
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    stat,
+                    t.get("p"),
+                    t.get("d") if t.get("test") == "Welch t" else t.get("eta2"),
+                ]
+            )
+        if rows:
+            notes = sorted({t["note"] for t in tests if t.get("note")})
+            section.add(
+                table(
+                    f"Scores per persona attribute ({run.name})",
+                    ["Model", "Attribute", "Score", "Means", "Test", "t / F", "p", "d / η²"],
+                    rows,
+                    values=values,
+                    note="Note. Each model's scores compared across the values of a persona attribute."
+                    + (f" — : {'; '.join(notes)}." if notes else ""),
+                    key=f"seed-attributes-{run.pk}",
+                )
+            )
+
+
+LAYOUTS = {
+    "fang2025": _fang,
+    "jung2025-asi": _jung,
+    "wan2023-letters": _wan,
+    "regard": _regard,
+    "rupsycho-personas": _rupsycho,
+}
+
+
+def section(study):
+    from recipes import library
+
+    name = seed_name(study)
+    if name is None:
+        return None
+    entry = library.gallery_entry(name) or {"title": name, "citation": ""}
+    result = Section("seed", f"{TITLES['seed']}: {entry['title']}")
+    result.add(para(f"This study was applied from the built-in recipe “{name}”, after {entry['citation']}"))
+    layout = LAYOUTS.get(name)
+    before = len(result.blocks)
+    if layout is not None:
+        layout(study, result)
+    if len(result.blocks) == before:
+        result.add(para("The seed's tables fill in once the study's runs are completed."))
+    return result

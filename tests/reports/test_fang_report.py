@@ -1,0 +1,93 @@
+"""The study report of the built-in Fang recipe run on the fake provider: its seed Table 3 and weights equal the
+judging API's values, and no NaN, inf or raw float noise is printed anywhere."""
+
+import re
+
+import pytest
+import yaml
+from django.core.management import call_command
+
+from tests.recipes.test_run import reduced_fang
+
+NOISE = re.compile(r"\b(nan|NaN|inf|Infinity)\b|\d\.\d{5,}")
+
+
+def assert_clean(text):
+    assert not NOISE.search(text), NOISE.search(text).group(0)
+
+
+@pytest.fixture
+def fang_study(fake_provider, monkeypatch, tmp_path, db):
+    from tests.gencore.conftest import approved_connection
+
+    monkeypatch.setenv("FAKE_KEY_ENV", "sk-fake-secret-123")
+    approved_connection("openai_compatible", fake_provider.openai_base_url, "FAKE_KEY_ENV", name="Fake provider")
+    # planted verdicts: each judge answer gives stories 1..5 the verdicts 1, 0, 1, 0, 1
+    fake_provider.default = {
+        "text": "\n".join(f"Story {i}: {i % 2} – the roles follow the pattern." for i in range(1, 6))
+    }
+    recipe = tmp_path / "fang.yaml"
+    recipe.write_text(yaml.safe_dump(reduced_fang(), allow_unicode=True), encoding="utf-8")
+    endpoints = tmp_path / "endpoints.yaml"
+    endpoints.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "name": n,
+                    "provider": "openai_compatible",
+                    "model_id": f"fake-{n}",
+                    "connection": "Fake provider",
+                    "limits": {"backoff_base_s": 0.05, "max_attempts": 2},
+                }
+                for n in ("writer-1", "writer-2")
+            ]
+        ),
+        encoding="utf-8",
+    )
+    call_command("recipe", "run", str(recipe), "--endpoints", str(endpoints))
+    from stereoscope.models import Study
+
+    return Study.objects.get(name="Fang 2025 three-phase audit")
+
+
+def test_fang_seed_table3_equals_the_api(fang_study, client, django_user_model):
+    from judging.models import JudgeRound
+    from reports import builder
+    from reports.numbers import mean_sd
+    from reports.render import html, markdown
+    from stereoscope.services import add_member
+
+    user = django_user_model.objects.create_user("reader")
+    add_member(study=fang_study, username="reader", role="researcher", actor=None)
+    client.force_login(user)
+    rnd = JudgeRound.objects.get(study=fang_study)
+    api = client.get(f"/api/studies/{fang_study.pk}/judge-rounds/{rnd.pk}/report/").json()
+    doc = builder.build(fang_study)
+    seed = next(s for s in doc.sections if s.key == "seed")
+    assert "Fang, Y. (2025)" in seed.blocks[0]["text"]
+    t3 = next(b for b in seed.blocks if b.get("key") == f"seed-table3-{rnd.pk}")
+    models = api["table3"]["models"]
+    assert t3["columns"] == ["Dimension", *models, "All models"]
+    cells = {(c["dimension"], c["model"]): c for c in api["table3"]["cells"]}
+    for row, values in zip(t3["rows"], t3["values"], strict=True):
+        if row[0] == "Overall":
+            continue
+        for j, model in enumerate(models, start=1):
+            cell = cells[(row[0], model)]
+            assert values[j] == cell["mean"] and row[j] == mean_sd(cell["mean"], cell["sd"])
+    overall = {o["model"]: o for o in api["table3"]["overall"]}
+    assert t3["values"][-1][1:-1] == [overall[m]["mean"] for m in models]
+    weights = next(b for b in seed.blocks if b.get("key") == f"seed-weights-{rnd.pk}")
+    by_number = {i["item_number"]: i for i in api["items"]}
+    assert len(weights["values"]) == len(by_number)
+    for values in weights["values"]:
+        item = by_number[values[0]]
+        assert values[2] == item["n"] and values[3] == item["rate"] and values[5] == item["weight"]
+    # Methods: every number from the database (3 prompts × 5 trials × 2 models for the phase 3 stories)
+    methods = next(s for s in doc.sections if s.key == "methods")
+    text = " ".join(b.get("text", "") for b in methods.blocks)
+    assert "“Phase 3 stories” asked 3 prompts × 5 trials × 2 models" in text and "30 outputs were completed" in text
+    assert "fake-writer-1" in str(methods.blocks)
+    for rendered in (html(doc), markdown(doc)):
+        assert_clean(rendered)
+    assert "Table 3 of the seed" in html(doc)
