@@ -28,6 +28,10 @@ class ReportViewSet(viewsets.ViewSet):
     read_role = Role.RESEARCHER
     write_role = Role.ADMIN
 
+    def perform_content_negotiation(self, request, force=False):
+        # ?format= names the report's format (html, md, pdf), not a DRF renderer: never a 404 for it
+        return super().perform_content_negotiation(request, force=True)
+
     def get_study(self):
         if not hasattr(self, "_study"):
             self._study = get_object_or_404(Study, pk=self.kwargs["study_pk"])
