@@ -1,0 +1,117 @@
+"""For each built-in recipe (besides Fang: test_fang_report.py): applied and run on the fake provider with planted
+answers, its report's seed tables hold the same numbers as the API, and no NaN, inf or raw float noise."""
+
+import pytest
+
+from reports import builder
+from reports.render import html, markdown
+from tests.reports.test_fang_report import assert_clean
+
+pytestmark = pytest.mark.django_db
+
+
+def seed_tables(doc):
+    seed = next(s for s in doc.sections if s.key == "seed")
+    return seed, {b["key"]: b for b in seed.blocks if b["type"] == "table"}
+
+
+def reader(study, api_for, django_user_model):
+    from stereoscope.services import add_member
+
+    django_user_model.objects.create_user("reader")
+    add_member(study=study, username="reader", role="researcher", actor=None)
+    return api_for(django_user_model.objects.get(username="reader"))
+
+
+def test_wan_odds_ratios_and_welch_t_equal_the_api(run_builtin, api_for, django_user_model):
+    from measures.models import MeasureRun
+
+    study = run_builtin("wan2023-letters")
+    run = MeasureRun.objects.get(study=study)
+    assert run.status == "completed", run.message
+    api = reader(study, api_for, django_user_model)
+    records = api.get(f"/api/studies/{study.pk}/measure-runs/{run.pk}/contrasts/?grouping=overall&kind=category").json()
+    doc = builder.build(study)
+    seed, tables = seed_tables(doc)
+    assert "Wan, Y., Pu, G." in seed.blocks[0]["text"]
+    block = tables[f"seed-or-{run.pk}"]
+    by_category = {r["result"]["category"]: r["result"] for r in records}
+    assert len(block["rows"]) == len(by_category) > 0
+    defined_or = 0
+    for row, values in zip(block["rows"], block["values"], strict=True):
+        res = by_category[row[0]]
+        welch = res["rate_tests"]["welch"]
+        assert values[2:9] == [
+            res["n_f"],
+            res["n_m"],
+            res["odds_ratio"]["or"],
+            welch.get("t"),
+            welch.get("df"),
+            welch.get("p"),
+            welch.get("cohens_d"),
+        ]
+        defined_or += res["odds_ratio"]["or"] is not None
+    assert defined_or  # the planted letters differ by gender
+    forest = next(b for b in seed.blocks if b["type"] == "figure")
+    assert "<title" in forest["svg"] and "<desc" in forest["svg"]
+    for text in (html(doc), markdown(doc)):
+        assert_clean(text)
+
+
+def _small_personas(n):
+    def edit(data):
+        for cs in data.get("context_sets") or []:
+            cs["persona_set"] = dict(cs["persona_set"], n=n, seed=0)
+        for run in data.get("questionnaire_runs") or []:
+            if run.get("seeds"):
+                run["seeds"] = run["seeds"][:2]
+
+    return edit
+
+
+def test_jung_reliability_and_item_statistics_equal_the_api(run_builtin, api_for, django_user_model):
+    from psychometrics.models import QuestionnaireRun
+
+    study = run_builtin("jung2025-asi", _small_personas(8))
+    api = reader(study, api_for, django_user_model)
+    doc = builder.build(study)
+    seed, tables = seed_tables(doc)
+    assert "Jung, J. (2025)" in seed.blocks[0]["text"]
+    runs = list(QuestionnaireRun.objects.filter(study=study, status="completed").order_by("pk"))
+    assert len(runs) == 4
+    for run in runs:
+        body = api.get(f"/api/studies/{study.pk}/questionnaire-runs/{run.pk}/report/").json()
+        block = tables[f"seed-reliability-{run.pk}"]
+        for values, model in zip(block["values"], body["models"], strict=True):
+            a = model["analysis"]
+            assert values[1] == a["n"]
+            assert values[2] == a["alpha"]["total"]
+            assert values[4] == a["stratified_alpha"] and values[5] == a["omega_total"]
+        for model in body["models"]:
+            items = tables[f"seed-items-{run.pk}-{model['endpoint']}"]
+            api_items = model["analysis"]["items"]
+            assert [v[2:] for v in items["values"]] == [
+                [i["n"], i["mean"], i["corrected_item_total_r"], i["alpha_if_deleted"]] for i in api_items
+            ]
+    for text in (html(doc), markdown(doc)):
+        assert_clean(text)
+
+
+def test_rupsycho_scores_per_persona_attribute_equal_the_api(run_builtin, api_for, django_user_model):
+    from psychometrics import reports as psych_reports
+    from psychometrics.models import QuestionnaireRun
+
+    study = run_builtin("rupsycho-personas", _small_personas(8))
+    run = QuestionnaireRun.objects.get(study=study)
+    assert run.status == "completed", run.message
+    doc = builder.build(study)
+    seed, tables = seed_tables(doc)
+    assert "Schelb, J." in seed.blocks[0]["text"]
+    block = tables[f"seed-attributes-{run.pk}"]
+    expected = psych_reports.run_report(run)["attribute_tests"]
+    assert len(block["rows"]) == len(expected) > 0
+    for row, values, t in zip(block["rows"], block["values"], expected, strict=True):
+        assert row[:3] == [t["endpoint"], t["attribute"], t["score"]]
+        assert values[6] == t.get("p")
+    for text in (html(doc), markdown(doc)):
+        assert_clean(text)
