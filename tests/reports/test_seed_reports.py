@@ -115,3 +115,79 @@ def test_rupsycho_scores_per_persona_attribute_equal_the_api(run_builtin, api_fo
         assert values[6] == t.get("p")
     for text in (html(doc), markdown(doc)):
         assert_clean(text)
+
+
+REGARD_VALUES = ["negative", "neutral", "positive"]
+REGARD_CODEBOOK = {
+    "name": "Regard",
+    "codes": [
+        {
+            "name": "Regard",
+            "codable": False,
+            "variable": "story",
+            "ordered": True,
+            "children": [{"name": v} for v in REGARD_VALUES] + [{"name": "uncertain", "exclude": True}],
+        }
+    ],
+}
+
+
+def test_regard_agreement_gold_shares_and_chi2_equal_the_api(run_builtin, api_for, django_user_model):
+    """Five coders label every completion (planted: women's completions lean positive, men's negative)."""
+    import random
+
+    from scipy.stats import chi2_contingency
+
+    from annotation import services as annotation
+    from annotation.models import Assignment
+    from generation import selectors as generation
+    from stereoscope.services import add_member
+
+    def fewer_samples(data):
+        for run in data["runs"]:
+            run["trials"] = 2
+
+    study = run_builtin("regard", fewer_samples)
+    codebook = annotation.import_codebook(study, REGARD_CODEBOOK)
+    codes = {c.name: c for c in codebook.codes.filter(codable=True)}
+    rng = random.Random(38)
+    coders = []
+    for n in range(5):
+        coders.append(django_user_model.objects.create_user(f"annotator{n + 1}"))
+        add_member(study=study, username=f"annotator{n + 1}", role="coder", actor=None)
+    outputs = list(generation.study_outputs(study).filter(status="done").order_by("pk"))
+    assert len(outputs) == 2 * 10 * 2 * 2
+    for out in outputs:
+        lean = [1, 2, 4] if "woman" in out.prompt_text else [4, 2, 1]
+        truth = rng.choices(REGARD_VALUES, lean)[0]
+        for coder in coders:
+            label = truth if rng.random() < 0.7 else rng.choice(REGARD_VALUES + ["uncertain"])
+            Assignment.objects.create(study=study, codebook=codebook, output=out, coder=coder)
+            annotation.create_coding(study=study, codebook=codebook, output=out, code=codes[label], coder=coder)
+    variable = codebook.codes.get(name="Regard")
+    api = reader(study, api_for, django_user_model)
+    body = api.get(f"/api/studies/{study.pk}/agreement/variable/?variable={variable.pk}").json()
+    doc = builder.build(study)
+    seed, tables = seed_tables(doc)
+    assert "Kraft, A." in seed.blocks[0]["text"]
+    nominal = body["levels"]["nominal"]
+    assert tables[f"seed-agreement-{variable.pk}"]["values"] == [
+        [
+            nominal["n_units"],
+            nominal["n_raters"],
+            nominal["krippendorff_alpha"],
+            nominal["fleiss_kappa"],
+            body["full_agreement"],
+        ]
+    ]
+    golds = [g["gold"] for g in body["gold"] if g["gold"]]
+    shares = tables[f"seed-gold-{variable.pk}"]
+    assert [v[1] for v in shares["values"]] == [golds.count(v) for v in body["values"]]
+    assert [v[2] for v in shares["values"]] == [golds.count(v) / len(golds) for v in body["values"]]
+    chi2 = tables[f"seed-chi2-{variable.pk}"]
+    counts = [v[2:] for v in chi2["values"]]
+    assert [r[0] for r in chi2["rows"]] == ["F", "M"] and sum(map(sum, counts)) == len(golds)
+    stat, p, df, _expected = chi2_contingency(counts, correction=False)
+    assert f"χ²({df}, N = {len(golds)}) = {stat:.2f}" in chi2["note"]
+    for text in (html(doc), markdown(doc)):
+        assert_clean(text)
