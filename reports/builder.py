@@ -271,6 +271,22 @@ def detection(study):
         if not data["rows"]:
             continue
         section.add(heading(f"Round “{rnd.name}”"), table3_block(data, rnd.name), weights_block(data, rnd.name))
+        t3 = data["table3"]
+        section.add(
+            figure(
+                f"Detection rate by dimension and model ({rnd.name})",
+                "Heatmap: the mean detection rate of each dimension (rows) for each model (columns), darker = "
+                "higher; the numbers are in the detection-rate table.",
+                figures.heatmap(
+                    f"fig-table3-{rnd.pk}",
+                    f"Detection rate by dimension and model ({rnd.name})",
+                    "Mean detection rate per dimension and model.",
+                    t3["dimensions"],
+                    t3["models"],
+                    [[t3["cells"].get((d, m), (None, None))[0] for m in t3["models"]] for d in t3["dimensions"]],
+                ),
+            )
+        )
         section.add(
             figure(
                 f"Detection rate per prompt ({rnd.name})",
@@ -495,6 +511,26 @@ def questionnaires(study):
         if not report["models"]:
             continue
         section.add(questionnaire_block(run, report, f"questionnaire-{run.pk}"))
+        for m in report["models"]:
+            hist = (m["analysis"].get("histograms") or {}).get("total") or []
+            if not hist:
+                continue
+            title = f"Total scores of {m['endpoint']} ({run.name})"
+            section.add(
+                figure(
+                    title,
+                    "Histogram: how many respondents (contexts × repetitions) scored in each range of the total "
+                    "score; the mean and SD are in the table.",
+                    figures.bars(
+                        f"fig-hist-{run.pk}-{len(section.blocks)}",
+                        title,
+                        "Number of respondents per score range.",
+                        [(f"{num(b['lo'])} to {num(b['hi'])}", b["count"]) for b in hist],
+                        maximum=max(b["count"] for b in hist) or 1,
+                        digits=0,
+                    ),
+                )
+            )
     if not section.blocks:
         section.add(para("No completed questionnaire runs."))
     return section

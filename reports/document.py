@@ -2,6 +2,7 @@
 write it as HTML, Markdown or PDF; nothing here formats for one of them. Table cells are text (numbers already
 printed by numbers.py); `values` keeps each cell's number (or None) for checks against the API."""
 
+import math
 from dataclasses import dataclass, field
 
 # (key, title): the sections a report can show, in the order of a paper.
@@ -73,7 +74,9 @@ def code(text, language=""):
 
 
 def table(title, columns, rows, *, note="", values=None, key=""):
-    """rows: lists of cell text; values: the same shape with each cell's number (None when text)."""
+    """rows: lists of cell text; values: the same shape with each cell's number (None when text or undefined)."""
+    if values is not None:
+        values = [[None if isinstance(v, float) and not math.isfinite(v) else v for v in row] for row in values]
     return {
         "type": "table",
         "key": key,

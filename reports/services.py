@@ -19,6 +19,8 @@ def chosen_sections(study):
 
 def save_sections(study, sections, actor=None):
     """Save the chosen sections (keys of document.SECTIONS) with the study; unknown keys are refused."""
+    if study.is_library:
+        raise ReportError("The built-in library study is read-only.")
     sections = list(sections or [])
     unknown = [s for s in sections if s not in SECTION_KEYS]
     if unknown:

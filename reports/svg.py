@@ -18,7 +18,7 @@ def _open(uid, width, height, title, desc):
     )
 
 
-def bars(uid, title, desc, rows, *, maximum=1.0, width=520):
+def bars(uid, title, desc, rows, *, maximum=1.0, width=520, digits=2):
     """Horizontal bars: rows = [(label, value)], value in [0, maximum] (undefined: no bar, "—")."""
     row_h, left, right = 18, 170, 60
     height = row_h * len(rows) + 24
@@ -30,7 +30,7 @@ def bars(uid, title, desc, rows, *, maximum=1.0, width=520):
         if defined(value) and maximum:
             w = max(0.0, min(1.0, value / maximum)) * plot
             parts.append(f'<rect x="{left}" y="{y + 2}" width="{w:.1f}" height="{row_h - 5}" fill="#3b6ea5"/>')
-        parts.append(f'<text x="{left + plot + 4}" y="{y + 12}" {FONT}>{escape(num(value))}</text>')
+        parts.append(f'<text x="{left + plot + 4}" y="{y + 12}" {FONT}>{escape(num(value, digits))}</text>')
     parts.append(f'<line x1="{left}" y1="4" x2="{left}" y2="{height - 14}" stroke="#333"/>')
     parts.append("</svg>")
     return "".join(parts)

@@ -71,3 +71,12 @@ def test_command_writes_markdown(roles, tmp_path):
     call_command("study_report", str(roles["a"].pk), "--format", "md", "--output", str(out))
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# Study A") and "## Methods" in text
+
+
+def test_undefined_values_never_reach_the_document():
+    from reports.document import table
+    from reports.numbers import num, p_value
+
+    block = table("t", ["a", "b"], [[num(float("nan")), p_value(float("inf"))]], values=[[float("nan"), 0.5]])
+    assert block["rows"] == [["—", "—"]] and block["values"] == [[None, 0.5]]
+    assert num(-0.0001) == "0.00" and num(0.456, 2, bounded=True) == ".46" and p_value(0.0004) == "< .001"
