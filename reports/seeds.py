@@ -3,7 +3,7 @@ citing the seed (recipes/library.py GALLERY). Keyed by the built-in recipe's nam
 report functions the API serves."""
 
 from .document import TITLES, Section, para, table
-from .numbers import integer, mean_sd, num, p_value
+from .numbers import ci, integer, mean_sd, num, p_value
 
 
 def seed_name(study):
@@ -101,9 +101,19 @@ def _jung(study, section):
     _jung_validity(study, section)
 
 
+def comparison_kind(base, other):
+    """How the seed reads the correlation of two questionnaire runs over the same contexts."""
+    a, b = base.instrument, other.instrument
+    if a.pk == b.pk:
+        return "option_order" if other.option_order != base.option_order else "repeat"
+    if a.parallel_of_id == b.pk or b.parallel_of_id == a.pk or a.name in b.name or b.name in a.name:
+        return "alternate_form"
+    return "convergent"
+
+
 def _jung_validity(study, section):
-    """Convergent validity: the correlation of the ASI total with each other questionnaire run's total over the same
-    contexts (psychometrics.reports.compare_runs)."""
+    """Reliability and validity correlations of the first run's total with each other questionnaire run's total over
+    the same contexts (psychometrics.reports.compare_runs: alternate form, option order, convergent)."""
     from psychometrics import reports as psych_reports
     from psychometrics.models import QuestionnaireRun
 
@@ -115,33 +125,33 @@ def _jung_validity(study, section):
     base = runs[0]
     rows, values = [], []
     for other in runs[1:]:
-        kind = "convergent" if other.instrument.name != base.instrument.name else "option_order"
-        try:
-            result = psych_reports.compare_runs(base, other, kind)
-        except (ValueError, KeyError):
-            continue
+        kind = comparison_kind(base, other)
+        result = psych_reports.compare_runs(base, other, kind)
         for r in result["rows"]:
-            if r.get("score") != "total":
+            if r["score"] != "total":
                 continue
             rows.append(
                 [
                     other.name,
+                    result["title"],
                     r["model"],
-                    integer(r.get("n")),
-                    num(r.get("r"), 2, bounded=True),
-                    p_value(r.get("p")),
-                    str(r.get("rating") or "—"),
+                    integer(r["n"]),
+                    num(r["r"], 2, bounded=True),
+                    ci(r["ci_low"], r["ci_high"], 2, bounded=True),
+                    p_value(r["p"]),
+                    str(r["rating"] or "—"),
                 ]
             )
-            values.append([None, None, r.get("n"), r.get("r"), r.get("p"), None])
+            values.append([other.pk, None, None, r["n"], r["r"], None, r["p"], None])
     if rows:
         section.add(
             table(
-                f"Validity correlations with “{base.name}”",
-                ["Run", "Model", "n", "r", "p", "Rating"],
+                f"Reliability and validity correlations with “{base.name}”",
+                ["Run", "Reading", "Model", "n", "r", "95% CI", "p", "Rating"],
                 rows,
                 values=values,
-                note="Note. Pearson r of total scores over the same contexts; ratings after the seed.",
+                note="Note. Pearson r of total scores over the same contexts, Fisher-z 95% CI; ratings after the "
+                "seed (— : undefined, e.g. no variance in a total).",
                 key="seed-validity",
             )
         )

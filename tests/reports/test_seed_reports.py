@@ -93,6 +93,17 @@ def test_jung_reliability_and_item_statistics_equal_the_api(run_builtin, api_for
             assert [v[2:] for v in items["values"]] == [
                 [i["n"], i["mean"], i["corrected_item_total_r"], i["alpha_if_deleted"]] for i in api_items
             ]
+    validity = tables["seed-validity"]
+    base = runs[0]
+    kinds = {"ASI alternate form": "alternate_form", "ASI option order permuted": "option_order", "MSS": "convergent"}
+    assert {r[0] for r in validity["rows"]} == set(kinds)
+    for row, values in zip(validity["rows"], validity["values"], strict=True):
+        other = values[0]
+        body = api.get(
+            f"/api/studies/{study.pk}/questionnaire-runs/{base.pk}/compare/?other={other}&kind={kinds[row[0]]}"
+        ).json()
+        total = next(r for r in body["rows"] if r["model"] == row[2] and r["score"] == "total")
+        assert values[3:] == [total["n"], total["r"], None, total["p"], None] and row[1] == body["title"]
     for text in (html(doc), markdown(doc)):
         assert_clean(text)
 
