@@ -34,6 +34,53 @@ def _fang(study, section):
         block = table3_block(data, rnd.name, key=f"seed-table3-{rnd.pk}")
         block["title"] = f"Table 3 of the seed: detection rates by dimension and model ({rnd.name})"
         section.add(block, weights_block(data, rnd.name, key=f"seed-weights-{rnd.pk}"))
+    _fang_phase1(study, section)
+
+
+def _fang_phase1(study, section):
+    """Phase 1: each model's scale scores against the scale midpoint (one-sample t), per score, and the ANOVA across
+    models (psychometrics.reports.run_report's group tests)."""
+    from psychometrics import reports as psych_reports
+    from psychometrics.models import QuestionnaireRun
+
+    for run in QuestionnaireRun.objects.filter(study=study, status="completed").order_by("pk"):
+        tests = psych_reports.run_report(run)["group_tests"] or {}
+        one_sample = tests.get("one_sample") or []
+        if not one_sample:
+            continue
+        rows = [
+            [
+                t["model"],
+                t["score"],
+                integer(t["n"]),
+                mean_sd(t["mean"], t["sd"]),
+                num(t["t"]),
+                "—" if t["df"] is None else str(t["df"]),
+                p_value(t["p"]),
+                num(t["d"]),
+            ]
+            for t in one_sample
+        ]
+        values = [[None, None, t["n"], t["mean"], t["t"], t["df"], t["p"], t["d"]] for t in one_sample]
+        reasons = sorted({t["note"] for t in one_sample if t.get("note")})
+        anova = [
+            f"{score}: F({a['df1']}, {a['df2']}) = {num(a['F'])}, p = {p_value(a['p'])}, η² = {num(a['eta2'])}"
+            if a.get("F") is not None
+            else f"{score}: ANOVA — ({a.get('note') or 'undefined'})"
+            for score, a in (tests.get("anova") or {}).items()
+        ]
+        section.add(
+            table(
+                f"Phase 1: scale scores against the midpoint {num(tests.get('midpoint'))} ({run.name})",
+                ["Model", "Score", "n", "M (SD)", "t", "df", "p", "d"],
+                rows,
+                values=values,
+                note="Note. One-sample t against the scale midpoint, as in the seed's Phase 1."
+                + (f" Across models: {'; '.join(anova)}." if anova else "")
+                + (f" — : {'; '.join(reasons)}" if reasons else ""),
+                key=f"seed-phase1-{run.pk}",
+            )
+        )
 
 
 def _jung(study, section):

@@ -44,6 +44,15 @@ def test_fang_seed_table3_equals_the_api(fang_study, client, django_user_model):
     for values in weights["values"]:
         item = by_number[values[0]]
         assert values[2] == item["n"] and values[3] == item["rate"] and values[5] == item["weight"]
+    # Phase 1: one-sample t-tests against the midpoint, as the questionnaire report API gives them
+    from psychometrics.models import QuestionnaireRun
+
+    qrun = QuestionnaireRun.objects.get(study=fang_study)
+    tests = client.get(f"/api/studies/{fang_study.pk}/questionnaire-runs/{qrun.pk}/report/").json()["group_tests"]
+    phase1 = next(b for b in seed.blocks if b.get("key") == f"seed-phase1-{qrun.pk}")
+    assert [v[2:] for v in phase1["values"]] == [
+        [t["n"], t["mean"], t["t"], t["df"], t["p"], t["d"]] for t in tests["one_sample"]
+    ]
     # Methods: every number from the database (3 prompts × 5 trials × 2 models for the phase 3 stories)
     methods = next(s for s in doc.sections if s.key == "methods")
     text = " ".join(b.get("text", "") for b in methods.blocks)
