@@ -5,6 +5,8 @@ import pytest
 
 from reports import builder
 from reports.render import html, markdown
+from tests.categorical.test_regard_end_to_end import REGARD as REGARD_CODEBOOK
+from tests.categorical.test_regard_end_to_end import VALUES as REGARD_VALUES
 from tests.reports.test_fang_report import assert_clean
 
 pytestmark = pytest.mark.django_db
@@ -126,21 +128,6 @@ def test_rupsycho_scores_per_persona_attribute_equal_the_api(run_builtin, api_fo
         assert values[6] == t.get("p")
     for text in (html(doc), markdown(doc)):
         assert_clean(text)
-
-
-REGARD_VALUES = ["negative", "neutral", "positive"]
-REGARD_CODEBOOK = {
-    "name": "Regard",
-    "codes": [
-        {
-            "name": "Regard",
-            "codable": False,
-            "variable": "story",
-            "ordered": True,
-            "children": [{"name": v} for v in REGARD_VALUES] + [{"name": "uncertain", "exclude": True}],
-        }
-    ],
-}
 
 
 def test_regard_agreement_gold_shares_and_chi2_equal_the_api(run_builtin, api_for, django_user_model):
