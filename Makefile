@@ -21,7 +21,9 @@ migrate:
 builtin:
 	.venv/bin/python manage.py load_builtin
 
-lint:           ## ruff: pyflakes, pycodestyle, bugbear, import order; one line length (pyproject.toml)
+lint:           ## ruff (pyflakes, pycodestyle, bugbear, import order, line length), ruff format, mypy, the complexity gate
 	scripts/setup_venv.sh test
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/mypy
+	.venv/bin/python scripts/complexity_gate.py

@@ -142,6 +142,7 @@ class AgreementViewSet(viewsets.ViewSet):
                 "coders": report["coders"],
                 "coder_matrix": report["coder_matrix"],
                 "judge_human": jh,
+                "variables": report.get("variables", []),
             }
         )
 
@@ -219,28 +220,36 @@ class AgreementViewSet(viewsets.ViewSet):
                 "units", str, description="Span-level variables: sentence (default) or segment (overlap-matched spans)"
             ),
             OpenApiParameter("overlap", float, description="Segment units: the overlap share (default 0.5)"),
+            OpenApiParameter("bootstrap", int, description="Resamples for the 95% CIs (0-5000, default 1000)"),
+            OpenApiParameter("a", str, description="Confusion table: first rater (default the first rater)"),
+            OpenApiParameter("b", str, description="Confusion table: second rater (default the second rater)"),
         ],
         responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
-        description="Agreement on a categorical variable: coders and judges in one table, excluded units "
-        "dropped and counted, full agreement, majority gold with ties flagged.",
+        description="Agreement on a categorical variable, everything the variable page shows: coders and judges in "
+        "one table, excluded units dropped and counted, full agreement, coefficients with bootstrap 95% CIs, "
+        "majority gold with ties flagged, each annotator against the majority of the others, a confusion table, "
+        "gold labels by model, and χ² with Cramér's V of the gold labels by subject gender, context type and model.",
     )
     @action(detail=False, methods=["get"])
     def variable(self, request, study_pk=None):
         from . import variables
+        from .variable_results import check_bootstrap, results_json, variable_results
 
         try:
             variable = variables.get_variable(self.get_study(), request.query_params.get("variable", ""))
             params = request.query_params
-            report = variables.variable_report(
+            results = variable_results(
                 self.get_study(),
                 variable,
                 round_ids=_ids(params.get("rounds"), "rounds") or None,
                 include_judges=params.get("judges", "true").lower() not in ("0", "false", "no"),
-                **variables.unit_options(variable, params.get("units"), params.get("overlap")),
+                bootstrap=check_bootstrap(params.get("bootstrap")),
+                pair=(params.get("a"), params.get("b")),
+                unit_options=variables.unit_options(variable, params.get("units"), params.get("overlap")),
             )
         except AgreementRequestError as exc:
             return self._bad(exc)
-        return Response(variables.report_json(report))
+        return Response(results_json(results))
 
 
 class GoldLabelSerializer(serializers.ModelSerializer):

@@ -42,10 +42,13 @@ def _unit_groups(labels, by):
     return {u: stories.get(variables.unit_output(u)) for u in labels}
 
 
-def label_contrast(study, variable, *, source="gold", by="gender", round_ids=None, **unit_options) -> dict:
+def label_contrast(study, variable, *, source="gold", by="gender", round_ids=None, report=None, **unit_options) -> dict:
     """source: "gold" (coders' majority, adjudication winning) or "judge:<model>". One count per unit: a story, or
-    a sentence / segment of a span-level variable (grouped by its story); unit_options as variable_report's."""
-    report = variables.variable_report(study, variable, round_ids=round_ids, **unit_options)
+    a sentence / segment of a span-level variable (grouped by its story); unit_options as variable_report's.
+    `report`: the variable's report when the caller has it already (round_ids and unit_options are then its own)."""
+    if by not in GROUPINGS:
+        raise AgreementRequestError(f"Group by one of {', '.join(GROUPINGS)}.")
+    report = report or variables.variable_report(study, variable, round_ids=round_ids, **unit_options)
     if source == "gold":
         labels = {variables.gold_key(g): g["gold"] for g in report["gold"] if g["gold"]}
     elif source.startswith("judge:"):
@@ -70,11 +73,11 @@ def label_contrast(study, variable, *, source="gold", by="gender", round_ids=Non
     }
 
 
-def counts_by_model(study, variable, *, source="gold", round_ids=None, **unit_options) -> dict:
+def counts_by_model(study, variable, *, source="gold", round_ids=None, report=None, **unit_options) -> dict:
     """Fang's layout: one row per value, one column per model (in order of the first story), and a total column;
     from the gold labels (the variable's gold rule; one coder's labels only with gold_min_raters 1) or from one
-    judge. Counts units: stories, or sentences / segments of a span-level variable."""
-    report = variables.variable_report(study, variable, round_ids=round_ids, **unit_options)
+    judge. Counts units: stories, or sentences / segments of a span-level variable. `report` as label_contrast's."""
+    report = report or variables.variable_report(study, variable, round_ids=round_ids, **unit_options)
     if source == "gold":
         labels = {variables.gold_key(g): g["gold"] for g in report["gold"] if g["gold"]}
     else:

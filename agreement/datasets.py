@@ -54,9 +54,20 @@ def agreement_ratings_dataset(study, options):
     title="Adjudicated gold labels",
     app="agreement",
     columns=(
-        Column("target", "code:<id>, dimension:<id> or stereotype."),
+        Column(
+            "target",
+            "code:<id>, dimension:<id>, stereotype, variable:<id> (a story-level categorical variable) or "
+            "variable:<id>:<unit> (a span-level variable's sentence s<n> or segment <start>-<end> of the story). "
+            "Only the labels a researcher set; every variable's gold labels (majority and adjudicated) are in "
+            "variable_gold.",
+        ),
         Column("output_id", "Output (story) id."),
-        Column("value", "The gold value set by a researcher."),
+        Column(
+            "value",
+            "The gold value set by a researcher: 1/0 for codes and dimensions, 0-4 for stereotype verdicts, the "
+            "value's position from 0 for variables (value_name gives its name).",
+        ),
+        Column("value_name", "The value's name for variable targets (e.g. neutral); the value itself otherwise."),
         Column("decided_by", "Who set it (pseudonym when pseudonymised)."),
         Column("note", "The adjudicator's note."),
         Column("updated_at", "When it was last set (ISO 8601, UTC)."),
@@ -86,3 +97,43 @@ def variable_ratings_dataset(study, options):
     from . import variables
 
     yield from variables.rating_rows(study, options)
+
+
+@register_dataset(
+    "variable_gold",
+    title="Gold labels of categorical variables (every unit: majority of coders, ties, adjudication)",
+    app="agreement",
+    columns=(
+        Column("variable", "variable:<id> (a categorical code group)."),
+        Column("variable_name", "The variable's name."),
+        Column(
+            "unit",
+            "Output (story) id, or for a span-level variable the unit '<story>:s<n>' (sentence) or "
+            "'<story>:<start>-<end>' (segment); units where any rater chose an exclude value are left out.",
+        ),
+        Column("output_id", "Output (story) id of the unit."),
+        Column("sentence", "Span-level sentence units: the sentence number (from 1); empty otherwise."),
+        Column("start", "Span-level units: start offset in the story text (characters); empty otherwise."),
+        Column("end", "Span-level units: end offset (exclusive); empty otherwise."),
+        Column(
+            "gold",
+            "The gold value's name: the adjudicated value when a researcher set one, else the coders' label under "
+            "the variable's gold rule; empty when undecided (tie, no majority, too few raters).",
+        ),
+        Column("gold_position", "The gold value's position in the variable (1 = first; for ordinal analyses)."),
+        Column("majority", "The coders' label under the variable's gold rule (empty when there is none)."),
+        Column("n_raters", "Coders who rated the unit."),
+        Column("agreement_share", "Share of the unit's coders who chose the most frequent value."),
+        Column("tie", "1 when two or more values are equally most frequent."),
+        Column("undecided", "1 when the coders give no gold label (tie, no majority, too few raters)."),
+        Column("reason", "Why there is no majority label (empty when there is one)."),
+        Column("adjudicated", "The value a researcher set for the unit (empty when none)."),
+        Column("decided_by", "Who set it (pseudonym when pseudonymised)."),
+        Column("note", "The adjudicator's note."),
+        Column("counts", "How many coders chose each value, as JSON."),
+    ),
+)
+def variable_gold_dataset(study, options):
+    from . import variables
+
+    yield from variables.variable_gold_rows(study, options)

@@ -57,11 +57,11 @@ class CodebookIndex:
     """Codes of one codebook: merges resolved to the surviving code, each code's dimension, item links."""
 
     def __init__(self, codebook):
-        from annotation.models import Code
+        from annotation.selectors import codebook_codes
 
         self.codebook = codebook
         rows = list(
-            Code.objects.filter(codebook=codebook).values(
+            codebook_codes(codebook).values(
                 "id",
                 "parent_id",
                 "name",
@@ -72,6 +72,7 @@ class CodebookIndex:
                 "stereotype",
                 "order",
                 "gender_tag",
+                "variable_scope",
             )
         )
         self.codes = {row["id"]: row for row in rows}
@@ -101,6 +102,15 @@ class CodebookIndex:
             node = self.codes[node]["parent_id"]
         return "/".join(reversed(parts))
 
+    def is_variable(self, cid):
+        """A categorical variable (a group with a scope) or one of its values: agreement on it is the variable's
+        (agreement.variables), not a code's 1/0 table."""
+        row = self.codes[cid]
+        if row["variable_scope"] and not row["codable"]:
+            return True
+        parent = self.codes.get(row["parent_id"])
+        return bool(parent and parent["variable_scope"] and not parent["codable"])
+
     def codable_codes(self):
         """Active codable codes in tree order."""
         return [cid for cid in self._tree_order() if self.codes[cid]["codable"] and self.codes[cid]["active"]]
@@ -125,23 +135,21 @@ class CodebookIndex:
 
 
 def study_codebooks(study):
-    from annotation.models import Codebook
+    from annotation import selectors
 
-    return Codebook.objects.filter(study=study).order_by("name", "-version")
+    return selectors.study_codebooks(study)
 
 
 def default_codebook(study, codebook_id=None):
     """The requested codebook of the study, or the one with the most codings."""
-    from django.db.models import Count
-
-    from annotation.models import Codebook
+    from annotation import selectors
 
     if codebook_id:
-        codebook = Codebook.objects.filter(study=study, pk=codebook_id).first()
+        codebook = selectors.codebook_in_study(study, codebook_id)
         if codebook is None:
             raise AgreementRequestError(f"No codebook {codebook_id} in this study.")
         return codebook
-    return Codebook.objects.filter(study=study).annotate(n=Count("codings")).order_by("-n", "-id").first()
+    return selectors.most_coded_codebook(study)
 
 
 # --------------------------------------------------------------------------------------------- coder data
@@ -149,15 +157,12 @@ class CodingData:
     """All codings and coded stories of one codebook, loaded once, as arrays."""
 
     def __init__(self, study, codebook, coder_ids=None):
-        from annotation.models import Assignment, Coding
+        from annotation.selectors import codebook_assignments, codebook_codings
 
         self.study, self.codebook = study, codebook
         self.index = CodebookIndex(codebook)
-        codings = Coding.objects.filter(codebook=codebook)
-        done = Assignment.objects.filter(codebook=codebook, status="done")
-        if coder_ids is not None:
-            codings = codings.filter(coder_id__in=coder_ids)
-            done = done.filter(coder_id__in=coder_ids)
+        codings = codebook_codings(codebook, coder_ids)
+        done = codebook_assignments(codebook, status="done", coder_ids=coder_ids)
         rows = list(codings.order_by().values_list("output_id", "code_id", "coder_id", "start", "end"))
         done_rows = list(done.order_by().values_list("output_id", "coder_id"))
         n = len(rows)
@@ -272,14 +277,9 @@ def add_rater(rm: ag.RatingMatrix, key, values: dict) -> ag.RatingMatrix:
 
 def default_rounds(study):
     """Rounds that share the scale of the newest round with verdicts; binary and Likert verdicts do not mix."""
-    from judging.models import JudgeRound
+    from judging.selectors import rounds_with_ok_verdicts
 
-    rounds = list(
-        JudgeRound.objects.filter(study=study, verdicts__status="ok")
-        .distinct()
-        .order_by("-created_at", "-id")
-        .values_list("pk", "template__scale_min", "template__scale_max", "name")
-    )
+    rounds = rounds_with_ok_verdicts(study)
     if not rounds:
         return None, ""
     scale = rounds[0][1:3]
@@ -296,11 +296,11 @@ def stereotype_table(
     study, *, codebook=None, round_ids=None, include_coders=True, include_gold=True, data=None
 ) -> Table:
     """Per story and target stereotype: judges, human checks, coders (item-linked codes) and gold as raters."""
-    from judging.models import HumanCheck, JudgeRound, Verdict
+    from judging.selectors import study_human_checks, study_rounds, study_verdicts
 
     notes = []
     if round_ids:
-        found = set(JudgeRound.objects.filter(study=study, pk__in=round_ids).values_list("pk", flat=True))
+        found = {r.pk for r in study_rounds(study, round_ids)}
         missing = sorted(set(round_ids) - found)
         if missing:
             raise AgreementRequestError(f"No judge round {', '.join(map(str, missing))} in this study.")
@@ -308,9 +308,7 @@ def stereotype_table(
         round_ids, note = default_rounds(study)
         if note:
             notes.append(note)
-    verdicts = Verdict.objects.filter(round__study=study, status="ok", value__isnull=False)
-    if round_ids:
-        verdicts = verdicts.filter(round_id__in=round_ids)
+    verdicts = study_verdicts(study, round_ids)
     cells: dict = {}
     labels: dict = {}
     scale = set()
@@ -321,9 +319,7 @@ def stereotype_table(
         labels[key] = judge
         cells[(key, out)] = value  # a later round overrides an earlier one for the same judge and story
         scale.add(value)
-    checks = HumanCheck.objects.filter(verdict__round__study=study)
-    if round_ids:
-        checks = checks.filter(verdict__round_id__in=round_ids)
+    checks = study_human_checks(study, round_ids)
     usernames = {}
     for out, user, username, value in checks.order_by("created_at", "id").values_list(
         "verdict__output_id", "user_id", "user__username", "value"

@@ -68,6 +68,7 @@ def study_report(study, codebook=None, *, bootstrap=1000, seed=0, low=LOW_ALPHA,
         "coders": [],
         "coder_matrix": [],
         "judge_human": None,
+        "variables": [],
     }
     data = None
     if codebook is not None:
@@ -75,11 +76,15 @@ def study_report(study, codebook=None, *, bootstrap=1000, seed=0, low=LOW_ALPHA,
         index = data.index
         report["coders"] = [data.usernames.get(pk, pk) for pk in data.coders]
         for dim in index.dimensions():
+            if index.is_variable(dim):
+                continue
             rm = data.dimension_matrix(dim)
             res = ag.agreement(rm, bootstrap=bootstrap, seed=seed, include_pairs=False)
             report["dimensions"].append(_row("dimension", dim, index.codes[dim]["name"], index.path(dim), rm, res, low))
         pooled = []
         for code in index.codable_codes():
+            if index.is_variable(code):
+                continue
             rm = data.code_matrix(code)
             res = ag.agreement(rm, bootstrap=bootstrap, seed=seed, include_pairs=False)
             row = _row("code", code, index.codes[code]["name"], index.path(code), rm, res, low)
@@ -90,9 +95,53 @@ def study_report(study, codebook=None, *, bootstrap=1000, seed=0, low=LOW_ALPHA,
             report["codes"].append(row)
             pooled.append(rm.codes)
         report["coder_matrix"] = coder_matrix(data, pooled)
+        report["variables"] = variable_rows(study, codebook, bootstrap=bootstrap, seed=seed, low=low)
     report["judge_human"] = judge_human_matrix(study, codebook, data=data)
-    report["n_low"] = sum(1 for row in report["codes"] + report["dimensions"] if row["low"])
+    report["n_low"] = sum(1 for row in report["codes"] + report["dimensions"] + report["variables"] if row["low"])
     return report
+
+
+def variable_rows(study, codebook, *, bootstrap=1000, seed=0, low=LOW_ALPHA):
+    """One row per categorical variable of the codebook: Krippendorff's α at its level (ordinal for an ordered
+    variable, else nominal) with the nominal α beside it, their 95% intervals, units, raters, open ties."""
+    from annotation.selectors import study_variables
+
+    from . import variables
+
+    rows = []
+    for variable in study_variables(study):
+        if variable.codebook_id != codebook.pk:
+            continue
+        report = variables.variable_report(study, variable, bootstrap=bootstrap, seed=seed)
+        level = "ordinal" if "ordinal" in report["levels"] else "nominal"
+        result = report["levels"].get(level)
+        nominal = report["levels"].get("nominal")
+        alpha = result.krippendorff_alpha if result else None
+        rows.append(
+            {
+                "target": variables.variable_target(variable),
+                "kind": "variable",
+                "id": variable.pk,
+                "name": variable.name,
+                "scope": variable.variable_scope,
+                "level": level,
+                "values": report["values"],
+                "n_units": report["n_units"],
+                "n_excluded": report["n_excluded"],
+                "n_raters": len(report["raters"]),
+                "krippendorff_alpha": alpha,
+                "alpha_ci95": (result.ci95 or {}).get("krippendorff_alpha") if result else None,
+                "alpha_nominal": nominal.krippendorff_alpha if nominal else None,
+                "alpha_nominal_ci95": (nominal.ci95 or {}).get("krippendorff_alpha") if nominal else None,
+                "cohen_kappa_mean": nominal.cohen_kappa_mean if nominal else None,
+                "kappa_ci95": (nominal.ci95 or {}).get("cohen_kappa_mean") if nominal else None,
+                "full_agreement": report["full_agreement"],
+                "n_ties": report["n_ties"],
+                "notes": (result.notes if result else []) + report["notes"],
+                "low": alpha is not None and alpha < low,
+            }
+        )
+    return rows
 
 
 def report_fingerprint(study, codebook) -> str:
@@ -101,20 +150,16 @@ def report_fingerprint(study, codebook) -> str:
 
     from django.db.models import Count, Max
 
-    from annotation.models import Assignment, Code, Coding
-    from judging.models import HumanCheck, Verdict
+    from annotation.selectors import codebook_assignments, codebook_codes, codebook_codings
+    from judging.selectors import study_human_checks, study_verdicts
 
     from .models import GoldLabel
 
     parts = [study.pk, codebook.pk if codebook else None]
     if codebook is not None:
+        parts.append(codebook_codings(codebook).order_by().aggregate(n=Count("id"), m=Max("id"), u=Max("updated_at")))
         parts.append(
-            Coding.objects.filter(codebook=codebook)
-            .order_by()
-            .aggregate(n=Count("id"), m=Max("id"), u=Max("updated_at"))
-        )
-        parts.append(
-            Assignment.objects.filter(codebook=codebook)
+            codebook_assignments(codebook)
             .order_by()
             .values_list("status")
             .annotate(n=Count("id"), m=Max("id"), c=Max("completed_at"))
@@ -122,17 +167,28 @@ def report_fingerprint(study, codebook) -> str:
         )
         parts.append(
             list(
-                Code.objects.filter(codebook=codebook)
+                codebook_codes(codebook)
                 .order_by("id")
                 .values_list(
-                    "id", "name", "parent_id", "active", "merged_into_id", "codable", "item_id", "gender_tag", "order"
+                    "id",
+                    "name",
+                    "parent_id",
+                    "active",
+                    "merged_into_id",
+                    "codable",
+                    "item_id",
+                    "gender_tag",
+                    "order",
+                    "variable_scope",
+                    "variable_ordered",
+                    "exclude_value",
+                    "gold_rule",
+                    "gold_min_raters",
                 )
             )
         )
-    parts.append(Verdict.objects.filter(round__study=study).order_by().aggregate(n=Count("id"), u=Max("updated_at")))
-    parts.append(
-        HumanCheck.objects.filter(verdict__round__study=study).order_by().aggregate(n=Count("id"), m=Max("id"))
-    )
+    parts.append(study_verdicts(study, ok_only=False).order_by().aggregate(n=Count("id"), u=Max("updated_at")))
+    parts.append(study_human_checks(study).order_by().aggregate(n=Count("id"), m=Max("id")))
     parts.append(GoldLabel.objects.filter(study=study).order_by().aggregate(n=Count("id"), u=Max("updated_at")))
     return hashlib.sha1(
         repr([list(p) if not isinstance(p, (dict, int, type(None))) else p for p in parts]).encode()
@@ -170,9 +226,9 @@ def coder_matrix(data: CodingData, pooled_codes) -> list[list]:
 
 def judge_human_matrix(study, codebook=None, round_ids=None, data=None):
     """Kappa for every judge × human (checker, coder, gold) pair on the stereotype table."""
-    from judging.models import Verdict
+    from judging.selectors import study_verdicts
 
-    if not Verdict.objects.filter(round__study=study, status="ok").exists():
+    if not study_verdicts(study, ok_only=False).filter(status="ok").exists():
         return {"judges": [], "humans": [], "rows": [], "notes": ["no judge verdicts yet"]}
     table = stereotype_table(study, codebook=codebook, round_ids=round_ids, data=data)
     rm = table.matrix
@@ -271,7 +327,7 @@ def allowed_gold_values(target):
 @transaction.atomic
 def set_gold(study, *, target, output_id, value, user, note=""):
     """Set (or change) the gold value of one story for one target."""
-    from annotation.models import Code
+    from annotation.selectors import study_codes
     from generation.selectors import study_output
 
     from .models import GoldLabel
@@ -289,7 +345,7 @@ def set_gold(study, *, target, output_id, value, user, note=""):
         raise AgreementRequestError(f"No story {output_id} in this study.")
     code = None
     if ident is not None:
-        code = Code.objects.filter(codebook__study=study, pk=ident).first()
+        code = study_codes(study, [ident]).first()
         if code is None:
             raise AgreementRequestError(f"No {kind} {ident} in this study.")
     gold, created = GoldLabel.objects.update_or_create(
@@ -382,23 +438,32 @@ def rating_rows(study, options=None):
 
 
 def gold_label_rows(study, options=None):
+    """The researchers' gold labels; a variable's value also by name (its position among the variable's values)."""
+    from annotation.selectors import study_variables, variable_values
     from stereoscope.datasets import person
 
     from .models import GoldLabel
 
     options = options or {}
+    names = {}  # variable id -> value names
+    for variable in study_variables(study):
+        names[str(variable.pk)] = [v.name for v in variable_values(variable)]
     for gold in GoldLabel.objects.filter(study=study).select_related("decided_by").order_by("target", "output_id"):
+        value_name = gold.value
+        if gold.target.startswith("variable:"):
+            values = names.get(gold.target.split(":")[1], [])
+            value_name = values[gold.value] if 0 <= gold.value < len(values) else None
         yield {
             "target": gold.target,
             "output_id": gold.output_id,
             "value": gold.value,
+            "value_name": value_name,
             "decided_by": person(options, gold.decided_by),
             "note": gold.note,
             "updated_at": gold.updated_at.isoformat(),
         }
 
 
-# -------------------------------------------------------------------------------------------------- command
 def command_matrix(opts):
     from stereoscope.models import Study
 

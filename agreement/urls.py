@@ -10,6 +10,11 @@ urlpatterns = [
     path("agreement/export.csv", views.agreement_export, name="agreement-export"),
     path("agreement/variables/", views_variables.variable_list, name="agreement-variables"),
     path("agreement/variables/<int:variable_id>/", views_variables.variable_detail, name="agreement-variable"),
+    path(
+        "agreement/variables/<int:variable_id>/download/",
+        views_variables.variable_download,
+        name="agreement-variable-download",
+    ),
     path("agreement/variables/<int:variable_id>/gold/", views_variables.variable_gold, name="agreement-variable-gold"),
     path(
         "agreement/variables/<int:variable_id>/gold-rule/",

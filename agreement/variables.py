@@ -186,17 +186,29 @@ def span_ratings(
     return ratings, values, info, notes
 
 
-def _gold(study, variable, values):
+def _adjudications(study, variable, values):
+    """{unit: {"value": value name, "decided_by": (pk, username) or None, "note", "updated_at"}} of the
+    researchers' gold values (adjudications) for the variable."""
     from .models import GoldLabel
 
     target = variable_target(variable)
+    fields = ("target", "output_id", "value", "decided_by_id", "decided_by__username", "note", "updated_at")
+    found = {}
     if variable.variable_scope == "span":  # one row per unit: target variable:<id>:<unit within the story>
-        rows = GoldLabel.objects.filter(study=study, target__startswith=f"{target}:").values_list(
-            "target", "output_id", "value"
-        )
-        return {f"{out}:{t[len(target) + 1 :]}": values[v] for t, out, v in rows if 0 <= v < len(values)}
-    rows = GoldLabel.objects.filter(study=study, target=target).values_list("output_id", "value")
-    return {out: values[value] for out, value in rows if 0 <= value < len(values)}
+        rows = GoldLabel.objects.filter(study=study, target__startswith=f"{target}:").values_list(*fields)
+    else:
+        rows = GoldLabel.objects.filter(study=study, target=target).values_list(*fields)
+    for t, out, v, user_pk, username, note, updated_at in rows:
+        if not 0 <= v < len(values):
+            continue
+        unit = f"{out}:{t[len(target) + 1 :]}" if variable.variable_scope == "span" else out
+        found[unit] = {
+            "value": values[v],
+            "decided_by": (user_pk, username) if user_pk else None,
+            "note": note,
+            "updated_at": updated_at,
+        }
+    return found
 
 
 def unit_sort_key(unit):
@@ -259,12 +271,15 @@ def variable_report(
         "raters": sorted({r for _, r, _ in kept}, key=lambda k: (not k.startswith("coder:"), k)),
         "ratings": kept,
         "levels": {},
+        "bootstrap": bootstrap,
         "notes": list(notes),
     }
     share, n_pairable = cs.full_agreement_share(kept)
     report["full_agreement"], report["n_pairable"] = share, n_pairable
+    report["matrix"] = None
     if kept:
         rm = ag.from_long(kept, level="nominal")
+        report["matrix"] = rm
         report["levels"]["nominal"] = ag.agreement(rm, level="nominal", bootstrap=bootstrap, seed=seed)
         if variable.variable_ordered:
             position = {v: i + 1 for i, v in enumerate(kept_values)}
@@ -273,7 +288,8 @@ def variable_report(
     else:
         report["notes"].append("no ratings yet (after dropping excluded units)")
     human = [row for row in kept if row[1].startswith("coder:")]
-    adjudicated = _gold(study, variable, values)
+    report["adjudications"] = _adjudications(study, variable, values)
+    adjudicated = {unit: a["value"] for unit, a in report["adjudications"].items()}
     gold = []
     rule = getattr(variable, "gold_rule", cs.DEFAULT_GOLD_RULE) or cs.DEFAULT_GOLD_RULE
     min_raters = getattr(variable, "gold_min_raters", cs.DEFAULT_MIN_RATERS) or cs.DEFAULT_MIN_RATERS
@@ -407,9 +423,27 @@ def set_variable_gold(study, variable, *, value, user, output_id=None, unit=None
     return gold
 
 
+CI_COEFFICIENTS = ("krippendorff_alpha", "fleiss_kappa", "cohen_kappa_mean", "percent_agreement")
+SUMMARY_COLUMNS = (
+    "variable",
+    "level",
+    "n_units",
+    "n_excluded",
+    "n_raters",
+    *LEVEL_COEFFICIENTS,
+    *[f"{c}_ci_{end}" for c in CI_COEFFICIENTS for end in ("low", "high")],
+    "bootstrap",
+    "full_agreement",
+    "n_ties",
+    "notes",
+)
+
+
 def summary_rows(report):
-    """One row per level: the coefficients, full agreement, units kept and excluded."""
+    """One row per level: the coefficients with their bootstrap 95% intervals (the same resampling of units as the
+    code-level report: stereoscope.agreement_stats.bootstrap_ci), full agreement, units kept and excluded."""
     for level, result in report["levels"].items():
+        ci = result.ci95 or {}
         yield {
             "variable": report["variable"].name,
             "level": level,
@@ -417,10 +451,198 @@ def summary_rows(report):
             "n_excluded": report["n_excluded"],
             "n_raters": len(report["raters"]),
             **{c: getattr(result, c) for c in LEVEL_COEFFICIENTS},
+            **{
+                f"{c}_ci_{end}": (ci.get(c) or (None, None))[i]
+                for c in CI_COEFFICIENTS
+                for i, end in enumerate(("low", "high"))
+            },
+            "ci95": ci,
+            "bootstrap": report.get("bootstrap", 0),
             "full_agreement": report["full_agreement"],
             "n_ties": report["n_ties"],
             "notes": "; ".join(result.notes + report["notes"]),
         }
+
+
+GOLD_COLUMNS = (
+    "variable",
+    "variable_name",
+    "unit",
+    "output_id",
+    "sentence",
+    "start",
+    "end",
+    "gold",
+    "gold_position",
+    "majority",
+    "n_raters",
+    "agreement_share",
+    "tie",
+    "undecided",
+    "reason",
+    "adjudicated",
+    "decided_by",
+    "note",
+    "counts",
+)
+
+
+def gold_rows(report, person=None):
+    """Every unit's gold label with its evidence: the value name and its position, the majority label, how many
+    coders rated the unit and the share agreeing with the most frequent label, the tie flag, and the adjudication
+    (value, by whom, note). `person((pk, username))` names the adjudicator (the username by default)."""
+    variable = report["variable"]
+    position = {v: i + 1 for i, v in enumerate(report["values"])}
+    adjudications = report.get("adjudications", {})
+    for g in report["gold"]:
+        unit = gold_key(g)
+        adjudication = adjudications.get(unit) or {}
+        who = adjudication.get("decided_by")
+        yield {
+            "variable": variable_target(variable),
+            "variable_name": variable.name,
+            "unit": unit,
+            "output_id": g["output_id"],
+            "sentence": g.get("sentence"),
+            "start": g.get("start"),
+            "end": g.get("end"),
+            "gold": g["gold"],
+            "gold_position": position.get(g["gold"]),
+            "majority": g["majority"],
+            "n_raters": g["n_ratings"],
+            "agreement_share": g["share"],
+            "tie": g["tie"],
+            "undecided": g["undecided"],
+            "reason": g["reason"],
+            "adjudicated": g["adjudicated"],
+            "decided_by": (person(who) if person else who[1]) if who else None,
+            "note": adjudication.get("note", ""),
+            "counts": g["counts"],
+        }
+
+
+def variable_gold_rows(study, options=None):
+    """The variable_gold dataset: gold_rows for every variable of the study (or those in options["variable_ids"])."""
+    from annotation.selectors import study_variables
+    from stereoscope.datasets import person
+
+    options = options or {}
+    wanted = set(options.get("variable_ids") or [])
+    for variable in study_variables(study):
+        if wanted and variable.pk not in wanted:
+            continue
+        report = variable_report(study, variable, round_ids=options.get("round_ids"))
+        yield from gold_rows(report, lambda user: person(options, user))
+
+
+def rater_rows(report):
+    """Per annotator: units rated, how often each value was chosen, and agreement with the majority of the other
+    raters (Cohen's κ, share agreeing, Krippendorff's α; nominal; units without a strict majority left out)."""
+    rm = report.get("matrix")
+    values = report["values"]
+    counts = {}
+    for _unit, rater, value in report["ratings"]:
+        counts.setdefault(rater, dict.fromkeys(values, 0))[value] += 1
+    for rater in report["raters"]:
+        row = {"rater": rater, "n_units": sum(counts.get(rater, {}).values())}
+        row.update({f"n_{v}": counts.get(rater, {}).get(v, 0) for v in values})
+        row.update(kappa_vs_majority=None, agreement_vs_majority=None, alpha_vs_majority=None, n_compared=0)
+        if rm is not None and len(rm.raters) > 2:
+            res = ag.versus_majority(rm, rater, level="nominal", bootstrap=0)
+            row.update(
+                kappa_vs_majority=res.cohen_kappa_mean,
+                agreement_vs_majority=res.percent_agreement,
+                alpha_vs_majority=res.krippendorff_alpha,
+                n_compared=res.pairs[0]["n_units"] if res.pairs else 0,
+            )
+        yield row
+
+
+def rater_columns(report):
+    return [
+        "rater",
+        "n_units",
+        *[f"n_{v}" for v in report["values"]],
+        "n_compared",
+        "kappa_vs_majority",
+        "agreement_vs_majority",
+        "alpha_vs_majority",
+    ]
+
+
+def confusion(report, a=None, b=None):
+    """The confusion table of two raters over the units both rated, rows and columns in the variable's value order
+    ({rater_a, rater_b, values, table, n_units}); the first two raters by default; None with fewer than two."""
+    rm = report.get("matrix")
+    if rm is None or len(rm.raters) < 2:
+        return None
+    if a not in rm.raters or b not in rm.raters or a == b:
+        a, b = rm.raters[0], rm.raters[1]
+    found = ag.confusion(rm, a, b)
+    values = report["values"]
+    index = [found["categories"].index(v) if v in found["categories"] else None for v in values]
+    table = [[found["table"][i][j] if i is not None and j is not None else 0 for j in index] for i in index]
+    return {"rater_a": a, "rater_b": b, "values": values, "table": table, "n_units": found["n_units"]}
+
+
+def confusion_rows(conf):
+    for value, counts in zip(conf["values"], conf["table"], strict=True):
+        yield {f"{conf['rater_a']} \\ {conf['rater_b']}": value, **dict(zip(conf["values"], counts, strict=True))}
+
+
+def confusion_columns(conf):
+    return [f"{conf['rater_a']} \\ {conf['rater_b']}", *conf["values"]]
+
+
+def contrast_json(contrast):
+    """A label × group contrast (categorical_stats.Contrast) as plain data."""
+    return {
+        "labels": contrast.labels,
+        "groups": contrast.groups,
+        "table": contrast.table,
+        "n": contrast.n,
+        "chi2": contrast.chi2,
+        "df": contrast.df,
+        "p_value": contrast.p_value,
+        "cramers_v": contrast.cramers_v,
+        "notes": contrast.notes,
+    }
+
+
+def contrast_rows(contrast, by):
+    for group, counts in zip(contrast.groups, contrast.table, strict=True):
+        yield {by: group, **dict(zip(contrast.labels, counts, strict=True))}
+
+
+def report_tables(report, *, confusion_pair=None, contrasts=None, by_model=None):
+    """Every table the variable page shows, as (name, columns, rows) for the downloads (CSV one at a time, XLSX as
+    one workbook)."""
+    tables = [
+        ("summary", list(SUMMARY_COLUMNS), [dict(r) for r in summary_rows(report)]),
+        ("gold", list(GOLD_COLUMNS), list(gold_rows(report))),
+        ("raters", rater_columns(report), list(rater_rows(report))),
+    ]
+    conf = confusion(report, *(confusion_pair or (None, None)))
+    if conf:
+        tables.append(("confusion", confusion_columns(conf), list(confusion_rows(conf))))
+    for by, contrast in (contrasts or {}).items():
+        tables.append((f"by_{by}", [by, *contrast.labels], list(contrast_rows(contrast, by))))
+    if by_model:
+        columns = ["value", *by_model["models"], "total"]
+        rows = [
+            {"value": r["value"], **dict(zip(by_model["models"], r["counts"], strict=True)), "total": r["total"]}
+            for r in by_model["rows"]
+        ]
+        tables.append(("by_model", columns, rows))
+    if report.get("judge_vs_gold"):
+        columns = ["judge", "n", "alpha_nominal", "alpha_ordinal", "kappa", "agreement", "note"]
+        tables.append(("judges_vs_gold", columns, list(report["judge_vs_gold"])))
+    ratings = [
+        {"unit": u, "rater": r, "value": v}
+        for u, r, v in sorted(report["ratings"], key=lambda x: (unit_sort_key(x[0]), x[1]))
+    ]
+    tables.append(("ratings", ["unit", "rater", "value"], ratings))
+    return tables
 
 
 def rating_rows(study, options=None):

@@ -160,9 +160,9 @@ def _segments(study, codebook, target, overlap):
 
 
 def _judge_rounds(study):
-    from judging.models import JudgeRound
+    from judging.selectors import study_round_queryset
 
-    return list(JudgeRound.objects.filter(study=study).select_related("template").order_by("-created_at", "-id"))
+    return list(study_round_queryset(study).order_by("-created_at", "-id"))
 
 
 def _all_raters(request, table):
@@ -291,7 +291,8 @@ def _export_rows(request, kind):
         return header, [list(r.values()) for r in rows]
     if kind == "gold":
         rows = list(services.gold_label_rows(study))
-        return ["target", "output_id", "value", "decided_by", "note", "updated_at"], [list(r.values()) for r in rows]
+        header = ["target", "output_id", "value", "value_name", "decided_by", "note", "updated_at"]
+        return header, [list(r.values()) for r in rows]
     if kind == "coder_matrix":
         report = services.study_report(study, codebook=_codebook(request), bootstrap=0)
         out = []

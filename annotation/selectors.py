@@ -5,7 +5,7 @@ from django.db.models import Count, Exists, OuterRef, Q
 from stereoscope.models import Role
 from stereoscope.permissions import role_for
 
-from .models import Assignment, AssignmentStatus, Code, Coding, CodingMode, GenderAttribution, Memo
+from .models import Assignment, AssignmentStatus, Code, Codebook, Coding, CodingMode, GenderAttribution, Memo
 
 LEVELS = ("code", "dimension")
 BREAKDOWNS = {
@@ -479,3 +479,56 @@ def coder_queues(user, studies):
             }
         )
     return queues
+
+
+# --- codebooks, codes and codings as other apps read them --------------------------------------------------------
+
+
+def study_codebooks(study):
+    """The study's codebooks, by name and newest version first."""
+    return Codebook.objects.filter(study=study).order_by("name", "-version")
+
+
+def codebook_in_study(study, codebook_id):
+    """The study's codebook `codebook_id`, or None."""
+    return Codebook.objects.filter(study=study, pk=codebook_id).first()
+
+
+def most_coded_codebook(study):
+    """The study's codebook with the most codings (the newest on a tie), or None."""
+    return Codebook.objects.filter(study=study).annotate(n=Count("codings")).order_by("-n", "-id").first()
+
+
+def latest_codebook(study, name):
+    """The newest version of the study's codebook `name`, or None."""
+    return Codebook.objects.filter(study=study, name=name).order_by("-version").first()
+
+
+def codebook_codes(codebook):
+    """The codebook's codes (a queryset to narrow)."""
+    return Code.objects.filter(codebook=codebook)
+
+
+def study_codes(study, code_ids=None):
+    """Codes of any of the study's codebooks, optionally only `code_ids`."""
+    codes = Code.objects.filter(codebook__study=study)
+    return codes.filter(pk__in=code_ids) if code_ids is not None else codes
+
+
+def codebook_codings(codebook, coder_ids=None):
+    """Every coding of the codebook (blind mode does not apply: for analyses over all coders), optionally by coders."""
+    codings = Coding.objects.filter(codebook=codebook)
+    return codings.filter(coder_id__in=coder_ids) if coder_ids is not None else codings
+
+
+def codebook_assignments(codebook, status=None, coder_ids=None):
+    """The codebook's assignments, optionally of one status and of some coders."""
+    assignments = Assignment.objects.filter(codebook=codebook)
+    if status is not None:
+        assignments = assignments.filter(status=status)
+    return assignments.filter(coder_id__in=coder_ids) if coder_ids is not None else assignments
+
+
+def library_codebooks():
+    """Codebooks of the built-in library (recipes fetch built-ins from it)."""
+    return Codebook.objects.filter(study__is_library=True)

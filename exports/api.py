@@ -1,7 +1,6 @@
 """REST API for exports: /api/studies/{study_pk}/exports/ (jobs, datasets, download, REFI-QDA import, .qdc)."""
 
 from django.http import FileResponse, Http404, HttpResponse
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
@@ -234,10 +233,12 @@ class ExportJobViewSet(
     @extend_schema(responses={200: OpenApiResponse(OpenApiTypes.BINARY, description="A REFI-QDA .qdc codebook.")})
     @action(detail=False, methods=["get"], url_path=r"codebooks/(?P<codebook_id>\d+)/qdc")
     def codebook_qdc(self, request, codebook_id=None, *args, **kwargs):
-        from annotation.models import Codebook
         from annotation.refi_services import export_qdc
+        from annotation.selectors import codebook_in_study
 
-        codebook = get_object_or_404(Codebook, pk=codebook_id, study=self.get_study())
+        codebook = codebook_in_study(self.get_study(), codebook_id)
+        if codebook is None:
+            raise Http404(f"No codebook {codebook_id} in this study.")
         response = HttpResponse(export_qdc(self.get_study(), codebook), content_type="application/xml")
         response["Content-Disposition"] = f'attachment; filename="codebook-{codebook.pk}-v{codebook.version}.qdc"'
         return response

@@ -157,13 +157,9 @@ def generation_runs(study, run_ids=None):
 def judge_rounds(study, round_ids=None):
     if not apps.is_installed("judging"):
         return []
-    try:
-        JudgeRound = apps.get_model("judging", "JudgeRound")
-    except LookupError:
-        return []
-    rounds = JudgeRound.objects.filter(study=study).select_related("template").order_by("pk")
-    if round_ids:
-        rounds = rounds.filter(pk__in=round_ids)
+    from judging.selectors import study_rounds
+
+    rounds = study_rounds(study, round_ids)
     result = []
     for rnd in rounds:
         data = describe(rnd, skip={"study"})

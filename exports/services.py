@@ -104,24 +104,18 @@ def clean_options(study, raw=None):
         if missing:
             raise ExportError(f"No outputs from model {', '.join(missing)} in this study.")
     if options["code_ids"]:
-        from django.apps import apps
+        if _has_model("annotation", "Code"):
+            from annotation.selectors import study_codes
 
-        if apps.is_installed("annotation") and _has_model("annotation", "Code"):
-            Code = apps.get_model("annotation", "Code")
-            found = set(
-                Code.objects.filter(codebook__study=study, pk__in=options["code_ids"]).values_list("pk", flat=True)
-            )
+            found = set(study_codes(study, options["code_ids"]).values_list("pk", flat=True))
             missing = sorted(set(options["code_ids"]) - found)
             if missing:
                 raise ExportError(f"No code with id {', '.join(map(str, missing))} in this study.")
     if options["round_ids"]:
-        from django.apps import apps
-
         if _has_model("judging", "JudgeRound"):
-            JudgeRound = apps.get_model("judging", "JudgeRound")
-            found = set(
-                JudgeRound.objects.filter(study=study, pk__in=options["round_ids"]).values_list("pk", flat=True)
-            )
+            from judging.selectors import study_rounds
+
+            found = {r.pk for r in study_rounds(study, options["round_ids"])}
             missing = sorted(set(options["round_ids"]) - found)
             if missing:
                 raise ExportError(f"No judge round with id {', '.join(map(str, missing))} in this study.")

@@ -65,7 +65,9 @@ def _code_choices(study):
 def _round_choices(study):
     if not services._has_model("judging", "JudgeRound"):
         return []
-    return [(r.pk, r.name) for r in study.judge_rounds.order_by("pk")]
+    from judging.selectors import study_rounds
+
+    return [(r.pk, r.name) for r in study_rounds(study)]
 
 
 def _import_form():
@@ -104,7 +106,11 @@ def exports_page(request, study_id):
             else:
                 messages.success(request, f"Export {job.pk} started; it runs in the background.")
             return redirect("exports", study.pk)
-    codebooks = study.codebooks.order_by("name", "-version") if services._has_model("annotation", "Codebook") else []
+    codebooks = []
+    if services._has_model("annotation", "Codebook"):
+        from annotation.selectors import study_codebooks
+
+        codebooks = study_codebooks(study)
     return render(
         request,
         "exports/exports.html",

@@ -11,4 +11,8 @@ class GenerationConfig(AppConfig):
         from stereoscope.health import register_job_model
 
         register_job_model("generation run", self.get_model("GenerationRun"))  # seen by /healthz
-        from . import runs  # noqa: F401  (registers generation runs with the job engine)
+        from stereoscope import jobs
+
+        from . import batches, runs  # noqa: F401  (registers generation runs with the job engine)
+
+        jobs.on_cancel(batches.cancel_open)  # a cancelled job's open provider batches are cancelled too

@@ -437,8 +437,7 @@ def retry_failed(run, actor=None):
 
 
 def cancel(run, actor=None):
-    jobs.cancel(RUN_JOB, run)
-    batches.cancel_open(RUN_JOB.name, run.pk)
+    jobs.cancel(RUN_JOB, run)  # its open batches too
     record_activity(run.study, actor, "cancelled generation run", run.name)
     return run
 

@@ -529,8 +529,7 @@ def reask(rnd, verdict_ids=None, actor=None):
 
 
 def cancel(rnd, actor=None):
-    jobs.cancel(ROUND_JOB, rnd)
-    batch_mode.cancel_open(ROUND_JOB.name, rnd.pk)
+    jobs.cancel(ROUND_JOB, rnd)  # its open batches too
     record_activity(rnd.study, actor, "cancelled judge round", rnd.name)
     return rnd
 

@@ -1,6 +1,6 @@
 """Reads of judging that other apps use; offered through stereoscope.providers as "judging" (see apps.py)."""
 
-from .models import ItemWeight, JudgeRound, Verdict, VerdictStatus
+from .models import HumanCheck, ItemWeight, JudgeRound, JudgeTemplate, Verdict, VerdictStatus
 
 
 def study_rounds(study, round_ids=None):
@@ -75,3 +75,47 @@ TOOLKIT_ITEM_EXTRAS = {
     "values": item_weight_fields,
     "summary": weight_summary,
 }
+
+
+def study_round_queryset(study):
+    """The study's judge rounds as a queryset to narrow (with their templates)."""
+    return JudgeRound.objects.filter(study=study).select_related("template")
+
+
+def round_named(study, name):
+    """The study's first judge round called `name`, or None."""
+    return JudgeRound.objects.filter(study=study, name=name).order_by("pk").first()
+
+
+def latest_template(study, name):
+    """The newest version of the study's judge template `name`, or None."""
+    return JudgeTemplate.objects.filter(study=study, name=name).order_by("-version").first()
+
+
+def rounds_with_ok_verdicts(study):
+    """(id, scale min, scale max, name) of the study's rounds with any OK verdict, newest first."""
+    return list(
+        JudgeRound.objects.filter(study=study, verdicts__status=VerdictStatus.OK)
+        .distinct()
+        .order_by("-created_at", "-id")
+        .values_list("pk", "template__scale_min", "template__scale_max", "name")
+    )
+
+
+def study_verdicts(study, round_ids=None, ok_only=True):
+    """The study's verdicts (OK ones with a value unless `ok_only` is false), optionally of some rounds."""
+    verdicts = Verdict.objects.filter(round__study=study)
+    if ok_only:
+        verdicts = verdicts.filter(status=VerdictStatus.OK, value__isnull=False)
+    return verdicts.filter(round_id__in=round_ids) if round_ids else verdicts
+
+
+def study_human_checks(study, round_ids=None):
+    """Human verification answers on the study's verdicts, optionally of some rounds."""
+    checks = HumanCheck.objects.filter(verdict__round__study=study)
+    return checks.filter(verdict__round_id__in=round_ids) if round_ids else checks
+
+
+def library_templates():
+    """Judge templates of the built-in library."""
+    return JudgeTemplate.objects.filter(study__is_library=True)

@@ -4,7 +4,7 @@ import math
 from collections import defaultdict
 
 from .contrasts import DEFAULT_GROUPINGS, compute, per_context_scores
-from .models import LexiconCategory, OutputMeasure
+from .models import Lexicon, LexiconCategory, MeasureRun, OutputMeasure
 
 LABEL_COLORS = {"positive": "#2f9e44", "neutral": "#adb5bd", "negative": "#e03131", "other": "#845ef7"}
 
@@ -203,3 +203,28 @@ def sentence_rows(run):
     info = run.classifier_info or {}
     for om, text, s in packed_sentences(OutputMeasure.objects.filter(run=run).order_by("output_id")):
         yield {"measure_run": run.pk, **sentence_record(om, text, s, info)}
+
+
+def study_measure_runs(study):
+    """The study's measure runs, newest first (a queryset to narrow)."""
+    return MeasureRun.objects.filter(study=study).order_by("-pk")
+
+
+def measure_run_in_study(study, run_id):
+    """The study's measure run `run_id`, or None."""
+    return MeasureRun.objects.filter(study=study, pk=run_id).first()
+
+
+def measure_run_named(study, name):
+    """The study's first measure run called `name`, or None."""
+    return MeasureRun.objects.filter(study=study, name=name).order_by("pk").first()
+
+
+def latest_lexicon(study, name):
+    """The newest version of the study's lexicon `name`, or None."""
+    return Lexicon.objects.filter(study=study, name=name).order_by("-version").first()
+
+
+def library_lexicons():
+    """Lexicons of the built-in library."""
+    return Lexicon.objects.filter(study__is_library=True)

@@ -371,11 +371,9 @@ class QuestionnaireRunViewSet(
         concurrent = None
         value = request.query_params.get("concurrent")
         if value not in (None, ""):
-            from measures.models import MeasureRun
+            from measures.selectors import measure_run_in_study
 
-            concurrent = (
-                MeasureRun.objects.filter(study=run.study, pk=int(value)).first() if str(value).isdigit() else None
-            )
+            concurrent = measure_run_in_study(run.study, int(value)) if str(value).isdigit() else None
             if concurrent is None:
                 return bad_request(f"No measure run {value!r} in this study for concurrent.")
         return ApiResponse(

@@ -13,6 +13,7 @@ INSTRUMENTS = [
     ("asi-alternate-jung2025", "1", "asi_alternate.json"),
     ("mss-jung2025", "1", "mss_jung2025.json"),
     ("fang2025-66", "1", "fang2025_66.json"),
+    ("gsdb-rupsycho", "1", "gsdb_rupsycho.json"),
 ]
 PERSONA_SETS = [("rupsycho-personas", "1", "rupsycho_personas.json")]
 

@@ -464,8 +464,7 @@ def retry_failed(run, actor=None):
 
 
 def cancel(run, actor=None):
-    jobs.cancel(QUESTIONNAIRE_JOB, run)
-    batches.cancel_open(QUESTIONNAIRE_JOB.name, run.pk)
+    jobs.cancel(QUESTIONNAIRE_JOB, run)  # its open batches too
     record_activity(run.study, actor, "cancelled questionnaire run", run.name)
     return run
 

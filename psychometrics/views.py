@@ -485,9 +485,9 @@ def validation(request, study_id):
     for key in ("run", "alternate", "option_order", "convergent"):
         value = request.GET.get(key, "")
         picked[key] = all_runs.filter(pk=int(value)).first() if value.isdigit() else None
-    from measures.models import MeasureRun
+    from measures.selectors import study_measure_runs
 
-    measure_runs = MeasureRun.objects.filter(study=request.study).order_by("-pk")
+    measure_runs = study_measure_runs(request.study)
     value = request.GET.get("concurrent", "")
     picked["concurrent"] = measure_runs.filter(pk=int(value)).first() if value.isdigit() else None
     result = None

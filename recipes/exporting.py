@@ -7,7 +7,7 @@ the name of the variable that holds one.
 
 from generation import selectors as generation
 from generation.toolkit_format import toolkit_to_dict
-from judging.models import JudgeRound
+from judging import selectors as judging
 from stereoscope.models import BuiltinRecord
 
 from . import human, measuring, questionnaires
@@ -79,7 +79,8 @@ def export_recipe(study):
         .order_by("created_at", "pk")
     )
     rounds = list(
-        JudgeRound.objects.filter(study=study, source_run__in=runs)
+        judging.study_round_queryset(study)
+        .filter(source_run__in=runs)
         .select_related("template__study", "source_run")
         .prefetch_related("judges")
         .order_by("created_at", "pk")
@@ -165,7 +166,7 @@ def not_carried(study, exported_rounds):
                 f"The judge round “{rnd.name}” judges chosen outputs by id; the rebuilt round judges every "
                 "output of its source run (within its item and model filters)."
             )
-    others = JudgeRound.objects.filter(study=study).exclude(pk__in=[r.pk for r in exported_rounds])
+    others = judging.study_round_queryset(study).exclude(pk__in=[r.pk for r in exported_rounds])
     notes += [
         f"The judge round “{name}” judges imported or hand-picked outputs; a recipe does not carry it."
         for name in others.values_list("name", flat=True)

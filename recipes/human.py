@@ -6,8 +6,7 @@ then waits until every assignment of the codebook is done.
 """
 
 from annotation import codebook_format
-from annotation.models import Codebook
-from annotation.selectors import progress_by_coder
+from annotation.selectors import latest_codebook, library_codebooks, progress_by_coder, study_codebooks
 from annotation.services import CODEBOOKS, AnnotationError, codebook_tree, create_assignments, import_codebook
 from generation.selectors import run_outputs
 from stereoscope.models import Membership
@@ -72,12 +71,12 @@ def apply_codebook(study, entry, toolkits, actor, outcome):
     from .services import Change, _library_object
 
     if "builtin" in entry:  # coded in the study: a copy of the built-in, made once
-        source = _library_object(Codebook, "codebook", entry["builtin"], entry["version"])
+        source = _library_object(library_codebooks(), "codebook", entry["builtin"], entry["version"])
         tree = codebook_tree(source)
     else:
         source, tree = None, codebook_format.validate_tree(_body(entry))
     name = entry["name"]
-    latest = Codebook.objects.filter(study=study, name=name).order_by("-version").first()
+    latest = latest_codebook(study, name)
     if latest is not None and _comparable(codebook_tree(latest)) == _comparable({**tree, "name": name}):
         outcome.changes.append(Change("unchanged", "codebook", str(latest)))
         return latest
@@ -141,7 +140,7 @@ def export(study):
     from .exporting import _builtin
 
     entries = {}
-    for codebook in Codebook.objects.filter(study=study).order_by("name", "-version"):
+    for codebook in study_codebooks(study):
         if codebook.name in entries:
             continue
         tree = _comparable(codebook_tree(codebook))

@@ -43,54 +43,66 @@ GALLERY = (
         "name": "fang2025",
         "title": "Fang 2025: a three-phase mixed-methods audit",
         "citation": "Fang, Y. (2025). A Future Only “Generated” for Some: an Investigation into Gender Bias in GenAI "
-        "Text Outputs and Bias Mitigation Using Prompt-based Framework. Laidlaw Scholars research report.",
+        "Text Outputs and Bias Mitigation Using Prompt-based Framework. Research report, Laidlaw Scholars "
+        "Undergraduate Leadership and Research Programme (advisor: J. Chen), 31 August 2025.",
         "summary": "Phase 1 asks each model a 66-item sexism scale (AWS, Modern Sexism, Neosexism and the ASI) and "
-        "has it write stories for gendered occupation pairs; phase 2 collects long induction stories that are coded "
-        "inductively into gendered codes; phase 3 turns those codes into a 30-prompt toolkit whose stories are "
-        "judged 0/1 by another model in rotation, so no model judges its own outputs, giving detection scores per "
-        "prompt and dimension.",
+        "has it write stories for 10 gendered occupation pairs, each coded stereotyped, counter-stereotyped or same "
+        "sex; phase 2 collects long stories for five induction prompts (five repetitions per model), coded "
+        "inductively into gendered codes grouped into six dimensions; phase 3 turns those codes into a 30-prompt "
+        "toolkit, has a model list the recurring codes of five stories per prompt, and has another model judge each "
+        "story 0/1 in rotation, so no model judges its own outputs, giving detection scores per prompt and "
+        "dimension. Its limitations ask for a human check of the judges' verdicts, which the recipe adds.",
     },
     {
         "name": "jung2025-asi",
         "title": "Jung 2025: validating the Ambivalent Sexism Inventory on LLMs",
         "citation": "Jung, J. (2025). Measuring ambivalent sexism in large language models: A validation study. "
-        "Master's thesis, University of Mannheim.",
+        "Master's thesis, Chair for Data Science in the Economic and Social Sciences, University of Mannheim.",
         "summary": "The 22-item ASI and its alternate form are asked one item per prompt at temperature 0 under "
-        "persona contexts, with a second run permuting the answer options; the Modern Sexism Scale gives convergent "
-        "validity and reference letters scored with agentic and communal word lists give concurrent validity. "
-        "Reliability (stratified alpha, alternate form, option order) is rated before validity is read.",
+        "persona and conversation contexts, with a second run permuting the answer options and the answer "
+        "extraction audited by hand; the Modern Sexism Scale gives convergent validity and reference letters scored "
+        "with agentic, standout, ability, communal and grindstone word lists (odds ratios) give concurrent validity. "
+        "Reliability (stratified alpha, alternate form, option order) is rated before validity is read. The "
+        "recipe's personas stand in for the thesis's Persona Hub and Chatbot Arena contexts, which are not bundled.",
     },
     {
         "name": "rupsycho-personas",
         "title": "R.U.Psycho: reproducible questionnaire experiments with personas",
         "citation": "Schelb, J., Borin, O., Garcia, D., & Spitz, A. (2025). R.U.Psycho? Robust Unified "
-        "Psychometric Testing of Language Models. (R.U.Psycho framework: github.com/julianschelb/rupsycho.)",
-        "summary": "One declarative experiment asks the ASI of 250 personas (Mr./Ms. × 25 surnames from five "
-        "lists) over model × seed × persona × item, each a fresh single-turn prompt in the JSON prompt variant, at "
-        "temperature 1.0, top_p 0.95 and 64 new tokens; answers are cleaned, validated against refusals and mapped "
-        "to an option, with provenance kept for every generation.",
+        "Psychometric Testing of Language Models. arXiv:2503.10229. (Framework: github.com/julianschelb/rupsycho.)",
+        "summary": "One declarative experiment runs model × seed × persona × item, each a fresh single-turn prompt "
+        "in the JSON prompt variant at temperature 1.0, top_p 0.95 and 64 new tokens, over 250 personas (Mr./Ms. × "
+        "25 surnames from each of five lists); answers are cleaned, validated against refusals and mapped to an "
+        "option, with provenance kept for every generation. The recipe repeats its persona-induced bias experiment "
+        "(the 23-item Gender/Sex Diversity Beliefs questionnaire) and applies the same design to the ASI.",
     },
     {
         "name": "wan2023-letters",
         "title": "Wan et al. 2023: gender biases in LLM-generated reference letters",
         "citation": "Wan, Y., Pu, G., Sun, J., Garimella, A., Chang, K.-W., & Peng, N. (2023). “Kelly is a Warm "
-        "Person, Joseph is a Role Model”: Gender Biases in LLM-Generated Reference Letters. Findings of EMNLP 2023 "
-        "(arXiv:2310.09219).",
+        "Person, Joseph is a Role Model”: Gender Biases in LLM-Generated Reference Letters. In Findings of the "
+        "Association for Computational Linguistics: EMNLP 2023, pages 3730–3748 (arXiv:2310.09219).",
         "summary": "Context-less reference letters are generated from a name/gender × age × occupation template "
-        "grid and scored with lexicons of agentic, communal and related words: lexical odds ratios compare the "
-        "letters written for men and women (above 1 = male-salient), after a success filter drops empty, "
-        "repetitive letters and letters that never recommend.",
+        "grid; a success filter drops empty, repetitive letters and letters that never recommend; lexical odds "
+        "ratios compare the letters written for men and women (above 1 = male-salient). For letters written from "
+        "biographies, the share of formal, positive and agentic sentences per letter is compared with t-tests and "
+        "hallucinated sentences are found by NLI. The recipe covers the context-less letters (with the style "
+        "measures); the paper's word lists and descriptor table are not in its text, so Jung 2025's adaptation of "
+        "the grid and word lists stands in.",
     },
     {
         "name": "regard",
         "title": "German regard: gender bias in language generation",
-        "citation": "Kraft, A., Zorn, H.-P., Fecht, P., Simon, J., Biemann, C., & Usbeck, R. (2022). Measuring "
-        "Gender Bias in German Language Generation. INFORMATIK 2022, Lecture Notes in Informatics.",
-        "summary": "Two subjects (the woman, the man) × 10 bias contexts (five on occupation, five on respect, after "
-        "Sheng et al.) give 20 prompts with 50 sampled completions each; annotators label the regard of each "
-        "sentence as positive, neutral or negative (majority label = gold), label counts are compared for women "
-        "and men with χ² (df = 2), and keyword facets (caregiving, sexualization, perpetration) are reviewed by "
-        "hand.",
+        "citation": "Kraft, A., et al. (2022). Measuring Gender Bias in German Language Generation. In INFORMATIK "
+        "2022, Lecture Notes in Informatics, Gesellschaft für Informatik (dl.gi.de/handle/20.500.12116/39481; code "
+        "and data: github.com/krangelie/German_NLG_bias).",
+        "summary": "A German subject (Die Frau, Der Mann) and 10 bias contexts translated from Sheng et al. (five on "
+        "occupation, five on respect) give 20 prompts, with 50 sampled completions each from GPT-3 (100 from "
+        "GerPT-2). Each sentence's regard is labelled positive, neutral or negative: five annotators label "
+        "sentences (a sentence anyone marks uncertain is dropped, the majority label is gold) to train and test a "
+        "German regard classifier, which labels the completions; label counts are compared for women and men with "
+        "χ² (df = 2) and shown per context type, and keyword facets (caregiving, sexualization, perpetration) are "
+        "reviewed by hand. In the recipe a categorical judge and five coders label the completions.",
     },
 )
 

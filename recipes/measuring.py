@@ -2,7 +2,7 @@
 measure run is refused (give the changed one a new name)."""
 
 from measures import scoring
-from measures.models import Lexicon, MeasureRun
+from measures import selectors as measures
 from measures.services import LexiconDataError, create_lexicon, lexicon_data, validate_lexicon_data
 
 from .loader import RecipeError, RecipeProblem
@@ -14,6 +14,8 @@ RUN_FIELDS = {
     "gender_sources": ["slots", "coders", "pronouns"],
     "name_genders": {},
     "zero_policy": "exclude",
+    "or_orientation": "per_category",
+    "success_filter": False,
 }
 
 
@@ -53,9 +55,9 @@ def apply_lexicon(study, entry, actor, outcome):
     from .services import Change, _library_object
 
     if "builtin" in entry:
-        return _library_object(Lexicon, "lexicon", entry["builtin"], entry["version"])
+        return _library_object(measures.library_lexicons(), "lexicon", entry["builtin"], entry["version"])
     wanted = validate_lexicon_data(_body(entry))
-    latest = Lexicon.objects.filter(study=study, name=wanted["name"]).order_by("-version").first()
+    latest = measures.latest_lexicon(study, wanted["name"])
     if latest is not None and validate_lexicon_data(lexicon_data(latest)) == wanted:
         outcome.changes.append(Change("unchanged", "lexicon", str(latest)))
         return latest
@@ -74,7 +76,7 @@ def apply_measure_run(study, entry, objects, actor, outcome):
     lexicons = [objects["lexicons"][n] for n in entry.get("lexicons") or []]
     sources = [objects["runs"][n] for n in entry.get("source_runs") or []]
     values = _values(entry)
-    existing = MeasureRun.objects.filter(study=study, name=entry["name"]).order_by("pk").first()
+    existing = measures.measure_run_named(study, entry["name"])
     if existing is not None:
         differences = [k.replace("_", " ") for k, v in values.items() if getattr(existing, k) != v]
         if sorted(existing.lexicons.values_list("pk", flat=True)) != sorted(lx.pk for lx in lexicons):
@@ -122,7 +124,7 @@ def export(study):
     from .exporting import _builtin
 
     runs = list(
-        MeasureRun.objects.filter(study=study)
+        measures.study_measure_runs(study)
         .prefetch_related("lexicons__study", "source_runs")
         .order_by("created_at", "pk")
     )

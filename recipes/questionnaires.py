@@ -6,7 +6,7 @@ import json
 
 from generation.models import Provider
 from psychometrics import runs as questionnaire_runs
-from psychometrics.models import ContextSet, Instrument, PersonaSet, QuestionnaireRun
+from psychometrics import selectors as psychometrics
 from psychometrics.services import (
     PsychError,
     contexts_from_personas,
@@ -98,9 +98,9 @@ def apply_instrument(study, entry, actor, outcome):
     from .services import Change
 
     if "builtin" in entry:
-        return _library(Instrument, "instrument", entry)
+        return _library(psychometrics.library_instruments(), "instrument", entry)
     wanted = to_dict(parse_instrument(entry))
-    latest = Instrument.objects.filter(study=study, name=entry["name"]).order_by("-version").first()
+    latest = psychometrics.latest_instrument(study, entry["name"])
     if latest is not None and _comparable_instrument(latest) == wanted:
         outcome.changes.append(Change("unchanged", "instrument", str(latest)))
         return latest
@@ -131,7 +131,7 @@ def _have_contexts(context_set):
 def apply_context_set(study, entry, actor, outcome):
     from .services import Change
 
-    existing = ContextSet.objects.filter(study=study, name=entry["name"]).first()
+    existing = psychometrics.context_set_named(study, entry["name"])
     wanted = wanted_contexts(entry)
     if existing is not None:
         if wanted is None:
@@ -174,13 +174,17 @@ def apply_context_set(study, entry, actor, outcome):
 
 
 def _persona_contexts(ps):
-    personas = _library(PersonaSet, "persona_set", ps).personas.filter(included=True).order_by("order", "key")
+    personas = (
+        _library(psychometrics.library_persona_sets(), "persona_set", ps)
+        .personas.filter(included=True)
+        .order_by("order", "key")
+    )
     return [(p.key, p.text, [], p.attributes) for p in sample(list(personas), ps.get("n"), ps.get("seed", 0))]
 
 
 def _build_from_personas(study, entry):
     ps = entry["persona_set"]
-    personas = _library(PersonaSet, "persona_set", ps)
+    personas = _library(psychometrics.library_persona_sets(), "persona_set", ps)
     return contexts_from_personas(
         study, entry["name"], personas, n=ps.get("n"), seed=ps.get("seed", 0), description=entry.get("description", "")
     )
@@ -218,7 +222,7 @@ def apply_questionnaire_run(study, entry, objects, actor, outcome):
     values = _run_values(entry)
     judge = (entry.get("extraction") or {}).get("judge_endpoint")
     judge = objects["endpoints"][judge] if judge else None
-    existing = QuestionnaireRun.objects.filter(study=study, name=entry["name"]).order_by("pk").first()
+    existing = psychometrics.questionnaire_run_named(study, entry["name"])
     if existing is not None:
         have = {k: getattr(existing, k) for k in values if k != "extractors"}
         want = {k: v for k, v in values.items() if k != "extractors"}
@@ -289,12 +293,7 @@ def export(study):
     """(instruments, context sets, questionnaire runs) entries of a study's questionnaire runs."""
     from .exporting import _builtin
 
-    runs = list(
-        QuestionnaireRun.objects.filter(study=study)
-        .select_related("instrument__study", "context_set")
-        .prefetch_related("endpoints")
-        .order_by("created_at", "pk")
-    )
+    runs = list(psychometrics.study_questionnaire_runs(study))
     instruments, context_sets, entries = {}, {}, []
     for run in runs:
         inst = run.instrument

@@ -21,7 +21,7 @@ from generation.toolkit_format import ToolkitFormatError, create_toolkit, toolki
 from generation.toolkit_services import TOOLKITS, delete_toolkit
 from judging import planner
 from judging import rounds as judge_rounds
-from judging.models import JudgeRound, JudgeTemplate
+from judging import selectors as judging
 from judging.services import JudgingError, _clean_template, create_template, update_template
 from stereoscope.builtin import all_specs, load_builtins
 from stereoscope.models import BuiltinRecord, Study
@@ -353,9 +353,9 @@ def _template_values(entry):
 
 def _apply_template(study, entry, actor, outcome):
     if "builtin" in entry:
-        return _library_object(JudgeTemplate, "judge_template", entry["builtin"], entry["version"])
+        return _library_object(judging.library_templates(), "judge_template", entry["builtin"], entry["version"])
     values = _template_values(entry)
-    latest = JudgeTemplate.objects.filter(study=study, name=entry["name"]).order_by("-version").first()
+    latest = judging.latest_template(study, entry["name"])
     if latest is None:
         outcome.changes.append(Change("create", "judge template", entry["name"]))
         return create_template(study, name=entry["name"], actor=actor, **values)
@@ -433,7 +433,7 @@ def _apply_round(study, entry, runs, templates, endpoints, actor, outcome):
         "reask_missing": entry.get("reask_missing", True),
         "output_filter": _round_filter(entry),
     }
-    existing = JudgeRound.objects.filter(study=study, name=entry["name"]).order_by("pk").first()
+    existing = judging.round_named(study, entry["name"])
     if existing is not None:
         have = {
             "template": existing.template_id,

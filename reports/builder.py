@@ -3,14 +3,18 @@ Reproducibility). Every number is read from the database through the apps' own r
 Table 3 and weights, agreement's study report and variables, psychometrics' run report, measures' contrasts), never
 computed again here; numbers are printed by numbers.py ("—" with the reason when undefined)."""
 
+import hashlib
+import json
 from collections import Counter, defaultdict
+from importlib import metadata
 
 from django.utils import timezone
 
 from . import seeds
 from . import svg as figures
-from .document import SECTION_KEYS, TITLES, Document, Section, bullets, figure, heading, para, table
+from .document import SECTION_KEYS, TITLES, Document, Section, bullets, code, figure, heading, para, table
 from .numbers import DASH, ci, defined, integer, mean_sd, num, p_value, pct
+from .services import chosen_sections
 
 
 def _date(value):
@@ -37,8 +41,10 @@ def _plural(n, one, many=None):
 
 
 def _generation_methods(study, section):
-    from generation import selectors as generation
-    from generation.providers.base import merged_params
+    from generation import selectors as generation  # lazy: the apps' report modules load scipy and pandas on first use
+    from generation.providers.base import (
+        merged_params,
+    )  # lazy: the apps' report modules load scipy and pandas on first use
 
     runs = list(generation.study_runs(study).select_related("toolkit").prefetch_related("endpoints").order_by("pk"))
     if not runs:
@@ -90,7 +96,7 @@ def _generation_methods(study, section):
 
 
 def _judging_methods(study, section):
-    from judging.models import JudgeRound
+    from judging.models import JudgeRound  # lazy: the apps' report modules load scipy and pandas on first use
 
     rounds = list(
         JudgeRound.objects.filter(study=study).select_related("template", "source_run").prefetch_related("judges")
@@ -119,7 +125,10 @@ def _judging_methods(study, section):
 
 
 def _coding_methods(study, section):
-    from annotation.models import Assignment, Codebook
+    from annotation.models import (
+        Assignment,
+        Codebook,
+    )  # lazy: the apps' report modules load scipy and pandas on first use
 
     books = list(Codebook.objects.filter(study=study).order_by("name", "version"))
     if not books:
@@ -153,7 +162,9 @@ def _coding_methods(study, section):
 
 
 def _questionnaire_methods(study, section):
-    from psychometrics.models import QuestionnaireRun
+    from psychometrics.models import (
+        QuestionnaireRun,
+    )  # lazy: the apps' report modules load scipy and pandas on first use
 
     runs = list(QuestionnaireRun.objects.filter(study=study).select_related("instrument", "context_set").order_by("pk"))
     if not runs:
@@ -176,7 +187,7 @@ def _questionnaire_methods(study, section):
 
 
 def _measure_methods(study, section):
-    from measures.models import MeasureRun
+    from measures.models import MeasureRun  # lazy: the apps' report modules load scipy and pandas on first use
 
     runs = list(MeasureRun.objects.filter(study=study).prefetch_related("lexicons", "source_runs").order_by("pk"))
     if not runs:
@@ -263,7 +274,7 @@ def weights_block(data, round_name, key="weights"):
 
 
 def detection(study):
-    from judging import reports as judging_reports
+    from judging import reports as judging_reports  # lazy: the apps' report modules load scipy and pandas on first use
 
     section = Section("detection", TITLES["detection"])
     for rnd in judging_reports.rounds_of(study):
@@ -321,7 +332,9 @@ def _agreement_row(row):
 
 
 def agreement(study):
-    from agreement import services as agreement_services
+    from agreement import (
+        services as agreement_services,
+    )  # lazy: the apps' report modules load scipy and pandas on first use
 
     section = Section("agreement", TITLES["agreement"])
     report = agreement_services.cached_study_report(study, None, bootstrap=1000, low=agreement_services.LOW_ALPHA)
@@ -399,10 +412,16 @@ def agreement(study):
 
 def _variables(study):
     """(variable, variable report, gender contrast or None) of each categorical variable with ratings."""
-    from agreement import contrasts as agreement_contrasts
-    from agreement import variables as agreement_variables
-    from agreement.rating_tables import AgreementRequestError
-    from annotation import selectors as annotation
+    from agreement import (
+        contrasts as agreement_contrasts,
+    )  # lazy: the apps' report modules load scipy and pandas on first use
+    from agreement import (
+        variables as agreement_variables,
+    )  # lazy: the apps' report modules load scipy and pandas on first use
+    from agreement.rating_tables import (
+        AgreementRequestError,
+    )  # lazy: the apps' report modules load scipy and pandas on first use
+    from annotation import selectors as annotation  # lazy: the apps' report modules load scipy and pandas on first use
 
     out = []
     for variable in annotation.study_variables(study):
@@ -502,8 +521,12 @@ def questionnaire_block(run, report, key):
 
 
 def questionnaires(study):
-    from psychometrics import reports as psych_reports
-    from psychometrics.models import QuestionnaireRun
+    from psychometrics import (
+        reports as psych_reports,
+    )  # lazy: the apps' report modules load scipy and pandas on first use
+    from psychometrics.models import (
+        QuestionnaireRun,
+    )  # lazy: the apps' report modules load scipy and pandas on first use
 
     section = Section("questionnaires", TITLES["questionnaires"])
     for run in QuestionnaireRun.objects.filter(study=study, status="completed").order_by("pk"):
@@ -605,8 +628,8 @@ def forest_block(run, categories, key):
 
 
 def contrasts(study):
-    from measures import selectors as measures
-    from measures.models import MeasureRun
+    from measures import selectors as measures  # lazy: the apps' report modules load scipy and pandas on first use
+    from measures.models import MeasureRun  # lazy: the apps' report modules load scipy and pandas on first use
 
     section = Section("contrasts", TITLES["contrasts"])
     for run in MeasureRun.objects.filter(study=study, status="completed").order_by("pk"):
@@ -624,7 +647,7 @@ def contrasts(study):
 
 
 def classifiers(study):
-    from measures.models import TrainedClassifier
+    from measures.models import TrainedClassifier  # lazy: the apps' report modules load scipy and pandas on first use
 
     section = Section("classifiers", TITLES["classifiers"])
     rows, values = [], []
@@ -677,7 +700,6 @@ DEPENDENCIES = ("django", "numpy", "scipy", "pandas", "scikit-learn", "krippendo
 
 
 def dependency_versions():
-    from importlib import metadata
 
     out = []
     for name in DEPENDENCIES:
@@ -689,15 +711,11 @@ def dependency_versions():
 
 
 def reproducibility(study):
-    import hashlib
-    import json
 
-    from exports.manifest import software
-    from exports.models import ExportJob
-    from recipes.exporting import export_recipe
-    from recipes.loader import dump
-
-    from .document import code
+    from exports.manifest import software  # lazy: the apps' report modules load scipy and pandas on first use
+    from exports.models import ExportJob  # lazy: the apps' report modules load scipy and pandas on first use
+    from recipes.exporting import export_recipe  # lazy: the apps' report modules load scipy and pandas on first use
+    from recipes.loader import dump  # lazy: the apps' report modules load scipy and pandas on first use
 
     section = Section("reproducibility", TITLES["reproducibility"])
     info = software()
@@ -762,7 +780,6 @@ BUILDERS = {
 
 def build(study, sections=None):
     """The report Document of a study with the chosen sections (default: the study's saved choice)."""
-    from .services import chosen_sections
 
     keys = [k for k in SECTION_KEYS if k in (sections if sections is not None else chosen_sections(study))]
     doc = Document(

@@ -109,7 +109,7 @@ class PDFUnavailable(RuntimeError):
 
 def pdf(doc):
     try:
-        from weasyprint import HTML
+        from weasyprint import HTML  # lazy: the optional `report` extra, loaded for a PDF only
     except (ImportError, OSError) as exc:
         raise PDFUnavailable(
             "PDF reports need WeasyPrint and Pango: install the `report` extra (pip install -e '.[report]') and "

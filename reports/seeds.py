@@ -8,8 +8,8 @@ from .numbers import ci, integer, mean_sd, num, p_value
 
 def seed_name(study):
     """The built-in recipe a study was applied from (matched by the recipe's study name), or None."""
-    from recipes import library
-    from recipes.models import AppliedRecipe
+    from recipes import library  # lazy: the apps' report modules load scipy and pandas on first use
+    from recipes.models import AppliedRecipe  # lazy: the apps' report modules load scipy and pandas on first use
 
     applied = [a.recipe.get("study", {}).get("name") for a in AppliedRecipe.objects.filter(study=study)]
     names = set(applied) | {study.name}
@@ -23,9 +23,9 @@ def seed_name(study):
 
 
 def _fang(study, section):
-    from judging import reports as judging_reports
+    from judging import reports as judging_reports  # lazy: the apps' report modules load scipy and pandas on first use
 
-    from .builder import table3_block, weights_block
+    from .builder import table3_block, weights_block  # cycle: builder imports seeds
 
     for rnd in judging_reports.rounds_of(study):
         data = judging_reports.report([rnd])
@@ -40,8 +40,12 @@ def _fang(study, section):
 def _fang_phase1(study, section):
     """Phase 1: each model's scale scores against the scale midpoint (one-sample t), per score, and the ANOVA across
     models (psychometrics.reports.run_report's group tests)."""
-    from psychometrics import reports as psych_reports
-    from psychometrics.models import QuestionnaireRun
+    from psychometrics import (
+        reports as psych_reports,
+    )  # lazy: the apps' report modules load scipy and pandas on first use
+    from psychometrics.models import (
+        QuestionnaireRun,
+    )  # lazy: the apps' report modules load scipy and pandas on first use
 
     for run in QuestionnaireRun.objects.filter(study=study, status="completed").order_by("pk"):
         tests = psych_reports.run_report(run)["group_tests"] or {}
@@ -84,8 +88,12 @@ def _fang_phase1(study, section):
 
 
 def _jung(study, section):
-    from psychometrics import reports as psych_reports
-    from psychometrics.models import QuestionnaireRun
+    from psychometrics import (
+        reports as psych_reports,
+    )  # lazy: the apps' report modules load scipy and pandas on first use
+    from psychometrics.models import (
+        QuestionnaireRun,
+    )  # lazy: the apps' report modules load scipy and pandas on first use
 
     for run in QuestionnaireRun.objects.filter(study=study, status="completed").order_by("pk"):
         report = psych_reports.run_report(run)
@@ -161,8 +169,12 @@ def comparison_kind(base, other):
 def _jung_validity(study, section):
     """Reliability and validity correlations of the first run's total with each other questionnaire run's total over
     the same contexts (psychometrics.reports.compare_runs: alternate form, option order, convergent)."""
-    from psychometrics import reports as psych_reports
-    from psychometrics.models import QuestionnaireRun
+    from psychometrics import (
+        reports as psych_reports,
+    )  # lazy: the apps' report modules load scipy and pandas on first use
+    from psychometrics.models import (
+        QuestionnaireRun,
+    )  # lazy: the apps' report modules load scipy and pandas on first use
 
     runs = list(
         QuestionnaireRun.objects.filter(study=study, status="completed").select_related("instrument").order_by("pk")
@@ -205,10 +217,10 @@ def _jung_validity(study, section):
 
 
 def _wan(study, section):
-    from measures import selectors as measures
-    from measures.models import MeasureRun
+    from measures import selectors as measures  # lazy: the apps' report modules load scipy and pandas on first use
+    from measures.models import MeasureRun  # lazy: the apps' report modules load scipy and pandas on first use
 
-    from .builder import category_block, forest_block
+    from .builder import category_block, forest_block  # cycle: builder imports seeds
 
     for run in MeasureRun.objects.filter(study=study, status="completed").order_by("pk"):
         groups = measures.report(run)["groups"] or {}
@@ -227,7 +239,7 @@ def _wan(study, section):
 
 
 def _regard(study, section):
-    from .builder import _variables, chi2_block, gold_share_block
+    from .builder import _variables, chi2_block, gold_share_block  # cycle: builder imports seeds
 
     for variable, report, contrast in _variables(study):
         level = report["levels"].get("nominal")
@@ -264,8 +276,12 @@ def _regard(study, section):
 
 
 def _rupsycho(study, section):
-    from psychometrics import reports as psych_reports
-    from psychometrics.models import QuestionnaireRun
+    from psychometrics import (
+        reports as psych_reports,
+    )  # lazy: the apps' report modules load scipy and pandas on first use
+    from psychometrics.models import (
+        QuestionnaireRun,
+    )  # lazy: the apps' report modules load scipy and pandas on first use
 
     for run in QuestionnaireRun.objects.filter(study=study, status="completed").order_by("pk"):
         tests = psych_reports.run_report(run)["attribute_tests"]
@@ -322,7 +338,7 @@ LAYOUTS = {
 
 
 def section(study):
-    from recipes import library
+    from recipes import library  # lazy: the apps' report modules load scipy and pandas on first use
 
     name = seed_name(study)
     if name is None:

@@ -4,19 +4,19 @@ belongs to its request (the provider's refusal, an unparseable answer after re-a
 
 import random
 
-_ERRORS = None
+_ERRORS: tuple[type[BaseException], ...] | None = None
 
 OUTAGE_BACKOFF_BASE = 0.5  # seconds; doubles per consecutive outage error
 OUTAGE_BACKOFF_MAX = 8.0  # a returning service is noticed within this many seconds
 
 
-def infrastructure_errors():
+def infrastructure_errors() -> tuple[type[BaseException], ...]:
     """The exception classes that mean a service is away (only those of installed libraries)."""
     global _ERRORS
     if _ERRORS is None:
         from django.db import InterfaceError, OperationalError
 
-        errors = [OperationalError, InterfaceError]
+        errors: list[type[BaseException]] = [OperationalError, InterfaceError]
         try:
             import redis.exceptions
 
@@ -39,7 +39,7 @@ def infrastructure_errors():
     return _ERRORS
 
 
-def is_infrastructure_error(exc) -> bool:
+def is_infrastructure_error(exc: BaseException | None) -> bool:
     """True when `exc` (or what it was explicitly raised from) says a service is away, not that the work is wrong."""
     seen = set()
     while exc is not None and id(exc) not in seen:
@@ -50,7 +50,7 @@ def is_infrastructure_error(exc) -> bool:
     return False
 
 
-def outage_backoff(consecutive, rng=random):
+def outage_backoff(consecutive: int, rng: random.Random | None = None) -> float:
     """Seconds to wait after the `consecutive`-th outage error in a row: base·2^(n−1), capped, jitter [50%, 100%]."""
-    delay = min(OUTAGE_BACKOFF_MAX, OUTAGE_BACKOFF_BASE * 2 ** max(0, consecutive - 1))
-    return delay * (0.5 + rng.random() / 2)
+    delay = min(OUTAGE_BACKOFF_MAX, OUTAGE_BACKOFF_BASE * float(2 ** max(0, consecutive - 1)))
+    return delay * (0.5 + (rng or random).random() / 2)

@@ -1,13 +1,17 @@
 """Writes for studies and memberships. Views, the API and commands call these."""
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from .models import ActivityEvent, Membership, Role, Study
 
+User = Any  # the auth user model (or AnonymousUser / None for commands)
 
-def record_activity(study, actor, verb, target=""):
+
+def record_activity(study: Study, actor: User, verb: str, target: object = "") -> None:
     ActivityEvent.objects.create(
         study=study,
         actor=actor if getattr(actor, "is_authenticated", False) else None,
@@ -16,7 +20,7 @@ def record_activity(study, actor, verb, target=""):
     )
 
 
-def record_probe(study_id, token):
+def record_probe(study_id: int, token: str) -> None:
     """The worker probe's one activity line (the Celery integration test proves a worker wrote to the database)."""
     ActivityEvent.objects.get_or_create(study_id=study_id, verb="worker probe", target=token)
 
@@ -25,7 +29,7 @@ class StudyCreationRefused(PermissionError):
     pass
 
 
-def may_create_study(user):
+def may_create_study(user: User) -> bool:
     """STUDY_CREATORS: "any" signed-in user (default) or "staff" only; others join the studies they are invited to."""
     if getattr(settings, "STUDY_CREATORS", "any") == "staff":
         return bool(user is not None and getattr(user, "is_staff", False))
@@ -33,12 +37,12 @@ def may_create_study(user):
 
 
 @transaction.atomic
-def create_study(*, name, description="", created_by):
+def create_study(*, name: str, description: str = "", created_by: User) -> Study:
     if created_by is not None and not may_create_study(created_by):
         raise StudyCreationRefused(
             "On this installation only site staff create studies; ask them for a study or an invitation."
         )
-    study = Study.objects.create(name=name, description=description, created_by=created_by)
+    study: Study = Study.objects.create(name=name, description=description, created_by=created_by)
     if created_by is not None:  # None: made by a command (e.g. `recipe apply`) with no signed-in user
         Membership.objects.create(study=study, user=created_by, role=Role.ADMIN)
     record_activity(study, created_by, "created the study", study.name)
@@ -46,7 +50,7 @@ def create_study(*, name, description="", created_by):
 
 
 @transaction.atomic
-def update_study(study, *, actor, **fields):
+def update_study(study: Study, *, actor: User, **fields: str) -> Study:
     """Change a study's name or description (the only fields a user edits)."""
     changed = [name for name in ("name", "description") if name in fields and fields[name] != getattr(study, name)]
     for name in changed:
@@ -62,7 +66,7 @@ class MembershipError(ValueError):
 
 
 @transaction.atomic
-def add_member(*, study, username, role, actor):
+def add_member(*, study: Study, username: str, role: str, actor: User) -> Membership:
     if role not in Role.values:
         raise MembershipError(f"Unknown role {role!r}; choose one of {', '.join(Role.values)}.")
     user = get_user_model().objects.filter(username=username).first()
@@ -73,7 +77,7 @@ def add_member(*, study, username, role, actor):
     return membership
 
 
-def ensure_member(*, study, user, role):
+def ensure_member(*, study: Study, user: User, role: str) -> tuple[Membership, bool]:
     """Make `user` a member of `study` with `role` unless they already are one (their role then stays).
     Returns (membership, created)."""
     if role not in Role.values:
@@ -82,7 +86,7 @@ def ensure_member(*, study, user, role):
 
 
 @transaction.atomic
-def remove_member(*, membership, actor):
+def remove_member(*, membership: Membership, actor: User) -> None:
     study = membership.study
     if membership.role == Role.ADMIN and study.memberships.filter(role=Role.ADMIN).count() == 1:
         raise MembershipError("A study keeps at least one admin.")
@@ -90,7 +94,8 @@ def remove_member(*, membership, actor):
     membership.delete()
 
 
-def library_study():
+def library_study() -> Study:
+    study: Study
     study, _ = Study.objects.get_or_create(
         is_library=True,
         defaults={
@@ -101,7 +106,7 @@ def library_study():
     return study
 
 
-def set_spending_caps(study, **caps):
+def set_spending_caps(study: Study, **caps: object) -> None:
     """Write a study's spending cap (`spending_cap_usd`) or the limit staff allow it (`spending_cap_limit_usd`);
     the generation app's spending service checks who may and what is allowed."""
     allowed = {"spending_cap_usd", "spending_cap_limit_usd"}

@@ -6,6 +6,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from stereoscope.app_names import PROJECT_APPS
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -70,15 +72,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "axes",  # throttles failed logins (stereoscope/throttle.py)
     "stereoscope",
-    "generation",
-    "annotation",
-    "judging",
-    "agreement",
-    "psychometrics",
-    "measures",
-    "exports",
-    "recipes",
-    "reports",
+    *PROJECT_APPS,
 ]
 
 MIDDLEWARE = [

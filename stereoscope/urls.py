@@ -12,19 +12,10 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter, SimpleRouter
 
 from . import account_views, api, views
+from .app_names import PROJECT_APPS
 from .throttle import obtain_auth_token
 
-PLATFORM_APPS = [
-    "generation",
-    "annotation",
-    "judging",
-    "agreement",
-    "psychometrics",
-    "measures",
-    "exports",
-    "recipes",
-    "reports",
-]
+PLATFORM_APPS = list(PROJECT_APPS)
 installed = [app for app in PLATFORM_APPS if app in settings.INSTALLED_APPS]
 
 router = DefaultRouter()

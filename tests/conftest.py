@@ -242,6 +242,9 @@ def api_for():
     return make
 
 
+BROWSER_WAIT_MS = 90_000
+
+
 @pytest.fixture(scope="session")
 def browser():
     from playwright.sync_api import sync_playwright
@@ -256,7 +259,8 @@ def browser():
 def page(browser, live_server):
     context = browser.new_context(base_url=live_server.url)
     page = context.new_page()
-    page.set_default_timeout(15000)
+    # Generous: a wait ends as soon as its state arrives, and a loaded CI machine can take long to get there.
+    page.set_default_timeout(BROWSER_WAIT_MS)
     dialogs = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.dialogs = dialogs

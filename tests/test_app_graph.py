@@ -10,19 +10,12 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
+from django.conf import settings
+
+from stereoscope.app_names import PROJECT_APPS
+
 ROOT = Path(__file__).resolve().parent.parent
-APPS = [
-    "stereoscope",
-    "generation",
-    "annotation",
-    "judging",
-    "agreement",
-    "psychometrics",
-    "measures",
-    "exports",
-    "recipes",
-    "reports",
-]
+APPS = ["stereoscope", *PROJECT_APPS]
 
 # Direct dependencies each app may have besides the project package (every app -> stereoscope; stereoscope -> none).
 # An app may also use what its dependencies depend on (agreement -> annotation -> generation), never the reverse.
@@ -36,7 +29,7 @@ ALLOWED = {
     "agreement": {"annotation", "judging"},
     "exports": set(APPS) - {"exports", "recipes", "reports"},  # recipes and reports build on exports, not the reverse
     "recipes": set(APPS) - {"recipes", "reports"},
-    "reports": set(APPS) - {"reports"},  # the study report reads every app, nothing reads it
+    "reports": set(APPS) - {"reports"},  # the study report reads every app; nothing reads it
 }
 
 FIELDS = {"ForeignKey", "OneToOneField", "ManyToManyField"}
@@ -128,3 +121,11 @@ def test_the_scanner_sees_every_kind_of_reference():
     )
     found = {name.split(".")[0] for name, _line in referenced_modules(tree)}
     assert found == {"judging", "annotation", "measures", "psychometrics", "generation", "agreement"}
+
+
+def test_every_app_folder_is_a_listed_app():
+    """The app list is written once (stereoscope/app_names.py): a new app folder must be added there, and so to
+    INSTALLED_APPS, this graph and the package list."""
+    folders = {p.parent.name for p in ROOT.glob("*/apps.py")} - {"stereoscope"}
+    assert folders == set(PROJECT_APPS)
+    assert [a for a in settings.INSTALLED_APPS if a in folders or a == "stereoscope"] == APPS

@@ -81,6 +81,10 @@ DOWNLOADS = {
     "api-codebook-export": _api("codebooks/{codebook}/export/", "?file_format=csv"),
     "api-codebook-frequencies": _api("codebooks/{codebook}/frequencies/", "?file_format=csv"),
     "api-toolkit-weights-list": _api("toolkit-weights/", "?as=csv&method=raw"),
+    "agreement-variable-download": lambda d: [
+        reverse("agreement-variable-download", args=[d["s"], d["variable"]]) + q
+        for q in ("?table=gold&format=csv", "?table=gold&format=xlsx", "?table=all&format=xlsx&bootstrap=0")
+    ],
 }
 
 
@@ -189,6 +193,7 @@ def poisoned(coded_study, make_endpoint, fake_provider, export_root):  # noqa: F
         study, name="=POISON questionnaire run", instrument=asi, context_set=contexts, endpoints=[endpoint]
     )
     psych_runs.start(psych_run)
+    variable = _poisoned_variable(study, outputs[:2], coded_study["roles"]["users"])
     return {
         "s": study.pk,
         "toolkit": toolkit.pk,
@@ -199,7 +204,37 @@ def poisoned(coded_study, make_endpoint, fake_provider, export_root):  # noqa: F
         "psych_run": psych_run.pk,
         "admin": coded_study["roles"]["users"]["admin"],
         "code": codes["charisma"].pk,
+        "variable": variable.pk,
     }
+
+
+def _poisoned_variable(study, outputs, users):
+    """A story variable with a poisoned value name, coded by two coders (its gold labels name the value)."""
+    from annotation import services
+    from annotation.models import Assignment
+
+    codebook = services.import_codebook(
+        study,
+        {
+            "name": "Regard",
+            "codes": [
+                {
+                    "name": "Regard",
+                    "codable": False,
+                    "variable": "story",
+                    "children": [{"name": "=POISON value"}, {"name": "plain"}],
+                }
+            ],
+        },
+    )
+    values = {c.name: c for c in codebook.codes.filter(codable=True)}
+    for output in outputs:
+        Assignment.objects.create(study=study, codebook=codebook, output=output, coder=users["coder"])
+        for user in (users["coder"], users["researcher"]):
+            services.create_coding(
+                study=study, codebook=codebook, output=output, code=values["=POISON value"], coder=user
+            )
+    return codebook.codes.get(name="Regard")
 
 
 def _cells(response):

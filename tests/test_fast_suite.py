@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+from stereoscope.app_names import PROJECT_APPS
 from tests.conftest import REPO_ROOT
 
 
@@ -63,21 +64,7 @@ def test_no_test_or_code_reads_the_shared_folder_by_an_absolute_path():
     around = re.escape(str(REPO_ROOT.parent.resolve()))
     pattern = re.compile(rf"[\"']{around}/")
     offenders = []
-    for folder in (
-        "tests",
-        "benchmarks",
-        "scripts",
-        "stereoscope",
-        "generation",
-        "annotation",
-        "judging",
-        "agreement",
-        "psychometrics",
-        "measures",
-        "exports",
-        "recipes",
-        "reports",
-    ):
+    for folder in ("tests", "benchmarks", "scripts", "stereoscope", *PROJECT_APPS):
         for path in (REPO_ROOT / folder).rglob("*.py"):
             if pattern.search(path.read_text(encoding="utf-8")):
                 offenders.append(str(path.relative_to(REPO_ROOT)))

@@ -198,8 +198,7 @@ def retry_discovery(discovery, actor=None):
 
 def cancel_discovery(discovery, actor=None):
     """Stop the discovery; its open batches are cancelled at the provider (what they finished is still stored)."""
-    jobs.cancel(DISCOVERY_JOB, discovery)
-    batches.cancel_open(DISCOVERY_JOB.name, discovery.pk)
+    jobs.cancel(DISCOVERY_JOB, discovery)  # its open batches too
     record_activity(discovery.study, actor, "cancelled code discovery", f"#{discovery.pk}")
     discovery.refresh_from_db()
     return discovery

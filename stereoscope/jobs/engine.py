@@ -265,8 +265,19 @@ def retry_failed(kind, job, actor=None):
     return n
 
 
+_cancel_hooks = []
+
+
+def on_cancel(hook):
+    """Register `hook(kind_name, job_id)`, called whenever a job is cancelled: generation registers the cancelling of
+    the job's open provider batches, so no app writes that pair itself."""
+    if hook not in _cancel_hooks:
+        _cancel_hooks.append(hook)
+
+
 def cancel(kind, job):
-    """Ask every worker of the job to stop (they check every half second); a job nobody runs stops at once."""
+    """Ask every worker of the job to stop (they check every half second); a job nobody runs stops at once. Then the
+    cancel hooks run (open provider batches are cancelled)."""
     if job.status in (JobStatus.COMPLETED, JobStatus.CANCELLED):
         raise kind.error(f"The {kind.label} is already {job.status}.")
     updates = {"cancel_requested": True}
@@ -280,6 +291,8 @@ def cancel(kind, job):
         )
         _chunks(kind, job.pk).filter(status=ChunkStatus.PENDING).update(lease_token="", lease_expires_at=None)
     kind.model.objects.filter(pk=job.pk).update(**updates)
+    for hook in _cancel_hooks:
+        hook(kind.name, job.pk)
     job.refresh_from_db()
     return job
 

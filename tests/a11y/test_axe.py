@@ -87,9 +87,14 @@ def variable_workspace_url(s):
     return reverse("annotation-workspace", args=[s["study"].pk, variable.codebook_id, s["outputs"][0].pk])
 
 
+def variable_gold_url(s):
+    """The variable page listing every gold label (majority, ties, adjudication), not only the open ties."""
+    return reverse("agreement-variable", args=[s["study"].pk, s["variable"].pk]) + "?show=all"
+
+
 def study_page_urls(s):
     urls = [fill(route, name, object_ids(s)) for route, name in study_routes()]
-    urls = [u for u in dict.fromkeys(urls + [variable_workspace_url(s)]) if u]
+    urls = [u for u in dict.fromkeys(urls + [variable_workspace_url(s), variable_gold_url(s)]) if u]
     return sorted(urls, key=lambda u: any(word in u for word in LAST)) + ["/" + r for r in TOP_LEVEL]
 
 
@@ -111,6 +116,9 @@ def test_the_enumeration_covers_every_app(full_study):
     ]:
         assert f"/studies/{study}/{page}" in urls
     assert variable_workspace_url(full_study) in urls and reverse("my-work") in urls
+    variable_page = reverse("agreement-variable", args=[study, full_study["variable"].pk])
+    for url in (variable_page, variable_gold_url(full_study), reverse("study-spending", args=[study])):
+        assert url in urls
     assert len(urls) > 60
 
 
@@ -171,3 +179,37 @@ def test_no_serious_or_critical_violations_on_any_study_page(browser, live_serve
     assert len(checked) >= (20 if role == "coder" else 50), checked
     report = "\n".join(f"{url}\n{describe(v)}" for url, v in found.items())
     assert not found, f"{role}: serious/critical axe violations on {len(found)} of {len(checked)} pages:\n{report}"
+
+
+def test_the_variable_gold_and_spending_pages_have_no_serious_or_critical_violations(browser, live_server, full_study):
+    """Issue 35: the workspace with a variable (as its coder), the variable page with its new tables, its gold list,
+    the Agreement page listing the variable and the spending page (as a researcher), checked on their own."""
+    s, study = full_study, full_study["study"].pk
+    pages = {
+        "coder": [variable_workspace_url(s)],
+        "researcher": [
+            reverse("agreement-variable", args=[study, s["variable"].pk]),
+            variable_gold_url(s),
+            reverse("agreement", args=[study]),
+            reverse("study-spending", args=[study]),
+        ],
+    }
+    found, checked = {}, []
+    for role, urls in pages.items():
+        context = browser.new_context(base_url=live_server.url)
+        install_axe(context)
+        page = context.new_page()
+        page.set_default_timeout(20000)
+        try:
+            _login(page, role)
+            more, checked_more = check_pages(page, urls)
+            if role == "researcher":
+                page.goto(urls[0])
+                assert page.locator("#per-rater, #confusion, #variable-summary").count() >= 2  # the new tables render
+        finally:
+            context.close()
+        found.update(more)
+        checked += checked_more
+    assert checked == pages["coder"] + pages["researcher"], checked
+    report = "\n".join(f"{url}\n{describe(v)}" for url, v in found.items())
+    assert not found, f"serious/critical axe violations:\n{report}"

@@ -26,7 +26,7 @@ def active(page, js):
 
 
 def wait_active(page, js):
-    page.wait_for_function(f"() => {{ const el = document.activeElement; return !!el && ({js}); }}", timeout=5000)
+    page.wait_for_function(f"() => {{ const el = document.activeElement; return !!el && ({js}); }}")
 
 
 def tab_to(page, js, limit=80):
@@ -82,7 +82,7 @@ def test_coder_codes_reassigns_and_removes_with_the_keyboard_only(page, login, k
     first = Coding.objects.get()
     assert (first.code_id, first.start, first.end, first.quote) == (codes["lead_m"].pk, 0, 8, "Alex met")
     wait_active(page, "el.id === 'story'")  # focus came back to the story, cursor after the span
-    page.wait_for_function("() => window.getSelection().toString() === 'Sam'", timeout=5000)
+    page.wait_for_function("() => window.getSelection().toString() === 'Sam'")
     assert "Coded" in live_text(page)
 
     # a whole sentence: next sentence, then extend to its end

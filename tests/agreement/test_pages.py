@@ -163,7 +163,7 @@ def test_adjudication_page_flow_and_gold_as_rater(coded_study, client_for):
         (ns.outputs[11].pk, "0"),
     ]
     gold_csv = c.get(reverse("agreement-export", args=[ns.study.pk]) + "?table=gold").getvalue().decode()
-    assert gold_csv.startswith("target,output_id,value,decided_by") and gold_csv.count("\n") == 3
+    assert gold_csv.startswith("target,output_id,value,value_name,decided_by") and gold_csv.count("\n") == 3
     response = c.post(
         gold_url, {"target": target, "output": ns.outputs[10].pk, "value": "clear"}, HTTP_HX_REQUEST="true"
     )

@@ -151,7 +151,7 @@ def test_researcher_merges_into_dimension_watches_frequencies_and_undoes(
     assert not Code.objects.get(pk=codes["lead_m"].pk).active
 
     # the open frequency table refreshes by itself
-    freq_page.wait_for_selector("tr[data-label='Care'] td.total:text-is('4')", timeout=15000)
+    freq_page.wait_for_selector("tr[data-label='Care'] td.total:text-is('4')")
     assert freq_page.locator("tr[data-label='Leadership']").count() == 0
 
     page.click("#undo-button")
@@ -161,7 +161,7 @@ def test_researcher_merges_into_dimension_watches_frequencies_and_undoes(
     assert sorted(Coding.objects.values_list("code_id", flat=True)) == sorted(
         [codes["lead_m"].pk, codes["lead_m"].pk, codes["lead_f"].pk, codes["care_f"].pk]
     )
-    freq_page.wait_for_selector("tr[data-label='Leadership'] td.total:text-is('3')", timeout=15000)
+    freq_page.wait_for_selector("tr[data-label='Leadership'] td.total:text-is('3')")
     assert freq_page.locator("tr[data-label='Care'] td.total").inner_text() == "1"
 
 

@@ -41,6 +41,6 @@ def test_pending_discovery_refreshes_itself(discovery_env, page, login):  # noqa
     )
     DiscoveryRequest.objects.filter(pk=request.pk).update(status="done")
     CodeDiscovery.objects.filter(pk=discovery.pk).update(status="completed")
-    page.wait_for_selector(f"#discovery-{discovery.pk} input[value='Protective fathers']", timeout=10000)
+    page.wait_for_selector(f"#discovery-{discovery.pk} input[value='Protective fathers']")
     assert page.url == url
     assert page.locator(f"#discovery-{discovery.pk} h2 .tag").first.inner_text() == "completed"

@@ -33,4 +33,4 @@ def test_researcher_exports_from_the_page_and_sees_progress(coded_study, page, l
     page.reload()
     page.wait_for_selector(f"#export-job-{running.pk} >> text=3 / 10")
     ExportJob.objects.filter(pk=running.pk).update(status="failed", message="<b>disk full</b>")
-    page.wait_for_selector(f"#export-job-{running.pk} >> text=<b>disk full</b>", timeout=10000)
+    page.wait_for_selector(f"#export-job-{running.pk} >> text=<b>disk full</b>")

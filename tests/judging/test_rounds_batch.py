@@ -88,3 +88,35 @@ def test_batch_round_needs_judges_that_allow_it(study, make_endpoint):
             judges=list(data["endpoints"].values()),
             execution_mode="batch",
         )
+
+
+def test_cancelling_a_batch_round_cancels_its_open_batches_at_the_provider(study, make_endpoint, fake_provider):
+    """The job engine's cancel runs generation's hook: no app cancels batches itself (issue 37)."""
+    from tests.gencore.conftest import approved_connection
+
+    data = build_study(study, make_endpoint)
+    for endpoint in data["endpoints"].values():
+        endpoint.batch_enabled = True
+        endpoint.provider = "openai"
+        endpoint.connection = approved_connection("openai", endpoint.base_url, endpoint.api_key_env)
+        endpoint.save()
+    rnd = rounds.create_round(
+        study,
+        name="to cancel",
+        template=seed_template(study),
+        source_run=data["run"],
+        judges=list(data["endpoints"].values()),
+        policy="rotation",
+        batch_size=5,
+        seed=11,
+        execution_mode="batch",
+    )
+    rounds.materialize(rnd)
+    script_round(fake_provider, rnd, data["truth"], "free_text")
+    rounds.start(rnd)
+    ids = list(ProviderBatch.objects.filter(job_id=rnd.pk).values_list("provider_batch_id", flat=True))
+    assert len(ids) == 5
+    rnd.refresh_from_db()
+    rounds.cancel(rnd)
+    assert sorted(fake_provider.batches.cancelled) == sorted(ids)
+    assert set(ProviderBatch.objects.filter(job_id=rnd.pk).values_list("status", flat=True)) == {"cancelling"}

@@ -73,3 +73,21 @@ def test_loading_twice_is_idempotent(loaded):
     n = Instrument.objects.count()
     assert load_builtins(builtin_specs(), log=lambda *_: None) == []
     assert Instrument.objects.count() == n
+
+
+def test_gsdb_items_and_scale_match_rupsycho_appendix_b3(loaded):
+    """R.U.Psycho's persona-induced bias experiment: the 23 GSDB statements, 7 agreement points, its instruction."""
+    gsdb = loaded["gsdb-rupsycho"]
+    items = list(gsdb.items.order_by("position"))
+    assert len(items) == 23 and (gsdb.scale_min, gsdb.scale_max) == (1, 7)
+    assert gsdb.scale_labels["1"] == "Strongly disagree" and gsdb.scale_labels["7"] == "Strongly agree"
+    assert not any(i.reverse for i in items)
+    counts = {s: sum(i.subscale == s for i in items) for s in {i.subscale for i in items}}
+    assert counts == {"Affirmation": 14, "Gender normativity": 2, "Uniformity": 3, "Surgery": 2, "Upbringing": 2}
+    seed = shared_file("seeds", "002_c8bc15ca660c65a4.txt").read_text()
+    appendix = seed[seed.index("B.3 Experiment 3: GSDB") : seed.index("B.4 Experiment 4")]
+    flat = " ".join(re.sub(r"-\n(?=[a-z])", "", appendix).split())  # the seed's line breaks and hyphenation
+    for item in items:
+        assert f"{item.item_id}. Question: {item.text}" in flat, item.item_id
+    assert gsdb.instruction.startswith("Indicate your level of agreement with the following statements")
+    assert " ".join(gsdb.instruction.split()[-12:]) in flat

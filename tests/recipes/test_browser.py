@@ -49,9 +49,10 @@ def test_gallery_to_plan_then_apply_then_result_page(roles, page, login):
     gallery.locator("li:has-text('German regard') >> text=See the plan").click()
     page.wait_for_selector("h2:has-text('Plan: German regard')")
     assert page.locator("td:has-text('Completions')").count() >= 1
-    # model-a has no prices: the cost is unknown, not $0
-    assert "Known cost: unknown, no prices set for model-a" in page.locator("#plan-cost").inner_text()
-    assert "1,000 new call(s)" in page.locator("#plan-calls").inner_text()
+    # model-a and judge-a have no prices: the cost is unknown, not $0
+    assert "Known cost: unknown, no prices set for judge-a, model-a" in page.locator("#plan-cost").inner_text()
+    # 20 prompts × 50 samples, and one judge call per batch of 5 completions
+    assert "1,200 new call(s)" in page.locator("#plan-calls").inner_text()
     assert not GenerationRun.objects.filter(study=study).exists()  # only planned
     violations = blocking_violations(page)
     assert not violations, describe(violations)
@@ -60,7 +61,7 @@ def test_gallery_to_plan_then_apply_then_result_page(roles, page, login):
     assert "German regard" in page.locator("p.lead").inner_text()
     run = GenerationRun.objects.get(study=study, name="Completions")
     assert page.locator(f"a[href='/studies/{study.pk}/runs/{run.pk}/']").inner_text() == "Completions"
-    assert page.locator("td a:has-text('model-a')").count() == 1
+    assert page.locator("td a:has-text('model-a')").count() == 1 and page.locator("td a:has-text('judge-a')").count()
     assert page.locator("text=Invite coders").count() == 1
     violations = blocking_violations(page)
     assert not violations, describe(violations)

@@ -13,6 +13,8 @@ from psychometrics.builtin import DATA as INSTRUMENT_DATA
 from recipes import library
 
 N_ITEMS = 3
+# the stages a researcher marks done by hand in this test: Phase 1 coding (no researcher member) and code discovery
+PAST = ("--past", "Phase 1 occupation coding", "--past", "Phase 3 code discovery")
 
 
 def reduced_fang():
@@ -61,6 +63,11 @@ def test_recipe_run_fang_stops_at_the_coding_stage(fake_provider, monkeypatch, t
         encoding="utf-8",
     )
     call_command("recipe", "run", str(recipe), "--endpoints", str(endpoints))
+    first = capsys.readouterr().out
+    # Fang coded the Phase 1 occupation stories herself: the first stop waits for a researcher's codes
+    assert "Stopped at the human stage “Phase 1 occupation coding”" in first
+    assert "No researchers in the study yet" in first
+    call_command("recipe", "run", str(recipe), "--endpoints", str(endpoints), *PAST)
     out = capsys.readouterr().out
     runs = GenerationRun.objects.order_by("name")
     assert [r.status for r in runs] == ["completed"] * 3
@@ -78,7 +85,7 @@ def test_recipe_run_fang_stops_at_the_coding_stage(fake_provider, monkeypatch, t
     assert Response.objects.count() == N_ITEMS * 2
     assert "Stopped at the human stage “Phase 2 inductive coding”" in out
     assert "Code the induction stories in Annotate" in out
-    assert "[" + "#" * 30 + "]" in out  # the progress bar reached the end
+    assert "[" + "#" * 30 + "]" in first  # the progress bar reached the end
     assert "No coders in the study yet" in out
     # running again skips finished jobs; with two coders, the stories are assigned (k = 2) and the recipe waits
     from django.contrib.auth import get_user_model
@@ -91,7 +98,7 @@ def test_recipe_run_fang_stops_at_the_coding_stage(fake_provider, monkeypatch, t
     for name in ("ana", "ben"):
         get_user_model().objects.create_user(name)
         add_member(study=study, username=name, role="coder", actor=None)
-    call_command("recipe", "run", str(recipe), "--endpoints", str(endpoints))
+    call_command("recipe", "run", str(recipe), "--endpoints", str(endpoints), *PAST)
     again = capsys.readouterr().out
     assert "already completed" in again and "Assigned 30 stories (60 assignments) to 2 coders" in again
     phase2 = runs.get(name="Phase 2 induction stories")
@@ -99,7 +106,7 @@ def test_recipe_run_fang_stops_at_the_coding_stage(fake_provider, monkeypatch, t
     assert assignments.count() == 2 * N_ITEMS * 5 * 2 and {a.output.run_id for a in assignments} == {phase2.pk}
     for assignment in assignments.select_related("coder"):
         set_assignment_status(assignment, user=assignment.coder, done=True)
-    call_command("recipe", "run", str(recipe), "--endpoints", str(endpoints))
+    call_command("recipe", "run", str(recipe), "--endpoints", str(endpoints), *PAST)
     last = capsys.readouterr().out
     assert "human stage “Phase 2 inductive coding”: done (60 of 60 assignments done" in last
     assert "Stopped at the human stage “Phase 3 verdict verification”" in last
@@ -108,7 +115,9 @@ def test_recipe_run_fang_stops_at_the_coding_stage(fake_provider, monkeypatch, t
     from exports.models import ExportJob
 
     settings.EXPORT_ROOT = tmp_path / "exports"
-    call_command("recipe", "run", str(recipe), "--endpoints", str(endpoints), "--past", "Phase 3 verdict verification")
+    call_command(
+        "recipe", "run", str(recipe), "--endpoints", str(endpoints), *PAST, "--past", "Phase 3 verdict verification"
+    )
     assert "every job is done" in capsys.readouterr().out
     jobs = ExportJob.objects.filter(study=study).order_by("pk")
     assert [(j.format, j.status) for j in jobs] == [("csv", "completed"), ("qdpx", "completed")]
