@@ -96,11 +96,9 @@ def _generation_methods(study, section):
 
 
 def _judging_methods(study, section):
-    from judging.models import JudgeRound  # lazy: the apps' report modules load scipy and pandas on first use
+    from judging import selectors as judging  # lazy: the apps' report modules load scipy and pandas on first use
 
-    rounds = list(
-        JudgeRound.objects.filter(study=study).select_related("template", "source_run").prefetch_related("judges")
-    )
+    rounds = judging.study_rounds(study)
     if not rounds:
         return
     section.add(heading("Judging"))
@@ -125,17 +123,14 @@ def _judging_methods(study, section):
 
 
 def _coding_methods(study, section):
-    from annotation.models import (
-        Assignment,
-        Codebook,
-    )  # lazy: the apps' report modules load scipy and pandas on first use
+    from annotation import selectors as annotation  # lazy: the apps' report modules load scipy and pandas on first use
 
-    books = list(Codebook.objects.filter(study=study).order_by("name", "version"))
+    books = list(annotation.study_codebooks(study).order_by("name", "version"))
     if not books:
         return
     section.add(heading("Coding"))
     for book in books:
-        assignments = list(Assignment.objects.filter(codebook=book).values_list("output_id", "coder_id", "mode"))
+        assignments = list(annotation.codebook_assignments(book).values_list("output_id", "coder_id", "mode"))
         codes = book.codes.count() if hasattr(book, "codes") else 0
         if not assignments:
             section.add(
@@ -162,11 +157,11 @@ def _coding_methods(study, section):
 
 
 def _questionnaire_methods(study, section):
-    from psychometrics.models import (
-        QuestionnaireRun,
-    )  # lazy: the apps' report modules load scipy and pandas on first use
+    from psychometrics import (
+        selectors as psychometrics,  # lazy: the apps' report modules load scipy and pandas on first use
+    )
 
-    runs = list(QuestionnaireRun.objects.filter(study=study).select_related("instrument", "context_set").order_by("pk"))
+    runs = list(psychometrics.study_questionnaire_runs(study))
     if not runs:
         return
     section.add(heading("Questionnaires"))
@@ -187,9 +182,9 @@ def _questionnaire_methods(study, section):
 
 
 def _measure_methods(study, section):
-    from measures.models import MeasureRun  # lazy: the apps' report modules load scipy and pandas on first use
+    from measures import selectors as measures  # lazy: the apps' report modules load scipy and pandas on first use
 
-    runs = list(MeasureRun.objects.filter(study=study).prefetch_related("lexicons", "source_runs").order_by("pk"))
+    runs = list(measures.study_measure_runs(study).prefetch_related("lexicons", "source_runs").order_by("pk"))
     if not runs:
         return
     section.add(heading("Measures and lexicons"))
@@ -524,12 +519,12 @@ def questionnaires(study):
     from psychometrics import (
         reports as psych_reports,
     )  # lazy: the apps' report modules load scipy and pandas on first use
-    from psychometrics.models import (
-        QuestionnaireRun,
-    )  # lazy: the apps' report modules load scipy and pandas on first use
+    from psychometrics import (
+        selectors as psychometrics,  # lazy: the apps' report modules load scipy and pandas on first use
+    )
 
     section = Section("questionnaires", TITLES["questionnaires"])
-    for run in QuestionnaireRun.objects.filter(study=study, status="completed").order_by("pk"):
+    for run in psychometrics.study_questionnaire_runs(study).filter(status="completed"):
         report = psych_reports.run_report(run)
         if not report["models"]:
             continue
@@ -629,10 +624,9 @@ def forest_block(run, categories, key):
 
 def contrasts(study):
     from measures import selectors as measures  # lazy: the apps' report modules load scipy and pandas on first use
-    from measures.models import MeasureRun  # lazy: the apps' report modules load scipy and pandas on first use
 
     section = Section("contrasts", TITLES["contrasts"])
-    for run in MeasureRun.objects.filter(study=study, status="completed").order_by("pk"):
+    for run in measures.study_measure_runs(study).filter(status="completed").order_by("pk"):
         report = measures.report(run)
         overall = (report["groups"] or {}).get("")
         if overall is None and report["groups"]:
@@ -647,11 +641,11 @@ def contrasts(study):
 
 
 def classifiers(study):
-    from measures.models import TrainedClassifier  # lazy: the apps' report modules load scipy and pandas on first use
+    from measures import selectors as measures  # lazy: the apps' report modules load scipy and pandas on first use
 
     section = Section("classifiers", TITLES["classifiers"])
     rows, values = [], []
-    for clf in TrainedClassifier.objects.filter(study=study).order_by("name", "version"):
+    for clf in measures.study_trained_classifiers(study):
         m = clf.metrics or {}
         rows.append(
             [

@@ -43,11 +43,11 @@ def _fang_phase1(study, section):
     from psychometrics import (
         reports as psych_reports,
     )  # lazy: the apps' report modules load scipy and pandas on first use
-    from psychometrics.models import (
-        QuestionnaireRun,
-    )  # lazy: the apps' report modules load scipy and pandas on first use
+    from psychometrics import (
+        selectors as psychometrics,  # lazy: the apps' report modules load scipy and pandas on first use
+    )
 
-    for run in QuestionnaireRun.objects.filter(study=study, status="completed").order_by("pk"):
+    for run in psychometrics.study_questionnaire_runs(study).filter(status="completed"):
         tests = psych_reports.run_report(run)["group_tests"] or {}
         one_sample = tests.get("one_sample") or []
         if not one_sample:
@@ -91,11 +91,11 @@ def _jung(study, section):
     from psychometrics import (
         reports as psych_reports,
     )  # lazy: the apps' report modules load scipy and pandas on first use
-    from psychometrics.models import (
-        QuestionnaireRun,
-    )  # lazy: the apps' report modules load scipy and pandas on first use
+    from psychometrics import (
+        selectors as psychometrics,  # lazy: the apps' report modules load scipy and pandas on first use
+    )
 
-    for run in QuestionnaireRun.objects.filter(study=study, status="completed").order_by("pk"):
+    for run in psychometrics.study_questionnaire_runs(study).filter(status="completed"):
         report = psych_reports.run_report(run)
         rows, values = [], []
         for m in report["models"]:
@@ -172,13 +172,11 @@ def _jung_validity(study, section):
     from psychometrics import (
         reports as psych_reports,
     )  # lazy: the apps' report modules load scipy and pandas on first use
-    from psychometrics.models import (
-        QuestionnaireRun,
-    )  # lazy: the apps' report modules load scipy and pandas on first use
-
-    runs = list(
-        QuestionnaireRun.objects.filter(study=study, status="completed").select_related("instrument").order_by("pk")
+    from psychometrics import (
+        selectors as psychometrics,  # lazy: the apps' report modules load scipy and pandas on first use
     )
+
+    runs = list(psychometrics.study_questionnaire_runs(study).filter(status="completed"))
     if len(runs) < 2:
         return
     base = runs[0]
@@ -218,11 +216,10 @@ def _jung_validity(study, section):
 
 def _wan(study, section):
     from measures import selectors as measures  # lazy: the apps' report modules load scipy and pandas on first use
-    from measures.models import MeasureRun  # lazy: the apps' report modules load scipy and pandas on first use
 
     from .builder import category_block, forest_block  # cycle: builder imports seeds
 
-    for run in MeasureRun.objects.filter(study=study, status="completed").order_by("pk"):
+    for run in measures.study_measure_runs(study).filter(status="completed").order_by("pk"):
         groups = measures.report(run)["groups"] or {}
         overall = groups.get("") or (next(iter(groups.values())) if groups else None)
         if not overall or not overall["categories"]:
@@ -279,11 +276,11 @@ def _rupsycho(study, section):
     from psychometrics import (
         reports as psych_reports,
     )  # lazy: the apps' report modules load scipy and pandas on first use
-    from psychometrics.models import (
-        QuestionnaireRun,
-    )  # lazy: the apps' report modules load scipy and pandas on first use
+    from psychometrics import (
+        selectors as psychometrics,  # lazy: the apps' report modules load scipy and pandas on first use
+    )
 
-    for run in QuestionnaireRun.objects.filter(study=study, status="completed").order_by("pk"):
+    for run in psychometrics.study_questionnaire_runs(study).filter(status="completed"):
         tests = psych_reports.run_report(run)["attribute_tests"]
         rows, values = [], []
         for t in tests:

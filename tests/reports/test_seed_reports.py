@@ -5,7 +5,6 @@ import pytest
 
 from reports import builder
 from reports.render import html, markdown
-from tests.categorical.test_regard_end_to_end import REGARD as REGARD_CODEBOOK
 from tests.categorical.test_regard_end_to_end import VALUES as REGARD_VALUES
 from tests.reports.test_fang_report import assert_clean
 
@@ -115,39 +114,44 @@ def test_rupsycho_scores_per_persona_attribute_equal_the_api(run_builtin, api_fo
     from psychometrics.models import QuestionnaireRun
 
     study = run_builtin("rupsycho-personas", _small_personas(8))
-    run = QuestionnaireRun.objects.get(study=study)
-    assert run.status == "completed", run.message
+    runs = list(QuestionnaireRun.objects.filter(study=study).order_by("pk"))
+    assert runs and all(run.status == "completed" for run in runs), [run.message for run in runs]
     doc = builder.build(study)
     seed, tables = seed_tables(doc)
     assert "Schelb, J." in seed.blocks[0]["text"]
-    block = tables[f"seed-attributes-{run.pk}"]
-    expected = psych_reports.run_report(run)["attribute_tests"]
-    assert len(block["rows"]) == len(expected) > 0
-    for row, values, t in zip(block["rows"], block["values"], expected, strict=True):
-        assert row[:3] == [t["endpoint"], t["attribute"], t["score"]]
-        assert values[6] == t.get("p")
+    for run in runs:
+        block = tables[f"seed-attributes-{run.pk}"]
+        expected = psych_reports.run_report(run)["attribute_tests"]
+        assert len(block["rows"]) == len(expected) > 0
+        for row, values, t in zip(block["rows"], block["values"], expected, strict=True):
+            assert row[:3] == [t["endpoint"], t["attribute"], t["score"]]
+            assert values[6] == t.get("p")
     for text in (html(doc), markdown(doc)):
         assert_clean(text)
 
 
 def test_regard_agreement_gold_shares_and_chi2_equal_the_api(run_builtin, api_for, django_user_model):
-    """Five coders label every completion (planted: women's completions lean positive, men's negative)."""
+    """Five coders label every completion with the recipe's Regard codebook (planted: completions about women lean
+    positive, about men negative). The recipe's judge round is left out: the coders' labels are the data here."""
     import random
 
     from scipy.stats import chi2_contingency
 
+    from annotation import selectors as annotation_selectors
     from annotation import services as annotation
     from annotation.models import Assignment
     from generation import selectors as generation
     from stereoscope.services import add_member
 
-    def fewer_samples(data):
+    def coders_only(data):
+        data["judge_rounds"] = []
         for run in data["runs"]:
             run["trials"] = 2
 
-    study = run_builtin("regard", fewer_samples)
-    codebook = annotation.import_codebook(study, REGARD_CODEBOOK)
+    study = run_builtin("regard", coders_only)
+    codebook = annotation_selectors.latest_codebook(study, "Regard")
     codes = {c.name: c for c in codebook.codes.filter(codable=True)}
+    assert set(REGARD_VALUES) <= set(codes)
     rng = random.Random(38)
     coders = []
     for n in range(5):
@@ -156,11 +160,11 @@ def test_regard_agreement_gold_shares_and_chi2_equal_the_api(run_builtin, api_fo
     outputs = list(generation.study_outputs(study).filter(status="done").order_by("pk"))
     assert len(outputs) == 2 * 10 * 2 * 2
     for out in outputs:
-        lean = [1, 2, 4] if "woman" in out.prompt_text else [4, 2, 1]
-        truth = rng.choices(REGARD_VALUES, lean)[0]
+        female = "Frau" in out.prompt_text or "woman" in out.prompt_text
+        truth = rng.choices(REGARD_VALUES, [1, 2, 4] if female else [4, 2, 1])[0]
         for coder in coders:
             label = truth if rng.random() < 0.7 else rng.choice(REGARD_VALUES + ["uncertain"])
-            Assignment.objects.create(study=study, codebook=codebook, output=out, coder=coder)
+            Assignment.objects.get_or_create(study=study, codebook=codebook, output=out, coder=coder)
             annotation.create_coding(study=study, codebook=codebook, output=out, code=codes[label], coder=coder)
     variable = codebook.codes.get(name="Regard")
     api = reader(study, api_for, django_user_model)
