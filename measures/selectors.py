@@ -4,7 +4,7 @@ import math
 from collections import defaultdict
 
 from .contrasts import DEFAULT_GROUPINGS, compute, per_context_scores
-from .models import Lexicon, LexiconCategory, MeasureRun, OutputMeasure
+from .models import Lexicon, LexiconCategory, MeasureRun, OutputMeasure, TrainedClassifier
 
 LABEL_COLORS = {"positive": "#2f9e44", "neutral": "#adb5bd", "negative": "#e03131", "other": "#845ef7"}
 
@@ -208,6 +208,11 @@ def sentence_rows(run):
 def study_measure_runs(study):
     """The study's measure runs, newest first (a queryset to narrow)."""
     return MeasureRun.objects.filter(study=study).order_by("-pk")
+
+
+def study_trained_classifiers(study):
+    """The study's trained classifiers by name and version (a queryset to narrow)."""
+    return TrainedClassifier.objects.filter(study=study).order_by("name", "version")
 
 
 def measure_run_in_study(study, run_id):

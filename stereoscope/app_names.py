@@ -10,4 +10,5 @@ PROJECT_APPS = (
     "measures",
     "exports",
     "recipes",
+    "reports",
 )

@@ -46,5 +46,6 @@ NAV_SECTIONS = [
     ("Measures", "measures", "measures"),
     ("Exports", "exports", "exports"),
     ("Recipe", "recipe", "recipe"),
+    ("Report", "report", "report"),
     ("Members", "study-members", "members"),
 ]

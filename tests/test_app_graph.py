@@ -27,8 +27,9 @@ ALLOWED = {
     "psychometrics": {"generation", "measures"},
     "measures": {"generation", "annotation"},
     "agreement": {"annotation", "judging"},
-    "exports": set(APPS) - {"exports", "recipes"},  # recipes may build on exports, not the reverse
-    "recipes": set(APPS) - {"recipes"},
+    "exports": set(APPS) - {"exports", "recipes", "reports"},  # recipes and reports build on exports, not the reverse
+    "recipes": set(APPS) - {"recipes", "reports"},
+    "reports": set(APPS) - {"reports"},  # the study report reads every app; nothing reads it
 }
 
 FIELDS = {"ForeignKey", "OneToOneField", "ManyToManyField"}

@@ -22,7 +22,7 @@ def test_each_role_sees_the_sections_it_can_open(roles, client_for):
     admin = nav_labels(client_for(users["admin"]), study)
     common = ["Studies", "Dashboard", "Toolkits", "Runs", "Coding", "Judging"]
     assert coder == common + ["Questionnaires", "Measures"]
-    assert researcher == common + ["Agreement", "Questionnaires", "Measures", "Exports", "Recipe"]
+    assert researcher == common + ["Agreement", "Questionnaires", "Measures", "Exports", "Recipe", "Report"]
     assert admin == researcher + ["Members"]
 
 

@@ -112,6 +112,7 @@ def test_the_enumeration_covers_every_app(full_study):
         "measures/",
         "exports/",
         "members/",
+        "report/",
     ]:
         assert f"/studies/{study}/{page}" in urls
     assert variable_workspace_url(full_study) in urls and reverse("my-work") in urls
