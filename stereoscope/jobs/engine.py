@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypeAlias, TypedDict, TypeVar
+from typing import Any, NotRequired, Protocol, TypedDict, TypeVar
 
 from django.conf import settings
 from django.db import transaction
@@ -25,11 +25,8 @@ from django.utils import timezone
 
 from .. import worker_heartbeat
 from ..outages import is_infrastructure_error
+from ..user_types import Actor
 from .models import ACTIVE, TERMINAL, ChunkStatus, Job, JobChunk, JobStatus
-
-if TYPE_CHECKING:  # the auth models cannot be imported before the apps are loaded
-    from django.contrib.auth.base_user import AbstractBaseUser
-    from django.contrib.auth.models import AnonymousUser
 
 log = logging.getLogger(__name__)
 
@@ -267,7 +264,6 @@ def plan_chunks(kind: JobKind, job: Job) -> int:
 
 
 J = TypeVar("J", bound=Job)
-Actor: TypeAlias = "AbstractBaseUser | AnonymousUser | None"  # who starts the job (None: a command)
 Updates = dict[str, Any]  # the keyword arguments of one QuerySet.update of a job row
 
 
