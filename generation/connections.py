@@ -7,21 +7,28 @@ that is about to call a provider asks `runtime_problem` first, so a connection t
 struck off, stops the calls at once.
 """
 
+from __future__ import annotations
+
 import os
+from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
+
+from stereoscope.models import Study
+from stereoscope.user_types import Actor
 
 from .key_variables import key_variable_problem
 from .models import ConnectionStatus, ModelEndpoint, Provider, ProviderConnection
 
-OFFICIAL_HOSTS = {Provider.OPENAI: "api.openai.com", Provider.ANTHROPIC: "api.anthropic.com"}
-OFFICIAL_KEY_VARIABLES = {Provider.OPENAI: "OPENAI_API_KEY", Provider.ANTHROPIC: "ANTHROPIC_API_KEY"}
+OFFICIAL_HOSTS: dict[str, str] = {Provider.OPENAI: "api.openai.com", Provider.ANTHROPIC: "api.anthropic.com"}
+OFFICIAL_KEY_VARIABLES: dict[str, str] = {Provider.OPENAI: "OPENAI_API_KEY", Provider.ANTHROPIC: "ANTHROPIC_API_KEY"}
 KEYLESS = (Provider.MANUAL, Provider.TRANSFORMERS)
-DEFAULT_NAMES = {Provider.MANUAL: "Manual entry", Provider.TRANSFORMERS: "Local transformers"}
+DEFAULT_NAMES: dict[str, str] = {Provider.MANUAL: "Manual entry", Provider.TRANSFORMERS: "Local transformers"}
 LIMIT_FIELDS = ("max_concurrency", "requests_per_minute", "tokens_per_minute")
 EDITABLE = (
     "name",
@@ -37,21 +44,21 @@ EDITABLE = (
 
 
 class ConnectionError(ValueError):  # noqa: A001 - the module's own error, never the builtin
-    def __init__(self, problems):
+    def __init__(self, problems: dict[str, str] | str) -> None:
         self.problems = problems if isinstance(problems, dict) else {"__all__": str(problems)}
         super().__init__(" ".join(f"{k}: {v}" if k != "__all__" else v for k, v in self.problems.items()))
 
 
-def is_staff(actor):
+def is_staff(actor: Actor) -> bool:
     return bool(actor is not None and getattr(actor, "is_active", False) and getattr(actor, "is_staff", False))
 
 
-def _require_staff(actor):
+def _require_staff(actor: Actor) -> None:
     if not is_staff(actor):
         raise ConnectionError("Only site staff manage provider connections.")
 
 
-def on_official_host(provider, base_url):
+def on_official_host(provider: str, base_url: str) -> bool:
     host = OFFICIAL_HOSTS.get(provider)
     if host is None:
         return False
@@ -61,16 +68,16 @@ def on_official_host(provider, base_url):
 # -- reads ------------------------------------------------------------------------------------------------------------
 
 
-def open_to(study):
+def open_to(study: Study | int) -> QuerySet[ProviderConnection]:
     """Connections a study may choose (approved or waiting for approval), by name."""
     return ProviderConnection.objects.filter(Q(all_studies=True) | Q(studies=study)).distinct().order_by("name")
 
 
-def names_open_to(study):
+def names_open_to(study: Study | int) -> list[str]:
     return list(open_to(study).values_list("name", flat=True))
 
 
-def find_for_study(study, value):
+def find_for_study(study: Study | int, value: ProviderConnection | int | str | None) -> ProviderConnection | None:
     """The connection named (or numbered) `value` that `study` may use, or None."""
     if isinstance(value, ProviderConnection):
         value = value.pk
@@ -82,16 +89,18 @@ def find_for_study(study, value):
     return candidates.filter(name=str(value or "").strip()).first()
 
 
-def allows_study(connection, study_id):
+def allows_study(connection: ProviderConnection, study_id: int) -> bool:
     return connection.all_studies or connection.studies.filter(pk=study_id).exists()
 
 
-def model_allowed(connection, model_id):
+def model_allowed(connection: ProviderConnection, model_id: str | None) -> bool:
     allowed = [str(m).strip() for m in (connection.allowed_models or []) if str(m).strip()]
     return not allowed or (model_id or "").strip() in allowed
 
 
-def access_problem(connection, study_id, model_id, provider=None):
+def access_problem(
+    connection: ProviderConnection | None, study_id: int, model_id: str | None, provider: str | None = None
+) -> str:
     """Why an endpoint of `study_id` may not use `connection` for `model_id` ("" when it may)."""
     if connection is None:
         return "it has no provider connection; choose one of the connections staff approved."
@@ -108,17 +117,17 @@ def access_problem(connection, study_id, model_id, provider=None):
     return ""
 
 
-def pending_reason(connection):
+def pending_reason(connection: ProviderConnection | None) -> str:
     if connection is not None and connection.status != ConnectionStatus.APPROVED:
         why = f" {connection.status_reason}" if connection.status_reason else ""
         return f"the connection “{connection.name}” is waiting for approval by site staff.{why}"
     return ""
 
 
-def start_problems(endpoints):
+def start_problems(endpoints: Iterable[ModelEndpoint]) -> list[str]:
     """Why runs on these endpoints cannot start at all (a connection that does not allow them, a key variable that
     is not set); a connection waiting for approval is no reason: the job waits for it."""
-    problems = []
+    problems: list[str] = []
     for endpoint in endpoints:
         if endpoint.provider == Provider.MANUAL:
             continue
@@ -127,6 +136,7 @@ def start_problems(endpoints):
         if problem:
             problems.append(f"“{endpoint.name}”: {problem}")
             continue
+        assert connection is not None  # access_problem reports a missing connection
         needs_key = endpoint.provider in OFFICIAL_HOSTS or bool(connection.api_key_env)
         if needs_key and not connection.key_is_set:
             problems.append(
@@ -136,16 +146,17 @@ def start_problems(endpoints):
     return problems
 
 
-def runtime_problem(endpoint):
+def runtime_problem(endpoint: ModelEndpoint) -> str:
     """Checked again right before calls go out (run start, a worker building clients): "" when the endpoint's
     connection is approved, open to its study and serves its model."""
-    connection = ProviderConnection.objects.filter(pk=endpoint.connection_id).first()
+    # an endpoint without a connection finds none (access_problem says so)
+    connection = ProviderConnection.objects.filter(pk=endpoint.connection_id).first()  # type: ignore[misc]
     if endpoint.provider == Provider.MANUAL:
         return ""
     return pending_reason(connection) or access_problem(connection, endpoint.study_id, endpoint.model_id)
 
 
-def hold_reason(endpoints):
+def hold_reason(endpoints: Iterable[ModelEndpoint]) -> str:
     """The reason a job on these endpoints must wait, or "": a connection that is not approved or no longer
     allows the endpoint (staff can fix either; the job resumes by itself when they do)."""
     for endpoint in endpoints:
@@ -158,7 +169,7 @@ def hold_reason(endpoints):
 # -- writes -----------------------------------------------------------------------------------------------------------
 
 
-def _money(value, field):
+def _money(value: object, field: str) -> tuple[Decimal | None, str]:
     if value in (None, ""):
         return None, ""
     try:
@@ -172,19 +183,27 @@ def _money(value, field):
     return number.quantize(Decimal("0.01")), ""
 
 
-def clean_connection(data, instance=None):
+# Connection fields as a form, the API or a recipe gives them (values of any JSON type, checked here).
+ConnectionData = Mapping[str, Any]
+
+
+def clean_connection(
+    data: ConnectionData, instance: ProviderConnection | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
     """Cleaned values and {field: message} problems for connection fields (missing fields keep the instance's)."""
     from stereoscope.models import Study
 
-    current = {f: getattr(instance, f) for f in EDITABLE if f != "studies"} if instance else {}
+    current: dict[str, Any] = {f: getattr(instance, f) for f in EDITABLE if f != "studies"} if instance else {}
     if instance is not None:
         current["studies"] = list(instance.studies.values_list("pk", flat=True))
     values = {**current, **{k: v for k, v in data.items() if k in EDITABLE}}
-    problems, clean = {}, {}
+    problems: dict[str, str] = {}
+    clean: dict[str, Any] = {}  # what the model fields take
     name = str(values.get("name") or "").strip()
     if not name:
         problems["name"] = "Give the connection a name."
-    elif ProviderConnection.objects.filter(name=name).exclude(pk=getattr(instance, "pk", None)).exists():
+    # pk=None (a new connection) excludes nothing
+    elif ProviderConnection.objects.filter(name=name).exclude(pk=getattr(instance, "pk", None)).exists():  # type: ignore[misc]
         problems["name"] = f"A connection named “{name}” exists already."
     clean["name"] = name[:200]
     provider = values.get("provider") or ""
@@ -234,7 +253,7 @@ def clean_connection(data, instance=None):
         all_studies = all_studies.strip().lower() in ("1", "true", "on", "yes")
     clean["all_studies"] = bool(all_studies)
     studies = values.get("studies") or []
-    ids = []
+    ids: list[int] = []
     for study in studies:
         pk = getattr(study, "pk", study)
         try:
@@ -252,7 +271,9 @@ def clean_connection(data, instance=None):
 
 
 @transaction.atomic
-def save_connection(data, *, actor, instance=None):
+def save_connection(
+    data: ConnectionData, *, actor: Actor, instance: ProviderConnection | None = None
+) -> ProviderConnection:
     """Create or change a connection (staff only). A connection staff save is approved: they chose its host."""
     _require_staff(actor)
     clean, problems = clean_connection(data, instance)
@@ -264,7 +285,7 @@ def save_connection(data, *, actor, instance=None):
         setattr(connection, field, value)
     connection.status = ConnectionStatus.APPROVED
     connection.status_reason = ""
-    connection.approved_by = actor
+    connection.approved_by = actor  # type: ignore[assignment]  # staff (_require_staff): a signed-in User
     connection.approved_at = timezone.now()
     connection.save()
     connection.studies.set(studies)
@@ -273,7 +294,7 @@ def save_connection(data, *, actor, instance=None):
     return connection
 
 
-def _sync_endpoints(connection):
+def _sync_endpoints(connection: ProviderConnection) -> None:
     """Endpoints follow their connection's provider kind."""
     ModelEndpoint.objects.filter(connection=connection).exclude(provider=connection.provider).update(
         provider=connection.provider
@@ -281,7 +302,7 @@ def _sync_endpoints(connection):
 
 
 @transaction.atomic
-def approve_connection(connection, *, actor):
+def approve_connection(connection: ProviderConnection, *, actor: Actor) -> ProviderConnection:
     _require_staff(actor)
     ProviderConnection.objects.filter(pk=connection.pk).update(
         status=ConnectionStatus.APPROVED, status_reason="", approved_by=actor, approved_at=timezone.now()
@@ -292,7 +313,7 @@ def approve_connection(connection, *, actor):
 
 
 @transaction.atomic
-def delete_connection(connection, *, actor):
+def delete_connection(connection: ProviderConnection, *, actor: Actor) -> None:
     _require_staff(actor)
     used = list(connection.endpoints.values_list("study__name", "name")[:5])
     if used:
@@ -303,7 +324,7 @@ def delete_connection(connection, *, actor):
     connection.delete()
 
 
-def default_connection(provider):
+def default_connection(provider: str) -> ProviderConnection:
     """The built-in approved connection of a keyless kind (manual entry, local transformers)."""
     connection, _ = ProviderConnection.objects.get_or_create(
         name=DEFAULT_NAMES[provider],
@@ -312,10 +333,10 @@ def default_connection(provider):
     return connection
 
 
-def ensure_official_connections():
+def ensure_official_connections() -> list[str]:
     """Approved connections for the official OpenAI and Anthropic hosts whose key variables are set (make run).
     Returns the names created."""
-    made = []
+    made: list[str] = []
     for provider, variable in OFFICIAL_KEY_VARIABLES.items():
         if not os.environ.get(variable) or key_variable_problem(variable):
             continue
@@ -329,7 +350,7 @@ def ensure_official_connections():
     return made
 
 
-def wake_waiting_jobs():
+def wake_waiting_jobs() -> list[tuple[str, int]]:
     """Queue again every waiting job whose reason has cleared (after an approval or a raised cap)."""
     from stereoscope import jobs
 

@@ -11,16 +11,16 @@ import os
 from django.conf import settings
 
 
-def is_product_variable(name):
+def is_product_variable(name: str) -> bool:
     prefixes = tuple(getattr(settings, "PRODUCT_ENV_PREFIXES", ()))
     return name in set(getattr(settings, "PRODUCT_ENV_VARIABLES", ())) or bool(prefixes and name.startswith(prefixes))
 
 
-def allowed_key_variables():
+def allowed_key_variables() -> list[str]:
     return [n for n in getattr(settings, "PROVIDER_KEY_VARIABLES", []) if not is_product_variable(n)]
 
 
-def key_variable_problem(name):
+def key_variable_problem(name: str | None) -> str | None:
     """None when `name` may hold a provider key, else a message saying why not (never the value)."""
     name = (name or "").strip()
     if not name:
@@ -37,7 +37,7 @@ def key_variable_problem(name):
     return None
 
 
-def key_value(name):
+def key_value(name: str | None) -> str | None:
     """The value of an allowed key variable, or None when it is not allowed or not set."""
     name = (name or "").strip()
     if not name or key_variable_problem(name):

@@ -11,10 +11,14 @@ itself once the cap is raised. The check and the ledger update share one transac
 (the ledger rows, then the study and the connection), so workers in many processes never overshoot together.
 """
 
+from __future__ import annotations
+
 import datetime
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from typing import TypedDict, cast
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
@@ -24,10 +28,40 @@ from django.utils import timezone
 from stereoscope.models import Role, Study
 from stereoscope.permissions import has_role
 from stereoscope.services import record_activity, set_spending_caps
+from stereoscope.user_types import Actor
 
-from .models import ProviderConnection, SpendingLedger
+from .models import ModelEndpoint, ProviderConnection, SpendingLedger
 
 ZERO = Decimal("0")
+LedgerKey = tuple[int, datetime.date]  # (connection id, month)
+LedgerRow = tuple[int, int, int, Decimal, Decimal]  # (calls, input tokens, output tokens, cost, reserved)
+
+
+class LedgerLine(TypedDict):
+    """One ledger row as the Spending page lists it."""
+
+    month: datetime.date
+    connection__name: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: Decimal
+    reserved_usd: Decimal
+
+
+class SpendingSummary(TypedDict):
+    """The Spending page's figures of one study."""
+
+    rows: list[LedgerLine]  # by month and connection
+    by_month: list[dict[str, object]]
+    total_usd: Decimal
+    reserved_usd: Decimal
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cap_usd: Decimal | None
+    cap_limit_usd: Decimal | None
+    remaining_usd: Decimal | None
 
 
 @dataclass
@@ -47,18 +81,18 @@ class CapError(ValueError):
     pass
 
 
-def month_of(moment):
+def month_of(moment: datetime.datetime | None) -> datetime.date:
     moment = moment or timezone.now()
     if timezone.is_aware(moment):
         moment = moment.astimezone(datetime.timezone.utc)
     return datetime.date(moment.year, moment.month, 1)
 
 
-def _money(value):
+def _money(value: Decimal | float | str | None) -> str:
     return f"${Decimal(value or 0).quantize(Decimal('0.01')):,}"
 
 
-def _upsert(study_id, rows):
+def _upsert(study_id: int, rows: Mapping[LedgerKey, LedgerRow]) -> None:
     """Add to ledger rows, creating them as needed: rows are {(connection_id, month): (calls, in, out, cost, reserved)}.
     One INSERT ... ON CONFLICT DO UPDATE per row (SQLite and PostgreSQL); it also takes the row's write lock."""
     if not rows:
@@ -92,7 +126,7 @@ def _upsert(study_id, rows):
         cursor.executemany(sql, params)
 
 
-def admit(study_id, charges, *, reserve=False):
+def admit(study_id: int, charges: Sequence[Charge], *, reserve: bool = False) -> tuple[list[bool], str, Decimal | None]:
     """Count the charges that fit under the caps, in order, and return (accepted flags, reason of the first that
     did not, the estimate that did not fit). Call inside the transaction that writes the calls' attempt rows.
     `reserve` counts them as reserved (a batch submission) instead of spent."""
@@ -108,8 +142,10 @@ def admit(study_id, charges, *, reserve=False):
     )
     study_total = _study_total(study_id) if study_cap is not None else ZERO
     connection_totals = {key: _connection_month_total(*key) for key in keys if connection_caps.get(key[0]) is not None}
+    accepted: list[bool]
+    need: Decimal | None
     accepted, reason, need = [], "", None
-    added = defaultdict(lambda: [0, 0, 0, ZERO, ZERO])
+    added: defaultdict[LedgerKey, list[int | Decimal]] = defaultdict(lambda: [0, 0, 0, ZERO, ZERO])
     for charge in charges:
         key = (charge.connection_id, charge.month)
         cap = connection_caps.get(charge.connection_id)
@@ -119,13 +155,14 @@ def admit(study_id, charges, *, reserve=False):
                 f"Waiting: a spending cap applies, but “{charge.label}” has no prices, so its calls cannot be "
                 "counted against it. Set the endpoint's prices (USD per million tokens)."
             )
-        elif study_cap is not None and study_total + charge.cost > study_cap:
+        # charge.cost is not None below: a None cost under a cap took the branch above
+        elif study_cap is not None and study_total + charge.cost > study_cap:  # type: ignore[operator]
             problem = (
                 f"Waiting: the study's spending cap of {_money(study_cap)} is reached ({_money(study_total)} spent "
                 f"or reserved; the next call needs about {_money(charge.cost)}). A study admin can raise it on the "
                 "Spending page."
             )
-        elif cap is not None and connection_totals[key] + charge.cost > cap:
+        elif cap is not None and connection_totals[key] + charge.cost > cap:  # type: ignore[operator]
             name = ProviderConnection.objects.filter(pk=charge.connection_id).values_list("name", flat=True).first()
             problem = (
                 f"Waiting: the connection “{name}” has reached its monthly cap of {_money(cap)} "
@@ -150,44 +187,48 @@ def admit(study_id, charges, *, reserve=False):
             row[1] += charge.input_tokens
             row[2] += charge.output_tokens
             row[3] += cost
-    _upsert(study_id, {key: tuple(row) for key, row in added.items()})
+    _upsert(study_id, {key: cast(LedgerRow, tuple(row)) for key, row in added.items()})
     return accepted, reason, need
 
 
-def record(study_id, charges):
+def record(study_id: int, charges: Iterable[Charge]) -> None:
     """Add charges that are already decided (corrections when an attempt closes, answers of a batch): no cap
     check. `calls` and tokens may be negative (an estimate replaced by the real figure)."""
-    rows = defaultdict(lambda: [0, 0, 0, ZERO, ZERO])
+    rows: defaultdict[LedgerKey, list[int | Decimal]] = defaultdict(lambda: [0, 0, 0, ZERO, ZERO])
     for charge in charges:
         row = rows[(charge.connection_id, charge.month)]
         row[0] += charge.calls
         row[1] += charge.input_tokens
         row[2] += charge.output_tokens
         row[3] += charge.cost or ZERO
-    _upsert(study_id, {key: tuple(row) for key, row in rows.items() if any(row)})
+    _upsert(study_id, {key: cast(LedgerRow, tuple(row)) for key, row in rows.items() if any(row)})
 
 
-def release_reservation(study_id, connection_id, month, amount):
+def release_reservation(
+    study_id: int, connection_id: int, month: datetime.date, amount: Decimal | int | str | None
+) -> None:
     if amount:
         _upsert(study_id, {(connection_id, month): (0, 0, 0, ZERO, -Decimal(amount))})
 
 
-def _study_total(study_id):
-    totals = SpendingLedger.objects.filter(study_id=study_id).aggregate(cost=Sum("cost_usd"), res=Sum("reserved_usd"))
+def _study_total(study_id: int) -> Decimal:
+    totals: dict[str, Decimal | None] = SpendingLedger.objects.filter(study_id=study_id).aggregate(
+        cost=Sum("cost_usd"), res=Sum("reserved_usd")
+    )
     return (totals["cost"] or ZERO) + (totals["res"] or ZERO)
 
 
-def _connection_month_total(connection_id, month):
-    totals = SpendingLedger.objects.filter(connection_id=connection_id, month=month).aggregate(
-        cost=Sum("cost_usd"), res=Sum("reserved_usd")
-    )
+def _connection_month_total(connection_id: int, month: datetime.date) -> Decimal:
+    totals: dict[str, Decimal | None] = SpendingLedger.objects.filter(
+        connection_id=connection_id, month=month
+    ).aggregate(cost=Sum("cost_usd"), res=Sum("reserved_usd"))
     return (totals["cost"] or ZERO) + (totals["res"] or ZERO)
 
 
 # -- holds: checked when a worker starts on a job and by the sweep ------------------------------------------------
 
 
-def budget_hold(study, endpoints, need=None):
+def budget_hold(study: Study, endpoints: Iterable[ModelEndpoint], need: Decimal | str | None = None) -> str:
     """Why a job of `study` on `endpoints` must wait for money, or "": a cap already reached (or too close to fit
     `need`, the estimate of the call that was held)."""
     need = Decimal(need) if need not in (None, "") else ZERO
@@ -201,7 +242,8 @@ def budget_hold(study, endpoints, need=None):
             )
     month = month_of(None)
     for endpoint in endpoints:
-        connection = ProviderConnection.objects.filter(pk=endpoint.connection_id).first()
+        # an endpoint without a connection finds none and is skipped
+        connection = ProviderConnection.objects.filter(pk=endpoint.connection_id).first()  # type: ignore[misc]
         if connection is None or connection.monthly_cap_usd is None:
             continue
         spent = _connection_month_total(connection.pk, month)
@@ -217,7 +259,7 @@ def budget_hold(study, endpoints, need=None):
 # -- reads for the Spending page ----------------------------------------------------------------------------------
 
 
-def study_spending(study):
+def study_spending(study: Study) -> SpendingSummary:
     """The study's ledger by month and connection, with totals, its cap and what is left."""
     rows = list(
         SpendingLedger.objects.filter(study=study)
@@ -225,7 +267,7 @@ def study_spending(study):
         .order_by("month", "connection__name")
         .values("month", "connection__name", "calls", "input_tokens", "output_tokens", "cost_usd", "reserved_usd")
     )
-    months = defaultdict(lambda: ZERO)
+    months: defaultdict[datetime.date, Decimal] = defaultdict(lambda: ZERO)
     for row in rows:
         months[row["month"]] += row["cost_usd"] + row["reserved_usd"]
     total = sum((r["cost_usd"] for r in rows), ZERO)
@@ -245,16 +287,16 @@ def study_spending(study):
     }
 
 
-def remaining_budget(study):
+def remaining_budget(study: Study) -> Decimal | None:
     """USD the study may still spend under its own cap (None: no cap)."""
     cap = Study.objects.filter(pk=study.pk).values_list("spending_cap_usd", flat=True).first()
     return None if cap is None else cap - _study_total(study.pk)
 
 
-def cap_limit(study):
+def cap_limit(study: Study) -> Decimal | None:
     """The highest cap the study's admins may set (None: no limit): the study's own limit set by staff, else the
     site's STUDY_SPENDING_CAP_LIMIT_USD."""
-    limit = Study.objects.filter(pk=study.pk).values_list("spending_cap_limit_usd", flat=True).first()
+    limit: Decimal | None = Study.objects.filter(pk=study.pk).values_list("spending_cap_limit_usd", flat=True).first()
     if limit is not None:
         return limit
     default = getattr(settings, "STUDY_SPENDING_CAP_LIMIT_USD", None)
@@ -264,7 +306,7 @@ def cap_limit(study):
 # -- writes -------------------------------------------------------------------------------------------------------
 
 
-def _amount(value, what):
+def _amount(value: object, what: str) -> Decimal | None:
     if value in (None, ""):
         return None
     try:
@@ -279,7 +321,7 @@ def _amount(value, what):
 
 
 @transaction.atomic
-def set_study_cap(study, value, *, actor):
+def set_study_cap(study: Study, value: object, *, actor: Actor) -> Decimal | None:
     """A study admin sets the study's cap (empty: none), within the limit staff allow. Raising it wakes the
     study's waiting jobs."""
     if not (getattr(actor, "is_staff", False) or has_role(actor, study, Role.ADMIN)):
@@ -295,7 +337,7 @@ def set_study_cap(study, value, *, actor):
 
 
 @transaction.atomic
-def set_study_cap_limit(study, value, *, actor):
+def set_study_cap_limit(study: Study, value: object, *, actor: Actor) -> Decimal | None:
     """Site staff set the highest cap a study's admins may set (empty: the site default)."""
     if not getattr(actor, "is_staff", False):
         raise CapError("Only site staff set a study's cap limit.")
@@ -304,7 +346,7 @@ def set_study_cap_limit(study, value, *, actor):
     return amount
 
 
-def _wake():
+def _wake() -> None:
     from stereoscope import jobs
 
     jobs.wake_waiting()

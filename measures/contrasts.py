@@ -8,6 +8,7 @@ sentences with that label, "score" = mean classifier score (per sentence or the 
 
 import math
 from collections import Counter, defaultdict
+from typing import Any, TypedDict
 
 import numpy as np
 from django.db import transaction
@@ -16,9 +17,21 @@ from generation.counterfactual import swap_gender, swap_values
 from generation.toolkits import variant_key
 
 from . import lexical, stats
-from .models import ClassifierUnit, ContrastResult, LexiconCategory, OutputMeasure
+from .models import ClassifierUnit, ContrastResult, LexiconCategory, MeasureRun, OutputMeasure
 
 DEFAULT_GROUPINGS = ("overall", "model", "item", "dimension")
+
+Result = dict[str, Any]  # a contrast's result, as stored in ContrastResult.result (JSON)
+
+
+class ContrastRecord(TypedDict):
+    """One contrast, stored (a ContrastResult row) or computed on the fly."""
+
+    kind: str
+    measure: str
+    grouping: str
+    group: str
+    result: Result
 
 
 class FairnessError(ValueError):
@@ -304,7 +317,7 @@ def context_scores(cat_results):
     return out
 
 
-def per_context_scores(run, rows=None, categories=None):
+def per_context_scores(run: MeasureRun, rows=None, categories=None) -> list[Result]:
     """Jung's context score per (endpoint, context) of texts generated in contexts: for each lexicon the mean of
     its category ORs between the female- and male-subject texts of that context. Texts without a context are
     left out."""
@@ -492,7 +505,9 @@ def group_results(run, members, categories, table, labels, memo=None):
     return found
 
 
-def compute(run, grouping="overall", rows=None, categories=None, table=None, memo=None):
+def compute(
+    run: MeasureRun, grouping: str = "overall", rows=None, categories=None, table=None, memo=None
+) -> list[ContrastRecord]:
     """Contrast records (dicts with kind, measure, grouping, group, result) for one grouping, not stored."""
     rows = rows_for(run) if rows is None else rows
     categories = categories_for(run) if categories is None else categories

@@ -13,7 +13,7 @@ from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
 
 from .lexical import COUNT_POLICIES, DIRECTIONS, MODES, OR_CONVENTIONS, ZERO_POLICIES
-from .sentence_pack import unpack
+from .sentence_pack import SentenceRow, unpack
 
 
 class Lexicon(VersionedModel):
@@ -233,7 +233,7 @@ class OutputMeasure(models.Model):
     def __str__(self):
         return f"{self.run} · output {self.output_id}"
 
-    def sentence_rows(self):
+    def sentence_rows(self) -> list[SentenceRow]:
         """[SentenceRow(index, start, end, label, score, scores)] of a per-sentence classifier, in sentence order."""
         return unpack(self.sentences_packed)
 

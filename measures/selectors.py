@@ -2,14 +2,50 @@
 
 import math
 from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from typing import Any, NotRequired, TypedDict
 
-from .contrasts import DEFAULT_GROUPINGS, compute, per_context_scores
+from django.db.models import QuerySet
+
+from stereoscope.models import Study
+
+from .contrasts import DEFAULT_GROUPINGS, ContrastRecord, Result, compute, per_context_scores
 from .models import Lexicon, LexiconCategory, MeasureRun, OutputMeasure, TrainedClassifier
+from .sentence_pack import SentenceRow
+
+Row = dict[str, object]  # one flat table row (CSV, API, export)
+# [(group, [(label, share, n, colour)])]: a χ² result's label shares per group
+Distribution = list[tuple[str, list[tuple[str, float, int, str]]]]
+
+
+class GroupReport(TypedDict):
+    """One group's section of a measure run's report."""
+
+    categories: list[Result]
+    scores: list[Result]
+    classifier: list[Result]
+    chi2: Result | None
+    totals: NotRequired[dict[str, Any] | None]
+
+
+class ContextChi2(TypedDict):
+    group: str
+    chi2: Result
+    distribution: Distribution
+
+
+class MeasureReport(TypedDict):
+    groups: dict[str, GroupReport]
+    words: Result | None
+    fairness: Result | None
+    paired: list[Result]
+    by_context: list[ContextChi2]
+
 
 LABEL_COLORS = {"positive": "#2f9e44", "neutral": "#adb5bd", "negative": "#e03131", "other": "#845ef7"}
 
 
-def grouping_choices(run):
+def grouping_choices(run: MeasureRun) -> list[tuple[str, str]]:
     choices = [
         ("overall", "Overall"),
         ("model", "Model"),
@@ -18,19 +54,19 @@ def grouping_choices(run):
         ("run", "Generation run"),
         ("context", "Context (persona)"),
     ]
-    slot_names = set()
+    slot_names: set[str] = set()
     for slots in OutputMeasure.objects.filter(run=run).values_list("output__slot_values", flat=True)[:2000]:
         slot_names.update((slots or {}).keys())
     choices += [(f"slot:{name}", f"Slot: {name}") for name in sorted(slot_names)]
     return choices
 
 
-def context_scores(run):
+def context_scores(run: MeasureRun) -> list[Result]:
     """Jung's context score per (endpoint, context) of a measure run over texts generated in contexts."""
     return per_context_scores(run)
 
 
-def contrast_records(run, grouping="overall"):
+def contrast_records(run: MeasureRun, grouping: str = "overall") -> list[ContrastRecord]:
     """Stored records for the default groupings; computed on the fly for any other grouping."""
     if grouping in DEFAULT_GROUPINGS:
         return [
@@ -40,7 +76,7 @@ def contrast_records(run, grouping="overall"):
     return compute(run, grouping)
 
 
-def _bar(odds_ratio):
+def _bar(odds_ratio: float | None) -> dict[str, float] | None:
     """Left/width percentages for an OR bar on a log2 axis centred at OR = 1 (clamped at 1/8 and 8)."""
     if not odds_ratio:
         return None
@@ -49,9 +85,11 @@ def _bar(odds_ratio):
     return {"left": 50 if x >= 0 else 50 - width, "width": max(width, 0.5)}
 
 
-def report(run, grouping="overall"):
+def report(run: MeasureRun, grouping: str = "overall") -> MeasureReport:
     records = contrast_records(run, grouping)
-    groups = defaultdict(lambda: {"categories": [], "scores": [], "classifier": [], "chi2": None})
+    groups: defaultdict[str, GroupReport] = defaultdict(
+        lambda: {"categories": [], "scores": [], "classifier": [], "chi2": None}
+    )
     for r in records:
         g = groups[r["group"]]
         res = r["result"]
@@ -74,7 +112,7 @@ def report(run, grouping="overall"):
     names = {f"rate:{c.pk}": c.name for c in LexiconCategory.objects.filter(lexicon__in=run.lexicons.all())}
     for p in paired:
         p["label"] = names.get(p["measure"], p.get("name", p["measure"]))
-    by_context = []
+    by_context: list[ContextChi2] = []
     if grouping == "overall":
         for c in run.contrasts.filter(kind="chi2", grouping="dimension").order_by("group"):
             by_context.append(
@@ -89,11 +127,11 @@ def report(run, grouping="overall"):
     }
 
 
-def label_distribution(chi2):
+def label_distribution(chi2: Result) -> Distribution:
     """[(group, [(label, share, colour)])] from a χ² result's table."""
     if "table" not in chi2:
         return []
-    out = []
+    out: Distribution = []
     for group, row in zip(chi2["groups"], chi2["table"], strict=True):
         total = sum(row) or 1
         out.append(
@@ -108,7 +146,7 @@ def label_distribution(chi2):
     return out
 
 
-def output_rows(run):
+def output_rows(run: MeasureRun) -> Iterator[Row]:
     """Per-output measures, one flat dict each (CSV, API, analysis-ready export)."""
     categories = list(
         LexiconCategory.objects.filter(lexicon__in=run.lexicons.all())
@@ -119,13 +157,14 @@ def output_rows(run):
     qs = OutputMeasure.objects.filter(run=run).select_related("output__item__dimension").order_by("output_id")
     for m in qs.iterator(chunk_size=1000):
         out = m.output
-        row = {
+        row: Row = {
             "measure_run": run.pk,
             "output_id": out.pk,
             "generation_run_id": out.run_id,
             "model": out.model_name,
-            "item_number": out.item.number if out.item_id else "",
-            "dimension": out.item.dimension.name if out.item_id and out.item.dimension_id else "",
+            # an item_id (dimension_id) says the item (its dimension) is there
+            "item_number": out.item.number if out.item_id else "",  # type: ignore[union-attr]
+            "dimension": out.item.dimension.name if out.item_id and out.item.dimension_id else "",  # type: ignore[union-attr]
             "trial": out.trial,
             "variant_key": out.variant_key,
             "language": m.language,
@@ -148,13 +187,13 @@ def output_rows(run):
         yield row
 
 
-def success_counts(run):
+def success_counts(run: MeasureRun) -> list[Row]:
     """The success filter's counts per model and subject gender: passed, failed and failed by reason."""
     from django.db.models import Count
 
     from .success import REASONS
 
-    table = {}
+    table: dict[tuple[str, str], dict[str, int]] = {}
     qs = (
         OutputMeasure.objects.filter(run=run)
         .values("output__model_name", "gender", "success_reason")
@@ -173,7 +212,7 @@ def success_counts(run):
     return [{"model": m, "gender": g, **entry} for (m, g), entry in sorted(table.items())]
 
 
-def packed_sentences(measures):
+def packed_sentences(measures: QuerySet[OutputMeasure]) -> Iterator[tuple[OutputMeasure, str, SentenceRow]]:
     """(output measure, its output's text, SentenceRow) for each stored sentence of these output measures, in the
     queryset's order (measures without sentence rows are skipped)."""
     measures = measures.exclude(sentences_packed=b"").select_related("output")
@@ -183,7 +222,7 @@ def packed_sentences(measures):
             yield om, text, s
 
 
-def sentence_record(om, text, s, classifier_info):
+def sentence_record(om: OutputMeasure, text: str, s: SentenceRow, classifier_info: Mapping[str, Any]) -> Row:
     """One sentence row of packed_sentences() as the sentence tables show it (the run's column is the caller's)."""
     return {
         "output_id": om.output_id,
@@ -199,37 +238,37 @@ def sentence_record(om, text, s, classifier_info):
     }
 
 
-def sentence_rows(run):
+def sentence_rows(run: MeasureRun) -> Iterator[Row]:
     info = run.classifier_info or {}
     for om, text, s in packed_sentences(OutputMeasure.objects.filter(run=run).order_by("output_id")):
         yield {"measure_run": run.pk, **sentence_record(om, text, s, info)}
 
 
-def study_measure_runs(study):
+def study_measure_runs(study: Study | int) -> QuerySet[MeasureRun]:
     """The study's measure runs, newest first (a queryset to narrow)."""
     return MeasureRun.objects.filter(study=study).order_by("-pk")
 
 
-def study_trained_classifiers(study):
+def study_trained_classifiers(study: Study) -> QuerySet[TrainedClassifier]:
     """The study's trained classifiers by name and version (a queryset to narrow)."""
     return TrainedClassifier.objects.filter(study=study).order_by("name", "version")
 
 
-def measure_run_in_study(study, run_id):
+def measure_run_in_study(study: Study | int, run_id: int) -> MeasureRun | None:
     """The study's measure run `run_id`, or None."""
     return MeasureRun.objects.filter(study=study, pk=run_id).first()
 
 
-def measure_run_named(study, name):
+def measure_run_named(study: Study | int, name: str) -> MeasureRun | None:
     """The study's first measure run called `name`, or None."""
     return MeasureRun.objects.filter(study=study, name=name).order_by("pk").first()
 
 
-def latest_lexicon(study, name):
+def latest_lexicon(study: Study | int, name: str) -> Lexicon | None:
     """The newest version of the study's lexicon `name`, or None."""
     return Lexicon.objects.filter(study=study, name=name).order_by("-version").first()
 
 
-def library_lexicons():
+def library_lexicons() -> QuerySet[Lexicon]:
     """Lexicons of the built-in library."""
     return Lexicon.objects.filter(study__is_library=True)

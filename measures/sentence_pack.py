@@ -98,7 +98,7 @@ def pack(indices, starts, ends, labels, scores, score_dicts):
     return b"".join(parts)
 
 
-def unpack(data):
+def unpack(data: bytes | memoryview | None) -> list[SentenceRow]:
     """[SentenceRow] of packed bytes (b"" or None: no rows)."""
     data = bytes(data or b"")
     if not data:

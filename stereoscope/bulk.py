@@ -7,21 +7,35 @@ other fields are prepared exactly as the ORM prepares them. No signals are sent 
 Call it inside `transaction.atomic()` to keep an import all-or-nothing.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
 from itertools import islice
+from typing import Any
 
 from django.db import connections, models, router
+
+# A value as the database driver takes it: whatever Field.get_db_prep_save returns.
+DbValue = Any
 
 # Fields whose Python values the driver takes as they are (get_db_prep_save would only re-check the type).
 PLAIN_FIELDS = (models.CharField, models.TextField, models.IntegerField, models.BooleanField, models.FloatField)
 
 
-def _is_plain(field):
+def _is_plain(field: models.Field[Any, Any]) -> bool:
     """A built-in text, number or boolean field (or a foreign key to one); custom subclasses are always prepared."""
-    target = field.target_field if field.is_relation else field
+    # is_relation: a related field, which has target_field (Field does not say so)
+    target = field.target_field if field.is_relation else field  # type: ignore[attr-defined]
     return isinstance(target, PLAIN_FIELDS) and type(target).__module__.startswith("django.db.models.")
 
 
-def bulk_insert(model, rows, *, using=None, batch_size=5000):
+def bulk_insert(
+    model: type[models.Model],
+    rows: Iterable[Mapping[str, object]],
+    *,
+    using: str | None = None,
+    batch_size: int = 5000,
+) -> int:
     """Insert `rows` (dicts keyed by field name or attname) into `model`'s table; missing fields take their default
     (evaluated once for the whole call). Returns the number of rows inserted."""
     using = using or router.db_for_write(model)
@@ -32,13 +46,15 @@ def bulk_insert(model, rows, *, using=None, batch_size=5000):
     by_key = {**{f.name: f for f in fields}, **{f.attname: f for f in fields}}
     quote = connection.ops.quote_name
     sql = (
-        f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+        # a concrete field has its column (Field.column may be None in general)
+        f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "  # type: ignore[arg-type]
         f"VALUES ({', '.join(['%s'] * len(fields))})"
     )
 
-    memo = {f.attname: {} for f in fields}  # id(value) -> (value, prepared): rows share timestamps and slot values
+    # id(value) -> (value, prepared): rows share timestamps and slot values
+    memo: dict[str, dict[int, tuple[object, DbValue]]] = {f.attname: {} for f in fields}
 
-    def prepare(field, value):
+    def prepare(field: models.Field[Any, Any], value: object) -> DbValue:
         seen = memo[field.attname].get(id(value))
         if seen is not None and seen[0] is value:
             return seen[1]
@@ -52,7 +68,7 @@ def bulk_insert(model, rows, *, using=None, batch_size=5000):
 
     lookup = {key: (field.attname, field, plain[field.attname]) for key, field in by_key.items()}
 
-    def prepared(row):
+    def prepared(row: Mapping[str, object]) -> tuple[DbValue, ...]:
         values = dict(defaults)
         for key, value in row.items():
             attname, field, is_plain = lookup[key]
@@ -65,7 +81,7 @@ def bulk_insert(model, rows, *, using=None, batch_size=5000):
     rows = iter(rows)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":  # COPY: several times faster than executemany there
-            columns = ", ".join(quote(f.column) for f in fields)
+            columns = ", ".join(quote(f.column) for f in fields)  # type: ignore[arg-type]  # as in `sql`
             with cursor.cursor.copy(f"COPY {quote(model._meta.db_table)} ({columns}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(prepared(row))

@@ -4,31 +4,40 @@ No Django imports. Ratings are (unit, rater, label) triples; labels are strings.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Collection, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar, cast
 
 import numpy as np
 
+Rater = Hashable  # a coder's id or a judge's name
+Label = str
+U = TypeVar("U", bound=Hashable)  # a unit: an output's pk, a sentence index, a (start, end) segment
+Span = tuple[Rater, int, int, Label]  # (rater, start, end, label)
 
-def drop_excluded(ratings, exclude_labels):
+
+def drop_excluded(
+    ratings: Collection[tuple[U, Rater, Label]], exclude_labels: Iterable[Label] | None
+) -> tuple[list[tuple[U, Rater, Label]], list[U]]:
     """(kept ratings, sorted excluded units): a unit is dropped when any rater chose an exclude label."""
     exclude_labels = set(exclude_labels or ())
     excluded = {unit for unit, _rater, label in ratings if label in exclude_labels}
     kept = [(u, r, v) for u, r, v in ratings if u not in excluded]
     try:
-        return kept, sorted(excluded)
+        return kept, sorted(excluded)  # type: ignore[type-var]  # one study's units compare; mixed ones: below
     except TypeError:  # mixed unit types
         return kept, sorted(excluded, key=str)
 
 
-def by_unit(ratings):
+def by_unit(ratings: Iterable[tuple[U, Rater, Label]]) -> defaultdict[U, dict[Rater, Label]]:
     """{unit: {rater: label}} keeping the order units first appear."""
-    out = defaultdict(dict)
+    out: defaultdict[U, dict[Rater, Label]] = defaultdict(dict)
     for unit, rater, label in ratings:
         out[unit][rater] = label
     return out
 
 
-def full_agreement_share(ratings):
+def full_agreement_share(ratings: Iterable[tuple[Hashable, Rater, Label]]) -> tuple[float | None, int]:
     """(share, n): among units with two or more ratings, the share on which every rater gave the same label."""
     units = [labels for labels in by_unit(ratings).values() if len(labels) >= 2]
     if not units:
@@ -51,12 +60,17 @@ class Majority:
     label: str | None
     tie: bool
     n_ratings: int
-    counts: dict = field(default_factory=dict)
+    counts: dict[Label, int] = field(default_factory=dict)
     share: float | None = None  # the share of the unit's raters who chose the most frequent label
     reason: str = ""  # why there is no label: "tie", no strict majority, too few raters
 
 
-def majority_labels(ratings, order=None, rule=DEFAULT_GOLD_RULE, min_raters=DEFAULT_MIN_RATERS):
+def majority_labels(
+    ratings: Iterable[tuple[Hashable, Rater, Label]],
+    order: Iterable[Label] | None = None,
+    rule: str = DEFAULT_GOLD_RULE,
+    min_raters: int = DEFAULT_MIN_RATERS,
+) -> list[Majority]:
     """One Majority per unit. rule "majority" (default): the label more than half of the raters chose; "plurality":
     the most frequent label. A tie at the top gives label None and tie=True (flagged for adjudication); so does a
     unit without a strict majority (reason says so) or with fewer than `min_raters` raters. `order` sorts the
@@ -65,7 +79,7 @@ def majority_labels(ratings, order=None, rule=DEFAULT_GOLD_RULE, min_raters=DEFA
         raise ValueError(f"Unknown gold rule {rule!r}; choose {' or '.join(GOLD_RULES)}.")
     min_raters = max(1, int(min_raters))
     rank = {label: i for i, label in enumerate(order or [])}
-    result = []
+    result: list[Majority] = []
     for unit, labels in by_unit(ratings).items():
         counts = Counter(labels.values())
         top = max(counts.values())
@@ -83,21 +97,26 @@ def majority_labels(ratings, order=None, rule=DEFAULT_GOLD_RULE, min_raters=DEFA
 
 @dataclass
 class Contrast:
-    labels: list
-    groups: list
-    table: list  # rows = groups, columns = labels
+    labels: list[Label]
+    groups: list[str]
+    table: list[list[int]]  # rows = groups, columns = labels
     n: int
     chi2: float | None = None
     df: int | None = None
     p_value: float | None = None
     cramers_v: float | None = None
-    notes: list = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
-def contrast(pairs, labels=None, groups=None):
+def contrast(
+    pairs: Iterable[tuple[str | None, Label | None]],
+    labels: Iterable[Label] | None = None,
+    groups: Iterable[str] | None = None,
+) -> Contrast:
     """Label counts by group with Pearson's χ² (no continuity correction), df and Cramér's V.
     pairs: (group, label) per unit. Labels or groups nobody has are left out of the test (and noted)."""
-    pairs = [(g, v) for g, v in pairs if g not in (None, "") and v not in (None, "")]
+    # with None and "" dropped, both sides are strings
+    pairs = cast("list[tuple[str, Label]]", [(g, v) for g, v in pairs if g not in (None, "") and v not in (None, "")])
     labels = list(labels) if labels else sorted({v for _, v in pairs})
     groups = list(groups) if groups else sorted({g for g, _ in pairs})
     li, gi = {v: i for i, v in enumerate(labels)}, {g: i for i, g in enumerate(groups)}
@@ -130,7 +149,7 @@ def contrast(pairs, labels=None, groups=None):
 MIN_COVER = 0.5
 
 
-def covers(span_start, span_end, start, end, min_cover=MIN_COVER) -> bool:
+def covers(span_start: float, span_end: float, start: float, end: float, min_cover: float = MIN_COVER) -> bool:
     """A span labels a sentence when they overlap by at least `min_cover` of the shorter of the two: a selected
     sentence, a sloppy selection of it, a phrase inside it and a run of sentences all count; a few characters
     spilling into the next sentence do not."""
@@ -139,11 +158,14 @@ def covers(span_start, span_end, start, end, min_cover=MIN_COVER) -> bool:
     return inter > 0 and shorter > 0 and inter >= min_cover * shorter - 1e-12
 
 
-def sentence_ratings(sentences, spans, min_cover=MIN_COVER):
+def sentence_ratings(
+    sentences: Sequence[tuple[int, int]], spans: Iterable[Span], min_cover: float = MIN_COVER
+) -> tuple[list[tuple[int, Rater, Label]], int]:
     """Each rater's label per sentence. sentences: [(start, end)] in text order; spans: [(rater, start, end, label)]
     in the order they were made. Returns ([(sentence index, rater, label)] in sentence order, n_replaced): a rater's
     later span wins on a sentence they had already labelled (n_replaced counts those, when the label differs)."""
-    labels, replaced = {}, 0
+    labels: dict[tuple[int, Rater], Label] = {}
+    replaced = 0
     for rater, s_start, s_end, label in spans:
         for index, (start, end) in enumerate(sentences):
             if start >= s_end:
@@ -156,7 +178,9 @@ def sentence_ratings(sentences, spans, min_cover=MIN_COVER):
     return [(i, r, v) for (i, r), v in sorted(labels.items(), key=lambda kv: kv[0][0])], replaced
 
 
-def segment_ratings(spans, min_overlap=0.5):
+def segment_ratings(
+    spans: Sequence[Span], min_overlap: float = 0.5
+) -> tuple[list[tuple[tuple[int, int], Rater, Label]], int]:
     """Overlap-matched segments of one text. spans: [(rater, start, end, label)] in the order they were made. Spans
     overlapping by at least `min_overlap` (intersection / union, as the per-code segment matching) belong to one
     segment, transitively; a segment runs from its first start to its last end. Returns
@@ -166,7 +190,7 @@ def segment_ratings(spans, min_overlap=0.5):
     n = len(spans)
     parent = list(range(n))
 
-    def root(i):
+    def root(i: int) -> int:
         while parent[i] != i:
             parent[i] = parent[parent[i]]
             i = parent[i]
@@ -180,10 +204,11 @@ def segment_ratings(spans, min_overlap=0.5):
             union = max(a_end, b_end) - min(a_start, b_start)
             if inter > 0 and union > 0 and inter / union >= min_overlap - 1e-12:
                 parent[root(j)] = root(i)
-    groups = defaultdict(list)
+    groups: defaultdict[int, list[int]] = defaultdict(list)
     for i in range(n):
         groups[root(i)].append(i)
-    out, replaced = {}, 0
+    out: dict[tuple[tuple[int, int], Rater], Label] = {}
+    replaced = 0
     for members in groups.values():
         extent = (min(spans[i][1] for i in members), max(spans[i][2] for i in members))
         for i in members:  # in the order made: a later span of the same rater wins

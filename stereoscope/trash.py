@@ -11,54 +11,61 @@ The project package imports no app: apps name the models that hold human or paid
 `study` foreign key) counts for live jobs.
 """
 
-from datetime import timedelta
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import cast
 
 from django.apps import apps
 from django.conf import settings
-from django.db import router, transaction
+from django.db import models, router, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from .jobs.models import ACTIVE, Job
 from .models import Study
+from .user_types import Actor, SiteUser
 
 
 class TrashError(ValueError):
     """A delete, trash, restore or purge that cannot be done; the message says why and what to do."""
 
 
-def retention_days():
+def retention_days() -> float:
     return float(getattr(settings, "TRASH_RETENTION_DAYS", 30))
 
 
-def job_models():
+def job_models() -> list[type[Job]]:
     return [m for m in apps.get_models() if issubclass(m, Job) and any(f.name == "study" for f in m._meta.fields)]
 
 
-def work_models():
+def work_models() -> list[type[models.Model]]:
     """The models whose rows are human or paid work, from every app's AppConfig.work_models."""
-    found = []
+    found: list[type[models.Model]] = []
     for config in apps.get_app_configs():
         for name in getattr(config, "work_models", ()):
             found.append(config.get_model(name))
     return found
 
 
-def live_jobs(study):
+def live_jobs(study: Study) -> list[str]:
     """['run "Pilot" (running)', ...]: the study's queued or running jobs of every kind."""
-    found = []
+    found: list[str] = []
     for model in job_models():
-        for job in model.objects.filter(study=study, status__in=ACTIVE):
+        # job_models() keeps the job models with a `study` foreign key, which type[Job] cannot say
+        for job in model.objects.filter(study=study, status__in=ACTIVE):  # type: ignore[misc]
             found.append(f'{model._meta.verbose_name} "{job}" ({job.status})')
     return found
 
 
-def refuse_if_live(job):
+def refuse_if_live(job: Job) -> None:
     """Refuse to delete a job that is queued or running (lock its row first: call inside a transaction)."""
     if job.status in ACTIVE:
         raise TrashError(f'The {job._meta.verbose_name} "{job}" is {job.status}; cancel it first, then delete it.')
 
 
-def dependents(obj):
+def dependents(obj: models.Model) -> dict[type[models.Model], int]:
     """{model: count} of the human or paid work a delete of `obj` would take along (what Django's cascade would
     remove), counting only the models apps name as work."""
     from django.contrib.admin.utils import NestedObjects
@@ -66,10 +73,12 @@ def dependents(obj):
     collector = NestedObjects(using=router.db_for_write(type(obj)))
     collector.collect([obj])
     work = set(work_models())
-    return {model: len(objs) for model, objs in collector.model_objs.items() if model in work and objs}
+    # django-stubs types model_objs' keys as str; Django keys it by model class
+    model_objs = cast("dict[type[models.Model], set[models.Model]]", collector.model_objs)
+    return {model: len(objs) for model, objs in model_objs.items() if model in work and objs}
 
 
-def describe(counts):
+def describe(counts: Mapping[type[models.Model], int]) -> str:
     """'1 assignment, 12 codings, 3 memos' from dependents()."""
     parts = []
     for model, n in counts.items():
@@ -78,7 +87,9 @@ def describe(counts):
     return ", ".join(sorted(parts, key=lambda part: part.split(" ", 1)[1]))
 
 
-def refuse_if_work(obj, what, advice="Move the whole study to the trash instead (its admins can restore it)."):
+def refuse_if_work(
+    obj: models.Model, what: str, advice: str = "Move the whole study to the trash instead (its admins can restore it)."
+) -> None:
     """Refuse to delete `obj` when human or paid work depends on it; the message says what."""
     counts = dependents(obj)
     if counts:
@@ -88,11 +99,11 @@ def refuse_if_work(obj, what, advice="Move the whole study to the trash instead 
 # -- the study trash ------------------------------------------------------------------------------------------------
 
 
-def _locked(study):
+def _locked(study: Study) -> Study:
     return Study.all_objects.select_for_update().get(pk=study.pk)
 
 
-def _refuse_live(study, doing):
+def _refuse_live(study: Study, doing: str) -> None:
     running = live_jobs(study)
     if running:
         raise TrashError(
@@ -101,7 +112,7 @@ def _refuse_live(study, doing):
 
 
 @transaction.atomic
-def trash_study(study, *, actor=None):
+def trash_study(study: Study, *, actor: Actor = None) -> Study:
     """Move a study to the trash (in one transaction: refused while any of its jobs is queued or running)."""
     from .services import record_activity
 
@@ -112,14 +123,15 @@ def trash_study(study, *, actor=None):
         raise TrashError("The study is already in the trash.")
     _refuse_live(study, "moved to the trash")
     study.trashed_at = timezone.now()
-    study.trashed_by = actor if getattr(actor, "is_authenticated", False) else None
+    # is_authenticated: a signed-in User, never the AnonymousUser
+    study.trashed_by = actor if getattr(actor, "is_authenticated", False) else None  # type: ignore[assignment]
     study.save(update_fields=["trashed_at", "trashed_by"])
     record_activity(study, actor, "moved the study to the trash", study.name)
     return study
 
 
 @transaction.atomic
-def restore_study(study, *, actor=None):
+def restore_study(study: Study, *, actor: Actor = None) -> Study:
     """Bring a study back from the trash with everything under it (nothing under it was touched)."""
     from .services import record_activity
 
@@ -134,7 +146,7 @@ def restore_study(study, *, actor=None):
 
 
 @transaction.atomic
-def purge_study(study, *, actor=None):
+def purge_study(study: Study, *, actor: Actor = None) -> None:
     """Delete a trashed study for good, with everything it owns. Refused for a study not in the trash and while
     any of its jobs is live (a job writing rows while its study is deleted would break the delete)."""
     study = _locked(study)
@@ -144,11 +156,11 @@ def purge_study(study, *, actor=None):
     study.delete()
 
 
-def trashed_studies():
+def trashed_studies() -> QuerySet[Study]:
     return Study.all_objects.filter(trashed_at__isnull=False).order_by("-trashed_at")
 
 
-def trashed_for(user):
+def trashed_for(user: SiteUser | None) -> QuerySet[Study]:
     """The trashed studies `user` may restore: those they administer (site staff: every one)."""
     from .models import Membership, Role
 
@@ -160,21 +172,23 @@ def trashed_for(user):
     return trashed_studies().filter(pk__in=admin_of)
 
 
-def purge_after(study):
+def purge_after(study: Study) -> datetime:
     """When the retention period of a trashed study ends (`purge_trash` then removes it)."""
+    assert study.trashed_at is not None, "only a trashed study has a purge date"
     return study.trashed_at + timedelta(days=retention_days())
 
 
-def expired(now=None):
+def expired(now: datetime | None = None) -> QuerySet[Study]:
     """Trashed studies older than the retention period."""
     cutoff = (now or timezone.now()) - timedelta(days=retention_days())
     return trashed_studies().filter(trashed_at__lt=cutoff)
 
 
-def purge_expired(now=None):
+def purge_expired(now: datetime | None = None) -> tuple[list[str], list[str]]:
     """Purge every study trashed longer ago than the retention period; one with a live job waits for the next
     time. Returns (purged names, kept messages)."""
-    purged, kept = [], []
+    purged: list[str] = []
+    kept: list[str] = []
     for study in expired(now):
         try:
             purge_study(study)

@@ -15,27 +15,31 @@ import os
 import socket
 import threading
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from celery.signals import worker_init, worker_ready, worker_shutdown
+
+if TYPE_CHECKING:
+    from django.db.models import Q
 
 _stop = threading.Event()
 INSTANCE_ENV = "STEREOSCOPE_WORKER_INSTANCE"
 INSTANCE_MARK = "@"  # a lease token "<random>@<instance>" was taken by that worker instance
 
 
-def instance():
+def instance() -> str:
     """This process's worker instance id, or "" outside a Celery worker (the web process, a CLI run)."""
     return os.environ.get(INSTANCE_ENV, "")
 
 
-def live_seconds():
+def live_seconds() -> float:
     from django.conf import settings
 
     return float(getattr(settings, "WORKER_LIVE_SECONDS", 10))
 
 
-def live_instances(now=None):
+def live_instances(now: datetime | None = None) -> set[str]:
     """The instance ids of the workers with a fresh heartbeat."""
     from django.utils import timezone
 
@@ -47,12 +51,12 @@ def live_instances(now=None):
     )
 
 
-def _renewal_cutoff(now, lease_seconds):
+def _renewal_cutoff(now: datetime, lease_seconds: float) -> datetime:
     """A lease expiring before this was last renewed more than a worker's live window ago."""
     return now + timedelta(seconds=lease_seconds - live_seconds())
 
 
-def orphaned_lease_q(now, lease_seconds, live=None):
+def orphaned_lease_q(now: datetime, lease_seconds: float, live: set[str] | None = None) -> "Q":
     """Rows (jobs or chunks) whose unexpired lease was taken by a worker instance that has no fresh heartbeat and
     has not renewed it within the live window: that worker is dead, and the lease is free. (Leases taken outside a
     worker, e.g. a CLI run, name no instance and last until they expire.)"""
@@ -65,7 +69,9 @@ def orphaned_lease_q(now, lease_seconds, live=None):
     return q
 
 
-def lease_is_orphaned(token, expires_at, now, lease_seconds, live=None):
+def lease_is_orphaned(
+    token: str, expires_at: datetime | None, now: datetime, lease_seconds: float, live: set[str] | None = None
+) -> bool:
     """The Python twin of `orphaned_lease_q` for one row."""
     if not token or INSTANCE_MARK not in token or expires_at is None:
         return False
@@ -75,7 +81,7 @@ def lease_is_orphaned(token, expires_at, now, lease_seconds, live=None):
     return token.rsplit(INSTANCE_MARK, 1)[1] not in live
 
 
-def _own_queue(sender):
+def _own_queue(sender: Any) -> str | None:  # a Celery WorkController (celery has no type hints)
     """A queue this worker consumes, so the jobs it sweeps up come back to a live worker."""
     try:
         names = sorted(sender.app.amqp.queues.consume_from or sender.app.amqp.queues)
@@ -84,7 +90,7 @@ def _own_queue(sender):
         return None
 
 
-def sweep_once(queue_name):
+def sweep_once(queue_name: str | None) -> list[tuple[str, int]]:
     from django.db import close_old_connections
 
     from .jobs import sweep
@@ -93,11 +99,11 @@ def sweep_once(queue_name):
     return sweep(queue_name)
 
 
-def _hostname(sender):
+def _hostname(sender: object) -> str:
     return getattr(sender, "hostname", None) or f"celery@{socket.gethostname()}:{os.getpid()}"
 
 
-def beat_once(hostname):
+def beat_once(hostname: str) -> None:
     from django.conf import settings
     from django.db import close_old_connections
     from django.utils import timezone
@@ -112,14 +118,14 @@ def beat_once(hostname):
     )
 
 
-@worker_init.connect
-def new_instance(sender=None, **_):
+@worker_init.connect  # type: ignore[untyped-decorator]  # celery has no type hints; connect returns the function
+def new_instance(sender: object = None, **_: object) -> None:
     """A new id for this worker start, before its pool starts (its processes inherit it)."""
     os.environ[INSTANCE_ENV] = uuid.uuid4().hex[:16]
 
 
-@worker_ready.connect
-def start_heartbeat(sender=None, **_):
+@worker_ready.connect  # type: ignore[untyped-decorator]  # celery has no type hints; connect returns the function
+def start_heartbeat(sender: object = None, **_: object) -> None:
     from django.conf import settings
 
     from .jobs import warm_up
@@ -131,7 +137,7 @@ def start_heartbeat(sender=None, **_):
     _stop.clear()
     warm_up()  # before the first beat: a worker is live once it is ready to work at full speed
 
-    def beats():
+    def beats() -> None:
         while not _stop.is_set():
             try:
                 beat_once(hostname)
@@ -139,7 +145,7 @@ def start_heartbeat(sender=None, **_):
                 pass
             _stop.wait(settings.WORKER_HEARTBEAT_SECONDS)
 
-    def sweeps():
+    def sweeps() -> None:
         while not _stop.is_set():
             try:
                 sweep_once(own_queue)
@@ -151,8 +157,8 @@ def start_heartbeat(sender=None, **_):
     threading.Thread(target=sweeps, name="stereoscope-sweep", daemon=True).start()
 
 
-@worker_shutdown.connect
-def stop_heartbeat(sender=None, **_):
+@worker_shutdown.connect  # type: ignore[untyped-decorator]  # celery has no type hints; connect returns the function
+def stop_heartbeat(sender: object = None, **_: object) -> None:
     _stop.set()
     try:
         from .models import WorkerHeartbeat

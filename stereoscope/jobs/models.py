@@ -1,6 +1,8 @@
 """The job engine's tables: the abstract job every long job kind extends, its one status enum, and the chunks
 (leasable slices of a job's pending units) that let any number of workers share one job."""
 
+from typing import ClassVar, Self
+
 from django.conf import settings
 from django.db import models
 
@@ -35,6 +37,8 @@ class Job(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
+    objects: ClassVar["models.Manager[Self]"]  # for the type checker: every concrete job model has its `objects`
+
     class Meta:
         abstract = True
 
@@ -66,5 +70,5 @@ class JobChunk(models.Model):
         indexes = [models.Index(fields=["kind", "job_id", "status"], name="job_chunk_pending")]
         ordering = ["kind", "job_id", "number"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.kind} {self.job_id} chunk {self.number}"
