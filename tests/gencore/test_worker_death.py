@@ -1,5 +1,5 @@
-"""When every worker dies, health and the job pages say so within 15 s (not after the job's 60 s lease), and a
-fresh worker takes a dead worker's chunks over within 15 s of its start (its leases are tied to its heartbeat),
+"""When every worker dies, health and the job pages say so within about 10 s (not after the job's 60 s lease), and a
+fresh worker takes a dead worker's chunks over within about 10 s of its start (its leases are tied to its heartbeat),
 with no Resume and every unit done exactly once. Real worker processes, killed with SIGKILL."""
 
 import time
