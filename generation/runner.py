@@ -24,9 +24,10 @@ from decimal import Decimal
 from typing import Any, Callable, Protocol
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import connections, transaction
 from django.utils import timezone
 
+from stereoscope.bulk import insert_rows_returning_ids, update_rows
 from stereoscope.outages import is_infrastructure_error, outage_backoff
 
 from . import spending
@@ -784,87 +785,6 @@ CLOSE_FIELDS = [
     "backoff_s",
     "completed_at",
 ]
-
-
-def update_rows(model, names, rows, where=None):
-    """UPDATE many rows of `model` with one prepared statement run for all (ORM bulk_update is slow here).
-    `rows` are (pk, {name: value}); a name missing from a row gets the field's default. `where` ({column: value})
-    narrows every row's update (e.g. only while still pending). Returns the number of rows changed."""
-    if not rows:
-        return 0
-    db = connections[DEFAULT_DB_ALIAS]
-    qn = db.ops.quote_name
-    meta = model._meta
-    fields = [meta.get_field(name) for name in names]
-    sets = ", ".join(f"{qn(f.column)} = %s" for f in fields)
-    conditions = [f"{qn(meta.pk.column)} = %s"] + [f"{qn(meta.get_field(k).column)} = %s" for k in where or {}]
-    sql = f"UPDATE {qn(meta.db_table)} SET {sets} WHERE {' AND '.join(conditions)}"
-    extra = [meta.get_field(k).get_db_prep_save(v, db) for k, v in (where or {}).items()]
-    prepared = _row_params(db, fields, [values for _, values in rows])
-    params = [values + [pk] + extra for values, (pk, _) in zip(prepared, rows, strict=True)]
-    with db.cursor() as cursor:
-        cursor.executemany(sql, params)
-        return cursor.rowcount
-
-
-def _insert_statement(db, model, ignore_conflicts=False, returning=False):
-    """(sql, fields) of one prepared INSERT of a row into `model`: every concrete column but an auto primary key."""
-    from django.db.models.constants import OnConflict
-
-    qn = db.ops.quote_name
-    meta = model._meta
-    fields = [f for f in meta.concrete_fields if not (f.primary_key and f.auto_created)]
-    on_conflict = OnConflict.IGNORE if ignore_conflicts else None
-    columns = ", ".join(qn(f.column) for f in fields)
-    placeholders = ", ".join(["%s"] * len(fields))
-    suffix = db.ops.on_conflict_suffix_sql(fields, on_conflict, None, None)
-    sql = (
-        f"{db.ops.insert_statement(on_conflict=on_conflict)} {qn(meta.db_table)} ({columns}) "
-        f"VALUES ({placeholders}) {suffix}"
-    ).rstrip()
-    if returning:
-        sql += f" RETURNING {qn(meta.pk.column)}"
-    return sql, fields
-
-
-def _row_params(db, fields, rows):
-    """Each row's values prepared for the database, in `fields` order; a missing one gets the field's default,
-    computed and prepared once."""
-    defaults = {}
-    for f in fields:
-        if any(f.name not in row for row in rows):
-            defaults[f.name] = f.get_db_prep_save(f.get_default(), db)
-    return [
-        [f.get_db_prep_save(row[f.name], db) if f.name in row else defaults[f.name] for f in fields] for row in rows
-    ]
-
-
-def insert_rows(model, rows, ignore_conflicts=False):
-    """INSERT many rows of `model` with one prepared statement run for all (ORM bulk_create compiles a statement
-    per few dozen rows). `rows` are {name: value} (a foreign key by its id); a column missing from a row gets the
-    field's default, computed once. `ignore_conflicts` leaves rows that would break a unique constraint alone.
-    Returns nothing: the new rows' ids are not read back."""
-    if not rows:
-        return
-    db = connections[DEFAULT_DB_ALIAS]  # the proxy `connection` costs a lookup per use, and there are many
-    sql, fields = _insert_statement(db, model, ignore_conflicts)
-    params = _row_params(db, fields, rows)
-    with transaction.atomic(), db.cursor() as cursor:  # one transaction, not one per row
-        cursor.executemany(sql, params)
-
-
-def insert_rows_returning_ids(model, rows):
-    """INSERT rows of `model` one prepared statement each, in one transaction; their new ids in order."""
-    if not rows:
-        return []
-    db = connections[DEFAULT_DB_ALIAS]
-    sql, fields = _insert_statement(db, model, returning=True)
-    ids = []
-    with transaction.atomic(), db.cursor() as cursor:
-        for params in _row_params(db, fields, rows):
-            cursor.execute(sql, params)
-            ids.append(cursor.fetchone()[0])
-    return ids
 
 
 def _close_calls(study, records):

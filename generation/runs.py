@@ -13,6 +13,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from stereoscope import jobs
+from stereoscope.bulk import insert_rows, update_rows
 from stereoscope.services import record_activity
 from stereoscope.trash import TrashError, refuse_if_live, refuse_if_work
 from stereoscope.untrusted import loads_json
@@ -29,7 +30,7 @@ from .models import (
     RunStatus,
 )
 from .providers.base import ProviderError, merged_params, validate_params
-from .runner import CallUnit, execute_units, insert_rows, update_rows
+from .runner import CallUnit, execute_units
 from .selectors import toolkits_for  # noqa: F401  (generation's forms, API and import use it from here)
 from .toolkit_services import TOOLKITS
 from .toolkits import SlotError, count_units, expand_units

@@ -25,6 +25,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+from stereoscope import bulk
 from stereoscope.models import Role, Study
 from stereoscope.permissions import has_role
 from stereoscope.services import record_activity, set_spending_caps
@@ -94,36 +95,30 @@ def _money(value: Decimal | float | str | None) -> str:
 
 def _upsert(study_id: int, rows: Mapping[LedgerKey, LedgerRow]) -> None:
     """Add to ledger rows, creating them as needed: rows are {(connection_id, month): (calls, in, out, cost, reserved)}.
-    One INSERT ... ON CONFLICT DO UPDATE per row (SQLite and PostgreSQL); it also takes the row's write lock."""
+    One upsert per row (stereoscope.bulk.upsert_add); it also takes the row's write lock."""
     if not rows:
         return
     db = connections[DEFAULT_DB_ALIAS]
-    qn = db.ops.quote_name
-    table = qn(SpendingLedger._meta.db_table)
-    columns = ["calls", "input_tokens", "output_tokens", "cost_usd", "reserved_usd"]
-    sets = ", ".join(f"{qn(c)} = {table}.{qn(c)} + excluded.{qn(c)}" for c in columns)
-    sql = (
-        f"INSERT INTO {table} ({qn('study_id')}, {qn('connection_id')}, {qn('month')}, "
-        f"{', '.join(qn(c) for c in columns)}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
-        f"ON CONFLICT ({qn('study_id')}, {qn('connection_id')}, {qn('month')}) DO UPDATE SET {sets}"
-    )
     month_field = SpendingLedger._meta.get_field("month")
     money = SpendingLedger._meta.get_field("cost_usd")
-    params = [
+    bulk.upsert_add(
+        SpendingLedger,
+        ["study_id", "connection_id", "month"],
+        ["calls", "input_tokens", "output_tokens", "cost_usd", "reserved_usd"],
         [
-            study_id,
-            connection_id,
-            month_field.get_db_prep_save(month, db),
-            calls,
-            tokens_in,
-            tokens_out,
-            money.get_db_prep_save(cost, db),
-            money.get_db_prep_save(reserved, db),
-        ]
-        for (connection_id, month), (calls, tokens_in, tokens_out, cost, reserved) in sorted(rows.items())
-    ]
-    with db.cursor() as cursor:
-        cursor.executemany(sql, params)
+            [
+                study_id,
+                connection_id,
+                month_field.get_db_prep_save(month, db),
+                calls,
+                tokens_in,
+                tokens_out,
+                money.get_db_prep_save(cost, db),
+                money.get_db_prep_save(reserved, db),
+            ]
+            for (connection_id, month), (calls, tokens_in, tokens_out, cost, reserved) in sorted(rows.items())
+        ],
+    )
 
 
 def admit(study_id: int, charges: Sequence[Charge], *, reserve: bool = False) -> tuple[list[bool], str, Decimal | None]:
