@@ -48,13 +48,13 @@ class FastVader:
         for token in text.split():  # SentiText._strip_punc_if_word
             stripped = token.strip(_PUNCTUATION)
             words.append(token if len(stripped) <= 2 else stripped)
-        low = [w.lower() for w in words]
+        low = list(map(str.lower, words))
         n = len(words)
         sentiments = [0] * n
         lexicon, boosters = self.lexicon, BOOSTER_DICT
         hits = [i for i, v in enumerate(map(lexicon.__contains__, low)) if v and low[i] not in boosters]
         if hits:
-            caps = sum(1 for w in words if w.isupper())
+            caps = sum(map(str.isupper, words))
             is_cap_diff = 0 < n - caps < n  # allcap_differential
             for i in hits:
                 if i < n - 1 and low[i] == "kind" and low[i + 1] == "of":
