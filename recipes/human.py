@@ -249,9 +249,15 @@ def export_stages(study, recipe, applied):
             continue
         carried[name] = plan
         notes += _plan_notes(name, made, plan)
+    sources = {e["name"]: e["source_run"] for e in recipe["judge_rounds"]}
     stages = []
     for stage in applied:
         plan = carried.pop(stage.get("codebook") or "", None)
+        if plan is None and not stage.get("codebook") and stage.get("kind", "coding") == "coding":
+            # a stage that named no codebook (as the built-ins' once did): the codebook its run's stories got
+            run = sources.get(stage["after"], stage["after"])
+            name = next((n for n, p in carried.items() if run in {r.name for r in p.runs.all()}), None)
+            plan = carried.pop(name) if name else None
         stages.append(stage if plan is None else stage_from_plan(plan, stage, jobs))
     stages += [stage_from_plan(plan, None, jobs) for plan in carried.values()]
     return stages, notes

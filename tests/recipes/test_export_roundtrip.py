@@ -296,3 +296,58 @@ def test_a_blind_sampled_coding_stage_round_trips(fake_provider, monkeypatch, ma
     again = export_recipe(second)
     assert again["human_stages"] == stages
     assert "notes" not in again
+
+
+@pytest.mark.django_db
+def test_export_writes_what_was_done_not_the_applied_stage(fake_provider, monkeypatch, make_user):
+    """A study applied from a recipe whose stage asks for "5 coders, overlap 5, all" and no codebook, then coded by
+    3 coders in blind mode on a sample: its recipe says 3 coders, the codebook, the mode and the sample."""
+    from annotation.models import Codebook
+    from annotation.services import create_assignments, outputs_of
+    from generation.models import GenerationRun
+    from stereoscope.models import Membership
+
+    monkeypatch.setenv("FAKE_KEY_ENV", "sk-fake-secret-123")
+    fake_provider.default = {"text": "Once upon a time.\n"}
+    study = build_study(fake_provider)
+    asked = {
+        "name": "Human coding",
+        "kind": "coding",
+        "after": "Judging rotation",
+        "coders": {"role": "coder", "count": 5},
+        "overlap": 5,
+        "strategy": "all",
+        "message": "Code the stories.",
+    }
+    services.apply({**export_recipe(study), "human_stages": [asked]}, study=study)
+    assert export_recipe(study)["human_stages"] == [asked]  # nothing assigned yet: the stage as applied
+    coders = [make_user(name) for name in ("cora", "dana", "eli")]
+    for coder in coders:
+        Membership.objects.create(study=study, user=coder, role="coder")
+    create_assignments(
+        study,
+        Codebook.objects.get(study=study, name="Story codes"),
+        outputs=outputs_of(study).filter(status="done"),
+        runs=[GenerationRun.objects.get(study=study, name="Stories")],
+        coders=coders,
+        k=3,
+        strategy="all",
+        mode="blind",
+        sample_size=15,
+        seed=2,
+    )
+    assert export_recipe(study)["human_stages"] == [
+        {
+            "name": "Human coding",
+            "kind": "coding",
+            "after": "Judging rotation",
+            "codebook": "Story codes",
+            "coders": {"role": "coder", "count": 3},
+            "overlap": 3,
+            "strategy": "all",
+            "seed": 2,
+            "mode": "blind",
+            "sample": {"runs": ["Stories"], "n": 15, "stratify": "model_item", "seed": 2},
+            "message": "Code the stories.",
+        }
+    ]
