@@ -25,6 +25,16 @@ from .errors import AnnotationError, _to_int
 STABLE_ORDER = ("run__name", "model_name", "item__number", "variant_key", "context_key", "trial", "pk")
 
 
+SEED_RANGE = (-(2**31), 2**31 - 1)  # stored with the plan: a database integer
+
+
+def _seed(value, label):
+    seed = _to_int(value, label) or 0
+    if not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
+        raise AnnotationError(f"{label} must be between {SEED_RANGE[0]:,} and {SEED_RANGE[1]:,}.")
+    return seed
+
+
 def _check_sample(sample_size, runs):
     n = _to_int(sample_size, "The sample size")
     if n is None:
@@ -47,8 +57,8 @@ def _prepare(study, codebook, *, outputs, coders, k, strategy, seed, mode, sampl
         if not has_role(coder, study, Role.CODER):
             raise AnnotationError(f"{coder.username} is not a coder in this study.")
     n = _check_sample(sample_size, runs)
-    seed = _to_int(seed, "Seed") or 0
-    sample_seed = seed if sample_seed in (None, "") else _to_int(sample_seed, "The sample seed")
+    seed = _seed(seed, "The seed")
+    sample_seed = seed if sample_seed in (None, "") else _seed(sample_seed, "The sample seed")
     outputs = outputs.filter(study=study)
     if runs is not None:
         outputs = outputs.filter(run__in=list(runs))

@@ -5,6 +5,7 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Assignment, AssignmentPlan
+from tests.a11y.axe import blocking_violations, describe
 from tests.annotation.test_sampling import sampled  # noqa: F401  (the fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -34,6 +35,8 @@ def test_a_researcher_previews_and_creates_a_sampled_assignment(page, login, sam
         ["model-b", "1", "6", "3"],
         ["model-b", "2", "2", "1"],
     ]
+    violations = blocking_violations(page)  # the plan's tables and form: no serious or critical axe violation
+    assert not violations, describe(violations)
     # the form keeps what was chosen under the preview
     assert page.get_by_label("Sample of N stories").input_value() == "9"
     assert page.get_by_label("coder2", exact=True).is_checked()

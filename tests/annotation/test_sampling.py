@@ -116,6 +116,8 @@ def test_preview_then_create_a_sample_of_runs(sampled):
         ({"sample_size": "a few"}, "The sample size must be a whole number."),
         ({"runs": []}, "Choose one or more runs to sample the stories from."),
         ({"k": 4}, "An overlap of 4 needs at least 4 coders"),
+        ({"seed": 2**40}, "The seed must be between -2,147,483,648 and 2,147,483,647."),
+        ({"sample_seed": "x"}, "The sample seed must be a whole number."),
     ],
 )
 def test_bad_samples_say_what_is_wrong_and_save_nothing(sampled, change, message):
