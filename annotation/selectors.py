@@ -552,3 +552,10 @@ def assignment_plans(study):
         .prefetch_related("runs")
         .order_by("created_at", "id")
     )
+
+
+def unplanned_codebook_names(study):
+    """Names of the study's codebooks with assignments made before plans were recorded (no AssignmentPlan)."""
+    return sorted(
+        set(Assignment.objects.filter(study=study, plan__isnull=True).values_list("codebook__name", flat=True))
+    )

@@ -16,6 +16,7 @@ from annotation.selectors import (
     library_codebooks,
     progress_by_coder,
     study_codebooks,
+    unplanned_codebook_names,
 )
 from annotation.services import CODEBOOKS, AnnotationError, codebook_tree, create_assignments, import_codebook
 from generation.selectors import study_outputs
@@ -249,6 +250,12 @@ def export_stages(study, recipe, applied):
             continue
         carried[name] = plan
         notes += _plan_notes(name, made, plan)
+    notes += [
+        f"Some assignments of “{name}” were made before assignment plans were recorded; the recipe cannot say "
+        "which stories, coders and mode they used."
+        for name in unplanned_codebook_names(study)
+        if name in codebooks
+    ]
     sources = {e["name"]: e["source_run"] for e in recipe["judge_rounds"]}
     stages = []
     for stage in applied:

@@ -351,3 +351,25 @@ def test_export_writes_what_was_done_not_the_applied_stage(fake_provider, monkey
             "message": "Code the stories.",
         }
     ]
+
+
+@pytest.mark.django_db
+def test_assignments_without_a_plan_are_noted(recipe, make_user):
+    """Assignments made before plans were recorded cannot be described: the recipe says so instead of guessing."""
+    from annotation.models import Assignment, Codebook
+    from generation.models import GenerationRun, Output
+
+    recipe["codebooks"] = [{"name": "Story codes", "codes": [{"name": "Care"}]}]
+    recipe["human_stages"][0]["codebook"] = "Story codes"
+    study = services.apply(recipe).study
+    run = GenerationRun.objects.get(study=study, name="Stories")
+    output = Output.objects.create(study=study, run=run, model_name="model-alpha", text="A story.", status="done")
+    Assignment.objects.create(
+        study=study, codebook=Codebook.objects.get(study=study), output=output, coder=make_user("old")
+    )
+    exported = export_recipe(study)
+    assert exported["human_stages"] == recipe["human_stages"]  # the stage as applied, not a guess
+    assert exported["notes"] == [
+        "Some assignments of “Story codes” were made before assignment plans were recorded; the recipe cannot say "
+        "which stories, coders and mode they used."
+    ]
