@@ -182,6 +182,31 @@ class AssignmentPlanSerializer(serializers.Serializer):
     mode = serializers.ChoiceField(choices=CodingMode.values, default=CodingMode.BLIND)
     run_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
     output_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
+    sample_size = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="N: a sample of N stories of the runs (run_ids), stratified by model × prompt; empty: every story.",
+    )
+    sample_seed = serializers.IntegerField(required=False, allow_null=True, help_text="Default: seed.")
+    preview = serializers.BooleanField(default=False, help_text="Return the plan without creating anything.")
+
+
+def _plan_preview(plan):
+    """An assignment plan as JSON: what the page's preview shows."""
+    names = {c.pk: c.username for c in plan["coders"]}
+    return {
+        "available": plan["available"],
+        "stories": plan["stories"],
+        "run_ids": plan["run_ids"],
+        "sample": plan["sample"],
+        "coders": [c.username for c in plan["coders"]],
+        "k": plan["k"],
+        "strategy": plan["strategy"],
+        "seed": plan["seed"],
+        "mode": plan["mode"],
+        "per_coder": plan["per_coder"],
+        "assignments": [{"output": output_id, "coder": names[coder_id]} for output_id, coder_id in plan["pairs"]],
+    }
 
 
 class GenderAttributionSerializer(serializers.ModelSerializer):
@@ -699,7 +724,11 @@ class AssignmentViewSet(
     def perform_destroy(self, instance):
         services.delete_assignment(instance, actor=self.request.user)
 
-    @extend_schema(request=AssignmentPlanSerializer, responses={201: AssignmentSerializer(many=True)})
+    @extend_schema(
+        request=AssignmentPlanSerializer,
+        responses={201: AssignmentSerializer(many=True), 200: OpenApiTypes.OBJECT},
+        description="Create assignments (201), or with preview: true return the plan without creating it (200).",
+    )
     @action(detail=False, methods=["post"])
     def plan(self, request, study_pk=None):
         from django.contrib.auth import get_user_model
@@ -714,21 +743,28 @@ class AssignmentViewSet(
         if missing:
             raise ValidationError({"detail": f"No user named {', '.join(missing)}."})
         outputs = services.outputs_of(study).filter(status="done")
-        if d.get("run_ids"):
-            outputs = outputs.filter(run_id__in=d["run_ids"])
         if d.get("output_ids"):
             outputs = outputs.filter(pk__in=d["output_ids"])
-        created = services.create_assignments(
-            study,
-            codebook,
-            outputs=outputs,
-            coders=[users[n] for n in d["coders"]],
-            k=d["k"],
-            strategy=d["strategy"],
-            seed=d["seed"],
-            mode=d["mode"],
-            actor=request.user,
-        )
+        runs = None
+        if d.get("run_ids") or d.get("sample_size") is not None:
+            runs = list(generation.study_runs(study, d.get("run_ids") or []))
+            unknown = sorted(set(d.get("run_ids") or []) - {r.pk for r in runs})
+            if unknown:
+                raise ValidationError({"detail": f"No run {', '.join(map(str, unknown))} in this study."})
+        kwargs = {
+            "outputs": outputs,
+            "coders": [users[n] for n in d["coders"]],
+            "k": d["k"],
+            "strategy": d["strategy"],
+            "seed": d["seed"],
+            "mode": d["mode"],
+            "sample_size": d.get("sample_size"),
+            "sample_seed": d.get("sample_seed"),
+            "runs": runs,
+        }
+        if d["preview"]:
+            return Response(_plan_preview(services.preview_assignments(study, codebook, **kwargs)))
+        created = services.create_assignments(study, codebook, **kwargs, actor=request.user)
         return Response(AssignmentSerializer(created, many=True).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(

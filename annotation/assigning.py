@@ -6,10 +6,20 @@ same output twice, and keeps the load even: a coder with fewer outputs is picked
 - random_balanced: outputs in random order, each to the k least-loaded coders (random tie-break).
 - stratified: the same within each model × item stratum, balancing each coder's share per stratum first,
   so every coder sees every model and item about equally often.
+
+A sample of N stories (`sample_outputs`) is drawn before assigning, stratified by model × prompt (item):
+- allocation is proportional with the largest remainder (Hamilton's method): stratum s of size n_s out of M
+  stories gets floor(N · n_s / M) stories; the stories left over go one each to the strata with the largest
+  remainders N · n_s / M − floor(…), ties to the larger stratum, then to the first stratum in (model, item) order;
+- within a stratum the stories (in the order given: callers order them by a stable key, not by database id) are
+  shuffled with a generator seeded by the seed and the stratum, and the first ones are taken.
+The same seed and the same stories give the same sample, in any study.
 """
 
 import random
 from collections import defaultdict
+from fractions import Fraction
+from math import floor
 
 STRATEGIES = {
     "all": "All coders code every output",
@@ -18,8 +28,53 @@ STRATEGIES = {
 }
 
 
+STRATIFY = {"model_item": "model × prompt"}
+
+
 class AssignmentPlanError(ValueError):
     pass
+
+
+def stratum_key(model, item):
+    """A sortable key of a model × item stratum (imported stories have no item: they sort last)."""
+    return (str(model), item is None, item if item is not None else 0)
+
+
+def allocate(sizes, n):
+    """{stratum: size}, N → {stratum: stories to take}: proportional, largest remainder (see the module doc)."""
+    total = sum(sizes.values())
+    if n < 1:
+        raise AssignmentPlanError("The sample size must be at least 1 (leave it empty to assign every story).")
+    if n > total:
+        raise AssignmentPlanError(
+            f"A sample of {n} stories needs at least {n} finished stories; the chosen runs have {total}."
+        )
+    quotas = {key: Fraction(n * size, total) for key, size in sizes.items()}
+    taken = {key: floor(q) for key, q in quotas.items()}
+    left = n - sum(taken.values())
+    order = sorted(sizes, key=lambda key: (-(quotas[key] - taken[key]), -sizes[key], key))
+    for key in order[:left]:
+        taken[key] += 1
+    return taken
+
+
+def sample_outputs(outputs, n, *, seed=0):
+    """outputs: [(output_id, model, item)] in a stable order → (the sampled rows in that order, per stratum
+    [(model, item, available, sampled)] in stratum order)."""
+    outputs = list(outputs)
+    strata = defaultdict(list)
+    for row in outputs:
+        strata[stratum_key(row[1], row[2])].append(row)
+    taken = allocate({key: len(rows) for key, rows in strata.items()}, n)
+    chosen = set()
+    summary = []
+    for key in sorted(strata):
+        rows = strata[key]
+        ids = [row[0] for row in rows]
+        random.Random(f"{seed}|{key[0]}|{'' if key[1] else key[2]}").shuffle(ids)
+        chosen.update(ids[: taken[key]])
+        summary.append((rows[0][1], rows[0][2], len(rows), taken[key]))
+    return [row for row in outputs if row[0] in chosen], summary
 
 
 def plan_assignments(outputs, coders, *, k, strategy, seed=0, existing=None):

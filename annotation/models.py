@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from generation.models import ExecutionMode, Output, PromptItem
+from generation.models import ExecutionMode, GenerationRun, Output, PromptItem
 from stereoscope.jobs.models import Job
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
@@ -207,6 +207,34 @@ class CodingMode(models.TextChoices):
     CONSENSUS = "consensus", "Consensus (everyone's codings)"
 
 
+class AssignmentPlan(models.Model):
+    """One planning of assignments (form, API or recipe): what was asked, so a recipe can say what the study did."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignment_plans")
+    codebook = models.ForeignKey(Codebook, on_delete=models.CASCADE, related_name="assignment_plans")
+    runs = models.ManyToManyField(GenerationRun, blank=True, related_name="+", help_text="The runs sampled from.")
+    coders = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="+")
+    k = models.PositiveIntegerField(help_text="Coders per story (the overlap) as planned.")
+    strategy = models.CharField(max_length=30)
+    seed = models.IntegerField(default=0)
+    mode = models.CharField(max_length=10, choices=CodingMode.choices, default=CodingMode.BLIND)
+    sample_size = models.PositiveIntegerField(null=True, blank=True, help_text="N stories; empty: every story.")
+    sample_seed = models.IntegerField(null=True, blank=True)
+    stratify = models.CharField(max_length=20, blank=True, default="model_item")
+    stories = models.PositiveIntegerField(default=0)
+    assignments_made = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["codebook", "created_at", "id"]
+
+    def __str__(self):
+        return f"{self.codebook} · plan {self.pk}"
+
+
 class Assignment(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
     codebook = models.ForeignKey(Codebook, on_delete=models.CASCADE, related_name="assignments")
@@ -215,6 +243,9 @@ class Assignment(models.Model):
     status = models.CharField(max_length=10, choices=AssignmentStatus.choices, default=AssignmentStatus.PENDING)
     mode = models.CharField(max_length=10, choices=CodingMode.choices, default=CodingMode.BLIND)
     position = models.PositiveIntegerField(default=0, help_text="Order in the coder's queue.")
+    plan = models.ForeignKey(
+        AssignmentPlan, null=True, blank=True, on_delete=models.SET_NULL, related_name="assignments"
+    )
     created_at = models.DateTimeField(default=timezone.now)
     completed_at = models.DateTimeField(null=True, blank=True)
 

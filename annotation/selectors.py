@@ -5,7 +5,17 @@ from django.db.models import Count, Exists, OuterRef, Q
 from stereoscope.models import Role
 from stereoscope.permissions import role_for
 
-from .models import Assignment, AssignmentStatus, Code, Codebook, Coding, CodingMode, GenderAttribution, Memo
+from .models import (
+    Assignment,
+    AssignmentPlan,
+    AssignmentStatus,
+    Code,
+    Codebook,
+    Coding,
+    CodingMode,
+    GenderAttribution,
+    Memo,
+)
 
 LEVELS = ("code", "dimension")
 BREAKDOWNS = {
@@ -543,3 +553,20 @@ def codebook_assignments(codebook, status=None, coder_ids=None):
 def library_codebooks():
     """Codebooks of the built-in library (recipes fetch built-ins from it)."""
     return Codebook.objects.filter(study__is_library=True)
+
+
+def assignment_plans(study):
+    """The study's recorded assignment plans, oldest first, with their codebook and runs."""
+    return (
+        AssignmentPlan.objects.filter(study=study)
+        .select_related("codebook", "study")
+        .prefetch_related("runs")
+        .order_by("created_at", "id")
+    )
+
+
+def unplanned_codebook_names(study):
+    """Names of the study's codebooks with assignments made before plans were recorded (no AssignmentPlan)."""
+    return sorted(
+        set(Assignment.objects.filter(study=study, plan__isnull=True).values_list("codebook__name", flat=True))
+    )

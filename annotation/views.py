@@ -314,45 +314,89 @@ def frequencies(request, study_id, codebook_id):
 # --- assignments ---------------------------------------------------------------------------------------
 
 
+def _plan_request(request, study, codebook):
+    """The assignment form as keyword arguments of services.create_assignments / preview_assignments."""
+    User = get_user_model()
+    post = request.POST
+    coders = list(User.objects.filter(pk__in=[int(x) for x in post.getlist("coders") if x.isdigit()]))
+    run_ids = [int(x) for x in post.getlist("runs") if x.isdigit()]
+    sample_size = post.get("sample_size", "").strip() or None
+    runs = list(generation.study_runs(study, run_ids)) if run_ids or sample_size else None
+    return {
+        "outputs": services.outputs_of(study).filter(status="done"),
+        "coders": coders,
+        "k": post.get("k") or 1,
+        "strategy": post.get("strategy", "random_balanced"),
+        "seed": post.get("seed") or 0,
+        "mode": post.get("mode", CodingMode.BLIND),
+        "sample_size": sample_size,
+        "runs": runs,
+    }
+
+
+def _form_values(post):
+    """The submitted form, to fill it again under its preview (and to carry into the create button)."""
+    ints = lambda name: [int(x) for x in post.getlist(name) if x.isdigit()]  # noqa: E731
+    return {
+        "coders": ints("coders"),
+        "runs": ints("runs"),
+        **{key: post.get(key, "") for key in ("k", "strategy", "seed", "mode", "sample_size")},
+    }
+
+
+def _preview_context(study, plan):
+    """The plan as the page shows it: stories, the sample per stratum, new assignments per coder."""
+    runs = generation.study_runs(study, plan["run_ids"]).order_by("created_at")
+    return {
+        **plan,
+        "run_names": [r.name for r in runs],
+        "n_stories": len(plan["stories"]),
+        "n_assignments": len(plan["pairs"]),
+        "per_coder": sorted(plan["per_coder"].items()),
+        "coder_ids": [c.pk for c in plan["coders"]],
+        "mode_label": CodingMode(plan["mode"]).label,
+        "strategy_label": STRATEGIES.get(plan["strategy"], plan["strategy"]),
+    }
+
+
+def _assignment_post(request, study, codebook):
+    """Reassign, remove or create; returns the preview to show instead of redirecting, or None."""
+    User = get_user_model()
+    op = request.POST.get("op")
+    if op == "reassign":
+        assignment = get_object_or_404(Assignment, pk=request.POST.get("assignment") or 0, codebook=codebook)
+        coder = User.objects.filter(pk=request.POST.get("coder") or 0).first() or _raise("Choose a coder.")
+        services.reassign_assignment(assignment, coder=coder, actor=request.user)
+        messages.success(request, f"Story {assignment.output_id} now goes to {coder.username}.")
+    elif op == "remove":
+        assignment = get_object_or_404(Assignment, pk=request.POST.get("assignment") or 0, codebook=codebook)
+        services.delete_assignment(assignment, actor=request.user)
+        messages.success(request, "Assignment removed.")
+    elif op == "preview":
+        return _preview_context(
+            study, services.preview_assignments(study, codebook, **_plan_request(request, study, codebook))
+        )
+    else:
+        created = services.create_assignments(
+            study, codebook, **_plan_request(request, study, codebook), actor=request.user
+        )
+        stories = len({a.output_id for a in created})
+        messages.success(request, f"{len(created)} assignments created ({stories} stories).")
+    return None
+
+
 @study_role_required(Role.RESEARCHER)
 def assignments(request, study_id, codebook_id):
     study = request.study
     codebook = _codebook(request, codebook_id)
-    User = get_user_model()
+    preview = None
     if request.method == "POST":
         try:
-            if request.POST.get("op") == "reassign":
-                assignment = get_object_or_404(Assignment, pk=request.POST.get("assignment") or 0, codebook=codebook)
-                coder = User.objects.filter(pk=request.POST.get("coder") or 0).first() or _raise("Choose a coder.")
-                services.reassign_assignment(assignment, coder=coder, actor=request.user)
-                messages.success(request, f"Story {assignment.output_id} now goes to {coder.username}.")
-            elif request.POST.get("op") == "remove":
-                assignment = get_object_or_404(Assignment, pk=request.POST.get("assignment") or 0, codebook=codebook)
-                services.delete_assignment(assignment, actor=request.user)
-                messages.success(request, "Assignment removed.")
-            else:
-                coders = list(
-                    User.objects.filter(pk__in=[int(x) for x in request.POST.getlist("coders") if x.isdigit()])
-                )
-                outputs = services.outputs_of(study).filter(status="done")
-                run_ids = [int(x) for x in request.POST.getlist("runs") if x.isdigit()]
-                if run_ids:
-                    outputs = outputs.filter(run_id__in=run_ids)
-                created = services.create_assignments(
-                    study,
-                    codebook,
-                    outputs=outputs,
-                    coders=coders,
-                    k=request.POST.get("k") or 1,
-                    strategy=request.POST.get("strategy", "random_balanced"),
-                    seed=request.POST.get("seed") or 0,
-                    mode=request.POST.get("mode", CodingMode.BLIND),
-                    actor=request.user,
-                )
-                messages.success(request, f"{len(created)} assignments created.")
+            preview = _assignment_post(request, study, codebook)
         except services.AnnotationError as exc:
             messages.error(request, str(exc))
-        return redirect("annotation-assignments", study.pk, codebook.pk)
+        if preview is None:
+            return redirect("annotation-assignments", study.pk, codebook.pk)
     coders = [m.user for m in Membership.objects.filter(study=study).select_related("user").order_by("user__username")]
     rows = selectors.progress_by_output(codebook)
     page = Paginator(rows, 100).get_page(request.GET.get("page"))
@@ -375,6 +419,8 @@ def assignments(request, study_id, codebook_id):
             "strategies": STRATEGIES.items(),
             "modes": CodingMode.choices,
             "runs": generation.study_runs(study),
+            "preview": preview,
+            "form": _form_values(request.POST) if preview else {"k": 2, "seed": 0},
         },
     )
 

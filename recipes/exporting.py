@@ -149,8 +149,10 @@ def export_recipe(study):
         "measure_runs",
     ]
     recipe = {k: recipe[k] for k in order}
-    recipe["human_stages"], recipe["exports"] = applied_steps(study, recipe)
-    recipe["notes"] = not_carried(study, rounds)
+    applied, exports = applied_steps(study, recipe)
+    recipe["human_stages"], human_notes = human.export_stages(study, recipe, applied)
+    recipe["exports"] = exports
+    recipe["notes"] = not_carried(study, rounds) + human_notes
     return {k: v for k, v in recipe.items() if v != []}
 
 
@@ -175,7 +177,8 @@ def not_carried(study, exported_rounds):
 
 
 def applied_steps(study, recipe):
-    """The human stages and exports of the last recipe applied to the study, where their jobs still exist."""
+    """The human stages and exports of the last recipe applied to the study, where their jobs still exist (the
+    stages of codebooks the study assigned are then written from what it did: human.export_stages)."""
     from .models import AppliedRecipe
 
     last = AppliedRecipe.objects.filter(study=study).order_by("-applied_at", "-id").first()

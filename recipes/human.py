@@ -1,14 +1,25 @@
 """Codebooks and human stages in a recipe (through annotation's services and selectors).
 
 A coding stage names a codebook and the job whose stories are coded. When `recipe run` reaches it, the stories are
-assigned to the study's members of the stage's role (k coders per story, the stage's strategy and seed); the recipe
-then waits until every assignment of the codebook is done.
+assigned to the study's members of the stage's role (the first `count` by username; k coders per story, the stage's
+strategy, seed and blind or consensus mode), all finished stories of its runs or a sample of N of them stratified by
+model × prompt; the recipe then waits until every assignment of the codebook is done.
+
+Exporting writes what the study did: per assigned codebook, its last recorded assignment plan (coders, overlap,
+strategy, seed, mode, runs and sample), not what a recipe once asked for.
 """
 
 from annotation import codebook_format
-from annotation.selectors import latest_codebook, library_codebooks, progress_by_coder, study_codebooks
+from annotation.selectors import (
+    assignment_plans,
+    latest_codebook,
+    library_codebooks,
+    progress_by_coder,
+    study_codebooks,
+    unplanned_codebook_names,
+)
 from annotation.services import CODEBOOKS, AnnotationError, codebook_tree, create_assignments, import_codebook
-from generation.selectors import run_outputs
+from generation.selectors import study_outputs
 from stereoscope.models import Membership
 
 from .loader import RecipeError, RecipeProblem
@@ -65,6 +76,12 @@ def check(data, names, problems):
     for i, stage in enumerate(data.get("human_stages") or []):
         if stage.get("codebook") and stage["codebook"] not in names["codebooks"]:
             problems.append(RecipeProblem(f"human_stages[{i}].codebook", f"no codebook named {stage['codebook']!r}"))
+        sources = set(names["runs"]) | set(names["judge_rounds"])
+        for j, run in enumerate((stage.get("sample") or {}).get("runs") or []):
+            if run not in sources:
+                problems.append(
+                    RecipeProblem(f"human_stages[{i}].sample.runs[{j}]", f"no run or judge round named {run!r}")
+                )
 
 
 def apply_codebook(study, entry, toolkits, actor, outcome):
@@ -88,40 +105,54 @@ def apply_codebook(study, entry, toolkits, actor, outcome):
     return codebook
 
 
-def stage_outputs(stage, objects):
-    """The finished stories a stage codes: those of its run, or of its judge round's source run."""
-    after = stage["after"]
-    run = objects["runs"].get(after)
-    if run is None and after in objects["judge_rounds"]:
-        run = objects["judge_rounds"][after].source_run
-    return run_outputs(run, done_only=True) if run is not None else None
+def _source_run(name, objects):
+    run = objects["runs"].get(name)
+    if run is None and name in objects["judge_rounds"]:
+        run = objects["judge_rounds"][name].source_run
+    return run
+
+
+def stage_runs(stage, objects):
+    """The runs whose stories a stage codes: its sample's runs, else the run `after` names (or its judge round's
+    source run); None while one is missing."""
+    runs = [_source_run(name, objects) for name in (stage.get("sample") or {}).get("runs") or [stage["after"]]]
+    return None if any(run is None for run in runs) else runs
+
+
+def _stage_coders(stage, study):
+    role = (stage.get("coders") or {}).get("role", "coder")
+    members = Membership.objects.filter(study=study, role=role).select_related("user").order_by("user__username")
+    return role, [m.user for m in members][: (stage.get("coders") or {}).get("count") or None]
 
 
 def reach(stage, study, objects, actor):
     """(done, message) for a stage `recipe run` has reached; assigns its stories the first time."""
     codebook = objects["codebooks"].get(stage.get("codebook") or "")
-    outputs = stage_outputs(stage, objects)
-    if codebook is None or outputs is None or stage.get("kind", "coding") != "coding":
+    runs = stage_runs(stage, objects)
+    if codebook is None or runs is None or stage.get("kind", "coding") != "coding":
         return False, ""
     progress = progress_by_coder(codebook)
     if not progress:
-        role = (stage.get("coders") or {}).get("role", "coder")
-        members = Membership.objects.filter(study=study, role=role).select_related("user").order_by("user__username")
-        coders = [m.user for m in members][: (stage.get("coders") or {}).get("count") or None]
+        role, coders = _stage_coders(stage, study)
         if not coders:
             return (
                 False,
                 f"No {ROLES[role]} in the study yet: add them (Members), then run again to assign the stories.",
             )
+        sample = stage.get("sample") or {}
         try:
             made = create_assignments(
                 study,
                 codebook,
-                outputs=outputs,
+                outputs=study_outputs(study).filter(status="done"),
+                runs=runs,
                 coders=coders,
                 k=stage.get("overlap", 1),
                 strategy=stage.get("strategy", "random_balanced"),
                 seed=stage.get("seed", 0),
+                mode=stage.get("mode", "blind"),
+                sample_size=sample.get("n"),
+                sample_seed=sample.get("seed"),
                 actor=actor,
             )
         except AnnotationError as exc:
@@ -150,3 +181,90 @@ def export(study):
             entry["toolkit"] = toolkit
         entries[codebook.name] = _builtin(codebook, "codebook") or entry
     return list(entries.values())
+
+
+def _plan_role(plan):
+    roles = set(Membership.objects.filter(study=plan.study, user__in=plan.coders.all()).values_list("role", flat=True))
+    return roles.pop() if len(roles) == 1 else None
+
+
+def stage_from_plan(plan, stage, jobs):
+    """A coding stage that recreates `plan` (the codebook's last assignment plan); `stage` is the applied
+    recipe's stage of this codebook, if any (its name, `after` and message stay)."""
+    runs = sorted(plan.runs.all(), key=lambda r: (r.created_at, r.pk))
+    after = (stage or {}).get("after")
+    if after not in jobs:
+        after = runs[-1].name
+    sample = {"runs": [r.name for r in runs]}
+    if plan.sample_size is not None:
+        sample.update(n=plan.sample_size, stratify=plan.stratify or "model_item", seed=plan.sample_seed)
+    entry = {
+        "name": (stage or {}).get("name") or f"Coding {plan.codebook.name}",
+        "kind": "coding",
+        "after": after,
+        "codebook": plan.codebook.name,
+        "coders": {"role": _plan_role(plan) or "coder", "count": plan.coders.count()},
+        "overlap": plan.k,
+        "strategy": plan.strategy,
+        "seed": plan.seed,
+        "mode": plan.mode,
+        "sample": sample,
+    }
+    if (stage or {}).get("message"):
+        entry["message"] = stage["message"]
+    return entry
+
+
+def _plan_notes(name, plans, plan):
+    notes = []
+    if len(plans) > 1:
+        notes.append(
+            f"The codebook “{name}” was assigned in {len(plans)} plannings; the recipe carries the last one "
+            f"({plan.stories} stories)."
+        )
+    if _plan_role(plan) is None:
+        notes.append(
+            f"The coders of “{name}” hold different roles; the rebuilt stage assigns the study's coders by username."
+        )
+    return notes
+
+
+def export_stages(study, recipe, applied):
+    """(human stages, notes): per codebook the study assigned, a coding stage from its last assignment plan, in
+    place of the applied recipe's stage of that codebook; the applied recipe's other stages stay as they were."""
+    jobs = {e["name"] for key in ("runs", "judge_rounds") for e in recipe[key]}
+    run_names = {e["name"] for e in recipe["runs"]}
+    codebooks = {c["name"] for c in recipe["codebooks"]}
+    plans = {}
+    for plan in assignment_plans(study):
+        plans.setdefault(plan.codebook.name, []).append(plan)
+    notes, carried = [], {}
+    for name, made in plans.items():
+        plan = made[-1]
+        missing = sorted(r.name for r in plan.runs.all() if r.name not in run_names)
+        if name not in codebooks or missing:
+            notes.append(
+                f"The assignments of “{name}” code stories of {', '.join(missing) or 'runs'} that a recipe does not "
+                "carry; the recipe has no stage for them."
+            )
+            continue
+        carried[name] = plan
+        notes += _plan_notes(name, made, plan)
+    notes += [
+        f"Some assignments of “{name}” were made before assignment plans were recorded; the recipe cannot say "
+        "which stories, coders and mode they used."
+        for name in unplanned_codebook_names(study)
+        if name in codebooks
+    ]
+    sources = {e["name"]: e["source_run"] for e in recipe["judge_rounds"]}
+    stages = []
+    for stage in applied:
+        plan = carried.pop(stage.get("codebook") or "", None)
+        if plan is None and not stage.get("codebook") and stage.get("kind", "coding") == "coding":
+            # a stage that named no codebook (as the built-ins' once did): the codebook its run's stories got
+            run = sources.get(stage["after"], stage["after"])
+            name = next((n for n, p in carried.items() if run in {r.name for r in p.runs.all()}), None)
+            plan = carried.pop(name) if name else None
+        stages.append(stage if plan is None else stage_from_plan(plan, stage, jobs))
+    stages += [stage_from_plan(plan, None, jobs) for plan in carried.values()]
+    return stages, notes

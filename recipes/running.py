@@ -20,6 +20,14 @@ def progress_bar(done, total, width=30):
     return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
 
 
+def _sample_text(sample):
+    runs = ", ".join(f"“{name}”" for name in sample.get("runs") or [])
+    if sample.get("n"):
+        seed = f" with seed {sample['seed']}" if sample.get("seed") is not None else ""
+        return f"a sample of {sample['n']} stories{' of ' + runs if runs else ''} stratified by model × prompt{seed}"
+    return f"the stories of {runs}" if runs else ""
+
+
 def stage_message(stage):
     coders = stage.get("coders") or {}
     who = ROLES.get(coders.get("role", "coder"), "coders")
@@ -30,6 +38,8 @@ def stage_message(stage):
                 f"{coders['count']} {who}" if coders.get("count") else who,
                 f"{stage['overlap']} per story" if stage.get("overlap") else "",
                 f"{stage['strategy']} assignment" if stage.get("strategy") else "",
+                f"{stage['mode']} mode" if stage.get("mode") else "",
+                _sample_text(stage.get("sample") or {}),
             ],
         )
     )

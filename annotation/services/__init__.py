@@ -6,6 +6,7 @@ from .assignments import (
     delete_assignment,
     next_assignment,
     outputs_of,
+    preview_assignments,
     reassign_assignment,
     set_assignment_status,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "delete_assignment",
     "next_assignment",
     "outputs_of",
+    "preview_assignments",
     "reassign_assignment",
     "set_assignment_status",
     "set_gender_attribution",

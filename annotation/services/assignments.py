@@ -9,9 +9,10 @@ from stereoscope.models import Role
 from stereoscope.permissions import has_role
 from stereoscope.services import record_activity
 
-from ..assigning import plan_assignments
+from ..assigning import AssignmentPlanError, plan_assignments, sample_outputs
 from ..models import (
     Assignment,
+    AssignmentPlan,
     AssignmentStatus,
     CodingMode,
 )
@@ -20,40 +21,178 @@ from .errors import AnnotationError, _to_int
 # --- assignments --------------------------------------------------------------------------------------
 
 
-@transaction.atomic
-def create_assignments(
-    study, codebook, *, outputs, coders, k=1, strategy="random_balanced", seed=0, mode=CodingMode.BLIND, actor=None
-):
-    """Assign outputs to coders; returns the new Assignments. Existing ones count toward k and stay."""
-    from ..assigning import AssignmentPlanError
+# The stable order stories are sampled and planned in: the same in a study rebuilt from its recipe (never by id).
+STABLE_ORDER = ("run__name", "model_name", "item__number", "variant_key", "context_key", "trial", "pk")
 
+
+SEED_RANGE = (-(2**31), 2**31 - 1)  # stored with the plan: a database integer
+
+
+def _seed(value, label):
+    seed = _to_int(value, label) or 0
+    if not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
+        raise AnnotationError(f"{label} must be between {SEED_RANGE[0]:,} and {SEED_RANGE[1]:,}.")
+    return seed
+
+
+def _check_sample(sample_size, runs):
+    n = _to_int(sample_size, "The sample size")
+    if n is None:
+        return None
+    if n < 1:
+        raise AnnotationError("The sample size must be at least 1 (leave it empty to assign every story).")
+    if runs is not None and not list(runs):
+        raise AnnotationError("Choose one or more runs to sample the stories from.")
+    return n
+
+
+def _prepare(study, codebook, *, outputs, coders, k, strategy, seed, mode, sample_size, sample_seed, runs):
+    """Checks the request and plans it; writes nothing. Returns the plan as a dict (see preview_assignments)."""
     if codebook.study_id != study.pk:
         raise AnnotationError(f"No codebook {codebook.pk} in this study.")
     if mode not in CodingMode.values:
         raise AnnotationError("Mode must be blind or consensus.")
-    coders = list(coders)
+    coders = sorted(dict.fromkeys(coders), key=lambda c: c.username)  # the plan depends on who, not on the order
     for coder in coders:
         if not has_role(coder, study, Role.CODER):
             raise AnnotationError(f"{coder.username} is not a coder in this study.")
-    rows = list(outputs.filter(study=study).values_list("pk", "model_name", "item__number"))
+    n = _check_sample(sample_size, runs)
+    seed = _seed(seed, "The seed")
+    sample_seed = seed if sample_seed in (None, "") else _seed(sample_seed, "The sample seed")
+    outputs = outputs.filter(study=study)
+    if runs is not None:
+        outputs = outputs.filter(run__in=list(runs))
+    rows = list(outputs.order_by(*STABLE_ORDER).values_list("pk", "model_name", "item__number", "run_id"))
     if not rows:
-        raise AnnotationError("No stories to assign.")
-    existing = {}
-    for output_id, coder_id in Assignment.objects.filter(
-        codebook=codebook, output_id__in=[r[0] for r in rows]
-    ).values_list("output_id", "coder_id"):
-        existing.setdefault(output_id, set()).add(coder_id)
+        raise AnnotationError("No finished stories to assign: choose runs that have finished stories.")
+    run_ids = sorted({r[3] for r in rows})
+    rows = [r[:3] for r in rows]
+    available = len(rows)
+    strata = None
     try:
-        plan = plan_assignments(
-            rows,
-            [c.pk for c in coders],
-            k=_to_int(k, "k") or 0,
-            strategy=strategy,
-            seed=_to_int(seed, "Seed") or 0,
-            existing=existing,
+        if n is not None:
+            rows, strata = sample_outputs(rows, n, seed=sample_seed)
+        existing = {}
+        for output_id, coder_id in Assignment.objects.filter(
+            codebook=codebook, output_id__in=[r[0] for r in rows]
+        ).values_list("output_id", "coder_id"):
+            existing.setdefault(output_id, set()).add(coder_id)
+        pairs = plan_assignments(
+            rows, [c.pk for c in coders], k=_to_int(k, "k") or 0, strategy=strategy, seed=seed, existing=existing
         )
     except AssignmentPlanError as exc:
         raise AnnotationError(str(exc)) from None
+    names = {c.pk: c.username for c in coders}
+    per_coder = {c.username: 0 for c in coders}
+    for _output_id, coder_id in pairs:
+        per_coder[names[coder_id]] += 1
+    return {
+        "coders": coders,
+        "k": len(coders) if strategy == "all" else _to_int(k, "k"),
+        "strategy": strategy,
+        "seed": seed,
+        "mode": mode,
+        "run_ids": run_ids,
+        "available": available,
+        "stories": [r[0] for r in rows],
+        "sample": None
+        if n is None
+        else {
+            "n": n,
+            "seed": sample_seed,
+            "stratify": "model_item",
+            "strata": [
+                {"model": model, "item": item, "available": size, "sampled": taken}
+                for model, item, size, taken in strata
+            ],
+        },
+        "pairs": pairs,
+        "per_coder": per_coder,
+    }
+
+
+def preview_assignments(
+    study,
+    codebook,
+    *,
+    outputs,
+    coders,
+    k=1,
+    strategy="random_balanced",
+    seed=0,
+    mode=CodingMode.BLIND,
+    sample_size=None,
+    sample_seed=None,
+    runs=None,
+):
+    """The plan create_assignments would carry out, without writing: {"available": stories in the chosen runs,
+    "stories": the output ids planned (the sample, when N is given), "sample": {n, seed, stratify, strata: [{model,
+    item, available, sampled}]} or None, "pairs": [(output_id, coder_id)] new assignments in queue order,
+    "per_coder": {username: new assignments}, coders, k, strategy, seed, mode, run_ids}."""
+    return _prepare(
+        study,
+        codebook,
+        outputs=outputs,
+        coders=coders,
+        k=k,
+        strategy=strategy,
+        seed=seed,
+        mode=mode,
+        sample_size=sample_size,
+        sample_seed=sample_seed,
+        runs=runs,
+    )
+
+
+@transaction.atomic
+def create_assignments(
+    study,
+    codebook,
+    *,
+    outputs,
+    coders,
+    k=1,
+    strategy="random_balanced",
+    seed=0,
+    mode=CodingMode.BLIND,
+    sample_size=None,
+    sample_seed=None,
+    runs=None,
+    actor=None,
+):
+    """Assign outputs to coders; returns the new Assignments. Existing ones count toward k and stay.
+
+    `runs` limits the stories to those runs; `sample_size` N draws a sample of N of them first, stratified by
+    model × prompt (see annotation.assigning), with `sample_seed` (default: `seed`). The plan is recorded
+    (AssignmentPlan) so a study's recipe can say which stories, coders, overlap and mode were used."""
+    plan = _prepare(
+        study,
+        codebook,
+        outputs=outputs,
+        coders=coders,
+        k=k,
+        strategy=strategy,
+        seed=seed,
+        mode=mode,
+        sample_size=sample_size,
+        sample_seed=sample_seed,
+        runs=runs,
+    )
+    record = AssignmentPlan.objects.create(
+        study=study,
+        codebook=codebook,
+        k=plan["k"],
+        strategy=strategy,
+        seed=plan["seed"],
+        mode=mode,
+        sample_size=plan["sample"]["n"] if plan["sample"] else None,
+        sample_seed=plan["sample"]["seed"] if plan["sample"] else None,
+        stories=len(plan["stories"]),
+        assignments_made=len(plan["pairs"]),
+        created_by=actor if getattr(actor, "pk", None) else None,
+    )
+    record.runs.set(plan["run_ids"])
+    record.coders.set(plan["coders"])
     positions = dict(
         Assignment.objects.filter(codebook=codebook)
         .values("coder_id")
@@ -61,7 +200,7 @@ def create_assignments(
         .values_list("coder_id", "m")
     )
     new = []
-    for output_id, coder_id in plan:
+    for output_id, coder_id in plan["pairs"]:
         positions[coder_id] = (positions.get(coder_id) or 0) + 1
         new.append(
             Assignment(
@@ -71,10 +210,14 @@ def create_assignments(
                 coder_id=coder_id,
                 mode=mode,
                 position=positions[coder_id],
+                plan=record,
             )
         )
     Assignment.objects.bulk_create(new, batch_size=2000)
-    record_activity(study, actor, "assigned stories", f"{len(new)} assignments ({strategy}, k={k}) in {codebook}")
+    sampled = f", a sample of {plan['sample']['n']} stories" if plan["sample"] else ""
+    record_activity(
+        study, actor, "assigned stories", f"{len(new)} assignments ({strategy}, k={k}{sampled}) in {codebook}"
+    )
     return new
 
 

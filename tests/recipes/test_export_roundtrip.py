@@ -207,3 +207,169 @@ def test_export_says_what_it_cannot_carry(recipe):
         "The run “Pasted answers” holds imported outputs; a recipe does not carry them (import them again)."
     ]
     assert services.check(export_recipe(study)) == []
+
+
+def assignment_plan(study):
+    """A study's assignments by stable story identity: coder, queue position and mode."""
+    from annotation.models import Assignment
+
+    return sorted(
+        (stable(a.output), a.coder.username, a.position, a.mode)
+        for a in Assignment.objects.filter(study=study).select_related("output__endpoint", "output__item", "coder")
+    )
+
+
+@pytest.mark.django_db
+def test_a_blind_sampled_coding_stage_round_trips(fake_provider, monkeypatch, make_user):
+    """Must show: a study coded by 3 blind coders on a 15-story sample exports a recipe whose human stage says
+    exactly that, and applying it elsewhere recreates the same assignment plan."""
+    from collections import Counter
+
+    from annotation.models import Assignment, Codebook
+    from annotation.services import create_assignments, create_coding, outputs_of, set_assignment_status
+    from generation import runs
+    from generation.models import GenerationRun
+    from recipes import human
+    from stereoscope.models import Membership
+    from stereoscope.services import create_study
+
+    monkeypatch.setenv("FAKE_KEY_ENV", "sk-fake-secret-123")
+    fake_provider.default = {"text": "Once upon a time.\n"}
+    first = build_study(fake_provider)
+    coders = [make_user(name) for name in ("cora", "dana", "eli")]
+    for coder in coders:
+        Membership.objects.create(study=first, user=coder, role="coder")
+    codebook = Codebook.objects.get(study=first, name="Story codes")
+    made = create_assignments(
+        first,
+        codebook,
+        outputs=outputs_of(first).filter(status="done"),
+        runs=[GenerationRun.objects.get(study=first, name="Stories")],
+        coders=coders,
+        k=2,
+        strategy="stratified",
+        seed=4,
+        mode="blind",
+        sample_size=15,
+        sample_seed=9,
+    )
+    assert len(made) == 30 and len({a.output_id for a in made}) == 15
+    # 36 stories in 6 model × prompt strata of 6: 15 · 6/36 = 2.5 each, the 3 leftover stories to the first strata
+    sampled = first.outputs.filter(pk__in={a.output_id for a in made})
+    per_stratum = Counter((out.model_name, out.item.number) for out in sampled.select_related("item"))
+    assert sorted(per_stratum.values()) == [2, 2, 2, 3, 3, 3]
+    # the coders code, blind
+    leadership = codebook.codes.get(name="Leadership")
+    for assignment in made[:3]:
+        create_coding(study=first, codebook=codebook, output=assignment.output, code=leadership, coder=assignment.coder)
+        set_assignment_status(assignment, user=assignment.coder, done=True)
+
+    text = dump(export_recipe(first))
+    stages = load(text)["human_stages"]
+    assert stages == [
+        {
+            "name": "Coding Story codes",
+            "kind": "coding",
+            "after": "Stories",
+            "codebook": "Story codes",
+            "coders": {"role": "coder", "count": 3},
+            "overlap": 2,
+            "strategy": "stratified",
+            "seed": 4,
+            "mode": "blind",
+            "sample": {"runs": ["Stories"], "n": 15, "stratify": "model_item", "seed": 9},
+        }
+    ]
+    assert services.check(load(text)) == []
+
+    second = create_study(name="Rebuilt elsewhere", created_by=None)
+    for coder in coders:
+        Membership.objects.create(study=second, user=coder, role="coder")
+    outcome = services.apply(load(text), study=second)
+    runs.run_foreground(GenerationRun.objects.get(study=second, name="Stories"))
+    done, message = human.reach(stages[0], second, outcome.objects, None)
+    assert not done and message.startswith("Assigned 15 stories (30 assignments) to 3 coders in “Story codes")
+    assert Assignment.objects.filter(study=second).count() == 30
+    assert set(Assignment.objects.filter(study=second).values_list("mode", flat=True)) == {"blind"}
+    assert assignment_plan(second) == assignment_plan(first)
+    # and the rebuilt study's recipe says the same
+    again = export_recipe(second)
+    assert again["human_stages"] == stages
+    assert "notes" not in again
+
+
+@pytest.mark.django_db
+def test_export_writes_what_was_done_not_the_applied_stage(fake_provider, monkeypatch, make_user):
+    """A study applied from a recipe whose stage asks for "5 coders, overlap 5, all" and no codebook, then coded by
+    3 coders in blind mode on a sample: its recipe says 3 coders, the codebook, the mode and the sample."""
+    from annotation.models import Codebook
+    from annotation.services import create_assignments, outputs_of
+    from generation.models import GenerationRun
+    from stereoscope.models import Membership
+
+    monkeypatch.setenv("FAKE_KEY_ENV", "sk-fake-secret-123")
+    fake_provider.default = {"text": "Once upon a time.\n"}
+    study = build_study(fake_provider)
+    asked = {
+        "name": "Human coding",
+        "kind": "coding",
+        "after": "Judging rotation",
+        "coders": {"role": "coder", "count": 5},
+        "overlap": 5,
+        "strategy": "all",
+        "message": "Code the stories.",
+    }
+    services.apply({**export_recipe(study), "human_stages": [asked]}, study=study)
+    assert export_recipe(study)["human_stages"] == [asked]  # nothing assigned yet: the stage as applied
+    coders = [make_user(name) for name in ("cora", "dana", "eli")]
+    for coder in coders:
+        Membership.objects.create(study=study, user=coder, role="coder")
+    create_assignments(
+        study,
+        Codebook.objects.get(study=study, name="Story codes"),
+        outputs=outputs_of(study).filter(status="done"),
+        runs=[GenerationRun.objects.get(study=study, name="Stories")],
+        coders=coders,
+        k=3,
+        strategy="all",
+        mode="blind",
+        sample_size=15,
+        seed=2,
+    )
+    assert export_recipe(study)["human_stages"] == [
+        {
+            "name": "Human coding",
+            "kind": "coding",
+            "after": "Judging rotation",
+            "codebook": "Story codes",
+            "coders": {"role": "coder", "count": 3},
+            "overlap": 3,
+            "strategy": "all",
+            "seed": 2,
+            "mode": "blind",
+            "sample": {"runs": ["Stories"], "n": 15, "stratify": "model_item", "seed": 2},
+            "message": "Code the stories.",
+        }
+    ]
+
+
+@pytest.mark.django_db
+def test_assignments_without_a_plan_are_noted(recipe, make_user):
+    """Assignments made before plans were recorded cannot be described: the recipe says so instead of guessing."""
+    from annotation.models import Assignment, Codebook
+    from generation.models import GenerationRun, Output
+
+    recipe["codebooks"] = [{"name": "Story codes", "codes": [{"name": "Care"}]}]
+    recipe["human_stages"][0]["codebook"] = "Story codes"
+    study = services.apply(recipe).study
+    run = GenerationRun.objects.get(study=study, name="Stories")
+    output = Output.objects.create(study=study, run=run, model_name="model-alpha", text="A story.", status="done")
+    Assignment.objects.create(
+        study=study, codebook=Codebook.objects.get(study=study), output=output, coder=make_user("old")
+    )
+    exported = export_recipe(study)
+    assert exported["human_stages"] == recipe["human_stages"]  # the stage as applied, not a guess
+    assert exported["notes"] == [
+        "Some assignments of “Story codes” were made before assignment plans were recorded; the recipe cannot say "
+        "which stories, coders and mode they used."
+    ]
