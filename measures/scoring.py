@@ -23,7 +23,7 @@ from django.utils import timezone
 from generation import selectors as generation
 from generation.models import RunStatus
 from generation.runner import RunStats
-from stereoscope import jobs
+from stereoscope import bulk, jobs
 from stereoscope.services import record_activity
 from stereoscope.textproc import split_sentences
 
@@ -395,36 +395,11 @@ MEASURE_COLUMNS = (
 )
 
 
-def _max_rows(n_columns):
-    """Rows per multi-row INSERT within the database's limit of query parameters."""
-    limit = connection.features.max_query_params or 999
-    return max(1, min(500, limit // n_columns))
-
-
-def _executor(cursor):
-    """cursor.execute for SQL written with %s. On SQLite the statement goes straight to sqlite3 with ? marks: Django
-    would rewrite each long multi-row statement with a regular expression, hundreds of times a run."""
-    if connection.vendor != "sqlite":
-        return cursor.execute
-    import sqlite3
-
-    raw, converted = cursor.cursor, {}
-
-    def execute(sql, params):
-        query = converted.get(sql)
-        if query is None:
-            query = converted[sql] = sql.replace("%s", "?")
-        return sqlite3.Cursor.execute(raw, query, params)
-
-    return execute
-
-
 def insert_measures(run_id, measures):
     """Insert the OutputMeasure rows (multi-row INSERTs; an output that already has one is left alone). Returns
     {output id: output measure id} of the rows inserted here, so nothing else of a measure is written twice."""
     if not measures:
         return {}
-    qn = connection.ops.quote_name
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     dumps = json.dumps
     rows = [
@@ -449,18 +424,10 @@ def insert_measures(run_id, measures):
         )
         for m in measures
     ]
-    head = f"INSERT INTO {qn(OutputMeasure._meta.db_table)} ({', '.join(qn(c) for c in MEASURE_COLUMNS)}) VALUES "
-    one = f"({', '.join(['%s'] * len(MEASURE_COLUMNS))})"
-    tail = f" ON CONFLICT DO NOTHING RETURNING {qn('output_id')}, {qn('id')}"
-    size = _max_rows(len(MEASURE_COLUMNS))
-    saved = {}
-    with connection.cursor() as cursor:
-        execute = _executor(cursor)
-        for i in range(0, len(rows), size):
-            part = rows[i : i + size]
-            execute(head + ", ".join([one] * len(part)) + tail, [v for row in part for v in row])
-            saved.update(cursor.fetchall())
-    return saved
+    inserted = bulk.insert_values(
+        OutputMeasure, MEASURE_COLUMNS, rows, ignore_conflicts=True, returning=("output_id", "id")
+    )
+    return dict(inserted)
 
 
 def packed_sentences(measure):

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0013_variable_gold_rule'),
+        ('annotation', '0014_assignment_consensus_index'),
         ('generation', '0009_provider_connections_and_spending'),
         ('stereoscope', '0008_workerheartbeat_instance'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
