@@ -8,10 +8,10 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from stereoscope import agreement_stats as ag
 from stereoscope.api import StudyScopedMixin
 from stereoscope.models import Role, Study
 from stereoscope.permissions import StudyRolePermission
+from stereoscope.stats import agreement as ag
 
 from . import services, variables
 from .models import GoldLabel

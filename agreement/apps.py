@@ -3,7 +3,7 @@ from django.apps import AppConfig
 
 class AgreementConfig(AppConfig):
     """Inter-rater agreement among coders, judges, human checks and gold labels. Reads annotation and judging; its
-    pure statistics live in `stereoscope.agreement_stats` so judging can use them without importing this app."""
+    pure statistics live in `stereoscope.stats.agreement` so judging can use them without importing this app."""
 
     name = "agreement"
     verbose_name = "Agreement"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from annotation.selectors import gender_answers
 from generation.selectors import outputs_by_id
 from generation.subject_gender import resolve
-from stereoscope import categorical_stats as cs
+from stereoscope.stats import categorical as cs
 
 from . import variables
 from .rating_tables import AgreementRequestError

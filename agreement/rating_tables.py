@@ -1,6 +1,6 @@
 """Rating tables for agreement, built from the platform's data (reads only).
 
-A table is a RatingMatrix (stereoscope.agreement_stats) over units = outputs (stories), for one *target*:
+A table is a RatingMatrix (stereoscope.stats.agreement) over units = outputs (stories), for one *target*:
 
 - ``code:<id>``      document level: 1 if the coder applied the code (after merges), 0 if the coder coded the story
                      (assignment done or any coding in the codebook) but not that code, missing otherwise;
@@ -23,7 +23,7 @@ from annotation import selectors
 from annotation.selectors import codebook_assignments, codebook_codes, codebook_codings
 from generation.selectors import outputs_by_id
 from judging.selectors import rounds_with_ok_verdicts, study_human_checks, study_rounds, study_verdicts
-from stereoscope import agreement_stats as ag
+from stereoscope.stats import agreement as ag
 
 from .models import GoldLabel
 

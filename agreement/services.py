@@ -21,10 +21,10 @@ from annotation.selectors import (
 )
 from generation.selectors import outputs_by_id, study_output
 from judging.selectors import study_human_checks, study_verdicts
-from stereoscope import agreement_stats as ag
 from stereoscope.datasets import person
 from stereoscope.models import Study
 from stereoscope.services import record_activity
+from stereoscope.stats import agreement as ag
 
 from . import variables
 from .models import GoldLabel

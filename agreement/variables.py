@@ -3,7 +3,7 @@ label as gold (ties flagged for adjudication, adjudicated gold wins), and the ra
 
 Units: a story-level variable's unit is the story (its id). A span-level variable's units are formed from the
 coders' spans (see README, "Span-level units"):
-- "sentence" (default): the story split by the product's sentence rule (stereoscope.textproc); a span labels every
+- "sentence" (default): the story split by the product's sentence rule (stereoscope.stats.textproc); a span labels every
   sentence it overlaps by at least half of the shorter of the two; unit "<story>:s<n>" (n from 1).
 - "segment": spans of different coders overlapping by at least `min_overlap` (intersection / union) are one unit,
   transitively; unit "<story>:<start>-<end>" (the segment's extent).
@@ -20,11 +20,11 @@ from django.db import transaction
 from annotation.selectors import study_variables, variable_codings, variable_span_codings, variable_values
 from generation.selectors import output_texts, study_output
 from judging.selectors import categorical_rounds, label_verdicts
-from stereoscope import agreement_stats as ag
-from stereoscope import categorical_stats as cs
 from stereoscope.datasets import person
 from stereoscope.services import record_activity
-from stereoscope.textproc import split_sentences
+from stereoscope.stats import agreement as ag
+from stereoscope.stats import categorical as cs
+from stereoscope.stats.textproc import split_sentences
 
 from .models import GoldLabel
 from .rating_tables import AgreementRequestError
@@ -433,7 +433,7 @@ SUMMARY_COLUMNS = (
 
 def summary_rows(report):
     """One row per level: the coefficients with their bootstrap 95% intervals (the same resampling of units as the
-    code-level report: stereoscope.agreement_stats.bootstrap_ci), full agreement, units kept and excluded."""
+    code-level report: stereoscope.stats.agreement.bootstrap_ci), full agreement, units kept and excluded."""
     for level, result in report["levels"].items():
         ci = result.ci95 or {}
         yield {
@@ -585,7 +585,7 @@ def confusion_columns(conf):
 
 
 def contrast_json(contrast):
-    """A label × group contrast (categorical_stats.Contrast) as plain data."""
+    """A label × group contrast (stereoscope.stats.categorical.Contrast) as plain data."""
     return {
         "labels": contrast.labels,
         "groups": contrast.groups,

@@ -8,10 +8,10 @@ from django.utils.html import escape
 from django.views.decorators.http import require_POST, require_safe
 
 from judging.selectors import study_round_queryset
-from stereoscope import agreement_stats as ag
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
 from stereoscope.permissions import study_role_required
+from stereoscope.stats import agreement as ag
 
 from . import services
 from .rating_tables import GOLD, AgreementRequestError, CodingData, build_table, segment_report, study_codebooks

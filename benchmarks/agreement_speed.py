@@ -50,7 +50,7 @@ def ratings(n_units, n_raters, missing, seed, categories=2, accuracy=0.8):
 
 
 def bench_statistics():
-    from stereoscope import agreement_stats as ag
+    from stereoscope.stats import agreement as ag
 
     data = ratings(100_000, 10, 0.2, seed=1)
     t_build, rm = timed(lambda: ag.from_matrix(data))

@@ -11,9 +11,9 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from stereoscope import agreement_stats as A
 from stereoscope.models import Membership, Role
 from stereoscope.services import record_activity
+from stereoscope.stats import agreement as A
 from stereoscope.tables import table_text, unescape_formula
 from stereoscope.untrusted import loads_json, nul_problem
 from stereoscope.versioning import Versioning
@@ -488,7 +488,7 @@ def verification_pairs(rnd):
 
 
 def verification_summary(rnd, bootstrap=500):
-    """Judge–human agreement on the sample, with the pure agreement statistics (stereoscope.agreement_stats):
+    """Judge–human agreement on the sample, with the pure agreement statistics (stereoscope.stats.agreement):
     a pooled judge × human table with observed agreement and Cohen's kappa, plus Krippendorff's alpha, Gwet's AC1
     and bootstrap intervals over verdicts with the judge as one rater and each coder as another."""
     pairs = verification_pairs(rnd)

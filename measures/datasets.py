@@ -22,7 +22,7 @@ MEASURE_COLUMNS = (
     Column("gender", "Subject gender: F, M or empty (unknown)."),
     Column("gender_source", "Where the gender came from: slots, coders, pronouns or none."),
     Column("words", "Number of words (letters/digits joined by inner hyphens or apostrophes)."),
-    Column("sentences", "Number of sentences (the documented splitting rule in stereoscope/textproc.py)."),
+    Column("sentences", "Number of sentences (the documented splitting rule in stereoscope/stats/textproc.py)."),
     Column(
         "measure",
         "lexicon:<lexicon> v<version>:<category key> (matches), share:<label> (share of sentences), "

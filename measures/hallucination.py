@@ -10,7 +10,7 @@ full letter) uses the per-sentence flags returned here.
 
 from dataclasses import dataclass, field
 
-from stereoscope.textproc import split_sentences
+from stereoscope.stats.textproc import split_sentences
 
 from . import stats
 

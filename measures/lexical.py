@@ -34,7 +34,7 @@ from collections import _count_elements as _count_elements  # the C loop behind 
 from dataclasses import dataclass
 from itertools import chain, repeat
 
-from stereoscope.textproc import WORD_RE, lower_same_length
+from stereoscope.stats.textproc import WORD_RE, lower_same_length
 
 MODES = ("prefix", "whole_word", "substring", "regex")
 DIRECTIONS = ("male", "female", "none")

@@ -25,7 +25,7 @@ from generation.models import RunStatus
 from generation.runner import RunStats
 from stereoscope import bulk, jobs
 from stereoscope.services import record_activity
-from stereoscope.textproc import split_sentences
+from stereoscope.stats.textproc import split_sentences
 
 from . import gender as gender_mod
 from .classifiers import ClassifierError, NliClassifier, label_shares, make_classifier

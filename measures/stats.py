@@ -9,8 +9,8 @@ import math
 
 import numpy as np
 
-from stereoscope.defined import independent_t_problem, paired_t_problem
 from stereoscope.lazy_imports import LazyModule
+from stereoscope.stats.defined import independent_t_problem, paired_t_problem
 
 sps = LazyModule("scipy.stats")
 
@@ -49,7 +49,7 @@ def describe(values):
 
 
 def _undefined_t(test, problem, x, y, labels, **extra):
-    """A t-test the data leave undefined (the one rule in stereoscope.defined): None with the reason."""
+    """A t-test the data leave undefined (the one rule in stereoscope.stats.defined): None with the reason."""
     return {
         "test": test,
         "t": None,

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from stereoscope.textproc import WORD_RE, split_sentences
+from stereoscope.stats.textproc import WORD_RE, split_sentences
 
 DEFAULT_KEYWORDS = ("recommend",)
 MAX_RUN = 50

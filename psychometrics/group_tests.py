@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from stereoscope.defined import independent_t_problem, negligible, paired_t_problem, sum_squares
+from stereoscope.stats.defined import independent_t_problem, negligible, paired_t_problem, sum_squares
 
 from .reliability import clean
 
@@ -46,7 +46,7 @@ def robust(empty):
     return wrap
 
 
-# THE "is it defined?" rule (stereoscope.defined) for every statistic here: an error sum of squares that is noise
+# THE "is it defined?" rule (stereoscope.stats.defined) for every statistic here: an error sum of squares that is noise
 # next to its reference makes the statistic dividing by it undefined (None with a note), never a number.
 _negligible = negligible
 _sum_squares = sum_squares

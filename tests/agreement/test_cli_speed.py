@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from agreement.management.commands.agreement import Command
-from stereoscope import agreement_stats as ag
+from stereoscope.stats import agreement as ag
 
 
 def row_by_row(text, level):

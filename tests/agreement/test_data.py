@@ -6,7 +6,7 @@ import pytest
 
 from agreement import rating_tables as data
 from agreement import services
-from stereoscope import agreement_stats as ag
+from stereoscope.stats import agreement as ag
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.inter_rater import aggregate_raters, cohens_kappa, fleiss_kappa
 
-from stereoscope import agreement_stats as ag
+from stereoscope.stats import agreement as ag
 
 nan = np.nan
 

@@ -5,7 +5,7 @@ import pytest
 from scipy.stats import chi2_contingency
 from scipy.stats.contingency import association
 
-from stereoscope import categorical_stats as cs
+from stereoscope.stats import categorical as cs
 
 
 def test_exclusion_full_agreement_and_majority():

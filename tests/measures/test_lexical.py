@@ -69,7 +69,7 @@ def test_hand_counted_jung_letters_and_odds_ratios():
     assert cm == {"agentic": 3, "standout": 3, "ability": 0, "communal": 1, "grindstone": 1}
     assert cf == {"agentic": 1, "standout": 2, "ability": 0, "communal": 3, "grindstone": 2}
     total_m, total_f = 19, 19
-    from stereoscope.textproc import word_count
+    from stereoscope.stats.textproc import word_count
 
     assert word_count(male) == total_m and word_count(female) == total_f
     ors = {}
@@ -225,7 +225,7 @@ def test_builtin_jung_lexicon_counts_each_token_once_per_category():
         "excellent",
         "superb",
     ]
-    from stereoscope.textproc import word_count
+    from stereoscope.stats.textproc import word_count
 
     total_m, total_f = word_count(male), word_count(female)
     assert (total_m, total_f) == (16, 17)

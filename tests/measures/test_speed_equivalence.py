@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from measures import lexical
-from stereoscope import textproc
+from stereoscope.stats import textproc
 
 _END_RE = re.compile(r"[.!?…]+[\"'”’»)\]]*(?=\s+|$)")
 _ABBREV_TAIL = re.compile(r"([\w.]{1,12})$")

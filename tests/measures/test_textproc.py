@@ -1,4 +1,4 @@
-from stereoscope.textproc import split_sentences, word_count, words
+from stereoscope.stats.textproc import split_sentences, word_count, words
 
 
 def test_words_keep_hyphens_and_apostrophes():

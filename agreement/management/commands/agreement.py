@@ -5,7 +5,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from stereoscope import agreement_stats as ag
+from stereoscope.stats import agreement as ag
 
 
 class Command(BaseCommand):

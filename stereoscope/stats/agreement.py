@@ -22,7 +22,7 @@ from itertools import combinations
 import krippendorff
 import numpy as np
 
-from .lazy_imports import LazyModule
+from stereoscope.lazy_imports import LazyModule
 
 sparse = LazyModule("scipy.sparse")
 
