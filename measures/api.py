@@ -6,6 +6,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from annotation.selectors import study_variables
 from generation import selectors as generation
 from stereoscope.api import StudyScopedMixin
 from stereoscope.models import Role
@@ -21,6 +22,7 @@ from .models import (
     OutputMeasure,
     TrainedClassifier,
 )
+from .tasks import fairness_check_task
 
 
 class LexiconCategorySerializer(serializers.ModelSerializer):
@@ -410,7 +412,6 @@ class MeasureRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retrieve
         run = self.get_object()
         if not run.classifier:
             return Response({"detail": "This measure run has no classifier to check."}, status=400)
-        from .tasks import fairness_check_task
 
         fairness_check_task.delay(run.pk)
         return Response({"detail": "Fairness check queued; see contrasts?kind=fairness."}, status=202)
@@ -499,7 +500,6 @@ class TrainedClassifierViewSet(
 
     @extend_schema(request=TrainClassifierSerializer, responses={201: TrainedClassifierSerializer})
     def create(self, request, *args, **kwargs):
-        from annotation.selectors import study_variables
 
         body = TrainClassifierSerializer(data=request.data)
         body.is_valid(raise_exception=True)

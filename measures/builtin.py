@@ -5,6 +5,8 @@ from pathlib import Path
 
 from stereoscope.builtin import BuiltinSpec
 
+from .services import create_lexicon, validate_lexicon_data
+
 DATA = Path(__file__).resolve().parent / "builtin_data"
 
 # (key, version, file). Bump the version when a file changes; the new version is added beside the old.
@@ -16,7 +18,6 @@ LEXICONS = [
 
 
 def load_lexicon(study, data, key):
-    from .services import create_lexicon, validate_lexicon_data
 
     return create_lexicon(study, validate_lexicon_data(data), builtin_key=key, locked=True)
 

@@ -19,7 +19,11 @@ e.g. % formal sentences) must be among the model's labels, else the folder holds
 import hashlib
 import re
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
+
+from .training import load_model
+from .vader import FastVader
 
 KINDS = ("vader", "transformers", "trained")
 
@@ -116,13 +120,10 @@ class VaderClassifier:
     NEGATIVE = -0.05
 
     def __init__(self):
-        from .vader import FastVader
 
         self._analyzer = FastVader()  # the library's scores, about 2.5 times faster (measures/vader.py)
         self._cache = {}
         try:
-            from importlib.metadata import version
-
             revision = version("vaderSentiment")
         except Exception:  # pragma: no cover - metadata missing
             revision = "unknown"
@@ -196,8 +197,11 @@ class TransformersClassifier:
         if not (path / "config.json").exists():
             raise ClassifierError(f"{path} has no config.json; is it a Hugging Face model folder?")
         try:
-            import torch
-            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+            import torch  # lazy: heavy library, loaded on first use
+            from transformers import (  # lazy: heavy library, loaded on first use
+                AutoModelForSequenceClassification,
+                AutoTokenizer,
+            )
         except ImportError as exc:  # the 'local' extra is missing on this server
             raise ClassifierError(
                 "torch and transformers are needed for this classifier: install the 'local' extra "
@@ -260,7 +264,6 @@ class TrainedModelClassifier:
     key = "trained"
 
     def __init__(self, model_blob, info):
-        from .training import load_model
 
         if not model_blob:
             raise ClassifierError("The trained classifier has no model; train it again.")

@@ -5,6 +5,7 @@ import json
 
 from stereoscope.datasets import Column, register_dataset
 
+from .contrasts import json_clean, per_context_scores
 from .models import ContrastResult, LexiconCategory, MeasureRun, OutputMeasure
 from .selectors import packed_sentences, sentence_record
 
@@ -238,7 +239,6 @@ CONTEXT_SCORE_COLUMNS = (
     columns=CONTEXT_SCORE_COLUMNS,
 )
 def text_context_score_rows(study, options):
-    from .contrasts import json_clean, per_context_scores
 
     options = options or {}
     runs = MeasureRun.objects.filter(study=study).order_by("pk")

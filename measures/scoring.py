@@ -29,12 +29,14 @@ from stereoscope.stats.textproc import split_sentences
 
 from . import gender as gender_mod
 from .classifiers import ClassifierError, NliClassifier, label_shares, make_classifier
+from .contrasts import store_contrasts
 from .hallucination import score_letters
 from .lexical import OR_CONVENTIONS, TextCounter
 from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, WordCounts
 from .sentence_pack import pack
 from .services import LEXICONS, lexicons_for, matcher_for
 from .success import DEFAULT_KEYWORDS, SuccessFilter, SuccessFilterError
+from .tasks import execute_measure_run
 
 log = logging.getLogger(__name__)
 BATCH = 250  # outputs per chunk when a model scores them (slow: a chunk must finish well within a lease)
@@ -182,7 +184,6 @@ def create_run(
 
 
 def _enqueue(run):
-    from .tasks import execute_measure_run
 
     execute_measure_run.delay(run.pk)
 
@@ -526,7 +527,6 @@ class MeasureRunJob(jobs.JobKind):
         return {"done": done, "total": done + jobs.remaining_units(self, run_id)}
 
     def outcome(self, run):
-        from .contrasts import store_contrasts
 
         with gc_paused():
             store_contrasts(MeasureRun.objects.get(pk=run.pk))

@@ -5,13 +5,14 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from typing import Any, NotRequired, TypedDict
 
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 
 from stereoscope.models import Study
 
 from .contrasts import DEFAULT_GROUPINGS, ContrastRecord, Result, compute, per_context_scores
 from .models import Lexicon, LexiconCategory, MeasureRun, OutputMeasure, TrainedClassifier
 from .sentence_pack import SentenceRow
+from .success import REASONS
 
 Row = dict[str, object]  # one flat table row (CSV, API, export)
 # [(group, [(label, share, n, colour)])]: a χ² result's label shares per group
@@ -189,9 +190,6 @@ def output_rows(run: MeasureRun) -> Iterator[Row]:
 
 def success_counts(run: MeasureRun) -> list[Row]:
     """The success filter's counts per model and subject gender: passed, failed and failed by reason."""
-    from django.db.models import Count
-
-    from .success import REASONS
 
     table: dict[tuple[str, str], dict[str, int]] = {}
     qs = (

@@ -3,13 +3,18 @@ keeping each trained model as a new version with its training data, folds, seed 
 
 from __future__ import annotations
 
+from importlib.metadata import version
+
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
+from annotation.selectors import study_variables, variable_values
 from stereoscope.providers import provider
 from stereoscope.services import record_activity
 
 from . import training
+from .classifiers import model_revision
 from .models import TrainedClassifier
 
 
@@ -18,13 +23,11 @@ class TrainingRequestError(ValueError):
 
 
 def _library_versions():
-    from importlib.metadata import version
 
     return {name: version(name) for name in ("scikit-learn", "numpy", "scipy")}
 
 
 def embedding_revision(path):
-    from .classifiers import model_revision
 
     return model_revision(path)[0]
 
@@ -40,7 +43,6 @@ def gold_examples(study, variable):
 
 def embedding_model_path():
     """The local sentence-embedding model folder (setting EMBEDDING_MODEL_PATH), or ''."""
-    from django.conf import settings
 
     return str(getattr(settings, "EMBEDDING_MODEL_PATH", "") or "")
 
@@ -50,7 +52,6 @@ def train_classifier(
 ) -> TrainedClassifier:
     """Cross-validate and fit on every gold label; store a new version. Nothing is saved when training fails.
     features: "tfidf", "embedding" (the configured local model) or "auto" (embedding when configured)."""
-    from annotation.selectors import study_variables, variable_values
 
     name = (name or "").strip()
     if not name:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass, field
 
+import joblib
 import numpy as np
 
 DEFAULTS = {"ngram_max": 2, "min_df": 1, "sublinear_tf": True, "C": 1.0, "max_iter": 2000}
@@ -44,7 +45,7 @@ class SentenceEmbedder:
     def _load(self):
         if getattr(self, "_model", None) is None:
             try:
-                from transformers import AutoModel, AutoTokenizer
+                from transformers import AutoModel, AutoTokenizer  # lazy: heavy library, loaded on first use
 
                 self._tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
                 self._model = AutoModel.from_pretrained(self.path, local_files_only=True).eval()
@@ -57,7 +58,7 @@ class SentenceEmbedder:
         return self
 
     def transform(self, texts):
-        import torch
+        import torch  # lazy: heavy library, loaded on first use
 
         tokenizer, model = self._load()
         rows = []
@@ -72,9 +73,9 @@ class SentenceEmbedder:
 
 
 def make_pipeline(params=None):
-    from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import Pipeline
+    from sklearn.feature_extraction.text import TfidfVectorizer  # lazy: heavy library, loaded on first use
+    from sklearn.linear_model import LogisticRegression  # lazy: heavy library, loaded on first use
+    from sklearn.pipeline import Pipeline  # lazy: heavy library, loaded on first use
 
     p = {**DEFAULTS, **(params or {})}
     if p.get("embedding_path"):
@@ -99,7 +100,7 @@ def make_pipeline(params=None):
 
 def stratified_folds(labels, k, seed):
     """[(train indices, test indices)] of StratifiedKFold(k, shuffle=True, random_state=seed)."""
-    from sklearn.model_selection import StratifiedKFold
+    from sklearn.model_selection import StratifiedKFold  # lazy: heavy library, loaded on first use
 
     splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
     return [(train.tolist(), test.tolist()) for train, test in splitter.split(np.zeros(len(labels)), labels)]
@@ -153,10 +154,10 @@ def train(texts, labels, *, k=5, seed=0, params=None, label_order=None, permutat
     permutation_test_score does) and cross-validated on the same folds; p = (C + 1) / (permutations + 1), C the
     shuffles scoring at least the observed accuracy. Equals permutation_test_score(pipeline, x, y, cv=<the folds>,
     n_permutations, random_state=seed); the features of each fold are computed once (texts do not move)."""
-    from sklearn.base import clone
-    from sklearn.dummy import DummyClassifier
-    from sklearn.metrics import accuracy_score, confusion_matrix, f1_score
-    from sklearn.model_selection import cross_validate
+    from sklearn.base import clone  # lazy: heavy library, loaded on first use
+    from sklearn.dummy import DummyClassifier  # lazy: heavy library, loaded on first use
+    from sklearn.metrics import accuracy_score, confusion_matrix, f1_score  # lazy: heavy library, loaded on first use
+    from sklearn.model_selection import cross_validate  # lazy: heavy library, loaded on first use
 
     texts, labels = [t or "" for t in texts], [str(v) for v in labels]
     check_examples(texts, labels, k)
@@ -208,7 +209,7 @@ def permutation_pvalue(pipeline, x, y, splits, observed, permutations, seed):
     """The permutation p-value of the CV accuracy `observed` (see train); None without permutations."""
     if not permutations:
         return None
-    from sklearn.base import clone
+    from sklearn.base import clone  # lazy: heavy library, loaded on first use
 
     head = pipeline[-1]
     prepared = []
@@ -233,7 +234,6 @@ def permutation_pvalue(pipeline, x, y, splits, observed, permutations, seed):
 
 
 def dump_model(model) -> bytes:
-    import joblib
 
     buffer = io.BytesIO()
     joblib.dump(model, buffer)
@@ -241,6 +241,5 @@ def dump_model(model) -> bytes:
 
 
 def load_model(blob):
-    import joblib
 
     return joblib.load(io.BytesIO(bytes(blob)))

@@ -4,6 +4,7 @@ import itertools
 import json
 
 from django.contrib import messages
+from django.db.models import Count
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
@@ -14,10 +15,11 @@ from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
 
 from . import scoring, selectors, services
-from .contrasts import rows_for, twin_pairs
+from .contrasts import rows_for, store_contrasts, twin_pairs
 from .forms import CategoryForm, ExclusionForm, LexiconForm, LexiconImportForm, MeasureRunForm, PreviewForm
 from .highlight import render_layer
 from .models import Lexicon, LexiconCategory, LexiconExclusion, MeasureRun, OutputMeasure
+from .tasks import fairness_check_task
 
 
 def _lexicon(request, lexicon_id):
@@ -282,7 +284,6 @@ def run_detail(request, study_id, run_id):
 
 
 def _gender_source_counts(run):
-    from django.db.models import Count
 
     return list(
         run.output_measures.values("gender", "gender_source")
@@ -310,13 +311,9 @@ def run_action(request, study_id, run_id, action):
             scoring.cancel(run, actor=request.user)
             messages.success(request, "Cancel requested.")
         elif action == "recompute":
-            from .contrasts import store_contrasts
-
             store_contrasts(run)
             messages.success(request, "Contrasts recomputed.")
         elif action == "fairness":
-            from .tasks import fairness_check_task
-
             fairness_check_task.delay(run.pk)
             messages.success(request, "Fairness check queued; its result appears in the report.")
         else:

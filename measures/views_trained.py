@@ -3,6 +3,7 @@
 from django.contrib import messages
 from django.shortcuts import redirect, render
 
+from annotation.selectors import study_variables
 from stereoscope.models import Role
 from stereoscope.permissions import study_role_required
 
@@ -12,7 +13,6 @@ from .models import TrainedClassifier
 
 @study_role_required(Role.RESEARCHER)
 def classifiers(request, study_id):
-    from annotation.selectors import study_variables
 
     study = request.study
     variables = study_variables(study)

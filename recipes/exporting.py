@@ -12,6 +12,7 @@ from stereoscope.models import BuiltinRecord
 
 from . import human, measuring, questionnaires
 from .loader import FORMAT, FORMAT_VERSION
+from .models import AppliedRecipe
 from .services import LIMIT_KEYS, PRICE_KEYS, TOOLKIT_META
 
 
@@ -179,7 +180,6 @@ def not_carried(study, exported_rounds):
 def applied_steps(study, recipe):
     """The human stages and exports of the last recipe applied to the study, where their jobs still exist (the
     stages of codebooks the study assigned are then written from what it did: human.export_stages)."""
-    from .models import AppliedRecipe
 
     last = AppliedRecipe.objects.filter(study=study).order_by("-applied_at", "-id").first()
     if last is None:

@@ -3,6 +3,7 @@ questionnaire runs, then judge rounds and measure runs (they use the generated o
 human stage whose job is done, with its message. Finished jobs are skipped, so running again continues where it
 stopped."""
 
+from exports import services as exports
 from generation import runs as generation_runs
 from generation.models import RunStatus
 from judging import rounds as judge_rounds
@@ -125,7 +126,6 @@ def run(data, *, study=None, actor=None, past=(), write=print, connection_map=No
 
 def write_export(study, export, actor, write):
     """One declared export, as an export job of the study (listed on its Exports page)."""
-    from exports import services as exports
 
     try:
         job = exports.create_job(

@@ -29,6 +29,7 @@ from stereoscope.services import create_study
 
 from . import estimates, human, measuring, questionnaires
 from .loader import RecipeError, RecipeProblem, schema_problems
+from .models import AppliedRecipe
 
 SECTIONS = (
     "toolkits",
@@ -525,7 +526,6 @@ def apply(data, *, study=None, actor=None, connection_map=None):
 
 def record_applied(study, data, actor):
     """Keep the applied recipe when it differs from the last one (so applying it again writes nothing)."""
-    from .models import AppliedRecipe
 
     text = json.dumps(data, sort_keys=True, ensure_ascii=False, default=str)
     digest = hashlib.sha256(text.encode()).hexdigest()
