@@ -22,7 +22,11 @@ def test_a_stage_with_mode_and_sample_validates(recipe):
         ({"sample": {"runs": ["Nowhere"], "n": 5}}, "human_stages[0].sample.runs[0]", "no run or judge round named"),
         ({"sample": {"runs": []}}, "human_stages[0].sample.runs", "non-empty"),
         ({"sample": {"n": 5, "stratify": "gender"}}, "human_stages[0].sample.stratify", "is not one of"),
-        ({"sample": {"n": 5, "size": 3}}, "human_stages[0].sample", "unknown field(s) 'size'; allowed: runs, n, stratify, seed"),
+        (
+            {"sample": {"n": 5, "size": 3}},
+            "human_stages[0].sample",
+            "unknown field(s) 'size'; allowed: runs, n, stratify, seed",
+        ),
     ],
 )
 def test_bad_stages_name_their_path(recipe, change, path, words):
