@@ -6,6 +6,7 @@ here too: a coder lists only their own codings unless their assignment for that 
 
 import json
 
+from django.contrib.auth import get_user_model
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
@@ -15,6 +16,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
+from generation import batches
 from generation import selectors as generation
 from generation.models import ExecutionMode
 from stereoscope.api import StudyScopedMixin
@@ -731,7 +733,6 @@ class AssignmentViewSet(
     )
     @action(detail=False, methods=["post"])
     def plan(self, request, study_pk=None):
-        from django.contrib.auth import get_user_model
 
         s = AssignmentPlanSerializer(data=request.data)
         s.is_valid(raise_exception=True)
@@ -773,7 +774,6 @@ class AssignmentViewSet(
     )
     @action(detail=True, methods=["post"])
     def reassign(self, request, study_pk=None, pk=None):
-        from django.contrib.auth import get_user_model
 
         assignment = self.get_object()
         coder = get_user_model().objects.filter(username=request.data.get("coder", "")).first()
@@ -888,7 +888,6 @@ class CodeDiscoverySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def _batches(self, obj):
-        from generation import batches
 
         cache = self.context.setdefault("_batches", {})
         if obj.pk not in cache:

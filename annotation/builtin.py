@@ -5,6 +5,8 @@ from pathlib import Path
 
 from stereoscope.builtin import BuiltinSpec
 
+from .services import import_codebook
+
 DATA = Path(__file__).resolve().parent / "builtin_data"
 
 # (key, version, file). Bump the version when a file changes; the new version is added beside the old.
@@ -16,7 +18,6 @@ CODEBOOKS = [
 
 
 def load_codebook(study, data, key):
-    from .services import import_codebook
 
     return import_codebook(study, data, builtin_key=key, locked=True)
 

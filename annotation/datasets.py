@@ -4,13 +4,17 @@ analysis-ready table (one row per story, a 0/1 column per code and dimension and
 import re
 from collections import Counter, defaultdict
 
+from django.db.models import Count
 from django.utils.text import slugify
 
 from generation.datasets import filtered_outputs
+from generation.selectors import outputs_by_id
+from generation.subject_gender import resolve
 from stereoscope.datasets import Column, iso_datetime, person, register_dataset, uuid_text
 from stereoscope.providers import provider
 
 from .models import Assignment, Code, Coding, GenderAttribution, Memo
+from .selectors import gender_answers
 
 # --- shared helpers -----------------------------------------------------------------------------------------
 
@@ -136,10 +140,6 @@ GENDER_BATCH = 2000  # stories resolved at a time
 
 def _subject_genders(output_ids):
     """{output id: "F", "M" or ""} for the coded stories, resolved once per story."""
-    from generation.selectors import outputs_by_id
-    from generation.subject_gender import resolve
-
-    from .selectors import gender_answers
 
     outputs = outputs_by_id(output_ids).values_list("pk", "slot_values", "text")
     genders, batch = {}, {}
@@ -306,7 +306,6 @@ def code_rows(study, options):
 
 
 def _code_counts(study, options, index):
-    from django.db.models import Count
 
     return coding_queryset(study, options, index).values_list("code_id").annotate(n=Count("id")).order_by()
 

@@ -28,7 +28,7 @@ from stereoscope.services import ensure_member, record_activity
 from . import codebook_format as fmt
 from . import refi_qda as rq
 from . import services as annotation_services
-from .datasets import CodeIndex
+from .datasets import CodeIndex, _Cursor
 from .models import Assignment, Codebook, Coding, GenderAttribution, Memo
 from .selectors import code_tree
 
@@ -229,7 +229,6 @@ def export_qdpx(study, target, *, options, progress=None):
     var_guid = {v.name: v.guid for v in variables}
 
     def sources():
-        from .datasets import _Cursor
 
         coding_cursor = _Cursor(
             codings.order_by("output_id", "start", "pk")

@@ -1,6 +1,7 @@
 """Reads for analyses and pages: analysis units (code or dimension level), frequency tables, coding rows."""
 
 from django.db.models import Count, Exists, OuterRef, Q
+from django.urls import reverse
 
 from stereoscope.models import Role
 from stereoscope.permissions import role_for
@@ -300,7 +301,6 @@ def coding_rows(
     item_numbers=None,
 ):
     """One dict per coding (streamed in chunks), with story, coder, code path, offsets and the quoted text."""
-    from .models import Codebook, Memo
 
     codebooks = [codebook] if codebook is not None else list(Codebook.objects.filter(study=study))
     for cb in codebooks:
@@ -473,7 +473,6 @@ def discovery_counts(requests):
 def coder_queues(user, studies):
     """The user's coding queues in `studies` (live studies they belong to): one row per study and codebook, with
     stories done and in all, and where to continue (the next story) or the study's coding page when done."""
-    from django.urls import reverse
 
     rows = (
         Assignment.objects.filter(coder=user, study__in=studies)

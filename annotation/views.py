@@ -10,7 +10,9 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST, require_safe
 
+from generation import batches
 from generation import selectors as generation
+from generation.models import BATCH_PROVIDERS, ExecutionMode
 from stereoscope import jobs
 from stereoscope.downloads import table_download
 from stereoscope.models import Membership, Role
@@ -26,7 +28,9 @@ from .models import (
     AttributedGender,
     Code,
     Codebook,
+    CodeDiscovery,
     CodeOperation,
+    CodeSuggestion,
     Coding,
     CodingMode,
     GenderAttribution,
@@ -720,7 +724,6 @@ def workspace_edit(request, study_id, codebook_id, output_id):
 
 def _discovery_context(study, codebook, d):
     """What a discovery's card needs: its requests with their calls, counts, and its batches."""
-    from generation import batches
 
     requests = list(d.requests.select_related("endpoint", "provider_call").order_by("number"))
     d.request_rows = requests
@@ -748,9 +751,6 @@ def _discovery_card(request, study, codebook, d, status=200):
 
 @study_role_required(Role.RESEARCHER)
 def discover(request, study_id, codebook_id):
-    from generation.models import ExecutionMode
-
-    from .models import CodeDiscovery, CodeSuggestion
 
     study = request.study
     codebook = _codebook(request, codebook_id)
@@ -798,7 +798,6 @@ def discover(request, study_id, codebook_id):
 
 def _discovery_settings(request, study):
     """A discovery's settings from the form (start and estimate read the same ones)."""
-    from generation.models import ExecutionMode
 
     wanted = [v for v in request.POST.getlist("endpoints") + request.POST.getlist("endpoint") if v]
     endpoints = generation.endpoints_by_id(study, wanted)
@@ -816,9 +815,6 @@ def _discovery_settings(request, study):
 
 def _discover_page(request, study, codebook, estimate=None, form=None):
     """The discovery page; after "Estimate cost" it shows the estimate and keeps the form's values."""
-    from generation.models import BATCH_PROVIDERS, ExecutionMode
-
-    from .models import CodeDiscovery
 
     form = form or {}
     endpoints = list(generation.study_endpoints(study, callable_only=True))
@@ -863,7 +859,6 @@ def _discover_page(request, study, codebook, estimate=None, form=None):
 @require_safe
 def discovery_detail(request, study_id, codebook_id, discovery_id):
     """One discovery's job page: progress, requests with their calls and cost, batches, actions, suggestions."""
-    from .models import CodeDiscovery
 
     study = request.study
     codebook = _codebook(request, codebook_id)
@@ -896,7 +891,6 @@ DISCOVERY_ACTIONS = {
 @study_role_required(Role.RESEARCHER)
 @require_POST
 def discovery_action(request, study_id, codebook_id, discovery_id, what):
-    from .models import CodeDiscovery
 
     codebook = _codebook(request, codebook_id)
     discovery = get_object_or_404(CodeDiscovery, pk=discovery_id, codebook=codebook)

@@ -237,12 +237,12 @@ def submit_units(kind, job, units, sink, on_submitted=None, stats=None):
 
 
 def _sdk_error(exc):
-    from .providers.openai_provider import sdk_error
+    from .providers.openai_provider import sdk_error  # lazy: its module imports the SDK (0.5-1.5 s)
 
     if isinstance(exc, ProviderError):
         return exc
-    import anthropic
-    import openai
+    import anthropic  # lazy: an SDK takes 0.5-1.5 s to import; workers warm it up
+    import openai  # lazy: an SDK takes 0.5-1.5 s to import; workers warm it up
 
     module = anthropic if type(exc).__module__.startswith("anthropic") else openai
     return sdk_error(exc, module)

@@ -5,6 +5,8 @@ from pathlib import Path
 
 from stereoscope.builtin import BuiltinSpec
 
+from .toolkit_format import create_toolkit, validate_data
+
 DATA = Path(__file__).resolve().parent / "builtin_data"
 
 # (key, version, file). Bump the version when a file changes; the new version is added beside the old.
@@ -17,7 +19,6 @@ TOOLKITS = [
 
 
 def load_toolkit(study, data, key):
-    from .toolkit_format import create_toolkit, validate_data
 
     return create_toolkit(study, validate_data(data), builtin_key=key, locked=True)
 

@@ -24,7 +24,7 @@ from stereoscope.tables import table_text
 from stereoscope.untrusted import MAX_STORY_TEXT, loads_json, nul_problem, xlsx_problem
 
 from .models import GenerationRun, Output, OutputStatus, Provider, ProviderCall, RunStatus
-from .runs import finish, messages_for, normalize_text
+from .runs import finish, messages_for, normalize_text, toolkits_for
 from .toolkit_services import TOOLKITS
 from .toolkits import SlotError, expand_units, variant_key
 
@@ -111,7 +111,7 @@ def _read_csv(text):
 
 
 def _read_xlsx(content):
-    from openpyxl import load_workbook
+    from openpyxl import load_workbook  # lazy: heavy library, loaded on first use
 
     problem = xlsx_problem(content)
     if problem:
@@ -710,7 +710,6 @@ def import_texts(study, rows, *, run_name, toolkit=None, actor=None, source="", 
 
 def import_outputs(study, filename, content, *, fmt=None, run_name="", toolkit=None, actor=None):
     """Read, validate and save outputs made elsewhere as a new import run. Raises ImportProblems; saves nothing then."""
-    from .runs import toolkits_for
 
     if toolkit is not None and not toolkits_for(study).filter(pk=toolkit.pk).exists():
         raise ImportProblems(["Choose a toolkit of this study or of the built-in library."])

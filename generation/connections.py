@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from stereoscope import jobs
 from stereoscope.models import Study
 from stereoscope.user_types import Actor
 
@@ -191,7 +192,6 @@ def clean_connection(
     data: ConnectionData, instance: ProviderConnection | None = None
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """Cleaned values and {field: message} problems for connection fields (missing fields keep the instance's)."""
-    from stereoscope.models import Study
 
     current: dict[str, Any] = {f: getattr(instance, f) for f in EDITABLE if f != "studies"} if instance else {}
     if instance is not None:
@@ -352,6 +352,5 @@ def ensure_official_connections() -> list[str]:
 
 def wake_waiting_jobs() -> list[tuple[str, int]]:
     """Queue again every waiting job whose reason has cleared (after an approval or a raised cap)."""
-    from stereoscope import jobs
 
     return jobs.wake_waiting()

@@ -14,6 +14,8 @@ Public entry points (other apps call these; psychometrics uses them for persona/
 
 import re
 
+from .slots import _tokens, escape_braces
+
 __all__ = ["swap_gender", "swap_template", "swap_values", "parse_name_pairs", "WORD_PAIRS", "DEFAULT_NAME_PAIRS"]
 
 # Pairs are swapped both ways. "her" is handled separately (his/him); so is "his" (her/hers).
@@ -281,7 +283,6 @@ def parse_name_pairs(text):
 
 def swap_template(text, name_pairs=None):
     """Swap a prompt template's literal text and leave its `{slot}` placeholders alone."""
-    from .slots import _tokens, escape_braces
 
     parts = []
     for kind, value in _tokens(text):

@@ -142,7 +142,7 @@ class RedisStore:
     """The same counters in Redis; one store per event loop (redis.asyncio clients are loop-bound)."""
 
     def __init__(self, url):
-        import redis.asyncio as aioredis
+        import redis.asyncio as aioredis  # lazy: heavy library, loaded on first use
 
         self.redis = aioredis.from_url(url)
         self.slot = self.redis.register_script(SLOT_LUA)

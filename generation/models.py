@@ -8,6 +8,8 @@ from stereoscope.jobs.models import Job, JobStatus
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
 
+from .key_variables import key_value
+
 
 class Toolkit(VersionedModel):
     """A versioned set of prompt items grouped into dimensions. Read-only once a run uses it."""
@@ -126,7 +128,6 @@ class ProviderConnection(models.Model):
 
     @property
     def key_is_set(self):
-        from .key_variables import key_value
 
         return bool(key_value(self.api_key_env))
 
@@ -218,7 +219,6 @@ class ModelEndpoint(models.Model):
 
     @property
     def key_is_set(self):
-        from .key_variables import key_value
 
         return bool(key_value(self.api_key_env))
 

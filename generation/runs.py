@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
+from generation.providers.base import preload
 from stereoscope import jobs
 from stereoscope.bulk import insert_rows, update_rows
 from stereoscope.services import record_activity
@@ -32,6 +33,7 @@ from .models import (
 from .providers.base import ProviderError, merged_params, validate_params
 from .runner import CallUnit, execute_units
 from .selectors import toolkits_for  # noqa: F401  (generation's forms, API and import use it from here)
+from .tasks import execute_run
 from .toolkit_services import TOOLKITS
 from .toolkits import SlotError, count_units, expand_units
 
@@ -330,7 +332,6 @@ def materialize(run):
 
 
 def _enqueue(run):
-    from .tasks import execute_run
 
     execute_run.delay(run.pk)
 
@@ -520,7 +521,6 @@ class GenerationRunJob(batches.BatchModeKind, jobs.JobKind):
     returned_hint = ", or switch the run to live"
 
     def warm_up(self):
-        from generation.providers.base import preload
 
         preload()
 

@@ -25,7 +25,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from stereoscope import bulk
+from stereoscope import bulk, jobs
 from stereoscope.models import Role, Study
 from stereoscope.permissions import has_role
 from stereoscope.services import record_activity, set_spending_caps
@@ -342,6 +342,5 @@ def set_study_cap_limit(study: Study, value: object, *, actor: Actor) -> Decimal
 
 
 def _wake() -> None:
-    from stereoscope import jobs
 
     jobs.wake_waiting()

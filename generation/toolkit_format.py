@@ -23,7 +23,9 @@ from stereoscope.tables import table_text, unescape_formula
 from stereoscope.untrusted import MAX_ITEM_TEXT, loads_json, nul_problem
 
 from . import item_extras
+from .models import Toolkit
 from .slots import SlotError, normalize_combinations, normalize_slot_values
+from .toolkit_services import TOOLKITS
 from .toolkits import count_text
 
 FORMAT = "stereoscope-toolkit"
@@ -405,8 +407,6 @@ def validate_data(data, name=None):
 @transaction.atomic
 def create_toolkit(study, clean, *, created_by=None, builtin_key="", locked=False):
     """Save validated data as a new toolkit (next version when the name exists in the study)."""
-    from .models import Toolkit
-    from .toolkit_services import TOOLKITS
 
     TOOLKITS.refuse_library(study, builtin=bool(builtin_key))
     version = TOOLKITS.next_version(study, clean["name"])

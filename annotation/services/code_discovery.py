@@ -22,7 +22,8 @@ from stereoscope import jobs
 from stereoscope.services import record_activity
 
 from .. import discovery as disc
-from ..models import CodeDiscovery, CodeKind, CodeSuggestion, DiscoveryRequest, DiscoveryStatus
+from ..models import CodeDiscovery, CodeKind, CodeSuggestion, DiscoveryRequest, DiscoveryStatus, SuggestionStatus
+from ..tasks import run_code_discovery
 from .codebooks import CODEBOOKS, create_code
 from .errors import AnnotationError, _to_int
 
@@ -288,7 +289,6 @@ class CodeDiscoveryJob(batches.BatchModeKind, jobs.JobKind):
     error = AnnotationError
 
     def enqueue(self, job):
-        from ..tasks import run_code_discovery
 
         run_code_discovery.delay(job.pk)
 
@@ -369,7 +369,6 @@ DISCOVERY_JOB = jobs.register(CodeDiscoveryJob())
 @transaction.atomic
 def decide_suggestion(suggestion, *, accept, actor=None, name=None, description=None, gender_tag=None, parent=None):
     """Accept (optionally edited) into the codebook as an inductive code, or reject. Deciding twice is refused."""
-    from ..models import SuggestionStatus
 
     suggestion = (
         CodeSuggestion.objects.select_for_update(of=("self",))

@@ -3,7 +3,7 @@
 from django.db import transaction
 
 from stereoscope.models import Role
-from stereoscope.permissions import has_role
+from stereoscope.permissions import has_role, role_for
 
 from ..models import (
     Assignment,
@@ -19,7 +19,6 @@ from .errors import AnnotationError, _to_int
 
 
 def study_role(user, study):
-    from stereoscope.permissions import role_for
 
     return role_for(user, study)
 

@@ -45,12 +45,12 @@ class OpenAIBatchAPI:
     url = "/v1/chat/completions"
 
     def __init__(self, endpoint):
-        from .openai_provider import OpenAIProvider
+        from .openai_provider import OpenAIProvider  # lazy: its module imports the SDK (0.5-1.5 s)
 
         self.live = OpenAIProvider(endpoint)
 
     def client(self):
-        import openai
+        import openai  # lazy: an SDK takes 0.5-1.5 s to import; workers warm it up
 
         kwargs = self.live.client_kwargs()
         kwargs["max_retries"] = 2
@@ -92,7 +92,7 @@ class OpenAIBatchAPI:
         return BatchState(OPENAI_OPEN.get(batch.status, "in_progress"), batch.status, counts, False, errors)
 
     def results(self, batch_id):
-        import openai
+        import openai  # lazy: an SDK takes 0.5-1.5 s to import; workers warm it up
 
         with self.client() as client:
             batch = client.batches.retrieve(batch_id)
@@ -144,12 +144,12 @@ class OpenAIBatchAPI:
 
 class AnthropicBatchAPI:
     def __init__(self, endpoint):
-        from .anthropic_provider import AnthropicProvider
+        from .anthropic_provider import AnthropicProvider  # lazy: its module imports the SDK (0.5-1.5 s)
 
         self.live = AnthropicProvider(endpoint)
 
     def client(self):
-        import anthropic
+        import anthropic  # lazy: an SDK takes 0.5-1.5 s to import; workers warm it up
 
         kwargs = self.live.client_kwargs()
         kwargs["max_retries"] = 2

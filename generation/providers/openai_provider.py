@@ -2,6 +2,7 @@
 
 import json
 import time
+from email.utils import parsedate_to_datetime
 
 import httpx
 import openai
@@ -25,8 +26,6 @@ def retry_after_seconds(headers):
     try:
         return max(0.0, float(value))
     except ValueError:
-        from email.utils import parsedate_to_datetime
-
         try:
             return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
         except (TypeError, ValueError):

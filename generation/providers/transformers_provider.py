@@ -17,7 +17,7 @@ def load(model_path):
     with _load_lock:
         if model_path not in _models:
             require_local_extra()
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: heavy library, loaded on first use
 
             if not os.path.exists(model_path):
                 raise ProviderError(
@@ -45,7 +45,7 @@ class TransformersProvider(ChatProvider):
 
     def complete(self, messages, params):
         require_local_extra()  # a clear message instead of ModuleNotFoundError on a server without the 'local' extra
-        import torch
+        import torch  # lazy: heavy library, loaded on first use
 
         params = validate_params(dict(params))
         started = time.perf_counter()
