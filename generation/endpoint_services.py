@@ -165,9 +165,10 @@ def _clean_numbers(values, problems, clean):
 def _check_provider(provider, batch, problems):
     if provider not in Provider.values:
         problems["provider"] = f"Unknown provider {provider!r}; choose one of {', '.join(Provider.values)}."
-    elif provider == Provider.TRANSFORMERS and (missing := missing_local_extra()):
+        return
+    if provider == Provider.TRANSFORMERS and (missing := missing_local_extra()):
         problems["provider"] = local_extra_message(missing)
-    elif batch and provider not in BATCH_PROVIDERS and "batch_enabled" not in problems:
+    if batch and provider not in BATCH_PROVIDERS and "batch_enabled" not in problems:  # said whatever else is wrong
         problems["batch_enabled"] = (
             "Batch mode needs a provider with a batch API: OpenAI, Anthropic or an "
             "OpenAI-compatible server that implements it."

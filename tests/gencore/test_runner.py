@@ -1,6 +1,7 @@
 """The shared runner: every unit completes or fails with its reason, attempts obey backoff and Retry-After,
 limits hold (asserted from the server's own in-flight counters), cancellation stops new work."""
 
+import os
 import threading
 from itertools import pairwise
 
@@ -259,14 +260,34 @@ def test_the_loop_opens_attempt_rows_without_the_tests_async_allowance(
     is set (the test suite sets it for Playwright). The attempt rows are still written off the caller's thread,
     several in one transaction, and nothing fails and falls back on the way (issue 36: each attempt raised, logged
     a traceback and waited for the caller's thread)."""
+    import threading
+
+    from django.db import connections
+
     from generation import runner
 
-    monkeypatch.delenv("DJANGO_ALLOW_ASYNC_UNSAFE", raising=False)
     endpoint = make_endpoint(study, max_concurrency=8)
     fake_provider.default_delay = 0.05
     handed_off = record_hand_offs(runner, monkeypatch)
-    with caplog.at_level("WARNING", logger="generation.runner"):
-        stats = execute_units(study, units_for(endpoint, [f"p{i}" for i in range(40)]), Collect())
+    units = units_for(endpoint, [f"p{i}" for i in range(40)])
+    result = {}
+
+    def as_a_worker():  # a thread with no event loop of its own, as a Celery worker's (Playwright may run one here)
+        try:
+            result["stats"] = execute_units(study, units, Collect())
+        finally:
+            connections.close_all()
+
+    allowance = os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    try:
+        with caplog.at_level("WARNING", logger="generation.runner"):
+            worker = threading.Thread(target=as_a_worker)
+            worker.start()
+            worker.join()
+    finally:
+        if allowance is not None:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = allowance
+    stats = result["stats"]
     assert stats.succeeded == 40 and stats.attempts == 40
     assert handed_off == [], "no attempt waited for the caller's thread"
     assert not [r for r in caplog.records if "could not write an attempt row" in r.getMessage()]
