@@ -2,6 +2,7 @@ from django.contrib import admin
 
 from .models import (
     Assignment,
+    AssignmentPlan,
     Code,
     Codebook,
     CodeDiscovery,
@@ -61,6 +62,23 @@ class AssignmentAdmin(admin.ModelAdmin):
     list_display = ["coder", "output", "codebook", "status", "mode", "created_at"]
     list_filter = ["status", "mode", "codebook"]
     raw_id_fields = ["output"]
+
+
+@admin.register(AssignmentPlan)
+class AssignmentPlanAdmin(admin.ModelAdmin):
+    """What each planning of assignments asked for: a record, shown read-only (assignments point to it)."""
+
+    list_display = ["codebook", "study", "k", "strategy", "mode", "sample_size", "seed", "created_at"]
+    list_filter = ["mode", "strategy"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(GenderAttribution)

@@ -7,7 +7,7 @@ from pathlib import Path
 from stereoscope.app_names import PROJECT_APPS
 
 STATS = Path(__file__).resolve().parent.parent / "stereoscope" / "stats"
-FORBIDDEN = {"django", "rest_framework", "celery", *PROJECT_APPS}
+FORBIDDEN = {"django", "rest_framework", *PROJECT_APPS} | {"celery"}
 
 
 def forbidden_imports(source):
