@@ -21,6 +21,8 @@ callers of their own).
 import ast
 from pathlib import Path
 
+from stereoscope.app_names import PROJECT_APPS
+
 ROOT = Path(__file__).resolve().parents[1]
 
 WRITE_MANAGER_METHODS = {
@@ -48,18 +50,7 @@ QUERY_CHAIN_METHODS = {
     "none",
 }
 QUERYSET_NAMES = {"qs", "queryset", "query_set"}
-APP_NAMES = {
-    "stereoscope",
-    "generation",
-    "annotation",
-    "judging",
-    "agreement",
-    "psychometrics",
-    "measures",
-    "exports",
-    "recipes",
-    "reports",
-}
+APP_NAMES = {"stereoscope", *PROJECT_APPS}
 WRITE_ACTIONS = {
     "create": ("create", "perform_create"),
     "update": ("update", "perform_update"),
