@@ -20,6 +20,8 @@ from pathlib import Path
 
 from django.db import connections
 
+from stereoscope.schema_build import record_every_migration_applied
+
 
 def _folder(controller_pid):
     return Path(tempfile.gettempdir()) / f"stereoscope-test-db-{controller_pid}"
@@ -82,18 +84,6 @@ def built_from_models(aliases):
             test["MIGRATE"] = value
     for alias in aliases:
         record_every_migration_applied(connections[alias])
-
-
-def record_every_migration_applied(connection):
-    from django.db.migrations.loader import MigrationLoader
-    from django.db.migrations.recorder import MigrationRecorder
-
-    recorder = MigrationRecorder(connection)
-    recorder.ensure_schema()
-    applied = set(recorder.applied_migrations())
-    for app, name in MigrationLoader(None, ignore_no_migrations=True).graph.nodes:
-        if (app, name) not in applied:
-            recorder.record_applied(app, name)
 
 
 def _save_template(connection, folder, controller):

@@ -1,5 +1,9 @@
 """`manage.py setup`: the one process scripts/run.sh runs at every start (issue 36: first start in seconds)."""
 
+import os
+import sqlite3
+import subprocess
+import sys
 from io import StringIO
 from pathlib import Path
 
@@ -37,3 +41,34 @@ def test_run_script_sets_up_in_one_process():
     assert "manage.py setup" in script
     for step in ("migrate", "load_builtin", "ensure_admin", "ensure_connections"):
         assert f"manage.py {step}" not in script
+
+
+def _manage(folder, *args):
+    env = {
+        **os.environ,
+        "STEREOSCOPE_DATA_DIR": str(folder),
+        "DATABASE_URL": f"sqlite:///{folder / 'stereoscope.sqlite3'}",
+        "STEREOSCOPE_ADMIN_PASSWORD": "pw-for-the-test-only",
+    }
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_setup_builds_an_empty_database_from_the_models_and_migrates_one_that_has_tables(tmp_path):
+    first = _manage(tmp_path, "setup")
+    assert first.returncode == 0, first.stderr
+    assert "tables built from the models" in first.stdout
+    assert "Admin account created" in first.stdout
+    # every migration is recorded as applied: nothing is left for migrate to do
+    check = _manage(tmp_path, "migrate", "--check")
+    assert check.returncode == 0, check.stdout + check.stderr
+    with sqlite3.connect(tmp_path / "stereoscope.sqlite3") as db:
+        recorded = db.execute("SELECT count(*) FROM django_migrations").fetchone()[0]
+        toolkits = db.execute("SELECT count(*) FROM generation_toolkit").fetchone()[0]
+    assert recorded > 50
+    assert toolkits > 0  # the built-ins were loaded into the tables built from the models
+    again = _manage(tmp_path, "setup")
+    assert again.returncode == 0, again.stderr
+    assert "tables built from the models" not in again.stdout
+    assert "No migrations to apply" in again.stdout
