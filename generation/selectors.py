@@ -1,7 +1,8 @@
 """Reads of generation that other apps use: toolkits and prompt items, model endpoints, runs, outputs, provider calls.
 
-Apps outside generation/ read its tables only through these functions (tests/test_cross_app_reads.py); they may
-narrow what a function returns (`study_runs(study).order_by("pk")`). A `study` argument may be a Study or its id.
+Apps outside generation/ read its tables only through these functions
+(tests/architecture/test_cross_app_reads.py); they may narrow what a
+function returns (`study_runs(study).order_by("pk")`). A `study` argument may be a Study or its id.
 """
 
 from collections.abc import Iterable

@@ -39,7 +39,7 @@ from .services import INSTRUMENTS, PsychError, instruments_for
 from .tasks import execute_questionnaire_run
 
 log = logging.getLogger(__name__)
-MAX_REPETITIONS = 100  # also in psychometrics/schema/run_config.schema.json (tests/test_input_schemas.py)
+MAX_REPETITIONS = 100  # also in psychometrics/schema/run_config.schema.json (tests/architecture/test_input_schemas.py)
 CONFIG_SCHEMA = schemas.register("run_config", Path(__file__).resolve().parent / "schema" / "run_config.schema.json")
 MAX_UNITS = 500_000
 RUN_FILE_VERSION = 1

@@ -1,5 +1,5 @@
-"""The one bulk writer: every raw-SQL write of many rows goes through here (tests/test_bulk.py checks no other module
-writes SQL itself; it is tested on SQLite and PostgreSQL).
+"""The one bulk writer: every raw-SQL write of many rows goes through here
+(tests/stereoscope/test_bulk.py checks no other module writes SQL itself; it is tested on SQLite and PostgreSQL).
 
 - `bulk_insert`: big imports, COPY on PostgreSQL, elsewhere one prepared INSERT run with executemany;
 - `insert_rows` / `insert_rows_returning_ids`: a prepared INSERT per row in one transaction (the runner's outputs

@@ -3,7 +3,7 @@
 A Celery worker, `serve` and every `manage.py` command import the task and URL modules of every app; scipy.stats
 alone costs about 1.5 s of that start-up here and pandas about 0.5 s, though most processes never use them (a
 worker that only generates stories, `manage.py migrate`). `sps = LazyModule("scipy.stats")` behaves like the module
-once an attribute is read (tests/test_lazy_imports.py checks that a worker's start-up imports neither).
+once an attribute is read (tests/stereoscope/test_lazy_imports.py checks that a worker's start-up imports neither).
 """
 
 import importlib

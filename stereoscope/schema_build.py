@@ -4,8 +4,9 @@ Applying the migrations from scratch costs about 12 s of CPU here (Django render
 creating the tables straight from the models (`migrate --run-syncdb` with migrations switched off, as Django's own
 test runner does with `TEST: {"MIGRATE": False}`) takes about 1 s. Every migration is then recorded as applied, so
 later `migrate` runs apply only the migrations that come after. Used by `manage.py setup` on an empty database and
-by the test suite's database (tests/db_template.py). `tests/test_migrations_match_models.py` keeps it honest: the
-migrations describe the models exactly, and migrating an empty database gives the same schema as this.
+by the test suite's database (tests/db_template.py).
+`tests/architecture/test_migrations_match_models.py` keeps it honest: the migrations describe the models
+exactly, and migrating an empty database gives the same schema as this.
 
 The data migrations (RunPython) only transform rows that an empty database does not have.
 """

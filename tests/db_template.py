@@ -3,11 +3,11 @@
 Migrating from scratch takes about 20 s of CPU here (Django renders the model state of every migration), so the
 test database is built from the models instead (Django's `TEST: {"MIGRATE": False}`: one `syncdb`, about 2 s) and
 every migration is recorded as applied, so a later `migrate` finds nothing to do.
-`tests/test_migrations_match_models.py` checks that the migrations describe the models and that applying them to
-an empty database gives the same schema. The first xdist worker builds the database, keeps a copy as a template and
-the others start from that copy: the SQLite file is copied, PostgreSQL creates the database with `TEMPLATE`. The
-copy lives in a folder named after the xdist controller's process id; the controller removes it (and drops the
-PostgreSQL template) when the run ends.
+`tests/architecture/test_migrations_match_models.py` checks that the migrations describe the models and that
+applying them to an empty database gives the same schema. The first xdist worker builds the database, keeps a copy as a
+template and the others start from that copy: the SQLite file is copied, PostgreSQL creates the database with
+`TEMPLATE`. The copy lives in a folder named after the xdist controller's process id; the controller removes it (and
+drops the PostgreSQL template) when the run ends.
 """
 
 import fcntl

@@ -1,4 +1,5 @@
-"""A URL configuration with the study list, the dashboard and the Measures pages only (tests/test_navigation.py)."""
+"""A URL configuration with the study list, the dashboard and the Measures pages only
+(tests/stereoscope/test_navigation.py)."""
 
 from django.urls import include, path
 

@@ -5,7 +5,7 @@ import pytest
 from django.apps import apps
 
 from tests.exports.conftest import coded_study, export_root, gen_study  # noqa: F401
-from tests.gencore.conftest import make_endpoint  # noqa: F401
+from tests.generation.runs.conftest import make_endpoint  # noqa: F401
 
 
 @pytest.fixture(autouse=True)

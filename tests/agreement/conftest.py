@@ -1,6 +1,6 @@
 import pytest
 
-from tests.gencore.conftest import make_toolkit  # noqa: F401
+from tests.generation.runs.conftest import make_toolkit  # noqa: F401
 
 
 @pytest.fixture(autouse=True)

@@ -1,6 +1,6 @@
 import pytest
 
-from tests.gencore.conftest import approved_connection
+from tests.generation.runs.conftest import approved_connection
 
 
 @pytest.fixture

@@ -1,1 +1,1 @@
-from tests.gencore.conftest import make_endpoint, make_toolkit, study  # noqa: F401
+from tests.generation.runs.conftest import make_endpoint, make_toolkit, study  # noqa: F401

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 def test_seed_round_in_batch_mode_with_reask(study, make_endpoint, fake_provider, client_for, make_user):
     data = build_study(study, make_endpoint)
-    from tests.gencore.conftest import approved_connection
+    from tests.generation.runs.conftest import approved_connection
 
     for endpoint in data["endpoints"].values():
         endpoint.batch_enabled = True
@@ -92,7 +92,7 @@ def test_batch_round_needs_judges_that_allow_it(study, make_endpoint):
 
 def test_cancelling_a_batch_round_cancels_its_open_batches_at_the_provider(study, make_endpoint, fake_provider):
     """The job engine's cancel runs generation's hook: no app cancels batches itself (issue 37)."""
-    from tests.gencore.conftest import approved_connection
+    from tests.generation.runs.conftest import approved_connection
 
     data = build_study(study, make_endpoint)
     for endpoint in data["endpoints"].values():

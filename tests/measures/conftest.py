@@ -1,6 +1,6 @@
 import pytest
 
-from tests.gencore.conftest import study  # noqa: F401
+from tests.generation.runs.conftest import study  # noqa: F401
 
 
 @pytest.fixture

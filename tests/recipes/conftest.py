@@ -89,6 +89,6 @@ def lab_server(request):
         request.getfixturevalue("db")
     else:
         return None
-    from tests.gencore.conftest import approved_connection
+    from tests.generation.runs.conftest import approved_connection
 
     return approved_connection("openai_compatible", "http://127.0.0.1:9/v1", "", name="Lab server")

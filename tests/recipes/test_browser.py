@@ -36,7 +36,7 @@ def test_gallery_to_plan_then_apply_then_result_page(roles, page, login):
     """Start from a published study: the regard recipe from the gallery, its plan, apply, what was created with
     links, and the next step leads to the first run's plan."""
     from generation.models import GenerationRun
-    from tests.gencore.conftest import approved_connection
+    from tests.generation.runs.conftest import approved_connection
 
     study = roles["a"]
     approved_connection("openai", name="OpenAI")

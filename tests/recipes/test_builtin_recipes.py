@@ -160,7 +160,7 @@ def test_regard_recipe_codes_sentences_and_groups_by_context_type():
     from generation import runs as generation_runs
     from generation.models import Output
     from stereoscope.stats import categorical as cs
-    from tests.gencore.conftest import approved_connection
+    from tests.generation.runs.conftest import approved_connection
 
     approved_connection("openai", name="OpenAI")
     data = library.load("regard")

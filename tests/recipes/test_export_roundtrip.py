@@ -22,7 +22,7 @@ def build_study(fake_provider):
     from psychometrics.services import contexts_from_personas, create_instrument, generate_personas
     from stereoscope.builtin import load_builtins
     from stereoscope.services import create_study
-    from tests.gencore.conftest import approved_connection
+    from tests.generation.runs.conftest import approved_connection
 
     from .conftest import BASE
 

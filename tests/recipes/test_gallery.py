@@ -127,7 +127,7 @@ def test_gallery_lists_the_five_published_studies(people):  # noqa: F811
 
 
 def test_gallery_entry_shows_its_plan_and_writes_nothing(people):  # noqa: F811
-    from tests.gencore.conftest import approved_connection
+    from tests.generation.runs.conftest import approved_connection
 
     study, users = people
     approved_connection("openai", name="OpenAI")

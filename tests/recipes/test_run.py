@@ -35,7 +35,7 @@ def test_recipe_run_fang_stops_at_the_coding_stage(fake_provider, monkeypatch, t
     from generation.models import GenerationRun, Output
     from judging.models import JudgeRound, Verdict
     from psychometrics.models import QuestionnaireRun, Response
-    from tests.gencore.conftest import approved_connection
+    from tests.generation.runs.conftest import approved_connection
 
     monkeypatch.setenv("FAKE_KEY_ENV", "sk-fake-secret-123")
     approved_connection("openai_compatible", fake_provider.openai_base_url, "FAKE_KEY_ENV", name="Fake provider")

@@ -87,7 +87,7 @@ def test_rupsycho_file_imports_and_plans_the_grid(tmp_path):
     source.write_text(json.dumps(experiment()), encoding="utf-8")
     out = tmp_path / "recipe.yaml"
     call_command("recipe", "import-rupsycho", str(source), "--out", str(out))
-    from tests.gencore.conftest import approved_connection
+    from tests.generation.runs.conftest import approved_connection
 
     recipe = load(out.read_text(encoding="utf-8"))
     text = out.read_text(encoding="utf-8")
@@ -112,7 +112,7 @@ def test_rupsycho_file_imports_and_plans_the_grid(tmp_path):
 @pytest.mark.django_db
 def test_rendered_prompt_follows_the_template():
     from psychometrics import runs as questionnaire_runs
-    from tests.gencore.conftest import approved_connection
+    from tests.generation.runs.conftest import approved_connection
 
     approved_connection("openai", "", "OPENAI_API_KEY", name="OpenAI")
     outcome = services.apply(to_recipe(experiment()))
@@ -170,7 +170,7 @@ def test_a_list_of_prompt_templates_imports_as_prompt_variants_of_one_grid(tmp_p
             SEEDS,
             "Personas",
         )
-    from tests.gencore.conftest import approved_connection
+    from tests.generation.runs.conftest import approved_connection
 
     approved_connection("openai", "", "OPENAI_API_KEY", name="OpenAI")
     jobs = [j for j in services.plan(recipe).jobs if j["kind"] == "questionnaire run"]

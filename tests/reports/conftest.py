@@ -35,7 +35,7 @@ def run_recipe(data, folder):
 
 @pytest.fixture
 def fake_connection(fake_provider, monkeypatch, db):
-    from tests.gencore.conftest import approved_connection
+    from tests.generation.runs.conftest import approved_connection
 
     monkeypatch.setenv("FAKE_KEY_ENV", "sk-fake-secret-123")
     return approved_connection("openai_compatible", fake_provider.openai_base_url, "FAKE_KEY_ENV", name="Fake provider")

@@ -5,7 +5,7 @@ import pytest
 
 from reports import builder
 from reports.render import html, markdown
-from tests.categorical.test_regard_end_to_end import VALUES as REGARD_VALUES
+from tests.agreement.test_regard_end_to_end import VALUES as REGARD_VALUES
 from tests.reports.test_fang_report import assert_clean
 
 pytestmark = pytest.mark.django_db

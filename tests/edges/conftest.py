@@ -1,2 +1,0 @@
-from tests.annotation.conftest import outputs_factory, small_codebook  # noqa: F401
-from tests.gencore.conftest import make_endpoint, make_toolkit  # noqa: F401

@@ -1,0 +1,149 @@
+"""stereoscope.bulk.bulk_insert stores exactly what the ORM stores (JSON, dates, decimals, foreign keys, defaults)."""
+
+from datetime import datetime, timezone
+from decimal import Decimal
+
+import pytest
+from django.db import transaction
+
+from generation.models import GenerationRun, Output
+from stereoscope.bulk import bulk_insert
+from stereoscope.models import Study
+
+pytestmark = pytest.mark.django_db
+FIELDS = [
+    "study_id",
+    "run_id",
+    "item_id",
+    "endpoint_id",
+    "model_name",
+    "trial",
+    "variant_key",
+    "slot_values",
+    "prompt_text",
+    "text",
+    "external_id",
+    "status",
+    "error",
+    "input_tokens",
+    "cost_usd",
+    "provenance",
+    "completed_at",
+]
+
+
+def stored(outputs):
+    return [{name: getattr(o, name) for name in FIELDS} for o in outputs]
+
+
+def test_bulk_insert_matches_the_orm():
+    study = Study.objects.create(name="bulk")
+    run = GenerationRun.objects.create(study=study, name="r", is_import=True)
+    when = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc)
+    shared = {"name": "Kelly"}
+    specs = [
+        {
+            "model_name": "m",
+            "trial": i + 1,
+            "text": f"=text {i} “é”",
+            "slot_values": shared,
+            "provenance": {"row": i, "extra": {"seed": [1, None, "x"]}},
+            "completed_at": when if i % 2 else None,
+            "cost_usd": Decimal("0.000123") if i == 1 else None,
+            "input_tokens": i or None,
+            "status": "done",
+            "variant_key": f"k{i}",
+        }
+        for i in range(3)
+    ]
+    orm = [Output.objects.create(study=study, run=run, external_id=f"orm{i}", **spec) for i, spec in enumerate(specs)]
+    with transaction.atomic():
+        count = bulk_insert(
+            Output,
+            [{"study": study, "run_id": run.pk, "external_id": f"bulk{i}", **spec} for i, spec in enumerate(specs)],
+            batch_size=2,
+        )
+    assert count == 3
+    bulk = list(Output.objects.filter(external_id__startswith="bulk").order_by("trial"))
+    expected = stored(orm)
+    for row in expected:
+        row["external_id"] = row["external_id"].replace("orm", "bulk")
+    assert stored(bulk) == expected
+    assert all(o.created_at is not None and o.latency_ms is None for o in bulk)  # defaults filled in
+
+
+def test_bulk_insert_of_nothing_inserts_nothing():
+    assert bulk_insert(Output, []) == 0 and not Output.objects.exists()
+
+
+# --- the other writers of the one bulk module (also run on PostgreSQL by the CI's second pass) --------------------
+
+
+def test_insert_values_returns_what_it_inserted_and_leaves_conflicts_alone():
+    from stereoscope.bulk import insert_values
+    from stereoscope.models import BuiltinRecord
+
+    columns = ["kind", "key", "version", "content_hash", "object_id", "loaded_at"]
+    now = datetime(2026, 11, 28, tzinfo=timezone.utc).isoformat()
+    first = insert_values(
+        BuiltinRecord, columns, [("toolkit", f"k{i}", "1", "h", i, now) for i in range(3)], returning=["key"]
+    )
+    assert sorted(r[0] for r in first) == ["k0", "k1", "k2"]
+    again = insert_values(
+        BuiltinRecord,
+        columns,
+        [("toolkit", "k1", "1", "other", 9, now), ("toolkit", "k3", "1", "h", 3, now)],
+        ignore_conflicts=True,
+        returning=["key"],
+    )
+    assert again == [("k3",)]
+    assert BuiltinRecord.objects.get(key="k1").content_hash == "h"  # the conflicting row was left alone
+
+
+def test_upsert_add_creates_then_adds_and_update_rows_changes_only_what_matches():
+    from generation.models import ProviderConnection, SpendingLedger
+    from stereoscope.bulk import update_rows, upsert_add
+
+    study = Study.objects.create(name="ledger")
+    connection = ProviderConnection.objects.create(name="c", provider="openai", status="approved")
+    month = datetime(2026, 11, 1).date()
+    keys = ["study_id", "connection_id", "month"]
+    counters = ["calls", "input_tokens", "output_tokens", "cost_usd", "reserved_usd"]
+    upsert_add(SpendingLedger, keys, counters, [[study.pk, connection.pk, month, 1, 10, 20, "0.5", "0"]])
+    upsert_add(SpendingLedger, keys, counters, [[study.pk, connection.pk, month, 2, 5, -20, "0.25", "0"]])
+    row = SpendingLedger.objects.get()
+    assert (row.calls, row.input_tokens, row.output_tokens, row.cost_usd) == (3, 15, 0, Decimal("0.75"))
+    changed = update_rows(SpendingLedger, ["calls"], [(row.pk, {"calls": 7})], where={"input_tokens": 99})
+    assert changed == 0 and SpendingLedger.objects.get().calls == 3
+    assert update_rows(SpendingLedger, ["calls"], [(row.pk, {"calls": 7})], where={"input_tokens": 15}) == 1
+    assert SpendingLedger.objects.get().calls == 7
+
+
+def raw_sql_writers(source):
+    """Raw-SQL writes in a module's source: executemany, COPY, or an INSERT/UPDATE statement built in a string."""
+    import re
+
+    pattern = re.compile(r"\.executemany\(|\bCOPY\b.*FROM STDIN|[\"']\s*INSERT INTO\b|f?[\"']UPDATE \{|ON CONFLICT")
+    return [line.strip() for line in source.splitlines() if pattern.search(line)]
+
+
+def test_the_writer_check_sees_raw_sql():
+    probe = 'sql = f"INSERT INTO {table} (a) VALUES (%s)"\ncursor.executemany(sql, rows)\nx = "UPDATE me"\n'
+    assert len(raw_sql_writers(probe)) == 2
+
+
+def test_no_module_but_the_bulk_module_writes_sql_itself():
+    from pathlib import Path
+
+    from stereoscope.app_names import PROJECT_APPS
+
+    root = Path(__file__).resolve().parents[2]
+    found = {}
+    for folder in ("stereoscope", *PROJECT_APPS):
+        for path in (root / folder).rglob("*.py"):
+            if "migrations" in path.parts or path == root / "stereoscope" / "bulk.py":
+                continue
+            hits = raw_sql_writers(path.read_text(encoding="utf-8"))
+            if hits:
+                found[str(path.relative_to(root))] = hits
+    assert found == {}
