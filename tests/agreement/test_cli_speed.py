@@ -3,12 +3,19 @@ straightforward code: the vectorised CSV reader, the chunked bootstrap, no syste
 
 import csv
 import io
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+from django.core.management import call_command
 
+from agreement import cli
 from agreement.management.commands.agreement import Command
 from stereoscope.stats import agreement as ag
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def row_by_row(text, level):
@@ -128,3 +135,79 @@ def test_an_error_while_drawing_reaches_the_caller():
 
     with pytest.raises(RuntimeError, match="drawing failed"):
         list(ag._background_iter(failing()))
+
+
+# ------------------------------------------------------------------ a file's agreement without starting Django
+@pytest.mark.parametrize(
+    "options",
+    [
+        [],
+        ["--format", "text", "--seed", "3", "--bootstrap", "150"],
+        ["--level", "ordinal", "--bootstrap", "0"],
+        ["--level=interval", "--format=text", "--bootstrap=50", "--seed=9"],
+    ],
+)
+def test_the_django_free_run_prints_what_the_command_prints(tmp_path, options):
+    path = tmp_path / "ratings.csv"
+    path.write_text(random_long_csv(5), encoding="utf-8")
+    out = io.StringIO()
+    assert cli.run_without_django(["--input", str(path), *options], stdout=out)
+    expected = io.StringIO()
+    call_command("agreement", "--input", str(path), *options, stdout=expected)
+    assert out.getvalue() == expected.getvalue() and out.getvalue().endswith("\n")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--study", "1"],
+        ["--input", "-"],  # standard input can be read once: the command reads it
+        ["--input", "{path}", "--verbosity", "2"],  # Django's own options
+        ["--input", "{path}", "--traceback"],
+        ["--inp", "{path}"],  # an abbreviation Django may read otherwise
+        ["--input", "{path}", "--help"],
+        ["--input", "{path}", "--bootstrap", "-1"],
+        ["--input", "{path}", "--level", "fuzzy"],
+        ["--input", "{missing}"],  # errors are the command's
+        ["--input", "{bad}"],
+    ],
+)
+def test_anything_but_a_readable_file_is_left_to_the_django_command(tmp_path, argv):
+    path = tmp_path / "ok.csv"
+    path.write_text(random_long_csv(6), encoding="utf-8")
+    (tmp_path / "bad.csv").write_text("unit,rater,value\nu1,a,1\nu1,a,2\n", encoding="utf-8")  # rated twice
+    names = {"path": path, "missing": tmp_path / "nope.csv", "bad": tmp_path / "bad.csv"}
+    out = io.StringIO()
+    assert cli.run_without_django([a.format(**names) for a in argv], stdout=out) is False
+    assert out.getvalue() == ""
+
+
+PROBE = """
+import runpy, sys
+sys.argv = ["manage.py", "agreement", "--input", sys.argv[1], "--bootstrap", "20"]
+runpy.run_path("manage.py", run_name="__main__")
+print("imported:" + " ".join(m for m in ("django", "celery", "pandas", "agreement.models") if m in sys.modules))
+"""
+
+
+def test_manage_py_reads_a_file_without_django_or_celery(tmp_path):
+    path = tmp_path / "ratings.csv"
+    path.write_text(random_long_csv(7), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(path)], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report, imported = done.stdout.rstrip("\n").rsplit("\n", 1)
+    assert imported == "imported:"
+    assert ag.read_long_csv(path.read_text()).units and '"n_units": 300' in report
+
+
+def test_manage_py_reports_a_file_error_through_the_command(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "manage.py", "agreement", "--input", str(tmp_path / "nope.csv")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1 and "CommandError: No such file" in done.stderr and done.stdout == ""
