@@ -26,7 +26,9 @@ def row_by_row(text, level):
     return ag.from_long(rows, level=level)
 
 
-def random_long_csv(seed, n_units=300, n_raters=5, categories=4, value=str, newline="\n", unit="u{} "):
+def random_long_csv(
+    seed, n_units=300, n_raters=5, categories=4, value=str, newline="\n", unit="u{} ", shuffle=False, blank_lines=False
+):
     rng = np.random.default_rng(seed)
     truth = rng.integers(0, categories, n_units)
     data = np.where(rng.random((n_raters, n_units)) < 0.7, truth, rng.integers(0, categories, (n_raters, n_units)))
@@ -35,6 +37,10 @@ def random_long_csv(seed, n_units=300, n_raters=5, categories=4, value=str, newl
         for r in rng.permutation(n_raters):
             cell = value(int(data[r, u])) if rng.random() > 0.2 else rng.choice(["", " NA", "null", "  "])
             lines.append(f"{cell},{unit.format(u)}, rater{r},x")
+    if shuffle:  # a unit's rows apart (the reader factorizes runs of one unit's rows once)
+        lines[1:] = [lines[1 + i] for i in rng.permutation(len(lines) - 1)]
+    if blank_lines:
+        lines[5:5] = ["", ""]
     return "\ufeff" + newline.join(lines) + newline
 
 
@@ -51,6 +57,9 @@ CASES = [
     ("unit names over 64 bytes", dict(unit="{}" + "y" * 70), "ordinal"),
     ("non-ASCII names", dict(unit="Zoë {}", value=lambda v: f"câté{v}"), "nominal"),
     ("tabs around values", dict(value=lambda v: f"\t{v}\t"), "interval"),
+    ("rows in random order", dict(shuffle=True), "ordinal"),
+    ("long unit names in random order", dict(shuffle=True, unit="story-{}-" + "x" * 30), "nominal"),
+    ("empty lines", dict(blank_lines=True), "nominal"),
 ]
 
 
