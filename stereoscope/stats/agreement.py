@@ -16,6 +16,7 @@ import io
 import math
 import queue
 import threading
+import weakref
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -506,8 +507,8 @@ def _unique_columns(codes, k):
 
 
 def _background_iter(generator, ahead=2):
-    """The items of `generator`, computed in a thread up to `ahead` items ahead of the consumer (in order). A
-    consumer that stops early (an error) lets the thread end."""
+    """The items of `generator`, computed in a thread started at once, up to `ahead` items ahead of the consumer (in
+    order). A consumer that stops early (an error), or drops the iterator unread, lets the thread end."""
 
     items, stop = queue.Queue(maxsize=ahead), threading.Event()
 
@@ -530,17 +531,26 @@ def _background_iter(generator, ahead=2):
         else:
             hand_over((False, None))
 
+    def consume(_stops_when_dropped):
+        try:
+            while True:
+                ok, item = items.get()
+                if not ok:
+                    if item is not None:
+                        raise item
+                    return
+                yield item
+        finally:
+            stop.set()
+
+    token = _StopToken()
+    weakref.finalize(token, stop.set)  # the iterator holds the token: dropping it unread stops the thread
     threading.Thread(target=produce, daemon=True).start()
-    try:
-        while True:
-            ok, item = items.get()
-            if not ok:
-                if item is not None:
-                    raise item
-                return
-            yield item
-    finally:
-        stop.set()
+    return consume(token)
+
+
+class _StopToken:
+    """Held by a background iterator; when it goes, the thread filling it stops."""
 
 
 def _in_background(function, *args, **kwargs):
@@ -573,7 +583,9 @@ class _Features:
     bootstrap replicate (units drawn with replacement) is a multinomial draw of pattern counts.
     """
 
-    def __init__(self, rm: RatingMatrix, weights="linear"):
+    def __init__(self, rm: RatingMatrix, weights="linear", *, resamples=0, seed=0):
+        """resamples > 0 starts drawing that many bootstrap resamples (seeded with `seed`) in a thread at once, while
+        the features are built: `resampled_totals(resamples, None, self.early_draws)` takes them."""
         self.rm = rm
         self.k = k = len(rm.categories)
         self.weights = weights
@@ -592,6 +604,9 @@ class _Features:
             pat_idx = np.broadcast_to(np.arange(n), codes.shape)[mask]
             counts = np.bincount(pat_idx * k + codes[mask], minlength=n * k).reshape(n, k).astype(float)
         self.m = m = counts.sum(axis=1)
+        self.early_draws = None
+        if resamples and self.freq[m >= 2].sum() >= 2:  # the draws need only the pattern counts: start them now
+            self.early_draws = self.draws(resamples, np.random.default_rng(seed))
         blocks, self.slices = [], {}
         start = 0
 
@@ -635,17 +650,24 @@ class _Features:
         """1 × features: the point-estimate totals."""
         return np.asarray(self.matrix.T @ self.freq).reshape(1, -1)
 
-    def resampled_totals(self, n_boot, rng) -> np.ndarray:
-        """n_boot × features: totals for units drawn with replacement (multinomial over patterns)."""
+    def draws(self, n_boot, rng, block=100):
+        """The multinomial pattern counts of n_boot resamples, in blocks of `block` rows, drawn by a thread started
+        now. Consecutive draws from one generator: the same stream as one big call. numpy draws without the GIL, so
+        the thread draws the next block while the caller multiplies the last."""
         n = int(self.freq.sum())
         p = self.freq / self.freq.sum()
+        return _background_iter(
+            rng.multinomial(n, p, size=min(block, n_boot - start)) for start in range(0, n_boot, block)
+        )
+
+    def resampled_totals(self, n_boot, rng, draws=None) -> np.ndarray:
+        """n_boot × features: totals for units drawn with replacement (multinomial over patterns); `draws`: the
+        blocks of `self.draws(n_boot, rng)` when they were started already."""
         out = np.empty((n_boot, self.matrix.shape[1]), order="F")  # the layout the coefficients were summed in
-        starts = range(0, n_boot, 100)
-        # consecutive draws from one generator: the same stream as one big call. numpy draws without the GIL, so a
-        # thread draws the next block while this one multiplies the last
-        chunks = _background_iter(rng.multinomial(n, p, size=min(100, n_boot - start)) for start in starts)
-        for start, draws in zip(starts, chunks, strict=True):
-            out[start : start + len(draws)] = (self.matrix.T @ draws.astype(float).T).T
+        start = 0
+        for block in self.draws(n_boot, rng) if draws is None else draws:
+            out[start : start + len(block)] = (self.matrix.T @ block.astype(float).T).T
+            start += len(block)
         return out
 
     # ----- coefficients over rows of totals
@@ -865,12 +887,13 @@ def agreement(
         notes.append("no ratings: every value is missing")
         return result
 
-    feats = _Features(rm, weights=weights)
+    # the resamples are drawn (from when the rating patterns are known) while the point estimates are computed
+    feats = _Features(rm, weights=weights, resamples=bootstrap, seed=seed)
     T = feats.totals()
     pairable_units = int(feats.freq[feats.m >= 2].sum())
     resampled = None
-    if bootstrap and pairable_units >= 2:  # the resamples are drawn while the point estimates are computed
-        resampled = _in_background(feats.resampled_totals, bootstrap, np.random.default_rng(seed))
+    if feats.early_draws is not None:
+        resampled = _in_background(feats.resampled_totals, bootstrap, None, feats.early_draws)
     one_unit = Outcome(None, "only one unit has two or more ratings")
     record("krippendorff_alpha", krippendorff_alpha(rm, level))
     record("percent_agreement", feats.percent_agreement(T).outcome())
@@ -901,7 +924,7 @@ def agreement(
                     "note": u.note,
                 }
             )
-    if bootstrap and pairable_units >= 2:
+    if resampled is not None:
         result.ci95 = bootstrap_ci(feats, level, result, n_boot=bootstrap, seed=seed, totals=resampled())
     return result
 

@@ -5,6 +5,7 @@ import csv
 import io
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -135,6 +136,19 @@ def test_intervals_drawn_in_the_background_equal_the_sequential_bootstrap(seed):
     expected = ag.bootstrap_ci(feats, "nominal", point, n_boot=1000, seed=seed, totals=totals)
     assert got.ci95 == expected  # bit for bit
     assert all(expected[name] is not None for name in ("krippendorff_alpha", "gwet_ac1", "cohen_kappa_mean"))
+
+
+def test_a_background_iterator_dropped_unread_lets_its_thread_end():
+    def numbers():
+        yield from range(1000)
+
+    threads = {t.ident for t in threading.enumerate()}
+    blocks = ag._background_iter(numbers(), ahead=1)  # its thread starts at once, before anything is read
+    (producer,) = [t for t in threading.enumerate() if t.ident not in threads]
+    assert producer.is_alive()
+    del blocks
+    producer.join(timeout=30)
+    assert not producer.is_alive()
 
 
 def test_an_error_while_drawing_reaches_the_caller():
