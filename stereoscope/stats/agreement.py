@@ -666,7 +666,7 @@ class _Features:
         out = np.empty((n_boot, self.matrix.shape[1]), order="F")  # the layout the coefficients were summed in
         start = 0
         for block in self.draws(n_boot, rng) if draws is None else draws:
-            out[start : start + len(block)] = (self.matrix.T @ block.astype(float).T).T
+            out[start : start + len(block)] = (self.matrix.T @ np.ascontiguousarray(block.T, dtype=float)).T
             start += len(block)
         return out
 

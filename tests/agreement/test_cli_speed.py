@@ -234,3 +234,48 @@ def test_manage_py_reports_a_file_error_through_the_command(tmp_path):
         timeout=300,
     )
     assert done.returncode == 1 and "CommandError: No such file" in done.stderr and done.stdout == ""
+
+
+def benchmark_ratings(n_units, n_raters, missing, seed, categories):
+    """benchmarks/agreement_speed.py's ratings: a truth per unit, each rater right 80% of the time."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, categories, n_units)
+    noise = rng.integers(0, categories, (n_raters, n_units))
+    data = np.where(rng.random((n_raters, n_units)) < 0.8, truth, noise).astype(float)
+    data[rng.random(data.shape) < missing] = np.nan
+    return data
+
+
+# intervals as the code before issue 36's speed work computed them (commit 53b1efc), to the last bit
+FROZEN = [
+    (
+        (5000, 4, 0.2, 30, 5),
+        "ordinal",
+        0,
+        {
+            "krippendorff_alpha": [0.6115185744791857, 0.6457635746746476],
+            "percent_agreement": [0.7022137886886298, 0.7218442050194512],
+            "fleiss_kappa": None,
+            "cohen_kappa_mean": [0.6260999565223249, 0.6493406193244259],
+            "gwet_ac1": [0.6278089494817506, 0.6523116714771364],
+        },
+    ),
+    (
+        (3000, 6, 0.3, 31, 3),
+        "interval",
+        7,
+        {
+            "krippendorff_alpha": [0.6180989596225765, 0.6548339554791386],
+            "percent_agreement": [0.7554889637122633, 0.7755034547506149],
+            "fleiss_kappa": None,
+            "cohen_kappa_mean": [0.6288213596560815, 0.6588665057234906],
+            "gwet_ac1": [0.6334065648889319, 0.6633688644880645],
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize("shape,level,seed,expected", FROZEN, ids=["ordinal", "interval"])
+def test_intervals_for_a_seed_are_those_of_before_the_speed_work(shape, level, seed, expected):
+    rm = ag.from_matrix(benchmark_ratings(*shape))
+    assert ag.agreement(rm, level=level, bootstrap=500, seed=seed).ci95 == expected
