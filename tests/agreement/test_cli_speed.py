@@ -209,7 +209,7 @@ PROBE = """
 import runpy, sys
 sys.argv = ["manage.py", "agreement", "--input", sys.argv[1], "--bootstrap", "20"]
 runpy.run_path("manage.py", run_name="__main__")
-print("imported:" + " ".join(m for m in ("django", "celery", "pandas", "agreement.models") if m in sys.modules))
+print("imported:" + " ".join(m for m in ("django", "pandas", "agreement.models", "celery") if m in sys.modules))
 """
 
 
