@@ -16,6 +16,7 @@ import io
 import math
 import queue
 import threading
+import weakref
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -215,66 +216,88 @@ def _pandas_columns(text, wanted):
     return [_factorize_stripped(frame.iloc[:, sorted(wanted).index(i)].to_numpy(dtype=object)) for i in wanted]
 
 
-def _factorize_bytes(raw, text, starts, ends):
-    """(index per row, distinct strings in order of first appearance) of the fields raw[starts:ends] of printable
-    ASCII text: each field packed into one integer (up to 8 bytes) or a fixed-width byte string, then sorted (or
-    looked up in a table when it has at most 2 bytes). None for fields longer than 64 bytes (the caller then reads
-    the file with pandas)."""
+PAD = 72  # zero bytes after the text: room for an 8-byte read at any field start and a 64-byte window
+
+
+def _field_keys(padded, n_bytes, starts, lengths, width):
+    """One key per field: the field's bytes, zero-padded, as a big-endian integer (width <= 8) or a fixed-width byte
+    string. No NUL bytes in the text, so zero padding cannot make two different fields equal."""
+    if width <= 8:  # the 8 bytes from each field's start as one integer, bytes past its end zeroed
+        eight = np.ndarray((n_bytes,), dtype=">u8", buffer=padded, strides=(1,))
+        ones = np.uint64(2**64 - 1)
+        masks = np.array([0] + [int(ones) ^ ((1 << (64 - 8 * n)) - 1) for n in range(1, 9)], dtype=np.uint64)
+        return eight[starts].astype(np.uint64) & masks[lengths]
+    window = np.lib.stride_tricks.sliding_window_view(padded, width)[starts]
+    return np.where(np.arange(width) < lengths[:, None], window, np.uint8(0)).view(f"S{width}").ravel()
+
+
+def _factorize_keys(keys, width):
+    """(index of each key's distinct value, first position of each distinct value), distinct values in any order."""
+    if width <= 2:  # few possible keys: a lookup table
+        small = (keys >> np.uint64(48)).astype(np.int64)
+        table = np.zeros(1 << 16, dtype=np.int64)
+        present = np.flatnonzero(np.bincount(small, minlength=1 << 16))
+        table[present] = np.arange(len(present))
+        inverse = table[small]
+        first = np.full(len(present), len(keys), dtype=np.int64)
+        np.minimum.at(first, inverse, np.arange(len(keys)))
+        return inverse, first
+    # sort; the first position in each run of equal keys is the smallest position of that value
+    order = np.argsort(keys)
+    ordered = keys[order]
+    new = np.empty(len(keys), dtype=bool)
+    new[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    inverse = np.empty(len(keys), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return inverse, np.minimum.reduceat(order, np.flatnonzero(new))
+
+
+def _factorize_bytes(padded, n_bytes, text, starts, ends):
+    """(index per row, distinct strings in order of first appearance) of the fields padded[starts:ends] of printable
+    ASCII text (padded: its n_bytes bytes and PAD zero bytes): each field packed into one integer (up to 8 bytes) or
+    a fixed-width byte string, then sorted (or looked up in a table when it has at most 2 bytes). Consecutive rows
+    with the same field (a unit's rows written together) are factorized once. None for fields longer than 64 bytes
+    (the caller then reads the file with pandas)."""
     lengths = ends - starts
     width = int(lengths.max()) if len(lengths) else 0
     if width > 64:
         return None
-    padded = np.concatenate([raw, np.zeros(max(width, 8), dtype=np.uint8)])
-    # no NUL bytes in the text, so zero padding cannot make two different fields equal
-    if width <= 8:  # the 8 bytes from each field's start as one big-endian integer, bytes past its end zeroed
-        eight = np.ndarray((len(raw),), dtype=">u8", buffer=padded, strides=(1,))
-        ones = np.uint64(2**64 - 1)
-        masks = np.array([0] + [int(ones) ^ ((1 << (64 - 8 * n)) - 1) for n in range(1, 9)], dtype=np.uint64)
-        keys = eight[starts].astype(np.uint64) & masks[lengths]
-    else:
-        window = np.lib.stride_tricks.sliding_window_view(padded, width)[starts]
-        keys = np.where(np.arange(width) < lengths[:, None], window, np.uint8(0)).view(f"S{width}").ravel()
-    if width <= 2:  # few possible keys: a lookup table
-        keys = (keys >> np.uint64(48)).astype(np.int64)
-        table = np.zeros(1 << 16, dtype=np.int64)
-        present = np.flatnonzero(np.bincount(keys, minlength=1 << 16))
-        table[present] = np.arange(len(present))
-        inverse = table[keys]
-        first = np.full(len(present), len(keys), dtype=np.int64)
-        np.minimum.at(first, inverse, np.arange(len(keys)))
-    else:  # sort; the first row of each run of equal keys is the smallest row index in it
-        order = np.argsort(keys)
-        ordered = keys[order]
-        new = np.empty(len(keys), dtype=bool)
-        new[:1] = True
-        np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-        inverse = np.empty(len(keys), dtype=np.int64)
-        inverse[order] = np.cumsum(new) - 1
-        first = np.minimum.reduceat(order, np.flatnonzero(new))
+    keys = _field_keys(padded, n_bytes, starts, lengths, width)
+    runs = None
+    if len(keys) > 1:
+        changed = np.empty(len(keys), dtype=bool)
+        changed[0] = True
+        np.not_equal(keys[1:], keys[:-1], out=changed[1:])
+        if 2 * np.count_nonzero(changed) < len(keys):
+            runs = np.flatnonzero(changed)  # the first row of each run; runs are in row order
+            keys = keys[runs]
+    inverse, first = _factorize_keys(keys, width)
     appearance = np.argsort(first)  # distinct values in order of first appearance (first indices are distinct)
     rank = np.empty(len(appearance), dtype=np.int64)
     rank[appearance] = np.arange(len(appearance))
     firsts = first[appearance]
+    index = rank[inverse]
+    if runs is not None:
+        firsts = runs[firsts]
+        index = np.repeat(index, np.diff(np.append(runs, len(starts))))
     distinct = [text[a:b] for a, b in zip(starts[firsts].tolist(), ends[firsts].tolist(), strict=True)]
-    return rank[inverse], distinct
+    return index, distinct
 
 
-def _ascii_columns(raw, text, line_ends, comma_at, n_fields, wanted):
+def _ascii_columns(padded, n_bytes, text, starts, stops, commas, wanted):
     """The unit, rater and value columns as (index per row, distinct stripped values), straight from the bytes of a
-    plain CSV of printable ASCII (every non-empty line has n_fields - 1 commas; checked by the caller). None when
-    the text has other characters (Python's strip() knows more whitespace than the space) or long fields."""
+    plain CSV of printable ASCII (rows from starts to stops, their commas in the rows of `commas`; checked by the
+    caller). None when the text has other characters (Python's strip() knows more whitespace than the space) or long
+    fields."""
+    raw = padded[:n_bytes]
     newlines = int(np.count_nonzero(raw == 10))
-    if np.count_nonzero((raw < 32) | (raw > 126)) != newlines:
-        return None
-    line_starts = np.concatenate([[0], line_ends[:-1] + 1])
-    data = (line_ends - line_starts)[1:] > 0
-    starts, stops = line_starts[1:][data], line_ends[1:][data]
-    commas = comma_at[n_fields - 1 :].reshape(-1, n_fields - 1)
-    if len(commas) != len(starts):
+    if np.count_nonzero((raw - np.uint8(32)) > np.uint8(94)) != newlines:  # bytes below 32 wrap round past 94
         return None
     nonspace = None
     if np.count_nonzero(raw == 32):
-        nonspace = np.append(np.flatnonzero(raw != 32), len(raw))
+        nonspace = np.append(np.flatnonzero(raw != 32), n_bytes)
+    n_fields = commas.shape[1] + 1
     columns = []
     for j in wanted:
         begin = starts if j == 0 else commas[:, j - 1] + 1
@@ -284,7 +307,7 @@ def _ascii_columns(raw, text, line_ends, comma_at, n_fields, wanted):
             last = nonspace[np.searchsorted(nonspace, end) - 1] + 1
             empty = first >= end
             begin, end = np.where(empty, begin, first), np.where(empty, begin, last)
-        column = _factorize_bytes(raw, text, begin, end)
+        column = _factorize_bytes(padded, n_bytes, text, begin, end)
         if column is None:
             return None
         columns.append(column)
@@ -311,6 +334,30 @@ def _distinct_cells(distinct, level):
     return cells
 
 
+def _plain_rows(ends, comma_at, n_fields):
+    """(starts, stops, commas) of the data rows (the non-empty lines after the header) when every one has
+    n_fields - 1 commas, commas being their positions row by row (None when the header has another number); None
+    when a row has another number of commas, or there is none."""
+    n_lines = len(ends)
+    if n_lines < 2:
+        return None
+    if len(comma_at) == n_lines * (n_fields - 1):  # no empty line: each line's commas must lie inside it
+        groups = comma_at.reshape(n_lines, n_fields - 1)
+        if groups[0, -1] < ends[0] and np.all(groups[1:, 0] > ends[:-1]) and np.all(groups[:, -1] < ends):
+            return ends[:-1] + 1, ends[1:], groups[1:]
+    per_line = np.diff(np.concatenate([[0], np.searchsorted(comma_at, ends)]))  # commas on each line
+    length = np.diff(np.concatenate([[-1], ends])) - 1
+    if np.any((length[1:] > 0) & (per_line[1:] != n_fields - 1)):
+        return None
+    line_starts = np.concatenate([[0], ends[:-1] + 1])
+    data = length[1:] > 0
+    starts, stops = line_starts[1:][data], ends[1:][data]
+    commas = None
+    if per_line[0] == n_fields - 1 and length[0] > 0:
+        commas = comma_at[n_fields - 1 :].reshape(-1, n_fields - 1)
+    return starts, stops, commas
+
+
 def _read_plain_long_csv(text, header, level):
     """The same RatingMatrix as `from_long` for a plain CSV (no quotes, one comma count on every non-empty line), read
     vectorised: from the bytes with numpy when the text is printable ASCII, else with pandas' C parser. None when the
@@ -321,20 +368,21 @@ def _read_plain_long_csv(text, header, level):
         text = text.replace("\r\n", "\n")
         if "\r" in text:
             return None
-    raw = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    encoded = text.encode("utf-8")
+    padded = np.zeros(len(encoded) + PAD, dtype=np.uint8)
+    padded[: len(encoded)] = np.frombuffer(encoded, dtype=np.uint8)
+    raw = padded[: len(encoded)]
     ends = np.flatnonzero(raw == 10)
     if not len(ends) or ends[-1] != len(raw) - 1:
         ends = np.append(ends, len(raw))
-    comma_at = np.flatnonzero(raw == 44)
-    commas = np.searchsorted(comma_at, ends)  # commas before each line end
-    per_line = np.diff(np.concatenate([[0], commas]))
-    length = np.diff(np.concatenate([[-1], ends])) - 1
-    if len(per_line) < 2 or np.any((length[1:] > 0) & (per_line[1:] != len(header) - 1)):
+    rows = _plain_rows(ends, np.flatnonzero(raw == 44), len(header))
+    if rows is None:
         return None
+    starts, stops, commas = rows
     wanted = [header.index(c) for c in ("unit", "rater", "value")]
     columns = None
-    if per_line[0] == len(header) - 1 and length[0] > 0:
-        columns = _ascii_columns(raw, text, ends, comma_at, len(header), wanted)
+    if commas is not None:
+        columns = _ascii_columns(padded, len(encoded), text, starts, stops, commas, wanted)
     if columns is None:
         columns = _pandas_columns(text, wanted)
     if columns is None or not len(columns[0][0]):
@@ -459,8 +507,8 @@ def _unique_columns(codes, k):
 
 
 def _background_iter(generator, ahead=2):
-    """The items of `generator`, computed in a thread up to `ahead` items ahead of the consumer (in order). A
-    consumer that stops early (an error) lets the thread end."""
+    """The items of `generator`, computed in a thread started at once, up to `ahead` items ahead of the consumer (in
+    order). A consumer that stops early (an error), or drops the iterator unread, lets the thread end."""
 
     items, stop = queue.Queue(maxsize=ahead), threading.Event()
 
@@ -483,17 +531,26 @@ def _background_iter(generator, ahead=2):
         else:
             hand_over((False, None))
 
+    def consume(_stops_when_dropped):
+        try:
+            while True:
+                ok, item = items.get()
+                if not ok:
+                    if item is not None:
+                        raise item
+                    return
+                yield item
+        finally:
+            stop.set()
+
+    token = _StopToken()
+    weakref.finalize(token, stop.set)  # the iterator holds the token: dropping it unread stops the thread
     threading.Thread(target=produce, daemon=True).start()
-    try:
-        while True:
-            ok, item = items.get()
-            if not ok:
-                if item is not None:
-                    raise item
-                return
-            yield item
-    finally:
-        stop.set()
+    return consume(token)
+
+
+class _StopToken:
+    """Held by a background iterator; when it goes, the thread filling it stops."""
 
 
 def _in_background(function, *args, **kwargs):
@@ -526,7 +583,9 @@ class _Features:
     bootstrap replicate (units drawn with replacement) is a multinomial draw of pattern counts.
     """
 
-    def __init__(self, rm: RatingMatrix, weights="linear"):
+    def __init__(self, rm: RatingMatrix, weights="linear", *, resamples=0, seed=0):
+        """resamples > 0 starts drawing that many bootstrap resamples (seeded with `seed`) in a thread at once, while
+        the features are built: `resampled_totals(resamples, None, self.early_draws)` takes them."""
         self.rm = rm
         self.k = k = len(rm.categories)
         self.weights = weights
@@ -545,6 +604,9 @@ class _Features:
             pat_idx = np.broadcast_to(np.arange(n), codes.shape)[mask]
             counts = np.bincount(pat_idx * k + codes[mask], minlength=n * k).reshape(n, k).astype(float)
         self.m = m = counts.sum(axis=1)
+        self.early_draws = None
+        if resamples and self.freq[m >= 2].sum() >= 2:  # the draws need only the pattern counts: start them now
+            self.early_draws = self.draws(resamples, np.random.default_rng(seed))
         blocks, self.slices = [], {}
         start = 0
 
@@ -588,17 +650,24 @@ class _Features:
         """1 × features: the point-estimate totals."""
         return np.asarray(self.matrix.T @ self.freq).reshape(1, -1)
 
-    def resampled_totals(self, n_boot, rng) -> np.ndarray:
-        """n_boot × features: totals for units drawn with replacement (multinomial over patterns)."""
+    def draws(self, n_boot, rng, block=100):
+        """The multinomial pattern counts of n_boot resamples, in blocks of `block` rows, drawn by a thread started
+        now. Consecutive draws from one generator: the same stream as one big call. numpy draws without the GIL, so
+        the thread draws the next block while the caller multiplies the last."""
         n = int(self.freq.sum())
         p = self.freq / self.freq.sum()
+        return _background_iter(
+            rng.multinomial(n, p, size=min(block, n_boot - start)) for start in range(0, n_boot, block)
+        )
+
+    def resampled_totals(self, n_boot, rng, draws=None) -> np.ndarray:
+        """n_boot × features: totals for units drawn with replacement (multinomial over patterns); `draws`: the
+        blocks of `self.draws(n_boot, rng)` when they were started already."""
         out = np.empty((n_boot, self.matrix.shape[1]), order="F")  # the layout the coefficients were summed in
-        starts = range(0, n_boot, 100)
-        # consecutive draws from one generator: the same stream as one big call. numpy draws without the GIL, so a
-        # thread draws the next block while this one multiplies the last
-        chunks = _background_iter(rng.multinomial(n, p, size=min(100, n_boot - start)) for start in starts)
-        for start, draws in zip(starts, chunks, strict=True):
-            out[start : start + len(draws)] = (self.matrix.T @ draws.astype(float).T).T
+        start = 0
+        for block in self.draws(n_boot, rng) if draws is None else draws:
+            out[start : start + len(block)] = (self.matrix.T @ np.ascontiguousarray(block.T, dtype=float)).T
+            start += len(block)
         return out
 
     # ----- coefficients over rows of totals
@@ -818,12 +887,13 @@ def agreement(
         notes.append("no ratings: every value is missing")
         return result
 
-    feats = _Features(rm, weights=weights)
+    # the resamples are drawn (from when the rating patterns are known) while the point estimates are computed
+    feats = _Features(rm, weights=weights, resamples=bootstrap, seed=seed)
     T = feats.totals()
     pairable_units = int(feats.freq[feats.m >= 2].sum())
     resampled = None
-    if bootstrap and pairable_units >= 2:  # the resamples are drawn while the point estimates are computed
-        resampled = _in_background(feats.resampled_totals, bootstrap, np.random.default_rng(seed))
+    if feats.early_draws is not None:
+        resampled = _in_background(feats.resampled_totals, bootstrap, None, feats.early_draws)
     one_unit = Outcome(None, "only one unit has two or more ratings")
     record("krippendorff_alpha", krippendorff_alpha(rm, level))
     record("percent_agreement", feats.percent_agreement(T).outcome())
@@ -854,7 +924,7 @@ def agreement(
                     "note": u.note,
                 }
             )
-    if bootstrap and pairable_units >= 2:
+    if resampled is not None:
         result.ci95 = bootstrap_ci(feats, level, result, n_boot=bootstrap, seed=seed, totals=resampled())
     return result
 

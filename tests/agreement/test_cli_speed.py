@@ -3,12 +3,20 @@ straightforward code: the vectorised CSV reader, the chunked bootstrap, no syste
 
 import csv
 import io
+import subprocess
+import sys
+import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
+from django.core.management import call_command
 
+from agreement import cli
 from agreement.management.commands.agreement import Command
 from stereoscope.stats import agreement as ag
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def row_by_row(text, level):
@@ -19,7 +27,9 @@ def row_by_row(text, level):
     return ag.from_long(rows, level=level)
 
 
-def random_long_csv(seed, n_units=300, n_raters=5, categories=4, value=str, newline="\n", unit="u{} "):
+def random_long_csv(
+    seed, n_units=300, n_raters=5, categories=4, value=str, newline="\n", unit="u{} ", shuffle=False, blank_lines=False
+):
     rng = np.random.default_rng(seed)
     truth = rng.integers(0, categories, n_units)
     data = np.where(rng.random((n_raters, n_units)) < 0.7, truth, rng.integers(0, categories, (n_raters, n_units)))
@@ -28,6 +38,10 @@ def random_long_csv(seed, n_units=300, n_raters=5, categories=4, value=str, newl
         for r in rng.permutation(n_raters):
             cell = value(int(data[r, u])) if rng.random() > 0.2 else rng.choice(["", " NA", "null", "  "])
             lines.append(f"{cell},{unit.format(u)}, rater{r},x")
+    if shuffle:  # a unit's rows apart (the reader factorizes runs of one unit's rows once)
+        lines[1:] = [lines[1 + i] for i in rng.permutation(len(lines) - 1)]
+    if blank_lines:
+        lines[5:5] = ["", ""]
     return "\ufeff" + newline.join(lines) + newline
 
 
@@ -44,6 +58,9 @@ CASES = [
     ("unit names over 64 bytes", dict(unit="{}" + "y" * 70), "ordinal"),
     ("non-ASCII names", dict(unit="Zoë {}", value=lambda v: f"câté{v}"), "nominal"),
     ("tabs around values", dict(value=lambda v: f"\t{v}\t"), "interval"),
+    ("rows in random order", dict(shuffle=True), "ordinal"),
+    ("long unit names in random order", dict(shuffle=True, unit="story-{}-" + "x" * 30), "nominal"),
+    ("empty lines", dict(blank_lines=True), "nominal"),
 ]
 
 
@@ -121,6 +138,19 @@ def test_intervals_drawn_in_the_background_equal_the_sequential_bootstrap(seed):
     assert all(expected[name] is not None for name in ("krippendorff_alpha", "gwet_ac1", "cohen_kappa_mean"))
 
 
+def test_a_background_iterator_dropped_unread_lets_its_thread_end():
+    def numbers():
+        yield from range(1000)
+
+    threads = {t.ident for t in threading.enumerate()}
+    blocks = ag._background_iter(numbers(), ahead=1)  # its thread starts at once, before anything is read
+    (producer,) = [t for t in threading.enumerate() if t.ident not in threads]
+    assert producer.is_alive()
+    del blocks
+    producer.join(timeout=30)
+    assert not producer.is_alive()
+
+
 def test_an_error_while_drawing_reaches_the_caller():
     def failing():
         yield 1
@@ -128,3 +158,124 @@ def test_an_error_while_drawing_reaches_the_caller():
 
     with pytest.raises(RuntimeError, match="drawing failed"):
         list(ag._background_iter(failing()))
+
+
+# ------------------------------------------------------------------ a file's agreement without starting Django
+@pytest.mark.parametrize(
+    "options",
+    [
+        [],
+        ["--format", "text", "--seed", "3", "--bootstrap", "150"],
+        ["--level", "ordinal", "--bootstrap", "0"],
+        ["--level=interval", "--format=text", "--bootstrap=50", "--seed=9"],
+    ],
+)
+def test_the_django_free_run_prints_what_the_command_prints(tmp_path, options):
+    path = tmp_path / "ratings.csv"
+    path.write_text(random_long_csv(5), encoding="utf-8")
+    out = io.StringIO()
+    assert cli.run_without_django(["--input", str(path), *options], stdout=out)
+    expected = io.StringIO()
+    call_command("agreement", "--input", str(path), *options, stdout=expected)
+    assert out.getvalue() == expected.getvalue() and out.getvalue().endswith("\n")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--study", "1"],
+        ["--input", "-"],  # standard input can be read once: the command reads it
+        ["--input", "{path}", "--verbosity", "2"],  # Django's own options
+        ["--input", "{path}", "--traceback"],
+        ["--inp", "{path}"],  # an abbreviation Django may read otherwise
+        ["--input", "{path}", "--help"],
+        ["--input", "{path}", "--bootstrap", "-1"],
+        ["--input", "{path}", "--level", "fuzzy"],
+        ["--input", "{missing}"],  # errors are the command's
+        ["--input", "{bad}"],
+    ],
+)
+def test_anything_but_a_readable_file_is_left_to_the_django_command(tmp_path, argv):
+    path = tmp_path / "ok.csv"
+    path.write_text(random_long_csv(6), encoding="utf-8")
+    (tmp_path / "bad.csv").write_text("unit,rater,value\nu1,a,1\nu1,a,2\n", encoding="utf-8")  # rated twice
+    names = {"path": path, "missing": tmp_path / "nope.csv", "bad": tmp_path / "bad.csv"}
+    out = io.StringIO()
+    assert cli.run_without_django([a.format(**names) for a in argv], stdout=out) is False
+    assert out.getvalue() == ""
+
+
+PROBE = """
+import runpy, sys
+sys.argv = ["manage.py", "agreement", "--input", sys.argv[1], "--bootstrap", "20"]
+runpy.run_path("manage.py", run_name="__main__")
+print("imported:" + " ".join(m for m in ("django", "pandas", "agreement.models", "celery") if m in sys.modules))
+"""
+
+
+def test_manage_py_reads_a_file_without_django_or_celery(tmp_path):
+    path = tmp_path / "ratings.csv"
+    path.write_text(random_long_csv(7), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(path)], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report, imported = done.stdout.rstrip("\n").rsplit("\n", 1)
+    assert imported == "imported:"
+    assert ag.read_long_csv(path.read_text()).units and '"n_units": 300' in report
+
+
+def test_manage_py_reports_a_file_error_through_the_command(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "manage.py", "agreement", "--input", str(tmp_path / "nope.csv")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1 and "CommandError: No such file" in done.stderr and done.stdout == ""
+
+
+def benchmark_ratings(n_units, n_raters, missing, seed, categories):
+    """benchmarks/agreement_speed.py's ratings: a truth per unit, each rater right 80% of the time."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, categories, n_units)
+    noise = rng.integers(0, categories, (n_raters, n_units))
+    data = np.where(rng.random((n_raters, n_units)) < 0.8, truth, noise).astype(float)
+    data[rng.random(data.shape) < missing] = np.nan
+    return data
+
+
+# intervals as the code before issue 36's speed work computed them (commit 53b1efc), to the last bit
+FROZEN = [
+    (
+        (5000, 4, 0.2, 30, 5),
+        "ordinal",
+        0,
+        {
+            "krippendorff_alpha": [0.6115185744791857, 0.6457635746746476],
+            "percent_agreement": [0.7022137886886298, 0.7218442050194512],
+            "fleiss_kappa": None,
+            "cohen_kappa_mean": [0.6260999565223249, 0.6493406193244259],
+            "gwet_ac1": [0.6278089494817506, 0.6523116714771364],
+        },
+    ),
+    (
+        (3000, 6, 0.3, 31, 3),
+        "interval",
+        7,
+        {
+            "krippendorff_alpha": [0.6180989596225765, 0.6548339554791386],
+            "percent_agreement": [0.7554889637122633, 0.7755034547506149],
+            "fleiss_kappa": None,
+            "cohen_kappa_mean": [0.6288213596560815, 0.6588665057234906],
+            "gwet_ac1": [0.6334065648889319, 0.6633688644880645],
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize("shape,level,seed,expected", FROZEN, ids=["ordinal", "interval"])
+def test_intervals_for_a_seed_are_those_of_before_the_speed_work(shape, level, seed, expected):
+    rm = ag.from_matrix(benchmark_ratings(*shape))
+    assert ag.agreement(rm, level=level, bootstrap=500, seed=seed).ci95 == expected
