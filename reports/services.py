@@ -1,7 +1,11 @@
 """Writes of the reports app: the sections a study's report shows."""
 
+from collections.abc import Iterable
+from typing import Any
+
 from django.utils import timezone
 
+from stereoscope.models import Study
 from stereoscope.services import record_activity
 
 from .document import SECTION_KEYS
@@ -12,12 +16,12 @@ class ReportError(ValueError):
     pass
 
 
-def chosen_sections(study):
+def chosen_sections(study: Study) -> list[str]:
     saved = ReportSettings.objects.filter(study=study).values_list("sections", flat=True).first()
     return list(SECTION_KEYS) if saved is None else [k for k in SECTION_KEYS if k in saved]
 
 
-def save_sections(study, sections, actor=None):
+def save_sections(study: Study, sections: Iterable[str] | None, actor: Any = None) -> list[str]:
     """Save the chosen sections (keys of document.SECTIONS) with the study; unknown keys are refused."""
     if study.is_library:
         raise ReportError("The built-in library study is read-only.")

@@ -4,6 +4,8 @@ workbooks whose XML declares a DOCTYPE or entities. Django-free; each raises or 
 import json
 import math
 import zipfile
+from collections.abc import Iterable
+from typing import Any, NoReturn
 
 MB = 1024 * 1024
 
@@ -15,7 +17,7 @@ MAX_STORY_TEXT = 200_000  # an imported or manually entered output (a long model
 MAX_MEMO_TEXT = 20_000  # a memo
 
 
-def too_long(text, limit, what):
+def too_long(text: object, limit: int, what: str) -> str | None:
     """A message when `text` is longer than `limit` characters, else None."""
     if isinstance(text, str) and len(text) > limit:
         return f"{what} is {len(text):,} characters long; the limit is {limit:,}."
@@ -28,7 +30,7 @@ MAX_XLSX_UNCOMPRESSED = 100 * MB
 MAX_XLSX_MEMBER = 64 * MB
 
 
-def loads_json(text):
+def loads_json(text: str | bytes | bytearray) -> Any:
     """json.loads that answers a too deeply nested document, one with a NUL character in a string (\\u0000), or one
     with NaN or ±Infinity (not JSON, and no database stores them; 1e999 overflows to Infinity) with a JSONDecodeError
     (a ValueError) instead of a RecursionError or a database error later, so every caller's "not valid JSON" message
@@ -51,14 +53,14 @@ class NonFiniteNumber(ValueError):
     pass
 
 
-def _refuse_constant(name):
+def _refuse_constant(name: str) -> NoReturn:
     raise NonFiniteNumber(f"{name} is not a JSON number; write a finite number")
 
 
-def nonfinite_path(value):
+def nonfinite_path(value: object) -> list[str | int] | None:
     """The path (a list of keys and indexes) of the first NaN or ±Infinity in `value` (numbers, or dicts and lists of
     them), else None. JSON has no such numbers and PostgreSQL refuses them in a JSON column."""
-    stack = [(value, [])]
+    stack: list[tuple[object, list[str | int]]] = [(value, [])]
     while stack:
         item, path = stack.pop()
         if isinstance(item, float):
@@ -71,7 +73,7 @@ def nonfinite_path(value):
     return None
 
 
-def nonfinite_problem(value, where="The value"):
+def nonfinite_problem(value: object, where: str = "The value") -> str | None:
     """A message when `value` holds NaN or ±Infinity anywhere, else None."""
     path = nonfinite_path(value)
     if path is None:
@@ -80,10 +82,10 @@ def nonfinite_problem(value, where="The value"):
     return f"{where}{' at ' + at if at else ''} is NaN or Infinity; write a finite number."
 
 
-def nul_problem(value, where="The file"):
+def nul_problem(value: object, where: str = "The file") -> str | None:
     """A message when a text anywhere in `value` (str, or dicts and lists of them) holds a NUL character, else None.
     Databases cannot store NUL (PostgreSQL refuses it)."""
-    stack = [value]
+    stack: list[object] = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
@@ -97,7 +99,7 @@ def nul_problem(value, where="The file"):
     return None
 
 
-def without_nul(value):
+def without_nul(value: Any) -> Any:
     """`value` with NUL characters removed from every text in it (str, or dicts and lists of them): for what a model
     answered, which is kept rather than refused (a database cannot store NUL)."""
     if isinstance(value, str):
@@ -109,7 +111,7 @@ def without_nul(value):
     return value
 
 
-def xlsx_problem(content):
+def xlsx_problem(content: bytes) -> str | None:
     """A message when an XLSX file's XML parts declare a DOCTYPE or entities (entity expansion, external entities)
     or inflate beyond a sane size, else None. Checked before any XML parser sees the file."""
     import io
@@ -140,7 +142,9 @@ def xlsx_problem(content):
     return None
 
 
-def archive_problem(members, *, max_member, max_total, what="archive"):
+def archive_problem(
+    members: Iterable[zipfile.ZipInfo], *, max_member: int, max_total: int, what: str = "archive"
+) -> str | None:
     """A message when a ZIP's members (ZipInfo list) declare more than `max_member` bytes for one member or
     `max_total` in all once uncompressed, else None. Checked before reading any member: zipfile never inflates a
     member beyond its declared size (a member that lies fails its CRC check), so the declared sizes bound memory."""

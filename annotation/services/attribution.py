@@ -1,5 +1,7 @@
 """The gender a coder attributes to a story's subject."""
 
+from typing import Any
+
 from django.db import transaction
 
 from stereoscope.models import Role
@@ -15,7 +17,7 @@ from .errors import AnnotationError
 
 
 @transaction.atomic
-def set_gender_attribution(output, *, coder, gender, character=""):
+def set_gender_attribution(output: Any, *, coder: Any, gender: str, character: str | None = "") -> GenderAttribution:
     if gender not in AttributedGender.values:
         raise AnnotationError(f"Gender must be one of {', '.join(AttributedGender.values)}.")
     if not has_role(coder, output.study, Role.CODER):

@@ -1,21 +1,29 @@
 """Memos on codings, codes and stories."""
 
+from typing import Any
+
 from django.db import transaction
 
-from stereoscope.models import Role
+from stereoscope.models import Role, Study
 from stereoscope.permissions import has_role
 from stereoscope.untrusted import MAX_MEMO_TEXT, too_long
 
-from ..models import (
-    Memo,
-)
+from ..models import Code, Coding, Memo
 from .errors import AnnotationError
 
 # --- memos -------------------------------------------------------------------------------------------
 
 
 @transaction.atomic
-def add_memo(study, *, author, text, coding=None, code=None, output=None):
+def add_memo(
+    study: Study,
+    *,
+    author: Any,
+    text: str | None,
+    coding: Coding | None = None,
+    code: Code | None = None,
+    output: Any = None,
+) -> Memo:
     text = (text or "").strip()
     if not text:
         raise AnnotationError("A memo needs some text.")
@@ -39,7 +47,7 @@ def add_memo(study, *, author, text, coding=None, code=None, output=None):
 
 
 @transaction.atomic
-def update_memo(memo, *, user, text):
+def update_memo(memo: Memo, *, user: Any, text: str | None) -> Memo:
     if memo.author_id != user.pk:
         raise AnnotationError("You can only edit your own memos.")
     text = (text or "").strip()
@@ -52,7 +60,7 @@ def update_memo(memo, *, user, text):
     return memo
 
 
-def delete_memo(memo, *, user):
+def delete_memo(memo: Memo, *, user: Any) -> None:
     if memo.author_id != user.pk and not has_role(user, memo.study, Role.ADMIN):
         raise AnnotationError("You can only delete your own memos.")
     memo.delete()
