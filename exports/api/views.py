@@ -16,80 +16,10 @@ from stereoscope.api import StudyScopedMixin
 from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.models import Role
 
-from . import services
-from .models import ExportJob, ExportStatus
-from .views import _check_job_access
-
-
-class ExportOptionsSerializer(serializers.Serializer):
-    run_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
-    models = serializers.ListField(child=serializers.CharField(), required=False)
-    item_numbers = serializers.ListField(child=serializers.IntegerField(), required=False)
-    code_ids = serializers.ListField(
-        child=serializers.IntegerField(), required=False, help_text="A code includes its sub-codes."
-    )
-    round_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
-    pseudonymise = serializers.BooleanField(required=False, default=False)
-    escape_formulas = serializers.BooleanField(
-        required=False, default=True, help_text="Prefix spreadsheet formulas (= + - @) with ' in CSV/XLSX."
-    )
-
-
-class ExportJobSerializer(serializers.ModelSerializer):
-    created_by = serializers.CharField(source="created_by.username", read_only=True, default=None)
-    download_url = serializers.SerializerMethodField()
-    options = ExportOptionsSerializer(required=False)
-    datasets = serializers.ListField(
-        child=serializers.CharField(),
-        required=False,
-        help_text="Dataset keys (see datasets/); all you may export when empty. Ignored for qdpx.",
-    )
-
-    class Meta:
-        model = ExportJob
-        fields = [
-            "id",
-            "format",
-            "datasets",
-            "options",
-            "status",
-            "progress",
-            "file_name",
-            "size_bytes",
-            "sha256",
-            "manifest",
-            "message",
-            "created_by",
-            "created_at",
-            "started_at",
-            "finished_at",
-            "download_url",
-        ]
-        read_only_fields = [
-            "status",
-            "progress",
-            "file_name",
-            "size_bytes",
-            "sha256",
-            "manifest",
-            "message",
-            "created_at",
-            "started_at",
-            "finished_at",
-        ]
-
-    def get_download_url(self, job) -> str | None:
-        if job.status != ExportStatus.COMPLETED:
-            return None
-        return self.context["request"].build_absolute_uri(f"/api/studies/{job.study_id}/exports/{job.pk}/download/")
-
-
-class ExportDatasetSerializer(serializers.Serializer):
-    key = serializers.CharField()
-    title = serializers.CharField()
-    app = serializers.CharField()
-    min_role = serializers.CharField()
-    columns = serializers.ListField(child=serializers.DictField())
+from .. import services
+from ..models import ExportJob, ExportStatus
+from ..views import _check_job_access
+from .serializers import ExportDatasetSerializer, ExportJobSerializer
 
 
 class ExportJobViewSet(
