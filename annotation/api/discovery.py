@@ -9,6 +9,7 @@ from rest_framework.response import Response
 
 from generation import selectors as generation
 from stereoscope.api import StudyScopedMixin
+from stereoscope.api_bases import JobActionsMixin
 from stereoscope.models import Role
 
 from .. import services
@@ -26,7 +27,12 @@ from .serializers import (
 
 
 class CodeDiscoveryViewSet(
-    StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
+    JobActionsMixin,
+    StudyScopedMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
 ):
     """AI-assisted code discovery, a job: POST starts one (live or batch mode); /cancel/, /resume/ and /retry/
     act on it like on any job; decide each suggestion with /decide/."""
@@ -71,28 +77,23 @@ class CodeDiscoveryViewSet(
         codebook, settings = self._settings(request)
         return Response(services.estimate_discovery(self.get_study(), codebook, **settings))
 
-    def _act(self, action_fn):
-        discovery = action_fn(self.get_object(), actor=self.request.user)
-        discovery.refresh_from_db()
-        return Response(CodeDiscoverySerializer(discovery).data)
-
     @extend_schema(request=None, responses={200: CodeDiscoverySerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request, study_pk=None, pk=None):
         """Stop the discovery; its open batches are cancelled at the provider."""
-        return self._act(services.cancel_discovery)
+        return self.job_action(services.cancel_discovery)
 
     @extend_schema(request=None, responses={200: CodeDiscoverySerializer})
     @action(detail=True, methods=["post"])
     def resume(self, request, study_pk=None, pk=None):
         """Queue it again: only its pending requests are asked (never one an open batch holds)."""
-        return self._act(services.resume_discovery)
+        return self.job_action(services.resume_discovery)
 
     @extend_schema(request=None, responses={200: CodeDiscoverySerializer})
     @action(detail=True, methods=["post"])
     def retry(self, request, study_pk=None, pk=None):
         """Failed requests back to pending, then resume."""
-        return self._act(services.retry_discovery)
+        return self.job_action(services.retry_discovery)
 
     @extend_schema(
         request=inline_serializer(

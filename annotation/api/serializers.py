@@ -6,6 +6,7 @@ from rest_framework import serializers
 from generation import batches
 from generation import selectors as generation
 from generation.models import ExecutionMode
+from stereoscope.api_bases import JobSerializer, VersionedSerializer
 
 from .. import services
 from ..assigning import STRATEGIES
@@ -24,24 +25,13 @@ from ..models import (
 )
 
 
-class CodebookSerializer(serializers.ModelSerializer):
+class CodebookSerializer(VersionedSerializer):
     code_count = serializers.SerializerMethodField()
 
     class Meta:
         model = Codebook
-        fields = [
-            "id",
-            "name",
-            "version",
-            "description",
-            "locked",
-            "builtin_key",
-            "parent",
-            "guid",
-            "created_at",
-            "code_count",
-        ]
-        read_only_fields = ["version", "locked", "builtin_key", "parent", "guid", "created_at"]
+        fields = ["guid", "code_count"]
+        read_only_fields = ["guid"]
 
     def get_code_count(self, codebook) -> int:
         return codebook.codes.filter(active=True, codable=True).count()
@@ -205,7 +195,7 @@ class DiscoveryRequestSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class CodeDiscoverySerializer(serializers.ModelSerializer):
+class CodeDiscoverySerializer(JobSerializer):
     """A discovery job: its requests (one per endpoint and group of stories), suggestions and batches."""
 
     requests = DiscoveryRequestSerializer(many=True, read_only=True)
@@ -216,7 +206,6 @@ class CodeDiscoverySerializer(serializers.ModelSerializer):
     class Meta:
         model = CodeDiscovery
         fields = [
-            "id",
             "codebook",
             "endpoints",
             "item",
@@ -224,12 +213,6 @@ class CodeDiscoverySerializer(serializers.ModelSerializer):
             "story_groups",
             "seed",
             "execution_mode",
-            "status",
-            "message",
-            "progress",
-            "created_at",
-            "started_at",
-            "finished_at",
             "requests",
             "suggestions",
             "batches",
