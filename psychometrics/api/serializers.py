@@ -3,6 +3,7 @@
 from rest_framework import serializers
 
 from generation import selectors as generation
+from stereoscope.api_bases import JobSerializer, VersionedSerializer
 
 from .. import extraction, prompts, runs
 from ..models import Context, ContextSet, Instrument, InstrumentItem, PersonaSet, QuestionnaireRun, Response
@@ -16,18 +17,14 @@ class InstrumentItemSerializer(serializers.ModelSerializer):
         fields = ["item_id", "position", "text", "subscale", "reverse", "parallel_item"]
 
 
-class InstrumentSerializer(serializers.ModelSerializer):
+class InstrumentSerializer(VersionedSerializer):
     items = InstrumentItemSerializer(many=True, read_only=True)
     builtin = serializers.BooleanField(source="study.is_library", read_only=True)
 
     class Meta:
         model = Instrument
         fields = [
-            "id",
-            "name",
-            "version",
             "label",
-            "description",
             "source",
             "instruction",
             "scale_min",
@@ -38,9 +35,7 @@ class InstrumentSerializer(serializers.ModelSerializer):
             "scoring",
             "missing_policy",
             "parallel_of",
-            "locked",
             "builtin",
-            "created_at",
             "items",
         ]
 
@@ -101,7 +96,7 @@ class IncludeSerializer(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, default="")
 
 
-class QuestionnaireRunSerializer(serializers.ModelSerializer):
+class QuestionnaireRunSerializer(JobSerializer):
     endpoints = serializers.PrimaryKeyRelatedField(many=True, queryset=generation.every_endpoint())
     instrument = serializers.PrimaryKeyRelatedField(queryset=Instrument.objects.all())
     context_set = serializers.PrimaryKeyRelatedField(
@@ -131,7 +126,6 @@ class QuestionnaireRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = QuestionnaireRun
         fields = [
-            "id",
             "name",
             "instrument",
             "context_set",
@@ -152,15 +146,8 @@ class QuestionnaireRunSerializer(serializers.ModelSerializer):
             "param_overrides",
             "audit_per_model",
             "execution_mode",
-            "status",
-            "message",
-            "progress",
-            "created_at",
-            "started_at",
-            "finished_at",
             "counts",
         ]
-        read_only_fields = ["status", "message", "progress", "created_at", "started_at", "finished_at"]
 
     def get_counts(self, run) -> dict:
         return runs.counts(run)["overall"]

@@ -10,6 +10,7 @@ from rest_framework.response import Response as ApiResponse
 
 from measures.selectors import measure_run_in_study
 from stereoscope.api import StudyScopedMixin
+from stereoscope.api_bases import JobActionsMixin
 from stereoscope.models import Role
 
 from .. import reports, runs, services
@@ -126,7 +127,7 @@ class ContextSetViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewsets.Read
 
 
 class QuestionnaireRunViewSet(
-    StudyScopedMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.ReadOnlyModelViewSet
+    JobActionsMixin, StudyScopedMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.ReadOnlyModelViewSet
 ):
     serializer_class = QuestionnaireRunSerializer
     queryset = QuestionnaireRun.objects.select_related("instrument", "context_set").prefetch_related("endpoints")
@@ -150,34 +151,25 @@ class QuestionnaireRunViewSet(
             return bad_request(exc)
         return ApiResponse(QuestionnaireRunSerializer(run).data, status=status.HTTP_201_CREATED)
 
-    def _act(self, fn):
-        run = self.get_object()
-        try:
-            fn(run, self.request.user)
-        except PsychError as exc:
-            return bad_request(exc)
-        run.refresh_from_db()
-        return ApiResponse(QuestionnaireRunSerializer(run).data)
-
     @extend_schema(request=None, responses={200: QuestionnaireRunSerializer})
     @action(detail=True, methods=["post"])
     def start(self, request, *args, **kwargs):
-        return self._act(runs.start)
+        return self.job_action(runs.start)
 
     @extend_schema(request=None, responses={200: QuestionnaireRunSerializer})
     @action(detail=True, methods=["post"])
     def resume(self, request, *args, **kwargs):
-        return self._act(runs.resume)
+        return self.job_action(runs.resume)
 
     @extend_schema(request=None, responses={200: QuestionnaireRunSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request, *args, **kwargs):
-        return self._act(runs.cancel)
+        return self.job_action(runs.cancel)
 
     @extend_schema(request=None, responses={200: QuestionnaireRunSerializer})
     @action(detail=True, methods=["post"])
     def retry(self, request, *args, **kwargs):
-        return self._act(runs.retry_failed)
+        return self.job_action(runs.retry_failed)
 
     @extend_schema(responses={200: dict})
     @action(detail=True, methods=["get"])
