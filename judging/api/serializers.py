@@ -3,48 +3,26 @@
 from rest_framework import serializers
 
 from generation import selectors as generation
+from stereoscope.api_bases import JobSerializer, VersionedSerializer
 
 from .. import rounds
 from ..models import JudgeRound, JudgeTemplate, Verdict
 
 
-class JudgeTemplateSerializer(serializers.ModelSerializer):
-    is_builtin = serializers.SerializerMethodField()
-
+class JudgeTemplateSerializer(VersionedSerializer):
     class Meta:
         model = JudgeTemplate
-        fields = [
-            "id",
-            "name",
-            "version",
-            "kind",
-            "text",
-            "scale_min",
-            "scale_max",
-            "detect_threshold",
-            "labels",
-            "description",
-            "builtin_key",
-            "locked",
-            "parent",
-            "created_at",
-            "is_builtin",
-        ]
-        read_only_fields = ["version", "builtin_key", "locked", "parent", "created_at"]
+        fields = ["kind", "text", "scale_min", "scale_max", "detect_threshold", "labels", "is_builtin"]
         extra_kwargs = {"kind": {"default": JudgeTemplate._meta.get_field("kind").default}}
 
-    def get_is_builtin(self, obj) -> bool:
-        return obj.study.is_library
 
-
-class JudgeRoundSerializer(serializers.ModelSerializer):
+class JudgeRoundSerializer(JobSerializer):
     judges = serializers.PrimaryKeyRelatedField(many=True, queryset=generation.every_endpoint())
     counts = serializers.SerializerMethodField()
 
     class Meta:
         model = JudgeRound
         fields = [
-            "id",
             "name",
             "template",
             "source_run",
@@ -58,16 +36,10 @@ class JudgeRoundSerializer(serializers.ModelSerializer):
             "reask_missing",
             "output_filter",
             "execution_mode",
-            "status",
             "plan",
-            "progress",
-            "message",
-            "created_at",
-            "started_at",
-            "finished_at",
             "counts",
         ]
-        read_only_fields = ["status", "plan", "progress", "message", "created_at", "started_at", "finished_at"]
+        read_only_fields = ["plan"]
 
     def get_counts(self, obj) -> dict:
         return rounds.status_counts(obj)

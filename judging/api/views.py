@@ -11,6 +11,7 @@ from rest_framework.response import Response
 
 from generation import selectors as generation
 from stereoscope.api import StudyScopedMixin
+from stereoscope.api_bases import JobActionsMixin
 from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
@@ -71,6 +72,7 @@ class JudgeTemplateViewSet(StudyScopedMixin, viewsets.ModelViewSet):
 
 
 class JudgeRoundViewSet(
+    JobActionsMixin,
     StudyScopedMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -114,36 +116,32 @@ class JudgeRoundViewSet(
         """The plan (assignment, batches, calls, tokens, cost, sample prompt, problems), computed now."""
         return Response(rounds.compute_plan(self.get_object()))
 
-    def _act(self, fn, **kw):
-        rnd = fn(self.get_object(), actor=self.request.user, **kw)
-        return Response(self.get_serializer(rnd).data)
-
     @extend_schema(request=None, responses={200: JudgeRoundSerializer})
     @action(detail=True, methods=["post"])
     def launch(self, request, study_pk=None, pk=None):
-        return self._act(rounds.start)
+        return self.job_action(rounds.start)
 
     @extend_schema(request=None, responses={200: JudgeRoundSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request, study_pk=None, pk=None):
-        return self._act(rounds.cancel)
+        return self.job_action(rounds.cancel)
 
     @extend_schema(request=None, responses={200: JudgeRoundSerializer})
     @action(detail=True, methods=["post"])
     def resume(self, request, study_pk=None, pk=None):
-        return self._act(rounds.resume)
+        return self.job_action(rounds.resume)
 
     @extend_schema(request=None, responses={200: JudgeRoundSerializer})
     @action(detail=True, methods=["post"], url_path="retry-failed")
     def retry_failed(self, request, study_pk=None, pk=None):
-        return self._act(rounds.retry_failed)
+        return self.job_action(rounds.retry_failed)
 
     @extend_schema(request=JudgeReaskSerializer, responses={200: JudgeRoundSerializer})
     @action(detail=True, methods=["post"])
     def reask(self, request, study_pk=None, pk=None):
         data = JudgeReaskSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        return self._act(rounds.reask, verdict_ids=data.validated_data.get("verdict_ids"))
+        return self.job_action(rounds.reask, verdict_ids=data.validated_data.get("verdict_ids"))
 
     @extend_schema(
         parameters=[OpenApiParameter("method", str, enum=list(reports.W.METHODS))], responses={200: OpenApiTypes.OBJECT}
