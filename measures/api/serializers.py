@@ -2,6 +2,8 @@
 
 from rest_framework import serializers
 
+from stereoscope.api_bases import JobSerializer, VersionedSerializer
+
 from .. import scoring, services
 from ..lexical import OR_CONVENTIONS
 from ..models import (
@@ -48,28 +50,13 @@ class LexiconExclusionSerializer(serializers.ModelSerializer):
         read_only_fields = ["created_at"]
 
 
-class LexiconSerializer(serializers.ModelSerializer):
+class LexiconSerializer(VersionedSerializer):
     categories = LexiconCategorySerializer(many=True, read_only=True)
     exclusions = LexiconExclusionSerializer(many=True, read_only=True)
-    is_builtin = serializers.BooleanField(source="study.is_library", read_only=True)
 
     class Meta:
         model = Lexicon
-        fields = [
-            "id",
-            "name",
-            "version",
-            "parent",
-            "locked",
-            "builtin_key",
-            "description",
-            "source",
-            "count_policy",
-            "is_builtin",
-            "created_at",
-            "categories",
-            "exclusions",
-        ]
+        fields = ["source", "count_policy", "is_builtin", "categories", "exclusions"]
 
 
 class LexiconImportSerializer(serializers.Serializer):
@@ -98,13 +85,12 @@ class HighlightMatchSerializer(serializers.Serializer):
     text = serializers.CharField()
 
 
-class MeasureRunSerializer(serializers.ModelSerializer):
+class MeasureRunSerializer(JobSerializer):
     progress_summary = serializers.SerializerMethodField()
 
     class Meta:
         model = MeasureRun
         fields = [
-            "id",
             "name",
             "lexicons",
             "source_runs",
@@ -124,22 +110,9 @@ class MeasureRunSerializer(serializers.ModelSerializer):
             "nli_model_id",
             "context_slot",
             "nli_info",
-            "status",
             "progress_summary",
-            "message",
-            "created_at",
-            "started_at",
-            "finished_at",
         ]
-        read_only_fields = [
-            "classifier_info",
-            "nli_info",
-            "status",
-            "message",
-            "created_at",
-            "started_at",
-            "finished_at",
-        ]
+        read_only_fields = ["classifier_info", "nli_info"]
 
     def get_progress_summary(self, obj) -> dict:
         return scoring.progress_of(obj)

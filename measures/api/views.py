@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from annotation.selectors import study_variables
 from generation import selectors as generation
 from stereoscope.api import StudyScopedMixin
+from stereoscope.api_bases import JobActionsMixin
 from stereoscope.models import Role
 
 from .. import scoring, selectors, services, trained
@@ -188,7 +189,9 @@ class LexiconExclusionViewSet(
         return Response({"lexicon": target.pk}, status=status.HTTP_200_OK)
 
 
-class MeasureRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class MeasureRunViewSet(
+    JobActionsMixin, StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     serializer_class = MeasureRunSerializer
     queryset = MeasureRun.objects.prefetch_related("lexicons", "source_runs")
 
@@ -218,21 +221,15 @@ class MeasureRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retrieve
             run.refresh_from_db()
         return Response(MeasureRunSerializer(run).data, status=status.HTTP_201_CREATED)
 
-    def _act(self, fn):
-        run = self.get_object()
-        fn(run, actor=self.request.user)
-        run.refresh_from_db()
-        return Response(MeasureRunSerializer(run).data)
-
     @extend_schema(request=None, responses={200: MeasureRunSerializer})
     @action(detail=True, methods=["post"])
     def start(self, request, *args, **kwargs):
-        return self._act(scoring.start)
+        return self.job_action(scoring.start)
 
     @extend_schema(request=None, responses={200: MeasureRunSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request, *args, **kwargs):
-        return self._act(scoring.cancel)
+        return self.job_action(scoring.cancel)
 
     @extend_schema(request=None, responses={202: dict})
     @action(detail=True, methods=["post"])
