@@ -2,6 +2,8 @@
 
 from rest_framework import serializers
 
+from stereoscope.api_bases import JobSerializer
+
 from ..models import ExportJob, ExportStatus
 
 
@@ -19,7 +21,7 @@ class ExportOptionsSerializer(serializers.Serializer):
     )
 
 
-class ExportJobSerializer(serializers.ModelSerializer):
+class ExportJobSerializer(JobSerializer):
     created_by = serializers.CharField(source="created_by.username", read_only=True, default=None)
     download_url = serializers.SerializerMethodField()
     options = ExportOptionsSerializer(required=False)
@@ -32,35 +34,17 @@ class ExportJobSerializer(serializers.ModelSerializer):
     class Meta:
         model = ExportJob
         fields = [
-            "id",
             "format",
             "datasets",
             "options",
-            "status",
-            "progress",
             "file_name",
             "size_bytes",
             "sha256",
             "manifest",
-            "message",
             "created_by",
-            "created_at",
-            "started_at",
-            "finished_at",
             "download_url",
         ]
-        read_only_fields = [
-            "status",
-            "progress",
-            "file_name",
-            "size_bytes",
-            "sha256",
-            "manifest",
-            "message",
-            "created_at",
-            "started_at",
-            "finished_at",
-        ]
+        read_only_fields = ["file_name", "size_bytes", "sha256", "manifest"]
 
     def get_download_url(self, job) -> str | None:
         if job.status != ExportStatus.COMPLETED:

@@ -13,6 +13,7 @@ from annotation.refi_services import export_qdc, import_file
 from annotation.selectors import codebook_in_study
 from annotation.views_refi import MAX_UPLOAD_BYTES
 from stereoscope.api import StudyScopedMixin
+from stereoscope.api_bases import JobActionsMixin
 from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.models import Role
 
@@ -23,6 +24,7 @@ from .serializers import ExportDatasetSerializer, ExportJobSerializer
 
 
 class ExportJobViewSet(
+    JobActionsMixin,
     StudyScopedMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -34,6 +36,7 @@ class ExportJobViewSet(
     `status` is `completed`, `download/` returns the file (a ZIP, or the .qdpx)."""
 
     serializer_class = ExportJobSerializer
+    job_conflicts = (services.ExportError,)  # cancel, resume or retry of a job in the wrong state
     queryset = ExportJob.objects.select_related("created_by")
     read_role = Role.RESEARCHER
     write_role = Role.RESEARCHER
@@ -78,33 +81,28 @@ class ExportJobViewSet(
             open(path, "rb"), as_attachment=True, filename=job.file_name, content_type="application/zip"
         )
 
-    def _job_action(self, request, service):
+    def get_job(self):
         job = self.get_object()
         _check_job_access(self.study_role, job)
-        try:
-            job = service(job, actor=request.user)
-        except services.ExportError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        job.refresh_from_db()
-        return Response(self.get_serializer(job).data)
+        return job
 
     @extend_schema(request=None, responses={200: ExportJobSerializer, 409: OpenApiResponse(description="Over.")})
     @action(detail=True, methods=["post"])
     def cancel(self, request, *args, **kwargs):
         """Stop the export (its workers stop within a few seconds); datasets already written are kept for resume."""
-        return self._job_action(request, services.cancel_job)
+        return self.job_action(services.cancel_job)
 
     @extend_schema(request=None, responses={200: ExportJobSerializer, 409: OpenApiResponse(description="Not stopped.")})
     @action(detail=True, methods=["post"])
     def resume(self, request, *args, **kwargs):
         """Queue a stopped export again; only what is missing is written."""
-        return self._job_action(request, services.resume_job)
+        return self.job_action(services.resume_job)
 
     @extend_schema(request=None, responses={200: ExportJobSerializer, 409: OpenApiResponse(description="Not failed.")})
     @action(detail=True, methods=["post"])
     def retry(self, request, *args, **kwargs):
         """Run a failed export again, from the datasets it had written on."""
-        return self._job_action(request, services.retry_job)
+        return self.job_action(services.retry_job)
 
     @extend_schema(responses={200: ExportDatasetSerializer(many=True)})
     @action(detail=False, methods=["get"])
