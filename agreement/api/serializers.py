@@ -1,4 +1,4 @@
-"""The serializers of agreement's REST API (the viewsets are in views.py)."""
+"""The serializers of the agreement API (the viewsets are in views.py)."""
 
 from rest_framework import serializers
 

@@ -1,4 +1,4 @@
-"""annotation's REST API. serializers.py holds every serializer; the viewsets are split by subject: codebooks.py
+"""The annotation API. serializers.py holds every serializer; the viewsets are split by subject: codebooks.py
 (codebooks, codes, code operations), views.py (the coding work: codings, memos, assignments, gender attributions) and
 discovery.py (AI code discovery); files.py builds the codebook and codings files, lookups.py reads ids from requests.
 stereoscope/urls.py mounts `api_routes` under /api/studies/<study_pk>/."""

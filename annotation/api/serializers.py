@@ -1,4 +1,4 @@
-"""The serializers of annotation's REST API (the viewsets are in views.py)."""
+"""The serializers of the annotation API (the viewsets: codebooks.py, views.py, discovery.py)."""
 
 from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers

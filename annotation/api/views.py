@@ -1,4 +1,4 @@
-"""REST API for codebooks, codes, code operations, codings, memos, assignments and gender attributions.
+"""The coding work's API: codings, memos, assignments and gender attributions (codebooks and codes: codebooks.py).
 
 Coders write only their own codings, memos and attributions, and only on stories in their queue; blind mode holds
 here too: a coder lists only their own codings unless their assignment for that story is in consensus mode."""

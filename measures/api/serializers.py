@@ -1,4 +1,4 @@
-"""The serializers of measures's REST API (the viewsets are in views.py)."""
+"""The serializers of the measures API (the viewsets are in views.py)."""
 
 from rest_framework import serializers
 
