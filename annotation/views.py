@@ -20,7 +20,7 @@ from stereoscope.permissions import VIEWER, has_role, study_role_required
 
 from . import codebook_format as fmt
 from . import selectors, services
-from .api import codebook_download, codings_download, import_upload
+from .api.files import codebook_download, codings_download, import_upload
 from .assigning import STRATEGIES
 from .models import (
     Assignment,

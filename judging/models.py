@@ -5,7 +5,7 @@ from django.db import models
 from django.utils import timezone
 
 from generation.models import ExecutionMode, GenerationRun, ModelEndpoint, Output
-from stereoscope.jobs.models import Job
+from stereoscope.jobs.models import RunJob
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
 
@@ -38,11 +38,10 @@ class JudgePolicy(models.TextChoices):
     K_OF_N = "k_of_n", "k of n (k other models per output)"
 
 
-class JudgeRound(Job):
+class JudgeRound(RunJob):
     """Judges × outputs of a source run under an assignment policy; a judge never rates its own model's outputs."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judge_rounds")
-    name = models.CharField(max_length=200)
     template = models.ForeignKey(JudgeTemplate, on_delete=models.RESTRICT, related_name="rounds")
     source_run = models.ForeignKey(
         GenerationRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="judge_rounds"
@@ -63,17 +62,8 @@ class JudgeRound(Job):
     # Optional narrowing of the source outputs: {"output_ids": [...], "item_numbers": [...], "models": [...]}.
     output_filter = models.JSONField(default=dict, blank=True)
     plan = models.JSONField(default=dict, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(default=timezone.now)
-    # status, progress, leases, cancel flag, message, started_by and timestamps come from the job engine's Job.
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self):
-        return self.name
+    # name, created_by, created_at and the order (newest first) come from RunJob; status, progress, leases, cancel
+    # flag, message, started_by and timestamps from the job engine's Job.
 
 
 class VerdictStatus(models.TextChoices):

@@ -8,7 +8,7 @@ from django.db import models
 from django.utils import timezone
 
 from generation.models import GenerationRun, Output
-from stereoscope.jobs.models import Job
+from stereoscope.jobs.models import RunJob
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
 
@@ -144,11 +144,10 @@ class TrainedClassifier(models.Model):
         return f"{self.name} v{self.version}"
 
 
-class MeasureRun(Job):
+class MeasureRun(RunJob):
     """Lexicons and an optional classifier applied to a study's outputs (all, or those of chosen generation runs)."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="measure_runs")
-    name = models.CharField(max_length=200)
     lexicons = models.ManyToManyField(Lexicon, blank=True, related_name="measure_runs")
     source_runs = models.ManyToManyField(
         GenerationRun, blank=True, related_name="measure_runs", help_text="Empty: every finished output of the study."
@@ -180,17 +179,8 @@ class MeasureRun(Job):
         max_length=100, blank=True, help_text="The slot holding each letter's source biography (context-based letters)."
     )
     nli_info = models.JSONField(default=dict, blank=True, help_text="NLI model id, revision and label map, as run.")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(default=timezone.now)
-    # status, progress, leases, cancel flag, message, started_by and timestamps come from the job engine's Job.
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self):
-        return self.name
+    # name, created_by, created_at and the order (newest first) come from RunJob; status, progress, leases, cancel
+    # flag, message, started_by and timestamps from the job engine's Job.
 
 
 class OutputMeasure(models.Model):

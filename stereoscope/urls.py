@@ -1,5 +1,5 @@
 """URLs. Every app contributes study-scoped pages (`<app>/urls.py`, mounted under /studies/<id>/) and
-study-scoped API routes (`api_routes` in `<app>/api.py`, mounted under /api/studies/<study_pk>/)."""
+study-scoped API routes (`api_routes` of each `<app>.api`, mounted under /api/studies/<study_pk>/)."""
 
 import importlib
 

@@ -29,7 +29,7 @@ from .engine import (
     wake_waiting,
     warm_up,
 )
-from .models import ACTIVE, TERMINAL, ChunkStatus, Job, JobChunk, JobStatus
+from .models import ACTIVE, TERMINAL, ChunkStatus, Job, JobChunk, JobStatus, RunJob
 
 __all__ = [
     "ACTIVE",
@@ -41,6 +41,7 @@ __all__ = [
     "JobError",
     "JobKind",
     "JobStatus",
+    "RunJob",
     "cancel",
     "chunk_counts",
     "execute",

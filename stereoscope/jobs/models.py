@@ -5,6 +5,7 @@ from typing import ClassVar, Self
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class JobStatus(models.TextChoices):
@@ -41,6 +42,24 @@ class Job(models.Model):
 
     class Meta:
         abstract = True
+
+
+class RunJob(Job):
+    """A job someone creates, names and starts (a judge round, a measure run; generation's runs may join): its name,
+    author and creation time, newest first. Each model keeps its own `study` (its reverse name differs)."""
+
+    name = models.CharField(max_length=200)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class ChunkStatus(models.TextChoices):

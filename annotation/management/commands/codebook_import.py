@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation import codebook_format as fmt
 from annotation import services
-from annotation.api import import_upload
+from annotation.api.files import import_upload
 from generation.selectors import study_toolkit
 from stereoscope.models import Study
 

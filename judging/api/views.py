@@ -11,150 +11,23 @@ from rest_framework.response import Response
 
 from generation import selectors as generation
 from stereoscope.api import StudyScopedMixin
+from stereoscope.api_bases import JobActionsMixin
 from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
 
-from . import reports, rounds, services
-from .models import JudgeRound, JudgeTemplate, Verdict, VerificationRequest
-
-
-class JudgeTemplateSerializer(serializers.ModelSerializer):
-    is_builtin = serializers.SerializerMethodField()
-
-    class Meta:
-        model = JudgeTemplate
-        fields = [
-            "id",
-            "name",
-            "version",
-            "kind",
-            "text",
-            "scale_min",
-            "scale_max",
-            "detect_threshold",
-            "labels",
-            "description",
-            "builtin_key",
-            "locked",
-            "parent",
-            "created_at",
-            "is_builtin",
-        ]
-        read_only_fields = ["version", "builtin_key", "locked", "parent", "created_at"]
-        extra_kwargs = {"kind": {"default": JudgeTemplate._meta.get_field("kind").default}}
-
-    def get_is_builtin(self, obj) -> bool:
-        return obj.study.is_library
-
-
-class JudgeRoundSerializer(serializers.ModelSerializer):
-    judges = serializers.PrimaryKeyRelatedField(many=True, queryset=generation.every_endpoint())
-    counts = serializers.SerializerMethodField()
-
-    class Meta:
-        model = JudgeRound
-        fields = [
-            "id",
-            "name",
-            "template",
-            "source_run",
-            "judges",
-            "policy",
-            "k",
-            "forbid_same_family",
-            "batch_size",
-            "temperature",
-            "seed",
-            "reask_missing",
-            "output_filter",
-            "execution_mode",
-            "status",
-            "plan",
-            "progress",
-            "message",
-            "created_at",
-            "started_at",
-            "finished_at",
-            "counts",
-        ]
-        read_only_fields = ["status", "plan", "progress", "message", "created_at", "started_at", "finished_at"]
-
-    def get_counts(self, obj) -> dict:
-        return rounds.status_counts(obj)
-
-
-class VerdictSerializer(serializers.ModelSerializer):
-    item_number = serializers.IntegerField(source="output.item.number", read_only=True, allow_null=True)
-    generator_model = serializers.CharField(source="output.model_identity", read_only=True)
-
-    class Meta:
-        model = Verdict
-        fields = [
-            "id",
-            "round",
-            "output",
-            "item_number",
-            "generator_model",
-            "judge_endpoint",
-            "judge_model",
-            "value",
-            "status",
-            "rationale",
-            "raw_text",
-            "error",
-            "batch_ref",
-            "position",
-            "question",
-            "reasked",
-            "created_at",
-            "updated_at",
-        ]
-        read_only_fields = fields
-
-
-class HumanCheckAnswerSerializer(serializers.Serializer):
-    value = serializers.IntegerField(min_value=0, max_value=1)
-    note = serializers.CharField(required=False, allow_blank=True, default="")
-
-
-class JudgeReaskSerializer(serializers.Serializer):
-    verdict_ids = serializers.ListField(child=serializers.IntegerField(), required=False, allow_null=True)
-
-
-class VerificationRequestSerializer(serializers.Serializer):
-    coders = serializers.ListField(child=serializers.CharField(), help_text="Usernames of study members.")
-    sample_size = serializers.IntegerField(min_value=1)
-    seed = serializers.IntegerField(required=False, default=0)
-
-
-class ToolkitWeightRowSerializer(serializers.Serializer):
-    toolkit = serializers.CharField()
-    toolkit_version = serializers.IntegerField()
-    item_number = serializers.IntegerField()
-    dimension = serializers.CharField()
-    target_stereotype = serializers.CharField()
-    n = serializers.IntegerField()
-    detected = serializers.FloatField()
-    rate = serializers.FloatField()
-    ci_low = serializers.FloatField()
-    ci_high = serializers.FloatField()
-    consistency = serializers.FloatField(allow_null=True)
-    shrunk_rate = serializers.FloatField()
-    reliability = serializers.FloatField()
-    weight = serializers.FloatField()
-    method = serializers.CharField()
-    flags = serializers.CharField()
-
-
-class WeightsImportSerializer(serializers.Serializer):
-    toolkit = serializers.IntegerField(
-        help_text="The toolkit version the weights were computed on (or one with the same items)."
-    )
-    file = serializers.FileField(required=False)
-    content = serializers.CharField(required=False, help_text="The weights JSON or CSV as text (instead of a file).")
-    new_version = serializers.BooleanField(required=False, default=True)
-    drop_flagged = serializers.BooleanField(required=False, default=False)
+from .. import reports, rounds, services
+from ..models import JudgeRound, JudgeTemplate, Verdict, VerificationRequest
+from .serializers import (
+    HumanCheckAnswerSerializer,
+    JudgeReaskSerializer,
+    JudgeRoundSerializer,
+    JudgeTemplateSerializer,
+    ToolkitWeightRowSerializer,
+    VerdictSerializer,
+    VerificationRequestSerializer,
+    WeightsImportSerializer,
+)
 
 
 def _bad(message):
@@ -199,6 +72,7 @@ class JudgeTemplateViewSet(StudyScopedMixin, viewsets.ModelViewSet):
 
 
 class JudgeRoundViewSet(
+    JobActionsMixin,
     StudyScopedMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -242,36 +116,32 @@ class JudgeRoundViewSet(
         """The plan (assignment, batches, calls, tokens, cost, sample prompt, problems), computed now."""
         return Response(rounds.compute_plan(self.get_object()))
 
-    def _act(self, fn, **kw):
-        rnd = fn(self.get_object(), actor=self.request.user, **kw)
-        return Response(self.get_serializer(rnd).data)
-
     @extend_schema(request=None, responses={200: JudgeRoundSerializer})
     @action(detail=True, methods=["post"])
     def launch(self, request, study_pk=None, pk=None):
-        return self._act(rounds.start)
+        return self.job_action(rounds.start)
 
     @extend_schema(request=None, responses={200: JudgeRoundSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request, study_pk=None, pk=None):
-        return self._act(rounds.cancel)
+        return self.job_action(rounds.cancel)
 
     @extend_schema(request=None, responses={200: JudgeRoundSerializer})
     @action(detail=True, methods=["post"])
     def resume(self, request, study_pk=None, pk=None):
-        return self._act(rounds.resume)
+        return self.job_action(rounds.resume)
 
     @extend_schema(request=None, responses={200: JudgeRoundSerializer})
     @action(detail=True, methods=["post"], url_path="retry-failed")
     def retry_failed(self, request, study_pk=None, pk=None):
-        return self._act(rounds.retry_failed)
+        return self.job_action(rounds.retry_failed)
 
     @extend_schema(request=JudgeReaskSerializer, responses={200: JudgeRoundSerializer})
     @action(detail=True, methods=["post"])
     def reask(self, request, study_pk=None, pk=None):
         data = JudgeReaskSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        return self._act(rounds.reask, verdict_ids=data.validated_data.get("verdict_ids"))
+        return self.job_action(rounds.reask, verdict_ids=data.validated_data.get("verdict_ids"))
 
     @extend_schema(
         parameters=[OpenApiParameter("method", str, enum=list(reports.W.METHODS))], responses={200: OpenApiTypes.OBJECT}

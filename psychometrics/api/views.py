@@ -8,60 +8,32 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response as ApiResponse
 
-from generation import selectors as generation
 from measures.selectors import measure_run_in_study
 from stereoscope.api import StudyScopedMixin
+from stereoscope.api_bases import JobActionsMixin
 from stereoscope.models import Role
 
-from . import extraction, prompts, reports, runs, services
-from .analysis import sanitize
-from .models import Context, ContextSet, Instrument, InstrumentItem, PersonaSet, QuestionnaireRun, Response
-from .services import PsychError
+from .. import reports, runs, services
+from ..analysis import sanitize
+from ..models import Context, ContextSet, Instrument, PersonaSet, QuestionnaireRun, Response
+from ..services import PsychError
+from .serializers import (
+    ContextSetCreateSerializer,
+    ContextSetSerializer,
+    ExtractionAuditInputSerializer,
+    IncludeSerializer,
+    InstrumentImportSerializer,
+    InstrumentSerializer,
+    PersonaSetCreateSerializer,
+    PersonaSetSerializer,
+    QuestionnaireContextSerializer,
+    QuestionnaireResponseSerializer,
+    QuestionnaireRunSerializer,
+)
 
 
 def bad_request(exc):
     return ApiResponse({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-
-
-class InstrumentItemSerializer(serializers.ModelSerializer):
-    parallel_item = serializers.CharField(source="parallel.item_id", read_only=True, default=None)
-
-    class Meta:
-        model = InstrumentItem
-        fields = ["item_id", "position", "text", "subscale", "reverse", "parallel_item"]
-
-
-class InstrumentSerializer(serializers.ModelSerializer):
-    items = InstrumentItemSerializer(many=True, read_only=True)
-    builtin = serializers.BooleanField(source="study.is_library", read_only=True)
-
-    class Meta:
-        model = Instrument
-        fields = [
-            "id",
-            "name",
-            "version",
-            "label",
-            "description",
-            "source",
-            "instruction",
-            "scale_min",
-            "scale_max",
-            "scale_labels",
-            "continuous",
-            "subscales",
-            "scoring",
-            "missing_policy",
-            "parallel_of",
-            "locked",
-            "builtin",
-            "created_at",
-            "items",
-        ]
-
-
-class InstrumentImportSerializer(serializers.Serializer):
-    spec = serializers.JSONField(help_text="The instrument JSON (see the minimal file in the docs).")
 
 
 class InstrumentViewSet(StudyScopedMixin, viewsets.ReadOnlyModelViewSet):
@@ -89,26 +61,6 @@ class InstrumentViewSet(StudyScopedMixin, viewsets.ReadOnlyModelViewSet):
         return ApiResponse(services.export_instrument(self.get_object()))
 
 
-class PersonaSetSerializer(serializers.ModelSerializer):
-    personas = serializers.SerializerMethodField()
-
-    class Meta:
-        model = PersonaSet
-        fields = ["id", "name", "description", "template", "attributes", "created_at", "personas"]
-
-    def get_personas(self, obj) -> list[dict]:
-        return list(obj.personas.values("id", "key", "text", "attributes", "included", "exclude_reason", "twin_id"))
-
-
-class PersonaSetCreateSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    template = serializers.CharField(required=False, help_text="Generate: e.g. '{title} {surname}'.")
-    attributes = serializers.JSONField(required=False, help_text="Generate: attribute lists.")
-    personas = serializers.ListField(
-        child=serializers.DictField(), required=False, help_text="Or: [{key?, text, ...}]."
-    )
-
-
 class PersonaSetViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = PersonaSetSerializer
     queryset = PersonaSet.objects.all()
@@ -133,38 +85,6 @@ class PersonaSetViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewsets.Read
         except PsychError as exc:
             return bad_request(exc)
         return ApiResponse(PersonaSetSerializer(ps).data, status=status.HTTP_201_CREATED)
-
-
-class QuestionnaireContextSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = Context
-        fields = ["id", "key", "persona", "turns", "attributes", "included", "exclude_reason", "twin"]
-
-
-class ContextSetSerializer(serializers.ModelSerializer):
-    contexts = QuestionnaireContextSerializer(many=True, read_only=True)
-
-    class Meta:
-        model = ContextSet
-        fields = ["id", "name", "description", "source", "seed", "created_at", "contexts"]
-
-
-class ContextSetCreateSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    persona_set = serializers.IntegerField(required=False, help_text="Build from this persona set…")
-    contexts = serializers.ListField(
-        child=serializers.DictField(),
-        required=False,
-        help_text="…or from [{key?, persona?, turns: [{role, content}]}].",
-    )
-    n = serializers.IntegerField(required=False, allow_null=True, min_value=1, help_text="Seeded random sample size.")
-    seed = serializers.IntegerField(required=False, default=0)
-
-
-class IncludeSerializer(serializers.Serializer):
-    context = serializers.IntegerField()
-    included = serializers.BooleanField()
-    reason = serializers.CharField(required=False, allow_blank=True, default="")
 
 
 class ContextSetViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
@@ -206,73 +126,8 @@ class ContextSetViewSet(StudyScopedMixin, mixins.CreateModelMixin, viewsets.Read
         return ApiResponse(QuestionnaireContextSerializer(context).data)
 
 
-class QuestionnaireRunSerializer(serializers.ModelSerializer):
-    endpoints = serializers.PrimaryKeyRelatedField(many=True, queryset=generation.every_endpoint())
-    instrument = serializers.PrimaryKeyRelatedField(queryset=Instrument.objects.all())
-    context_set = serializers.PrimaryKeyRelatedField(
-        queryset=ContextSet.objects.all(),
-        allow_null=True,
-        required=False,
-        default=None,
-        help_text="Empty (null): the bare questionnaire, each item in a fresh chat with no persona.",
-    )
-    template_key = serializers.ChoiceField(choices=list(prompts.TEMPLATES) + ["custom"], default="jung2025")
-    extractors = serializers.ListField(child=serializers.ChoiceField(choices=extraction.EXTRACTORS), required=False)
-    judge_endpoint = serializers.PrimaryKeyRelatedField(
-        queryset=generation.every_endpoint(),
-        allow_null=True,
-        required=False,
-        default=None,
-        help_text="The judge model of the chain's last step (llm): reads answers the rules leave open.",
-    )
-    seeds = serializers.ListField(
-        child=serializers.IntegerField(),
-        required=False,
-        default=list,
-        help_text="One provider seed per repetition; empty: the endpoint's seed.",
-    )
-    counts = serializers.SerializerMethodField()
-
-    class Meta:
-        model = QuestionnaireRun
-        fields = [
-            "id",
-            "name",
-            "instrument",
-            "context_set",
-            "endpoints",
-            "repetitions",
-            "seeds",
-            "template_key",
-            "custom_user",
-            "custom_system",
-            "option_format",
-            "option_order",
-            "option_numbering",
-            "order_seed",
-            "extractors",
-            "judge_endpoint",
-            "refusal_policy",
-            "json_field",
-            "param_overrides",
-            "audit_per_model",
-            "execution_mode",
-            "status",
-            "message",
-            "progress",
-            "created_at",
-            "started_at",
-            "finished_at",
-            "counts",
-        ]
-        read_only_fields = ["status", "message", "progress", "created_at", "started_at", "finished_at"]
-
-    def get_counts(self, run) -> dict:
-        return runs.counts(run)["overall"]
-
-
 class QuestionnaireRunViewSet(
-    StudyScopedMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.ReadOnlyModelViewSet
+    JobActionsMixin, StudyScopedMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.ReadOnlyModelViewSet
 ):
     serializer_class = QuestionnaireRunSerializer
     queryset = QuestionnaireRun.objects.select_related("instrument", "context_set").prefetch_related("endpoints")
@@ -296,34 +151,25 @@ class QuestionnaireRunViewSet(
             return bad_request(exc)
         return ApiResponse(QuestionnaireRunSerializer(run).data, status=status.HTTP_201_CREATED)
 
-    def _act(self, fn):
-        run = self.get_object()
-        try:
-            fn(run, self.request.user)
-        except PsychError as exc:
-            return bad_request(exc)
-        run.refresh_from_db()
-        return ApiResponse(QuestionnaireRunSerializer(run).data)
-
     @extend_schema(request=None, responses={200: QuestionnaireRunSerializer})
     @action(detail=True, methods=["post"])
     def start(self, request, *args, **kwargs):
-        return self._act(runs.start)
+        return self.job_action(runs.start)
 
     @extend_schema(request=None, responses={200: QuestionnaireRunSerializer})
     @action(detail=True, methods=["post"])
     def resume(self, request, *args, **kwargs):
-        return self._act(runs.resume)
+        return self.job_action(runs.resume)
 
     @extend_schema(request=None, responses={200: QuestionnaireRunSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request, *args, **kwargs):
-        return self._act(runs.cancel)
+        return self.job_action(runs.cancel)
 
     @extend_schema(request=None, responses={200: QuestionnaireRunSerializer})
     @action(detail=True, methods=["post"])
     def retry(self, request, *args, **kwargs):
-        return self._act(runs.retry_failed)
+        return self.job_action(runs.retry_failed)
 
     @extend_schema(responses={200: dict})
     @action(detail=True, methods=["get"])
@@ -405,46 +251,6 @@ class QuestionnaireRunViewSet(
                 if isinstance(exc, ValueError) and "comparison" in str(exc)
                 else "Give ?other=<run id of this study>."
             )
-
-
-class QuestionnaireResponseSerializer(serializers.ModelSerializer):
-    item = serializers.CharField(source="item.item_id")
-    context = serializers.CharField(source="context_key", read_only=True)
-    status = serializers.CharField(read_only=True, help_text="pending, done or failed")
-    extraction = serializers.CharField(
-        read_only=True, help_text="ok, refused, inconclusive, not_present, or empty while pending"
-    )
-
-    class Meta:
-        model = Response
-        fields = [
-            "id",
-            "run",
-            "item",
-            "context",
-            "endpoint",
-            "model_name",
-            "repetition",
-            "seed",
-            "options",
-            "permutation",
-            "status",
-            "raw_text",
-            "extraction",
-            "extracted_code",
-            "value",
-            "extraction_method",
-            "extraction_detail",
-            "error",
-            "audit_sampled",
-            "completed_at",
-        ]
-
-
-class ExtractionAuditInputSerializer(serializers.Serializer):
-    correct = serializers.BooleanField()
-    corrected_value = serializers.FloatField(required=False, allow_null=True)
-    note = serializers.CharField(required=False, allow_blank=True, default="")
 
 
 class QuestionnaireResponseViewSet(StudyScopedMixin, viewsets.ReadOnlyModelViewSet):

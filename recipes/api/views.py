@@ -2,13 +2,12 @@
 served at /api/recipe-schema/ with every input format's (stereoscope/schema_api.py).
 
 A recipe is sent as an uploaded file (`file`), as text (`recipe`: YAML or JSON) or as a JSON object (`recipe`).
-Bad recipes get 400 with every problem and its path; nothing is written.
-"""
+Bad recipes get 400 with every problem and its path; nothing is written."""
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import status, viewsets
+from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
@@ -17,9 +16,10 @@ from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.models import Role, Study
 from stereoscope.permissions import StudyRolePermission
 
-from . import results, services
-from .exporting import export_recipe
-from .loader import RecipeError, RecipeProblem, dump, parse_text
+from .. import results, services
+from ..exporting import export_recipe
+from ..loader import RecipeError, RecipeProblem, dump, parse_text
+from .serializers import outcome_data, problems_response
 
 
 def recipe_from_request(request):
@@ -35,33 +35,6 @@ def recipe_from_request(request):
     raise RecipeError(
         [RecipeProblem("", "Send the recipe as a file (file), as YAML/JSON text or a JSON object (recipe).")]
     )
-
-
-def problems_response(exc):
-    return Response(
-        {
-            "detail": "The recipe has problems; nothing was written.",
-            "problems": [{"path": p.path, "message": p.message} for p in exc.problems],
-        },
-        status=status.HTTP_400_BAD_REQUEST,
-    )
-
-
-def outcome_data(outcome):
-    """`known_cost_usd` sums what is priced; when `cost_complete` is false, `unpriced_endpoints` names the endpoints
-    without prices that leave the total unknown. `new_calls` counts only calls of jobs the study does not have."""
-    cost = services.cost_summary(outcome.jobs)
-    return {
-        "study": outcome.study.pk if outcome.study else None,
-        "changes": [{"action": c.action, "kind": c.kind, "name": c.name, "detail": c.detail} for c in outcome.changes],
-        "jobs": outcome.jobs,
-        "new_calls": services.new_calls(outcome.jobs),
-        "calls_summary": services.calls_text(outcome.jobs, outcome.changes),
-        "known_cost_usd": str(cost["known_cost_usd"]),
-        "cost_complete": cost["complete"],
-        "unpriced_endpoints": cost["unpriced_endpoints"],
-        "cost_summary": services.cost_text(outcome.jobs),
-    }
 
 
 class RecipeViewSet(viewsets.ViewSet):

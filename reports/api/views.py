@@ -9,18 +9,11 @@ from rest_framework.response import Response
 from stereoscope.models import Role, Study
 from stereoscope.permissions import StudyRolePermission
 
-from . import builder
-from .document import SECTIONS
-from .render import FORMATS
-from .views import report_response
-
-
-def document_json(doc):
-    return {
-        "title": doc.title,
-        "subtitle": doc.subtitle,
-        "sections": [{"key": s.key, "title": s.title, "blocks": s.blocks} for s in doc.sections],
-    }
+from .. import builder
+from ..document import SECTIONS
+from ..render import FORMATS
+from ..views import report_response
+from .serializers import document_json
 
 
 class ReportViewSet(viewsets.ViewSet):

@@ -2,19 +2,18 @@
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from annotation.selectors import study_variables
 from generation import selectors as generation
 from stereoscope.api import StudyScopedMixin
+from stereoscope.api_bases import JobActionsMixin
 from stereoscope.models import Role
 
-from . import scoring, selectors, services, trained
-from .lexical import OR_CONVENTIONS
-from .models import (
-    ContrastResult,
+from .. import scoring, selectors, services, trained
+from ..models import (
     Lexicon,
     LexiconCategory,
     LexiconExclusion,
@@ -22,90 +21,21 @@ from .models import (
     OutputMeasure,
     TrainedClassifier,
 )
-from .tasks import fairness_check_task
-
-
-class LexiconCategorySerializer(serializers.ModelSerializer):
-    warnings = serializers.SerializerMethodField()
-
-    class Meta:
-        model = LexiconCategory
-        fields = [
-            "id",
-            "lexicon",
-            "key",
-            "name",
-            "description",
-            "direction",
-            "language",
-            "match_mode",
-            "words",
-            "color",
-            "order",
-            "source",
-            "warnings",
-        ]
-        read_only_fields = ["lexicon", "order"]
-
-    def get_warnings(self, obj) -> list[str]:
-        return services.category_warnings(obj)
-
-
-class LexiconExclusionSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = LexiconExclusion
-        fields = ["id", "lexicon", "category", "phrase", "is_regex", "note", "created_at"]
-        read_only_fields = ["created_at"]
-
-
-class LexiconSerializer(serializers.ModelSerializer):
-    categories = LexiconCategorySerializer(many=True, read_only=True)
-    exclusions = LexiconExclusionSerializer(many=True, read_only=True)
-    is_builtin = serializers.BooleanField(source="study.is_library", read_only=True)
-
-    class Meta:
-        model = Lexicon
-        fields = [
-            "id",
-            "name",
-            "version",
-            "parent",
-            "locked",
-            "builtin_key",
-            "description",
-            "source",
-            "count_policy",
-            "is_builtin",
-            "created_at",
-            "categories",
-            "exclusions",
-        ]
-
-
-class LexiconImportSerializer(serializers.Serializer):
-    """The lexicon JSON format (see measures/services.py)."""
-
-    name = serializers.CharField()
-    description = serializers.CharField(required=False, allow_blank=True)
-    source = serializers.CharField(required=False, allow_blank=True)
-    count_policy = serializers.CharField(required=False)
-    categories = serializers.ListField(child=serializers.DictField())
-    exclusions = serializers.ListField(child=serializers.DictField(), required=False)
-
-
-class HighlightRequestSerializer(serializers.Serializer):
-    text = serializers.CharField(max_length=200_000, allow_blank=True, trim_whitespace=False)
-    language = serializers.CharField(required=False, allow_blank=True)
-
-
-class HighlightMatchSerializer(serializers.Serializer):
-    category = serializers.IntegerField()
-    category_name = serializers.CharField()
-    color = serializers.CharField()
-    entry = serializers.CharField()
-    start = serializers.IntegerField()
-    end = serializers.IntegerField()
-    text = serializers.CharField()
+from ..tasks import fairness_check_task
+from .serializers import (
+    ContrastResultSerializer,
+    HighlightMatchSerializer,
+    HighlightRequestSerializer,
+    LexiconCategorySerializer,
+    LexiconExclusionSerializer,
+    LexiconImportSerializer,
+    LexiconSerializer,
+    MeasureRunCreateSerializer,
+    MeasureRunSerializer,
+    OutputMeasureSerializer,
+    TrainClassifierSerializer,
+    TrainedClassifierSerializer,
+)
 
 
 class LexiconViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -259,108 +189,9 @@ class LexiconExclusionViewSet(
         return Response({"lexicon": target.pk}, status=status.HTTP_200_OK)
 
 
-class MeasureRunSerializer(serializers.ModelSerializer):
-    progress_summary = serializers.SerializerMethodField()
-
-    class Meta:
-        model = MeasureRun
-        fields = [
-            "id",
-            "name",
-            "lexicons",
-            "source_runs",
-            "classifier",
-            "classifier_path",
-            "classifier_model_id",
-            "classifier_unit",
-            "trained_classifier",
-            "classifier_info",
-            "gender_sources",
-            "name_genders",
-            "zero_policy",
-            "or_orientation",
-            "success_filter",
-            "success_keywords",
-            "nli_path",
-            "nli_model_id",
-            "context_slot",
-            "nli_info",
-            "status",
-            "progress_summary",
-            "message",
-            "created_at",
-            "started_at",
-            "finished_at",
-        ]
-        read_only_fields = [
-            "classifier_info",
-            "nli_info",
-            "status",
-            "message",
-            "created_at",
-            "started_at",
-            "finished_at",
-        ]
-
-    def get_progress_summary(self, obj) -> dict:
-        return scoring.progress_of(obj)
-
-
-class MeasureRunCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
-    lexicons = serializers.ListField(child=serializers.IntegerField(), required=False)
-    source_runs = serializers.ListField(child=serializers.IntegerField(), required=False)
-    classifier = serializers.ChoiceField(choices=["", "vader", "transformers", "trained"], required=False, default="")
-    trained_classifier = serializers.IntegerField(
-        required=False, allow_null=True, default=None, help_text="With classifier 'trained': a trained classifier's id."
-    )
-    classifier_path = serializers.CharField(required=False, allow_blank=True, default="")
-    classifier_model_id = serializers.CharField(required=False, allow_blank=True, default="")
-    classifier_unit = serializers.ChoiceField(choices=["sentence", "document"], required=False, default="sentence")
-    gender_sources = serializers.ListField(child=serializers.CharField(), required=False)
-    name_genders = serializers.DictField(child=serializers.CharField(), required=False)
-    zero_policy = serializers.ChoiceField(choices=["exclude", "smooth"], required=False, default="exclude")
-    or_orientation = serializers.ChoiceField(choices=list(OR_CONVENTIONS), required=False, default="per_category")
-    success_filter = serializers.BooleanField(required=False, default=False)
-    success_keywords = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
-    nli_path = serializers.CharField(required=False, allow_blank=True, default="")
-    nli_model_id = serializers.CharField(required=False, allow_blank=True, default="")
-    context_slot = serializers.CharField(required=False, allow_blank=True, default="")
-    start = serializers.BooleanField(required=False, default=False)
-
-
-class OutputMeasureSerializer(serializers.ModelSerializer):
-    model_name = serializers.CharField(source="output.model_name", read_only=True)
-
-    class Meta:
-        model = OutputMeasure
-        fields = [
-            "id",
-            "output",
-            "model_name",
-            "language",
-            "word_count",
-            "sentence_count",
-            "gender",
-            "gender_source",
-            "gender_detail",
-            "category_counts",
-            "label_shares",
-            "doc_label",
-            "doc_score",
-            "mean_score",
-            "hallucination_share",
-            "success_reason",
-        ]
-
-
-class ContrastResultSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = ContrastResult
-        fields = ["id", "kind", "measure", "grouping", "group", "result", "created_at"]
-
-
-class MeasureRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class MeasureRunViewSet(
+    JobActionsMixin, StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     serializer_class = MeasureRunSerializer
     queryset = MeasureRun.objects.prefetch_related("lexicons", "source_runs")
 
@@ -390,21 +221,15 @@ class MeasureRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retrieve
             run.refresh_from_db()
         return Response(MeasureRunSerializer(run).data, status=status.HTTP_201_CREATED)
 
-    def _act(self, fn):
-        run = self.get_object()
-        fn(run, actor=self.request.user)
-        run.refresh_from_db()
-        return Response(MeasureRunSerializer(run).data)
-
     @extend_schema(request=None, responses={200: MeasureRunSerializer})
     @action(detail=True, methods=["post"])
     def start(self, request, *args, **kwargs):
-        return self._act(scoring.start)
+        return self.job_action(scoring.start)
 
     @extend_schema(request=None, responses={200: MeasureRunSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request, *args, **kwargs):
-        return self._act(scoring.cancel)
+        return self.job_action(scoring.cancel)
 
     @extend_schema(request=None, responses={202: dict})
     @action(detail=True, methods=["post"])
@@ -451,41 +276,6 @@ class MeasureRunViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.Retrieve
         if kind:
             qs = qs.filter(kind=kind)
         return Response(ContrastResultSerializer(qs, many=True).data)
-
-
-class TrainedClassifierSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = TrainedClassifier
-        fields = [
-            "id",
-            "name",
-            "version",
-            "variable",
-            "labels",
-            "features",
-            "params",
-            "k",
-            "seed",
-            "training_data",
-            "folds",
-            "metrics",
-            "library_versions",
-            "created_at",
-        ]
-        read_only_fields = fields
-
-
-class TrainClassifierSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
-    variable = serializers.IntegerField(help_text="A categorical variable (code group) of this study.")
-    k = serializers.IntegerField(required=False, default=5, help_text="Folds of the stratified cross-validation.")
-    seed = serializers.IntegerField(required=False, default=0)
-    features = serializers.ChoiceField(
-        choices=["auto", "tfidf", "embedding"],
-        required=False,
-        default="auto",
-        help_text="auto: the local sentence-embedding model when one is configured.",
-    )
 
 
 class TrainedClassifierViewSet(

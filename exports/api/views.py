@@ -13,86 +13,18 @@ from annotation.refi_services import export_qdc, import_file
 from annotation.selectors import codebook_in_study
 from annotation.views_refi import MAX_UPLOAD_BYTES
 from stereoscope.api import StudyScopedMixin
+from stereoscope.api_bases import JobActionsMixin
 from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.models import Role
 
-from . import services
-from .models import ExportJob, ExportStatus
-from .views import _check_job_access
-
-
-class ExportOptionsSerializer(serializers.Serializer):
-    run_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
-    models = serializers.ListField(child=serializers.CharField(), required=False)
-    item_numbers = serializers.ListField(child=serializers.IntegerField(), required=False)
-    code_ids = serializers.ListField(
-        child=serializers.IntegerField(), required=False, help_text="A code includes its sub-codes."
-    )
-    round_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
-    pseudonymise = serializers.BooleanField(required=False, default=False)
-    escape_formulas = serializers.BooleanField(
-        required=False, default=True, help_text="Prefix spreadsheet formulas (= + - @) with ' in CSV/XLSX."
-    )
-
-
-class ExportJobSerializer(serializers.ModelSerializer):
-    created_by = serializers.CharField(source="created_by.username", read_only=True, default=None)
-    download_url = serializers.SerializerMethodField()
-    options = ExportOptionsSerializer(required=False)
-    datasets = serializers.ListField(
-        child=serializers.CharField(),
-        required=False,
-        help_text="Dataset keys (see datasets/); all you may export when empty. Ignored for qdpx.",
-    )
-
-    class Meta:
-        model = ExportJob
-        fields = [
-            "id",
-            "format",
-            "datasets",
-            "options",
-            "status",
-            "progress",
-            "file_name",
-            "size_bytes",
-            "sha256",
-            "manifest",
-            "message",
-            "created_by",
-            "created_at",
-            "started_at",
-            "finished_at",
-            "download_url",
-        ]
-        read_only_fields = [
-            "status",
-            "progress",
-            "file_name",
-            "size_bytes",
-            "sha256",
-            "manifest",
-            "message",
-            "created_at",
-            "started_at",
-            "finished_at",
-        ]
-
-    def get_download_url(self, job) -> str | None:
-        if job.status != ExportStatus.COMPLETED:
-            return None
-        return self.context["request"].build_absolute_uri(f"/api/studies/{job.study_id}/exports/{job.pk}/download/")
-
-
-class ExportDatasetSerializer(serializers.Serializer):
-    key = serializers.CharField()
-    title = serializers.CharField()
-    app = serializers.CharField()
-    min_role = serializers.CharField()
-    columns = serializers.ListField(child=serializers.DictField())
+from .. import services
+from ..models import ExportJob, ExportStatus
+from ..views import _check_job_access
+from .serializers import ExportDatasetSerializer, ExportJobSerializer
 
 
 class ExportJobViewSet(
+    JobActionsMixin,
     StudyScopedMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -104,6 +36,7 @@ class ExportJobViewSet(
     `status` is `completed`, `download/` returns the file (a ZIP, or the .qdpx)."""
 
     serializer_class = ExportJobSerializer
+    job_conflicts = (services.ExportError,)  # cancel, resume or retry of a job in the wrong state
     queryset = ExportJob.objects.select_related("created_by")
     read_role = Role.RESEARCHER
     write_role = Role.RESEARCHER
@@ -148,33 +81,28 @@ class ExportJobViewSet(
             open(path, "rb"), as_attachment=True, filename=job.file_name, content_type="application/zip"
         )
 
-    def _job_action(self, request, service):
+    def get_job(self):
         job = self.get_object()
         _check_job_access(self.study_role, job)
-        try:
-            job = service(job, actor=request.user)
-        except services.ExportError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        job.refresh_from_db()
-        return Response(self.get_serializer(job).data)
+        return job
 
     @extend_schema(request=None, responses={200: ExportJobSerializer, 409: OpenApiResponse(description="Over.")})
     @action(detail=True, methods=["post"])
     def cancel(self, request, *args, **kwargs):
         """Stop the export (its workers stop within a few seconds); datasets already written are kept for resume."""
-        return self._job_action(request, services.cancel_job)
+        return self.job_action(services.cancel_job)
 
     @extend_schema(request=None, responses={200: ExportJobSerializer, 409: OpenApiResponse(description="Not stopped.")})
     @action(detail=True, methods=["post"])
     def resume(self, request, *args, **kwargs):
         """Queue a stopped export again; only what is missing is written."""
-        return self._job_action(request, services.resume_job)
+        return self.job_action(services.resume_job)
 
     @extend_schema(request=None, responses={200: ExportJobSerializer, 409: OpenApiResponse(description="Not failed.")})
     @action(detail=True, methods=["post"])
     def retry(self, request, *args, **kwargs):
         """Run a failed export again, from the datasets it had written on."""
-        return self._job_action(request, services.retry_job)
+        return self.job_action(services.retry_job)
 
     @extend_schema(responses={200: ExportDatasetSerializer(many=True)})
     @action(detail=False, methods=["get"])
