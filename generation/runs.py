@@ -431,11 +431,13 @@ def retry_failed(run, actor=None):
     if run.is_import:
         raise RunError("An import run has nothing to retry.")
     check_ready(run)
-    n = RUN_JOB.reset_failed(run)
-    if n == 0:
-        raise RunError("No failed units to retry.")
-    record_activity(run.study, actor, f"retried {n} failed units of", run.name)
-    return resume(run, actor)
+
+    def resume_run(n):
+        record_activity(run.study, actor, f"retried {n} failed units of", run.name)
+        resume(run, actor)
+
+    jobs.retry_failed(RUN_JOB, run, actor, then=resume_run)
+    return run
 
 
 def cancel(run, actor=None):

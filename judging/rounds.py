@@ -509,11 +509,13 @@ def resume(rnd, actor=None):
 
 def retry_failed(rnd, actor=None):
     """Verdicts whose call failed go back to pending (their attempts stay on record) and the round resumes."""
-    n = ROUND_JOB.reset_failed(rnd)
-    if n == 0:
-        raise RoundError("No failed verdicts to retry.")
-    record_activity(rnd.study, actor, f"retried {n} failed verdicts of", rnd.name)
-    return resume(rnd, actor)
+
+    def resume_round(n):
+        record_activity(rnd.study, actor, f"retried {n} failed verdicts of", rnd.name)
+        resume(rnd, actor)
+
+    jobs.retry_failed(ROUND_JOB, rnd, actor, then=resume_round)
+    return rnd
 
 
 def reask(rnd, verdict_ids=None, actor=None):

@@ -483,11 +483,12 @@ resume = start
 
 
 def retry_failed(run, actor=None):
-    n = QUESTIONNAIRE_JOB.reset_failed(run)
-    if n == 0:
-        raise PsychError("No failed units to retry.")
-    record_activity(run.study, actor, f"retried {n} failed units of", run.name)
-    return start(run, actor)
+    def restart(n):
+        record_activity(run.study, actor, f"retried {n} failed units of", run.name)
+        start(run, actor)
+
+    jobs.retry_failed(QUESTIONNAIRE_JOB, run, actor, then=restart)
+    return run
 
 
 def cancel(run, actor=None):

@@ -310,11 +310,16 @@ def resume(kind: JobKind, job: J, actor: Actor = None) -> J:
     return start(kind, job, actor, "Resumed.")
 
 
-def retry_failed(kind: JobKind, job: Job, actor: Actor = None) -> int:
+def retry_failed(kind: JobKind, job: Job, actor: Actor = None, *, then: Callable[[int], object] | None = None) -> int:
+    """Failed units go back to pending (their attempts stay on record), then the job resumes: through the engine, or
+    through `then(n)` when the app resumes its own way (checks of its own, its activity line)."""
     n = kind.reset_failed(job)
     if n == 0:
         raise kind.error(f"No failed {kind.units_label} to retry.")
-    resume(kind, job, actor)
+    if then is None:
+        resume(kind, job, actor)
+    else:
+        then(n)
     return n
 
 
