@@ -146,16 +146,19 @@ class VaderClassifier:
     def predict(self, texts):
         """VADER is deterministic, so repeated sentences (sign-offs, boilerplate) are scored once."""
         out = []
-        cache = self._cache
+        append, cache, scores_of = out.append, self._cache, self._analyzer.polarity_scores
+        positive, negative = self.POSITIVE, self.NEGATIVE
         for text in texts:
             text = text or ""
             found = cache.get(text)
             if found is None:
-                s = self._analyzer.polarity_scores(text)
-                found = Prediction(self.label_for(s["compound"]), s["compound"], dict(s))
+                s = scores_of(text)  # a new dict each time: the prediction keeps it
+                compound = s["compound"]
+                label = "positive" if compound >= positive else "negative" if compound <= negative else "neutral"
+                found = Prediction(label, compound, s)
                 if len(cache) < 200_000:
                     cache[text] = found
-            out.append(found)
+            append(found)
         return out
 
 
