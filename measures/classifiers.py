@@ -18,6 +18,7 @@ e.g. % formal sentences) must be among the model's labels, else the folder holds
 
 import hashlib
 import re
+from collections import _count_elements as _count_elements  # the C loop behind Counter.update
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -353,6 +354,6 @@ def label_shares(labels, all_labels=()):
     shares = dict.fromkeys(all_labels, 0.0)
     if not labels:
         return shares
-    for label in labels:
-        shares[label] = shares.get(label, 0.0) + 1
-    return {label: n / len(labels) for label, n in shares.items()}
+    _count_elements(shares, labels)  # the C loop behind Counter: shares[label] = shares.get(label, 0) + 1
+    n = len(labels)
+    return {label: k / n for label, k in shares.items()}

@@ -41,6 +41,7 @@ from .tasks import execute_measure_run
 log = logging.getLogger(__name__)
 BATCH = 250  # outputs per chunk when a model scores them (slow: a chunk must finish well within a lease)
 QUICK_BATCH = 1000  # outputs per chunk for lexicons and VADER only (fewer transactions and engine round trips)
+_TEXT, _LABEL, _SCORE = attrgetter("text"), attrgetter("label"), attrgetter("score")
 
 
 class MeasureRunError(ValueError):
@@ -353,7 +354,7 @@ class Scorer:
                 if sentences is None:
                     texts.append(m.unit.text)
                 else:
-                    texts.extend([s.text for s in sentences])
+                    texts.extend(map(_TEXT, sentences))
             predictions = self.classifier.predict(texts)
             if len(predictions) != len(texts):
                 raise MeasureRunError(f"The classifier gave {len(predictions)} predictions for {len(texts)} texts.")
@@ -369,8 +370,8 @@ class Scorer:
                 n = len(sentences)
                 mine = predictions[i : i + n]
                 i += n
-                m.label_shares = label_shares([p.label for p in mine], labels)
-                m.mean_score = sum(p.score for p in mine) / n
+                m.label_shares = label_shares(list(map(_LABEL, mine)), labels)
+                m.mean_score = sum(map(_SCORE, mine)) / n
                 m.sentences, m.predictions = sentences, mine
         return measures
 
