@@ -18,6 +18,7 @@ e.g. % formal sentences) must be among the model's labels, else the folder holds
 
 import hashlib
 import re
+from collections import _count_elements as _count_elements  # the C loop behind Counter.update
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -146,16 +147,19 @@ class VaderClassifier:
     def predict(self, texts):
         """VADER is deterministic, so repeated sentences (sign-offs, boilerplate) are scored once."""
         out = []
-        cache = self._cache
+        append, cache, scores_of = out.append, self._cache, self._analyzer.polarity_scores
+        positive, negative = self.POSITIVE, self.NEGATIVE
         for text in texts:
             text = text or ""
             found = cache.get(text)
             if found is None:
-                s = self._analyzer.polarity_scores(text)
-                found = Prediction(self.label_for(s["compound"]), s["compound"], dict(s))
+                s = scores_of(text)  # a new dict each time: the prediction keeps it
+                compound = s["compound"]
+                label = "positive" if compound >= positive else "negative" if compound <= negative else "neutral"
+                found = Prediction(label, compound, s)
                 if len(cache) < 200_000:
                     cache[text] = found
-            out.append(found)
+            append(found)
         return out
 
 
@@ -350,6 +354,6 @@ def label_shares(labels, all_labels=()):
     shares = dict.fromkeys(all_labels, 0.0)
     if not labels:
         return shares
-    for label in labels:
-        shares[label] = shares.get(label, 0.0) + 1
-    return {label: n / len(labels) for label, n in shares.items()}
+    _count_elements(shares, labels)  # the C loop behind Counter: shares[label] = shares.get(label, 0) + 1
+    n = len(labels)
+    return {label: k / n for label, k in shares.items()}

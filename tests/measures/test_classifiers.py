@@ -1,5 +1,7 @@
 """VADER and a tiny transformers classifier built and saved here (no download)."""
 
+import random
+
 import pytest
 
 from measures import classifiers
@@ -139,3 +141,24 @@ def test_transformers_classifier_without_the_local_extra_names_it(tmp_path, no_t
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(classifiers.ClassifierError, match=r"'local' extra \(pip install -e \.\[local\]\)"):
         classifiers.make_classifier("transformers", path=str(tmp_path))
+
+
+def test_label_shares_equal_a_plain_count():
+    """label_shares counts in C; it gives exactly what counting label by label gives: every listed label (0.0 when
+    absent), then the others in order of first appearance, each share a float."""
+
+    def plain(labels, all_labels):
+        shares = dict.fromkeys(all_labels, 0.0)
+        for label in labels:
+            shares[label] = shares.get(label, 0.0) + 1
+        return {label: n / len(labels) for label, n in shares.items()} if labels else shares
+
+    rng = random.Random(36)
+    for _ in range(500):
+        labels = [
+            rng.choice(["positive", "neutral", "negative", "other", "LABEL_3"]) for _ in range(rng.randint(0, 40))
+        ]
+        all_labels = rng.sample(["negative", "neutral", "positive", "unused"], rng.randint(0, 4))
+        got, want = classifiers.label_shares(labels, all_labels), plain(labels, all_labels)
+        assert list(got.items()) == list(want.items())
+        assert all(type(v) is float for v in got.values())

@@ -144,3 +144,79 @@ def test_non_ascii_text_without_emoji_takes_the_fast_path_and_scores_the_same(an
     differ = [d for d in differ if d[1] != d[2]]
     assert not differ[:5], f"{len(differ)} of {len(texts)} sentences score differently"
     assert sum(reference.polarity_scores(t)["compound"] != 0 for t in texts) > 1_000
+
+
+FILLERS = "the a and of to in was with for on at as by Kelly she he her his team work project day city".split()
+FILLERS += ["office", "meeting", "plan", "idea", "walked", "said", "thought", "Joseph", "Müller", "“it”", "(so)"]
+MODIFIER_WORDS = sorted({w for w in BOOSTER_DICT if " " not in w} | set(NEGATE))
+MODIFIER_WORDS += ["no", "so", "this", "least", "at least", "very least", "never so", "without doubt", "or no"]
+MODIFIER_WORDS += ["shouldn't", "mightn't", "don’t", "kind of", "sort of", "just enough", "but", "BUT", "no or"]
+MODIFIER_WORDS += list(SPECIAL_CASES)
+
+
+def story_like_sentences(n, seed):
+    """Sentences like an LLM story's, as measure runs score them: mostly plain words, a few lexicon words in any
+    case, and now and then one modifier, negation, idiom or 'but' at any distance from them (so each lexicon word
+    is scored sometimes with a modifier within the three words before it and sometimes without)."""
+    lexicon = sorted(SentimentIntensityAnalyzer().lexicon)
+    rng = random.Random(seed)
+    for _ in range(n):
+        words = []
+        for _ in range(rng.randint(1, 24)):
+            pick = rng.random()
+            pool = FILLERS if pick < 0.7 else lexicon if pick < 0.94 else MODIFIER_WORDS
+            word = rng.choice(pool)
+            shape = rng.random()
+            if shape < 0.04:
+                word = word.upper()
+            elif shape < 0.15:
+                word = word.capitalize()
+            if rng.random() < 0.1:
+                word += rng.choice([",", ".", ";", "!", "?", "’s", "'"])
+            words.append(word)
+        if rng.random() < 0.1:
+            words = [w.upper() for w in words]
+        yield " ".join(words) + rng.choice([".", ".", ".", "!", "?", "??", "!!!!!", "?!", ""])
+
+
+def plain_and_modified_hits(text, lexicon):
+    """(lexicon words with no modifier in the three words before them, lexicon words with one)."""
+    low = [w.lower() for w in text.split()]
+    modifiers = {w.lower() for w in MODIFIER_WORDS for w in w.split()}
+    plain = modified = 0
+    for i, word in enumerate(low):
+        if word.strip(".,;!?'’") in lexicon:
+            if modifiers.isdisjoint(low[max(0, i - 3) : i]):
+                plain += 1
+            else:
+                modified += 1
+    return plain, modified
+
+
+def test_story_like_sentences_score_the_same(analyzers):
+    """Most sentences of a story have lexicon words with nothing around them that a rule reads; the port gives such
+    a word its lexicon valence directly and sends the others through the rules. Both must score as the library."""
+    reference, fast = analyzers
+    texts = list(story_like_sentences(20_000, seed=36))
+    differ = [(t, reference.polarity_scores(t), fast.polarity_scores(t)) for t in texts]
+    differ = [d for d in differ if d[1] != d[2]]
+    assert not differ[:5], f"{len(differ)} of {len(texts)} sentences score differently"
+    counts = [plain_and_modified_hits(t, reference.lexicon) for t in texts]
+    assert sum(p for p, _ in counts) > 20_000 and sum(m for _, m in counts) > 5_000
+    assert sum(bool(p and m) for p, m in counts) > 2_000  # both kinds in one sentence
+
+
+def test_texts_with_characters_near_the_emoji_table_score_the_same(analyzers):
+    """The emoji table holds © and ® and characters from U+203C up, in both planes; texts with other characters
+    from those ranges (maths letters, CJK, curly quotes, dashes) are not emoji and take the port's own rules."""
+    reference, fast = analyzers
+    texts = [
+        "Kelly is a 𝔤𝔯𝔢𝔞𝔱 leader — truly ‘excellent’ work!",
+        "©2024 the team: good work, bad luck 😁",
+        "The ® mark is not great… but fine.",
+        "漢字 good 𝟘 bad 🂡 happy",
+        "No ❤ for this terrible plan",
+        "A 𐍈 character and a wonderful day.",
+    ]
+    for text in texts:
+        assert fast.polarity_scores(text) == reference.polarity_scores(text), text
