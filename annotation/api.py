@@ -16,9 +16,9 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
-from generation import batches
 from generation import selectors as generation
 from generation.models import ExecutionMode
+from generation.runs import batches
 from stereoscope.api import StudyScopedMixin
 from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.downloads import table_download
