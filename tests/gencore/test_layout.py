@@ -103,3 +103,54 @@ def test_a_fresh_process_registers_generation_runs_with_the_job_engine():
     kinds, task = out.stdout.splitlines()[-2:]
     assert "'generation.run'" in kinds
     assert task == "['generation.execute_run']"
+
+
+def _module_file(module: str) -> Path | None:
+    path = GENERATION.parent.joinpath(*module.split("."))
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+EMPTY_PACKAGES = {"generation", "generation.toolkits", "generation.runs"}  # their __init__ exports nothing
+
+
+def stale_generation_imports(source: str) -> list[str]:
+    """Imports of generation modules that do not exist (e.g. a module's path from before the split), and names
+    taken from a package that exports nothing but its modules (`from generation import runs` is the sub-package)."""
+    stale = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names if alias.name.split(".")[0] == "generation"]
+            stale += [name for name in names if _module_file(name) is None]
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "generation":
+            if _module_file(node.module) is None:
+                stale.append(node.module)
+            elif node.module in EMPTY_PACKAGES:
+                names = [f"{node.module}.{alias.name}" for alias in node.names]
+                stale += [name for name in names if (_module_file(name) or Path()).name in ("", "__init__.py")]
+    return stale
+
+
+def test_every_import_of_generation_names_a_module_that_exists():
+    root = GENERATION.parent
+    skip = {".venv", ".git", "node_modules", "data", "migrations"}
+    found = {}
+    folders = [p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and p.name not in skip]
+    paths = [p for p in root.glob("*.py")] + [p for folder in folders for p in folder.rglob("*.py")]
+    for path in sorted(paths):
+        if skip & set(path.relative_to(root).parts):
+            continue
+        source = path.read_text(encoding="utf-8")
+        stale = stale_generation_imports(source) if "generation" in source else []
+        if stale:
+            found[str(path.relative_to(root))] = stale
+    assert found == {}
+
+
+def test_the_stale_import_check_sees_old_paths():
+    old = "from generation import runs, selectors\nfrom generation.toolkit_format import x\nimport generation.runner\n"
+    assert stale_generation_imports(old) == ["generation.runs", "generation.toolkit_format", "generation.runner"]
+    new = "from generation import selectors\nfrom generation.runs import services\nimport generation.runs.limits\n"
+    assert stale_generation_imports(new) == []
