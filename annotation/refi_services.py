@@ -18,8 +18,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 import stereoscope
-from generation.collect import ImportedRow, import_texts
 from generation.datasets import filtered_outputs
+from generation.runs.collect import ImportedRow, import_texts
 from stereoscope.datasets import iso_datetime, uuid_text
 from stereoscope.models import Role
 from stereoscope.providers import provider

@@ -10,9 +10,9 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST, require_safe
 
-from generation import batches
 from generation import selectors as generation
 from generation.models import BATCH_PROVIDERS, ExecutionMode
+from generation.runs import batches
 from stereoscope import jobs
 from stereoscope.downloads import table_download
 from stereoscope.models import Membership, Role

@@ -54,8 +54,8 @@ def run_on_workers(run, n_workers, workdir):
     on them and wait until it ends: (status, seconds from start to end, the workers' CPU seconds or None)."""
     from django.conf import settings
 
-    from generation import runs
     from generation.models import GenerationRun
+    from generation.runs import services as runs
     from stereoscope.celery import app
     from stereoscope.testing.workers import CeleryProcesses
 
@@ -135,8 +135,8 @@ def setup_django(workdir, **env):
 
 def fake_provider_run(name, units, port, max_concurrency, trials=5):
     """A new study with one run of `units` units (units / trials prompt items × trials) against the fake provider."""
-    from generation import runs
     from generation.models import Dimension, ModelEndpoint, PromptItem, ProviderConnection, Toolkit
+    from generation.runs import services as runs
     from stereoscope.models import Study
 
     study = Study.objects.create(name=f"{name} {uuid.uuid4().hex[:6]}")

@@ -83,8 +83,8 @@ def main():
     setup()
     from django.core.management import call_command
 
-    from generation import collect
     from generation.models import Output
+    from generation.runs import collect
 
     study, toolkit = build_study(args.items)
     content = make_csv(args.outputs, args.items)

@@ -64,7 +64,7 @@ def main():
 
     call_command("migrate", verbosity=0)
     from generation.models import GenerationRun, Output
-    from generation.toolkits import variant_key
+    from generation.toolkits.expansion import variant_key
     from measures import scoring
     from measures.builtin import builtin_specs
     from measures.models import Lexicon

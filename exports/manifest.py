@@ -17,7 +17,7 @@ from django.utils import timezone
 
 import stereoscope
 from generation import selectors as generation
-from generation.providers.base import merged_params
+from generation.runs.providers.base import merged_params
 from judging.selectors import study_rounds
 
 MANIFEST_VERSION = 1

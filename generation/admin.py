@@ -14,9 +14,9 @@ from .models import (
     SpendingLedger,
     Toolkit,
 )
-from .slots import SlotError, normalize_combinations, normalize_slot_values
-from .toolkit_services import TOOLKITS
-from .toolkits import ToolkitLocked, count_text, effective_slots
+from .toolkits.expansion import ToolkitLocked, count_text, effective_slots
+from .toolkits.services import TOOLKITS
+from .toolkits.slots import SlotError, normalize_combinations, normalize_slot_values
 
 
 def _frozen(toolkit):
@@ -184,7 +184,7 @@ class ModelEndpointAdminForm(forms.ModelForm):
         fields = "__all__"
 
     def clean(self):
-        from .endpoint_services import endpoint_problems
+        from .runs.endpoint_services import endpoint_problems
 
         data = super().clean()
         _, problems = endpoint_problems(dict(data), data.get("study"), self.instance if self.instance.pk else None)
@@ -204,14 +204,14 @@ class ModelEndpointAdmin(admin.ModelAdmin):
         return obj.key_is_set
 
     def save_model(self, request, obj, form, change):
-        from .endpoint_services import save_endpoint
+        from .runs.endpoint_services import save_endpoint
 
         data = {k: v for k, v in form.cleaned_data.items() if k != "study"}
         saved = save_endpoint(form.cleaned_data["study"], data, instance=obj if change else None, actor=request.user)
         obj.pk = saved.pk
 
     def delete_model(self, request, obj):
-        from .endpoint_services import delete_endpoint
+        from .runs.endpoint_services import delete_endpoint
 
         delete_endpoint(obj, actor=request.user)
 
@@ -236,7 +236,7 @@ class ProviderConnectionAdminForm(forms.ModelForm):
         ]
 
     def clean(self):
-        from .connections import clean_connection
+        from .runs.connections import clean_connection
 
         data = super().clean()
         _, problems = clean_connection(dict(data), self.instance if self.instance.pk else None)
@@ -258,7 +258,7 @@ class ProviderConnectionAdmin(admin.ModelAdmin):
         return request.user.is_active and request.user.is_staff
 
     def save_model(self, request, obj, form, change):
-        from .connections import save_connection
+        from .runs.connections import save_connection
 
         data = dict(form.cleaned_data)
         saved = save_connection(data, actor=request.user, instance=obj if change else None)
@@ -268,13 +268,13 @@ class ProviderConnectionAdmin(admin.ModelAdmin):
         pass  # the service set the studies
 
     def delete_model(self, request, obj):
-        from .connections import delete_connection
+        from .runs.connections import delete_connection
 
         delete_connection(obj, actor=request.user)
 
     @admin.action(description="Approve the selected connections")
     def approve(self, request, queryset):
-        from .connections import approve_connection
+        from .runs.connections import approve_connection
 
         for connection in queryset:
             approve_connection(connection, actor=request.user)

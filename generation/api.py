@@ -1,5 +1,5 @@
-from .api_connections import api_urls  # noqa: F401  (mounted under /api/ by the project URLs)
-from .api_runs import api_routes as run_routes
-from .api_toolkits import api_routes as toolkit_routes
+from .runs.api import api_routes as run_routes
+from .runs.api_connections import api_urls  # noqa: F401  (mounted under /api/ by the project URLs)
+from .toolkits.api import api_routes as toolkit_routes
 
 api_routes = toolkit_routes + run_routes

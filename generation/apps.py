@@ -13,6 +13,6 @@ class GenerationConfig(AppConfig):
         register_job_model("generation run", self.get_model("GenerationRun"))  # seen by /healthz
         from stereoscope import jobs
 
-        from . import batches, runs  # noqa: F401  (registers generation runs with the job engine)
+        from .runs import batches, services  # noqa: F401  (registers generation runs with the job engine)
 
         jobs.on_cancel(batches.cancel_open)  # a cancelled job's open provider batches are cancelled too

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from stereoscope.builtin import BuiltinSpec
 
-from .toolkit_format import create_toolkit, validate_data
+from .toolkits.file_format import create_toolkit, validate_data
 
 DATA = Path(__file__).resolve().parent / "builtin_data"
 

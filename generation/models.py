@@ -8,7 +8,7 @@ from stereoscope.jobs.models import Job, JobStatus
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
 
-from .key_variables import key_value
+from .runs.key_variables import key_value
 
 
 class Toolkit(VersionedModel):

@@ -14,7 +14,7 @@ Otherwise the gender is unknown ("").
 import re
 from collections import Counter
 
-from generation.counterfactual import DEFAULT_NAME_PAIRS
+from generation.toolkits.counterfactual import DEFAULT_NAME_PAIRS
 
 FEMALE, MALE = "F", "M"
 SOURCES = ("slots", "coders", "pronouns", "none")

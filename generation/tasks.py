@@ -5,7 +5,7 @@ from celery import shared_task
 def execute_run(run_id):
     """Execute a run's pending units. Safe to run twice: a lease keeps one executor per run, and only
     pending units are called."""
-    from .runs import execute
+    from .runs.services import execute
 
     stats = execute(run_id)
     return None if stats is None else {"succeeded": stats.succeeded, "failed": stats.failed}
@@ -15,6 +15,6 @@ def execute_run(run_id):
 def poll_batches():
     """Poll every open provider batch once (Celery beat runs it every BATCH_POLL_SECONDS); ended batches' results
     go to their jobs. Safe to run twice at once: collecting a batch locks its row."""
-    from .batches import poll_open_batches
+    from .runs.batches import poll_open_batches
 
     return poll_open_batches()

@@ -1,11 +1,11 @@
 from django.urls import include, path
 
-from . import views_connections
+from .runs import views_connections
 
 # Toolkits (items, slots, versions, import/export) and runs (endpoints, runs, outputs) are built side by side.
 urlpatterns = [
-    path("", include("generation.urls_toolkits")),
-    path("", include("generation.urls_runs")),
+    path("", include("generation.toolkits.urls")),
+    path("", include("generation.runs.urls")),
 ]
 
 # Site-level pages (mounted under /settings/ by the project's URLs): provider connections, for site staff.

@@ -13,13 +13,13 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from generation import batches as batch_mode
-from generation import connections
 from generation import selectors as generation
-from generation.limits import estimate_tokens
 from generation.models import ExecutionMode, OutputStatus, Provider, RunStatus
-from generation.providers.base import ProviderError, merged_params, preload, validate_params
-from generation.runner import CallUnit, RunStats, execute_units
+from generation.runs import batches as batch_mode
+from generation.runs import connections
+from generation.runs.limits import estimate_tokens
+from generation.runs.providers.base import ProviderError, merged_params, preload, validate_params
+from generation.runs.runner import CallUnit, RunStats, execute_units
 from stereoscope import jobs
 from stereoscope.services import record_activity
 from stereoscope.trash import TrashError, refuse_if_live, refuse_if_work

@@ -89,7 +89,8 @@ def weight_summary(values: WeightFields) -> str:
     return text
 
 
-# The detection weights shown beside a toolkit version's items and in its export (see generation/item_extras.py).
+# The detection weights shown beside a toolkit version's items and in its export
+# (see generation/toolkits/item_extras.py).
 class ItemExtras(TypedDict):
     fields: list[str]
     label: str

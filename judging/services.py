@@ -361,7 +361,7 @@ def import_weights(
 ):
     """Attach imported weights to `toolkit` — by default to a new version of it (a copy for library toolkits),
     optionally without the prompts the file flags. All or nothing. Returns (toolkit version, ItemWeight count)."""
-    from generation.toolkit_services import TOOLKITS, drop_items
+    from generation.toolkits.services import TOOLKITS, drop_items
 
     if toolkit.study_id != study.pk and not toolkit.study.is_library:
         raise JudgingError("Choose a toolkit of this study or of the built-in library.")

@@ -6,8 +6,8 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
-from generation import batches
 from generation import selectors as generation
+from generation.runs import batches
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required

@@ -13,8 +13,8 @@ from typing import Any, TypedDict
 import numpy as np
 from django.db import transaction
 
-from generation.counterfactual import swap_gender, swap_values
-from generation.toolkits import variant_key
+from generation.toolkits.counterfactual import swap_gender, swap_values
+from generation.toolkits.expansion import variant_key
 
 from . import lexical, stats
 from .models import ClassifierUnit, ContrastResult, LexiconCategory, MeasureRun, OutputMeasure

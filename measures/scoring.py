@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from generation import selectors as generation
 from generation.models import RunStatus
-from generation.runner import RunStats
+from generation.runs.runner import RunStats
 from stereoscope import bulk, jobs
 from stereoscope.services import record_activity
 from stereoscope.stats.textproc import split_sentences

@@ -3,7 +3,7 @@
 A run is an instrument form × a context set × endpoints × repetitions. Every unit (item, context, endpoint,
 repetition) is one fresh conversation: [system persona] + prior turns + the item, and owns exactly one Response
 row, created up front; executing only fills pending rows, so resuming never repeats work. Calls go through
-generation.runner.execute_units (limits, retries, Retry-After, one ProviderCall per attempt).
+generation.runs.runner.execute_units (limits, retries, Retry-After, one ProviderCall per attempt).
 """
 
 import logging
@@ -14,12 +14,12 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from generation import batches
 from generation import selectors as generation
-from generation.limits import estimate_tokens
 from generation.models import ExecutionMode, Provider, RunStatus
-from generation.providers.base import ProviderError, merged_params, preload, validate_params
-from generation.runner import CallUnit, execute_units
+from generation.runs import batches
+from generation.runs.limits import estimate_tokens
+from generation.runs.providers.base import ProviderError, merged_params, preload, validate_params
+from generation.runs.runner import CallUnit, execute_units
 from stereoscope import jobs, schemas
 from stereoscope.services import record_activity
 from stereoscope.trash import TrashError, refuse_if_live, refuse_if_work

@@ -9,7 +9,7 @@ import random
 from django.db import transaction
 from django.db.models import Q
 
-from generation.counterfactual import swap_gender
+from generation.toolkits.counterfactual import swap_gender
 from stereoscope.services import record_activity
 from stereoscope.untrusted import loads_json, nul_problem
 from stereoscope.versioning import Versioning
@@ -250,8 +250,8 @@ def generate_personas(study, name, template, attributes, description="", builtin
 
 @transaction.atomic
 def add_persona_twins(persona_set):
-    """Link every persona to its gender-swapped twin (generation.counterfactual.swap_gender): an existing persona
-    with the swapped text (e.g. Mr. Kim ↔ Ms. Kim), otherwise a new one."""
+    """Link every persona to its gender-swapped twin (generation.toolkits.counterfactual.swap_gender): an existing
+    persona with the swapped text (e.g. Mr. Kim ↔ Ms. Kim), otherwise a new one."""
     created = 0
     start = persona_set.personas.count()
     by_text = {p.text: p for p in persona_set.personas.all()}
@@ -438,7 +438,7 @@ def generation_run_in_contexts(
 ):
     """A generation run whose every prompt is asked in every included context of the set (context × prompt), the
     context sent as in questionnaire runs: the persona as system message, then the prior turns."""
-    from generation.runs import RunError, create_run
+    from generation.runs.services import RunError, create_run
 
     if context_set is None or context_set.study_id != study.pk:
         raise PsychError("Choose a context set of this study.")

@@ -8,8 +8,8 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
-from generation import batches
 from generation.models import RunStatus
+from generation.runs import batches
 from measures.selectors import study_measure_runs
 from stereoscope.downloads import table_download, workbook_download
 from stereoscope.models import Role

@@ -5,11 +5,11 @@ import math
 from collections import Counter
 from decimal import Decimal
 
-from generation import runs as generation_runs
-from generation.limits import estimate_tokens
-from generation.providers.base import merged_params
-from generation.runner import cost_of
-from generation.toolkits import expand_units
+from generation.runs import services as generation_runs
+from generation.runs.limits import estimate_tokens
+from generation.runs.providers.base import merged_params
+from generation.runs.runner import cost_of
+from generation.toolkits.expansion import expand_units
 from judging import planner
 from judging.rounds import TOKENS_PER_VERDICT, judge_endpoints, judge_list, target_of
 

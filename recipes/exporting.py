@@ -6,7 +6,7 @@ the name of the variable that holds one.
 """
 
 from generation import selectors as generation
-from generation.toolkit_format import toolkit_to_dict
+from generation.toolkits.file_format import toolkit_to_dict
 from judging import selectors as judging
 from stereoscope.models import BuiltinRecord
 

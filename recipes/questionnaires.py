@@ -267,8 +267,8 @@ def apply_questionnaire_run(study, entry, objects, actor, outcome):
 
 
 def estimate(run):
-    from generation.limits import estimate_tokens
-    from generation.runner import cost_of
+    from generation.runs.limits import estimate_tokens
+    from generation.runs.runner import cost_of
 
     dry = questionnaire_runs.plan(run, sample=1)
     prompt = sum(estimate_tokens(m["content"]) for m in dry["examples"][0]["messages"]) if dry["examples"] else 0

@@ -4,8 +4,8 @@ human stage whose job is done, with its message. Finished jobs are skipped, so r
 stopped."""
 
 from exports import services as exports
-from generation import runs as generation_runs
 from generation.models import RunStatus
+from generation.runs import services as generation_runs
 from judging import rounds as judge_rounds
 from measures import scoring
 from psychometrics import runs as questionnaire_runs

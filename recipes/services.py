@@ -12,13 +12,13 @@ from decimal import Decimal
 
 from django.db import transaction
 
-from generation import connections as generation_connections
-from generation import runs as generation_runs
 from generation import selectors as generation
-from generation.endpoint_services import endpoint_problems, save_endpoint
 from generation.models import Provider
-from generation.toolkit_format import ToolkitFormatError, create_toolkit, toolkit_to_dict, validate_data
-from generation.toolkit_services import TOOLKITS, delete_toolkit
+from generation.runs import connections as generation_connections
+from generation.runs import services as generation_runs
+from generation.runs.endpoint_services import endpoint_problems, save_endpoint
+from generation.toolkits.file_format import ToolkitFormatError, create_toolkit, toolkit_to_dict, validate_data
+from generation.toolkits.services import TOOLKITS, delete_toolkit
 from judging import planner
 from judging import rounds as judge_rounds
 from judging import selectors as judging

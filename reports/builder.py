@@ -42,7 +42,7 @@ def _plural(n, one, many=None):
 
 def _generation_methods(study, section):
     from generation import selectors as generation  # lazy: the apps' report modules load scipy and pandas on first use
-    from generation.providers.base import (
+    from generation.runs.providers.base import (
         merged_params,
     )  # lazy: the apps' report modules load scipy and pandas on first use
 

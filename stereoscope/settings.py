@@ -237,7 +237,7 @@ TRASH_RETENTION_DAYS = float(os.environ.get("TRASH_RETENTION_DAYS", "30"))
 JOB_CHUNK_SIZE = int(os.environ.get("JOB_CHUNK_SIZE", "100"))
 JOB_FANOUT = int(os.environ.get("JOB_FANOUT", "4"))
 JOB_WORKER_CONCURRENCY = int(os.environ["JOB_WORKER_CONCURRENCY"]) if os.environ.get("JOB_WORKER_CONCURRENCY") else None
-# Batch mode (generation/batches.py): Celery beat polls open provider batches every BATCH_POLL_SECONDS (on
+# Batch mode (generation/runs/batches.py): Celery beat polls open provider batches every BATCH_POLL_SECONDS (on
 # BATCH_POLL_QUEUE when set). One batch holds at most BATCH_MAX_REQUESTS requests and BATCH_MAX_BYTES bytes; empty
 # means the provider's own limits (OpenAI 50,000 / 200 MB, Anthropic 100,000 / 256 MB), a value only lowers them.
 BATCH_POLL_SECONDS = float(os.environ.get("BATCH_POLL_SECONDS", "60"))

@@ -3,9 +3,9 @@
 from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
 
-from generation import batches
 from generation import selectors as generation
 from generation.models import ExecutionMode
+from generation.runs import batches
 from stereoscope.api_bases import JobSerializer, VersionedSerializer
 
 from .. import services

@@ -2,7 +2,7 @@
 suggestions.
 
 A discovery's units are its requests: one per endpoint and group of sampled stories. They run live through the
-shared runner or, in batch mode, through the providers' batch APIs (generation.batches, the same machinery as
+shared runner or, in batch mode, through the providers' batch APIs (generation.runs.batches, the same machinery as
 generation runs, judge rounds and questionnaire runs); either way each answer is parsed into suggestions the
 researcher accepts, edits or rejects.
 """
@@ -12,12 +12,12 @@ import random
 from django.db import transaction
 from django.utils import timezone
 
-from generation import batches
 from generation import selectors as generation
-from generation.limits import estimate_call
 from generation.models import ExecutionMode, ModelEndpoint, Provider
-from generation.providers.base import merged_params
-from generation.runner import CallUnit, execute_units
+from generation.runs import batches
+from generation.runs.limits import estimate_call
+from generation.runs.providers.base import merged_params
+from generation.runs.runner import CallUnit, execute_units
 from stereoscope import jobs
 from stereoscope.services import record_activity
 

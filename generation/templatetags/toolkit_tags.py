@@ -2,7 +2,7 @@ from django import template
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
 
-from generation.slots import SlotError, _tokens
+from generation.toolkits.slots import SlotError, _tokens
 
 register = template.Library()
 

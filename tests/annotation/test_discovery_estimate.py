@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.models import CodeDiscovery
-from generation.limits import estimate_tokens
+from generation.runs.limits import estimate_tokens
 
 from .test_discovery import discovery_env  # noqa: F401
 from .test_discovery_jobs import _batch_endpoints

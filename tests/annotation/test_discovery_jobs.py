@@ -11,9 +11,10 @@ import pytest
 from annotation import discovery as disc
 from annotation import services
 from annotation.models import CodeDiscovery, CodeSuggestion, DiscoveryRequest
-from generation import batch_format, batches, selectors
+from generation import selectors
 from generation.models import Output, ProviderBatch, ProviderCall
-from generation.providers.batch_api import OpenAIBatchAPI
+from generation.runs import batch_format, batches
+from generation.runs.providers.batch_api import OpenAIBatchAPI
 from stereoscope import jobs
 
 from .test_discovery import CODES, discovery_env  # noqa: F401

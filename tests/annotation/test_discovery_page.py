@@ -5,7 +5,7 @@ import re
 import pytest
 
 from annotation.models import CodeDiscovery, CodeSuggestion, DiscoveryRequest
-from generation.toolkit_services import TOOLKITS
+from generation.toolkits.services import TOOLKITS
 from tests.annotation.test_discovery import discovery_env  # noqa: F401
 
 

@@ -5,8 +5,8 @@ from decimal import Decimal
 
 import pytest
 
-from generation import batches
 from generation.models import ProviderBatch, ProviderCall
+from generation.runs import batches
 from judging import rounds
 from judging.models import Verdict
 from tests.judging.helpers import build_study, script_round, seed_template, tag

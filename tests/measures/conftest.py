@@ -8,7 +8,7 @@ def make_outputs():
     """make_outputs(study, [{"text":..., "slot_values":..., "item":..., "model_name":..., "trial":...}]) -> outputs
     in one imported generation run."""
     from generation.models import GenerationRun, Output
-    from generation.toolkits import variant_key
+    from generation.toolkits.expansion import variant_key
 
     def make(target, specs, run=None, name="imported"):
         run = run or GenerationRun.objects.create(study=target, name=name, is_import=True, status="completed")

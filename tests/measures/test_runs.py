@@ -4,7 +4,7 @@ import pytest
 from scipy import stats as sps
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
-from generation.counterfactual import swap_gender
+from generation.toolkits.counterfactual import swap_gender
 from measures import contrasts, scoring, services
 from measures.models import ContrastResult, OutputMeasure
 
@@ -100,7 +100,7 @@ TRAITS_M = [
 
 def test_counterfactual_twins_vader_paired_test_matches_scipy(study, make_outputs):
     from generation.models import Toolkit
-    from generation.toolkit_services import derive_counterfactual
+    from generation.toolkits.services import derive_counterfactual
 
     toolkit = Toolkit.objects.create(study=study, name="Twins", slots={"name": ["Kelly"]})
     item = toolkit.items.create(number=1, text="Write about {name}. She is a nurse and her team trusts her.")

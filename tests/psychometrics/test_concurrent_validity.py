@@ -7,10 +7,10 @@ import re
 import pytest
 from scipy import stats
 
-from generation import runs as gen_runs
 from generation.builtin import builtin_specs as toolkit_specs
 from generation.datasets import output_rows
 from generation.models import GenerationRun, Toolkit
+from generation.runs import services as gen_runs
 from measures import scoring
 from measures.builtin import builtin_specs as lexicon_specs
 from measures.datasets import text_context_score_rows

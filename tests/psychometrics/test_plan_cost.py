@@ -5,7 +5,7 @@ from decimal import Decimal
 
 import pytest
 
-from generation.limits import estimate_tokens
+from generation.runs.limits import estimate_tokens
 from psychometrics import runs
 
 from .helpers import load_library

@@ -2,8 +2,8 @@
 
 import pytest
 
-from generation import batches
 from generation.models import ProviderBatch, ProviderCall
+from generation.runs import batches
 from psychometrics import runs, services
 from psychometrics.services import PsychError
 

@@ -157,8 +157,8 @@ def test_regard_recipe_codes_sentences_and_groups_by_context_type():
 
     from agreement.contrasts import output_groups
     from annotation.services import codebook_tree
-    from generation import runs as generation_runs
     from generation.models import Output
+    from generation.runs import services as generation_runs
     from stereoscope.stats import categorical as cs
     from tests.generation.runs.conftest import approved_connection
 

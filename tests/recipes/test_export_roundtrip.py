@@ -10,9 +10,9 @@ from recipes.loader import dump, load
 
 def build_study(fake_provider):
     from annotation.services import import_codebook
-    from generation import runs
-    from generation.endpoint_services import save_endpoint
-    from generation.toolkit_format import create_toolkit, validate_data
+    from generation.runs import services as runs
+    from generation.runs.endpoint_services import save_endpoint
+    from generation.toolkits.file_format import create_toolkit, validate_data
     from judging import rounds
     from judging.models import JudgeTemplate
     from measures import scoring
@@ -161,8 +161,8 @@ def snapshot(study):
 
 @pytest.mark.django_db
 def test_exported_recipe_rebuilds_the_study(fake_provider, monkeypatch):
-    from generation import runs
     from generation.models import GenerationRun
+    from generation.runs import services as runs
     from stereoscope.services import create_study
 
     monkeypatch.setenv("FAKE_KEY_ENV", "sk-fake-secret-123")
@@ -227,8 +227,8 @@ def test_a_blind_sampled_coding_stage_round_trips(fake_provider, monkeypatch, ma
 
     from annotation.models import Assignment, Codebook
     from annotation.services import create_assignments, create_coding, outputs_of, set_assignment_status
-    from generation import runs
     from generation.models import GenerationRun
+    from generation.runs import services as runs
     from recipes import human
     from stereoscope.models import Membership
     from stereoscope.services import create_study

@@ -184,7 +184,7 @@ def test_judge_round_cost_before_generation(recipe):
     """Rotation with two models: each judges the other's 12 stories in 8 calls; stories at their max_tokens."""
     from decimal import Decimal
 
-    from generation.limits import estimate_tokens
+    from generation.runs.limits import estimate_tokens
     from judging.models import JudgeTemplate
     from stereoscope.builtin import load_builtins
 

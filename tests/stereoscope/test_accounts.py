@@ -134,7 +134,7 @@ def test_api_invites_with_email_and_refuses_non_admins(roles, api_for):
 
 
 def test_email_settings_can_never_be_an_endpoint_key(settings):
-    from generation.key_variables import key_variable_problem
+    from generation.runs.key_variables import key_variable_problem
 
     settings.PROVIDER_KEY_VARIABLES = ["EMAIL_HOST_PASSWORD", "DEFAULT_FROM_EMAIL", "OPENAI_API_KEY"]
     for name in ["EMAIL_HOST_PASSWORD", "EMAIL_HOST_USER", "DEFAULT_FROM_EMAIL"]:

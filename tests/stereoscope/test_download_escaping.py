@@ -130,7 +130,7 @@ def poisoned(coded_study, make_endpoint, fake_provider, export_root):  # noqa: F
     """coded_study with text that a spreadsheet would run, in every kind of served cell; plus a manual collection
     run, a measures run and a questionnaire run."""
     from annotation.models import Memo
-    from generation import runs as generation_runs
+    from generation.runs import services as generation_runs
     from judging.models import Verdict
     from measures import scoring
     from measures import services as measure_services

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from generation.providers.base import ProviderError, validate_params
+from generation.runs.providers.base import ProviderError, validate_params
 from stereoscope.untrusted import loads_json, nonfinite_path, nonfinite_problem
 
 

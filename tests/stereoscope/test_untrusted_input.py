@@ -138,7 +138,7 @@ def test_a_body_over_the_size_limit_answers_json(roles, api_for, settings):
 
 def test_nul_characters_are_refused_by_the_other_imports(roles, api_for):
     from annotation import codebook_format
-    from generation import toolkit_format
+    from generation.toolkits import file_format as toolkit_format
     from judging.services import JudgingError, parse_weights
 
     with pytest.raises(toolkit_format.ToolkitFormatError, match="NUL character"):

@@ -83,7 +83,7 @@ def instrument_children(instrument):
 
 def versioning(kind):
     if kind == "toolkit":
-        from generation.toolkit_services import TOOLKITS as policy
+        from generation.toolkits.services import TOOLKITS as policy
     elif kind == "codebook":
         from annotation.services import CODEBOOKS as policy
     elif kind == "judge template":

@@ -3,7 +3,7 @@
 
 from django.core.management.base import BaseCommand
 
-from generation.connections import ensure_official_connections
+from generation.runs.connections import ensure_official_connections
 
 
 class Command(BaseCommand):

@@ -4,8 +4,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from generation import collect
-from generation.runs import toolkits_for
+from generation.runs import collect
+from generation.runs.services import toolkits_for
 from stereoscope.models import Study
 
 

@@ -5,8 +5,8 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from generation import runs
 from generation.models import GenerationRun
+from generation.runs import services as runs
 
 
 def progress_bar(done, total, width=30):

@@ -3,8 +3,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from generation import toolkit_format
 from generation.models import Toolkit
+from generation.toolkits import file_format as toolkit_format
 
 
 class Command(BaseCommand):

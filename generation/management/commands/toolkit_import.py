@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from generation import toolkit_format
+from generation.toolkits import file_format as toolkit_format
 from stereoscope.models import Study
 from stereoscope.services import record_activity
 

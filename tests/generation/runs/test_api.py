@@ -3,8 +3,8 @@ detail with attempts). Roles: outsider 404, lower role 403. Bad input: 400 with 
 
 import pytest
 
-from generation import runs
 from generation.models import GenerationRun, ModelEndpoint, Output
+from generation.runs import services as runs
 
 pytestmark = pytest.mark.django_db
 

@@ -6,9 +6,10 @@ from decimal import Decimal
 
 import pytest
 
-from generation import batch_format, batches, runs
 from generation.models import BatchStatus, GenerationRun, Output, ProviderBatch, ProviderCall
-from generation.providers.batch_api import OpenAIBatchAPI
+from generation.runs import batch_format, batches
+from generation.runs import services as runs
+from generation.runs.providers.batch_api import OpenAIBatchAPI
 
 pytestmark = pytest.mark.django_db
 

@@ -5,8 +5,8 @@ from decimal import Decimal
 
 import pytest
 
-from generation import batches
 from generation.models import GenerationRun, ModelEndpoint, ProviderBatch
+from generation.runs import batches
 
 pytestmark = pytest.mark.django_db
 

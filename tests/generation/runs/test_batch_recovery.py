@@ -8,8 +8,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from generation import batches, runs
 from generation.models import GenerationRun, Output, ProviderBatch
+from generation.runs import batches
+from generation.runs import services as runs
 from stereoscope import jobs
 from stereoscope.models import WorkerHeartbeat
 
@@ -93,7 +94,7 @@ class Crash(BaseException):
 def test_a_cut_off_submission_is_released_at_once_and_sent_again_without_resume(
     study, batch_endpoint, make_toolkit, fake_provider, monkeypatch
 ):
-    from generation.providers.batch_api import OpenAIBatchAPI
+    from generation.runs.providers.batch_api import OpenAIBatchAPI
 
     run = batch_run(study, make_toolkit(study, 3), [batch_endpoint(study)])
     real_submit = OpenAIBatchAPI.submit
@@ -124,7 +125,7 @@ def test_a_cut_off_submission_is_released_at_once_and_sent_again_without_resume(
 def test_a_submitting_row_of_a_live_worker_is_left_to_it(
     study, batch_endpoint, make_toolkit, fake_provider, monkeypatch
 ):
-    from generation.providers.batch_api import OpenAIBatchAPI
+    from generation.runs.providers.batch_api import OpenAIBatchAPI
 
     run = batch_run(study, make_toolkit(study, 2), [batch_endpoint(study)])
     monkeypatch.setattr(OpenAIBatchAPI, "submit", lambda self, lines, metadata: (_ for _ in ()).throw(Crash()))

@@ -8,8 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from generation import runs
 from generation.models import GenerationRun, Output, ProviderBatch, ProviderCall
+from generation.runs import services as runs
 from stereoscope.testing.workers import wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

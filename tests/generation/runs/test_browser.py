@@ -11,9 +11,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def test_run_from_builtin_toolkit_in_the_browser(page, login, roles, make_endpoint, fake_provider, monkeypatch):
     from django.db import connection
 
-    from generation import runs
     from generation.builtin import builtin_specs
     from generation.models import GenerationRun, Output
+    from generation.runs import services as runs
     from stereoscope.builtin import load_builtins
 
     load_builtins(builtin_specs(), log=lambda line: None)

@@ -8,8 +8,9 @@ import json
 import pytest
 from openpyxl import Workbook, load_workbook
 
-from generation import collect, runs
 from generation.models import GenerationRun, Output, ProviderCall
+from generation.runs import collect
+from generation.runs import services as runs
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from generation import runs
 from generation.models import GenerationRun, Output
+from generation.runs import services as runs
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from generation import connections, runs
 from generation.models import ModelEndpoint, Output, ProviderConnection
+from generation.runs import connections
+from generation.runs import services as runs
 from tests.migration_trip import empty_database, migrate
 
 KEY = "sk-operator-paid-key-0042"

@@ -3,8 +3,8 @@
 import pytest
 from django.db.models import RestrictedError
 
-from generation import runs
 from generation.models import GenerationRun, ModelEndpoint, Output, PromptItem, ProviderCall, Toolkit
+from generation.runs import services as runs
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from generation import runs
 from generation.models import GenerationRun, Output
+from generation.runs import services as runs
 from stereoscope.untrusted import MAX_ITEM_TEXT, MAX_MEMO_TEXT
 from tests.bombs import MB, measure, qdpx_bomb, xlsx_bomb, xlsx_undefined_entity
 from tests.recipes.test_validate_apply import row_counts
@@ -125,7 +125,7 @@ def test_long_texts_are_refused_at_the_documented_limits(roles, api_for, make_to
 
 
 def _one_output(study, make_toolkit):
-    from generation import collect
+    from generation.runs import collect
 
     run = collect.import_outputs(study, "o.jsonl", b'{"model": "x", "prompt": "p", "text": "t"}\n')
     assert isinstance(run, GenerationRun)

@@ -6,8 +6,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from generation import runs
 from generation.models import GenerationRun, Output, ProviderCall
+from generation.runs import services as runs
 from stereoscope import jobs
 from stereoscope.jobs import ChunkSource, JobChunk
 
@@ -122,7 +122,7 @@ def test_execute_completes_the_job_and_a_second_execute_finds_nothing(run, fake_
 def test_attempt_row_is_written_before_the_request_with_estimated_tokens(run, fake_provider):
     """While a request is in flight its attempt row already exists, outcome unknown, with estimated tokens;
     it is completed with the real figures after the answer."""
-    from generation.runner import CallbackSink, CallUnit, execute_units
+    from generation.runs.runner import CallbackSink, CallUnit, execute_units
 
     endpoint = run.endpoints.get()
     fake_provider.script([{"text": "late answer", "delay": 2.5, "usage": {"input": 7, "output": 3}}])
@@ -151,7 +151,7 @@ def test_attempt_row_is_written_before_the_request_with_estimated_tokens(run, fa
 def test_results_are_stored_in_one_statement_and_one_by_one_if_that_fails(run, fake_provider):
     """A run's successes are written with the sink's on_success_many (one UPDATE for a batch); if the batch write
     fails, each result is stored on its own, so nothing is lost and a bad result fails alone."""
-    from generation.runner import execute_units
+    from generation.runs.runner import execute_units
 
     fake_provider.default = {"text": "A story."}
     runs.start(run)

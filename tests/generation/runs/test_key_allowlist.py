@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 
-from generation import runs
 from generation.models import GenerationRun, Output, ProviderConnection
+from generation.runs import services as runs
 
 pytestmark = pytest.mark.django_db
 SERVER_SECRET = "django-insecure-server-secret-never-sent"
@@ -95,7 +95,7 @@ def test_queued_run_fails_at_execution_and_the_provider_never_sees_the_secret(
 
 
 def test_provider_construction_refuses_a_server_variable(roles, make_endpoint, fake_provider, monkeypatch):
-    from generation.providers.base import ProviderError, get_provider
+    from generation.runs.providers.base import ProviderError, get_provider
 
     monkeypatch.setenv("SECRET_KEY", SERVER_SECRET)
     endpoint = make_endpoint(roles["a"], "openai_compatible")
@@ -113,7 +113,7 @@ def test_product_variable_list_covers_every_variable_the_settings_and_commands_r
     pattern = re.compile(r"""(?:environ\.get|getenv|env_bool|env_list)\(\s*["']([A-Z0-9_]+)["']""")
     read = {name for path in sources for name in pattern.findall(path.read_text())}
     assert "SECRET_KEY" in read and "DATABASE_URL" in read
-    from generation.key_variables import is_product_variable
+    from generation.runs.key_variables import is_product_variable
 
     assert sorted(n for n in read if not is_product_variable(n)) == []
     assert django_settings.PRODUCT_ENV_VARIABLES  # the one list lives in the settings

@@ -8,8 +8,8 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from generation import runs
 from generation.models import ModelEndpoint, Output, ProviderCall
+from generation.runs import services as runs
 
 pytestmark = pytest.mark.django_db
 CANARY = "sk-canary-4f9d2c7e8b1a6053-DO-NOT-LEAK"

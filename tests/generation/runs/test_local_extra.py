@@ -3,10 +3,10 @@ ModuleNotFoundError (the missing torch is simulated, so this runs with or withou
 
 import pytest
 
-from generation import runs
-from generation.endpoint_services import endpoint_problems
 from generation.models import ModelEndpoint, Output
-from generation.providers import ProviderError, get_provider
+from generation.runs import services as runs
+from generation.runs.endpoint_services import endpoint_problems
+from generation.runs.providers import ProviderError, get_provider
 
 pytestmark = pytest.mark.django_db
 EXTRA = "pip install -e .[local]"
@@ -45,7 +45,7 @@ def test_endpoint_api_answers_400_and_saves_nothing(roles, api_for, no_torch):
 
 
 def test_endpoint_validation_accepts_transformers_when_the_extra_is_there(study, monkeypatch):
-    monkeypatch.setattr("generation.endpoint_services.missing_local_extra", lambda: [])
+    monkeypatch.setattr("generation.runs.endpoint_services.missing_local_extra", lambda: [])
     _, problems = endpoint_problems(
         {
             "name": "local",

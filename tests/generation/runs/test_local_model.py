@@ -4,8 +4,8 @@ from importlib.util import find_spec
 
 import pytest
 
-from generation.providers import ProviderError, get_provider
-from generation.runner import CallUnit, execute_units
+from generation.runs.providers import ProviderError, get_provider
+from generation.runs.runner import CallUnit, execute_units
 
 # find_spec, not importorskip: importing torch while collecting would cost every xdist worker two seconds.
 pytestmark = [

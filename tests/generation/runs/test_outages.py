@@ -14,9 +14,9 @@ import pytest
 from django.db import OperationalError
 from django.utils import timezone
 
-from generation import limits, runner
 from generation.models import ProviderCall
-from generation.runner import execute_units
+from generation.runs import limits, runner
+from generation.runs.runner import execute_units
 from stereoscope.outages import is_infrastructure_error, outage_backoff
 from stereoscope.testing.workers import wait_for
 
@@ -247,7 +247,7 @@ def test_a_database_error_during_the_request_pauses_the_unit(
     """An infrastructure error raised while a request is out closes that attempt as interrupted (not failed) and the
     unit is asked again; a plain error there still fails the unit."""
     endpoint = make_endpoint(study, max_concurrency=1)
-    from generation.providers import base
+    from generation.runs.providers import base
 
     real_get = base.get_provider
     calls = {"n": 0}
@@ -286,8 +286,8 @@ def test_a_database_outage_under_a_running_job_pauses_it_and_the_sweep_resumes_i
     """The database goes away under a worker (leasing its next chunk raises OperationalError): the job is not
     failed, its chunks go back, its lease is expired; the sweep queues it again and the next worker does only the
     missing units (every unit once, none failed)."""
-    from generation import runs
     from generation.models import GenerationRun, Output
+    from generation.runs import services as runs
     from stereoscope import jobs
     from stereoscope.celery import app
     from stereoscope.jobs import engine
@@ -341,8 +341,8 @@ def test_a_worker_rides_out_a_redis_outage_mid_run(
     completes with no human action: 60 outputs, each done once, none failed."""
     import uuid
 
-    from generation import runs
     from generation.models import GenerationRun, Output
+    from generation.runs import services as runs
     from stereoscope.celery import app
     from stereoscope.models import Study
     from stereoscope.testing.workers import CeleryProcesses
@@ -392,8 +392,8 @@ def test_a_worker_rides_out_a_redis_outage_mid_run(
 def test_an_outage_after_the_last_unit_still_finishes_the_job(make_endpoint, make_toolkit, fake_provider, monkeypatch):
     """The database fails on the last progress tick, after every unit is stored: once it answers again the worker
     finishes the job instead of leaving it running with nothing left for the sweep to queue."""
-    from generation import runs
     from generation.models import GenerationRun, Output
+    from generation.runs import services as runs
     from stereoscope.jobs import engine
     from stereoscope.models import Study
 

@@ -5,8 +5,8 @@ from django.db import connection
 from django.db.models import Count
 from django.test.utils import CaptureQueriesContext
 
-from generation import runs
 from generation.models import Dimension, Output, PromptItem
+from generation.runs import services as runs
 
 pytestmark = pytest.mark.django_db
 XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -64,7 +64,7 @@ def test_list_query_count_does_not_grow_with_rows(roles, client_for, finished):
 
 def test_pages_beyond_the_first(roles, client_for, finished):
     study, run, _ = finished
-    from generation import views_runs
+    from generation.runs import views as views_runs
 
     c = client_for(roles["users"]["coder"])
     views_runs.OUTPUTS_PER_PAGE, old = 10, views_runs.OUTPUTS_PER_PAGE

@@ -135,7 +135,7 @@ def test_run_create_plan_start_detail(roles, client_for, make_endpoint, make_too
 
 
 def test_live_run_polls(roles, client_for, make_endpoint, make_toolkit):
-    from generation import runs
+    from generation.runs import services as runs
 
     study = roles["a"]
     run = runs.create_run(study, name="r", toolkit=make_toolkit(study, 1), endpoints=[make_endpoint(study)])
@@ -177,7 +177,7 @@ def test_foreign_toolkit_rejected(roles, client_for, make_endpoint, make_toolkit
 
 
 def test_missing_key_variable_at_start(roles, client_for, make_endpoint, make_toolkit, monkeypatch):
-    from generation import runs
+    from generation.runs import services as runs
 
     study = roles["a"]
     endpoint = make_endpoint(study, "openai", api_key_env="NOT_SET_ANYWHERE")
@@ -192,7 +192,7 @@ def test_missing_key_variable_at_start(roles, client_for, make_endpoint, make_to
 
 
 def test_run_actions_roles_and_errors(roles, client_for, make_endpoint, make_toolkit, fake_provider):
-    from generation import runs
+    from generation.runs import services as runs
 
     study = roles["a"]
     run = runs.create_run(study, name="r", toolkit=make_toolkit(study, 2), endpoints=[make_endpoint(study)])
@@ -212,7 +212,7 @@ def test_run_actions_roles_and_errors(roles, client_for, make_endpoint, make_too
 
 
 def test_endpoint_used_by_a_run_is_kept(roles, client_for, make_endpoint, make_toolkit, fake_provider):
-    from generation import runs
+    from generation.runs import services as runs
 
     study = roles["a"]
     used, unused = make_endpoint(study, name="used"), make_endpoint(study, name="unused")

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from generation.providers import ProviderError, get_provider
+from generation.runs.providers import ProviderError, get_provider
 
 pytestmark = pytest.mark.django_db
 MESSAGES = [
@@ -123,7 +123,7 @@ def test_manual_endpoint_is_never_called(study, make_endpoint):
 
 def test_provider_error_texts_drop_nul_characters():
     """An error quotes the provider's body, and errors are stored: a NUL in it must not make the save fail."""
-    from generation.providers.base import ProviderError
+    from generation.runs.providers.base import ProviderError
 
     error = ProviderError("HTTP 500: bad\x00 body", raw={"body": "x\x00y"})
     assert str(error) == "HTTP 500: bad body" and error.raw == {"body": "xy"}

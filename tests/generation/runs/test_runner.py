@@ -7,9 +7,9 @@ from itertools import pairwise
 
 import pytest
 
-from generation.limits import LocalStore, make_store
 from generation.models import ProviderCall
-from generation.runner import CallbackSink, CallUnit, backoff_seconds, execute_units
+from generation.runs.limits import LocalStore, make_store
+from generation.runs.runner import CallbackSink, CallUnit, backoff_seconds, execute_units
 
 pytestmark = pytest.mark.django_db
 
@@ -199,7 +199,7 @@ def test_attempts_opened_together_wake_the_loop_once(study, make_endpoint):
     are released with one wake-up of the event loop (not one per row: each costs the loop a turn)."""
     from django.utils import timezone
 
-    from generation.runner import _open_attempts
+    from generation.runs.runner import _open_attempts
 
     endpoint = make_endpoint(study)
     released = []
@@ -239,7 +239,7 @@ def record_hand_offs(runner, monkeypatch):
 def test_outside_a_transaction_the_loop_opens_attempt_rows_itself(study, make_endpoint, fake_provider, monkeypatch):
     """A job (not inside a transaction) has its attempt rows committed by the event loop's own connection, so a
     request never waits for the caller's thread; each row still exists before its request, one row per request."""
-    from generation import runner
+    from generation.runs import runner
 
     endpoint = make_endpoint(study, max_concurrency=8)
     fake_provider.default_delay = 0.05
@@ -264,7 +264,7 @@ def test_the_loop_opens_attempt_rows_without_the_tests_async_allowance(
 
     from django.db import connections
 
-    from generation import runner
+    from generation.runs import runner
 
     endpoint = make_endpoint(study, max_concurrency=8)
     fake_provider.default_delay = 0.05
@@ -280,7 +280,7 @@ def test_the_loop_opens_attempt_rows_without_the_tests_async_allowance(
 
     allowance = os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     try:
-        with caplog.at_level("WARNING", logger="generation.runner"):
+        with caplog.at_level("WARNING", logger="generation.runs.runner"):
             worker = threading.Thread(target=as_a_worker)
             worker.start()
             worker.join()
@@ -298,7 +298,7 @@ def test_the_loop_opens_attempt_rows_without_the_tests_async_allowance(
 def test_inside_a_transaction_the_caller_opens_attempt_rows(study, make_endpoint, fake_provider, monkeypatch):
     """Inside the caller's transaction (uncommitted rows another connection cannot see) the caller's thread opens
     the rows, and they are part of that transaction."""
-    from generation import runner
+    from generation.runs import runner
 
     endpoint = make_endpoint(study, max_concurrency=4)
     handed_off = record_hand_offs(runner, monkeypatch)

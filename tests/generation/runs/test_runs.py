@@ -2,8 +2,8 @@
 
 import pytest
 
-from generation import runs
 from generation.models import GenerationRun, Output, ProviderCall
+from generation.runs import services as runs
 
 pytestmark = pytest.mark.django_db
 

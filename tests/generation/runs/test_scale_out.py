@@ -9,8 +9,8 @@ import uuid
 import pytest
 from django.db.models import Count
 
-from generation import runs
 from generation.models import GenerationRun, Output, ProviderCall
+from generation.runs import services as runs
 from stereoscope import jobs
 from stereoscope.testing.workers import wait_for
 

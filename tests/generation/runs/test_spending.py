@@ -6,8 +6,9 @@ from decimal import Decimal
 import pytest
 from django.db.models import Sum
 
-from generation import batches, runs, spending
 from generation.models import Output, ProviderCall, SpendingLedger
+from generation.runs import batches, spending
+from generation.runs import services as runs
 from stereoscope import jobs
 
 pytestmark = pytest.mark.django_db
@@ -29,8 +30,8 @@ def one_call_estimate(run, fake_provider=None):
     """The estimated cost of the run's first call; with `fake_provider`, every answer then uses exactly the
     estimated tokens, so real costs equal estimates and the cap's arithmetic is exact."""
     unit = runs.RUN_JOB.load_units(run, runs.RUN_JOB.pending_keys(run)[:1])[0]
-    from generation.limits import estimate_call
-    from generation.runner import cost_of
+    from generation.runs.limits import estimate_call
+    from generation.runs.runner import cost_of
 
     tokens_in, tokens_out = estimate_call(unit.messages, unit.params)
     if fake_provider is not None:
@@ -129,7 +130,7 @@ def test_batch_run_reserves_pauses_and_finishes(
     run = runs.create_run(study, name="b", toolkit=make_toolkit(study, 6), endpoints=[endpoint], execution_mode="batch")
     runs.materialize(run)
     unit = runs.RUN_JOB.load_units(run, runs.RUN_JOB.pending_keys(run)[:1])[0]
-    from generation.limits import estimate_call
+    from generation.runs.limits import estimate_call
 
     per_call = batches.batch_cost_of(endpoint, *estimate_call(unit.messages, unit.params))
     cap = (per_call * Decimal("4.5")).quantize(Decimal("0.01"))  # two batches of two fit, the third does not

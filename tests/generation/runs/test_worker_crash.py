@@ -5,8 +5,8 @@ import uuid
 
 import pytest
 
-from generation import runs
 from generation.models import GenerationRun, Output
+from generation.runs import services as runs
 from stereoscope.testing.workers import wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

@@ -36,7 +36,7 @@ def lock_with_run():
 
     def lock(toolkit):
         from generation.models import GenerationRun
-        from generation.toolkit_services import TOOLKITS
+        from generation.toolkits.services import TOOLKITS
 
         GenerationRun.objects.create(study=toolkit.study, name=f"run of {toolkit}", toolkit=toolkit)
         return TOOLKITS.lock(toolkit)

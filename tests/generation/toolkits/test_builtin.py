@@ -6,7 +6,7 @@ import pytest
 from django.core.management import call_command
 
 from generation.models import Toolkit
-from generation.toolkits import count_units, expand_units
+from generation.toolkits.expansion import count_units, expand_units
 from tests.conftest import shared_file
 
 pytestmark = pytest.mark.django_db

@@ -1,6 +1,6 @@
 """swap_gender as other apps use it: persona/context texts (psychometrics), both directions, idempotent pairs."""
 
-from generation.counterfactual import parse_name_pairs, swap_gender, swap_template
+from generation.toolkits.counterfactual import parse_name_pairs, swap_gender, swap_template
 
 
 def test_persona_context_twin():

@@ -1,8 +1,8 @@
 import pytest
 
-from generation.counterfactual import parse_name_pairs, swap_gender, swap_template
-from generation.toolkit_services import TOOLKITS, derive_counterfactual
-from generation.toolkits import expand_units
+from generation.toolkits.counterfactual import parse_name_pairs, swap_gender, swap_template
+from generation.toolkits.expansion import expand_units
+from generation.toolkits.services import TOOLKITS, derive_counterfactual
 
 
 @pytest.mark.parametrize(

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from generation.slots import SlotError
-from generation.toolkit_services import TOOLKITS
-from generation.toolkits import count_units, expand_units, variant_key
+from generation.toolkits.expansion import count_units, expand_units, variant_key
+from generation.toolkits.services import TOOLKITS
+from generation.toolkits.slots import SlotError
 
 pytestmark = pytest.mark.django_db
 

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from generation.models import Toolkit
-from generation.toolkit_format import ToolkitFormatError, export_csv, export_json, import_toolkit, toolkit_to_dict
+from generation.toolkits.file_format import ToolkitFormatError, export_csv, export_json, import_toolkit, toolkit_to_dict
 
 pytestmark = pytest.mark.django_db
 

@@ -1,6 +1,6 @@
 import pytest
 
-from generation.slots import (
+from generation.toolkits.slots import (
     SlotError,
     escape_braces,
     normalize_combinations,

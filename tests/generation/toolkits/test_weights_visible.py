@@ -8,8 +8,8 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from generation import toolkit_format
 from generation.models import Toolkit
+from generation.toolkits import file_format as toolkit_format
 from tests.generation.runs.conftest import make_toolkit  # noqa: F401 (fixtures)
 
 WEIGHTS = "item_number,weight,rate,method,flags\n1,0.125,0.2,shrunk,\n2,0.5,0.8,shrunk,\n3,0.375,0.6,shrunk,weak\n"

@@ -31,7 +31,7 @@ from stereoscope.permissions import has_role
 from stereoscope.services import record_activity, set_spending_caps
 from stereoscope.user_types import Actor
 
-from .models import ModelEndpoint, ProviderConnection, SpendingLedger
+from ..models import ModelEndpoint, ProviderConnection, SpendingLedger
 
 ZERO = Decimal("0")
 LedgerKey = tuple[int, datetime.date]  # (connection id, month)

@@ -14,10 +14,12 @@ from stereoscope.downloads import table_download
 from stereoscope.models import Role, Study
 from stereoscope.permissions import VIEWER, has_role, study_role_required
 
-from . import item_extras, toolkit_format
-from . import toolkit_services as services
+from ..models import Toolkit
+from . import file_format as toolkit_format
+from . import item_extras, services
 from .counterfactual import parse_name_pairs
-from .forms_toolkits import (
+from .expansion import count_units
+from .forms import (
     DimensionForm,
     ImportForm,
     ItemForm,
@@ -27,9 +29,7 @@ from .forms_toolkits import (
     TwinForm,
     json_text,
 )
-from .models import Toolkit
 from .slots import SlotError
-from .toolkits import count_units
 
 PREVIEW_LIMITS = (10, 20, 50, 100)
 

@@ -7,7 +7,7 @@ connection and transaction see them. Each attempt's ProviderCall row is committe
 (outcome "unknown", estimated tokens and cost) and completed after, so a crash leaves a row for every call the
 provider may have received: outside a transaction the loop commits that row itself on its own connection (no
 wait for the caller's thread); inside one the caller's thread writes it while the request waits. Limits per
-endpoint come from `generation.limits`; retries back off exponentially with jitter and never earlier than
+endpoint come from `generation.runs.limits`; retries back off exponentially with jitter and never earlier than
 Retry-After.
 """
 
@@ -30,6 +30,7 @@ from django.utils import timezone
 from stereoscope.bulk import insert_rows_returning_ids, update_rows
 from stereoscope.outages import is_infrastructure_error, outage_backoff
 
+from ..models import CallOutcome, ModelEndpoint, ProviderCall
 from . import spending
 from .connections import runtime_problem
 from .key_variables import key_value
@@ -42,7 +43,6 @@ from .limits import (
     estimate_call,
     make_store,
 )
-from .models import CallOutcome, ModelEndpoint, ProviderCall
 from .providers.base import ChatResult, ProviderError, current_attempt, get_provider
 
 log = logging.getLogger(__name__)

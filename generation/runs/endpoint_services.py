@@ -16,8 +16,8 @@ from stereoscope import schemas
 from stereoscope.services import record_activity
 from stereoscope.untrusted import loads_json
 
+from ..models import BATCH_PROVIDERS, ModelEndpoint, Provider
 from . import connections
-from .models import BATCH_PROVIDERS, ModelEndpoint, Provider
 from .providers.base import ProviderError, local_extra_message, missing_local_extra, validate_params
 
 KEYED = {Provider.OPENAI, Provider.ANTHROPIC}  # these always need a key; compatible servers often do not
@@ -43,7 +43,7 @@ EDITABLE = (
     *PRICE_FIELDS,
     "batch_enabled",
 )
-SCHEMA = schemas.register("endpoint", Path(__file__).resolve().parent / "schema" / "endpoint.schema.json")
+SCHEMA = schemas.register("endpoint", Path(__file__).resolve().parent.parent / "schema" / "endpoint.schema.json")
 TRUE = ("1", "true", "on", "yes")
 FALSE = ("", "0", "false", "off", "no")
 

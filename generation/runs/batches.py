@@ -27,9 +27,9 @@ from django.utils import timezone
 
 from stereoscope import jobs, worker_heartbeat
 
+from ..models import BATCH_PROVIDERS, OPEN_BATCH, BatchStatus, CallOutcome, ExecutionMode, ProviderBatch, ProviderCall
 from . import batch_format, connections, spending
 from .limits import estimate_call
-from .models import BATCH_PROVIDERS, OPEN_BATCH, BatchStatus, CallOutcome, ExecutionMode, ProviderBatch, ProviderCall
 from .providers.base import ProviderError
 from .providers.batch_api import batch_api
 from .runner import RunStats, cost_of, output_id_from_ref, redact_key

@@ -6,7 +6,7 @@ from django import forms
 
 from stereoscope.untrusted import loads_json
 
-from .models import Dimension
+from ..models import Dimension
 
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 

@@ -12,16 +12,14 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from generation.providers.base import preload
+from generation.runs.providers.base import preload
 from stereoscope import jobs
 from stereoscope.bulk import insert_rows, update_rows
 from stereoscope.services import record_activity
 from stereoscope.trash import TrashError, refuse_if_live, refuse_if_work
 from stereoscope.untrusted import loads_json
 
-from . import batches, connections, spending
-from .limits import estimate_tokens
-from .models import (
+from ..models import (
     BATCH_PROVIDERS,
     ExecutionMode,
     GenerationRun,
@@ -30,12 +28,14 @@ from .models import (
     Provider,
     RunStatus,
 )
+from ..selectors import toolkits_for  # noqa: F401  (generation's forms, API and import use it from here)
+from ..tasks import execute_run
+from ..toolkits.expansion import SlotError, count_units, expand_units
+from ..toolkits.services import TOOLKITS
+from . import batches, connections, spending
+from .limits import estimate_tokens
 from .providers.base import ProviderError, merged_params, validate_params
 from .runner import CallUnit, execute_units
-from .selectors import toolkits_for  # noqa: F401  (generation's forms, API and import use it from here)
-from .tasks import execute_run
-from .toolkit_services import TOOLKITS
-from .toolkits import SlotError, count_units, expand_units
 
 log = logging.getLogger(__name__)
 MAX_TRIALS = 1000
@@ -513,7 +513,7 @@ def _callable_outputs(run):
 
 class GenerationRunJob(batches.BatchModeKind, jobs.JobKind):
     """A generation run for the job engine: a unit is one pending Output of a called (not manual) endpoint.
-    In batch mode the units go to the providers' batch APIs (generation.batches) instead of live calls."""
+    In batch mode the units go to the providers' batch APIs (generation.runs.batches) instead of live calls."""
 
     name = "generation.run"
     model = GenerationRun

@@ -1,7 +1,7 @@
 from django.urls import path
 
+from . import views as v
 from . import views_connections
-from . import views_runs as v
 
 urlpatterns = [
     path("endpoints/", v.endpoint_list, name="endpoints"),

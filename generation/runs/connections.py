@@ -23,8 +23,8 @@ from stereoscope import jobs
 from stereoscope.models import Study
 from stereoscope.user_types import Actor
 
+from ..models import ConnectionStatus, ModelEndpoint, Provider, ProviderConnection
 from .key_variables import key_variable_problem
-from .models import ConnectionStatus, ModelEndpoint, Provider, ProviderConnection
 
 OFFICIAL_HOSTS: dict[str, str] = {Provider.OPENAI: "api.openai.com", Provider.ANTHROPIC: "api.anthropic.com"}
 OFFICIAL_KEY_VARIABLES: dict[str, str] = {Provider.OPENAI: "OPENAI_API_KEY", Provider.ANTHROPIC: "ANTHROPIC_API_KEY"}

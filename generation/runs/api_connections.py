@@ -11,8 +11,8 @@ from rest_framework.response import Response
 from stereoscope.models import Role, Study
 from stereoscope.permissions import VIEWER, check_role
 
+from ..models import ProviderConnection
 from . import connections, spending
-from .models import ProviderConnection
 
 
 class ConnectionSerializer(serializers.ModelSerializer):

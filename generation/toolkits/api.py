@@ -18,12 +18,12 @@ from stereoscope.api import StudyScopedMixin
 from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.downloads import table_download
 
-from . import toolkit_format
-from . import toolkit_services as services
+from ..models import Dimension, PromptItem, Toolkit
+from . import file_format as toolkit_format
+from . import services
 from .counterfactual import parse_name_pairs
-from .models import Dimension, PromptItem, Toolkit
+from .expansion import ToolkitLocked, count_units, expand_units, validate_toolkit
 from .slots import SlotError
-from .toolkits import ToolkitLocked, count_units, expand_units, validate_toolkit
 
 
 @extend_schema_serializer(component_name="ToolkitDimension")  # "Dimension" alone would clash with codebook dimensions

@@ -22,11 +22,11 @@ from stereoscope import schemas
 from stereoscope.tables import table_text, unescape_formula
 from stereoscope.untrusted import MAX_ITEM_TEXT, loads_json, nul_problem
 
+from ..models import Toolkit
 from . import item_extras
-from .models import Toolkit
+from .expansion import count_text
+from .services import TOOLKITS
 from .slots import SlotError, normalize_combinations, normalize_slot_values
-from .toolkit_services import TOOLKITS
-from .toolkits import count_text
 
 FORMAT = "stereoscope-toolkit"
 FORMAT_VERSION = 1
@@ -251,7 +251,7 @@ def parse_csv(content):
 # fields: a name given beside the file, unique dimension names and item numbers, slots each text uses, counterfactual
 # links between items.
 
-SCHEMA = schemas.register("toolkit", Path(__file__).resolve().parent / "schema" / "toolkit.schema.json")
+SCHEMA = schemas.register("toolkit", Path(__file__).resolve().parent.parent / "schema" / "toolkit.schema.json")
 NOT_CHECKED = IGNORED_KEYS - {"format", "format_version"}
 TRUE_WORDS = ("true", "1", "yes", "y", "*")
 

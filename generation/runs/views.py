@@ -16,10 +16,11 @@ from django.views.decorators.http import require_POST, require_safe
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
 
-from . import batches, collect, runs
+from ..models import Dimension, GenerationRun, ModelEndpoint, Output, OutputStatus, ProviderCall, RunStatus
+from . import batches, collect
+from . import services as runs
 from .endpoint_services import EndpointError, delete_endpoint, save_endpoint
-from .forms_runs import AnswerFileForm, EndpointForm, OutputImportForm, RunForm
-from .models import Dimension, GenerationRun, ModelEndpoint, Output, OutputStatus, ProviderCall, RunStatus
+from .forms import AnswerFileForm, EndpointForm, OutputImportForm, RunForm
 
 OUTPUTS_PER_PAGE = 50
 

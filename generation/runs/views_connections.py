@@ -12,8 +12,8 @@ from django.views.decorators.http import require_POST
 from stereoscope.models import Role, Study
 from stereoscope.permissions import has_role, study_role_required
 
+from ..models import Provider, ProviderConnection
 from . import connections, spending
-from .models import Provider, ProviderConnection
 
 
 class ConnectionForm(forms.Form):

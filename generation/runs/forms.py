@@ -4,10 +4,10 @@ import json
 
 from django import forms
 
+from ..models import ExecutionMode, ModelEndpoint, Provider
 from . import connections
 from .endpoint_services import CONNECTION_ONLY, EDITABLE
-from .models import ExecutionMode, ModelEndpoint, Provider
-from .runs import toolkits_for
+from .services import toolkits_for
 
 ENDPOINT_FIELDS = [f for f in EDITABLE if f not in ("default_params", "provider")]
 

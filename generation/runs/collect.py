@@ -23,10 +23,10 @@ from stereoscope.services import record_activity
 from stereoscope.tables import table_text
 from stereoscope.untrusted import MAX_STORY_TEXT, loads_json, nul_problem, xlsx_problem
 
-from .models import GenerationRun, Output, OutputStatus, Provider, ProviderCall, RunStatus
-from .runs import finish, messages_for, normalize_text, toolkits_for
-from .toolkit_services import TOOLKITS
-from .toolkits import SlotError, expand_units, variant_key
+from ..models import GenerationRun, Output, OutputStatus, Provider, ProviderCall, RunStatus
+from ..toolkits.expansion import SlotError, expand_units, variant_key
+from ..toolkits.services import TOOLKITS
+from .services import finish, messages_for, normalize_text, toolkits_for
 
 SHEET_COLUMNS = ["unit", "endpoint", "model", "item", "dimension", "trial", "slot_values", "prompt", "answer"]
 MAX_ROWS = 200_000

@@ -148,7 +148,7 @@ def validate_toolkit(toolkit):
     return problems
 
 
-# --- locking and versions (the rules: stereoscope/versioning.py; this app's part: generation/toolkit_services.py) ---
+# --- locking and versions (the rules: stereoscope/versioning.py; this app's part: generation/toolkits/services.py) ---
 
 
 class ToolkitLocked(VersionLocked):

@@ -15,10 +15,11 @@ from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER
 
-from . import batches, collect, runs
+from ..models import GenerationRun, ModelEndpoint, Output, ProviderCall, Toolkit
+from . import batches, collect
+from . import services as runs
 from .endpoint_services import CONNECTION_ONLY, EndpointError, delete_endpoint, endpoint_problems, save_endpoint
-from .models import GenerationRun, ModelEndpoint, Output, ProviderCall, Toolkit
-from .views_runs import filtered_outputs
+from .views import filtered_outputs
 
 
 @extend_schema_field(OpenApiTypes.STR)

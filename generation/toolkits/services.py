@@ -10,10 +10,10 @@ from stereoscope.services import record_activity
 from stereoscope.untrusted import MAX_ITEM_NOTE, MAX_ITEM_TEXT, too_long
 from stereoscope.versioning import Versioning
 
+from ..models import Dimension, PromptItem, Toolkit
 from .counterfactual import swap_template, swap_values
-from .models import Dimension, PromptItem, Toolkit
+from .expansion import ToolkitLocked, count_text, count_units, effective_slots, expand_units, validate_toolkit
 from .slots import SLOT_NAME, SlotError, normalize_combinations, normalize_slot_values, parse_slots
-from .toolkits import ToolkitLocked, count_text, count_units, effective_slots, expand_units, validate_toolkit
 
 
 def _copy_children(toolkit, copy, *, actor=None):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views_toolkits as v
+from . import views as v
 
 T = "toolkits/<int:toolkit_id>/"
 urlpatterns = [
