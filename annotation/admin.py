@@ -12,6 +12,7 @@ from .models import (
     DiscoveryRequest,
     GenderAttribution,
     Memo,
+    QueueProgress,
 )
 
 
@@ -70,6 +71,22 @@ class AssignmentPlanAdmin(admin.ModelAdmin):
 
     list_display = ["codebook", "study", "k", "strategy", "mode", "sample_size", "seed", "created_at"]
     list_filter = ["mode", "strategy"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(QueueProgress)
+class QueueProgressAdmin(admin.ModelAdmin):
+    """Each coder's queue in two numbers, kept by database triggers: shown read-only."""
+
+    list_display = ["coder", "codebook", "done", "total"]
 
     def has_add_permission(self, request):
         return False
