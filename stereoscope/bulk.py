@@ -6,7 +6,9 @@ writes SQL itself; it is tested on SQLite and PostgreSQL).
   and attempt rows), optionally leaving rows that break a unique constraint alone;
 - `insert_values`: multi-row INSERTs of prepared value tuples, optionally returning columns of the rows inserted;
 - `update_rows`: one prepared UPDATE run for many rows;
-- `upsert_add`: INSERT ... ON CONFLICT DO UPDATE adding to counters (the spending ledger).
+- `upsert_add`: INSERT ... ON CONFLICT DO UPDATE adding to counters (the spending ledger);
+- `keep_counts` / `drop_kept_counts`: counts of a table's rows per group kept in another table by database triggers
+  (a coder's queue progress), installed after every migrate and recounted when they were missing.
 
 For `bulk_insert`:
 
@@ -419,11 +421,14 @@ def keep_counts(spec: KeptCounts, using: str = DEFAULT_DB_ALIAS) -> bool:
         return False
     prefix, statements = _kept_counts_statements(spec, db)
     wanted = sorted(f"{prefix}_{op}" for op in ("delete", "insert", "update"))
+    with db.cursor() as cursor:
+        if _installed_triggers(db, cursor, spec) == wanted:
+            return False  # the usual case: no lock taken
     with transaction.atomic(using=using), db.cursor() as cursor:
         if db.vendor == "postgresql":
             cursor.execute(f"LOCK TABLE {qn(spec.source)} IN SHARE ROW EXCLUSIVE MODE")
         if _installed_triggers(db, cursor, spec) == wanted:
-            return False
+            return False  # installed meanwhile
         drop_kept_counts(spec, using)
         for statement in statements:
             cursor.execute(statement)
