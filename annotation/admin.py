@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 
 from .models import (
     Assignment,
@@ -12,6 +13,7 @@ from .models import (
     DiscoveryRequest,
     GenderAttribution,
     Memo,
+    QueueProgress,
 )
 
 
@@ -79,6 +81,32 @@ class AssignmentPlanAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+@admin.register(QueueProgress)
+class QueueProgressAdmin(admin.ModelAdmin):
+    """Each coder's queue in two numbers, kept by database triggers: shown read-only."""
+
+    list_display = ["coder", "codebook", "done", "total"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        # True so that deleting a study or codebook in the admin may take its counts with it; a count on its own is
+        # never deleted here (no delete action, and the delete page refuses), since the triggers keep it
+        return True
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def delete_view(self, request, object_id, extra_context=None):
+        raise PermissionDenied("Queue counts are kept by the database; they go with their codebook or study.")
 
 
 @admin.register(GenderAttribution)

@@ -1,4 +1,14 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+from stereoscope.bulk import keep_counts
+
+
+def keep_queue_progress(sender, using, **kwargs):
+    """After every migrate: the triggers that keep QueueProgress, installed (and the queues counted) if missing."""
+    from .models import QUEUE_PROGRESS  # lazy: an app's models import once the app registry is ready
+
+    keep_counts(QUEUE_PROGRESS, using=using)
 
 
 class AnnotationConfig(AppConfig):
@@ -8,6 +18,7 @@ class AnnotationConfig(AppConfig):
     work_models = ["Coding", "Memo", "Assignment", "GenderAttribution"]
 
     def ready(self):
+        post_migrate.connect(keep_queue_progress, sender=self)
         from stereoscope.health import register_job_model
 
         register_job_model("code discovery", self.get_model("CodeDiscovery"))  # seen by /healthz

@@ -1,6 +1,7 @@
 """Reads for analyses and pages: analysis units (code or dimension level), frequency tables, coding rows."""
 
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import BigIntegerField, Count, Exists, OuterRef, Q, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.urls import reverse
 
 from stereoscope.models import Role
@@ -16,6 +17,7 @@ from .models import (
     CodingMode,
     GenderAttribution,
     Memo,
+    QueueProgress,
 )
 
 LEVELS = ("code", "dimension")
@@ -350,6 +352,33 @@ def coding_rows(
             if include_text:
                 row["story_text"] = output.text
             yield row
+
+
+def queue_navigation(codebook, coder, assignment=None):
+    """The coder's place in their queue for `codebook`, in one query: {"total", "done", "next", "previous"}.
+
+    `total` and `done` are stories assigned and done (QueueProgress, kept by triggers: no count over the queue);
+    `next` is the output id of the next pending story after `assignment` in queue order, wrapping around to the
+    first (without `assignment`: the first pending story); `previous` the output id of the story before it. Each is
+    one probe of the queue indexes, whatever the queue's length."""
+    queue = Assignment.objects.filter(codebook=codebook, coder=coder)
+    pending = queue.filter(status=AssignmentStatus.PENDING).order_by("position", "id").values("output_id")
+    if assignment is None:
+        nxt, previous = Subquery(pending[:1]), Value(None, output_field=BigIntegerField())
+    else:
+        nxt = Coalesce(
+            Subquery(pending.filter(position__gt=assignment.position)[:1]),
+            Subquery(pending.exclude(pk=assignment.pk)[:1]),
+        )
+        before = queue.filter(position__lt=assignment.position).order_by("-position", "-id").values("output_id")
+        previous = Subquery(before[:1])
+    row = (
+        QueueProgress.objects.filter(codebook=codebook, coder=coder)
+        .annotate(next=nxt, previous=previous)
+        .values("total", "done", "next", "previous")
+        .first()
+    )
+    return row or {"total": 0, "done": 0, "next": None, "previous": None}
 
 
 def progress_by_coder(codebook):

@@ -465,9 +465,9 @@ def story_html(text, codings):
 
 
 def _workspace_context(request, codebook, output, error="", notice="", queue_nav=True):
-    """What the workspace renders. `queue_nav=False` (an edit that leaves the queue as it was: a coding, a memo)
-    skips the queue's progress count and previous/next look-ups, which grow with the queue (a count over 100k
-    assignments), and renders their region for htmx to keep from the page (hx-preserve)."""
+    """What the workspace renders. The queue's progress and previous/next come in one query that does not grow with
+    the queue (selectors.queue_navigation); `queue_nav=False` (an edit that leaves the queue as it was: a coding, a
+    memo) skips even that and renders their region for htmx to keep from the page (hx-preserve)."""
     user = request.user
     study = request.study
     is_researcher = has_role(user, study, Role.RESEARCHER)
@@ -501,23 +501,11 @@ def _workspace_context(request, codebook, output, error="", notice="", queue_nav
             code_memos.setdefault(memo.code_id, []).append(memo)
     for code in flat:
         code.memo_list = code_memos.get(code.pk, [])
-    total = done = 0
-    nxt = prev = None
+    nav = {"total": 0, "done": 0, "next": None, "previous": None}
     if queue_nav:
-        queue = Assignment.objects.filter(codebook=codebook, coder=user).order_by("position", "id")
-        # grouped by status so PostgreSQL answers from the (codebook, coder, status, position) index alone
-        by_status = dict(queue.order_by().values_list("status").annotate(n=Count("status")))
-        total, done = sum(by_status.values()), by_status.get(AssignmentStatus.DONE, 0)
-        nxt = (
-            services.next_assignment(codebook, user, after=assignment)
-            if assignment
-            else services.next_assignment(codebook, user)
-        )
-        if nxt and nxt.output_id == output.pk:
-            nxt = None
-        prev = (
-            queue.filter(position__lt=assignment.position).order_by("-position", "-id").first() if assignment else None
-        )
+        nav = selectors.queue_navigation(codebook, user, assignment)
+        if nav["next"] == output.pk:
+            nav["next"] = None
     attribution = GenderAttribution.objects.filter(output=output, coder=user).first()
     chosen = {c.code.parent_id: c.code_id for c in codings if c.start is None and c.coder_id == user.pk}
     # A story variable's values are shown once, as the variable's radios: not as code buttons, reassign options or
@@ -565,11 +553,11 @@ def _workspace_context(request, codebook, output, error="", notice="", queue_nav
         "error": error,
         "notice": notice,
         "queue_nav": queue_nav,
-        "queue_total": total,
-        "queue_done": done,
-        "queue_percent": round(100 * done / total) if total else 0,
-        "next_assignment": nxt,
-        "prev_assignment": prev,
+        "queue_total": nav["total"],
+        "queue_done": nav["done"],
+        "queue_percent": round(100 * nav["done"] / nav["total"]) if nav["total"] else 0,
+        "next_output_id": nav["next"],
+        "previous_output_id": nav["previous"],
         "attribution": attribution,
         "genders": AttributedGender.choices,
         "gender_tags": GenderTag.choices,

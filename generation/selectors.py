@@ -157,7 +157,10 @@ def study_outputs(study: StudyRef) -> QuerySet[Output]:
 def study_output(study: StudyRef, pk: PkValue) -> Output | None:
     """The study's output `pk` (a number or digits), or None."""
     pk = _pk_or_none(pk)
-    return study_outputs(study).filter(pk=pk).first() if pk is not None else None
+    if pk is None:
+        return None
+    # ordered by pk (one row at most), not by the model's ordering, which joins four tables; the item comes along
+    return study_outputs(study).filter(pk=pk).select_related("item").order_by("pk").first()
 
 
 def outputs_by_id(output_ids: Iterable[int]) -> QuerySet[Output]:

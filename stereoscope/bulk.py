@@ -6,7 +6,9 @@
   and attempt rows), optionally leaving rows that break a unique constraint alone;
 - `insert_values`: multi-row INSERTs of prepared value tuples, optionally returning columns of the rows inserted;
 - `update_rows`: one prepared UPDATE run for many rows;
-- `upsert_add`: INSERT ... ON CONFLICT DO UPDATE adding to counters (the spending ledger).
+- `upsert_add`: INSERT ... ON CONFLICT DO UPDATE adding to counters (the spending ledger);
+- `keep_counts` / `drop_kept_counts`: counts of a table's rows per group kept in another table by database triggers
+  (a coder's queue progress), installed after every migrate and recounted when they were missing.
 
 For `bulk_insert`:
 
@@ -19,8 +21,10 @@ Call it inside `transaction.atomic()` to keep an import all-or-nothing.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any, TypeAlias
 
@@ -281,3 +285,160 @@ def upsert_add(
     )
     with db.cursor() as cursor:
         cursor.executemany(sql, [list(row) for row in rows])
+
+
+# --- counts kept by triggers -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeptCounts:
+    """Counts of a table's rows per group, kept in another table by database triggers (SQLite and PostgreSQL), so
+    every writer keeps them: services, bulk inserts, queryset updates and deletes, COPY, cascades.
+
+    `keys`: columns of both tables that name a group (unique together in `target`); `counts`: (column of `target`,
+    SQL condition on a row of `source`, `{row}` standing for the row), e.g. ("done", "{row}.status = 'done'")."""
+
+    name: str  # the triggers' (and PostgreSQL functions') names start with it
+    source: str  # table counted
+    target: str  # table of counts
+    keys: tuple[str, ...]
+    counts: tuple[tuple[str, str], ...]
+
+
+def _kept_counts_postgresql(spec: KeptCounts, prefix: str, qn: Callable[[str], str]) -> list[str]:
+    src, dst = qn(spec.source), qn(spec.target)
+    keys = ", ".join(qn(k) for k in spec.keys)
+    cols = [qn(c) for c, _ in spec.counts]
+    conflict = f"ON CONFLICT ({keys}) DO UPDATE SET " + ", ".join(f"{c} = t.{c} + EXCLUDED.{c}" for c in cols)
+    head = f"INSERT INTO {dst} AS t ({keys}, {', '.join(cols)})"
+
+    def flags(alias: str, sign: str = "") -> str:
+        return ", ".join(f"{sign}({cond.format(row=alias)})::int AS {qn(c)}" for c, cond in spec.counts)
+
+    def counted(alias: str) -> str:
+        return ", ".join(f"count(*) FILTER (WHERE {cond.format(row=alias)}) AS {qn(c)}" for c, cond in spec.counts)
+
+    bodies = {
+        "insert": f"{head} SELECT {keys}, {counted('added')} FROM added GROUP BY {keys} ORDER BY {keys} {conflict}",
+        "update": (
+            f"{head} SELECT {keys}, {', '.join(f'sum({c})' for c in cols)} FROM ("
+            f"SELECT {keys}, {flags('added')} FROM added UNION ALL SELECT {keys}, {flags('removed', '-')} FROM removed"
+            f") AS changes GROUP BY {keys} HAVING {' OR '.join(f'sum({c}) <> 0' for c in cols)} ORDER BY {keys} "
+            f"{conflict}"
+        ),
+        "delete": (
+            f"UPDATE {dst} AS t SET {', '.join(f'{c} = t.{c} - r.{c}' for c in cols)} FROM ("
+            f"SELECT {keys}, {counted('removed')} FROM removed GROUP BY {keys}) AS r WHERE "
+            + " AND ".join(f"t.{qn(k)} = r.{qn(k)}" for k in spec.keys)
+        ),
+    }
+    tables = {
+        "insert": "NEW TABLE AS added",
+        "update": "OLD TABLE AS removed NEW TABLE AS added",
+        "delete": "OLD TABLE AS removed",
+    }
+    statements = []
+    for op, body in bodies.items():
+        name = qn(f"{prefix}_{op}")
+        statements.append(
+            f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN {body}; RETURN NULL; END $$"
+        )
+        statements.append(
+            f"CREATE TRIGGER {name} AFTER {op.upper()} ON {src} REFERENCING {tables[op]} "
+            f"FOR EACH STATEMENT EXECUTE FUNCTION {name}()"
+        )
+    return statements
+
+
+def _kept_counts_sqlite(spec: KeptCounts, prefix: str, qn: Callable[[str], str]) -> list[str]:
+    src, dst = qn(spec.source), qn(spec.target)
+    keys = [qn(k) for k in spec.keys]
+    cols = [qn(c) for c, _ in spec.counts]
+
+    def cond(row: str) -> list[str]:
+        return [f"({c.format(row=row)})" for _, c in spec.counts]
+
+    add = (
+        f"INSERT INTO {dst} ({', '.join(keys + cols)}) VALUES ({', '.join([f'NEW.{k}' for k in keys] + cond('NEW'))}) "
+        f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET " + ", ".join(f"{c} = {c} + excluded.{c}" for c in cols) + ";"
+    )
+    minus = ", ".join(f"{qn(c)} = {qn(c)} - {old}" for (c, _), old in zip(spec.counts, cond("OLD"), strict=True))
+    subtract = f"UPDATE {dst} SET {minus} WHERE " + " AND ".join(f"{k} = OLD.{k}" for k in keys) + ";"
+    changed = " OR ".join(
+        [f"OLD.{k} IS NOT NEW.{k}" for k in keys]
+        + [f"{old} IS NOT {new}" for old, new in zip(cond("OLD"), cond("NEW"), strict=True)]
+    )
+    return [
+        f"CREATE TRIGGER {qn(prefix + '_insert')} AFTER INSERT ON {src} BEGIN {add} END",
+        f"CREATE TRIGGER {qn(prefix + '_update')} AFTER UPDATE ON {src} WHEN {changed} BEGIN {subtract} {add} END",
+        f"CREATE TRIGGER {qn(prefix + '_delete')} AFTER DELETE ON {src} BEGIN {subtract} END",
+    ]
+
+
+def _kept_counts_statements(spec: KeptCounts, db: BaseDatabaseWrapper) -> tuple[str, list[str]]:
+    """(the triggers' name prefix, the statements creating them): the prefix ends with a digest of the statements,
+    so changed definitions are told from the installed ones by name."""
+    build = {"postgresql": _kept_counts_postgresql, "sqlite": _kept_counts_sqlite}.get(db.vendor)
+    if build is None:
+        raise NotImplementedError(f"counts kept by triggers on {db.vendor}")
+    digest = hashlib.sha1("\n".join(build(spec, spec.name, db.ops.quote_name)).encode()).hexdigest()[:8]
+    prefix = f"{spec.name}_{digest}"
+    return prefix, build(spec, prefix, db.ops.quote_name)
+
+
+def _installed_triggers(db: BaseDatabaseWrapper, cursor: Any, spec: KeptCounts) -> list[str]:
+    if db.vendor == "postgresql":
+        cursor.execute("SELECT tgname FROM pg_trigger WHERE tgrelid = %s::regclass AND NOT tgisinternal", [spec.source])
+    else:
+        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = %s", [spec.source])
+    return sorted(name for (name,) in cursor.fetchall() if name.startswith(spec.name + "_"))
+
+
+def drop_kept_counts(spec: KeptCounts, using: str = DEFAULT_DB_ALIAS) -> None:
+    """Remove the spec's triggers (and PostgreSQL functions), whatever their version."""
+    db = connections[using]
+    qn = db.ops.quote_name
+    with db.cursor() as cursor:
+        for name in _installed_triggers(db, cursor, spec):
+            cursor.execute(f"DROP TRIGGER {qn(name)}" + (f" ON {qn(spec.source)}" if db.vendor == "postgresql" else ""))
+        if db.vendor == "postgresql":
+            cursor.execute("SELECT proname FROM pg_proc WHERE starts_with(proname, %s)", [spec.name + "_"])
+            for (name,) in cursor.fetchall():
+                cursor.execute(f"DROP FUNCTION {qn(name)}()")
+
+
+def keep_counts(spec: KeptCounts, using: str = DEFAULT_DB_ALIAS) -> bool:
+    """Make sure the spec's triggers are installed, as defined now. When they are not (a new database, a database
+    built from the models, SQLite rebuilding the source table in a migration, a changed definition), install them and
+    count the target afresh from the source, in one transaction with the source locked against writes (PostgreSQL).
+    Cheap when they are in place: run it after every migrate. Returns whether it installed them; False also when
+    either table does not exist (yet)."""
+    db = connections[using]
+    qn = db.ops.quote_name
+    with db.cursor() as cursor:
+        tables = set(db.introspection.table_names(cursor))
+    if not {spec.source, spec.target} <= tables:
+        return False
+    prefix, statements = _kept_counts_statements(spec, db)
+    wanted = sorted(f"{prefix}_{op}" for op in ("delete", "insert", "update"))
+    with db.cursor() as cursor:
+        if _installed_triggers(db, cursor, spec) == wanted:
+            return False  # the usual case: no lock taken
+    with transaction.atomic(using=using), db.cursor() as cursor:
+        if db.vendor == "postgresql":
+            cursor.execute(f"LOCK TABLE {qn(spec.source)} IN SHARE ROW EXCLUSIVE MODE")
+        if _installed_triggers(db, cursor, spec) == wanted:
+            return False  # installed meanwhile
+        drop_kept_counts(spec, using)
+        for statement in statements:
+            cursor.execute(statement)
+        keys = ", ".join(qn(k) for k in spec.keys)
+        sums = ", ".join(
+            f"SUM(CASE WHEN {cond.format(row=qn(spec.source))} THEN 1 ELSE 0 END)" for _, cond in spec.counts
+        )
+        cursor.execute(f"DELETE FROM {qn(spec.target)}")
+        cursor.execute(
+            f"INSERT INTO {qn(spec.target)} ({keys}, {', '.join(qn(c) for c, _ in spec.counts)}) "
+            f"SELECT {keys}, {sums} FROM {qn(spec.source)} GROUP BY {keys}"
+        )
+    return True

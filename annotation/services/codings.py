@@ -24,7 +24,8 @@ def study_role(user, study):
 
 
 def assignment_for(codebook, output, coder):
-    return Assignment.objects.filter(codebook=codebook, output=output, coder=coder).first()
+    # one row at most (unique): ordered by pk, not by the model's ordering, which joins the codebook and the study
+    return Assignment.objects.filter(codebook=codebook, output=output, coder=coder).order_by("pk").first()
 
 
 _UNSET = object()
@@ -77,19 +78,19 @@ def create_coding(
         start, end, quote = validate_span(text, start, end)
     except OffsetError as exc:
         raise AnnotationError(str(exc)) from None
-    with transaction.atomic():
-        # idempotent: the same coder, code and span (or whole story) is one coding; the code row's lock makes two
-        # identical saves arriving together (a double click, a retried request) wait for each other
-        Code.objects.select_for_update().filter(pk=code.pk).first()
-        same = Coding.objects.filter(output=output, code=code, coder=coder, codebook=codebook)
-        same = same.filter(start__isnull=True) if start is None else same.filter(start=start, end=end)
-        existing = same.order_by("pk").first()
-        if existing:
-            return existing
-        _replace_variable_value(code, output, coder, start, end)
-        return Coding.objects.create(
-            output=output, code=code, coder=coder, codebook=codebook, start=start, end=end, quote=quote
-        )
+    # idempotent: the same coder, code and span (or whole story) is one coding; the code row's lock makes two
+    # identical saves arriving together (a double click, a retried request) wait for each other. The locking read
+    # brings the code's parent along (a variable's value replaces the coder's other value of it).
+    locked = Code.objects.select_for_update(of=("self",)).select_related("parent").filter(pk=code.pk).first()
+    same = Coding.objects.filter(output=output, code=code, coder=coder, codebook=codebook)
+    same = same.filter(start__isnull=True) if start is None else same.filter(start=start, end=end)
+    existing = same.order_by("pk").first()
+    if existing:
+        return existing
+    _replace_variable_value(locked or code, output, coder, start, end)
+    return Coding.objects.create(
+        output=output, code=code, coder=coder, codebook=codebook, start=start, end=end, quote=quote
+    )
 
 
 def _replace_variable_value(code, output, coder, start, end, keep=None):
