@@ -215,10 +215,15 @@ def _write_table(raw, fmt, study, ds, ropts, escape, tracker):
     text = io.TextIOWrapper(buffered, encoding="utf-8", newline="")
     writer_class = CSVTableWriter if fmt == "csv" else JSONLTableWriter
     table = writer_class(text, [c.name for c in ds.columns_for(study, ropts)], escape=escape)
-    for row in ds.rows(study, ropts):
-        table.write(row)
-        tracker.rows += 1
+
+    def advanced(rows):
+        tracker.rows += rows
         tracker.tick()
+
+    if fmt == "csv" and ds.batches is not None and ds.extra_columns is None:
+        table.write_batches(ds.batches(study, ropts), progress=advanced)
+    else:
+        table.write_rows(ds.rows(study, ropts), batch=PROGRESS_EVERY, progress=advanced)
     text.flush()
     buffered.flush()
     text.detach()
