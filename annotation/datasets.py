@@ -15,7 +15,6 @@ from stereoscope.datasets import Column, iso_datetime, person, register_dataset,
 from stereoscope.providers import provider
 
 from .models import Assignment, Code, Coding, GenderAttribution, Memo
-from .selectors import gender_answers
 
 # --- shared helpers -----------------------------------------------------------------------------------------
 
@@ -142,20 +141,16 @@ GENDER_BATCH = 2000  # stories resolved at a time
 def _subject_genders(output_ids):
     """{output id: "F", "M" or ""} for the coded stories, resolved once per story."""
 
-    outputs = outputs_by_id(output_ids).values_list("pk", "slot_values", "text")
-    genders, batch = {}, {}
-
-    def resolve_batch():  # only the answer is kept: a million codings' stories need not sit in memory at once
-        answers = gender_answers(batch)
-        for pk, (slots, text) in batch.items():
-            genders[pk] = resolve(slots, answers.get(pk, ()), text)[0]
-        batch.clear()
-
-    for pk, slots, text in outputs.iterator(chunk_size=2000):
-        batch[pk] = (slots, text)
-        if len(batch) >= GENDER_BATCH:
-            resolve_batch()
-    resolve_batch()
+    outputs = outputs_by_id(output_ids).order_by("pk").values_list("pk", "slot_values", "text")
+    answers = _Cursor(  # the coders' answers in story order, walked beside the stories (no id list per batch)
+        GenderAttribution.objects.filter(output_id__in=output_ids)
+        .order_by("output_id", "id")
+        .values_list("output_id", "gender")
+        .iterator(chunk_size=10000)
+    )
+    genders = {}  # only the answer is kept: a million codings' stories need not sit in memory at once
+    for pk, slots, text in outputs.iterator(chunk_size=GENDER_BATCH):
+        genders[pk] = resolve(slots, [row[1] for row in answers.take(pk)], text)[0]
     return genders
 
 

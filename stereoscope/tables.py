@@ -11,13 +11,13 @@ import datetime
 import decimal
 import io
 import json
+import re
 import uuid
-from itertools import islice, repeat
+from itertools import islice
 from operator import itemgetter
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 _QUOTE_CHARS = "=+-@\t\r'"  # first characters that may need a quote
-_QUOTE_STARTS = tuple(_QUOTE_CHARS)
 BATCH_ROWS = 5000  # rows per batch of CSVTableWriter.write_rows
 _NONE = type(None)
 _NUMBERS = frozenset((int, float))
@@ -45,6 +45,11 @@ def _csv_quoting_chars():
 
 
 _CSV_QUOTING = _csv_quoting_chars()
+# A column's cells joined by a character that is not a quoting one: one search of the joined text says whether any
+# cell needs quoting, and a second whether any may start a formula (a separator inside a cell can only cause a
+# false alarm, after which every cell of that column is checked on its own).
+_JOIN = next(char for char in "\x00\x01\x02\x03" if char not in _CSV_QUOTING)
+_FORMULA_START = re.compile(re.escape(_JOIN) + "[" + re.escape(_QUOTE_CHARS) + "]")
 
 
 def _csv_quoted(text):
@@ -139,7 +144,7 @@ class CSVTableWriter:
         while chunk := list(islice(rows, batch)):
             try:
                 cells = list(map(getter, chunk))
-            except KeyError:  # a row without some column: that cell is empty, as in `write`
+            except (KeyError, TypeError):  # a row without some column (or not a dict): `write`'s row.get
                 cells = [tuple(map(row.get, self.columns)) for row in chunk]
             self.write_columns(list(zip(*cells, strict=True)))
             if progress:
@@ -180,11 +185,12 @@ class CSVTableWriter:
         if kinds <= _TEXT_OR_NONE:
             if _NONE in kinds:
                 column = ["" if value is None else value for value in column]
-            if self.escape and any(map(str.startswith, column, repeat(_QUOTE_STARTS))):
-                column = [escape_formula(value) for value in column]
+            joined = _JOIN + _JOIN.join(column)
+            if self.escape and _FORMULA_START.search(joined):
+                column = [escape_formula(value) for value in column]  # adds quotes, never a quoting character
         else:
             column = [self._cell_text(value) for value in column]
-        joined = "".join(column)
+            joined = _JOIN.join(column)
         if any(char in joined for char in _CSV_QUOTING):
             column = [_csv_quoted(text) for text in column]
         return column
