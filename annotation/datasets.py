@@ -3,6 +3,7 @@ analysis-ready table (one row per story, a 0/1 column per code and dimension and
 
 import re
 from collections import Counter, defaultdict
+from itertools import islice, repeat
 
 from django.db.models import Count
 from django.utils.text import slugify
@@ -14,7 +15,6 @@ from stereoscope.datasets import Column, iso_datetime, person, register_dataset,
 from stereoscope.providers import provider
 
 from .models import Assignment, Code, Coding, GenderAttribution, Memo
-from .selectors import gender_answers
 
 # --- shared helpers -----------------------------------------------------------------------------------------
 
@@ -141,31 +141,25 @@ GENDER_BATCH = 2000  # stories resolved at a time
 def _subject_genders(output_ids):
     """{output id: "F", "M" or ""} for the coded stories, resolved once per story."""
 
-    outputs = outputs_by_id(output_ids).values_list("pk", "slot_values", "text")
-    genders, batch = {}, {}
-
-    def resolve_batch():  # only the answer is kept: a million codings' stories need not sit in memory at once
-        answers = gender_answers(batch)
-        for pk, (slots, text) in batch.items():
-            genders[pk] = resolve(slots, answers.get(pk, ()), text)[0]
-        batch.clear()
-
-    for pk, slots, text in outputs.iterator(chunk_size=2000):
-        batch[pk] = (slots, text)
-        if len(batch) >= GENDER_BATCH:
-            resolve_batch()
-    resolve_batch()
+    outputs = outputs_by_id(output_ids).order_by("pk").values_list("pk", "slot_values", "text")
+    answers = _Cursor(  # the coders' answers in story order, walked beside the stories (no id list per batch)
+        GenderAttribution.objects.filter(output_id__in=output_ids)
+        .order_by("output_id", "id")
+        .values_list("output_id", "gender")
+        .iterator(chunk_size=10000)
+    )
+    genders = {}  # only the answer is kept: a million codings' stories need not sit in memory at once
+    for pk, slots, text in outputs.iterator(chunk_size=GENDER_BATCH):
+        genders[pk] = resolve(slots, [row[1] for row in answers.take(pk)], text)[0]
     return genders
 
 
-@register_dataset(
-    "codings",
-    title="Codings",
-    app="annotation",
-    columns=CODING_COLUMNS,
-    count=lambda study, options: coding_queryset(study, options).count(),
-)
-def coding_rows(study, options):
+CODING_BATCH = 5000  # codings per column-wise batch
+
+
+def coding_batches(study, options):
+    """The codings dataset in batches of CODING_BATCH rows given column-wise (CODING_COLUMNS order): each column is
+    built by one pass over the batch (look-ups per code, coder and story), not a Python step per cell."""
     index = CodeIndex(study)
     name = _people(options)
     memos = defaultdict(list)
@@ -173,6 +167,7 @@ def coding_rows(study, options):
         Memo.objects.filter(study=study, coding__isnull=False).order_by("pk").values_list("coding_id", "text")
     ):
         memos[coding_id].append(text)
+    memo_text = {pk: " | ".join(texts) for pk, texts in memos.items()}
     qs = (
         coding_queryset(study, options, index)
         .order_by("output_id", "pk")
@@ -200,57 +195,78 @@ def coding_rows(study, options):
             "updated_text",
         )
     )
-    dimension_names = {}
+    code_fields = {}  # code id -> (codebook, version, code id, name, path, dimension, gender tag, kind)
+    coders = {}  # (coder id, username) -> how the export names them
     genders = _subject_genders(coding_queryset(study, options, index).order_by().values("output_id"))
-    for (
-        pk,
-        guid,
-        output_id,
-        run_id,
-        model,
-        number,
-        item_dim,
-        trial,
-        coder_id,
-        username,
-        code_id,
-        start,
-        end,
-        quote,
-        created,
-        updated,
-    ) in qs.iterator(chunk_size=5000):
-        code = index.codes[code_id]
-        if code_id not in dimension_names:
-            dimension = index.dimension(code_id)
-            dimension_names[code_id] = index.codes[dimension][2] if dimension else ""
-        yield {
-            "coding_id": pk,
-            "coding_guid": str(guid),
-            "output_id": output_id,
-            "run_id": run_id,
-            "model": model,
-            "item_number": number,
-            "item_dimension": item_dim,
-            "trial": trial,
-            "subject_gender": genders.get(output_id, ""),
-            "coder": name(coder_id, username),
-            "codebook": code[8],
-            "codebook_version": code[9],
-            "code_id": code_id,
-            "code": code[2],
-            "code_path": index.path(code_id),
-            "dimension": dimension_names[code_id],
-            "gender_tag": code[5],
-            "code_kind": code[6],
-            "level": "document" if start is None else "span",
-            "start": start,
-            "end": end,
-            "quote": quote,
-            "memo": " | ".join(memos.get(pk, ())),
-            "created_at": created,
-            "updated_at": updated,
-        }
+    rows = qs.iterator(chunk_size=CODING_BATCH)
+    while chunk := list(islice(rows, CODING_BATCH)):
+        (pk, guid, output_id, run_id, model, number, item_dim, trial, coder_id, username, code_id, start, end) = (
+            fetched := list(zip(*chunk, strict=True))
+        )[:13]
+        quote, created, updated = fetched[13:]
+        for code_pk in set(code_id) - code_fields.keys():
+            code = index.codes[code_pk]
+            dimension = index.dimension(code_pk)
+            code_fields[code_pk] = (
+                code[8],
+                code[9],
+                code_pk,
+                code[2],
+                index.path(code_pk),
+                index.codes[dimension][2] if dimension else "",
+                code[5],
+                code[6],
+            )
+        people = list(zip(coder_id, username, strict=True))
+        for key in set(people) - coders.keys():
+            coders[key] = name(*key)
+        codebook, version, code_ids, code_name, path, dimension, gender_tag, kind = zip(
+            *map(code_fields.__getitem__, code_id), strict=True
+        )
+        yield [
+            pk,
+            list(map(str, guid)),
+            output_id,
+            run_id,
+            model,
+            number,
+            item_dim,
+            trial,
+            list(map(genders.get, output_id, repeat(""))),
+            list(map(coders.__getitem__, people)),
+            codebook,
+            version,
+            code_ids,
+            code_name,
+            path,
+            dimension,
+            gender_tag,
+            kind,
+            ["document" if value is None else "span" for value in start],
+            start,
+            end,
+            quote,
+            list(map(memo_text.get, pk, repeat(""))) if memo_text else [""] * len(pk),
+            created,
+            updated,
+        ]
+
+
+CODING_NAMES = tuple(column.name for column in CODING_COLUMNS)
+
+
+@register_dataset(
+    "codings",
+    title="Codings",
+    app="annotation",
+    columns=CODING_COLUMNS,
+    count=lambda study, options: coding_queryset(study, options).count(),
+    batches=coding_batches,
+)
+def coding_rows(study, options):
+    for columns in coding_batches(study, options):
+        for values in zip(*columns, strict=True):
+            yield dict(zip(CODING_NAMES, values, strict=True))
 
 
 # --- codes, memos, gender attributions ----------------------------------------------------------------------

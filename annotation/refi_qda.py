@@ -49,8 +49,12 @@ def stable_guid(*parts) -> str:
 
 
 def derived_guid(guid: str, salt: int) -> str:
-    """A second stable GUID from a GUID (XOR with a salt): cheap, and distinct per salt."""
-    return str(uuid.UUID(int=uuid.UUID(guid).int ^ salt))
+    """A second stable GUID from a GUID (XOR with a salt): cheap, and distinct per salt. A GUID in the usual form
+    (hex and hyphens) is read and written as plain hex, not through two uuid.UUID objects (one per span coding)."""
+    digits = guid.replace("-", "")
+    value = int(digits, 16) if len(digits) == 32 else uuid.UUID(guid).int
+    hexed = "%032x" % (value ^ salt)
+    return f"{hexed[:8]}-{hexed[8:12]}-{hexed[12:16]}-{hexed[16:20]}-{hexed[20:]}"
 
 
 def normalise_guid(value) -> str | None:
@@ -283,10 +287,11 @@ def source_xml(source, variable_types):
     return "".join(parts)
 
 
-def write_qdpx(target, project: QProject, progress=None):
+def write_qdpx(target, project: QProject, progress=None, finish=None):
     """Write a .qdpx ZIP to `target` (path or binary file object). `project.sources` may be a generator: each
     source's text goes to Sources/<guid>.txt at once and its XML to a temporary project.qde, so memory stays
-    flat. Returns counts."""
+    flat. `finish(counts)` may return {member name: bytes} added after project.qde (e.g. a manifest that needs the
+    counts), in the same pass. Returns counts."""
     counts = {
         "sources": 0,
         "selections": 0,
@@ -383,6 +388,8 @@ def write_qdpx(target, project: QProject, progress=None):
         with zf.open("project.qde", "w", force_zip64=True) as member:
             for chunk in iter(lambda: qde.read(1 << 20), b""):
                 member.write(chunk)
+        for name, data in (finish(counts) if finish else {}).items():
+            zf.writestr(name, data)
     return counts
 
 

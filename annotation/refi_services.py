@@ -97,8 +97,9 @@ QDPX_MANIFEST_NOTES = {
 }
 
 
-def export_qdpx(study, target, *, options, progress=None):
-    """Write the study's .qdpx project to `target`. Returns the row counts (sources, codings, ...)."""
+def export_qdpx(study, target, *, options, progress=None, finish=None):
+    """Write the study's .qdpx project to `target`. Returns the row counts (sources, codings, ...). `finish(counts)`
+    may return more members for the archive (refi_qda.write_qdpx)."""
     index = CodeIndex(study)
     outputs = filtered_outputs(study, options)
     codings = Coding.objects.filter(output__in=outputs)
@@ -344,7 +345,7 @@ def export_qdpx(study, target, *, options, progress=None):
             )
 
     total = outputs.count()
-    return rq.write_qdpx(target, project, progress=report)
+    return rq.write_qdpx(target, project, progress=report, finish=finish)
 
 
 def export_qdc(study, codebook):

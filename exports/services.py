@@ -215,10 +215,15 @@ def _write_table(raw, fmt, study, ds, ropts, escape, tracker):
     text = io.TextIOWrapper(buffered, encoding="utf-8", newline="")
     writer_class = CSVTableWriter if fmt == "csv" else JSONLTableWriter
     table = writer_class(text, [c.name for c in ds.columns_for(study, ropts)], escape=escape)
-    for row in ds.rows(study, ropts):
-        table.write(row)
-        tracker.rows += 1
+
+    def advanced(rows):
+        tracker.rows += rows
         tracker.tick()
+
+    if fmt == "csv" and ds.batches is not None and ds.extra_columns is None:
+        table.write_batches(ds.batches(study, ropts), progress=advanced)
+    else:
+        table.write_rows(ds.rows(study, ropts), batch=PROGRESS_EVERY, progress=advanced)
     text.flush()
     buffered.flush()
     text.detach()
@@ -317,20 +322,23 @@ def write_qdpx(study, path, options, actor=None, progress=None):
     """Write the study's REFI-QDA project with manifest.json inside. Returns the manifest."""
     from annotation.refi_services import QDPX_MANIFEST_NOTES, export_qdpx
 
-    counts = export_qdpx(study, path, options=runtime_options(study, options), progress=progress)
-    manifest = build_manifest(
-        study,
-        fmt="qdpx",
-        datasets=[],
-        options=options,
-        files=[{"path": "project.qde"}],
-        row_counts=counts,
-        actor=actor,
-        extra={"refi_qda": QDPX_MANIFEST_NOTES},
-    )
-    with zipfile.ZipFile(path, "a") as zf:
-        zf.writestr("manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False))
-    return manifest
+    written = {}
+
+    def with_manifest(counts):  # the manifest goes into the archive as its last member, in the same pass
+        written["manifest"] = build_manifest(
+            study,
+            fmt="qdpx",
+            datasets=[],
+            options=options,
+            files=[{"path": "project.qde"}],
+            row_counts=dict(counts),
+            actor=actor,
+            extra={"refi_qda": QDPX_MANIFEST_NOTES},
+        )
+        return {"manifest.json": json.dumps(written["manifest"], indent=2, ensure_ascii=False)}
+
+    export_qdpx(study, path, options=runtime_options(study, options), progress=progress, finish=with_manifest)
+    return written["manifest"]
 
 
 def write_export(study, fmt, path, *, dataset_keys=None, options=None, actor=None, progress=None, staged=None):

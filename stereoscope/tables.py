@@ -11,10 +11,18 @@ import datetime
 import decimal
 import io
 import json
+import re
 import uuid
+from itertools import islice
+from operator import itemgetter
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 _QUOTE_CHARS = "=+-@\t\r'"  # first characters that may need a quote
+BATCH_ROWS = 5000  # rows per batch of CSVTableWriter.write_rows
+_NONE = type(None)
+_NUMBERS = frozenset((int, float))
+_NUMBERS_OR_NONE = _NUMBERS | {_NONE}
+_TEXT_OR_NONE = frozenset((str, _NONE))
 XLSX_MAX_ROWS = 1_048_576
 XLSX_MAX_CELL = 32_767
 BOM = "\ufeff"
@@ -22,6 +30,34 @@ BOM = "\ufeff"
 
 def _needs_quote(text):
     return text.lstrip("'").startswith(FORMULA_TRIGGERS)
+
+
+def _csv_quoting_chars():
+    """The characters that make this Python's csv module quote a field (QUOTE_MINIMAL, lineterminator "\\n"): the
+    delimiter, the quote and the newline. Asked of the module once, so the batched writer follows its rules."""
+    found = []
+    for char in map(chr, range(128)):
+        buffer = io.StringIO()
+        csv.writer(buffer, lineterminator="\n").writerow(["a" + char + "b", "c"])
+        if buffer.getvalue()[0] == '"':
+            found.append(char)
+    return "".join(found)
+
+
+_CSV_QUOTING = _csv_quoting_chars()
+# A column's cells joined by a character that is not a quoting one: one search of the joined text says whether any
+# cell needs quoting, and a second whether any may start a formula (a separator inside a cell can only cause a
+# false alarm, after which every cell of that column is checked on its own).
+_JOIN = next(char for char in "\x00\x01\x02\x03" if char not in _CSV_QUOTING)
+_FORMULA_START = re.compile(re.escape(_JOIN) + "[" + re.escape(_QUOTE_CHARS) + "]")
+
+
+def _csv_quoted(text):
+    """A cell as csv.writer writes it: quoted (quotes doubled) when it holds a quoting character."""
+    for char in _CSV_QUOTING:
+        if char in text:
+            return '"' + text.replace('"', '""') + '"'
+    return text
 
 
 def escape_formula(value):
@@ -70,6 +106,7 @@ class CSVTableWriter:
     def __init__(self, stream, columns, escape=True):
         self.columns = list(columns)
         self.escape = escape
+        self._stream = stream
         self._writer = csv.writer(stream, lineterminator="\n")
         self._writer.writerow([escape_formula(c) for c in self.columns] if escape else self.columns)  # labels too
         self.rows = 0
@@ -92,6 +129,85 @@ class CSVTableWriter:
         self._writer.writerow(values)
         self.rows += 1
 
+    def write_rows(self, rows, batch=BATCH_ROWS, progress=None):
+        """Write many rows: the same bytes as `write` row by row, a batch at a time and a column at a time. A column
+        of plain numbers is formatted in one pass; a column of text is checked for formula starts by one C-level
+        `str.startswith` pass and for the csv module's quoting characters by a search of the column's joined text,
+        and only a column where one is found is escaped or quoted cell by cell. `progress(n)` follows each batch."""
+        if len(self.columns) < 2:  # csv quotes a lone empty field: that rule stays with the csv module
+            for row in rows:
+                self.write(row)
+                if progress:
+                    progress(1)
+            return
+        getter, rows = itemgetter(*self.columns), iter(rows)
+        while chunk := list(islice(rows, batch)):
+            try:
+                cells = list(map(getter, chunk))
+            except (KeyError, TypeError):  # a row without some column (or not a dict): `write`'s row.get
+                cells = [tuple(map(row.get, self.columns)) for row in chunk]
+            self.write_columns(list(zip(*cells, strict=True)))
+            if progress:
+                progress(len(chunk))
+
+    def write_batches(self, batches, progress=None):
+        """Write batches of rows given column-wise (see `write_columns`); `progress(n)` follows each batch."""
+        for columns in batches:
+            written = self.write_columns(columns)
+            if progress:
+                progress(written)
+
+    def write_columns(self, columns):
+        """Write one batch of rows given as its columns (a sequence of cells per column, in column order, all of
+        one length): the same bytes as `write` row by row. Returns the number of rows written."""
+        if len(columns) != len(self.columns):
+            raise ValueError(f"{len(columns)} columns given for a table of {len(self.columns)}")
+        count = len(columns[0]) if columns else 0
+        if not count:
+            return 0
+        if len(self.columns) < 2:
+            for value in columns[0]:
+                self.write({self.columns[0]: value})
+            return count
+        texts = [self._column_text(column) for column in columns]
+        self._stream.write("\n".join(map(",".join, zip(*texts, strict=True))))
+        self._stream.write("\n")
+        self.rows += count
+        return count
+
+    def _column_text(self, column):
+        """One batch's cells of a column as the csv module writes them."""
+        kinds = set(map(type, column))
+        if kinds <= _NUMBERS:  # never escaped, never quoted; csv writes repr() of a float and str() of an int
+            return list(map(repr, column))
+        if kinds <= _NUMBERS_OR_NONE:
+            return ["" if value is None else repr(value) for value in column]
+        if kinds <= _TEXT_OR_NONE:
+            if _NONE in kinds:
+                column = ["" if value is None else value for value in column]
+            joined = _JOIN + _JOIN.join(column)
+            if self.escape and _FORMULA_START.search(joined):
+                column = [escape_formula(value) for value in column]  # adds quotes, never a quoting character
+        else:
+            column = [self._cell_text(value) for value in column]
+            joined = _JOIN.join(column)
+        if any(char in joined for char in _CSV_QUOTING):
+            column = [_csv_quoted(text) for text in column]
+        return column
+
+    def _cell_text(self, value):
+        """A cell of any type as `write` hands it to the csv module, then as that module turns it into text."""
+        cls = value.__class__
+        if value is None:
+            return ""
+        if cls is str:
+            return escape_formula(value) if self.escape else value
+        if cls is not int and cls is not float:
+            value = plain_value(value)
+            if self.escape:
+                value = escape_formula(value)
+        return repr(value) if isinstance(value, float) else str(value)
+
     def close(self):
         pass
 
@@ -109,6 +225,19 @@ class JSONLTableWriter:
         self.stream.write(self._encode({name: row.get(name) for name in self.columns}))
         self.stream.write("\n")
         self.rows += 1
+
+    def write_rows(self, rows, batch=BATCH_ROWS, progress=None):
+        """Write many rows (as `write` does); `progress(n)` follows every `batch` rows and the last few."""
+        done = 0
+        for row in rows:
+            self.write(row)
+            done += 1
+            if done == batch:
+                if progress:
+                    progress(done)
+                done = 0
+        if done and progress:
+            progress(done)
 
     def close(self):
         pass
@@ -131,9 +260,7 @@ def table_text(columns, rows, fmt="csv", bom=False, preamble=()):
     comments (a file format's own header, e.g. the weights export)."""
     buffer = io.StringIO()
     start_text(buffer, bom, preamble)
-    writer = TEXT_WRITERS[fmt](buffer, columns)
-    for row in rows:
-        writer.write(row)
+    TEXT_WRITERS[fmt](buffer, columns).write_rows(rows)
     return buffer.getvalue()
 
 

@@ -85,3 +85,29 @@ def test_wide_csv_loads_in_pandas_with_missing_values(coded_study, tmp_path):
     assert set(dictionary.loc[dictionary.dataset == "analysis_wide", "column"]) == set(wide.columns)
     assert codes.loc[codes.code == "M charisma in leadership", "codings"].item() == 1
     assert sorted(memos.target) == ["code", "coding", "output"]
+
+
+def test_codings_csv_from_column_batches_is_the_row_by_row_csv(coded_study, tmp_path):
+    """The codings CSV is written from column-wise batches; its bytes are those of the row writer over the dataset's
+    rows, with hostile cells (formula starts, quotes, commas, newlines, None) escaped or not as asked."""
+    from annotation.models import Code, Coding, Memo
+    from stereoscope.tables import CSVTableWriter
+
+    study, codes = coded_study["study"], coded_study["codes"]
+    Code.objects.filter(pk=codes["leadership"].pk).update(name='+cmd, "x"')
+    coding = Coding.objects.filter(output__study=study, start__isnull=False).order_by("pk").first()
+    Coding.objects.filter(pk=coding.pk).update(quote='=HYPERLINK("x")')
+    Memo.objects.create(study=study, author=coding.coder, coding=coding, text="@SUM(A1)\r\n\tnext")
+    columns = [column.name for column in get_dataset("codings").columns]
+    for escape in (True, False):
+        path = tmp_path / f"codings-{escape}.zip"
+        write_export(study, "csv", path, dataset_keys=["codings"], options={"escape_formulas": escape})
+        with zipfile.ZipFile(path) as zf:
+            written = zf.read("codings.csv").decode()
+        reference = io.StringIO()
+        writer = CSVTableWriter(reference, columns, escape=escape)
+        for row in rows(study, "codings"):
+            writer.write(row)
+        assert written == reference.getvalue()
+        assert ("'=HYPERLINK" in written) == escape and ("'+cmd" in written) == escape
+        assert '"=HYPERLINK(""x"")' in written or '"\'=HYPERLINK(""x"")' in written

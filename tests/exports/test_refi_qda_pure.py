@@ -89,3 +89,15 @@ def test_entities_are_refused():
     )
     with pytest.raises(rq.RefiError, match="DOCTYPE"):
         rq.parse_xml(bomb)
+
+
+def test_derived_guid_is_the_xor_of_the_uuid_in_canonical_form():
+    import random
+    import uuid
+
+    rng = random.Random(11)
+    for _ in range(500):
+        value = uuid.UUID(int=rng.getrandbits(128))
+        expected = str(uuid.UUID(int=value.int ^ 0x5E1EC7))
+        for form in (str(value), str(value).upper(), "{" + str(value) + "}", value.urn, value.hex):
+            assert rq.derived_guid(form, 0x5E1EC7) == expected

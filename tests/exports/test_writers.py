@@ -86,3 +86,113 @@ def test_xlsx_layout_widths_wrap_bold_header(tmp_path):
     assert sheet["A1"].font.bold and sheet.freeze_panes == "A2"
     assert sheet.column_dimensions["A"].width == 8 and sheet.column_dimensions["B"].width == 60
     assert sheet["B2"].alignment.wrap_text and sheet["B2"].value == "'=long text" and sheet["A2"].value == 1
+
+
+def _hostile_rows(rng, n):
+    """Rows shaped like the big exports' (ids, text, timestamps) with hostile cells mixed in: formula starts, quotes
+    before them, tabs, carriage returns, the csv module's own specials (comma, quote, newline), None, numbers of
+    every kind, booleans, unicode, nested values and objects the writer must serialise."""
+    import datetime
+    import decimal
+    import uuid
+
+    class Text(str):
+        pass
+
+    class Float(float):
+        def __repr__(self):
+            return "Float!"
+
+    starts = ["=", "+", "-", "@", "\t", "\r", "'", "''=", "'x", "a", "", " =", " ", "é", "\x00"]
+    tails = ["1+1", "plain", "", "x,y", 'say "hi"', "two\nlines", "cr\rhere", "tab\tin", "ünï ☃ 𝄞", "\u2028", " "]
+    pool = [
+        lambda: rng.choice(starts) + rng.choice(tails),
+        lambda: rng.randint(-5, 5),
+        lambda: rng.random() - 0.5,
+        lambda: rng.choice([float("nan"), float("inf"), -0.0, 1e20, 1 / 3]),
+        lambda: None,
+        lambda: rng.random() < 0.5,
+        lambda: {"k": rng.choice(starts)},
+        lambda: [rng.randint(0, 3)],
+        lambda: decimal.Decimal("-1.50"),
+        lambda: datetime.date(2026, 11, 28),
+        lambda: datetime.datetime(2026, 11, 28, 18, 7, 1, 5, tzinfo=datetime.timezone.utc),
+        lambda: uuid.UUID(int=rng.getrandbits(128)),
+        lambda: Text(rng.choice(starts) + "sub"),
+        lambda: Float(2.5),
+    ]
+    rows = []
+    for i in range(n):
+        quiet = i < n // 2  # the first half has no hostile cell in most batches: the column-at-a-time fast paths
+        rows.append(
+            {
+                "id": i,
+                "text": "plain words" if quiet and i % 997 else pool[0](),
+                "mixed": i if quiet else rng.choice(pool)(),
+                "number": rng.choice([1, 2.5]) if quiet else rng.choice([1, 2.5, None, -7]),
+                "maybe": rng.choice(["x", None]),
+                "=label": "plain" if i % 1000 else rng.choice(pool)(),
+            }
+        )
+    return rows
+
+
+def test_csv_write_rows_writes_the_same_bytes_as_write_row_by_row():
+    """The batched writer checks escaping and quoting a column at a time; the reference is `write`, a cell at a
+    time through the csv module. Rows may lack columns (written empty) and carry extra keys (ignored)."""
+    import random
+
+    rng = random.Random(5)
+    rows = _hostile_rows(rng, 6000)
+    rows[10].pop("maybe")
+    rows[4000]["extra"] = "=ignored"
+    columns = ["id", "text", "mixed", "number", "maybe", "=label"]
+    for escape in (True, False):
+        for batch in (1, 700, 5000):
+            one, many = io.StringIO(), io.StringIO()
+            reference = CSVTableWriter(one, columns, escape=escape)
+            for row in rows:
+                reference.write(row)
+            batched = CSVTableWriter(many, columns, escape=escape)
+            seen = []
+            batched.write_rows(iter(rows), batch=batch, progress=seen.append)
+            assert many.getvalue() == one.getvalue()
+            assert batched.rows == reference.rows == len(rows) == sum(seen)
+            assert max(seen) == min(batch, len(rows))
+        text = many.getvalue()
+        assert ("\n'=" in text or ",'=" in text) == escape  # something was escaped, only when asked to
+        assert '"two\nlines"' in text and '"say ""hi"""' in text
+
+
+def test_csv_write_rows_of_one_column_quotes_a_lone_empty_cell_as_csv_does():
+    one, many = io.StringIO(), io.StringIO()
+    rows = [{"a": ""}, {"a": None}, {"a": "=x"}, {"a": 3}]
+    reference = CSVTableWriter(one, ["a"])
+    for row in rows:
+        reference.write(row)
+    CSVTableWriter(many, ["a"]).write_rows(rows)
+    assert many.getvalue() == one.getvalue() == 'a\n""\n""\n\'=x\n3\n'
+
+
+def test_jsonl_write_rows_matches_write():
+    import random
+
+    rows = _hostile_rows(random.Random(3), 300)
+    one, many = io.StringIO(), io.StringIO()
+    reference = JSONLTableWriter(one, ["id", "text", "mixed"])
+    for row in rows:
+        reference.write(row)
+    seen = []
+    JSONLTableWriter(many, ["id", "text", "mixed"]).write_rows(rows, batch=100, progress=seen.append)
+    assert many.getvalue() == one.getvalue() and seen == [100, 100, 100]
+
+
+def test_csv_write_columns_refuses_ragged_batches():
+    import pytest
+
+    writer = CSVTableWriter(io.StringIO(), ["a", "b"])
+    with pytest.raises(ValueError):
+        writer.write_columns([[1, 2]])
+    with pytest.raises(ValueError):
+        writer.write_columns([[1, 2], [3]])
+    assert writer.write_columns([[], []]) == 0 and writer.rows == 0
