@@ -51,7 +51,8 @@ def start_fake_server(latency):
 
 def run_on_workers(run, n_workers, workdir):
     """Start `n_workers` Celery workers on a queue of their own, wait until they are up (not timed), start the run
-    on them and wait until it ends: (status, seconds from start to end, the workers' CPU seconds or None)."""
+    on them and wait until it ends: (status, seconds from start to end, the workers' CPU seconds or None, each
+    worker's CPU seconds or None)."""
     from django.conf import settings
 
     from generation.models import GenerationRun
@@ -71,8 +72,8 @@ def run_on_workers(run, n_workers, workdir):
             if status in ("completed", "failed", "cancelled"):
                 wall = time.perf_counter() - t0
                 cpu1 = [cpu_seconds(w.pid) for w in c.processes]
-                cpu = None if None in cpu0 + cpu1 else sum(cpu1) - sum(cpu0)
-                return status, wall, cpu
+                each = None if None in cpu0 + cpu1 else [b - a for a, b in zip(cpu0, cpu1, strict=True)]
+                return status, wall, None if each is None else sum(each), each
             time.sleep(0.01)
 
 
@@ -176,7 +177,7 @@ def full_run(port, units, concurrency, workdir):
     from generation.models import Output
 
     run = fake_provider_run("throughput", units, port, concurrency)
-    status, wall, worker_cpu = run_on_workers(run, 1, workdir)
+    status, wall, worker_cpu, _each = run_on_workers(run, 1, workdir)
     run.refresh_from_db()
     done = Output.objects.filter(run=run, status="done").count()
     executing = (run.finished_at - run.started_at).total_seconds()

@@ -1,15 +1,15 @@
 """Scale-out: one generation run of 4,000 units shared by 1, 2 and 4 Celery worker processes.
 
-The fake provider answers after 250 ms; each worker process makes at most 16 concurrent calls
-(JOB_WORKER_CONCURRENCY), and the endpoint's own limit (64) holds across all of them. For each worker count the
-script prints the wall time from launch to completion, the throughput, and the lost (not done) and duplicate
-(answered more than once) units; it ends with the speed-ups over one worker:
+The fake provider answers after 1 s (the provider's latency is the bottleneck); each worker process makes at most 16
+concurrent calls (JOB_WORKER_CONCURRENCY), and the endpoint's own limit (64) holds across all of them. For each
+worker count the script prints the wall time from launch to completion, the throughput, the lost (not done) and
+duplicate (answered more than once) units and each worker's CPU seconds; it ends with the speed-ups over one worker:
 
     speedup_2_workers=<x>
     speedup_4_workers=<x>
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/stereoscope_bench CELERY_BROKER_URL=redis://127.0.0.1:6379/8 \\
-        .venv/bin/python benchmarks/scale_out.py [--units 4000] [--latency 0.25] [--concurrency 16] [--workers 1,2,4]
+        .venv/bin/python benchmarks/scale_out.py [--units 4000] [--latency 1.0] [--concurrency 16] [--workers 1,2,4]
 
 DATABASE_URL must name an empty or disposable database (the script migrates it and adds studies); without it a
 fresh SQLite file and the filesystem broker in a temporary directory are used (much slower: one writer at a time).
@@ -40,7 +40,7 @@ def one_round(n_workers, port, units, workdir):
 
     run = fake_provider_run("scale-out", units, port, max_concurrency=64)
     study = run.study
-    status, wall, _cpu = run_on_workers(run, n_workers, workdir)
+    status, wall, cpu, each = run_on_workers(run, n_workers, workdir)
     done = Output.objects.filter(run=run, status="done").count()
     answered = ProviderCall.objects.filter(study=study, outcome="ok").values("output_id").annotate(n=Count("id"))
     duplicates = sum(row["n"] - 1 for row in answered if row["n"] > 1)
@@ -52,13 +52,15 @@ def one_round(n_workers, port, units, workdir):
         "duplicates": duplicates,
         "wall_s": wall,
         "rate": done / wall,
+        "cpu_s": cpu,
+        "cpu_each_s": each,
     }
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--units", type=int, default=4000)
-    parser.add_argument("--latency", type=float, default=0.25)
+    parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--concurrency", type=int, default=16, help="concurrent calls per worker process")
     parser.add_argument("--workers", default="1,2,4")
     args = parser.parse_args()
@@ -85,6 +87,13 @@ def main():
                     f"{r['duplicates']}, status {r['status']}",
                     flush=True,
                 )
+                if r["cpu_each_s"] is not None:
+                    each = ", ".join(f"{c:.2f}" for c in r["cpu_each_s"])
+                    print(
+                        f"  worker CPU: {each} s ({1000 * r['cpu_s'] / max(1, r['done']):.2f} ms per unit in all); "
+                        f"load {os.getloadavg()[0]:.2f}",
+                        flush=True,
+                    )
                 results.append(r)
     finally:
         server.terminate()

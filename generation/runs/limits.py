@@ -86,6 +86,13 @@ class LocalStore:
         with self.lock:
             return max(0.0, self.paused.get(key, 0) - time.monotonic())
 
+    async def slot_unless_paused(self, key, limit, lease_id):
+        """(seconds the key is still paused, False), else (0, whether a slot was taken)."""
+        wait = await self.paused_for(key)
+        if wait > 0:
+            return wait, False
+        return 0.0, await self.try_slot(key, limit, lease_id)
+
     async def close(self):
         pass
 
@@ -99,6 +106,20 @@ if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
   return 1
 end
 return 0
+"""
+# The pause check and the slot in one round trip (a call per unit: one fewer round trip to Redis per unit).
+# Returns the seconds still paused (as text), else "0" with a slot taken, else "-1".
+ACQUIRE_LUA = """
+local t = redis.call('TIME'); local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+local paused = tonumber(redis.call('GET', KEYS[2]) or '0')
+if paused > now then return tostring(paused - now) end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
+  redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[3])) + 60)
+  return '0'
+end
+return '-1'
 """
 RENEW_LUA = """
 local t = redis.call('TIME'); local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
@@ -146,6 +167,7 @@ class RedisStore:
 
         self.redis = aioredis.from_url(url)
         self.slot = self.redis.register_script(SLOT_LUA)
+        self.acquire_script = self.redis.register_script(ACQUIRE_LUA)
         self.renew_script = self.redis.register_script(RENEW_LUA)
         self.bucket = self.redis.register_script(BUCKET_LUA)
         self.pause_script = self.redis.register_script(PAUSE_LUA)
@@ -153,6 +175,13 @@ class RedisStore:
 
     async def try_slot(self, key, limit, lease_id):
         return bool(await self.slot(keys=[key + ":conc"], args=[limit, lease_id, LEASE_TTL]))
+
+    async def slot_unless_paused(self, key, limit, lease_id):
+        """(seconds the key is still paused, False), else (0, whether a slot was taken): one round trip."""
+        answer = float(
+            await self.acquire_script(keys=[key + ":conc", key + ":pause"], args=[limit, lease_id, LEASE_TTL])
+        )
+        return (answer, False) if answer > 0 else (0.0, answer == 0)
 
     async def renew(self, key, lease_ids):
         if lease_ids:
@@ -224,8 +253,8 @@ class EndpointLimiter:
                 if stop is not None and stop.is_set():
                     self.local.release()
                     return None
-                wait = await self.store.paused_for(self.key)
-                if wait <= 0 and await self.store.try_slot(self.key, self.max_concurrency, lease):
+                wait, taken = await self.store.slot_unless_paused(self.key, self.max_concurrency, lease)
+                if taken:
                     break
                 await asyncio.sleep(min(max(wait, POLL_SECONDS), 1.0))
             self.held.add(lease)

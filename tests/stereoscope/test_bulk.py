@@ -147,3 +147,19 @@ def test_no_module_but_the_bulk_module_writes_sql_itself():
             if hits:
                 found[str(path.relative_to(root))] = hits
     assert found == {}
+
+
+def test_insert_rows_returning_ids_gives_each_rows_id_in_order():
+    """The runner opens attempt rows this way (one pipeline on PostgreSQL): each id names the row given at its place."""
+    from stereoscope.bulk import insert_rows_returning_ids
+    from stereoscope.models import BuiltinRecord
+
+    now = datetime(2026, 11, 28, tzinfo=timezone.utc)
+    rows = [
+        {"kind": "toolkit", "key": f"r{i}", "version": "1", "content_hash": "h", "object_id": i, "loaded_at": now}
+        for i in (5, 2, 9, 1, 7)
+    ]
+    ids = insert_rows_returning_ids(BuiltinRecord, rows)
+    assert len(set(ids)) == 5
+    assert [BuiltinRecord.objects.get(pk=pk).key for pk in ids] == ["r5", "r2", "r9", "r1", "r7"]
+    assert insert_rows_returning_ids(BuiltinRecord, []) == []

@@ -4,6 +4,7 @@ to pending and waits, backing off, until the service returns. A unit fails only 
 The Redis test starts a private redis-server on a free port of its own (never the shared one), kills it mid-run and
 starts it again; every unit is done exactly once and none fails, with no human action."""
 
+import asyncio
 import logging
 import shutil
 import socket
@@ -416,3 +417,38 @@ def test_an_outage_after_the_last_unit_still_finishes_the_job(make_endpoint, mak
     run = GenerationRun.objects.get(pk=run.pk)
     assert run.status == "completed"
     assert Output.objects.filter(run=run, status="done").count() == 6
+
+
+def test_the_redis_limiter_takes_a_slot_in_one_round_trip_and_honours_a_pause(private_redis):
+    """A call per unit: the pause check and the concurrency slot are one round trip to Redis (issue 36), and a pause
+    set by any worker (a 429's Retry-After) still holds every caller back."""
+    from types import SimpleNamespace
+
+    async def scenario():
+        store = limits.RedisStore(private_redis.url)
+        commands = []
+        real = store.redis.execute_command
+
+        async def counted(*args, **kwargs):
+            commands.append(args[0])
+            return await real(*args, **kwargs)
+
+        store.redis.execute_command = counted
+        endpoint = SimpleNamespace(
+            pk=1, created_at=None, max_concurrency=2, requests_per_minute=None, tokens_per_minute=None
+        )
+        limiter = limits.EndpointLimiter(endpoint, store)
+        try:
+            first = await limiter.acquire(10)  # the first call also loads the script into Redis
+            commands.clear()
+            assert await limiter.acquire(10)
+            assert commands == ["EVALSHA"], commands
+            assert await store.slot_unless_paused(limiter.key, 2, "third") == (0.0, False)  # both slots held
+            await limiter.release(first)
+            await limiter.pause(30)
+            wait, taken = await store.slot_unless_paused(limiter.key, 2, "fourth")
+            assert not taken and 25 < wait <= 30
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
