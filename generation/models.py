@@ -4,7 +4,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from stereoscope.jobs.models import Job, JobStatus
+from stereoscope.jobs.models import JobStatus, RunJob
 from stereoscope.models import Study
 from stereoscope.versioning import VersionedModel
 
@@ -232,11 +232,10 @@ class ExecutionMode(models.TextChoices):
     BATCH = "batch", "Batch (provider batch API: about half the price, results within 24 hours)"
 
 
-class GenerationRun(Job):
+class GenerationRun(RunJob):
     """A toolkit version × endpoints × trials. Each unit (item, slot values, endpoint, trial) yields one Output."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="generation_runs")
-    name = models.CharField(max_length=200)
     toolkit = models.ForeignKey(Toolkit, null=True, blank=True, on_delete=models.RESTRICT, related_name="runs")
     endpoints = models.ManyToManyField(ModelEndpoint, related_name="runs")
     trials = models.PositiveIntegerField(default=1)
@@ -251,17 +250,8 @@ class GenerationRun(Job):
     context_source = models.CharField(max_length=300, blank=True, help_text="Where the contexts came from, e.g. a set.")
     is_import = models.BooleanField(default=False, help_text="Holds outputs imported from elsewhere.")
     execution_mode = models.CharField(max_length=10, choices=ExecutionMode.choices, default=ExecutionMode.LIVE)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(default=timezone.now)
-    # status, progress, leases, cancel flag, message, started_by and timestamps come from the job engine's Job.
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self):
-        return self.name
+    # name, created_by and created_at (newest first) come from RunJob; status, progress, leases, cancel flag,
+    # message, started_by and timestamps from the job engine's Job.
 
 
 class OutputStatus(models.TextChoices):

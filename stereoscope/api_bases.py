@@ -28,7 +28,11 @@ class SharedFieldsSerializer(serializers.ModelSerializer):
     read_only_shared: ClassVar[tuple[str, ...]] = ()
 
     def get_field_names(self, declared_fields, info):
-        own = list(super().get_field_names(declared_fields, info))
+        # a shared field a subclass declares itself (a toolkit's `locked` says "locked or in use") is still added here,
+        # not listed again in its Meta.fields
+        shared_names = {*self.leading_fields, *self.trailing_fields}
+        own_declared = {name: field for name, field in declared_fields.items() if name not in shared_names}
+        own = list(super().get_field_names(own_declared, info))
         shared = [name for name in (*self.leading_fields, *self.trailing_fields) if name not in own]
         leading = [name for name in shared if name in self.leading_fields]
         trailing = [name for name in shared if name in self.trailing_fields]

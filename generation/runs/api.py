@@ -11,6 +11,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from stereoscope.api import StudyScopedMixin
+from stereoscope.api_bases import JobSerializer
 from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER
@@ -93,7 +94,7 @@ class EndpointSerializer(serializers.ModelSerializer):
         return attrs
 
 
-class GenerationRunSerializer(serializers.ModelSerializer):
+class GenerationRunSerializer(JobSerializer):
     toolkit = serializers.PrimaryKeyRelatedField(
         queryset=Toolkit.objects.none(),
         error_messages={
@@ -107,12 +108,10 @@ class GenerationRunSerializer(serializers.ModelSerializer):
     )
     param_overrides = serializers.JSONField(required=False)
     trials = serializers.IntegerField(required=False, default=1)
-    status = serializers.CharField(read_only=True, help_text="draft, queued, running, completed, cancelled or failed")
 
     class Meta:
         model = GenerationRun
         fields = [
-            "id",
             "name",
             "toolkit",
             "endpoints",
@@ -120,14 +119,9 @@ class GenerationRunSerializer(serializers.ModelSerializer):
             "param_overrides",
             "system_prompt",
             "execution_mode",
-            "status",
             "is_import",
-            "message",
-            "created_at",
-            "started_at",
-            "finished_at",
         ]
-        read_only_fields = ["status", "is_import", "message", "created_at", "started_at", "finished_at"]
+        read_only_fields = ["is_import"]
 
     def get_fields(self):
         fields = super().get_fields()

@@ -15,6 +15,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from stereoscope.api import StudyScopedMixin
+from stereoscope.api_bases import VersionedSerializer
 from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.downloads import table_download
 
@@ -67,7 +68,7 @@ class PromptItemSerializer(serializers.ModelSerializer):
         validators = []  # uniqueness is checked by the service with a clearer message
 
 
-class ToolkitSerializer(serializers.ModelSerializer):
+class ToolkitSerializer(VersionedSerializer):
     locked = serializers.SerializerMethodField()
     item_count = serializers.SerializerMethodField()
     dimensions = serializers.SerializerMethodField()
@@ -76,22 +77,7 @@ class ToolkitSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Toolkit
-        fields = [
-            "id",
-            "name",
-            "version",
-            "description",
-            "language",
-            "slots",
-            "combinations",
-            "locked",
-            "parent",
-            "builtin_key",
-            "created_at",
-            "item_count",
-            "dimensions",
-        ]
-        read_only_fields = ["version", "parent", "builtin_key", "created_at"]
+        fields = ["language", "slots", "combinations", "item_count", "dimensions"]
 
     def get_locked(self, toolkit) -> bool:
         return services.TOOLKITS.is_locked(toolkit)

@@ -45,7 +45,7 @@ class Job(models.Model):
 
 
 class RunJob(Job):
-    """A job someone creates, names and starts (a judge round, a measure run; generation's runs may join): its name,
+    """A job someone creates, names and starts (a generation run, a judge round, a measure run): its name,
     author and creation time, newest first. Each model keeps its own `study` (its reverse name differs)."""
 
     name = models.CharField(max_length=200)

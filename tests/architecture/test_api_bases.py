@@ -1,4 +1,5 @@
-"""Each app's API is a package (`<app>/api/`: serializers.py, views.py, ...), and the serializers of versioned objects
+"""Each app's API is a package (`<app>/api/`: serializers.py, views.py, ...; generation, an app of two sub-packages,
+has one API module per sub-package, joined by `generation/api.py`), and the serializers of versioned objects
 and of jobs extend the shared bases (stereoscope/api_bases.py), which add the shared fields read-only: no app writes
 those field lists again."""
 
@@ -13,25 +14,33 @@ from stereoscope.app_names import PROJECT_APPS
 from stereoscope.jobs.models import Job
 from stereoscope.versioning import VersionedModel
 
-# generation's API is being split into sub-packages in its own change; its serializers join the bases there.
-LATER = {"generation"}
-APPS = [app for app in PROJECT_APPS if app not in LATER]
+# apps made of sub-packages, each with its own API module(s) (`api.py`, `api_connections.py`)
+SUB_PACKAGED = {"generation": ["toolkits", "runs"]}
+APPS = [app for app in PROJECT_APPS if app not in SUB_PACKAGED]
 
 
 def api_modules(app):
     package = importlib.import_module(f"{app}.api")
+    if app in SUB_PACKAGED:
+        modules = [package]
+        for sub in SUB_PACKAGED[app]:
+            sub_package = importlib.import_module(f"{app}.{sub}")
+            names = [m.name for m in pkgutil.iter_modules(sub_package.__path__) if m.name.startswith("api")]
+            modules += [importlib.import_module(f"{app}.{sub}.{name}") for name in names]
+        return modules
     return [package] + [importlib.import_module(f"{app}.api.{m.name}") for m in pkgutil.iter_modules(package.__path__)]
 
 
 def model_serializers():
     found = set()
-    for app in APPS:
+    for app in PROJECT_APPS:
         for module in api_modules(app):
             for value in vars(module).values():
                 if (
                     isinstance(value, type)
                     and issubclass(value, serializers.ModelSerializer)
-                    and value.__module__.startswith(f"{app}.api")
+                    and value.__module__.startswith(f"{app}.")
+                    and ".api" in value.__module__
                 ):
                     found.add(value)
     return sorted(found, key=lambda cls: f"{cls.__module__}.{cls.__name__}")
@@ -62,6 +71,14 @@ def test_the_probe_finds_the_serializers_of_versioned_objects_and_jobs():
     assert {"CodebookSerializer", "InstrumentSerializer", "LexiconSerializer", "JudgeTemplateSerializer"} <= names
     assert {"CodeDiscoverySerializer", "QuestionnaireRunSerializer", "JudgeRoundSerializer"} <= names
     assert {"MeasureRunSerializer", "ExportJobSerializer"} <= names
+    assert {"ToolkitSerializer", "GenerationRunSerializer"} <= names
+
+
+def test_generation_joins_the_api_of_its_two_sub_packages():
+    joined = importlib.import_module("generation.api").api_routes
+    for sub in SUB_PACKAGED["generation"]:
+        routes = importlib.import_module(f"generation.{sub}.api").api_routes
+        assert routes and all(route in joined for route in routes), sub
 
 
 @pytest.mark.parametrize(
