@@ -14,7 +14,9 @@ Rater keys: ``coder:<user id>``, ``judge:<model identity>``, ``check:<user id>``
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from django.contrib.auth import get_user_model
@@ -45,10 +47,10 @@ class Table:
     level: str = "nominal"
     notes: list = field(default_factory=list)
 
-    def label(self, rater_key):
+    def label(self, rater_key: str) -> str:
         return self.rater_labels.get(rater_key, rater_key)
 
-    def long_rows(self):
+    def long_rows(self) -> Iterator[tuple[Any, Any, ag.Category]]:
         """(unit, rater, value) for every cell with a rating; what the CLI reads back."""
         rm = self.matrix
         for u, unit in enumerate(rm.units):
@@ -62,7 +64,7 @@ class Table:
 class CodebookIndex:
     """Codes of one codebook: merges resolved to the surviving code, each code's dimension, item links."""
 
-    def __init__(self, codebook):
+    def __init__(self, codebook: Any) -> None:
 
         self.codebook = codebook
         rows = list(
@@ -99,7 +101,7 @@ class CodebookIndex:
         root = self.codes[node]
         return node if (not root["codable"] and root["parent_id"] is None) else None
 
-    def path(self, cid):
+    def path(self, cid: int) -> str:
         parts, seen, node = [], set(), cid
         while node and node not in seen and node in self.codes:
             seen.add(node)
@@ -107,7 +109,7 @@ class CodebookIndex:
             node = self.codes[node]["parent_id"]
         return "/".join(reversed(parts))
 
-    def is_variable(self, cid):
+    def is_variable(self, cid: int) -> bool:
         """A categorical variable (a group with a scope) or one of its values: agreement on it is the variable's
         (agreement.variables), not a code's 1/0 table."""
         row = self.codes[cid]
@@ -116,11 +118,11 @@ class CodebookIndex:
         parent = self.codes.get(row["parent_id"])
         return bool(parent and parent["variable_scope"] and not parent["codable"])
 
-    def codable_codes(self):
+    def codable_codes(self) -> list[int]:
         """Active codable codes in tree order."""
         return [cid for cid in self._tree_order() if self.codes[cid]["codable"] and self.codes[cid]["active"]]
 
-    def dimensions(self):
+    def dimensions(self) -> list[int]:
         return [
             cid for cid in self._tree_order() if self.codes[cid]["parent_id"] is None and not self.codes[cid]["codable"]
         ]
@@ -144,7 +146,7 @@ def study_codebooks(study):
     return selectors.study_codebooks(study)
 
 
-def default_codebook(study, codebook_id=None):
+def default_codebook(study: Any, codebook_id: Any = None) -> Any:
     """The requested codebook of the study, or the one with the most codings."""
 
     if codebook_id:
@@ -159,7 +161,7 @@ def default_codebook(study, codebook_id=None):
 class CodingData:
     """All codings and coded stories of one codebook, loaded once, as arrays."""
 
-    def __init__(self, study, codebook, coder_ids=None):
+    def __init__(self, study: Any, codebook: Any, coder_ids: Iterable[int] | None = None) -> None:
 
         self.study, self.codebook = study, codebook
         self.index = CodebookIndex(codebook)
@@ -214,7 +216,7 @@ class CodingData:
     def rater_key(self, coder_pk):
         return f"coder:{coder_pk}"
 
-    def rater_labels(self):
+    def rater_labels(self) -> dict[str, str]:
         return {self.rater_key(pk): self.usernames.get(pk, f"user {pk}") for pk in self.coders}
 
     def binary_matrix(self, applied_mask) -> ag.RatingMatrix:
@@ -231,14 +233,14 @@ class CodingData:
             level="nominal",
         )
 
-    def code_matrix(self, code_id):
+    def code_matrix(self, code_id: int) -> ag.RatingMatrix:
         return self.binary_matrix(self.c_code == code_id)
 
-    def dimension_matrix(self, dimension_id):
+    def dimension_matrix(self, dimension_id: int) -> ag.RatingMatrix:
         return self.binary_matrix(self.c_dim == dimension_id)
 
 
-def output_labels(output_ids):
+def output_labels(output_ids: Iterable[int]) -> dict[int, str]:
 
     labels = {}
     for pk, number, model, trial in outputs_by_id(output_ids).values_list("pk", "item__number", "model_name", "trial"):
@@ -292,7 +294,13 @@ def default_rounds(study):
 
 
 def stereotype_table(
-    study, *, codebook=None, round_ids=None, include_coders=True, include_gold=True, data=None
+    study: Any,
+    *,
+    codebook: Any = None,
+    round_ids: Any = None,
+    include_coders: bool = True,
+    include_gold: bool = True,
+    data: CodingData | None = None,
 ) -> Table:
     """Per story and target stereotype: judges, human checks, coders (item-linked codes) and gold as raters."""
 
@@ -372,7 +380,7 @@ def stereotype_table(
 
 
 # ------------------------------------------------------------------------------------------------ tables
-def parse_target(target: str):
+def parse_target(target: str) -> tuple[str, int | None]:
     target = (target or "").strip()
     if target == "stereotype":
         return "stereotype", None
@@ -397,7 +405,16 @@ def select_raters(table: Table, rater_keys) -> Table:
     return table
 
 
-def build_table(study, target, *, codebook=None, raters=None, round_ids=None, include_gold=True, data=None) -> Table:
+def build_table(
+    study: Any,
+    target: str,
+    *,
+    codebook: Any = None,
+    raters: list[str] | None = None,
+    round_ids: Any = None,
+    include_gold: bool = True,
+    data: CodingData | None = None,
+) -> Table:
     kind, ident = parse_target(target)
     if kind == "stereotype":
         table = stereotype_table(study, codebook=codebook, round_ids=round_ids, include_gold=include_gold)
@@ -431,7 +448,7 @@ def build_table(study, target, *, codebook=None, raters=None, round_ids=None, in
     return select_raters(table, raters)
 
 
-def segment_report(data: CodingData, code_id, min_overlap=0.9) -> dict:
+def segment_report(data: CodingData, code_id: int, min_overlap: float = 0.9) -> dict[str, Any]:
     """Span codings of one code: pairwise MAXQDA-style matching between coders; the share of matched segments."""
     spans_by_coder = data.spans_by_code().get(code_id, {})
     pairs, matched, total = [], 0, 0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 from django.contrib.auth import get_user_model
@@ -47,7 +49,9 @@ LOW_ALPHA = 0.667  # Krippendorff (2004): tentative conclusions only above .667,
 REPORT_COEFFICIENTS = ("krippendorff_alpha", "gwet_ac1", "cohen_kappa_mean", "percent_agreement")
 
 
-def _row(kind, ident, name, path, rm, result, low):
+def _row(
+    kind: str, ident: int, name: str, path: str, rm: ag.RatingMatrix, result: ag.AgreementResult, low: float
+) -> dict[str, Any]:
     pairable = int(((rm.codes >= 0).sum(axis=0) >= 2).sum())
     ones = int((rm.codes == rm.categories.index(1)).sum()) if 1 in rm.categories else 0
     alpha = result.krippendorff_alpha
@@ -70,7 +74,15 @@ def _row(kind, ident, name, path, rm, result, low):
     }
 
 
-def study_report(study, codebook=None, *, bootstrap=1000, seed=0, low=LOW_ALPHA, min_overlap=0.9) -> dict:
+def study_report(
+    study: Study,
+    codebook: Any = None,
+    *,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    low: float = LOW_ALPHA,
+    min_overlap: float = 0.9,
+) -> dict[str, Any]:
     """Agreement among coders per dimension and per code, a coder × coder kappa matrix (all story × code units),
     segment-level matching per code, and the judge × human matrix."""
     if not 0 < min_overlap <= 1:
@@ -78,7 +90,7 @@ def study_report(study, codebook=None, *, bootstrap=1000, seed=0, low=LOW_ALPHA,
     if bootstrap < 0 or bootstrap > 20000:
         raise AgreementRequestError("Bootstrap resamples must be between 0 and 20000.")
     codebook = codebook or default_codebook(study)
-    report = {
+    report: dict[str, Any] = {
         "codebook": codebook,
         "low_threshold": low,
         "bootstrap": bootstrap,
@@ -101,7 +113,7 @@ def study_report(study, codebook=None, *, bootstrap=1000, seed=0, low=LOW_ALPHA,
             rm = data.dimension_matrix(dim)
             res = ag.agreement(rm, bootstrap=bootstrap, seed=seed, include_pairs=False)
             report["dimensions"].append(_row("dimension", dim, index.codes[dim]["name"], index.path(dim), rm, res, low))
-        pooled = []
+        pooled: list[Any] = []
         for code in index.codable_codes():
             if index.is_variable(code):
                 continue
@@ -109,8 +121,8 @@ def study_report(study, codebook=None, *, bootstrap=1000, seed=0, low=LOW_ALPHA,
             res = ag.agreement(rm, bootstrap=bootstrap, seed=seed, include_pairs=False)
             row = _row("code", code, index.codes[code]["name"], index.path(code), rm, res, low)
             row["gender"] = index.codes[code]["gender_tag"]
-            dim = index.dimension_of.get(code)
-            row["dimension"] = index.codes[dim]["name"] if dim else ""
+            code_dim = index.dimension_of.get(code)
+            row["dimension"] = index.codes[code_dim]["name"] if code_dim else ""
             row["segments"] = segment_report(data, code, min_overlap)
             report["codes"].append(row)
             pooled.append(rm.codes)
@@ -121,12 +133,14 @@ def study_report(study, codebook=None, *, bootstrap=1000, seed=0, low=LOW_ALPHA,
     return report
 
 
-def variable_rows(study, codebook, *, bootstrap=1000, seed=0, low=LOW_ALPHA):
+def variable_rows(
+    study: Study, codebook: Any, *, bootstrap: int = 1000, seed: int = 0, low: float = LOW_ALPHA
+) -> list[dict[str, Any]]:
     """One row per categorical variable of the codebook: Krippendorff's α at its level (ordinal for an ordered
     variable, else nominal) with the nominal α beside it, their 95% intervals, units, raters, open ties."""
 
-    rows = []
-    for variable in study_variables(study):
+    rows: list[dict[str, Any]] = []
+    for variable in study_variables(study):  # type: ignore[no-untyped-call]  # annotation.selectors is not typed yet
         if variable.codebook_id != codebook.pk:
             continue
         report = variables.variable_report(study, variable, bootstrap=bootstrap, seed=seed)
@@ -161,14 +175,18 @@ def variable_rows(study, codebook, *, bootstrap=1000, seed=0, low=LOW_ALPHA):
     return rows
 
 
-def report_fingerprint(study, codebook) -> str:
+def report_fingerprint(study: Study, codebook: Any) -> str:
     """Changes whenever anything the report reads changes (codings, assignments, codes, verdicts, checks, gold)."""
 
-    parts = [study.pk, codebook.pk if codebook else None]
+    parts: list[Any] = [study.pk, codebook.pk if codebook else None]
     if codebook is not None:
-        parts.append(codebook_codings(codebook).order_by().aggregate(n=Count("id"), m=Max("id"), u=Max("updated_at")))
         parts.append(
-            codebook_assignments(codebook)
+            codebook_codings(codebook)  # type: ignore[no-untyped-call]  # annotation.selectors is not typed yet
+            .order_by()
+            .aggregate(n=Count("id"), m=Max("id"), u=Max("updated_at"))
+        )
+        parts.append(
+            codebook_assignments(codebook)  # type: ignore[no-untyped-call]  # annotation.selectors is not typed yet
             .order_by()
             .values_list("status")
             .annotate(n=Count("id"), m=Max("id"), c=Max("completed_at"))
@@ -176,7 +194,7 @@ def report_fingerprint(study, codebook) -> str:
         )
         parts.append(
             list(
-                codebook_codes(codebook)
+                codebook_codes(codebook)  # type: ignore[no-untyped-call]  # annotation.selectors is not typed yet
                 .order_by("id")
                 .values_list(
                     "id",
@@ -204,21 +222,21 @@ def report_fingerprint(study, codebook) -> str:
     ).hexdigest()
 
 
-def cached_study_report(study, codebook=None, **params) -> dict:
+def cached_study_report(study: Study, codebook: Any = None, **params: Any) -> dict[str, Any]:
     """study_report, kept in the cache until any of its inputs changes (see report_fingerprint)."""
 
     codebook = codebook or default_codebook(study)
 
     params_hash = hashlib.sha1(repr(sorted(params.items())).encode()).hexdigest()
     key = f"agreement-report:{report_fingerprint(study, codebook)}:{params_hash}"
-    report = cache.get(key)
+    report: dict[str, Any] | None = cache.get(key)
     if report is None:
         report = study_report(study, codebook, **params)
         cache.set(key, report, 600)
     return report
 
 
-def coder_matrix(data: CodingData, pooled_codes) -> list[list]:
+def coder_matrix(data: CodingData, pooled_codes: list[Any]) -> list[list[Any]]:
     """Cohen's kappa for every coder pair over all story × code units both coded; rows [name, [cells]]."""
     names = [data.usernames.get(pk, pk) for pk in data.coders]
     if not pooled_codes or len(names) < 2:
@@ -231,7 +249,9 @@ def coder_matrix(data: CodingData, pooled_codes) -> list[list]:
     return [[a, [None if a == b else by_pair.get((a, b)) for b in names]] for a in names]
 
 
-def judge_human_matrix(study, codebook=None, round_ids=None, data=None):
+def judge_human_matrix(
+    study: Study, codebook: Any = None, round_ids: Any = None, data: CodingData | None = None
+) -> dict[str, Any]:
     """Kappa for every judge × human (checker, coder, gold) pair on the stereotype table."""
 
     if not study_verdicts(study, ok_only=False).filter(status="ok").exists():
@@ -243,7 +263,7 @@ def judge_human_matrix(study, codebook=None, round_ids=None, data=None):
     if not judges:
         return {"judges": [], "humans": [], "rows": [], "notes": ["no judge verdicts yet"]}
     result = ag.agreement(rm, level=table.level, bootstrap=0)
-    by_pair = {}
+    by_pair: dict[tuple[str, str], dict[str, Any]] = {}
     for p in result.pairs:
         by_pair[(p["rater_a"], p["rater_b"])] = p
         by_pair[(p["rater_b"], p["rater_a"])] = p
@@ -260,18 +280,26 @@ def judge_human_matrix(study, codebook=None, round_ids=None, data=None):
     }
 
 
-def table_for(study, target, *, codebook_id=None, raters=None, round_ids=None, include_gold=True) -> Table:
+def table_for(
+    study: Study,
+    target: str,
+    *,
+    codebook_id: Any = None,
+    raters: list[str] | None = None,
+    round_ids: Any = None,
+    include_gold: bool = True,
+) -> Table:
     codebook = default_codebook(study, codebook_id)
     return build_table(study, target, codebook=codebook, raters=raters, round_ids=round_ids, include_gold=include_gold)
 
 
-def table_result(table: Table, *, level=None, bootstrap=1000, seed=0) -> ag.AgreementResult:
+def table_result(table: Table, *, level: str | None = None, bootstrap: int = 1000, seed: int = 0) -> ag.AgreementResult:
     return ag.agreement(table.matrix, level=level or table.level, bootstrap=bootstrap, seed=seed)
 
 
-def rater_comparisons(table: Table, *, level=None, bootstrap=0):
+def rater_comparisons(table: Table, *, level: str | None = None, bootstrap: int = 0) -> list[dict[str, Any]]:
     """Each rater against the majority of the others."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for key in table.matrix.raters:
         res = ag.versus_majority(table.matrix, key, level=level or table.level, bootstrap=bootstrap)
         rows.append(
@@ -287,7 +315,7 @@ def rater_comparisons(table: Table, *, level=None, bootstrap=0):
     return rows
 
 
-def disagreement_rows(table: Table, *, limit=None):
+def disagreement_rows(table: Table, *, limit: int | None = None) -> tuple[list[dict[str, Any]], int]:
     """Stories where raters differ: each rater's value, and the gold value if set."""
     rm = table.matrix
     idx = ag.disagreements(
@@ -298,9 +326,9 @@ def disagreement_rows(table: Table, *, limit=None):
 
     excerpts = dict(outputs_by_id(shown).annotate(head=Substr("text", 1, 240)).values_list("pk", "head"))
     gold_pos = rm.raters.index(GOLD) if GOLD in rm.raters else None
-    rows = []
+    rows: list[dict[str, Any]] = []
     for i in idx[:limit] if limit else idx:
-        values = []
+        values: list[dict[str, Any]] = []
         for r, key in enumerate(rm.raters):
             if key == GOLD:
                 continue
@@ -322,13 +350,13 @@ def disagreement_rows(table: Table, *, limit=None):
 
 
 # ---------------------------------------------------------------------------------------------- adjudication
-def allowed_gold_values(target):
+def allowed_gold_values(target: str) -> list[int]:
     kind, _ = parse_target(target)
     return [0, 1] if kind in ("code", "dimension") else [0, 1, 2, 3, 4]
 
 
 @transaction.atomic
-def set_gold(study, *, target, output_id, value, user, note=""):
+def set_gold(study: Study, *, target: str, output_id: Any, value: Any, user: Any, note: str = "") -> GoldLabel:
     """Set (or change) the gold value of one story for one target."""
 
     kind, ident = parse_target(target)
@@ -344,7 +372,7 @@ def set_gold(study, *, target, output_id, value, user, note=""):
         raise AgreementRequestError(f"No story {output_id} in this study.")
     code = None
     if ident is not None:
-        code = study_codes(study, [ident]).first()
+        code = study_codes(study, [ident]).first()  # type: ignore[no-untyped-call]  # annotation.selectors is not typed yet
         if code is None:
             raise AgreementRequestError(f"No {kind} {ident} in this study.")
     gold, created = GoldLabel.objects.update_or_create(
@@ -360,7 +388,7 @@ def set_gold(study, *, target, output_id, value, user, note=""):
 
 
 @transaction.atomic
-def clear_gold(study, *, target, output_id, user):
+def clear_gold(study: Study, *, target: str, output_id: Any, user: Any) -> None:
 
     parse_target(target)
     if not str(output_id).isdigit():
@@ -372,7 +400,7 @@ def clear_gold(study, *, target, output_id, user):
 
 
 # ------------------------------------------------------------------------------------------------- exports
-def agreement_rows(study, options=None):
+def agreement_rows(study: Study, options: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
     """One row per code and dimension of the study's default codebook (CIs from 1,000 resamples)."""
     report = study_report(study, bootstrap=int((options or {}).get("bootstrap", 1000)))
     wanted = set((options or {}).get("code_ids") or [])
@@ -396,12 +424,13 @@ def agreement_rows(study, options=None):
         }
 
 
-def rating_rows(study, options=None):
+def rating_rows(study: Study, options: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
     """The long tables (target, unit, rater, value) behind every agreement figure, gold included as a rater."""
 
     options = options or {}
     codebook = default_codebook(study)
-    targets, data = [], None
+    targets: list[str] = []
+    data = None
     if codebook is not None:
         data = CodingData(study, codebook)
         targets = [f"dimension:{d}" for d in data.index.dimensions()] + [
@@ -411,7 +440,7 @@ def rating_rows(study, options=None):
         if wanted:
             targets = [t for t in targets if int(t.split(":")[1]) in wanted]
     targets.append("stereotype")
-    names = {}
+    names: dict[str, str] = {}
     for target in targets:
         table = build_table(
             study,
@@ -432,15 +461,15 @@ def rating_rows(study, options=None):
             yield {"target": target, "unit": unit, "rater": shown, "value": value}
 
 
-def gold_label_rows(study, options=None):
+def gold_label_rows(study: Study, options: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
     """The researchers' gold labels; a variable's value also by name (its position among the variable's values)."""
 
     options = options or {}
-    names = {}  # variable id -> value names
-    for variable in study_variables(study):
-        names[str(variable.pk)] = [v.name for v in variable_values(variable)]
+    names: dict[str, list[str]] = {}  # variable id -> value names
+    for variable in study_variables(study):  # type: ignore[no-untyped-call]  # annotation.selectors is not typed yet
+        names[str(variable.pk)] = [v.name for v in variable_values(variable)]  # type: ignore[no-untyped-call]  # annotation.selectors is not typed yet
     for gold in GoldLabel.objects.filter(study=study).select_related("decided_by").order_by("target", "output_id"):
-        value_name = gold.value
+        value_name: int | str | None = gold.value
         if gold.target.startswith("variable:"):
             values = names.get(gold.target.split(":")[1], [])
             value_name = values[gold.value] if 0 <= gold.value < len(values) else None
@@ -455,7 +484,7 @@ def gold_label_rows(study, options=None):
         }
 
 
-def command_matrix(opts):
+def command_matrix(opts: dict[str, Any]) -> ag.RatingMatrix:
 
     study = Study.objects.filter(pk=opts["study"]).first()
     if study is None:

@@ -13,6 +13,7 @@ units only on one-sentence stories (the story is then the sentence) and are left
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -37,7 +38,7 @@ _SENTENCE_UNIT = re.compile(r"^s([1-9]\d*)$")
 _SEGMENT_UNIT = re.compile(r"^(\d+)-(\d+)$")
 
 
-def variable_target(variable):
+def variable_target(variable: Any) -> str:
     return f"variable:{variable.pk}"
 
 
@@ -220,16 +221,16 @@ def unit_sort_key(unit):
 
 
 def variable_report(
-    study,
-    variable,
+    study: Any,
+    variable: Any,
     *,
-    round_ids=None,
-    include_judges=True,
-    bootstrap=0,
-    seed=0,
-    span_units="sentence",
-    min_overlap=DEFAULT_OVERLAP,
-) -> dict:
+    round_ids: Any = None,
+    include_judges: bool = True,
+    bootstrap: int = 0,
+    seed: int = 0,
+    span_units: str = "sentence",
+    min_overlap: float = DEFAULT_OVERLAP,
+) -> dict[str, Any]:
     """Everything the variable page, the API and the export show. span_units / min_overlap: how a span-level
     variable's units are formed (ignored for story-level variables)."""
 

@@ -18,8 +18,10 @@ The same seed and the same stories give the same sample, in any study.
 
 import random
 from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping
 from fractions import Fraction
 from math import floor
+from typing import Any
 
 STRATEGIES = {
     "all": "All coders code every output",
@@ -58,7 +60,9 @@ def allocate(sizes, n):
     return taken
 
 
-def sample_outputs(outputs, n, *, seed=0):
+def sample_outputs(
+    outputs: Iterable[tuple[Any, ...]], n: int, *, seed: int = 0
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, Any, int, int]]]:
     """outputs: [(output_id, model, item)] in a stable order → (the sampled rows in that order, per stratum
     [(model, item, available, sampled)] in stratum order)."""
     outputs = list(outputs)
@@ -77,7 +81,15 @@ def sample_outputs(outputs, n, *, seed=0):
     return [row for row in outputs if row[0] in chosen], summary
 
 
-def plan_assignments(outputs, coders, *, k, strategy, seed=0, existing=None):
+def plan_assignments(
+    outputs: Iterable[tuple[Any, ...]],
+    coders: Iterable[int],
+    *,
+    k: int,
+    strategy: str,
+    seed: int = 0,
+    existing: Mapping[int, Collection[int]] | None = None,
+) -> list[tuple[int, int]]:
     """outputs: [(output_id, model, item)]; coders: [coder_id]; existing: {output_id: {coder_id}}.
 
     Returns [(output_id, coder_id)] to add, in queue order.

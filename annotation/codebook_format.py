@@ -20,7 +20,9 @@ import csv
 import io
 import re
 import uuid
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from lxml import etree
 
@@ -86,7 +88,7 @@ def _bool(value, where, errors):
     return True
 
 
-def normalize_color(value, where, errors):
+def normalize_color(value: str | None, where: str, errors: list[str]) -> str:
     value = (value or "").strip()
     if not value:
         return DEFAULT_COLOR
@@ -175,7 +177,7 @@ def nest_flat_codes(codes_raw, errors):
     return roots
 
 
-def validate_tree(data):
+def validate_tree(data: Any) -> dict[str, Any]:
     """Check and normalise a tree (as produced by the parsers or given as JSON). Raises CodebookFormatError."""
     errors = []
     if not isinstance(data, dict):
@@ -316,7 +318,9 @@ def _check_variable(node, label, errors):
             errors.append(f"{label}: '{child['name']}' is an exclude value but '{node['name']}' is not a variable.")
 
 
-def walk(codes, parent=None, depth=0):
+def walk(
+    codes: Iterable[dict[str, Any]], parent: dict[str, Any] | None = None, depth: int = 0
+) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None, int]]:
     """(node, parent node, depth) in document order."""
     for node in codes:
         yield node, parent, depth

@@ -85,7 +85,7 @@ class Code(models.Model):
     def __str__(self):
         return self.name
 
-    def ancestors(self):
+    def ancestors(self) -> list["Code"]:
         """Parents from the root down, excluding self (uses the loaded parent chain)."""
         chain, node, seen = [], self.parent, set()
         while node is not None and node.pk not in seen:

@@ -38,7 +38,7 @@ class Instrument(VersionedModel):
         help_text="The form this one is an alternate (parallel) form of.",
     )
 
-    def to_spec(self):
+    def to_spec(self) -> InstrumentSpec:
 
         items = [
             ItemSpec(

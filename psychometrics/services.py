@@ -5,11 +5,14 @@ import csv
 import io
 import itertools
 import random
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from generation.toolkits.counterfactual import swap_gender
+from stereoscope.models import Study
 from stereoscope.services import record_activity
 from stereoscope.untrusted import loads_json, nul_problem
 from stereoscope.versioning import Versioning
@@ -18,21 +21,23 @@ from .models import Context, ContextSet, Instrument, InstrumentItem, Persona, Pe
 from .spec import SpecError, parse_instrument, to_dict
 
 MAX_IMPORT_ROWS = 100_000
+Row = TypeVar("Row")
+PersonaOrContext = TypeVar("PersonaOrContext", Persona, Context)
 
 
 class PsychError(ValueError):
     """Bad input; nothing was saved."""
 
 
-def instruments_for(study):
+def instruments_for(study: Study) -> QuerySet[Instrument]:
     return Instrument.objects.filter(Q(study=study) | Q(study__is_library=True)).select_related("study")
 
 
-def persona_sets_for(study):
+def persona_sets_for(study: Study) -> QuerySet[PersonaSet]:
     return PersonaSet.objects.filter(Q(study=study) | Q(study__is_library=True)).select_related("study")
 
 
-def load_json(text):
+def load_json(text: str | bytes) -> Any:
     try:
         return loads_json(text)
     except ValueError as exc:
@@ -41,7 +46,15 @@ def load_json(text):
 
 # -- instruments -----------------------------------------------------------------------------------------------
 @transaction.atomic
-def create_instrument(study, data, *, actor=None, builtin_key="", locked=False, parallel_of=None):
+def create_instrument(
+    study: Study,
+    data: Any,
+    *,
+    actor: Any = None,
+    builtin_key: str = "",
+    locked: bool = False,
+    parallel_of: Instrument | None = None,
+) -> Instrument:
     """Create an instrument from its JSON (dict or text). A name already in the study gets the next version."""
     if isinstance(data, (str, bytes)):
         data = load_json(data)
@@ -107,11 +120,11 @@ def create_instrument(study, data, *, actor=None, builtin_key="", locked=False, 
     return instrument
 
 
-def export_instrument(instrument):
+def export_instrument(instrument: Instrument) -> dict[str, Any]:
     return to_dict(instrument.to_spec())
 
 
-def _copy_items(instrument, copy, *, actor=None):
+def _copy_items(instrument: Instrument, copy: Instrument, *, actor: Any = None) -> None:
     """An instrument version's children: its items (links to a parallel form's items kept)."""
     InstrumentItem.objects.bulk_create(
         [
@@ -135,12 +148,12 @@ INSTRUMENTS = Versioning(Instrument, noun="instrument", error=PsychError, copy_c
 
 
 # -- persona sets ----------------------------------------------------------------------------------------------
-def _rows_from_file(text, filename):
+def _rows_from_file(text: str | bytes, filename: str) -> list[dict[str, Any]]:
     """JSONL or CSV rows as dicts."""
     text = text.decode("utf-8-sig") if isinstance(text, bytes) else text.lstrip("\ufeff")
     if nul_problem(text):
         raise PsychError(nul_problem(text))
-    rows = []
+    rows: list[dict[str, Any]] = []
     if filename.lower().endswith(".csv"):
         reader = csv.DictReader(io.StringIO(text))
         if not reader.fieldnames:
@@ -165,10 +178,14 @@ def _rows_from_file(text, filename):
 
 
 @transaction.atomic
-def import_personas(study, name, text, filename="personas.jsonl", description=""):
+def import_personas(
+    study: Study, name: str, text: str | bytes, filename: str = "personas.jsonl", description: str = ""
+) -> PersonaSet:
     """Personas from JSONL ({"text" or "persona", "key"?, other keys = attributes}) or CSV (same columns)."""
     rows = _rows_from_file(text, filename)
-    personas, seen, problems = [], set(), []
+    personas: list[tuple[str, str, dict[str, Any]]] = []
+    seen: set[str] = set()
+    problems: list[str] = []
     for n, row in enumerate(rows, 1):
         body = row.get("text", row.get("persona"))
         if not isinstance(body, str) or not body.strip():
@@ -189,7 +206,7 @@ def import_personas(study, name, text, filename="personas.jsonl", description=""
     return persona_set
 
 
-def _new_persona_set(study, name, **fields):
+def _new_persona_set(study: Study, name: str | None, **fields: Any) -> PersonaSet:
     name = (name or "").strip()
     if not name:
         raise PsychError("Give the persona set a name.")
@@ -198,10 +215,10 @@ def _new_persona_set(study, name, **fields):
     return PersonaSet.objects.create(study=study, name=name, **fields)
 
 
-def expand_attributes(template, attributes):
+def expand_attributes(template: str, attributes: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """Cartesian product of attribute lists. A list value is one attribute; a dict value {group: [values]} is one
     attribute whose group is kept as "<name>_group". Returns [(text, attrs)]."""
-    axes = []
+    axes: list[list[tuple[str, Any, Any]]] = []
     for name, values in attributes.items():
         if isinstance(values, dict):
             axes.append([(name, v, g) for g, vs in values.items() for v in vs])
@@ -213,9 +230,9 @@ def expand_attributes(template, attributes):
     unknown = placeholders - set(attributes)
     if unknown:
         raise PsychError(f"The template uses {', '.join(sorted(unknown))}, which no attribute list defines.")
-    out = []
+    out: list[tuple[str, dict[str, Any]]] = []
     for combo in itertools.product(*axes):
-        attrs = {}
+        attrs: dict[str, Any] = {}
         for name, value, group in combo:
             attrs[name] = value
             if group is not None:
@@ -228,7 +245,14 @@ def expand_attributes(template, attributes):
 
 
 @transaction.atomic
-def generate_personas(study, name, template, attributes, description="", builtin_key=""):
+def generate_personas(
+    study: Study,
+    name: str,
+    template: str,
+    attributes: Any,
+    description: str = "",
+    builtin_key: str = "",
+) -> PersonaSet:
     if not isinstance(attributes, dict) or not attributes:
         raise PsychError('Attributes must be an object of lists, e.g. {"title": ["Mr.", "Ms."], "surname": ["Kim"]}.')
     if not template or "{" not in template:
@@ -249,7 +273,7 @@ def generate_personas(study, name, template, attributes, description="", builtin
 
 
 @transaction.atomic
-def add_persona_twins(persona_set):
+def add_persona_twins(persona_set: PersonaSet) -> int:
     """Link every persona to its gender-swapped twin (generation.toolkits.counterfactual.swap_gender): an existing
     persona with the swapped text (e.g. Mr. Kim ↔ Ms. Kim), otherwise a new one."""
     created = 0
@@ -260,7 +284,7 @@ def add_persona_twins(persona_set):
         persona.refresh_from_db(fields=["twin"])
         if persona.twin_id:
             continue
-        swapped = swap_gender(persona.text)
+        swapped = swap_gender(persona.text)  # type: ignore[no-untyped-call]  # generation is not typed yet
         if swapped == persona.text:
             continue
         twin = by_text.get(swapped)
@@ -282,7 +306,7 @@ def add_persona_twins(persona_set):
     return created
 
 
-def set_included(obj, included, reason=""):
+def set_included(obj: PersonaOrContext, included: bool, reason: str | None = "") -> PersonaOrContext:
     """Include or exclude a persona or context; excluding needs a reason."""
     reason = (reason or "").strip()
     if not included and not reason:
@@ -293,7 +317,7 @@ def set_included(obj, included, reason=""):
 
 
 # -- context sets ----------------------------------------------------------------------------------------------
-def _new_context_set(study, name, **fields):
+def _new_context_set(study: Study, name: str | None, **fields: Any) -> ContextSet:
     name = (name or "").strip()
     if not name:
         raise PsychError("Give the context set a name.")
@@ -302,7 +326,7 @@ def _new_context_set(study, name, **fields):
     return ContextSet.objects.create(study=study, name=name, **fields)
 
 
-def sample(rows, n, seed):
+def sample(rows: Sequence[Row], n: int | None, seed: int) -> list[Row]:
     """A seeded random sample of n rows (all rows, in order, when n is None or ≥ len)."""
     if n is None or n >= len(rows):
         return list(rows)
@@ -313,7 +337,9 @@ def sample(rows, n, seed):
 
 
 @transaction.atomic
-def contexts_from_personas(study, name, persona_set, n=None, seed=0, description=""):
+def contexts_from_personas(
+    study: Study, name: str, persona_set: PersonaSet, n: int | None = None, seed: int = 0, description: str = ""
+) -> ContextSet:
     """Each included persona (or a seeded sample of n) becomes a context whose system message is the persona."""
     if persona_set.study_id != study.pk and not persona_set.study.is_library:
         raise PsychError(f"No persona set {persona_set.pk} in this study.")
@@ -344,10 +370,10 @@ def contexts_from_personas(study, name, persona_set, n=None, seed=0, description
     return context_set
 
 
-def _turns(value, where):
+def _turns(value: Any, where: str) -> list[dict[str, str]]:
     if not isinstance(value, list):
         raise PsychError(f"{where}: “turns” must be a list of {{role, content}} objects.")
-    turns = []
+    turns: list[dict[str, str]] = []
     for t in value:
         if (
             not isinstance(t, dict)
@@ -360,11 +386,20 @@ def _turns(value, where):
 
 
 @transaction.atomic
-def import_contexts(study, name, text, filename="contexts.jsonl", n=None, seed=0, description=""):
+def import_contexts(
+    study: Study,
+    name: str,
+    text: str | bytes,
+    filename: str = "contexts.jsonl",
+    n: int | None = None,
+    seed: int = 0,
+    description: str = "",
+) -> ContextSet:
     """Contexts from JSONL: {"key"?, "persona"?, "turns" (or "conversation"): [{role, content}], other keys =
     attributes}. Optional seeded sample of n."""
     rows = _rows_from_file(text, filename)
-    parsed, seen = [], set()
+    parsed: list[tuple[str, str, list[dict[str, str]], dict[str, Any]]] = []
+    seen: set[str] = set()
     for i, row in enumerate(rows, 1):
         where = f"row {i}"
         turns = _turns(row.get("turns", row.get("conversation", [])), where)
@@ -397,7 +432,7 @@ def import_contexts(study, name, text, filename="contexts.jsonl", n=None, seed=0
 
 
 @transaction.atomic
-def empty_context_set(study, name="No context"):
+def empty_context_set(study: Study, name: str = "No context") -> ContextSet:
     """One context with no persona and no turns: the bare questionnaire (Fang's fresh single-turn chats)."""
     existing = ContextSet.objects.filter(study=study, name=name).first()
     if existing:
@@ -408,14 +443,17 @@ def empty_context_set(study, name="No context"):
 
 
 @transaction.atomic
-def add_context_twins(context_set):
+def add_context_twins(context_set: ContextSet) -> int:
     """A gender-swapped twin of every context (persona and turns swapped)."""
     created = 0
     start = context_set.contexts.count()
     keys = set(context_set.contexts.values_list("key", flat=True))
     for c in list(context_set.contexts.filter(twin__isnull=True)):
-        persona = swap_gender(c.persona)
-        turns = [{"role": t["role"], "content": swap_gender(t["content"])} for t in c.turns]
+        persona = swap_gender(c.persona)  # type: ignore[no-untyped-call]  # generation is not typed yet
+        turns = [
+            {"role": t["role"], "content": swap_gender(t["content"])}  # type: ignore[no-untyped-call]  # generation is not typed yet
+            for t in c.turns
+        ]
         if (persona, turns) == (c.persona, c.turns) or c.key.endswith("~twin") or f"{c.key}~twin" in keys:
             continue
         twin = Context.objects.create(
@@ -434,8 +472,16 @@ def add_context_twins(context_set):
 
 # -- texts generated in contexts (Jung's concurrent validity) --------------------------------------------------------
 def generation_run_in_contexts(
-    study, *, name, context_set, toolkit, endpoints, trials=1, param_overrides=None, actor=None
-):
+    study: Study,
+    *,
+    name: str,
+    context_set: ContextSet | None,
+    toolkit: Any,
+    endpoints: Any,
+    trials: int = 1,
+    param_overrides: dict[str, Any] | None = None,
+    actor: Any = None,
+) -> Any:
     """A generation run whose every prompt is asked in every included context of the set (context × prompt), the
     context sent as in questionnaire runs: the persona as system message, then the prior turns."""
     from generation.runs.services import RunError, create_run
@@ -449,7 +495,7 @@ def generation_run_in_contexts(
     if not contexts:
         raise PsychError("The context set has no included contexts.")
     try:
-        return create_run(
+        return create_run(  # type: ignore[no-untyped-call]  # generation is not typed yet
             study,
             name=name,
             toolkit=toolkit,

@@ -19,6 +19,7 @@ and reverse items need them.
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from stereoscope import schemas
 
@@ -219,7 +220,7 @@ def _missing(data):
     }
 
 
-def parse_instrument(data):
+def parse_instrument(data: Any) -> InstrumentSpec:
     """Validate a decoded JSON object and return an InstrumentSpec; raise SpecError listing every problem.
 
     The shape is the schema's (psychometrics/schema/instrument.schema.json); code checks the rules across fields."""
@@ -258,7 +259,7 @@ def parse_instrument(data):
     )
 
 
-def to_dict(spec):
+def to_dict(spec: InstrumentSpec) -> dict[str, Any]:
     """The JSON form of a spec (round-trips through parse_instrument)."""
     scale = {"continuous": True} if spec.scale.continuous else {}
     if spec.scale.min is not None:

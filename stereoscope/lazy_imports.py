@@ -7,23 +7,25 @@ once an attribute is read (tests/stereoscope/test_lazy_imports.py checks that a 
 """
 
 import importlib
+from types import ModuleType
+from typing import Any
 
 
 class LazyModule:
     """A module imported when one of its attributes is first read."""
 
-    def __init__(self, name):
+    def __init__(self, name: str) -> None:
         self._name = name
-        self._module = None
+        self._module: ModuleType | None = None
 
-    def _load(self):
+    def _load(self) -> ModuleType:
         if self._module is None:
             self._module = importlib.import_module(self._name)
         return self._module
 
-    def __getattr__(self, attribute):
+    def __getattr__(self, attribute: str) -> Any:
         return getattr(self._load(), attribute)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "imported" if self._module is not None else "not imported yet"
         return f"<LazyModule {self._name} ({state})>"

@@ -11,6 +11,9 @@ means, the app's error type and how the thing is called in messages.
 - The built-in library study is never written here: only `load_builtin` creates rows there (`builtin=True`).
 """
 
+from collections.abc import Callable, Iterable
+from typing import Any, Generic, TypeVar
+
 from django.conf import settings
 from django.db import models, transaction
 from django.db.models import Max
@@ -18,6 +21,8 @@ from django.utils import timezone
 
 from .models import Study
 from .services import record_activity
+
+V = TypeVar("V", bound="VersionedModel")
 
 SHARED_FIELDS = ("id", "study", "name", "version", "parent", "locked", "created_by", "created_at")
 
@@ -44,7 +49,7 @@ class VersionedModel(models.Model):
         constraints = [models.UniqueConstraint(fields=["study", "name", "version"], name="unique_%(class)s_version")]
         ordering = ["study", "name", "-version"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.name} v{self.version}"
 
 
@@ -52,15 +57,15 @@ class VersionLocked(ValueError):
     """A locked version or the built-in library was to be written; nothing was changed."""
 
 
-def _never_in_use(obj):
+def _never_in_use(obj: Any) -> bool:
     return False
 
 
-def _no_children(source, copy, *, actor=None):
+def _no_children(source: Any, copy: Any, *, actor: Any = None) -> None:
     return None
 
 
-class Versioning:
+class Versioning(Generic[V]):
     """The versioning rules for one model. The app passes its own parts:
 
     noun: how messages call it ("toolkit"); error: makes the app's exception from a message;
@@ -72,38 +77,38 @@ class Versioning:
 
     def __init__(
         self,
-        model,
+        model: type[V],
         *,
-        noun,
-        error=VersionLocked,
-        in_use=_never_in_use,
-        used_by="",
-        copy_children=_no_children,
-        fresh_fields=(),
-        copy_builtin_key=False,
-    ):
+        noun: str,
+        error: Callable[[str], Exception] = VersionLocked,
+        in_use: Callable[[V], bool] = _never_in_use,
+        used_by: str = "",
+        copy_children: Callable[..., object] = _no_children,
+        fresh_fields: Iterable[str] = (),
+        copy_builtin_key: bool = False,
+    ) -> None:
         self.model, self.noun, self.error, self.in_use, self.used_by = model, noun, error, in_use, used_by
         self.copy_children, self.fresh_fields, self.copy_builtin_key = copy_children, fresh_fields, copy_builtin_key
 
     # --- reading -----------------------------------------------------------------------------------------------
-    def next_version(self, study, name):
-        return (self.model.objects.filter(study=study, name=name).aggregate(v=Max("version"))["v"] or 0) + 1
+    def next_version(self, study: Study, name: str) -> int:
+        return (self.model._default_manager.filter(study=study, name=name).aggregate(v=Max("version"))["v"] or 0) + 1
 
-    def is_locked(self, obj):
+    def is_locked(self, obj: V) -> bool:
         """Locked by hand, by first use, or used right now."""
         return obj.locked or self.in_use(obj)
 
     # --- rules ---------------------------------------------------------------------------------------------------
-    def refuse_library(self, study, *, builtin=False):
+    def refuse_library(self, study: Study, *, builtin: bool = False) -> None:
         """Only load_builtin (builtin=True) writes into the built-in library study."""
         if study.is_library and not builtin:
             raise self.error("The built-in library is read-only.")
 
-    def _refuse_builtin(self, obj):
+    def _refuse_builtin(self, obj: V) -> None:
         if obj.study.is_library:
             raise self.error(f"Built-in library {self.noun}s are read-only; copy one into your study to change it.")
 
-    def ensure_editable(self, obj):
+    def ensure_editable(self, obj: V) -> None:
         """Raise the app's error when `obj` is a library built-in or locked."""
         self._refuse_builtin(obj)
         if self.is_locked(obj):
@@ -111,20 +116,20 @@ class Versioning:
             raise self.error(f"The {self.noun} “{obj}” is locked{why}; create a new version to change it.")
 
     # --- writing -----------------------------------------------------------------------------------------------
-    def lock(self, obj):
+    def lock(self, obj: V) -> V:
         """Lock on first use; a no-op when already locked. Library rows are never written (they are locked)."""
         if not obj.locked and not obj.study.is_library:
-            self.model.objects.filter(pk=obj.pk).update(locked=True)
+            self.model._default_manager.filter(pk=obj.pk).update(locked=True)
             obj.locked = True
         return obj
 
-    def lock_by_hand(self, obj, *, actor=None):
+    def lock_by_hand(self, obj: V, *, actor: Any = None) -> V:
         self.refuse_library(obj.study)
         self.lock(obj)
         record_activity(obj.study, actor, f"locked {self.noun}", str(obj))
         return obj
 
-    def _clone(self, source, *, study, parent, actor, changes):
+    def _clone(self, source: V, *, study: Study, parent: V | None, actor: Any, changes: dict[str, Any]) -> V:
         copy = self.model()
         for field in self.model._meta.concrete_fields:
             if field.name not in SHARED_FIELDS and field.name not in self.fresh_fields:
@@ -142,7 +147,7 @@ class Versioning:
         return copy
 
     @transaction.atomic
-    def new_version(self, obj, *, actor=None, **changes):
+    def new_version(self, obj: V, *, actor: Any = None, **changes: Any) -> V:
         """The next version of `obj` in its own study, with its children and any `changes` to its own columns."""
         if obj.study.is_library:
             raise self.error(
@@ -153,7 +158,7 @@ class Versioning:
         return copy
 
     @transaction.atomic
-    def copy_into(self, obj, *, study, actor=None, **changes):
+    def copy_into(self, obj: V, *, study: Study, actor: Any = None, **changes: Any) -> V:
         """A new editable copy of `obj` in `study` (its next version there); within a study it is a new version."""
         self.refuse_library(study)
         if obj.study_id == study.pk:
@@ -163,7 +168,7 @@ class Versioning:
         return copy
 
     @transaction.atomic
-    def writable(self, obj, *, actor=None):
+    def writable(self, obj: V, *, actor: Any = None) -> tuple[V, bool]:
         """(version to write to, created): `obj` itself, or — when it is locked — a new version of it."""
         self._refuse_builtin(obj)
         if not self.is_locked(obj):

@@ -1,11 +1,16 @@
 """Assignments of stories to coders: planning, status, reassignment, the coding queue."""
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import Max, QuerySet
 from django.utils import timezone
 
 from generation import selectors as generation
-from stereoscope.models import Role
+from stereoscope.models import Role, Study
 from stereoscope.permissions import has_role
 from stereoscope.services import record_activity
 
@@ -14,9 +19,15 @@ from ..models import (
     Assignment,
     AssignmentPlan,
     AssignmentStatus,
+    Codebook,
     CodingMode,
 )
 from .errors import AnnotationError, _to_int
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from generation.models import GenerationRun, Output
 
 # --- assignments --------------------------------------------------------------------------------------
 
@@ -28,14 +39,14 @@ STABLE_ORDER = ("run__name", "model_name", "item__number", "variant_key", "conte
 SEED_RANGE = (-(2**31), 2**31 - 1)  # stored with the plan: a database integer
 
 
-def _seed(value, label):
+def _seed(value: Any, label: str) -> int:
     seed = _to_int(value, label) or 0
     if not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
         raise AnnotationError(f"{label} must be between {SEED_RANGE[0]:,} and {SEED_RANGE[1]:,}.")
     return seed
 
 
-def _check_sample(sample_size, runs):
+def _check_sample(sample_size: Any, runs: Iterable[GenerationRun] | None) -> int | None:
     n = _to_int(sample_size, "The sample size")
     if n is None:
         return None
@@ -46,7 +57,20 @@ def _check_sample(sample_size, runs):
     return n
 
 
-def _prepare(study, codebook, *, outputs, coders, k, strategy, seed, mode, sample_size, sample_seed, runs):
+def _prepare(
+    study: Study,
+    codebook: Codebook,
+    *,
+    outputs: QuerySet[Output],
+    coders: Iterable[User],
+    k: Any,
+    strategy: str,
+    seed: Any,
+    mode: str,
+    sample_size: Any,
+    sample_seed: Any,
+    runs: Iterable[GenerationRun] | None,
+) -> dict[str, Any]:
     """Checks the request and plans it; writes nothing. Returns the plan as a dict (see preview_assignments)."""
     if codebook.study_id != study.pk:
         raise AnnotationError(f"No codebook {codebook.pk} in this study.")
@@ -62,17 +86,19 @@ def _prepare(study, codebook, *, outputs, coders, k, strategy, seed, mode, sampl
     outputs = outputs.filter(study=study)
     if runs is not None:
         outputs = outputs.filter(run__in=list(runs))
-    rows = list(outputs.order_by(*STABLE_ORDER).values_list("pk", "model_name", "item__number", "run_id"))
+    rows: list[tuple[Any, ...]] = list(
+        outputs.order_by(*STABLE_ORDER).values_list("pk", "model_name", "item__number", "run_id")
+    )
     if not rows:
         raise AnnotationError("No finished stories to assign: choose runs that have finished stories.")
     run_ids = sorted({r[3] for r in rows})
     rows = [r[:3] for r in rows]
     available = len(rows)
-    strata = None
+    strata: list[tuple[Any, Any, int, int]] = []  # read only when a sample was drawn
     try:
         if n is not None:
             rows, strata = sample_outputs(rows, n, seed=sample_seed)
-        existing = {}
+        existing: dict[int, set[int]] = {}
         for output_id, coder_id in Assignment.objects.filter(
             codebook=codebook, output_id__in=[r[0] for r in rows]
         ).values_list("output_id", "coder_id"):
@@ -112,19 +138,19 @@ def _prepare(study, codebook, *, outputs, coders, k, strategy, seed, mode, sampl
 
 
 def preview_assignments(
-    study,
-    codebook,
+    study: Study,
+    codebook: Codebook,
     *,
-    outputs,
-    coders,
-    k=1,
-    strategy="random_balanced",
-    seed=0,
-    mode=CodingMode.BLIND,
-    sample_size=None,
-    sample_seed=None,
-    runs=None,
-):
+    outputs: QuerySet[Output],
+    coders: Iterable[User],
+    k: Any = 1,
+    strategy: str = "random_balanced",
+    seed: Any = 0,
+    mode: str = CodingMode.BLIND,
+    sample_size: Any = None,
+    sample_seed: Any = None,
+    runs: Iterable[GenerationRun] | None = None,
+) -> dict[str, Any]:
     """The plan create_assignments would carry out, without writing: {"available": stories in the chosen runs,
     "stories": the output ids planned (the sample, when N is given), "sample": {n, seed, stratify, strata: [{model,
     item, available, sampled}]} or None, "pairs": [(output_id, coder_id)] new assignments in queue order,
@@ -146,20 +172,20 @@ def preview_assignments(
 
 @transaction.atomic
 def create_assignments(
-    study,
-    codebook,
+    study: Study,
+    codebook: Codebook,
     *,
-    outputs,
-    coders,
-    k=1,
-    strategy="random_balanced",
-    seed=0,
-    mode=CodingMode.BLIND,
-    sample_size=None,
-    sample_seed=None,
-    runs=None,
-    actor=None,
-):
+    outputs: QuerySet[Output],
+    coders: Iterable[User],
+    k: Any = 1,
+    strategy: str = "random_balanced",
+    seed: Any = 0,
+    mode: str = CodingMode.BLIND,
+    sample_size: Any = None,
+    sample_seed: Any = None,
+    runs: Iterable[GenerationRun] | None = None,
+    actor: Any = None,
+) -> list[Assignment]:
     """Assign outputs to coders; returns the new Assignments. Existing ones count toward k and stay.
 
     `runs` limits the stories to those runs; `sample_size` N draws a sample of N of them first, stratified by
@@ -199,7 +225,7 @@ def create_assignments(
         .annotate(m=Max("position"))
         .values_list("coder_id", "m")
     )
-    new = []
+    new: list[Assignment] = []
     for output_id, coder_id in plan["pairs"]:
         positions[coder_id] = (positions.get(coder_id) or 0) + 1
         new.append(
@@ -222,7 +248,7 @@ def create_assignments(
 
 
 @transaction.atomic
-def set_assignment_status(assignment, *, user, done):
+def set_assignment_status(assignment: Assignment, *, user: Any, done: bool) -> Assignment:
     if assignment.coder_id != user.pk and not has_role(user, assignment.study, Role.RESEARCHER):
         raise AnnotationError("That assignment belongs to another coder.")
     assignment.status = AssignmentStatus.DONE if done else AssignmentStatus.PENDING
@@ -232,7 +258,7 @@ def set_assignment_status(assignment, *, user, done):
 
 
 @transaction.atomic
-def reassign_assignment(assignment, *, coder, actor=None):
+def reassign_assignment(assignment: Assignment, *, coder: User, actor: Any = None) -> Assignment:
     """Hand an assignment to another coder (their codings so far stay theirs)."""
     study = assignment.study
     if not has_role(coder, study, Role.CODER):
@@ -258,14 +284,14 @@ def reassign_assignment(assignment, *, coder, actor=None):
     return assignment
 
 
-def delete_assignment(assignment, *, actor=None):
+def delete_assignment(assignment: Assignment, *, actor: Any = None) -> None:
     record_activity(
         assignment.study, actor, "removed assignment", f"{assignment.output_id} from {assignment.coder.username}"
     )
     assignment.delete()
 
 
-def next_assignment(codebook, coder, after=None):
+def next_assignment(codebook: Codebook, coder: Any, after: Assignment | None = None) -> Assignment | None:
     """The coder's next pending assignment (after `after` in queue order, wrapping around)."""
     pending = Assignment.objects.filter(codebook=codebook, coder=coder, status=AssignmentStatus.PENDING).order_by(
         "position", "id"
@@ -276,5 +302,5 @@ def next_assignment(codebook, coder, after=None):
     return pending.first()
 
 
-def outputs_of(study):
+def outputs_of(study: Study) -> QuerySet[Output]:
     return generation.study_outputs(study)

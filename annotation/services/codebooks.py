@@ -1,12 +1,18 @@
 """Codebooks and codes: create, import, edit, merge, move, split, undo (recorded as CodeOperations), and the
 versioning rules of codebooks."""
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from generation.selectors import toolkit_items
 from stereoscope.jobs.models import ACTIVE
+from stereoscope.models import Study
 from stereoscope.services import record_activity
 from stereoscope.trash import TrashError, refuse_if_work
 from stereoscope.versioning import Versioning
@@ -44,7 +50,7 @@ CODE_FIELDS = [
 # --- codebooks ---------------------------------------------------------------------------------------
 
 
-def clean_codebook_name(name):
+def clean_codebook_name(name: str | None) -> str:
     name = (name or "").strip()
     if not name:
         raise AnnotationError("Give the codebook a name.")
@@ -54,7 +60,7 @@ def clean_codebook_name(name):
 
 
 @transaction.atomic
-def create_codebook(study, *, name, description="", created_by=None):
+def create_codebook(study: Study, *, name: str | None, description: str = "", created_by: Any = None) -> Codebook:
     CODEBOOKS.refuse_library(study)
     name = clean_codebook_name(name)
     codebook = Codebook.objects.create(
@@ -69,10 +75,10 @@ def create_codebook(study, *, name, description="", created_by=None):
 
 
 @transaction.atomic
-def update_codebook(codebook, *, actor=None, **fields):
+def update_codebook(codebook: Codebook, *, actor: Any = None, **fields: Any) -> Codebook:
     """Change an editable codebook's name or description."""
     CODEBOOKS.ensure_editable(codebook)
-    changed = []
+    changed: list[str] = []
     if "name" in fields:
         codebook.name = clean_codebook_name(fields["name"])
         changed.append("name")
@@ -86,7 +92,7 @@ def update_codebook(codebook, *, actor=None, **fields):
 
 
 @transaction.atomic
-def delete_codebook(codebook, *, actor=None):
+def delete_codebook(codebook: Codebook, *, actor: Any = None) -> None:
     """Delete a codebook nobody has used. Refused (AnnotationError, saying what depends on it) for a library
     codebook, a locked or used one, one with a live discovery job, and one with codings, memos or assignments:
     weeks of coding never go with one request. A study's whole work goes to the trash with the study instead."""
@@ -111,7 +117,7 @@ def delete_codebook(codebook, *, actor=None):
     codebook.delete()
 
 
-def _resolve_items(study, tree, toolkit):
+def _resolve_items(study: Study, tree: dict[str, Any], toolkit: Any) -> dict[int, Any]:
     numbers = {n["item_number"] for n, _, _ in fmt.walk(tree["codes"]) if n.get("item_number") is not None}
     if not numbers:
         return {}
@@ -128,8 +134,16 @@ def _resolve_items(study, tree, toolkit):
 
 @transaction.atomic
 def import_codebook(
-    study, tree, *, name=None, created_by=None, builtin_key="", locked=False, toolkit=None, description=None
-):
+    study: Study,
+    tree: dict[str, Any],
+    *,
+    name: str | None = None,
+    created_by: Any = None,
+    builtin_key: str = "",
+    locked: bool = False,
+    toolkit: Any = None,
+    description: str | None = None,
+) -> Codebook:
     """Create a new codebook (a new version when the name exists) from a validated tree."""
     tree = fmt.validate_tree({**tree, "name": name or tree.get("name")})
     items = _resolve_items(study, tree, toolkit)
@@ -152,11 +166,18 @@ def import_codebook(
     return codebook
 
 
-def _create_codes(codebook, codes, *, items, taken=(), created_by=None):
+def _create_codes(
+    codebook: Codebook,
+    codes: Iterable[dict[str, Any]],
+    *,
+    items: Mapping[Any, Any],
+    taken: Iterable[str] = (),
+    created_by: Any = None,
+) -> None:
     """Save a validated code tree into `codebook`, in order; GUIDs in `taken` get new ones."""
     order = 0
 
-    def create(node, parent):
+    def create(node: dict[str, Any], parent: Code | None) -> None:
         nonlocal order
         order += 1
         fields = {
@@ -197,10 +218,10 @@ def _create_codes(codebook, codes, *, items, taken=(), created_by=None):
         create(node, None)
 
 
-def codebook_tree(codebook, include_inactive=False):
+def codebook_tree(codebook: Codebook, include_inactive: bool = False) -> dict[str, Any]:
     """The codebook as a normalised tree (the export format), children in order."""
 
-    def node(code, path):
+    def node(code: Code, path: str) -> dict[str, Any]:
         here = f"{path}/{code.name}" if path else code.name
         return {
             "guid": str(code.guid),
@@ -212,24 +233,27 @@ def codebook_tree(codebook, include_inactive=False):
             "codable": code.codable,
             "shortcut": code.shortcut,
             "stereotype": code.stereotype,
-            "item_number": code.item.number if code.item_id else None,
+            "item_number": code.item.number if code.item_id else None,  # type: ignore[union-attr]  # item_id is set
             "frequency_reference": code.frequency_reference,
             "path": here,
             "variable": code.variable_scope,
             "ordered": code.variable_ordered,
             "exclude": code.exclude_value,
             **({"gold_rule": code.gold_rule, "gold_min_raters": code.gold_min_raters} if code.variable_scope else {}),
-            "children": [node(child, here) for child in code.child_nodes],
+            "children": [node(child, here) for child in code.child_nodes],  # type: ignore[attr-defined]  # set by code_tree
         }
 
     return {
         "name": codebook.name,
         "description": codebook.description,
-        "codes": [node(code, "") for code in code_tree(codebook, active_only=not include_inactive)],
+        "codes": [
+            node(code, "")
+            for code in code_tree(codebook, active_only=not include_inactive)  # type: ignore[no-untyped-call]  # annotation.selectors is not typed yet
+        ],
     }
 
 
-def _copy_codes(codebook, copy, *, actor=None):
+def _copy_codes(codebook: Codebook, copy: Codebook, *, actor: Any = None) -> None:
     """A codebook version's children: its active code tree (new GUIDs; item links kept within a study)."""
     tree = codebook_tree(codebook)
     same_study = codebook.study_id == copy.study_id
@@ -240,7 +264,7 @@ def _copy_codes(codebook, copy, *, actor=None):
     toolkit = None
     if same_study:
         first = codebook.codes.filter(item__isnull=False).select_related("item__toolkit").first()
-        toolkit = first.item.toolkit if first else None
+        toolkit = first.item.toolkit if first else None  # type: ignore[union-attr]  # filtered on item__isnull=False
     tree = fmt.validate_tree(tree)
     _create_codes(copy, tree["codes"], items=_resolve_items(copy.study, tree, toolkit), created_by=actor)
 
@@ -254,10 +278,10 @@ CODEBOOKS = Versioning(
 # --- codes -------------------------------------------------------------------------------------------
 
 
-def _clean_code_fields(codebook, fields, code=None):
+def _clean_code_fields(codebook: Codebook, fields: Mapping[str, Any], code: Code | None = None) -> dict[str, Any]:
     """Validate code fields; returns the cleaned dict or raises AnnotationError."""
-    cleaned = {}
-    errors = []
+    cleaned: dict[str, Any] = {}
+    errors: list[str] = []
     if "name" in fields:
         name = (fields["name"] or "").strip()
         if not name:
@@ -339,14 +363,14 @@ def _clean_code_fields(codebook, fields, code=None):
     return cleaned
 
 
-def _record(codebook, kind, actor, payload):
+def _record(codebook: Codebook, kind: str, actor: Any, payload: dict[str, Any]) -> CodeOperation:
     return CodeOperation.objects.create(
         codebook=codebook, kind=kind, actor=actor if getattr(actor, "pk", None) else None, payload=payload
     )
 
 
 @transaction.atomic
-def create_code(codebook, *, actor=None, **fields):
+def create_code(codebook: Codebook, *, actor: Any = None, **fields: Any) -> Code:
     CODEBOOKS.ensure_editable(codebook)
     fields.setdefault("kind", CodeKind.A_PRIORI)
     cleaned = _clean_code_fields(codebook, fields)
@@ -361,8 +385,18 @@ def create_code(codebook, *, actor=None, **fields):
 
 @transaction.atomic
 def create_code_from_selection(
-    *, study, codebook, output, coder, start, end, name, parent=None, offset_unit="codepoint", **fields
-):
+    *,
+    study: Study,
+    codebook: Codebook,
+    output: Any,
+    coder: Any,
+    start: Any,
+    end: Any,
+    name: str,
+    parent: Code | None = None,
+    offset_unit: str = "codepoint",
+    **fields: Any,
+) -> tuple[Code, Coding]:
     """A new inductive code made from a selected span, and the coding of that span with it."""
     fields = {
         "gender_tag": fields.get("gender_tag", ""),
@@ -371,7 +405,7 @@ def create_code_from_selection(
         "shortcut": fields.get("shortcut", ""),
     }
     code = create_code(codebook, actor=coder, name=name, parent=parent, kind=CodeKind.INDUCTIVE, **fields)
-    coding = create_coding(
+    coding: Coding = create_coding(  # type: ignore[no-untyped-call]  # annotation.services.codings is not typed yet
         study=study,
         codebook=codebook,
         output=output,
@@ -385,7 +419,7 @@ def create_code_from_selection(
 
 
 @transaction.atomic
-def delete_code(code, *, actor=None):
+def delete_code(code: Code, *, actor: Any = None) -> None:
     """Delete a code of an editable codebook; one with codings or child codes is refused (merge it instead)."""
     CODEBOOKS.ensure_editable(code.codebook)
     if code.codings.exists() or code.children.exists():
@@ -395,12 +429,12 @@ def delete_code(code, *, actor=None):
 
 
 @transaction.atomic
-def update_code(code, *, actor=None, **fields):
+def update_code(code: Code, *, actor: Any = None, **fields: Any) -> Code:
     codebook = code.codebook
     CODEBOOKS.ensure_editable(codebook)
     code = Code.objects.select_for_update().get(pk=code.pk)
     cleaned = _clean_code_fields(codebook, fields, code=code)
-    before = {}
+    before: dict[str, Any] = {}
     for key, value in cleaned.items():
         old = getattr(code, key + "_id") if key in ("parent", "item") else getattr(code, key)
         new = value.pk if key in ("parent", "item") and value is not None else value
@@ -428,8 +462,8 @@ def update_code(code, *, actor=None, **fields):
     return code
 
 
-def _codes_in(codebook, codes, label):
-    result = []
+def _codes_in(codebook: Codebook, codes: Iterable[Code], label: str) -> list[Code]:
+    result: list[Code] = []
     for code in codes:
         if code.codebook_id != codebook.pk:
             raise AnnotationError(f"The {label} “{code.name}” belongs to another codebook.")
@@ -440,7 +474,16 @@ def _codes_in(codebook, codes, label):
 
 
 @transaction.atomic
-def merge_codes(codebook, sources, *, target=None, new_name=None, new_parent=None, actor=None, **new_fields):
+def merge_codes(
+    codebook: Codebook,
+    sources: Iterable[Code],
+    *,
+    target: Code | None = None,
+    new_name: str | None = None,
+    new_parent: Code | None = None,
+    actor: Any = None,
+    **new_fields: Any,
+) -> tuple[Code, CodeOperation]:
     """Merge `sources` into `target` (or into a new code `new_name` under `new_parent`). Every coding moves."""
     CODEBOOKS.ensure_editable(codebook)
     sources = _codes_in(codebook, list(dict.fromkeys(sources)), "code")
@@ -482,7 +525,7 @@ def merge_codes(codebook, sources, *, target=None, new_name=None, new_parent=Non
         for source in sources:
             if source.pk in target_ancestors:
                 raise AnnotationError(f"“{source.name}” contains “{target.name}”; it cannot be merged into it.")
-    entries = []
+    entries: list[dict[str, Any]] = []
     for source in Code.objects.select_for_update().filter(pk__in=[s.pk for s in sources]).order_by("pk"):
         coding_ids = list(Coding.objects.filter(code=source).values_list("pk", flat=True))
         Coding.objects.filter(pk__in=coding_ids).update(code=target, updated_at=timezone.now())
@@ -509,7 +552,9 @@ def merge_codes(codebook, sources, *, target=None, new_name=None, new_parent=Non
 
 
 @transaction.atomic
-def move_codes(codebook, codes, *, new_parent=None, actor=None):
+def move_codes(
+    codebook: Codebook, codes: Iterable[Code], *, new_parent: Code | None = None, actor: Any = None
+) -> CodeOperation:
     """Re-parent codes (None = top level), e.g. to regroup codes into another dimension."""
     CODEBOOKS.ensure_editable(codebook)
     codes = _codes_in(codebook, list(dict.fromkeys(codes)), "code")
@@ -536,7 +581,15 @@ def move_codes(codebook, codes, *, new_parent=None, actor=None):
 
 
 @transaction.atomic
-def split_code(code, codings, *, target=None, new_name=None, actor=None, **new_fields):
+def split_code(
+    code: Code,
+    codings: Iterable[Any],
+    *,
+    target: Code | None = None,
+    new_name: str | None = None,
+    actor: Any = None,
+    **new_fields: Any,
+) -> tuple[Code, CodeOperation]:
     """Move the chosen codings of `code` to `target` or to a new sibling code `new_name`."""
     codebook = code.codebook
     CODEBOOKS.ensure_editable(codebook)
@@ -581,12 +634,12 @@ def split_code(code, codings, *, target=None, new_name=None, actor=None, **new_f
     return target, op
 
 
-def latest_operation(codebook):
+def latest_operation(codebook: Codebook) -> CodeOperation | None:
     return codebook.operations.filter(undone_at__isnull=True).order_by("-created_at", "-id").first()
 
 
 @transaction.atomic
-def undo_operation(op, *, actor=None):
+def undo_operation(op: CodeOperation, *, actor: Any = None) -> str:
     """Reverse one operation exactly. Only the latest not-undone operation of a codebook can be undone."""
     op = CodeOperation.objects.select_for_update().get(pk=op.pk)
     codebook = op.codebook
@@ -594,6 +647,7 @@ def undo_operation(op, *, actor=None):
     if op.undone_at:
         raise AnnotationError("This operation was already undone.")
     latest = latest_operation(codebook)
+    assert latest is not None  # op itself is not undone
     if latest.pk != op.pk:
         raise AnnotationError(
             f"Undo the later {latest.get_kind_display().lower()} (#{latest.pk}) first; history is undone newest first."
@@ -634,20 +688,20 @@ def undo_operation(op, *, actor=None):
             setattr(code, key + "_id" if key in ("parent", "item") else key, value)
         code.save()
     elif op.kind == OperationKind.CREATE:
-        code = Code.objects.filter(pk=p["code"]).first()
-        if code is not None:
-            if code.codings.exists() or code.children.exists():
+        created_code = Code.objects.filter(pk=p["code"]).first()
+        if created_code is not None:
+            if created_code.codings.exists() or created_code.children.exists():
                 raise AnnotationError(
-                    f"“{code.name}” has codings or child codes now; remove them before undoing its creation."
+                    f"“{created_code.name}” has codings or child codes now; remove them before undoing its creation."
                 )
-            code.delete()
+            created_code.delete()
     op.undone_at = timezone.now()
     op.save(update_fields=["undone_at"])
     record_activity(codebook.study, actor, f"undid {op.kind}", f"#{op.pk}")
     return note
 
 
-def _drop_created(target):
+def _drop_created(target: Code) -> str:
     """Remove a code a merge/split created, unless codings were added to it since; then keep it and say so."""
     left = target.codings.count()
     if left or target.children.exists():

@@ -17,13 +17,27 @@ import math
 import queue
 import threading
 import weakref
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast
 
 import krippendorff
 import numpy as np
 
 from stereoscope.lazy_imports import LazyModule
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+# for annotations only (`from __future__ import annotations`: never evaluated when the module runs)
+Array: TypeAlias = "npt.NDArray[Any]"
+IntArray: TypeAlias = "npt.NDArray[np.int64]"
+FloatArray: TypeAlias = "npt.NDArray[np.float64]"
+# a rating's value: a number, or (nominal level) a code's name
+Category: TypeAlias = int | float | str
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 sparse = LazyModule("scipy.sparse")
 
@@ -41,10 +55,10 @@ class AgreementInputError(ValueError):
 class RatingMatrix:
     """raters × units; `codes` holds category indices (-1 = missing) into `categories` (sorted values)."""
 
-    units: list
-    raters: list
-    codes: np.ndarray
-    categories: list
+    units: list[Any]  # the caller's labels (output ids, rater keys): hashable, any type
+    raters: list[Any]
+    codes: IntArray
+    categories: list[Category]
     level: str = "nominal"
 
     @property
@@ -57,7 +71,7 @@ class RatingMatrix:
     def n_ratings(self) -> int:
         return int((self.codes >= 0).sum())
 
-    def values(self) -> np.ndarray:
+    def values(self) -> FloatArray:
         """raters × units float matrix with NaN for missing (numeric categories only)."""
         cats = np.asarray(self.categories, dtype=float) if self.categories else np.zeros(0)
         out = np.full(self.codes.shape, np.nan)
@@ -65,7 +79,7 @@ class RatingMatrix:
         out[mask] = cats[self.codes[mask]]
         return out
 
-    def value_counts(self) -> np.ndarray:
+    def value_counts(self) -> IntArray:
         """units × categories: how many raters gave each category to each unit."""
         n_units, n_cat = self.codes.shape[1], len(self.categories)
         mask = self.codes >= 0
@@ -73,7 +87,9 @@ class RatingMatrix:
         flat = np.bincount(unit_idx * n_cat + self.codes[mask], minlength=n_units * n_cat)
         return flat.reshape(n_units, n_cat).astype(np.int64)
 
-    def subset(self, rater_indices=None, unit_indices=None) -> "RatingMatrix":
+    def subset(
+        self, rater_indices: Sequence[int] | None = None, unit_indices: Sequence[int] | None = None
+    ) -> RatingMatrix:
         codes = self.codes
         raters, units = self.raters, self.units
         if rater_indices is not None:
@@ -87,7 +103,7 @@ class RatingMatrix:
         )
 
 
-def _is_missing(value) -> bool:
+def _is_missing(value: object) -> bool:
     if value is None:
         return True
     if isinstance(value, float) and math.isnan(value):
@@ -95,7 +111,7 @@ def _is_missing(value) -> bool:
     return isinstance(value, str) and value.strip().lower() in MISSING_STRINGS
 
 
-def _as_number(value):
+def _as_number(value: object) -> int | float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, np.integer)):
@@ -111,7 +127,15 @@ def _as_number(value):
     return int(number) if number.is_integer() else number
 
 
-def from_long(rows, level="nominal", *, units=None, raters=None, first_row=1, row_label="Row") -> RatingMatrix:
+def from_long(
+    rows: Iterable[Sequence[Any]],
+    level: str = "nominal",
+    *,
+    units: Sequence[Hashable] | None = None,
+    raters: Sequence[Hashable] | None = None,
+    first_row: int = 1,
+    row_label: str = "Row",
+) -> RatingMatrix:
     """Build a RatingMatrix from (unit, rater, value) triples. Empty value = missing.
 
     Values must be numbers except at the nominal level, where strings (code names) are allowed. A rater who rates
@@ -119,12 +143,12 @@ def from_long(rows, level="nominal", *, units=None, raters=None, first_row=1, ro
     """
     if level not in LEVELS:
         raise AgreementInputError(f"Unknown level {level!r}; choose one of {', '.join(LEVELS)}.")
-    unit_index = {u: i for i, u in enumerate(units)} if units is not None else {}
-    rater_index = {r: i for i, r in enumerate(raters)} if raters is not None else {}
-    unit_list = list(units) if units is not None else []
-    rater_list = list(raters) if raters is not None else []
-    cells: dict[tuple[int, int], object] = {}
-    raw_values = []
+    unit_index: dict[Any, int] = {u: i for i, u in enumerate(units)} if units is not None else {}
+    rater_index: dict[Any, int] = {r: i for i, r in enumerate(raters)} if raters is not None else {}
+    unit_list: list[Any] = list(units) if units is not None else []
+    rater_list: list[Any] = list(raters) if raters is not None else []
+    cells: dict[tuple[int, int], Category | None] = {}
+    raw_values: list[Category] = []
     for line, row in enumerate(rows, start=first_row):
         try:
             unit, rater, value = row
@@ -148,7 +172,7 @@ def from_long(rows, level="nominal", *, units=None, raters=None, first_row=1, ro
         if _is_missing(value):
             cells[key] = None
             continue
-        number = _as_number(value)
+        number: Category | None = _as_number(value)
         if number is None:
             if level != "nominal":
                 raise AgreementInputError(
@@ -170,7 +194,7 @@ def from_long(rows, level="nominal", *, units=None, raters=None, first_row=1, ro
     return RatingMatrix(units=unit_list, raters=rater_list, codes=codes, categories=categories, level=level)
 
 
-def read_long_csv(text: str, level="nominal") -> RatingMatrix:
+def read_long_csv(text: str, level: str = "nominal") -> RatingMatrix:
     """Parse CSV text with the columns unit,rater,value (any order, extra columns ignored)."""
     text = text.lstrip("\ufeff")
     reader = csv.DictReader(io.StringIO(text))
@@ -185,7 +209,7 @@ def read_long_csv(text: str, level="nominal") -> RatingMatrix:
     if fast is not None:
         return fast
     reader.fieldnames = header
-    rows = []
+    rows: list[tuple[str, str, str]] = []
     for line, record in enumerate(reader, start=2):
         if None in record or any(record.get(c) is None for c in ("unit", "rater", "value")):
             raise AgreementInputError(f"Line {line}: expected {len(header)} fields.")
@@ -193,7 +217,7 @@ def read_long_csv(text: str, level="nominal") -> RatingMatrix:
     return from_long(rows, level=level, first_row=2, row_label="Line")
 
 
-def _factorize_stripped(column):
+def _factorize_stripped(column: Array) -> tuple[IntArray, list[str]]:
     """(index per row, distinct stripped values in order of first appearance) of an object column (pandas)."""
     import pandas as pd  # lazy: pandas takes ~0.5 s to import; only files numpy cannot read need it
 
@@ -203,7 +227,7 @@ def _factorize_stripped(column):
     return remap[codes], list(distinct)
 
 
-def _pandas_columns(text, wanted):
+def _pandas_columns(text: str, wanted: list[int]) -> list[tuple[IntArray, list[str]]] | None:
     """The unit, rater and value columns as (index per row, distinct stripped values), read by pandas' C parser."""
     try:
         import pandas as pd  # lazy: pandas takes ~0.5 s to import; only files numpy cannot read need it
@@ -219,7 +243,7 @@ def _pandas_columns(text, wanted):
 PAD = 72  # zero bytes after the text: room for an 8-byte read at any field start and a 64-byte window
 
 
-def _field_keys(padded, n_bytes, starts, lengths, width):
+def _field_keys(padded: Array, n_bytes: int, starts: IntArray, lengths: IntArray, width: int) -> Array:
     """One key per field: the field's bytes, zero-padded, as a big-endian integer (width <= 8) or a fixed-width byte
     string. No NUL bytes in the text, so zero padding cannot make two different fields equal."""
     if width <= 8:  # the 8 bytes from each field's start as one integer, bytes past its end zeroed
@@ -231,7 +255,7 @@ def _field_keys(padded, n_bytes, starts, lengths, width):
     return np.where(np.arange(width) < lengths[:, None], window, np.uint8(0)).view(f"S{width}").ravel()
 
 
-def _factorize_keys(keys, width):
+def _factorize_keys(keys: Array, width: int) -> tuple[IntArray, IntArray]:
     """(index of each key's distinct value, first position of each distinct value), distinct values in any order."""
     if width <= 2:  # few possible keys: a lookup table
         small = (keys >> np.uint64(48)).astype(np.int64)
@@ -253,7 +277,9 @@ def _factorize_keys(keys, width):
     return inverse, np.minimum.reduceat(order, np.flatnonzero(new))
 
 
-def _factorize_bytes(padded, n_bytes, text, starts, ends):
+def _factorize_bytes(
+    padded: Array, n_bytes: int, text: str, starts: IntArray, ends: IntArray
+) -> tuple[IntArray, list[str]] | None:
     """(index per row, distinct strings in order of first appearance) of the fields padded[starts:ends] of printable
     ASCII text (padded: its n_bytes bytes and PAD zero bytes): each field packed into one integer (up to 8 bytes) or
     a fixed-width byte string, then sorted (or looked up in a table when it has at most 2 bytes). Consecutive rows
@@ -285,7 +311,9 @@ def _factorize_bytes(padded, n_bytes, text, starts, ends):
     return index, distinct
 
 
-def _ascii_columns(padded, n_bytes, text, starts, stops, commas, wanted):
+def _ascii_columns(
+    padded: Array, n_bytes: int, text: str, starts: IntArray, stops: IntArray, commas: IntArray, wanted: list[int]
+) -> list[tuple[IntArray, list[str]]] | None:
     """The unit, rater and value columns as (index per row, distinct stripped values), straight from the bytes of a
     plain CSV of printable ASCII (rows from starts to stops, their commas in the rows of `commas`; checked by the
     caller). None when the text has other characters (Python's strip() knows more whitespace than the space) or long
@@ -314,15 +342,15 @@ def _ascii_columns(padded, n_bytes, text, starts, stops, commas, wanted):
     return columns
 
 
-def _distinct_cells(distinct, level):
+def _distinct_cells(distinct: list[str], level: str) -> list[Category | None] | None:
     """Each distinct value as a cell: None when missing, a number, or (nominal only) a name; None when a value is
     neither missing nor a number at a numeric level. Mixed numbers and names are all names."""
-    cells = []
+    cells: list[Category | None] = []
     for value in distinct:
         if _is_missing(value):
             cells.append(None)
             continue
-        number = _as_number(value)
+        number: Category | None = _as_number(value)
         if number is None:
             if level != "nominal":
                 return None
@@ -334,7 +362,7 @@ def _distinct_cells(distinct, level):
     return cells
 
 
-def _plain_rows(ends, comma_at, n_fields):
+def _plain_rows(ends: IntArray, comma_at: IntArray, n_fields: int) -> tuple[IntArray, IntArray, IntArray | None] | None:
     """(starts, stops, commas) of the data rows (the non-empty lines after the header) when every one has
     n_fields - 1 commas, commas being their positions row by row (None when the header has another number); None
     when a row has another number of commas, or there is none."""
@@ -358,7 +386,7 @@ def _plain_rows(ends, comma_at, n_fields):
     return starts, stops, commas
 
 
-def _read_plain_long_csv(text, header, level):
+def _read_plain_long_csv(text: str, header: list[str], level: str) -> RatingMatrix | None:
     """The same RatingMatrix as `from_long` for a plain CSV (no quotes, one comma count on every non-empty line), read
     vectorised: from the bytes with numpy when the text is printable ASCII, else with pandas' C parser. None when the
     file is not plain or anything would be an error: the row-by-row path then reports the offending line."""
@@ -405,7 +433,13 @@ def _read_plain_long_csv(text, header, level):
     return RatingMatrix(units=unit_list, raters=rater_list, codes=codes, categories=categories, level=level)
 
 
-def from_matrix(values, level="nominal", *, raters=None, units=None) -> RatingMatrix:
+def from_matrix(
+    values: Any,
+    level: str = "nominal",
+    *,
+    raters: Iterable[Hashable] | None = None,
+    units: Iterable[Hashable] | None = None,
+) -> RatingMatrix:
     """raters × units array-like with NaN (or None) for missing; numeric values."""
     arr = np.asarray(values, dtype=float)
     if arr.ndim != 2:
@@ -414,7 +448,7 @@ def from_matrix(values, level="nominal", *, raters=None, units=None) -> RatingMa
     categories, inverse = np.unique(arr[mask], return_inverse=True)
     codes = np.full(arr.shape, -1, dtype=np.int64)
     codes[mask] = inverse
-    cats = [int(c) if float(c).is_integer() else float(c) for c in categories]
+    cats: list[Category] = [int(c) if float(c).is_integer() else float(c) for c in categories]
     return RatingMatrix(
         units=list(units) if units is not None else list(range(arr.shape[1])),
         raters=list(raters) if raters is not None else list(range(arr.shape[0])),
@@ -431,46 +465,52 @@ class Outcome:
     note: str = ""
 
 
-def _ok(value) -> Outcome:
+def _ok(value: Any) -> Outcome:
     value = float(value)
     if not math.isfinite(value):
         return Outcome(None, "the coefficient is not a finite number for these data")
     return Outcome(value)
 
 
-def _distance_matrix(categories, level, n_v):
+def _distance_matrix(categories: Sequence[Category], level: str, n_v: Array | None) -> Array:
     """Squared distances δ² between categories (Krippendorff 2011), given the pairable-value counts n_v."""
     k = len(categories)
+    distances: Array  # numpy's stubs type the arithmetic below as Any
     if level == "nominal":
-        return 1.0 - np.eye(k)
+        distances = 1.0 - np.eye(k)
+        return distances
     values = np.asarray(categories, dtype=float)
     if level == "interval":
-        return (values[:, None] - values[None, :]) ** 2
+        distances = (values[:, None] - values[None, :]) ** 2
+        return distances
     if level == "ratio":
         total = values[:, None] + values[None, :]
         diff = values[:, None] - values[None, :]
-        return np.divide(diff, total, out=np.zeros((k, k)), where=total != 0) ** 2
+        distances = np.divide(diff, total, out=np.zeros((k, k)), where=total != 0) ** 2
+        return distances
+    assert n_v is not None, "the ordinal distances need the pairable-value counts"
     cum = np.concatenate([[0.0], np.cumsum(n_v)])  # ordinal
     i = np.arange(k)
     lo, hi = np.minimum.outer(i, i), np.maximum.outer(i, i)
     between = cum[hi + 1] - cum[lo]
-    return (between - (n_v[lo] + n_v[hi]) / 2.0) ** 2
+    distances = (between - (n_v[lo] + n_v[hi]) / 2.0) ** 2
+    return distances
 
 
-def _weight_matrix(categories, weights, k):
+def _weight_matrix(categories: Sequence[Category] | None, weights: str | None, k: int) -> FloatArray:
     """Disagreement weights: None → nominal 0/1; "linear" |i-j| or "quadratic" (i-j)² on the values, scaled."""
     if weights is None:
         return 1.0 - np.eye(k)
     values = np.asarray(categories if categories is not None else range(k), dtype=float)
     span = values.max() - values.min() if k > 1 else 0.0
-    diff = np.abs(values[:, None] - values[None, :]) / (span if span else 1.0)
+    diff: FloatArray = np.abs(values[:, None] - values[None, :]) / (span if span else 1.0)
     return diff if weights == "linear" else diff**2
 
 
 class _Vec:
     """A coefficient over B rows of totals: values (NaN = undefined) and the reasons, first one wins."""
 
-    def __init__(self, values, reasons):
+    def __init__(self, values: Any, reasons: Iterable[tuple[Any, str]]) -> None:
         self.values = np.asarray(values, dtype=float).copy()
         self.reasons = [
             (np.broadcast_to(np.asarray(mask, dtype=bool), self.values.shape), note) for mask, note in reasons
@@ -479,7 +519,7 @@ class _Vec:
             self.values[mask] = np.nan
         self.values[~np.isfinite(self.values)] = np.nan
 
-    def outcome(self, row=0) -> Outcome:
+    def outcome(self, row: int = 0) -> Outcome:
         value = self.values[row]
         if np.isfinite(value):
             return Outcome(float(value))
@@ -489,7 +529,7 @@ class _Vec:
         return Outcome(None, "the coefficient is not a finite number for these data")
 
 
-def _unique_columns(codes, k):
+def _unique_columns(codes: IntArray, k: int) -> tuple[IntArray, IntArray, IntArray]:
     """Distinct columns of a raters × units code matrix: (patterns × raters, unit → pattern, counts).
 
     Columns are packed into one integer in base k+1 when that fits in 62 bits (a 1-D unique is far faster than
@@ -506,13 +546,14 @@ def _unique_columns(codes, k):
     return patterns, inverse.ravel(), counts
 
 
-def _background_iter(generator, ahead=2):
+def _background_iter(generator: Iterable[Item], ahead: int = 2) -> Iterator[Item]:
     """The items of `generator`, computed in a thread started at once, up to `ahead` items ahead of the consumer (in
     order). A consumer that stops early (an error), or drops the iterator unread, lets the thread end."""
 
-    items, stop = queue.Queue(maxsize=ahead), threading.Event()
+    items: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=ahead)
+    stop = threading.Event()
 
-    def hand_over(entry):
+    def hand_over(entry: tuple[bool, Any]) -> bool:
         while not stop.is_set():
             try:
                 items.put(entry, timeout=0.1)
@@ -521,7 +562,7 @@ def _background_iter(generator, ahead=2):
                 continue
         return False
 
-    def produce():
+    def produce() -> None:
         try:
             for item in generator:
                 if not hand_over((True, item)):
@@ -531,7 +572,7 @@ def _background_iter(generator, ahead=2):
         else:
             hand_over((False, None))
 
-    def consume(_stops_when_dropped):
+    def consume(_stops_when_dropped: _StopToken) -> Iterator[Item]:
         try:
             while True:
                 ok, item = items.get()
@@ -553,12 +594,12 @@ class _StopToken:
     """Held by a background iterator; when it goes, the thread filling it stops."""
 
 
-def _in_background(function, *args, **kwargs):
+def _in_background(function: Callable[..., Result], *args: Any, **kwargs: Any) -> Callable[[], Result]:
     """Start `function(*args, **kwargs)` in a thread; the returned callable waits for its result (or raises)."""
 
-    box = {}
+    box: dict[str, Any] = {}
 
-    def run():
+    def run() -> None:
         try:
             box["value"] = function(*args, **kwargs)
         except BaseException as exc:  # raised again in the caller
@@ -567,11 +608,12 @@ def _in_background(function, *args, **kwargs):
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
 
-    def result():
+    def result() -> Result:
         thread.join()
         if "error" in box:
             raise box["error"]
-        return box["value"]
+        value: Result = box["value"]
+        return value
 
     return result
 
@@ -583,7 +625,7 @@ class _Features:
     bootstrap replicate (units drawn with replacement) is a multinomial draw of pattern counts.
     """
 
-    def __init__(self, rm: RatingMatrix, weights="linear", *, resamples=0, seed=0):
+    def __init__(self, rm: RatingMatrix, weights: str | None = "linear", *, resamples: int = 0, seed: int = 0) -> None:
         """resamples > 0 starts drawing that many bootstrap resamples (seeded with `seed`) in a thread at once, while
         the features are built: `resampled_totals(resamples, None, self.early_draws)` takes them."""
         self.rm = rm
@@ -604,13 +646,14 @@ class _Features:
             pat_idx = np.broadcast_to(np.arange(n), codes.shape)[mask]
             counts = np.bincount(pat_idx * k + codes[mask], minlength=n * k).reshape(n, k).astype(float)
         self.m = m = counts.sum(axis=1)
-        self.early_draws = None
+        self.early_draws: Iterator[IntArray] | None = None
         if resamples and self.freq[m >= 2].sum() >= 2:  # the draws need only the pattern counts: start them now
             self.early_draws = self.draws(resamples, np.random.default_rng(seed))
-        blocks, self.slices = [], {}
+        blocks: list[Any] = []  # scipy sparse matrices
+        self.slices: dict[str | tuple[str, int, int], slice] = {}
         start = 0
 
-        def add(name, block):
+        def add(name: str | tuple[str, int, int], block: Any) -> None:
             nonlocal start
             block = sparse.csr_matrix(block)
             self.slices[name] = slice(start, start + block.shape[1])
@@ -646,11 +689,11 @@ class _Features:
         self.w_unweighted = _weight_matrix(None, None, k)
         self.w_weighted = _weight_matrix(rm.categories, weights, k) if (k and rm.numeric) else None
 
-    def totals(self) -> np.ndarray:
+    def totals(self) -> FloatArray:
         """1 × features: the point-estimate totals."""
         return np.asarray(self.matrix.T @ self.freq).reshape(1, -1)
 
-    def draws(self, n_boot, rng, block=100):
+    def draws(self, n_boot: int, rng: np.random.Generator, block: int = 100) -> Iterator[IntArray]:
         """The multinomial pattern counts of n_boot resamples, in blocks of `block` rows, drawn by a thread started
         now. Consecutive draws from one generator: the same stream as one big call. numpy draws without the GIL, so
         the thread draws the next block while the caller multiplies the last."""
@@ -660,23 +703,28 @@ class _Features:
             rng.multinomial(n, p, size=min(block, n_boot - start)) for start in range(0, n_boot, block)
         )
 
-    def resampled_totals(self, n_boot, rng, draws=None) -> np.ndarray:
+    def resampled_totals(
+        self, n_boot: int, rng: np.random.Generator | None, draws: Iterable[IntArray] | None = None
+    ) -> FloatArray:
         """n_boot × features: totals for units drawn with replacement (multinomial over patterns); `draws`: the
         blocks of `self.draws(n_boot, rng)` when they were started already."""
         out = np.empty((n_boot, self.matrix.shape[1]), order="F")  # the layout the coefficients were summed in
         start = 0
-        for block in self.draws(n_boot, rng) if draws is None else draws:
+        if draws is None:
+            assert rng is not None, "no draws given: needs a generator to draw them"
+            draws = self.draws(n_boot, rng)
+        for block in draws:
             out[start : start + len(block)] = (self.matrix.T @ np.ascontiguousarray(block.T, dtype=float)).T
             start += len(block)
         return out
 
     # ----- coefficients over rows of totals
-    def percent_agreement(self, T) -> _Vec:
+    def percent_agreement(self, T: FloatArray) -> _Vec:
         tot, units = T[:, self.slices["pa"]].T
         with np.errstate(all="ignore"):
             return _Vec(tot / units, [(units < 1, "no unit has ratings from two or more raters")])
 
-    def gwet_ac1(self, T) -> _Vec:
+    def gwet_ac1(self, T: FloatArray) -> _Vec:
         tot, units = T[:, self.slices["pa"]].T
         pi_block = T[:, self.slices["pi"]]
         with np.errstate(all="ignore"):
@@ -697,7 +745,7 @@ class _Features:
             ],
         )
 
-    def fleiss_kappa(self, T) -> _Vec:
+    def fleiss_kappa(self, T: FloatArray) -> _Vec:
         block = T[:, self.slices["fleiss"]]
         k = self.k
         same, counts, m_sum, units, m_sq = (
@@ -724,7 +772,7 @@ class _Features:
             ],
         )
 
-    def krippendorff_alpha(self, T, level) -> _Vec:
+    def krippendorff_alpha(self, T: FloatArray, level: str) -> _Vec:
         if not self.has_coinc:
             return _Vec(np.full(len(T), np.nan), [(True, "not bootstrapped for more than 60 distinct values")])
         k = self.k
@@ -751,10 +799,10 @@ class _Features:
             ],
         )
 
-    def pair_table(self, T, a, b):
+    def pair_table(self, T: FloatArray, a: int, b: int) -> FloatArray:
         return T[:, self.slices[("pair", a, b)]].reshape(-1, self.k, self.k)
 
-    def cohen(self, T, a, b, weighted=False) -> _Vec:
+    def cohen(self, T: FloatArray, a: int, b: int, weighted: bool = False) -> _Vec:
         table = self.pair_table(T, a, b)
         w = self.w_weighted if weighted else self.w_unweighted
         if w is None:
@@ -773,7 +821,7 @@ class _Features:
             ],
         )
 
-    def cohen_mean(self, T, weighted=False) -> _Vec:
+    def cohen_mean(self, T: FloatArray, weighted: bool = False) -> _Vec:
         if not self.pairs:
             return _Vec(np.full(len(T), np.nan), [(True, "needs two raters")])
         stacked = np.vstack([self.cohen(T, a, b, weighted).values for a, b in self.pairs])
@@ -783,7 +831,7 @@ class _Features:
         return _Vec(values, [(defined == 0, "no rater pair has a defined kappa")])
 
 
-def cohen_kappa_table(table, categories=None, weights=None) -> Outcome:
+def cohen_kappa_table(table: Any, categories: Sequence[Category] | None = None, weights: str | None = None) -> Outcome:
     """Cohen's kappa from a k × k contingency table (rows: rater A, columns: rater B).
 
     weights None = unweighted; "linear" or "quadratic" use disagreement weights |i-j| or (i-j)² on the category
@@ -815,11 +863,11 @@ class AgreementResult:
     cohen_kappa_mean: float | None = None
     cohen_kappa_weighted_mean: float | None = None
     gwet_ac1: float | None = None
-    ci95: dict = field(default_factory=dict)
-    notes: list = field(default_factory=list)
-    pairs: list = field(default_factory=list)
+    ci95: dict[str, list[float] | None] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    pairs: list[dict[str, Any]] = field(default_factory=list)
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """The CLI / API object: exactly these keys."""
         return {
             "krippendorff_alpha": self.krippendorff_alpha,
@@ -834,13 +882,13 @@ class AgreementResult:
             "notes": self.notes,
         }
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         out = self.summary()
         out.update(level=self.level, cohen_kappa_weighted_mean=self.cohen_kappa_weighted_mean, pairs=self.pairs)
         return out
 
 
-def krippendorff_alpha(rm: RatingMatrix, level=None) -> Outcome:
+def krippendorff_alpha(rm: RatingMatrix, level: str | None = None) -> Outcome:
     """Krippendorff's alpha through the `krippendorff` package; undefined cases → None + note."""
     level = level or rm.level
     if level != "nominal" and not rm.numeric:
@@ -859,14 +907,25 @@ def krippendorff_alpha(rm: RatingMatrix, level=None) -> Outcome:
     domain = np.asarray(rm.categories, dtype=float) if rm.numeric else np.arange(len(rm.categories))
     with np.errstate(all="ignore"):
         try:
-            value = krippendorff.alpha(value_counts=counts, value_domain=domain, level_of_measurement=level)
+            value = krippendorff.alpha(
+                value_counts=counts,
+                value_domain=domain,
+                # a level outside LEVELS makes the package raise ValueError (a note below)
+                level_of_measurement=cast(Literal["nominal", "ordinal", "interval", "ratio"], level),
+            )
         except (ValueError, ZeroDivisionError) as exc:
             return Outcome(None, f"alpha is undefined: {exc}")
     return _ok(value)
 
 
 def agreement(
-    rm: RatingMatrix, *, level=None, bootstrap=1000, seed=0, weights="linear", include_pairs=True
+    rm: RatingMatrix,
+    *,
+    level: str | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    weights: str | None = "linear",
+    include_pairs: bool = True,
 ) -> AgreementResult:
     """All coefficients, with bootstrap 95% percentile intervals over units (bootstrap=0 skips them)."""
     level = level or rm.level
@@ -875,7 +934,7 @@ def agreement(
     result.ci95 = {name: None for name in COEFFICIENTS}
     notes = result.notes
 
-    def record(name, outcome):
+    def record(name: str, outcome: Outcome) -> None:
         setattr(result, name, outcome.value)
         if outcome.value is None and outcome.note:
             notes.append(f"{name}: {outcome.note}")
@@ -929,7 +988,15 @@ def agreement(
     return result
 
 
-def bootstrap_ci(feats: _Features, level, point: AgreementResult, *, n_boot=1000, seed=0, totals=None) -> dict:
+def bootstrap_ci(
+    feats: _Features,
+    level: str,
+    point: AgreementResult,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    totals: FloatArray | None = None,
+) -> dict[str, list[float] | None]:
     """Percentile 95% intervals from resampling units with replacement (same seed → same interval).
 
     Replicates in which a coefficient is undefined are dropped and counted in a note; with fewer than half left the
@@ -944,7 +1011,8 @@ def bootstrap_ci(feats: _Features, level, point: AgreementResult, *, n_boot=1000
         "cohen_kappa_mean": lambda: feats.cohen_mean(T),
         "gwet_ac1": lambda: feats.gwet_ac1(T),
     }
-    out, dropped = {}, []
+    out: dict[str, list[float] | None] = {}
+    dropped: list[str] = []
     for name in COEFFICIENTS:
         if getattr(point, name) is None:
             out[name] = None
@@ -969,7 +1037,7 @@ def bootstrap_ci(feats: _Features, level, point: AgreementResult, *, n_boot=1000
 
 
 # ------------------------------------------------------------------------------------------- derived tables
-def confusion(rm: RatingMatrix, rater_a, rater_b) -> dict:
+def confusion(rm: RatingMatrix, rater_a: Hashable, rater_b: Hashable) -> dict[str, Any]:
     """Contingency table for two raters over the units both rated."""
     a, b = rm.raters.index(rater_a), rm.raters.index(rater_b)
     ca, cb = rm.codes[a], rm.codes[b]
@@ -986,7 +1054,7 @@ def confusion(rm: RatingMatrix, rater_a, rater_b) -> dict:
     }
 
 
-def versus_majority(rm: RatingMatrix, rater, **kwargs) -> AgreementResult:
+def versus_majority(rm: RatingMatrix, rater: Hashable, **kwargs: Any) -> AgreementResult:
     """One rater against the majority value of the other raters per unit (ties and no-majority units are missing)."""
     r = rm.raters.index(rater)
     others = [i for i in range(len(rm.raters)) if i != r]
@@ -1014,7 +1082,7 @@ def disagreements(rm: RatingMatrix) -> list[int]:
 
 
 # ------------------------------------------------------------------------------------------ segment matching
-def span_overlap(a, b) -> float:
+def span_overlap(a: Sequence[float], b: Sequence[float]) -> float:
     """Overlap share of two [start, end) spans: intersection / union (MAXQDA's 'overlap of segments')."""
     inter = min(a[1], b[1]) - max(a[0], b[0])
     if inter <= 0:
@@ -1023,7 +1091,9 @@ def span_overlap(a, b) -> float:
     return inter / union if union else 0.0
 
 
-def segment_agreement(spans_a, spans_b, min_overlap=0.9) -> dict:
+def segment_agreement(
+    spans_a: Sequence[tuple[Hashable, int, int]], spans_b: Sequence[tuple[Hashable, int, int]], min_overlap: float = 0.9
+) -> dict[str, Any]:
     """MAXQDA-style segment agreement of two raters for one code in one document set.
 
     spans_x: list of (document, start, end). A segment of one rater counts as matched when the other rater has a
