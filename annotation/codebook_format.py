@@ -26,6 +26,7 @@ from typing import Any
 
 from lxml import etree
 
+from stereoscope import schemas
 from stereoscope.tables import table_text, unescape_formula
 from stereoscope.untrusted import nul_problem
 
@@ -74,18 +75,45 @@ class CodebookFormatError(ValueError):
 
 
 # --- validation of the normalised tree -------------------------------------------------------------
+# The shape of every field is the schema's (schema/codebook.schema.json, through stereoscope.schemas' reporter);
+# code keeps the rules across codes: parent references and cycles, unique guids and shortcuts, the tree's depth and
+# the shape of categorical variables. Both are reported together, so one upload lists every problem.
+
+SCHEMA = schemas.register("codebook", Path(__file__).resolve().parent / "schema" / "codebook.schema.json")
+TRUE_WORDS = ("1", "true", "yes", "y")
+FALSE_WORDS = ("0", "false", "no", "n")
+VARIABLE_SCOPES = ("story", "span")
 
 
-def _bool(value, where, errors):
+def code_label(data, path):
+    """The reader's name of the code a JSON path points into ("Code 1 ('Family') › code 2 ('F caring mother')"; ""
+    for the codebook itself), and the rest of the path (the field)."""
+    label, node, rest = "", data, list(path)
+    while len(rest) >= 2 and rest[0] in ("codes", "children") and isinstance(rest[1], int):
+        key, index = rest.pop(0), rest.pop(0)
+        children = node.get(key) if isinstance(node, dict) else None
+        node = children[index] if isinstance(children, list) and index < len(children) else None
+        name = str(node.get("name") or "").strip() if isinstance(node, dict) else ""
+        label = f"{label} › code {index + 1}" if label else f"Code {index + 1}"
+        label += f" ('{name}')" if name else ""
+    return label, rest
+
+
+def schema_errors(data):
+    """The schema's problems of a codebook tree, each `Code 1 ('A') › code 2: message` (or the codebook's own)."""
+
+    def reporter(error):
+        return code_label(data, error.absolute_path)[0], schemas.message(error)
+
+    return schemas.messages(data, SCHEMA, what="The codebook", reporter=reporter)
+
+
+def _bool(value, default=True):
+    """true/false from a bool, 0/1 or a word (the schema has refused anything else; then `default`)."""
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "y"):
-        return True
-    if text in ("0", "false", "no", "n"):
-        return False
-    errors.append(f"{where}: '{value}' is not true/false.")
-    return True
+    return True if text in TRUE_WORDS else False if text in FALSE_WORDS else default
 
 
 def normalize_color(value: str | None, where: str, errors: list[str]) -> str:
@@ -100,28 +128,107 @@ def normalize_color(value: str | None, where: str, errors: list[str]) -> str:
     return value.lower()
 
 
-def _gender(value, where, errors):
-    value = (value or "").strip()
-    if value in ("", "-", "—", "none"):
-        return ""
-    if value.upper() in ("F", "M"):
-        return value.upper()
-    errors.append(f"{where}: gender tag '{value}' must be F, M or empty.")
-    return ""
+def _choice(value, allowed, default=""):
+    text = str(value or "").strip().lower().replace("-", "_").replace(" ", "_")
+    return text if text in allowed else default
 
 
-def _optional_int(value, where, label, errors):
-    if value in (None, ""):
-        return None
+def _count(value):
+    text = str(value if value is not None else "").strip()
+    return int(text) if text.isdigit() else None
+
+
+def _guid(value):
+    text = str(value or "").strip().strip("{}")
     try:
-        number = int(str(value).strip())
+        return str(uuid.UUID(text)) if text else ""
     except ValueError:
-        errors.append(f"{where}: {label} '{value}' is not a whole number.")
-        return None
-    if number < 0:
-        errors.append(f"{where}: {label} must not be negative.")
-        return None
-    return number
+        return ""
+
+
+def _shortcut(value):
+    text = str(value if value is not None else "")
+    return text if len(text) == 1 and not text.isspace() else ""
+
+
+def _clean_node(raw, code_name):
+    """One code's own fields, normalised (whatever the schema refused falls back to its default)."""
+    gender = str(raw.get("gender_tag") or "").strip().upper()
+    scope = _choice(raw.get("variable"), VARIABLE_SCOPES)
+    node = {
+        "name": code_name,
+        "description": str(raw.get("description") or ""),
+        "color": normalize_color(str(raw.get("color") or ""), "", []),
+        "gender_tag": gender if gender in ("F", "M") else "",
+        "kind": _choice(raw.get("kind"), ("a_priori", "inductive"), "a_priori"),
+        "codable": _bool(raw.get("codable", True)),
+        "shortcut": _shortcut(raw.get("shortcut")),
+        "stereotype": str(raw.get("stereotype") or ""),
+        "guid": _guid(raw.get("guid")),
+        "item_number": _count(raw.get("item_number")),
+        "frequency_reference": _count(raw.get("frequency_reference")),
+        "variable": scope,
+        "ordered": _bool(raw.get("ordered", False), False),
+        "exclude": _bool(raw.get("exclude", False), False),
+    }
+    if scope:  # a variable's gold rule: strict majority (default) or plurality, and the minimum number of raters
+        rule = _choice(raw.get("gold_rule"), ("majority", "plurality"), "majority")
+        node.update(gold_rule=rule, gold_min_raters=_count(raw.get("gold_min_raters", 2)) or 2)
+    return node
+
+
+class _Tree:
+    """Normalises a schema-checked tree and checks the rules across codes, collecting every problem."""
+
+    def __init__(self, errors):
+        self.errors, self.guids, self.shortcuts = errors, set(), {}
+
+    def node(self, raw, where, depth):
+        if depth > MAX_DEPTH:
+            self.errors.append(f"{where}: the tree is deeper than {MAX_DEPTH} levels.")
+            return None
+        if not isinstance(raw, dict):
+            return None  # the schema said so
+        code_name = str(raw.get("name") or "").strip()
+        label = f"{where} ('{code_name}')" if code_name else where
+        result = _clean_node(raw, code_name)
+        self.unique(result, label)
+        children = raw.get("children") if isinstance(raw.get("children"), list) else []
+        result["children"] = [
+            c for c in (self.node(child, f"{label} › code {i + 1}", depth + 1) for i, child in enumerate(children)) if c
+        ]
+        _check_variable(result, label, self.errors)
+        return result
+
+    def unique(self, node, label):
+        guid, shortcut = node["guid"], node["shortcut"]
+        if guid and guid in self.guids:
+            self.errors.append(f"{label}: guid {guid} appears twice.")
+        self.guids.add(guid)
+        if shortcut.lower() in self.shortcuts:
+            used_by = self.shortcuts[shortcut.lower()]
+            self.errors.append(f"{label}: the shortcut '{shortcut}' is also used by '{used_by}'.")
+        if shortcut:
+            self.shortcuts[shortcut.lower()] = node["name"]
+
+
+def validate_tree(data: Any) -> dict[str, Any]:
+    """Check and normalise a tree (as produced by the parsers or given as JSON). Raises CodebookFormatError."""
+    errors = schema_errors(data)
+    if not isinstance(data, dict):
+        raise CodebookFormatError(errors)
+    codes_raw = data.get("codes") if isinstance(data.get("codes"), list) else []
+    if any(isinstance(raw, dict) and raw.get("parent") not in (None, "") for raw in codes_raw):
+        codes_raw = nest_flat_codes(codes_raw, errors)
+    tree = _Tree(errors)
+    codes = [c for c in (tree.node(raw, f"Code {i + 1}", 1) for i, raw in enumerate(codes_raw)) if c is not None]
+    errors += [
+        f"'{top['name']}' is an exclude value outside a categorical variable." for top in codes if top["exclude"]
+    ]
+    if errors:
+        raise CodebookFormatError(errors)
+    name = str(data.get("name") or "").strip()
+    return {"name": name, "description": str(data.get("description") or ""), "codes": codes}
 
 
 def nest_flat_codes(codes_raw, errors):
@@ -175,124 +282,6 @@ def nest_flat_codes(codes_raw, errors):
         else:
             roots.append(node)
     return roots
-
-
-def validate_tree(data: Any) -> dict[str, Any]:
-    """Check and normalise a tree (as produced by the parsers or given as JSON). Raises CodebookFormatError."""
-    errors = []
-    if not isinstance(data, dict):
-        raise CodebookFormatError(["The codebook must be an object with 'name' and 'codes'."])
-    name = str(data.get("name") or "").strip()
-    if not name:
-        errors.append("The codebook has no name.")
-    elif len(name) > 200:
-        errors.append("The codebook name is longer than 200 characters.")
-    guids, shortcuts = set(), {}
-
-    def node(raw, where, depth):
-        if depth > MAX_DEPTH:
-            errors.append(f"{where}: the tree is deeper than {MAX_DEPTH} levels.")
-            return None
-        if not isinstance(raw, dict):
-            errors.append(f"{where}: a code must be an object.")
-            return None
-        code_name = str(raw.get("name") or "").strip()
-        label = f"{where} ('{code_name}')" if code_name else where
-        if not code_name:
-            errors.append(f"{where}: a code has no name.")
-        elif len(code_name) > 300:
-            errors.append(f"{label}: the name is longer than 300 characters.")
-        guid = str(raw.get("guid") or "").strip().strip("{}")
-        if guid:
-            try:
-                guid = str(uuid.UUID(guid))
-            except ValueError:
-                errors.append(f"{label}: guid '{raw.get('guid')}' is not a GUID.")
-                guid = ""
-            if guid and guid in guids:
-                errors.append(f"{label}: guid {guid} appears twice.")
-            guids.add(guid)
-        kind = str(raw.get("kind") or "a_priori").strip().lower().replace("-", "_").replace(" ", "_")
-        if kind not in ("a_priori", "inductive"):
-            errors.append(f"{label}: kind '{raw.get('kind')}' must be a_priori or inductive.")
-            kind = "a_priori"
-        shortcut = str(raw.get("shortcut") or "")
-        if len(shortcut) > 1 or shortcut.isspace():
-            errors.append(f"{label}: the shortcut '{shortcut}' must be a single visible character.")
-            shortcut = ""
-        if shortcut:
-            if shortcut.lower() in shortcuts:
-                errors.append(f"{label}: the shortcut '{shortcut}' is also used by '{shortcuts[shortcut.lower()]}'.")
-            shortcuts[shortcut.lower()] = code_name
-        children_raw = raw.get("children") or []
-        if not isinstance(children_raw, list):
-            errors.append(f"{label}: children must be a list.")
-            children_raw = []
-        result = {
-            "name": code_name,
-            "description": str(raw.get("description") or ""),
-            "color": normalize_color(raw.get("color"), label, errors),
-            "gender_tag": _gender(raw.get("gender_tag"), label, errors),
-            "kind": kind,
-            "codable": _bool(raw.get("codable", True), label, errors),
-            "shortcut": shortcut,
-            "stereotype": str(raw.get("stereotype") or ""),
-            "guid": guid,
-            "item_number": _optional_int(raw.get("item_number"), label, "item number", errors),
-            "frequency_reference": _optional_int(raw.get("frequency_reference"), label, "frequency", errors),
-        }
-        result.update(_variable_fields(raw, label, errors))
-        result["children"] = [
-            c
-            for c in (node(child, f"{label} › code {i + 1}", depth + 1) for i, child in enumerate(children_raw))
-            if c is not None
-        ]
-        _check_variable(result, label, errors)
-        return result
-
-    codes_raw = data.get("codes")
-    if not isinstance(codes_raw, list) or not codes_raw:
-        errors.append("The codebook has no codes.")
-        codes_raw = []
-    if any(isinstance(raw, dict) and raw.get("parent") not in (None, "") for raw in codes_raw):
-        codes_raw = nest_flat_codes(codes_raw, errors)
-    codes = [c for c in (node(raw, f"Code {i + 1}", 1) for i, raw in enumerate(codes_raw)) if c is not None]
-    for top in codes:
-        if top["exclude"]:
-            errors.append(f"'{top['name']}' is an exclude value outside a categorical variable.")
-    if errors:
-        raise CodebookFormatError(errors)
-    return {"name": name, "description": str(data.get("description") or ""), "codes": codes}
-
-
-VARIABLE_SCOPES = ("story", "span")
-
-
-def _variable_fields(raw, label, errors):
-    scope = str(raw.get("variable") or "").strip().lower()
-    if scope not in ("",) + VARIABLE_SCOPES:
-        errors.append(f"{label}: variable '{raw.get('variable')}' must be story, span or empty.")
-        scope = ""
-    rule = str(raw.get("gold_rule") or "majority").strip().lower()
-    if rule not in ("majority", "plurality"):
-        errors.append(f"{label}: gold_rule '{raw.get('gold_rule')}' must be majority or plurality.")
-        rule = "majority"
-    min_raters = raw.get("gold_min_raters", 2)
-    try:
-        if isinstance(min_raters, bool) or int(str(min_raters).strip()) < 1:
-            raise ValueError
-        min_raters = int(str(min_raters).strip())
-    except (TypeError, ValueError):
-        errors.append(f"{label}: gold_min_raters must be a whole number of at least 1.")
-        min_raters = 2
-    fields = {
-        "variable": scope,
-        "ordered": _bool(raw.get("ordered", False), label, errors),
-        "exclude": _bool(raw.get("exclude", False), label, errors),
-    }
-    if scope:  # a variable's gold rule: strict majority (default) or plurality, and the minimum number of raters
-        fields.update(gold_rule=rule, gold_min_raters=min_raters)
-    return fields
 
 
 def _check_variable(node, label, errors):
