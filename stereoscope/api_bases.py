@@ -89,4 +89,8 @@ class JobActionsMixin:
         if isinstance(result, type(job)):
             job = result
         job.refresh_from_db()
-        return Response(self.get_serializer(job).data)  # type: ignore[attr-defined]
+        return Response(self.job_answer(job))
+
+    def job_answer(self, job: Any) -> Any:
+        # what an action answers: the job serialized (a viewset whose actions answer another view overrides this)
+        return self.get_serializer(job).data  # type: ignore[attr-defined]

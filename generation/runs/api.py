@@ -11,7 +11,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from stereoscope.api import StudyScopedMixin
-from stereoscope.api_bases import JobSerializer
+from stereoscope.api_bases import JobActionsMixin, JobSerializer
 from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER
@@ -208,6 +208,7 @@ class EndpointViewSet(StudyScopedMixin, viewsets.ModelViewSet):
 
 
 class GenerationRunViewSet(
+    JobActionsMixin,
     StudyScopedMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -286,30 +287,28 @@ class GenerationRunViewSet(
         """done / failed / pending / in flight, rate, ETA; tokens and cost per endpoint."""
         return Response(run_status(self.get_object()))
 
-    def _act(self, fn):
-        run = self.get_object()
-        fn(run, actor=self.request.user)
-        return Response(run_status(run))
+    def job_answer(self, run):
+        return run_status(run)  # the run's actions answer its status (RunStatusSerializer), not the run
 
     @extend_schema(request=None, responses={200: RunStatusSerializer})
     @action(detail=True, methods=["post"])
     def start(self, request, study_pk=None, pk=None):
-        return self._act(runs.start)
+        return self.job_action(runs.start)
 
     @extend_schema(request=None, responses={200: RunStatusSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request, study_pk=None, pk=None):
-        return self._act(runs.cancel)
+        return self.job_action(runs.cancel)
 
     @extend_schema(request=None, responses={200: RunStatusSerializer})
     @action(detail=True, methods=["post"])
     def resume(self, request, study_pk=None, pk=None):
-        return self._act(runs.resume)
+        return self.job_action(runs.resume)
 
     @extend_schema(request=None, responses={200: RunStatusSerializer})
     @action(detail=True, methods=["post"])
     def retry_failed(self, request, study_pk=None, pk=None):
-        return self._act(runs.retry_failed)
+        return self.job_action(runs.retry_failed)
 
     @extend_schema(
         request=inline_serializer("RunModeSwitch", {"execution_mode": serializers.CharField()}),
@@ -319,7 +318,7 @@ class GenerationRunViewSet(
     def mode(self, request, study_pk=None, pk=None):
         """Switch the run between live and batch mode (e.g. to call units back from an expired batch live)."""
         mode = request.data.get("execution_mode") if hasattr(request.data, "get") else None
-        return self._act(lambda run, actor: runs.set_mode(run, mode, actor))
+        return self.job_action(lambda run, actor: runs.set_mode(run, mode, actor))
 
     @extend_schema(
         responses={(200, "text/csv"): OpenApiTypes.BINARY},
