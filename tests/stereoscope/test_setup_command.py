@@ -66,8 +66,11 @@ def test_setup_builds_an_empty_database_from_the_models_and_migrates_one_that_ha
     with sqlite3.connect(tmp_path / "stereoscope.sqlite3") as db:
         recorded = db.execute("SELECT count(*) FROM django_migrations").fetchone()[0]
         toolkits = db.execute("SELECT count(*) FROM generation_toolkit").fetchone()[0]
+        triggers = db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall()
     assert recorded > 50
     assert toolkits > 0  # the built-ins were loaded into the tables built from the models
+    # the triggers that keep each coder's queue progress (annotation.QueueProgress) come with the tables
+    assert sum("queue_progress" in name for (name,) in triggers) == 3
     again = _manage(tmp_path, "setup")
     assert again.returncode == 0, again.stderr
     assert "tables built from the models" not in again.stdout
