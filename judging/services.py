@@ -6,11 +6,14 @@ import hashlib
 import io
 import math
 import random
+import re
+from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from stereoscope import schemas
 from stereoscope.models import Membership, Role
 from stereoscope.services import record_activity
 from stereoscope.stats import agreement as A
@@ -267,28 +270,79 @@ def weights_csv(study, rounds=None, method=reports.W.DEFAULT_METHOD):
     return table_text(columns, rows, preamble=preamble)
 
 
-def _number(value, label, errors, lo=None, hi=None, allow_none=False):
-    if value in (None, "") and allow_none:
-        return None
+WEIGHTS_SCHEMA = schemas.register(
+    "judge_weights", Path(__file__).resolve().parent / "schema" / "judge_weights.schema.json"
+)
+CSV_NUMBER_COLUMNS = ("item_number", "weight", "rate", "ci_low", "ci_high", "n")
+
+
+def _csv_cell(column, text):
+    """A CSV cell as the JSON export would hold it: numbers as numbers, an empty optional cell as null; text that is
+    no number stays text for the schema to refuse."""
+    text = unescape_formula(text) if text is not None else ""
+    if column not in CSV_NUMBER_COLUMNS:
+        return text
+    if not text.strip():
+        return None if column not in ("item_number", "weight") else text
     try:
-        if isinstance(value, bool):
-            raise ValueError
-        number = float(value)
-        if not math.isfinite(number):
-            raise ValueError
-    except (TypeError, ValueError):
-        errors.append(f"{label}: {value!r} is not a number.")
-        return None
-    if (lo is not None and number < lo) or (hi is not None and number > hi):
-        bound = f"outside {lo}–{hi}" if hi is not None else f"below {lo}"
-        errors.append(f"{label}: {number} is {bound}.")
-        return None
-    return number
+        number = float(text)
+    except ValueError:
+        return text
+    if not math.isfinite(number):
+        return text
+    return int(number) if column == "item_number" and number.is_integer() else number
+
+
+def _weights_document(text, filename):
+    """The file as the weights document (the JSON export's shape); a CSV's rows become its items."""
+    if text[0] in "{[" or filename.lower().endswith(".json"):
+        try:
+            return loads_json(text)
+        except ValueError as exc:
+            raise JudgingError(f"Not valid JSON: {exc}.") from None
+    lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
+    reader = csv.DictReader(io.StringIO("\n".join(lines)))
+    if not reader.fieldnames or "item_number" not in reader.fieldnames or "weight" not in reader.fieldnames:
+        raise JudgingError("The CSV needs the columns item_number and weight (as in the weights export).")
+    items = [{key: _csv_cell(key, value) for key, value in row.items() if key is not None} for row in reader]
+    method = items[0].get("method") if items else ""
+    return {"format": WEIGHTS_FORMAT, "method": method or "", "items": items}
+
+
+def _weights_schema_errors(data):
+    """The schema's problems, an item's named by its item number (or its row when that is what is wrong)."""
+    items = data.get("items") if isinstance(data, dict) else None
+    errors = []
+    for problem in schemas.problems(data, WEIGHTS_SCHEMA, what="The weights file"):
+        found = re.match(r"items\[(\d+)\]\.?(\w*)", problem.path)
+        if not found:
+            errors.append(problem.message if problem.path in ("", "format", "items") else str(problem))
+            continue
+        entry, field = items[int(found[1])], found[2]
+        number = entry.get("item_number") if isinstance(entry, dict) else None
+        if field and field != "item_number" and isinstance(number, int) and not isinstance(number, bool):
+            errors.append(f"Item {number} {field}: {problem.message}")
+        else:
+            errors.append(f"Row {int(found[1]) + 1}: {problem.message}")
+    return errors
+
+
+def _weights_error(errors):
+    return JudgingError(
+        "The weights file has problems: "
+        + " ".join(errors[:20])
+        + (f" (and {len(errors) - 20} more)" if len(errors) > 20 else "")
+    )
+
+
+def _optional_number(value):
+    return None if value is None else float(value)
 
 
 def parse_weights(content, filename=""):
     """A weights file (our JSON or CSV export) -> (meta, [{"item_number", "weight", ...}]). Raises JudgingError
-    listing every problem."""
+    listing every problem. The structure is the schema's (judging/schema/judge_weights.schema.json); code keeps
+    the rule across rows (each item number once)."""
     if isinstance(content, bytes):
         try:
             content = content.decode("utf-8-sig")
@@ -299,60 +353,34 @@ def parse_weights(content, filename=""):
         raise JudgingError("The file is empty.")
     if nul_problem(text):
         raise JudgingError(nul_problem(text))
-    errors, meta = [], {}
-    if text[0] in "{[" or filename.lower().endswith(".json"):
-        try:
-            data = loads_json(text)
-        except ValueError as exc:
-            raise JudgingError(f"Not valid JSON: {exc}.") from None
-        if not isinstance(data, dict) or data.get("format") != WEIGHTS_FORMAT:
-            raise JudgingError(f'Not a weights file: expected an object with "format": "{WEIGHTS_FORMAT}".')
-        if not isinstance(data.get("items"), list) or not data["items"]:
-            raise JudgingError("The weights file has no items.")
-        meta = {k: data.get(k) for k in ("method", "method_description", "toolkits", "rounds", "generated_at")}
-        raw_rows = data["items"]
-    else:
-        lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
-        reader = csv.DictReader(io.StringIO("\n".join(lines)))
-        if not reader.fieldnames or "item_number" not in reader.fieldnames or "weight" not in reader.fieldnames:
-            raise JudgingError("The CSV needs the columns item_number and weight (as in the weights export).")
-        raw_rows = [{key: unescape_formula(value) for key, value in row.items()} for row in reader]
-        meta = {"method": raw_rows[0].get("method") if raw_rows else ""}
+    data = _weights_document(text, filename)
+    errors = _weights_schema_errors(data)
+    if len(errors) == 1 and not errors[0].startswith(("Row", "Item")):
+        raise JudgingError(errors[0])  # no weights document at all: that one message, not a list
+    if errors:
+        raise _weights_error(errors)
+    meta = {k: data.get(k) for k in ("method", "method_description", "toolkits", "rounds", "generated_at")}
     rows, seen = [], set()
-    for i, raw in enumerate(raw_rows, 1):
-        if not isinstance(raw, dict):
-            errors.append(f"Row {i}: not an object.")
-            continue
-        try:
-            number = int(str(raw.get("item_number", "")).strip())
-            if number < 1:
-                raise ValueError
-        except ValueError:
-            errors.append(f"Row {i}: item_number {raw.get('item_number')!r} is not a positive whole number.")
-            continue
+    for i, raw in enumerate(data["items"], 1):
+        number = int(str(raw["item_number"]).strip())
         if number in seen:
             errors.append(f"Row {i}: item {number} appears twice.")
             continue
         seen.add(number)
-        label = f"Item {number}"
-        weight = _number(raw.get("weight"), f"{label} weight", errors, 0, None)
-        row = {
-            "item_number": number,
-            "weight": weight,
-            "method": str(raw.get("method") or meta.get("method") or ""),
-            "rate": _number(raw.get("rate"), f"{label} rate", errors, 0, 1, allow_none=True),
-            "ci_low": _number(raw.get("ci_low"), f"{label} ci_low", errors, 0, 1, allow_none=True),
-            "ci_high": _number(raw.get("ci_high"), f"{label} ci_high", errors, 0, 1, allow_none=True),
-            "n": _number(raw.get("n"), f"{label} n", errors, 0, None, allow_none=True),
-            "flags": [f for f in str(raw.get("flags") or "").split("; ") if f],
-        }
-        rows.append(row)
-    if errors:
-        raise JudgingError(
-            "The weights file has problems: "
-            + " ".join(errors[:20])
-            + (f" (and {len(errors) - 20} more)" if len(errors) > 20 else "")
+        rows.append(
+            {
+                "item_number": number,
+                "weight": float(raw["weight"]),
+                "method": str(raw.get("method") or meta.get("method") or ""),
+                "rate": _optional_number(raw.get("rate")),
+                "ci_low": _optional_number(raw.get("ci_low")),
+                "ci_high": _optional_number(raw.get("ci_high")),
+                "n": _optional_number(raw.get("n")),
+                "flags": [f for f in str(raw.get("flags") or "").split("; ") if f],
+            }
         )
+    if errors:
+        raise _weights_error(errors)
     return meta, rows
 
 

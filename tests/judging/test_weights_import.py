@@ -81,3 +81,60 @@ def test_parse_weights_reads_method_from_the_export(exported):
     assert meta["method"] == "efficiency" and [r["item_number"] for r in rows] == [1, 2, 3]
     # The seed's weights sum to the number of prompts in each dimension (items 1 and 2 share one).
     assert abs(sum(r["weight"] for r in rows if r["item_number"] in (1, 2)) - 2) < 1e-9
+
+
+@pytest.mark.parametrize(
+    "document, message",
+    [
+        ({"format": "other", "items": [{"item_number": 1, "weight": 1}]}, "Not a weights file"),
+        ([1, 2], "Not a weights file"),
+        ({"format": "stereoscope-toolkit-weights"}, "no items"),
+        ({"format": "stereoscope-toolkit-weights", "items": ["x"]}, "Row 1: not an object"),
+        ({"format": "stereoscope-toolkit-weights", "items": [{"item_number": 2}]}, "Row 1: has no weight"),
+        ({"format": "stereoscope-toolkit-weights", "items": [{"item_number": 2, "weight": -1}]}, "Item 2 weight: -1"),
+        (
+            {"format": "stereoscope-toolkit-weights", "items": [{"item_number": 2, "weight": 1, "rate": 1.5}]},
+            "Item 2 rate: 1.5 is outside 0–1",
+        ),
+        (
+            {"format": "stereoscope-toolkit-weights", "items": [{"item_number": 1.5, "weight": 1}]},
+            "Row 1: item_number 1.5 is not a positive whole number",
+        ),
+        (
+            {"format": "stereoscope-toolkit-weights", "items": [{"item_number": 3, "weight": True}]},
+            "Item 3 weight: True is not a number",
+        ),
+    ],
+)
+def test_a_json_weights_file_is_checked_against_its_schema(document, message):
+    import json
+
+    with pytest.raises(JudgingError, match=message):
+        parse_weights(json.dumps(document), "w.json")
+
+
+def test_a_csv_weights_file_names_each_bad_cell_by_item():
+    text = "item_number,weight,rate,n\n1,0.5,,\n2,heavy,2,-3\nx,1,,\n"
+    with pytest.raises(JudgingError) as caught:
+        parse_weights(text, "w.csv")
+    said = str(caught.value)
+    for part in (
+        "Item 2 weight: 'heavy' is not a number",
+        "Item 2 rate: 2.0 is outside 0–1",
+        "Item 2 n: -3.0 is below 0",
+        "Row 3: item_number 'x' is not a positive whole number",
+    ):
+        assert part in said, said
+    meta, rows = parse_weights("item_number,weight,rate,n,flags\n1,0.5,,,\n2,1,0.25,4,weak; odd\n", "w.csv")
+    assert rows[0] == {
+        "item_number": 1,
+        "weight": 0.5,
+        "method": "",
+        "rate": None,
+        "ci_low": None,
+        "ci_high": None,
+        "n": None,
+        "flags": [],
+    }
+    assert rows[1]["weight"] == 1.0 and rows[1]["rate"] == 0.25 and rows[1]["n"] == 4.0
+    assert rows[1]["flags"] == ["weak", "odd"]
