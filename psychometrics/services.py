@@ -5,13 +5,16 @@ import csv
 import io
 import itertools
 import random
+import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
 from generation.toolkits.counterfactual import swap_gender
+from stereoscope import schemas
 from stereoscope.models import Study
 from stereoscope.services import record_activity
 from stereoscope.untrusted import loads_json, nul_problem
@@ -21,6 +24,9 @@ from .models import Context, ContextSet, Instrument, InstrumentItem, Persona, Pe
 from .spec import SpecError, parse_instrument, to_dict
 
 MAX_IMPORT_ROWS = 100_000
+SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
+PERSONAS_SCHEMA = schemas.register("personas", SCHEMA_DIR / "personas.schema.json")
+CONTEXTS_SCHEMA = schemas.register("contexts", SCHEMA_DIR / "contexts.schema.json")
 Row = TypeVar("Row")
 PersonaOrContext = TypeVar("PersonaOrContext", Persona, Context)
 
@@ -158,7 +164,11 @@ def _rows_from_file(text: str | bytes, filename: str) -> list[dict[str, Any]]:
         reader = csv.DictReader(io.StringIO(text))
         if not reader.fieldnames:
             raise PsychError("The CSV has no header row.")
-        rows = [dict(r) for r in reader]
+        rows = []
+        for n, r in enumerate(reader, 2):
+            if None in r:
+                raise PsychError(f"Row {n} has more cells than the header has columns.")
+            rows.append(dict(r))
     else:
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
@@ -183,22 +193,19 @@ def import_personas(
 ) -> PersonaSet:
     """Personas from JSONL ({"text" or "persona", "key"?, other keys = attributes}) or CSV (same columns)."""
     rows = _rows_from_file(text, filename)
+    _raise_problems(_row_problems(rows, PERSONAS_SCHEMA, "The persona file"))
     personas: list[tuple[str, str, dict[str, Any]]] = []
     seen: set[str] = set()
     problems: list[str] = []
     for n, row in enumerate(rows, 1):
-        body = row.get("text", row.get("persona"))
-        if not isinstance(body, str) or not body.strip():
-            problems.append(f"row {n}: needs a non-empty “text” (or “persona”)")
-            continue
-        key = str(row.get("key") or row.get("id") or n).strip()
+        body = row["text"] if "text" in row else row["persona"]
+        key = _row_key(row, n)
         if key in seen:
             problems.append(f"row {n}: duplicate key {key!r}")
         seen.add(key)
         attrs = {k: v for k, v in row.items() if k not in ("text", "persona", "key", "id")}
         personas.append((key, body.strip(), attrs))
-    if problems:
-        raise PsychError("; ".join(problems[:10]) + (f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""))
+    _raise_problems(problems)
     persona_set = _new_persona_set(study, name, description=description)
     Persona.objects.bulk_create(
         [Persona(persona_set=persona_set, key=k, text=t, attributes=a, order=i) for i, (k, t, a) in enumerate(personas)]
@@ -370,19 +377,28 @@ def contexts_from_personas(
     return context_set
 
 
-def _turns(value: Any, where: str) -> list[dict[str, str]]:
-    if not isinstance(value, list):
-        raise PsychError(f"{where}: “turns” must be a list of {{role, content}} objects.")
-    turns: list[dict[str, str]] = []
-    for t in value:
-        if (
-            not isinstance(t, dict)
-            or t.get("role") not in ("user", "assistant")
-            or not isinstance(t.get("content"), str)
-        ):
-            raise PsychError(f"{where}: each turn needs role “user” or “assistant” and a text content.")
-        turns.append({"role": t["role"], "content": t["content"]})
-    return turns
+def _row_problems(rows: list[dict[str, Any]], schema: Path, what: str) -> list[str]:
+    """The schema's problems of a file's rows, each named by its row (`row 3, turns[0].role: …`)."""
+    out = []
+    for problem in schemas.problems(rows, schema, what=what):
+        found = re.match(r"\[(\d+)\]\.?(.*)", problem.path)
+        if not found:
+            out.append(str(problem))
+            continue
+        where = f"row {int(found[1]) + 1}" + (f", {found[2]}" if found[2] else "")
+        out.append(f"{where}: {problem.message}")
+    return out
+
+
+def _raise_problems(problems: list[str]) -> None:
+    if problems:
+        more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
+        raise PsychError("; ".join(problems[:10]) + more)
+
+
+def _row_key(row: dict[str, Any], number: int) -> str:
+    """A row's key: its "key" or "id", else its row number."""
+    return str(row.get("key") or row.get("id") or number).strip()
 
 
 @transaction.atomic
@@ -398,22 +414,22 @@ def import_contexts(
     """Contexts from JSONL: {"key"?, "persona"?, "turns" (or "conversation"): [{role, content}], other keys =
     attributes}. Optional seeded sample of n."""
     rows = _rows_from_file(text, filename)
+    _raise_problems(_row_problems(rows, CONTEXTS_SCHEMA, "The context file"))
     parsed: list[tuple[str, str, list[dict[str, str]], dict[str, Any]]] = []
     seen: set[str] = set()
+    problems: list[str] = []
     for i, row in enumerate(rows, 1):
-        where = f"row {i}"
-        turns = _turns(row.get("turns", row.get("conversation", [])), where)
+        turns = [{"role": t["role"], "content": t["content"]} for t in row.get("turns", row.get("conversation", []))]
         persona = row.get("persona", "")
-        if not isinstance(persona, str):
-            raise PsychError(f"{where}: “persona” must be text.")
         if not turns and not persona.strip():
-            raise PsychError(f"{where}: a context needs a persona or at least one prior turn.")
-        key = str(row.get("key") or row.get("id") or i)
+            problems.append(f"row {i}: a context needs a persona or at least one prior turn")
+        key = _row_key(row, i)
         if key in seen:
-            raise PsychError(f"{where}: duplicate key {key!r}.")
+            problems.append(f"row {i}: duplicate key {key!r}")
         seen.add(key)
         attrs = {k: v for k, v in row.items() if k not in ("key", "id", "persona", "turns", "conversation")}
         parsed.append((key, persona.strip(), turns, attrs))
+    _raise_problems(problems)
     chosen = sample(parsed, n, seed)
     context_set = _new_context_set(
         study,

@@ -13,9 +13,11 @@ Without one, the message is jsonschema's; unknown fields are named with the allo
 
 import json
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 
@@ -23,7 +25,7 @@ from stereoscope.untrusted import nonfinite_path
 
 DRAFT = jsonschema.Draft202012Validator
 MAX_DEPTH = 50
-REGISTRY = {}  # format name -> schema path, filled by register() from each app's validator module
+REGISTRY: dict[str, Path] = {}  # format name -> schema path, filled by register() from each app's validator module
 
 
 @dataclass(frozen=True)
@@ -33,11 +35,11 @@ class Problem:
     path: str
     message: str
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.path}: {self.message}" if self.path else self.message
 
 
-def format_path(parts):
+def format_path(parts: Iterable[str | int]) -> str:
     """('runs', 1, 'endpoints', 0) -> 'runs[1].endpoints[0]'."""
     out = ""
     for part in parts:
@@ -45,30 +47,30 @@ def format_path(parts):
     return out
 
 
-def register(name, path):
+def register(name: str, path: str | Path) -> Path:
     """Declare that input format `name` is validated against the schema file `path`; returns the path."""
     REGISTRY[name] = Path(path)
     return Path(path)
 
 
 @lru_cache(maxsize=None)
-def _load(path):
-    schema = json.loads(Path(path).read_text(encoding="utf-8"))
+def _load(path: str) -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
     DRAFT.check_schema(schema)
     return schema
 
 
-def load(path):
+def load(path: str | Path) -> dict[str, Any]:
     """The schema in file `path` (checked against Draft 2020-12 once, then cached)."""
     return _load(str(path))
 
 
 @lru_cache(maxsize=None)
-def _validator(path):
+def _validator(path: str) -> jsonschema.protocols.Validator:
     return DRAFT(_load(path))
 
 
-def too_deep(value, limit=MAX_DEPTH):
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     """Whether `value` (dicts and lists) nests more than `limit` levels."""
     stack = [(value, 0)]
     while stack:
@@ -80,7 +82,7 @@ def too_deep(value, limit=MAX_DEPTH):
     return False
 
 
-def _custom(error):
+def _custom(error: jsonschema.ValidationError) -> str | None:
     note = error.schema.get("x-message") if isinstance(error.schema, dict) else None
     if isinstance(note, dict):
         note = note.get(error.validator)
@@ -88,10 +90,10 @@ def _custom(error):
         note = next((note[p] for p in error.validator_value if p in note and repr(p) in error.message), None)
     if not note:
         return None
-    return note.replace("{value}", repr(error.instance)[:80])
+    return str(note).replace("{value}", repr(error.instance)[:80])
 
 
-def message(error):
+def message(error: jsonschema.ValidationError) -> str:
     """The message of one jsonschema error: the schema's x-message, or jsonschema's own, said plainly."""
     custom = _custom(error)
     if custom:
@@ -102,15 +104,25 @@ def message(error):
         unknown = [k for k in error.instance if k not in known and not any(re.search(p, k) for p in patterns)]
         allowed = [k for k, v in known.items() if v is not False]
         return f"unknown field(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(allowed)}"
-    return error.message
+    return str(error.message)
 
 
-def default_reporter(error):
+def default_reporter(error: jsonschema.ValidationError) -> tuple[str, str]:
     """(path, message) of one jsonschema error."""
     return format_path(error.absolute_path), message(error)
 
 
-def problems(data, schema, *, what="The file", reporter=default_reporter, prefix=()):
+Reporter = Callable[[jsonschema.ValidationError], tuple[str, str]]
+
+
+def problems(
+    data: Any,
+    schema: dict[str, Any] | str | Path,
+    *,
+    what: str = "The file",
+    reporter: Reporter = default_reporter,
+    prefix: Sequence[str | int] = (),
+) -> list[Problem]:
     """Every problem of `data` against `schema` (a dict or a schema file path), sorted by path, as Problems.
 
     Documents nested deeper than MAX_DEPTH and NaN/±Infinity (no database stores them in JSON) are refused first.
@@ -132,6 +144,6 @@ def problems(data, schema, *, what="The file", reporter=default_reporter, prefix
     return sorted(found, key=lambda p: (p.path, p.message))
 
 
-def messages(data, schema, **kwargs):
+def messages(data: Any, schema: dict[str, Any] | str | Path, **kwargs: Any) -> list[str]:
     """problems() as texts (`path: message`), for validators that report a list of strings."""
     return [str(p) for p in problems(data, schema, **kwargs)]

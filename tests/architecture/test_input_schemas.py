@@ -27,13 +27,14 @@ VALIDATORS = {
     "run_config": "psychometrics/runs.py",
     "codebook": "annotation/codebook_format.py",
     "judge_weights": "judging/services.py",
+    "personas": "psychometrics/services.py",
+    "contexts": "psychometrics/services.py",
 }
 # Input formats still validated by hand (issue 37): this list may only shrink; a module that gains its schema moves
 # up to VALIDATORS (the test below fails until it does).
 NOT_YET = {
     "output_import": "generation/runs/collect.py",
     "lexicon": "measures/services.py",
-    "personas_and_contexts": "psychometrics/services.py",
 }
 
 

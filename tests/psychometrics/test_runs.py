@@ -292,3 +292,52 @@ def test_permutations_do_not_depend_on_database_ids(setup, make_endpoint):
         )
 
     assert rendered(first) == rendered(second)
+
+
+@pytest.mark.parametrize(
+    "content, filename, said",
+    [
+        (b'{"key": "a"}\n', "p.jsonl", "row 1: needs a non-empty “text” (or “persona”)"),
+        (b'{"text": "  "}\n', "p.jsonl", "row 1, text: needs a non-empty “text” (or “persona”)"),
+        (b'{"text": 3}\n', "p.jsonl", "row 1, text: must be text"),
+        (b'{"text": "a", "key": "k"}\n{"text": "b", "key": "k"}\n', "p.jsonl", "row 2: duplicate key 'k'"),
+        ('{"text": "a", "key": "'.encode() + b"k" * 201 + b'"}\n', "p.jsonl", "row 1, key: is longer than 200"),
+        (b"text,key\na,1,extra\n", "p.csv", "Row 2 has more cells than the header has columns"),
+    ],
+)
+def test_bad_persona_files_are_refused_with_the_row_and_field(study, content, filename, said):
+    from psychometrics.models import PersonaSet
+
+    with pytest.raises(services.PsychError) as caught:
+        services.import_personas(study, "P", content, filename)
+    assert said in str(caught.value)
+    assert not PersonaSet.objects.filter(study=study).exists()
+
+
+@pytest.mark.parametrize(
+    "content, said",
+    [
+        (b'{"key": "a"}\n', "row 1: a context needs a persona or at least one prior turn"),
+        (b'{"turns": "hi"}\n', "row 1, turns: “turns” must be a list"),
+        (b'{"turns": [{"role": "system", "content": "x"}]}\n', "row 1, turns[0].role: each turn needs role"),
+        (b'{"turns": [{"role": "user", "content": 5}]}\n', "row 1, turns[0].content: each turn needs a text content"),
+        (b'{"persona": 1}\n', "row 1, persona: “persona” must be text"),
+        (b'{"persona": "a", "key": 1}\n{"persona": "b", "key": "1"}\n', "row 2: duplicate key '1'"),
+        (b"[1]\n", "Line 1 must be a JSON object"),
+    ],
+)
+def test_bad_context_files_are_refused_with_the_row_and_field(study, content, said):
+    from psychometrics.models import ContextSet
+
+    with pytest.raises(services.PsychError) as caught:
+        services.import_contexts(study, "C", content, "c.jsonl")
+    assert said in str(caught.value)
+    assert not ContextSet.objects.filter(study=study).exists()
+
+
+def test_every_bad_context_row_is_named_not_only_the_first(study):
+    content = b'{"key": "a"}\n{"persona": 2}\n{"persona": "ok"}\n{"turns": [{"role": "bot", "content": "x"}]}\n'
+    with pytest.raises(services.PsychError) as caught:
+        services.import_contexts(study, "C", content, "c.jsonl")
+    said = str(caught.value)
+    assert "row 2, persona" in said and "row 4, turns[0].role" in said
