@@ -8,10 +8,12 @@ Lexicon data format (JSON; the built-ins use it too):
 """
 
 import re
+from pathlib import Path
 
 from django.db import transaction
 from django.db.models import Max, Q
 
+from stereoscope import schemas
 from stereoscope.services import record_activity
 from stereoscope.versioning import Versioning
 
@@ -22,6 +24,9 @@ from .models import Lexicon, LexiconCategory, LexiconExclusion
 COLOR_RE = re.compile(r"^#[0-9a-fA-F]{6}$")
 KEY_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,59}$")
 MAX_WORDS = 5000
+SCHEMA = schemas.register("lexicon", Path(__file__).resolve().parent / "schema" / "lexicon.schema.json")
+# A category from the lexicon editor or the API: the schema's category, on its own.
+CATEGORY_SCHEMA = {"$ref": "#/$defs/category", "$defs": schemas.load(SCHEMA)["$defs"]}
 
 
 class LexiconDataError(ValueError):
@@ -37,19 +42,39 @@ def lexicons_for(study):
     return Lexicon.objects.filter(Q(study=study) | Q(study__is_library=True)).select_related("study")
 
 
-def clean_category(raw, where="Category", errors=None):
-    """Validate one category dict; returns the cleaned dict (errors appended to `errors`)."""
-    errors = [] if errors is None else errors
-    if not isinstance(raw, dict):
-        errors.append(f"{where} must be an object.")
-        return None
+def _where(path):
+    """'categories[0].direction' -> 'Category 1'; an exclusion likewise."""
+    found = re.match(r"(categories|exclusions)\[(\d+)\]", path)
+    if not found:
+        return path
+    return f"{'Category' if found[1] == 'categories' else 'Exclusion'} {int(found[2]) + 1}"
+
+
+def schema_errors(data, schema=SCHEMA, where="Category"):
+    """The schema's problems, each said as the lexicon editor names things (`Category 2: direction must be …`)."""
+    out = []
+    for problem in schemas.problems(data, schema, what="The lexicon"):
+        if schema is CATEGORY_SCHEMA:
+            out.append(f"{where}: {problem.message}")
+        else:
+            out.append(f"{_where(problem.path)}: {problem.message}" if problem.path else problem.message)
+    return out
+
+
+def _name_and_key(raw, where, errors):
+    """A category's name and key (derived from the name when absent); a bad key is appended to `errors`."""
     name = str(raw.get("name") or raw.get("key") or "").strip()
     key = str(raw.get("key") or "").strip().lower() or re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
     if not key or not KEY_RE.match(key):
         errors.append(f"{where}: key {key!r} must be lower-case letters, digits, - or _ (up to 60).")
-    direction = raw.get("direction", "none") or "none"
-    if direction not in lexical.DIRECTIONS:
-        errors.append(f"{where} ({key}): direction must be male, female or none, not {direction!r}.")
+    return name, key
+
+
+def clean_category(raw, where="Category", errors=None):
+    """One category (already checked against the schema's category) cleaned: the key derived from the name when
+    absent, the word list read and each entry checked against the match mode; problems appended to `errors`."""
+    errors = [] if errors is None else errors
+    name, key = _name_and_key(raw, where, errors)
     mode = raw.get("mode", raw.get("match_mode", "prefix")) or "prefix"
     try:
         words = lexical.normalize_words(raw.get("words", []))
@@ -59,74 +84,68 @@ def clean_category(raw, where="Category", errors=None):
     if len(words) > MAX_WORDS:
         errors.append(f"{where} ({key}): at most {MAX_WORDS} entries.")
     errors.extend(f"{where} ({key}): {e}" for e in lexical.validate_category(words, mode))
-    color = str(raw.get("color") or "#4c6ef5")
-    if not COLOR_RE.match(color):
-        errors.append(f"{where} ({key}): colour must look like #1c7ed6, not {color!r}.")
-    language = str(raw.get("language", "en") or "").strip().lower()
-    if len(language) > 10:
-        errors.append(f"{where} ({key}): language code too long.")
     return {
         "key": key,
         "name": name or key,
-        "direction": direction,
+        "direction": raw.get("direction") or "none",
         "match_mode": mode,
         "words": words,
-        "color": color,
-        "language": language,
+        "color": str(raw.get("color") or "#4c6ef5"),
+        "language": str(raw.get("language", "en") or "").strip().lower(),
         "source": str(raw.get("source") or "")[:300],
         "description": str(raw.get("description") or ""),
     }
 
 
+def _clean_exclusion(raw, where, keys, errors):
+    ex = {
+        "phrase": raw["phrase"].strip(),
+        "is_regex": bool(raw.get("is_regex")),
+        "category": raw.get("category") or None,
+        "note": str(raw.get("note") or "")[:300],
+    }
+    if ex["category"] is not None and ex["category"] not in keys:
+        errors.append(f"{where} names an unknown category {ex['category']!r}.")
+    if ex["is_regex"]:
+        try:
+            re.compile(ex["phrase"])
+        except re.error as exc:
+            errors.append(f"{where}: {ex['phrase']!r} is not a valid regular expression: {exc}.")
+    return ex
+
+
 def validate_lexicon_data(data):
-    errors = []
+    """A lexicon document (lexicon.schema.json) cleaned for create_lexicon; LexiconDataError lists every problem.
+    The schema checks the structure; code derives keys, reads word lists and keeps the rules across categories."""
+    errors = schema_errors(data)
     if not isinstance(data, dict):
-        raise LexiconDataError(["A lexicon must be a JSON object with a name and categories."])
-    name = str(data.get("name") or "").strip()
-    if not name:
-        errors.append("The lexicon needs a name.")
-    policy = data.get("count_policy", "per_token")
-    if policy not in lexical.COUNT_POLICIES:
-        errors.append(f"count_policy must be per_entry or per_token, not {policy!r}.")
-    raw_categories = data.get("categories")
-    if not isinstance(raw_categories, list) or not raw_categories:
-        errors.append("The lexicon needs a list of categories.")
-        raw_categories = []
-    categories = [clean_category(c, f"Category {i}", errors) for i, c in enumerate(raw_categories, 1)]
-    keys = [c["key"] for c in categories if c]
+        raise LexiconDataError(errors)
+    bad = {p for p in (re.match(r"(Category|Exclusion) \d+", e) for e in errors) if p}
+    bad_labels = {m[0] for m in bad}
+    raw_categories = data.get("categories") if isinstance(data.get("categories"), list) else []
+    categories, keys = [], []
+    for i, raw in enumerate(raw_categories, 1):
+        if f"Category {i}" not in bad_labels:
+            categories.append(clean_category(raw, f"Category {i}", errors))
+            keys.append(categories[-1]["key"])
+        elif isinstance(raw, dict):  # its structure is reported already; its key is still checked
+            keys.append(_name_and_key(raw, f"Category {i}", errors)[1])
     dupes = sorted({k for k in keys if keys.count(k) > 1})
     if dupes:
         errors.append(f"Category keys must be unique: {', '.join(dupes)}.")
-    exclusions = []
-    raw_exclusions = data.get("exclusions") or []
-    if not isinstance(raw_exclusions, list):
-        errors.append("exclusions must be a list of {phrase, is_regex, category, note} objects.")
-        raw_exclusions = []
-    for i, raw in enumerate(raw_exclusions, 1):
-        if not isinstance(raw, dict) or not str(raw.get("phrase") or "").strip():
-            errors.append(f"Exclusion {i} needs a phrase.")
-            continue
-        ex = {
-            "phrase": str(raw["phrase"]).strip()[:300],
-            "is_regex": bool(raw.get("is_regex")),
-            "category": raw.get("category") or None,
-            "note": str(raw.get("note") or "")[:300],
-        }
-        if ex["category"] is not None and ex["category"] not in keys:
-            errors.append(f"Exclusion {i} names an unknown category {ex['category']!r}.")
-        if ex["is_regex"]:
-            try:
-                re.compile(ex["phrase"])
-            except re.error as exc:
-                errors.append(f"Exclusion {i}: {ex['phrase']!r} is not a valid regular expression: {exc}.")
-        exclusions.append(ex)
+    raw_exclusions = data.get("exclusions") if isinstance(data.get("exclusions"), list) else []
+    exclusions = [
+        _clean_exclusion(raw, f"Exclusion {i}", keys, errors)
+        for i, raw in enumerate(raw_exclusions, 1)
+        if f"Exclusion {i}" not in bad_labels
+    ]
     if errors:
         raise LexiconDataError(errors)
     return {
-        "name": name[:200],
+        "name": data["name"].strip(),
         "description": str(data.get("description") or ""),
         "source": str(data.get("source") or "")[:300],
-        "count_policy": policy,
+        "count_policy": data.get("count_policy", "per_token"),
         "categories": categories,
         "exclusions": exclusions,
     }
@@ -221,8 +240,8 @@ def _same_category(lexicon, category):
 @transaction.atomic
 def save_category(lexicon, data, *, category=None, actor=None):
     """Create or update a category from form/API data; returns (category, new_version_created)."""
-    errors = []
-    cleaned = clean_category(data, "Category", errors)
+    errors = schema_errors(data, CATEGORY_SCHEMA)
+    cleaned = None if errors else clean_category(data, "Category", errors)
     if errors:
         raise LexiconDataError(errors)
     target, created = LEXICONS.writable(lexicon, actor=actor)

@@ -69,7 +69,7 @@ def test_category_update_creates_version_when_locked(roles, api_for):
     bad = researcher.post(
         f"{base(roles)}/lexicons/", {"name": "z", "categories": [{"key": "a"}], "exclusions": "x"}, format="json"
     )
-    assert bad.status_code == 400 and "exclusions must be a list" in bad.json()["detail"]
+    assert bad.status_code == 400 and "exclusions: must be a list" in bad.json()["detail"]
     bad = researcher.patch(f"{base(roles)}/lexicon-categories/{cat.pk}/", {"direction": "sideways"}, format="json")
     assert bad.status_code == 400 and "direction" in bad.json()["detail"]
     ex = researcher.post(

@@ -303,3 +303,41 @@ def test_contrasts_are_computed_once_per_set_of_outputs(study, make_outputs, lib
     fresh = [r for g in contrasts.DEFAULT_GROUPINGS for r in contrasts.compute(run, g)]
     assert len(calls) == 3 + 5 and fresh == [r for r in records if r["kind"] not in ("paired", "word_or")]
     assert {r["grouping"] for r in records if r["kind"] == "chi2"} == set(contrasts.DEFAULT_GROUPINGS)
+
+
+@pytest.mark.parametrize(
+    "change, said",
+    [
+        ({"name": "x" * 201}, "name: is longer than 200 characters"),
+        ({"categories": [{"name": "N" * 201, "key": "k", "words": ["a"]}]}, "Category 1: name is longer than 200"),
+        ({"categories": [{"key": "k", "words": {"a": 1}}]}, "Category 1: words must be text"),
+        ({"categories": [{"key": "k", "words": ["a"], "mode": "fuzzy"}]}, "Category 1: Unknown match mode 'fuzzy'"),
+        ({"categories": [{"key": "k", "words": ["a"], "color": "red"}]}, "Category 1: colour must look like #1c7ed6"),
+        (
+            {"categories": [{"key": "k", "words": "a\nb"}, {"key": "k", "words": "c"}]},
+            "Category keys must be unique: k",
+        ),
+        ({"exclusions": [{"phrase": "p" * 301}]}, "Exclusion 1: phrase has at most 300 characters"),
+        ({"exclusions": [{"phrase": "x", "category": "nope"}]}, "Exclusion 1 names an unknown category 'nope'"),
+        ({"exclusions": [{"phrase": "(x", "is_regex": True}]}, "Exclusion 1: '(x' is not a valid regular expression"),
+        ({"count_policy": "twice"}, "count_policy: must be per_entry or per_token, not 'twice'"),
+        ({"categories": []}, "categories: the lexicon needs a list of categories"),
+    ],
+)
+def test_a_lexicon_document_is_checked_against_its_schema(change, said):
+    document = {"name": "L", "categories": [{"key": "care", "words": ["care"]}], **change}
+    with pytest.raises(services.LexiconDataError) as caught:
+        services.validate_lexicon_data(document)
+    assert any(said in error for error in caught.value.errors), caught.value.errors
+
+
+def test_a_category_from_the_editor_or_the_api_is_checked_against_the_schemas_category(study):
+    data = services.validate_lexicon_data({"name": "L", "categories": [{"key": "care", "words": ["care"]}]})
+    lexicon = services.create_lexicon(study, data)
+    with pytest.raises(services.LexiconDataError) as caught:
+        services.save_category(lexicon, {"key": "x", "name": "N" * 201, "direction": "up", "words": "a"})
+    assert caught.value.errors == [
+        "Category: direction must be male, female or none, not 'up'.",
+        "Category: name is longer than 200 characters.",
+    ]
+    assert lexicon.categories.count() == 1
