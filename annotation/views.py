@@ -7,7 +7,7 @@ from django.db.models import Count, Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.html import conditional_escape, format_html, format_html_join
+from django.utils.html import conditional_escape, escape, format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import reswap
@@ -497,10 +497,8 @@ def code_panel_html(panel, post_url):
 
 
 def _options(pairs):
-    """<option>s of (value, label) pairs, every label escaped: the bytes of format_html_join, in one join."""
-    return mark_safe(
-        "".join(f'<option value="{conditional_escape(v)}">{conditional_escape(label)}</option>' for v, label in pairs)
-    )
+    """<option>s of (id, label) pairs, every label escaped: the bytes of format_html_join, in one join."""
+    return mark_safe("".join(f'<option value="{v}">{escape(str(label))}</option>' for v, label in pairs))
 
 
 def _code_paths(flat):
