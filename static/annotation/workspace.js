@@ -82,8 +82,6 @@
     });
   });
 
-  document.addEventListener("htmx:afterSwap", function () { window.getSelection().removeAllRanges(); });
-
   // ---- Keyboard span coding ------------------------------------------------------------------------------
   // With the story focused: ←/→ word, ↑/↓ sentence, Shift extends, Home/End story start/end, Esc shrinks the
   // selection to one word, a code's key codes the selection, Enter goes to the coding under the cursor.
@@ -260,8 +258,20 @@
                after: kbd.focus + 1 };
   });
 
+  // A saved coding's answer is swapped out of band, fragment by fragment, and htmx:afterSwap fires once for each:
+  // act once per answer, after all of them are in the page.
+  let answered = null;
+  function firstSwapOf(ev) {
+    const xhr = ev.detail && ev.detail.xhr;
+    if (xhr && xhr === answered) return false;
+    answered = xhr || null;
+    return true;
+  }
+
   // On swap, not settle: a selection made right after the new story appears must not be overwritten.
-  document.addEventListener("htmx:afterSwap", function () {
+  document.addEventListener("htmx:afterSwap", function (ev) {
+    if (!firstSwapOf(ev)) return;
+    window.getSelection().removeAllRanges();
     const root = story();
     const r = resume;
     resume = null;

@@ -40,12 +40,13 @@ def regard_queue(roles, outputs_factory):
 
 
 def press(page, key, counter):
-    """A keystroke that saves: wait until the workspace is re-rendered (a new #ws) and focus is back."""
-    page.evaluate("() => { document.getElementById('ws').dataset.stale = '1'; }")
+    """A keystroke that saves: wait until the variables are re-rendered (a new #variables, swapped in out of band)
+    and focus is back."""
+    page.evaluate("() => { document.getElementById('variables').dataset.stale = '1'; }")
     page.keyboard.press(key)
     counter.append(key)
     page.wait_for_function(
-        "() => { const ws = document.getElementById('ws'); return ws && !ws.dataset.stale"
+        "() => { const v = document.getElementById('variables'); return v && !v.dataset.stale"
         " && !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling'); }"
     )
 

@@ -86,5 +86,8 @@ def test_choosing_a_value_keeps_one_value_and_answers_the_swap(mixed, client_for
             HTTP_HX_REQUEST="true",
             HTTP_HX_TARGET="ws",
         )
-        assert r.status_code == 200 and 'id="ws"' in r.content.decode()
+        # the answer is the variables (and the story's fragments), swapped out of band: not the whole workspace
+        body = r.content.decode()
+        assert r.status_code == 200 and r["HX-Reswap"] == "none" and 'id="ws"' not in body
+        assert 'id="variables" hx-swap-oob="true"' in body
     assert [c.code.name for c in Coding.objects.filter(output=s["out"])] == ["negative"]
