@@ -203,17 +203,24 @@ def cancel(run, actor=None):
     return run
 
 
+def dense_range(ids):
+    """(lowest, highest) of a set of ids when reading that range reads few rows beyond them (a chunk's ids nearly
+    always are dense), else None. A range is two numbers in the query instead of a list of 1,000 that Django takes
+    milliseconds to build; the rows inside the range but not asked for are the caller's to drop."""
+    low, high = min(ids), max(ids)
+    return None if high - low >= 4 * len(ids) else (low, high)
+
+
 def by_output_ids(queryset, output_ids):
-    """(`queryset` narrowed to `output_ids`, the set of them). Dense ids (a chunk's nearly always are) are read by
-    their range: two numbers in the query instead of a list of 1,000 that Django takes milliseconds to build. The
-    rows of ids inside the range but not asked for are the caller's to drop (`output_id in` the set)."""
+    """(`queryset` narrowed to `output_ids`, the set of them), by their range when dense (dense_range). The rows of
+    ids inside the range but not asked for are the caller's to drop (`output_id in` the set)."""
     ids = set(output_ids)
     if not ids:
         return queryset.none(), ids
-    low, high = min(ids), max(ids)
-    if high - low >= 4 * len(ids):  # sparse: the range would read many rows of other outputs
+    span = dense_range(ids)
+    if span is None:  # sparse: the range would read many rows of other outputs
         return queryset.filter(output_id__in=ids), ids
-    return queryset.filter(output_id__gte=low, output_id__lte=high), ids
+    return queryset.filter(output_id__gte=span[0], output_id__lte=span[1]), ids
 
 
 def attributions_for(output_ids):
@@ -256,13 +263,14 @@ class Unit:
 
 
 def load_outputs(ids):
-    """Units for these output ids, in id order."""
-    rows = (
-        generation.outputs_by_id(ids)
-        .order_by("pk")
-        .values_list("pk", "text", "slot_values", "item_id", "item__toolkit__language")
-    )
-    return [Unit(*row) for row in rows]
+    """Units for these output ids, in id order (read by their range when dense, see dense_range)."""
+    ids = set(ids)
+    if not ids:
+        return []
+    span = dense_range(ids)
+    outputs = generation.outputs_by_id(ids) if span is None else generation.outputs_in_id_range(*span)
+    rows = outputs.order_by("pk").values_list("pk", "text", "slot_values", "item_id", "item__toolkit__language")
+    return [Unit(*row) for row in rows if row[0] in ids]
 
 
 class Measure:
