@@ -14,6 +14,7 @@ import logging
 import time
 from collections import Counter
 from contextlib import contextmanager
+from itertools import chain
 from operator import attrgetter, itemgetter
 
 from django.apps import apps
@@ -33,7 +34,7 @@ from .classifiers import ClassifierError, NliClassifier, label_shares, make_clas
 from .hallucination import score_letters
 from .lexical import OR_CONVENTIONS, TextCounter
 from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, WordCounts
-from .sentence_pack import pack
+from .sentence_pack import pack, pack_many
 from .services import LEXICONS, lexicons_for, matcher_for
 from .success import DEFAULT_KEYWORDS, SuccessFilter, SuccessFilterError
 from .tasks import execute_measure_run
@@ -445,9 +446,9 @@ def insert_measures(run_id, measures):
             m.hallucination_share,
             m.success_reason,
             now,
-            packed_sentences(m),
+            packed,
         )
-        for m in measures
+        for m, packed in zip(measures, packed_chunk(measures), strict=True)
     ]
     inserted = bulk.insert_values(
         OutputMeasure, MEASURE_COLUMNS, rows, ignore_conflicts=True, returning=("output_id", "id")
@@ -468,6 +469,23 @@ def packed_sentences(measure):
         map(attrgetter("score"), predictions),
         map(attrgetter("scores"), predictions),
     )
+
+
+def packed_chunk(measures):
+    """[packed_sentences(m) for m in measures]: the same bytes, packed for the whole chunk at once (pack_many)."""
+    sizes = [len(m.sentences) if len(m.sentences) == len(m.predictions) else 0 for m in measures]
+    sentences = list(chain.from_iterable(m.sentences for m, n in zip(measures, sizes, strict=True) if n))
+    predictions = list(chain.from_iterable(m.predictions for m, n in zip(measures, sizes, strict=True) if n))
+    packed = pack_many(
+        sizes,
+        map(itemgetter(0), sentences),  # index
+        map(itemgetter(1), sentences),  # start
+        map(itemgetter(2), sentences),  # end
+        map(_LABEL, predictions),
+        map(_SCORE, predictions),
+        map(attrgetter("scores"), predictions),
+    )
+    return [p if n or not m.sentences else packed_sentences(m) for m, n, p in zip(measures, sizes, packed, strict=True)]
 
 
 def insert_word_counts(run_id, measures, saved, counter_for):
