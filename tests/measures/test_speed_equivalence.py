@@ -399,3 +399,13 @@ def test_text_counter_runs_a_matchers_text_search_only_where_its_words_occur(mon
     searched.clear()
     counter.count("The nurse was an au pair.")
     assert searched == ["care", "care", "re"]
+
+
+def test_split_sentences_tells_texts_beyond_the_basic_multilingual_plane_from_the_others():
+    """Texts with a character beyond the BMP (a surrogate pair in UTF-16) take the rule-by-rule splitter, the others
+    (lone surrogates too) the expression; both equal the reference."""
+    texts = ["Mr. X met 𝐀. Then she left.", "Ärzte. Straße 𝐚 ok. Yes.", "Lone \ud800 half. Next one.", "\udfff. A b."]
+    texts += ["Ärzte sagen. Ja.", "", "𝐀", "\U0010ffff. x. Y."]
+    for text in texts:
+        got = [(s.index, s.start, s.end, s.text) for s in textproc.split_sentences(text)]
+        assert got == [(s.index, s.start, s.end, s.text) for s in reference_split(text)], text
