@@ -126,7 +126,7 @@ def main():
     phases = {}
     originals = {
         "score": scoring.Scorer.score,
-        "packed_sentences": scoring.packed_sentences,
+        "packed_sentences": scoring.packed_chunk,
         "contrasts": contrasts_module.store_contrasts,
     }
 
@@ -142,7 +142,7 @@ def main():
 
     VaderClassifier.predict = timed_predict
     scoring.Scorer.score = phase("score", originals["score"])
-    scoring.packed_sentences = phase("packed_sentences", originals["packed_sentences"])
+    scoring.packed_chunk = phase("packed_sentences", originals["packed_sentences"])
     contrasts_module.store_contrasts = phase("contrasts", originals["contrasts"])
     cpu0, wall0 = time.process_time(), time.perf_counter()
     try:
@@ -151,7 +151,7 @@ def main():
         scoring.run_foreground(measure_run)
     finally:
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-        scoring.Scorer.score, scoring.packed_sentences = originals["score"], originals["packed_sentences"]
+        scoring.Scorer.score, scoring.packed_chunk = originals["score"], originals["packed_sentences"]
         contrasts_module.store_contrasts = originals["contrasts"]
         VaderClassifier.predict = original_predict
     found = outcome(measure_run)

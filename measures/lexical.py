@@ -233,6 +233,18 @@ class Matcher:
         self._exclusions = literal + regex
         self._exclusions_on_lowered = len(literal)
 
+    def text_needles(self):
+        """The words that must all occur in a text (each inside one whitespace-free token) for one phrase, substring
+        or exclusion of this matcher to match there: a tuple of word tuples, one per phrase, substring and
+        exclusion, what count() checks with `in` before it looks for them. None when a regular expression of the
+        matcher needs no fixed word (it is looked for in every text)."""
+        if len(self._exclusions) > self._exclusions_on_lowered or any(n is None for *_, n in self._regexes):
+            return None
+        groups = [needles for *_, needles in self._regexes]
+        groups += [(low,) for _, low, _ in self._substrings]
+        groups += self._needles
+        return tuple(dict.fromkeys(groups))
+
     def _chunk_matches(self, chunk):
         """Matches inside one lower-cased word (relative offsets), cached: words repeat a lot."""
         found = self._chunk_cache.get(chunk)
@@ -387,7 +399,8 @@ class TextCounter:
     A word (WORD_RE) never contains whitespace and the pattern looks at nothing around a match, so the words of a
     text are the words of its whitespace-separated tokens (str.split(), run in C). Each distinct token is looked up
     once per process: its words and what the matchers' word-list entries count in it. Phrases, substrings, regexes
-    and exclusions are then handled per text by each matcher as in Matcher.count. The result equals
+    and exclusions are then handled per text by each matcher as in Matcher.count, and only in the texts where one of
+    them has all its words (also learnt per token: a marker among the token's additions). The result equals
     sum(prepare(text)[1].values()) and Matcher.count(text) of every matcher (tests/measures/test_speed_equivalence.py).
     """
 
@@ -403,7 +416,18 @@ class TextCounter:
         # word beyond the first or _NONE for a token without words ("—"); most tokens add nothing: ().
         self._adds = {}
         self._token_matchers = [m for m in self.matchers if m._token_entries]
-        self._other = [m for m in self.matchers if m._exclusions or m._substrings or m._regexes]
+        # The matchers with phrases, substrings, regexes or exclusions, looked for in the whole text. A token holding
+        # one of their words adds that word's marker to the counts; a matcher none of whose phrases, substrings and
+        # exclusions has all its words in the text finds nothing there and is not run (None: it always runs).
+        self._other, markers = [], {}
+        for m in self.matchers:
+            if m._exclusions or m._substrings or m._regexes:
+                needles = m.text_needles()
+                if needles is not None:
+                    needles = tuple(tuple(markers.setdefault(w, f"\x00has {w}") for w in group) for group in needles)
+                self._other.append((m, needles))
+        self._markers = tuple(markers.items())  # (word, its marker)
+        self._start = {**self._zero, self._MORE: 0, self._NONE: 0, **dict.fromkeys(markers.values(), 0)}
 
     _MORE, _NONE = "\x00more words", "\x00no word"
 
@@ -416,6 +440,7 @@ class TextCounter:
                     contrib[category] += n
         adds = tuple(c for c, n in contrib.items() for _ in range(n))
         adds += (self._MORE,) * (len(words) - 1) if words else (self._NONE,)
+        adds += tuple(marker for word, marker in self._markers if word in token)
         if len(self._words) < self.CACHE:
             self._words[token] = words
             self._adds[token] = adds
@@ -433,13 +458,11 @@ class TextCounter:
         text = text or ""
         lowered = lower_same_length(text)
         tokens = lowered.split()
-        counts = dict(self._zero)
-        counts[self._MORE] = counts[self._NONE] = 0
+        counts = dict(self._start)
         try:
             _count_elements(counts, chain.from_iterable(map(self._adds.get, tokens)))
         except TypeError:
-            counts = dict(self._zero)
-            counts[self._MORE] = counts[self._NONE] = 0
+            counts = dict(self._start)
             known = self._words
             for token in [t for t in tokens if t not in known]:
                 if token in known:  # learnt just now (it occurs again): counted below
@@ -449,7 +472,10 @@ class TextCounter:
                     _count_elements(counts, adds)
             _count_elements(counts, chain.from_iterable(map(self._adds.get, tokens, repeat(()))))
         n_words = len(tokens) + counts.pop(self._MORE) - counts.pop(self._NONE)
-        for matcher in self._other:
+        present = {marker: counts.pop(marker) for _, marker in self._markers}
+        for matcher, needles in self._other:
+            if needles is not None and not any(all(map(present.__getitem__, group)) for group in needles):
+                continue  # no phrase, substring or exclusion of the matcher has all its words in the text
             if matcher._exclusions and matcher._excluded_here(text, lowered):
                 counts.update(matcher.count(text))
             else:

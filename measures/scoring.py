@@ -14,6 +14,7 @@ import logging
 import time
 from collections import Counter
 from contextlib import contextmanager
+from itertools import chain
 from operator import attrgetter, itemgetter
 
 from django.apps import apps
@@ -33,7 +34,7 @@ from .classifiers import ClassifierError, NliClassifier, label_shares, make_clas
 from .hallucination import score_letters
 from .lexical import OR_CONVENTIONS, TextCounter
 from .models import ClassifierKind, ClassifierUnit, MeasureRun, OutputMeasure, WordCounts
-from .sentence_pack import pack
+from .sentence_pack import pack, pack_many
 from .services import LEXICONS, lexicons_for, matcher_for
 from .success import DEFAULT_KEYWORDS, SuccessFilter, SuccessFilterError
 from .tasks import execute_measure_run
@@ -203,17 +204,24 @@ def cancel(run, actor=None):
     return run
 
 
+def dense_range(ids):
+    """(lowest, highest) of a set of ids when reading that range reads few rows beyond them (a chunk's ids nearly
+    always are dense), else None. A range is two numbers in the query instead of a list of 1,000 that Django takes
+    milliseconds to build; the rows inside the range but not asked for are the caller's to drop."""
+    low, high = min(ids), max(ids)
+    return None if high - low >= 4 * len(ids) else (low, high)
+
+
 def by_output_ids(queryset, output_ids):
-    """(`queryset` narrowed to `output_ids`, the set of them). Dense ids (a chunk's nearly always are) are read by
-    their range: two numbers in the query instead of a list of 1,000 that Django takes milliseconds to build. The
-    rows of ids inside the range but not asked for are the caller's to drop (`output_id in` the set)."""
+    """(`queryset` narrowed to `output_ids`, the set of them), by their range when dense (dense_range). The rows of
+    ids inside the range but not asked for are the caller's to drop (`output_id in` the set)."""
     ids = set(output_ids)
     if not ids:
         return queryset.none(), ids
-    low, high = min(ids), max(ids)
-    if high - low >= 4 * len(ids):  # sparse: the range would read many rows of other outputs
+    span = dense_range(ids)
+    if span is None:  # sparse: the range would read many rows of other outputs
         return queryset.filter(output_id__in=ids), ids
-    return queryset.filter(output_id__gte=low, output_id__lte=high), ids
+    return queryset.filter(output_id__gte=span[0], output_id__lte=span[1]), ids
 
 
 def attributions_for(output_ids):
@@ -256,13 +264,14 @@ class Unit:
 
 
 def load_outputs(ids):
-    """Units for these output ids, in id order."""
-    rows = (
-        generation.outputs_by_id(ids)
-        .order_by("pk")
-        .values_list("pk", "text", "slot_values", "item_id", "item__toolkit__language")
-    )
-    return [Unit(*row) for row in rows]
+    """Units for these output ids, in id order (read by their range when dense, see dense_range)."""
+    ids = set(ids)
+    if not ids:
+        return []
+    span = dense_range(ids)
+    outputs = generation.outputs_by_id(ids) if span is None else generation.outputs_in_id_range(*span)
+    rows = outputs.order_by("pk").values_list("pk", "text", "slot_values", "item_id", "item__toolkit__language")
+    return [Unit(*row) for row in rows if row[0] in ids]
 
 
 class Measure:
@@ -437,9 +446,9 @@ def insert_measures(run_id, measures):
             m.hallucination_share,
             m.success_reason,
             now,
-            packed_sentences(m),
+            packed,
         )
-        for m in measures
+        for m, packed in zip(measures, packed_chunk(measures), strict=True)
     ]
     inserted = bulk.insert_values(
         OutputMeasure, MEASURE_COLUMNS, rows, ignore_conflicts=True, returning=("output_id", "id")
@@ -460,6 +469,23 @@ def packed_sentences(measure):
         map(attrgetter("score"), predictions),
         map(attrgetter("scores"), predictions),
     )
+
+
+def packed_chunk(measures):
+    """[packed_sentences(m) for m in measures]: the same bytes, packed for the whole chunk at once (pack_many)."""
+    sizes = [len(m.sentences) if len(m.sentences) == len(m.predictions) else 0 for m in measures]
+    sentences = list(chain.from_iterable(m.sentences for m, n in zip(measures, sizes, strict=True) if n))
+    predictions = list(chain.from_iterable(m.predictions for m, n in zip(measures, sizes, strict=True) if n))
+    packed = pack_many(
+        sizes,
+        map(itemgetter(0), sentences),  # index
+        map(itemgetter(1), sentences),  # start
+        map(itemgetter(2), sentences),  # end
+        map(_LABEL, predictions),
+        map(_SCORE, predictions),
+        map(attrgetter("scores"), predictions),
+    )
+    return [p if n or not m.sentences else packed_sentences(m) for m, n, p in zip(measures, sizes, packed, strict=True)]
 
 
 def insert_word_counts(run_id, measures, saved, counter_for):

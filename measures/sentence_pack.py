@@ -98,6 +98,59 @@ def pack(indices, starts, ends, labels, scores, score_dicts):
     return b"".join(parts)
 
 
+def pack_many(sizes, indices, starts, ends, labels, scores, score_dicts):
+    """[pack(...) of each story]: the columns hold the rows of several stories one after the other, `sizes` how
+    many rows each story has. The same bytes as packing story by story; the checks and the array conversions are
+    done once for all the rows (a chunk of 1,000 stories holds about 27,000)."""
+    sizes = list(sizes)
+    labels = [label[:100] for label in labels]
+    score_dicts = list(score_dicts)
+    columns = [list(indices), list(starts), list(ends), list(scores)]
+    total = sum(sizes)
+    keys = _float_table(score_dicts)
+    if any(len(c) != total for c in (labels, score_dicts, *columns)):
+        raise PackError("Every column of the sentence rows needs one value per sentence.")
+    if keys is None:  # not a table of floats: story by story
+        out, at = [], 0
+        for n in sizes:
+            out.append(pack(*(c[at : at + n] for c in (*columns[:3], labels, columns[3], score_dicts))))
+            at += n
+        return out
+    index, start, end = (_to_bytes(array("I", c)) for c in columns[:3])
+    score = _to_bytes(array("d", [_NAN if s is None else s for s in columns[3]]))
+    width = len(keys)
+    values = _to_bytes(array("d", chain.from_iterable(map(dict.values, score_dicts)))) if keys else b""
+    tail = ', "keys": ' + json.dumps(list(keys), ensure_ascii=False) + "}"
+    heads = {}
+    out, at = [], 0
+    for n in sizes:
+        if not n:
+            out.append(b"")
+            continue
+        mine = labels[at : at + n]
+        distinct = tuple(dict.fromkeys(mine))
+        head = heads.get((n, distinct))
+        if head is None:  # json.dumps({"n": n, "labels": [...], "keys": [...]}) with the default separators
+            head = f'{{"n": {n}, "labels": {json.dumps(list(distinct), ensure_ascii=False)}{tail}'.encode()
+            heads[(n, distinct)] = head
+        number = {label: i for i, label in enumerate(distinct)}
+        parts = [
+            MAGIC,
+            _LENGTH.pack(len(head)),
+            head,
+            index[4 * at : 4 * (at + n)],
+            start[4 * at : 4 * (at + n)],
+            end[4 * at : 4 * (at + n)],
+            _to_bytes(array("H", map(number.__getitem__, mine))),
+            score[8 * at : 8 * (at + n)],
+        ]
+        if keys:
+            parts.append(values[8 * width * at : 8 * width * (at + n)])
+        out.append(b"".join(parts))
+        at += n
+    return out
+
+
 def unpack(data: bytes | memoryview | None) -> list[SentenceRow]:
     """[SentenceRow] of packed bytes (b"" or None: no rows)."""
     data = bytes(data or b"")

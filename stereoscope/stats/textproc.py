@@ -114,7 +114,7 @@ def split_sentences(text):
     rule-by-rule splitter; both give the same sentences (tests: test_speed_equivalence.py).
     """
     text = text or ""
-    if not text.isascii() and _ASTRAL.search(text):
+    if not text.isascii() and len(text.encode("utf-16-le", "surrogatepass")) != 2 * len(text):  # beyond the BMP
         return _split_by_rules(text)
     parts = _boundaries().split(text)  # [piece, its end, piece, its end, ..., last piece]
     pieces = list(map(add, parts[::2], parts[1::2] + [""]))
@@ -128,7 +128,6 @@ def split_sentences(text):
     return list(map(tuple.__new__, repeat(Sentence), zip(count(), kept_starts, ends, kept)))
 
 
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 _BOUNDARY = None
 
 

@@ -42,3 +42,19 @@ def test_chunk_reads_use_the_id_range_and_keep_only_the_chunk(study, make_output
     assert [u.pk for u in units] == [pk for pk in chunk if pk != outputs[4].pk]
     measured = [q for q in sql if "measures_outputmeasure" in q]
     assert measured and all(" IN (" not in q for q in measured), measured
+
+
+def test_a_chunks_outputs_are_read_by_their_id_range(study, make_outputs):
+    outputs = make_outputs(study, [{"text": f"Kelly is kind {i}.", "slot_values": {"name": "Kelly"}} for i in range(8)])
+    ids = [o.pk for o in outputs]
+    chunk = ids[:2] + ids[3:6] + ids[7:]
+    run = scoring.create_run(study, name="r", classifier="vader")
+    units, sql = _reads(scoring.MEASURE_JOB.load_units, run, chunk)
+    assert [(u.pk, u.text, u.slot_values) for u in units] == [
+        (o.pk, o.text, o.slot_values) for o in outputs if o.pk in chunk
+    ]
+    read = [q for q in sql if "generation_output" in q]
+    assert read and all(" IN (" not in q for q in read), read
+    sparse = [ids[0], ids[7]]  # far apart (the range would read six other outputs): read by the list
+    assert [u.pk for u in scoring.load_outputs(sparse)] == sparse
+    assert scoring.load_outputs([]) == []

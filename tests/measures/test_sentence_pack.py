@@ -1,8 +1,10 @@
 """Packed sentence rows give back exactly what was packed."""
 
+import random
+
 import pytest
 
-from measures.sentence_pack import PackError, SentenceRow, pack, unpack
+from measures.sentence_pack import PackError, SentenceRow, pack, pack_many, unpack
 
 
 def columns(rows):
@@ -44,3 +46,33 @@ def test_bytes_that_are_not_packed_rows_are_refused(data):
 def test_columns_of_different_lengths_are_refused():
     with pytest.raises(PackError):
         pack([0, 1], [0], [3], ["a"], [0.5], [{}])
+
+
+def _random_story(rng, layout):
+    labels = ["positive", "negative", "neutral", "Frau ≠ Mann", "y" * 130]
+    n = rng.choice([0, 0, 1, 2, 5, 27])
+    rows = []
+    for i in range(n):
+        if layout == "vader":
+            scores = {"neg": rng.random(), "neu": rng.random(), "pos": rng.random(), "compound": rng.random()}
+        elif layout == "empty":
+            scores = {}
+        else:
+            scores = rng.choice([{"a": 1, "b": "x"}, {"c": 0.5}, {"neg": 0.5, "pos": 0.25}, {}])
+        score = rng.choice([None, rng.random(), -1.5, 0.0])
+        rows.append(SentenceRow(i, rng.randrange(10_000), rng.randrange(2**32), rng.choice(labels), score, scores))
+    return rows
+
+
+@pytest.mark.parametrize("layout", ["vader", "empty", "mixed"])
+def test_pack_many_gives_the_bytes_of_packing_story_by_story(layout):
+    """A chunk packed at once (scoring.packed_chunk) stores exactly the bytes each story packed alone would."""
+    rng = random.Random(36)
+    stories = [_random_story(rng, layout) for _ in range(300)]
+    flat = [row for story in stories for row in story]
+    packed = pack_many([len(s) for s in stories], *columns(flat))
+    assert packed == [pack(*columns(story)) for story in stories]
+    assert [unpack(p) for p in packed] == [[row._replace(label=row.label[:100]) for row in story] for story in stories]
+    assert pack_many([], *columns([])) == []
+    with pytest.raises(PackError):
+        pack_many([len(flat) + 1], *columns(flat))

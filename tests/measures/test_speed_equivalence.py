@@ -346,3 +346,66 @@ def test_split_sentences_equals_the_reference_on_tricky_ends():
         assert [(s.index, s.start, s.end, s.text) for s in textproc.split_sentences(text)] == want, repr(text)
         assert [(s.index, s.start, s.end, s.text) for s in textproc._split_by_rules(text)] == want, repr(text)
         assert all(type(s) is textproc.Sentence for s in textproc.split_sentences(text))
+
+
+PREFILTER_CATEGORIES = [
+    lexical.CategorySpec("care", ("nurse", "baby", "au pair", "mother", "x.y"), "prefix"),
+    lexical.CategorySpec("sex", ("sex worker", "strip club", "selling her body", "sex"), "prefix"),
+    lexical.CategorySpec("whole", ("au pair", "kind", "straße"), "whole_word"),
+    lexical.CategorySpec("sub", ("aby", "ork"), "substring"),
+]
+PREFILTER_EXCLUSIONS = [
+    lexical.ExclusionSpec("Babylon", category="care"),
+    lexical.ExclusionSpec("not aggressive"),
+    lexical.ExclusionSpec("xau pair"),
+]
+
+
+def test_text_counter_skipping_texts_without_a_phrase_counts_as_the_reference():
+    """TextCounter leaves out a matcher's whole-text search when no phrase, substring or exclusion of it has all its
+    words in the text: short texts (each holds a few pieces, so most lack some phrase word) count as the plain
+    regex reference does, for each count policy and with a full token cache too."""
+    rng = random.Random(36)
+    pieces = PIECES + ["x.y", "x.yz", "ax.y", "club", "clubs", "aggressively", "nota", "Pairs", "SEX", "WORKER"]
+    texts = [
+        "".join(rng.choice(pieces) + rng.choice([" ", "", "\n", ". ", "\t"]) for _ in range(rng.randint(0, 6)))
+        for _ in range(1500)
+    ]
+    texts += ["au pair", "au\npair", "xau pair", "not  aggressive", "strip\tclub", "Babylon baby", "selling her body"]
+    for policy in lexical.COUNT_POLICIES:
+        matcher = lexical.Matcher(PREFILTER_CATEGORIES, PREFILTER_EXCLUSIONS, policy)
+        for cache in (lexical.TextCounter.CACHE, 3):
+            counter = lexical.TextCounter([matcher])
+            counter.CACHE = cache
+            for text in texts:
+                n_words, counts, _ = counter.count(text)
+                assert counts == _reference_matcher_counts(PREFILTER_CATEGORIES, PREFILTER_EXCLUSIONS, policy, text), (
+                    text
+                )
+                assert n_words == sum(lexical.prepare(text)[1].values())
+
+
+def test_text_counter_runs_a_matchers_text_search_only_where_its_words_occur(monkeypatch):
+    """A text with no phrase, substring or exclusion whose words all occur is counted from its tokens alone (the
+    matcher's whole-text search is not run); a matcher with a regular expression is run on every text."""
+    searched = []
+    monkeypatch.setattr(lexical.Matcher, "_count_other", lambda self, *a: searched.append(self._keys[0]))
+    monkeypatch.setattr(lexical.Matcher, "_excluded_here", lambda self, *a: searched.append(self._keys[0]))
+    phrases = lexical.Matcher(PREFILTER_CATEGORIES, PREFILTER_EXCLUSIONS)
+    regex = lexical.Matcher([lexical.CategorySpec("re", (r"\bnot\s+\w+",), "regex")])
+    counter = lexical.TextCounter([phrases, regex])
+    counter.count("The nurse saw a club and a pair of kind mothers.")  # no phrase has all its words
+    assert searched == ["re"]
+    searched.clear()
+    counter.count("The nurse was an au pair.")
+    assert searched == ["care", "care", "re"]
+
+
+def test_split_sentences_tells_texts_beyond_the_basic_multilingual_plane_from_the_others():
+    """Texts with a character beyond the BMP (a surrogate pair in UTF-16) take the rule-by-rule splitter, the others
+    (lone surrogates too) the expression; both equal the reference."""
+    texts = ["Mr. X met 𝐀. Then she left.", "Ärzte. Straße 𝐚 ok. Yes.", "Lone \ud800 half. Next one.", "\udfff. A b."]
+    texts += ["Ärzte sagen. Ja.", "", "𝐀", "\U0010ffff. x. Y."]
+    for text in texts:
+        got = [(s.index, s.start, s.end, s.text) for s in textproc.split_sentences(text)]
+        assert got == [(s.index, s.start, s.end, s.text) for s in reference_split(text)], text
