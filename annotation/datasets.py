@@ -3,7 +3,7 @@ analysis-ready table (one row per story, a 0/1 column per code and dimension and
 
 import re
 from collections import Counter, defaultdict
-from itertools import islice, repeat
+from itertools import repeat
 
 from django.db.models import Count
 from django.utils.text import slugify
@@ -11,8 +11,7 @@ from django.utils.text import slugify
 from generation.datasets import filtered_outputs
 from generation.selectors import outputs_by_id
 from generation.subject_gender import resolve
-from stereoscope.datasets import Column, iso_datetime, person, register_dataset, uuid_text
-from stereoscope.pipeline import read_ahead
+from stereoscope.datasets import Column, iso_datetime, person, query_batches, register_dataset, uuid_text
 from stereoscope.providers import provider
 from stereoscope.tables import Lookup, expand_columns
 
@@ -209,8 +208,7 @@ def coding_batches(study, options):
     codes = _CodeFields(index)  # code id -> (codebook, version, code id, name, path, dimension, gender tag, kind)
     coders = _Coders(name)  # (coder id, username) -> (how the export names them,)
     stories = _stories(coding_queryset(study, options, index).order_by().values("output_id"))
-    rows = qs.iterator(chunk_size=CODING_BATCH)
-    for chunk in read_ahead(iter(lambda: list(islice(rows, CODING_BATCH)), [])):
+    for chunk in query_batches(qs, CODING_BATCH):
         pk, guid, output_id, coder_id, username, code_id, start, end, quote, created, updated = zip(*chunk, strict=True)
         yield [
             pk,

@@ -12,6 +12,7 @@ pseudonym (callable user -> stable id, supplied by the exports layer).
 import importlib
 import threading
 from dataclasses import dataclass
+from itertools import islice
 from typing import Callable, Iterator
 
 from django.apps import apps
@@ -188,3 +189,51 @@ def uuid_text(field):
     from django.db.models.functions import Cast
 
     return Cast(field, TextField()) if connection.vendor == "postgresql" else F(field)
+
+
+def query_batches(queryset, size):
+    """The rows of a `values_list` queryset, in its order, as lists of up to `size` tuples; the next batch is read
+    while the caller works on this one (stereoscope.pipeline.read_ahead).
+
+    On PostgreSQL outside a transaction the rows come through a connection of their own, from a cursor inside a
+    transaction there: PostgreSQL then computes each batch when it is asked for, beside the caller's work. (A
+    server-side cursor outside a transaction, as Django's iterator() makes it there, is WITH HOLD: the server
+    computes and stores the whole result before the first row, while the caller waits.) Elsewhere, and inside a
+    transaction (which must see its own writes), the queryset's own iterator. A queryset whose columns need
+    Django's conversions (JSON, ...) always takes its own iterator."""
+    from django.core.exceptions import EmptyResultSet
+    from django.db import connections
+
+    from .pipeline import read_ahead
+
+    connection = connections[queryset.db]
+    if connection.vendor == "postgresql" and not connection.in_atomic_block:
+        compiler = queryset.query.get_compiler(queryset.db)
+        try:
+            sql, params = compiler.as_sql()
+        except EmptyResultSet:  # a filter no row can match: no query at all
+            return iter(())
+        if not compiler.get_converters([column[0] for column in compiler.select[: compiler.col_count]]):
+            return read_ahead(_own_connection_batches(queryset.db, sql, params, size, compiler.col_count))
+    rows = queryset.iterator(chunk_size=size)
+    return read_ahead(iter(lambda: list(islice(rows, size)), []))
+
+
+def _own_connection_batches(alias, sql, params, size, width):
+    """Batches of a query run on a new connection to the database `alias` (set up as Django sets up its own), from
+    a cursor without hold inside a transaction; the connection is closed when the batches end or are abandoned."""
+    from django.db import connections
+    from psycopg import ClientCursor
+
+    wrapper = connections.create_connection(alias)
+    wrapper.inc_thread_sharing()  # opened in the caller's thread, read and closed in read_ahead's
+    try:
+        wrapper.ensure_connection()
+        raw = wrapper.connection
+        bound = ClientCursor(raw).mogrify(sql, params)  # bound as Django binds its own queries (client side)
+        with raw.transaction(), raw.cursor(name="stereoscope_query_batches") as cursor:
+            cursor.execute(bound)
+            while rows := cursor.fetchmany(size):
+                yield rows if len(rows[0]) == width else [row[:width] for row in rows]
+    finally:
+        wrapper.close()

@@ -2,13 +2,15 @@
 
 - `read_ahead(items)`: the next items of an iterator are computed in a thread while the caller works on the current
   one (a database cursor's next batch is fetched while the last is formatted: the database server works meanwhile);
-- `BackgroundWriter(raw)`: a binary file whose bytes reach `raw` from a thread (the zip member's compression, CRC
-  and hash, which release the GIL, run beside the code that makes the bytes).
+- `Background(consume)`: items handed to `consume` in a thread (a zip archive's members written, compressed and
+  checksummed, which release the GIL, beside the code that makes them); `BackgroundWriter(raw)`: a binary file
+  whose bytes reach `raw` that way.
 
 Both keep the order of their items and bytes, hold at most `depth` items in flight (memory stays flat), raise the
 thread's exception in the caller, and stop their thread when the caller stops early.
 """
 
+import contextlib
 import io
 import queue
 import threading
@@ -68,32 +70,29 @@ def read_ahead(items, depth=2):
         thread.join()
 
 
-class BackgroundWriter(io.RawIOBase):
-    """A writable binary file handing its bytes to `raw.write` in a background thread, in order. `close()` (or the
-    end of a `with` block) waits until every byte is written; `raw` stays open. A failure of the thread is raised
-    once, by the next `write` or by `close`, and the bytes after it are dropped."""
+class Background:
+    """Calls `consume(item)` for each `put(item)`, in order, in a background thread (holding at most `depth`
+    items). `close()` (or the end of a `with` block) waits until every item is consumed. A failure of the thread
+    is raised once, by the next `put` or by `close`, and the items after it are dropped."""
 
-    def __init__(self, raw, depth=4):
-        super().__init__()
-        self.raw = raw
+    def __init__(self, consume, depth=4, name="background"):
+        self._consume = consume
         self._queue: queue.Queue = queue.Queue(maxsize=depth)
-        self._error: BaseException | None = None  # the thread's failure: every later byte is dropped
+        self._error: BaseException | None = None
         self._reported = False
-        self._thread = threading.Thread(target=self._work, name="background-writer", daemon=True)
+        self.closed = False
+        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
         self._thread.start()
-
-    def writable(self):
-        return True
 
     def _work(self):
         while True:
-            data = self._queue.get()
-            if data is _END:
+            item = self._queue.get()
+            if item is _END:
                 return
             if self._error is None:
                 try:
-                    self.raw.write(data)
-                except BaseException as exc:  # raised in the caller at its next write or close
+                    self._consume(item)
+                except BaseException as exc:  # raised in the caller at its next put or close
                     self._error = exc
 
     def _raise(self):
@@ -101,17 +100,49 @@ class BackgroundWriter(io.RawIOBase):
             self._reported = True
             raise self._error
 
-    def write(self, data):
+    def put(self, item):
         self._raise()
+        self._queue.put(item)
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            self._queue.put(_END)
+            self._thread.join()
+        self._raise()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        if error is None:
+            self.close()
+        else:
+            with contextlib.suppress(Exception):  # the caller's failure is the one to report
+                self.close()
+
+
+class BackgroundWriter(io.RawIOBase):
+    """A writable binary file handing its bytes to `raw.write` in a background thread, in order (`Background`).
+    `close()` (or the end of a `with` block) waits until every byte is written; `raw` stays open. A failure of the
+    thread is raised once, by the next `write` or by `close`, and the bytes after it are dropped."""
+
+    def __init__(self, raw, depth=4):
+        super().__init__()
+        self.raw = raw
+        self._background = Background(raw.write, depth, name="background-writer")
+
+    def writable(self):
+        return True
+
+    def write(self, data):
         data = bytes(data)  # a buffered writer hands over a view of its own buffer, which it reuses
-        self._queue.put(data)
+        self._background.put(data)
         return len(data)
 
     def close(self):
         if not self.closed:
             try:
-                self._queue.put(_END)
-                self._thread.join()
+                self._background.close()
             finally:
                 super().close()
-            self._raise()
