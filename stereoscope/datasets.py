@@ -3,7 +3,9 @@
 A dataset is a key, a title, the owning app, documented columns (they make the data dictionary) and a
 `rows(study, options)` generator yielding one dict per row. Writers (CSV / JSONL / XLSX) stream those rows. A large
 dataset may also offer `batches(study, options)`: the same rows as batches given column-wise (a list per column, in
-column order), which the CSV writer takes without a Python step per row.
+column order; neighbouring columns that hang on one key, such as a code's name and path, may come as one
+`stereoscope.tables.Lookup`), which the CSV writer takes without a Python step per row. `query_batches` reads a big
+query's rows in batches, ahead of the code that formats them.
 
 Options (all optional): run_ids, models, item_numbers, code_ids, round_ids (lists), pseudonymise (bool),
 pseudonym (callable user -> stable id, supplied by the exports layer).
@@ -16,9 +18,12 @@ from itertools import islice
 from typing import Callable, Iterator
 
 from django.apps import apps
+from django.core.exceptions import EmptyResultSet
+from django.db import connections
 
 from .models import Role
 from .permissions import LEVELS
+from .pipeline import read_ahead
 
 
 @dataclass(frozen=True)
@@ -201,11 +206,6 @@ def query_batches(queryset, size):
     computes and stores the whole result before the first row, while the caller waits.) Elsewhere, and inside a
     transaction (which must see its own writes), the queryset's own iterator. A queryset whose columns need
     Django's conversions (JSON, ...) always takes its own iterator."""
-    from django.core.exceptions import EmptyResultSet
-    from django.db import connections
-
-    from .pipeline import read_ahead
-
     connection = connections[queryset.db]
     if connection.vendor == "postgresql" and not connection.in_atomic_block:
         compiler = queryset.query.get_compiler(queryset.db)
@@ -222,8 +222,7 @@ def query_batches(queryset, size):
 def _own_connection_batches(alias, sql, params, size, width):
     """Batches of a query run on a new connection to the database `alias` (set up as Django sets up its own), from
     a cursor without hold inside a transaction; the connection is closed when the batches end or are abandoned."""
-    from django.db import connections
-    from psycopg import ClientCursor
+    from psycopg import ClientCursor  # lazy: PostgreSQL's driver, only asked for on PostgreSQL
 
     wrapper = connections.create_connection(alias)
     wrapper.inc_thread_sharing()  # opened in the caller's thread, read and closed in read_ahead's
