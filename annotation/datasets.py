@@ -142,30 +142,33 @@ GENDER_BATCH = 2000  # stories resolved at a time
 STORY_FIELDS = ("run_id", "model_name", "item__number", "item__dimension__name", "trial")
 
 
-def _stories(output_ids):
+class _Stories(dict):
     """{output id: (run, model, item number, item dimension, trial, subject gender)} for the coded stories, the
     gender ("F", "M" or "") resolved once per story. Only these answers are kept: a million codings' stories need
-    not sit in memory at once."""
-    outputs = outputs_by_id(output_ids).order_by("pk").values_list("pk", *STORY_FIELDS, "slot_values", "text")
-    answers = _Cursor(  # the coders' answers in story order, walked beside the stories (no id list per batch)
-        GenderAttribution.objects.filter(output_id__in=output_ids)
-        .order_by("output_id", "id")
-        .values_list("output_id", "gender")
-        .iterator(chunk_size=10000)
-    )
-    names = {}  # one string object for each model and dimension name, however many stories share it
-    stories = {}
-    for pk, run_id, model, number, dimension, trial, slots, text in outputs.iterator(chunk_size=GENDER_BATCH):
-        gender = resolve(slots, [row[1] for row in answers.take(pk)], text)[0]
-        stories[pk] = (
-            run_id,
-            names.setdefault(model, model),
-            number,
-            names.setdefault(dimension, dimension),
-            trial,
-            gender,
+    not sit in memory at once. A story coded after they were read (while the export runs) is read when asked for."""
+
+    def __init__(self, output_ids):
+        super().__init__()
+        self.names = {}  # one string object for each model and dimension name, however many stories share it
+        self.read(output_ids)
+
+    def read(self, output_ids):
+        outputs = outputs_by_id(output_ids).order_by("pk").values_list("pk", *STORY_FIELDS, "slot_values", "text")
+        answers = _Cursor(  # the coders' answers in story order, walked beside the stories (no id list per batch)
+            GenderAttribution.objects.filter(output_id__in=output_ids)
+            .order_by("output_id", "id")
+            .values_list("output_id", "gender")
+            .iterator(chunk_size=10000)
         )
-    return stories
+        names = self.names
+        for pk, run_id, model, number, dimension, trial, slots, text in outputs.iterator(chunk_size=GENDER_BATCH):
+            gender = resolve(slots, [row[1] for row in answers.take(pk)], text)[0]
+            model, dimension = names.setdefault(model, model), names.setdefault(dimension, dimension)
+            self[pk] = (run_id, model, number, dimension, trial, gender)
+
+    def __missing__(self, pk):
+        self.read([pk])
+        return self[pk]
 
 
 CODING_BATCH = 5000  # codings per column-wise batch
@@ -207,7 +210,7 @@ def coding_batches(study, options):
     )
     codes = _CodeFields(index)  # code id -> (codebook, version, code id, name, path, dimension, gender tag, kind)
     coders = _Coders(name)  # (coder id, username) -> (how the export names them,)
-    stories = _stories(coding_queryset(study, options, index).order_by().values("output_id"))
+    stories = _Stories(coding_queryset(study, options, index).order_by().values("output_id"))
     for chunk in query_batches(qs, CODING_BATCH):
         pk, guid, output_id, coder_id, username, code_id, start, end, quote, created, updated = zip(*chunk, strict=True)
         yield [

@@ -204,8 +204,8 @@ def query_batches(queryset, size):
     transaction there: PostgreSQL then computes each batch when it is asked for, beside the caller's work. (A
     server-side cursor outside a transaction, as Django's iterator() makes it there, is WITH HOLD: the server
     computes and stores the whole result before the first row, while the caller waits.) Elsewhere, and inside a
-    transaction (which must see its own writes), the queryset's own iterator. A queryset whose columns need
-    Django's conversions (JSON, ...) always takes its own iterator."""
+    transaction (which must see its own writes), the queryset's own iterator (read ahead on PostgreSQL only). A
+    queryset whose columns need Django's conversions (JSON, ...) always takes its own iterator."""
     connection = connections[queryset.db]
     if connection.vendor == "postgresql" and not connection.in_atomic_block:
         compiler = queryset.query.get_compiler(queryset.db)
@@ -216,7 +216,9 @@ def query_batches(queryset, size):
         if not compiler.get_converters([column[0] for column in compiler.select[: compiler.col_count]]):
             return read_ahead(_own_connection_batches(queryset.db, sql, params, size, compiler.col_count))
     rows = queryset.iterator(chunk_size=size)
-    return read_ahead(iter(lambda: list(islice(rows, size)), []))
+    batches = iter(lambda: list(islice(rows, size)), [])
+    # psycopg lets the caller query on the connection between the fetches of the thread; SQLite is read in turn
+    return read_ahead(batches) if connection.vendor == "postgresql" else batches
 
 
 def _own_connection_batches(alias, sql, params, size, width):

@@ -125,3 +125,19 @@ def test_codings_query_reads_story_fields_once_a_story_not_once_a_coding(coded_s
     over_codings = [q["sql"] for q in queries if "ORDER BY" in q["sql"] and '"annotation_coding"."quote"' in q["sql"]]
     assert len(over_codings) == 1
     assert "generation_promptitem" not in over_codings[0] and '"model_name"' not in over_codings[0]
+
+
+def test_a_story_coded_after_the_stories_were_read_is_read_when_asked_for(coded_study):
+    """The codings query runs after the coded stories were read: a story coded in between (while an export runs)
+    is read when a coding asks for it, with the same fields and subject gender as the others."""
+    from annotation.datasets import _Stories
+    from annotation.models import Coding
+
+    study = coded_study["study"]
+    coded = Coding.objects.filter(output__study=study).order_by().values("output_id")
+    everything = _Stories(coded)
+    late = _Stories(coded.none())
+    assert not late
+    for pk, fields in everything.items():
+        assert late[pk] == fields
+    assert len(late) == len(everything) > 0
