@@ -147,27 +147,28 @@ class _Stories(dict):
     gender ("F", "M" or "") resolved once per story. Only these answers are kept: a million codings' stories need
     not sit in memory at once. A story coded after they were read (while the export runs) is read when asked for."""
 
-    def __init__(self, output_ids):
+    def __init__(self, outputs):
         super().__init__()
         self.names = {}  # one string object for each model and dimension name, however many stories share it
-        self.read(output_ids)
+        self.read(outputs)
 
-    def read(self, output_ids):
-        outputs = outputs_by_id(output_ids).order_by("pk").values_list("pk", *STORY_FIELDS, "slot_values", "text")
+    def read(self, outputs):
+        """Read these outputs (a queryset of them)."""
         answers = _Cursor(  # the coders' answers in story order, walked beside the stories (no id list per batch)
-            GenderAttribution.objects.filter(output_id__in=output_ids)
+            GenderAttribution.objects.filter(output__in=outputs)
             .order_by("output_id", "id")
             .values_list("output_id", "gender")
             .iterator(chunk_size=10000)
         )
         names = self.names
-        for pk, run_id, model, number, dimension, trial, slots, text in outputs.iterator(chunk_size=GENDER_BATCH):
+        rows = outputs.order_by("pk").values_list("pk", *STORY_FIELDS, "slot_values", "text")
+        for pk, run_id, model, number, dimension, trial, slots, text in rows.iterator(chunk_size=GENDER_BATCH):
             gender = resolve(slots, [row[1] for row in answers.take(pk)], text)[0]
             model, dimension = names.setdefault(model, model), names.setdefault(dimension, dimension)
             self[pk] = (run_id, model, number, dimension, trial, gender)
 
     def __missing__(self, pk):
-        self.read([pk])
+        self.read(outputs_by_id([pk]))
         return self[pk]
 
 
@@ -210,7 +211,9 @@ def coding_batches(study, options):
     )
     codes = _CodeFields(index)  # code id -> (codebook, version, code id, name, path, dimension, gender tag, kind)
     coders = _Coders(name)  # (coder id, username) -> (how the export names them,)
-    stories = _Stories(coding_queryset(study, options, index).order_by().values("output_id"))
+    # the study's (filtered) outputs that have codings: the study named as well lets PostgreSQL walk only its outputs
+    coded = coding_queryset(study, options, index).order_by().values("output_id")
+    stories = _Stories(filtered_outputs(study, options).filter(pk__in=coded))
     for chunk in query_batches(qs, CODING_BATCH):
         pk, guid, output_id, coder_id, username, code_id, start, end, quote, created, updated = zip(*chunk, strict=True)
         yield [

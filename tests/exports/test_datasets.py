@@ -132,9 +132,10 @@ def test_a_story_coded_after_the_stories_were_read_is_read_when_asked_for(coded_
     is read when a coding asks for it, with the same fields and subject gender as the others."""
     from annotation.datasets import _Stories
     from annotation.models import Coding
+    from generation.models import Output
 
     study = coded_study["study"]
-    coded = Coding.objects.filter(output__study=study).order_by().values("output_id")
+    coded = Output.objects.filter(pk__in=Coding.objects.filter(output__study=study).values("output_id"))
     everything = _Stories(coded)
     late = _Stories(coded.none())
     assert not late
