@@ -21,8 +21,6 @@ from pathlib import Path
 
 from lxml import etree
 
-from stereoscope.pipeline import Background
-
 NS = "urn:QDA-XML:project:1.0"
 SCHEMA_DIR = Path(__file__).with_name("refi_schemas")
 STEREOSCOPE_NS = uuid.UUID("6f1c2a52-8f61-4c5e-9d0e-5c0f3e2b7a11")
@@ -336,19 +334,17 @@ def write_qdpx(target, project: QProject, progress=None, finish=None):
                 )
             )
         opened = False
-        # the sources' files are compressed and written in a thread while the next sources are read and their XML made
-        with Background(lambda member: zf.writestr(*member), depth=64, name="qdpx-sources") as members:
-            for source in project.sources:
-                if not opened:
-                    qde.write(b"<Sources>\n")
-                    opened = True
-                members.put((f"Sources/{source.guid}.txt", source.text.encode("utf-8")))
-                qde.write(source_xml(source, variable_types).encode("utf-8"))
-                counts["sources"] += 1
-                counts["selections"] += len(source.selections)
-                counts["codings"] += len(source.codings) + sum(len(s.codings) for s in source.selections)
-                if progress and counts["sources"] % 500 == 0:
-                    progress(counts)
+        for source in project.sources:
+            if not opened:
+                qde.write(b"<Sources>\n")
+                opened = True
+            zf.writestr(f"Sources/{source.guid}.txt", source.text.encode("utf-8"))
+            qde.write(source_xml(source, variable_types).encode("utf-8"))
+            counts["sources"] += 1
+            counts["selections"] += len(source.selections)
+            counts["codings"] += len(source.codings) + sum(len(s.codings) for s in source.selections)
+            if progress and counts["sources"] % 500 == 0:
+                progress(counts)
         if opened:
             qde.write(b"</Sources>\n")
         if project.notes:

@@ -11,7 +11,6 @@ Import: the whole file is parsed and checked first (annotation.refi_qda), then a
 import re
 import uuid
 from collections import defaultdict
-from itertools import chain
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -21,7 +20,7 @@ from django.utils import timezone
 import stereoscope
 from generation.datasets import filtered_outputs
 from generation.runs.collect import ImportedRow, import_texts
-from stereoscope.datasets import iso_datetime, query_batches, uuid_text
+from stereoscope.datasets import iso_datetime, uuid_text
 from stereoscope.models import Role
 from stereoscope.providers import provider
 from stereoscope.services import ensure_member, record_activity
@@ -48,12 +47,6 @@ VARIABLES = [
     ("variant", "Text"),
     ("gender_attribution", "Text"),
 ]
-
-
-def _rows(queryset, size):
-    """A values_list queryset's rows, read `size` at a time ahead of the caller (stereoscope.datasets.query_batches:
-    on PostgreSQL the server computes them beside the export's own work)."""
-    return chain.from_iterable(query_batches(queryset, size))
 
 
 def user_guid(pk):
@@ -239,38 +232,22 @@ def export_qdpx(study, target, *, options, progress=None, finish=None):
     def sources():
 
         coding_cursor = _Cursor(
-            _rows(
-                codings.order_by("output_id", "start", "pk")
-                .annotate(guid_text=uuid_text("guid"), created_text=iso_datetime("created_at", XSD_DATETIME))
-                .values_list("output_id", "pk", "guid_text", "code_id", "coder_id", "start", "end", "created_text"),
-                10000,
-            )
+            codings.order_by("output_id", "start", "pk")
+            .annotate(guid_text=uuid_text("guid"), created_text=iso_datetime("created_at", XSD_DATETIME))
+            .values_list("output_id", "pk", "guid_text", "code_id", "coder_id", "start", "end", "created_text")
+            .iterator(chunk_size=10000)
         )
         code_guids = {pk: str(row[13]) for pk, row in index.codes.items()}
-        verdict_cursor = _Cursor(_rows(verdict_rows, 10000)) if verdict_rows is not None else None
+        verdict_cursor = _Cursor(verdict_rows.iterator(chunk_size=10000)) if verdict_rows is not None else None
         gender_cursor = _Cursor(
-            _rows(
-                GenderAttribution.objects.filter(output__in=outputs)
-                .order_by("output_id")
-                .values_list("output_id", "gender"),
-                10000,
-            )
+            GenderAttribution.objects.filter(output__in=outputs)
+            .order_by("output_id")
+            .values_list("output_id", "gender")
+            .iterator(chunk_size=10000)
         )
-        for (
-            pk,
-            text,
-            model,
-            endpoint,
-            run_name,
-            number,
-            dimension,
-            target,
-            trial,
-            variant,
-            external_id,
-            created,
-        ) in _rows(
-            outputs.order_by("pk").values_list(
+        for pk, text, model, endpoint, run_name, number, dimension, target, trial, variant, external_id, created in (
+            outputs.order_by("pk")
+            .values_list(
                 "pk",
                 "text",
                 "model_name",
@@ -283,8 +260,8 @@ def export_qdpx(study, target, *, options, progress=None, finish=None):
                 "variant_key",
                 "external_id",
                 "created_at",
-            ),
-            2000,
+            )
+            .iterator(chunk_size=2000)
         ):
             source = rq.QSource(
                 guid=output_guid(pk, external_id),
