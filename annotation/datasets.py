@@ -3,7 +3,7 @@ analysis-ready table (one row per story, a 0/1 column per code and dimension and
 
 import re
 from collections import Counter, defaultdict
-from itertools import islice, repeat
+from itertools import repeat
 
 from django.db.models import Count
 from django.utils.text import slugify
@@ -11,8 +11,9 @@ from django.utils.text import slugify
 from generation.datasets import filtered_outputs
 from generation.selectors import outputs_by_id
 from generation.subject_gender import resolve
-from stereoscope.datasets import Column, iso_datetime, person, register_dataset, uuid_text
+from stereoscope.datasets import Column, iso_datetime, person, query_batches, register_dataset, uuid_text
 from stereoscope.providers import provider
+from stereoscope.tables import Lookup, expand_columns
 
 from .models import Assignment, Code, Coding, GenderAttribution, Memo
 
@@ -138,28 +139,46 @@ CODING_COLUMNS = (
 GENDER_BATCH = 2000  # stories resolved at a time
 
 
-def _subject_genders(output_ids):
-    """{output id: "F", "M" or ""} for the coded stories, resolved once per story."""
+STORY_FIELDS = ("run_id", "model_name", "item__number", "item__dimension__name", "trial")
 
-    outputs = outputs_by_id(output_ids).order_by("pk").values_list("pk", "slot_values", "text")
-    answers = _Cursor(  # the coders' answers in story order, walked beside the stories (no id list per batch)
-        GenderAttribution.objects.filter(output_id__in=output_ids)
-        .order_by("output_id", "id")
-        .values_list("output_id", "gender")
-        .iterator(chunk_size=10000)
-    )
-    genders = {}  # only the answer is kept: a million codings' stories need not sit in memory at once
-    for pk, slots, text in outputs.iterator(chunk_size=GENDER_BATCH):
-        genders[pk] = resolve(slots, [row[1] for row in answers.take(pk)], text)[0]
-    return genders
+
+class _Stories(dict):
+    """{output id: (run, model, item number, item dimension, trial, subject gender)} for the coded stories, the
+    gender ("F", "M" or "") resolved once per story. Only these answers are kept: a million codings' stories need
+    not sit in memory at once. A story coded after they were read (while the export runs) is read when asked for."""
+
+    def __init__(self, outputs):
+        super().__init__()
+        self.names = {}  # one string object for each model and dimension name, however many stories share it
+        self.read(outputs)
+
+    def read(self, outputs):
+        """Read these outputs (a queryset of them)."""
+        answers = _Cursor(  # the coders' answers in story order, walked beside the stories (no id list per batch)
+            GenderAttribution.objects.filter(output__in=outputs)
+            .order_by("output_id", "id")
+            .values_list("output_id", "gender")
+            .iterator(chunk_size=10000)
+        )
+        names = self.names
+        rows = outputs.order_by("pk").values_list("pk", *STORY_FIELDS, "slot_values", "text")
+        for pk, run_id, model, number, dimension, trial, slots, text in rows.iterator(chunk_size=GENDER_BATCH):
+            gender = resolve(slots, [row[1] for row in answers.take(pk)], text)[0]
+            model, dimension = names.setdefault(model, model), names.setdefault(dimension, dimension)
+            self[pk] = (run_id, model, number, dimension, trial, gender)
+
+    def __missing__(self, pk):
+        self.read(outputs_by_id([pk]))
+        return self[pk]
 
 
 CODING_BATCH = 5000  # codings per column-wise batch
 
 
 def coding_batches(study, options):
-    """The codings dataset in batches of CODING_BATCH rows given column-wise (CODING_COLUMNS order): each column is
-    built by one pass over the batch (look-ups per code, coder and story), not a Python step per cell."""
+    """The codings dataset in batches of CODING_BATCH rows given column-wise (CODING_COLUMNS order): a story's six
+    columns, the coder's and a code's eight are `Lookup`s (a key per row, each key's cells formatted once); the
+    next batch is fetched while this one is formatted."""
     index = CodeIndex(study)
     name = _people(options)
     memos = defaultdict(list)
@@ -180,11 +199,6 @@ def coding_batches(study, options):
             "pk",
             "guid_text",
             "output_id",
-            "output__run_id",
-            "output__model_name",
-            "output__item__number",
-            "output__item__dimension__name",
-            "output__trial",
             "coder_id",
             "coder__username",
             "code_id",
@@ -195,53 +209,20 @@ def coding_batches(study, options):
             "updated_text",
         )
     )
-    code_fields = {}  # code id -> (codebook, version, code id, name, path, dimension, gender tag, kind)
-    coders = {}  # (coder id, username) -> how the export names them
-    genders = _subject_genders(coding_queryset(study, options, index).order_by().values("output_id"))
-    rows = qs.iterator(chunk_size=CODING_BATCH)
-    while chunk := list(islice(rows, CODING_BATCH)):
-        (pk, guid, output_id, run_id, model, number, item_dim, trial, coder_id, username, code_id, start, end) = (
-            fetched := list(zip(*chunk, strict=True))
-        )[:13]
-        quote, created, updated = fetched[13:]
-        for code_pk in set(code_id) - code_fields.keys():
-            code = index.codes[code_pk]
-            dimension = index.dimension(code_pk)
-            code_fields[code_pk] = (
-                code[8],
-                code[9],
-                code_pk,
-                code[2],
-                index.path(code_pk),
-                index.codes[dimension][2] if dimension else "",
-                code[5],
-                code[6],
-            )
-        people = list(zip(coder_id, username, strict=True))
-        for key in set(people) - coders.keys():
-            coders[key] = name(*key)
-        codebook, version, code_ids, code_name, path, dimension, gender_tag, kind = zip(
-            *map(code_fields.__getitem__, code_id), strict=True
-        )
+    codes = _CodeFields(index)  # code id -> (codebook, version, code id, name, path, dimension, gender tag, kind)
+    coders = _Coders(name)  # (coder id, username) -> (how the export names them,)
+    # the study's (filtered) outputs that have codings: the study named as well lets PostgreSQL walk only its outputs
+    coded = coding_queryset(study, options, index).order_by().values("output_id")
+    stories = _Stories(filtered_outputs(study, options).filter(pk__in=coded))
+    for chunk in query_batches(qs, CODING_BATCH):
+        pk, guid, output_id, coder_id, username, code_id, start, end, quote, created, updated = zip(*chunk, strict=True)
         yield [
             pk,
             list(map(str, guid)),
             output_id,
-            run_id,
-            model,
-            number,
-            item_dim,
-            trial,
-            list(map(genders.get, output_id, repeat(""))),
-            list(map(coders.__getitem__, people)),
-            codebook,
-            version,
-            code_ids,
-            code_name,
-            path,
-            dimension,
-            gender_tag,
-            kind,
+            Lookup(output_id, stories, 6),
+            Lookup(list(zip(coder_id, username, strict=True)), coders, 1),
+            Lookup(code_id, codes, 8),
             ["document" if value is None else "span" for value in start],
             start,
             end,
@@ -250,6 +231,41 @@ def coding_batches(study, options):
             created,
             updated,
         ]
+
+
+class _CodeFields(dict):
+    """code id -> (codebook, version, code id, name, path, dimension, gender tag, kind), made when first asked."""
+
+    def __init__(self, index):
+        super().__init__()
+        self.index = index
+
+    def __missing__(self, pk):
+        code, dimension = self.index.codes[pk], self.index.dimension(pk)
+        fields = (
+            code[8],
+            code[9],
+            pk,
+            code[2],
+            self.index.path(pk),
+            self.index.codes[dimension][2] if dimension else "",
+            code[5],
+            code[6],
+        )
+        self[pk] = fields
+        return fields
+
+
+class _Coders(dict):
+    """(coder id, username) -> (how the export names them,), made when first asked."""
+
+    def __init__(self, name):
+        super().__init__()
+        self.name = name
+
+    def __missing__(self, key):
+        self[key] = (self.name(*key),)
+        return self[key]
 
 
 CODING_NAMES = tuple(column.name for column in CODING_COLUMNS)
@@ -265,7 +281,7 @@ CODING_NAMES = tuple(column.name for column in CODING_COLUMNS)
 )
 def coding_rows(study, options):
     for columns in coding_batches(study, options):
-        for values in zip(*columns, strict=True):
+        for values in zip(*expand_columns(columns), strict=True):
             yield dict(zip(CODING_NAMES, values, strict=True))
 
 

@@ -3,6 +3,7 @@
 bundle that zips them; an XLSX or .qdpx export is one unit. A worker that dies mid-export leaves finished datasets
 staged, and the engine's sweep hands the rest to a live worker; the final path only ever receives a whole file."""
 
+import contextlib
 import hashlib
 import hmac
 import io
@@ -21,6 +22,7 @@ from django.utils.text import slugify
 from stereoscope import jobs
 from stereoscope.datasets import data_dictionary, datasets
 from stereoscope.permissions import LEVELS, role_for
+from stereoscope.pipeline import BackgroundWriter
 from stereoscope.services import record_activity
 from stereoscope.tables import CSVTableWriter, JSONLTableWriter, XLSXWorkbookWriter
 
@@ -211,22 +213,29 @@ class _HashingWriter(io.RawIOBase):
 def _write_table(raw, fmt, study, ds, ropts, escape, tracker):
     """Stream one dataset as CSV or JSONL into the binary file `raw`; returns {"rows", "bytes", "sha256"}."""
     hashing = _HashingWriter(raw)
-    buffered = io.BufferedWriter(hashing, buffer_size=1 << 16)
-    text = io.TextIOWrapper(buffered, encoding="utf-8", newline="")
-    writer_class = CSVTableWriter if fmt == "csv" else JSONLTableWriter
-    table = writer_class(text, [c.name for c in ds.columns_for(study, ropts)], escape=escape)
+    background = BackgroundWriter(hashing)  # hashing, compression and the file write run beside the formatting
+    try:
+        buffered = io.BufferedWriter(background, buffer_size=1 << 20)
+        text = io.TextIOWrapper(buffered, encoding="utf-8", newline="")
+        writer_class = CSVTableWriter if fmt == "csv" else JSONLTableWriter
+        table = writer_class(text, [c.name for c in ds.columns_for(study, ropts)], escape=escape)
 
-    def advanced(rows):
-        tracker.rows += rows
-        tracker.tick()
+        def advanced(rows):
+            tracker.rows += rows
+            tracker.tick()
 
-    if fmt == "csv" and ds.batches is not None and ds.extra_columns is None:
-        table.write_batches(ds.batches(study, ropts), progress=advanced)
-    else:
-        table.write_rows(ds.rows(study, ropts), batch=PROGRESS_EVERY, progress=advanced)
-    text.flush()
-    buffered.flush()
-    text.detach()
+        if fmt == "csv" and ds.batches is not None and ds.extra_columns is None:
+            table.write_batches(ds.batches(study, ropts), progress=advanced)
+        else:
+            table.write_rows(ds.rows(study, ropts), batch=PROGRESS_EVERY, progress=advanced)
+        text.flush()
+        buffered.flush()
+        text.detach()
+    except BaseException:
+        with contextlib.suppress(Exception):  # the first failure is the one to report
+            background.close()
+        raise
+    background.close()
     return {"rows": table.rows, "bytes": hashing.size, "sha256": hashing.digest.hexdigest()}
 
 

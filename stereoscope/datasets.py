@@ -3,7 +3,9 @@
 A dataset is a key, a title, the owning app, documented columns (they make the data dictionary) and a
 `rows(study, options)` generator yielding one dict per row. Writers (CSV / JSONL / XLSX) stream those rows. A large
 dataset may also offer `batches(study, options)`: the same rows as batches given column-wise (a list per column, in
-column order), which the CSV writer takes without a Python step per row.
+column order; neighbouring columns that hang on one key, such as a code's name and path, may come as one
+`stereoscope.tables.Lookup`), which the CSV writer takes without a Python step per row. `query_batches` reads a big
+query's rows in batches, ahead of the code that formats them.
 
 Options (all optional): run_ids, models, item_numbers, code_ids, round_ids (lists), pseudonymise (bool),
 pseudonym (callable user -> stable id, supplied by the exports layer).
@@ -12,12 +14,16 @@ pseudonym (callable user -> stable id, supplied by the exports layer).
 import importlib
 import threading
 from dataclasses import dataclass
+from itertools import islice
 from typing import Callable, Iterator
 
 from django.apps import apps
+from django.core.exceptions import EmptyResultSet
+from django.db import connections
 
 from .models import Role
 from .permissions import LEVELS
+from .pipeline import read_ahead
 
 
 @dataclass(frozen=True)
@@ -188,3 +194,47 @@ def uuid_text(field):
     from django.db.models.functions import Cast
 
     return Cast(field, TextField()) if connection.vendor == "postgresql" else F(field)
+
+
+def query_batches(queryset, size):
+    """The rows of a `values_list` queryset, in its order, as lists of up to `size` tuples; the next batch is read
+    while the caller works on this one (stereoscope.pipeline.read_ahead).
+
+    On PostgreSQL outside a transaction the rows come through a connection of their own, from a cursor inside a
+    transaction there: PostgreSQL then computes each batch when it is asked for, beside the caller's work. (A
+    server-side cursor outside a transaction, as Django's iterator() makes it there, is WITH HOLD: the server
+    computes and stores the whole result before the first row, while the caller waits.) Elsewhere, and inside a
+    transaction (which must see its own writes), the queryset's own iterator (read ahead on PostgreSQL only). A
+    queryset whose columns need Django's conversions (JSON, ...) always takes its own iterator."""
+    connection = connections[queryset.db]
+    if connection.vendor == "postgresql" and not connection.in_atomic_block:
+        compiler = queryset.query.get_compiler(queryset.db)
+        try:
+            sql, params = compiler.as_sql()
+        except EmptyResultSet:  # a filter no row can match: no query at all
+            return iter(())
+        if not compiler.get_converters([column[0] for column in compiler.select[: compiler.col_count]]):
+            return read_ahead(_own_connection_batches(queryset.db, sql, params, size, compiler.col_count))
+    rows = queryset.iterator(chunk_size=size)
+    batches = iter(lambda: list(islice(rows, size)), [])
+    # psycopg lets the caller query on the connection between the fetches of the thread; SQLite is read in turn
+    return read_ahead(batches) if connection.vendor == "postgresql" else batches
+
+
+def _own_connection_batches(alias, sql, params, size, width):
+    """Batches of a query run on a new connection to the database `alias` (set up as Django sets up its own), from
+    a cursor without hold inside a transaction; the connection is closed when the batches end or are abandoned."""
+    from psycopg import ClientCursor  # lazy: PostgreSQL's driver, only asked for on PostgreSQL
+
+    wrapper = connections.create_connection(alias)
+    wrapper.inc_thread_sharing()  # opened in the caller's thread, read and closed in read_ahead's
+    try:
+        wrapper.ensure_connection()
+        raw = wrapper.connection
+        bound = ClientCursor(raw).mogrify(sql, params)  # bound as Django binds its own queries (client side)
+        with raw.transaction(), raw.cursor(name="stereoscope_query_batches") as cursor:
+            cursor.execute(bound)
+            while rows := cursor.fetchmany(size):
+                yield rows if len(rows[0]) == width else [row[:width] for row in rows]
+    finally:
+        wrapper.close()

@@ -100,6 +100,37 @@ def json_default(value):
     return str(value)
 
 
+class Lookup:
+    """Neighbouring columns of a column-wise batch given as a key per row and a table {key: (cell, ...)} of `width`
+    cells a key, shared by every batch of a table (a story's run, model and item; a code's codebook, name and
+    path): a writer formats each key's cells once instead of every row's. `expand` gives the plain columns."""
+
+    __slots__ = ("keys", "table", "width")
+
+    def __init__(self, keys, table, width):
+        if width < 1:
+            raise ValueError("a lookup stands for at least one column")
+        self.keys, self.table, self.width = keys, table, width
+
+    def expand(self):
+        if not self.keys:
+            return [[] for _ in range(self.width)]
+        return [list(column) for column in zip(*map(self.table.__getitem__, self.keys), strict=True)]
+
+
+def expand_columns(columns):
+    """A column-wise batch with its `Lookup`s expanded into plain columns."""
+    if not any(isinstance(column, Lookup) for column in columns):
+        return columns
+    plain = []
+    for column in columns:
+        if isinstance(column, Lookup):
+            plain.extend(column.expand())
+        else:
+            plain.append(column)
+    return plain
+
+
 class CSVTableWriter:
     """Writes a header then one line per row dict to a text stream (newline='')."""
 
@@ -110,6 +141,7 @@ class CSVTableWriter:
         self._writer = csv.writer(stream, lineterminator="\n")
         self._writer.writerow([escape_formula(c) for c in self.columns] if escape else self.columns)  # labels too
         self.rows = 0
+        self._formatted = {}  # id of a Lookup's table -> (the table, {key: its cells as CSV text, joined by ","})
 
     def write(self, row):
         # The hot loop of large exports: plain types pass straight to the csv module (None -> empty).
@@ -159,17 +191,21 @@ class CSVTableWriter:
 
     def write_columns(self, columns):
         """Write one batch of rows given as its columns (a sequence of cells per column, in column order, all of
-        one length): the same bytes as `write` row by row. Returns the number of rows written."""
-        if len(columns) != len(self.columns):
-            raise ValueError(f"{len(columns)} columns given for a table of {len(self.columns)}")
-        count = len(columns[0]) if columns else 0
+        one length; a `Lookup` stands for its `width` columns): the same bytes as `write` row by row. Returns the
+        number of rows written."""
+        given = sum(column.width if isinstance(column, Lookup) else 1 for column in columns)
+        if given != len(self.columns):
+            raise ValueError(f"{given} columns given for a table of {len(self.columns)}")
+        count = len(columns[0].keys if isinstance(columns[0], Lookup) else columns[0]) if columns else 0
         if not count:
             return 0
         if len(self.columns) < 2:
-            for value in columns[0]:
+            for value in expand_columns(columns)[0]:
                 self.write({self.columns[0]: value})
             return count
-        texts = [self._column_text(column) for column in columns]
+        texts = [
+            self._lookup_text(column) if isinstance(column, Lookup) else self._column_text(column) for column in columns
+        ]
         self._stream.write("\n".join(map(",".join, zip(*texts, strict=True))))
         self._stream.write("\n")
         self.rows += count
@@ -194,6 +230,23 @@ class CSVTableWriter:
         if any(char in joined for char in _CSV_QUOTING):
             column = [_csv_quoted(text) for text in column]
         return column
+
+    def _lookup_text(self, lookup):
+        """One batch's cells of a Lookup's columns, a row's cells joined by ",": the keys not seen before in this
+        table are formatted once, column-wise as `_column_text` formats any column (whose cells come out as they
+        would alone)."""
+        table_id = id(lookup.table)
+        if table_id not in self._formatted:
+            self._formatted[table_id] = (lookup.table, {})  # the table is held, so its id is not reused
+        formatted = self._formatted[table_id][1]
+        new = list(set(lookup.keys) - formatted.keys())
+        if new:
+            rows = list(map(lookup.table.__getitem__, new))
+            if any(len(cells) != lookup.width for cells in rows):
+                raise ValueError(f"a lookup {lookup.width} wide has a key with another number of cells")
+            columns = [self._column_text(list(column)) for column in zip(*rows, strict=True)]
+            formatted.update(zip(new, map(",".join, zip(*columns, strict=True)), strict=True))
+        return list(map(formatted.__getitem__, lookup.keys))
 
     def _cell_text(self, value):
         """A cell of any type as `write` hands it to the csv module, then as that module turns it into text."""

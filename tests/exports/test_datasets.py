@@ -111,3 +111,34 @@ def test_codings_csv_from_column_batches_is_the_row_by_row_csv(coded_study, tmp_
         assert written == reference.getvalue()
         assert ("'=HYPERLINK" in written) == escape and ("'+cmd" in written) == escape
         assert '"=HYPERLINK(""x"")' in written or '"\'=HYPERLINK(""x"")' in written
+
+
+def test_codings_query_reads_story_fields_once_a_story_not_once_a_coding(coded_study):
+    """The codings query reads the codings' own columns; a story's run, model, item and trial come from the one
+    query over the coded stories (formatted once a story), not from a join repeated on every coding."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    study = coded_study["study"]
+    with CaptureQueriesContext(connection) as queries:
+        assert list(rows(study, "codings"))
+    over_codings = [q["sql"] for q in queries if "ORDER BY" in q["sql"] and '"annotation_coding"."quote"' in q["sql"]]
+    assert len(over_codings) == 1
+    assert "generation_promptitem" not in over_codings[0] and '"model_name"' not in over_codings[0]
+
+
+def test_a_story_coded_after_the_stories_were_read_is_read_when_asked_for(coded_study):
+    """The codings query runs after the coded stories were read: a story coded in between (while an export runs)
+    is read when a coding asks for it, with the same fields and subject gender as the others."""
+    from annotation.datasets import _Stories
+    from annotation.models import Coding
+    from generation.models import Output
+
+    study = coded_study["study"]
+    coded = Output.objects.filter(pk__in=Coding.objects.filter(output__study=study).values("output_id"))
+    everything = _Stories(coded)
+    late = _Stories(coded.none())
+    assert not late
+    for pk, fields in everything.items():
+        assert late[pk] == fields
+    assert len(late) == len(everything) > 0

@@ -196,3 +196,40 @@ def test_csv_write_columns_refuses_ragged_batches():
     with pytest.raises(ValueError):
         writer.write_columns([[1, 2], [3]])
     assert writer.write_columns([[], []]) == 0 and writer.rows == 0
+
+
+def test_csv_lookup_columns_write_the_same_bytes_as_plain_columns():
+    """A `Lookup` (a key per row and a table of cells shared by every batch) is formatted a key at a time, once per
+    table; its bytes are those of the same cells given as plain columns, hostile ones escaped and quoted alike."""
+    import random
+
+    from stereoscope.tables import Lookup, expand_columns
+
+    rng = random.Random(11)
+    pool = _hostile_rows(rng, 400)
+    table = {k: (row["text"], row["mixed"], row["number"]) for k, row in enumerate(pool)}  # keys seen in any batch
+    table[("coder", 7)] = ("=name", None, 3)  # a tuple key, as the coders' are
+    keys_pool = list(table)
+    columns = ["id", "a", "b", "c", "d", "=label"]
+    for escape in (True, False):
+        plain, looked_up = io.StringIO(), io.StringIO()
+        plain_writer = CSVTableWriter(plain, columns, escape=escape)
+        lookup_writer = CSVTableWriter(looked_up, columns, escape=escape)
+        for size in (1, 50, 400, 0, 3):
+            keys = [rng.choice(keys_pool) for _ in range(size)]
+            if size == 1:
+                keys = [("coder", 7)]
+            ids = list(range(size))
+            labels = [rng.choice(["x", "-1", "@y", None]) for _ in range(size)]
+            batch = [ids, Lookup(keys, table, 3), [rng.choice(["d", "+d"]) for _ in range(size)], labels]
+            assert lookup_writer.write_columns(batch) == size
+            assert plain_writer.write_columns(expand_columns(batch)) == size
+        assert looked_up.getvalue() == plain.getvalue()
+        assert lookup_writer.rows == plain_writer.rows == 454
+        assert ("'=name" in plain.getvalue()) == escape
+    import pytest
+
+    with pytest.raises(ValueError):
+        CSVTableWriter(io.StringIO(), columns).write_columns([[1], Lookup([0], table, 2), ["d"], ["x"]])  # 5 given
+    with pytest.raises(ValueError):
+        CSVTableWriter(io.StringIO(), columns).write_columns([[1], Lookup([0], {0: (1, 2)}, 3), ["d"], ["x"]])
