@@ -649,6 +649,7 @@ def execute_units(
     crashed = {}
     checked = {}  # endpoint pk -> its connection's problem, checked once per chunk taken
     opened_ahead = []  # units taken whose first attempt row may be open and not yet sent
+    ahead = int(getattr(settings, "JOB_CHUNK_SIZE", 100))  # a long list opens rows for its first units only
     finished = set()
 
     def take():
@@ -667,7 +668,7 @@ def execute_units(
             if checked[endpoint.pk]:
                 stats.held = f"Waiting: “{endpoint.name}”: {checked[endpoint.pk]}"
                 return []
-        _open_ahead(study, units)
+        _open_ahead(study, units[:ahead])
         opened_ahead[:] = [unit for unit in opened_ahead if getattr(unit, "opened", None) is not None] + units
         return units
 

@@ -452,3 +452,40 @@ def test_the_redis_limiter_takes_a_slot_in_one_round_trip_and_honours_a_pause(pr
             await store.close()
 
     asyncio.run(scenario())
+
+
+def test_the_redis_limiter_gives_a_slot_back_with_the_next_acquire(private_redis):
+    """A worker releases a slot and takes the next at once: both go in one round trip to Redis (issue 36: the
+    release was a round trip of its own per unit). A slot released with no acquire after it is free for every
+    other process by the loop's next turn."""
+    from types import SimpleNamespace
+
+    async def scenario():
+        store = limits.RedisStore(private_redis.url)
+        other = limits.RedisStore(private_redis.url)  # another worker process
+        commands = []
+        real = store.redis.execute_command
+
+        async def counted(*args, **kwargs):
+            commands.append(args[0])
+            return await real(*args, **kwargs)
+
+        store.redis.execute_command = counted
+        endpoint = SimpleNamespace(
+            pk=2, created_at=None, max_concurrency=1, requests_per_minute=None, tokens_per_minute=None
+        )
+        limiter = limits.EndpointLimiter(endpoint, store)
+        try:
+            first = await limiter.acquire(10)
+            commands.clear()
+            await limiter.release(first)
+            second = await limiter.acquire(10)
+            assert second and commands == ["EVALSHA"], commands
+            await limiter.release(second)
+            await asyncio.sleep(0.05)  # a few turns of the loop, no acquire here
+            assert await other.slot_unless_paused(limiter.key, 1, "elsewhere") == (0.0, True)
+        finally:
+            await store.close()
+            await other.close()
+
+    asyncio.run(scenario())

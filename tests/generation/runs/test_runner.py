@@ -320,7 +320,7 @@ def test_a_chunks_first_attempt_rows_are_committed_together_before_its_requests(
     """With no spending cap, the first attempts of the units handed out together are admitted and written in one
     transaction before any of their requests (issue 36: one transaction of 1.5-3 rows per turn of the writer cost
     the worker about 1 ms of CPU a unit); every request still names a row committed before it, one row each."""
-    from generation.runs import runner, spending
+    from generation.runs import spending
 
     endpoint = make_endpoint(study, max_concurrency=8)
     fake_provider.default_delay = 0.02

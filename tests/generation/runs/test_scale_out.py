@@ -28,7 +28,8 @@ def test_three_workers_one_killed_job_heals_without_anyone(
     from stereoscope.celery import app
     from stereoscope.models import Study
 
-    for name, value in {"JOB_LEASE_SECONDS": LEASE, "JOB_CHUNK_SIZE": CHUNK, "JOB_WORKER_CONCURRENCY": CONCURRENCY}.items():
+    settings = {"JOB_LEASE_SECONDS": LEASE, "JOB_CHUNK_SIZE": CHUNK, "JOB_WORKER_CONCURRENCY": CONCURRENCY}
+    for name, value in settings.items():
         monkeypatch.setenv(name, str(value))  # read by the worker processes
     study = Study.objects.create(name="scale out")
     toolkit = make_toolkit(study, UNITS // 5)
