@@ -668,7 +668,13 @@ def execute_units(
             if checked[endpoint.pk]:
                 stats.held = f"Waiting: “{endpoint.name}”: {checked[endpoint.pk]}"
                 return []
-        _open_ahead(study, units[:ahead])
+        try:
+            if units:
+                _open_ahead(study, units[:ahead])
+        except Exception as exc:  # the database is away: each attempt opens its own row, waiting out the outage
+            if not is_infrastructure_error(exc):
+                raise
+            log.warning("could not open a chunk's attempt rows ahead (%s: %s)", type(exc).__name__, exc)
         opened_ahead[:] = [unit for unit in opened_ahead if getattr(unit, "opened", None) is not None] + units
         return units
 

@@ -221,7 +221,8 @@ def test_a_redis_error_in_the_limiter_pauses_the_unit(study, make_endpoint, fake
 
 
 def test_a_database_error_in_the_runner_pauses_the_unit(study, make_endpoint, fake_provider, monkeypatch, outage_log):
-    """The runner's own database write before a request (its attempt row) fails: the unit waits, then goes."""
+    """The runner's own database writes before a request (the chunk's rows opened ahead, then an attempt's own
+    row) fail: the units open their rows one by one, and a unit whose row cannot be written waits, then goes."""
     endpoint = make_endpoint(study, max_concurrency=2)
     real_open = runner._Loop.open_attempt
     calls = {"n": 0}
@@ -234,9 +235,20 @@ def test_a_database_error_in_the_runner_pauses_the_unit(study, make_endpoint, fa
 
     monkeypatch.setattr(runner._Loop, "open_attempt", flaky_open)
     monkeypatch.setattr("stereoscope.outages.OUTAGE_BACKOFF_BASE", 0.01)
+    real_ahead = runner._open_ahead
+    ahead = {"n": 0}
+
+    def flaky_ahead(study, units):  # the chunk's rows cannot be opened ahead: each attempt opens its own
+        ahead["n"] += 1
+        if ahead["n"] == 1:
+            raise OperationalError("server closed the connection unexpectedly")
+        return real_ahead(study, units)
+
+    monkeypatch.setattr(runner, "_open_ahead", flaky_ahead)
     sink = Collect()
     n = 8
     stats = execute_units(study, units_for(endpoint, [f"prompt-{i}" for i in range(n)]), sink)
+    assert ahead["n"] == 1
     assert outage_log.waits == 3
     assert stats.succeeded == n and stats.failed == 0
     assert_each_unit_done_once(study, sink, n)
