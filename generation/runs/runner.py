@@ -5,10 +5,14 @@ Network I/O runs on a private asyncio loop in a helper thread (so it works under
 Playwright's); results are written on the caller's thread in small batched transactions, so the caller's
 connection and transaction see them. Each attempt's ProviderCall row is committed BEFORE its request is sent
 (outcome "unknown", estimated tokens and cost) and completed after, so a crash leaves a row for every call the
-provider may have received: outside a transaction the loop commits that row itself on its own connection (no
-wait for the caller's thread); inside one the caller's thread writes it while the request waits. Limits per
-endpoint come from `generation.runs.limits`; retries back off exponentially with jitter and never earlier than
-Retry-After.
+provider may have received. The first attempts of the units handed out together (a job's chunk, at most
+JOB_CHUNK_SIZE) are admitted against the ledger and committed in one transaction as they are taken, when no
+spending cap applies (`_open_ahead`); a row whose request is never sent is deleted again and taken out of the
+ledger, and a killed worker leaves at most its chunks' unsent units "unknown". Under a cap, and for retries, each
+attempt opens its own row just before its request: outside a transaction the loop commits it on its own
+connection (no wait for the caller's thread); inside one the caller's thread writes it while the request waits.
+Limits per endpoint come from `generation.runs.limits`; retries back off exponentially with jitter and never
+earlier than Retry-After.
 """
 
 import asyncio
@@ -668,14 +672,7 @@ def execute_units(
             if checked[endpoint.pk]:
                 stats.held = f"Waiting: “{endpoint.name}”: {checked[endpoint.pk]}"
                 return []
-        try:
-            if units:
-                _open_ahead(study, units[:ahead])
-        except Exception as exc:  # the database is away: each attempt opens its own row, waiting out the outage
-            if not is_infrastructure_error(exc):
-                raise
-            log.warning("could not open a chunk's attempt rows ahead (%s: %s)", type(exc).__name__, exc)
-        opened_ahead[:] = [unit for unit in opened_ahead if getattr(unit, "opened", None) is not None] + units
+        _try_open_ahead(study, units[:ahead], opened_ahead)
         return units
 
     first = take()
@@ -785,11 +782,7 @@ def execute_units(
     except BaseException:
         stop.set()
         thread.join(timeout=30)
-        if not thread.is_alive():  # else a request may be on its way: its row stays
-            try:
-                _close_unsent(study, opened_ahead, sink, stats, finished)
-            except Exception:  # the database is away: the rows stay "unknown", like a killed worker's
-                log.warning("could not delete the rows of requests never sent", exc_info=True)
+        _try_close_unsent(thread, study, opened_ahead, sink, stats, finished)
         raise
     thread.join()
     _close_unsent(study, opened_ahead, sink, stats, finished)
@@ -871,6 +864,29 @@ def _open_ahead(study, units):
     for record, row_id in zip(records, ids, strict=True):
         record["row_id"] = row_id
         record["unit"].opened = record
+
+
+def _try_open_ahead(study, units, opened_ahead):
+    """`_open_ahead`, keeping `opened_ahead` the list of units whose row may be open and not sent yet. With the
+    database away each attempt opens its own row instead, waiting out the outage."""
+    try:
+        if units:
+            _open_ahead(study, units)
+    except Exception as exc:
+        if not is_infrastructure_error(exc):
+            raise
+        log.warning("could not open a chunk's attempt rows ahead (%s: %s)", type(exc).__name__, exc)
+    opened_ahead[:] = [unit for unit in opened_ahead if getattr(unit, "opened", None) is not None] + units
+
+
+def _try_close_unsent(thread, study, units, sink, stats, finished):
+    """`_close_unsent` once the loop's thread has ended (while it runs a request may be on its way: its row stays)."""
+    if thread.is_alive():
+        return
+    try:
+        _close_unsent(study, units, sink, stats, finished)
+    except Exception:  # the database is away: the rows stay "unknown", like a killed worker's
+        log.warning("could not delete the rows of requests never sent", exc_info=True)
 
 
 def _close_unsent(study, units, sink, stats, finished):
