@@ -7,11 +7,16 @@ the per-minute limit, refilled continuously), so a burst never exceeds one minut
 """
 
 import asyncio
+import logging
 import threading
 import time
 import uuid
 
 from django.conf import settings
+
+from stereoscope.outages import is_infrastructure_error
+
+log = logging.getLogger(__name__)
 
 LEASE_TTL = 10.0  # renewed every 3.3 s; a dead worker frees its slots within 10 s
 RENEW_EVERY = 5.0
@@ -107,10 +112,13 @@ if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
 end
 return 0
 """
-# The pause check and the slot in one round trip (a call per unit: one fewer round trip to Redis per unit).
-# Returns the seconds still paused (as text), else "0" with a slot taken, else "-1".
+# The pause check and the slot in one round trip (a call per unit: one fewer round trip to Redis per unit), after
+# removing the leases this process released since its last call (ARGV[4:]: a released slot goes back with the next
+# acquire instead of a round trip of its own). Returns the seconds still paused (as text), else "0" with a slot
+# taken, else "-1".
 ACQUIRE_LUA = """
 local t = redis.call('TIME'); local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+for i = 4, #ARGV do redis.call('ZREM', KEYS[1], ARGV[i]) end
 local paused = tonumber(redis.call('GET', KEYS[2]) or '0')
 if paused > now then return tostring(paused - now) end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -172,15 +180,26 @@ class RedisStore:
         self.bucket = self.redis.register_script(BUCKET_LUA)
         self.pause_script = self.redis.register_script(PAUSE_LUA)
         self.paused_script = self.redis.register_script(PAUSED_LUA)
+        self.releasing = {}  # key -> lease ids released and not yet removed in Redis
+        self.flushing = None  # the loop callback that removes them if no acquire took them along
+        self.tasks = set()
 
     async def try_slot(self, key, limit, lease_id):
         return bool(await self.slot(keys=[key + ":conc"], args=[limit, lease_id, LEASE_TTL]))
 
     async def slot_unless_paused(self, key, limit, lease_id):
-        """(seconds the key is still paused, False), else (0, whether a slot was taken): one round trip."""
-        answer = float(
-            await self.acquire_script(keys=[key + ":conc", key + ":pause"], args=[limit, lease_id, LEASE_TTL])
-        )
+        """(seconds the key is still paused, False), else (0, whether a slot was taken): one round trip, which also
+        gives back the slots of this key released since the last one."""
+        released = self.releasing.pop(key, [])
+        try:
+            answer = float(
+                await self.acquire_script(
+                    keys=[key + ":conc", key + ":pause"], args=[limit, lease_id, LEASE_TTL, *released]
+                )
+            )
+        except BaseException:
+            self.releasing.setdefault(key, []).extend(released)  # still to give back (they expire meanwhile)
+            raise
         return (answer, False) if answer > 0 else (0.0, answer == 0)
 
     async def renew(self, key, lease_ids):
@@ -188,7 +207,29 @@ class RedisStore:
             await self.renew_script(keys=[key + ":conc"], args=[LEASE_TTL, *lease_ids])
 
     async def release(self, key, lease_id):
-        await self.redis.zrem(key + ":conc", lease_id)
+        """Give the slot back with this process's next acquire of the key, which usually follows at once (a worker
+        takes its next unit); else with a flush at the loop's next turn. Either way before anyone waits a poll."""
+        self.releasing.setdefault(key, []).append(lease_id)
+        if self.flushing is None:
+            self.flushing = asyncio.get_running_loop().call_soon(self._flush_soon)
+
+    def _flush_soon(self):
+        self.flushing = None
+        if self.releasing:
+            task = asyncio.get_running_loop().create_task(self.flush())
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def flush(self):
+        """Remove the released leases no acquire has taken along (Redis away: they expire on their own)."""
+        releasing, self.releasing = self.releasing, {}
+        for key, leases in releasing.items():
+            try:
+                await self.redis.zrem(key + ":conc", *leases)
+            except Exception as exc:
+                if not is_infrastructure_error(exc):
+                    raise
+                log.warning("could not release %d concurrency slots (%s); they expire on their own", len(leases), exc)
 
     async def take(self, key, capacity, amount):
         return float(await self.bucket(keys=[key], args=[capacity, amount, "take"]))
@@ -203,6 +244,9 @@ class RedisStore:
         return float(await self.paused_script(keys=[key + ":pause"]))
 
     async def close(self):
+        if self.tasks:
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self.flush()
         await self.redis.aclose()
 
 

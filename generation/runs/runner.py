@@ -5,10 +5,14 @@ Network I/O runs on a private asyncio loop in a helper thread (so it works under
 Playwright's); results are written on the caller's thread in small batched transactions, so the caller's
 connection and transaction see them. Each attempt's ProviderCall row is committed BEFORE its request is sent
 (outcome "unknown", estimated tokens and cost) and completed after, so a crash leaves a row for every call the
-provider may have received: outside a transaction the loop commits that row itself on its own connection (no
-wait for the caller's thread); inside one the caller's thread writes it while the request waits. Limits per
-endpoint come from `generation.runs.limits`; retries back off exponentially with jitter and never earlier than
-Retry-After.
+provider may have received. The first attempts of the units handed out together (a job's chunk, at most
+JOB_CHUNK_SIZE) are admitted against the ledger and committed in one transaction as they are taken, when no
+spending cap applies (`_open_ahead`); a row whose request is never sent is deleted again and taken out of the
+ledger, and a killed worker leaves at most its chunks' unsent units "unknown". Under a cap, and for retries, each
+attempt opens its own row just before its request: outside a transaction the loop commits it on its own
+connection (no wait for the caller's thread); inside one the caller's thread writes it while the request waits.
+Limits per endpoint come from `generation.runs.limits`; retries back off exponentially with jitter and never
+earlier than Retry-After.
 """
 
 import asyncio
@@ -58,6 +62,8 @@ class CallUnit:
     params: dict
     purpose: str
     payload: Any = None
+    # the first attempt's record once its row is committed ahead of the request (`_open_ahead`); None once sent
+    opened: dict | None = field(default=None, repr=False, compare=False)
 
 
 class ResultSink(Protocol):
@@ -384,10 +390,22 @@ class _Loop:
             if lease is None:
                 self.report("cancelled", unit, None)
                 return
-            record = {"unit": unit, "attempt": attempt, "started_at": timezone.now(), "estimate": (est_in, est_out)}
+            opened = (
+                getattr(unit, "opened", None) if attempt == 1 else None
+            )  # its row, committed with its chunk's (_open_ahead)
             actual = None
             try:
-                await self._open_or_report(record)
+                if opened is not None:
+                    record, unit.opened = opened, None  # sent now: no await between this and the request
+                    record["sent_at"] = timezone.now()
+                else:
+                    record = {
+                        "unit": unit,
+                        "attempt": attempt,
+                        "started_at": timezone.now(),
+                        "estimate": (est_in, est_out),
+                    }
+                    await self._open_or_report(record)
                 if record.get("refused"):  # it would cross a spending cap: not sent, the unit stays pending
                     self.report("held", unit, None)
                     return
@@ -575,8 +593,10 @@ class _AttemptWriter:
 def _closed_fields(record):
     """The columns an attempt row gets once its answer (or error) is known."""
     result = record.get("result")
+    sent_at = record.get("sent_at") or record["started_at"]  # a row opened ahead of its request: when it went out
     if result is not None:
         return {
+            "started_at": sent_at,
             "outcome": CallOutcome.OK,
             "ok": True,
             "response_text": result.text,
@@ -590,6 +610,7 @@ def _closed_fields(record):
             "completed_at": timezone.now(),
         }
     return {
+        "started_at": sent_at,
         "outcome": CallOutcome.ERROR,
         "ok": False,
         "error": record.get("error", ""),
@@ -631,6 +652,9 @@ def execute_units(
     own_rows = not transaction.get_connection().in_atomic_block
     crashed = {}
     checked = {}  # endpoint pk -> its connection's problem, checked once per chunk taken
+    opened_ahead = []  # units taken whose first attempt row may be open and not yet sent
+    ahead = int(getattr(settings, "JOB_CHUNK_SIZE", 100))  # a long list opens rows for its first units only
+    finished = set()
 
     def take():
         """The next units, or [] once the job must wait: every endpoint's connection is checked again before
@@ -648,6 +672,7 @@ def execute_units(
             if checked[endpoint.pk]:
                 stats.held = f"Waiting: “{endpoint.name}”: {checked[endpoint.pk]}"
                 return []
+        _try_open_ahead(study, units[:ahead], opened_ahead)
         return units
 
     first = take()
@@ -682,7 +707,6 @@ def execute_units(
     thread.start()
     started_loop.wait()
     pending_first = [first]
-    finished = set()
     last_check = last_progress = last_flush = time.perf_counter()
     ended = False
     rest = []
@@ -758,8 +782,10 @@ def execute_units(
     except BaseException:
         stop.set()
         thread.join(timeout=30)
+        _try_close_unsent(thread, study, opened_ahead, sink, stats, finished)
         raise
     thread.join()
+    _close_unsent(study, opened_ahead, sink, stats, finished)
     stats.elapsed_s = time.perf_counter() - started
     stats.not_started = stats.total - stats.succeeded - stats.failed
     if loop_runner.hold_reason and not stats.held:
@@ -770,6 +796,7 @@ def execute_units(
 
 
 CLOSE_FIELDS = [
+    "started_at",
     "outcome",
     "ok",
     "response_text",
@@ -812,6 +839,66 @@ def _open_attempts(study, events, loop_runner):
         loop_runner.call_threadsafe(loop_runner.hold, refused[0]["refused"], refused[0].get("need"))
     if loop_runner is not None:  # one wake-up of the loop lets every request of the batch go
         loop_runner.call_threadsafe(_resolve_all, [record["written"] for record in records])
+
+
+def _open_ahead(study, units):
+    """Commit the first attempt rows of a chunk's units in one transaction before any of them is sent (a request
+    never goes out before its row), so a request does not wait for its own row. Only when no spending cap applies
+    (decided under the ledger's locks): under a cap each attempt is admitted just before its request, against the
+    real costs of the calls answered by then. A row whose request is never sent is deleted (`_close_unsent`); a
+    worker killed meanwhile leaves such rows "unknown", at most its chunks' units not yet sent."""
+    records = []
+    for unit in units:
+        est_in, est_out = estimate_call(unit.messages, unit.params)
+        records.append({"unit": unit, "attempt": 1, "started_at": timezone.now(), "estimate": (est_in, est_out)})
+    if not records:
+        return
+    rows = [_opened_call(study, record) for record in records]
+    charged = [(record, _charge(record)) for record in records]
+    with transaction.atomic():
+        to_check = [charge for _, charge in charged if charge is not None]
+        accepted, _, _ = spending.admit(study.pk, to_check, only_uncapped=True)
+        if to_check and not all(accepted):
+            return  # a cap applies (nothing was counted): each attempt is opened on its own
+        ids = insert_rows_returning_ids(ProviderCall, rows)
+    for record, row_id in zip(records, ids, strict=True):
+        record["row_id"] = row_id
+        record["unit"].opened = record
+
+
+def _try_open_ahead(study, units, opened_ahead):
+    """`_open_ahead`, keeping `opened_ahead` the list of units whose row may be open and not sent yet. With the
+    database away each attempt opens its own row instead, waiting out the outage."""
+    try:
+        if units:
+            _open_ahead(study, units)
+    except Exception as exc:
+        if not is_infrastructure_error(exc):
+            raise
+        log.warning("could not open a chunk's attempt rows ahead (%s: %s)", type(exc).__name__, exc)
+    opened_ahead[:] = [unit for unit in opened_ahead if getattr(unit, "opened", None) is not None] + units
+
+
+def _try_close_unsent(thread, study, units, sink, stats, finished):
+    """`_close_unsent` once the loop's thread has ended (while it runs a request may be on its way: its row stays)."""
+    if thread.is_alive():
+        return
+    try:
+        _close_unsent(study, units, sink, stats, finished)
+    except Exception:  # the database is away: the rows stay "unknown", like a killed worker's
+        log.warning("could not delete the rows of requests never sent", exc_info=True)
+
+
+def _close_unsent(study, units, sink, stats, finished):
+    """Delete the rows opened ahead for units whose request was never sent (cancelled, held, stopped) and take
+    their estimates out of the ledger."""
+    unsent = []
+    for unit in units:
+        record, unit.opened = getattr(unit, "opened", None), None
+        if record is not None:
+            record["not_sent"] = True
+            unsent.append(("attempt", unit, record))
+    _write_batch(study, unsent, sink, stats, finished)
 
 
 def _write_batch(study, batch, sink, stats, finished, loop_runner=None, source=None):

@@ -121,10 +121,15 @@ def _upsert(study_id: int, rows: Mapping[LedgerKey, LedgerRow]) -> None:
     )
 
 
-def admit(study_id: int, charges: Sequence[Charge], *, reserve: bool = False) -> tuple[list[bool], str, Decimal | None]:
+def admit(
+    study_id: int, charges: Sequence[Charge], *, reserve: bool = False, only_uncapped: bool = False
+) -> tuple[list[bool], str, Decimal | None]:
     """Count the charges that fit under the caps, in order, and return (accepted flags, reason of the first that
     did not, the estimate that did not fit). Call inside the transaction that writes the calls' attempt rows.
-    `reserve` counts them as reserved (a batch submission) instead of spent."""
+    `reserve` counts them as reserved (a batch submission) instead of spent. `only_uncapped` admits them only when
+    no cap applies to any of them (the runner opens a chunk's attempts ahead of their requests then): under a cap
+    none is counted and every flag is False, with no reason, so each call is admitted on its own just before it is
+    sent, against the real costs of the calls answered by then."""
     if not charges:
         return [], "", None
     keys = {(c.connection_id, c.month) for c in charges}
@@ -135,6 +140,8 @@ def admit(study_id: int, charges: Sequence[Charge], *, reserve: bool = False) ->
         .filter(pk__in={c.connection_id for c in charges}, monthly_cap_usd__isnull=False)
         .values_list("pk", "monthly_cap_usd")
     )
+    if only_uncapped and (study_cap is not None or connection_caps):
+        return [False] * len(charges), "", None
     study_total = _study_total(study_id) if study_cap is not None else ZERO
     connection_totals = {key: _connection_month_total(*key) for key in keys if connection_caps.get(key[0]) is not None}
     accepted: list[bool]

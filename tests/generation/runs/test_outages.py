@@ -221,7 +221,8 @@ def test_a_redis_error_in_the_limiter_pauses_the_unit(study, make_endpoint, fake
 
 
 def test_a_database_error_in_the_runner_pauses_the_unit(study, make_endpoint, fake_provider, monkeypatch, outage_log):
-    """The runner's own database write before a request (its attempt row) fails: the unit waits, then goes."""
+    """The runner's own database writes before a request (the chunk's rows opened ahead, then an attempt's own
+    row) fail: the units open their rows one by one, and a unit whose row cannot be written waits, then goes."""
     endpoint = make_endpoint(study, max_concurrency=2)
     real_open = runner._Loop.open_attempt
     calls = {"n": 0}
@@ -234,9 +235,20 @@ def test_a_database_error_in_the_runner_pauses_the_unit(study, make_endpoint, fa
 
     monkeypatch.setattr(runner._Loop, "open_attempt", flaky_open)
     monkeypatch.setattr("stereoscope.outages.OUTAGE_BACKOFF_BASE", 0.01)
+    real_ahead = runner._open_ahead
+    ahead = {"n": 0}
+
+    def flaky_ahead(study, units):  # the chunk's rows cannot be opened ahead: each attempt opens its own
+        ahead["n"] += 1
+        if ahead["n"] == 1:
+            raise OperationalError("server closed the connection unexpectedly")
+        return real_ahead(study, units)
+
+    monkeypatch.setattr(runner, "_open_ahead", flaky_ahead)
     sink = Collect()
     n = 8
     stats = execute_units(study, units_for(endpoint, [f"prompt-{i}" for i in range(n)]), sink)
+    assert ahead["n"] == 1
     assert outage_log.waits == 3
     assert stats.succeeded == n and stats.failed == 0
     assert_each_unit_done_once(study, sink, n)
@@ -450,5 +462,42 @@ def test_the_redis_limiter_takes_a_slot_in_one_round_trip_and_honours_a_pause(pr
             assert not taken and 25 < wait <= 30
         finally:
             await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_redis_limiter_gives_a_slot_back_with_the_next_acquire(private_redis):
+    """A worker releases a slot and takes the next at once: both go in one round trip to Redis (issue 36: the
+    release was a round trip of its own per unit). A slot released with no acquire after it is free for every
+    other process by the loop's next turn."""
+    from types import SimpleNamespace
+
+    async def scenario():
+        store = limits.RedisStore(private_redis.url)
+        other = limits.RedisStore(private_redis.url)  # another worker process
+        commands = []
+        real = store.redis.execute_command
+
+        async def counted(*args, **kwargs):
+            commands.append(args[0])
+            return await real(*args, **kwargs)
+
+        store.redis.execute_command = counted
+        endpoint = SimpleNamespace(
+            pk=2, created_at=None, max_concurrency=1, requests_per_minute=None, tokens_per_minute=None
+        )
+        limiter = limits.EndpointLimiter(endpoint, store)
+        try:
+            first = await limiter.acquire(10)
+            commands.clear()
+            await limiter.release(first)
+            second = await limiter.acquire(10)
+            assert second and commands == ["EVALSHA"], commands
+            await limiter.release(second)
+            await asyncio.sleep(0.05)  # a few turns of the loop, no acquire here
+            assert await other.slot_unless_paused(limiter.key, 1, "elsewhere") == (0.0, True)
+        finally:
+            await store.close()
+            await other.close()
 
     asyncio.run(scenario())

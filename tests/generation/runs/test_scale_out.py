@@ -18,6 +18,8 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 UNITS = int(os.environ.get("SCALE_OUT_UNITS", "2000"))
 LEASE = 4
+CHUNK = 50
+CONCURRENCY = 16
 
 
 def test_three_workers_one_killed_job_heals_without_anyone(
@@ -26,7 +28,8 @@ def test_three_workers_one_killed_job_heals_without_anyone(
     from stereoscope.celery import app
     from stereoscope.models import Study
 
-    for name, value in {"JOB_LEASE_SECONDS": LEASE, "JOB_CHUNK_SIZE": 50, "JOB_WORKER_CONCURRENCY": 16}.items():
+    settings = {"JOB_LEASE_SECONDS": LEASE, "JOB_CHUNK_SIZE": CHUNK, "JOB_WORKER_CONCURRENCY": CONCURRENCY}
+    for name, value in settings.items():
         monkeypatch.setenv(name, str(value))  # read by the worker processes
     study = Study.objects.create(name="scale out")
     toolkit = make_toolkit(study, UNITS // 5)
@@ -75,7 +78,10 @@ def test_three_workers_one_killed_job_heals_without_anyone(
     assert calls.filter(outcome="unknown").exists(), "the killed worker's in-flight attempts stay on record"
     # Every request names its attempt row (header X-Stereoscope-Attempt), so the provider's log and the rows match
     # one to one. A row counts as sent unless it is "unknown" and the provider never received its id: such a row
-    # was committed by the killed worker in the instant before its request would have gone out.
+    # was committed by the killed worker before its request went out. A chunk's first attempts are committed
+    # together before its requests (issue 36), so these are at most the units of the chunks it held (the one it
+    # worked on and the next, taken while the last units of the first were still starting) and the retries it
+    # was opening: never a request without its row, and never one sent twice.
     received_ids = [int(r["attempt"]) for r in fake_provider.requests]
     assert len(set(received_ids)) == len(received_ids), "no attempt row was sent twice"
     rows = dict(calls.values_list("pk", "outcome"))
@@ -83,7 +89,7 @@ def test_three_workers_one_killed_job_heals_without_anyone(
     answered_or_failed = {pk for pk, outcome in rows.items() if outcome != "unknown"}
     assert answered_or_failed <= set(received_ids), "a row with an answer or error was received"
     never_sent = {pk for pk, outcome in rows.items() if outcome == "unknown"} - set(received_ids)
-    assert len(never_sent) <= 16, "only the killed worker's requests being started (its concurrency) can be unsent"
+    assert len(never_sent) <= 2 * CHUNK + CONCURRENCY, "only units of the killed worker's chunks can be unsent"
     sent_rows = calls.exclude(pk__in=never_sent)
     received = len(fake_provider.requests)
     assert received == sent_rows.count(), (received, sent_rows.count(), len(never_sent))
