@@ -1,7 +1,7 @@
 """REFI-QDA (QDA-XML 1.0) build and parse of `.qdpx` projects. No Django. (`.qdc` codebooks: codebook_format.)
 
 Export streams: sources are written to `Sources/<guid>.txt` as they come and `project.qde` is written
-incrementally (lxml.etree.xmlfile) to a temporary file, then added to the ZIP. Import parses with a hardened
+incrementally, compressed as it comes into a temporary file, then added to the ZIP. Import parses with a hardened
 parser (no entities, no DTD, no network), validates against the XSD, then checks references and offsets; any
 problem raises RefiError naming the element and its line, before anything is written anywhere.
 
@@ -10,6 +10,7 @@ Offsets are code-point indices into the plain text with line endings normalised 
 """
 
 import bisect
+import contextlib
 import datetime
 import io
 import re
@@ -348,6 +349,53 @@ def add_deflated(zf, name, data: bytes, date_time):
     zf.NameToInfo[name] = zinfo
 
 
+class _DeflatedMember:
+    """A member written in pieces and compressed as they come (level 1) into a temporary file of compressed bytes,
+    its CRC and sizes kept: added to the archive at the end (`add_to`) without writing and reading back its
+    uncompressed text (project.qde of 10,000 stories is some 40 MB of XML and 5 MB compressed)."""
+
+    CHUNK = 1 << 20
+
+    def __init__(self, name):
+        self.name, self.pending, self.pending_size = name, [], 0
+        self.crc = self.size = 0
+        self.compressor = zlib.compressobj(1, zlib.DEFLATED, -15)
+        self.spool = tempfile.TemporaryFile()
+
+    def write(self, data: bytes):
+        self.pending.append(data)
+        self.pending_size += len(data)
+        if self.pending_size >= self.CHUNK:
+            self._compress()
+
+    def _compress(self):
+        data = b"".join(self.pending)
+        self.pending, self.pending_size = [], 0
+        self.crc = zlib.crc32(data, self.crc)
+        self.size += len(data)
+        self.spool.write(self.compressor.compress(data))
+
+    def add_to(self, zf, date_time):
+        self._compress()
+        self.spool.write(self.compressor.flush())
+        zinfo = zipfile.ZipInfo(self.name, date_time)
+        zinfo.compress_type = zipfile.ZIP_DEFLATED
+        zinfo.external_attr = 0o600 << 16
+        zinfo.file_size, zinfo.compress_size, zinfo.CRC = self.size, self.spool.tell(), self.crc
+        header = zinfo.FileHeader(True)  # zip64 sizes, as zf.open(..., force_zip64=True) wrote them
+        zinfo.header_offset = zf.start_dir
+        zf.fp.write(header)
+        self.spool.seek(0)
+        for chunk in iter(lambda: self.spool.read(self.CHUNK), b""):
+            zf.fp.write(chunk)
+        zf.start_dir += len(header) + zinfo.compress_size
+        zf.filelist.append(zinfo)
+        zf.NameToInfo[self.name] = zinfo
+
+    def close(self):
+        self.spool.close()
+
+
 def write_qdpx(target, project: QProject, progress=None, finish=None):
     """Write a .qdpx ZIP to `target` (path or binary file object). `project.sources` may be a generator: each
     source's text goes to Sources/<guid>.txt at once and its XML to a temporary project.qde, so memory stays
@@ -368,7 +416,7 @@ def write_qdpx(target, project: QProject, progress=None, finish=None):
         qde.write(b"\n")
 
     with (
-        tempfile.TemporaryFile() as qde,
+        contextlib.closing(_DeflatedMember("project.qde")) as qde,
         zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1, allowZip64=True) as zf,
     ):
         written_at = time.localtime()[:6]
@@ -451,10 +499,7 @@ def write_qdpx(target, project: QProject, progress=None, finish=None):
         if project.description:
             put(_el("Description", text=project.description))
         qde.write(b"</Project>\n")
-        qde.seek(0)
-        with zf.open("project.qde", "w", force_zip64=True) as member:
-            for chunk in iter(lambda: qde.read(1 << 20), b""):
-                member.write(chunk)
+        qde.add_to(zf, written_at)
         for name, data in (finish(counts) if finish else {}).items():
             zf.writestr(name, data)
     return counts

@@ -152,3 +152,19 @@ def test_rendered_sources_match_the_object_writer():
     as_object = qde(source)
     assert qde(rq.RenderedSource(source.guid, source.text, rendered, 1, 2)) == as_object
     assert as_object[0]["codings"] == 2 and as_object[0]["selections"] == 1
+
+
+def test_a_project_qde_of_several_compressed_pieces_reads_back():
+    """project.qde is compressed a piece (about 1 MB) at a time as it is written: a file of several pieces keeps
+    its CRC and sizes right and reads back whole."""
+    user, code = rq.QUser(rq.stable_guid("u"), "u"), rq.QCode(guid=rq.stable_guid("c"), name="c")
+    sources = [
+        rq.QSource(guid=rq.stable_guid("src", n), name=f"story {n} " + "é" * 400_000, text=f"text {n}")
+        for n in range(4)
+    ]
+    out = io.BytesIO()
+    rq.write_qdpx(out, rq.QProject(name="P", users=[user], codes=[code], sources=iter(sources)))
+    with zipfile.ZipFile(out) as zf:
+        assert zf.testzip() is None
+        assert zf.getinfo("project.qde").file_size > 3 * rq._DeflatedMember.CHUNK
+    assert [s.name for s in rq.read_qdpx(out.getvalue()).sources] == [s.name for s in sources]
