@@ -47,6 +47,7 @@ VARIABLES = [
     ("variant", "Text"),
     ("gender_attribution", "Text"),
 ]
+VARIABLE_NAMES = [name for name, _ in VARIABLES]
 
 
 def user_guid(pk):
@@ -87,6 +88,56 @@ def _tag_sets(index, code_pks):
     ]
 
 
+class _VariableValues:
+    """A story's VariableValues as XML, each (variable, value) escaped once: values repeat (models, items, ...)."""
+
+    def __init__(self, var_guid):
+        self.var_guid, self.kinds, self.done = var_guid, dict(VARIABLES), {}
+
+    def __call__(self, values):
+        parts = []
+        for name, value in zip(VARIABLE_NAMES, values, strict=True):
+            text = self.done.get((name, value))
+            if text is None:
+                text = self.done[name, value] = rq.variable_value_xml(self.var_guid[name], self.kinds[name], value)
+            parts.append(text)
+        return "".join(parts)
+
+
+def _codings_xml(rows, code_guids, user_guids, coding_notes):
+    """One story's codings as XML: (span selections, document codings), each in the rows' order."""
+    spans, documents = [], []
+    for _, coding_pk, coding_guid, code_id, coder_id, start, end, coded_at in rows:
+        coding_guid = str(coding_guid)
+        coded_at = rq._dt(coded_at)
+        notes = rq.note_refs(coding_notes[coding_pk]) if coding_pk in coding_notes else ""
+        if start is None:
+            documents.append(rq.coding_xml(coding_guid, code_guids[code_id], user_guids[coder_id], coded_at, notes))
+        else:
+            spans.append(
+                rq.span_coding_xml(
+                    rq.derived_guid(coding_guid, SELECTION_SALT),
+                    start,
+                    end,
+                    coding_guid,
+                    code_guids[code_id],
+                    user_guids[coder_id],
+                    coded_at,
+                    notes,
+                )
+            )
+    return spans, documents
+
+
+def _verdicts_xml(rows, judge_codes, judge_users):
+    """One story's judge verdicts as document Codings (verdicts below a round's threshold have no code)."""
+    return [
+        rq.coding_xml(rq.stable_guid("verdict", verdict_pk), code_guid, judge_users[judge_model], rq._dt(updated))
+        for _, round_id, judge_model, value, verdict_pk, updated in rows
+        if (code_guid := judge_codes.get((round_id, value)))
+    ]
+
+
 # --- export -------------------------------------------------------------------------------------------------
 
 # What an export manifest notes about a .qdpx (the exports app writes the manifest into the archive).
@@ -105,7 +156,8 @@ def export_qdpx(study, target, *, options, progress=None, finish=None):
     codings = Coding.objects.filter(output__in=outputs)
     if options.get("code_ids"):
         codings = codings.filter(code_id__in=index.with_descendants(options["code_ids"]))
-    used_codes = set(codings.order_by().values_list("code_id", flat=True).distinct())
+    used = set(codings.order_by().values_list("code_id", "coder_id").distinct())  # one read of the codings for both
+    used_codes = {code for code, _ in used}
     used_books = {index.codes[c][7] for c in used_codes}
     books = sorted(used_books or {row[7] for row in index.codes.values()})
 
@@ -116,10 +168,13 @@ def export_qdpx(study, target, *, options, progress=None, finish=None):
         return user_guid(pk), name
 
     users = {}
-    coders = codings.order_by("coder_id").values_list(
-        "coder_id", "coder__username", "coder__first_name", "coder__last_name"
+    coders = (
+        get_user_model()
+        .objects.filter(pk__in={coder for _, coder in used})
+        .order_by("pk")
+        .values_list("pk", "username", "first_name", "last_name")
     )
-    for pk, username, first, last in coders.distinct():
+    for pk, username, first, last in coders:
         users[pk] = person_of(pk, display_name(username, first, last))
     memos = list(Memo.objects.filter(study=study).select_related("author").order_by("pk"))
     for memo in memos:
@@ -230,7 +285,8 @@ def export_qdpx(study, target, *, options, progress=None, finish=None):
     var_guid = {v.name: v.guid for v in variables}
 
     def sources():
-
+        """RenderedSources: each story's XML written in one pass from the query's tuples (no objects per coding;
+        variable values, users and codes escaped or looked up once per distinct value)."""
         coding_cursor = _Cursor(
             codings.order_by("output_id", "start", "pk")
             .annotate(guid_text=uuid_text("guid"), created_text=iso_datetime("created_at", XSD_DATETIME))
@@ -238,6 +294,9 @@ def export_qdpx(study, target, *, options, progress=None, finish=None):
             .iterator(chunk_size=10000)
         )
         code_guids = {pk: str(row[13]) for pk, row in index.codes.items()}
+        user_guids = {pk: guid for pk, (guid, _) in users.items()}
+        coding_notes = notes_by["coding"]
+        output_notes = notes_by["output"]
         verdict_cursor = _Cursor(verdict_rows.iterator(chunk_size=10000)) if verdict_rows is not None else None
         gender_cursor = _Cursor(
             GenderAttribution.objects.filter(output__in=outputs)
@@ -245,8 +304,11 @@ def export_qdpx(study, target, *, options, progress=None, finish=None):
             .values_list("output_id", "gender")
             .iterator(chunk_size=10000)
         )
+        values_xml = _VariableValues(var_guid)
+
         for pk, text, model, endpoint, run_name, number, dimension, target, trial, variant, external_id, created in (
             outputs.order_by("pk")
+            .annotate(created_text=iso_datetime("created_at", XSD_DATETIME))
             .values_list(
                 "pk",
                 "text",
@@ -259,65 +321,25 @@ def export_qdpx(study, target, *, options, progress=None, finish=None):
                 "trial",
                 "variant_key",
                 "external_id",
-                "created_at",
+                "created_text",
             )
             .iterator(chunk_size=2000)
         ):
-            source = rq.QSource(
-                guid=output_guid(pk, external_id),
-                name=f"{model} · item {number if number is not None else '-'} · trial {trial} · #{pk}",
-                text=text or "",
-                created=created,
-                note_guids=notes_by["output"].get(pk, []),
-            )
-            for _, coding_pk, guid, code_id, coder_id, start, end, coded_at in coding_cursor.take(pk):
-                guid = str(guid)
-                coding = rq.QCoding(
-                    guid=guid,
-                    code_guid=code_guids[code_id],
-                    user_guid=users[coder_id][0],
-                    created=coded_at,
-                    note_guids=notes_by["coding"].get(coding_pk, ()),
-                )
-                if start is None:
-                    source.codings.append(coding)
-                else:
-                    source.selections.append(
-                        rq.QSelection(
-                            guid=rq.derived_guid(guid, SELECTION_SALT),
-                            start=start,
-                            end=end,
-                            user_guid=coding.user_guid,
-                            created=coded_at,
-                            codings=[coding],
-                        )
-                    )
+            guid = output_guid(pk, external_id)
+            name = f"{model} · item {number if number is not None else '-'} · trial {trial} · #{pk}"
+            spans, documents = _codings_xml(coding_cursor.take(pk), code_guids, user_guids, coding_notes)
+            spans.insert(0, rq.source_open_xml(guid, name, None, created))
+            n_spans = len(spans) - 1
             if verdict_cursor is not None:
-                for _, round_id, judge_model, value, verdict_pk, updated in verdict_cursor.take(pk):
-                    code_guid = judge_codes.get((round_id, value))
-                    if code_guid:
-                        source.codings.append(
-                            rq.QCoding(
-                                guid=rq.stable_guid("verdict", verdict_pk),
-                                code_guid=code_guid,
-                                user_guid=judge_users[judge_model],
-                                created=updated,
-                            )
-                        )
+                documents.extend(_verdicts_xml(verdict_cursor.take(pk), judge_codes, judge_users))
             genders = sorted({g[1] for g in gender_cursor.take(pk)})
-            values = {
-                "model": model,
-                "endpoint": endpoint,
-                "run": run_name,
-                "item": number,
-                "dimension": dimension,
-                "target_stereotype": target,
-                "trial": trial,
-                "variant": variant,
-                "gender_attribution": genders[0] if len(genders) == 1 else ("disagree" if genders else None),
-            }
-            source.variables = [(var_guid[name], values[name]) for name, _ in VARIABLES]
-            yield source
+            gender = genders[0] if len(genders) == 1 else ("disagree" if genders else None)
+            spans.extend(documents)
+            if pk in output_notes:
+                spans.append(rq.note_refs(output_notes[pk]))
+            spans.append(values_xml((model, endpoint, run_name, number, dimension, target, trial, variant, gender)))
+            spans.append("</TextSource>\n")
+            yield rq.RenderedSource(guid, text or "", "".join(spans), n_spans, n_spans + len(documents))
 
     exported_codes = {pk for pk, row in index.codes.items() if row[7] in books}
     project = rq.QProject(

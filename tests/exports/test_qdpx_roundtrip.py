@@ -113,3 +113,15 @@ def test_pseudonymised_export_hides_coder_names(coded_study, tmp_path):
     data = export_bytes(coded_study["study"], tmp_path, pseudonymise=True)
     qde = zipfile.ZipFile(io.BytesIO(data)).read("project.qde").decode()
     assert "second_coder" not in qde and 'name="coder"' not in qde and 'name="P-' in qde
+
+
+def test_export_reads_the_codings_table_twice(coded_study, tmp_path):
+    """Once for the codes and coders used (the codebook and users come before the sources), once for the codings
+    themselves: each read of the table is a scan of every study's codings on a large install."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        export_bytes(coded_study["study"], tmp_path)
+    reads = [q["sql"] for q in queries.captured_queries if 'FROM "annotation_coding"' in q["sql"]]
+    assert len(reads) == 2, reads

@@ -1,5 +1,6 @@
 """The REFI-QDA XML layer on its own (no database)."""
 
+import datetime
 import io
 import zipfile
 
@@ -101,3 +102,69 @@ def test_derived_guid_is_the_xor_of_the_uuid_in_canonical_form():
         expected = str(uuid.UUID(int=value.int ^ 0x5E1EC7))
         for form in (str(value), str(value).upper(), "{" + str(value) + "}", value.urn, value.hex):
             assert rq.derived_guid(form, 0x5E1EC7) == expected
+
+
+def test_rendered_sources_match_the_object_writer():
+    """An export's RenderedSource (XML built from its rows with the span/coding helpers) writes the same bytes as
+    the same source given as a QSource (selections with one coding each, document codings, notes, variables)."""
+    when = "2026-01-02T03:04:05Z"
+    user, code, note = rq.stable_guid("u"), rq.stable_guid("c"), rq.stable_guid("n")
+    variables = [rq.QVariable(guid=rq.stable_guid("v", kind), name=kind, type=kind) for kind in ("Text", "Integer")]
+    types = {v.guid: v.type for v in variables}
+    values = [(variables[0].guid, 'a & <b> "c"\x01'), (variables[1].guid, 3)]
+    span = rq.QCoding(guid=rq.stable_guid("k1"), code_guid=code, user_guid=user, created=when, note_guids=[note])
+    document = rq.QCoding(guid=rq.stable_guid("k2"), code_guid=code, user_guid=user, created=when)
+    source = rq.QSource(
+        guid=rq.stable_guid("src"),
+        name="Story <1> & \u00e9t\u00e9",
+        text="She led.",
+        selections=[
+            rq.QSelection(guid=rq.stable_guid("s"), start=0, end=3, user_guid=user, created=when, codings=[span])
+        ],
+        codings=[document],
+        variables=values,
+        note_guids=[note],
+        created=when,
+    )
+    rendered = "".join(
+        [
+            rq.source_open_xml(source.guid, source.name, None, when),
+            rq.span_coding_xml(rq.stable_guid("s"), 0, 3, span.guid, code, user, when, rq.note_refs([note])),
+            rq.coding_xml(document.guid, code, user, when),
+            rq.note_refs([note]),
+            "".join(rq.variable_value_xml(guid, types[guid], value) for guid, value in values),
+            "</TextSource>\n",
+        ]
+    )
+    assert rendered == rq.source_xml(source, types)
+
+    def qde(item):
+        out = io.BytesIO()
+        project = rq.QProject(name="P", variables=variables, sources=iter([item]), users=[rq.QUser(user, "u")])
+        project.created = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+        project.codes, project.notes = [rq.QCode(guid=code, name="c")], [rq.QNote(guid=note, name="n", text="t")]
+        counts = rq.write_qdpx(out, project)
+        with zipfile.ZipFile(out) as zf:
+            assert zf.testzip() is None
+            assert rq.read_qdpx(out.getvalue()).sources[0].text == "She led."
+            return counts, {name: zf.read(name) for name in zf.namelist()}
+
+    as_object = qde(source)
+    assert qde(rq.RenderedSource(source.guid, source.text, rendered, 1, 2)) == as_object
+    assert as_object[0]["codings"] == 2 and as_object[0]["selections"] == 1
+
+
+def test_a_project_qde_of_several_compressed_pieces_reads_back():
+    """project.qde is compressed a piece (about 1 MB) at a time as it is written: a file of several pieces keeps
+    its CRC and sizes right and reads back whole."""
+    user, code = rq.QUser(rq.stable_guid("u"), "u"), rq.QCode(guid=rq.stable_guid("c"), name="c")
+    sources = [
+        rq.QSource(guid=rq.stable_guid("src", n), name=f"story {n} " + "é" * 400_000, text=f"text {n}")
+        for n in range(4)
+    ]
+    out = io.BytesIO()
+    rq.write_qdpx(out, rq.QProject(name="P", users=[user], codes=[code], sources=iter(sources)))
+    with zipfile.ZipFile(out) as zf:
+        assert zf.testzip() is None
+        assert zf.getinfo("project.qde").file_size > 3 * rq._DeflatedMember.CHUNK
+    assert [s.name for s in rq.read_qdpx(out.getvalue()).sources] == [s.name for s in sources]
