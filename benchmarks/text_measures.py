@@ -29,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks._report import bench  # noqa: E402
 
 
 def story(rng, words, name, pronoun, vocab):
@@ -169,6 +170,8 @@ def main():
     print(f"1 worker: {wall:.2f} s ({cpu:.2f} s CPU)")
     print(f"VADER only: {vader['wall']:.2f} s ({vader['cpu']:.2f} s CPU)")
     print(f"without VADER: {rest_wall:.2f} s ({rest_cpu:.2f} s CPU); target ≤ 2 s for 10,000 stories")
+    bench("text_measures.without_vader_cpu_s", rest_cpu, "s", target=2 * args.stories / 10_000)
+    bench("text_measures.vader_cpu_s", vader["cpu"], "s")
     scoring_cpu = phases.get("score", 0) - vader["cpu"]
     print(
         f"CPU by phase: scoring without VADER (splitting, lexicons, gender) {scoring_cpu:.2f} s, "
@@ -255,6 +258,7 @@ def two_workers(study, lexicons, args, workdir):
         f"2 workers: {wall:.2f} s wall, scored {found['scored']} of {args.stories} stories "
         f"({found['sentences']} sentences) status={found['status']}; chunks done by {hosts} worker process(es)"
     )
+    bench("text_measures.two_workers_wall_s", wall, "s", target=12 * args.stories / 10_000)
     return line, problems("2 workers", created=args.stories, classifier="vader", **found)
 
 
