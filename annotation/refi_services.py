@@ -11,6 +11,7 @@ Import: the whole file is parsed and checked first (annotation.refi_qda), then a
 import re
 import uuid
 from collections import defaultdict
+from itertools import chain
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -20,7 +21,7 @@ from django.utils import timezone
 import stereoscope
 from generation.datasets import filtered_outputs
 from generation.runs.collect import ImportedRow, import_texts
-from stereoscope.datasets import iso_datetime, uuid_text
+from stereoscope.datasets import iso_datetime, query_batches, uuid_text
 from stereoscope.models import Role
 from stereoscope.providers import provider
 from stereoscope.services import ensure_member, record_activity
@@ -284,29 +285,36 @@ def export_qdpx(study, target, *, options, progress=None, finish=None):
     variables = [rq.QVariable(guid=rq.stable_guid("variable", name), name=name, type=kind) for name, kind in VARIABLES]
     var_guid = {v.name: v.guid for v in variables}
 
+    def _rows(queryset, size):
+        """A values_list queryset's rows, the next batch read while this one is written (query_batches)."""
+        return chain.from_iterable(query_batches(queryset, size))
+
+    def _rows_read_ahead(queryset, size):
+        return _Cursor(_rows(queryset, size))
+
     def sources():
         """RenderedSources: each story's XML written in one pass from the query's tuples (no objects per coding;
         variable values, users and codes escaped or looked up once per distinct value)."""
-        coding_cursor = _Cursor(
+        coding_cursor = _rows_read_ahead(
             codings.order_by("output_id", "start", "pk")
             .annotate(guid_text=uuid_text("guid"), created_text=iso_datetime("created_at", XSD_DATETIME))
-            .values_list("output_id", "pk", "guid_text", "code_id", "coder_id", "start", "end", "created_text")
-            .iterator(chunk_size=10000)
+            .values_list("output_id", "pk", "guid_text", "code_id", "coder_id", "start", "end", "created_text"),
+            10000,
         )
         code_guids = {pk: str(row[13]) for pk, row in index.codes.items()}
         user_guids = {pk: guid for pk, (guid, _) in users.items()}
         coding_notes = notes_by["coding"]
         output_notes = notes_by["output"]
-        verdict_cursor = _Cursor(verdict_rows.iterator(chunk_size=10000)) if verdict_rows is not None else None
-        gender_cursor = _Cursor(
+        verdict_cursor = _rows_read_ahead(verdict_rows, 10000) if verdict_rows is not None else None
+        gender_cursor = _rows_read_ahead(
             GenderAttribution.objects.filter(output__in=outputs)
             .order_by("output_id")
-            .values_list("output_id", "gender")
-            .iterator(chunk_size=10000)
+            .values_list("output_id", "gender"),
+            10000,
         )
         values_xml = _VariableValues(var_guid)
 
-        for pk, text, model, endpoint, run_name, number, dimension, target, trial, variant, external_id, created in (
+        story_rows = _rows(
             outputs.order_by("pk")
             .annotate(created_text=iso_datetime("created_at", XSD_DATETIME))
             .values_list(
@@ -322,9 +330,23 @@ def export_qdpx(study, target, *, options, progress=None, finish=None):
                 "variant_key",
                 "external_id",
                 "created_text",
-            )
-            .iterator(chunk_size=2000)
-        ):
+            ),
+            2000,
+        )
+        for (
+            pk,
+            text,
+            model,
+            endpoint,
+            run_name,
+            number,
+            dimension,
+            target,
+            trial,
+            variant,
+            external_id,
+            created,
+        ) in story_rows:
             guid = output_guid(pk, external_id)
             name = f"{model} · item {number if number is not None else '-'} · trial {trial} · #{pk}"
             spans, documents = _codings_xml(coding_cursor.take(pk), code_guids, user_guids, coding_notes)

@@ -125,3 +125,22 @@ def test_export_reads_the_codings_table_twice(coded_study, tmp_path):
         export_bytes(coded_study["study"], tmp_path)
     reads = [q["sql"] for q in queries.captured_queries if 'FROM "annotation_coding"' in q["sql"]]
     assert len(reads) == 2, reads
+
+
+def test_the_exports_big_reads_go_through_query_batches(coded_study, tmp_path, monkeypatch):
+    """Codings, stories and gender answers are read in batches, the next read while this one is written (on
+    PostgreSQL outside a transaction from a cursor without hold: the server does not compute the whole result
+    before the first row)."""
+    from annotation import refi_services
+
+    real, read = refi_services.query_batches, []
+
+    def spy(queryset, size):
+        read.append(queryset.model.__name__)
+        return real(queryset, size)
+
+    monkeypatch.setattr(refi_services, "query_batches", spy)
+    first = export_bytes(coded_study["study"], tmp_path)
+    assert {"Coding", "Output", "GenderAttribution"} <= set(read), read
+    monkeypatch.setattr(refi_services, "query_batches", real)
+    assert zipfile.ZipFile(io.BytesIO(first)).testzip() is None
