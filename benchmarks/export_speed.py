@@ -25,6 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from benchmarks._report import bench  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "stereoscope.settings")
 
 BIG = "bench: 1M codings"
@@ -234,6 +236,10 @@ def main():
             f"{result['bytes'] / 2**20:.1f} MB file  (target <= {max_s} s"
             f"{f', < {max_mb} MB' if max_mb else ''}): {'MISSED: ' + '; '.join(missed) if missed else 'OK'}"
         )
+        bench(f"export.{kind}_wall_s", result["seconds"], "s", target=max_s)
+        bench(f"export.{kind}_cpu_s", result["cpu_seconds"], "s")
+        if max_mb:
+            bench(f"export.{kind}_peak_rss_mb", result["peak_rss_mb"], "MB", target=max_mb)
     if failed:
         sys.exit(1)
 
