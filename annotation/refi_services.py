@@ -149,6 +149,15 @@ QDPX_MANIFEST_NOTES = {
 }
 
 
+def _rows(queryset, size):
+    """A values_list queryset's rows, the next batch read while this one is written (query_batches)."""
+    return chain.from_iterable(query_batches(queryset, size))
+
+
+def _rows_read_ahead(queryset, size):
+    return _Cursor(_rows(queryset, size))
+
+
 def export_qdpx(study, target, *, options, progress=None, finish=None):
     """Write the study's .qdpx project to `target`. Returns the row counts (sources, codings, ...). `finish(counts)`
     may return more members for the archive (refi_qda.write_qdpx)."""
@@ -284,13 +293,6 @@ def export_qdpx(study, target, *, options, progress=None, finish=None):
 
     variables = [rq.QVariable(guid=rq.stable_guid("variable", name), name=name, type=kind) for name, kind in VARIABLES]
     var_guid = {v.name: v.guid for v in variables}
-
-    def _rows(queryset, size):
-        """A values_list queryset's rows, the next batch read while this one is written (query_batches)."""
-        return chain.from_iterable(query_batches(queryset, size))
-
-    def _rows_read_ahead(queryset, size):
-        return _Cursor(_rows(queryset, size))
 
     def sources():
         """RenderedSources: each story's XML written in one pass from the query's tuples (no objects per coding;
