@@ -57,9 +57,33 @@ def _refuse_constant(name: str) -> NoReturn:
     raise NonFiniteNumber(f"{name} is not a JSON number; write a finite number")
 
 
+def _children(level: list[object]) -> list[object]:
+    """The values of the dicts and lists in `level` (one level down)."""
+    out: list[object] = []
+    for item in level:
+        if isinstance(item, dict):
+            out.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            out.extend(item)
+    return out
+
+
+def _any_nonfinite(value: object) -> bool:
+    """Whether `value` holds NaN or ±Infinity anywhere: a level at a time, without paths (a 100,000-row file in a
+    fraction of the time nonfinite_path's walk takes)."""
+    level = [value]
+    while level:
+        if any(isinstance(item, float) and not math.isfinite(item) for item in level):
+            return True
+        level = _children(level)
+    return False
+
+
 def nonfinite_path(value: object) -> list[str | int] | None:
     """The path (a list of keys and indexes) of the first NaN or ±Infinity in `value` (numbers, or dicts and lists of
     them), else None. JSON has no such numbers and PostgreSQL refuses them in a JSON column."""
+    if not _any_nonfinite(value):
+        return None
     stack: list[tuple[object, list[str | int]]] = [(value, [])]
     while stack:
         item, path = stack.pop()
@@ -71,6 +95,20 @@ def nonfinite_path(value: object) -> list[str | int] | None:
         elif isinstance(item, (list, tuple)):
             stack.extend((v, [*path, i]) for i, v in enumerate(item))
     return None
+
+
+def nesting_deeper_than(value: object, limit: int) -> bool:
+    """Whether `value` (dicts and lists) nests more than `limit` levels, read a level at a time."""
+    level, depth = [value], 0
+    while level:
+        containers: list[object] = [item for item in level if isinstance(item, (dict, list))]
+        if not containers:
+            return False
+        depth += 1
+        if depth > limit:
+            return True
+        level = _children(containers)
+    return False
 
 
 def nonfinite_problem(value: object, where: str = "The value") -> str | None:

@@ -11,12 +11,15 @@ import io
 import json
 import os
 import zipfile
+from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 from xml.etree.ElementTree import ParseError
 
 from django.db import transaction
 from django.utils import timezone
 
+from stereoscope import schemas
 from stereoscope.bulk import bulk_insert
 from stereoscope.downloads import table_download, xlsx_bytes
 from stereoscope.services import record_activity
@@ -35,6 +38,9 @@ MAX_ROWS = 200_000
 XLSX_READ_ERRORS = (ParseError, SyntaxError, ValueError, zipfile.BadZipFile, EOFError, KeyError)
 MAX_TEXT = MAX_STORY_TEXT
 FORMATS = ("csv", "xlsx", "jsonl", "json")
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schema"
+OUTPUT_IMPORT_SCHEMA = schemas.register("output_import", SCHEMA_DIR / "output_import.schema.json", gate=True)
+ANSWERS_SCHEMA = schemas.register("answers", SCHEMA_DIR / "answers.schema.json", gate=True)
 
 
 class ImportProblems(ValueError):
@@ -237,42 +243,6 @@ def _blank(value):
     return value is None or (isinstance(value, str) and not value.strip())
 
 
-def _as_int(value):
-    """An integer from an int, an integral float or a digit string; else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
-    return None
-
-
-def _as_text(value, where, name, problems):
-    """Normalised text, or None after adding a problem (missing, not text, empty, too long)."""
-    if value is None:
-        problems.append(f"{where}: {name} is missing.")
-        return None
-    if not isinstance(value, str):
-        kind = (
-            f"the number {value!r}"
-            if isinstance(value, (int, float)) and not isinstance(value, bool)
-            else type(value).__name__
-        )
-        problems.append(f"{where}: {name} must be text, got {kind}.")
-        return None
-    text = normalize_text(value)
-    if not text.strip():
-        problems.append(f"{where}: {name} is empty.")
-        return None
-    if len(text) > MAX_TEXT:
-        problems.append(f"{where}: {name} is longer than {MAX_TEXT} characters.")
-        return None
-    return text
-
-
 # --- manual collection -----------------------------------------------------------------------------------------
 
 
@@ -346,8 +316,21 @@ class Answer:
     text: str
 
 
+def _answer_fields(values, skip_empty):
+    """A sheet row's unit and answer as the answers schema reads them: a blank unit dropped (the schema names it), a
+    blank answer dropped where `skip_empty` leaves its unit pending."""
+    row = {}
+    if not _blank(values.get("unit")):
+        row["unit"] = values["unit"]
+    _, answer = _pick(values, "answer", "text")
+    if answer is not None and not (skip_empty and _blank(answer)):
+        row["answer"] = normalize_text(answer) if isinstance(answer, str) else answer
+    return row
+
+
 def validate_answers(run, records, *, skip_empty=False):
-    """[Answer] for (row, {unit, answer}) records, or ImportProblems listing every bad row."""
+    """[Answer] for (row, {unit, answer}) records, or ImportProblems listing every bad row. Each row is checked
+    against the answers schema; code then checks the units against the run."""
     units = {o.pk: o for o in manual_outputs(run)}
     problems, answers, seen = [], [], {}
     if records:
@@ -356,16 +339,14 @@ def validate_answers(run, records, *, skip_empty=False):
             raise ImportProblems(["The file has no 'unit' column: use the run's collection sheet."])
         if not columns & {"answer", "text"}:
             raise ImportProblems(["The file has no 'answer' column."])
-    for row, values in records:
+    fields = [_answer_fields(values, skip_empty) for _, values in records]
+    refused = _schema_problems(fields, ANSWERS_SCHEMA)
+    for index, ((row, _), f) in enumerate(zip(records, fields, strict=True)):
         where = f"Row {row}" if isinstance(row, int) else str(row)
-        raw_unit = values.get("unit")
-        unit = _as_int(raw_unit)
-        if _blank(raw_unit):
-            problems.append(f"{where}: the unit is empty.")
+        if index in refused:
+            problems.extend(f"{where}: {message}" for message in refused[index])
             continue
-        if unit is None:
-            problems.append(f"{where}: the unit must be a whole number, got {raw_unit!r}.")
-            continue
+        unit = _whole(f["unit"])
         output = units.get(unit)
         if output is None:
             problems.append(f"{where}: unknown unit {unit} (not a manual unit of run “{run.name}”).")
@@ -374,17 +355,15 @@ def validate_answers(run, records, *, skip_empty=False):
             problems.append(f"{where}: unit {unit} appears twice (also in row {seen[unit]}).")
             continue
         seen[unit] = row
-        _, answer = _pick(values, "answer", "text")
-        if _blank(answer) and skip_empty:
+        if "answer" not in f:
+            if not skip_empty:
+                problems.append(f"{where}: the answer is missing.")
             continue
         if output.status == OutputStatus.DONE:
-            if isinstance(answer, str) and normalize_text(answer) == output.text:
-                continue  # the sheet repeats an answer already stored
-            problems.append(f"{where}: unit {unit} already has an answer.")
+            if f["answer"] != output.text:  # else the sheet repeats an answer already stored
+                problems.append(f"{where}: unit {unit} already has an answer.")
             continue
-        text = _as_text(answer, where, "the answer", problems)
-        if text is not None:
-            answers.append(Answer(row, output, text))
+        answers.append(Answer(row, output, f["answer"]))
     if problems:
         raise ImportProblems(problems)
     if not answers:
@@ -491,19 +470,20 @@ class ImportedRow:
     extra: dict
 
 
-def _slot_values(values, where, problems):
+def _slot_values(row, values, where, problems):
+    """The row's slot values: its slot_values object (or JSON text of one) and its slot:<name> columns; None after
+    adding a problem."""
     slot_values = {}
-    _, raw = _pick(values, *IMPORT_ALIASES["slot_values"])
-    if not _blank(raw):
-        if isinstance(raw, str):
-            try:
-                raw = loads_json(raw)
-            except ValueError:
-                problems.append(f'{where}: slot_values must be a JSON object, e.g. {{"name": "Kelly"}}.')
-                return None
+    raw = row.get("slot_values")
+    if isinstance(raw, str):
+        try:
+            raw = loads_json(raw)
+        except ValueError:
+            raw = None
         if not isinstance(raw, dict):
-            problems.append(f"{where}: slot_values must be a JSON object, got {type(raw).__name__}.")
+            problems.append(f'{where}: slot_values must be a JSON object, e.g. {{"name": "Kelly"}}.')
             return None
+    if raw:
         slot_values.update({str(k): str(v) for k, v in raw.items()})
     for key, value in values.items():
         if key.startswith("slot:") and not _blank(value):
@@ -511,22 +491,92 @@ def _slot_values(values, where, problems):
     return slot_values
 
 
-def validate_import(records, toolkit=None):
-    """[ImportedRow] or ImportProblems. Items are matched by number (or by their rendered prompt) in `toolkit`."""
-    units_by_item, units_by_prompt, items = {}, {}, {}
-    if toolkit is not None:
+def _import_fields(records):
+    """Each row's fields under their own names (the first of a field's aliases the row has), as the schema reads
+    them: blank cells dropped, except a blank model or text (which the schema names), and the text's line ends made
+    \\n. Which alias names a field is worked out once per set of columns (a CSV has one)."""
+    aliases_of = {}
+    rows = []
+    for _, values in records:
+        columns = tuple(values)
+        if columns not in aliases_of:
+            aliases_of[columns] = [
+                (field, next(alias for alias in aliases if alias in values))
+                for field, aliases in IMPORT_ALIASES.items()
+                if any(alias in values for alias in aliases)
+            ]
+        row = {}
+        for field, alias in aliases_of[columns]:
+            value = values[alias]
+            if value is not None and (field in ("model", "text") or not _blank(value)):
+                row[field] = normalize_text(value) if field == "text" and isinstance(value, str) else value
+        rows.append(row)
+    return rows
+
+
+def _whole(value):
+    """A whole number the schema has accepted: an int, an integral float or digits between spaces."""
+    return int(value.strip()) if isinstance(value, str) else int(value)
+
+
+def _schema_problems(rows, schema):
+    """{row index: [messages]} for the rows a row schema refuses; ImportProblems for the file as a whole."""
+    found = defaultdict(list)
+    for problem in schemas.problems(rows, schema, reporter=_row_reporter):
+        found[int(problem.path[1:-1]) if problem.path else ""].append(problem.message)
+    if "" in found:
+        raise ImportProblems(found[""])
+    return found
+
+
+def _row_reporter(error):
+    return schemas.format_path(list(error.absolute_path)[:1]), schemas.message(error)
+
+
+class _Toolkit:
+    """A toolkit's rendered units, by item number and variant and by prompt text."""
+
+    def __init__(self, toolkit):
+        self.toolkit, self.by_item, self.by_prompt, self.items = toolkit, {}, {}, {}
+        if toolkit is None:
+            return
         try:
             for unit in expand_units(toolkit):
-                items[unit.item.number] = unit.item
-                units_by_item.setdefault(unit.item.number, {})[unit.variant_key] = unit
-                units_by_prompt.setdefault(unit.prompt.strip(), unit)
+                self.items[unit.item.number] = unit.item
+                self.by_item.setdefault(unit.item.number, {})[unit.variant_key] = unit
+                self.by_prompt.setdefault(unit.prompt.strip(), unit)
         except SlotError as exc:
             raise ImportProblems([f"The toolkit cannot be expanded: {exc}"]) from None
+
+    def match_item(self, number, slot_values, key, prompt):
+        """(unit, problem) for an item number and the row's slot values."""
+        if self.toolkit is None:
+            return None, "item numbers need a toolkit to match against; choose one (or give the prompt text)."
+        if number not in self.items:
+            return None, f"toolkit “{self.toolkit}” has no item {number}."
+        unit = self.by_item[number].get(key)
+        if unit is None and not slot_values and len(self.by_item[number]) > 1:
+            unit = self.by_prompt.get(prompt.strip())
+        if unit is None:
+            return None, f"item {number} has no variant with slot values {slot_values or '{}'}."
+        return unit, None
+
+    def match_prompt(self, prompt):
+        unit = self.by_prompt.get(prompt.strip())
+        return unit, None if unit else f"the prompt matches no rendered prompt of toolkit “{self.toolkit}”."
+
+
+def validate_import(records, toolkit=None):
+    """[ImportedRow] or ImportProblems. Each row is checked against the output-import schema (its fields); code then
+    matches items by number (or by their rendered prompt) in `toolkit` and refuses duplicate rows and external ids."""
+    units = _Toolkit(toolkit)
     columns = set().union(*(values.keys() for _, values in records)) if records else set()
     if not columns & set(IMPORT_ALIASES["model"]):
         raise ImportProblems(["The file has no 'model' column."])
     if not columns & set(IMPORT_ALIASES["text"]):
         raise ImportProblems(["The file has no 'text' column."])
+    fields = _import_fields(records)
+    refused = _schema_problems(fields, OUTPUT_IMPORT_SCHEMA)
     problems, rows, keys, external = [], [], {}, {}
     variant_keys = {}
 
@@ -536,63 +586,31 @@ def validate_import(records, toolkit=None):
             variant_keys[frozen] = variant_key(values)
         return variant_keys[frozen]
 
-    for row, values in records:
+    for index, ((row, values), f) in enumerate(zip(records, fields, strict=True)):
         where = f"Row {row}"
-        before = len(problems)
-        _, model = _pick(values, *IMPORT_ALIASES["model"])
-        model = str(model).strip() if not _blank(model) and not isinstance(model, (dict, list)) else ""
-        if not model:
-            problems.append(f"{where}: the model is missing.")
-        _, text = _pick(values, *IMPORT_ALIASES["text"])
-        text = _as_text(text, where, "the text", problems)
-        _, raw_trial = _pick(values, *IMPORT_ALIASES["trial"])
-        trial = 1 if _blank(raw_trial) else _as_int(raw_trial)
-        if trial is None or trial < 1:
-            problems.append(f"{where}: the trial must be a whole number of at least 1, got {raw_trial!r}.")
-        slot_values = _slot_values(values, where, problems)
-        _, raw_item = _pick(values, *IMPORT_ALIASES["item"])
-        _, prompt = _pick(values, *IMPORT_ALIASES["prompt"])
-        prompt = "" if _blank(prompt) else normalize_text(str(prompt))
-        item, key = None, cached_variant_key(slot_values or {})
-        if not _blank(raw_item):
-            number = _as_int(raw_item)
-            if number is None:
-                problems.append(f"{where}: the item must be an item number, got {raw_item!r}.")
-            elif toolkit is None:
-                problems.append(
-                    f"{where}: item numbers need a toolkit to match against; choose one (or give the prompt text)."
-                )
-            elif number not in items:
-                problems.append(f"{where}: toolkit “{toolkit}” has no item {number}.")
-            elif slot_values is not None:
-                unit = units_by_item[number].get(key)
-                if unit is None:
-                    if not slot_values and len(units_by_item[number]) > 1 and prompt.strip() in units_by_prompt:
-                        unit = units_by_prompt[prompt.strip()]
-                    else:
-                        problems.append(
-                            f"{where}: item {number} has no variant with slot values {slot_values or '{}'}."
-                        )
-                if unit is not None:
-                    item, key, slot_values, prompt = (
-                        unit.item,
-                        unit.variant_key,
-                        unit.slot_values,
-                        prompt or unit.prompt,
-                    )
-        elif prompt:
-            if toolkit is not None:
-                unit = units_by_prompt.get(prompt.strip())
-                if unit is None:
-                    problems.append(f"{where}: the prompt matches no rendered prompt of toolkit “{toolkit}”.")
-                else:
-                    item, key, slot_values = unit.item, unit.variant_key, unit.slot_values
-        else:
-            problems.append(f"{where}: give an item number or the prompt text.")
-        _, ext = _pick(values, *IMPORT_ALIASES["external_id"])
-        ext = "" if _blank(ext) else str(ext).strip()[:200]
-        if len(problems) > before:
+        if index in refused:
+            problems.extend(f"{where}: {message}" for message in refused[index])
             continue
+        slot_values = _slot_values(f, values, where, problems)
+        if slot_values is None:
+            continue
+        prompt = normalize_text(str(f.get("prompt", "")))
+        item, key, problem = None, cached_variant_key(slot_values), None
+        if "item" in f:
+            number = _whole(f["item"])
+            unit, problem = units.match_item(number, slot_values, key, prompt)
+            if unit is not None:
+                item, key, slot_values, prompt = unit.item, unit.variant_key, unit.slot_values, prompt or unit.prompt
+        elif prompt.strip() and toolkit is not None:
+            unit, problem = units.match_prompt(prompt)
+            if unit is not None:
+                item, key, slot_values = unit.item, unit.variant_key, unit.slot_values
+        elif not prompt.strip():
+            problem = "give an item number or the prompt text."
+        if problem:
+            problems.append(f"{where}: {problem}")
+            continue
+        model, trial, ext = str(f["model"]).strip(), _whole(f.get("trial", 1)), str(f.get("external_id", "")).strip()
         identity = (model.lower(), item.pk if item else prompt.strip(), key, trial)
         if identity in keys:
             problems.append(f"{where} duplicates row {keys[identity]} (same model, prompt, slot values and trial).")
@@ -608,7 +626,7 @@ def validate_import(records, toolkit=None):
             for k, v in values.items()
             if k not in KNOWN_IMPORT_COLUMNS and not k.startswith("slot:") and not _blank(v)
         }
-        rows.append(ImportedRow(row, model[:300], item, prompt, slot_values or {}, key, trial, text, ext, extra))
+        rows.append(ImportedRow(row, model, item, prompt, slot_values, key, trial, f["text"], ext, extra))
     if problems:
         raise ImportProblems(problems)
     return rows
