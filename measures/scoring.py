@@ -435,13 +435,34 @@ MEASURE_COLUMNS = (
 )
 
 
+class CountsJson:
+    """json.dumps(counts) for {text key: int} dicts whose keys come in a few orders (every measure of a run has its
+    language's categories): one %-template per key order, filled with the numbers; anything else by json.dumps."""
+
+    def __init__(self):
+        self._templates = {}
+
+    def __call__(self, counts):
+        values = tuple(counts.values())
+        keys = tuple(counts)
+        template = self._templates.get(keys)
+        if template is None:
+            if set(map(type, keys)) - {str}:
+                return json.dumps(counts)
+            parts = (json.dumps(key).replace("%", "%%") + ": %d" for key in keys)
+            template = self._templates[keys] = "{" + ", ".join(parts) + "}"
+        if set(map(type, values)) - {int}:  # %d writes booleans and floats otherwise than JSON
+            return json.dumps(counts)
+        return template % values
+
+
 def insert_measures(run_id, measures):
     """Insert the OutputMeasure rows (multi-row INSERTs; an output that already has one is left alone). Returns
     {output id: output measure id} of the rows inserted here, so nothing else of a measure is written twice."""
     if not measures:
         return {}
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    dumps = json.dumps
+    dumps, counts_json = json.dumps, CountsJson()
     rows = [
         (
             run_id,
@@ -452,7 +473,7 @@ def insert_measures(run_id, measures):
             m.gender,
             m.gender_source,
             dumps(m.gender_detail),
-            dumps(m.category_counts),
+            counts_json(m.category_counts),
             dumps(m.label_shares),
             m.doc_label,
             m.doc_score,

@@ -1,6 +1,7 @@
 """The optimised pure parts (sentence splitting, phrase matching, lexicon counts) give the results of the plain
 reference implementations they replaced, on random texts with the tricky characters."""
 
+import json
 import random
 import re
 from collections import Counter
@@ -466,3 +467,18 @@ def test_text_counter_counting_a_chunk_with_a_full_cache_counts_the_same(monkeyp
     for _, _, t in expected:
         tokens.update(t)
     assert fast.token_counts([t for _, _, t in found]) == list(tokens.items())
+
+
+def test_counts_json_writes_what_json_dumps_writes():
+    """The measures' category counts are written by a template per key order: the same text as json.dumps."""
+    from measures.scoring import CountsJson
+
+    rng = random.Random(36)
+    keys = ["1", "22", "a b", 'q"uote', "100%", "%d", "ä", "\\", "\n", "💡", ""]
+    dumps = CountsJson()
+    cases = [{}, {"1": 0}, {"1": True}, {"1": 1.0}, {1: 2}, {"1": None}, {"1": -3, "2": 10**30}, {"x": "y"}]
+    for _ in range(500):
+        chosen = rng.sample(keys, rng.randint(0, len(keys)))
+        cases.append({k: rng.choice([0, 1, 7, 12345, -1]) for k in chosen})
+    for counts in cases + cases:  # templates made, then reused
+        assert dumps(counts) == json.dumps(counts), counts
