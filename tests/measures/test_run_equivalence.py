@@ -313,3 +313,68 @@ def test_chunks_are_bigger_when_outputs_are_quick_to_score(study, make_outputs, 
     assert sorted(sizes) == [200, scoring.QUICK_BATCH]
     assert scoring.MEASURE_JOB.units_per_chunk(scoring.MeasureRun(classifier="transformers")) == scoring.BATCH
     assert scoring.MEASURE_JOB.units_per_chunk(scoring.MeasureRun(classifier="", nli_path="x")) == scoring.BATCH
+
+
+def _plain_rows(run):
+    """rows_for as it read the rows before (one dict per row from .values(), JSON decoded by the ORM)."""
+    values = OutputMeasure.objects.filter(run=run, success_reason="").values(
+        *"pk output_id gender gender_source word_count sentence_count category_counts label_shares mean_score".split(),
+        *"doc_label language hallucination_share output__model_name output__item__number output__item_id".split(),
+        *"output__item__counterfactual_of_id output__item__dimension__name output__run_id output__run__name".split(),
+        *"output__endpoint_id output__endpoint__name output__trial output__slot_values output__variant_key".split(),
+        "output__context_key",
+    )
+    return [
+        {
+            "pk": v["pk"],
+            "output_id": v["output_id"],
+            "gender": v["gender"],
+            "gender_source": v["gender_source"],
+            "words": v["word_count"],
+            "sentences": v["sentence_count"],
+            "counts": v["category_counts"] or {},
+            "shares": v["label_shares"] or {},
+            "score": v["mean_score"],
+            "hallucination": v["hallucination_share"],
+            "doc_label": v["doc_label"],
+            "language": v["language"],
+            "model": v["output__model_name"],
+            "item": v["output__item__number"],
+            "item_id": v["output__item_id"],
+            "twin_of": v["output__item__counterfactual_of_id"],
+            "dimension": v["output__item__dimension__name"] or "",
+            "run": v["output__run__name"],
+            "run_id": v["output__run_id"],
+            "endpoint_id": v["output__endpoint_id"],
+            "trial": v["output__trial"],
+            "slots": v["output__slot_values"] or {},
+            "variant_key": v["output__variant_key"],
+            "context": v["output__context_key"] or "",
+            "endpoint": v["output__endpoint__name"] or v["output__model_name"],
+        }
+        for v in values
+    ]
+
+
+def test_contrast_rows_read_their_json_columns_at_once_as_the_orm_reads_them(study, make_outputs, library_lexicons):
+    """rows_for decodes the JSON columns of all rows at once: the same rows as decoding them row by row (floats,
+    unicode, nested slot values, empty dicts, items and dimensions included)."""
+    from generation.models import Dimension, PromptItem, Toolkit
+
+    toolkit = Toolkit.objects.create(study=study, name="Deutsch", language="de")
+    item = PromptItem.objects.create(
+        toolkit=toolkit, number=2, text="Schreibe.", dimension=Dimension.objects.create(toolkit=toolkit, name="Fü")
+    )
+    specs = [
+        {"text": text, "slot_values": slots, "model_name": f"m{i % 2}", **({"item": item} if lang == "de" else {})}
+        for i, (text, slots, _, lang) in enumerate(corpus(n=30))
+    ]
+    specs += [{"text": "Ein Text ohne Namen.", "slot_values": {}}, {"text": "x", "slot_values": {"a": [1, 2.5, "ü"]}}]
+    make_outputs(study, specs)
+    run = scoring.create_run(study, name="rows", lexicons=list(library_lexicons.values()), classifier="vader")
+    scoring.start(run)
+    run.refresh_from_db()
+    rows = contrasts.rows_for(run)
+    assert len(rows) == 32 and rows == _plain_rows(run)
+    assert [list(r) for r in rows] == [list(r) for r in _plain_rows(run)]
+    assert contrasts.rows_for(scoring.create_run(study, name="none", lexicons=list(library_lexicons.values()))) == []
