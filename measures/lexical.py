@@ -534,14 +534,18 @@ class TextCounter:
         is full)."""
         ids = np.fromiter(map(self._ids.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
         new = np.flatnonzero(ids < 0).tolist()
-        if new:
-            for token in dict.fromkeys(map(tokens.__getitem__, new)):
-                if token not in self._words:
-                    self._learn(token)
-            known = self._ids
-            if any(tokens[i] not in known for i in new):
-                return None
-            ids[new] = [known[tokens[i]] for i in new]
+        if not new:
+            return ids
+        for token in dict.fromkeys(map(tokens.__getitem__, new)):
+            if token not in self._words:
+                self._learn(token)
+        if 8 * len(new) > len(tokens):  # many new (the first texts): look every token up again, in C
+            ids = np.fromiter(map(self._ids.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
+            return None if (ids < 0).any() else ids
+        known = self._ids
+        if any(tokens[i] not in known for i in new):
+            return None
+        ids[new] = [known[tokens[i]] for i in new]
         return ids
 
     def _adds_matrix(self):
