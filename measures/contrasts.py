@@ -9,6 +9,7 @@ sentences with that label, "score" = mean classifier score (per sentence or the 
 import json
 import math
 from collections import Counter, defaultdict
+from itertools import chain
 from typing import Any, TypedDict
 
 import numpy as np
@@ -187,7 +188,10 @@ class RowTable:
     to the text's language), so a group's sums and rates are array operations instead of loops over dicts."""
 
     def __init__(self, rows, categories):
+        self.rows = rows
         self.position = {id(r): i for i, r in enumerate(rows)}
+        self.sentences = np.array([r["sentences"] or 0 for r in rows], dtype=float)
+        self._shares, self._has, self._scores = {}, {}, None
         self.words = np.array([r["words"] for r in rows], dtype=np.int64)
         gender = np.array([r["gender"] or "" for r in rows], dtype=object)
         self.female, self.male = gender == "F", gender == "M"
@@ -199,6 +203,18 @@ class RowTable:
 
     def index(self, members):
         return np.fromiter((self.position[id(r)] for r in members), dtype=np.int64, count=len(members))
+
+    def shares(self, label):
+        """(each row's share of sentences with `label`, NaN where none; whether its shares hold the label)."""
+        if label not in self._shares:
+            self._shares[label] = _floats(r["shares"].get(label) for r in self.rows)
+            self._has[label] = np.fromiter((label in r["shares"] for r in self.rows), dtype=bool, count=len(self.rows))
+        return self._shares[label], self._has[label]
+
+    def scores(self):
+        if self._scores is None:
+            self._scores = _floats(r["score"] for r in self.rows)
+        return self._scores
 
 
 def category_results(rows, categories, zero_policy, convention="per_category", table=None):
@@ -342,16 +358,35 @@ def per_context_scores(run: MeasureRun, rows=None, categories=None) -> list[Resu
     return out
 
 
-def label_counts(rows, unit):
-    """{gender: Counter(label)} counting sentences (sentence unit) or documents."""
+def label_counts(rows, unit, table=None):
+    """{gender: Counter(label)} counting sentences (sentence unit) or documents. Sentences are counted by array
+    operations over `table` (a RowTable holding the rows; built here when not given): a row adds round(share ×
+    sentences) for each label of its shares, the labels in the order they first occur."""
+    counts = {"F": Counter(), "M": Counter()}
+    if unit == ClassifierUnit.DOCUMENT:
+        for r in rows:
+            if r["gender"] in counts and r["doc_label"]:
+                counts[r["gender"]][r["doc_label"]] += 1
+        return counts
+    table = table or RowTable(rows, [])
+    idx = table.index(rows)
+    for gender, mask in (("F", table.female), ("M", table.male)):
+        members = idx[mask[idx]]
+        found = {}
+        for label in dict.fromkeys(chain.from_iterable(table.rows[i]["shares"] for i in members.tolist())):
+            share, has = table.shares(label)
+            products = share[members][has[members]] * table.sentences[members][has[members]]
+            if not np.isfinite(products).all():  # a share that is not a number: row by row, as it fails there
+                return _label_counts_by_row(rows)
+            found[label] = int(np.rint(products).sum())  # rint rounds half to even, as round() does
+        counts[gender].update(found)
+    return counts
+
+
+def _label_counts_by_row(rows):
     counts = {"F": Counter(), "M": Counter()}
     for r in rows:
-        if r["gender"] not in counts:
-            continue
-        if unit == ClassifierUnit.DOCUMENT:
-            if r["doc_label"]:
-                counts[r["gender"]][r["doc_label"]] += 1
-        else:
+        if r["gender"] in counts:
             for label, share in r["shares"].items():
                 counts[r["gender"]][label] += round(share * r["sentences"])
     return counts
@@ -369,21 +404,21 @@ def hallucination_result(rows):
     }
 
 
-def classifier_results(rows, labels, unit):
-    female = [r for r in rows if r["gender"] == "F"]
-    male = [r for r in rows if r["gender"] == "M"]
+def classifier_results(rows, labels, unit, table=None):
+    """Welch and Mann-Whitney tests of each label's share and of the score, female vs male, and the χ² of the
+    label counts. `table`: a RowTable holding these rows (built here when not given)."""
+    table = table or RowTable(rows, [])
+    idx = table.index(rows)
+    female, male = idx[table.female[idx]], idx[table.male[idx]]
     measures = [(f"share:{label}", label) for label in labels] if unit == ClassifierUnit.SENTENCE else []
-    samples = [
-        (_floats(r["shares"].get(label) for r in female), _floats(r["shares"].get(label) for r in male))
-        for _, label in measures
-    ]
+    samples = [(table.shares(label)[0][female], table.shares(label)[0][male]) for _, label in measures]
     measures.append(("score", "score"))
-    samples.append((_floats(r["score"] for r in female), _floats(r["score"] for r in male)))
+    samples.append((table.scores()[female], table.scores()[male]))
     out = [
         {"measure": measure, "label": label, "tests": tests}
         for (measure, label), tests in zip(measures, _tests_by_column(samples), strict=True)
     ]
-    counts = label_counts(rows, unit)
+    counts = label_counts(rows, unit, table)
     try:
         chi2 = stats.chi2_labels({g: dict(c) for g, c in counts.items()})
     except stats.StatsError as exc:
@@ -495,7 +530,7 @@ def group_results(run, members, categories, table, labels, memo=None):
     if memo is not None and key in memo:
         return memo[key]
     cat_res, totals = category_results(members, categories, run.zero_policy, run.or_orientation, table)
-    tests, chi2 = classifier_results(members, labels, run.classifier_unit) if run.classifier else ([], None)
+    tests, chi2 = classifier_results(members, labels, run.classifier_unit, table) if run.classifier else ([], None)
     hallucination = hallucination_result(members) if run.nli_path else None
     found = (cat_res, totals, tests, chi2, hallucination)
     if memo is not None:

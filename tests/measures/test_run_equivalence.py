@@ -378,3 +378,51 @@ def test_contrast_rows_read_their_json_columns_at_once_as_the_orm_reads_them(stu
     assert len(rows) == 32 and rows == _plain_rows(run)
     assert [list(r) for r in rows] == [list(r) for r in _plain_rows(run)]
     assert contrasts.rows_for(scoring.create_run(study, name="none", lexicons=list(library_lexicons.values()))) == []
+
+
+def _plain_label_counts(rows):
+    counts = {"F": Counter(), "M": Counter()}
+    for r in rows:
+        if r["gender"] in counts:
+            for label, share in r["shares"].items():
+                counts[r["gender"]][label] += round(share * r["sentences"])
+    return counts
+
+
+def _plain_classifier_tests(rows, labels):
+    female = [r for r in rows if r["gender"] == "F"]
+    male = [r for r in rows if r["gender"] == "M"]
+    samples = [
+        (contrasts._floats(r["shares"].get(lb) for r in female), contrasts._floats(r["shares"].get(lb) for r in male))
+        for lb in labels
+    ]
+    samples.append((contrasts._floats(r["score"] for r in female), contrasts._floats(r["score"] for r in male)))
+    return contrasts._tests_by_column(samples)
+
+
+def test_label_counts_and_classifier_tests_by_arrays_equal_the_row_loops():
+    """The sentence label counts (round(share × sentences), halves to even) and the share and score tests computed
+    over a RowTable equal the loops over the rows: labels first met in different orders per gender, rows without
+    some labels, unknown genders, missing scores, groups of the rows."""
+    rng = random.Random(36)
+    rows = []
+    for i in range(400):
+        n = rng.choice([0, 1, 2, 4, 8, 27])
+        labels = rng.sample(["positive", "neutral", "negative", "Frau ≠ Mann"], rng.randint(0, 4))
+        shares = {lb: rng.choice([0.0, 0.125, 0.5, 0.375, 1.0, rng.random()]) for lb in labels}
+        score = rng.choice([None, rng.uniform(-1, 1), 0.5])
+        gender = rng.choice(["F", "M", "", None])
+        rows.append({"pk": i, "words": 10, "gender": gender, "shares": shares, "sentences": n, "score": score})
+    table = contrasts.RowTable(rows, [])
+    for members in (rows, rows[::3], [r for r in rows if r["sentences"] == 27], []):
+        got = contrasts.label_counts(members, "sentence", table)
+        want = _plain_label_counts(members)
+        assert got == want and [list(c) for c in got.values()] == [list(c) for c in want.values()]
+        assert contrasts.label_counts(members, "sentence") == want
+        labels = ["positive", "negative", "missing"]
+        tests, _ = contrasts.classifier_results(members, labels, "sentence", table)
+        plain = _plain_classifier_tests(members, labels)
+        assert contrasts.json_clean([t["tests"] for t in tests]) == contrasts.json_clean(plain)
+    bad = [{"pk": 0, "words": 1, "gender": "F", "shares": {"x": None}, "sentences": 2, "score": None}]
+    with pytest.raises(TypeError):
+        contrasts.label_counts(bad, "sentence")
