@@ -6,12 +6,16 @@ Measures compared per output: "rate:<category id>" = category matches per 100 wo
 sentences with that label, "score" = mean classifier score (per sentence or the document's).
 """
 
+import json
 import math
 from collections import Counter, defaultdict
+from itertools import chain
 from typing import Any, TypedDict
 
 import numpy as np
 from django.db import transaction
+from django.db.models import TextField
+from django.db.models.functions import Cast
 
 from generation.toolkits.counterfactual import swap_gender, swap_values
 from generation.toolkits.expansion import variant_key
@@ -41,66 +45,61 @@ class FairnessError(ValueError):
 TOP_K = 15
 
 
+_ROW_FIELDS = (  # (the row's key, the field read), in the order rows_for reads them
+    ("pk", "pk"),
+    ("output_id", "output_id"),
+    ("gender", "gender"),
+    ("gender_source", "gender_source"),
+    ("words", "word_count"),
+    ("sentences", "sentence_count"),
+    ("counts", "category_counts"),
+    ("shares", "label_shares"),
+    ("score", "mean_score"),
+    ("hallucination", "hallucination_share"),
+    ("doc_label", "doc_label"),
+    ("language", "language"),
+    ("model", "output__model_name"),
+    ("item", "output__item__number"),
+    ("item_id", "output__item_id"),
+    ("twin_of", "output__item__counterfactual_of_id"),
+    ("dimension", "output__item__dimension__name"),
+    ("run", "output__run__name"),
+    ("run_id", "output__run_id"),
+    ("endpoint_id", "output__endpoint_id"),
+    ("trial", "output__trial"),
+    ("slots", "output__slot_values"),
+    ("variant_key", "output__variant_key"),
+    ("context", "output__context_key"),
+    ("endpoint", "output__endpoint__name"),
+)
+_ROW_KEYS = tuple(key for key, _ in _ROW_FIELDS)
+_OR_EMPTY = {"counts": dict, "shares": dict, "dimension": str, "slots": dict, "context": str}  # None read as empty
+
+
+_JSON_ROW_FIELDS = {"counts": "category_counts", "shares": "label_shares", "slots": "output__slot_values"}
+
+
+def _json_columns(texts):
+    """The JSON texts of a column (None for SQL NULL) decoded by one json.loads (cheaper than one per row)."""
+    return json.loads("[" + ",".join(["null" if t is None else t for t in texts]) + "]")
+
+
 def rows_for(run):
-    """One dict per scored output with what the contrasts need (outputs failed by the success filter left out)."""
-    values = OutputMeasure.objects.filter(run=run, success_reason="").values(
-        "pk",
-        "output_id",
-        "gender",
-        "gender_source",
-        "word_count",
-        "sentence_count",
-        "category_counts",
-        "label_shares",
-        "mean_score",
-        "doc_label",
-        "language",
-        "hallucination_share",
-        "output__model_name",
-        "output__item__number",
-        "output__item_id",
-        "output__item__counterfactual_of_id",
-        "output__item__dimension__name",
-        "output__run_id",
-        "output__run__name",
-        "output__endpoint_id",
-        "output__endpoint__name",
-        "output__trial",
-        "output__slot_values",
-        "output__variant_key",
-        "output__context_key",
-    )
-    rows = []
-    for v in values:
-        rows.append(
-            {
-                "pk": v["pk"],
-                "output_id": v["output_id"],
-                "gender": v["gender"],
-                "gender_source": v["gender_source"],
-                "words": v["word_count"],
-                "sentences": v["sentence_count"],
-                "counts": v["category_counts"] or {},
-                "shares": v["label_shares"] or {},
-                "score": v["mean_score"],
-                "hallucination": v["hallucination_share"],
-                "doc_label": v["doc_label"],
-                "language": v["language"],
-                "model": v["output__model_name"],
-                "item": v["output__item__number"],
-                "item_id": v["output__item_id"],
-                "twin_of": v["output__item__counterfactual_of_id"],
-                "dimension": v["output__item__dimension__name"] or "",
-                "run": v["output__run__name"],
-                "run_id": v["output__run_id"],
-                "endpoint_id": v["output__endpoint_id"],
-                "trial": v["output__trial"],
-                "slots": v["output__slot_values"] or {},
-                "variant_key": v["output__variant_key"],
-                "context": v["output__context_key"] or "",
-                "endpoint": v["output__endpoint__name"] or v["output__model_name"],
-            }
-        )
+    """One dict per scored output with what the contrasts need (outputs failed by the success filter left out).
+    The JSON columns are read as text and each decoded at once (_json_columns)."""
+    as_text = {f"{key}_json": Cast(field, TextField()) for key, field in _JSON_ROW_FIELDS.items()}
+    read = [f"{key}_json" if key in _JSON_ROW_FIELDS else field for key, field in _ROW_FIELDS]
+    values = list(OutputMeasure.objects.filter(run=run, success_reason="").annotate(**as_text).values_list(*read))
+    columns = list(zip(*values, strict=True)) if values else [()] * len(_ROW_FIELDS)
+    for i, key in enumerate(_ROW_KEYS):
+        if key in _JSON_ROW_FIELDS:
+            columns[i] = _json_columns(columns[i])
+    rows = [dict(zip(_ROW_KEYS, v, strict=True)) for v in zip(*columns, strict=True)]
+    for row in rows:
+        for key, empty in _OR_EMPTY.items():
+            if not row[key]:
+                row[key] = empty()
+        row["endpoint"] = row["endpoint"] or row["model"]
     return rows
 
 
@@ -189,7 +188,10 @@ class RowTable:
     to the text's language), so a group's sums and rates are array operations instead of loops over dicts."""
 
     def __init__(self, rows, categories):
+        self.rows = rows
         self.position = {id(r): i for i, r in enumerate(rows)}
+        self.sentences = np.array([r["sentences"] or 0 for r in rows], dtype=float)
+        self._shares, self._has, self._scores = {}, {}, None
         self.words = np.array([r["words"] for r in rows], dtype=np.int64)
         gender = np.array([r["gender"] or "" for r in rows], dtype=object)
         self.female, self.male = gender == "F", gender == "M"
@@ -201,6 +203,18 @@ class RowTable:
 
     def index(self, members):
         return np.fromiter((self.position[id(r)] for r in members), dtype=np.int64, count=len(members))
+
+    def shares(self, label):
+        """(each row's share of sentences with `label`, NaN where none; whether its shares hold the label)."""
+        if label not in self._shares:
+            self._shares[label] = _floats(r["shares"].get(label) for r in self.rows)
+            self._has[label] = np.fromiter((label in r["shares"] for r in self.rows), dtype=bool, count=len(self.rows))
+        return self._shares[label], self._has[label]
+
+    def scores(self):
+        if self._scores is None:
+            self._scores = _floats(r["score"] for r in self.rows)
+        return self._scores
 
 
 def category_results(rows, categories, zero_policy, convention="per_category", table=None):
@@ -344,16 +358,35 @@ def per_context_scores(run: MeasureRun, rows=None, categories=None) -> list[Resu
     return out
 
 
-def label_counts(rows, unit):
-    """{gender: Counter(label)} counting sentences (sentence unit) or documents."""
+def label_counts(rows, unit, table=None):
+    """{gender: Counter(label)} counting sentences (sentence unit) or documents. Sentences are counted by array
+    operations over `table` (a RowTable holding the rows; built here when not given): a row adds round(share ×
+    sentences) for each label of its shares, the labels in the order they first occur."""
+    counts = {"F": Counter(), "M": Counter()}
+    if unit == ClassifierUnit.DOCUMENT:
+        for r in rows:
+            if r["gender"] in counts and r["doc_label"]:
+                counts[r["gender"]][r["doc_label"]] += 1
+        return counts
+    table = table or RowTable(rows, [])
+    idx = table.index(rows)
+    for gender, mask in (("F", table.female), ("M", table.male)):
+        members = idx[mask[idx]]
+        found = {}
+        for label in dict.fromkeys(chain.from_iterable(table.rows[i]["shares"] for i in members.tolist())):
+            share, has = table.shares(label)
+            products = share[members][has[members]] * table.sentences[members][has[members]]
+            if not np.isfinite(products).all():  # a share that is not a number: row by row, as it fails there
+                return _label_counts_by_row(rows)
+            found[label] = int(np.rint(products).sum())  # rint rounds half to even, as round() does
+        counts[gender].update(found)
+    return counts
+
+
+def _label_counts_by_row(rows):
     counts = {"F": Counter(), "M": Counter()}
     for r in rows:
-        if r["gender"] not in counts:
-            continue
-        if unit == ClassifierUnit.DOCUMENT:
-            if r["doc_label"]:
-                counts[r["gender"]][r["doc_label"]] += 1
-        else:
+        if r["gender"] in counts:
             for label, share in r["shares"].items():
                 counts[r["gender"]][label] += round(share * r["sentences"])
     return counts
@@ -371,21 +404,21 @@ def hallucination_result(rows):
     }
 
 
-def classifier_results(rows, labels, unit):
-    female = [r for r in rows if r["gender"] == "F"]
-    male = [r for r in rows if r["gender"] == "M"]
+def classifier_results(rows, labels, unit, table=None):
+    """Welch and Mann-Whitney tests of each label's share and of the score, female vs male, and the χ² of the
+    label counts. `table`: a RowTable holding these rows (built here when not given)."""
+    table = table or RowTable(rows, [])
+    idx = table.index(rows)
+    female, male = idx[table.female[idx]], idx[table.male[idx]]
     measures = [(f"share:{label}", label) for label in labels] if unit == ClassifierUnit.SENTENCE else []
-    samples = [
-        (_floats(r["shares"].get(label) for r in female), _floats(r["shares"].get(label) for r in male))
-        for _, label in measures
-    ]
+    samples = [(table.shares(label)[0][female], table.shares(label)[0][male]) for _, label in measures]
     measures.append(("score", "score"))
-    samples.append((_floats(r["score"] for r in female), _floats(r["score"] for r in male)))
+    samples.append((table.scores()[female], table.scores()[male]))
     out = [
         {"measure": measure, "label": label, "tests": tests}
         for (measure, label), tests in zip(measures, _tests_by_column(samples), strict=True)
     ]
-    counts = label_counts(rows, unit)
+    counts = label_counts(rows, unit, table)
     try:
         chi2 = stats.chi2_labels({g: dict(c) for g, c in counts.items()})
     except stats.StatsError as exc:
@@ -497,7 +530,7 @@ def group_results(run, members, categories, table, labels, memo=None):
     if memo is not None and key in memo:
         return memo[key]
     cat_res, totals = category_results(members, categories, run.zero_policy, run.or_orientation, table)
-    tests, chi2 = classifier_results(members, labels, run.classifier_unit) if run.classifier else ([], None)
+    tests, chi2 = classifier_results(members, labels, run.classifier_unit, table) if run.classifier else ([], None)
     hallucination = hallucination_result(members) if run.nli_path else None
     found = (cat_res, totals, tests, chi2, hallucination)
     if memo is not None:

@@ -34,7 +34,12 @@ from collections import _count_elements as _count_elements  # the C loop behind 
 from dataclasses import dataclass
 from itertools import chain, repeat
 
+import numpy as np
+
+from stereoscope.lazy_imports import LazyModule
 from stereoscope.stats.textproc import WORD_RE, lower_same_length
+
+sparse = LazyModule("scipy.sparse")
 
 MODES = ("prefix", "whole_word", "substring", "regex")
 DIRECTIONS = ("male", "female", "none")
@@ -428,6 +433,11 @@ class TextCounter:
                 self._other.append((m, needles))
         self._markers = tuple(markers.items())  # (word, its marker)
         self._start = {**self._zero, self._MORE: 0, self._NONE: 0, **dict.fromkeys(markers.values(), 0)}
+        # For count_many: each cached token's id (in the order learnt), the token of each id, and what each id adds
+        # as (id, column of self._start, 1) triples, made into a sparse matrix when new ids came since.
+        self._column = {key: i for i, key in enumerate(self._start)}
+        self._ids, self._token_of, self._adds_at = {}, [], ([], [])
+        self._matrix = None
 
     _MORE, _NONE = "\x00more words", "\x00no word"
 
@@ -444,6 +454,10 @@ class TextCounter:
         if len(self._words) < self.CACHE:
             self._words[token] = words
             self._adds[token] = adds
+            self._ids[token] = token_id = len(self._token_of)
+            self._token_of.append(token)
+            self._adds_at[0].extend([token_id] * len(adds))
+            self._adds_at[1].extend(map(self._column.__getitem__, adds))
         return words, adds
 
     def words_of(self, token):
@@ -471,7 +485,13 @@ class TextCounter:
                 if token not in known:  # the cache is full: count this occurrence here
                     _count_elements(counts, adds)
             _count_elements(counts, chain.from_iterable(map(self._adds.get, tokens, repeat(()))))
-        n_words = len(tokens) + counts.pop(self._MORE) - counts.pop(self._NONE)
+        return self._finish(text, lowered, len(tokens), counts), counts, tokens
+
+    def _finish(self, text, lowered, n_tokens, counts):
+        """The word count; `counts` (what the tokens add) becomes the category counts: the markers and word counts
+        taken out, each matcher's phrases, substrings and regexes (or all its matches, where an exclusion occurs)
+        added."""
+        n_words = n_tokens + counts.pop(self._MORE) - counts.pop(self._NONE)
         present = {marker: counts.pop(marker) for _, marker in self._markers}
         for matcher, needles in self._other:
             if needles is not None and not any(all(map(present.__getitem__, group)) for group in needles):
@@ -480,7 +500,82 @@ class TextCounter:
                 counts.update(matcher.count(text))
             else:
                 matcher._count_other(text, lowered, counts)
-        return n_words, counts, tokens
+        return n_words
+
+    def count_many(self, texts):
+        """([count(text) for text in texts], the ids of all their tokens one text after the other), the tokens of
+        every text looked up at once: each token's id by one C loop, then what the ids add summed per text by one
+        sparse matrix product (texts × ids, ids × what they add). The third item of each count is the text's token
+        ids (a slice of the ids), which token_counts takes as it takes tokens. When the cache is full, each text is
+        counted by count(), and the ids are None."""
+        texts = [text or "" for text in texts]
+        lowered = list(map(lower_same_length, texts))
+        token_lists = list(map(str.split, lowered))
+        tokens = list(chain.from_iterable(token_lists))
+        ids = self._ids_of(tokens)
+        if ids is None:
+            return [self.count(text) for text in texts], None
+        lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(texts))
+        bounds = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=bounds[1:])
+        per_text = sparse.csr_matrix(
+            (np.ones(len(ids), dtype=np.int64), ids, bounds), shape=(len(texts), len(self._token_of))
+        )
+        columns = list(self._start)
+        added = (per_text @ self._adds_matrix()).toarray().tolist()
+        found = []
+        for i, (text, low, n_tokens, row) in enumerate(zip(texts, lowered, lengths.tolist(), added, strict=True)):
+            counts = dict(zip(columns, row, strict=True))
+            found.append((self._finish(text, low, n_tokens, counts), counts, ids[bounds[i] : bounds[i + 1]]))
+        return found, ids
+
+    def _ids_of(self, tokens):
+        """The ids of `tokens` (an array), the new ones learnt first; None when one cannot be cached (the cache
+        is full)."""
+        ids = np.fromiter(map(self._ids.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
+        new = np.flatnonzero(ids < 0).tolist()
+        if not new:
+            return ids
+        for token in dict.fromkeys(map(tokens.__getitem__, new)):
+            if token not in self._words:
+                self._learn(token)
+        if 8 * len(new) > len(tokens):  # many new (the first texts): look every token up again, in C
+            ids = np.fromiter(map(self._ids.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
+            return None if (ids < 0).any() else ids
+        known = self._ids
+        if any(tokens[i] not in known for i in new):
+            return None
+        ids[new] = [known[tokens[i]] for i in new]
+        return ids
+
+    def _adds_matrix(self):
+        """What each id adds, as a sparse matrix (ids × the columns of the counts), made again after new ids."""
+        n = len(self._token_of)
+        if self._matrix is None or self._matrix.shape[0] != n:
+            rows, columns = self._adds_at
+            self._matrix = sparse.csr_matrix(
+                (np.ones(len(rows), dtype=np.int64), (rows, columns)), shape=(n, len(self._column))
+            )
+        return self._matrix
+
+    def token_counts(self, sequences):
+        """[(token, occurrences)] of the tokens of several texts, in the order they first occur: what a Counter
+        updated with each text's tokens in turn holds. A sequence is a text's tokens (count) or their ids
+        (count_many)."""
+        sequences = list(sequences)
+        token_of = self._token_of
+        if not all(isinstance(s, np.ndarray) for s in sequences):
+            tokens = Counter()
+            for s in sequences:
+                tokens.update(map(token_of.__getitem__, s.tolist()) if isinstance(s, np.ndarray) else s)
+            return list(tokens.items())
+        ids = np.concatenate(sequences) if sequences else np.zeros(0, dtype=np.int64)
+        occurrences = np.bincount(ids, minlength=len(token_of))
+        first = np.full(len(token_of), len(ids), dtype=np.int64)
+        np.minimum.at(first, ids, np.arange(len(ids), dtype=np.int64))
+        present = np.flatnonzero(occurrences)
+        order = present[np.argsort(first[present], kind="stable")]
+        return list(zip(map(token_of.__getitem__, order.tolist()), occurrences[order].tolist(), strict=True))
 
 
 def prepare(text):

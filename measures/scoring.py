@@ -342,21 +342,35 @@ class Scorer:
         with gc_paused():
             return self._score(outputs, attributions)
 
-    def _score(self, outputs, attributions):
-        measures, to_classify = [], []
+    def _counted(self, outputs, attributions):
+        """[Measure] of the outputs with their subject's gender, words and category counts (each language's texts
+        counted at once); an output failed by the success filter gets only its gender."""
+        measures, by_language = [], {}
         run = self.run
         resolve, names, sources = gender_mod.resolve, run.name_genders, self.sources
-        by_sentence = self.classifier is not None and run.classifier_unit == ClassifierUnit.SENTENCE
         for out in outputs:
             language, text = out.language, out.text
             g, source, detail = resolve(out.slot_values, attributions.get(out.pk, ()), text, names, language, sources)
             failed = self.success.check(text).reason if self.success else ""
             m = Measure(out, language, g, source, detail, failed)
             measures.append(m)
-            if failed:  # the success filter comes before any measure: only the subject's gender is recorded
+            if not failed:  # the success filter comes before any measure: only the subject's gender is recorded
+                by_language.setdefault(language, []).append(m)
+        for language, counted in by_language.items():
+            found, _ = self.counter(language).count_many([m.unit.text for m in counted])
+            for m, (n_words, counts, tokens) in zip(counted, found, strict=True):
+                m.word_count, m.category_counts, m.tokens = n_words, counts, tokens
+        return measures
+
+    def _score(self, outputs, attributions):
+        to_classify = []
+        run = self.run
+        by_sentence = self.classifier is not None and run.classifier_unit == ClassifierUnit.SENTENCE
+        measures = self._counted(outputs, attributions)
+        for m in measures:
+            if m.success_reason:
                 continue
-            m.word_count, m.category_counts, m.tokens = self.counter(language).count(text)
-            sentences = split_sentences(text)
+            sentences = split_sentences(m.unit.text)
             m.sentence_count = len(sentences)
             if self.classifier:
                 if by_sentence:
@@ -421,13 +435,34 @@ MEASURE_COLUMNS = (
 )
 
 
+class CountsJson:
+    """json.dumps(counts) for {text key: int} dicts whose keys come in a few orders (every measure of a run has its
+    language's categories): one %-template per key order, filled with the numbers; anything else by json.dumps."""
+
+    def __init__(self):
+        self._templates = {}
+
+    def __call__(self, counts):
+        values = tuple(counts.values())
+        keys = tuple(counts)
+        template = self._templates.get(keys)
+        if template is None:
+            if set(map(type, keys)) - {str}:
+                return json.dumps(counts)
+            parts = (json.dumps(key).replace("%", "%%") + ": %d" for key in keys)
+            template = self._templates[keys] = "{" + ", ".join(parts) + "}"
+        if set(map(type, values)) - {int}:  # %d writes booleans and floats otherwise than JSON
+            return json.dumps(counts)
+        return template % values
+
+
 def insert_measures(run_id, measures):
     """Insert the OutputMeasure rows (multi-row INSERTs; an output that already has one is left alone). Returns
     {output id: output measure id} of the rows inserted here, so nothing else of a measure is written twice."""
     if not measures:
         return {}
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    dumps = json.dumps
+    dumps, counts_json = json.dumps, CountsJson()
     rows = [
         (
             run_id,
@@ -438,7 +473,7 @@ def insert_measures(run_id, measures):
             m.gender,
             m.gender_source,
             dumps(m.gender_detail),
-            dumps(m.category_counts),
+            counts_json(m.category_counts),
             dumps(m.label_shares),
             m.doc_label,
             m.doc_score,
@@ -496,13 +531,14 @@ def insert_word_counts(run_id, measures, saved, counter_for):
         if m.unit.pk in saved and m.gender in ("F", "M") and not m.success_reason:
             ids, tokens = by_gender.setdefault(m.gender, ([], {}))
             ids.append(m.unit.pk)
-            tokens.setdefault(m.language, Counter()).update(m.tokens)
+            tokens.setdefault(m.language, []).append(m.tokens)
     rows = []
     for gender, (ids, by_language) in by_gender.items():
         words = Counter()
-        for language, tokens in by_language.items():
-            words_of = counter_for(language).words_of
-            for token, k in tokens.items():
+        for language, sequences in by_language.items():
+            counter = counter_for(language)
+            words_of = counter.words_of
+            for token, k in counter.token_counts(sequences):
                 for word in words_of(token):
                     words[word] += k
         rows.append(WordCounts(run_id=run_id, gender=gender, output_ids=ids, counts=dict(words)))

@@ -20,6 +20,8 @@ from array import array
 from itertools import chain
 from typing import NamedTuple
 
+import numpy as np
+
 MAGIC = b"SP1\n"
 _LENGTH = struct.Struct("<I")
 _NAN = float("nan")
@@ -98,42 +100,99 @@ def pack(indices, starts, ends, labels, scores, score_dicts):
     return b"".join(parts)
 
 
+def _labels(labels):
+    """The labels as a list, each cut to 100 characters (only looked at one by one when one is longer)."""
+    labels = list(labels)
+    if any(len(label) > 100 for label in set(labels)):
+        return [label[:100] for label in labels]
+    return labels
+
+
+def _scores(scores):
+    """The scores (a list) as an array of floats, NaN for None."""
+    try:
+        return array("d", scores)
+    except TypeError:  # a None among them
+        return array("d", [_NAN if s is None else s for s in scores])
+
+
+def _float_values(score_dicts):
+    """(keys, every dict's values one after the other) when every scores dict has the same string keys in the same
+    order and float values (VADER, transformers), else None: _float_table's answer, the values listed once."""
+    if not score_dicts:
+        return (), []
+    if set(map(type, score_dicts)) != {dict}:
+        return None
+    layouts = set(map(tuple, score_dicts))
+    if len(layouts) != 1:
+        return None
+    (keys,) = layouts
+    if keys and set(map(type, keys)) != {str}:
+        return None
+    values = list(chain.from_iterable(map(dict.values, score_dicts)))
+    if set(map(type, values)) - {float}:
+        return None
+    return keys, values
+
+
+def _story_labels(sizes, labels):
+    """(each story's distinct labels in the order they first occur, each row's label numbered by them) for the
+    rows of several stories: the label numbers as little-endian uint16 bytes, two a row."""
+    ids = {label: i for i, label in enumerate(dict.fromkeys(labels))}
+    width, total = len(ids), len(labels)
+    row_label = np.fromiter(map(ids.__getitem__, labels), dtype=np.int64, count=total)
+    story = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    first = np.full(len(sizes) * width, total, dtype=np.int64)
+    np.minimum.at(first, story * width + row_label, np.arange(total, dtype=np.int64))
+    first = first.reshape(len(sizes), width)
+    order = np.argsort(first, axis=1, kind="stable")  # a story's labels by first occurrence, absent ones last
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(width, dtype=np.int64)[None, :].repeat(len(sizes), 0), axis=1)
+    numbers = rank[story, row_label].astype("<u2").tobytes()
+    present = (first < total).sum(axis=1).tolist()
+    names = list(ids)
+    distinct = [tuple(map(names.__getitem__, row[:k])) for row, k in zip(order.tolist(), present, strict=True)]
+    return distinct, numbers
+
+
 def pack_many(sizes, indices, starts, ends, labels, scores, score_dicts):
     """[pack(...) of each story]: the columns hold the rows of several stories one after the other, `sizes` how
     many rows each story has. The same bytes as packing story by story; the checks and the array conversions are
-    done once for all the rows (a chunk of 1,000 stories holds about 27,000)."""
+    done once for all the rows (a chunk of 1,000 stories holds about 27,000), each story's labels numbered by
+    array operations (_story_labels)."""
     sizes = list(sizes)
-    labels = [label[:100] for label in labels]
+    labels = _labels(labels)
     score_dicts = list(score_dicts)
-    columns = [list(indices), list(starts), list(ends), list(scores)]
+    columns = [list(indices), list(starts), list(ends)]
+    scores = list(scores)
+    score_array = _scores(scores)
     total = sum(sizes)
-    keys = _float_table(score_dicts)
-    if any(len(c) != total for c in (labels, score_dicts, *columns)):
+    table = _float_values(score_dicts)
+    if any(len(c) != total for c in (labels, score_dicts, score_array, *columns)):
         raise PackError("Every column of the sentence rows needs one value per sentence.")
-    if keys is None:  # not a table of floats: story by story
+    if table is None or len(dict.fromkeys(labels)) > 0xFFFF:  # not a table of floats: story by story
         out, at = [], 0
         for n in sizes:
-            out.append(pack(*(c[at : at + n] for c in (*columns[:3], labels, columns[3], score_dicts))))
+            out.append(pack(*(c[at : at + n] for c in (*columns, labels, scores, score_dicts))))
             at += n
         return out
-    index, start, end = (_to_bytes(array("I", c)) for c in columns[:3])
-    score = _to_bytes(array("d", [_NAN if s is None else s for s in columns[3]]))
+    keys, values = table
+    index, start, end = (_to_bytes(array("I", c)) for c in columns)
+    score = _to_bytes(score_array)
     width = len(keys)
-    values = _to_bytes(array("d", chain.from_iterable(map(dict.values, score_dicts)))) if keys else b""
+    values = _to_bytes(array("d", values)) if keys else b""
     tail = ', "keys": ' + json.dumps(list(keys), ensure_ascii=False) + "}"
+    distinct, numbers = _story_labels(sizes, labels) if total else ([()] * len(sizes), b"")
     heads = {}
     out, at = [], 0
-    for n in sizes:
+    for n, mine in zip(sizes, distinct, strict=True):
         if not n:
             out.append(b"")
             continue
-        mine = labels[at : at + n]
-        distinct = tuple(dict.fromkeys(mine))
-        head = heads.get((n, distinct))
+        head = heads.get((n, mine))
         if head is None:  # json.dumps({"n": n, "labels": [...], "keys": [...]}) with the default separators
-            head = f'{{"n": {n}, "labels": {json.dumps(list(distinct), ensure_ascii=False)}{tail}'.encode()
-            heads[(n, distinct)] = head
-        number = {label: i for i, label in enumerate(distinct)}
+            head = f'{{"n": {n}, "labels": {json.dumps(list(mine), ensure_ascii=False)}{tail}'.encode()
+            heads[(n, mine)] = head
         parts = [
             MAGIC,
             _LENGTH.pack(len(head)),
@@ -141,7 +200,7 @@ def pack_many(sizes, indices, starts, ends, labels, scores, score_dicts):
             index[4 * at : 4 * (at + n)],
             start[4 * at : 4 * (at + n)],
             end[4 * at : 4 * (at + n)],
-            _to_bytes(array("H", map(number.__getitem__, mine))),
+            numbers[2 * at : 2 * (at + n)],
             score[8 * at : 8 * (at + n)],
         ]
         if keys:

@@ -313,3 +313,116 @@ def test_chunks_are_bigger_when_outputs_are_quick_to_score(study, make_outputs, 
     assert sorted(sizes) == [200, scoring.QUICK_BATCH]
     assert scoring.MEASURE_JOB.units_per_chunk(scoring.MeasureRun(classifier="transformers")) == scoring.BATCH
     assert scoring.MEASURE_JOB.units_per_chunk(scoring.MeasureRun(classifier="", nli_path="x")) == scoring.BATCH
+
+
+def _plain_rows(run):
+    """rows_for as it read the rows before (one dict per row from .values(), JSON decoded by the ORM)."""
+    values = OutputMeasure.objects.filter(run=run, success_reason="").values(
+        *"pk output_id gender gender_source word_count sentence_count category_counts label_shares mean_score".split(),
+        *"doc_label language hallucination_share output__model_name output__item__number output__item_id".split(),
+        *"output__item__counterfactual_of_id output__item__dimension__name output__run_id output__run__name".split(),
+        *"output__endpoint_id output__endpoint__name output__trial output__slot_values output__variant_key".split(),
+        "output__context_key",
+    )
+    return [
+        {
+            "pk": v["pk"],
+            "output_id": v["output_id"],
+            "gender": v["gender"],
+            "gender_source": v["gender_source"],
+            "words": v["word_count"],
+            "sentences": v["sentence_count"],
+            "counts": v["category_counts"] or {},
+            "shares": v["label_shares"] or {},
+            "score": v["mean_score"],
+            "hallucination": v["hallucination_share"],
+            "doc_label": v["doc_label"],
+            "language": v["language"],
+            "model": v["output__model_name"],
+            "item": v["output__item__number"],
+            "item_id": v["output__item_id"],
+            "twin_of": v["output__item__counterfactual_of_id"],
+            "dimension": v["output__item__dimension__name"] or "",
+            "run": v["output__run__name"],
+            "run_id": v["output__run_id"],
+            "endpoint_id": v["output__endpoint_id"],
+            "trial": v["output__trial"],
+            "slots": v["output__slot_values"] or {},
+            "variant_key": v["output__variant_key"],
+            "context": v["output__context_key"] or "",
+            "endpoint": v["output__endpoint__name"] or v["output__model_name"],
+        }
+        for v in values
+    ]
+
+
+def test_contrast_rows_read_their_json_columns_at_once_as_the_orm_reads_them(study, make_outputs, library_lexicons):
+    """rows_for decodes the JSON columns of all rows at once: the same rows as decoding them row by row (floats,
+    unicode, nested slot values, empty dicts, items and dimensions included)."""
+    from generation.models import Dimension, PromptItem, Toolkit
+
+    toolkit = Toolkit.objects.create(study=study, name="Deutsch", language="de")
+    item = PromptItem.objects.create(
+        toolkit=toolkit, number=2, text="Schreibe.", dimension=Dimension.objects.create(toolkit=toolkit, name="Fü")
+    )
+    specs = [
+        {"text": text, "slot_values": slots, "model_name": f"m{i % 2}", **({"item": item} if lang == "de" else {})}
+        for i, (text, slots, _, lang) in enumerate(corpus(n=30))
+    ]
+    specs += [{"text": "Ein Text ohne Namen.", "slot_values": {}}, {"text": "x", "slot_values": {"a": [1, 2.5, "ü"]}}]
+    make_outputs(study, specs)
+    run = scoring.create_run(study, name="rows", lexicons=list(library_lexicons.values()), classifier="vader")
+    scoring.start(run)
+    run.refresh_from_db()
+    rows = contrasts.rows_for(run)
+    assert len(rows) == 32 and rows == _plain_rows(run)
+    assert [list(r) for r in rows] == [list(r) for r in _plain_rows(run)]
+    assert contrasts.rows_for(scoring.create_run(study, name="none", lexicons=list(library_lexicons.values()))) == []
+
+
+def _plain_label_counts(rows):
+    counts = {"F": Counter(), "M": Counter()}
+    for r in rows:
+        if r["gender"] in counts:
+            for label, share in r["shares"].items():
+                counts[r["gender"]][label] += round(share * r["sentences"])
+    return counts
+
+
+def _plain_classifier_tests(rows, labels):
+    female = [r for r in rows if r["gender"] == "F"]
+    male = [r for r in rows if r["gender"] == "M"]
+    samples = [
+        (contrasts._floats(r["shares"].get(lb) for r in female), contrasts._floats(r["shares"].get(lb) for r in male))
+        for lb in labels
+    ]
+    samples.append((contrasts._floats(r["score"] for r in female), contrasts._floats(r["score"] for r in male)))
+    return contrasts._tests_by_column(samples)
+
+
+def test_label_counts_and_classifier_tests_by_arrays_equal_the_row_loops():
+    """The sentence label counts (round(share × sentences), halves to even) and the share and score tests computed
+    over a RowTable equal the loops over the rows: labels first met in different orders per gender, rows without
+    some labels, unknown genders, missing scores, groups of the rows."""
+    rng = random.Random(36)
+    rows = []
+    for i in range(400):
+        n = rng.choice([0, 1, 2, 4, 8, 27])
+        labels = rng.sample(["positive", "neutral", "negative", "Frau ≠ Mann"], rng.randint(0, 4))
+        shares = {lb: rng.choice([0.0, 0.125, 0.5, 0.375, 1.0, rng.random()]) for lb in labels}
+        score = rng.choice([None, rng.uniform(-1, 1), 0.5])
+        gender = rng.choice(["F", "M", "", None])
+        rows.append({"pk": i, "words": 10, "gender": gender, "shares": shares, "sentences": n, "score": score})
+    table = contrasts.RowTable(rows, [])
+    for members in (rows, rows[::3], [r for r in rows if r["sentences"] == 27], []):
+        got = contrasts.label_counts(members, "sentence", table)
+        want = _plain_label_counts(members)
+        assert got == want and [list(c) for c in got.values()] == [list(c) for c in want.values()]
+        assert contrasts.label_counts(members, "sentence") == want
+        labels = ["positive", "negative", "missing"]
+        tests, _ = contrasts.classifier_results(members, labels, "sentence", table)
+        plain = _plain_classifier_tests(members, labels)
+        assert contrasts.json_clean([t["tests"] for t in tests]) == contrasts.json_clean(plain)
+    bad = [{"pk": 0, "words": 1, "gender": "F", "shares": {"x": None}, "sentences": 2, "score": None}]
+    with pytest.raises(TypeError):
+        contrasts.label_counts(bad, "sentence")

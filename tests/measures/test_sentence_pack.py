@@ -76,3 +76,21 @@ def test_pack_many_gives_the_bytes_of_packing_story_by_story(layout):
     assert pack_many([], *columns([])) == []
     with pytest.raises(PackError):
         pack_many([len(flat) + 1], *columns(flat))
+
+
+def test_pack_many_numbers_each_storys_labels_in_the_order_they_first_occur():
+    """Each story numbers its own labels (the header lists them in the order they first occur there), whatever
+    order the labels first occur in the chunk; whole-number and None scores, and a chunk of empty stories too."""
+    stories = [
+        [SentenceRow(0, 0, 3, "b", 1, {"p": 0.5}), SentenceRow(1, 4, 9, "a", None, {"p": 0.25})],
+        [],
+        [SentenceRow(0, 0, 2, "a", 0.5, {"p": 1.0}), SentenceRow(1, 3, 5, "c", 2, {"p": 0.0})],
+        [SentenceRow(i, i, i + 1, "cba"[i % 3], -0.5, {"p": 0.5}) for i in range(7)],
+    ]
+    flat = [row for story in stories for row in story]
+    packed = pack_many([len(s) for s in stories], *columns(flat))
+    assert packed == [pack(*columns(story)) for story in stories]
+    assert [unpack(p) for p in packed] == [
+        [row._replace(score=row.score and float(row.score)) for row in story] for story in stories
+    ]
+    assert pack_many([0, 0], *columns([])) == [b"", b""]

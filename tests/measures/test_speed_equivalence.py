@@ -1,6 +1,7 @@
 """The optimised pure parts (sentence splitting, phrase matching, lexicon counts) give the results of the plain
 reference implementations they replaced, on random texts with the tricky characters."""
 
+import json
 import random
 import re
 from collections import Counter
@@ -409,3 +410,75 @@ def test_split_sentences_tells_texts_beyond_the_basic_multilingual_plane_from_th
     for text in texts:
         got = [(s.index, s.start, s.end, s.text) for s in textproc.split_sentences(text)]
         assert got == [(s.index, s.start, s.end, s.text) for s in reference_split(text)], text
+
+
+def _text_counter_for_chunks():
+    matchers = [
+        lexical.Matcher(
+            [
+                lexical.CategorySpec("care", ("nurse", "baby", "au pair", "mother"), "prefix"),
+                lexical.CategorySpec("whole", ("au pair", "kind", "straße", "kind"), "whole_word"),
+            ],
+            [lexical.ExclusionSpec("Babylon", category="care")],
+            "per_entry",
+        ),
+        lexical.Matcher(
+            [
+                lexical.CategorySpec("sub", ("aby", "ork"), "substring"),
+                lexical.CategorySpec("re", (r"\bnot\s+\w+",), "regex"),
+                lexical.CategorySpec("tok", ("ba", "baby", "mother's", "kind-hearted"), "prefix"),
+                lexical.CategorySpec("empty", (), "prefix"),
+            ],
+            [lexical.ExclusionSpec("not aggressive"), lexical.ExclusionSpec(r"x-?au", True)],
+        ),
+        lexical.Matcher([lexical.CategorySpec("plain", ("she", "he", "her"), "whole_word")]),
+    ]
+    return lexical.TextCounter(matchers)
+
+
+def test_text_counter_counting_a_chunk_equals_counting_each_text():
+    """count_many (every text's tokens looked up at once, counted by array operations) gives what count gives text
+    by text, and token_counts of its token ids what a Counter updated with each text's tokens in turn gives (the
+    same order included); also on chunks that bring new tokens after others were learnt."""
+    texts = list(random_texts(300, seed=21)) + ["", "   ", "—", "İstanbul Babylon baby", "a--b x/y ’tis", None]
+    fast, plain = _text_counter_for_chunks(), _text_counter_for_chunks()
+    for chunk in (texts[:40], texts[40:41], texts[41:], texts[::-1], []):
+        found, ids = fast.count_many(chunk)
+        expected = [plain.count(text) for text in chunk]
+        assert [(n, counts) for n, counts, _ in found] == [(n, counts) for n, counts, _ in expected]
+        assert [len(t) for _, _, t in found] == [len(t) for _, _, t in expected]
+        for parts in ([0, len(chunk)], [0, len(chunk) // 3, len(chunk)], [len(chunk) // 2, len(chunk)]):
+            seqs = [found[i][2] for i in range(*parts[:2])] + [found[i][2] for i in range(*parts[-2:])]
+            tokens = Counter()
+            for i in list(range(*parts[:2])) + list(range(*parts[-2:])):
+                tokens.update(expected[i][2])
+            assert fast.token_counts(seqs) == list(tokens.items())
+        assert ids is None or len(ids) == sum(len(t) for _, _, t in expected)
+
+
+def test_text_counter_counting_a_chunk_with_a_full_cache_counts_the_same(monkeypatch):
+    monkeypatch.setattr(lexical.TextCounter, "CACHE", 5)
+    fast, plain = _text_counter_for_chunks(), _text_counter_for_chunks()
+    texts = list(random_texts(60, seed=5))
+    found, _ = fast.count_many(texts)
+    expected = [plain.count(text) for text in texts]
+    assert [(n, c) for n, c, _ in found] == [(n, c) for n, c, _ in expected]
+    tokens = Counter()
+    for _, _, t in expected:
+        tokens.update(t)
+    assert fast.token_counts([t for _, _, t in found]) == list(tokens.items())
+
+
+def test_counts_json_writes_what_json_dumps_writes():
+    """The measures' category counts are written by a template per key order: the same text as json.dumps."""
+    from measures.scoring import CountsJson
+
+    rng = random.Random(36)
+    keys = ["1", "22", "a b", 'q"uote', "100%", "%d", "ä", "\\", "\n", "💡", ""]
+    dumps = CountsJson()
+    cases = [{}, {"1": 0}, {"1": True}, {"1": 1.0}, {1: 2}, {"1": None}, {"1": -3, "2": 10**30}, {"x": "y"}]
+    for _ in range(500):
+        chosen = rng.sample(keys, rng.randint(0, len(keys)))
+        cases.append({k: rng.choice([0, 1, 7, 12345, -1]) for k in chosen})
+    for counts in cases + cases:  # templates made, then reused
+        assert dumps(counts) == json.dumps(counts), counts
