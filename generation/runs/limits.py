@@ -112,22 +112,36 @@ if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
 end
 return 0
 """
-# The pause check and the slot in one round trip (a call per unit: one fewer round trip to Redis per unit), after
-# removing the leases this process released since its last call (ARGV[4:]: a released slot goes back with the next
-# acquire instead of a round trip of its own). Returns the seconds still paused (as text), else "0" with a slot
-# taken, else "-1".
+# The pause check and the slots of every acquire of a key asked in one turn of the loop, in one round trip (a call
+# per unit was a round trip per unit), after removing the leases this process released since its last call (a
+# released slot goes back with the next acquire instead of a round trip of its own). ARGV: limit, TTL, the number n
+# of leases asked, the n lease ids, then the lease ids released. Returns one answer a lease, in order: the seconds
+# still paused (as text), else "0" with its slot taken, else "-1".
 ACQUIRE_LUA = """
 local t = redis.call('TIME'); local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
-for i = 4, #ARGV do redis.call('ZREM', KEYS[1], ARGV[i]) end
+local n = tonumber(ARGV[3])
+for i = 4 + n, #ARGV do redis.call('ZREM', KEYS[1], ARGV[i]) end
+local out = {}
 local paused = tonumber(redis.call('GET', KEYS[2]) or '0')
-if paused > now then return tostring(paused - now) end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
-  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
-  redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[3])) + 60)
-  return '0'
+if paused > now then
+  for i = 1, n do out[i] = tostring(paused - now) end
+  return out
 end
-return '-1'
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local held = redis.call('ZCARD', KEYS[1])
+local taken = false
+for i = 1, n do
+  if held < tonumber(ARGV[1]) then
+    redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3 + i])
+    held = held + 1
+    taken = true
+    out[i] = '0'
+  else
+    out[i] = '-1'
+  end
+end
+if taken then redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2])) + 60) end
+return out
 """
 RENEW_LUA = """
 local t = redis.call('TIME'); local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
@@ -182,25 +196,60 @@ class RedisStore:
         self.paused_script = self.redis.register_script(PAUSED_LUA)
         self.releasing = {}  # key -> lease ids released and not yet removed in Redis
         self.flushing = None  # the loop callback that removes them if no acquire took them along
+        self.acquiring = {}  # (key, limit) -> [(lease id, future)] asked in this turn of the loop
+        self.sending = None  # the loop callback that sends them
         self.tasks = set()
 
     async def try_slot(self, key, limit, lease_id):
         return bool(await self.slot(keys=[key + ":conc"], args=[limit, lease_id, LEASE_TTL]))
 
     async def slot_unless_paused(self, key, limit, lease_id):
-        """(seconds the key is still paused, False), else (0, whether a slot was taken): one round trip, which also
-        gives back the slots of this key released since the last one."""
+        """(seconds the key is still paused, False), else (0, whether a slot was taken). The acquires of a key asked
+        in one turn of the loop (a burst of answers frees many workers at once) go to Redis together, in one round
+        trip that also gives back the slots of this key released since the last one."""
+        future = asyncio.get_running_loop().create_future()
+        self.acquiring.setdefault((key, limit), []).append((lease_id, future))
+        if self.sending is None:
+            self.sending = asyncio.get_running_loop().call_soon(self._send_acquires)
+        answer = await future
+        return (answer, False) if answer > 0 else (0.0, answer == 0)
+
+    def _send_acquires(self):
+        self.sending = None
+        acquiring, self.acquiring = self.acquiring, {}
+        for (key, limit), asked in acquiring.items():
+            self._spawn(self._acquire_many(key, limit, asked))
+
+    def _spawn(self, coroutine):
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _acquire_many(self, key, limit, asked):
         released = self.releasing.pop(key, [])
         try:
-            answer = float(
-                await self.acquire_script(
-                    keys=[key + ":conc", key + ":pause"], args=[limit, lease_id, LEASE_TTL, *released]
-                )
+            answers = await self.acquire_script(
+                keys=[key + ":conc", key + ":pause"],
+                args=[limit, LEASE_TTL, len(asked), *[lease for lease, _ in asked], *released],
             )
-        except BaseException:
+        except BaseException as exc:
             self.releasing.setdefault(key, []).extend(released)  # still to give back (they expire meanwhile)
-            raise
-        return (answer, False) if answer > 0 else (0.0, answer == 0)
+            for _, future in asked:
+                if future.done():
+                    continue
+                if isinstance(exc, Exception):
+                    future.set_exception(exc)  # each caller handles it as before (Redis away: the unit waits)
+                else:
+                    future.cancel()
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for (lease, future), answer in zip(asked, answers, strict=True):
+            answer = float(answer)
+            if not future.done():
+                future.set_result(answer)
+            elif answer == 0:  # its caller gave up meanwhile: the slot goes back at once
+                await self.release(key, lease)
 
     async def renew(self, key, lease_ids):
         if lease_ids:
@@ -215,14 +264,14 @@ class RedisStore:
 
     def _flush_soon(self):
         self.flushing = None
-        if self.releasing:
-            task = asyncio.get_running_loop().create_task(self.flush())
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
+        if any(key not in {k for k, _ in self.acquiring} for key in self.releasing):
+            self._spawn(self.flush(keep={key for key, _ in self.acquiring}))
 
-    async def flush(self):
-        """Remove the released leases no acquire has taken along (Redis away: they expire on their own)."""
-        releasing, self.releasing = self.releasing, {}
+    async def flush(self, keep=()):
+        """Remove the released leases no acquire has taken along (Redis away: they expire on their own); those of
+        the keys in `keep` go with the acquires of those keys about to be sent."""
+        releasing = {key: leases for key, leases in self.releasing.items() if key not in keep}
+        self.releasing = {key: leases for key, leases in self.releasing.items() if key in keep}
         for key, leases in releasing.items():
             try:
                 await self.redis.zrem(key + ":conc", *leases)

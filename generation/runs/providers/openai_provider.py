@@ -6,6 +6,8 @@ from email.utils import parsedate_to_datetime
 
 import httpx
 import openai
+from openai._base_client import make_request_options
+from openai.types.chat import ChatCompletion
 
 from .base import ChatProvider, ChatResult, ProviderError, attempt_headers, elapsed_ms, validate_params
 
@@ -128,8 +130,18 @@ class OpenAIProvider(ChatProvider):
         try:
             if self._client is None:
                 self._client = openai.AsyncOpenAI(**self.client_kwargs())
-            completion = await self._client.chat.completions.create(
-                **self.request(messages, params), extra_headers=attempt_headers()
+            body = self.request(messages, params)
+            extra = body.pop("extra_body", None)
+            # The request `chat.completions.create` would send, without its per-call walk of the body through the
+            # SDK's parameter types (about 0.2 ms of CPU a call): our bodies are plain JSON with no aliased keys, so
+            # that walk returns them unchanged (tests/generation/runs/test_providers.py compares the two requests).
+            completion = await self._client.post(
+                "/chat/completions",
+                body=body,
+                options=make_request_options(
+                    extra_headers=attempt_headers(), extra_body=extra, security={"bearer_auth": True}
+                ),
+                cast_to=ChatCompletion,
             )
             return self.parse(completion, started)
         except Exception as exc:

@@ -501,3 +501,41 @@ def test_the_redis_limiter_gives_a_slot_back_with_the_next_acquire(private_redis
             await other.close()
 
     asyncio.run(scenario())
+
+
+def test_the_redis_limiter_takes_the_slots_asked_together_in_one_round_trip(private_redis):
+    """A burst of answers frees many workers in one turn of the loop: their acquires of the endpoint go to Redis in
+    one round trip (issue 36: a round trip a unit), each taking a slot while any is free, and a pause still holds
+    all of them back."""
+    from types import SimpleNamespace
+
+    async def scenario():
+        store = limits.RedisStore(private_redis.url)
+        commands = []
+        real = store.redis.execute_command
+
+        async def counted(*args, **kwargs):
+            commands.append(args[0])
+            return await real(*args, **kwargs)
+
+        store.redis.execute_command = counted
+        endpoint = SimpleNamespace(
+            pk=3, created_at=None, max_concurrency=8, requests_per_minute=None, tokens_per_minute=None
+        )
+        limiter = limits.EndpointLimiter(endpoint, store)
+        try:
+            await limiter.release(await limiter.acquire(10))  # the first call also loads the script into Redis
+            await asyncio.sleep(0.05)
+            commands.clear()
+            leases = await asyncio.gather(*(limiter.acquire(10) for _ in range(5)))
+            assert all(leases) and len(set(leases)) == 5
+            assert commands == ["EVALSHA"], commands
+            answers = await asyncio.gather(*(store.slot_unless_paused(limiter.key, 6, f"x{i}") for i in range(3)))
+            assert answers == [(0.0, True), (0.0, False), (0.0, False)]  # one slot was left under the limit of 6
+            await limiter.pause(30)
+            answers = await asyncio.gather(*(store.slot_unless_paused(limiter.key, 8, f"y{i}") for i in range(2)))
+            assert all(not taken and 25 < wait <= 30 for wait, taken in answers)
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())

@@ -1,6 +1,7 @@
 """Adapters through the real openai and anthropic SDKs against the fake server on 127.0.0.1."""
 
 import asyncio
+import json
 import threading
 
 import pytest
@@ -127,3 +128,76 @@ def test_provider_error_texts_drop_nul_characters():
 
     error = ProviderError("HTTP 500: bad\x00 body", raw={"body": "x\x00y"})
     assert str(error) == "HTTP 500: bad body" and error.raw == {"body": "xy"}
+
+
+@pytest.mark.parametrize("provider", ["openai", "openai_compatible"])
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"temperature": 0.3, "max_tokens": 50, "seed": 7, "stop": ["\n\n", "END"], "top_p": 0.9, "top_k": 40}],
+)
+def test_openai_request_is_the_one_create_sends_without_its_type_walk(
+    study, make_endpoint, monkeypatch, provider, params
+):
+    """The adapter posts the request `chat.completions.create` sends (URL, headers, body), without walking the
+    body through the SDK's parameter types on every call (0.2 ms of CPU each; issue 36)."""
+    import httpx2
+    import openai
+    from openai.resources.chat.completions import completions as sdk_completions
+
+    from generation.runs.providers.base import current_attempt
+
+    endpoint = make_endpoint(study, provider, base_url="http://provider.test/v1")
+    sent = []
+
+    def answer(request):
+        sent.append(request)
+        return httpx2.Response(
+            200,
+            json={
+                "id": "c1",
+                "object": "chat.completion",
+                "created": 1,
+                "model": endpoint.model_id,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi."}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+            },
+        )
+
+    adapter = get_provider(endpoint)
+    kwargs = adapter.client_kwargs()
+    walks = []
+    walk = sdk_completions.async_maybe_transform
+
+    async def counted(*args, **kw):
+        walks.append(args)
+        return await walk(*args, **kw)
+
+    monkeypatch.setattr(sdk_completions, "async_maybe_transform", counted)
+
+    async def both():
+        http_client = openai.DefaultAsyncHttpxClient(transport=httpx2.MockTransport(answer))
+        adapter._client = openai.AsyncOpenAI(**kwargs, http_client=http_client)
+        named = current_attempt.set(41)
+        try:
+            mine = await adapter.acomplete(MESSAGES, params)
+            assert walks == []  # no walk of the body through the SDK's types
+            await adapter._client.chat.completions.create(
+                **adapter.request(MESSAGES, params), extra_headers={"X-Stereoscope-Attempt": "41"}
+            )
+        finally:
+            current_attempt.reset(named)
+            await adapter.aclose()
+        return mine
+
+    result = asyncio.run(both())
+    assert result.text == "Hi." and (result.input_tokens, result.output_tokens) == (3, 2)
+    ours, sdks = sent
+    assert (
+        (ours.method, str(ours.url))
+        == (sdks.method, str(sdks.url))
+        == ("POST", "http://provider.test/v1/chat/completions")
+    )
+    assert dict(ours.headers) == dict(sdks.headers)
+    assert json.loads(ours.content) == json.loads(sdks.content)  # the same body; its keys may come in another order
+    assert ours.headers["authorization"] == "Bearer sk-fake-secret-123"
+    assert ours.headers["x-stereoscope-attempt"] == "41"
