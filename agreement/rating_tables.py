@@ -26,6 +26,7 @@ from annotation.selectors import codebook_assignments, codebook_codes, codebook_
 from generation.selectors import outputs_by_id
 from judging.selectors import rounds_with_ok_verdicts, study_human_checks, study_rounds, study_verdicts
 from stereoscope.stats import agreement as ag
+from stereoscope.untrusted import whole_number
 
 from .models import GoldLabel
 
@@ -385,8 +386,9 @@ def parse_target(target: str) -> tuple[str, int | None]:
     if target == "stereotype":
         return "stereotype", None
     kind, _, ident = target.partition(":")
-    if kind in ("code", "dimension") and ident.isdigit():
-        return kind, int(ident)
+    number = whole_number(ident)
+    if kind in ("code", "dimension") and number is not None:
+        return kind, number
     raise AgreementRequestError(f"Unknown target {target!r}: use code:<id>, dimension:<id> or stereotype.")
 
 

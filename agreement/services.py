@@ -27,6 +27,7 @@ from stereoscope.datasets import person
 from stereoscope.models import Study
 from stereoscope.services import record_activity
 from stereoscope.stats import agreement as ag
+from stereoscope.untrusted import whole_number
 
 from . import variables
 from .models import GoldLabel
@@ -391,9 +392,10 @@ def set_gold(study: Study, *, target: str, output_id: Any, value: Any, user: Any
 def clear_gold(study: Study, *, target: str, output_id: Any, user: Any) -> None:
 
     parse_target(target)
-    if not str(output_id).isdigit():
+    story = whole_number(output_id)
+    if story is None:
         raise AgreementRequestError(f"No story {output_id!r} in this study.")
-    deleted, _ = GoldLabel.objects.filter(study=study, target=target, output_id=int(output_id)).delete()
+    deleted, _ = GoldLabel.objects.filter(study=study, target=target, output_id=story).delete()
     if not deleted:
         raise AgreementRequestError(f"No gold label for story {output_id} on {target}.")
     record_activity(study, user, "cleared gold label", f"{target} story {output_id}")

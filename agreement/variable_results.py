@@ -4,6 +4,8 @@ gender, context type and model. The page, its downloads and the API all read thi
 
 from __future__ import annotations
 
+from stereoscope.untrusted import whole_number
+
 from . import contrasts, variables
 from .rating_tables import AgreementRequestError
 
@@ -15,9 +17,10 @@ def check_bootstrap(raw, default=DEFAULT_BOOTSTRAP):
     """The number of bootstrap resamples from a request parameter (0 skips the intervals)."""
     if raw in (None, ""):
         return default
-    if not str(raw).isdigit() or not 0 <= int(raw) <= MAX_BOOTSTRAP:
+    number = whole_number(raw)
+    if number is None or number > MAX_BOOTSTRAP:
         raise AgreementRequestError(f"bootstrap must be a whole number between 0 and {MAX_BOOTSTRAP}.")
-    return int(raw)
+    return number
 
 
 def variable_results(

@@ -26,6 +26,7 @@ from stereoscope.services import record_activity
 from stereoscope.stats import agreement as ag
 from stereoscope.stats import categorical as cs
 from stereoscope.stats.textproc import split_sentences
+from stereoscope.untrusted import whole_number
 
 from .models import GoldLabel
 from .rating_tables import AgreementRequestError
@@ -377,7 +378,7 @@ def _span_unit(study, unit):
 
     out, _, suffix = str(unit or "").partition(":")
     sentence, segment = _SENTENCE_UNIT.match(suffix), _SEGMENT_UNIT.match(suffix)
-    if not out.isdigit() or not (sentence or segment):
+    if whole_number(out) is None or not (sentence or segment):
         raise AgreementRequestError(f"Give the unit as <story>:s<sentence> or <story>:<start>-<end>, not “{unit}”.")
     output = study_output(study, out)
     if output is None:

@@ -12,6 +12,7 @@ from stereoscope.downloads import table_download
 from stereoscope.models import Role
 from stereoscope.permissions import study_role_required
 from stereoscope.stats import agreement as ag
+from stereoscope.untrusted import whole_number
 
 from . import services
 from .rating_tables import GOLD, AgreementRequestError, CodingData, build_table, segment_report, study_codebooks
@@ -45,9 +46,9 @@ def _float(request, name, default, low, high):
 
 def _codebook(request):
     raw = request.GET.get("codebook", "")
-    if raw and not raw.isdigit():
+    if raw and whole_number(raw) is None:
         raise AgreementRequestError("codebook must be an id.")
-    return services.default_codebook(request.study, int(raw) if raw else None)
+    return services.default_codebook(request.study, whole_number(raw) if raw else None)
 
 
 def _report_params(request):
@@ -90,7 +91,7 @@ def _table_request(request):
     target = request.GET.get("target", "")
     raters = [r for r in request.GET.getlist("raters") if r]
     rounds = request.GET.getlist("rounds")
-    if any(not r.isdigit() for r in rounds):
+    if any(whole_number(r) is None for r in rounds):
         raise AgreementRequestError("rounds must be ids.")
     codebook = _codebook(request)
 

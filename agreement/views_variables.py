@@ -13,6 +13,7 @@ from annotation.services import AnnotationError, update_code
 from stereoscope.downloads import table_download, workbook_download
 from stereoscope.models import Role
 from stereoscope.permissions import study_role_required
+from stereoscope.untrusted import whole_number
 
 from . import contrasts, variables
 from .rating_tables import AgreementRequestError
@@ -33,7 +34,7 @@ def _results(request):
 
     variable = variables.get_variable(request.study, request.resolver_match.kwargs["variable_id"])
     rounds = [r for r in request.GET.getlist("rounds") if r]
-    if any(not r.isdigit() for r in rounds):
+    if any(whole_number(r) is None for r in rounds):
         raise AgreementRequestError("rounds must be ids.")
     unit_options = variables.unit_options(variable, request.GET.get("units"), request.GET.get("overlap"))
     results = variable_results(

@@ -28,7 +28,7 @@ from lxml import etree
 
 from stereoscope import schemas
 from stereoscope.tables import table_text, unescape_formula
-from stereoscope.untrusted import nul_problem
+from stereoscope.untrusted import nul_problem, whole_number
 
 QDC_NS = "urn:QDA-XML:codebook:1.0"
 XSD_PATH = Path(__file__).resolve().parent / "refi_schemas" / "Codebook.xsd"
@@ -134,8 +134,7 @@ def _choice(value, allowed, default=""):
 
 
 def _count(value):
-    text = str(value if value is not None else "").strip()
-    return int(text) if text.isdigit() else None
+    return whole_number(str(value if value is not None else ""))
 
 
 def _guid(value):

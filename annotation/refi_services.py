@@ -25,6 +25,7 @@ from stereoscope.datasets import iso_datetime, query_batches, uuid_text
 from stereoscope.models import Role
 from stereoscope.providers import provider
 from stereoscope.services import ensure_member, record_activity
+from stereoscope.untrusted import whole_number
 
 from . import codebook_format as fmt
 from . import refi_qda as rq
@@ -564,7 +565,7 @@ def _apply_project(study, project, *, filename, actor):
             prompt="",
             slot_values={},
             variant_key="",
-            trial=int(trial) if str(trial or "").isdigit() else 1,
+            trial=whole_number(trial) if whole_number(trial) is not None else 1,  # a number in the variable, else 1
             text=source.text,
             external_id=source.guid,
             extra=None,

@@ -6,6 +6,7 @@ from django.urls import reverse
 
 from stereoscope.models import Role
 from stereoscope.permissions import role_for
+from stereoscope.untrusted import whole_number
 
 from .models import (
     Assignment,
@@ -233,7 +234,8 @@ def frequency_table(codebook, *, level="code", by="", coder_ids=None, user=None)
         row.pop("order")
 
     def sort_key(value):
-        return (0, int(value)) if value.isdigit() else (1, value)
+        number = whole_number(value)
+        return (0, number) if number is not None else (1, value)
 
     return {
         "columns": sorted(columns, key=sort_key),

@@ -19,6 +19,7 @@ from stereoscope import jobs
 from stereoscope.downloads import table_download
 from stereoscope.models import Membership, Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
+from stereoscope.untrusted import whole_numbers
 
 from . import codebook_format as fmt
 from . import selectors, services
@@ -324,8 +325,8 @@ def _plan_request(request, study, codebook):
     """The assignment form as keyword arguments of services.create_assignments / preview_assignments."""
     User = get_user_model()
     post = request.POST
-    coders = list(User.objects.filter(pk__in=[int(x) for x in post.getlist("coders") if x.isdigit()]))
-    run_ids = [int(x) for x in post.getlist("runs") if x.isdigit()]
+    coders = list(User.objects.filter(pk__in=whole_numbers(post.getlist("coders"))))
+    run_ids = whole_numbers(post.getlist("runs"))
     sample_size = post.get("sample_size", "").strip() or None
     runs = list(generation.study_runs(study, run_ids)) if run_ids or sample_size else None
     return {
@@ -342,7 +343,7 @@ def _plan_request(request, study, codebook):
 
 def _form_values(post):
     """The submitted form, to fill it again under its preview (and to carry into the create button)."""
-    ints = lambda name: [int(x) for x in post.getlist(name) if x.isdigit()]  # noqa: E731
+    ints = lambda name: whole_numbers(post.getlist(name))  # noqa: E731
     return {
         "coders": ints("coders"),
         "runs": ints("runs"),
@@ -981,7 +982,7 @@ def split_code_page(request, study_id, codebook_id, code_id):
             target = _code_or_none(codebook, request.POST.get("target"))
             new_code, _ = services.split_code(
                 code,
-                [int(x) for x in request.POST.getlist("codings") if x.isdigit()],
+                whole_numbers(request.POST.getlist("codings")),
                 target=target,
                 new_name=request.POST.get("new_name"),
                 actor=request.user,

@@ -11,6 +11,7 @@ from typing import TypeVar, cast
 from django.db.models import Count, Q, QuerySet
 
 from stereoscope.models import Study
+from stereoscope.untrusted import whole_number
 
 from .models import GenerationRun, ModelEndpoint, Output, OutputStatus, PromptItem, Provider, ProviderCall, Toolkit
 
@@ -30,7 +31,7 @@ def _ids(values: Iterable[T]) -> Iterable[T]:
 
 def _pk_or_none(value: PkValue) -> int | None:
     """A primary key from a form or URL value, or None when it is not a whole number."""
-    return int(value) if str(value).isdigit() else None  # type: ignore[arg-type]  # digits: never None
+    return whole_number(value)
 
 
 # --- toolkits and prompt items --------------------------------------------------------------------------------

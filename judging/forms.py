@@ -1,6 +1,7 @@
 from django import forms
 
 from generation.models import ExecutionMode
+from stereoscope.untrusted import whole_numbers
 
 from .models import JudgePolicy, TemplateKind
 from .rounds import judge_choices, runs_for, templates_for
@@ -63,9 +64,10 @@ class JudgeRoundForm(forms.Form):
     def clean_item_numbers(self):
         raw = self.cleaned_data.get("item_numbers") or ""
         parts = [p.strip() for p in raw.replace(";", ",").split(",") if p.strip()]
-        if not all(p.isdigit() and int(p) > 0 for p in parts):
+        numbers = whole_numbers(parts)
+        if len(numbers) < len(parts) or 0 in numbers:
             raise forms.ValidationError("List item numbers separated by commas, e.g. 1, 4, 17.")
-        return [int(p) for p in parts]
+        return numbers
 
     def clean_models(self):
         return [m.strip() for m in (self.cleaned_data.get("models") or "").split(",") if m.strip()]

@@ -11,6 +11,7 @@ from generation.runs import batches
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
+from stereoscope.untrusted import whole_numbers
 
 from . import reports, rounds, services
 from .forms import JudgeRoundForm, JudgeTemplateForm, VerificationForm, WeightsImportForm
@@ -175,9 +176,7 @@ def round_action(request, study_id, round_id, what):
         return redirect("judging-round", rnd.study_id, rnd.pk)
     try:
         if what == "reask" and request.POST.get("verdict"):
-            rounds.reask(
-                rnd, [int(request.POST["verdict"])] if request.POST["verdict"].isdigit() else [], actor=request.user
-            )
+            rounds.reask(rnd, whole_numbers([request.POST["verdict"]]), actor=request.user)
         else:
             ACTIONS[what](rnd, actor=request.user)
         messages.success(
@@ -267,8 +266,7 @@ def round_verdicts_export(request, study_id, round_id, fmt):
 
 
 def _round_ids(request):
-    ids = [p for p in request.GET.getlist("round") if p.isdigit()]
-    return [int(p) for p in ids] or None
+    return whole_numbers(request.GET.getlist("round")) or None
 
 
 @study_role_required(Role.RESEARCHER)

@@ -13,6 +13,7 @@ from generation import selectors as generation
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
+from stereoscope.untrusted import whole_numbers
 
 from . import scoring, selectors, services
 from .contrasts import rows_for, store_contrasts, twin_pairs
@@ -420,7 +421,7 @@ def output_layer(request, study_id, output_id):
     ?lexicon=<id> (repeatable); default: the lexicons of the study's latest measure run, else none."""
     output = get_object_or_404(generation.study_outputs(request.study).select_related("item__toolkit"), pk=output_id)
     available = services.lexicons_for(request.study).order_by("-study__is_library", "name", "-version")
-    wanted = [v for v in request.GET.getlist("lexicon") if v.isdigit()]
+    wanted = whole_numbers(request.GET.getlist("lexicon"))
     if wanted:
         chosen = list(available.filter(pk__in=wanted))
     else:

@@ -14,7 +14,7 @@ from measures.selectors import study_measure_runs
 from stereoscope.downloads import table_download, workbook_download
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
-from stereoscope.untrusted import loads_json
+from stereoscope.untrusted import loads_json, whole_number
 
 from . import datasets, reports, runs, services
 from .forms import (
@@ -485,11 +485,13 @@ def validation(request, study_id):
     picked = {}
     for key in ("run", "alternate", "option_order", "convergent"):
         value = request.GET.get(key, "")
-        picked[key] = all_runs.filter(pk=int(value)).first() if value.isdigit() else None
+        pk = whole_number(value)
+        picked[key] = all_runs.filter(pk=pk).first() if pk is not None else None
 
     measure_runs = study_measure_runs(request.study)
     value = request.GET.get("concurrent", "")
-    picked["concurrent"] = measure_runs.filter(pk=int(value)).first() if value.isdigit() else None
+    pk = whole_number(value)
+    picked["concurrent"] = measure_runs.filter(pk=pk).first() if pk is not None else None
     result = None
     if picked["run"] is not None:
         result = reports.validation_summary(

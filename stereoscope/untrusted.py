@@ -3,6 +3,7 @@ workbooks whose XML declares a DOCTYPE or entities. Django-free; each raises or 
 
 import json
 import math
+import re
 import zipfile
 from collections.abc import Iterable
 from typing import Any, NoReturn
@@ -51,6 +52,29 @@ def loads_json(text: str | bytes | bytearray) -> Any:
 
 class NonFiniteNumber(ValueError):
     pass
+
+
+_WHOLE_NUMBER = re.compile(r"[0-9]{1,18}")
+
+
+def whole_number(value: object) -> int | None:
+    """A non-negative whole number from a form, URL, API or file value (`12`, `" 12 "`), else None.
+
+    ASCII digits only, at most 18 (a bigint): str.isdigit() also passes '²', which int() refuses (a 500 where a
+    page or an API call reads an id), and a long run of digits overflows the database's integers."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if 0 <= value < 10**18 else None
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    return int(text) if _WHOLE_NUMBER.fullmatch(text) else None
+
+
+def whole_numbers(values: Iterable[object]) -> list[int]:
+    """The whole numbers among `values` (a form's list of ids), others left out."""
+    return [number for value in values if (number := whole_number(value)) is not None]
 
 
 def _refuse_constant(name: str) -> NoReturn:

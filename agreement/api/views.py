@@ -12,6 +12,7 @@ from stereoscope.api import StudyScopedMixin
 from stereoscope.models import Role, Study
 from stereoscope.permissions import StudyRolePermission
 from stereoscope.stats import agreement as ag
+from stereoscope.untrusted import whole_number, whole_numbers
 
 from .. import services, variables
 from ..models import GoldLabel
@@ -33,18 +34,29 @@ TABLE_PARAMS = [
 
 def _ids(raw, name):
     parts = [p.strip() for p in (raw or "").split(",") if p.strip()]
-    if any(not p.isdigit() for p in parts):
+    ids = whole_numbers(parts)
+    if len(ids) < len(parts):
         raise AgreementRequestError(f"{name} must be comma-separated ids.")
-    return [int(p) for p in parts]
+    return ids
 
 
 def _int_param(request, name, default, low, high):
     raw = request.query_params.get(name, "")
     if raw == "":
         return default
-    if not raw.lstrip("-").isdigit() or not low <= int(raw) <= high:
+    size = whole_number(raw.removeprefix("-"))
+    number = -size if size is not None and raw.startswith("-") else size
+    if number is None or not low <= number <= high:
         raise AgreementRequestError(f"{name} must be a whole number between {low} and {high}.")
-    return int(raw)
+    return number
+
+
+def _codebook_id(request):
+    """The `codebook` parameter's id, None when absent."""
+    raw = request.query_params.get("codebook", "")
+    if raw and whole_number(raw) is None:
+        raise AgreementRequestError("codebook must be an id.")
+    return whole_number(raw) if raw else None
 
 
 class AgreementViewSet(viewsets.ViewSet):
@@ -63,10 +75,7 @@ class AgreementViewSet(viewsets.ViewSet):
         return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
 
     def _table(self, request):
-        codebook_raw = request.query_params.get("codebook", "")
-        if codebook_raw and not codebook_raw.isdigit():
-            raise AgreementRequestError("codebook must be an id.")
-        codebook = services.default_codebook(self.get_study(), int(codebook_raw) if codebook_raw else None)
+        codebook = services.default_codebook(self.get_study(), _codebook_id(request))
         raters = [r.strip() for r in request.query_params.get("raters", "").split(",") if r.strip()]
         table = build_table(
             self.get_study(),
@@ -92,10 +101,7 @@ class AgreementViewSet(viewsets.ViewSet):
     )
     def list(self, request, study_pk=None):
         try:
-            codebook_raw = request.query_params.get("codebook", "")
-            if codebook_raw and not codebook_raw.isdigit():
-                raise AgreementRequestError("codebook must be an id.")
-            codebook = services.default_codebook(self.get_study(), int(codebook_raw) if codebook_raw else None)
+            codebook = services.default_codebook(self.get_study(), _codebook_id(request))
             threshold_raw = request.query_params.get("threshold", "")
             try:
                 low = float(threshold_raw) if threshold_raw else services.LOW_ALPHA

@@ -15,6 +15,7 @@ from stereoscope.api_bases import JobActionsMixin, JobSerializer
 from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER
+from stereoscope.untrusted import whole_number
 
 from ..models import GenerationRun, ModelEndpoint, Output, ProviderCall, Toolkit
 from . import batches, collect
@@ -382,9 +383,10 @@ class GenerationRunViewSet(
         toolkit = None
         raw_toolkit = request.data.get("toolkit")
         if raw_toolkit not in (None, ""):
-            if not str(raw_toolkit).isdigit():
+            toolkit_id = whole_number(raw_toolkit)
+            if toolkit_id is None:
                 return Response({"detail": "toolkit must be a toolkit id."}, status=status.HTTP_400_BAD_REQUEST)
-            toolkit = runs.toolkits_for(self.get_study()).filter(pk=int(raw_toolkit)).first()
+            toolkit = runs.toolkits_for(self.get_study()).filter(pk=toolkit_id).first()
             if toolkit is None:
                 return Response({"detail": f"Unknown toolkit {raw_toolkit}."}, status=status.HTTP_400_BAD_REQUEST)
         try:

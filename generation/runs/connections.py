@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from stereoscope import jobs
 from stereoscope.models import Study
+from stereoscope.untrusted import whole_number
 from stereoscope.user_types import Actor
 
 from ..models import ConnectionStatus, ModelEndpoint, Provider, ProviderConnection
@@ -83,8 +84,9 @@ def find_for_study(study: Study | int, value: ProviderConnection | int | str | N
     if isinstance(value, ProviderConnection):
         value = value.pk
     candidates = open_to(study)
-    if isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit()):
-        found = candidates.filter(pk=int(value)).first()
+    pk = whole_number(value)
+    if pk is not None:
+        found = candidates.filter(pk=pk).first()
         if found is not None:
             return found
     return candidates.filter(name=str(value or "").strip()).first()

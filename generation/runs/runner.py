@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from stereoscope.bulk import insert_rows_returning_ids, update_rows
 from stereoscope.outages import is_infrastructure_error, outage_backoff
+from stereoscope.untrusted import whole_number
 
 from ..models import CallOutcome, ModelEndpoint, ProviderCall
 from . import spending
@@ -166,7 +167,7 @@ def redact_key(endpoint, value):
 
 def output_id_from_ref(unit_ref):
     prefix, _, rest = unit_ref.partition(":")
-    return int(rest) if prefix == "output" and rest.isdigit() else None
+    return whole_number(rest) if prefix == "output" else None
 
 
 class _Loop:

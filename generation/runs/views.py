@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER, has_role, study_role_required
+from stereoscope.untrusted import whole_number
 
 from ..models import Dimension, GenerationRun, ModelEndpoint, Output, OutputStatus, ProviderCall, RunStatus
 from . import batches, collect
@@ -343,10 +344,11 @@ def filtered_outputs(study, params):
         raw = (params.get(key) or "").strip()
         if not raw:
             continue
-        if not raw.isdigit() or len(raw) > 12:
+        number = whole_number(raw)
+        if number is None or len(raw) > 12:
             problems.append(f"Ignored the {key} filter: {raw[:20]!r} is not a number.")
             continue
-        filters[key] = int(raw)
+        filters[key] = number
     if "run" in filters:
         qs = qs.filter(run_id=filters["run"])
     if "item" in filters:

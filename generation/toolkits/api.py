@@ -18,6 +18,7 @@ from stereoscope.api import StudyScopedMixin
 from stereoscope.api_bases import VersionedSerializer
 from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.downloads import table_download
+from stereoscope.untrusted import whole_number
 
 from ..models import Dimension, PromptItem, Toolkit
 from . import file_format as toolkit_format
@@ -316,10 +317,9 @@ class ToolkitViewSet(ToolkitScopedMixin, viewsets.ModelViewSet):
         study = self.get_study()
         if study.is_library:
             return Response({"detail": "The library cannot copy into itself."}, status=400)
+        toolkit_id = whole_number(request.data.get("toolkit"))
         source = (
-            Toolkit.objects.filter(study__is_library=True, pk=request.data.get("toolkit")).first()
-            if str(request.data.get("toolkit", "")).isdigit()
-            else None
+            Toolkit.objects.filter(study__is_library=True, pk=toolkit_id).first() if toolkit_id is not None else None
         )
         if source is None:
             return Response({"detail": "toolkit must be the id of a built-in library toolkit."}, status=400)
@@ -336,9 +336,10 @@ class ToolkitChildMixin(ToolkitScopedMixin):
         queryset = super().get_queryset()
         toolkit = self.request.query_params.get("toolkit")
         if toolkit:
-            if not toolkit.isdigit():
+            toolkit_id = whole_number(toolkit)
+            if toolkit_id is None:
                 return queryset.none()
-            queryset = queryset.filter(toolkit_id=int(toolkit))
+            queryset = queryset.filter(toolkit_id=toolkit_id)
         return queryset
 
     def get_serializer(self, *args, **kwargs):

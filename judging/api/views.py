@@ -15,6 +15,7 @@ from stereoscope.api_bases import JobActionsMixin
 from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
+from stereoscope.untrusted import whole_number, whole_numbers
 
 from .. import reports, rounds, services
 from ..models import JudgeRound, JudgeTemplate, Verdict, VerificationRequest
@@ -213,9 +214,10 @@ class VerdictViewSet(StudyScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
         qs = super().get_queryset()
         params = self.request.query_params
         if params.get("round"):
-            if not params["round"].isdigit():
+            round_id = whole_number(params["round"])
+            if round_id is None:
                 return qs.none()
-            qs = qs.filter(round_id=int(params["round"]))
+            qs = qs.filter(round_id=round_id)
         if params.get("status"):
             qs = qs.filter(status=params["status"])
         return qs.order_by("pk")
@@ -251,10 +253,10 @@ class ToolkitWeightsViewSet(StudyScopedMixin, viewsets.GenericViewSet):
 
     def _round_ids(self):
         raw = self.request.query_params.get("rounds", "")
-        ids = [p for p in raw.split(",") if p.strip()]
-        if not all(p.strip().isdigit() for p in ids):
+        parts = [p for p in raw.split(",") if p.strip()]
+        ids = whole_numbers(parts)
+        if len(ids) < len(parts):
             raise services.JudgingError("rounds must be a comma-separated list of round ids.")
-        ids = [int(p) for p in ids]
         known = set(JudgeRound.objects.filter(study=self.get_study(), pk__in=ids).values_list("pk", flat=True))
         if set(ids) - known:
             raise services.JudgingError(f"No round(s) {', '.join(map(str, sorted(set(ids) - known)))} in this study.")

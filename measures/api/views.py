@@ -11,6 +11,7 @@ from generation import selectors as generation
 from stereoscope.api import StudyScopedMixin
 from stereoscope.api_bases import JobActionsMixin
 from stereoscope.models import Role
+from stereoscope.untrusted import whole_number
 
 from .. import scoring, selectors, services, trained
 from ..models import (
@@ -108,7 +109,8 @@ class LexiconCategoryViewSet(StudyScopedMixin, viewsets.ModelViewSet):
     def get_queryset(self):
         qs = super().get_queryset()
         lexicon = self.request.query_params.get("lexicon")
-        return qs.filter(lexicon_id=lexicon) if lexicon and lexicon.isdigit() else qs
+        lexicon_id = whole_number(lexicon)
+        return qs.filter(lexicon_id=lexicon_id) if lexicon_id is not None else qs
 
     def _payload(self, instance=None):
         data = dict(self.request.data)
@@ -135,9 +137,9 @@ class LexiconCategoryViewSet(StudyScopedMixin, viewsets.ModelViewSet):
     @extend_schema(parameters=[OpenApiParameter("lexicon", int, description="Lexicon id (body).")])
     def create(self, request, *args, **kwargs):
         lexicon_id = request.data.get("lexicon")
-        if not str(lexicon_id or "").isdigit():
+        if whole_number(lexicon_id) is None:
             return Response({"detail": "Give the id of one of this study's lexicons as `lexicon`."}, status=400)
-        lexicon = _own_lexicon(self, lexicon_id)
+        lexicon = _own_lexicon(self, whole_number(lexicon_id))
         category, _ = services.save_category(lexicon, self._payload(), actor=request.user)
         return Response(LexiconCategorySerializer(category).data, status=status.HTTP_201_CREATED)
 
@@ -162,16 +164,13 @@ class LexiconExclusionViewSet(
 
     def create(self, request, *args, **kwargs):
         lexicon_id = request.data.get("lexicon")
-        if not str(lexicon_id or "").isdigit():
+        if whole_number(lexicon_id) is None:
             return Response({"detail": "Give the id of one of this study's lexicons as `lexicon`."}, status=400)
-        lexicon = _own_lexicon(self, lexicon_id)
+        lexicon = _own_lexicon(self, whole_number(lexicon_id))
         category = None
         if request.data.get("category") not in (None, ""):
-            category = (
-                lexicon.categories.filter(pk=request.data.get("category")).first()
-                if str(request.data.get("category")).isdigit()
-                else None
-            )
+            category_id = whole_number(request.data.get("category"))
+            category = lexicon.categories.filter(pk=category_id).first() if category_id is not None else None
             if category is None:
                 return Response({"detail": "`category` must be a category of that lexicon."}, status=400)
         ex, _ = services.add_exclusion(

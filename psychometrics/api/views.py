@@ -12,6 +12,7 @@ from measures.selectors import measure_run_in_study
 from stereoscope.api import StudyScopedMixin
 from stereoscope.api_bases import JobActionsMixin
 from stereoscope.models import Role
+from stereoscope.untrusted import whole_number
 
 from .. import reports, runs, services
 from ..analysis import sanitize
@@ -211,14 +212,16 @@ class QuestionnaireRunViewSet(
             if value in (None, ""):
                 others[key] = None
                 continue
-            found = self.get_queryset().filter(pk=int(value)).first() if str(value).isdigit() else None
+            pk = whole_number(value)
+            found = self.get_queryset().filter(pk=pk).first() if pk is not None else None
             if found is None:
                 return bad_request(f"No run {value!r} in this study for {key}.")
             others[key] = found
         concurrent = None
         value = request.query_params.get("concurrent")
         if value not in (None, ""):
-            concurrent = measure_run_in_study(run.study, int(value)) if str(value).isdigit() else None
+            pk = whole_number(value)
+            concurrent = measure_run_in_study(run.study, pk) if pk is not None else None
             if concurrent is None:
                 return bad_request(f"No measure run {value!r} in this study for concurrent.")
         return ApiResponse(
@@ -263,7 +266,8 @@ class QuestionnaireResponseViewSet(StudyScopedMixin, viewsets.ReadOnlyModelViewS
         qs = super().get_queryset()
         params = self.request.query_params
         if params.get("run"):
-            qs = qs.filter(run_id=params["run"]) if params["run"].isdigit() else qs.none()
+            run_id = whole_number(params["run"])
+            qs = qs.filter(run_id=run_id) if run_id is not None else qs.none()
         if params.get("extraction"):
             qs = qs.filter(extraction=params["extraction"])
         if params.get("audit") == "1":

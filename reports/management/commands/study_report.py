@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from reports import builder
 from reports.render import FORMATS, PDFUnavailable, render
 from stereoscope.models import Study
+from stereoscope.untrusted import whole_number
 
 
 class Command(BaseCommand):
@@ -14,7 +15,8 @@ class Command(BaseCommand):
         parser.add_argument("--output", help="File to write (default: standard output; PDF needs a file).")
 
     def handle(self, *args, study, format, output, **options):
-        found = Study.objects.filter(pk=int(study)) if study.isdigit() else Study.objects.filter(name=study)
+        pk = whole_number(study)
+        found = Study.objects.filter(pk=pk) if pk is not None else Study.objects.filter(name=study)
         if found.count() != 1:
             raise CommandError(f"No single study {study!r}: give its id or its exact name.")
         try:
