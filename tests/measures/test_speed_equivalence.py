@@ -129,6 +129,18 @@ def random_texts(n=400, seed=11):
         yield "".join(p + rng.choice([" ", " ", "", "\n", ". ", "? "]) for p in parts)
 
 
+def test_sentence_ends_take_the_whitespace_after_them():
+    """split_sentences cuts a text at its ends, each taken with the whitespace after it: every piece but the first
+    starts with its first non-space character (so only the first is measured for leading spaces), and the
+    sentences stay those of the reference (below and test_split_sentences_equals_the_reference_on_tricky_ends)."""
+    texts = [*random_texts(200, seed=36), "A.\r\n\n  B!  \u2028 C? \x85D.\t\n", "  \n .  x. \n", "Dr. A. B.  Hi"]
+    for text in texts:
+        parts = textproc._boundaries().split(text)
+        assert not any(piece[:1].isspace() for piece in parts[2::2]), repr(text)
+        got = [(s.index, s.start, s.end, s.text) for s in textproc.split_sentences(text)]
+        assert got == [(s.index, s.start, s.end, s.text) for s in reference_split(text)], repr(text)
+
+
 def test_split_sentences_equals_the_reference():
     for text in random_texts():
         got = textproc.split_sentences(text)
