@@ -79,21 +79,21 @@ _OR_EMPTY = {"counts": dict, "shares": dict, "dimension": str, "slots": dict, "c
 _JSON_ROW_FIELDS = {"counts": "category_counts", "shares": "label_shares", "slots": "output__slot_values"}
 
 
-def _json_columns(texts):
+def json_columns(texts):
     """The JSON texts of a column (None for SQL NULL) decoded by one json.loads (cheaper than one per row)."""
     return json.loads("[" + ",".join(["null" if t is None else t for t in texts]) + "]")
 
 
 def rows_for(run):
     """One dict per scored output with what the contrasts need (outputs failed by the success filter left out).
-    The JSON columns are read as text and each decoded at once (_json_columns)."""
+    The JSON columns are read as text and each decoded at once (json_columns)."""
     as_text = {f"{key}_json": Cast(field, TextField()) for key, field in _JSON_ROW_FIELDS.items()}
     read = [f"{key}_json" if key in _JSON_ROW_FIELDS else field for key, field in _ROW_FIELDS]
     values = list(OutputMeasure.objects.filter(run=run, success_reason="").annotate(**as_text).values_list(*read))
     columns = list(zip(*values, strict=True)) if values else [()] * len(_ROW_FIELDS)
     for i, key in enumerate(_ROW_KEYS):
         if key in _JSON_ROW_FIELDS:
-            columns[i] = _json_columns(columns[i])
+            columns[i] = json_columns(columns[i])
     rows = [dict(zip(_ROW_KEYS, v, strict=True)) for v in zip(*columns, strict=True)]
     for row in rows:
         for key, empty in _OR_EMPTY.items():

@@ -438,6 +438,7 @@ class TextCounter:
         self._column = {key: i for i, key in enumerate(self._start)}
         self._ids, self._token_of, self._adds_at = {}, [], ([], [])
         self._matrix = None
+        self._adds_something = np.zeros(0, dtype=bool)
 
     _MORE, _NONE = "\x00more words", "\x00no word"
 
@@ -511,18 +512,24 @@ class TextCounter:
         texts = [text or "" for text in texts]
         lowered = list(map(lower_same_length, texts))
         token_lists = list(map(str.split, lowered))
-        tokens = list(chain.from_iterable(token_lists))
-        ids = self._ids_of(tokens)
-        if ids is None:
-            return [self.count(text) for text in texts], None
         lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(texts))
         bounds = np.zeros(len(texts) + 1, dtype=np.int64)
         np.cumsum(lengths, out=bounds[1:])
+        ids = np.fromiter(
+            map(self._ids.get, chain.from_iterable(token_lists), repeat(-1)), dtype=np.int64, count=int(bounds[-1])
+        )
+        if (ids < 0).any():  # new tokens (the first texts): learnt, then looked up again
+            ids = self._ids_of(list(chain.from_iterable(token_lists)))
+            if ids is None:
+                return [self.count(text) for text in texts], None
+        adds = self._adds_matrix()
+        useful = np.flatnonzero(self._adds_something[ids])  # most tokens add something, but not all: only those
         per_text = sparse.csr_matrix(
-            (np.ones(len(ids), dtype=np.int64), ids, bounds), shape=(len(texts), len(self._token_of))
+            (np.ones(len(useful), dtype=np.int64), ids[useful], np.searchsorted(useful, bounds)),
+            shape=(len(texts), len(self._token_of)),
         )
         columns = list(self._start)
-        added = (per_text @ self._adds_matrix()).toarray().tolist()
+        added = (per_text @ adds).toarray().tolist()
         found = []
         for i, (text, low, n_tokens, row) in enumerate(zip(texts, lowered, lengths.tolist(), added, strict=True)):
             counts = dict(zip(columns, row, strict=True))
@@ -556,6 +563,7 @@ class TextCounter:
             self._matrix = sparse.csr_matrix(
                 (np.ones(len(rows), dtype=np.int64), (rows, columns)), shape=(n, len(self._column))
             )
+            self._adds_something = np.diff(self._matrix.indptr) > 0  # per id: does it add anything
         return self._matrix
 
     def token_counts(self, sequences):

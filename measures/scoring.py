@@ -11,6 +11,7 @@ chunk the contrasts are computed and stored.
 import gc
 import json
 import logging
+import math
 import time
 from collections import Counter
 from contextlib import contextmanager
@@ -19,6 +20,8 @@ from operator import attrgetter, itemgetter
 
 from django.apps import apps
 from django.db import connection, transaction
+from django.db.models import TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from generation import selectors as generation
@@ -264,14 +267,22 @@ class Unit:
 
 
 def load_outputs(ids):
-    """Units for these output ids, in id order (read by their range when dense, see dense_range)."""
+    """Units for these output ids, in id order (read by their range when dense, see dense_range); the slot values
+    read as text and decoded by one json.loads."""
     ids = set(ids)
     if not ids:
         return []
     span = dense_range(ids)
     outputs = generation.outputs_by_id(ids) if span is None else generation.outputs_in_id_range(*span)
-    rows = outputs.order_by("pk").values_list("pk", "text", "slot_values", "item_id", "item__toolkit__language")
-    return [Unit(*row) for row in rows if row[0] in ids]
+    rows = [
+        row
+        for row in outputs.order_by("pk")
+        .annotate(slots_json=Cast("slot_values", TextField()))
+        .values_list("pk", "text", "slots_json", "item_id", "item__toolkit__language")
+        if row[0] in ids
+    ]
+    slots = contrasts.json_columns([row[2] for row in rows])  # the slot values decoded at once, not row by row
+    return [Unit(pk, text, s, item_id, lang) for (pk, text, _, item_id, lang), s in zip(rows, slots, strict=True)]
 
 
 class Measure:
@@ -435,25 +446,61 @@ MEASURE_COLUMNS = (
 )
 
 
-class CountsJson:
-    """json.dumps(counts) for {text key: int} dicts whose keys come in a few orders (every measure of a run has its
-    language's categories): one %-template per key order, filled with the numbers; anything else by json.dumps."""
+class NumbersJson:
+    """json.dumps(counts) for {text key: int or float} dicts whose keys and value types come in a few orders (every
+    measure of a run has its language's categories, its classifier's labels): one %-template per key order and value
+    types, filled with the numbers (%d for an int, %r for a finite float: what json.dumps writes); anything else (a
+    boolean, NaN, infinity, a key not text) by json.dumps."""
 
     def __init__(self):
         self._templates = {}
 
     def __call__(self, counts):
         values = tuple(counts.values())
-        keys = tuple(counts)
-        template = self._templates.get(keys)
+        types = tuple(map(type, values))
+        layout = (tuple(counts), types)
+        template = self._templates.get(layout)
         if template is None:
-            if set(map(type, keys)) - {str}:
+            keys = layout[0]
+            if set(map(type, keys)) - {str} or set(types) - {int, float}:
                 return json.dumps(counts)
-            parts = (json.dumps(key).replace("%", "%%") + ": %d" for key in keys)
-            template = self._templates[keys] = "{" + ", ".join(parts) + "}"
-        if set(map(type, values)) - {int}:  # %d writes booleans and floats otherwise than JSON
-            return json.dumps(counts)
+            parts = (
+                json.dumps(key).replace("%", "%%") + (": %d" if t is int else ": %r")
+                for key, t in zip(keys, types, strict=True)
+            )
+            template = self._templates[layout] = "{" + ", ".join(parts) + "}"
+        if float in types:
+            try:
+                if not all(map(math.isfinite, values)):
+                    return json.dumps(counts)
+            except OverflowError:  # an int too large for a float
+                return json.dumps(counts)
         return template % values
+
+
+class DetailJson:
+    """json.dumps(detail) for small dicts of text keys and text, int, boolean or None values that repeat (the
+    subject gender's detail: which slot, which name), each distinct one written once; anything else by json.dumps."""
+
+    SCALARS = frozenset({str, int, bool, type(None)})  # not floats: -0.0 == 0.0 would share a text
+    LIMIT = 10_000
+
+    def __init__(self):
+        self._seen = {}
+
+    def __call__(self, detail):
+        values = tuple(detail.values())
+        types = tuple(map(type, values))
+        key = (tuple(detail), values, types)
+        try:
+            found = self._seen.get(key)
+        except TypeError:  # an unhashable value
+            return json.dumps(detail)
+        if found is None:
+            found = json.dumps(detail)
+            if set(types) <= self.SCALARS and not set(map(type, key[0])) - {str} and len(self._seen) < self.LIMIT:
+                self._seen[key] = found
+        return found
 
 
 def insert_measures(run_id, measures):
@@ -462,7 +509,7 @@ def insert_measures(run_id, measures):
     if not measures:
         return {}
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    dumps, counts_json = json.dumps, CountsJson()
+    details, numbers = DetailJson(), NumbersJson()
     rows = [
         (
             run_id,
@@ -472,9 +519,9 @@ def insert_measures(run_id, measures):
             m.sentence_count,
             m.gender,
             m.gender_source,
-            dumps(m.gender_detail),
-            counts_json(m.category_counts),
-            dumps(m.label_shares),
+            details(m.gender_detail),
+            numbers(m.category_counts),
+            numbers(m.label_shares),
             m.doc_label,
             m.doc_score,
             m.mean_score,

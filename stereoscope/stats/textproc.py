@@ -15,7 +15,7 @@ Sentences (one documented, deterministic rule, used by every measure):
 
 import re
 from itertools import accumulate, compress, count, repeat
-from operator import add, sub
+from operator import add, getitem
 from typing import NamedTuple
 
 WORD_RE = re.compile(r"\w+(?:[-'’]\w+)*")
@@ -88,6 +88,7 @@ _ABBREV_TAIL = re.compile(r"([\w.]{1,12})$")
 _SPACES = re.compile(r"\s*")
 _ALNUM = re.compile(r"[^\W_]")  # a character for which str.isalnum() is true
 _CLOSERS = "\"'”’»)]"
+_FIRST = slice(0, 1)
 
 
 def _ends_sentence(line, match):
@@ -116,14 +117,16 @@ def split_sentences(text):
     text = text or ""
     if not text.isascii() and len(text.encode("utf-16-le", "surrogatepass")) != 2 * len(text):  # beyond the BMP
         return _split_by_rules(text)
-    parts = _boundaries().split(text)  # [piece, its end, piece, its end, ..., last piece]
+    parts = _boundaries().split(text)  # [piece, its end and the whitespace after it, piece, ..., last piece]
     pieces = list(map(add, parts[::2], parts[1::2] + [""]))
-    lengths = list(map(len, pieces))
-    starts = accumulate(lengths, initial=0)  # where each piece starts in `text`
+    starts = list(accumulate(map(len, pieces), initial=0))  # where each piece starts in `text`
+    # Every piece but the first starts after an end's whitespace, so with its first non-space character.
+    starts[0] = len(pieces[0]) - len(pieces[0].lstrip())
     stripped = list(map(str.strip, pieces))
-    firsts = list(map(add, starts, map(sub, lengths, map(len, map(str.lstrip, pieces)))))
-    keep = list(map(_ALNUM.search, stripped))  # a match (truthy) when the piece has a letter or digit
-    kept_starts, kept = list(compress(firsts, keep)), list(compress(stripped, keep))
+    keep = list(map(str.isalnum, map(getitem, stripped, repeat(_FIRST))))  # most start with a letter or digit
+    if not all(keep):  # the others: any letter or digit (the regex), or none (dropped)
+        keep = [k or _ALNUM.search(piece) is not None for k, piece in zip(keep, stripped, strict=True)]
+    kept_starts, kept = list(compress(starts, keep)), list(compress(stripped, keep))
     ends = map(add, kept_starts, map(len, kept))
     return list(map(tuple.__new__, repeat(Sentence), zip(count(), kept_starts, ends, kept)))
 
@@ -167,9 +170,11 @@ def _boundaries():
         )
         not_initial = rf"(?<!(?<![\w.]){upper}\.)"
         end = rf"[{re.escape(_CLOSERS)}]*+(?=\s|\Z)(?![^\S\n]*+{lower})"
-        _BOUNDARY = re.compile(  # one group: split() keeps the ends
+        # One group: split() keeps the ends, each with the whitespace after it (a line break's pieces in between
+        # would hold no letter or digit, and be dropped anyway).
+        _BOUNDARY = re.compile(
             rf"([.!?…\n](?:(?<=\n)|(?<=[!?…])[.!?…]*+{end}|(?<=\.)(?:[.!?…]++|(?![.!?…]){not_abbreviation}"
-            rf"{not_initial}){end}))"
+            rf"{not_initial}){end})\s*+)"
         )
     return _BOUNDARY
 

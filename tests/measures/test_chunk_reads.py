@@ -58,3 +58,28 @@ def test_a_chunks_outputs_are_read_by_their_id_range(study, make_outputs):
     sparse = [ids[0], ids[7]]  # far apart (the range would read six other outputs): read by the list
     assert [u.pk for u in scoring.load_outputs(sparse)] == sparse
     assert scoring.load_outputs([]) == []
+
+
+def test_a_chunks_slot_values_are_decoded_at_once_as_the_orm_decodes_them(study, make_outputs, monkeypatch):
+    """The slot values of a chunk's outputs are read as text and decoded by one json.loads: the same values as the
+    ORM's (nested, unicode, empty, numbers), not one json.loads per output."""
+    import json as json_module
+
+    values = [
+        {"name": "Kelly"},
+        {},
+        {"name": 'Zoë "Q" \u2028', "age": 31, "score": 0.1, "tags": ["a", {"b": None}], "ok": True},
+        {"name": "Joseph", "n": -0.0},
+    ]
+    outputs = make_outputs(study, [{"text": f"Kelly is kind {i}.", "slot_values": v} for i, v in enumerate(values)])
+    calls = []
+    loads = json_module.loads
+    monkeypatch.setattr(json_module, "loads", lambda *a, **k: calls.append(1) or loads(*a, **k))
+    units = scoring.load_outputs([o.pk for o in outputs])
+    assert len(calls) == 1
+    monkeypatch.undo()
+    expected = [type(o).objects.get(pk=o.pk) for o in outputs]
+    assert [(u.pk, u.text, u.slot_values, u.item_id, u.language) for u in units] == [
+        (o.pk, o.text, o.slot_values or {}, o.item_id, "en") for o in expected
+    ]
+    assert [json_module.dumps(u.slot_values) for u in units] == [json_module.dumps(o.slot_values) for o in expected]

@@ -129,6 +129,18 @@ def random_texts(n=400, seed=11):
         yield "".join(p + rng.choice([" ", " ", "", "\n", ". ", "? "]) for p in parts)
 
 
+def test_sentence_ends_take_the_whitespace_after_them():
+    """split_sentences cuts a text at its ends, each taken with the whitespace after it: every piece but the first
+    starts with its first non-space character (so only the first is measured for leading spaces), and the
+    sentences stay those of the reference (below and test_split_sentences_equals_the_reference_on_tricky_ends)."""
+    texts = [*random_texts(200, seed=36), "A.\r\n\n  B!  \u2028 C? \x85D.\t\n", "  \n .  x. \n", "Dr. A. B.  Hi"]
+    for text in texts:
+        parts = textproc._boundaries().split(text)
+        assert not any(piece[:1].isspace() for piece in parts[2::2]), repr(text)
+        got = [(s.index, s.start, s.end, s.text) for s in textproc.split_sentences(text)]
+        assert got == [(s.index, s.start, s.end, s.text) for s in reference_split(text)], repr(text)
+
+
 def test_split_sentences_equals_the_reference():
     for text in random_texts():
         got = textproc.split_sentences(text)
@@ -471,14 +483,52 @@ def test_text_counter_counting_a_chunk_with_a_full_cache_counts_the_same(monkeyp
 
 def test_counts_json_writes_what_json_dumps_writes():
     """The measures' category counts are written by a template per key order: the same text as json.dumps."""
-    from measures.scoring import CountsJson
+    from measures.scoring import NumbersJson
 
     rng = random.Random(36)
     keys = ["1", "22", "a b", 'q"uote', "100%", "%d", "ä", "\\", "\n", "💡", ""]
-    dumps = CountsJson()
+    dumps = NumbersJson()
     cases = [{}, {"1": 0}, {"1": True}, {"1": 1.0}, {1: 2}, {"1": None}, {"1": -3, "2": 10**30}, {"x": "y"}]
     for _ in range(500):
         chosen = rng.sample(keys, rng.randint(0, len(keys)))
         cases.append({k: rng.choice([0, 1, 7, 12345, -1]) for k in chosen})
     for counts in cases + cases:  # templates made, then reused
         assert dumps(counts) == json.dumps(counts), counts
+
+
+def test_row_json_writes_what_json_dumps_writes():
+    """The measures' label shares (floats) and gender details (a few scalars, repeated) are written by a template per
+    key order and value types, or remembered: the same text as json.dumps."""
+    from measures.scoring import DetailJson, NumbersJson
+
+    rng = random.Random(37)
+    numbers, details = NumbersJson(), DetailJson()
+    cases = [
+        {},
+        {"negative": 0.0, "neutral": 1.0, "positive": 0.0},
+        {"a": float("nan")},
+        {"a": float("inf")},
+        {"a": -float("inf"), "b": 1},
+        {"a": 1e-300, "b": 1e300, "c": -0.0, "d": 1 / 3},
+        {"a": True, "b": 1},
+        {"a": 1, "b": True},
+        {"a": 1.0, "b": 1},
+        {"a": 1, "b": 1.0},
+        {"%r": 0.5, 'q"': 2},
+        {"slot": "name", "value": "Kelly", "by": "name list"},
+        {"slot": "name", "value": 'Kelly \u00e4 "q" \n', "by": None},
+        {"female_pronouns": 3, "male_pronouns": 0, "reason": "fewer than 4 gendered pronouns"},
+        {"female_pronouns": 3.0, "male_pronouns": 0},
+        {"female_pronouns": True, "male_pronouns": 0},
+        {"x": [1, 2]},
+        {"x": {"y": 1}},
+        {"x": (1, True)},
+        {1: "a"},
+        {None: 1},
+    ]
+    for _ in range(500):
+        keys = rng.sample(["negative", "neutral", "positive", "x", "%s"], rng.randint(0, 5))
+        cases.append({k: rng.choice([rng.random(), rng.randint(0, 9) / rng.randint(1, 9), 0.0, 1.0, 3]) for k in keys})
+    for case in cases + cases:  # templates made (remembered), then reused
+        assert numbers(case) == json.dumps(case), case
+        assert details(case) == json.dumps(case), case
