@@ -21,6 +21,9 @@ log = logging.getLogger(__name__)
 LEASE_TTL = 10.0  # renewed every 3.3 s; a dead worker frees its slots within 10 s
 RENEW_EVERY = 5.0
 POLL_SECONDS = 0.02
+PAUSE_FRESH = 0.2  # a slot kept for the next unit is reused only on a pause state read at most this long ago
+WATCH_RETRY = 0.5  # how soon the pause watch subscribes again after losing Redis
+PAUSE_CHANNEL = "stereoscope:limits:paused"
 
 
 def endpoint_key(endpoint):
@@ -90,6 +93,11 @@ class LocalStore:
     async def paused_for(self, key):
         with self.lock:
             return max(0.0, self.paused.get(key, 0) - time.monotonic())
+
+    async def reuse_slot(self, key):
+        """A slot of the key this process holds and no caller uses, to take without asking again; here, none (a
+        local slot costs no round trip)."""
+        return None
 
     async def slot_unless_paused(self, key, limit, lease_id):
         """(seconds the key is still paused, False), else (0, whether a slot was taken)."""
@@ -171,6 +179,7 @@ PAUSE_LUA = """
 local t = redis.call('TIME'); local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
 local untl = now + tonumber(ARGV[1]); local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
 if untl > cur then redis.call('SET', KEYS[1], tostring(untl), 'EX', math.ceil(tonumber(ARGV[1])) + 5) end
+redis.call('PUBLISH', ARGV[2], KEYS[1] .. ' ' .. ARGV[1])
 return 1
 """
 PAUSED_LUA = """
@@ -199,6 +208,105 @@ class RedisStore:
         self.acquiring = {}  # (key, limit) -> [(lease id, future)] asked in this turn of the loop
         self.sending = None  # the loop callback that sends them
         self.tasks = set()
+        self.url = url
+        self.keep = {}  # lease -> when it was taken or last renewed, for leases taken while the pause watch was up
+        # (a worker may keep them for its next unit)
+        self.pause_seen = {}  # key -> (monotonic time its pause state was last read, monotonic time paused until)
+        self.reading = {}  # key -> the pause read under way, shared by the reuses waiting for it
+        self.watching = False  # subscribed to PAUSE_CHANNEL: a pause set anywhere, or Redis lost, is known at once
+        self.watch = None
+        self.epoch = 0  # how often the watch was lost; a lease taken before a loss is not kept
+
+    async def reuse_slot(self, key):
+        """The slot a worker of this process gave back in this turn of the loop (it takes its next unit at once),
+        kept instead of given back and taken again: no round trip to Redis (issue 36). Only while the pause watch is
+        up, and when the key's pause state, read at most PAUSE_FRESH ago (else read once, shared by the reuses
+        waiting meanwhile) or told since by the watch, says it is not paused. Else None: the caller asks Redis."""
+        self._start_watch()
+        spare = self.releasing.get(key)
+        lease = next((lease for lease in reversed(spare) if lease in self.keep), None) if spare else None
+        if lease is None or not self.watching:
+            return None
+        spare.remove(lease)
+        if time.monotonic() - self.keep[lease] > LEASE_TTL - RENEW_EVERY:  # not renewed lately: it may have expired
+            self._release_later(key, lease)
+            return None
+        try:
+            if time.monotonic() - self.pause_seen.get(key, (float("-inf"), 0.0))[0] > PAUSE_FRESH:
+                await self._read_pause(key)
+        except BaseException:
+            self._release_later(key, lease)
+            raise
+        if not self.watching or lease not in self.keep or self.pause_seen[key][1] > time.monotonic():
+            self._release_later(key, lease)
+            return None
+        return lease
+
+    async def _read_pause(self, key):
+        reading = self.reading.get(key)
+        if reading is None:
+            reading = self.reading[key] = asyncio.ensure_future(self._pause_read(key))
+            reading.add_done_callback(lambda task: self._read_done(key, task))
+        await asyncio.shield(reading)
+
+    def _read_done(self, key, task):
+        self.reading.pop(key, None)
+        if not task.cancelled():
+            task.exception()  # retrieved: each waiting reuse has raised it already
+
+    async def _pause_read(self, key):
+        sent = time.monotonic()
+        self._saw_pause(key, float(await self.paused_script(keys=[key + ":pause"])), read_at=sent)
+
+    def _saw_pause(self, key, wait, read_at=None):
+        """Note the key's pause state: `wait` seconds still paused (0: not paused), read from Redis at `read_at`
+        (None: told by this process or the watch, not a read)."""
+        seen, until = self.pause_seen.get(key, (float("-inf"), 0.0))
+        if read_at is not None:
+            seen = max(seen, read_at)
+        if wait > 0:
+            until = max(until, time.monotonic() + wait)
+        self.pause_seen[key] = (seen, until)
+
+    def _start_watch(self):
+        if self.watch is None:
+            self.watch = asyncio.get_running_loop().create_task(self._watch_pauses())
+
+    async def _watch_pauses(self):
+        """Listen for the pauses set by any process (a 429's Retry-After), and notice at once when Redis is lost (the
+        subscription's connection drops): then no slot is kept until the watch is back."""
+        import redis.asyncio as aioredis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+
+        client = aioredis.from_url(self.url, retry=Retry(NoBackoff(), 0))  # a lost connection is told, not hidden
+        try:
+            while True:
+                pubsub = client.pubsub()
+                try:
+                    await pubsub.subscribe(PAUSE_CHANNEL)
+                    while True:
+                        message = await pubsub.get_message(timeout=None)
+                        if message and message["type"] == "subscribe":
+                            self.watching = True
+                        elif message and message["type"] == "message":
+                            key, seconds = message["data"].decode().rsplit(" ", 1)
+                            key = key.removesuffix(":pause")
+                            self._saw_pause(key, float(seconds))
+                except Exception as exc:
+                    if not is_infrastructure_error(exc):
+                        log.exception("the pause watch failed")
+                finally:
+                    self._lose_watch()
+                    await _quietly(pubsub.aclose())
+                await asyncio.sleep(WATCH_RETRY)
+        finally:
+            await _quietly(client.aclose())
+
+    def _lose_watch(self):
+        self.watching = False
+        self.epoch += 1
+        self.keep.clear()
 
     async def try_slot(self, key, limit, lease_id):
         return bool(await self.slot(keys=[key + ":conc"], args=[limit, lease_id, LEASE_TTL]))
@@ -227,6 +335,9 @@ class RedisStore:
 
     async def _acquire_many(self, key, limit, asked):
         released = self.releasing.pop(key, [])
+        for lease in released:
+            self.keep.pop(lease, None)
+        sent, epoch, watching = time.monotonic(), self.epoch, self.watching
         try:
             answers = await self.acquire_script(
                 keys=[key + ":conc", key + ":pause"],
@@ -244,8 +355,12 @@ class RedisStore:
             if not isinstance(exc, Exception):
                 raise
             return
+        answers = [float(answer) for answer in answers]
+        self._saw_pause(key, max(answers), read_at=sent)
+        keep = watching and epoch == self.epoch and self.watching
         for (lease, future), answer in zip(asked, answers, strict=True):
-            answer = float(answer)
+            if answer == 0 and keep:
+                self.keep[lease] = sent
             if not future.done():
                 future.set_result(answer)
             elif answer == 0:  # its caller gave up meanwhile: the slot goes back at once
@@ -253,18 +368,25 @@ class RedisStore:
 
     async def renew(self, key, lease_ids):
         if lease_ids:
+            sent = time.monotonic()
             await self.renew_script(keys=[key + ":conc"], args=[LEASE_TTL, *lease_ids])
+            for lease in lease_ids:
+                if lease in self.keep:
+                    self.keep[lease] = sent
 
     async def release(self, key, lease_id):
         """Give the slot back with this process's next acquire of the key, which usually follows at once (a worker
         takes its next unit); else with a flush at the loop's next turn. Either way before anyone waits a poll."""
+        self._release_later(key, lease_id)
+
+    def _release_later(self, key, lease_id):
         self.releasing.setdefault(key, []).append(lease_id)
         if self.flushing is None:
             self.flushing = asyncio.get_running_loop().call_soon(self._flush_soon)
 
     def _flush_soon(self):
         self.flushing = None
-        if any(key not in {k for k, _ in self.acquiring} for key in self.releasing):
+        if any(leases and key not in {k for k, _ in self.acquiring} for key, leases in self.releasing.items()):
             self._spawn(self.flush(keep={key for key, _ in self.acquiring}))
 
     async def flush(self, keep=()):
@@ -273,6 +395,10 @@ class RedisStore:
         releasing = {key: leases for key, leases in self.releasing.items() if key not in keep}
         self.releasing = {key: leases for key, leases in self.releasing.items() if key in keep}
         for key, leases in releasing.items():
+            if not leases:  # each was kept for a next unit
+                continue
+            for lease in leases:
+                self.keep.pop(lease, None)
             try:
                 await self.redis.zrem(key + ":conc", *leases)
             except Exception as exc:
@@ -287,16 +413,28 @@ class RedisStore:
         await self.bucket(keys=[key], args=[capacity, delta, "adjust"])
 
     async def pause(self, key, seconds):
-        await self.pause_script(keys=[key + ":pause"], args=[seconds])
+        self._saw_pause(key, seconds)  # this process stops at once; the others when the watch tells them
+        await self.pause_script(keys=[key + ":pause"], args=[seconds, PAUSE_CHANNEL])
 
     async def paused_for(self, key):
         return float(await self.paused_script(keys=[key + ":pause"]))
 
     async def close(self):
+        if self.watch is not None:
+            self.watch.cancel()
+            await asyncio.gather(self.watch, return_exceptions=True)
         if self.tasks:
             await asyncio.gather(*self.tasks, return_exceptions=True)
         await self.flush()
         await self.redis.aclose()
+
+
+async def _quietly(closing):
+    """Close a Redis client or subscription that may have lost its server already."""
+    try:
+        await closing
+    except Exception:  # closing what Redis dropped: nothing left to do
+        log.debug("closing a Redis connection failed", exc_info=True)
 
 
 _local_store = LocalStore()
@@ -341,13 +479,15 @@ class EndpointLimiter:
         """Wait for a slot and the rate budget. Returns a lease id, or None if `stop` was set meanwhile."""
         await self.local.acquire()
         try:
-            lease = uuid.uuid4().hex
-            while True:
+            lease = None if stop is not None and stop.is_set() else await self.store.reuse_slot(self.key)
+            asked = uuid.uuid4().hex if lease is None else None
+            while lease is None:
                 if stop is not None and stop.is_set():
                     self.local.release()
                     return None
-                wait, taken = await self.store.slot_unless_paused(self.key, self.max_concurrency, lease)
+                wait, taken = await self.store.slot_unless_paused(self.key, self.max_concurrency, asked)
                 if taken:
+                    lease = asked
                     break
                 await asyncio.sleep(min(max(wait, POLL_SECONDS), 1.0))
             self.held.add(lease)

@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import threading
+import time
 
 import pytest
 from django.db import OperationalError
@@ -537,5 +538,129 @@ def test_the_redis_limiter_takes_the_slots_asked_together_in_one_round_trip(priv
             assert all(not taken and 25 < wait <= 30 for wait, taken in answers)
         finally:
             await store.close()
+
+    asyncio.run(scenario())
+
+
+async def _until(predicate, timeout=10.0):
+    """Poll (the loop keeps running) until `predicate()` holds; fail after `timeout` seconds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "the state was not reached"
+        await asyncio.sleep(0.005)
+
+
+def _counting_store(url):
+    store = limits.RedisStore(url)
+    commands = []
+    real = store.redis.execute_command
+
+    async def counted(*args, **kwargs):
+        commands.append(args[0])
+        return await real(*args, **kwargs)
+
+    store.redis.execute_command = counted
+    return store, commands
+
+
+def _endpoint(pk, max_concurrency):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        pk=pk, created_at=None, max_concurrency=max_concurrency, requests_per_minute=None, tokens_per_minute=None
+    )
+
+
+def test_the_redis_limiter_keeps_a_workers_slot_for_its_next_unit(private_redis):
+    """A worker that gives its slot back and takes its next unit at once keeps the slot: no round trip to Redis a
+    unit (issue 36: one a unit cost the network thread CPU and delayed each request), only a read of the pause state
+    at most every PAUSE_FRESH seconds. The slot stays taken in Redis meanwhile, so no other process gets it."""
+
+    async def scenario():
+        store, commands = _counting_store(private_redis.url)
+        other = limits.RedisStore(private_redis.url)
+        limiter = limits.EndpointLimiter(_endpoint(4, 1), store)
+        try:
+            lease = await limiter.acquire(10)
+
+            async def next_unit_needs_no_round_trip():
+                nonlocal lease
+                await limiter.release(lease)
+                commands.clear()
+                lease = await limiter.acquire(10)
+                return commands == []
+
+            # once the store watches for pauses, a slot taken is kept (polled: each step is a real acquire)
+            deadline = asyncio.get_running_loop().time() + 10
+            while not await next_unit_needs_no_round_trip():
+                assert asyncio.get_running_loop().time() < deadline, "the slot is never kept"
+                await asyncio.sleep(0.01)
+            commands.clear()
+            started = asyncio.get_running_loop().time()
+            for _ in range(50):
+                await limiter.release(lease)
+                lease = await limiter.acquire(10)
+                assert await other.slot_unless_paused(limiter.key, 1, "elsewhere") == (0.0, False)
+            reads = 1 + int((asyncio.get_running_loop().time() - started) / limits.PAUSE_FRESH)
+            assert commands.count("EVALSHA") <= reads, commands  # pause reads only, not a call a unit
+            await limiter.release(lease)
+            await _until(lambda: not store.releasing.get(limiter.key))  # not taken again: given back
+            await _until(lambda: store.tasks == set())
+            assert await other.slot_unless_paused(limiter.key, 1, "elsewhere") == (0.0, True)
+        finally:
+            await store.close()
+            await other.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("watch_tells", [True, False], ids=["told", "message-lost"])
+def test_a_pause_set_by_another_worker_stops_a_kept_slot_within_the_bound(private_redis, watch_tells):
+    """The guarantee that lets a worker keep its slots: a pause set by any worker (a 429's Retry-After) stops new
+    sends on every worker within PAUSE_BOUND seconds. The pause watch tells them at once; should its message be
+    lost, a kept slot is used only on a read of the pause state at most PAUSE_FRESH old."""
+    PAUSE_BOUND = 0.25
+
+    async def scenario():
+        store, _ = _counting_store(private_redis.url)
+        elsewhere = limits.RedisStore(private_redis.url)  # the worker that gets the 429
+        endpoint = _endpoint(5, 2)
+        limiter, pauser = limits.EndpointLimiter(endpoint, store), limits.EndpointLimiter(endpoint, elsewhere)
+        admitted, told_paused = [], asyncio.Event()
+        real_slot = store.slot_unless_paused
+
+        async def slot_unless_paused(key, limit, lease_id):
+            wait, taken = await real_slot(key, limit, lease_id)
+            if wait > 0:
+                told_paused.set()
+            return wait, taken
+
+        store.slot_unless_paused = slot_unless_paused
+        if not watch_tells and hasattr(store, "_saw_pause"):
+            real_saw = store._saw_pause
+            store._saw_pause = lambda key, wait, read_at=None: read_at is not None and real_saw(key, wait, read_at)
+
+        async def worker():
+            while True:
+                lease = await limiter.acquire(10)
+                admitted.append(time.monotonic())
+                await asyncio.sleep(0)  # the unit's request
+                await limiter.release(lease)
+
+        workers = [asyncio.create_task(worker()) for _ in range(2)]
+        try:
+            await _until(lambda: len(admitted) > 300)  # by now the workers run on kept slots
+            await pauser.pause(30)
+            paused_at = time.monotonic()
+            await asyncio.wait_for(told_paused.wait(), 10)  # the workers have stopped and wait out the pause
+            late = [t - paused_at for t in admitted if t > paused_at]
+            assert not late or max(late) <= PAUSE_BOUND, late
+            assert all(not task.done() for task in workers)
+        finally:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            await store.close()
+            await elsewhere.close()
 
     asyncio.run(scenario())
