@@ -275,9 +275,9 @@ class RedisStore:
     async def _watch_pauses(self):
         """Listen for the pauses set by any process (a 429's Retry-After), and notice at once when Redis is lost (the
         subscription's connection drops): then no slot is kept until the watch is back."""
-        import redis.asyncio as aioredis
-        from redis.asyncio.retry import Retry
-        from redis.backoff import NoBackoff
+        import redis.asyncio as aioredis  # lazy: heavy library, loaded on first use (as in the store above)
+        from redis.asyncio.retry import Retry  # lazy: part of redis.asyncio, loaded with it
+        from redis.backoff import NoBackoff  # lazy: part of redis, loaded with it
 
         client = aioredis.from_url(self.url, retry=Retry(NoBackoff(), 0))  # a lost connection is told, not hidden
         try:
