@@ -57,23 +57,6 @@ def _from_bytes(code, data, offset, n):
     return arr, end
 
 
-def _float_table(score_dicts):
-    """The keys when every scores dict has the same string keys and float values (VADER, transformers), else None."""
-    if not score_dicts:
-        return ()
-    if set(map(type, score_dicts)) != {dict}:
-        return None
-    layouts = set(map(tuple, score_dicts))
-    if len(layouts) != 1:
-        return None
-    (keys,) = layouts
-    if keys and set(map(type, keys)) != {str}:
-        return None
-    if set(map(type, chain.from_iterable(map(dict.values, score_dicts)))) - {float}:
-        return None
-    return keys
-
-
 def pack(indices, starts, ends, labels, scores, score_dicts):
     """Bytes holding the rows given column by column (equal lengths; a score may be None). b"" for no rows."""
     labels = [label[:100] for label in labels]
@@ -84,19 +67,19 @@ def pack(indices, starts, ends, labels, scores, score_dicts):
     distinct = list(dict.fromkeys(labels))
     number = {label: i for i, label in enumerate(distinct)}
     header = {"n": n, "labels": distinct}
-    keys = _float_table(score_dicts)
-    if keys is None:
+    table = _float_values(score_dicts)
+    if table is None:
         header["scores"] = score_dicts
     else:
-        header["keys"] = list(keys)
+        header["keys"] = list(table[0])
     scores = array("d", [_NAN if s is None else s for s in scores])
     columns = [array("I", indices), array("I", starts), array("I", ends), array("H", map(number.__getitem__, labels))]
     if any(len(c) != n for c in columns) or len(scores) != n or len(score_dicts) != n:
         raise PackError("Every column of the sentence rows needs one value per sentence.")
     head = json.dumps(header, ensure_ascii=False).encode()
     parts = [MAGIC, _LENGTH.pack(len(head)), head, *map(_to_bytes, columns), _to_bytes(scores)]
-    if keys:
-        parts.append(_to_bytes(array("d", chain.from_iterable(map(dict.values, score_dicts)))))
+    if table is not None and table[0]:
+        parts.append(_to_bytes(array("d", table[1])))
     return b"".join(parts)
 
 
@@ -118,7 +101,7 @@ def _scores(scores):
 
 def _float_values(score_dicts):
     """(keys, every dict's values one after the other) when every scores dict has the same string keys in the same
-    order and float values (VADER, transformers), else None: _float_table's answer, the values listed once."""
+    order and float values (VADER, transformers), else None."""
     if not score_dicts:
         return (), []
     if set(map(type, score_dicts)) != {dict}:
