@@ -557,7 +557,7 @@ def _apply_project(study, project, *, filename, actor):
     texts, source_of = [], {}
     for number, source in enumerate(project.sources, start=1):
         values = {var_names[g]: v for g, v in source.variables}
-        trial = values.get("trial")
+        trial = whole_number(values.get("trial"))
         row = ImportedRow(
             row=number,
             model=(values.get("model") or "imported")[:300],
@@ -565,7 +565,7 @@ def _apply_project(study, project, *, filename, actor):
             prompt="",
             slot_values={},
             variant_key="",
-            trial=whole_number(trial) if whole_number(trial) is not None else 1,  # a number in the variable, else 1
+            trial=1 if trial is None else trial,  # a number in the variable, else 1
             text=source.text,
             external_id=source.guid,
             extra=None,

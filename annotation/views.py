@@ -534,10 +534,7 @@ def _workspace_context(request, codebook, output, error="", notice="", queue_nav
     if not fragments:  # the fragments show the codings' memos alone
         on |= Q(code__codebook=codebook) | Q(output=output)
     memos = list(memo_qs.select_related("author").filter(on))
-    coding_memos = {}
-    for memo in memos:
-        if memo.coding_id:
-            coding_memos.setdefault(memo.coding_id, []).append(memo)
+    coding_memos = _grouped(memos, "coding_id")
     for coding in codings:
         coding.memo_list = coding_memos.get(coding.pk, [])
     tree = selectors.code_tree(codebook)
@@ -591,13 +588,20 @@ def _workspace_context(request, codebook, output, error="", notice="", queue_nav
     return context
 
 
+def _grouped(memos, field):
+    """{id: [memo]} of the memos attached to something by `field` (coding_id, code_id), in their order."""
+    found = {}
+    for memo in memos:
+        key = getattr(memo, field)
+        if key:
+            found.setdefault(key, []).append(memo)
+    return found
+
+
 def _page_context(request, codebook, output, assignment, memos, tree, flat, panel, codable, queue_nav, post_url):
     """The rest of the whole workspace: the code panel and its memos, the forms' options, the queue, the subject."""
     user, study = request.user, request.study
-    code_memos = {}
-    for memo in memos:
-        if memo.code_id:
-            code_memos.setdefault(memo.code_id, []).append(memo)
+    code_memos = _grouped(memos, "code_id")
     for code in flat:
         code.memo_list = code_memos.get(code.pk, [])
     nav = {"total": 0, "done": 0, "next": None, "previous": None}
