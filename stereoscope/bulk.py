@@ -2,8 +2,9 @@
 (tests/stereoscope/test_bulk.py checks no other module writes SQL itself; it is tested on SQLite and PostgreSQL).
 
 - `bulk_insert`: big imports, COPY on PostgreSQL, elsewhere one prepared INSERT run with executemany;
-- `insert_rows` / `insert_rows_returning_ids`: a prepared INSERT per row in one transaction (the runner's outputs
-  and attempt rows), optionally leaving rows that break a unique constraint alone;
+- `insert_rows`: the rows in one transaction (a run's outputs: COPY into a temporary table and one INSERT ... SELECT
+  on PostgreSQL, a prepared INSERT per row elsewhere), optionally leaving rows that break a unique constraint alone;
+- `insert_rows_returning_ids`: a prepared INSERT per row in one transaction, their ids in order (attempt rows);
 - `insert_values`: multi-row INSERTs of prepared value tuples, optionally returning columns of the rows inserted;
 - `update_rows`: one prepared UPDATE run for many rows;
 - `upsert_add`: INSERT ... ON CONFLICT DO UPDATE adding to counters (the spending ledger);
@@ -182,17 +183,46 @@ def update_rows(
 
 
 def insert_rows(model: type[models.Model], rows: Sequence[Row], ignore_conflicts: bool = False) -> None:
-    """INSERT many rows of `model` with one prepared statement run for all (ORM bulk_create compiles a statement
-    per few dozen rows). `rows` are {name: value} (a foreign key by its id); a column missing from a row gets the
-    field's default, computed once. `ignore_conflicts` leaves rows that would break a unique constraint alone.
-    Returns nothing: the new rows' ids are not read back."""
+    """INSERT many rows of `model`: COPY and one INSERT ... SELECT on PostgreSQL (`_copy_rows`), elsewhere one
+    prepared statement run for all (ORM bulk_create compiles a statement per few dozen rows). `rows` are
+    {name: value} (a foreign key by its id); a column missing from a row gets the field's default, computed once.
+    `ignore_conflicts` leaves rows that would break a unique constraint alone. Returns nothing: the new rows' ids are
+    not read back."""
     if not rows:
         return
     db = connections[DEFAULT_DB_ALIAS]  # the proxy `connection` costs a lookup per use, and there are many
     sql, fields = _insert_statement(db, model, ignore_conflicts)
     params = _row_params(db, fields, rows)
     with transaction.atomic(), db.cursor() as cursor:  # one transaction, not one per row
+        if db.vendor == "postgresql":
+            _copy_rows(db, cursor, model, fields, params, ignore_conflicts)
+            return
         cursor.executemany(sql, params)
+
+
+def _copy_rows(
+    db: BaseDatabaseWrapper,
+    cursor: Any,
+    model: type[models.Model],
+    fields: Sequence[AnyField],
+    params: Sequence[Sequence[DbValue]],
+    ignore_conflicts: bool,
+) -> None:
+    """PostgreSQL: COPY the rows into a temporary table, then one INSERT ... SELECT in their order (ids follow it),
+    with ON CONFLICT DO NOTHING when conflicts are ignored. A prepared INSERT a row cost the server a statement each
+    (about 0.2 s for a run's 2,000 outputs; COPY a third of it). Call inside a transaction."""
+    qn = db.ops.quote_name
+    table, columns = qn(model._meta.db_table), ", ".join(qn(_column(f)) for f in fields)
+    scratch = qn(f"bulk_rows_{model._meta.db_table}")
+    cursor.execute(
+        f"CREATE TEMPORARY TABLE {scratch} ON COMMIT DROP AS SELECT 0 AS bulk_n, {columns} FROM {table} WITH NO DATA"
+    )
+    with cursor.cursor.copy(f"COPY {scratch} (bulk_n, {columns}) FROM STDIN") as copy:
+        for n, row in enumerate(params):
+            copy.write_row((n, *row))
+    conflict = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
+    cursor.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {scratch} ORDER BY bulk_n{conflict}")
+    cursor.execute(f"DROP TABLE {scratch}")
 
 
 def insert_rows_returning_ids(model: type[models.Model], rows: Sequence[Row]) -> list[int]:
