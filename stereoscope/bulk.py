@@ -142,6 +142,29 @@ def _insert_statement(
     return sql, fields
 
 
+def _preparer(db: BaseDatabaseWrapper, field: AnyField) -> Callable[[Any], DbValue]:
+    """`field.get_db_prep_save(value, db)`, with the common values of built-in fields prepared without its chain of
+    calls (the runner prepares some 40 values a unit): text and booleans as they are, a foreign key's integer as it is
+    (an auto key's preparation returns it unchanged), an integer through the backend's adaptation, None as None.
+    Anything else goes through the field (tests/stereoscope/test_bulk.py checks both give the same)."""
+    prep = field.get_db_prep_save
+    target = field.target_field if field.is_relation else field  # type: ignore[attr-defined]  # as in _is_plain
+    if not type(target).__module__.startswith("django.db.models."):
+        return lambda value: prep(value, db)
+    if isinstance(target, (models.CharField, models.TextField)) and not field.is_relation:
+        kind: type = str
+    elif isinstance(target, models.BooleanField) and not field.is_relation:
+        kind = bool
+    elif field.is_relation and isinstance(target, models.AutoField):
+        kind = int
+    elif isinstance(target, models.IntegerField) and not field.is_relation and not isinstance(target, models.AutoField):
+        adapt, internal = db.ops.adapt_integerfield_value, target.get_internal_type()
+        return lambda value: adapt(value, internal) if type(value) is int else prep(value, db)
+    else:
+        return lambda value: prep(value, db)
+    return lambda value: value if value is None or type(value) is kind else prep(value, db)
+
+
 def _row_params(db: BaseDatabaseWrapper, fields: Sequence[AnyField], rows: Sequence[Row]) -> list[list[DbValue]]:
     """Each row's values prepared for the database, in `fields` order; a missing one gets the field's default,
     computed and prepared once."""
@@ -149,9 +172,8 @@ def _row_params(db: BaseDatabaseWrapper, fields: Sequence[AnyField], rows: Seque
     for f in fields:
         if any(f.name not in row for row in rows):
             defaults[f.name] = f.get_db_prep_save(f.get_default(), db)
-    return [
-        [f.get_db_prep_save(row[f.name], db) if f.name in row else defaults[f.name] for f in fields] for row in rows
-    ]
+    prepared = [(f.name, _preparer(db, f)) for f in fields]
+    return [[prep(row[name]) if name in row else defaults[name] for name, prep in prepared] for row in rows]
 
 
 def update_rows(

@@ -1,12 +1,13 @@
 """stereoscope.bulk.bulk_insert stores exactly what the ORM stores (JSON, dates, decimals, foreign keys, defaults)."""
 
+import functools
 from datetime import datetime, timezone
 from decimal import Decimal
 
 import pytest
 from django.db import connection, transaction
 
-from generation.models import Dimension, GenerationRun, ModelEndpoint, Output, PromptItem, Toolkit
+from generation.models import Dimension, GenerationRun, ModelEndpoint, Output, PromptItem, ProviderCall, Toolkit
 from stereoscope.bulk import bulk_insert, insert_rows
 from stereoscope.models import Study
 
@@ -198,3 +199,26 @@ def test_insert_rows_stores_the_rows_in_order_and_leaves_conflicts_alone():
     assert stored_rows == [(t, {"n": "é"}, "pending") for t in (5, 2, 9, 7)]
     if connection.vendor == "postgresql":  # COPY into a temporary table, then one INSERT: not a statement a row
         assert ("INSERT", True) not in runs and runs.count(("INSERT", False)) == 2, runs
+
+
+@pytest.mark.parametrize("model", [Output, ProviderCall, Study], ids=lambda m: m.__name__)
+def test_rows_are_prepared_as_the_fields_prepare_them(model):
+    """The bulk writers prepare common values without each field's chain of calls (`_preparer`): the same value, of
+    the same type (on PostgreSQL an integer goes as the backend's Int4/Int8), as get_db_prep_save gives."""
+    from stereoscope.bulk import _preparer
+
+    samples = [None, 0, 7, 2**40, -3, True, False, "", "x é", 1.5, Decimal("0.000123"), {"a": [1]}, [1, "b"]]
+    samples.append(datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc))
+
+    def prepared(prepare, value):
+        try:
+            result = prepare(value)
+        except Exception as exc:  # the field refuses the value: both must
+            return ("refused", type(exc).__name__)
+        return (type(result), repr(result))
+
+    for field in model._meta.concrete_fields:
+        fast = _preparer(connection, field)
+        slow = functools.partial(field.get_db_prep_save, connection=connection)
+        for value in samples:
+            assert prepared(fast, value) == prepared(slow, value), (field.name, value)
