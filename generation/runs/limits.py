@@ -379,7 +379,12 @@ class RedisStore:
         task.add_done_callback(self.tasks.discard)
 
     async def _acquire_many(self, key, limit, asked):
-        await self._wait_for_watch()
+        try:
+            await self._wait_for_watch()
+        except BaseException:  # cancelled (the loop or store closing): so are the acquires asked
+            for _, future in asked:
+                future.cancel()
+            raise
         released = self.releasing.pop(key, [])
         for lease in released:
             self.keep.pop(lease, None)

@@ -641,6 +641,26 @@ def test_a_workers_first_slots_are_kept_for_its_next_units(private_redis):
     asyncio.run(scenario())
 
 
+def test_an_acquire_cancelled_while_waiting_for_the_watch_is_cancelled_not_left_waiting(private_redis):
+    """The first acquires wait for the pause watch; a store closing meanwhile (its tasks cancelled) cancels the
+    acquires asked, so no worker waits for an answer that never comes."""
+
+    async def scenario():
+        store = limits.RedisStore(private_redis.url)
+        store.subscribed = asyncio.Event()  # a watch that never comes up
+        store.watch = asyncio.get_running_loop().create_future()
+        asking = asyncio.ensure_future(store.slot_unless_paused("stereoscope:limits:test:0", 1, "lease"))
+        await asyncio.sleep(0.01)
+        for task in store.tasks:
+            task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(asking, 1)
+        store.watch = None
+        await store.close()
+
+    asyncio.run(scenario())
+
+
 def test_a_kept_slot_does_not_wait_for_a_pause_read(private_redis):
     """While its slots are kept the store reads the pause state in the background, every PAUSE_FRESH / 2, so a unit
     that reuses a slot finds a read at most PAUSE_FRESH old and sends at once: it does not wait a round trip to Redis
