@@ -23,6 +23,7 @@ RENEW_EVERY = 5.0
 POLL_SECONDS = 0.02
 PAUSE_FRESH = 0.2  # a slot kept for the next unit is reused only on a pause state read at most this long ago
 WATCH_RETRY = 0.5  # how soon the pause watch subscribes again after losing Redis
+WATCH_WAIT = 0.1  # how long a store's first acquire waits for its pause watch, so the slots it takes can be kept
 PAUSE_CHANNEL = "stereoscope:limits:paused"
 
 
@@ -215,19 +216,27 @@ class RedisStore:
         self.reading = {}  # key -> the pause read under way, shared by the reuses waiting for it
         self.watching = False  # subscribed to PAUSE_CHANNEL: a pause set anywhere, or Redis lost, is known at once
         self.watch = None
+        self.subscribed = None  # set once the watch is up (an asyncio.Event, made on the store's loop)
+        self.waited = False  # the first acquire has waited for the watch
         self.epoch = 0  # how often the watch was lost; a lease taken before a loss is not kept
+        self.keeping = {}  # key -> when a slot of it was last kept or reused: its pause state is read in the
+        # background (`_keep_fresh`) so a reuse need not wait for a read
+        self.fresh = None  # the task that reads it
 
     async def reuse_slot(self, key):
         """The slot a worker of this process gave back in this turn of the loop (it takes its next unit at once),
         kept instead of given back and taken again: no round trip to Redis (issue 36). Only while the pause watch is
         up, and when the key's pause state, read at most PAUSE_FRESH ago (else read once, shared by the reuses
-        waiting meanwhile) or told since by the watch, says it is not paused. Else None: the caller asks Redis."""
+        waiting meanwhile) or told since by the watch, says it is not paused. Else None: the caller asks Redis.
+        While its slots are kept, the key's pause state is read in the background every PAUSE_FRESH / 2, so a
+        reuse rarely waits for a read (on a busy loop that wait was a whole turn of the loop)."""
         self._start_watch()
         spare = self.releasing.get(key)
         lease = next((lease for lease in reversed(spare) if lease in self.keep), None) if spare else None
         if lease is None or not self.watching:
             return None
         spare.remove(lease)
+        self.keeping[key] = time.monotonic()
         if time.monotonic() - self.keep[lease] > LEASE_TTL - RENEW_EVERY:  # not renewed lately: it may have expired
             self._release_later(key, lease)
             return None
@@ -270,7 +279,40 @@ class RedisStore:
 
     def _start_watch(self):
         if self.watch is None:
+            self.subscribed = asyncio.Event()
             self.watch = asyncio.get_running_loop().create_task(self._watch_pauses())
+            self.fresh = asyncio.get_running_loop().create_task(self._keep_fresh())
+
+    async def _wait_for_watch(self):
+        """Once, before this store's first acquire: wait (at most WATCH_WAIT) for the pause watch, so the first
+        slots taken can be kept too (a slot taken before the watch is up is not): else the units after a run's first
+        wave each need a round trip to Redis, just when the loop is busiest."""
+        if self.waited or self.subscribed is None:
+            return
+        self.waited = True
+        try:
+            await asyncio.wait_for(self.subscribed.wait(), WATCH_WAIT)
+        except asyncio.TimeoutError:
+            pass  # no watch yet: these slots are not kept
+
+    async def _keep_fresh(self):
+        """Every PAUSE_FRESH / 2, read the pause state of each key whose slots were kept or reused within LEASE_TTL,
+        unless it was read (or a read was started) that recently."""
+        while True:
+            await asyncio.sleep(PAUSE_FRESH / 2)
+            now = time.monotonic()
+            for key, last in list(self.keeping.items()):
+                if now - last > LEASE_TTL:
+                    del self.keeping[key]
+                elif self.watching and key not in self.reading and now - self._read_at(key) >= PAUSE_FRESH / 2:
+                    try:
+                        await self._read_pause(key)
+                    except Exception as exc:  # Redis away: the watch notices, and no slot is kept meanwhile
+                        if not is_infrastructure_error(exc):
+                            log.exception("reading the pause state failed")
+
+    def _read_at(self, key):
+        return self.pause_seen.get(key, (float("-inf"), 0.0))[0]
 
     async def _watch_pauses(self):
         """Listen for the pauses set by any process (a 429's Retry-After), and notice at once when Redis is lost (the
@@ -289,6 +331,7 @@ class RedisStore:
                         message = await pubsub.get_message(timeout=None)
                         if message and message["type"] == "subscribe":
                             self.watching = True
+                            self.subscribed.set()
                         elif message and message["type"] == "message":
                             key, seconds = message["data"].decode().rsplit(" ", 1)
                             key = key.removesuffix(":pause")
@@ -305,6 +348,8 @@ class RedisStore:
 
     def _lose_watch(self):
         self.watching = False
+        if self.subscribed is not None:
+            self.subscribed.clear()
         self.epoch += 1
         self.keep.clear()
 
@@ -334,6 +379,12 @@ class RedisStore:
         task.add_done_callback(self.tasks.discard)
 
     async def _acquire_many(self, key, limit, asked):
+        try:
+            await self._wait_for_watch()
+        except BaseException:  # cancelled (the loop or store closing): so are the acquires asked
+            for _, future in asked:
+                future.cancel()
+            raise
         released = self.releasing.pop(key, [])
         for lease in released:
             self.keep.pop(lease, None)
@@ -361,6 +412,7 @@ class RedisStore:
         for (lease, future), answer in zip(asked, answers, strict=True):
             if answer == 0 and keep:
                 self.keep[lease] = sent
+                self.keeping[key] = sent
             if not future.done():
                 future.set_result(answer)
             elif answer == 0:  # its caller gave up meanwhile: the slot goes back at once
@@ -420,9 +472,10 @@ class RedisStore:
         return float(await self.paused_script(keys=[key + ":pause"]))
 
     async def close(self):
-        if self.watch is not None:
-            self.watch.cancel()
-            await asyncio.gather(self.watch, return_exceptions=True)
+        for task in (self.watch, self.fresh):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         if self.tasks:
             await asyncio.gather(*self.tasks, return_exceptions=True)
         await self.flush()

@@ -1,13 +1,14 @@
 """stereoscope.bulk.bulk_insert stores exactly what the ORM stores (JSON, dates, decimals, foreign keys, defaults)."""
 
+import functools
 from datetime import datetime, timezone
 from decimal import Decimal
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
-from generation.models import GenerationRun, Output
-from stereoscope.bulk import bulk_insert
+from generation.models import Dimension, GenerationRun, ModelEndpoint, Output, PromptItem, ProviderCall, Toolkit
+from stereoscope.bulk import bulk_insert, insert_rows
 from stereoscope.models import Study
 
 pytestmark = pytest.mark.django_db
@@ -163,3 +164,61 @@ def test_insert_rows_returning_ids_gives_each_rows_id_in_order():
     assert len(set(ids)) == 5
     assert [BuiltinRecord.objects.get(pk=pk).key for pk in ids] == ["r5", "r2", "r9", "r1", "r7"]
     assert insert_rows_returning_ids(BuiltinRecord, []) == []
+
+
+def test_insert_rows_stores_the_rows_in_order_and_leaves_conflicts_alone():
+    """A run's start creates its outputs this way: each row as given (defaults filled in), ids in the rows' order,
+    and with ignore_conflicts a row that breaks a unique constraint is left out while the others go in."""
+    study = Study.objects.create(name="rows")
+    run = GenerationRun.objects.create(study=study, name="r")
+    toolkit = Toolkit.objects.create(study=study, name="t")
+    item = PromptItem.objects.create(
+        toolkit=toolkit, number=1, text="p", dimension=Dimension.objects.create(toolkit=toolkit, name="d")
+    )
+    endpoint = ModelEndpoint.objects.create(study=study, name="e", provider="openai_compatible", model_id="m")
+    spec = {
+        "study": study.pk,
+        "run": run.pk,
+        "item": item.pk,
+        "endpoint": endpoint.pk,
+        "model_name": "m",
+        "prompt_text": "p",
+        "slot_values": {"n": "é"},
+    }
+    rows = [{**spec, "trial": t, "variant_key": f"k{t}"} for t in (5, 2, 9)]
+    runs = []
+
+    def spy(execute, sql, params, many, context):
+        runs.append((sql.split()[0].upper(), many))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(spy):
+        insert_rows(Output, rows)
+        insert_rows(Output, [{**spec, "trial": t, "variant_key": f"k{t}"} for t in (2, 7)], ignore_conflicts=True)
+    stored_rows = list(Output.objects.filter(run=run).order_by("pk").values_list("trial", "slot_values", "status"))
+    assert stored_rows == [(t, {"n": "é"}, "pending") for t in (5, 2, 9, 7)]
+    if connection.vendor == "postgresql":  # COPY into a temporary table, then one INSERT: not a statement a row
+        assert ("INSERT", True) not in runs and runs.count(("INSERT", False)) == 2, runs
+
+
+@pytest.mark.parametrize("model", [Output, ProviderCall, Study], ids=lambda m: m.__name__)
+def test_rows_are_prepared_as_the_fields_prepare_them(model):
+    """The bulk writers prepare common values without each field's chain of calls (`_preparer`): the same value, of
+    the same type (on PostgreSQL an integer goes as the backend's Int4/Int8), as get_db_prep_save gives."""
+    from stereoscope.bulk import _preparer
+
+    samples = [None, 0, 7, 2**40, -3, True, False, "", "x é", 1.5, Decimal("0.000123"), {"a": [1]}, [1, "b"]]
+    samples.append(datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc))
+
+    def prepared(prepare, value):
+        try:
+            result = prepare(value)
+        except Exception as exc:  # the field refuses the value: both must
+            return ("refused", type(exc).__name__)
+        return (type(result), repr(result))
+
+    for field in model._meta.concrete_fields:
+        fast = _preparer(connection, field)
+        slow = functools.partial(field.get_db_prep_save, connection=connection)
+        for value in samples:
+            assert prepared(fast, value) == prepared(slow, value), (field.name, value)

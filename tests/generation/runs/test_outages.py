@@ -468,9 +468,9 @@ def test_the_redis_limiter_takes_a_slot_in_one_round_trip_and_honours_a_pause(pr
 
 
 def test_the_redis_limiter_gives_a_slot_back_with_the_next_acquire(private_redis):
-    """A worker releases a slot and takes the next at once: both go in one round trip to Redis (issue 36: the
-    release was a round trip of its own per unit). A slot released with no acquire after it is free for every
-    other process by the loop's next turn."""
+    """A worker releases a slot it does not keep and takes the next at once: both go in one round trip to Redis
+    (issue 36: the release was a round trip of its own per unit). A slot released with no acquire after it is free
+    for every other process by the loop's next turn."""
     from types import SimpleNamespace
 
     async def scenario():
@@ -484,6 +484,7 @@ def test_the_redis_limiter_gives_a_slot_back_with_the_next_acquire(private_redis
             return await real(*args, **kwargs)
 
         store.redis.execute_command = counted
+        store._start_watch = lambda: None  # no pause watch: no slot is kept, each goes back to Redis
         endpoint = SimpleNamespace(
             pk=2, created_at=None, max_concurrency=1, requests_per_minute=None, tokens_per_minute=None
         )
@@ -574,7 +575,8 @@ def _endpoint(pk, max_concurrency):
 def test_the_redis_limiter_keeps_a_workers_slot_for_its_next_unit(private_redis):
     """A worker that gives its slot back and takes its next unit at once keeps the slot: no round trip to Redis a
     unit (issue 36: one a unit cost the network thread CPU and delayed each request), only a read of the pause state
-    at most every PAUSE_FRESH seconds. The slot stays taken in Redis meanwhile, so no other process gets it."""
+    at most every PAUSE_FRESH / 2 seconds, in the background. The slot stays taken in Redis meanwhile, so no other
+    process gets it."""
 
     async def scenario():
         store, commands = _counting_store(private_redis.url)
@@ -601,7 +603,7 @@ def test_the_redis_limiter_keeps_a_workers_slot_for_its_next_unit(private_redis)
                 await limiter.release(lease)
                 lease = await limiter.acquire(10)
                 assert await other.slot_unless_paused(limiter.key, 1, "elsewhere") == (0.0, False)
-            reads = 1 + int((asyncio.get_running_loop().time() - started) / limits.PAUSE_FRESH)
+            reads = 1 + int((asyncio.get_running_loop().time() - started) / (limits.PAUSE_FRESH / 2))
             assert commands.count("EVALSHA") <= reads, commands  # pause reads only, not a call a unit
             await limiter.release(lease)
             await _until(lambda: not store.releasing.get(limiter.key))  # not taken again: given back
@@ -610,6 +612,83 @@ def test_the_redis_limiter_keeps_a_workers_slot_for_its_next_unit(private_redis)
         finally:
             await store.close()
             await other.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_workers_first_slots_are_kept_for_its_next_units(private_redis):
+    """The first acquires of a store wait (briefly) for its pause watch, so the slots they take are kept too: the
+    units that follow the first wave need no round trip to Redis (issue 36: at the start of a run the second wave of
+    64 units waited for Redis while the loop was busiest)."""
+
+    async def scenario():
+        store, commands = _counting_store(private_redis.url)
+        limiter = limits.EndpointLimiter(_endpoint(6, 4), store)
+        try:
+            leases = await asyncio.gather(*(limiter.acquire(10) for _ in range(4)))
+            assert all(leases)
+            commands.clear()
+
+            async def next_unit(lease):  # a worker gives its slot back and takes its next unit at once
+                await limiter.release(lease)
+                return await limiter.acquire(10)
+
+            again = await asyncio.gather(*(next_unit(lease) for lease in leases))
+            assert all(again) and commands == [], commands
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_an_acquire_cancelled_while_waiting_for_the_watch_is_cancelled_not_left_waiting(private_redis):
+    """The first acquires wait for the pause watch; a store closing meanwhile (its tasks cancelled) cancels the
+    acquires asked, so no worker waits for an answer that never comes."""
+
+    async def scenario():
+        store = limits.RedisStore(private_redis.url)
+        store.subscribed = asyncio.Event()  # a watch that never comes up
+        store.watch = asyncio.get_running_loop().create_future()
+        asking = asyncio.ensure_future(store.slot_unless_paused("stereoscope:limits:test:0", 1, "lease"))
+        await asyncio.sleep(0.01)
+        for task in store.tasks:
+            task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(asking, 1)
+        store.watch = None
+        await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_kept_slot_does_not_wait_for_a_pause_read(private_redis):
+    """While its slots are kept the store reads the pause state in the background, every PAUSE_FRESH / 2, so a unit
+    that reuses a slot finds a read at most PAUSE_FRESH old and sends at once: it does not wait a round trip to Redis
+    (issue 36: on a busy loop that wait was a whole turn of the loop, tens of milliseconds a unit)."""
+
+    async def scenario():
+        store, commands = _counting_store(private_redis.url)
+        limiter = limits.EndpointLimiter(_endpoint(7, 1), store)
+        try:
+            lease = await limiter.acquire(10)
+            deadline = asyncio.get_running_loop().time() + 10
+            while True:  # until the slot is kept (the watch is up)
+                await limiter.release(lease)
+                commands.clear()
+                lease = await limiter.acquire(10)
+                if commands == []:
+                    break
+                assert asyncio.get_running_loop().time() < deadline, "the slot is never kept"
+                await asyncio.sleep(0.01)
+            for _ in range(4):
+                await asyncio.sleep(limits.PAUSE_FRESH * 0.75)  # the unit's request; the last read grows old
+                await limiter.release(lease)
+                commands.clear()
+                lease = await limiter.acquire(10)  # the next unit
+                assert commands == [], commands
+            await limiter.release(lease)
+        finally:
+            await store.close()
 
     asyncio.run(scenario())
 
