@@ -178,6 +178,19 @@ def test_codebook_import_export_and_merge_undo_over_api(env, api_for):
     assert r.status_code == 400 and "not codes of this study" in r.json()["detail"]
 
 
+def test_codebook_copy_refuses_a_source_that_is_not_an_id(env, api_for):
+    """`source` went to the ORM as given: a text, a list or an object was a ValueError, a 500 (found by schemathesis);
+    it is read as a whole number like every id from a request, and anything else is the copy's own 400."""
+    api, base = api_for(env["u"]["admin"]), env["base"]
+    before = Codebook.objects.count()
+    for source in ("abc", "²", [1], {"id": 1}, "1.5", True):
+        r = api.post(f"{base}/codebooks/copy/", {"source": source}, format="json")
+        assert r.status_code == 400 and "No such codebook" in r.json()["detail"], source
+    assert Codebook.objects.count() == before
+    r = api.post(f"{base}/codebooks/copy/", {"source": str(env["cb"].pk), "name": "Copy"}, format="json")
+    assert r.status_code == 201 and r.json()["name"] == "Copy", r.content
+
+
 def test_codings_export_csv_and_jsonl(env, api_for):
     api, base, cb = api_for(env["u"]["researcher"]), env["base"], env["cb"]
     coding = services.create_coding(
