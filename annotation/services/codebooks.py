@@ -50,7 +50,9 @@ CODE_FIELDS = [
 # --- codebooks ---------------------------------------------------------------------------------------
 
 
-def clean_codebook_name(name: str | None) -> str:
+def clean_codebook_name(name: object) -> str:
+    if name is not None and not isinstance(name, str):  # a list or object from a JSON body
+        raise AnnotationError("The codebook name must be text.")
     name = (name or "").strip()
     if not name:
         raise AnnotationError("Give the codebook a name.")

@@ -186,6 +186,9 @@ def test_codebook_copy_refuses_a_source_that_is_not_an_id(env, api_for):
     for source in ("abc", "²", [1], {"id": 1}, "1.5", True):
         r = api.post(f"{base}/codebooks/copy/", {"source": source}, format="json")
         assert r.status_code == 400 and "No such codebook" in r.json()["detail"], source
+    for name in (["a"], {"a": 1}, 5):  # an AttributeError (a 500) before
+        r = api.post(f"{base}/codebooks/copy/", {"source": env["cb"].pk, "name": name}, format="json")
+        assert r.status_code == 400 and "name must be text" in r.json()["detail"], name
     assert Codebook.objects.count() == before
     r = api.post(f"{base}/codebooks/copy/", {"source": str(env["cb"].pk), "name": "Copy"}, format="json")
     assert r.status_code == 201 and r.json()["name"] == "Copy", r.content
