@@ -215,6 +215,11 @@ def test_counterfactual_action(roles, api_for, toolkit):
         f"{base(roles['a'])}/toolkit-items/{item.pk}/counterfactual/", {"name_pairs": "Kelly-Joseph"}, format="json"
     )
     assert response.status_code == 400 and "Female=Male" in response.json()["detail"]
+    for pairs in (["Kelly=Joseph"], {"Kelly": "Joseph"}, 5):  # a TypeError in re.split (a 500) before
+        response = api.post(
+            f"{base(roles['a'])}/toolkit-items/{item.pk}/counterfactual/", {"name_pairs": pairs}, format="json"
+        )
+        assert response.status_code == 400 and "name_pairs must be text" in response.json()["detail"], pairs
 
 
 def test_export_and_import_round_trip(roles, api_for, toolkit):
