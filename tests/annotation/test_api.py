@@ -268,6 +268,23 @@ def test_memos_and_gender_attribution(env, api_for):
     assert r.status_code == 201 and r.json()["gender"] == "F"
     r = api.post(f"{base}/gender-attributions/", {"output": env["outs"][0].pk, "gender": "woman"}, format="json")
     assert r.status_code == 400
+    for character in (["Zoë"], {"name": "Zoë"}, 5, True):  # a TypeError on len() (a 500) before
+        body = {"output": env["outs"][0].pk, "gender": "M", "character": character}
+        r = api.post(f"{base}/gender-attributions/", body, format="json")
+        assert r.status_code == 400 and "character name must be text" in r.json()["detail"], character
+    assert api.get(f"{base}/gender-attributions/").json()["results"][0]["character"] == "Zoë"
+
+
+def test_renaming_a_codebook_onto_another_ones_name_is_a_400(env, api_for):
+    """Names are unique per study and version: renaming a codebook to the name of another of the same version was
+    an IntegrityError (a 500; found by swapping fields of valid API bodies)."""
+    api, base = api_for(env["u"]["researcher"]), env["base"]
+    other = services.create_codebook(env["study"], name="Regard")
+    r = api.patch(f"{base}/codebooks/{env['cb'].pk}/", {"name": "Regard"}, format="json")
+    assert r.status_code == 400 and "already has a codebook" in r.json()["detail"], r.content
+    env["cb"].refresh_from_db()
+    assert env["cb"].name == "Stereotypes" and other.version == env["cb"].version
+    assert api.patch(f"{base}/codebooks/{env['cb'].pk}/", {"name": "Stereotypes"}, format="json").status_code == 200
 
 
 @pytest.mark.django_db(transaction=True)
