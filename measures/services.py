@@ -27,6 +27,8 @@ MAX_WORDS = 5000
 SCHEMA = schemas.register("lexicon", Path(__file__).resolve().parent / "schema" / "lexicon.schema.json")
 # A category from the lexicon editor or the API: the schema's category, on its own.
 CATEGORY_SCHEMA = {"$ref": "#/$defs/category", "$defs": schemas.load(SCHEMA)["$defs"]}
+# An exclusion from the review list or the API: the schema's exclusion, on its own.
+EXCLUSION_SCHEMA = {"$ref": "#/$defs/exclusion", "$defs": schemas.load(SCHEMA)["$defs"]}
 
 
 class LexiconDataError(ValueError):
@@ -54,7 +56,7 @@ def schema_errors(data, schema=SCHEMA, where="Category"):
     """The schema's problems, each said as the lexicon editor names things (`Category 2: direction must be …`)."""
     out = []
     for problem in schemas.problems(data, schema, what="The lexicon"):
-        if schema is CATEGORY_SCHEMA:
+        if schema is CATEGORY_SCHEMA or schema is EXCLUSION_SCHEMA:
             out.append(f"{where}: {problem.message}")
         else:
             out.append(f"{_where(problem.path)}: {problem.message}" if problem.path else problem.message)
@@ -273,6 +275,8 @@ def delete_category(category, *, actor=None):
 
 @transaction.atomic
 def add_exclusion(lexicon, *, phrase, is_regex=False, category=None, note="", actor=None):
+    if not isinstance(phrase, str | None) or not isinstance(note, str | None):  # a list, object or number (JSON)
+        raise LexiconDataError(schema_errors({"phrase": phrase, "note": note}, EXCLUSION_SCHEMA, where="Exclusion"))
     phrase = (phrase or "").strip()
     if not phrase:
         raise LexiconDataError(["An exclusion needs a phrase."])

@@ -12,6 +12,7 @@ from . import invitations, services, trash
 from .health import health_report
 from .models import Membership, Role, Study
 from .permissions import VIEWER, StudyRolePermission, role_for, studies_for
+from .untrusted import whole_number
 
 
 class StudySerializer(serializers.ModelSerializer):
@@ -67,7 +68,7 @@ class StudyViewSet(viewsets.ModelViewSet):
     def get_study(self):
         if "pk" not in self.kwargs:
             return None  # list and create: any signed-in user
-        return get_object_or_404(Study, pk=self.kwargs["pk"])
+        return get_object_or_404(Study, pk=whole_number(self.kwargs["pk"]))  # the route takes any text: '²' is a 404
 
     def perform_create(self, serializer):
         try:

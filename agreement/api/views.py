@@ -51,6 +51,21 @@ def _int_param(request, name, default, low, high):
     return number
 
 
+def _float_param(request, name, default, low, high):
+    """A number between `low` and `high` (the page's range); NaN and ±Infinity fail the range check, so they never
+    reach the JSON renderer."""
+    raw = request.query_params.get(name, "")
+    if raw == "":
+        return default
+    try:
+        number = float(raw)
+    except ValueError:
+        number = None
+    if number is None or not low <= number <= high:
+        raise AgreementRequestError(f"{name} must be a number between {low} and {high}.")
+    return number
+
+
 def _codebook_id(request):
     """The `codebook` parameter's id, None when absent."""
     raw = request.query_params.get("codebook", "")
@@ -93,7 +108,7 @@ class AgreementViewSet(viewsets.ViewSet):
         parameters=[
             OpenApiParameter("codebook", int),
             OpenApiParameter("bootstrap", int),
-            OpenApiParameter("threshold", float),
+            OpenApiParameter("threshold", float, description="Flag agreement below this alpha (-1 to 1)"),
         ],
         responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
         description="Agreement among coders per dimension and per code (with 95% CIs and low-agreement flags), "
@@ -102,11 +117,7 @@ class AgreementViewSet(viewsets.ViewSet):
     def list(self, request, study_pk=None):
         try:
             codebook = services.default_codebook(self.get_study(), _codebook_id(request))
-            threshold_raw = request.query_params.get("threshold", "")
-            try:
-                low = float(threshold_raw) if threshold_raw else services.LOW_ALPHA
-            except ValueError:
-                raise AgreementRequestError("threshold must be a number.") from None
+            low = _float_param(request, "threshold", services.LOW_ALPHA, -1, 1)
             report = services.cached_study_report(
                 self.get_study(), codebook, bootstrap=_int_param(request, "bootstrap", 1000, 0, 5000), low=low
             )

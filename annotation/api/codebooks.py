@@ -14,6 +14,7 @@ from stereoscope.api_parsers import JSONObjectParser
 from stereoscope.downloads import table_download
 from stereoscope.models import Role
 from stereoscope.permissions import VIEWER
+from stereoscope.untrusted import whole_number
 
 from .. import selectors, services
 from ..models import (
@@ -111,7 +112,8 @@ class CodebookViewSet(StudyScopedMixin, viewsets.ModelViewSet):
     )
     @action(detail=False, methods=["post"], url_path="copy")
     def copy(self, request, study_pk=None):
-        source = Codebook.objects.filter(pk=request.data.get("source")).select_related("study").first()
+        source_id = whole_number(request.data.get("source"))
+        source = Codebook.objects.filter(pk=source_id).select_related("study").first()  # None: no codebook
         if source is None or not (source.study_id == self.get_study().pk or source.study.is_library):
             raise ValidationError({"detail": "No such codebook in this study or the built-in library."})
         name = services.clean_codebook_name(request.data["name"]) if request.data.get("name") else source.name

@@ -11,6 +11,7 @@ from generation import selectors as generation
 from stereoscope.api import StudyScopedMixin
 from stereoscope.api_bases import JobActionsMixin
 from stereoscope.models import Role
+from stereoscope.untrusted import whole_number
 
 from .. import services
 from ..models import (
@@ -112,7 +113,8 @@ class CodeDiscoveryViewSet(
     @action(detail=True, methods=["post"])
     def decide(self, request, study_pk=None, pk=None):
         discovery = self.get_object()
-        suggestion = discovery.suggestions.filter(pk=request.data.get("suggestion") or 0).first()
+        suggestion_id = whole_number(request.data.get("suggestion"))
+        suggestion = discovery.suggestions.filter(pk=suggestion_id).first()  # None: no suggestion
         if suggestion is None:
             raise ValidationError({"detail": "No such suggestion in this discovery."})
         parent = None

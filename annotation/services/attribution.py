@@ -22,6 +22,8 @@ def set_gender_attribution(output: Any, *, coder: Any, gender: str, character: s
         raise AnnotationError(f"Gender must be one of {', '.join(AttributedGender.values)}.")
     if not has_role(coder, output.study, Role.CODER):
         raise AnnotationError("Only coders of this study can attribute gender.")
+    if not isinstance(character, str | None):  # a list, object or number from a JSON body
+        raise AnnotationError("The character name must be text.")
     if len(character or "") > 200:
         raise AnnotationError("The character name is longer than 200 characters.")
     attribution, _ = GenderAttribution.objects.update_or_create(

@@ -50,7 +50,9 @@ CODE_FIELDS = [
 # --- codebooks ---------------------------------------------------------------------------------------
 
 
-def clean_codebook_name(name: str | None) -> str:
+def clean_codebook_name(name: object) -> str:
+    if name is not None and not isinstance(name, str):  # a list or object from a JSON body
+        raise AnnotationError("The codebook name must be text.")
     name = (name or "").strip()
     if not name:
         raise AnnotationError("Give the codebook a name.")
@@ -80,7 +82,13 @@ def update_codebook(codebook: Codebook, *, actor: Any = None, **fields: Any) -> 
     CODEBOOKS.ensure_editable(codebook)
     changed: list[str] = []
     if "name" in fields:
-        codebook.name = clean_codebook_name(fields["name"])
+        name = clean_codebook_name(fields["name"])
+        taken = Codebook.objects.filter(study=codebook.study, name=name, version=codebook.version)
+        if taken.exclude(pk=codebook.pk).exists():  # the unique name and version (an IntegrityError otherwise)
+            raise AnnotationError(
+                f"The study already has a codebook “{name}” version {codebook.version}; choose another name."
+            )
+        codebook.name = name
         changed.append("name")
     if "description" in fields:
         codebook.description = fields["description"] or ""

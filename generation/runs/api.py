@@ -500,7 +500,7 @@ class OutputViewSet(StudyScopedMixin, viewsets.ReadOnlyModelViewSet):
     def retrieve(self, request, *args, **kwargs):
         output = get_object_or_404(
             Output.objects.select_related("item__dimension").prefetch_related("calls"),
-            pk=kwargs["pk"],
+            pk=whole_number(kwargs["pk"]),  # the route takes any text: 'abc' or '²' is a 404, not a 500
             study=self.get_study(),
         )
         return Response(OutputDetailSerializer(output).data)

@@ -9,7 +9,7 @@ from rest_framework.decorators import action, api_view, permission_classes
 from rest_framework.response import Response
 
 from stereoscope.models import Role, Study
-from stereoscope.permissions import VIEWER, check_role
+from stereoscope.permissions import VIEWER, check_library_write, check_role
 
 from ..models import ProviderConnection
 from . import connections, spending
@@ -174,6 +174,7 @@ def study_spending(request, study_pk):
     {"cap_limit_usd": ...} (site staff)."""
     study = get_object_or_404(Study, pk=study_pk)
     check_role(request.user, study, Role.RESEARCHER)
+    check_library_write(request, study)  # the library's cap too: nothing but load_builtin writes it
     if request.method == "POST":
         body = request.data if isinstance(request.data, dict) else {}
         try:

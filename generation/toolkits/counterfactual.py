@@ -269,6 +269,8 @@ def swap_values(values, name_pairs=None):
 
 def parse_name_pairs(text):
     """'Kelly=Joseph, Anna=Paul' → [("Kelly", "Joseph"), ("Anna", "Paul")]; raises ValueError with a clear message."""
+    if text is not None and not isinstance(text, str):  # a list or object from a JSON body
+        raise ValueError("name_pairs must be text of the form Female=Male, e.g. Kelly=Joseph, Anna=Paul.")
     pairs = []
     for chunk in re.split(r"[,;\n]+", text or ""):
         chunk = chunk.strip()

@@ -84,16 +84,15 @@ def effective_slots(toolkit_slots, toolkit_combinations, item_slots, item_combin
     return slots, combos
 
 
-def expand_text(text, slots=None, combinations=None, where="item"):
-    """[(slot values, rendered prompt)] for one template text."""
+def iter_text(text, slots=None, combinations=None, where="item"):
+    """(slot values, rendered prompt) of one template text, one at a time: slots multiply (six slots of 40 values
+    are four billion prompts), so a preview renders only the prompts it shows."""
     fixed, crossed = _plan(text, slots or {}, combinations, where)
     names = [name for name, _ in crossed]
-    result = []
     for combo in fixed:
         for values in itertools.product(*[vals for _, vals in crossed]):
             slot_values = {**combo, **dict(zip(names, values, strict=True))}
-            result.append((slot_values, render(text, slot_values)))
-    return result
+            yield slot_values, render(text, slot_values)
 
 
 def count_text(text, slots=None, combinations=None, where="item"):
@@ -113,18 +112,18 @@ def _items(toolkit, items):
     return toolkit.items.select_related("dimension").order_by("number")
 
 
-def expand_item(toolkit, item):
+def iter_item(toolkit, item):
+    """The units of one item, one at a time (see iter_text)."""
     text, slots, combos, where = _item_definition(toolkit, item)
-    return [
-        Unit(item=item, slot_values=values, prompt=prompt, variant_key=variant_key(values))
-        for values, prompt in expand_text(text, slots, combos, where)
-    ]
+    for values, prompt in iter_text(text, slots, combos, where):
+        yield Unit(item=item, slot_values=values, prompt=prompt, variant_key=variant_key(values))
 
 
 def expand_units(toolkit, items=None):
-    """Every unit of a toolkit, item by item in number order. Raises SlotError with the item number."""
+    """Every unit of a toolkit, item by item in number order, each rendered when it is taken (a preview that takes
+    the first 20 renders 20). Raises SlotError with the item number."""
     for item in _items(toolkit, items):
-        yield from expand_item(toolkit, item)
+        yield from iter_item(toolkit, item)
 
 
 def count_units(toolkit, items=None):

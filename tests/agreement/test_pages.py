@@ -99,6 +99,17 @@ def test_bad_parameters_are_400_with_a_message(coded_study, client_for, api_for)
         assert response.status_code == 400 and message in response.json()["detail"], url
 
 
+def test_the_api_threshold_is_a_finite_number_in_the_pages_range(coded_study, api_for):
+    """?threshold=nan, inf or 1e999 read as floats and reached the JSON renderer (a 500: "Out of range float values
+    are not JSON compliant"); the API takes the page's range, -1 to 1, and says so."""
+    api = api_for(coded_study.users["researcher"])
+    base = f"/api/studies/{coded_study.study.pk}/agreement/"
+    for raw in ("nan", "inf", "-Infinity", "1e999", "7", "x"):
+        response = api.get(base + f"?threshold={raw}")
+        assert response.status_code == 400 and "threshold must be" in response.json()["detail"], raw
+    assert api.get(base + "?threshold=0.5").json()["low_threshold"] == 0.5
+
+
 def test_xss_in_model_and_code_names_is_escaped(coded_study, client_for):
     from judging.models import Verdict
 

@@ -178,6 +178,22 @@ def test_codebook_import_export_and_merge_undo_over_api(env, api_for):
     assert r.status_code == 400 and "not codes of this study" in r.json()["detail"]
 
 
+def test_codebook_copy_refuses_a_source_that_is_not_an_id(env, api_for):
+    """`source` went to the ORM as given: a text, a list or an object was a ValueError, a 500 (found by schemathesis);
+    it is read as a whole number like every id from a request, and anything else is the copy's own 400."""
+    api, base = api_for(env["u"]["admin"]), env["base"]
+    before = Codebook.objects.count()
+    for source in ("abc", "²", [1], {"id": 1}, "1.5", True):
+        r = api.post(f"{base}/codebooks/copy/", {"source": source}, format="json")
+        assert r.status_code == 400 and "No such codebook" in r.json()["detail"], source
+    for name in (["a"], {"a": 1}, 5):  # an AttributeError (a 500) before
+        r = api.post(f"{base}/codebooks/copy/", {"source": env["cb"].pk, "name": name}, format="json")
+        assert r.status_code == 400 and "name must be text" in r.json()["detail"], name
+    assert Codebook.objects.count() == before
+    r = api.post(f"{base}/codebooks/copy/", {"source": str(env["cb"].pk), "name": "Copy"}, format="json")
+    assert r.status_code == 201 and r.json()["name"] == "Copy", r.content
+
+
 def test_codings_export_csv_and_jsonl(env, api_for):
     api, base, cb = api_for(env["u"]["researcher"]), env["base"], env["cb"]
     coding = services.create_coding(
@@ -252,6 +268,23 @@ def test_memos_and_gender_attribution(env, api_for):
     assert r.status_code == 201 and r.json()["gender"] == "F"
     r = api.post(f"{base}/gender-attributions/", {"output": env["outs"][0].pk, "gender": "woman"}, format="json")
     assert r.status_code == 400
+    for character in (["Zoë"], {"name": "Zoë"}, 5, True):  # a TypeError on len() (a 500) before
+        body = {"output": env["outs"][0].pk, "gender": "M", "character": character}
+        r = api.post(f"{base}/gender-attributions/", body, format="json")
+        assert r.status_code == 400 and "character name must be text" in r.json()["detail"], character
+    assert api.get(f"{base}/gender-attributions/").json()["results"][0]["character"] == "Zoë"
+
+
+def test_renaming_a_codebook_onto_another_ones_name_is_a_400(env, api_for):
+    """Names are unique per study and version: renaming a codebook to the name of another of the same version was
+    an IntegrityError (a 500; found by swapping fields of valid API bodies)."""
+    api, base = api_for(env["u"]["researcher"]), env["base"]
+    other = services.create_codebook(env["study"], name="Regard")
+    r = api.patch(f"{base}/codebooks/{env['cb'].pk}/", {"name": "Regard"}, format="json")
+    assert r.status_code == 400 and "already has a codebook" in r.json()["detail"], r.content
+    env["cb"].refresh_from_db()
+    assert env["cb"].name == "Stereotypes" and other.version == env["cb"].version
+    assert api.patch(f"{base}/codebooks/{env['cb'].pk}/", {"name": "Stereotypes"}, format="json").status_code == 200
 
 
 @pytest.mark.django_db(transaction=True)

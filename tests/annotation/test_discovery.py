@@ -180,5 +180,8 @@ def test_discovery_api(discovery_env, fake_provider, api_for, django_capture_on_
     )
     assert r.status_code == 200 and r.json()["status"] == "accepted"
     assert Code.objects.get(name="M tough").kind == "inductive"
+    for suggestion in ("abc", "²", [d["suggestions"][1]["id"]], {"id": 1}):  # a 500 before (schemathesis)
+        r = api.post(f"{base}{d['id']}/decide/", {"suggestion": suggestion, "accept": True}, format="json")
+        assert r.status_code == 400 and "No such suggestion" in r.json()["detail"], suggestion
     r = api.post(base, {"codebook": e["cb"].pk, "endpoint": e["endpoint"].pk, "item": 999999}, format="json")
     assert r.status_code == 400 and "prompt item" in r.json()["detail"]

@@ -3,7 +3,7 @@
 import pytest
 
 from measures import services
-from measures.models import Lexicon, MeasureRun
+from measures.models import Lexicon, LexiconExclusion, MeasureRun
 
 pytestmark = pytest.mark.django_db
 LEXICON = {
@@ -76,6 +76,17 @@ def test_category_update_creates_version_when_locked(roles, api_for):
         f"{base(roles)}/lexicon-exclusions/", {"lexicon": lexicon.pk, "phrase": "(", "is_regex": True}, format="json"
     )
     assert ex.status_code == 400
+    before = LexiconExclusion.objects.count()
+    for field, value, message in [  # an AttributeError on .strip() (a 500) before
+        ("phrase", ["kind of"], "Exclusion: needs a phrase."),
+        ("phrase", 5, "Exclusion: needs a phrase."),
+        ("note", {"a": 1}, "Exclusion: note must be text."),
+        ("note", 1.5, "Exclusion: note must be text."),
+    ]:
+        body = {"lexicon": lexicon.pk, "phrase": "kind of", field: value}
+        ex = researcher.post(f"{base(roles)}/lexicon-exclusions/", body, format="json")
+        assert ex.status_code == 400 and message in ex.json()["detail"], (field, value)
+    assert LexiconExclusion.objects.count() == before
     b_lexicon = services.create_lexicon(roles["b"], services.validate_lexicon_data(LEXICON))
     assert (
         researcher.post(

@@ -91,3 +91,16 @@ def test_reading_and_copying_out_of_the_library_still_work(library, roles, api_f
     researcher = api_for(roles["users"]["researcher"])
     copied = researcher.post(f"/api/studies/{roles['a'].pk}/lexicons/{lexicon.pk}/copy/")
     assert copied.status_code == 201 and Lexicon.objects.get(pk=copied.json()["id"]).study == roles["a"]
+
+
+def test_staff_cannot_set_the_librarys_spending_cap_over_the_api(library, roles, api_for):
+    """The spending route is a function view that checked the role but not the library (found by a sweep of every
+    write route against the library as staff): the cap and the staff limit were written."""
+    lib = library["study"]
+    api = api_for(roles["users"]["staff"])
+    for body in ({"cap_usd": "5"}, {"cap_limit_usd": "5"}):
+        response = api.post(f"/api/studies/{lib.pk}/spending/", body, format="json")
+        assert response.status_code == 403 and "read-only" in response.json()["detail"], body
+    lib.refresh_from_db()
+    assert lib.spending_cap_usd is None and lib.spending_cap_limit_usd is None
+    assert api.get(f"/api/studies/{lib.pk}/spending/").status_code == 200

@@ -98,3 +98,28 @@ def test_assignment_form_ignores_a_superscript_coder_id(roles, client_for):
     url = f"/studies/{roles['a'].pk}/coding/codebooks/{codebook.pk}/assignments/"
     response = web.post(url, {"coders": ["²"], "runs": ["²"], "k": "1", "preview": "1"})
     assert response.status_code in (200, 302)
+
+
+def test_a_detail_route_whose_id_is_not_a_whole_number_is_no_500(roles, api_for):
+    """The routers' detail routes take any text as the id (`[^/.]+`). DRF's get_object answers 404 for one that is
+    not a number, but the study's own route (its role check loads the study) and the output route looked it up
+    with Django's get_object_or_404, which raised: /api/studies/abc/ and /api/studies/1/outputs/²/ were 500s."""
+    from stereoscope.urls import router, study_router
+
+    api = api_for(roles["users"]["admin"])
+    failures, swept = [], 0
+    for prefix, patterns in (("/api/", router.urls), (f"/api/studies/{roles['a'].pk}/", study_router.urls)):
+        for pattern in patterns:
+            route = str(pattern.pattern.regex.pattern)
+            if "(?P<pk>" not in route or "(?P<format>" in route:
+                continue
+            for value in ("abc", "%C2%B2", "1.5", "-1"):
+                url = prefix + route.strip("^$").replace("(?P<pk>[^/.]+)", value)
+                for method in ("get", "post", "delete"):
+                    swept += 1
+                    status = getattr(api, method)(url, {}, format="json").status_code
+                    if status >= 500:
+                        failures.append(f"{method.upper()} {url}: {status}")
+    assert swept > 200 and failures == []
+    for url in ("/api/studies/abc/", f"/api/studies/{roles['a'].pk}/outputs/%C2%B2/"):
+        assert api.get(url).status_code == 404, url

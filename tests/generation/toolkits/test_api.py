@@ -199,6 +199,23 @@ def test_expand_preview(roles, api_for, toolkit):
     assert api.get(f"{base(roles['a'])}/toolkits/{toolkit.pk}/expand/?limit=x").status_code == 400
 
 
+def test_expand_renders_only_the_units_it_returns(roles, api_for, make_toolkit, monkeypatch):
+    """An item's slots multiply: six slots of 40 values are 4,096,000,000 prompts from a 2 KB body. The preview
+    rendered every prompt of an item before taking the first `limit` (a million of them took 15 s of a web worker);
+    it renders only the prompts it returns, and still counts them all."""
+    from generation.toolkits import expansion
+
+    slots = {name: [f"{name}{i}" for i in range(10)] for name in "abcd"}
+    toolkit = make_toolkit(items=[{"number": 1, "text": "{a} {b} {c} {d}"}], slots=slots)
+    rendered = []
+    render = expansion.render
+    monkeypatch.setattr(expansion, "render", lambda text, values: rendered.append(1) or render(text, values))
+    body = api_for(roles["users"]["coder"]).get(f"{base(roles['a'])}/toolkits/{toolkit.pk}/expand/?limit=3").json()
+    assert body["count"] == 10_000
+    assert [u["prompt"] for u in body["units"]] == ["a0 b0 c0 d0", "a0 b0 c0 d1", "a0 b0 c0 d2"]
+    assert len(rendered) <= 3
+
+
 def test_counterfactual_action(roles, api_for, toolkit):
     api = api_for(roles["users"]["researcher"])
     item = toolkit.items.get(number=1)
@@ -215,6 +232,11 @@ def test_counterfactual_action(roles, api_for, toolkit):
         f"{base(roles['a'])}/toolkit-items/{item.pk}/counterfactual/", {"name_pairs": "Kelly-Joseph"}, format="json"
     )
     assert response.status_code == 400 and "Female=Male" in response.json()["detail"]
+    for pairs in (["Kelly=Joseph"], {"Kelly": "Joseph"}, 5):  # a TypeError in re.split (a 500) before
+        response = api.post(
+            f"{base(roles['a'])}/toolkit-items/{item.pk}/counterfactual/", {"name_pairs": pairs}, format="json"
+        )
+        assert response.status_code == 400 and "name_pairs must be text" in response.json()["detail"], pairs
 
 
 def test_export_and_import_round_trip(roles, api_for, toolkit):
