@@ -6,6 +6,7 @@ from itertools import pairwise
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
 
+from .lexical import LexiconError
 from .models import Lexicon
 from .services import matcher_for
 
@@ -20,13 +21,22 @@ def _lexicons(value):
     return [lx if isinstance(lx, Lexicon) else Lexicon.objects.get(pk=lx) for lx in value]
 
 
-def layer_matches(text, lexicons, language=None):
-    """(matches, {category id: category}) over all lexicons; match.category is the category id as a string."""
+def layer_matches(text, lexicons, language=None, skipped=None):
+    """(matches, {category id: category}) over all lexicons; match.category is the category id as a string. A
+    lexicon whose matching fails on this text (a regular expression that runs too long: LexiconError) adds no
+    matches; when `skipped` is a list, (lexicon, why) is appended to it, else the error is raised."""
     matches, categories = [], {}
     for lexicon in lexicons:
         cats = list(lexicon.categories.all())
+        try:
+            found = matcher_for(lexicon, language, cats).find(text)
+        except LexiconError as exc:
+            if skipped is None:
+                raise
+            skipped.append((lexicon, str(exc)))
+            continue
         categories.update({str(c.pk): c for c in cats})
-        matches.extend(matcher_for(lexicon, language, cats).find(text))
+        matches.extend(found)
     return matches, categories
 
 
@@ -34,7 +44,8 @@ def render_layer(text, lexicons, language=None):
     """Safe HTML: the text escaped, matches wrapped in <mark>, plus a legend with one toggle per category."""
     text = text or ""
     lexicons = _lexicons(lexicons)
-    matches, categories = layer_matches(text, lexicons, language)
+    skipped = []
+    matches, categories = layer_matches(text, lexicons, language, skipped)
     bounds = sorted({0, len(text)} | {m.start for m in matches} | {m.end for m in matches})
     parts = []
     for a, b in pairwise(bounds):
@@ -70,6 +81,10 @@ def render_layer(text, lexicons, language=None):
             counts.get(cid, 0),
         )
         for cid, cat in categories.items()
+    ]
+    legend += [
+        format_html('<span class="lx-skipped" role="status">Not highlighted: {}. {}</span>', lexicon.name, why)
+        for lexicon, why in skipped
     ]
     colors = " ".join(f"{cid}:{cat.color}" for cid, cat in categories.items())
     return format_html(

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from itertools import chain, repeat
 
 import numpy as np
+import regex
 
 from stereoscope.lazy_imports import LazyModule
 from stereoscope.stats.textproc import WORD_RE, lower_same_length
@@ -84,6 +85,46 @@ class LexiconError(ValueError):
     """A word list or exclusion that cannot be used; the message says which entry and why."""
 
 
+USER_PATTERN_SECONDS = 2.0  # how long one researcher's regular expression may search one text
+
+
+class UserPattern:
+    """A researcher's regular expression (a regex category entry or a regex exclusion), case-insensitive, with the
+    `re` module's syntax, compiled by the `regex` package (VERSION0, its `re`-compatible mode) so that each search of
+    a text is bounded in time: a pattern that backtracks catastrophically, such as (a|a)+b, stops after
+    USER_PATTERN_SECONDS with a LexiconError naming it, instead of holding a web request or a worker for hours."""
+
+    error = regex.error
+
+    def __init__(self, source):
+        self.source = source
+        self._pattern = regex.compile(source, regex.IGNORECASE | regex.VERSION0)
+
+    def _too_slow(self):
+        return LexiconError(
+            f"The regular expression {self.source!r} took more than {USER_PATTERN_SECONDS:g} s on one text: it "
+            "backtracks too much (nested repeats such as (a+)+ or (a|a)+). Simplify it."
+        )
+
+    def finditer(self, text):
+        try:
+            yield from self._pattern.finditer(text, timeout=USER_PATTERN_SECONDS)
+        except TimeoutError:
+            raise self._too_slow() from None
+
+    def search(self, text):
+        try:
+            return self._pattern.search(text, timeout=USER_PATTERN_SECONDS)
+        except TimeoutError:
+            raise self._too_slow() from None
+
+    def match(self, text):
+        try:
+            return self._pattern.match(text, timeout=USER_PATTERN_SECONDS)
+        except TimeoutError:
+            raise self._too_slow() from None
+
+
 def normalize_words(raw):
     """Entries from a textarea (one per line or comma-separated) or a list.
 
@@ -115,8 +156,8 @@ def validate_category(words, mode):
     for word in words:
         if mode == "regex":
             try:
-                pattern = re.compile(word, re.IGNORECASE)
-            except re.error as exc:
+                pattern = UserPattern(word)
+            except UserPattern.error as exc:
                 errors.append(f"{word!r} is not a valid regular expression: {exc}.")
                 continue
             if pattern.match(""):
@@ -212,7 +253,7 @@ class Matcher:
             for entry in cat.words:
                 low = lower_same_length(entry)
                 if cat.mode == "regex":
-                    self._regexes.append((cat.key, entry, re.compile(entry, re.IGNORECASE), None))
+                    self._regexes.append((cat.key, entry, UserPattern(entry), None))
                 elif cat.mode == "substring" and _SIMPLE_ENTRY.match(low):
                     self._substrings.append((cat.key, low, entry))
                 elif _SIMPLE_ENTRY.match(low):
@@ -223,19 +264,19 @@ class Matcher:
         self._agg_cache = {}  # word -> ((category, n), ...), () for most words
         self._hits = set()  # the cached words with matches
         self._keys = [c.key for c in self.categories]
-        literal, regex = [], []
+        literal, patterns = [], []
         self._needles = []
         for ex in exclusions:
             if ex.is_regex:
                 try:
-                    regex.append((ex.category, re.compile(ex.phrase, re.IGNORECASE)))
-                except re.error as exc:
+                    patterns.append((ex.category, UserPattern(ex.phrase)))
+                except UserPattern.error as exc:
                     raise LexiconError(f"Exclusion {ex.phrase!r} is not a valid regular expression: {exc}.") from None
             elif ex.phrase.strip():
                 low = lower_same_length(ex.phrase.strip())
                 literal.append((ex.category, _compile_phrase(low, "prefix")))
                 self._needles.append(tuple(low.split()))
-        self._exclusions = literal + regex
+        self._exclusions = literal + patterns
         self._exclusions_on_lowered = len(literal)
 
     def text_needles(self):

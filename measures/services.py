@@ -18,7 +18,7 @@ from stereoscope.services import record_activity
 from stereoscope.versioning import Versioning
 
 from . import lexical
-from .lexical import CategorySpec, ExclusionSpec, Matcher
+from .lexical import CategorySpec, ExclusionSpec, Matcher, UserPattern
 from .models import Lexicon, LexiconCategory, LexiconExclusion
 
 COLOR_RE = re.compile(r"^#[0-9a-fA-F]{6}$")
@@ -110,8 +110,8 @@ def _clean_exclusion(raw, where, keys, errors):
         errors.append(f"{where} names an unknown category {ex['category']!r}.")
     if ex["is_regex"]:
         try:
-            re.compile(ex["phrase"])
-        except re.error as exc:
+            UserPattern(ex["phrase"])
+        except UserPattern.error as exc:
             errors.append(f"{where}: {ex['phrase']!r} is not a valid regular expression: {exc}.")
     return ex
 
@@ -284,8 +284,8 @@ def add_exclusion(lexicon, *, phrase, is_regex=False, category=None, note="", ac
         raise LexiconDataError(["An exclusion phrase has at most 300 characters."])
     if is_regex:
         try:
-            re.compile(phrase)
-        except re.error as exc:
+            UserPattern(phrase)
+        except UserPattern.error as exc:
             raise LexiconDataError([f"{phrase!r} is not a valid regular expression: {exc}."]) from None
     if category is not None and category.lexicon_id != lexicon.pk:
         raise LexiconDataError(["That category belongs to another lexicon."])
