@@ -6,7 +6,8 @@ regex `\\b` before a word character):
               "confidence"; `\\best` also matches "establish" and "estimate" — over-matching kept as published).
 - whole_word: the entry at a word start and followed by a non-word character (`\\bkind\\b`).
 - substring:  anywhere, as the regard study's keyword matching did ("Baby" in "Babylon").
-- regex:      each entry is a Python regular expression (case-insensitive).
+- regex:      each entry is a Python regular expression (case-insensitive), each search of a text at most
+              USER_PATTERN_SECONDS (UserPattern).
 Entries may contain spaces ("sex worker"); any run of whitespace in the text matches them.
 
 Count policy:
@@ -35,12 +36,12 @@ from dataclasses import dataclass
 from itertools import chain, repeat
 
 import numpy as np
-import regex
 
 from stereoscope.lazy_imports import LazyModule
 from stereoscope.stats.textproc import WORD_RE, lower_same_length
 
 sparse = LazyModule("scipy.sparse")
+regex = LazyModule("regex")  # researchers' regular expressions only (UserPattern)
 
 MODES = ("prefix", "whole_word", "substring", "regex")
 DIRECTIONS = ("male", "female", "none")
@@ -94,11 +95,15 @@ class UserPattern:
     a text is bounded in time: a pattern that backtracks catastrophically, such as (a|a)+b, stops after
     USER_PATTERN_SECONDS with a LexiconError naming it, instead of holding a web request or a worker for hours."""
 
-    error = regex.error
+    class Invalid(ValueError):
+        """Not a valid regular expression; the message says why."""
 
     def __init__(self, source):
         self.source = source
-        self._pattern = regex.compile(source, regex.IGNORECASE | regex.VERSION0)
+        try:
+            self._pattern = regex.compile(source, regex.IGNORECASE | regex.VERSION0)
+        except regex.error as exc:
+            raise UserPattern.Invalid(str(exc)) from None
 
     def _too_slow(self):
         return LexiconError(
@@ -157,7 +162,7 @@ def validate_category(words, mode):
         if mode == "regex":
             try:
                 pattern = UserPattern(word)
-            except UserPattern.error as exc:
+            except UserPattern.Invalid as exc:
                 errors.append(f"{word!r} is not a valid regular expression: {exc}.")
                 continue
             if pattern.match(""):
@@ -270,7 +275,7 @@ class Matcher:
             if ex.is_regex:
                 try:
                     patterns.append((ex.category, UserPattern(ex.phrase)))
-                except UserPattern.error as exc:
+                except UserPattern.Invalid as exc:
                     raise LexiconError(f"Exclusion {ex.phrase!r} is not a valid regular expression: {exc}.") from None
             elif ex.phrase.strip():
                 low = lower_same_length(ex.phrase.strip())

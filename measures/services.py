@@ -111,7 +111,7 @@ def _clean_exclusion(raw, where, keys, errors):
     if ex["is_regex"]:
         try:
             UserPattern(ex["phrase"])
-        except UserPattern.error as exc:
+        except UserPattern.Invalid as exc:
             errors.append(f"{where}: {ex['phrase']!r} is not a valid regular expression: {exc}.")
     return ex
 
@@ -285,7 +285,7 @@ def add_exclusion(lexicon, *, phrase, is_regex=False, category=None, note="", ac
     if is_regex:
         try:
             UserPattern(phrase)
-        except UserPattern.error as exc:
+        except UserPattern.Invalid as exc:
             raise LexiconDataError([f"{phrase!r} is not a valid regular expression: {exc}."]) from None
     if category is not None and category.lexicon_id != lexicon.pk:
         raise LexiconDataError(["That category belongs to another lexicon."])
