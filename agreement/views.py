@@ -15,33 +15,8 @@ from stereoscope.stats import agreement as ag
 from stereoscope.untrusted import whole_number
 
 from . import services
+from .params import number_param, whole_param
 from .rating_tables import GOLD, AgreementRequestError, CodingData, build_table, segment_report, study_codebooks
-
-
-def _int(request, name, default, low, high):
-    raw = request.GET.get(name, "")
-    if raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise AgreementRequestError(f"{name} must be a whole number.") from None
-    if not low <= value <= high:
-        raise AgreementRequestError(f"{name} must be between {low} and {high}.")
-    return value
-
-
-def _float(request, name, default, low, high):
-    raw = request.GET.get(name, "")
-    if raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise AgreementRequestError(f"{name} must be a number.") from None
-    if not low <= value <= high:
-        raise AgreementRequestError(f"{name} must be between {low} and {high}.")
-    return value
 
 
 def _codebook(request):
@@ -54,9 +29,9 @@ def _codebook(request):
 def _report_params(request):
     return {
         "codebook": _codebook(request),
-        "bootstrap": _int(request, "bootstrap", 1000, 0, 5000),
-        "low": _float(request, "threshold", services.LOW_ALPHA, -1, 1),
-        "min_overlap": _float(request, "overlap", 0.9, 0.01, 1),
+        "bootstrap": whole_param(request.GET, "bootstrap", 1000, 0, 5000),
+        "low": number_param(request.GET, "threshold", services.LOW_ALPHA, -1, 1),
+        "min_overlap": number_param(request.GET, "overlap", 0.9, 0.01, 1),
     }
 
 
@@ -109,8 +84,8 @@ def _table_request(request):
 def agreement_table(request, study_id):
     try:
         table, level, codebook = _table_request(request)
-        bootstrap = _int(request, "bootstrap", 1000, 0, 5000)
-        overlap = _float(request, "overlap", 0.9, 0.01, 1)
+        bootstrap = whole_param(request.GET, "bootstrap", 1000, 0, 5000)
+        overlap = number_param(request.GET, "overlap", 0.9, 0.01, 1)
     except AgreementRequestError as exc:
         return render(request, "agreement/table.html", {"study": request.study, "error": str(exc)}, status=400)
     result = services.table_result(table, level=level, bootstrap=bootstrap)
@@ -284,7 +259,7 @@ def _export_rows(request, kind):
     if kind not in EXPORT_TABLES:
         raise AgreementRequestError(f"table must be one of {', '.join(EXPORT_TABLES)}.")
     if kind == "report":
-        rows = list(services.agreement_rows(study, {"bootstrap": _int(request, "bootstrap", 1000, 0, 5000)}))
+        rows = list(services.agreement_rows(study, {"bootstrap": whole_param(request.GET, "bootstrap", 1000, 0, 5000)}))
         header = list(rows[0]) if rows else ["target"]
         return header, [list(r.values()) for r in rows]
     if kind == "gold":

@@ -16,6 +16,7 @@ from stereoscope.untrusted import whole_number, whole_numbers
 
 from .. import services, variables
 from ..models import GoldLabel
+from ..params import number_param, whole_param
 from ..rating_tables import AgreementRequestError, build_table
 from ..variable_results import check_bootstrap, results_json, variable_results
 from .serializers import AgreementTableSerializer, GoldLabelSerializer
@@ -38,32 +39,6 @@ def _ids(raw, name):
     if len(ids) < len(parts):
         raise AgreementRequestError(f"{name} must be comma-separated ids.")
     return ids
-
-
-def _int_param(request, name, default, low, high):
-    raw = request.query_params.get(name, "")
-    if raw == "":
-        return default
-    size = whole_number(raw.removeprefix("-"))
-    number = -size if size is not None and raw.startswith("-") else size
-    if number is None or not low <= number <= high:
-        raise AgreementRequestError(f"{name} must be a whole number between {low} and {high}.")
-    return number
-
-
-def _float_param(request, name, default, low, high):
-    """A number between `low` and `high` (the page's range); NaN and ±Infinity fail the range check, so they never
-    reach the JSON renderer."""
-    raw = request.query_params.get(name, "")
-    if raw == "":
-        return default
-    try:
-        number = float(raw)
-    except ValueError:
-        number = None
-    if number is None or not low <= number <= high:
-        raise AgreementRequestError(f"{name} must be a number between {low} and {high}.")
-    return number
 
 
 def _codebook_id(request):
@@ -117,9 +92,12 @@ class AgreementViewSet(viewsets.ViewSet):
     def list(self, request, study_pk=None):
         try:
             codebook = services.default_codebook(self.get_study(), _codebook_id(request))
-            low = _float_param(request, "threshold", services.LOW_ALPHA, -1, 1)
+            low = number_param(request.query_params, "threshold", services.LOW_ALPHA, -1, 1)
             report = services.cached_study_report(
-                self.get_study(), codebook, bootstrap=_int_param(request, "bootstrap", 1000, 0, 5000), low=low
+                self.get_study(),
+                codebook,
+                bootstrap=whole_param(request.query_params, "bootstrap", 1000, 0, 5000),
+                low=low,
             )
         except AgreementRequestError as exc:
             return self._bad(exc)
@@ -150,7 +128,7 @@ class AgreementViewSet(viewsets.ViewSet):
     def table(self, request, study_pk=None):
         try:
             table, level = self._table(request)
-            bootstrap = _int_param(request, "bootstrap", 1000, 0, 5000)
+            bootstrap = whole_param(request.query_params, "bootstrap", 1000, 0, 5000)
         except AgreementRequestError as exc:
             return self._bad(exc)
         result = services.table_result(table, level=level, bootstrap=bootstrap)

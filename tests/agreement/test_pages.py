@@ -72,7 +72,7 @@ def test_bad_parameters_are_400_with_a_message(coded_study, client_for, api_for)
     sid = ns.study.pk
     cases = [
         (reverse("agreement", args=[sid]) + "?bootstrap=lots", "bootstrap must be a whole number"),
-        (reverse("agreement", args=[sid]) + "?overlap=2", "overlap must be between"),
+        (reverse("agreement", args=[sid]) + "?overlap=2", "overlap must be a number between 0.01 and 1"),
         (reverse("agreement", args=[sid]) + "?codebook=99999", "No codebook 99999"),
         (reverse("agreement-table", args=[sid]) + "?target=nonsense", "Unknown target"),
         (

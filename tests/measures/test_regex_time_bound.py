@@ -14,6 +14,11 @@ SLOW = r"(a|a)+b"
 TEXT = "a" * 22  # the re module takes about 1.4 s here, so the bound below must stop it
 
 
+def slow_lexicon(study):
+    data = {"name": "Slow", "categories": [{"key": "slow", "name": "Slow", "mode": "regex", "words": [SLOW]}]}
+    return services.create_lexicon(study, services.validate_lexicon_data(data))
+
+
 @pytest.fixture
 def short_bound(monkeypatch):
     monkeypatch.setattr(lexical, "USER_PATTERN_SECONDS", 0.05)
@@ -48,12 +53,7 @@ def test_bounded_patterns_find_what_re_finds():
 @pytest.mark.django_db
 def test_the_highlight_api_answers_400_and_the_layer_skips_the_lexicon(short_bound, roles, api_for):
     study = roles["a"]
-    lexicon = services.create_lexicon(
-        study,
-        services.validate_lexicon_data(
-            {"name": "Slow", "categories": [{"key": "slow", "name": "Slow", "mode": "regex", "words": [SLOW]}]}
-        ),
-    )
+    lexicon = slow_lexicon(study)
     coder = api_for(roles["users"]["coder"])
     answer = coder.post(f"/api/studies/{study.pk}/lexicons/{lexicon.pk}/highlight/", {"text": TEXT}, format="json")
     assert answer.status_code == 400 and "took more than" in answer.json()["detail"]
@@ -68,12 +68,7 @@ def test_a_measure_run_with_a_backtracking_regex_fails_saying_which(short_bound,
     from measures.models import MeasureRun
 
     study = roles["a"]
-    lexicon = services.create_lexicon(
-        study,
-        services.validate_lexicon_data(
-            {"name": "Slow", "categories": [{"key": "slow", "name": "Slow", "mode": "regex", "words": [SLOW]}]}
-        ),
-    )
+    lexicon = slow_lexicon(study)
     make_outputs(study, [{"text": f"Kelly is here. {TEXT}", "slot_values": {"name": "Kelly"}}])
     run = scoring.create_run(study, name="slow", lexicons=[lexicon], classifier="")
     with pytest.raises(LexiconError):
