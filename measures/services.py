@@ -104,7 +104,7 @@ def _clean_exclusion(raw, where, keys, errors):
         "phrase": raw["phrase"].strip(),
         "is_regex": bool(raw.get("is_regex")),
         "category": raw.get("category") or None,
-        "note": str(raw.get("note") or "")[:300],
+        "note": str(raw.get("note") or ""),  # at most 300 characters: the schema says so
     }
     if ex["category"] is not None and ex["category"] not in keys:
         errors.append(f"{where} names an unknown category {ex['category']!r}.")
@@ -275,7 +275,8 @@ def delete_category(category, *, actor=None):
 
 @transaction.atomic
 def add_exclusion(lexicon, *, phrase, is_regex=False, category=None, note="", actor=None):
-    if not isinstance(phrase, str | None) or not isinstance(note, str | None):  # a list, object or number (JSON)
+    if not isinstance(phrase, str | None) or not isinstance(note, str | None) or len(note or "") > 300:
+        # a list, object or number (JSON), or a note too long for its column: the schema's message
         raise LexiconDataError(schema_errors({"phrase": phrase, "note": note}, EXCLUSION_SCHEMA, where="Exclusion"))
     phrase = (phrase or "").strip()
     if not phrase:
@@ -292,7 +293,7 @@ def add_exclusion(lexicon, *, phrase, is_regex=False, category=None, note="", ac
     target, created = LEXICONS.writable(lexicon, actor=actor)
     cat = _same_category(target, category) if category else None
     ex = LexiconExclusion.objects.create(
-        lexicon=target, category=cat, phrase=phrase, is_regex=bool(is_regex), note=(note or "")[:300], created_by=actor
+        lexicon=target, category=cat, phrase=phrase, is_regex=bool(is_regex), note=note or "", created_by=actor
     )
     record_activity(target.study, actor, "excluded a false match", f"{target}: {phrase}")
     return ex, created

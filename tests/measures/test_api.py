@@ -70,6 +70,14 @@ def test_category_update_creates_version_when_locked(roles, api_for):
         f"{base(roles)}/lexicons/", {"name": "z", "categories": [{"key": "a"}], "exclusions": "x"}, format="json"
     )
     assert bad.status_code == 400 and "exclusions: must be a list" in bad.json()["detail"]
+    long_note = {
+        "name": "z",
+        "categories": [{"key": "a", "words": ["kind"]}],
+        "exclusions": [{"phrase": "p", "note": "n" * 301}],
+    }
+    bad = researcher.post(f"{base(roles)}/lexicons/", long_note, format="json")
+    assert bad.status_code == 400 and "note has at most 300 characters" in bad.json()["detail"]
+    assert not Lexicon.objects.filter(name="z").exists()
     bad = researcher.patch(f"{base(roles)}/lexicon-categories/{cat.pk}/", {"direction": "sideways"}, format="json")
     assert bad.status_code == 400 and "direction" in bad.json()["detail"]
     ex = researcher.post(
@@ -82,6 +90,7 @@ def test_category_update_creates_version_when_locked(roles, api_for):
         ("phrase", 5, "Exclusion: needs a phrase."),
         ("note", {"a": 1}, "Exclusion: note must be text."),
         ("note", 1.5, "Exclusion: note must be text."),
+        ("note", "n" * 301, "Exclusion: note has at most 300 characters."),  # was cut to 300 without a word
     ]:
         body = {"lexicon": lexicon.pk, "phrase": "kind of", field: value}
         ex = researcher.post(f"{base(roles)}/lexicon-exclusions/", body, format="json")
