@@ -518,6 +518,35 @@ def _resolve_users(study, q_users, used_guids):
 VARIABLE_FIELDS = {"model": "model_name", "trial": "trial"}
 
 
+def _imported_rows(project, var_names):
+    """(an ImportedRow per source, {row number: (source, its variables)}): a source's model and trial from its
+    variables. RefiError when a model variable is longer than an output's model name may be."""
+    texts, source_of, too_long = [], {}, []
+    for number, source in enumerate(project.sources, start=1):
+        values = {var_names[g]: v for g, v in source.variables}
+        trial = whole_number(values.get("trial"))
+        model = values.get("model") or "imported"
+        if len(model) > 300:  # the output's model name has 300 characters: said, not cut short
+            too_long.append(f"Source {source.name or source.guid}: its model variable is longer than 300 characters.")
+        row = ImportedRow(
+            row=number,
+            model=model,
+            item=None,
+            prompt="",
+            slot_values={},
+            variant_key="",
+            trial=1 if trial is None else trial,  # a number in the variable, else 1
+            text=source.text,
+            external_id=source.guid,
+            extra=None,
+        )
+        source_of[number] = (source, values)
+        texts.append(row)
+    if too_long:
+        raise rq.RefiError(too_long)
+    return texts, source_of
+
+
 @transaction.atomic
 def _apply_project(study, project, *, filename, actor):
     judge_guids = set()
@@ -554,24 +583,7 @@ def _apply_project(study, project, *, filename, actor):
         + [c.guid for s in project.sources for sel in s.selections for c in sel.codings],
     )
     now = timezone.now()
-    texts, source_of = [], {}
-    for number, source in enumerate(project.sources, start=1):
-        values = {var_names[g]: v for g, v in source.variables}
-        trial = whole_number(values.get("trial"))
-        row = ImportedRow(
-            row=number,
-            model=(values.get("model") or "imported")[:300],
-            item=None,
-            prompt="",
-            slot_values={},
-            variant_key="",
-            trial=1 if trial is None else trial,  # a number in the variable, else 1
-            text=source.text,
-            external_id=source.guid,
-            extra=None,
-        )
-        source_of[number] = (source, values)
-        texts.append(row)
+    texts, source_of = _imported_rows(project, var_names)
 
     def provenance(row):
         source, values = source_of[row.row]

@@ -216,6 +216,11 @@ MALFORMED = [
         "not UTF-8",
     ),
     ("bad offsets order", foreign_qdpx(qde=foreign_qde(end_override=1)), "do not make a span"),
+    (  # was cut to 300 characters without a word
+        "model variable too long",
+        foreign_qdpx(qde=foreign_qde().replace("<TextValue>gpt-4o<", f"<TextValue>{'m' * 301}<")),
+        "its model variable is longer than 300 characters",
+    ),
 ]
 
 
