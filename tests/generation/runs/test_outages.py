@@ -435,22 +435,10 @@ def test_an_outage_after_the_last_unit_still_finishes_the_job(make_endpoint, mak
 def test_the_redis_limiter_takes_a_slot_in_one_round_trip_and_honours_a_pause(private_redis):
     """A call per unit: the pause check and the concurrency slot are one round trip to Redis (issue 36), and a pause
     set by any worker (a 429's Retry-After) still holds every caller back."""
-    from types import SimpleNamespace
 
     async def scenario():
-        store = limits.RedisStore(private_redis.url)
-        commands = []
-        real = store.redis.execute_command
-
-        async def counted(*args, **kwargs):
-            commands.append(args[0])
-            return await real(*args, **kwargs)
-
-        store.redis.execute_command = counted
-        endpoint = SimpleNamespace(
-            pk=1, created_at=None, max_concurrency=2, requests_per_minute=None, tokens_per_minute=None
-        )
-        limiter = limits.EndpointLimiter(endpoint, store)
+        store, commands = _counting_store(private_redis.url)
+        limiter = limits.EndpointLimiter(_endpoint(1, 2), store)
         try:
             first = await limiter.acquire(10)  # the first call also loads the script into Redis
             commands.clear()
@@ -471,24 +459,12 @@ def test_the_redis_limiter_gives_a_slot_back_with_the_next_acquire(private_redis
     """A worker releases a slot it does not keep and takes the next at once: both go in one round trip to Redis
     (issue 36: the release was a round trip of its own per unit). A slot released with no acquire after it is free
     for every other process by the loop's next turn."""
-    from types import SimpleNamespace
 
     async def scenario():
-        store = limits.RedisStore(private_redis.url)
+        store, commands = _counting_store(private_redis.url)
         other = limits.RedisStore(private_redis.url)  # another worker process
-        commands = []
-        real = store.redis.execute_command
-
-        async def counted(*args, **kwargs):
-            commands.append(args[0])
-            return await real(*args, **kwargs)
-
-        store.redis.execute_command = counted
         store._start_watch = lambda: None  # no pause watch: no slot is kept, each goes back to Redis
-        endpoint = SimpleNamespace(
-            pk=2, created_at=None, max_concurrency=1, requests_per_minute=None, tokens_per_minute=None
-        )
-        limiter = limits.EndpointLimiter(endpoint, store)
+        limiter = limits.EndpointLimiter(_endpoint(2, 1), store)
         try:
             first = await limiter.acquire(10)
             commands.clear()
@@ -496,7 +472,7 @@ def test_the_redis_limiter_gives_a_slot_back_with_the_next_acquire(private_redis
             second = await limiter.acquire(10)
             assert second and commands == ["EVALSHA"], commands
             await limiter.release(second)
-            await asyncio.sleep(0.05)  # a few turns of the loop, no acquire here
+            await _until(lambda: _released(store))  # the loop's next turn gives it back, no acquire here
             assert await other.slot_unless_paused(limiter.key, 1, "elsewhere") == (0.0, True)
         finally:
             await store.close()
@@ -509,25 +485,13 @@ def test_the_redis_limiter_takes_the_slots_asked_together_in_one_round_trip(priv
     """A burst of answers frees many workers in one turn of the loop: their acquires of the endpoint go to Redis in
     one round trip (issue 36: a round trip a unit), each taking a slot while any is free, and a pause still holds
     all of them back."""
-    from types import SimpleNamespace
 
     async def scenario():
-        store = limits.RedisStore(private_redis.url)
-        commands = []
-        real = store.redis.execute_command
-
-        async def counted(*args, **kwargs):
-            commands.append(args[0])
-            return await real(*args, **kwargs)
-
-        store.redis.execute_command = counted
-        endpoint = SimpleNamespace(
-            pk=3, created_at=None, max_concurrency=8, requests_per_minute=None, tokens_per_minute=None
-        )
-        limiter = limits.EndpointLimiter(endpoint, store)
+        store, commands = _counting_store(private_redis.url)
+        limiter = limits.EndpointLimiter(_endpoint(3, 8), store)
         try:
             await limiter.release(await limiter.acquire(10))  # the first call also loads the script into Redis
-            await asyncio.sleep(0.05)
+            await _until(lambda: _released(store))
             commands.clear()
             leases = await asyncio.gather(*(limiter.acquire(10) for _ in range(5)))
             assert all(leases) and len(set(leases)) == 5
@@ -549,6 +513,11 @@ async def _until(predicate, timeout=10.0):
     while not predicate():
         assert asyncio.get_running_loop().time() < deadline, "the state was not reached"
         await asyncio.sleep(0.005)
+
+
+def _released(store):
+    """Whether every slot the store released has gone back to Redis (no flush pending or under way)."""
+    return store.flushing is None and not any(store.releasing.values()) and not store.tasks
 
 
 def _counting_store(url):
