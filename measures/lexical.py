@@ -6,8 +6,8 @@ regex `\\b` before a word character):
               "confidence"; `\\best` also matches "establish" and "estimate" — over-matching kept as published).
 - whole_word: the entry at a word start and followed by a non-word character (`\\bkind\\b`).
 - substring:  anywhere, as the regard study's keyword matching did ("Baby" in "Babylon").
-- regex:      each entry is a Python regular expression (case-insensitive), each search of a text at most
-              USER_PATTERN_SECONDS (UserPattern).
+- regex:      each entry is a Python regular expression (case-insensitive), all of a lexicon's together searching a text
+              at most USER_PATTERN_SECONDS (UserPattern, PatternBudget).
 Entries may contain spaces ("sex worker"); any run of whitespace in the text matches them.
 
 Count policy:
@@ -30,6 +30,7 @@ Zero counts make an odds ratio 0 or undefined; the policy is explicit and record
 
 import math
 import re
+import time
 from collections import Counter
 from collections import _count_elements as _count_elements  # the C loop behind Counter.update
 from dataclasses import dataclass
@@ -86,20 +87,37 @@ class LexiconError(ValueError):
     """A word list or exclusion that cannot be used; the message says which entry and why."""
 
 
-USER_PATTERN_SECONDS = 2.0  # how long one researcher's regular expression may search one text
+USER_PATTERN_SECONDS = 2.0  # how long a lexicon's regular expressions may search one text, all of them together
+
+
+class PatternBudget:
+    """The time the regular expressions of one lexicon (a Matcher) may spend on one text, shared by all of them: the
+    clock starts with the first search of a new text. So a lexicon of thousands of slow patterns costs a text
+    USER_PATTERN_SECONDS in all, not that much per pattern."""
+
+    def __init__(self):
+        self._text, self._deadline = None, 0.0
+
+    def seconds_left(self, text):
+        now = time.monotonic()
+        if text is not self._text:
+            self._text, self._deadline = text, now + USER_PATTERN_SECONDS
+        return max(self._deadline - now, 0.001)
 
 
 class UserPattern:
     """A researcher's regular expression (a regex category entry or a regex exclusion), case-insensitive, with the
-    `re` module's syntax, compiled by the `regex` package (VERSION0, its `re`-compatible mode) so that each search of
-    a text is bounded in time: a pattern that backtracks catastrophically, such as (a|a)+b, stops after
-    USER_PATTERN_SECONDS with a LexiconError naming it, instead of holding a web request or a worker for hours."""
+    `re` module's syntax, compiled by the `regex` package (VERSION0, its `re`-compatible mode) so that its searches of
+    a text are bounded in time by the budget it shares with its lexicon's other patterns: a pattern that backtracks
+    catastrophically, such as (a|a)+b, stops with a LexiconError naming it when the budget is spent, instead of
+    holding a web request or a worker for hours."""
 
     class Invalid(ValueError):
         """Not a valid regular expression; the message says why."""
 
-    def __init__(self, source):
+    def __init__(self, source, budget=None):
         self.source = source
+        self.budget = budget or PatternBudget()
         try:
             self._pattern = regex.compile(source, regex.IGNORECASE | regex.VERSION0)
         except regex.error as exc:
@@ -107,25 +125,26 @@ class UserPattern:
 
     def _too_slow(self):
         return LexiconError(
-            f"The regular expression {self.source!r} took more than {USER_PATTERN_SECONDS:g} s on one text: it "
-            "backtracks too much (nested repeats such as (a+)+ or (a|a)+). Simplify it."
+            f"The regular expressions of the lexicon took more than {USER_PATTERN_SECONDS:g} s on one text, "
+            f"{self.source!r} when time ran out: it backtracks too much (nested repeats such as (a+)+ or (a|a)+). "
+            "Simplify it."
         )
 
     def finditer(self, text):
         try:
-            yield from self._pattern.finditer(text, timeout=USER_PATTERN_SECONDS)
+            yield from self._pattern.finditer(text, timeout=self.budget.seconds_left(text))
         except TimeoutError:
             raise self._too_slow() from None
 
     def search(self, text):
         try:
-            return self._pattern.search(text, timeout=USER_PATTERN_SECONDS)
+            return self._pattern.search(text, timeout=self.budget.seconds_left(text))
         except TimeoutError:
             raise self._too_slow() from None
 
     def match(self, text):
         try:
-            return self._pattern.match(text, timeout=USER_PATTERN_SECONDS)
+            return self._pattern.match(text, timeout=self.budget.seconds_left(text))
         except TimeoutError:
             raise self._too_slow() from None
 
@@ -249,6 +268,7 @@ class Matcher:
         self.count_policy = count_policy
         self._token_entries = {}  # first char -> [(category, entry_lower, entry, whole_word)]
         # (category, entry, compiled, needles): phrases run on the lowered text; needles None = user regex
+        self._budget = PatternBudget()  # the time all the user regexes below may take on one text
         self._regexes = []
         self._substrings = []  # (category, entry_lower, entry)
         for cat in self.categories:
@@ -258,7 +278,7 @@ class Matcher:
             for entry in cat.words:
                 low = lower_same_length(entry)
                 if cat.mode == "regex":
-                    self._regexes.append((cat.key, entry, UserPattern(entry), None))
+                    self._regexes.append((cat.key, entry, UserPattern(entry, self._budget), None))
                 elif cat.mode == "substring" and _SIMPLE_ENTRY.match(low):
                     self._substrings.append((cat.key, low, entry))
                 elif _SIMPLE_ENTRY.match(low):
@@ -274,7 +294,7 @@ class Matcher:
         for ex in exclusions:
             if ex.is_regex:
                 try:
-                    patterns.append((ex.category, UserPattern(ex.phrase)))
+                    patterns.append((ex.category, UserPattern(ex.phrase, self._budget)))
                 except UserPattern.Invalid as exc:
                     raise LexiconError(f"Exclusion {ex.phrase!r} is not a valid regular expression: {exc}.") from None
             elif ex.phrase.strip():

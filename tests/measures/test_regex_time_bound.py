@@ -26,10 +26,22 @@ def short_bound(monkeypatch):
 
 def test_a_backtracking_category_regex_stops_with_a_message(short_bound):
     matcher = Matcher([CategorySpec("slow", (SLOW,), "regex")])
-    with pytest.raises(LexiconError, match=r"took more than 0\.05 s on one text"):
+    with pytest.raises(LexiconError, match=r"took more than 0\.05 s on one text, '\(a\|a\)\+b' when"):
         matcher.find(TEXT)
     with pytest.raises(LexiconError, match=r"\(a\|a\)\+b"):
         matcher.count(TEXT)
+
+
+def test_a_lexicons_regexes_share_one_budget_per_text(monkeypatch):
+    """Many patterns each under the limit do not add up to many times it: a lexicon's regexes share one budget per
+    text (a researcher may list thousands of entries), and the next text gets a new one."""
+    monkeypatch.setattr(lexical, "USER_PATTERN_SECONDS", 0.3)
+    slow_ones = tuple(f"(a|a)+b{'x' * i}" for i in range(20))  # each about 0.2 s on 18 characters
+    matcher = Matcher([CategorySpec("slow", slow_ones, "regex")])
+    with pytest.raises(LexiconError, match="took more than 0.3 s on one text"):
+        matcher.find("a" * 18)
+    found = {m.entry for m in matcher.find("ab and abx")}  # a new text, a new budget: every pattern runs
+    assert found == {"(a|a)+b", "(a|a)+bx"}
 
 
 def test_a_backtracking_exclusion_regex_stops_with_a_message(short_bound):
