@@ -18,11 +18,30 @@ from .token_view import obtain_auth_token
 
 installed = [app for app in PROJECT_APPS if app in settings.INSTALLED_APPS]
 
-router = DefaultRouter()
+
+class WholeNumberIds:
+    """Detail routes take ASCII digits only, unless a viewset names its own `lookup_value_regex`: DRF's default
+    `[^/.]+` let Django read the id with int(), which takes any Unicode digit (/exports/١/ was export 1)."""
+
+    def get_lookup_regex(self, viewset, lookup_prefix=""):
+        lookup_url_kwarg = getattr(viewset, "lookup_url_kwarg", None) or getattr(viewset, "lookup_field", "pk")
+        value = getattr(viewset, "lookup_value_regex", "[0-9]+")
+        return f"(?P<{lookup_prefix}{lookup_url_kwarg}>{value})"
+
+
+class Router(WholeNumberIds, DefaultRouter):
+    pass
+
+
+class StudyRouter(WholeNumberIds, SimpleRouter):
+    pass
+
+
+router = Router()
 router.register("studies", api.StudyViewSet, basename="api-study")
 router.register("trash", api.TrashViewSet, basename="api-trash")
 
-study_router = SimpleRouter()
+study_router = StudyRouter()
 study_router.register("members", api.MembershipViewSet, basename="api-study-member")
 extra_api_urls = []
 for app in installed:

@@ -101,9 +101,10 @@ def test_assignment_form_ignores_a_superscript_coder_id(roles, client_for):
 
 
 def test_a_detail_route_whose_id_is_not_a_whole_number_is_no_500(roles, api_for):
-    """The routers' detail routes take any text as the id (`[^/.]+`). DRF's get_object answers 404 for one that is
-    not a number, but the study's own route (its role check loads the study) and the output route looked it up
-    with Django's get_object_or_404, which raised: /api/studies/abc/ and /api/studies/1/outputs/²/ were 500s."""
+    """The routers' detail routes took any text as the id (`[^/.]+`; ASCII digits only since). DRF's get_object
+    answers 404 for one that is not a number, but the study's own route (its role check loads the study) and the
+    output route looked it up with Django's get_object_or_404, which raised: /api/studies/abc/ and
+    /api/studies/1/outputs/²/ were 500s."""
     from stereoscope.urls import router, study_router
 
     api = api_for(roles["users"]["admin"])
@@ -114,7 +115,7 @@ def test_a_detail_route_whose_id_is_not_a_whole_number_is_no_500(roles, api_for)
             if "(?P<pk>" not in route or "(?P<format>" in route:
                 continue
             for value in ("abc", "%C2%B2", "1.5", "-1"):
-                url = prefix + route.strip("^$").replace("(?P<pk>[^/.]+)", value)
+                url = prefix + route.strip("^$").replace("(?P<pk>[0-9]+)", value)
                 for method in ("get", "post", "delete"):
                     swept += 1
                     status = getattr(api, method)(url, {}, format="json").status_code
@@ -123,3 +124,26 @@ def test_a_detail_route_whose_id_is_not_a_whole_number_is_no_500(roles, api_for)
     assert swept > 200 and failures == []
     for url in ("/api/studies/abc/", f"/api/studies/{roles['a'].pk}/outputs/%C2%B2/"):
         assert api.get(url).status_code == 404, url
+
+
+def test_a_detail_route_takes_ascii_digits_only(roles, api_for):
+    """Django reads a lookup value with int(), which takes any Unicode digit: /api/studies/1/exports/١/ (an
+    Arabic-Indic one) was export 1. Every detail route of both routers now takes ASCII digits only; the others are
+    404s, as the study's own route already was."""
+    from exports.models import ExportJob
+    from stereoscope.urls import router, study_router
+
+    def arabic(number):
+        return "".join(chr(0x660 + int(d)) for d in str(number))
+
+    study = roles["a"]
+    job = ExportJob.objects.create(study=study, format="csv")
+    api = api_for(roles["users"]["admin"])
+    assert api.get(f"/api/studies/{study.pk}/exports/{job.pk}/").status_code == 200
+    assert api.get(f"/api/studies/{study.pk}/exports/{arabic(job.pk)}/").status_code == 404
+    assert api.get(f"/api/studies/{arabic(study.pk)}/").status_code == 404
+    for patterns in (router.urls, study_router.urls):
+        for pattern in patterns:
+            route = str(pattern.pattern.regex.pattern)
+            if "(?P<pk>" in route:
+                assert "(?P<pk>[0-9]+)" in route, route
