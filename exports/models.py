@@ -12,6 +12,7 @@ class ExportFormat(models.TextChoices):
     JSONL = "jsonl", "JSON Lines (ZIP of one file per dataset)"
     XLSX = "xlsx", "Excel workbook (in a ZIP)"
     QDPX = "qdpx", "REFI-QDA project (.qdpx)"
+    REPORT = "report", "Study report (PDF)"  # written by the reports app (services.documents())
 
 
 ExportStatus = JobStatus  # the engine's one status enum

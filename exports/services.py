@@ -13,8 +13,11 @@ import os
 import shutil
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
+from django.apps import apps
 from django.conf import settings
 from django.db import transaction
 from django.utils.text import slugify
@@ -40,6 +43,63 @@ LIST_OPTIONS = {"run_ids": int, "item_numbers": int, "code_ids": int, "round_ids
 
 class ExportError(ValueError):
     """Bad export request; the message says what to fix."""
+
+
+class Document(NamedTuple):
+    """A file another app writes as an export (the reports app's study report as PDF): an AppConfig's
+    `export_documents()` returns {format: Document}. Exports run it as a job like any other, so a slow document is
+    never made inside a web request."""
+
+    extension: str
+    content_type: str
+    write: Callable[[Any, Path], None]  # write(study, path): the whole file at `path`
+    problem: Callable[[], str | None] = lambda: None  # why it cannot be written here (a missing extra), or None
+
+
+def documents():
+    """{format: Document} of every installed app that contributes one."""
+    found = {}
+    for config in apps.get_app_configs():
+        contribute = getattr(config, "export_documents", None)
+        if contribute is not None:
+            found.update(contribute())
+    return found
+
+
+def _document(fmt):
+    """The Document of `fmt` when it is one and can be written here (else an ExportError saying why); None for the
+    formats this app writes itself."""
+    if fmt in (*TABLE_FORMATS, "qdpx"):
+        return None
+    document = documents().get(fmt)
+    if document is None:
+        raise ExportError(f"No installed app writes {ExportFormat(fmt).label}.")
+    problem = document.problem()
+    if problem:
+        raise ExportError(problem)
+    return document
+
+
+def file_type(fmt):
+    """(file extension, content type) of an export of format `fmt`."""
+    if fmt in (*TABLE_FORMATS, "qdpx"):
+        return ("qdpx" if fmt == "qdpx" else "zip"), "application/zip"
+    document = documents().get(fmt)
+    return (document.extension, document.content_type) if document else ("bin", "application/octet-stream")
+
+
+def write_document(study, fmt, path, document, options, actor=None):
+    """Write another app's document to `path`; its manifest (kept with the job: the file is the document alone)."""
+    document.write(study, path)
+    return build_manifest(
+        study,
+        fmt=fmt,
+        datasets=[],
+        options=options,
+        files=[{"path": path.name.removesuffix(".part"), "bytes": path.stat().st_size, "sha256": _sha256(path)}],
+        row_counts={},
+        actor=actor,
+    )
 
 
 def export_root():
@@ -355,10 +415,13 @@ def write_export(study, fmt, path, *, dataset_keys=None, options=None, actor=Non
     if fmt not in ExportFormat.values:
         raise ExportError(f"Unknown format {fmt!r}; choose one of {', '.join(ExportFormat.values)}.")
     options = clean_options(study, options)
+    document = _document(fmt)
     path = Path(path)
     part = path.with_name(path.name + ".part")
     try:
-        if fmt == "qdpx":
+        if document is not None:
+            manifest = write_document(study, fmt, part, document, options, actor=actor)
+        elif fmt == "qdpx":
             manifest = write_qdpx(study, part, options, actor=actor, progress=progress)
         else:
             selected = resolve_datasets(study, dataset_keys, user=actor)
@@ -433,7 +496,7 @@ def stage_dataset(job, key, progress=None):
 
 def job_file_name(job):
     """Fixed per job, so a bundle written again after a crash replaces its own file instead of leaving one."""
-    ext = "qdpx" if job.format == "qdpx" else "zip"
+    ext, _ = file_type(job.format)
     stamp = job.created_at.strftime("%Y%m%d-%H%M%S")
     return f"{slugify(job.study.name) or 'study'}-{job.format}-{job.pk}-{stamp}.{ext}"
 
@@ -582,7 +645,16 @@ def create_job(study, *, fmt, dataset_keys=None, options=None, actor=None, enque
     if fmt not in ExportFormat.values:
         raise ExportError(f"Unknown format {fmt!r}; choose one of {', '.join(ExportFormat.values)}.")
     options = clean_options(study, options)
-    keys = [] if fmt == "qdpx" else [ds.key for ds in resolve_datasets(study, dataset_keys, user=actor)]
+    document = _document(fmt)  # a document that cannot be written here (a missing extra) makes no job
+    if document is not None:  # one at a time per study: pressing the button again (or a script) adds no work
+        unfinished = (*jobs.ACTIVE, jobs.JobStatus.WAITING)
+        active = ExportJob.objects.filter(study=study, format=fmt, status__in=unfinished).order_by("pk").first()
+        if active is not None:
+            raise ExportError(
+                f"A {ExportFormat(fmt).label} is already being made (export {active.pk}); it appears on the Exports "
+                "page when it is ready."
+            )
+    keys = [] if fmt == "qdpx" or document else [ds.key for ds in resolve_datasets(study, dataset_keys, user=actor)]
     if fmt == "qdpx" and not _has_model("annotation", "Coding"):
         raise ExportError("REFI-QDA export needs the annotation app.")
     job = ExportJob.objects.create(study=study, format=fmt, datasets=keys, options=options, created_by=actor)

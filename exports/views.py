@@ -25,7 +25,7 @@ class ExportForm(forms.Form):
     datasets = forms.MultipleChoiceField(
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        help_text="Tables to include (all when none is ticked). Ignored for .qdpx.",
+        help_text="Tables to include (all when none is ticked). Ignored for .qdpx and the study report.",
     )
     run_ids = forms.MultipleChoiceField(required=False, label="Runs")
     models = forms.MultipleChoiceField(required=False, label="Models")
@@ -155,10 +155,15 @@ def download(request, study_id, job_id):
     _check_job_access(request.study_role, job)
     if job.status != ExportStatus.COMPLETED:
         raise Http404("This export is not ready.")
+    return job_file(job)
+
+
+def job_file(job):
+    """The finished file of an export job as an attachment (404 when it is gone), for the page and the API."""
     path = services.job_path(job)
     if not path.exists():
         raise Http404("The export file is gone; start the export again.")
-    content_type = "application/zip"
+    _, content_type = services.file_type(job.format)
     return FileResponse(open(path, "rb"), as_attachment=True, filename=job.file_name, content_type=content_type)
 
 

@@ -7,10 +7,11 @@ import hashlib
 import json
 from collections import Counter, defaultdict
 from importlib import metadata
+from pathlib import Path
 
 from django.utils import timezone
 
-from . import seeds
+from . import render, seeds
 from . import svg as figures
 from .document import SECTION_KEYS, TITLES, Document, Section, bullets, code, figure, heading, para, table
 from .numbers import DASH, ci, defined, integer, mean_sd, num, p_value, pct
@@ -785,3 +786,9 @@ def build(study, sections=None):
         if section is not None:
             doc.sections.append(section)
     return doc.number()
+
+
+def write_pdf(study, path):
+    """The study report as PDF at `path`, for the export job of format "report" (a worker): WeasyPrint's layout takes
+    seconds and grows with the study, so no web request renders a PDF."""
+    Path(path).write_bytes(render.pdf(build(study)))

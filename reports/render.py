@@ -107,7 +107,7 @@ class PDFUnavailable(RuntimeError):
     pass
 
 
-def pdf(doc):
+def _weasyprint_html():
     try:
         from weasyprint import HTML  # lazy: the optional `report` extra, loaded for a PDF only
     except (ImportError, OSError) as exc:
@@ -115,6 +115,20 @@ def pdf(doc):
             "PDF reports need WeasyPrint and Pango: install the `report` extra (pip install -e '.[report]') and "
             f"Debian's libpango-1.0-0 and libpangoft2-1.0-0 ({exc})."
         ) from None
+    return HTML
+
+
+def pdf_problem():
+    """Why a PDF cannot be made here (the `report` extra or Pango is missing), or None."""
+    try:
+        _weasyprint_html()
+    except PDFUnavailable as exc:
+        return str(exc)
+    return None
+
+
+def pdf(doc):
+    HTML = _weasyprint_html()  # noqa: N806 - WeasyPrint's class
 
     def no_network(url, *args, **kwargs):
         raise ValueError(f"the report loads nothing from the network ({url})")

@@ -5,12 +5,13 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
+from exports import services as exports
 from stereoscope.models import Role
 from stereoscope.permissions import study_role_required
 
 from . import builder, services
 from .document import SECTIONS
-from .render import FORMATS, PDFUnavailable, sections_html
+from .render import FORMATS, sections_html
 from .render import render as render_doc
 
 
@@ -45,19 +46,38 @@ def report_sections(request, study_id):
 
 
 def report_response(study, fmt):
-    doc = builder.build(study)
-    try:
-        body, content_type, ext = render_doc(doc, fmt)
-    except PDFUnavailable as exc:
-        return HttpResponse(str(exc), status=503, content_type="text/plain; charset=utf-8")
+    body, content_type, ext = render_doc(builder.build(study), fmt)  # html or md: a PDF is an export job
     response = HttpResponse(body, content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-report.{ext}"'
     return response
 
 
+PDF_IN_BACKGROUND = (
+    "A PDF of the report is made in the background: press “Make PDF” on the Report page, then download it from the "
+    "Exports page."
+)
+
+
 @study_role_required(Role.RESEARCHER)
 @require_safe
 def report_download(request, study_id, fmt):
+    if fmt == "pdf":
+        return HttpResponse(PDF_IN_BACKGROUND, status=404, content_type="text/plain; charset=utf-8")
     if fmt not in FORMATS:
         return HttpResponse("Unknown format.", status=404, content_type="text/plain")
     return report_response(request.study, fmt)
+
+
+@study_role_required(Role.RESEARCHER)
+@require_POST
+def report_pdf(request, study_id):
+    """Queue an export job that writes the report as PDF; its progress and download are on the Exports page."""
+    try:
+        job = exports.create_job(request.study, fmt="report", actor=request.user)
+    except exports.ExportError as exc:
+        messages.error(request, str(exc))
+        return redirect("report", study_id=request.study.pk)
+    messages.success(
+        request, f"The PDF is being made in the background (export {job.pk}); download it below when it is ready."
+    )
+    return redirect("exports", request.study.pk)

@@ -1,6 +1,6 @@
 """REST API for exports: /api/studies/{study_pk}/exports/ (jobs, datasets, download, REFI-QDA import, .qdc)."""
 
-from django.http import FileResponse, Http404, HttpResponse
+from django.http import Http404, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
@@ -19,7 +19,7 @@ from stereoscope.models import Role
 
 from .. import services
 from ..models import ExportJob, ExportStatus
-from ..views import _check_job_access
+from ..views import _check_job_access, job_file
 from .serializers import ExportDatasetSerializer, ExportJobSerializer
 
 
@@ -74,12 +74,7 @@ class ExportJobViewSet(
         _check_job_access(self.study_role, job)
         if job.status != ExportStatus.COMPLETED:
             return Response({"detail": f"The export is {job.status}, not ready."}, status=status.HTTP_409_CONFLICT)
-        path = services.job_path(job)
-        if not path.exists():
-            raise Http404("The export file is gone; start the export again.")
-        return FileResponse(
-            open(path, "rb"), as_attachment=True, filename=job.file_name, content_type="application/zip"
-        )
+        return job_file(job)
 
     def get_job(self):
         job = self.get_object()

@@ -33,13 +33,23 @@ class ReportViewSet(viewsets.ViewSet):
     @extend_schema(
         parameters=[OpenApiParameter("format", str, enum=["json", *FORMATS])],
         responses={200: OpenApiTypes.OBJECT},
-        description="The study report with the study's saved sections: json (the document), html, md or pdf. "
+        description="The study report with the study's saved sections: json (the document), html or md. A PDF is "
+        'an export job: POST /api/studies/<id>/exports/ with {"format": "report"}. '
         f"Sections: {', '.join(k for k, _t in SECTIONS)}.",
     )
     def list(self, request, study_pk=None):
         fmt = request.query_params.get("format") or "json"
         if fmt == "json":
             return Response(document_json(builder.build(self.get_study())))
+        if fmt == "pdf":
+            return Response(
+                {
+                    "detail": "A PDF of the report is made by an export job: POST "
+                    f'/api/studies/{self.get_study().pk}/exports/ with {{"format": "report"}}, then GET its '
+                    "download_url once its status is completed."
+                },
+                status=400,
+            )
         if fmt not in FORMATS:
             return Response({"detail": f"format must be one of json, {', '.join(FORMATS)}."}, status=400)
         return report_response(self.get_study(), fmt)

@@ -1,4 +1,4 @@
-"""manage.py export_study <study-id> --format qdpx|csv|jsonl|xlsx --out PATH [filters]"""
+"""manage.py export_study <study-id> --format qdpx|csv|jsonl|xlsx|report --out PATH [filters]"""
 
 import sys
 import time
