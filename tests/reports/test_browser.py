@@ -1,10 +1,12 @@
 """The Report page in a browser: toggle a section (saved with the study), download the HTML report and open the
 download from file:// with the network blocked: it shows its tables and its SVG figures. axe on the page and on
-the downloaded report: no serious or critical violations."""
+the downloaded report: no serious or critical violations. Make PDF: an export job, downloaded from the Exports
+page."""
 
 import pytest
 
 from tests.a11y.axe import blocking_violations, describe
+from tests.reports.test_pdf import _weasyprint_or_skip
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -63,3 +65,20 @@ def test_report_page_toggle_download_and_offline_figures(run_builtin, page, logi
         assert not violations, describe(violations)
     finally:
         offline.close()
+
+
+def test_make_pdf_then_download_it_from_the_exports_page(roles, page, login, tmp_path):
+    """A PDF is an export job: Make PDF lands on the Exports page, whose table offers the file once it is made."""
+    _weasyprint_or_skip()
+    study = roles["a"]
+    login("researcher")
+    page.goto(f"/studies/{study.pk}/report/")
+    page.click("button:has-text('Make PDF')")
+    page.wait_for_selector("text=The PDF is being made in the background")
+    row = page.locator("tr.export-job:has-text('Study report (PDF)')")
+    row.locator("a:has-text('Download')").wait_for(timeout=120_000)  # a worker may still be laying it out
+    with page.expect_download() as info:
+        row.locator("a:has-text('Download')").click()
+    pdf = tmp_path / "report.pdf"
+    info.value.save_as(pdf)
+    assert info.value.suggested_filename.endswith(".pdf") and pdf.read_bytes().startswith(b"%PDF")
