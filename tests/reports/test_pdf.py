@@ -29,10 +29,10 @@ def test_pdf_has_the_methods_paragraph_and_table3(fang_study, tmp_path):
     assert not re.search(r"\b(nan|NaN|inf)\b", text)
 
 
-def test_pdf_without_the_extra_says_which_extra(monkeypatch, roles):
+@pytest.fixture
+def without_weasyprint(monkeypatch):
+    """WeasyPrint looks uninstalled: importing it raises ImportError, as without the `report` extra."""
     import builtins
-
-    from django.core.management.base import CommandError
 
     real_import = builtins.__import__
 
@@ -42,5 +42,10 @@ def test_pdf_without_the_extra_says_which_extra(monkeypatch, roles):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_weasyprint)
+
+
+def test_pdf_without_the_extra_says_which_extra(without_weasyprint, roles):
+    from django.core.management.base import CommandError
+
     with pytest.raises(CommandError, match=r"the `report` extra"):
         call_command("study_report", str(roles["a"].pk), "--format", "pdf", "--output", "unused.pdf")

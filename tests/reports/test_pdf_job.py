@@ -5,15 +5,10 @@ import re
 
 import pytest
 
-from tests.reports.test_pdf import _weasyprint_or_skip
+from tests.exports.conftest import export_root  # noqa: F401
+from tests.reports.test_pdf import _weasyprint_or_skip, without_weasyprint  # noqa: F401
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def export_root(tmp_path, settings):
-    settings.EXPORT_ROOT = tmp_path / "exports"
-    return settings.EXPORT_ROOT
 
 
 @pytest.fixture
@@ -86,19 +81,9 @@ def test_a_report_export_job_writes_the_pdf_and_serves_it(fang_study, roles, cli
     assert "Table 3 of the seed" in re.sub(r"\s+", " ", text)
 
 
-def test_without_the_extra_no_job_is_made(roles, api_for, export_root, monkeypatch):
-    import builtins
-
+def test_without_the_extra_no_job_is_made(roles, api_for, export_root, without_weasyprint):
     from exports.models import ExportJob
 
-    real_import = builtins.__import__
-
-    def no_weasyprint(name, *args, **kwargs):
-        if name.split(".")[0] == "weasyprint":
-            raise ImportError("No module named 'weasyprint'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_weasyprint)
     study = roles["a"]
     answer = api_for(roles["users"]["researcher"]).post(
         f"/api/studies/{study.pk}/exports/", {"format": "report"}, format="json"
