@@ -24,6 +24,7 @@ from django.utils.text import slugify
 
 from stereoscope import jobs
 from stereoscope.datasets import data_dictionary, datasets
+from stereoscope.models import Study
 from stereoscope.permissions import LEVELS, role_for
 from stereoscope.pipeline import BackgroundWriter
 from stereoscope.services import record_activity
@@ -646,26 +647,32 @@ def create_job(study, *, fmt, dataset_keys=None, options=None, actor=None, enque
         raise ExportError(f"Unknown format {fmt!r}; choose one of {', '.join(ExportFormat.values)}.")
     options = clean_options(study, options)
     document = _document(fmt)  # a document that cannot be written here (a missing extra) makes no job
-    if document is not None:  # one at a time per study: pressing the button again (or a script) adds no work
-        unfinished = (*jobs.ACTIVE, jobs.JobStatus.WAITING)
-        active = ExportJob.objects.filter(study=study, format=fmt, status__in=unfinished).order_by("pk").first()
-        if active is not None:
-            raise ExportError(
-                f"A {ExportFormat(fmt).label} is already being made (export {active.pk}); it appears on the Exports "
-                "page when it is ready."
-            )
     keys = [] if fmt == "qdpx" or document else [ds.key for ds in resolve_datasets(study, dataset_keys, user=actor)]
     if fmt == "qdpx" and not _has_model("annotation", "Coding"):
         raise ExportError("REFI-QDA export needs the annotation app.")
-    job = ExportJob.objects.create(study=study, format=fmt, datasets=keys, options=options, created_by=actor)
-    record_activity(study, actor, f"started a {fmt} export", f"export {job.pk}")
+    with transaction.atomic():
+        if document is not None:
+            _refuse_a_second_document(study, fmt)
+        job = ExportJob.objects.create(study=study, format=fmt, datasets=keys, options=options, created_by=actor)
+        record_activity(study, actor, f"started a {fmt} export", f"export {job.pk}")
+        jobs.queue(EXPORT_JOB, job, actor)
     if enqueue:
-        jobs.start(EXPORT_JOB, job, actor)
-    else:
-        with transaction.atomic():
-            jobs.queue(EXPORT_JOB, job, actor)
+        jobs.launch(EXPORT_JOB, job)
     job.refresh_from_db()
     return job
+
+
+def _refuse_a_second_document(study, fmt):
+    """One document of a kind per study at a time (pressing the button again, or a script, adds no work): checked
+    under the study's row lock, so two requests at once cannot both pass (call inside a transaction)."""
+    Study.objects.select_for_update().filter(pk=study.pk).first()
+    unfinished = (*jobs.ACTIVE, jobs.JobStatus.WAITING)
+    active = ExportJob.objects.filter(study=study, format=fmt, status__in=unfinished).order_by("pk").first()
+    if active is not None:
+        raise ExportError(
+            f"A {ExportFormat(fmt).label} is already being made (export {active.pk}); it appears on the Exports page "
+            "when it is ready."
+        )
 
 
 def job_path(job):
