@@ -90,3 +90,12 @@ def test_without_the_extra_no_job_is_made(roles, api_for, export_root, without_w
     )
     assert answer.status_code == 400 and "the `report` extra" in answer.json()["detail"]
     assert not ExportJob.objects.exists()
+
+
+def test_export_study_writes_the_report_pdf_from_the_command_line(roles, tmp_path):
+    _weasyprint_or_skip()
+    from django.core.management import call_command
+
+    out = tmp_path / "report.pdf"
+    call_command("export_study", str(roles["a"].pk), "--format", "report", "--out", str(out))
+    assert out.read_bytes().startswith(b"%PDF") and not (tmp_path / "report.pdf.part").exists()
