@@ -33,7 +33,8 @@ class ExportJobViewSet(
     viewsets.GenericViewSet,
 ):
     """Export jobs of a study. POST starts one (it runs in the background); GET shows its progress; when
-    `status` is `completed`, `download/` returns the file (a ZIP, or the .qdpx)."""
+    `status` is `completed`, `download/` returns the file (a ZIP, the .qdpx, or the study report's PDF for format
+    `report`: one at a time per study)."""
 
     serializer_class = ExportJobSerializer
     job_conflicts = (services.ExportError,)  # cancel, resume or retry of a job in the wrong state
