@@ -708,7 +708,7 @@ def dependency_versions():
 def reproducibility(study):
 
     from exports.manifest import software  # lazy: the apps' report modules load scipy and pandas on first use
-    from exports.models import ExportJob  # lazy: the apps' report modules load scipy and pandas on first use
+    from exports.selectors import latest_data_export  # lazy: as above, scipy and pandas load on first use
     from recipes.exporting import export_recipe  # lazy: the apps' report modules load scipy and pandas on first use
     from recipes.loader import dump  # lazy: the apps' report modules load scipy and pandas on first use
 
@@ -727,7 +727,7 @@ def reproducibility(study):
             key="dependencies",
         ),
     )
-    export = ExportJob.objects.filter(study=study, status="completed").order_by("-pk").first()
+    export = latest_data_export(study)  # the report's own PDFs are exports too, but not of the data
     if export is not None:
         manifest_hash = hashlib.sha256(
             json.dumps(export.manifest, sort_keys=True, ensure_ascii=False).encode("utf-8")

@@ -5,6 +5,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
+from exports import selectors as export_selectors
 from exports import services as exports
 from stereoscope.models import Role
 from stereoscope.permissions import study_role_required
@@ -29,6 +30,7 @@ def report_page(request, study_id):
             "sections": [{"key": k, "title": t, "on": k in chosen} for k, t in SECTIONS],
             "report_html": sections_html(doc),
             "doc": doc,
+            "pdf_jobs": export_selectors.study_jobs(study, "report")[:5],
         },
     )
 

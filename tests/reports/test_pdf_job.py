@@ -99,3 +99,30 @@ def test_export_study_writes_the_report_pdf_from_the_command_line(roles, tmp_pat
     out = tmp_path / "report.pdf"
     call_command("export_study", str(roles["a"].pk), "--format", "report", "--out", str(out))
     assert out.read_bytes().startswith(b"%PDF") and not (tmp_path / "report.pdf.part").exists()
+
+
+def test_the_report_page_shows_its_pdfs_being_made_and_made(roles, client_for, export_root):
+    """The Report page lists the study's report PDFs: the one being made, and those made, with their downloads."""
+    from exports.models import ExportJob
+
+    study, web = roles["a"], client_for(roles["users"]["researcher"])
+    assert "No PDF of the report yet." in web.get(f"/studies/{study.pk}/report/").content.decode()
+    made = ExportJob.objects.create(study=study, format="report", status="completed", file_name="r.pdf")
+    making = ExportJob.objects.create(study=study, format="report", status="running")
+    ExportJob.objects.create(study=study, format="csv", status="completed", file_name="t.zip")  # not a report
+    page = web.get(f"/studies/{study.pk}/report/").content.decode()
+    assert f'href="/studies/{study.pk}/exports/{made.pk}/download/"' in page
+    assert f"PDF {making.pk}: running" in page and "t.zip" not in page
+    assert page.count("/download/") == 1
+
+
+def test_reproducibility_cites_the_latest_data_export_not_a_report_pdf(roles):
+    """The report's own PDFs are export jobs too; the reproducibility section names the latest export of the data."""
+    from exports.models import ExportJob
+    from reports import builder
+
+    study = roles["a"]
+    ExportJob.objects.create(study=study, format="csv", status="completed", sha256="c" * 64, manifest={"a": 1})
+    ExportJob.objects.create(study=study, format="report", status="completed", sha256="r" * 64, manifest={"b": 2})
+    text = str(builder.build(study, ["reproducibility"]).sections[0].blocks)
+    assert "The latest export bundle (csv" in text and "c" * 64 in text and "r" * 64 not in text
