@@ -15,6 +15,9 @@ class ExportFormat(models.TextChoices):
     REPORT = "report", "Study report (PDF)"  # written by the reports app (services.documents())
 
 
+# The formats this app writes from the study's data; the others are documents another app writes (services.documents)
+DATA_FORMATS = (ExportFormat.CSV, ExportFormat.JSONL, ExportFormat.XLSX, ExportFormat.QDPX)
+
 ExportStatus = JobStatus  # the engine's one status enum
 
 

@@ -4,9 +4,7 @@ from django.db.models import QuerySet
 
 from stereoscope.models import Study
 
-from .models import ExportFormat, ExportJob, ExportStatus
-
-DATA_FORMATS = (ExportFormat.CSV, ExportFormat.JSONL, ExportFormat.XLSX, ExportFormat.QDPX)  # not documents
+from .models import DATA_FORMATS, ExportJob, ExportStatus
 
 
 def study_jobs(study: Study, fmt: str | None = None) -> QuerySet[ExportJob]:

@@ -31,7 +31,7 @@ from stereoscope.services import record_activity
 from stereoscope.tables import CSVTableWriter, JSONLTableWriter, XLSXWorkbookWriter
 
 from .manifest import build_manifest
-from .models import ExportFormat, ExportJob, ExportStatus
+from .models import DATA_FORMATS, ExportFormat, ExportJob, ExportStatus
 
 log = logging.getLogger(__name__)
 PROGRESS_EVERY = 5000  # rows between progress callbacks
@@ -70,7 +70,7 @@ def documents():
 def _document(fmt):
     """The Document of `fmt` when it is one and can be written here (else an ExportError saying why); None for the
     formats this app writes itself."""
-    if fmt in (*TABLE_FORMATS, "qdpx"):
+    if fmt in DATA_FORMATS:
         return None
     document = documents().get(fmt)
     if document is None:
@@ -83,7 +83,7 @@ def _document(fmt):
 
 def file_type(fmt):
     """(file extension, content type) of an export of format `fmt`."""
-    if fmt in (*TABLE_FORMATS, "qdpx"):
+    if fmt in DATA_FORMATS:
         return ("qdpx" if fmt == "qdpx" else "zip"), "application/zip"
     document = documents().get(fmt)
     return (document.extension, document.content_type) if document else ("bin", "application/octet-stream")
