@@ -39,6 +39,7 @@ from itertools import chain, repeat
 import numpy as np
 
 from stereoscope.lazy_imports import LazyModule
+from stereoscope.stats import textproc
 from stereoscope.stats.textproc import WORD_RE, lower_same_length
 
 sparse = LazyModule("scipy.sparse")
@@ -577,17 +578,11 @@ class TextCounter:
         counted by count(), and the ids are None."""
         texts = [text or "" for text in texts]
         lowered = list(map(lower_same_length, texts))
-        token_lists = list(map(str.split, lowered))
-        lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(texts))
+        ids, lengths = self._token_ids(lowered)
+        if ids is None:
+            return [self.count(text) for text in texts], None
         bounds = np.zeros(len(texts) + 1, dtype=np.int64)
         np.cumsum(lengths, out=bounds[1:])
-        ids = np.fromiter(
-            map(self._ids.get, chain.from_iterable(token_lists), repeat(-1)), dtype=np.int64, count=int(bounds[-1])
-        )
-        if (ids < 0).any():  # new tokens (the first texts): learnt, then looked up again
-            ids = self._ids_of(list(chain.from_iterable(token_lists)))
-            if ids is None:
-                return [self.count(text) for text in texts], None
         adds = self._adds_matrix()
         useful = np.flatnonzero(self._adds_something[ids])  # most tokens add something, but not all: only those
         per_text = sparse.csr_matrix(
@@ -601,6 +596,29 @@ class TextCounter:
             counts = dict(zip(columns, row, strict=True))
             found.append((self._finish(text, low, n_tokens, counts), counts, ids[bounds[i] : bounds[i + 1]]))
         return found, ids
+
+    def _token_ids(self, lowered):
+        """(the id of every token of the lower-cased texts, each text's number of tokens), tokens as str.split()
+        gives them, new tokens learnt first (in the order they first occur); the ids are None when one cannot be
+        cached (the cache is full). By the compiled scanner, which makes no object per known token, or by C loops
+        over the split texts."""
+        scanner = textproc.compiled
+        if scanner is not None:
+            ids, lengths, unknown = scanner.token_ids(lowered, self._ids)
+            if unknown:  # new tokens (the first texts): learnt, then looked up again
+                for token in unknown:
+                    self._learn(token)
+                ids, lengths, unknown = scanner.token_ids(lowered, self._ids)
+            found = None if unknown else np.frombuffer(ids, dtype=np.int64)
+            return found, np.frombuffer(lengths, dtype=np.int64)
+        token_lists = list(map(str.split, lowered))
+        lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(lowered))
+        ids = np.fromiter(
+            map(self._ids.get, chain.from_iterable(token_lists), repeat(-1)), dtype=np.int64, count=int(lengths.sum())
+        )
+        if (ids < 0).any():  # new tokens (the first texts): learnt, then looked up again
+            ids = self._ids_of(list(chain.from_iterable(token_lists)))
+        return ids, lengths
 
     def _ids_of(self, tokens):
         """The ids of `tokens` (an array), the new ones learnt first; None when one cannot be cached (the cache

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates .venv (if missing) and installs Stereoscope with the extras given ("test", "local", ...).
-# pip runs only when pyproject.toml or requirements.lock changed, or an extra is asked for that is not installed yet:
+# pip runs only when pyproject.toml, requirements.lock or the compiled scanner (stereoscope/stats/_textscan.c) changed, or an extra is asked for that is not installed yet:
 # the stamp .venv/.stereoscope-install holds the two files' hash and the extras installed with them
 # (delete it, or set STEREOSCOPE_REINSTALL=1, to make pip run anyway).
 set -euo pipefail
@@ -12,7 +12,7 @@ if [ ! -x .venv/bin/python ]; then
   .venv/bin/pip install -q --upgrade pip
 fi
 stamp=.venv/.stereoscope-install
-want=$(cat pyproject.toml requirements.lock | sha256sum | cut -c1-32)
+want=$(cat pyproject.toml requirements.lock stereoscope/stats/_textscan.c | sha256sum | cut -c1-32)
 have="" installed=""
 [ -f "$stamp" ] && [ -z "${STEREOSCOPE_REINSTALL:-}" ] && read -r have installed < "$stamp" || true
 missing=""

@@ -18,6 +18,11 @@ from itertools import accumulate, compress, count, repeat
 from operator import add, getitem
 from typing import NamedTuple
 
+try:  # the compiled scanner (_textscan.c): built at install where a C compiler is; else the Python code below
+    from stereoscope.stats import _textscan as compiled
+except ImportError:  # pragma: no cover - a machine without a C compiler
+    compiled = None
+
 WORD_RE = re.compile(r"\w+(?:[-'’]\w+)*")
 _END_RE = re.compile(r"[.!?…]+[\"'”’»)\]]*(?=\s+|$)")
 ABBREVIATIONS = {
@@ -54,6 +59,7 @@ ABBREVIATIONS = {
     "dept",
     "mt",
 }
+_ABBREVIATION_TUPLE = tuple(sorted(ABBREVIATIONS))
 
 
 class Sentence(NamedTuple):  # a tuple: hundreds of thousands are made per run
@@ -64,7 +70,12 @@ class Sentence(NamedTuple):  # a tuple: hundreds of thousands are made per run
 
 
 def lower_same_length(text):
-    """text.lower(), but any character whose lower-case form changes length is left as it is, so offsets agree."""
+    """text.lower(), but any character whose lower-case form changes length is left as it is, so offsets agree.
+    A Latin-1 text (no such character in it) is lower-cased by the compiled scanner's table, in one pass."""
+    if compiled is not None:
+        lowered = compiled.lower_latin1(text)
+        if lowered is not None:
+            return lowered
     lowered = text.lower()
     if len(lowered) == len(text):
         return lowered
@@ -108,6 +119,19 @@ def _ends_sentence(line, match):
 
 def split_sentences(text):
     """The sentences of a text as Sentence(index, start, end, text), offsets into `text`.
+
+    The compiled scanner applies the rules in one pass over the text; without it, _split_by_expression does. Texts
+    with characters beyond the Basic Multilingual Plane take the plain rule-by-rule splitter. All give the same
+    sentences (tests: test_speed_equivalence.py, test_textscan.py)."""
+    text = text or ""
+    if compiled is not None:
+        found = compiled.sentences(text, Sentence, _ABBREVIATION_TUPLE)
+        return _split_by_rules(text) if found is None else found
+    return _split_by_expression(text)
+
+
+def _split_by_expression(text):
+    """split_sentences by one regular expression.
 
     One regular expression finds the accepted sentence ends (rules 1-3 written as lookarounds); the text is cut
     there and the pieces stripped, measured and filtered by C loops (map, accumulate, compress), not a Python loop

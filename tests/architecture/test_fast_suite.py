@@ -24,8 +24,9 @@ def test_the_test_processes_collect_garbage_between_tests_not_during_them():
 
 
 def test_make_test_runs_pip_only_when_the_dependencies_change(tmp_path):
-    """scripts/setup_venv.sh (which `make test` runs first) skips pip when the stamp says pyproject.toml and
-    requirements.lock are unchanged and the extras asked for are installed; it runs pip otherwise."""
+    """scripts/setup_venv.sh (which `make test` runs first) skips pip when the stamp says pyproject.toml,
+    requirements.lock and the compiled scanner's source are unchanged and the extras asked for are installed; it runs
+    pip otherwise (a changed scanner is compiled again)."""
     import hashlib
     import shutil
     import subprocess
@@ -33,8 +34,10 @@ def test_make_test_runs_pip_only_when_the_dependencies_change(tmp_path):
     root = tmp_path / "checkout"
     (root / "scripts").mkdir(parents=True)
     shutil.copy(REPO_ROOT / "scripts" / "setup_venv.sh", root / "scripts")
-    for name in ("pyproject.toml", "requirements.lock"):
-        shutil.copy(REPO_ROOT / name, root)
+    (root / "stereoscope" / "stats").mkdir(parents=True)
+    scanner = "stereoscope/stats/_textscan.c"
+    for name in ("pyproject.toml", "requirements.lock", scanner):
+        shutil.copy(REPO_ROOT / name, root / name)
     pip_log = root / "pip-calls"
     (root / ".venv" / "bin").mkdir(parents=True)
     (root / ".venv" / "bin" / "python").symlink_to(sys.executable)
@@ -50,12 +53,17 @@ def test_make_test_runs_pip_only_when_the_dependencies_change(tmp_path):
     assert len(setup("test")) == 1  # nothing changed
     assert len(setup("test,local")) == 2  # a new extra
     assert len(setup("local")) == 2 and len(setup("test")) == 2  # both installed already
-    want = hashlib.sha256((root / "pyproject.toml").read_bytes() + (root / "requirements.lock").read_bytes())
+    want = hashlib.sha256(
+        b"".join((root / name).read_bytes() for name in ("pyproject.toml", "requirements.lock", scanner))
+    )
     assert (root / ".venv" / ".stereoscope-install").read_text().split() == [want.hexdigest()[:32], "local,test"]
     with open(root / "requirements.lock", "a") as lock:
         lock.write("# changed\n")
     assert len(setup("test")) == 3  # the lock changed
     assert (root / ".venv" / ".stereoscope-install").read_text().split()[1] == "test"
+    with open(root / scanner, "a") as source:
+        source.write("/* changed */\n")
+    assert len(setup("test")) == 4  # the scanner's source changed
 
 
 def test_no_test_or_code_reads_the_shared_folder_by_an_absolute_path():
