@@ -604,13 +604,17 @@ class TextCounter:
         over the split texts."""
         scanner = textproc.compiled
         if scanner is not None:
-            ids, lengths, unknown = scanner.token_ids(lowered, self._ids)
-            if unknown:  # new tokens (the first texts): learnt, then looked up again
+            id_bytes, lengths, unknown = scanner.token_ids(lowered, self._ids)
+            ids = np.frombuffer(id_bytes, dtype=np.int64)
+            if unknown:  # new tokens (the first texts), numbered -1, -2, ... in ids: learnt, then given their ids
                 for token in unknown:
                     self._learn(token)
-                ids, lengths, unknown = scanner.token_ids(lowered, self._ids)
-            found = None if unknown else np.frombuffer(ids, dtype=np.int64)
-            return found, np.frombuffer(lengths, dtype=np.int64)
+                learnt = np.fromiter(map(self._ids.get, unknown, repeat(-1)), dtype=np.int64, count=len(unknown))
+                if (learnt < 0).any():  # the cache is full
+                    return None, np.frombuffer(lengths, dtype=np.int64)
+                new = ids < 0
+                ids[new] = learnt[-1 - ids[new]]
+            return ids, np.frombuffer(lengths, dtype=np.int64)
         token_lists = list(map(str.split, lowered))
         lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(lowered))
         ids = np.fromiter(

@@ -22,6 +22,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from stereoscope.stats.textproc import compiled
+
 MAGIC = b"SP1\n"
 _LENGTH = struct.Struct("<I")
 _NAN = float("nan")
@@ -101,9 +103,17 @@ def _scores(scores):
 
 def _float_values(score_dicts):
     """(keys, every dict's values one after the other) when every scores dict has the same string keys in the same
-    order and float values (VADER, transformers), else None."""
+    order and float values (VADER, transformers), else None. The compiled scanner checks and copies them without an
+    object per value (its values: native float64 in a bytearray, which array("d", ...) reads as they are)."""
     if not score_dicts:
         return (), []
+    if compiled is not None and sys.byteorder == "little":
+        return compiled.float_table(score_dicts)
+    return _float_values_in_python(score_dicts)
+
+
+def _float_values_in_python(score_dicts):
+    """_float_values without the compiled scanner (values: a list of floats)."""
     if set(map(type, score_dicts)) != {dict}:
         return None
     layouts = set(map(tuple, score_dicts))
@@ -166,16 +176,20 @@ def pack_many(sizes, indices, starts, ends, labels, scores, score_dicts):
     values = _to_bytes(array("d", values)) if keys else b""
     tail = ', "keys": ' + json.dumps(list(keys), ensure_ascii=False) + "}"
     distinct, numbers = _story_labels(sizes, labels) if total else ([()] * len(sizes), b"")
-    heads = {}
-    out, at = [], 0
+    heads_of, heads = {}, []
     for n, mine in zip(sizes, distinct, strict=True):
+        head = heads_of.get((n, mine)) if n else b""
+        if head is None:  # json.dumps({"n": n, "labels": [...], "keys": [...]}) with the default separators
+            head = f'{{"n": {n}, "labels": {json.dumps(list(mine), ensure_ascii=False)}{tail}'.encode()
+            heads_of[(n, mine)] = head
+        heads.append(head)
+    if compiled is not None:  # each story's bytes copied together in C
+        return compiled.assemble(sizes, heads, (index, start, end, numbers, score, values), (4, 4, 4, 2, 8, 8 * width))
+    out, at = [], 0
+    for n, head in zip(sizes, heads, strict=True):
         if not n:
             out.append(b"")
             continue
-        head = heads.get((n, mine))
-        if head is None:  # json.dumps({"n": n, "labels": [...], "keys": [...]}) with the default separators
-            head = f'{{"n": {n}, "labels": {json.dumps(list(mine), ensure_ascii=False)}{tail}'.encode()
-            heads[(n, mine)] = head
         parts = [
             MAGIC,
             _LENGTH.pack(len(head)),

@@ -6,9 +6,9 @@
  * token_ids(texts, vocabulary) -> (ids, lengths, unknown)
  *     texts: a list of str (lower-cased already); vocabulary: a dict {token str: id int >= 0}.
  *     Each text is split as str.split() splits it (runs of characters that are not Py_UNICODE_ISSPACE). ids holds
- *     every token's id one text after the other (-1 for a token not in the vocabulary), lengths every text's
- *     number of tokens: both as native int64 in a bytearray (numpy.frombuffer reads them). unknown lists the
- *     tokens not in the vocabulary, each once, in the order they first occur.
+ *     every token's id one text after the other, lengths every text's number of tokens: both as native int64 in a
+ *     bytearray (numpy.frombuffer reads them). unknown lists the tokens not in the vocabulary, each once, in the
+ *     order they first occur; such a token's id in ids is -1 - its place in that list.
  *
  * lower_latin1(text) -> text.lower() for a text CPython stores one byte a character (Latin-1), else None: every
  *     Latin-1 character lower-cases to one Latin-1 character, whatever surrounds it, so a table does it.
@@ -27,9 +27,14 @@
 
 typedef struct {
     uint64_t hash;
-    PyObject *key; /* borrowed from the vocabulary, which the caller holds for the whole call */
+    PyObject *key; /* borrowed: from the vocabulary, or from the list of unknown tokens, both held for the call */
     int64_t id;
 } Slot;
+
+typedef struct {
+    Slot *slots;
+    size_t mask, used;
+} Table;
 
 static uint64_t hash_span(int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
     uint64_t h = 1469598103934665603ULL;
@@ -50,6 +55,32 @@ static int span_equals(PyObject *key, int kind, const void *data, Py_ssize_t sta
     for (Py_ssize_t i = 0; i < n; i++)
         if (PyUnicode_READ(key_kind, key_data, i) != PyUnicode_READ(kind, data, start + i)) return 0;
     return 1;
+}
+
+/* Adds a key known not to be in the table, growing it to stay at most half full. */
+static int table_add(Table *table, uint64_t hash, PyObject *key, int64_t id) {
+    if (2 * (table->used + 1) > table->mask + 1) {
+        size_t width = 2 * (table->mask + 1);
+        Slot *slots = PyMem_Calloc(width, sizeof(Slot));
+        if (!slots) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (size_t i = 0; i <= table->mask; i++) {
+            if (!table->slots[i].key) continue;
+            size_t at = (size_t)table->slots[i].hash & (width - 1);
+            while (slots[at].key) at = (at + 1) & (width - 1);
+            slots[at] = table->slots[i];
+        }
+        PyMem_Free(table->slots);
+        table->slots = slots;
+        table->mask = width - 1;
+    }
+    size_t at = (size_t)hash & table->mask;
+    while (table->slots[at].key) at = (at + 1) & table->mask;
+    table->slots[at] = (Slot){hash, key, id};
+    table->used++;
+    return 0;
 }
 
 typedef struct {
@@ -77,14 +108,13 @@ static PyObject *int64s_bytearray(Int64s *a) {
 }
 
 typedef struct {
-    Slot *table;
-    size_t mask;
-    Int64s *ids;
-    PyObject *unknown;
+    Table table;
+    Int64s ids;
+    PyObject *unknown; /* a list */
 } Scan;
 
-/* The tokens of one text: each one's id pushed (an unknown one also added to scan->unknown); the number of tokens,
- * or -1 with an exception set. */
+/* The tokens of one text: each one's id pushed (a token first seen unknown is appended to scan->unknown and
+ * added to the table with its number there); the number of tokens, or -1 with an exception set. */
 static inline __attribute__((always_inline)) Py_ssize_t scan_tokens(Scan *scan, PyObject *text, int kind) {
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0, count = 0;
@@ -101,21 +131,26 @@ static inline __attribute__((always_inline)) Py_ssize_t scan_tokens(Scan *scan, 
             i++;
         }
         h ^= (uint64_t)(i - start);
-        int64_t id = -1;
-        for (size_t at = (size_t)h & scan->mask; scan->table[at].key; at = (at + 1) & scan->mask) {
-            if (scan->table[at].hash == h && span_equals(scan->table[at].key, kind, data, start, i)) {
-                id = scan->table[at].id;
+        const Table *table = &scan->table;
+        Slot *found = NULL;
+        for (size_t at = (size_t)h & table->mask; table->slots[at].key; at = (at + 1) & table->mask) {
+            if (table->slots[at].hash == h && span_equals(table->slots[at].key, kind, data, start, i)) {
+                found = &table->slots[at];
                 break;
             }
         }
-        if (id < 0) {
+        int64_t id;
+        if (found) {
+            id = found->id;
+        } else {
             PyObject *token = PyUnicode_Substring(text, start, i);
             if (!token) return -1;
-            int failed = PyDict_SetDefault(scan->unknown, token, Py_None) == NULL;
-            Py_DECREF(token);
+            id = -1 - PyList_GET_SIZE(scan->unknown);
+            int failed = PyList_Append(scan->unknown, token) < 0 || table_add(&scan->table, h, token, id) < 0;
+            Py_DECREF(token); /* the list holds it */
             if (failed) return -1;
         }
-        if (int64s_push(scan->ids, id) < 0) return -1;
+        if (int64s_push(&scan->ids, id) < 0) return -1;
         count++;
     }
 }
@@ -127,13 +162,12 @@ static PyObject *token_ids(PyObject *module, PyObject *args) {
     Py_ssize_t entries = PyDict_GET_SIZE(vocabulary);
     size_t width = 16;
     while (width < 2 * (size_t)entries + 1) width <<= 1;
-    size_t mask = width - 1;
-    Slot *table = PyMem_Calloc(width, sizeof(Slot));
-    Int64s ids = {0}, lengths = {0};
-    PyObject *result = NULL, *unknown = PyDict_New(); /* a dict: ordered, each token once */
-    if (!table || !unknown) {
-        PyMem_Free(table);
-        Py_XDECREF(unknown);
+    Scan scan = {{PyMem_Calloc(width, sizeof(Slot)), width - 1, 0}, {0}, PyList_New(0)};
+    Int64s lengths = {0};
+    PyObject *result = NULL;
+    if (!scan.table.slots || !scan.unknown) {
+        PyMem_Free(scan.table.slots);
+        Py_XDECREF(scan.unknown);
         return PyErr_NoMemory();
     }
 
@@ -152,16 +186,10 @@ static PyObject *token_ids(PyObject *module, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "token_ids: vocabulary ids are not negative");
             goto done;
         }
-        int kind = PyUnicode_KIND(key);
-        uint64_t h = hash_span(kind, PyUnicode_DATA(key), 0, PyUnicode_GET_LENGTH(key));
-        size_t at = (size_t)h & mask;
-        while (table[at].key) at = (at + 1) & mask; /* keys are distinct: a dict's */
-        table[at].hash = h;
-        table[at].key = key;
-        table[at].id = id;
+        uint64_t h = hash_span(PyUnicode_KIND(key), PyUnicode_DATA(key), 0, PyUnicode_GET_LENGTH(key));
+        if (table_add(&scan.table, h, key, id) < 0) goto done; /* keys are distinct: a dict's */
     }
 
-    Scan scan = {table, mask, &ids, unknown};
     Py_ssize_t n_texts = PyList_GET_SIZE(texts);
     for (Py_ssize_t t = 0; t < n_texts; t++) {
         PyObject *text = PyList_GET_ITEM(texts, t);
@@ -182,24 +210,18 @@ static PyObject *token_ids(PyObject *module, PyObject *args) {
         }
         if (count < 0 || int64s_push(&lengths, count) < 0) goto done;
     }
-    PyObject *id_bytes = int64s_bytearray(&ids);
+    PyObject *id_bytes = int64s_bytearray(&scan.ids);
     if (!id_bytes) goto done;
     PyObject *length_bytes = int64s_bytearray(&lengths);
-    if (!length_bytes) {
-        Py_DECREF(id_bytes);
-        goto done;
-    }
-    PyObject *unknown_list = PyDict_Keys(unknown);
-    if (unknown_list) {
-        result = PyTuple_Pack(3, id_bytes, length_bytes, unknown_list);
-        Py_DECREF(unknown_list);
+    if (length_bytes) {
+        result = PyTuple_Pack(3, id_bytes, length_bytes, scan.unknown);
+        Py_DECREF(length_bytes);
     }
     Py_DECREF(id_bytes);
-    Py_DECREF(length_bytes);
 done:
-    Py_DECREF(unknown);
-    PyMem_Free(table);
-    PyMem_Free(ids.items);
+    Py_DECREF(scan.unknown);
+    PyMem_Free(scan.table.slots);
+    PyMem_Free(scan.ids.items);
     PyMem_Free(lengths.items);
     Py_DECREF(texts);
     Py_DECREF(vocabulary);
@@ -224,6 +246,159 @@ static PyObject *lower_latin1(PyObject *module, PyObject *text) {
     const Py_UCS1 *from = PyUnicode_1BYTE_DATA(text);
     Py_UCS1 *to = PyUnicode_1BYTE_DATA(out);
     for (Py_ssize_t i = 0; i < n; i++) to[i] = latin1_lower[from[i]];
+    return out;
+}
+
+/* ---- packed sentence rows (measures/sentence_pack.py) ------------------------------------------------------ */
+
+/* float_table(score_dicts) -> (keys, values) when every item is a dict with the same str keys in the same order
+ * as the first and float values (exactly those types), values being every dict's values one after the other as
+ * native float64 in a bytearray; else None. What sentence_pack._float_values checks, without a Python object per
+ * value. */
+static PyObject *float_table(PyObject *module, PyObject *dicts) {
+    (void)module;
+    if (!PyList_Check(dicts)) {
+        PyErr_SetString(PyExc_TypeError, "float_table: a list of dicts");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(dicts);
+    if (n == 0 || !PyDict_CheckExact(PyList_GET_ITEM(dicts, 0))) Py_RETURN_NONE;
+    PyObject *first = PyList_GET_ITEM(dicts, 0);
+    Py_ssize_t width = PyDict_GET_SIZE(first);
+    PyObject *keys = PyTuple_New(width);
+    if (!keys) return NULL;
+    PyObject *key, *value;
+    Py_ssize_t pos = 0, k = 0;
+    while (PyDict_Next(first, &pos, &key, &value)) {
+        if (!PyUnicode_CheckExact(key)) {
+            Py_DECREF(keys);
+            Py_RETURN_NONE;
+        }
+        Py_INCREF(key);
+        PyTuple_SET_ITEM(keys, k++, key);
+    }
+    PyObject *values = PyByteArray_FromStringAndSize(NULL, n * width * (Py_ssize_t)sizeof(double));
+    if (!values) {
+        Py_DECREF(keys);
+        return NULL;
+    }
+    double *out = (double *)PyByteArray_AS_STRING(values);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *dict = PyList_GET_ITEM(dicts, i);
+        if (!PyDict_CheckExact(dict) || PyDict_GET_SIZE(dict) != width) goto not_a_table;
+        pos = k = 0;
+        while (PyDict_Next(dict, &pos, &key, &value)) {
+            PyObject *want = PyTuple_GET_ITEM(keys, k);
+            if (!PyFloat_CheckExact(value)) goto not_a_table;
+            if (key != want) {
+                if (!PyUnicode_Check(key)) goto not_a_table; /* a later dict's keys are compared by value */
+                int same = PyUnicode_Compare(key, want);
+                if (same == -1 && PyErr_Occurred()) goto failed;
+                if (same != 0) goto not_a_table;
+            }
+            *out++ = PyFloat_AS_DOUBLE(value);
+            k++;
+        }
+    }
+    PyObject *result = PyTuple_Pack(2, keys, values);
+    Py_DECREF(keys);
+    Py_DECREF(values);
+    return result;
+not_a_table:
+    Py_DECREF(keys);
+    Py_DECREF(values);
+    Py_RETURN_NONE;
+failed:
+    Py_DECREF(keys);
+    Py_DECREF(values);
+    return NULL;
+}
+
+typedef struct {
+    Py_buffer view;
+    Py_ssize_t row; /* bytes a row */
+} Column;
+
+/* assemble(sizes, heads, columns, row_bytes) -> [bytes of each story]: story i, of sizes[i] rows, is
+ * b"SP1\n" + len(heads[i]) as little-endian uint32 + heads[i] + its rows' slice of each column in turn (columns:
+ * a tuple of bytes-like, row_bytes: the bytes a row in each); b"" for a story of no rows. */
+static PyObject *assemble(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *sizes, *heads, *columns, *row_bytes;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!:assemble", &PyList_Type, &sizes, &PyList_Type, &heads, &PyTuple_Type,
+                          &columns, &PyTuple_Type, &row_bytes))
+        return NULL;
+    Py_ssize_t n_columns = PyTuple_GET_SIZE(columns), n_stories = PyList_GET_SIZE(sizes);
+    if (PyTuple_GET_SIZE(row_bytes) != n_columns || PyList_GET_SIZE(heads) != n_stories || n_columns > 16) {
+        PyErr_SetString(PyExc_ValueError, "assemble: one head a story, one row size a column, 16 columns at most");
+        return NULL;
+    }
+    Column cols[16];
+    Py_ssize_t got = 0, total = 0;
+    PyObject *out = NULL;
+    for (; got < n_columns; got++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(columns, got), &cols[got].view, PyBUF_SIMPLE) < 0) goto done;
+        cols[got].row = PyLong_AsSsize_t(PyTuple_GET_ITEM(row_bytes, got));
+        if (cols[got].row < 0) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "assemble: row sizes are not negative");
+            got++;
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n_stories; i++) {
+        Py_ssize_t n = PyLong_AsSsize_t(PyList_GET_ITEM(sizes, i));
+        if (n < 0) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "assemble: sizes are not negative");
+            goto done;
+        }
+        total += n;
+    }
+    for (Py_ssize_t c = 0; c < n_columns; c++) {
+        if (cols[c].view.len != total * cols[c].row) {
+            PyErr_SetString(PyExc_ValueError, "assemble: a column does not hold a row for each size");
+            goto done;
+        }
+    }
+    out = PyList_New(n_stories);
+    if (!out) goto done;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < n_stories; i++) {
+        Py_ssize_t n = PyLong_AsSsize_t(PyList_GET_ITEM(sizes, i));
+        PyObject *story;
+        if (n == 0) {
+            story = PyBytes_FromStringAndSize(NULL, 0);
+        } else {
+            PyObject *head = PyList_GET_ITEM(heads, i);
+            if (!PyBytes_Check(head) || PyBytes_GET_SIZE(head) > 0xFFFFFFFF) {
+                PyErr_SetString(PyExc_TypeError, "assemble: every head of a story with rows is bytes");
+                Py_CLEAR(out);
+                goto done;
+            }
+            Py_ssize_t head_size = PyBytes_GET_SIZE(head), size = 8 + head_size;
+            for (Py_ssize_t c = 0; c < n_columns; c++) size += n * cols[c].row;
+            story = PyBytes_FromStringAndSize(NULL, size);
+            if (story) {
+                char *to = PyBytes_AS_STRING(story);
+                uint32_t length = (uint32_t)head_size;
+                memcpy(to, "SP1\n", 4);
+                for (int b = 0; b < 4; b++) to[4 + b] = (char)((length >> (8 * b)) & 0xFF);
+                memcpy(to + 8, PyBytes_AS_STRING(head), (size_t)head_size);
+                to += 8 + head_size;
+                for (Py_ssize_t c = 0; c < n_columns; c++) {
+                    memcpy(to, (const char *)cols[c].view.buf + at * cols[c].row, (size_t)(n * cols[c].row));
+                    to += n * cols[c].row;
+                }
+            }
+        }
+        if (!story) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, i, story);
+        at += n;
+    }
+done:
+    for (Py_ssize_t c = 0; c < got; c++) PyBuffer_Release(&cols[c].view);
     return out;
 }
 
@@ -374,6 +549,8 @@ failed:
 static PyMethodDef methods[] = {
     {"token_ids", token_ids, METH_VARARGS, "(ids, lengths) of the whitespace tokens of lower-cased texts."},
     {"lower_latin1", lower_latin1, METH_O, "str.lower() of a text stored one byte a character, else None."},
+    {"float_table", float_table, METH_O, "(keys, float64 values) of dicts of one layout of floats, else None."},
+    {"assemble", assemble, METH_VARARGS, "Each story's packed sentence rows from the chunk's columns."},
     {"sentences", sentences, METH_VARARGS, "The sentences of a text (textproc.split_sentences), or None."},
     {NULL, NULL, 0, NULL},
 };

@@ -94,3 +94,71 @@ def test_pack_many_numbers_each_storys_labels_in_the_order_they_first_occur():
         [row._replace(score=row.score and float(row.score)) for row in story] for story in stories
     ]
     assert pack_many([0, 0], *columns([])) == [b"", b""]
+
+
+class Text(str):
+    pass
+
+
+FLOAT_TABLE_CASES = [
+    [],
+    [{}],
+    [{}, {}],
+    [{"neg": 0.5, "pos": 0.25}, {"neg": 1.0, "pos": -0.0}],
+    [{"neg": 0.5, "pos": 0.25}, {"pos": 1.0, "neg": 0.0}],  # another order
+    [{"neg": 0.5, "pos": 0.25}, {"neg": 1.0}],  # fewer keys
+    [{"neg": 0.5}, {"neg": 1.0, "pos": 0.0}],  # more keys
+    [{"neg": 0.5}, {"neg": 1}],  # an int
+    [{"neg": 0.5}, {"neg": True}],
+    [{"neg": 0.5}, {"neg": None}],
+    [{"neg": float("nan")}, {"neg": float("inf")}],
+    [{"neg": 0.5}, {"pos": 0.5}],  # another key
+    [{1: 0.5}, {1: 0.5}],  # not text
+    [{Text("neg"): 0.5}, {"neg": 0.5}],  # a str subclass first
+    [{"neg": 0.5}, {Text("neg"): 0.25}],  # and later, equal by value
+    [{"neg": 0.5}, ["neg"]],
+    [dict(a=0.1, b=0.2, c=0.3, d=0.4)] * 3,
+]
+
+
+@pytest.mark.parametrize("dicts", FLOAT_TABLE_CASES)
+def test_the_compiled_float_table_checks_and_copies_as_python_does(dicts):
+    from array import array
+
+    from measures import sentence_pack
+
+    want = sentence_pack._float_values_in_python(dicts) if dicts else ((), [])
+    got = sentence_pack._float_values(dicts)
+    if want is None:
+        assert got is None
+    else:
+        assert got[0] == tuple(want[0])
+        assert array("d", got[1]).tobytes() == array("d", want[1]).tobytes()  # NaN and -0.0 as they were
+
+
+@pytest.mark.parametrize("layout", ["vader", "empty", "mixed"])
+def test_pack_many_with_and_without_the_compiled_scanner_is_the_same(layout, monkeypatch):
+    from measures import sentence_pack
+
+    rng = random.Random(52)
+    stories = [_random_story(rng, layout) for _ in range(300)]
+    flat = [row for story in stories for row in story]
+    sizes = [len(s) for s in stories]
+    fast = pack_many(sizes, *columns(flat))
+    monkeypatch.setattr(sentence_pack, "compiled", None)
+    assert pack_many(sizes, *columns(flat)) == fast
+    assert [pack(*columns(story)) for story in stories] == fast
+
+
+def test_assemble_refuses_columns_that_do_not_fit():
+    from stereoscope.stats.textproc import compiled
+
+    with pytest.raises(ValueError):
+        compiled.assemble([2], [b"{}"], (b"\0" * 4,), (4,))  # one row's bytes for two rows
+    with pytest.raises(ValueError):
+        compiled.assemble([1], [], (b"\0" * 4,), (4,))  # no head
+    with pytest.raises(TypeError):
+        compiled.assemble([1], ["{}"], (b"\0" * 4,), (4,))  # a head that is not bytes
+    with pytest.raises(ValueError):
+        compiled.assemble([-1], [b""], (b"",), (4,))
+    assert compiled.assemble([0, 1], [b"", b"{}"], (b"abcd",), (4,)) == [b"", b"SP1\n\x02\x00\x00\x00{}abcd"]

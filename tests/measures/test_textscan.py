@@ -116,7 +116,8 @@ def compiled_token_ids(lowered, vocabulary):
     ids = np.frombuffer(ids, dtype=np.int64).tolist()
     tokens = [t for text in lowered for t in text.split()]
     assert unknown == list(dict.fromkeys(t for t in tokens if t not in vocabulary))
-    return ids, np.frombuffer(lengths, dtype=np.int64).tolist()
+    assert all(unknown[-1 - i] == token for i, token in zip(ids, tokens, strict=True) if i < 0)
+    return [max(i, -1) for i in ids], np.frombuffer(lengths, dtype=np.int64).tolist()
 
 
 def test_token_ids_equal_split_and_a_dict_lookup():
@@ -129,6 +130,9 @@ def test_token_ids_equal_split_and_a_dict_lookup():
     for chunk in (texts, texts[:1], [], texts[::-1]):
         assert compiled_token_ids(chunk, vocabulary) == python_token_ids(chunk, vocabulary)
     assert compiled_token_ids(texts, {}) == python_token_ids(texts, {})
+    many = {f"t{i}": i for i in range(5000)}  # the table grows past its first size with unknown tokens
+    chunk = [" ".join(f"t{i}" for i in range(k, 12000, 7)) for k in range(7)]
+    assert compiled_token_ids(chunk, many) == python_token_ids(chunk, many)
 
 
 def test_token_ids_split_on_exactly_the_whitespace_str_split_splits_on():
