@@ -182,26 +182,60 @@ def update_rows(
     rows: Sequence[tuple[Any, Row]],
     where: Mapping[str, DbValue] | None = None,
 ) -> int:
-    """UPDATE many rows of `model` with one prepared statement run for all (ORM bulk_update is slow here).
-    `rows` are (pk, {name: value}); a name missing from a row gets the field's default. `where` ({column: value})
-    narrows every row's update (e.g. only while still pending). Returns the number of rows changed."""
+    """UPDATE many rows of `model` (ORM bulk_update is slow here): on PostgreSQL one UPDATE ... FROM (VALUES ...) a
+    batch of rows, elsewhere one prepared statement run for all. `rows` are (pk, {name: value}); a name missing from
+    a row gets the field's default; a pk given twice takes its last values. `where` ({column: value}) narrows every
+    row's update (e.g. only while still pending). Returns the number of rows changed."""
     if not rows:
         return 0
     db = connections[DEFAULT_DB_ALIAS]
     qn = db.ops.quote_name
     meta = model._meta
     assert meta.pk is not None
+    last = dict(rows)  # each pk once, with its last values
     fields: list[AnyField] = [meta.get_field(name) for name in names]  # type: ignore[misc]  # concrete fields
     where_fields: list[AnyField] = [meta.get_field(k) for k in where or {}]  # type: ignore[misc]  # concrete fields
+    extra = [f.get_db_prep_save(v, db) for f, v in zip(where_fields, (where or {}).values(), strict=True)]
+    prepared = _row_params(db, fields, list(last.values()))
+    if db.vendor == "postgresql":
+        return _update_from_values(db, meta, fields, where_fields, extra, list(zip(last, prepared, strict=True)))
     sets = ", ".join(f"{qn(_column(f))} = %s" for f in fields)
     conditions = [f"{qn(_column(meta.pk))} = %s"] + [f"{qn(_column(f))} = %s" for f in where_fields]
     sql = f"UPDATE {qn(meta.db_table)} SET {sets} WHERE {' AND '.join(conditions)}"
-    extra = [f.get_db_prep_save(v, db) for f, v in zip(where_fields, (where or {}).values(), strict=True)]
-    prepared = _row_params(db, fields, [values for _, values in rows])
-    params = [values + [pk] + extra for values, (pk, _) in zip(prepared, rows, strict=True)]
+    params = [values + [pk] + extra for pk, values in zip(last, prepared, strict=True)]
     with db.cursor() as cursor:
         cursor.executemany(sql, params)
         return int(cursor.rowcount)
+
+
+def _update_from_values(
+    db: BaseDatabaseWrapper,
+    meta: Any,
+    fields: Sequence[AnyField],
+    where_fields: Sequence[AnyField],
+    extra: Sequence[DbValue],
+    rows: Sequence[tuple[Any, list[DbValue]]],
+) -> int:
+    """PostgreSQL: UPDATE ... FROM (VALUES (pk, value, ...), ...) for a batch of (pk, prepared values) rows, each
+    value cast to its column's type; the batches within the limit of a statement's parameters."""
+    qn = db.ops.quote_name
+    table, pk = qn(meta.db_table), qn(_column(meta.pk))
+    names = [f"c{i}" for i in range(len(fields))]
+    sets = ", ".join(f"{qn(_column(f))} = v.{name}" for f, name in zip(fields, names, strict=True))
+    one = "(" + ", ".join(f"%s::{f.cast_db_type(db)}" for f in (meta.pk, *fields)) + ")"
+    conditions = [f"t.{pk} = v.pk"] + [f"t.{qn(_column(f))} = %s" for f in where_fields]
+    size = max(1, min(1000, 60_000 // (len(fields) + 1)))
+    changed = 0
+    with db.cursor() as cursor:
+        for i in range(0, len(rows), size):
+            part = rows[i : i + size]
+            cursor.execute(
+                f"UPDATE {table} AS t SET {sets} FROM (VALUES {', '.join([one] * len(part))}) "
+                f"AS v(pk, {', '.join(names)}) WHERE {' AND '.join(conditions)}",
+                [v for pk_value, values in part for v in (pk_value, *values)] + list(extra),
+            )
+            changed += int(cursor.rowcount)
+    return changed
 
 
 def insert_rows(model: type[models.Model], rows: Sequence[Row], ignore_conflicts: bool = False) -> None:

@@ -120,6 +120,53 @@ def test_upsert_add_creates_then_adds_and_update_rows_changes_only_what_matches(
     assert SpendingLedger.objects.get().calls == 7
 
 
+def test_update_rows_writes_what_the_orm_would_in_one_statement_a_batch_on_postgresql():
+    """update_rows sets JSON, text, dates, decimals, booleans and None as the ORM does; a name missing from a row
+    gets the default; a pk given twice takes its last values; `where` leaves other rows alone. On PostgreSQL each
+    batch is one UPDATE ... FROM (VALUES ...): an UPDATE a row, run through the pipeline, cost the worker's main
+    thread about a third of its time closing attempts and writing outputs (issue 36)."""
+    from stereoscope.bulk import update_rows
+
+    study = Study.objects.create(name="update")
+    run = GenerationRun.objects.create(study=study, name="r", is_import=True)
+    outputs = [
+        Output.objects.create(study=study, run=run, model_name="m", trial=t, variant_key=f"k{t}") for t in range(1200)
+    ]
+    when = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc)
+    names = ["text", "status", "provenance", "completed_at", "cost_usd", "input_tokens", "error"]
+    rows = [
+        (o.pk, {"text": f"=é {o.trial}", "status": "done", "provenance": {"t": [o.trial, None]}, "completed_at": when})
+        for o in outputs[:1100]
+    ]
+    rows.append((outputs[0].pk, {"text": "last", "status": "done", "cost_usd": Decimal("0.5"), "input_tokens": 7}))
+    Output.objects.filter(pk=outputs[1].pk).update(status="failed", error="kept")
+    statements = []
+
+    def spy(execute, sql, params, many, context):
+        statements.append((sql.split()[0].upper(), many, len(params) if many else 1))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(spy):
+        changed = update_rows(Output, names, rows, where={"status": "pending"})
+    assert changed == 1099  # 1,100 distinct rows asked, one of them no longer pending
+    first, failed, done, untouched = (
+        Output.objects.get(pk=o.pk) for o in outputs[:2] + outputs[5:6] + outputs[1150:1151]
+    )
+    assert (first.text, first.cost_usd, first.input_tokens, first.provenance, first.completed_at) == (
+        "last",
+        Decimal("0.5"),
+        7,
+        {},  # the default: not given in its last row
+        None,
+    )
+    assert (failed.status, failed.error, failed.text) == ("failed", "kept", "")
+    assert (done.text, done.provenance, done.completed_at, done.error) == ("=é 5", {"t": [5, None]}, when, "")
+    assert (untouched.status, untouched.text) == ("pending", "")
+    if connection.vendor == "postgresql":
+        assert all(statement == ("UPDATE", False, 1) for statement in statements), statements
+        assert len(statements) <= 3, statements
+
+
 def raw_sql_writers(source):
     """Raw-SQL writes in a module's source: executemany, COPY, or an INSERT/UPDATE statement built in a string."""
     import re
