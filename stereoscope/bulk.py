@@ -182,10 +182,14 @@ def update_rows(
     rows: Sequence[tuple[Any, Row]],
     where: Mapping[str, DbValue] | None = None,
 ) -> int:
-    """UPDATE many rows of `model` (ORM bulk_update is slow here): on PostgreSQL one UPDATE ... FROM (VALUES ...) a
-    batch of rows, elsewhere one prepared statement run for all. `rows` are (pk, {name: value}); a name missing from
-    a row gets the field's default; a pk given twice takes its last values. `where` ({column: value}) narrows every
-    row's update (e.g. only while still pending). Returns the number of rows changed."""
+    """UPDATE many rows of `model` with one prepared statement run for all (ORM bulk_update is slow here).
+    `rows` are (pk, {name: value}); a name missing from a row gets the field's default; a pk given twice takes its
+    last values. `where` ({column: value}) narrows every row's update (e.g. only while still pending). Returns the
+    number of rows changed.
+
+    On PostgreSQL, one UPDATE ... FROM (VALUES ...) a batch was tried (issue 36) and cost the worker more: Django's
+    client-side binding cursor parses a statement that long, with thousands of placeholders, on every call, where
+    this short one is parsed once and cached."""
     if not rows:
         return 0
     db = connections[DEFAULT_DB_ALIAS]
@@ -197,8 +201,6 @@ def update_rows(
     where_fields: list[AnyField] = [meta.get_field(k) for k in where or {}]  # type: ignore[misc]  # concrete fields
     extra = [f.get_db_prep_save(v, db) for f, v in zip(where_fields, (where or {}).values(), strict=True)]
     prepared = _row_params(db, fields, list(last.values()))
-    if db.vendor == "postgresql":
-        return _update_from_values(db, meta, fields, where_fields, extra, list(zip(last, prepared, strict=True)))
     sets = ", ".join(f"{qn(_column(f))} = %s" for f in fields)
     conditions = [f"{qn(_column(meta.pk))} = %s"] + [f"{qn(_column(f))} = %s" for f in where_fields]
     sql = f"UPDATE {qn(meta.db_table)} SET {sets} WHERE {' AND '.join(conditions)}"
@@ -206,36 +208,6 @@ def update_rows(
     with db.cursor() as cursor:
         cursor.executemany(sql, params)
         return int(cursor.rowcount)
-
-
-def _update_from_values(
-    db: BaseDatabaseWrapper,
-    meta: Any,
-    fields: Sequence[AnyField],
-    where_fields: Sequence[AnyField],
-    extra: Sequence[DbValue],
-    rows: Sequence[tuple[Any, list[DbValue]]],
-) -> int:
-    """PostgreSQL: UPDATE ... FROM (VALUES (pk, value, ...), ...) for a batch of (pk, prepared values) rows, each
-    value cast to its column's type; the batches within the limit of a statement's parameters."""
-    qn = db.ops.quote_name
-    table, pk = qn(meta.db_table), qn(_column(meta.pk))
-    names = [f"c{i}" for i in range(len(fields))]
-    sets = ", ".join(f"{qn(_column(f))} = v.{name}" for f, name in zip(fields, names, strict=True))
-    one = "(" + ", ".join(f"%s::{f.cast_db_type(db)}" for f in (meta.pk, *fields)) + ")"
-    conditions = [f"t.{pk} = v.pk"] + [f"t.{qn(_column(f))} = %s" for f in where_fields]
-    size = max(1, min(1000, 60_000 // (len(fields) + 1)))
-    changed = 0
-    with db.cursor() as cursor:
-        for i in range(0, len(rows), size):
-            part = rows[i : i + size]
-            cursor.execute(
-                f"UPDATE {table} AS t SET {sets} FROM (VALUES {', '.join([one] * len(part))}) "
-                f"AS v(pk, {', '.join(names)}) WHERE {' AND '.join(conditions)}",
-                [v for pk_value, values in part for v in (pk_value, *values)] + list(extra),
-            )
-            changed += int(cursor.rowcount)
-    return changed
 
 
 def insert_rows(model: type[models.Model], rows: Sequence[Row], ignore_conflicts: bool = False) -> None:
