@@ -347,14 +347,14 @@ static PyObject *assemble(PyObject *module, PyObject *args) {
     }
     for (Py_ssize_t i = 0; i < n_stories; i++) {
         Py_ssize_t n = PyLong_AsSsize_t(PyList_GET_ITEM(sizes, i));
-        if (n < 0) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "assemble: sizes are not negative");
+        if (n < 0 || n > PY_SSIZE_T_MAX / 2 - total) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "assemble: sizes are whole numbers, not too big");
             goto done;
         }
         total += n;
     }
     for (Py_ssize_t c = 0; c < n_columns; c++) {
-        if (cols[c].view.len != total * cols[c].row) {
+        if ((cols[c].row && total > PY_SSIZE_T_MAX / 2 / cols[c].row) || cols[c].view.len != total * cols[c].row) {
             PyErr_SetString(PyExc_ValueError, "assemble: a column does not hold a row for each size");
             goto done;
         }
@@ -486,16 +486,12 @@ static int add_sentence(PyObject *out, PyTypeObject *type, PyObject *text, const
     Py_ssize_t i = a;
     while (i < b && !Py_UNICODE_ISALNUM(AT(t, i))) i++;
     if (i == b) return 0; /* no letter or digit: dropped */
-    PyObject *sentence = type->tp_alloc(type, 4);
-    if (!sentence) return -1;
     PyObject *fields[4] = {PyLong_FromSsize_t(PyList_GET_SIZE(out)), PyLong_FromSsize_t(a), PyLong_FromSsize_t(b),
                            PyUnicode_Substring(text, a, b)};
-    for (int f = 0; f < 4; f++) {
-        if (!fields[f]) {
-            for (int g = 0; g < 4; g++) Py_XDECREF(fields[g]);
-            Py_DECREF(sentence);
-            return -1;
-        }
+    PyObject *sentence = fields[0] && fields[1] && fields[2] && fields[3] ? type->tp_alloc(type, 4) : NULL;
+    if (!sentence) { /* the fields are made first: the new tuple is never seen with empty items */
+        for (int f = 0; f < 4; f++) Py_XDECREF(fields[f]);
+        return -1;
     }
     for (int f = 0; f < 4; f++) PyTuple_SET_ITEM(sentence, f, fields[f]);
     int failed = PyList_Append(out, sentence);

@@ -161,4 +161,8 @@ def test_assemble_refuses_columns_that_do_not_fit():
         compiled.assemble([1], ["{}"], (b"\0" * 4,), (4,))  # a head that is not bytes
     with pytest.raises(ValueError):
         compiled.assemble([-1], [b""], (b"",), (4,))
+    with pytest.raises(ValueError):  # sizes whose total, or its bytes, would not fit a machine integer
+        compiled.assemble([2**61, 2**61], [b"{}", b"{}"], (b"",), (0,))
+    with pytest.raises(ValueError):
+        compiled.assemble([2**40], [b"{}"], (b"",), (2**30,))
     assert compiled.assemble([0, 1], [b"", b"{}"], (b"abcd",), (4,)) == [b"", b"SP1\n\x02\x00\x00\x00{}abcd"]
