@@ -36,13 +36,27 @@ typedef struct {
     size_t mask, used;
 } Table;
 
+/* FNV-1a over the code points from a per-process seed, then a splitmix64 finaliser: the slot a token lands in
+ * cannot be predicted from outside, so a text of crafted tokens cannot pile them into one run of the table (a
+ * quadratic lookup). The seed comes from CPython's randomised str hash. */
+static uint64_t hash_seed = 1469598103934665603ULL;
+
+static inline uint64_t hash_finish(uint64_t h, Py_ssize_t length) {
+    h ^= (uint64_t)length;
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebULL;
+    return h ^ (h >> 31);
+}
+
 static uint64_t hash_span(int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
-    uint64_t h = 1469598103934665603ULL;
+    uint64_t h = hash_seed;
     for (Py_ssize_t i = start; i < end; i++) {
         h ^= (uint64_t)PyUnicode_READ(kind, data, i);
         h *= 1099511628211ULL;
     }
-    return h ^ (uint64_t)(end - start);
+    return hash_finish(h, end - start);
 }
 
 static int span_equals(PyObject *key, int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
@@ -122,7 +136,7 @@ static inline __attribute__((always_inline)) Py_ssize_t scan_tokens(Scan *scan, 
         while (i < n && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i))) i++;
         if (i >= n) return count;
         Py_ssize_t start = i;
-        uint64_t h = 1469598103934665603ULL;
+        uint64_t h = hash_seed;
         while (i < n) {
             Py_UCS4 c = PyUnicode_READ(kind, data, i);
             if (Py_UNICODE_ISSPACE(c)) break;
@@ -130,7 +144,7 @@ static inline __attribute__((always_inline)) Py_ssize_t scan_tokens(Scan *scan, 
             h *= 1099511628211ULL;
             i++;
         }
-        h ^= (uint64_t)(i - start);
+        h = hash_finish(h, i - start);
         const Table *table = &scan->table;
         Slot *found = NULL;
         for (size_t at = (size_t)h & table->mask; table->slots[at].key; at = (at + 1) & table->mask) {
@@ -554,6 +568,12 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_textscan", NULL, 0, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__textscan(void) {
+    PyObject *probe = PyUnicode_FromString("stereoscope token hash seed");
+    if (!probe) return NULL;
+    Py_hash_t seed = PyObject_Hash(probe);
+    Py_DECREF(probe);
+    if (seed == -1 && PyErr_Occurred()) return NULL;
+    hash_seed ^= (uint64_t)seed;
     for (Py_UCS4 c = 0; c < 256; c++) {
         Py_UCS4 lower = Py_UNICODE_TOLOWER(c);
         latin1_lower[c] = (Py_UCS1)(lower < 256 ? lower : c);
