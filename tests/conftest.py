@@ -37,6 +37,42 @@ def pytest_runtest_logfinish(nodeid, location):
         gc.freeze()
 
 
+# The test client closes a streaming response (a CSV download) only when the test reads it to the end. One left
+# unread holds its database cursor open: a server-side cursor inside the test's transaction on PostgreSQL. Each such
+# response is closed when its test ends, before the fixtures' teardown rolls the transaction back; otherwise a later
+# collection of its reference cycle, inside another test's transaction, finalised the cursor there and its CLOSE
+# failed ("cursor ... does not exist"), aborting that test's transaction.
+_unread_downloads = []
+
+
+def _tracking_closing_iterator_wrapper(iterable, close):
+    _unread_downloads.append(close)
+    return _closing_iterator_wrapper(iterable, close)
+
+
+def close_unread_downloads():
+    """Close the streaming responses the test client gave out and the test did not read to the end (as the test
+    client closes one read to the end: without request_finished closing the database connection)."""
+    from django.core.signals import request_finished
+    from django.db import close_old_connections
+
+    while _unread_downloads:
+        close = _unread_downloads.pop()
+        if close.__self__.closed:
+            continue
+        request_finished.disconnect(close_old_connections)
+        try:
+            close()
+        finally:
+            request_finished.connect(close_old_connections)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    close_unread_downloads()
+    yield
+
+
 @pytest.fixture
 def automatic_gc():
     """For a test about automatic garbage collection itself: on during the test, off again after."""
@@ -99,6 +135,11 @@ def pytest_configure(config):
     from tests.db_template import remove_templates
 
     remove_templates(config)  # a template left by an earlier run whose controller had this process id
+    from django.test import client
+
+    global _closing_iterator_wrapper
+    _closing_iterator_wrapper = client.closing_iterator_wrapper
+    client.closing_iterator_wrapper = _tracking_closing_iterator_wrapper  # see close_unread_downloads
 
 
 @pytest.fixture(scope="session")

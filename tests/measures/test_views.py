@@ -287,3 +287,37 @@ def test_output_layer_partial_for_other_viewers(setup, roles, client_for):
     assert f'value="{lx.pk}" selected' in html
     b_out = roles["b"].outputs.first()
     assert b_out is None or coder.get(reverse("measures-output-layer", args=[s, b_out.pk])).status_code == 404
+
+
+def test_a_download_left_unread_is_closed_before_the_tests_database_goes(setup, roles, client_for, monkeypatch):
+    """The test client closes a streaming response only when it is read to the end. A CSV download a test leaves
+    unread holds a database cursor open (a server-side one on PostgreSQL, inside the test's transaction): the suite
+    closes such responses when the test ends, before its transaction is rolled back. Otherwise a later garbage
+    collection, inside another test's transaction, finalised the cursor and its CLOSE failed there."""
+    from django.db import connection
+
+    from measures import selectors
+    from tests.conftest import close_unread_downloads
+
+    closed, original = [], selectors.output_rows
+
+    def output_rows(run):
+        try:
+            yield from original(run)
+        finally:
+            closed.append(True)
+
+    monkeypatch.setattr(selectors, "output_rows", output_rows)
+    s, run = setup["study"].pk, setup["run"]
+    response = client_for(roles["users"]["researcher"]).get(reverse("measures-csv", args=[s, run.pk, "outputs"]))
+    assert response.status_code == 200 and response.streaming and closed == []
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_cursors")
+            assert cursor.fetchone()[0] == 1  # the download's server-side cursor
+    close_unread_downloads()
+    assert closed == [True] and response.closed
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_cursors")
+            assert cursor.fetchone()[0] == 0
