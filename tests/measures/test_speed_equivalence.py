@@ -236,6 +236,45 @@ def test_scoring_and_sentence_rows_run_without_cyclic_gc(db, study, make_outputs
     assert seen == [False, False] and gc.isenabled()
 
 
+def test_a_measure_run_reads_and_scores_with_cyclic_gc_paused_and_collects_each_chunks_young_garbage(
+    db, study, make_outputs, monkeypatch, automatic_gc
+):
+    """Collections during a run walk the live caches (VADER's, the token cache) again and again: the whole run loop
+    has cyclic GC paused, reading its chunks too, and after each chunk only the youngest generation (what the
+    chunk allocated) is collected, so a chunk's cyclic garbage does not pile up over a long run."""
+    import gc
+
+    from measures import scoring
+    from measures.classifiers import VaderClassifier
+
+    monkeypatch.setattr(scoring, "QUICK_BATCH", 1)  # one output a chunk: three chunks
+    seen, collected = [], []
+    original_load, original_collect = scoring.load_outputs, gc.collect
+    monkeypatch.setattr(scoring, "load_outputs", lambda ids: seen.append(gc.isenabled()) or original_load(ids))
+
+    def collect(generation=2):
+        collected.append(generation)
+        return original_collect(generation)
+
+    monkeypatch.setattr(gc, "collect", collect)
+
+    class Cycle:
+        made = 0
+
+        def __init__(self):
+            self.me = self
+            Cycle.made += 1
+
+    original_predict = VaderClassifier.predict
+    monkeypatch.setattr(VaderClassifier, "predict", lambda self, texts: Cycle() and original_predict(self, texts))
+    make_outputs(study, [{"text": f"She is kind {i}.", "slot_values": {"name": "Kelly"}} for i in range(3)])
+    run = scoring.create_run(study, name="gc", classifier="vader")
+    scoring.start(run)
+    assert seen == [False, False, False] and gc.isenabled()
+    assert collected.count(0) == 3 and 2 not in collected
+    assert Cycle.made == 3 and not [o for o in gc.get_objects() if type(o) is Cycle]  # collected: no pile-up
+
+
 def test_no_whitespace_character_is_a_word_character():
     """TextCounter splits texts at whitespace (str.split) before finding words: that is only exact because no
     character str.split() splits at can be part of a word."""
