@@ -32,7 +32,7 @@ from . import batch_format, connections, spending
 from .limits import estimate_call
 from .providers.base import ProviderError
 from .providers.batch_api import batch_api
-from .runner import RunStats, cost_of, output_id_from_ref, redact_key
+from .runner import RunStats, charged_tokens, cost_of, output_id_from_ref, redact_key
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_REQUESTS = {"openai": 50_000, "openai_compatible": 50_000, "anthropic": 100_000}
@@ -481,7 +481,8 @@ def collect(pk, state, results):
             )
             if got is not None and got.result is not None:
                 result = got.result
-                result.cost_usd = batch_cost_of(endpoint, result.input_tokens, result.output_tokens)
+                charged = charged_tokens(result, estimate_call(unit.messages, unit.params))
+                result.cost_usd = batch_cost_of(endpoint, *charged)
                 result.latency_ms = None
                 call.outcome, call.ok = CallOutcome.OK, True
                 call.response_text, call.raw_response = result.text, got.raw

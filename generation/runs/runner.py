@@ -153,6 +153,17 @@ def cost_of(endpoint, input_tokens, output_tokens):
     return (total / Decimal(1_000_000)).quantize(Decimal("0.000001"))
 
 
+def charged_tokens(result, estimate):
+    """(input, output) tokens a call is charged for: those the provider reported, its estimate for a count the
+    provider did not report or that was not believable (ChatResult keeps those as None), so a call is never
+    charged less than its estimate for want of a figure."""
+    est_in, est_out = estimate
+    return (
+        est_in if result.input_tokens is None else result.input_tokens,
+        est_out if result.output_tokens is None else result.output_tokens,
+    )
+
+
 def redact_key(endpoint, value):
     """Remove the endpoint's key from an error message or body a provider may have echoed it in."""
     var = (getattr(endpoint, "api_key_env", "") or "").strip()
@@ -442,7 +453,7 @@ class _Loop:
                         raise
                     log.warning("could not release a concurrency slot (%s); it expires on its own", exc)
             if result is not None:
-                result.cost_usd = cost_of(endpoint, result.input_tokens, result.output_tokens)
+                result.cost_usd = cost_of(endpoint, *charged_tokens(result, record["estimate"]))
                 record["result"] = result
                 self.report("attempt", unit, record)
                 self.report("succeeded", unit, result)

@@ -15,6 +15,15 @@ from ..key_variables import key_value, key_variable_problem
 KNOWN_PARAMS = {"temperature", "top_p", "max_tokens", "seed", "stop", "presence_penalty", "frequency_penalty", "top_k"}
 
 
+MAX_REPORTED_TOKENS = 10**9  # no call uses more; beyond it a count is not believed (the columns hold 2^31 - 1)
+
+
+def reported_tokens(value):
+    """A provider's token count as the platform keeps it: a whole number from 0 to MAX_REPORTED_TOKENS, else None
+    (unknown). Usage figures are untrusted: a negative one would lower the spending ledger and open its caps."""
+    return value if type(value) is int and 0 <= value <= MAX_REPORTED_TOKENS else None
+
+
 @dataclass
 class ChatResult:
     text: str
@@ -28,6 +37,7 @@ class ChatResult:
 
     def __post_init__(self):  # a model may answer with NUL characters; the answer is kept without them
         self.text, self.raw = without_nul(self.text), without_nul(self.raw)
+        self.input_tokens, self.output_tokens = reported_tokens(self.input_tokens), reported_tokens(self.output_tokens)
 
 
 class ProviderError(Exception):

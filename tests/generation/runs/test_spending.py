@@ -171,3 +171,71 @@ def test_the_dry_run_plan_shows_the_cost_against_the_remaining_budget(
     assert any("more than the study's remaining budget ($0.10)" in p for p in plan["problems"])
     page = client_for(roles["users"]["researcher"]).get(f"/studies/{study.pk}/runs/{run.pk}/plan/").content.decode()
     assert "$0.10" in page and "left in the study's budget" in page
+
+
+def _counted(value):
+    return value if type(value) is int and 0 <= value <= 10**9 else None
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize(
+    "usage", [{"input": -1_000_000, "output": 5}, {"input": "lots", "output": 10**12}, {"input": 2.5, "output": True}]
+)
+def test_reported_usage_that_is_no_token_count_is_charged_at_the_estimate(
+    roles, make_endpoint, make_toolkit, fake_provider, provider, usage
+):
+    """A provider's usage figures are untrusted. A negative count lowered the ledger and so opened the caps; a
+    string or a count beyond the column broke the cost arithmetic or the attempt row. A count that is not a whole
+    number from 0 to 10^9 is unknown: the attempt row keeps no figure for it, and the call is charged the
+    estimate for it, so the ledger still equals the attempt rows' costs."""
+    from generation.runs.limits import estimate_call
+    from generation.runs.runner import cost_of
+
+    study = roles["a"]
+    endpoint = make_endpoint(study, provider, max_attempts=1, default_params={"max_tokens": 40}, **PRICES)
+    run = runs.create_run(study, name="r", toolkit=make_toolkit(study, 1), endpoints=[endpoint])
+    runs.materialize(run)
+    unit = runs.RUN_JOB.load_units(run, runs.RUN_JOB.pending_keys(run))[0]
+    est_in, est_out = estimate_call(unit.messages, unit.params)
+    fake_provider.script([{"usage": usage}])
+    runs.start(run)
+    run.refresh_from_db()
+    assert run.status == "completed", run.message
+    call = ProviderCall.objects.get(study=study)
+    reported_in, reported_out = _counted(usage["input"]), _counted(usage["output"])
+    assert call.ok and (call.input_tokens, call.output_tokens) == (reported_in, reported_out)
+    expected = cost_of(
+        endpoint,
+        est_in if reported_in is None else reported_in,
+        est_out if reported_out is None else reported_out,
+    )
+    assert call.cost_usd == expected and expected > 0
+    cost, reserved, calls = ledger(study)
+    assert (cost, reserved, calls) == (expected, 0, 1)
+
+
+def test_a_batch_result_with_unbelievable_usage_is_charged_at_the_estimate(
+    roles, make_endpoint, make_toolkit, fake_provider
+):
+    """The same rule for batch results: a negative or huge count is unknown, and charged at the estimate."""
+    from generation.runs.limits import estimate_call
+
+    study = roles["a"]
+    endpoint = make_endpoint(
+        study, "openai", batch_enabled=True, max_attempts=1, default_params={"max_tokens": 40}, **PRICES
+    )
+    run = runs.create_run(study, name="b", toolkit=make_toolkit(study, 1), endpoints=[endpoint], execution_mode="batch")
+    runs.materialize(run)
+    unit = runs.RUN_JOB.load_units(run, runs.RUN_JOB.pending_keys(run))[0]
+    expected = batches.batch_cost_of(endpoint, *estimate_call(unit.messages, unit.params))
+    fake_provider.script([{"usage": {"input": -5, "output": 10**12}}])
+    runs.start(run)
+    for _ in range(3):
+        batches.poll_open_batches()
+    run.refresh_from_db()
+    assert run.status == "completed", run.message
+    call = ProviderCall.objects.get(study=study)
+    assert call.ok and (call.input_tokens, call.output_tokens) == (None, None)
+    assert call.cost_usd == expected and expected > 0
+    cost, reserved, calls = ledger(study)
+    assert (cost, reserved, calls) == (expected, 0, 1)
