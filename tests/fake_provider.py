@@ -251,10 +251,12 @@ class FakeProvider:
     def completion(self, request, spec, prompt, n, anthropic):
         text = "" if spec.get("empty") else spec.get("text", f"Story {n}. Answer to: {prompt}")
         finish = spec.get("finish_reason", "stop")
-        usage = spec.get("usage") or {"input": max(1, len(prompt) // 4), "output": max(1, len(text) // 4)}
+        usage = spec.get("usage") or {"input": max(1, len(prompt) // 4), "output": max(1, len(str(text)) // 4)}
         model = request.get("model", "")
         if anthropic:
-            stop = {"stop": "end_turn", "length": "max_tokens"}.get(finish, finish)
+            stop = (
+                {"stop": "end_turn", "length": "max_tokens"}.get(finish, finish) if isinstance(finish, str) else finish
+            )
             return {
                 "id": f"msg_{n}",
                 "type": "message",

@@ -51,7 +51,7 @@ class AnthropicProvider(ChatProvider):
             raise ProviderError(
                 f"The provider sent a message without text content ({exc}).", retryable=True, http_status=200
             ) from exc
-        finish = message.stop_reason or ""
+        finish = message.stop_reason if isinstance(message.stop_reason, str) else ""  # untrusted: text or nothing
         check_text(text, finish)
         finish = {"end_turn": "stop", "max_tokens": "length", "stop_sequence": "stop"}.get(finish, finish)
         usage = getattr(message, "usage", None)

@@ -35,8 +35,17 @@ class ChatResult:
     http_status: int | None = 200
     cost_usd: float | None = field(default=None)
 
-    def __post_init__(self):  # a model may answer with NUL characters; the answer is kept without them
+    def __post_init__(self):
+        """The provider's figures are untrusted: text must be text, a finish reason that is not text is dropped,
+        token counts are checked (reported_tokens). A model may answer with NUL characters; they are dropped."""
+        if not isinstance(self.text, str):
+            raise ProviderError(
+                f"The provider sent a completion with content that is not text ({type(self.text).__name__}).",
+                retryable=True,
+                http_status=200,
+            )
         self.text, self.raw = without_nul(self.text), without_nul(self.raw)
+        self.finish_reason = self.finish_reason if isinstance(self.finish_reason, str) else ""
         self.input_tokens, self.output_tokens = reported_tokens(self.input_tokens), reported_tokens(self.output_tokens)
 
 

@@ -201,3 +201,38 @@ def test_openai_request_is_the_one_create_sends_without_its_type_walk(
     assert json.loads(ours.content) == json.loads(sdks.content)  # the same body; its keys may come in another order
     assert ours.headers["authorization"] == "Bearer sk-fake-secret-123"
     assert ours.headers["x-stereoscope-attempt"] == "41"
+
+
+@pytest.mark.parametrize("provider", ["openai_compatible", "anthropic"])
+@pytest.mark.parametrize("finish", [5, {"a": 1}, ["stop"]])
+def test_a_finish_reason_that_is_not_text_is_dropped(
+    study, make_endpoint, make_toolkit, fake_provider, provider, finish
+):
+    """A finish reason is a provider's word; one that is not text is dropped, not stored or mapped (it broke the
+    attempt row's slicing and stopped the run)."""
+    from generation.models import Output
+    from generation.runs import services as runs
+
+    endpoint = make_endpoint(study, provider, max_attempts=1)
+    fake_provider.script([{"text": "Once.", "finish_reason": finish}])
+    result = get_provider(endpoint).complete(MESSAGES, {})
+    assert (result.text, result.finish_reason) == ("Once.", "")
+    run = runs.create_run(study, name="r", toolkit=make_toolkit(study, 1), endpoints=[endpoint])
+    fake_provider.script([{"text": "Twice.", "finish_reason": finish}])
+    runs.start(run)
+    run.refresh_from_db()
+    assert run.status == "completed", run.message
+    assert list(Output.objects.filter(run=run).values_list("status", "text")) == [("done", "Twice.")]
+
+
+@pytest.mark.parametrize("content", [["a", "b"], {"x": "y"}, 42, True])
+def test_a_completion_whose_content_is_not_text_is_a_clear_retryable_error(
+    study, make_endpoint, fake_provider, content
+):
+    endpoint = make_endpoint(study, "openai_compatible")
+    fake_provider.script([{"text": content}])
+    with pytest.raises(ProviderError) as info:
+        get_provider(endpoint).complete(MESSAGES, {})
+    error = info.value
+    assert error.retryable and error.http_status == 200
+    assert f"content that is not text ({type(content).__name__})" in str(error)
