@@ -7,7 +7,6 @@ from email.utils import parsedate_to_datetime
 import httpx
 import openai
 from openai._base_client import make_request_options
-from openai.types.chat import ChatCompletion
 
 from .base import ChatProvider, ChatResult, ProviderError, attempt_headers, elapsed_ms, validate_params
 
@@ -105,22 +104,28 @@ class OpenAIProvider(ChatProvider):
         return body
 
     def parse(self, completion, started):
+        """A ChatResult from a completion: the provider's JSON body as a dict (the live path reads it as it came,
+        without building the SDK's ChatCompletion, about 0.13 ms of CPU a call; issue 36), or an SDK object."""
+        data = completion if isinstance(completion, dict) else completion.model_dump(mode="json")
         try:
-            choice = completion.choices[0]
-            text = choice.message.content
-            finish = choice.finish_reason or ""
-        except (IndexError, AttributeError, TypeError) as exc:
+            choice = data["choices"][0]
+            text = choice["message"].get("content")
+            finish = choice.get("finish_reason") or ""
+        except (IndexError, KeyError, TypeError, AttributeError) as exc:
             raise ProviderError(
-                f"The provider sent a response without a choice ({exc}).", retryable=True, http_status=200
+                f"The provider sent a response without a choice ({type(exc).__name__}: {exc}).",
+                retryable=True,
+                http_status=200,
             ) from exc
         check_text(text, finish)
-        usage = getattr(completion, "usage", None)
+        usage = data.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
         return ChatResult(
             text=text,
             finish_reason=finish,
-            input_tokens=getattr(usage, "prompt_tokens", None),
-            output_tokens=getattr(usage, "completion_tokens", None),
-            raw=completion.model_dump(mode="json"),
+            input_tokens=usage.get("prompt_tokens"),
+            output_tokens=usage.get("completion_tokens"),
+            raw=data,
             latency_ms=elapsed_ms(started),
             http_status=200,
         )
@@ -141,9 +146,9 @@ class OpenAIProvider(ChatProvider):
                 options=make_request_options(
                     extra_headers=attempt_headers(), extra_body=extra, security={"bearer_auth": True}
                 ),
-                cast_to=ChatCompletion,
+                cast_to=bytes,  # the body as it came: parsed here, without the SDK's model (see parse)
             )
-            return self.parse(completion, started)
+            return self.parse(json.loads(completion), started)
         except Exception as exc:
             raise sdk_error(exc, openai) from exc
 

@@ -236,3 +236,59 @@ def test_a_completion_whose_content_is_not_text_is_a_clear_retryable_error(
     error = info.value
     assert error.retryable and error.http_status == 200
     assert f"content that is not text ({type(content).__name__})" in str(error)
+
+
+def _both_ways(endpoint, fake_provider, spec):
+    """The adapter's sync and async answers (or errors) to the same scripted response."""
+
+    async def go():
+        adapter = get_provider(endpoint)
+        try:
+            return await adapter.acomplete(MESSAGES, {})
+        finally:
+            await adapter.aclose()
+
+    got = []
+    for call in (lambda: get_provider(endpoint).complete(MESSAGES, {}), lambda: asyncio.run(go())):
+        fake_provider.script([spec])
+        try:
+            got.append(call())
+        except ProviderError as exc:
+            got.append(exc)
+    return got
+
+
+@pytest.mark.parametrize("provider", ["openai", "openai_compatible", "anthropic"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"text": "Once upon a time.", "usage": {"input": 11, "output": 5}, "finish_reason": "length"},
+        {"status": 429, "retry_after": 2},
+        {"status": 400, "message": "bad request shape"},
+        {"malformed": True},
+        {"empty": True},
+        {"text": ["a"]},
+        {"text": "Twice.", "usage": {"input": -3, "output": "x"}},
+    ],
+)
+def test_the_async_path_reads_answers_and_errors_as_the_sync_path(study, make_endpoint, fake_provider, provider, spec):
+    """The runner's async path reads the provider's JSON itself (without the SDK's model, issue 36): the same
+    results and the same errors as the SDK's sync path, whatever the answer."""
+    endpoint = make_endpoint(study, provider, max_attempts=1)
+    sync, async_ = _both_ways(endpoint, fake_provider, spec)
+    assert type(sync) is type(async_)
+    if isinstance(sync, ProviderError):
+        assert (str(sync), sync.retryable, sync.http_status, sync.retry_after) == (
+            str(async_),
+            async_.retryable,
+            async_.http_status,
+            async_.retry_after,
+        )
+    else:
+        fields = ("text", "finish_reason", "input_tokens", "output_tokens", "http_status")
+        assert [getattr(sync, f) for f in fields] == [getattr(async_, f) for f in fields]
+        # the async path keeps the provider's body as it came; the SDK's model adds its empty fields
+        if provider == "anthropic":
+            assert sync.raw["content"] == async_.raw["content"]
+        else:
+            assert sync.raw["choices"][0]["message"]["content"] == async_.raw["choices"][0]["message"]["content"]
