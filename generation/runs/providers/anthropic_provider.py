@@ -4,7 +4,7 @@ import time
 
 import anthropic
 
-from .base import ChatProvider, ChatResult, ProviderError, attempt_headers, elapsed_ms, validate_params
+from .base import ChatProvider, ChatResult, ProviderError, attempt_headers, elapsed_ms, sdk_client, validate_params
 from .openai_provider import check_text, sdk_error
 
 DEFAULT_MAX_TOKENS = 1024
@@ -69,7 +69,9 @@ class AnthropicProvider(ChatProvider):
         started = time.perf_counter()
         try:
             if self._client is None:
-                self._client = anthropic.AsyncAnthropic(**self.client_kwargs())
+                self._client = sdk_client(
+                    anthropic.AsyncAnthropic, anthropic.DefaultAsyncHttpxClient, **self.client_kwargs()
+                )
             message = await self._client.messages.create(
                 **self.request(messages, params), extra_headers=attempt_headers()
             )
@@ -80,7 +82,7 @@ class AnthropicProvider(ChatProvider):
     def complete(self, messages, params):
         started = time.perf_counter()
         try:
-            with anthropic.Anthropic(**self.client_kwargs()) as client:
+            with sdk_client(anthropic.Anthropic, anthropic.DefaultHttpxClient, **self.client_kwargs()) as client:
                 message = client.messages.create(**self.request(messages, params))
             return self.parse(message, started)
         except Exception as exc:

@@ -60,6 +60,14 @@ class ProviderError(Exception):
         self.raw = without_nul(raw)
 
 
+def sdk_client(client_class, http_client_class, **kwargs):
+    """An SDK client (openai or anthropic, sync or async) that never follows a redirect. The SDKs follow redirects
+    by default, and httpx keeps every header but Authorization on a redirect to another host: Anthropic's x-api-key
+    (and, for a 307 or 308, the prompts) would go wherever an approved host pointed. A redirect is then an answer
+    like any other status that is not a success ("HTTP 307 from the provider")."""
+    return client_class(**kwargs, http_client=http_client_class(follow_redirects=False))
+
+
 LOCAL_EXTRA_PACKAGES = ("torch", "transformers")
 
 

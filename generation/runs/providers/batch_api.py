@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..batch_format import wire_body
-from .base import ProviderError
+from .base import ProviderError, sdk_client
 
 OPENAI_OPEN = {
     "validating": "submitted",
@@ -54,7 +54,7 @@ class OpenAIBatchAPI:
 
         kwargs = self.live.client_kwargs()
         kwargs["max_retries"] = 2
-        return openai.OpenAI(**kwargs)
+        return sdk_client(openai.OpenAI, openai.DefaultHttpxClient, **kwargs)
 
     def line(self, cid, messages, params):
         body = wire_body(self.live.request(messages, params))
@@ -153,7 +153,7 @@ class AnthropicBatchAPI:
 
         kwargs = self.live.client_kwargs()
         kwargs["max_retries"] = 2
-        return anthropic.Anthropic(**kwargs)
+        return sdk_client(anthropic.Anthropic, anthropic.DefaultHttpxClient, **kwargs)
 
     def line(self, cid, messages, params):
         return {"custom_id": cid, "params": wire_body(self.live.request(messages, params))}

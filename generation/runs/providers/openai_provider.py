@@ -8,7 +8,7 @@ import httpx
 import openai
 from openai._base_client import make_request_options
 
-from .base import ChatProvider, ChatResult, ProviderError, attempt_headers, elapsed_ms, validate_params
+from .base import ChatProvider, ChatResult, ProviderError, attempt_headers, elapsed_ms, sdk_client, validate_params
 
 
 def retry_after_seconds(headers):
@@ -134,7 +134,7 @@ class OpenAIProvider(ChatProvider):
         started = time.perf_counter()
         try:
             if self._client is None:
-                self._client = openai.AsyncOpenAI(**self.client_kwargs())
+                self._client = sdk_client(openai.AsyncOpenAI, openai.DefaultAsyncHttpxClient, **self.client_kwargs())
             body = self.request(messages, params)
             extra = body.pop("extra_body", None)
             # The request `chat.completions.create` would send, without its per-call walk of the body through the
@@ -155,7 +155,7 @@ class OpenAIProvider(ChatProvider):
     def complete(self, messages, params):
         started = time.perf_counter()
         try:
-            with openai.OpenAI(**self.client_kwargs()) as client:
+            with sdk_client(openai.OpenAI, openai.DefaultHttpxClient, **self.client_kwargs()) as client:
                 completion = client.chat.completions.create(**self.request(messages, params))
             return self.parse(completion, started)
         except Exception as exc:
