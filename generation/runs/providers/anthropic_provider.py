@@ -4,7 +4,16 @@ import time
 
 import anthropic
 
-from .base import ChatProvider, ChatResult, ProviderError, attempt_headers, elapsed_ms, sdk_client, validate_params
+from .base import (
+    MAX_ANSWER_BYTES,
+    ChatProvider,
+    ChatResult,
+    ProviderError,
+    attempt_headers,
+    elapsed_ms,
+    sdk_client,
+    validate_params,
+)
 from .openai_provider import check_text, sdk_error
 
 DEFAULT_MAX_TOKENS = 1024
@@ -70,7 +79,10 @@ class AnthropicProvider(ChatProvider):
         try:
             if self._client is None:
                 self._client = sdk_client(
-                    anthropic.AsyncAnthropic, anthropic.DefaultAsyncHttpxClient, **self.client_kwargs()
+                    anthropic.AsyncAnthropic,
+                    anthropic.DefaultAsyncHttpxClient,
+                    MAX_ANSWER_BYTES,
+                    **self.client_kwargs(),
                 )
             message = await self._client.messages.create(
                 **self.request(messages, params), extra_headers=attempt_headers()
@@ -82,7 +94,9 @@ class AnthropicProvider(ChatProvider):
     def complete(self, messages, params):
         started = time.perf_counter()
         try:
-            with sdk_client(anthropic.Anthropic, anthropic.DefaultHttpxClient, **self.client_kwargs()) as client:
+            with sdk_client(
+                anthropic.Anthropic, anthropic.DefaultHttpxClient, MAX_ANSWER_BYTES, **self.client_kwargs()
+            ) as client:
                 message = client.messages.create(**self.request(messages, params))
             return self.parse(message, started)
         except Exception as exc:

@@ -60,12 +60,88 @@ class ProviderError(Exception):
         self.raw = without_nul(raw)
 
 
-def sdk_client(client_class, http_client_class, **kwargs):
+MAX_ANSWER_BYTES = 16 * 1024 * 1024  # a live answer's body; the longest completions are well under 1 MB
+
+
+def sdk_client(client_class, http_client_class, max_body=None, **kwargs):
     """An SDK client (openai or anthropic, sync or async) that never follows a redirect. The SDKs follow redirects
     by default, and httpx keeps every header but Authorization on a redirect to another host: Anthropic's x-api-key
     (and, for a 307 or 308, the prompts) would go wherever an approved host pointed. A redirect is then an answer
-    like any other status that is not a success ("HTTP 307 from the provider")."""
-    return client_class(**kwargs, http_client=http_client_class(follow_redirects=False))
+    like any other status that is not a success ("HTTP 307 from the provider").
+
+    With `max_body` (bytes), an answer's body is bounded: it is asked for unencoded, and one that is encoded anyway,
+    or longer than `max_body`, is a ProviderError before more of it is read (the SDKs hold a whole body in memory)."""
+    extra = {}
+    if max_body:
+        import httpx2  # the SDKs' HTTP library, loaded with them
+
+        asynchronous = issubclass(http_client_class, httpx2.AsyncClient)
+        hook = _bounded_body_hook(httpx2, max_body, asynchronous)
+        extra = {"event_hooks": {"response": [hook]}, "headers": {"Accept-Encoding": "identity"}}
+    return client_class(**kwargs, http_client=http_client_class(follow_redirects=False, **extra))
+
+
+def _answer_too_large(limit):
+    size = f"{limit // (1024 * 1024)} MB" if limit >= 1024 * 1024 else f"{limit} bytes"
+    return ProviderError(f"The provider's answer is larger than {size}; it was not read.", retryable=False)
+
+
+def _bounded_body_hook(httpx2, limit, asynchronous):
+    """An httpx response hook that refuses an encoded body and wraps the body's stream in one that counts bytes."""
+
+    def check(response):
+        encoding = response.headers.get("content-encoding", "").strip().lower()
+        if encoding not in ("", "identity"):
+            raise ProviderError(
+                f"The provider sent an encoded answer ({encoding[:40]}) though none was asked for.", retryable=False
+            )
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise _answer_too_large(limit)
+
+    class AsyncBounded(httpx2.AsyncByteStream):
+        def __init__(self, stream):
+            self.stream = stream
+
+        async def __aiter__(self):
+            read = 0
+            async for chunk in self.stream:
+                read += len(chunk)
+                if read > limit:
+                    raise _answer_too_large(limit)
+                yield chunk
+
+        async def aclose(self):
+            await self.stream.aclose()
+
+    class SyncBounded(httpx2.SyncByteStream):
+        def __init__(self, stream):
+            self.stream = stream
+
+        def __iter__(self):
+            read = 0
+            for chunk in self.stream:
+                read += len(chunk)
+                if read > limit:
+                    raise _answer_too_large(limit)
+                yield chunk
+
+        def close(self):
+            self.stream.close()
+
+    if asynchronous:
+
+        async def async_hook(response):
+            check(response)
+            response.stream = AsyncBounded(response.stream)
+
+        return async_hook
+
+    def sync_hook(response):
+        check(response)
+        response.stream = SyncBounded(response.stream)
+
+    return sync_hook
 
 
 LOCAL_EXTRA_PACKAGES = ("torch", "transformers")

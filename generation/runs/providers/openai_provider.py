@@ -8,7 +8,16 @@ import httpx
 import openai
 from openai._base_client import make_request_options
 
-from .base import ChatProvider, ChatResult, ProviderError, attempt_headers, elapsed_ms, sdk_client, validate_params
+from .base import (
+    MAX_ANSWER_BYTES,
+    ChatProvider,
+    ChatResult,
+    ProviderError,
+    attempt_headers,
+    elapsed_ms,
+    sdk_client,
+    validate_params,
+)
 
 
 def retry_after_seconds(headers):
@@ -37,6 +46,13 @@ def sdk_error(exc, sdk):
     """Map an SDK exception (openai or anthropic share the shapes) to a ProviderError with a clear message."""
     if isinstance(exc, ProviderError):
         return exc
+    cause = exc.__cause__
+    for _ in range(8):  # raised while the body was read (base.sdk_client's bound), then wrapped by the SDK
+        if cause is None or isinstance(cause, ProviderError):
+            break
+        cause = cause.__cause__
+    if isinstance(cause, ProviderError):
+        return cause
     if isinstance(exc, sdk.APITimeoutError):
         return ProviderError("Timed out waiting for the provider.", retryable=True)
     if isinstance(exc, sdk.APIConnectionError):
@@ -134,7 +150,9 @@ class OpenAIProvider(ChatProvider):
         started = time.perf_counter()
         try:
             if self._client is None:
-                self._client = sdk_client(openai.AsyncOpenAI, openai.DefaultAsyncHttpxClient, **self.client_kwargs())
+                self._client = sdk_client(
+                    openai.AsyncOpenAI, openai.DefaultAsyncHttpxClient, MAX_ANSWER_BYTES, **self.client_kwargs()
+                )
             body = self.request(messages, params)
             extra = body.pop("extra_body", None)
             # The request `chat.completions.create` would send, without its per-call walk of the body through the
@@ -155,7 +173,9 @@ class OpenAIProvider(ChatProvider):
     def complete(self, messages, params):
         started = time.perf_counter()
         try:
-            with sdk_client(openai.OpenAI, openai.DefaultHttpxClient, **self.client_kwargs()) as client:
+            with sdk_client(
+                openai.OpenAI, openai.DefaultHttpxClient, MAX_ANSWER_BYTES, **self.client_kwargs()
+            ) as client:
                 completion = client.chat.completions.create(**self.request(messages, params))
             return self.parse(completion, started)
         except Exception as exc:
