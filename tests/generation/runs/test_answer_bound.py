@@ -2,16 +2,15 @@
 encoded anyway or longer than the bound is a clear error before more of it is read. The SDKs hold a whole body in
 memory: a host that sent gigabytes, or a small gzip body that decodes to gigabytes, could exhaust a worker."""
 
-import asyncio
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from generation.runs.providers import ProviderError, anthropic_provider, get_provider, openai_provider
+from tests.generation.runs.test_redirects import MESSAGES, complete_async
 
 pytestmark = pytest.mark.django_db
-MESSAGES = [{"role": "user", "content": "Write about a nurse."}]
 LIMIT = 1000
 
 
@@ -63,16 +62,6 @@ class _Server:
         self.httpd.server_close()
 
 
-def _async(adapter):
-    async def go():
-        try:
-            return await adapter.acomplete(MESSAGES, {})
-        finally:
-            await adapter.aclose()
-
-    return asyncio.run(go())
-
-
 @pytest.mark.parametrize("provider", ["openai_compatible", "anthropic"])
 @pytest.mark.parametrize("path", ["sync", "async"])
 @pytest.mark.parametrize(
@@ -93,7 +82,7 @@ def test_an_answer_beyond_the_bound_or_encoded_is_refused(
         base = server.url if provider == "anthropic" else server.url + "/v1"
         adapter = get_provider(make_endpoint(study, provider, base_url=base, max_attempts=1))
         with pytest.raises(ProviderError) as info:
-            adapter.complete(MESSAGES, {}) if path == "sync" else _async(adapter)
+            adapter.complete(MESSAGES, {}) if path == "sync" else complete_async(adapter)
     finally:
         server.close()
     assert message in str(info.value) and not info.value.retryable
@@ -107,4 +96,4 @@ def test_the_bound_leaves_ordinary_answers_alone(study, make_endpoint, fake_prov
         endpoint = make_endpoint(study, provider)
         fake_provider.script([{"text": text}, {"text": text}])
         assert get_provider(endpoint).complete(MESSAGES, {}).text == text
-        assert _async(get_provider(endpoint)).text == text
+        assert complete_async(get_provider(endpoint)).text == text

@@ -56,7 +56,9 @@ def redirected():
     elsewhere.close()
 
 
-def _async(adapter):
+def complete_async(adapter):
+    """The adapter's async answer to MESSAGES (its client closed after)."""
+
     async def go():
         try:
             return await adapter.acomplete(MESSAGES, {})
@@ -75,7 +77,7 @@ def test_a_redirect_is_not_followed_and_the_key_stays_with_the_approved_host(
     base = redirector.url if provider == "anthropic" else redirector.url + "/v1"
     adapter = get_provider(make_endpoint(study, provider, base_url=base, max_attempts=1))
     with pytest.raises(ProviderError) as info:
-        adapter.complete(MESSAGES, {}) if path == "sync" else _async(adapter)
+        adapter.complete(MESSAGES, {}) if path == "sync" else complete_async(adapter)
     assert "HTTP 307" in str(info.value) and info.value.http_status == 307
     assert len(redirector.seen) == 1
     assert elsewhere.seen == []  # neither the key nor the prompt left the approved host
