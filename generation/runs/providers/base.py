@@ -86,30 +86,46 @@ def _answer_too_large(limit):
     return ProviderError(f"The provider's answer is larger than {size}; it was not read.", retryable=False)
 
 
-def _bounded_body_hook(httpx2, limit, asynchronous):
-    """An httpx response hook that refuses an encoded body and wraps the body's stream in one that counts bytes."""
+def _check_answer_headers(response, limit):
+    """Refuse an answer that is encoded (none was asked for) or declares a length over `limit`."""
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if encoding not in ("", "identity"):
+        raise ProviderError(
+            f"The provider sent an encoded answer ({encoding[:40]}) though none was asked for.", retryable=False
+        )
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _answer_too_large(limit)
 
-    def check(response):
-        encoding = response.headers.get("content-encoding", "").strip().lower()
-        if encoding not in ("", "identity"):
-            raise ProviderError(
-                f"The provider sent an encoded answer ({encoding[:40]}) though none was asked for.", retryable=False
-            )
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
+
+def _counted(chunks, limit):
+    """The chunks of a body, refused once more than `limit` bytes have come."""
+    read = 0
+    for chunk in chunks:
+        read += len(chunk)
+        if read > limit:
             raise _answer_too_large(limit)
+        yield chunk
+
+
+async def _acounted(chunks, limit):
+    read = 0
+    async for chunk in chunks:
+        read += len(chunk)
+        if read > limit:
+            raise _answer_too_large(limit)
+        yield chunk
+
+
+def _bounded_body_hook(httpx2, limit, asynchronous):
+    """An httpx response hook that checks an answer's headers, then wraps its body's stream in one that counts."""
 
     class AsyncBounded(httpx2.AsyncByteStream):
         def __init__(self, stream):
             self.stream = stream
 
-        async def __aiter__(self):
-            read = 0
-            async for chunk in self.stream:
-                read += len(chunk)
-                if read > limit:
-                    raise _answer_too_large(limit)
-                yield chunk
+        def __aiter__(self):
+            return _acounted(self.stream, limit)
 
         async def aclose(self):
             await self.stream.aclose()
@@ -119,29 +135,20 @@ def _bounded_body_hook(httpx2, limit, asynchronous):
             self.stream = stream
 
         def __iter__(self):
-            read = 0
-            for chunk in self.stream:
-                read += len(chunk)
-                if read > limit:
-                    raise _answer_too_large(limit)
-                yield chunk
+            return _counted(self.stream, limit)
 
         def close(self):
             self.stream.close()
 
-    if asynchronous:
-
-        async def async_hook(response):
-            check(response)
-            response.stream = AsyncBounded(response.stream)
-
-        return async_hook
+    async def async_hook(response):
+        _check_answer_headers(response, limit)
+        response.stream = AsyncBounded(response.stream)
 
     def sync_hook(response):
-        check(response)
+        _check_answer_headers(response, limit)
         response.stream = SyncBounded(response.stream)
 
-    return sync_hook
+    return async_hook if asynchronous else sync_hook
 
 
 LOCAL_EXTRA_PACKAGES = ("torch", "transformers")
