@@ -7,7 +7,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from stereoscope.untrusted import nonfinite_path, without_nul
+from stereoscope.untrusted import nonfinite_path, whole_number, without_nul
 
 from ..key_variables import key_value, key_variable_problem
 
@@ -73,7 +73,7 @@ def sdk_client(client_class, http_client_class, max_body=None, **kwargs):
     or longer than `max_body`, is a ProviderError before more of it is read (the SDKs hold a whole body in memory)."""
     extra = {}
     if max_body:
-        import httpx2  # the SDKs' HTTP library, loaded with them
+        import httpx2  # lazy: the SDKs' HTTP library, loaded with them (0.5-1.5 s)
 
         asynchronous = issubclass(http_client_class, httpx2.AsyncClient)
         hook = _bounded_body_hook(httpx2, max_body, asynchronous)
@@ -93,8 +93,8 @@ def _check_answer_headers(response, limit):
         raise ProviderError(
             f"The provider sent an encoded answer ({encoding[:40]}) though none was asked for.", retryable=False
         )
-    declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    declared = whole_number(response.headers.get("content-length"))
+    if declared is not None and declared > limit:
         raise _answer_too_large(limit)
 
 
